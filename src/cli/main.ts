@@ -1,0 +1,54 @@
+/**
+ * The `gpuwise` entry point: dispatches to one module per command.
+ * Commands are imported lazily so `gpuwise smi` never loads the trace parser.
+ */
+import { InputError } from '../io/inputError.js';
+import { UsageError } from './usage.js';
+
+export const EXIT_OK = 0;
+export const EXIT_FINDINGS = 1;
+export const EXIT_BAD_INPUT = 2;
+
+type Command = { summary: string; load: () => Promise<{ run(argv: string[]): Promise<number> }> };
+
+const COMMANDS: Record<string, Command> = {
+  analyze: { summary: 'diagnose torch.profiler traces (one GPU or many ranks)', load: () => import('./analyze.js') },
+};
+
+function help(): string {
+  const rows = Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(10)} ${c.summary}`);
+  return ['gpuwise: find out why a PyTorch job is slow or out of memory, and what to change.', '', 'Commands:', ...rows, '', 'Run `gpuwise COMMAND --help` for the options of a command.'].join('\n');
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
+    process.stdout.write(`${help()}\n`);
+    return name === undefined ? EXIT_BAD_INPUT : EXIT_OK;
+  }
+  if (name === '--version' || name === '-V') {
+    process.stdout.write(`${VERSION}\n`);
+    return EXIT_OK;
+  }
+  const command = COMMANDS[name];
+  if (command === undefined) {
+    process.stderr.write(`gpuwise: unknown command '${name}'\n\n${help()}\n`);
+    return EXIT_BAD_INPUT;
+  }
+  try {
+    const mod = await command.load();
+    return await mod.run(rest);
+  } catch (e) {
+    if (e instanceof InputError || e instanceof UsageError) {
+      process.stderr.write(`gpuwise ${name}: ${e.message}\n`);
+      return EXIT_BAD_INPUT;
+    }
+    // An unexpected failure is a bug in gpuwise: say so in one line, keep the stack for GPUWISE_DEBUG.
+    process.stderr.write(`gpuwise ${name}: internal error: ${(e as Error)?.message ?? String(e)} (set GPUWISE_DEBUG=1 for details)\n`);
+    if (process.env.GPUWISE_DEBUG) process.stderr.write(`${(e as Error)?.stack}\n`);
+    return 70;
+  }
+}
+
+declare const __GPUWISE_VERSION__: string | undefined;
+export const VERSION = typeof __GPUWISE_VERSION__ === 'string' ? __GPUWISE_VERSION__ : '0.0.0-dev';

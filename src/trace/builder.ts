@@ -1,0 +1,382 @@
+/**
+ * Builds a TraceModel from the parser's event stream: the sink side of
+ * `parser.ts`. Reduces CPU events on the fly and keeps GPU activities and
+ * runtime calls in typed columns (see model.ts for why).
+ */
+import type { RawEvent, TraceSink } from './event.js';
+import { CopyKind, KernelCategory, MatmulPrecision, RuntimeKind, categoriseKernel, copyKind, dtypeBytes, matmulPrecision, runtimeKind } from './kernelClass.js';
+import type { Collective, CpuSpan, DeviceProperties, DistributedInfo, GemmOp, GpuOps, MemoryPeak, RuntimeCalls, StepMarker, TraceModel } from './model.js';
+
+/** Events longer than this are clock glitches (CUPTI overflow, `Record Window End`): dropped, as HTA and tb_plugin do. */
+const MAX_EVENT_DUR_NS = 24 * 3600 * 1e9;
+
+const STEP_RE = /^ProfilerStep\s*#\s*(\d+)/;
+const DATALOADER_RE = /^enumerate\((DataLoader|DataPipe)\)#.*__next__/;
+const OPTIMIZER_RE = /^Optimizer\.step#/;
+const SYNC_OP_RE = /^aten::(item|_local_scalar_dense|nonzero|is_nonzero|equal|allclose|unique|_unique2|masked_select|tolist)$/;
+const GEMM_OP_RE = /^aten::(mm|addmm|bmm|baddbmm|matmul|linear|_scaled_mm|addbmm|_addmm_activation)$/;
+const CPU_COLLECTIVE_RE = /^(nccl:|gloo:|c10d::|record_param_comms$)/;
+
+class F64 {
+  a = new Float64Array(4096);
+  grow(n: number): void {
+    if (n >= this.a.length) {
+      const b = new Float64Array(this.a.length * 2);
+      b.set(this.a);
+      this.a = b;
+    }
+  }
+}
+class I32 {
+  a = new Int32Array(4096);
+  grow(n: number): void {
+    if (n >= this.a.length) {
+      const b = new Int32Array(this.a.length * 2);
+      b.set(this.a);
+      this.a = b;
+    }
+  }
+}
+class U8 {
+  a = new Uint8Array(4096);
+  grow(n: number): void {
+    if (n >= this.a.length) {
+      const b = new Uint8Array(this.a.length * 2);
+      b.set(this.a);
+      this.a = b;
+    }
+  }
+}
+
+export class TraceModelBuilder implements TraceSink {
+  private names: string[] = [];
+  private nameIds = new Map<string, number>();
+  // GPU op columns
+  private gN = 0;
+  private gDevice = new I32();
+  private gStream = new I32();
+  private gKind = new U8();
+  private gCategory = new U8();
+  private gPrecision = new U8();
+  private gCopy = new U8();
+  private gStart = new F64();
+  private gDur = new F64();
+  private gCorr = new F64();
+  private gName = new I32();
+  private gBytes = new F64();
+  private gBlocks = new F64();
+  // runtime columns
+  private rN = 0;
+  private rKind = new U8();
+  private rStart = new F64();
+  private rDur = new F64();
+  private rCorr = new F64();
+  private rExt = new F64();
+  private rName = new I32();
+
+  private steps: StepMarker[] = [];
+  private dataLoader: CpuSpan[] = [];
+  private optimizerSteps: CpuSpan[] = [];
+  private syncOps: CpuSpan[] = [];
+  private dataParallelForwards: CpuSpan[] = [];
+  private ddpForwards: CpuSpan[] = [];
+  private cpuCollectives: CpuSpan[] = [];
+  private collectives: Collective[] = [];
+  private gemmOps: GemmOp[] = [];
+  private gemmByExternalId = new Map<number, number>();
+  private gemmKeys = new Map<string, number>();
+  private memPeaks = new Map<number, MemoryPeak>();
+  private counts: Record<string, number> = {};
+  private cpuLo = Number.POSITIVE_INFINITY;
+  private cpuHi = Number.NEGATIVE_INFINITY;
+  private devices: DeviceProperties[] = [];
+  private distributed: DistributedInfo | null = null;
+  private baseTimeNs: string | null = null;
+  private dropped = { badTime: 0, hugeDur: 0 };
+
+  constructor(private readonly source: string) {}
+
+  private nameId(name: string): number {
+    let id = this.nameIds.get(name);
+    if (id === undefined) {
+      id = this.names.length;
+      this.names.push(name);
+      this.nameIds.set(name, id);
+    }
+    return id;
+  }
+
+  onMetadata(key: string, value: unknown): void {
+    if (key === 'deviceProperties' && Array.isArray(value)) {
+      for (const d of value as Record<string, unknown>[]) {
+        if (d === null || typeof d !== 'object') continue;
+        this.devices.push({
+          id: num(d.id, this.devices.length),
+          name: typeof d.name === 'string' ? d.name : 'unknown GPU',
+          totalGlobalMemBytes: num(d.totalGlobalMem, 0),
+          computeMajor: num(d.computeMajor, 0),
+          computeMinor: num(d.computeMinor, 0),
+          numSms: num(d.numSms, 0),
+        });
+      }
+    } else if (key === 'distributedInfo' && value !== null && typeof value === 'object') {
+      const d = value as Record<string, unknown>;
+      // Kineto may write it twice (before and after traceEvents): the first one wins.
+      this.distributed ??= {
+        backend: typeof d.backend === 'string' ? d.backend : null,
+        rank: num(d.rank, 0),
+        worldSize: num(d.world_size, 1),
+      };
+    } else if (key === 'baseTimeNanoseconds' && (typeof value === 'number' || typeof value === 'string')) {
+      this.baseTimeNs = String(value);
+    }
+  }
+
+  onEvent(ev: RawEvent): void {
+    const cat = ev.cat;
+    this.counts[cat || ev.ph] = (this.counts[cat || ev.ph] ?? 0) + 1;
+    const ph = ev.ph;
+    if (ph !== 'X') {
+      if (ph === 'i' || ph === 'I') {
+        if (ev.name === '[memory]' && ev.args.totalAllocated >= 0 && ev.args.deviceType === 1) this.onMemory(ev);
+      }
+      return;
+    }
+    const ts = ev.tsNs;
+    const dur = ev.durNs;
+    if (!Number.isFinite(ts) || !Number.isFinite(dur) || dur < 0) {
+      this.dropped.badTime++;
+      return;
+    }
+    if (dur > MAX_EVENT_DUR_NS) {
+      this.dropped.hugeDur++;
+      return;
+    }
+    switch (cat) {
+      case 'kernel':
+      case 'gpu_memcpy':
+      case 'gpu_memset':
+        this.onGpuOp(ev, cat);
+        return;
+      case 'cuda_runtime':
+      case 'cuda_driver':
+        this.onRuntime(ev);
+        return;
+      case 'cpu_op':
+      case 'user_annotation':
+        this.onCpuOp(ev);
+        return;
+      default:
+        return;
+    }
+  }
+
+  private onMemory(ev: RawEvent): void {
+    const dev = ev.args.deviceId;
+    const cur = this.memPeaks.get(dev);
+    const alloc = ev.args.totalAllocated;
+    const reserved = ev.args.totalReserved;
+    if (cur === undefined) this.memPeaks.set(dev, { device: dev, allocatedBytes: alloc, reservedBytes: reserved, atNs: ev.tsNs });
+    else {
+      if (alloc > cur.allocatedBytes) {
+        cur.allocatedBytes = alloc;
+        cur.atNs = ev.tsNs;
+      }
+      if (reserved > cur.reservedBytes) cur.reservedBytes = reserved;
+    }
+  }
+
+  private onGpuOp(ev: RawEvent, cat: string): void {
+    const i = this.gN++;
+    for (const c of [this.gDevice, this.gStream, this.gName]) c.grow(i);
+    for (const c of [this.gKind, this.gCategory, this.gPrecision, this.gCopy]) c.grow(i);
+    for (const c of [this.gStart, this.gDur, this.gCorr, this.gBytes, this.gBlocks]) c.grow(i);
+    const a = ev.args;
+    const device = a.device >= 0 ? a.device : typeof ev.pid === 'number' ? ev.pid : 0;
+    this.gDevice.a[i] = device;
+    this.gStream.a[i] = a.stream >= 0 ? a.stream : typeof ev.tid === 'number' ? ev.tid : 0;
+    this.gStart.a[i] = ev.tsNs;
+    this.gDur.a[i] = ev.durNs;
+    this.gCorr.a[i] = a.correlation;
+    this.gBytes.a[i] = a.bytes;
+    this.gBlocks.a[i] = a.blocksPerSm;
+    this.gName.a[i] = this.nameId(ev.name);
+    if (cat === 'kernel') {
+      this.gKind.a[i] = 0;
+      const isCollective = a.collectiveName !== null;
+      const category = categoriseKernel(ev.name, isCollective);
+      this.gCategory.a[i] = category;
+      this.gPrecision.a[i] = MatmulPrecision.notMatmul;
+      this.gCopy.a[i] = CopyKind.none;
+      if (category === KernelCategory.communication) {
+        const nelems = Math.max(a.inMsgNelems, a.outMsgNelems, 0);
+        this.collectives.push({
+          opIndex: i,
+          name: a.collectiveName ?? collectiveFromName(ev.name),
+          processGroup: a.processGroupName ?? a.processGroupDesc,
+          seq: a.seq === null ? null : String(a.seq),
+          bytes: nelems * dtypeBytes(a.dtype),
+          groupSize: a.groupSize,
+        });
+      }
+    } else if (cat === 'gpu_memcpy') {
+      this.gKind.a[i] = 1;
+      this.gCategory.a[i] = KernelCategory.memcpy;
+      this.gPrecision.a[i] = MatmulPrecision.notMatmul;
+      this.gCopy.a[i] = copyKind(ev.name);
+    } else {
+      this.gKind.a[i] = 2;
+      this.gCategory.a[i] = KernelCategory.memset;
+      this.gPrecision.a[i] = MatmulPrecision.notMatmul;
+      this.gCopy.a[i] = CopyKind.none;
+    }
+  }
+
+  private onRuntime(ev: RawEvent): void {
+    const i = this.rN++;
+    this.rKind.grow(i);
+    this.rStart.grow(i);
+    this.rDur.grow(i);
+    this.rCorr.grow(i);
+    this.rExt.grow(i);
+    this.rName.grow(i);
+    this.rKind.a[i] = runtimeKind(ev.name);
+    this.rStart.a[i] = ev.tsNs;
+    this.rDur.a[i] = ev.durNs;
+    this.rCorr.a[i] = ev.args.correlation;
+    this.rExt.a[i] = ev.args.externalId;
+    this.rName.a[i] = this.nameId(ev.name);
+    this.cpuExtent(ev.tsNs, ev.durNs);
+  }
+
+  private cpuExtent(ts: number, dur: number): void {
+    if (ts < this.cpuLo) this.cpuLo = ts;
+    if (ts + dur > this.cpuHi) this.cpuHi = ts + dur;
+  }
+
+  private onCpuOp(ev: RawEvent): void {
+    const name = ev.name;
+    const ts = ev.tsNs;
+    const end = ts + ev.durNs;
+    this.cpuExtent(ts, ev.durNs);
+    const c0 = name.charCodeAt(0);
+    if (c0 === 80 /* P */) {
+      const m = STEP_RE.exec(name);
+      if (m) {
+        this.steps.push({ step: Number(m[1]), startNs: ts, endNs: end });
+        return;
+      }
+    }
+    if (c0 === 97 /* a */) {
+      if (GEMM_OP_RE.test(name)) this.onGemmOp(ev);
+      else if (SYNC_OP_RE.test(name)) this.syncOps.push({ name, startNs: ts, endNs: end, tid: ev.tid });
+      return;
+    }
+    if (c0 === 101 /* e */ && DATALOADER_RE.test(name)) this.dataLoader.push({ name, startNs: ts, endNs: end, tid: ev.tid });
+    else if (c0 === 79 /* O */ && OPTIMIZER_RE.test(name)) this.optimizerSteps.push({ name, startNs: ts, endNs: end, tid: ev.tid });
+    else if (name === 'DataParallel.forward' || name.startsWith('torch::autograd::Broadcast') || name === 'Broadcast' || name === 'ReduceAddCoalesced') {
+      if (name === 'DataParallel.forward') this.dataParallelForwards.push({ name, startNs: ts, endNs: end, tid: ev.tid });
+    } else if (name === 'DistributedDataParallel.forward') this.ddpForwards.push({ name, startNs: ts, endNs: end, tid: ev.tid });
+    else if (CPU_COLLECTIVE_RE.test(name)) this.cpuCollectives.push({ name, startNs: ts, endNs: end, tid: ev.tid });
+  }
+
+  private onGemmOp(ev: RawEvent): void {
+    const dims = ev.args.inputDims;
+    if (dims === null || ev.args.externalId < 0) return;
+    const types = ev.args.inputType;
+    const dtype = types?.find((t) => typeof t === 'string' && t !== '') as string | undefined;
+    const numericDims = dims.map((d) => (Array.isArray(d) ? d.map(Number) : []));
+    // Identical (op, shapes, dtype) share one record: a 10,000-step trace has few distinct GEMMs.
+    const key = `${ev.name}|${JSON.stringify(numericDims)}|${dtype ?? ''}`;
+    let idx = this.gemmKeys.get(key);
+    if (idx === undefined) {
+      idx = this.gemmOps.length;
+      this.gemmOps.push({ name: ev.name, dims: numericDims, dtype: dtype ?? null });
+      this.gemmKeys.set(key, idx);
+    }
+    this.gemmByExternalId.set(ev.args.externalId, idx);
+  }
+
+  finish(originUs: number, parseWarnings: string[]): TraceModel {
+    const warnings = [...parseWarnings];
+    if (this.dropped.badTime > 0) warnings.push(`${this.dropped.badTime} events without a valid ts/dur were dropped`);
+    if (this.dropped.hugeDur > 0) warnings.push(`${this.dropped.hugeDur} events lasting over 24 h (clock glitches) were dropped`);
+    this.steps.sort((a, b) => a.startNs - b.startNs);
+    for (const list of [this.dataLoader, this.optimizerSteps, this.syncOps, this.dataParallelForwards, this.ddpForwards, this.cpuCollectives]) {
+      list.sort((a, b) => a.startNs - b.startNs);
+    }
+    const gpu: GpuOps = {
+      count: this.gN,
+      device: Int16Array.from(this.gDevice.a.subarray(0, this.gN)),
+      stream: this.gStream.a.slice(0, this.gN),
+      kind: this.gKind.a.slice(0, this.gN),
+      category: this.gCategory.a.slice(0, this.gN),
+      precision: this.gPrecision.a.slice(0, this.gN),
+      copyKind: this.gCopy.a.slice(0, this.gN),
+      startNs: this.gStart.a.slice(0, this.gN),
+      durNs: this.gDur.a.slice(0, this.gN),
+      correlation: this.gCorr.a.slice(0, this.gN),
+      nameId: this.gName.a.slice(0, this.gN),
+      bytes: this.gBytes.a.slice(0, this.gN),
+      blocksPerSm: this.gBlocks.a.slice(0, this.gN),
+    };
+    const runtime: RuntimeCalls = {
+      count: this.rN,
+      kind: this.rKind.a.slice(0, this.rN),
+      startNs: this.rStart.a.slice(0, this.rN),
+      durNs: this.rDur.a.slice(0, this.rN),
+      correlation: this.rCorr.a.slice(0, this.rN),
+      externalId: this.rExt.a.slice(0, this.rN),
+      nameId: this.rName.a.slice(0, this.rN),
+    };
+    const dist = this.distributed;
+    return {
+      source: this.source,
+      rank: dist?.rank ?? 0,
+      worldSize: dist?.worldSize ?? 1,
+      distributed: dist,
+      devices: this.devices,
+      baseTimeNs: this.baseTimeNs,
+      originUs,
+      names: this.names,
+      gpu,
+      runtime,
+      steps: dedupeSteps(this.steps),
+      dataLoader: this.dataLoader,
+      optimizerSteps: this.optimizerSteps,
+      syncOps: this.syncOps,
+      dataParallelForwards: this.dataParallelForwards,
+      ddpForwards: this.ddpForwards,
+      cpuCollectives: this.cpuCollectives,
+      collectives: this.collectives,
+      gemmOps: this.gemmOps,
+      gemmByExternalId: this.gemmByExternalId,
+      memoryPeaks: [...this.memPeaks.values()].sort((a, b) => a.device - b.device),
+      eventCounts: this.counts,
+      cpuRangeNs: Number.isFinite(this.cpuLo) ? [this.cpuLo, this.cpuHi] : [0, 0],
+      warnings,
+    };
+  }
+}
+
+/** A step can be recorded twice (cpu_op and user_annotation in some torch versions): keep one per number. */
+function dedupeSteps(steps: StepMarker[]): StepMarker[] {
+  const seen = new Map<number, StepMarker>();
+  for (const s of steps) {
+    const prev = seen.get(s.step);
+    if (prev === undefined || s.endNs - s.startNs > prev.endNs - prev.startNs) seen.set(s.step, s);
+  }
+  return [...seen.values()].sort((a, b) => a.startNs - b.startNs);
+}
+
+function collectiveFromName(name: string): string {
+  const m = /(AllReduce|AllGather|ReduceScatter|Broadcast|Reduce|SendRecv|AllToAll|Send|Recv)/i.exec(name);
+  return m ? m[1]!.toLowerCase() : 'collective';
+}
+
+function num(v: unknown, fallback: number): number {
+  const n = typeof v === 'number' ? v : typeof v === 'string' ? Number(v) : Number.NaN;
+  return Number.isFinite(n) ? n : fallback;
+}
+
+export { RuntimeKind };

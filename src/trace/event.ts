@@ -1,0 +1,130 @@
+/**
+ * The event model: what the streaming parser hands to its sink for every
+ * trace event. One mutable instance is reused for every event (no allocation
+ * per event); a sink copies what it keeps.
+ *
+ * Times are integer nanoseconds relative to the trace origin (the first
+ * timestamp's whole microsecond), so they stay exact below 2^53 ns (104 days)
+ * whatever the absolute clock value. Ids wider than 2^53 are kept as decimal
+ * strings.
+ */
+export type Id = number | string;
+
+/** The `args` fields gpuwise reads. Everything else is skipped unparsed. */
+export interface EventArgs {
+  correlation: number;
+  externalId: number;
+  bytes: number;
+  /** `memory bandwidth (GB/s)` on memcpy/memset activities. */
+  bandwidthGBs: number;
+  device: number;
+  stream: number;
+  /** Kernel launch geometry and Kineto's occupancy estimate. */
+  grid: number[] | null;
+  block: number[] | null;
+  blocksPerSm: number;
+  occupancyPct: number;
+  /** NCCL metadata on collective kernels and `record_param_comms` ops. */
+  collectiveName: string | null;
+  inMsgNelems: number;
+  outMsgNelems: number;
+  groupSize: number;
+  dtype: string | null;
+  processGroupName: string | null;
+  processGroupDesc: string | null;
+  seq: Id | null;
+  /** Shapes and dtypes on CPU ops (record_shapes=True). */
+  inputDims: unknown[] | null;
+  inputType: unknown[] | null;
+  /** `[memory]` instant events (profile_memory=True). */
+  totalAllocated: number;
+  totalReserved: number;
+  deviceType: number;
+  deviceId: number;
+  /** cuda_sync activities. */
+  syncKind: string | null;
+  /** Metadata events (`process_name`, `thread_name`) carry `name`. */
+  labelName: string | null;
+}
+
+export interface RawEvent {
+  ph: string;
+  cat: string;
+  name: string;
+  pid: number | string;
+  tid: number | string;
+  /** Start, ns relative to the trace origin; NaN when absent or not a number. */
+  tsNs: number;
+  /** Duration in ns; NaN when absent. */
+  durNs: number;
+  id: Id | null;
+  args: EventArgs;
+  /** Whether `args` was present at all. */
+  hasArgs: boolean;
+}
+
+export function emptyArgs(): EventArgs {
+  return {
+    correlation: -1,
+    externalId: -1,
+    bytes: -1,
+    bandwidthGBs: -1,
+    device: -1,
+    stream: -1,
+    grid: null,
+    block: null,
+    blocksPerSm: -1,
+    occupancyPct: -1,
+    collectiveName: null,
+    inMsgNelems: -1,
+    outMsgNelems: -1,
+    groupSize: -1,
+    dtype: null,
+    processGroupName: null,
+    processGroupDesc: null,
+    seq: null,
+    inputDims: null,
+    inputType: null,
+    totalAllocated: -1,
+    totalReserved: -1,
+    deviceType: -1,
+    deviceId: -1,
+    syncKind: null,
+    labelName: null,
+  };
+}
+
+export function resetArgs(a: EventArgs): void {
+  a.correlation = -1;
+  a.externalId = -1;
+  a.bytes = -1;
+  a.bandwidthGBs = -1;
+  a.device = -1;
+  a.stream = -1;
+  a.grid = null;
+  a.block = null;
+  a.blocksPerSm = -1;
+  a.occupancyPct = -1;
+  a.collectiveName = null;
+  a.inMsgNelems = -1;
+  a.outMsgNelems = -1;
+  a.groupSize = -1;
+  a.dtype = null;
+  a.processGroupName = null;
+  a.processGroupDesc = null;
+  a.seq = null;
+  a.inputDims = null;
+  a.inputType = null;
+  a.totalAllocated = -1;
+  a.totalReserved = -1;
+  a.deviceType = -1;
+  a.deviceId = -1;
+  a.syncKind = null;
+  a.labelName = null;
+}
+
+/** What the parser calls. Top-level keys other than traceEvents arrive through onMetadata. */
+export interface TraceSink {
+  onEvent(ev: RawEvent): void;
+  onMetadata(key: string, value: unknown): void;
+}

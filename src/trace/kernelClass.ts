@@ -1,0 +1,140 @@
+/**
+ * Classifies GPU activities by name: what kind of work a kernel does, and for
+ * matrix multiplies whether it runs on tensor cores and in which precision.
+ * Collectives are recognised from NCCL args first (kernel names change between
+ * NCCL releases), names second.
+ */
+
+export const KernelCategory = {
+  gemm: 0,
+  attention: 1,
+  conv: 2,
+  elementwise: 3,
+  reduction: 4,
+  optimizer: 5,
+  communication: 6,
+  memcpy: 7,
+  memset: 8,
+  other: 9,
+} as const;
+export type KernelCategory = (typeof KernelCategory)[keyof typeof KernelCategory];
+export const CATEGORY_NAMES = ['gemm', 'attention', 'conv', 'elementwise', 'reduction', 'optimizer', 'communication', 'memcpy', 'memset', 'other'] as const;
+export type CategoryName = (typeof CATEGORY_NAMES)[number];
+
+/** Precision of a matrix-multiply kernel. */
+export const MatmulPrecision = {
+  notMatmul: 0,
+  tensorCore16: 1, // bf16 / fp16 on tensor cores
+  tensorCoreTf32: 2,
+  tensorCore8: 3, // fp8 / int8
+  fp32: 4, // SIMT fp32/fp64: no tensor cores
+  unknown: 5,
+} as const;
+export type MatmulPrecision = (typeof MatmulPrecision)[keyof typeof MatmulPrecision];
+export const PRECISION_NAMES = ['n/a', 'bf16/fp16 tensor cores', 'tf32 tensor cores', 'fp8/int8 tensor cores', 'fp32 (no tensor cores)', 'unknown'] as const;
+
+const COMM = /nccl|^hccl|rccl|allreduce|all_reduce|allgather|reducescatter|sendrecv/i;
+const ATTENTION = /flash|fmha|attention|sdpa|attn/i;
+const CONV = /conv|implicit_gemm|fprop|dgrad|wgrad|winograd|cudnn::.*(?:nchwToNhwc|nhwcToNchw)/i;
+const GEMM = /gemm|gemv|cutlass|nvjet|cublas|xmma|matmul|_mm_|splitKreduce|\bmm\b/i;
+const OPTIMIZER = /multi_tensor_apply|adam|sgd|lamb|_foreach|fused_adam|optimizer|lerp_scalar|addcdiv|addcmul/i;
+const REDUCTION = /reduce|softmax|norm|sum_kernel|mean|cross_entropy|nll_loss|max_pool|avg_pool|argmax|cumsum|scan|topk|sort|batch_norm|bn_fw|bn_bw|layer_norm|GammaBeta|welford|var_|statistics/i;
+const ELEMENTWISE = /elementwise|vectorized|unrolled|CatArray|fill|copy|index|gather|scatter|where|clamp|cast|_to_|dropout|fused_dropout|gelu|relu|silu|tanh|sigmoid|embedding|pointwise|triton_poi/i;
+
+export function categoriseKernel(name: string, hasCollectiveArgs: boolean): KernelCategory {
+  if (hasCollectiveArgs || COMM.test(name)) return KernelCategory.communication;
+  if (ATTENTION.test(name)) return KernelCategory.attention;
+  if (CONV.test(name)) return KernelCategory.conv;
+  if (GEMM.test(name)) return KernelCategory.gemm;
+  if (OPTIMIZER.test(name)) return KernelCategory.optimizer;
+  if (REDUCTION.test(name) || /triton_(red|per)_/.test(name)) return KernelCategory.reduction;
+  if (ELEMENTWISE.test(name)) return KernelCategory.elementwise;
+  return KernelCategory.other;
+}
+
+/** Kernel-name markers of tensor-core instructions (HMMA/GMMA tiles, tensorop, wgmma). */
+const TC16 = /bf16|f16|fp16|half|h884|h1688|h16816|hmma|s16816gemm_bf16|_bf16_|16816fprop_optimized_bf16/i;
+const TCTF32 = /tf32|s1688|s16816|tensorop_s|xmma.*f32f32_tf32/i;
+const TC8 = /e4m3|e5m2|fp8|i8816|imma|int8|s8/i;
+const SIMT = /simt|sgemm(?!.*tensorop)|ffma|dgemm|gemv|f32f32_f32f32_f32/i;
+const TC_GENERIC = /tensorop|wgmma|gmma|hmma|nvjet|sm90_xmma|sm80_xmma|flash|fmha/i;
+
+/**
+ * Precision of a matmul-like kernel from its name, refined by the dtype of
+ * the CPU op that launched it (`float`, `c10::BFloat16`, ...) when known.
+ */
+export function matmulPrecision(name: string, opDtype: string | null): MatmulPrecision {
+  if (TC8.test(name) && /gemm|xmma|nvjet|cutlass/i.test(name) && !/tf32|bf16|f16/i.test(name)) return MatmulPrecision.tensorCore8;
+  if (TCTF32.test(name)) return MatmulPrecision.tensorCoreTf32;
+  if (TC16.test(name) && !/f32f32_f32f32_f32/.test(name)) return MatmulPrecision.tensorCore16;
+  if (SIMT.test(name)) return MatmulPrecision.fp32;
+  if (opDtype !== null) {
+    if (/BFloat16|Half|bfloat16|float16/.test(opDtype)) return MatmulPrecision.tensorCore16;
+    if (/^(float|double)$/.test(opDtype)) {
+      // cuBLASLt (nvjet) and xmma kernels carry no dtype in the name; a float op
+      // on them runs in tf32 only when allowed, which the name would show.
+      return TC_GENERIC.test(name) ? MatmulPrecision.tensorCoreTf32 : MatmulPrecision.fp32;
+    }
+  }
+  if (TC_GENERIC.test(name)) return MatmulPrecision.unknown;
+  return MatmulPrecision.unknown;
+}
+
+/** Memcpy kinds from Kineto's `Memcpy HtoD (Pageable -> Device)` names. */
+export const CopyKind = {
+  none: 0,
+  h2dPageable: 1,
+  h2dPinned: 2,
+  d2hPageable: 3,
+  d2hPinned: 4,
+  d2d: 5,
+  p2p: 6,
+  other: 7,
+} as const;
+export type CopyKind = (typeof CopyKind)[keyof typeof CopyKind];
+export const COPY_KIND_NAMES = ['none', 'HtoD pageable', 'HtoD pinned', 'DtoH pageable', 'DtoH pinned', 'DtoD', 'PtoP', 'other'] as const;
+
+export function copyKind(name: string): CopyKind {
+  const dir = /Memcpy (\w+)/.exec(name)?.[1] ?? '';
+  const pageable = /Pageable/i.test(name);
+  switch (dir) {
+    case 'HtoD':
+      return pageable ? CopyKind.h2dPageable : CopyKind.h2dPinned;
+    case 'DtoH':
+      return pageable ? CopyKind.d2hPageable : CopyKind.d2hPinned;
+    case 'DtoD':
+      return CopyKind.d2d;
+    case 'PtoP':
+      return CopyKind.p2p;
+    default:
+      return CopyKind.other;
+  }
+}
+
+/** Runtime API calls, by what they mean for the GPU timeline. */
+export const RuntimeKind = {
+  launch: 0,
+  memcpy: 1,
+  memset: 2,
+  sync: 3,
+  other: 4,
+} as const;
+export type RuntimeKind = (typeof RuntimeKind)[keyof typeof RuntimeKind];
+
+export function runtimeKind(name: string): RuntimeKind {
+  if (/^(cuda|cu)(LaunchKernel|LaunchCooperativeKernel|GraphLaunch|LaunchKernelEx|LaunchKernelExC)/.test(name)) return RuntimeKind.launch;
+  if (/Synchronize$|^cudaMemcpy$|^cuMemcpyDtoH|^cudaMemcpyFromSymbol$|^cudaMemcpy2D$/.test(name)) return RuntimeKind.sync;
+  if (/Memcpy/.test(name)) return RuntimeKind.memcpy;
+  if (/Memset/.test(name)) return RuntimeKind.memset;
+  return RuntimeKind.other;
+}
+
+/** Bytes per element of NCCL/torch dtype names found in collective args. */
+export function dtypeBytes(dtype: string | null): number {
+  if (dtype === null) return 4;
+  const d = dtype.toLowerCase();
+  if (/bfloat16|half|float16|bf16|f16|short|int16/.test(d)) return 2;
+  if (/double|float64|int64|long|f64/.test(d)) return 8;
+  if (/int8|uint8|byte|char|bool|fp8|e4m3|e5m2/.test(d)) return 1;
+  return 4;
+}

@@ -1,0 +1,870 @@
+/**
+ * Streaming parser for Kineto Chrome-trace JSON (torch.profiler output).
+ *
+ * Why hand-written: the trace must be read in bounded memory whatever its
+ * size, with exact nanosecond timestamps and exact 64-bit ids. JSON.parse
+ * needs the whole text, rounds integers above 2^53 and turns "123.456" µs into
+ * a double whose ns value can be off by one. Generic streaming JSON libraries
+ * allocate a token object per value and ran an order of magnitude slower in
+ * our measurements (see ARCHITECTURE.md). This parser knows the shape of a
+ * trace: it walks the top-level object, hands every element of `traceEvents`
+ * to a sink through one reused event object, and parses only the `args` keys
+ * that gpuwise reads, skipping the rest without building values.
+ *
+ * It takes text chunks (the shell decodes bytes), so it imports nothing.
+ * An item (one event, or one top-level key and value) that is cut by a chunk
+ * boundary is re-read from its start when the next chunk arrives.
+ */
+import { type EventArgs, type Id, type RawEvent, type TraceSink, emptyArgs, resetArgs } from './event.js';
+
+/** Thrown for text that is not a trace at all (before any event was read). */
+export class TraceFormatError extends Error {
+  constructor(
+    message: string,
+    readonly offset: number,
+  ) {
+    super(message);
+    this.name = 'TraceFormatError';
+  }
+}
+
+export interface ParseSummary {
+  /** Events handed to the sink. */
+  events: number;
+  /** The input ended before the closing brace of the trace object. */
+  truncated: boolean;
+  /** A syntax error stopped reading after some events had been read. */
+  stoppedAt: string | null;
+  /** Human-readable notes about input that was repaired or dropped. */
+  warnings: string[];
+  /** Integer microseconds subtracted from every timestamp. */
+  originUs: number;
+}
+
+const NEED_MORE = Symbol('need-more');
+
+const enum St {
+  Start = 0,
+  ObjectFirstKey = 1,
+  ObjectNextKey = 2,
+  EventsFirst = 3,
+  EventsNext = 4,
+  Done = 5,
+}
+
+const enum Ch {
+  Tab = 9,
+  Nl = 10,
+  Cr = 13,
+  Space = 32,
+  Quote = 34,
+  Plus = 43,
+  Comma = 44,
+  Minus = 45,
+  Dot = 46,
+  D0 = 48,
+  D9 = 57,
+  Colon = 58,
+  E = 69,
+  LBracket = 91,
+  Backslash = 92,
+  RBracket = 93,
+  LowerE = 101,
+  LBrace = 123,
+  RBrace = 125,
+  Bom = 0xfeff,
+}
+
+/** args keys gpuwise reads, with a small code for the switch in parseArgs. */
+const ARG_KEYS: ReadonlyArray<readonly [string, number]> = [
+  ['correlation', 1],
+  ['External id', 2],
+  ['bytes', 3],
+  ['memory bandwidth (GB/s)', 4],
+  ['device', 5],
+  ['stream', 6],
+  ['grid', 7],
+  ['block', 8],
+  ['blocks per SM', 9],
+  ['est. achieved occupancy %', 10],
+  ['Collective name', 11],
+  ['In msg nelems', 12],
+  ['Out msg nelems', 13],
+  ['Group size', 14],
+  ['dtype', 15],
+  ['Process Group Name', 16],
+  ['Process Group Description', 17],
+  ['Seq', 18],
+  ['Input Dims', 19],
+  ['Input type', 20],
+  ['Total Allocated', 21],
+  ['Total Reserved', 22],
+  ['Device Type', 23],
+  ['Device Id', 24],
+  ['cuda_sync_kind', 25],
+  ['name', 26],
+];
+/** ARG_KEYS grouped by key length, so a key is matched in place without slicing it out. */
+const ARG_KEYS_BY_LEN: Array<Array<readonly [string, number]>> = [];
+for (const entry of ARG_KEYS) (ARG_KEYS_BY_LEN[entry[0].length] ??= []).push(entry);
+
+/** Interned category names, so the common ones are not sliced out of the buffer per event. */
+const KNOWN_CATS = [
+  'cpu_op',
+  'kernel',
+  'cpu_instant_event',
+  'ac2g',
+  'cuda_runtime',
+  'fwdbwd',
+  'gpu_memset',
+  'gpu_memcpy',
+  'cuda_driver',
+  'overhead',
+  'user_annotation',
+  'gpu_user_annotation',
+  'python_function',
+  'cuda_sync',
+  'Trace',
+];
+const PHASES: string[] = [];
+for (const ph of 'XiIMCsfBEbentPOND') PHASES[ph.charCodeAt(0)] = ph;
+const CATS_BY_LEN: string[][] = [];
+for (const c of KNOWN_CATS) (CATS_BY_LEN[c.length] ??= []).push(c);
+
+/** CPU ops whose args matter: matrix multiplies (shapes, dtypes) and collectives. */
+const CPU_OP_WITH_ARGS = /^(aten::(mm|addmm|bmm|baddbmm|matmul|linear|_scaled_mm|addbmm|_addmm_activation)$|record_param_comms|c10d::|nccl:)/;
+
+/** Categories whose args are always read. */
+const CATS_WITH_ARGS = new Set([
+  'kernel',
+  'gpu_memcpy',
+  'gpu_memset',
+  'cuda_runtime',
+  'cuda_driver',
+  'cuda_sync',
+  'cpu_instant_event',
+  'user_annotation',
+  'gpu_user_annotation',
+]);
+
+export class TraceJsonParser {
+  private s = '';
+  private p = 0;
+  /** Characters dropped from the front of the buffer so far (for error offsets). */
+  private consumed = 0;
+  private state: St = St.Start;
+  private topIsArray = false;
+  private originUs: number | null = null;
+  private readonly ev: RawEvent;
+  private readonly notes = new Map<string, number>();
+  private count = 0;
+  private stopped: string | null = null;
+
+  constructor(private readonly sink: TraceSink) {
+    this.ev = {
+      ph: '',
+      cat: '',
+      name: '',
+      pid: 0,
+      tid: 0,
+      tsNs: Number.NaN,
+      durNs: Number.NaN,
+      id: null,
+      args: emptyArgs(),
+      hasArgs: false,
+    };
+  }
+
+  /** Feeds the next chunk of text. */
+  push(chunk: string): void {
+    if (this.stopped !== null || this.state === St.Done) return;
+    if (this.p > 0) {
+      this.consumed += this.p;
+      this.s = this.s.slice(this.p) + chunk;
+      this.p = 0;
+    } else {
+      this.s = this.s.length === 0 ? chunk : this.s + chunk;
+    }
+    this.run();
+  }
+
+  /** Signals the end of input and returns what was read. */
+  end(): ParseSummary {
+    const truncated = this.state !== St.Done && this.stopped === null;
+    if (this.state === St.Start && this.stopped === null) {
+      throw new TraceFormatError(this.s.trim().length === 0 ? 'empty file' : 'not JSON', this.consumed + this.p);
+    }
+    if (this.count === 0 && (truncated || this.stopped !== null)) {
+      throw new TraceFormatError(
+        this.stopped ?? 'truncated before any trace event was read',
+        this.consumed + this.p,
+      );
+    }
+    if (truncated) this.note('input ends early (truncated file?): analysed the events read so far');
+    if (this.stopped !== null) this.note(`stopped reading at a syntax error (${this.stopped}): analysed the events before it`);
+    const warnings: string[] = [];
+    for (const [text, n] of this.notes) warnings.push(n > 1 ? `${text} (${n} times)` : text);
+    this.s = '';
+    return {
+      events: this.count,
+      truncated,
+      stoppedAt: this.stopped,
+      warnings,
+      originUs: this.originUs ?? 0,
+    };
+  }
+
+  /** Records a repaired or dropped piece of input; repeats are counted, not stored. */
+  note(text: string): void {
+    this.notes.set(text, (this.notes.get(text) ?? 0) + 1);
+  }
+
+  private run(): void {
+    for (;;) {
+      const start = this.p;
+      try {
+        if (!this.step()) return;
+      } catch (e) {
+        if (e === NEED_MORE) {
+          this.p = start;
+          return;
+        }
+        if (e instanceof TraceFormatError) {
+          if (this.count === 0) throw e;
+          this.stopped = e.message;
+          return;
+        }
+        throw e;
+      }
+    }
+  }
+
+  /** Parses one item; returns false when there is nothing more to do now. */
+  private step(): boolean {
+    const c = this.skipWs();
+    switch (this.state) {
+      case St.Start: {
+        if (c === Ch.LBrace) {
+          this.p++;
+          this.state = St.ObjectFirstKey;
+        } else if (c === Ch.LBracket) {
+          // The JSON array form of the Chrome trace format: a bare list of events.
+          this.p++;
+          this.topIsArray = true;
+          this.state = St.EventsFirst;
+        } else {
+          throw new TraceFormatError(this.s.charCodeAt(this.p) < 32 ? 'not JSON (binary data)' : 'not JSON', this.consumed + this.p);
+        }
+        return true;
+      }
+      case St.ObjectFirstKey:
+      case St.ObjectNextKey: {
+        if (c === Ch.RBrace) {
+          this.p++;
+          this.state = St.Done;
+          return false;
+        }
+        if (this.state === St.ObjectNextKey) {
+          if (c !== Ch.Comma) this.fail("expected ',' or '}' between top-level keys");
+          this.p++;
+          this.skipWs();
+        }
+        const key = this.readString();
+        this.expectColon();
+        const v = this.skipWs();
+        if (key === 'traceEvents') {
+          if (v !== Ch.LBracket) this.fail('traceEvents is not an array');
+          this.p++;
+          this.state = St.EventsFirst;
+          return true;
+        }
+        const value = this.parseValue();
+        this.state = St.ObjectNextKey;
+        this.sink.onMetadata(key, value);
+        return true;
+      }
+      case St.EventsFirst:
+      case St.EventsNext: {
+        if (c === Ch.RBracket) {
+          this.p++;
+          this.state = this.topIsArray ? St.Done : St.ObjectNextKey;
+          return !this.topIsArray;
+        }
+        if (this.state === St.EventsNext) {
+          if (c !== Ch.Comma) this.fail("expected ',' or ']' between events");
+          this.p++;
+          this.skipWs();
+        }
+        if (this.s.charCodeAt(this.p) !== Ch.LBrace) {
+          this.skipValue();
+          this.state = St.EventsNext;
+          this.note('skipped a traceEvents element that is not an object');
+          return true;
+        }
+        this.parseEvent();
+        this.state = St.EventsNext;
+        return true;
+      }
+      default:
+        return false;
+    }
+  }
+
+  private fail(msg: string): never {
+    const s = this.s;
+    const p = this.p;
+    if (p >= s.length) throw NEED_MORE;
+    const got = s.charCodeAt(p);
+    const shown = got < 32 || got > 126 ? `byte 0x${got.toString(16)}` : `'${s[p]}'`;
+    throw new TraceFormatError(`${msg}, found ${shown}`, this.consumed + p);
+  }
+
+  /** Skips whitespace; returns the next char code, or throws NEED_MORE at the end. */
+  private skipWs(): number {
+    const s = this.s;
+    let p = this.p;
+    const n = s.length;
+    while (p < n) {
+      const c = s.charCodeAt(p);
+      if (c === Ch.Space || c === Ch.Nl || c === Ch.Cr || c === Ch.Tab || c === Ch.Bom) p++;
+      else {
+        this.p = p;
+        return c;
+      }
+    }
+    this.p = p;
+    throw NEED_MORE;
+  }
+
+  private expectColon(): void {
+    if (this.skipWs() !== Ch.Colon) this.fail("expected ':'");
+    this.p++;
+  }
+
+  /** Reads a string at p (which must be a quote); returns its value. */
+  private readString(): string {
+    const s = this.s;
+    const start = this.p;
+    if (s.charCodeAt(start) !== Ch.Quote) this.fail('expected a string');
+    let q = s.indexOf('"', start + 1);
+    if (q < 0) throw NEED_MORE;
+    const plain = s.slice(start + 1, q);
+    if (!plain.includes('\\')) {
+      this.p = q + 1;
+      return plain;
+    }
+    // Escapes: the closing quote is the first one not preceded by an odd run of backslashes.
+    while (isEscaped(s, q)) {
+      q = s.indexOf('"', q + 1);
+      if (q < 0) throw NEED_MORE;
+    }
+    this.p = q + 1;
+    const raw = s.slice(start, q + 1);
+    try {
+      return JSON.parse(raw) as string;
+    } catch {
+      this.note('repaired a string with an invalid escape or control character');
+      return raw.slice(1, -1).replace(/\\(.)/g, '$1');
+    }
+  }
+
+  /** Finds the end of a bare token (number, literal or unquoted word). */
+  private tokenEnd(): number {
+    const s = this.s;
+    let p = this.p;
+    const n = s.length;
+    while (p < n) {
+      const c = s.charCodeAt(p);
+      if (c === Ch.Comma || c === Ch.RBrace || c === Ch.RBracket || c === Ch.Space || c === Ch.Nl || c === Ch.Cr || c === Ch.Tab || c === Ch.Colon) return p;
+      p++;
+    }
+    throw NEED_MORE;
+  }
+
+  /**
+   * Parses a time in µs (the Kineto unit) into integer ns. With `relative`,
+   * the origin (first whole µs seen) is subtracted before scaling, which keeps
+   * the result exact. Returns NaN for anything that is not a finite number.
+   */
+  private readTimeNs(relative: boolean): number {
+    const s = this.s;
+    const start = this.p;
+    const end = this.tokenEnd();
+    this.p = end;
+    let i = start;
+    let neg = false;
+    if (s.charCodeAt(i) === Ch.Minus) {
+      neg = true;
+      i++;
+    }
+    let whole = 0;
+    let digits = 0;
+    let c = s.charCodeAt(i);
+    while (c >= Ch.D0 && c <= Ch.D9) {
+      whole = whole * 10 + (c - Ch.D0);
+      digits++;
+      c = s.charCodeAt(++i);
+    }
+    let fracNs = 0;
+    if (c === Ch.Dot) {
+      c = s.charCodeAt(++i);
+      let scale = 100;
+      let fracDigits = 0;
+      while (c >= Ch.D0 && c <= Ch.D9) {
+        if (scale >= 1) fracNs += (c - Ch.D0) * scale;
+        else if (scale === 0.1 && c - Ch.D0 >= 5) fracNs += 1; // round half up on the first dropped digit
+        scale /= 10;
+        if (scale < 0.1) scale = 0; // digits past the rounding digit are ignored
+        fracDigits++;
+        c = s.charCodeAt(++i);
+      }
+      if (fracDigits === 0 && digits === 0) return Number.NaN;
+    }
+    if (i !== end || digits === 0 || digits > 15) {
+      // Exponent, stray characters, NaN, null or a huge value: take the slow path.
+      const v = Number(s.slice(start, end));
+      if (!Number.isFinite(v)) return Number.NaN;
+      const wholeUs = Math.trunc(v);
+      if (relative) {
+        if (this.originUs === null) this.originUs = wholeUs;
+        return Math.round((wholeUs - this.originUs) * 1000 + (v - wholeUs) * 1000);
+      }
+      return Math.round(v * 1000);
+    }
+    if (neg) {
+      whole = -whole;
+      fracNs = -fracNs;
+    }
+    if (relative) {
+      if (this.originUs === null) this.originUs = whole;
+      return (whole - this.originUs) * 1000 + fracNs;
+    }
+    return whole * 1000 + fracNs;
+  }
+
+  /** Reads a number, keeping integers above 2^53 exact as decimal strings. */
+  private readNumber(): number | string {
+    const start = this.p;
+    const end = this.tokenEnd();
+    this.p = end;
+    const text = this.s.slice(start, end);
+    const v = Number(text);
+    if (Number.isNaN(v)) {
+      if (text === 'null') return Number.NaN;
+      if (text !== 'NaN') this.note(`read the bare word '${text.slice(0, 20)}' as no value`);
+      return Number.NaN;
+    }
+    if (!Number.isSafeInteger(v) && /^-?\d+$/.test(text)) return text;
+    return v;
+  }
+
+  private readScalarNumber(): number {
+    const s = this.s;
+    let i = this.p;
+    let c = s.charCodeAt(i);
+    // Fast path: a plain non-negative integer of at most 15 digits.
+    if (c >= Ch.D0 && c <= Ch.D9) {
+      let v = 0;
+      const start = i;
+      do {
+        v = v * 10 + (c - Ch.D0);
+        c = s.charCodeAt(++i);
+      } while (c >= Ch.D0 && c <= Ch.D9);
+      if (i - start <= 15 && (c === Ch.Comma || c === Ch.RBrace || c === Ch.Space || c === Ch.Nl || c === Ch.Cr || c === Ch.RBracket || c === Ch.Tab)) {
+        this.p = i;
+        return v;
+      }
+      if (i >= s.length) throw NEED_MORE;
+    }
+    c = s.charCodeAt(this.p);
+    if (c === Ch.Quote) {
+      const v = Number(this.readString());
+      return Number.isFinite(v) ? v : -1;
+    }
+    if (c === Ch.LBrace || c === Ch.LBracket) {
+      this.skipValue();
+      return -1;
+    }
+    const v = this.readNumber();
+    return typeof v === 'number' ? v : Number(v);
+  }
+
+  private readId(): Id | null {
+    const c = this.s.charCodeAt(this.p);
+    if (c === Ch.Quote) return this.readString();
+    if (c === Ch.LBrace || c === Ch.LBracket) {
+      this.skipValue();
+      return null;
+    }
+    const v = this.readNumber();
+    return typeof v === 'number' && Number.isNaN(v) ? null : v;
+  }
+
+  private readStringOrNull(): string | null {
+    const c = this.s.charCodeAt(this.p);
+    if (c === Ch.Quote) return this.readString();
+    const v = this.parseValue();
+    return v === null || v === undefined ? null : String(v);
+  }
+
+  /** Parses any JSON value (plus NaN/Infinity and bare words, which old writers emit). */
+  parseValue(): unknown {
+    const c = this.skipWs();
+    if (c === Ch.Quote) return this.readString();
+    if (c === Ch.LBrace) {
+      this.p++;
+      const obj: Record<string, unknown> = {};
+      let first = true;
+      for (;;) {
+        const d = this.skipWs();
+        if (d === Ch.RBrace) {
+          this.p++;
+          return obj;
+        }
+        if (!first) {
+          if (d !== Ch.Comma) this.fail("expected ',' or '}'");
+          this.p++;
+          this.skipWs();
+        }
+        first = false;
+        const k = this.readString();
+        this.expectColon();
+        obj[k] = this.parseValue();
+      }
+    }
+    if (c === Ch.LBracket) {
+      this.p++;
+      const arr: unknown[] = [];
+      let first = true;
+      for (;;) {
+        const d = this.skipWs();
+        if (d === Ch.RBracket) {
+          this.p++;
+          return arr;
+        }
+        if (!first) {
+          if (d !== Ch.Comma) this.fail("expected ',' or ']'");
+          this.p++;
+        }
+        first = false;
+        arr.push(this.parseValue());
+      }
+    }
+    if (c === Ch.RBrace || c === Ch.RBracket || c === Ch.Comma || c === Ch.Colon) this.fail('expected a value');
+    const start = this.p;
+    const end = this.tokenEnd();
+    const text = this.s.slice(start, end);
+    if (text === 'true') {
+      this.p = end;
+      return true;
+    }
+    if (text === 'false') {
+      this.p = end;
+      return false;
+    }
+    if (text === 'null') {
+      this.p = end;
+      return null;
+    }
+    if ((c >= Ch.D0 && c <= Ch.D9) || c === Ch.Minus || text === 'NaN' || text === 'Infinity') return this.readNumber();
+    this.p = end;
+    if (!/^[A-Za-z/_.]+$/.test(text)) this.fail('expected a value');
+    this.note(`read the bare word '${text.slice(0, 20)}' as a string`);
+    return text;
+  }
+
+  /** Skips any value without building it. */
+  private skipValue(): void {
+    const s = this.s;
+    let p = this.p;
+    const c = s.charCodeAt(p);
+    if (c === Ch.Quote) {
+      this.readString();
+      return;
+    }
+    if (c !== Ch.LBrace && c !== Ch.LBracket) {
+      this.p = this.tokenEnd();
+      return;
+    }
+    let depth = 0;
+    const n = s.length;
+    while (p < n) {
+      const d = s.charCodeAt(p);
+      if (d === Ch.Quote) {
+        // Skip the string, honouring escapes.
+        let e = s.indexOf('"', p + 1);
+        while (e >= 0 && isEscaped(s, e)) e = s.indexOf('"', e + 1);
+        if (e < 0) throw NEED_MORE;
+        p = e + 1;
+        continue;
+      }
+      if (d === Ch.LBrace || d === Ch.LBracket) depth++;
+      else if (d === Ch.RBrace || d === Ch.RBracket) {
+        depth--;
+        if (depth === 0) {
+          this.p = p + 1;
+          return;
+        }
+      }
+      p++;
+    }
+    throw NEED_MORE;
+  }
+
+  private parseEvent(): void {
+    const ev = this.ev;
+    ev.ph = '';
+    ev.cat = '';
+    ev.name = '';
+    ev.pid = 0;
+    ev.tid = 0;
+    ev.tsNs = Number.NaN;
+    ev.durNs = Number.NaN;
+    ev.id = null;
+    ev.hasArgs = false;
+    resetArgs(ev.args);
+    const s = this.s;
+    this.p++; // '{'
+    let first = true;
+    for (;;) {
+      const c = this.skipWs();
+      if (c === Ch.RBrace) {
+        this.p++;
+        break;
+      }
+      if (!first) {
+        if (c !== Ch.Comma) this.fail("expected ',' or '}' in an event");
+        this.p++;
+        this.skipWs();
+      }
+      first = false;
+      // Keys are short ASCII: compare in place instead of slicing.
+      const ks = this.p + 1;
+      if (s.charCodeAt(this.p) !== Ch.Quote) this.fail('expected a key');
+      const ke = s.indexOf('"', ks);
+      if (ke < 0) throw NEED_MORE;
+      this.p = ke + 1;
+      this.expectColon();
+      this.skipWs();
+      const len = ke - ks;
+      const k0 = s.charCodeAt(ks);
+      if (len === 2 && k0 === 112 && s.charCodeAt(ks + 1) === 104) ev.ph = this.readPhase();
+      else if (len === 3 && k0 === 99 && s.startsWith('cat', ks)) ev.cat = this.readCat();
+      else if (len === 4 && k0 === 110 && s.startsWith('name', ks)) ev.name = this.readStringOrNull() ?? '';
+      else if (len === 3 && k0 === 112 && s.startsWith('pid', ks)) ev.pid = this.readId() ?? 0;
+      else if (len === 3 && k0 === 116 && s.startsWith('tid', ks)) ev.tid = this.readId() ?? 0;
+      else if (len === 2 && k0 === 116 && s.charCodeAt(ks + 1) === 115) ev.tsNs = this.readTimeOrNaN(true);
+      else if (len === 3 && k0 === 100 && s.startsWith('dur', ks)) ev.durNs = this.readTimeOrNaN(false);
+      else if (len === 2 && k0 === 105 && s.charCodeAt(ks + 1) === 100) ev.id = this.readId();
+      else if (len === 4 && k0 === 97 && s.startsWith('args', ks)) {
+        ev.hasArgs = true;
+        if (this.s.charCodeAt(this.p) !== Ch.LBrace) this.skipValue();
+        else if (this.wantsArgs(ev)) this.parseArgs(ev.args);
+        else this.skipValue();
+      } else this.skipValue();
+    }
+    this.count++;
+    this.sink.onEvent(ev);
+  }
+
+  private readTimeOrNaN(relative: boolean): number {
+    const c = this.s.charCodeAt(this.p);
+    if (c === Ch.Quote) {
+      // Some writers quote numbers.
+      const text = this.readString();
+      const v = Number(text);
+      if (!Number.isFinite(v)) return Number.NaN;
+      const wholeUs = Math.trunc(v);
+      if (!relative) return Math.round(v * 1000);
+      if (this.originUs === null) this.originUs = wholeUs;
+      return Math.round((wholeUs - this.originUs) * 1000 + (v - wholeUs) * 1000);
+    }
+    if (c === Ch.LBrace || c === Ch.LBracket) {
+      this.skipValue();
+      return Number.NaN;
+    }
+    return this.readTimeNs(relative);
+  }
+
+  /** Reads an args key and returns its ARG_KEYS code, or 0 for keys gpuwise skips. */
+  private readArgKey(): number {
+    const s = this.s;
+    const p = this.p;
+    if (s.charCodeAt(p) !== Ch.Quote) this.fail('expected a key');
+    const e = s.indexOf('"', p + 1);
+    if (e < 0) throw NEED_MORE;
+    if (s.charCodeAt(e - 1) === Ch.Backslash) {
+      this.readString();
+      return 0;
+    }
+    this.p = e + 1;
+    const candidates = ARG_KEYS_BY_LEN[e - p - 1];
+    if (candidates === undefined) return 0;
+    for (const [key, code] of candidates) if (s.startsWith(key, p + 1)) return code;
+    return 0;
+  }
+
+  /** Reads a one-letter phase without slicing. */
+  private readPhase(): string {
+    const s = this.s;
+    const p = this.p;
+    if (s.charCodeAt(p) === Ch.Quote && s.charCodeAt(p + 2) === Ch.Quote) {
+      const c = s.charCodeAt(p + 1);
+      if (c !== Ch.Backslash) {
+        this.p = p + 3;
+        return PHASES[c] ?? String.fromCharCode(c);
+      }
+    }
+    return this.readStringOrNull() ?? '';
+  }
+
+  /** Reads a category, returning an interned string for the known ones. */
+  private readCat(): string {
+    const s = this.s;
+    const p = this.p;
+    if (s.charCodeAt(p) === Ch.Quote) {
+      const e = s.indexOf('"', p + 1);
+      if (e < 0) throw NEED_MORE;
+      const candidates = CATS_BY_LEN[e - p - 1];
+      if (candidates !== undefined) {
+        for (const c of candidates) {
+          if (s.startsWith(c, p + 1)) {
+            this.p = e + 1;
+            return c;
+          }
+        }
+      }
+    }
+    return this.readStringOrNull() ?? '';
+  }
+
+  private wantsArgs(ev: RawEvent): boolean {
+    const cat = ev.cat;
+    if (cat === '' || ev.name === '') return true; // args before cat/name: cannot tell, read them
+    if (CATS_WITH_ARGS.has(cat)) return true;
+    if (ev.ph === 'M') return true;
+    if (cat === 'cpu_op') return CPU_OP_WITH_ARGS.test(ev.name);
+    return false;
+  }
+
+  private parseArgs(a: EventArgs): void {
+    this.p++; // '{'
+    let first = true;
+    for (;;) {
+      const c = this.skipWs();
+      if (c === Ch.RBrace) {
+        this.p++;
+        return;
+      }
+      if (!first) {
+        if (c !== Ch.Comma) this.fail("expected ',' or '}' in args");
+        this.p++;
+        this.skipWs();
+      }
+      first = false;
+      const code = this.readArgKey();
+      this.expectColon();
+      this.skipWs();
+      switch (code) {
+        case 1:
+          a.correlation = this.readScalarNumber();
+          break;
+        case 2:
+          a.externalId = this.readScalarNumber();
+          break;
+        case 3:
+          a.bytes = this.readScalarNumber();
+          break;
+        case 4:
+          a.bandwidthGBs = this.readScalarNumber();
+          break;
+        case 5:
+          a.device = this.readScalarNumber();
+          break;
+        case 6:
+          a.stream = this.readScalarNumber();
+          break;
+        case 7:
+          a.grid = numberArray(this.parseValue());
+          break;
+        case 8:
+          a.block = numberArray(this.parseValue());
+          break;
+        case 9:
+          a.blocksPerSm = this.readScalarNumber();
+          break;
+        case 10:
+          a.occupancyPct = this.readScalarNumber();
+          break;
+        case 11:
+          a.collectiveName = this.readStringOrNull();
+          break;
+        case 12:
+          a.inMsgNelems = this.readScalarNumber();
+          break;
+        case 13:
+          a.outMsgNelems = this.readScalarNumber();
+          break;
+        case 14:
+          a.groupSize = this.readScalarNumber();
+          break;
+        case 15:
+          a.dtype = this.readStringOrNull();
+          break;
+        case 16:
+          a.processGroupName = this.readStringOrNull();
+          break;
+        case 17:
+          a.processGroupDesc = this.readStringOrNull();
+          break;
+        case 18:
+          a.seq = this.readId();
+          break;
+        case 19: {
+          const v = this.parseValue();
+          a.inputDims = Array.isArray(v) ? v : null;
+          break;
+        }
+        case 20: {
+          const v = this.parseValue();
+          a.inputType = Array.isArray(v) ? v : null;
+          break;
+        }
+        case 21:
+          a.totalAllocated = this.readScalarNumber();
+          break;
+        case 22:
+          a.totalReserved = this.readScalarNumber();
+          break;
+        case 23:
+          a.deviceType = this.readScalarNumber();
+          break;
+        case 24:
+          a.deviceId = this.readScalarNumber();
+          break;
+        case 25:
+          a.syncKind = this.readStringOrNull();
+          break;
+        case 26:
+          a.labelName = this.readStringOrNull();
+          break;
+        default:
+          this.skipValue();
+      }
+    }
+  }
+}
+
+/** Whether the quote at q is escaped (preceded by an odd number of backslashes). */
+function isEscaped(s: string, q: number): boolean {
+  let k = q - 1;
+  while (s.charCodeAt(k) === Ch.Backslash) k--;
+  return ((q - 1 - k) & 1) === 1;
+}
+
+function numberArray(v: unknown): number[] | null {
+  if (!Array.isArray(v)) return null;
+  const out: number[] = [];
+  for (const x of v) out.push(typeof x === 'number' ? x : Number(x));
+  return out;
+}
