@@ -9,7 +9,8 @@ const SMALL_BUCKET_BYTES = 4 * 1024 * 1024;
 const SMALL_BUCKET_MIN_PER_STEP = 10;
 /** Launch and protocol latency of one NCCL collective within a node (LL/LL128 small messages). */
 const COLLECTIVE_LATENCY_NS = 30_000;
-const IMBALANCE_MIN_SHARE = 0.05;
+/** Collective waits below this share of the step are ordinary jitter between ranks. */
+const IMBALANCE_MIN_SHARE = 0.1;
 
 export const dataParallel: RankRule = (m) => {
   if (!m.structure.dataParallel) return null;
@@ -153,10 +154,12 @@ export const rankImbalance: CrossRankRule = (ranks: TraceMetrics[]) => {
   const minBusy = Math.min(...busy);
   const meanBusy = busy.reduce((a, b) => a + b, 0) / busy.length;
   const maxWait = Math.max(...waitPerStep);
-  const skew = Math.max(maxBusy - minBusy, maxWait);
+  const minWait = Math.min(...waitPerStep);
+  // Balanced ranks wait about equally (jitter goes both ways); imbalance is the difference.
+  const skew = Math.max(maxBusy - minBusy, maxWait - minWait);
   if (step <= 0 || skew / step < IMBALANCE_MIN_SHARE) return null;
   const straggler = ranks[busy.indexOf(maxBusy)]!.rank;
-  const saved = Math.max(maxBusy - meanBusy, maxWait - Math.min(...waitPerStep));
+  const saved = Math.max(maxBusy - meanBusy, maxWait - minWait);
   return finding({
     id: 'rank-imbalance',
     title: `Rank ${straggler} is slower: the other ranks wait up to ${fmtMs(maxWait)} per step in collectives`,

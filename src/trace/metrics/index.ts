@@ -27,23 +27,28 @@ export function analyzeTrace(model: TraceModel): TraceMetrics {
   }));
 
   const nSteps = Math.max(1, steps.length);
+  // Per-step figures are means over steps and over the devices that ran work, so they
+  // compare with the step time itself (DataParallel drives several GPUs from one trace).
   const perStep = { durNs: 0, busyNs: 0, idleNs: 0, idleByCauseNs: emptyIdle(), kernelNsByCategory: emptyCategories() };
   let commNs = 0;
   let exposedNs = 0;
   let deviceSteps = 0;
   for (const s of steps) {
     perStep.durNs += s.durNs / nSteps;
+    deviceSteps += s.devices.length;
+  }
+  const devicesPerStep = deviceSteps / nSteps || 1;
+  const share = 1 / (nSteps * devicesPerStep);
+  for (const s of steps) {
     for (const d of s.devices) {
-      deviceSteps++;
-      perStep.busyNs += d.busyNs / nSteps;
-      perStep.idleNs += d.idleNs / nSteps;
-      for (const c of IDLE_CAUSES) perStep.idleByCauseNs[c] += d.idleByCauseNs[c] / nSteps;
-      for (const c of CATEGORY_NAMES) perStep.kernelNsByCategory[c] += d.kernelNsByCategory[c] / nSteps;
+      perStep.busyNs += d.busyNs * share;
+      perStep.idleNs += d.idleNs * share;
+      for (const c of IDLE_CAUSES) perStep.idleByCauseNs[c] += d.idleByCauseNs[c] * share;
+      for (const c of CATEGORY_NAMES) perStep.kernelNsByCategory[c] += d.kernelNsByCategory[c] * share;
       commNs += d.commNs;
       exposedNs += d.commExposedNs;
     }
   }
-  const devicesPerStep = deviceSteps / nSteps || 1;
   const durs = steps.map((s) => s.durNs);
   const memory = model.memoryPeaks.map((p) => ({
     device: p.device,
@@ -65,7 +70,7 @@ export function analyzeTrace(model: TraceModel): TraceMetrics {
       maxNs: durs.length ? Math.max(...durs) : 0,
     },
     perStep,
-    gpuBusyShare: perStep.durNs > 0 ? perStep.busyNs / (perStep.durNs * devicesPerStep) : 0,
+    gpuBusyShare: perStep.durNs > 0 ? perStep.busyNs / perStep.durNs : 0,
     smEfficiency: smEfficiency(model, windows),
     launch: launchStats(model, links, windows),
     precision: precisionStats(model, links, windows),

@@ -124,7 +124,7 @@ export interface TraceMetrics {
   stepsFromMarkers: boolean;
   steps: StepMetrics[];
   stepTime: { meanNs: number; medianNs: number; minNs: number; maxNs: number };
-  /** Means per step over the analysed steps, summed over devices that ran kernels. */
+  /** Means per step over the analysed steps and over the devices that ran work (one GPU's view of a step). */
   perStep: {
     durNs: number;
     busyNs: number;
@@ -132,7 +132,7 @@ export interface TraceMetrics {
     idleByCauseNs: IdleByCause;
     kernelNsByCategory: NsByCategory;
   };
-  /** busyNs / (durNs x devices) over all analysed steps (0..1). */
+  /** perStep.busyNs / perStep.durNs (0..1). */
   gpuBusyShare: number;
   /** tb_plugin-style estimate: duration-weighted min(1, blocks per SM) over kernels (0..1), null if unknown. */
   smEfficiency: number | null;
