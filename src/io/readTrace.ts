@@ -2,6 +2,7 @@
  * Shell: streams a trace file (plain or gzip) through the pure parser.
  * Memory stays bounded by the chunk size plus what the sink keeps.
  */
+import { isAscii } from 'node:buffer';
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { StringDecoder } from 'node:string_decoder';
@@ -10,9 +11,7 @@ import type { TraceSink } from '../trace/event.js';
 import { type ParseSummary, TraceFormatError, TraceJsonParser } from '../trace/parser.js';
 import { InputError } from './inputError.js';
 
-export interface ReadProgress {
-  (bytesRead: number, totalBytes: number): void;
-}
+export type ReadProgress = (bytesRead: number, totalBytes: number) => void;
 
 const CHUNK_BYTES = 1 << 20;
 
@@ -41,9 +40,17 @@ export async function readTraceFile(path: string, sink: TraceSink, onProgress?: 
   let streamError: string | null = null;
   let replaced = false;
   try {
+    // Traces are almost always ASCII: decode those chunks as latin1 (a plain copy), and route
+    // everything else, plus the chunk after a non-ASCII one (a split UTF-8 sequence), through the decoder.
+    let decoderMayHoldBytes = false;
     for await (const chunk of source) {
-      const text = decoder.write(chunk);
-      if (!replaced && text.includes('\uFFFD')) replaced = true;
+      let text: string;
+      if (!decoderMayHoldBytes && isAscii(chunk)) text = chunk.toString('latin1');
+      else {
+        text = decoder.write(chunk);
+        decoderMayHoldBytes = !isAscii(chunk);
+        if (!replaced && text.includes('\uFFFD')) replaced = true;
+      }
       parser.push(text);
       onProgress?.(bytesRead, size);
     }

@@ -4,7 +4,7 @@
  * runtime calls in typed columns (see model.ts for why).
  */
 import type { RawEvent, TraceSink } from './event.js';
-import { CopyKind, KernelCategory, MatmulPrecision, RuntimeKind, categoriseKernel, copyKind, dtypeBytes, matmulPrecision, runtimeKind } from './kernelClass.js';
+import { CopyKind, KernelCategory, MatmulPrecision, RuntimeKind, categoriseKernel, copyKind, dtypeBytes, runtimeKind } from './kernelClass.js';
 import type { Collective, CpuSpan, DeviceProperties, DistributedInfo, GemmOp, GpuOps, MemoryPeak, RuntimeCalls, StepMarker, TraceModel } from './model.js';
 
 /** Events longer than this are clock glitches (CUPTI overflow, `Record Window End`): dropped, as HTA and tb_plugin do. */
@@ -50,6 +50,7 @@ class U8 {
 
 export class TraceModelBuilder implements TraceSink {
   private names: string[] = [];
+  private kernelCategoryByName: KernelCategory[] = [];
   private nameIds = new Map<string, number>();
   // GPU op columns
   private gN = 0;
@@ -200,11 +201,14 @@ export class TraceModelBuilder implements TraceSink {
     this.gCorr.a[i] = a.correlation;
     this.gBytes.a[i] = a.bytes;
     this.gBlocks.a[i] = a.blocksPerSm;
-    this.gName.a[i] = this.nameId(ev.name);
+    const nameId = this.nameId(ev.name);
+    this.gName.a[i] = nameId;
     if (cat === 'kernel') {
       this.gKind.a[i] = 0;
       const isCollective = a.collectiveName !== null;
-      const category = categoriseKernel(ev.name, isCollective);
+      // Names repeat thousands of times: classify each distinct name once.
+      let category = isCollective ? KernelCategory.communication : this.kernelCategoryByName[nameId];
+      if (category === undefined) category = this.kernelCategoryByName[nameId] = categoriseKernel(ev.name, false);
       this.gCategory.a[i] = category;
       this.gPrecision.a[i] = MatmulPrecision.notMatmul;
       this.gCopy.a[i] = CopyKind.none;

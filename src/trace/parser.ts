@@ -517,6 +517,13 @@ export class TraceJsonParser {
 
   private readId(): Id | null {
     const c = this.s.charCodeAt(this.p);
+    if (c >= Ch.D0 && c <= Ch.D9) {
+      // Common case (pids, tids, small ids): the integer fast path of readScalarNumber.
+      const start = this.p;
+      const v = this.readScalarNumber();
+      if (Number.isSafeInteger(v)) return v;
+      this.p = start;
+    }
     if (c === Ch.Quote) return this.readString();
     if (c === Ch.LBrace || c === Ch.LBracket) {
       this.skipValue();
