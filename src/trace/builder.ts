@@ -21,7 +21,17 @@ class F64 {
   a = new Float64Array(4096);
   grow(n: number): void {
     if (n >= this.a.length) {
-      const b = new Float64Array(this.a.length * 2);
+      const b = new Float64Array(Math.ceil(this.a.length * 1.5));
+      b.set(this.a);
+      this.a = b;
+    }
+  }
+}
+class F32 {
+  a = new Float32Array(4096);
+  grow(n: number): void {
+    if (n >= this.a.length) {
+      const b = new Float32Array(Math.ceil(this.a.length * 1.5));
       b.set(this.a);
       this.a = b;
     }
@@ -31,7 +41,7 @@ class I32 {
   a = new Int32Array(4096);
   grow(n: number): void {
     if (n >= this.a.length) {
-      const b = new Int32Array(this.a.length * 2);
+      const b = new Int32Array(Math.ceil(this.a.length * 1.5));
       b.set(this.a);
       this.a = b;
     }
@@ -41,7 +51,7 @@ class U8 {
   a = new Uint8Array(4096);
   grow(n: number): void {
     if (n >= this.a.length) {
-      const b = new Uint8Array(this.a.length * 2);
+      const b = new Uint8Array(Math.ceil(this.a.length * 1.5));
       b.set(this.a);
       this.a = b;
     }
@@ -55,7 +65,6 @@ export class TraceModelBuilder implements TraceSink {
   // GPU op columns
   private gN = 0;
   private gDevice = new I32();
-  private gStream = new I32();
   private gKind = new U8();
   private gCategory = new U8();
   private gPrecision = new U8();
@@ -65,7 +74,7 @@ export class TraceModelBuilder implements TraceSink {
   private gCorr = new F64();
   private gName = new I32();
   private gBytes = new F64();
-  private gBlocks = new F64();
+  private gBlocks = new F32();
   // runtime columns
   private rN = 0;
   private rKind = new U8();
@@ -207,13 +216,12 @@ export class TraceModelBuilder implements TraceSink {
 
   private onGpuOp(ev: RawEvent, cat: string): void {
     const i = this.gN++;
-    for (const c of [this.gDevice, this.gStream, this.gName]) c.grow(i);
+    for (const c of [this.gDevice, this.gName]) c.grow(i);
     for (const c of [this.gKind, this.gCategory, this.gPrecision, this.gCopy]) c.grow(i);
     for (const c of [this.gStart, this.gDur, this.gCorr, this.gBytes, this.gBlocks]) c.grow(i);
     const a = ev.args;
     const device = a.device >= 0 ? a.device : typeof ev.pid === 'number' ? ev.pid : 0;
     this.gDevice.a[i] = device;
-    this.gStream.a[i] = a.stream >= 0 ? a.stream : typeof ev.tid === 'number' ? ev.tid : 0;
     this.gStart.a[i] = ev.tsNs;
     this.gDur.a[i] = ev.durNs;
     this.gCorr.a[i] = a.correlation;
@@ -255,6 +263,11 @@ export class TraceModelBuilder implements TraceSink {
   }
 
   private onRuntime(ev: RawEvent): void {
+    this.cpuExtent(ev.tsNs, ev.durNs);
+    const kind = runtimeKind(ev.name);
+    // Queries such as cudaGetErrorString or cudaStreamIsCapturing launch no GPU work and block
+    // nothing: about 40% of runtime events, not worth a row.
+    if (kind === RuntimeKind.other) return;
     const i = this.rN++;
     this.rKind.grow(i);
     this.rStart.grow(i);
@@ -262,13 +275,12 @@ export class TraceModelBuilder implements TraceSink {
     this.rCorr.grow(i);
     this.rExt.grow(i);
     this.rName.grow(i);
-    this.rKind.a[i] = runtimeKind(ev.name);
+    this.rKind.a[i] = kind;
     this.rStart.a[i] = ev.tsNs;
     this.rDur.a[i] = ev.durNs;
     this.rCorr.a[i] = ev.args.correlation;
     this.rExt.a[i] = ev.args.externalId;
     this.rName.a[i] = this.nameId(ev.name);
-    this.cpuExtent(ev.tsNs, ev.durNs);
   }
 
   private cpuExtent(ts: number, dur: number): void {
@@ -330,7 +342,6 @@ export class TraceModelBuilder implements TraceSink {
     const gpu: GpuOps = {
       count: this.gN,
       device: Int16Array.from(this.gDevice.a.subarray(0, this.gN)),
-      stream: this.gStream.a.subarray(0, this.gN),
       kind: this.gKind.a.subarray(0, this.gN),
       category: this.gCategory.a.subarray(0, this.gN),
       precision: this.gPrecision.a.subarray(0, this.gN),
