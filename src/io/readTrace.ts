@@ -6,8 +6,6 @@ import { isAscii } from 'node:buffer';
 import { createReadStream } from 'node:fs';
 import { open, stat } from 'node:fs/promises';
 import { StringDecoder } from 'node:string_decoder';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { createGunzip } from 'node:zlib';
 import type { TraceSink } from '../trace/event.js';
 import { type ParseSummary, TraceFormatError, TraceJsonParser } from '../trace/parser.js';
@@ -20,24 +18,16 @@ export type ReadProgress = (bytesRead: number, totalBytes: number) => void;
 // strings that only a full GC frees; either tripled peak RSS in our measurements.
 const CHUNK_BYTES = 64 * 1024;
 
-/** Reads `path` into `sink`. Throws InputError (one clear line) for unreadable or non-trace input. */
-/**
- * Parsing allocates ~5 short-lived strings per event; the few that are live at a
- * scavenge get promoted, and V8 lets that garbage grow old space by 100+ MB before
- * it collects on its own. A full collection every 128 MB of input (a few ms each,
- * the live heap being small) holds peak RSS flat however large the trace.
- */
-const COLLECT_EVERY_BYTES = 128 * 1024 * 1024;
-const fullGc: (() => void) | undefined = (() => {
-  try {
-    setFlagsFromString('--expose-gc');
-    return runInNewContext('gc') as () => void;
-  } catch {
-    return undefined;
-  }
-})();
+export interface TraceSource {
+  sizeBytes: number;
+  gzip: boolean;
+  /** Compressed bytes consumed so far (for progress). */
+  progress: { bytesRead: number };
+  chunks: AsyncGenerator<Buffer, void, undefined>;
+}
 
-export async function readTraceFile(path: string, sink: TraceSink, onProgress?: ReadProgress): Promise<ParseSummary> {
+/** Opens a trace file, checking what can be checked before reading. Throws InputError. */
+export async function openTraceSource(path: string): Promise<TraceSource> {
   let size: number;
   try {
     const st = await stat(path);
@@ -48,58 +38,77 @@ export async function readTraceFile(path: string, sink: TraceSink, onProgress?: 
     throw new InputError(path, describeFsError(e));
   }
   if (size === 0) throw new InputError(path, 'is empty');
-
-  const gz = await hasGzipMagic(path);
-  const parser = new TraceJsonParser(sink);
-  const decoder = new StringDecoder('utf8');
+  const gzip = await hasGzipMagic(path);
   const progress = { bytesRead: 0 };
-  const source = gz ? gunzipChunks(path, progress) : plainChunks(path, progress);
+  return { sizeBytes: size, gzip, progress, chunks: gzip ? gunzipChunks(path, progress) : plainChunks(path, progress) };
+}
+
+/**
+ * Bytes to text. Traces are almost always ASCII: those chunks are decoded as
+ * latin1 (a plain copy); everything else, and the chunk after a non-ASCII one
+ * (which may finish a split UTF-8 sequence), goes through a UTF-8 decoder.
+ */
+export class ChunkDecoder {
+  private readonly decoder = new StringDecoder('utf8');
+  private mayHoldBytes = false;
+  /** Invalid UTF-8 was replaced with U+FFFD. */
+  replaced = false;
+
+  decode(chunk: Buffer): string {
+    if (!this.mayHoldBytes && isAscii(chunk)) return chunk.toString('latin1');
+    const text = this.decoder.write(chunk);
+    this.mayHoldBytes = !isAscii(chunk);
+    if (!this.replaced && text.includes('\uFFFD')) this.replaced = true;
+    return text;
+  }
+
+  end(): string {
+    const text = this.decoder.end();
+    if (!this.replaced && text.includes('\uFFFD')) this.replaced = true;
+    return text;
+  }
+}
+
+/** zlib's errors for a damaged or cut gzip stream, as one phrase; null for other errors. */
+export function gzipProblem(e: unknown): string | null {
+  const code = (e as NodeJS.ErrnoException).code;
+  if (code === 'Z_BUF_ERROR' || code === 'Z_DATA_ERROR' || code === 'ERR_ZLIB' || /unexpected end|incorrect header|invalid/i.test(String((e as Error).message))) {
+    return `gzip stream is corrupt or truncated (${(e as Error).message})`;
+  }
+  return null;
+}
+
+/** Reads `path` into `sink` with one parser. Throws InputError (one clear line) for unreadable or non-trace input. */
+export async function readTraceFile(path: string, sink: TraceSink, onProgress?: ReadProgress): Promise<ParseSummary> {
+  const source = await openTraceSource(path);
+  const parser = new TraceJsonParser(sink);
+  const decoder = new ChunkDecoder();
   let streamError: string | null = null;
-  let replaced = false;
   try {
-    // Traces are almost always ASCII: decode those chunks as latin1 (a plain copy), and route
-    // everything else, plus the chunk after a non-ASCII one (a split UTF-8 sequence), through the decoder.
-    let decoderMayHoldBytes = false;
-    let nextCollectAt = COLLECT_EVERY_BYTES;
-    for await (const chunk of source) {
-      let text: string;
-      if (!decoderMayHoldBytes && isAscii(chunk)) text = chunk.toString('latin1');
-      else {
-        text = decoder.write(chunk);
-        decoderMayHoldBytes = !isAscii(chunk);
-        if (!replaced && text.includes('\uFFFD')) replaced = true;
-      }
-      parser.push(text);
-      onProgress?.(progress.bytesRead, size);
-      if (progress.bytesRead >= nextCollectAt) {
-        nextCollectAt = progress.bytesRead + COLLECT_EVERY_BYTES;
-        fullGc?.();
-      }
+    for await (const chunk of source.chunks) {
+      parser.push(decoder.decode(chunk));
+      onProgress?.(source.progress.bytesRead, source.sizeBytes);
     }
     parser.push(decoder.end());
   } catch (e) {
     if (e instanceof TraceFormatError) throw new InputError(path, `${e.message} (at character ${e.offset})`);
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'Z_BUF_ERROR' || code === 'Z_DATA_ERROR' || code === 'ERR_ZLIB' || /unexpected end|incorrect header|invalid/i.test(String((e as Error).message))) {
-      streamError = `gzip stream is corrupt or truncated (${(e as Error).message})`;
-    } else {
-      throw new InputError(path, describeFsError(e));
-    }
+    streamError = gzipProblem(e);
+    if (streamError === null) throw new InputError(path, describeFsError(e));
   } finally {
-    await source.return(undefined);
+    await source.chunks.return(undefined);
   }
   let summary: ParseSummary;
   try {
-    if (replaced) parser.note('invalid UTF-8 bytes were replaced with U+FFFD');
+    if (decoder.replaced) parser.note('invalid UTF-8 bytes were replaced with U+FFFD');
     if (streamError) parser.note(streamError);
     summary = parser.end();
   } catch (e) {
     if (e instanceof TraceFormatError) {
-      throw new InputError(path, streamError ?? (e.message === 'not JSON' || e.message.startsWith('not JSON') ? `${e.message}: not a torch.profiler trace` : e.message));
+      throw new InputError(path, streamError ?? (e.message.startsWith('not JSON') ? `${e.message}: not a torch.profiler trace` : e.message));
     }
     throw e;
   }
-  onProgress?.(size, size);
+  onProgress?.(source.sizeBytes, source.sizeBytes);
   return summary;
 }
 
