@@ -9,7 +9,16 @@ import { findGpu, type GpuSpec } from '../planner/gpus.js';
 import type { ModelDescription } from '../planner/model.js';
 import { evaluatePlan, explainNoFit, maxMicroBatch, memorySavers, type Plan, type PlanRequest, searchPlans } from '../planner/plan.js';
 import { type PlanJson, planJson, planSummaryJson } from '../planner/report.js';
-import type { Checkpointing, DataParallel, Hardware, Mode, OptimizerKind, Parallelism, Precision, TrainingSetup } from '../planner/setup.js';
+import type {
+  Checkpointing,
+  DataParallel,
+  Hardware,
+  Mode,
+  OptimizerKind,
+  Parallelism,
+  Precision,
+  TrainingSetup,
+} from '../planner/setup.js';
 import { parseBytes, parseFlags, UsageError } from './usage.js';
 
 const HELP = `gpuwise plan --model PATH [options]: predict memory and step time before anything runs
@@ -104,7 +113,8 @@ export async function run(argv: string[]): Promise<number> {
     process.stdout.write(HELP);
     return 0;
   }
-  if (values.model === undefined) throw new UsageError('--model PATH is required (a Hugging Face config.json or its folder); see gpuwise plan --help');
+  if (values.model === undefined)
+    throw new UsageError('--model PATH is required (a Hugging Face config.json or its folder); see gpuwise plan --help');
   const { model } = readModelConfig(values.model);
 
   try {
@@ -158,15 +168,28 @@ function buildParallelism(v: Values, hw: Hardware, model: ModelDescription): Par
   let pp = int(s(v, 'pp'), '--pp', strategy === 'pp' ? world : 1);
   if (strategy === 'tp' && s(v, 'tp') === undefined && world > hw.gpusPerNode) pp = world / tp;
   if (world % (tp * pp) !== 0) throw new UsageError(`--tp ${tp} x --pp ${pp} does not divide ${world} GPUs`);
-  if (model.heads % tp !== 0 || model.kvHeads % tp !== 0) throw new UsageError(`--tp ${tp} does not divide the model's ${model.kvHeads} key/value heads`);
+  if (model.heads % tp !== 0 || model.kvHeads % tp !== 0)
+    throw new UsageError(`--tp ${tp} does not divide the model's ${model.kvHeads} key/value heads`);
   if (pp > model.layers) throw new UsageError(`--pp ${pp} exceeds the model's ${model.layers} layers`);
   if (tp === 0) tp = 1;
   const dpSize = world / (tp * pp);
-  const map: Record<string, DataParallel> = { single: 'none', ddp: 'ddp', fsdp: 'fsdp', zero3: 'fsdp', zero1: 'zero1', zero2: 'zero2', hsdp: 'hsdp', tp: 'ddp', pp: 'ddp' };
+  const map: Record<string, DataParallel> = {
+    single: 'none',
+    ddp: 'ddp',
+    fsdp: 'fsdp',
+    zero3: 'fsdp',
+    zero1: 'zero1',
+    zero2: 'zero2',
+    hsdp: 'hsdp',
+    tp: 'ddp',
+    pp: 'ddp',
+  };
   let dp = map[strategy] ?? 'none';
   if (dpSize === 1) dp = 'none';
-  if (strategy === 'single' && world > 1) throw new UsageError(`--strategy single with ${world} GPUs: pick ddp, fsdp, zero1, zero2, hsdp, tp or pp`);
-  if (dp === 'hsdp' && hw.nodes < 2) throw new UsageError('--strategy hsdp shards within a node and replicates across nodes: give --nodes 2 or more');
+  if (strategy === 'single' && world > 1)
+    throw new UsageError(`--strategy single with ${world} GPUs: pick ddp, fsdp, zero1, zero2, hsdp, tp or pp`);
+  if (dp === 'hsdp' && hw.nodes < 2)
+    throw new UsageError('--strategy hsdp shards within a node and replicates across nodes: give --nodes 2 or more');
   return { dp, dpSize, tp, pp, reshardAfterForward: !v['no-reshard'], cpuOffload: Boolean(v.offload) };
 }
 
@@ -177,12 +200,18 @@ function runPlan(model: ModelDescription, v: Values): number {
     microBatch: int(s(v, 'batch'), '--batch', 1),
     seq: int(s(v, 'seq'), '--seq', Math.min(model.maxPositions, 2048)),
     precision: oneOf<Precision>(s(v, 'precision'), '--precision', ['fp32', 'amp-bf16', 'amp-fp16', 'bf16'], 'amp-bf16'),
-    optimizer: oneOf<OptimizerKind>(s(v, 'optimizer'), '--optimizer', ['adamw', 'adam', 'sgd', 'sgd-momentum', 'adafactor', 'adamw-8bit'], 'adamw'),
+    optimizer: oneOf<OptimizerKind>(
+      s(v, 'optimizer'),
+      '--optimizer',
+      ['adamw', 'adam', 'sgd', 'sgd-momentum', 'adafactor', 'adamw-8bit'],
+      'adamw',
+    ),
     checkpointing: oneOf<Checkpointing>(s(v, 'checkpointing'), '--checkpointing', ['none', 'full', 'selective'], 'none'),
     gradAccum: int(s(v, 'grad-accum'), '--grad-accum', 1),
     mode,
   };
-  if (setup.seq > model.maxPositions && model.family !== 'llama') throw new UsageError(`--seq ${setup.seq} exceeds the model's ${model.maxPositions} positions`);
+  if (setup.seq > model.maxPositions && model.family !== 'llama')
+    throw new UsageError(`--seq ${setup.seq} exceeds the model's ${model.maxPositions} positions`);
   if (setup.precision !== 'fp32' && setup.precision !== 'amp-fp16' && hw.gpu.bf16Tflops === 0)
     throw new UsageError(`--precision ${setup.precision}: ${hw.gpu.name} has no bf16 support; use amp-fp16 or fp32`);
   const parallelism = buildParallelism(v, hw, model);
@@ -194,8 +223,13 @@ function runPlan(model: ModelDescription, v: Values): number {
     const top = int(s(v, 'top'), '--top', 10);
     const res = searchPlans(req, { ...(globalBatch !== undefined ? { globalBatch } : {}) });
     const best = res.plans[0];
-    if (!best) throw new PlanError(`no layout of ${hw.gpusPerNode * hw.nodes} x ${hw.gpu.name} fits ${model.name} at seq ${setup.seq}${globalBatch ? ` with global batch ${globalBatch}` : ''} (${res.candidates} candidates tried); add GPUs, shorten --seq or use a larger card`);
-    const shown = res.plans.slice(0, top).map((p) => ({ p, savers: memorySavers({ ...req, setup: p.setup, parallelism: p.parallelism }, p) }));
+    if (!best)
+      throw new PlanError(
+        `no layout of ${hw.gpusPerNode * hw.nodes} x ${hw.gpu.name} fits ${model.name} at seq ${setup.seq}${globalBatch ? ` with global batch ${globalBatch}` : ''} (${res.candidates} candidates tried); add GPUs, shorten --seq or use a larger card`,
+      );
+    const shown = res.plans
+      .slice(0, top)
+      .map((p) => ({ p, savers: memorySavers({ ...req, setup: p.setup, parallelism: p.parallelism }, p) }));
     if (emitFormat) return writeEmit(emitFormat, model, best, hw, v);
     const bestSavers = shown[0]?.savers ?? [];
     const json: PlanJson = {
@@ -211,7 +245,10 @@ function runPlan(model: ModelDescription, v: Values): number {
   let maxBatch: PlanJson['maxBatch'];
   if (v['max-batch']) {
     const mb = maxMicroBatch(req);
-    if (mb.microBatch === 0 || !mb.plan) throw new PlanError(`nothing fits: ${explainNoFit({ ...req, setup: { ...setup, microBatch: 1 } }, evaluatePlan({ ...req, setup: { ...setup, microBatch: 1 } }))}`);
+    if (mb.microBatch === 0 || !mb.plan)
+      throw new PlanError(
+        `nothing fits: ${explainNoFit({ ...req, setup: { ...setup, microBatch: 1 } }, evaluatePlan({ ...req, setup: { ...setup, microBatch: 1 } }))}`,
+      );
     maxBatch = { microBatch: mb.microBatch, peakAllocatedBytes: mb.plan.memory.peakAllocatedBytes, budgetBytes: mb.plan.budgetBytes };
     if (s(v, 'batch') === undefined) plan = mb.plan;
   }
@@ -256,7 +293,11 @@ export function renderPlan(j: PlanJson): string {
     `  ${'nvidia-smi'.padEnd(22)} ${gib(m.deviceUsedBytes).padStart(12)}`,
     `  ${'budget'.padEnd(22)} ${gib(m.budgetBytes).padStart(12)}  headroom ${gib(m.headroomBytes)}`,
   ];
-  if (j.maxBatch) lines.push('', `Largest micro-batch that fits: ${j.maxBatch.microBatch} (peak ${gib(j.maxBatch.peakAllocatedBytes ?? 0)} of ${gib(j.maxBatch.budgetBytes)})`);
+  if (j.maxBatch)
+    lines.push(
+      '',
+      `Largest micro-batch that fits: ${j.maxBatch.microBatch} (peak ${gib(j.maxBatch.peakAllocatedBytes ?? 0)} of ${gib(j.maxBatch.budgetBytes)})`,
+    );
   const t = j.time;
   lines.push(
     '',
@@ -265,7 +306,10 @@ export function renderPlan(j: PlanJson): string {
   );
   if (j.savers.length > 0) {
     lines.push('', 'Top memory savers');
-    for (const sv of j.savers) lines.push(`  ${sv.change.padEnd(34)} -${gib(sv.savedBytes)}  step ${sv.stepTimeDeltaMs >= 0 ? '+' : ''}${sv.stepTimeDeltaMs.toFixed(1)} ms`);
+    for (const sv of j.savers)
+      lines.push(
+        `  ${sv.change.padEnd(34)} -${gib(sv.savedBytes)}  step ${sv.stepTimeDeltaMs >= 0 ? '+' : ''}${sv.stepTimeDeltaMs.toFixed(1)} ms`,
+      );
   }
   return `${lines.join('\n')}\n`;
 }
@@ -282,7 +326,10 @@ function renderSearch(j: PlanJson): string {
     lines.push(
       `${String(p.rank).padStart(3)}  ${p.tokensPerSec.toLocaleString('en-US').padStart(10)}  ${p.stepTimeMs.toFixed(1).padStart(9)}  ${gib(p.peakAllocatedBytes).padStart(10)}  ${p.bindingTerm.padEnd(13)}  ${layout(p)}, global ${p.globalBatch}`,
     );
-    if (p.savers.length > 0) lines.push(`${' '.repeat(5)}savers: ${p.savers.map((sv) => `${sv.change} -${(sv.savedBytes / 1024 ** 3).toFixed(1)} GiB`).join('; ')}`);
+    if (p.savers.length > 0)
+      lines.push(
+        `${' '.repeat(5)}savers: ${p.savers.map((sv) => `${sv.change} -${(sv.savedBytes / 1024 ** 3).toFixed(1)} GiB`).join('; ')}`,
+      );
   }
   return `${lines.join('\n')}\n`;
 }

@@ -54,7 +54,10 @@ function torchrunArgs(ctx: EmitContext, nodesVar?: string): string[] {
 }
 
 export function emitTorchrun(ctx: EmitContext): string {
-  const lines = [`# gpuwise plan: ${ctx.model.name} on ${ctx.hardware.nodes}x${ctx.hardware.gpusPerNode} ${ctx.hardware.gpu.name}`, `# ${batchLine(ctx.plan)}`];
+  const lines = [
+    `# gpuwise plan: ${ctx.model.name} on ${ctx.hardware.nodes}x${ctx.hardware.gpusPerNode} ${ctx.hardware.gpu.name}`,
+    `# ${batchLine(ctx.plan)}`,
+  ];
   if (ctx.hardware.nodes > 1) lines.push('# run on every node with MASTER_ADDR set to the first node');
   lines.push([...torchrunArgs(ctx), ctx.script, ...scriptArgs(ctx.plan)].join(' \\\n  '));
   return `${lines.join('\n')}\n`;
@@ -64,10 +67,18 @@ export function emitAccelerate(ctx: EmitContext): string {
   const { plan, hardware: hw } = ctx;
   const p = plan.parallelism;
   const s = plan.setup;
-  if (p.tp > 1 || p.pp > 1) throw new PlanError('--emit accelerate: the plan uses tensor or pipeline parallelism, which accelerate configs do not express; use --emit torchrun');
+  if (p.tp > 1 || p.pp > 1)
+    throw new PlanError(
+      '--emit accelerate: the plan uses tensor or pipeline parallelism, which accelerate configs do not express; use --emit torchrun',
+    );
   const world = p.dpSize;
   const type = p.dp === 'none' ? 'NO' : p.dp === 'ddp' ? 'MULTI_GPU' : p.dp === 'fsdp' || p.dp === 'hsdp' ? 'FSDP' : 'DEEPSPEED';
-  const mixed = s.precision === 'amp-bf16' || ((p.dp === 'fsdp' || p.dp === 'hsdp' || p.dp === 'zero1' || p.dp === 'zero2') && s.precision !== 'fp32') ? 'bf16' : s.precision === 'amp-fp16' ? 'fp16' : 'no';
+  const mixed =
+    s.precision === 'amp-bf16' || ((p.dp === 'fsdp' || p.dp === 'hsdp' || p.dp === 'zero1' || p.dp === 'zero2') && s.precision !== 'fp32')
+      ? 'bf16'
+      : s.precision === 'amp-fp16'
+        ? 'fp16'
+        : 'no';
   const cfg: Record<string, import('./yaml.js').YamlValue> = {
     compute_environment: 'LOCAL_MACHINE',
     distributed_type: type,
@@ -106,8 +117,12 @@ export function emitAccelerate(ctx: EmitContext): string {
       zero3_init_flag: false,
     };
   }
-  const head = [`# gpuwise plan: ${ctx.model.name}; ${batchLine(plan)}`, `# pass --per_device_train_batch_size ${s.microBatch} (micro-batch) to the script`];
-  if (s.precision === 'bf16' && type !== 'FSDP' && type !== 'DEEPSPEED') head.push('# precision bf16: the script casts the model with model.to(torch.bfloat16)');
+  const head = [
+    `# gpuwise plan: ${ctx.model.name}; ${batchLine(plan)}`,
+    `# pass --per_device_train_batch_size ${s.microBatch} (micro-batch) to the script`,
+  ];
+  if (s.precision === 'bf16' && type !== 'FSDP' && type !== 'DEEPSPEED')
+    head.push('# precision bf16: the script casts the model with model.to(torch.bfloat16)');
   return `${head.join('\n')}\n${toYaml(cfg)}`;
 }
 
@@ -115,10 +130,19 @@ export function emitDeepSpeed(ctx: EmitContext): string {
   const { plan, model } = ctx;
   const p = plan.parallelism;
   const s = plan.setup;
-  if (p.tp > 1 || p.pp > 1) throw new PlanError('--emit deepspeed: the plan uses tensor or pipeline parallelism; DeepSpeed configs here cover data parallelism and ZeRO only');
+  if (p.tp > 1 || p.pp > 1)
+    throw new PlanError(
+      '--emit deepspeed: the plan uses tensor or pipeline parallelism; DeepSpeed configs here cover data parallelism and ZeRO only',
+    );
   const stage = p.dp === 'zero1' ? 1 : p.dp === 'zero2' ? 2 : p.dp === 'fsdp' || p.dp === 'hsdp' ? 3 : 0;
   const h2 = model.hidden * model.hidden;
-  const zero: Record<string, unknown> = { stage, overlap_comm: true, contiguous_gradients: true, reduce_bucket_size: h2, allgather_bucket_size: h2 };
+  const zero: Record<string, unknown> = {
+    stage,
+    overlap_comm: true,
+    contiguous_gradients: true,
+    reduce_bucket_size: h2,
+    allgather_bucket_size: h2,
+  };
   if (stage === 3) {
     zero.stage3_prefetch_bucket_size = Math.floor(0.9 * h2);
     zero.stage3_param_persistence_threshold = 10 * model.hidden;
@@ -179,7 +203,8 @@ export function emitFsdp2(ctx: EmitContext): string {
     `    mesh = ${mesh}`,
     `    mp = MixedPrecisionPolicy(param_dtype=${param}, reduce_dtype=torch.float32)`,
   ];
-  if (s.checkpointing === 'full') lines.push('    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})');
+  if (s.checkpointing === 'full')
+    lines.push('    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})');
   lines.push(
     `    for block in ${BLOCKS[model.family]}:`,
     `        fully_shard(block, mesh=mesh, mp_policy=mp, reshard_after_forward=RESHARD_AFTER_FORWARD${offload})`,

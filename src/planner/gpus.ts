@@ -213,6 +213,7 @@ export function findGpu(name: string): GpuSpec {
   const k = key(name);
   const id = ALIASES[k] ?? k;
   const hit = GPUS.find((g) => g.id === id || key(g.name) === k);
-  if (!hit) throw new PlanError(`--gpu: unknown GPU '${name}' (known: ${GPUS.map((g) => g.id).join(', ')}; or give --gpu-memory and --gpu-tflops)`);
+  if (!hit)
+    throw new PlanError(`--gpu: unknown GPU '${name}' (known: ${GPUS.map((g) => g.id).join(', ')}; or give --gpu-memory and --gpu-tflops)`);
   return hit;
 }

@@ -17,7 +17,8 @@ function num(cfg: Json, field: string, fallback?: number): number {
     if (fallback !== undefined) return fallback;
     throw new ConfigError(field, 'missing (required for this model type)');
   }
-  if (typeof v !== 'number' || !Number.isInteger(v) || v <= 0) throw new ConfigError(field, `must be a positive integer, got ${JSON.stringify(v)}`);
+  if (typeof v !== 'number' || !Number.isInteger(v) || v <= 0)
+    throw new ConfigError(field, `must be a positive integer, got ${JSON.stringify(v)}`);
   return v;
 }
 
@@ -166,13 +167,15 @@ function describeLlamaLike(c: Json, type: string): ModelDescription {
   if (!Number.isInteger(hd)) throw new ConfigError('num_attention_heads', `${a} does not divide hidden_size ${h}`);
   if (a % kv !== 0) throw new ConfigError('num_key_value_heads', `${kv} does not divide num_attention_heads ${a}`);
   const act = c.hidden_act ?? 'silu';
-  if (act !== 'silu' && act !== 'swish') throw new ConfigError('hidden_act', `'${String(act)}' is not supported (the planner models SwiGLU with silu)`);
+  if (act !== 'silu' && act !== 'swish')
+    throw new ConfigError('hidden_act', `'${String(act)}' is not supported (the planner models SwiGLU with silu)`);
   // Qwen2 always has q/k/v biases; Llama/Mistral/Qwen3 only when attention_bias is set.
   const qkvBias = type === 'qwen2' ? true : bool(c, 'attention_bias', false);
   const oBias = type === 'qwen2' ? false : bool(c, 'attention_bias', false);
   const mlpBias = bool(c, 'mlp_bias', false);
   const tied = bool(c, 'tie_word_embeddings', false);
-  const attn = h * a * hd + 2 * h * kv * hd + a * hd * h + (qkvBias ? a * hd + 2 * kv * hd : 0) + (oBias ? h : 0) + (type === 'qwen3' ? 2 * hd : 0);
+  const attn =
+    h * a * hd + 2 * h * kv * hd + a * hd * h + (qkvBias ? a * hd + 2 * kv * hd : 0) + (oBias ? h : 0) + (type === 'qwen3' ? 2 * hd : 0);
   const expert = 3 * h * I + (mlpBias ? 2 * I + h : 0);
   let moe: ModelDescription['moe'];
   let mlp = expert;

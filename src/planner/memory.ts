@@ -150,21 +150,32 @@ export function predictMemory(m: ModelDescription, s: TrainingSetup, p: Parallel
     if (p.dp === 'ddp') persistentGradBuffers = sp.total * wb; // DDP's flat buckets (gradient_as_bucket_view=False)
     gradsDuringFwd = s.gradAccum > 1 ? grads : 0;
   }
-  const optTemp = offload ? 0 : ((fsdp || zero ? sp.total / n : sp.total) * optimizerTemporaryBytesPerParam(s.optimizer, stateDtype));
+  const optTemp = offload ? 0 : (fsdp || zero ? sp.total / n : sp.total) * optimizerTemporaryBytesPerParam(s.optimizer, stateDtype);
 
-  add('weights', weights, fsdp ? `sharded ${pureBf16 ? 'bf16' : 'fp32'} parameters (1/${n})` : zero ? 'bf16 parameters' : `${pureBf16 ? 2 : 4} B/param`);
+  add(
+    'weights',
+    weights,
+    fsdp ? `sharded ${pureBf16 ? 'bf16' : 'fp32'} parameters (1/${n})` : zero ? 'bf16 parameters' : `${pureBf16 ? 2 : 4} B/param`,
+  );
   if (master > 0) add('masterWeights', master, `fp32 master copy (1/${n})`);
   add('optimizerState', optState, `${s.optimizer}${fsdp || zero ? ` (1/${n})` : ''}${offload ? ' (offloaded to CPU)' : ''}`);
-  if (persistentGradBuffers > 0) add('gradientBuckets', persistentGradBuffers, p.dp === 'ddp' ? 'DDP flat gradient buckets' : 'DeepSpeed reduce buckets');
+  if (persistentGradBuffers > 0)
+    add('gradientBuckets', persistentGradBuffers, p.dp === 'ddp' ? 'DDP flat gradient buckets' : 'DeepSpeed reduce buckets');
 
   // ---- activations ----
   const blk = blockActivation(m, d);
   const layerFull = blk.shardedBytes / p.tp + blk.replicatedBytes;
   const layerSaved =
-    s.checkpointing === 'full' ? blk.boundaryBytes : s.checkpointing === 'selective' ? layerFull - blk.attentionCoreBytes / p.tp : layerFull;
+    s.checkpointing === 'full'
+      ? blk.boundaryBytes
+      : s.checkpointing === 'selective'
+        ? layerFull - blk.attentionCoreBytes / p.tp
+        : layerFull;
   const inFlight = p.pp > 1 ? Math.min(s.gradAccum, p.pp) : 1; // 1F1B: the first stage holds min(m, p) micro-batches
   const saved = tokens * (sp.layers * layerSaved * inFlight + outerActivationBytes(m, d));
-  const recompute = s.checkpointing === 'full' ? tokens * layerFull : 0;
+  // At the last block of backward all gradients coexist with that block's full activations (saved, or
+  // recomputed under checkpointing).
+  const lastBlock = tokens * layerFull;
   const lossFwdPerVocab = d.c === 4 && !d.amp ? K.lossForwardBytesPerVocabFp32 : K.lossForwardBytesPerVocabHalf;
   const lossFwd = (tokens * m.vocab * lossFwdPerVocab) / p.tp;
   const lossBwd = (tokens * m.vocab * K.lossBackwardBytesPerVocab) / p.tp;
@@ -173,7 +184,7 @@ export function predictMemory(m: ModelDescription, s: TrainingSetup, p: Parallel
   const resident = Object.values(comps).reduce((a, c) => a + c.bytes, 0);
   const forward = resident + gradsDuringFwd + ampCopies + fwdBuffers + saved + lossFwd;
   const bwdStart = resident + gradsDuringFwd + ampCopies + bwdBuffers + saved + lossBwd;
-  const bwdEnd = resident + Math.max(grads, gradsDuringFwd) + bwdBuffers + recompute;
+  const bwdEnd = resident + Math.max(grads, gradsDuringFwd) + bwdBuffers + lastBlock;
   const backward = Math.max(bwdStart, bwdEnd);
   const optimizer = resident + grads + optTemp;
   const phases = { forward, backward, optimizer };
@@ -185,13 +196,21 @@ export function predictMemory(m: ModelDescription, s: TrainingSetup, p: Parallel
   } else if (binding === 'backward' && bwdEnd > bwdStart) {
     add('gradients', Math.max(grads, gradsDuringFwd), 'all gradients at the end of backward');
     if (bwdBuffers > 0) add('shardingBuffers', bwdBuffers, 'FSDP unsharded blocks, root, reduce-scatter inputs');
-    if (recompute > 0) add('recomputedBlock', recompute, 'one block recomputed by checkpointing');
+    add(
+      'lastBlockActivations',
+      lastBlock,
+      s.checkpointing === 'none' ? 'activations of the block in backward' : 'the block recomputed in backward',
+    );
   } else {
     if (gradsDuringFwd > 0) add('gradients', gradsDuringFwd, 'accumulated gradients of earlier micro-batches');
     if (ampCopies > 0) add('autocastWeightCopies', ampCopies, 'bf16 weight casts saved for backward');
     const buf = binding === 'forward' ? fwdBuffers : bwdBuffers;
     if (buf > 0) add('shardingBuffers', buf, 'FSDP all-gathered blocks and root');
-    add('activations', saved, `${s.checkpointing === 'full' ? 'block inputs (checkpointed)' : 'saved for backward'}${inFlight > 1 ? `, ${inFlight} micro-batches in flight` : ''}`);
+    add(
+      'activations',
+      saved,
+      `${s.checkpointing === 'full' ? 'block inputs (checkpointed)' : 'saved for backward'}${inFlight > 1 ? `, ${inFlight} micro-batches in flight` : ''}`,
+    );
     add('lossBuffers', binding === 'forward' ? lossFwd : lossBwd, 'logits, fp32 log-softmax and its gradients');
   }
   const components = Object.values(comps).filter((c) => c.bytes > 0);

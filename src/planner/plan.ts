@@ -102,7 +102,8 @@ export function memorySavers(req: PlanRequest, base: Plan = evaluatePlan(req), t
   if (p.dpSize > 1) {
     if (p.dp === 'ddp' || p.dp === 'zero1') variants.push(['--strategy zero2', {}, { dp: 'zero2' }]);
     if (p.dp !== 'fsdp' && p.dp !== 'hsdp') variants.push(['--strategy fsdp', {}, { dp: 'fsdp', reshardAfterForward: true }]);
-    if ((p.dp === 'fsdp' || p.dp === 'hsdp') && !p.reshardAfterForward) variants.push(['reshard after forward (drop --no-reshard)', {}, { reshardAfterForward: true }]);
+    if ((p.dp === 'fsdp' || p.dp === 'hsdp') && !p.reshardAfterForward)
+      variants.push(['reshard after forward (drop --no-reshard)', {}, { reshardAfterForward: true }]);
   }
   if (!p.cpuOffload) variants.push(['--offload', {}, { cpuOffload: true }]);
   const out: MemorySaver[] = [];
@@ -117,8 +118,10 @@ export function memorySavers(req: PlanRequest, base: Plan = evaluatePlan(req), t
 export interface SearchOptions {
   /** Sequences per optimizer step; when absent every micro-batch runs without accumulation. */
   globalBatch?: number;
-  /** Largest micro-batch tried (powers of two up to it). */
+  /** Largest micro-batch tried (powers of two up to it, or every integer with everyMicroBatch). */
   maxMicroBatch?: number;
+  /** Try every micro-batch size, not only powers of two (with a global batch: every divisor). */
+  everyMicroBatch?: boolean;
   strategies?: DataParallel[];
   checkpointing?: Checkpointing[];
   allowOffload?: boolean;
@@ -157,7 +160,7 @@ export function searchPlans(req: PlanRequest, opts: SearchOptions = {}): SearchR
         for (const reshard of dp === 'fsdp' || dp === 'hsdp' ? [true, false] : [true]) {
           for (const offload of opts.allowOffload === false || setup.mode === 'infer' ? [false] : [false, true]) {
             for (const ckpt of ckpts) {
-              for (let mb = 1; mb <= maxMb; mb *= 2) {
+              for (let mb = 1; mb <= maxMb; mb = opts.everyMicroBatch || opts.globalBatch !== undefined ? mb + 1 : mb * 2) {
                 let accum = 1;
                 if (opts.globalBatch !== undefined) {
                   const perStep = mb * dpSize;
@@ -198,7 +201,10 @@ export function explainNoFit(req: PlanRequest, plan: Plan): string {
   if (mb.microBatch === 0 && !first) {
     const s = searchPlans(req, { maxMicroBatch: 1 });
     const best = s.plans[0];
-    if (best) parts.push(`on ${req.hardware.gpusPerNode * req.hardware.nodes} GPUs try --strategy ${best.parallelism.dp} --tp ${best.parallelism.tp} --pp ${best.parallelism.pp}`);
+    if (best)
+      parts.push(
+        `on ${req.hardware.gpusPerNode * req.hardware.nodes} GPUs try --strategy ${best.parallelism.dp} --tp ${best.parallelism.tp} --pp ${best.parallelism.pp}`,
+      );
     else parts.push('no layout with micro-batch 1 fits these GPUs: add GPUs or use a larger card');
   }
   return `${parts.join('; ')}`;

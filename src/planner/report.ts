@@ -125,7 +125,11 @@ export function planJson(model: ModelDescription, hw: Hardware, plan: Plan, save
       peakReservedBytes: plan.memory.peakReservedBytes,
       deviceUsedBytes: plan.memory.deviceUsedBytes,
       bindingPhase: plan.memory.bindingPhase,
-      phases: { forwardBytes: plan.memory.phases.forward, backwardBytes: plan.memory.phases.backward, optimizerBytes: plan.memory.phases.optimizer },
+      phases: {
+        forwardBytes: plan.memory.phases.forward,
+        backwardBytes: plan.memory.phases.backward,
+        optimizerBytes: plan.memory.phases.optimizer,
+      },
       components: componentsJson(plan.memory.components),
       budgetBytes: plan.budgetBytes,
       headroomBytes: plan.budgetBytes - plan.memory.peakAllocatedBytes,

@@ -57,7 +57,7 @@ export function predictStepTime(m: ModelDescription, s: TrainingSetup, p: Parall
   const train = s.mode === 'train';
   const micro = train ? s.gradAccum : 1;
   const stageShare = sp.layers / m.layers;
-  const fwd = forwardFlopsPerToken(m, s.seq) * stageShare / p.tp;
+  const fwd = (forwardFlopsPerToken(m, s.seq) * stageShare) / p.tp;
   const recomputeFactor = !train ? 0 : s.checkpointing === 'full' ? 1 : s.checkpointing === 'selective' ? 0.1 : 0;
   const flopsPerMicro = tokens * fwd * (train ? 3 + recomputeFactor : 1);
   const eff = precision === 'fp32' ? K.fp32Efficiency : K.tensorEfficiency;
@@ -65,7 +65,8 @@ export function predictStepTime(m: ModelDescription, s: TrainingSetup, p: Parall
   const computeMs = (micro * flopsPerMicro * 1000) / rate;
 
   const blk = blockActivation(m, d);
-  const actBytes = tokens * (sp.layers * (blk.shardedBytes / p.tp + blk.replicatedBytes) + outerActivationBytes(m, d) + (12 * m.vocab) / p.tp);
+  const actBytes =
+    tokens * (sp.layers * (blk.shardedBytes / p.tp + blk.replicatedBytes) + outerActivationBytes(m, d) + (12 * m.vocab) / p.tp);
   const passes = train ? K.activationPasses : K.activationPasses / 3;
   let memoryBoundMs = (micro * passes * actBytes * 1000) / hw.gpu.memoryBandwidth;
   if (train && !p.cpuOffload) {
@@ -110,7 +111,7 @@ export function predictStepTime(m: ModelDescription, s: TrainingSetup, p: Parall
       commMs = micro * (ag * (p.reshardAfterForward ? 2 : 1)) + rs;
       if (p.dp === 'hsdp' && n > shardN) {
         const r = n / shardN;
-        commMs += ((((sp.total / shardN) * 4 * 2 * (r - 1)) / r / bw(true)) * 1000);
+        commMs += (((sp.total / shardN) * 4 * 2 * (r - 1)) / r / bw(true)) * 1000;
       }
       const firstUnit = ((sp.block * 2 * sRing) / sBw) * 1000;
       exposedCommMs = Math.max(commMs - K.commOverlap * gpuMs, 0) + firstUnit;

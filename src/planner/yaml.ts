@@ -7,7 +7,7 @@ export type YamlValue = string | number | boolean | null | { [key: string]: Yaml
 function scalar(v: string | number | boolean | null): string {
   if (v === null) return 'null';
   if (typeof v !== 'string') return String(v);
-  const plain = /^[A-Za-z_./][A-Za-z0-9_./-]*$/.test(v) && !/^(true|false|yes|no|on|off|null|~)$/i.test(v);
+  const plain = /^[A-Za-z_/][A-Za-z0-9_./-]*$/.test(v) && !/^(true|false|yes|no|on|off|null|~)$/i.test(v);
   return plain ? v : JSON.stringify(v);
 }
 

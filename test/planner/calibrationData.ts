@@ -28,7 +28,9 @@ const dir = new URL('../fixtures/planner/', import.meta.url);
 
 export function loadMeasurements(): Measurement[] {
   const rows: Measurement[] = [];
-  for (const f of readdirSync(dir).filter((n) => n.endsWith('.jsonl')).sort()) {
+  for (const f of readdirSync(dir)
+    .filter((n) => n.endsWith('.jsonl'))
+    .sort()) {
     for (const line of readFileSync(new URL(f, dir), 'utf8').split('\n')) {
       if (line.trim() !== '') rows.push(JSON.parse(line));
     }
@@ -57,7 +59,7 @@ const OPTIMIZER: Record<string, OptimizerKind> = { adamw: 'adamw', sgd: 'sgd-mom
 
 export function requestFor(r: Measurement): { setup: TrainingSetup; par: Parallelism } {
   const prec = PRECISION[r.prec];
-  const opt = OPTIMIZER[r.opt];
+  const opt = r.mode === 'infer' ? 'adamw' : OPTIMIZER[r.opt]; // inference rows have no optimizer
   if (!prec || !opt || r.seq === undefined) throw new Error(`row ${r.id}: cannot map prec=${r.prec} opt=${r.opt}`);
   const strategy = r.strategy ?? 'single';
   const world = r.world ?? 1;
