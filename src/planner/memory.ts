@@ -101,6 +101,12 @@ export function predictMemory(m: ModelDescription, s: TrainingSetup, p: Parallel
     const wb = pureBf16 ? 2 : 4;
     add('weights', sp.total * wb, `${wb} B/param`);
     if (isAmp(s.precision)) add('autocastWeightCopies', sp.matmul * 2, 'bf16 copies of matmul weights cached by autocast');
+    if (m.causal) {
+      // Hugging Face decoders return a KV cache by default (use_cache); under autocast RoPE promotes keys to fp32.
+      const keyBytes = d.amp && m.family === 'llama' ? 4 : d.c;
+      const kv = (sp.layers * tokens * m.kvHeads * m.headDim * (keyBytes + d.c)) / p.tp;
+      add('kvCache', kv, 'keys and values of every layer (use_cache)');
+    }
     const blk = blockActivation(m, d);
     const logits = tokens * (m.vocab * d.c + d.r * m.hidden);
     const layer = tokens * (blk.inferenceTransientBytes / p.tp + d.r * m.hidden);

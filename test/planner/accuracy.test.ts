@@ -72,8 +72,9 @@ describe('planner vs committed measurements (H200, torch 2.11)', () => {
     const a = abs(covered.map((r) => r.alloc));
     lines.push(
       `peak allocated: median ${pct(quantile(a, 0.5))}, p90 ${pct(quantile(a, 0.9))} over ${a.length} rows`,
-      `peak reserved: median ${pct(quantile(abs(covered.map((r) => r.reserved)), 0.5))}; nvidia-smi: median ${pct(quantile(abs(covered.map((r) => r.nvml)), 0.5))}`,
-      `step time (single GPU): median ${pct(quantile(abs(covered.map((r) => r.step)), 0.5))}`,
+      `peak reserved: median ${pct(quantile(abs(covered.map((r) => r.reserved)), 0.5))}, p90 ${pct(quantile(abs(covered.map((r) => r.reserved)), 0.9))}`,
+      `nvidia-smi: median ${pct(quantile(abs(covered.map((r) => r.nvml)), 0.5))}, p90 ${pct(quantile(abs(covered.map((r) => r.nvml)), 0.9))}`,
+      `step time (single GPU): median ${pct(quantile(abs(covered.map((r) => r.step)), 0.5))}, p90 ${pct(quantile(abs(covered.map((r) => r.step)), 0.9))}`,
     );
     console.log(lines.join('\n'));
     expect(covered.length).toBeGreaterThanOrEqual(18);
