@@ -2,6 +2,7 @@
  * Shell: streams a trace file (plain or gzip) through the pure parser.
  * Memory stays bounded by the chunk size plus what the sink keeps.
  */
+import { isAscii } from 'node:buffer';
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { StringDecoder } from 'node:string_decoder';
@@ -10,11 +11,12 @@ import type { TraceSink } from '../trace/event.js';
 import { type ParseSummary, TraceFormatError, TraceJsonParser } from '../trace/parser.js';
 import { InputError } from './inputError.js';
 
-export interface ReadProgress {
-  (bytesRead: number, totalBytes: number): void;
-}
+export type ReadProgress = (bytesRead: number, totalBytes: number) => void;
 
-const CHUNK_BYTES = 1 << 20;
+// Small chunks keep every decoded string in V8's young generation, where it dies cheaply:
+// 1 MB chunks became malloc-backed external strings and 512 KB ones large-object-space
+// strings that only a full GC frees; either tripled peak RSS in our measurements.
+const CHUNK_BYTES = 64 * 1024;
 
 /** Reads `path` into `sink`. Throws InputError (one clear line) for unreadable or non-trace input. */
 export async function readTraceFile(path: string, sink: TraceSink, onProgress?: ReadProgress): Promise<ParseSummary> {
@@ -41,9 +43,17 @@ export async function readTraceFile(path: string, sink: TraceSink, onProgress?: 
   let streamError: string | null = null;
   let replaced = false;
   try {
+    // Traces are almost always ASCII: decode those chunks as latin1 (a plain copy), and route
+    // everything else, plus the chunk after a non-ASCII one (a split UTF-8 sequence), through the decoder.
+    let decoderMayHoldBytes = false;
     for await (const chunk of source) {
-      const text = decoder.write(chunk);
-      if (!replaced && text.includes('\uFFFD')) replaced = true;
+      let text: string;
+      if (!decoderMayHoldBytes && isAscii(chunk)) text = chunk.toString('latin1');
+      else {
+        text = decoder.write(chunk);
+        decoderMayHoldBytes = !isAscii(chunk);
+        if (!replaced && text.includes('\uFFFD')) replaced = true;
+      }
       parser.push(text);
       onProgress?.(bytesRead, size);
     }
