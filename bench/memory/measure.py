@@ -241,7 +241,7 @@ def measure_max_batch(torch, transformers, case, out_dir):
                 train_step(torch, model, opt, cfg, b, seq, prec)
             torch.cuda.synchronize()
             return True
-        except torch.OutOfMemoryError:
+        except torch.cuda.OutOfMemoryError:
             return False
         finally:
             opt.zero_grad(set_to_none=True)
@@ -282,7 +282,7 @@ def run_single(args):
         for i, (kind, case) in enumerate(mine):
             try:
                 row = measure_single(torch, transformers, case, out) if kind == "single" else measure_max_batch(torch, transformers, case, out)
-            except torch.OutOfMemoryError:
+            except torch.cuda.OutOfMemoryError:
                 row = {"model": case[0], "case": list(case), "ok": False, "oom": True}
             except Exception as e:  # keep going; the row says what failed
                 failures += 1

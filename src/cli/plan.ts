@@ -190,7 +190,17 @@ function buildParallelism(v: Values, hw: Hardware, model: ModelDescription): Par
     throw new UsageError(`--strategy single with ${world} GPUs: pick ddp, fsdp, zero1, zero2, hsdp, tp or pp`);
   if (dp === 'hsdp' && hw.nodes < 2)
     throw new UsageError('--strategy hsdp shards within a node and replicates across nodes: give --nodes 2 or more');
-  return { dp, dpSize, tp, pp, reshardAfterForward: !v['no-reshard'], cpuOffload: Boolean(v.offload) };
+  if (dp === 'hsdp' && dpSize % hw.nodes !== 0)
+    throw new UsageError(`--strategy hsdp: ${dpSize} data-parallel ranks do not split evenly over ${hw.nodes} nodes`);
+  return {
+    dp,
+    dpSize,
+    tp,
+    pp,
+    reshardAfterForward: !v['no-reshard'],
+    cpuOffload: Boolean(v.offload),
+    ...(dp === 'hsdp' ? { hsdpShardSize: dpSize / hw.nodes } : {}),
+  };
 }
 
 function runPlan(model: ModelDescription, v: Values): number {

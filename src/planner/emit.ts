@@ -176,7 +176,7 @@ export function emitFsdp2(ctx: EmitContext): string {
   if (p.dp !== 'fsdp' && p.dp !== 'hsdp') throw new PlanError(`--emit fsdp2: the plan uses '${p.dp}', not FSDP; add --strategy fsdp`);
   const hsdp = p.dp === 'hsdp';
   const mesh = hsdp
-    ? `init_device_mesh("cuda", (${hw.nodes}, ${p.dpSize / hw.nodes}), mesh_dim_names=("dp_replicate", "dp_shard"))`
+    ? `init_device_mesh("cuda", (${p.dpSize / (p.hsdpShardSize ?? p.dpSize / hw.nodes)}, ${p.hsdpShardSize ?? p.dpSize / hw.nodes}), mesh_dim_names=("dp_replicate", "dp_shard"))`
     : `init_device_mesh("cuda", (${p.dpSize},), mesh_dim_names=("dp_shard",))`;
   const param = s.precision === 'amp-fp16' ? 'torch.float16' : s.precision === 'fp32' ? 'torch.float32' : 'torch.bfloat16';
   const offload = p.cpuOffload ? ', offload_policy=CPUOffloadPolicy()' : '';

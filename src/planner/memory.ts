@@ -83,7 +83,7 @@ export function stageParams(m: ModelDescription, p: Parallelism): StageParams {
 
 export function predictMemory(m: ModelDescription, s: TrainingSetup, p: Parallelism): MemoryPrediction {
   const sp = stageParams(m, p);
-  const n = Math.max(1, p.dp === 'hsdp' ? p.dpSize : p.dpSize);
+  const n = Math.max(1, p.dp === 'hsdp' ? (p.hsdpShardSize ?? p.dpSize) : p.dpSize);
   const fsdp = p.dp === 'fsdp' || p.dp === 'hsdp';
   const zero = p.dp === 'zero1' || p.dp === 'zero2';
   const d = dtypeClass(s.precision, fsdp || zero);
@@ -178,7 +178,7 @@ export function predictMemory(m: ModelDescription, s: TrainingSetup, p: Parallel
         ? layerFull - blk.attentionCoreBytes / p.tp
         : layerFull;
   const inFlight = p.pp > 1 ? Math.min(s.gradAccum, p.pp) : 1; // 1F1B: the first stage holds min(m, p) micro-batches
-  const saved = tokens * (sp.layers * layerSaved * inFlight + outerActivationBytes(m, d));
+  const saved = tokens * inFlight * (sp.layers * layerSaved + outerActivationBytes(m, d));
   // At the last block of backward all gradients coexist with that block's full activations (saved, or
   // recomputed under checkpointing).
   const lastBlock = tokens * layerFull;

@@ -173,7 +173,15 @@ export function searchPlans(req: PlanRequest, opts: SearchOptions = {}): SearchR
                   model: m,
                   hardware: hw,
                   setup: { ...setup, microBatch: mb, gradAccum: accum, checkpointing: ckpt },
-                  parallelism: { dp, dpSize, tp, pp, reshardAfterForward: reshard, cpuOffload: offload },
+                  parallelism: {
+                    dp,
+                    dpSize,
+                    tp,
+                    pp,
+                    reshardAfterForward: reshard,
+                    cpuOffload: offload,
+                    ...(dp === 'hsdp' ? { hsdpShardSize: dpSize / hw.nodes } : {}),
+                  },
                 });
                 if (plan.fits) plans.push(plan);
               }

@@ -34,6 +34,8 @@ export interface Parallelism {
   dpSize: number;
   tp: number;
   pp: number;
+  /** hsdp only: ranks in one shard group (the GPUs of a node); the rest replicate. Default: all dp ranks. */
+  hsdpShardSize?: number;
   /** FSDP2 `reshard_after_forward` (ignored for other strategies). */
   reshardAfterForward: boolean;
   /** Optimizer state (and for FSDP the sharded parameters and gradients) kept in CPU memory. */

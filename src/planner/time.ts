@@ -103,7 +103,7 @@ export function predictStepTime(m: ModelDescription, s: TrainingSetup, p: Parall
       exposedCommMs = Math.max(rs - K.commOverlap * bwdMs, 0) + ag;
       overlap = 'reduce-scatter overlapped with backward; parameter all-gather after the step exposed';
     } else {
-      const shardN = p.dp === 'hsdp' ? Math.min(n, hw.gpusPerNode) : n;
+      const shardN = p.dp === 'hsdp' ? (p.hsdpShardSize ?? Math.min(n, hw.gpusPerNode)) : n;
       const sRing = (shardN - 1) / shardN;
       const sBw = bw(p.dp === 'hsdp' ? false : crossesNodes);
       const ag = ((sp.total * 2 * sRing) / sBw) * 1000;
