@@ -19,7 +19,7 @@ export const CALIBRATION = {
   /** At the end of forward: logits + fp32 copy + log-softmax (fp32 model: no copy). */
   lossForwardBytesPerVocabFp32: 8,
   lossForwardBytesPerVocabHalf: 10,
-  /** Foreach optimizers materialise about one parameter-sized temporary list in step (first-step peak). */
+  /** Foreach Adam/AdamW materialise one parameter-sized temporary list in step (GPT-2 first-step peak: 1.05x). */
   optimizerTemporaryFactor: 1.0,
   /** peak reserved / peak allocated of the caching allocator (median of the measurements). */
   reservedOverAllocated: 1.06,
@@ -42,6 +42,8 @@ export const CALIBRATION = {
   activationPasses: 17,
   /** CPU launch time per block per micro-step (eager PyTorch), ms; the GPU waits on it when kernels are tiny. */
   cpuMsPerLayer: 1.8,
+  /** Extra launch time per expert per MoE layer (Hugging Face loops over experts: gather, 3 matmuls, scatter); estimate. */
+  cpuMsPerExpert: 0.25,
   /** Fraction of a collective that overlaps with compute when the framework overlaps it (DDP buckets, FSDP prefetch). */
   commOverlap: 0.8,
   /** Achievable fraction of link bandwidth for large collectives (nccl-tests bus bandwidth / link). */

@@ -47,6 +47,10 @@ export function describeHfConfig(cfg: unknown): ModelDescription {
   const type = c.model_type;
   if (type === undefined) throw new ConfigError('model_type', 'missing: cannot tell the architecture');
   if (typeof type !== 'string') throw new ConfigError('model_type', `must be a string, got ${JSON.stringify(type)}`);
+  // Fields that change the memory picture in ways the planner does not model: refuse rather than guess.
+  if (c.quantization_config !== undefined && c.quantization_config !== null)
+    throw new ConfigError('quantization_config', 'quantized checkpoints are not supported (plan the unquantized model)');
+  if (c.is_encoder_decoder === true) throw new ConfigError('is_encoder_decoder', 'encoder-decoder models are not supported');
   if (type === 'gpt2') return describeGpt2(c);
   if (type === 'bert') return describeBert(c);
   if (LLAMA_LIKE.has(type)) return describeLlamaLike(c, type);

@@ -55,8 +55,10 @@ export function optimizerStateBytesPerParam(opt: OptimizerKind, s: number, hidde
 }
 
 function optimizerTemporaryBytesPerParam(opt: OptimizerKind, s: number): number {
-  if (opt === 'sgd' || opt === 'adamw-8bit' || opt === 'adafactor') return 0;
-  return K.optimizerTemporaryFactor * s;
+  // Foreach Adam/AdamW materialise sqrt(v) for every parameter (`_foreach_sqrt`); foreach SGD updates in place;
+  // 8-bit and Adafactor work block- or row-wise.
+  if (opt === 'adam' || opt === 'adamw') return K.optimizerTemporaryFactor * s;
+  return 0;
 }
 
 /** Parameter counts one rank holds before data-parallel sharding. */

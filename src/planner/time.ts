@@ -76,7 +76,8 @@ export function predictStepTime(m: ModelDescription, s: TrainingSetup, p: Parall
     const perParam = 2 * stateBytes + stateBytes + 2 * optimizerStateBytesPerParam(s.optimizer, stateBytes, m.hidden);
     memoryBoundMs += ((sp.total / shard) * perParam * 1000) / hw.gpu.memoryBandwidth;
   }
-  const cpuFloorMs = micro * sp.layers * K.cpuMsPerLayer * (train ? 1 : 1 / 3);
+  const perLayerMs = K.cpuMsPerLayer + (m.moe ? m.moe.experts * K.cpuMsPerExpert : 0);
+  const cpuFloorMs = micro * sp.layers * perLayerMs * (train ? 1 : 1 / 3);
   const gpuMs = computeMs + memoryBoundMs;
 
   // ---- communication ----

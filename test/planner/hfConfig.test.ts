@@ -59,4 +59,10 @@ describe('bad configs name the field', () => {
   });
   it('wrong type', () => expect(bad({ ...cfg('gpt2'), n_layer: '12' })).toMatch(/^n_layer: must be a positive integer/));
   it('not an object', () => expect(bad([1])).toMatch(/not a JSON object/));
+  it('quantized checkpoint', () =>
+    expect(bad({ ...cfg('llama-2-7b'), quantization_config: { bits: 4 } })).toMatch(/^quantization_config: quantized/));
+  it('GQA that does not divide', () =>
+    expect(bad({ ...cfg('llama-2-7b'), num_key_value_heads: 5 })).toMatch(/^num_key_value_heads: 5 does not divide/));
+  it('unsupported activation', () =>
+    expect(bad({ ...cfg('mistral-7b'), hidden_act: 'relu' })).toMatch(/^hidden_act: 'relu' is not supported/));
 });
