@@ -3,7 +3,6 @@
  * search the space of parallel layouts for the best feasible plans.
  */
 import { CALIBRATION as K } from './calibration.js';
-import { PlanError } from './errors.js';
 import { type MemoryPrediction, predictMemory } from './memory.js';
 import type { ModelDescription } from './model.js';
 import type { Checkpointing, DataParallel, Hardware, Parallelism, TrainingSetup } from './setup.js';
@@ -195,6 +194,21 @@ export function searchPlans(req: PlanRequest, opts: SearchOptions = {}): SearchR
   return { plans, candidates, feasible: plans.length };
 }
 
+/** The `gpuwise plan` flags that reproduce a plan's layout and set-up. */
+export function planFlags(plan: Plan): string {
+  const p = plan.parallelism;
+  const s = plan.setup;
+  const flags = [p.dp === 'none' ? (p.dpSize * p.tp * p.pp > 1 ? '' : '--strategy single') : `--strategy ${p.dp}`];
+  if (p.tp > 1) flags.push(`--tp ${p.tp}`);
+  if (p.pp > 1) flags.push(`--pp ${p.pp}`);
+  if ((p.dp === 'fsdp' || p.dp === 'hsdp') && !p.reshardAfterForward) flags.push('--no-reshard');
+  if (p.cpuOffload) flags.push('--offload');
+  flags.push(`--batch ${s.microBatch}`);
+  if (s.gradAccum > 1) flags.push(`--grad-accum ${s.gradAccum}`);
+  if (s.checkpointing !== 'none') flags.push(`--checkpointing ${s.checkpointing}`);
+  return flags.filter((f) => f !== '').join(' ');
+}
+
 /** Why nothing fits, and the nearest thing that would: one line for the user. */
 export function explainNoFit(req: PlanRequest, plan: Plan): string {
   const gib = (b: number) => `${(b / 1024 ** 3).toFixed(1)} GiB`;
@@ -205,17 +219,12 @@ export function explainNoFit(req: PlanRequest, plan: Plan): string {
     .map((sv) => ({ sv, p: plan.memory.peakAllocatedBytes - sv.savedBytes }))
     .filter((x) => x.p * K.fitSlack <= plan.budgetBytes);
   const first = savers[0];
-  if (first) parts.push(`or ${first.sv.change}`);
+  if (first) parts.push(`${mb.microBatch > 0 ? 'or ' : ''}${first.sv.change} fits`);
   if (mb.microBatch === 0 && !first) {
     const s = searchPlans(req, { maxMicroBatch: 1 });
     const best = s.plans[0];
-    if (best)
-      parts.push(
-        `on ${req.hardware.gpusPerNode * req.hardware.nodes} GPUs try --strategy ${best.parallelism.dp} --tp ${best.parallelism.tp} --pp ${best.parallelism.pp}`,
-      );
+    if (best) parts.push(`this fits: ${planFlags(best)}`);
     else parts.push('no layout with micro-batch 1 fits these GPUs: add GPUs or use a larger card');
   }
-  return `${parts.join('; ')}`;
+  return parts.join('; ');
 }
-
-export { PlanError };

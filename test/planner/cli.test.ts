@@ -130,6 +130,7 @@ describe('bad input: one line, exit 2', () => {
     [['--model', llama, '--gpu', 'rtx4090'], /does not fit: needs .* GiB at (forward|backward|optimizer) but the budget is .* GiB/],
     [['--model', llama, '--gpu', 'h100', '--gpus', '8', '--tp', '3'], /--tp 3 x --pp 1 does not divide 8 GPUs/],
     [['--model', gpt2, '--gpu', 't4'], /has no bf16 support/],
+    [['--model', llama, '--gpu', 'a100-40', '--gpus', '2', '--seq', '4096'], /does not fit: .*; this fits: --strategy \w+ .*--batch \d+/],
   ])('%j', async (args, message) => {
     const r = await cli(...args);
     expect(r.code).toBe(2);
