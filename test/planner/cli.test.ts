@@ -100,6 +100,21 @@ describe('gpuwise plan --json', () => {
     expect(r.out).toContain('max_memory_reserved');
     expect(r.out).toContain('nvidia-smi');
   });
+  it('explicit GPU numbers and tensor/pipeline strategies', async () => {
+    const custom = JSON.parse(
+      (await cli('--model', gpt2, '--gpu-memory', '32GiB', '--gpu-tflops', '200', '--batch', '4', '--json')).out,
+    ) as PlanJson;
+    expect(custom.hardware.gpu.memoryBytes).toBe(32 * 1024 ** 3);
+    expect(custom.hardware.gpu.bf16Tflops).toBe(200);
+    const tp = JSON.parse(
+      (await cli('--model', llama, '--gpu', 'h100', '--gpus', '8', '--strategy', 'tp', '--seq', '2048', '--json')).out,
+    ) as PlanJson;
+    expect([tp.parallelism.tp, tp.parallelism.dpSize, tp.parallelism.dp]).toEqual([8, 1, 'none']);
+    const pp = JSON.parse(
+      (await cli('--model', llama, '--gpu', 'h100', '--gpus', '4', '--strategy', 'pp', '--grad-accum', '8', '--seq', '2048', '--json')).out,
+    ) as PlanJson;
+    expect([pp.parallelism.pp, pp.time.bubbleMs > 0]).toEqual([4, true]);
+  });
   it('--emit prints a launch config', async () => {
     const r = await cli('--model', llama, '--gpu', 'h100', '--gpus', '8', '--strategy', 'fsdp', '--seq', '4096', '--emit', 'deepspeed');
     expect(JSON.parse(r.out).zero_optimization.stage).toBe(3);
