@@ -133,9 +133,12 @@ export function predictMemory(m: ModelDescription, s: TrainingSetup, p: Parallel
     weights = offload ? 0 : (sp.total * shardBytes) / n;
     optState = offload ? 0 : (sp.total * opt) / n;
     grads = offload ? 0 : (sp.total * shardBytes) / n;
-    const unshardedBlocks = p.reshardAfterForward ? 2 : sp.layers + 1;
-    fwdBuffers = unshardedBlocks * sp.block * 2 + sp.root * 2; // bf16 all-gathered blocks; the root stays unsharded
-    bwdBuffers = fwdBuffers + 2 * sp.block * (2 + 4); // + unsharded bf16 grads and their fp32 reduce-scatter input
+    // bf16 all-gathered blocks (current + prefetched; every block without resharding) and the root, which
+    // FSDP2 never reshards after forward. Backward reshards each block after its gradients are reduced, so
+    // at its end two blocks remain, plus one block's bf16 gradients and their fp32 reduce-scatter input.
+    const unshardedBlocks = p.reshardAfterForward ? 2 : sp.layers;
+    fwdBuffers = unshardedBlocks * sp.block * 2 + sp.root * 2;
+    bwdBuffers = 2 * sp.block * 2 + sp.root * 2 + sp.block * (2 + 4);
     gradsDuringFwd = s.gradAccum > 1 ? grads : 0;
   } else if (zero) {
     weights = sp.total * 2;
@@ -191,7 +194,7 @@ export function predictMemory(m: ModelDescription, s: TrainingSetup, p: Parallel
 
   const resident = Object.values(comps).reduce((a, c) => a + c.bytes, 0);
   const forward = resident + gradsDuringFwd + ampCopies + fwdBuffers + saved + lossFwd;
-  const bwdStart = resident + gradsDuringFwd + ampCopies + bwdBuffers + saved + lossBwd;
+  const bwdStart = resident + gradsDuringFwd + ampCopies + fwdBuffers + saved + lossBwd;
   const bwdEnd = resident + Math.max(grads, gradsDuringFwd) + bwdBuffers + lastBlock;
   const backward = Math.max(bwdStart, bwdEnd);
   const optimizer = resident + grads + optTemp;
@@ -212,8 +215,7 @@ export function predictMemory(m: ModelDescription, s: TrainingSetup, p: Parallel
   } else {
     if (gradsDuringFwd > 0) add('gradients', gradsDuringFwd, 'accumulated gradients of earlier micro-batches');
     if (ampCopies > 0) add('autocastWeightCopies', ampCopies, 'bf16 weight casts saved for backward');
-    const buf = binding === 'forward' ? fwdBuffers : bwdBuffers;
-    if (buf > 0) add('shardingBuffers', buf, 'FSDP all-gathered blocks and root');
+    if (fwdBuffers > 0) add('shardingBuffers', fwdBuffers, 'FSDP all-gathered blocks and root');
     add(
       'activations',
       saved,
