@@ -193,6 +193,7 @@ def measure_single(torch, transformers, case, out_dir):
         if ckpt:
             model.gradient_checkpointing_enable()
         opt = make_optimizer(torch, model, opt_name)
+        torch.cuda.reset_peak_memory_stats()  # step 1's peak without the model build
         for i in range(4):
             if i == 3:
                 torch.cuda.synchronize()
