@@ -250,15 +250,17 @@ def measure_max_batch(torch, transformers, case, out_dir):
             torch.cuda.empty_cache()
 
     lo, hi = 0, 1
-    while hi <= 4096 and fits(hi):
-        lo, hi = hi, hi * 2
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if fits(mid):
-            lo = mid
-        else:
-            hi = mid
-    torch.cuda.set_per_process_memory_fraction(1.0)
+    try:
+        while hi <= 4096 and fits(hi):
+            lo, hi = hi, hi * 2
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if fits(mid):
+                lo = mid
+            else:
+                hi = mid
+    finally:
+        torch.cuda.set_per_process_memory_fraction(1.0)  # later cases in this process get the whole card
     row = {**base_row(torch, name, model, cfg), "mode": "train", "seq": seq, "batch": lo, "prec": prec, "opt": opt_name, "ckpt": ckpt}
     row.update({"cap_bytes": cap, "max_batch": lo, "trials": trials, "ok": lo > 0, "wall_s": round(time.time() - t0, 2)})
     # Fields the harness reads for memory rows are absent on purpose: this row only tests the largest batch.
