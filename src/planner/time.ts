@@ -66,7 +66,8 @@ export function predictStepTime(m: ModelDescription, s: TrainingSetup, p: Parall
 
   const blk = blockActivation(m, d);
   const actBytes =
-    tokens * (sp.layers * (blk.shardedBytes / p.tp + blk.replicatedBytes) + outerActivationBytes(m, d) + (12 * m.vocab) / p.tp);
+    tokens *
+    (sp.layers * (blk.shardedBytes / p.tp + blk.replicatedBytes) + outerActivationBytes(m, d) + ((train ? 12 : d.c) * m.vocab) / p.tp);
   const passes = train ? K.activationPasses : K.activationPasses / 3;
   let memoryBoundMs = (micro * passes * actBytes * 1000) / hw.gpu.memoryBandwidth;
   if (train && !p.cpuOffload) {
