@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/planner/errors.js';
 import { bertBaseModelParams, describeHfConfig } from '../../src/planner/hfConfig.js';
@@ -65,4 +66,28 @@ describe('bad configs name the field', () => {
     expect(bad({ ...cfg('llama-2-7b'), num_key_value_heads: 5 })).toMatch(/^num_key_value_heads: 5 does not divide/));
   it('unsupported activation', () =>
     expect(bad({ ...cfg('mistral-7b'), hidden_act: 'relu' })).toMatch(/^hidden_act: 'relu' is not supported/));
+});
+
+describe('any corruption of a config either parses to sane numbers or names a field (property-based)', () => {
+  const names = ['gpt2', 'bert-base', 'llama-2-7b', 'qwen2-0.5b', 'mixtral-8x7b'];
+  it('never throws anything but ConfigError', () => {
+    fc.assert(
+      fc.property(fc.constantFrom(...names), fc.nat(), fc.jsonValue(), (name, pick, value) => {
+        const c = cfg(name);
+        const keys = Object.keys(c);
+        const key = keys[pick % keys.length]!;
+        c[key] = value;
+        try {
+          const m = describeHfConfig(c);
+          for (const n of [m.paramCount, m.layers, m.hidden, m.heads, m.kvHeads, m.headDim, m.vocab]) {
+            expect(Number.isFinite(n) && n > 0).toBe(true);
+          }
+        } catch (e) {
+          expect(e).toBeInstanceOf(ConfigError);
+          expect((e as ConfigError).field.length).toBeGreaterThan(0);
+        }
+      }),
+      { numRuns: 400 },
+    );
+  });
 });
