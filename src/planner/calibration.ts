@@ -44,6 +44,8 @@ export const CALIBRATION = {
   cpuMsPerLayer: 1.8,
   /** Extra launch time per expert per MoE layer (Hugging Face loops over experts: gather, 3 matmuls, scatter); estimate. */
   cpuMsPerExpert: 0.25,
+  /** Host memory traffic a CPU optimizer step (offload) sustains per rank, bytes/s; estimate. */
+  cpuOptimizerBytesPerSec: 10e9,
   /** Fraction of a collective that overlaps with compute when the framework overlaps it (DDP buckets, FSDP prefetch). */
   commOverlap: 0.8,
   /** Achievable fraction of link bandwidth for large collectives (nccl-tests bus bandwidth / link). */

@@ -8,6 +8,9 @@ import type { ModelDescription, ParamGroup } from './model.js';
 
 type Json = Record<string, unknown>;
 
+/** No architecture dimension (width, layers, vocabulary, positions, experts) comes near this. */
+const MAX_DIMENSION = 100_000_000;
+
 const LLAMA_LIKE = new Set(['llama', 'mistral', 'qwen2', 'qwen3', 'mixtral']);
 export const SUPPORTED_MODEL_TYPES = ['gpt2', 'bert', ...LLAMA_LIKE] as const;
 
@@ -19,6 +22,7 @@ function num(cfg: Json, field: string, fallback?: number): number {
   }
   if (typeof v !== 'number' || !Number.isInteger(v) || v <= 0)
     throw new ConfigError(field, `must be a positive integer, got ${JSON.stringify(v)}`);
+  if (v > MAX_DIMENSION) throw new ConfigError(field, `${v} is out of range (at most ${MAX_DIMENSION})`);
   return v;
 }
 
@@ -51,9 +55,13 @@ export function describeHfConfig(cfg: unknown): ModelDescription {
   if (c.quantization_config !== undefined && c.quantization_config !== null)
     throw new ConfigError('quantization_config', 'quantized checkpoints are not supported (plan the unquantized model)');
   if (c.is_encoder_decoder === true) throw new ConfigError('is_encoder_decoder', 'encoder-decoder models are not supported');
-  if (type === 'gpt2') return describeGpt2(c);
-  if (type === 'bert') return describeBert(c);
-  if (LLAMA_LIKE.has(type)) return describeLlamaLike(c, type);
+  const m =
+    type === 'gpt2' ? describeGpt2(c) : type === 'bert' ? describeBert(c) : LLAMA_LIKE.has(type) ? describeLlamaLike(c, type) : null;
+  if (m !== null) {
+    if (!Number.isSafeInteger(m.paramCount))
+      throw new ConfigError('(root)', `the dimensions give ${m.paramCount.toExponential(2)} parameters: out of range`);
+    return m;
+  }
   throw new ConfigError('model_type', `unknown model type '${type}' (supported: ${SUPPORTED_MODEL_TYPES.join(', ')})`);
 }
 

@@ -136,18 +136,22 @@ export function predictStepTime(m: ModelDescription, s: TrainingSetup, p: Parall
     exposedCommMs += p2p;
     bubbleMs = (Math.max(gpuMs, cpuFloorMs) * (p.pp - 1)) / micro;
   }
+  let cpuOptimizerMs = 0;
   if (train && p.cpuOffload) {
-    const shard = fsdp || zero ? n : 1;
+    const shard = fsdp || zero ? (p.dp === 'hsdp' ? (p.hsdpShardSize ?? n) : n) : 1;
     const transferMs = (((sp.total / shard) * (4 + 4)) / hw.hostBandwidth) * 1000; // grads down, params up
     exposedCommMs += transferMs;
     commMs += transferMs;
-    overlap += '; CPU offload transfers and CPU optimizer step not overlapped';
+    // The optimizer then runs on the CPU, bound by host memory bandwidth: read param, grad, state; write param, state.
+    const stateBytes = optimizerStateBytesPerParam(s.optimizer, 4, m.hidden);
+    cpuOptimizerMs = (((sp.total / shard) * (4 + 4 + 2 * stateBytes + 4)) / K.cpuOptimizerBytesPerSec) * 1000;
+    overlap += '; CPU offload transfers and the CPU optimizer step not overlapped';
   }
-  const stepTimeMs = Math.max(gpuMs, cpuFloorMs) + exposedCommMs + bubbleMs;
+  const stepTimeMs = Math.max(gpuMs, cpuFloorMs) + exposedCommMs + bubbleMs + cpuOptimizerMs;
   const terms: [StepTime['bindingTerm'], number][] = [
     ['compute', computeMs],
     ['memory', memoryBoundMs],
-    ['cpu', cpuFloorMs > gpuMs ? cpuFloorMs : 0],
+    ['cpu', Math.max(cpuFloorMs > gpuMs ? cpuFloorMs : 0, cpuOptimizerMs)],
     ['communication', exposedCommMs],
     ['bubble', bubbleMs],
   ];
