@@ -21,6 +21,11 @@ export const CALIBRATION = {
   lossForwardBytesPerVocabHalf: 10,
   /** Foreach Adam/AdamW materialise one parameter-sized temporary list in step (GPT-2 first-step peak: 1.05x). */
   optimizerTemporaryFactor: 1.0,
+  /**
+   * Gradient-sized buffers DDP keeps besides `.grad` (default buckets, gradient_as_bucket_view=False): its GPT-2
+   * peak exceeds the single-GPU peak by 0.994 GB = 2.0 x the 0.498 GB of fp32 gradients (trace-meta-peaks.jsonl).
+   */
+  ddpGradientBufferCopies: 2,
   /** peak reserved / peak allocated of the caching allocator (median of the measurements). */
   reservedOverAllocated: 1.06,
   /** nvidia-smi process memory minus reserved: the CUDA context (742 MiB on every transformer row, CUDA 13, H200). */

@@ -158,7 +158,8 @@ export function predictMemory(m: ModelDescription, s: TrainingSetup, p: Parallel
     weights = sp.total * wb;
     optState = offload ? 0 : sp.total * opt;
     grads = sp.total * wb;
-    if (p.dp === 'ddp') persistentGradBuffers = sp.total * wb; // DDP's flat buckets (gradient_as_bucket_view=False)
+    // DDP's flat gradient buckets (gradient_as_bucket_view=False): measured at two gradient-sized copies.
+    if (p.dp === 'ddp') persistentGradBuffers = K.ddpGradientBufferCopies * sp.total * wb;
     gradsDuringFwd = s.gradAccum > 1 ? grads : 0;
   }
   const optTemp = offload ? 0 : (fsdp || zero ? sp.total / n : sp.total) * optimizerTemporaryBytesPerParam(s.optimizer, stateDtype);

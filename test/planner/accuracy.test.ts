@@ -26,7 +26,7 @@ interface Row {
   label: string;
   alloc: number;
   reserved: number;
-  nvml: number;
+  nvml: number | null;
   step: number | null;
 }
 
@@ -53,8 +53,8 @@ for (const r of rows as (Measurement & { cap_bytes?: number; max_batch?: number 
     label,
     alloc: p.peakAllocatedBytes / r.peak_alloc_step - 1,
     reserved: p.peakReservedBytes / r.peak_reserved - 1,
-    nvml: p.deviceUsedBytes / r.nvml_proc_used - 1,
-    step: single && setup.mode === 'train' ? predictStepTime(m, setup, par, hw).stepTimeMs / (r.step_s * 1000) - 1 : null,
+    nvml: r.nvml_proc_used ? p.deviceUsedBytes / r.nvml_proc_used - 1 : null,
+    step: single && setup.mode === 'train' && r.step_s ? predictStepTime(m, setup, par, hw).stepTimeMs / (r.step_s * 1000) - 1 : null,
   });
 }
 
@@ -65,7 +65,10 @@ describe('planner vs committed measurements (H200, torch 2.11)', () => {
   it('prints the error table', () => {
     const lines = [
       'row | alloc | reserved | nvidia-smi | step',
-      ...covered.map((r) => `${r.label} | ${pct(r.alloc)} | ${pct(r.reserved)} | ${pct(r.nvml)} | ${r.step === null ? '-' : pct(r.step)}`),
+      ...covered.map(
+        (r) =>
+          `${r.label} | ${pct(r.alloc)} | ${pct(r.reserved)} | ${r.nvml === null ? '-' : pct(r.nvml)} | ${r.step === null ? '-' : pct(r.step)}`,
+      ),
     ];
     for (const mb of maxBatchRows) lines.push(`${mb.label} | max batch measured ${mb.measured}, predicted ${mb.predicted}`);
     for (const s of skipped) lines.push(`skipped: ${s}`);
@@ -77,7 +80,7 @@ describe('planner vs committed measurements (H200, torch 2.11)', () => {
       `step time (single GPU): median ${pct(quantile(abs(covered.map((r) => r.step)), 0.5))}, p90 ${pct(quantile(abs(covered.map((r) => r.step)), 0.9))}`,
     );
     console.log(lines.join('\n'));
-    expect(covered.length).toBeGreaterThanOrEqual(18);
+    expect(covered.length).toBeGreaterThanOrEqual(19);
   });
 
   it('peak allocated: median |error| <= 5%, p90 <= 10%', () => {

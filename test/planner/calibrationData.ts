@@ -17,8 +17,9 @@ export interface Measurement {
   reshard?: boolean;
   peak_alloc_step: number;
   peak_reserved: number;
-  nvml_proc_used: number;
-  step_s: number;
+  /** null where not measured (rows taken from trace metadata). */
+  nvml_proc_used: number | null;
+  step_s: number | null;
   ok: boolean;
   id: number | string;
   params: number;
