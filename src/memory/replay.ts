@@ -9,13 +9,14 @@
  * allocated. Reserved bytes at the start are the final reserved bytes minus
  * every segment change in the history.
  */
+import { type BlockSizeCheck, simulateBlockSizes } from './blocks.js';
 import { type Address, type Frame, type Snapshot, type TraceEntry, addrKey } from './snapshot.js';
 
 export interface Allocation {
   addr: Address;
   /** Bytes requested (what the trace records). */
   requestedBytes: number;
-  /** Bytes of the block: exact for blocks still allocated at the end, else the request rounded up to 512 as the allocator does. */
+  /** Bytes of the block: from the final state for blocks still allocated, else replayed (blocks.ts) or, failing that, the request rounded up to 512. */
   blockBytes: number;
   /** Index of its `alloc` entry; -1 when it was allocated before the history starts. */
   allocIndex: number;
@@ -42,6 +43,8 @@ export interface Replay {
   allocations: Allocation[];
   /** Entries whose action is `oom`. */
   oomIndexes: number[];
+  /** How block sizes were obtained (blocks.ts). */
+  blockSizes: BlockSizeCheck;
   warnings: string[];
 }
 
@@ -166,6 +169,14 @@ export function replay(snap: Snapshot, device: number): Replay {
   if (missingAtEnd > 0) warnings.push(`${missingAtEnd} allocations left open by the history are not in the final segment state (the snapshot and its history disagree)`);
   if (unmatchedFrees > 0 && n > 0) warnings.push(`the history starts after ${unmatchedFrees} of its freed blocks were allocated (max_entries reached): their stacks are unknown`);
 
+  const maxSplit = snap.allocatorSettings?.max_split_size;
+  const blockSizes = simulateBlockSizes(
+    entries,
+    allocations,
+    segments,
+    typeof maxSplit === 'number' && maxSplit > 0 && maxSplit < Number.MAX_SAFE_INTEGER ? maxSplit : 0,
+  );
+
   let initAlloc = 0;
   let initReq = 0;
   for (const a of allocations) {
@@ -216,6 +227,7 @@ export function replay(snap: Snapshot, device: number): Replay {
     initial: { allocatedBytes: initAlloc, requestedBytes: initReq, reservedBytes: initReserved },
     allocations,
     oomIndexes,
+    blockSizes,
     warnings,
   };
 }

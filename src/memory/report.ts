@@ -3,6 +3,7 @@
  * the function that builds them from a snapshot. Definitions of each figure
  * are in docs/memory.md.
  */
+import type { BlockSizeCheck } from './blocks.js';
 import { type Category, CATEGORIES, categorize, phases } from './categorize.js';
 import { type Finding, findingsFor } from './findings.js';
 import { type SourceLine, shortPath, sourceLineOf } from './frames.js';
@@ -98,7 +99,16 @@ export interface MemoryReport {
   schemaVersion: number;
   input: { path: string; legacy: boolean };
   device: number;
-  history: { entries: number; firstUs: number | null; lastUs: number | null; durationUs: number | null; complete: boolean };
+  history: {
+    entries: number;
+    firstUs: number | null;
+    lastUs: number | null;
+    durationUs: number | null;
+    /** The history starts from an empty allocator (nothing allocated or reserved before it). */
+    complete: boolean;
+    /** Whether block sizes were replayed exactly, and how many live-at-end blocks agreed with the final state. */
+    blockSizes: BlockSizeCheck;
+  };
   allocatorSettings: Record<string, unknown> | null;
   totals: Totals;
   timeline: Timeline;
@@ -236,6 +246,7 @@ export function analyze(snap: Snapshot, opts: ReportOptions): Analysis {
       lastUs: Number.isFinite(last) ? last : null,
       durationUs: Number.isFinite(first) && Number.isFinite(last) ? last - first : null,
       complete: n > 0 && r.initial.allocatedBytes === 0 && r.initial.reservedBytes === 0,
+      blockSizes: r.blockSizes,
     },
     allocatorSettings: snap.allocatorSettings,
     totals,
