@@ -6,6 +6,7 @@
 import type { Category, Phases } from './categorize.js';
 import { sourceLineOf } from './frames.js';
 import type { Allocation, Replay } from './replay.js';
+import type { TraceEntry } from './snapshot.js';
 import type { MemoryReport } from './report.js';
 import { fmtBytes } from './units.js';
 
@@ -261,23 +262,33 @@ function keptAcrossSteps(inp: FindingInput, at: number): Finding | null {
   };
 }
 
-/** Activations of two or more forward passes alive with no backward between them: evaluation under autograd, or kept graphs. */
+/** Forward passes whose activations are alive together, with no backward between them, that make a finding. */
+export const GRAPHS_MIN_PASSES = 3;
+
+/**
+ * Activations of several forward passes alive with no backward between them: evaluation under autograd, or kept graphs.
+ * A forward pass ends at the first entry from code outside the model (the next batch, a loss) or from another phase.
+ */
 function forwardGraphsWithoutBackward(inp: FindingInput, at: number): Finding | null {
   if (at < 0) return null;
   const { phase } = inp.phases;
-  // Forward run number of each entry; a backward between runs is remembered per run.
+  const entries = inp.replay.entries;
   const runOf = new Int32Array(at + 1);
   const backwardBefore: boolean[] = [false];
   let run = 0;
-  let prev = 'unknown';
+  let inForward = false;
   for (let i = 0; i <= at; i++) {
     const p = phase[i]!;
-    if (p === 'forward' && prev !== 'forward') {
-      run++;
-      backwardBefore[run] = false;
+    if (p === 'forward') {
+      if (!inForward) {
+        run++;
+        backwardBefore[run] = false;
+      }
+      inForward = true;
+    } else if (p !== 'unknown' || isUserAllocOrFree(entries[i]!)) {
+      inForward = false;
+      if (p === 'backward') backwardBefore[run + 1] = true;
     }
-    if (p === 'backward') backwardBefore[run + 1] = true;
-    if (p !== 'unknown') prev = p;
     runOf[i] = run;
   }
   const perRun = new Map<number, number>();
@@ -287,24 +298,27 @@ function forwardGraphsWithoutBackward(inp: FindingInput, at: number): Finding | 
     perRun.set(rr, (perRun.get(rr) ?? 0) + a.blockBytes);
   }
   const runs = [...perRun.keys()].sort((x, y) => x - y);
-  if (runs.length < 2) return null;
+  if (runs.length < GRAPHS_MIN_PASSES) return null;
   // Only runs that no backward separates count: a backward consumes the graph of the forward before it.
-  const first = runs[0]!;
-  const last = runs[runs.length - 1]!;
-  for (let k = first + 1; k <= last; k++) if (backwardBefore[k]) return null;
+  for (let k = runs[0]! + 1; k <= runs[runs.length - 1]!; k++) if (backwardBefore[k]) return null;
   const olderBytes = runs.slice(0, -1).reduce((s, k) => s + perRun.get(k)!, 0);
   if (olderBytes < KEPT_MIN_BYTES) return null;
   return {
     id: 'forward-without-backward',
     severity: inp.report.oom ? 'high' : 'medium',
-    title: `Activations of ${runs.length} forward passes are alive with no backward between them (${fmtBytes(olderBytes)} from earlier passes)`,
-    evidence: [`Forward passes ${runs.map(String).join(', ')} of the history each still hold activations ${inp.report.oom ? 'at the failure' : 'at the peak'}.`],
+    title: `Activations of ${runs.length} forward passes are alive with no backward between them (${fmtBytes(olderBytes)} from the earlier passes)`,
+    evidence: [`${runs.length} separate forward passes each still hold activations ${inp.report.oom ? 'at the failure' : 'at the peak'}, and no backward pass ran between them.`],
     data: { forwardPasses: runs.length, olderBytes },
     recommendation: {
       summary: 'Forward passes that are not followed by backward keep their autograd graphs while their outputs live. Run evaluation without autograd, and detach outputs you keep.',
       code: 'model.eval()\nwith torch.inference_mode():\n    out = model(batch)',
     },
   };
+}
+
+/** An allocation or free made by code outside the model and outside torch (the next batch, a loss): it ends a forward pass. */
+function isUserAllocOrFree(e: TraceEntry): boolean {
+  return (e.action === 'alloc' || e.action === 'free_requested') && e.frames.some((f) => f.filename.endsWith('.py'));
 }
 
 function gradientsDuringForward(inp: FindingInput, at: number): Finding | null {

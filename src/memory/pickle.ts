@@ -390,18 +390,23 @@ class Unpickler {
     return Number(v);
   }
 
-  /** A view of the next `n` bytes (no copy), after checking they exist. */
-  private take(n: number): Uint8Array {
+  /** Checks a length read from the input against the bytes that remain. */
+  private lengthFits(n: number): void {
     if (n > this.bytes.length - this.pos) {
       throw new PickleError(`length field claims ${n} bytes but only ${this.bytes.length - this.pos} remain`, this.pos);
     }
+  }
+
+  /** A view of the next `n` bytes (no copy), after checking they exist. */
+  private take(n: number): Uint8Array {
+    this.lengthFits(n);
     const v = this.bytes.subarray(this.pos, this.pos + n);
     this.pos += n;
     return v;
   }
 
   private str(n: number, at: number): string {
-    this.need(n);
+    this.lengthFits(n);
     const b = this.bytes;
     const p = this.pos;
     // Most strings are short ASCII keys and names: build them without a decoder call or a view.
@@ -428,7 +433,7 @@ class Unpickler {
 
   /** Two's-complement little-endian integer of `n` bytes: a number when exact, else a BigInt. */
   private long(n: number): number | bigint {
-    this.need(n);
+    this.lengthFits(n);
     const b = this.bytes;
     const p = this.pos;
     this.pos += n;
