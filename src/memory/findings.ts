@@ -347,8 +347,13 @@ function fragmentation(inp: FindingInput): Finding | null {
   const r = inp.replay;
   const n = r.entries.length;
   if (n === 0) return null;
+  // Among the moments at the reserved peak, the one with the most allocated: the waste the peak could not avoid.
   let idx = 0;
-  for (let i = 1; i < n; i++) if (r.reservedBytes[i]! > r.reservedBytes[idx]!) idx = i;
+  for (let i = 1; i < n; i++) {
+    const rs = r.reservedBytes[i]!;
+    const best = r.reservedBytes[idx]!;
+    if (rs > best || (rs === best && r.allocatedBytes[i]! > r.allocatedBytes[idx]!)) idx = i;
+  }
   const reserved = r.reservedBytes[idx]!;
   const unallocated = reserved - r.allocatedBytes[idx]!;
   if (unallocated < FRAGMENTATION_MIN_BYTES || unallocated < FRAGMENTATION_SHARE * reserved) return null;

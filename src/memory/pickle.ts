@@ -55,6 +55,8 @@ export const MIN_PROTOCOL = 2;
 export const MAX_PROTOCOL = 5;
 
 const MARK = Symbol('mark');
+/** CPython writes lists in APPENDS batches of 1000: only shorter lists are complete after their first APPENDS. */
+const MAX_SHARED_LIST = 1000;
 type Slot = PickleValue | typeof MARK;
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -70,6 +72,10 @@ class Unpickler {
   private readonly stack: Slot[] = [];
   private readonly marks: number[] = [];
   private readonly memo: PickleValue[] = [];
+  /** Memo index of each stack slot that came from or went to the memo (checked before use). */
+  private readonly ids: number[] = [];
+  private readonly lists = new Map<number, PickleValue[][]>();
+  private readonly shared = new Set<PickleValue[]>();
   private readonly view: DataView;
 
   constructor(private readonly bytes: Uint8Array) {
@@ -241,16 +247,28 @@ class Unpickler {
           const v = this.pop(at);
           const l = this.peek(at);
           if (!Array.isArray(l)) throw new PickleError('APPEND on something that is not a list', at);
+          this.notShared(l, at);
           l.push(v);
           break;
         }
         case 0x65: {
-          // APPENDS (in place, like SETITEMS)
+          // APPENDS
           const m = this.markIndex(at);
           const st = this.stack;
           const l = st[m - 1];
           if (!Array.isArray(l)) throw new PickleError('APPENDS on something that is not a list', at);
-          for (let i = m + 1; i < st.length; i++) l.push(st[i] as PickleValue);
+          this.notShared(l, at);
+          if (l.length === 0 && !selfReferencing(l, st, m + 1)) {
+            // A fresh list: an exact-size array (push would over-allocate), or an earlier list with the same elements.
+            const hash = this.hashOfMemoRun(m + 1, st.length);
+            const same = hash === null ? undefined : this.findList(hash, m + 1, st.length);
+            if (same) this.replaceList(m - 1, l, same);
+            else {
+              const items = st.slice(m + 1) as PickleValue[];
+              this.replaceList(m - 1, l, items);
+              if (hash !== null) this.registerList(hash, items);
+            }
+          } else for (let i = m + 1; i < st.length; i++) l.push(st[i] as PickleValue);
           st.length = m;
           break;
         }
@@ -262,15 +280,20 @@ class Unpickler {
           const items = this.popMark(at);
           const s = this.peek(at);
           if (!Array.isArray(s)) throw new PickleError('ADDITEMS on something that is not a set', at);
+          this.notShared(s, at);
           for (const v of items) s.push(v);
           break;
         }
         case 0x91: // FROZENSET
           this.push(this.popMark(at));
           break;
-        case 0x94: // MEMOIZE
-          this.memo[this.memo.length] = this.peek(at);
+        case 0x94: {
+          // MEMOIZE
+          const k = this.memo.length;
+          this.memo[k] = this.peek(at);
+          this.ids[this.stack.length - 1] = k;
           break;
+        }
         case 0x71: // BINPUT
           this.put(this.u8(), at);
           break;
@@ -278,10 +301,10 @@ class Unpickler {
           this.put(this.u32(), at);
           break;
         case 0x68: // BINGET
-          this.push(this.get(this.u8(), at));
+          this.pushMemo(this.u8(), at);
           break;
         case 0x6a: // LONG_BINGET
-          this.push(this.get(this.u32(), at));
+          this.pushMemo(this.u32(), at);
           break;
         // Opcodes that import or call: inert placeholders, nothing resolved or run.
         case 0x63: {
@@ -444,6 +467,13 @@ class Unpickler {
       if (b[p + n - 1]! & 0x80) v -= 2 ** (8 * n);
       return v;
     }
+    // 7-8 bytes (timestamps in µs, addresses): exact in a double while below 2^53, without BigInt.
+    if (n <= 8 && !(b[p + n - 1]! & 0x80)) {
+      const lo = (b[p]! | (b[p + 1]! << 8) | (b[p + 2]! << 16)) + b[p + 3]! * 0x1000000;
+      let hi = 0;
+      for (let i = n - 1; i >= 4; i--) hi = hi * 256 + b[p + i]!;
+      if (hi < 0x200000) return hi * 0x100000000 + lo;
+    }
     let v = 0n;
     for (let i = n - 1; i >= 0; i--) v = (v << 8n) | BigInt(b[p + i]!);
     if (b[p + n - 1]! & 0x80) v -= 1n << BigInt(8 * n);
@@ -493,6 +523,65 @@ class Unpickler {
 
   private put(i: number, at: number): void {
     this.memo[i] = this.peek(at);
+    this.ids[this.stack.length - 1] = i;
+  }
+
+  private pushMemo(i: number, at: number): void {
+    const v = this.get(i, at);
+    this.ids[this.stack.length] = i;
+    this.stack.push(v);
+  }
+
+  /**
+   * Lists whose elements are all memoised objects are shared by content: the
+   * snapshot's stack-frame lists are written once per trace entry but hold the
+   * same few hundred sequences of frames (the GPT-2 fixture: 11,912 lists, 207
+   * distinct), so sharing them saves most of the memory. `pickle.dump` writes a
+   * list of fewer than 1000 items with one APPENDS and never touches it again;
+   * a pickle that appends to such a list later is refused (notShared) rather
+   * than read with a changed value.
+   */
+  private hashOfMemoRun(from: number, to: number): number | null {
+    const n = to - from;
+    if (n < 2 || n >= MAX_SHARED_LIST) return null;
+    let h = n;
+    for (let k = from; k < to; k++) {
+      const id = this.ids[k];
+      if (id === undefined || this.memo[id] !== this.stack[k]) return null;
+      h = (Math.imul(h, 31) + id) | 0;
+    }
+    return h;
+  }
+
+  private findList(hash: number, from: number, to: number): PickleValue[] | undefined {
+    const candidates = this.lists.get(hash);
+    if (!candidates) return undefined;
+    const st = this.stack;
+    outer: for (const c of candidates) {
+      if (c.length !== to - from) continue;
+      for (let k = from; k < to; k++) if (c[k - from] !== st[k]) continue outer;
+      return c;
+    }
+    return undefined;
+  }
+
+  private registerList(hash: number, list: PickleValue[]): void {
+    const candidates = this.lists.get(hash);
+    if (candidates) candidates.push(list);
+    else this.lists.set(hash, [list]);
+    this.shared.add(list);
+  }
+
+  private notShared(l: PickleValue[], at: number): void {
+    if (this.shared.has(l)) throw new PickleError('a list is appended to after it was complete (not a pickle written by pickle.dump)', at);
+  }
+
+  /** Puts `next` where `old` was on the stack (at `pos`) and in the memo. */
+  private replaceList(pos: number, old: PickleValue[], next: PickleValue[]): PickleValue[] {
+    const id = this.ids[pos];
+    if (id !== undefined && this.memo[id] === old) this.memo[id] = next;
+    this.stack[pos] = next;
+    return next;
   }
 
   private get(i: number, at: number): PickleValue {
@@ -505,6 +594,12 @@ class Unpickler {
     if (items.length % 2 !== 0) throw new PickleError('odd number of items for a dict', at);
     for (let i = 0; i < items.length; i += 2) setKey(d, items[i]!, items[i + 1]!);
   }
+}
+
+/** Whether the items about to be appended to `l` include `l` itself (then it must stay the same object). */
+function selfReferencing(l: PickleValue[], st: Slot[], from: number): boolean {
+  for (let k = from; k < st.length; k++) if (st[k] === l) return true;
+  return false;
 }
 
 function isDict(v: PickleValue): v is PickleDict {

@@ -101,7 +101,11 @@ const TRACE_ACTIONS = new Set<string>([
 
 const NO_FRAMES: readonly Frame[] = Object.freeze([]);
 
-/** Builds the model from an unpickled value; throws SnapshotShapeError when it is not a snapshot. */
+/**
+ * Builds the model from an unpickled value; throws SnapshotShapeError when it is not a snapshot.
+ * Consumes the value: trace entries are dropped from it as they are converted, so the raw
+ * and the typed history are never both whole in memory.
+ */
 export function toSnapshot(value: PickleValue): Snapshot {
   const warnings: string[] = [];
   const frames = new FrameCache();
@@ -194,6 +198,7 @@ function toTrace(raw: PickleValue[], device: number, frames: FrameCache, warning
       dropped++;
       continue;
     }
+    raw[i] = null;
     const action = e.action as TraceAction;
     const a = e.addr;
     out[n++] = {
