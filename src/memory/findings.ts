@@ -67,7 +67,14 @@ function oomFinding(inp: FindingInput): Finding {
     `A request for ${fmtBytes(req)} failed during ${oom.phase === 'unknown' ? 'an unknown phase' : oom.phase}.`,
     `The allocator held ${fmtBytes(oom.reservedBytes)} reserved, ${fmtBytes(oom.allocatedBytes)} of it allocated; ${fmtBytes(oom.reservedUnallocatedBytes)} was cached but free.`,
   ];
-  if (free !== null) ev.push(`The driver reported ${fmtBytes(free)} free on the device (a per-process cap, if set, lowers what can be used).`);
+  // More free on the device than was asked for: the allocator stopped at a per-process cap, not at the device's end.
+  const capped = free !== null && free >= req;
+  if (capped) {
+    ev.push(
+      `The device still had ${fmtBytes(free)} free, more than the request: the process hit its own limit (torch.cuda.set_per_process_memory_fraction), so only cached memory could have served it.`,
+    );
+  } else if (free !== null) ev.push(`The driver reported ${fmtBytes(free)} free on the device.`);
+  const usableFree = capped ? 0 : (free ?? 0);
   if (oom.largestFreeBlockBytes !== null) ev.push(`The largest cached free block was ${fmtBytes(oom.largestFreeBlockBytes)}.`);
   const cats = oom.live.byCategory;
   if (cats.length > 0) ev.push(`Live at the failure: ${cats.map((c) => `${c.category.replace('_', ' ')} ${fmtBytes(c.bytes)}`).join(', ')}.`);
@@ -81,10 +88,11 @@ function oomFinding(inp: FindingInput): Finding {
     deviceFreeBytes: free,
     reservedUnallocatedBytes: oom.reservedUnallocatedBytes,
     largestFreeBlockBytes: oom.largestFreeBlockBytes,
+    capped,
   };
-  // Fragmentation blocked it when cached free bytes plus device free bytes would have covered the request
+  // Fragmentation blocked it when cached free bytes plus usable device bytes would have covered the request
   // but no single cached block could: expandable segments let the free pieces be used.
-  const fragmented = free !== null && req <= free + oom.reservedUnallocatedBytes && req > free && req > (oom.largestFreeBlockBytes ?? 0);
+  const fragmented = (free !== null || oom.largestFreeBlockBytes !== null) && req <= usableFree + oom.reservedUnallocatedBytes && req > usableFree && req > (oom.largestFreeBlockBytes ?? 0);
   if (fragmented) {
     data.cause = 'fragmentation';
     return {
@@ -101,7 +109,7 @@ function oomFinding(inp: FindingInput): Finding {
   }
   const dominant = (cats.find((c) => c.category !== 'other') ?? cats[0])?.category ?? 'other';
   data.cause = dominant;
-  const capacity = oom.reservedBytes + (free ?? 0);
+  const capacity = oom.reservedBytes + usableFree;
   const rec = recommendationFor(dominant, inp, capacity, data);
   return {
     id: `oom-${dominant.replace('_', '-')}`,

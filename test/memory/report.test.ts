@@ -151,6 +151,17 @@ describe('synthetic snapshots with a known truth', () => {
     expect(report.findings[0]!.recommendation.code).toContain('expandable_segments:True');
   });
 
+  it('sees a per-process cap when the device had more free than the request', () => {
+    const { report } = analyzeFixture('oom_fragmentation_capped.pickle.gz');
+    const f = report.findings[0]!;
+    expect(report.oom!.deviceFreeBytes!).toBeGreaterThan(report.oom!.requestedBytes);
+    expect(f.data.capped).toBe(true);
+    expect(f.id).toBe('oom-fragmentation');
+    expect(f.evidence.join(' ')).toMatch(/set_per_process_memory_fraction/);
+    // Without the cap the same history is read as a device that ran out.
+    expect(analyzeFixture('oom_fragmentation.pickle.gz').report.findings[0]!.data.capped).toBe(false);
+  });
+
   it('finds tensors kept across steps and names the line', () => {
     const t = truth('leak_step6.truth.json');
     const { report } = analyzeFixture('leak_step6.pickle');
