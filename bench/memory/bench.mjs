@@ -26,14 +26,16 @@ for (const p of inputs) {
   rows.push(best[1]); // median of 3
 }
 const mb = (b) => (b / 1e6).toFixed(1);
-console.log('file                                              file MB  pickle MB   entries   read ms  total ms  RSS MB  RSS/pickle');
+console.log('file                                              file MB  pickle MB   entries   read ms  total ms    cpu ms  RSS MB  RSS/pickle');
 let ok = true;
 for (const r of rows) {
   const ratio = r.maxRssBytes / r.pickleBytes;
   console.log(
-    `${r.path.padEnd(50)}${mb(r.fileBytes).padStart(7)}${mb(r.pickleBytes).padStart(11)}${String(r.entries).padStart(10)}${String(r.readMs).padStart(10)}${String(r.totalMs).padStart(10)}${mb(r.maxRssBytes).padStart(8)}${ratio.toFixed(2).padStart(12)}`,
+    `${r.path.padEnd(50)}${mb(r.fileBytes).padStart(7)}${mb(r.pickleBytes).padStart(11)}${String(r.entries).padStart(10)}${String(r.readMs).padStart(10)}${String(r.totalMs).padStart(10)}${String(r.cpuMs).padStart(10)}${mb(r.maxRssBytes).padStart(8)}${ratio.toFixed(2).padStart(12)}`,
   );
   if (r.pickleBytes >= 50e6) ok &&= r.totalMs < 5000 && ratio < 4;
 }
+const { loadavg, cpus } = await import('node:os');
+console.log(`load average ${loadavg()[0].toFixed(1)} on ${cpus().length} CPUs (wall times grow with other load; cpu ms does not)`);
 console.log(ok ? 'targets met: under 5 s and RSS under 4x the snapshot size for the large inputs' : 'TARGETS MISSED');
 process.exitCode = ok ? 0 : 1;

@@ -11,6 +11,7 @@ if (!path) {
   process.stderr.write('usage: measure.mjs SNAPSHOT\n');
   process.exit(2);
 }
+const cpu0 = process.cpuUsage();
 const t0 = performance.now();
 const { snapshot, fileBytes, pickleBytes } = await readSnapshotFile(path);
 const tRead = performance.now();
@@ -25,6 +26,8 @@ process.stdout.write(
     entries: report.history.entries,
     readMs: Math.round(tRead - t0),
     totalMs: Math.round(t1 - t0),
+    // CPU time of the process (user + system, all threads): unlike wall time, not inflated by other load on a shared machine.
+    cpuMs: Math.round((process.cpuUsage(cpu0).user + process.cpuUsage(cpu0).system) / 1000),
     maxRssBytes: process.resourceUsage().maxRSS * 1024,
     reportBytes: json.length,
     peakAllocatedBytes: report.totals.peakAllocatedBytes,

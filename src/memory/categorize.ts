@@ -91,7 +91,7 @@ const PRODUCER_CATEGORIES: Record<string, Category> = {
 };
 
 export function categorize(a: Allocation, ph: Phases, n: number): Category {
-  if (a.category !== null) return PRODUCER_CATEGORIES[a.category.toLowerCase()] ?? 'other';
+  if (a.producerCategory !== null) return PRODUCER_CATEGORIES[a.producerCategory.toLowerCase()] ?? 'other';
   if (a.allocIndex < 0) {
     const p = phaseOf(a.frames);
     if (p === 'setup') return 'parameters';

@@ -42,7 +42,7 @@ function group(an: Analysis, index: number): Grouped {
   const sources = new Map<string, { label: string; bytes: number }>();
   let total = 0;
   for (const a of liveAt(an.replay, index)) {
-    const c = an.categories.get(a) ?? 'other';
+    const c = a.category;
     cats.set(c, (cats.get(c) ?? 0) + a.blockBytes);
     const s = sourceLineOf(a.frames);
     const label = s.filename === '' ? s.key : `${shortPath(s.filename)}:${s.line}`;

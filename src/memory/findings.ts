@@ -27,7 +27,6 @@ export interface Finding {
 export interface FindingInput {
   report: MemoryReport;
   replay: Replay;
-  categories: Map<Allocation, Category>;
   phases: Phases;
   batchSize: number | null;
 }
@@ -205,7 +204,7 @@ function recommendationFor(
 
 /** Peak of live activation bytes within steps that finished (a backward ran after their forward) before `end`. */
 function activationPeakOfCompletedSteps(inp: FindingInput, end: number): number {
-  const { replay: r, categories, phases } = inp;
+  const { replay: r, phases } = inp;
   let lastBackward = -1;
   for (let i = end; i >= 0; i--) {
     if (phases.phase[i] === 'backward') {
@@ -217,7 +216,7 @@ function activationPeakOfCompletedSteps(inp: FindingInput, end: number): number 
   const delta = new Float64Array(lastBackward + 2);
   let base = 0;
   for (const a of r.allocations) {
-    if (categories.get(a) !== 'activations') continue;
+    if (a.category !== 'activations') continue;
     if (a.allocIndex < 0) base += a.blockBytes;
     else if (a.allocIndex <= lastBackward) delta[a.allocIndex]! += a.blockBytes;
     if (a.freeIndex <= lastBackward) delta[a.freeIndex]! -= a.blockBytes;
@@ -243,7 +242,7 @@ function keptAcrossSteps(inp: FindingInput, at: number): Finding | null {
   let count = 0;
   const sources = new Map<string, number>();
   for (const a of liveAtIndex(inp, at)) {
-    const c = inp.categories.get(a);
+    const c = a.category;
     if (a.allocIndex < 0 || inp.phases.step[a.allocIndex]! >= step) continue;
     if (c !== 'activations' && c !== 'autograd_temporaries' && c !== 'other') continue;
     bytes += a.blockBytes;
@@ -301,7 +300,7 @@ function forwardGraphsWithoutBackward(inp: FindingInput, at: number): Finding | 
   }
   const perRun = new Map<number, number>();
   for (const a of liveAtIndex(inp, at)) {
-    if (a.allocIndex < 0 || inp.categories.get(a) !== 'activations') continue;
+    if (a.allocIndex < 0 || a.category !== 'activations') continue;
     const rr = runOf[a.allocIndex]!;
     perRun.set(rr, (perRun.get(rr) ?? 0) + a.blockBytes);
   }
@@ -335,7 +334,7 @@ function gradientsDuringForward(inp: FindingInput, at: number): Finding | null {
   for (let i = at; i >= 0 && p === 'unknown'; i--) p = inp.phases.phase[i]!;
   if (p !== 'forward') return null;
   let bytes = 0;
-  for (const a of liveAtIndex(inp, at)) if (inp.categories.get(a) === 'gradients') bytes += a.blockBytes;
+  for (const a of liveAtIndex(inp, at)) if (a.category === 'gradients') bytes += a.blockBytes;
   const ref = inp.report.oom ? inp.report.oom.allocatedBytes : inp.report.totals.peakAllocatedBytes;
   if (bytes < KEPT_MIN_BYTES || bytes < 0.1 * ref) return null;
   return {

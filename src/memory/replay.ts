@@ -10,6 +10,7 @@
  * every segment change in the history.
  */
 import { type BlockSizeCheck, simulateBlockSizes } from './blocks.js';
+import type { Category } from './categorize.js';
 import { type Address, type Frame, type Snapshot, type TraceEntry, addrKey } from './snapshot.js';
 
 export interface Allocation {
@@ -27,7 +28,9 @@ export interface Allocation {
   /** Stack of the free, when freed in the history. */
   freeFrames: readonly Frame[];
   /** Producer's category, when the trace has one. */
-  category: string | null;
+  producerCategory: string | null;
+  /** What the allocation is (categorize.ts); 'other' until categorised. */
+  category: Category;
 }
 
 export interface Replay {
@@ -105,7 +108,8 @@ export function replay(snap: Snapshot, device: number): Replay {
           freeIndex: n,
           frames: e.frames,
           freeFrames: [],
-          category: e.category,
+          producerCategory: e.category,
+          category: 'other',
         };
         const prev = open.get(key);
         // Two allocs at one address without a free between: the history lost the free; close the older one here.
@@ -132,7 +136,8 @@ export function replay(snap: Snapshot, device: number): Replay {
             freeIndex: i,
             frames: [],
             freeFrames: e.frames,
-            category: e.category,
+            producerCategory: e.category,
+            category: 'other',
           });
         }
         break;
@@ -164,7 +169,7 @@ export function replay(snap: Snapshot, device: number): Replay {
   }
   // Final blocks the history never allocated were live throughout.
   for (const b of finalBlocks.values()) {
-    allocations.push({ addr: b.addr, requestedBytes: b.requestedBytes, blockBytes: b.sizeBytes, allocIndex: -1, freeIndex: n, frames: b.frames, freeFrames: [], category: null });
+    allocations.push({ addr: b.addr, requestedBytes: b.requestedBytes, blockBytes: b.sizeBytes, allocIndex: -1, freeIndex: n, frames: b.frames, freeFrames: [], producerCategory: null, category: 'other' });
   }
   if (missingAtEnd > 0) warnings.push(`${missingAtEnd} allocations left open by the history are not in the final segment state (the snapshot and its history disagree)`);
   if (unmatchedFrees > 0 && n > 0) warnings.push(`the history starts after ${unmatchedFrees} of its freed blocks were allocated (max_entries reached): their stacks are unknown`);

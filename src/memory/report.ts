@@ -132,7 +132,6 @@ export interface ReportOptions {
 export interface Analysis {
   report: MemoryReport;
   replay: Replay;
-  categories: Map<Allocation, Category>;
 }
 
 export function analyze(snap: Snapshot, opts: ReportOptions): Analysis {
@@ -140,8 +139,7 @@ export function analyze(snap: Snapshot, opts: ReportOptions): Analysis {
   const r = replay(snap, device);
   const n = r.entries.length;
   const ph = phases(r);
-  const categories = new Map<Allocation, Category>();
-  for (const a of r.allocations) categories.set(a, categorize(a, ph, n));
+  for (const a of r.allocations) a.category = categorize(a, ph, n);
   const top = opts.topSources ?? 15;
 
   const segs = snap.segments.filter((s) => s.device === device);
@@ -196,7 +194,7 @@ export function analyze(snap: Snapshot, opts: ReportOptions): Analysis {
     finalLargestFreeBlockBytes: largestFree,
   };
 
-  const liveSet = (index: number): LiveSet => groupLive(liveAt(r, index), categories, index, timeOf(index), top);
+  const liveSet = (index: number): LiveSet => groupLive(liveAt(r, index), index, timeOf(index), top);
   const peak = liveSet(peakAt);
   const final = liveSet(n - 1);
 
@@ -258,16 +256,16 @@ export function analyze(snap: Snapshot, opts: ReportOptions): Analysis {
     warnings: [...snap.warnings, ...r.warnings],
   };
   if (n === 0) report.warnings.push('the snapshot has no allocator history (record it with torch.cuda.memory._record_memory_history()): only the final state is known');
-  report.findings = findingsFor({ report, replay: r, categories, phases: ph, batchSize: opts.batchSize ?? null });
-  return { report, replay: r, categories };
+  report.findings = findingsFor({ report, replay: r, phases: ph, batchSize: opts.batchSize ?? null });
+  return { report, replay: r };
 }
 
-function groupLive(live: Allocation[], categories: Map<Allocation, Category>, index: number, timeUs: number | null, top: number): LiveSet {
+function groupLive(live: Allocation[], index: number, timeUs: number | null, top: number): LiveSet {
   const byCat = new Map<Category, CategoryBytes>(CATEGORIES.map((c) => [c, { category: c, bytes: 0, allocations: 0 }]));
   const bySrc = new Map<string, { line: SourceLine; bytes: number; allocations: number; cat: Map<Category, number> }>();
   let bytes = 0;
   for (const a of live) {
-    const c = categories.get(a) ?? 'other';
+    const c = a.category;
     const cb = byCat.get(c)!;
     cb.bytes += a.blockBytes;
     cb.allocations++;
