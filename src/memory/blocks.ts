@@ -13,7 +13,7 @@
  * Skipped (rounded sizes stay) for expandable segments and BigInt addresses.
  */
 import { type Allocation, roundedBlockBytes } from './replay.js';
-import type { Segment, TraceEntry } from './snapshot.js';
+import type { Segment, Trace } from './snapshot.js';
 
 const SMALL_REQUEST = 1 << 20; // kSmallSize: requests up to 1 MiB use the small pool
 const MIN_BLOCK = 512; // kMinBlockSize
@@ -34,19 +34,23 @@ export interface BlockSizeCheck {
 }
 
 /** Sets `blockBytes` of every allocation made in the history; returns how well it agreed with the final state. */
-export function simulateBlockSizes(entries: TraceEntry[], allocations: Allocation[], segments: Segment[], maxSplitBytes: number): BlockSizeCheck {
+export function simulateBlockSizes(trace: Trace, allocations: Allocation[], segments: Segment[], maxSplitBytes: number): BlockSizeCheck {
   const none: BlockSizeCheck = { simulated: false, checked: 0, matched: 0 };
-  const n = entries.length;
+  const n = trace.length;
   if (n === 0 || segments.some((s) => s.isExpandable || typeof s.address !== 'number')) return none;
-  for (const e of entries) if (typeof e.addr !== 'number' || e.action === 'segment_map' || e.action === 'segment_unmap') return none;
+  if (!trace.addressesExact) return none;
+  for (let i = 0; i < n; i++) {
+    const act = trace.action(i);
+    if (act === 'segment_map' || act === 'segment_unmap') return none;
+  }
 
   // Segments present before the history: the final ones, with the history's segment events undone.
   const live = new Map<number, number>();
   for (const s of segments) live.set(s.address as number, s.totalBytes);
   for (let i = n - 1; i >= 0; i--) {
-    const e = entries[i]!;
-    if (e.action === 'segment_alloc') live.delete(e.addr as number);
-    else if (e.action === 'segment_free') live.set(e.addr as number, e.sizeBytes);
+    const act = trace.action(i);
+    if (act === 'segment_alloc') live.delete(trace.addr(i) as number);
+    else if (act === 'segment_free') live.set(trace.addr(i) as number, trace.sizeBytes(i));
   }
   const segs: Seg[] = [...live].map(([start, size]) => ({ start, end: start + size, occ: [] }));
   segs.sort((a, b) => a.start - b.start);
@@ -85,20 +89,20 @@ export function simulateBlockSizes(entries: TraceEntry[], allocations: Allocatio
   for (const a of allocations) if (a.allocIndex >= 0 && a.freeIndex >= n) exactAtEnd.set(a, a.blockBytes);
 
   for (let i = 0; i < n; i++) {
-    const e = entries[i]!;
-    const addr = e.addr as number;
-    switch (e.action) {
+    const addr = trace.addr(i) as number;
+    const size = trace.sizeBytes(i);
+    switch (trace.action(i)) {
       case 'alloc': {
         const a = byIndex.get(i);
         if (!a) break;
         const s = find(addr);
-        const rounded = roundedBlockBytes(e.sizeBytes);
+        const rounded = roundedBlockBytes(size);
         let bytes = rounded;
         if (s) {
           const k = lowerBound(s.occ, addr + 1);
           const freeEnd = k < s.occ.length ? s.occ[k]! : s.end;
           const remaining = freeEnd - addr - rounded;
-          const small = e.sizeBytes <= SMALL_REQUEST;
+          const small = size <= SMALL_REQUEST;
           const split = small ? remaining >= MIN_BLOCK : remaining > SMALL_REQUEST && (maxSplitBytes <= 0 || rounded < maxSplitBytes);
           if (remaining >= 0 && !split) bytes = freeEnd - addr;
         }
@@ -110,7 +114,7 @@ export function simulateBlockSizes(entries: TraceEntry[], allocations: Allocatio
         release(addr);
         break;
       case 'segment_alloc': {
-        const seg: Seg = { start: addr, end: addr + e.sizeBytes, occ: [] };
+        const seg: Seg = { start: addr, end: addr + size, occ: [] };
         segs.splice(lowerBoundSeg(segs, addr), 0, seg);
         break;
       }

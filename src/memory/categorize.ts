@@ -14,7 +14,7 @@
  * Allocations made before the history starts only have their free stack: a
  * free in `zero_grad` marks a gradient.
  */
-import { type StackPhase, isGradAccumulation, phaseOf } from './frames.js';
+import { type StackPhase, hasPythonFrame, isGradAccumulation, phaseOf } from './frames.js';
 import type { Allocation, Replay } from './replay.js';
 
 export const CATEGORIES = ['parameters', 'gradients', 'optimizer_state', 'activations', 'autograd_temporaries', 'other'] as const;
@@ -23,21 +23,23 @@ export type Category = (typeof CATEGORIES)[number];
 /** Phase of each entry after filling the backward thread's frameless entries. */
 export interface Phases {
   phase: StackPhase[];
-  /** For each entry, the index of the next entry in a different known phase (`entries.length` if none). */
+  /** For each entry, the index of the next entry in a different known phase (`trace.length` if none). */
   nextChange: Int32Array;
   /** Optimizer steps completed before each entry (0-based step number of the entry). */
   step: Int32Array;
 }
 
 export function phases(r: Replay): Phases {
-  const n = r.entries.length;
+  const t = r.trace;
+  const n = t.length;
   const phase: StackPhase[] = new Array(n);
   let last: StackPhase = 'unknown';
   for (let i = 0; i < n; i++) {
-    const e = r.entries[i]!;
-    let p = e.action === 'alloc' || e.action === 'free_requested' ? phaseOf(e.frames) : 'unknown';
+    const act = t.action(i);
+    const frames = t.frames[i]!;
+    let p: StackPhase = act === 'alloc' || act === 'free_requested' ? phaseOf(frames) : 'unknown';
     // The autograd engine runs backward on its own thread, which has no Python frames in `stacks="python"` histories.
-    if (p === 'unknown' && last === 'backward' && !hasPythonFrame(e.frames)) p = 'backward';
+    if (p === 'unknown' && last === 'backward' && !hasPythonFrame(frames)) p = 'backward';
     phase[i] = p;
     if (p !== 'unknown') last = p;
   }
@@ -70,11 +72,6 @@ export function phases(r: Replay): Phases {
     step[i] = s;
   }
   return { phase, nextChange, step };
-}
-
-function hasPythonFrame(frames: Allocation['frames']): boolean {
-  for (const f of frames) if (f.filename.endsWith('.py')) return true;
-  return false;
 }
 
 const PRODUCER_CATEGORIES: Record<string, Category> = {

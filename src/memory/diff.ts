@@ -81,7 +81,7 @@ export function diffSnapshots(a: Analysis, b: Analysis, top = 15): MemoryDiff {
     a: a.report.input.path,
     b: b.report.input.path,
     totals: pick.map((k) => ({ key: k, aBytes: ta[k], bBytes: tb[k], deltaBytes: tb[k] - ta[k] })),
-    final: diffLive(group(a, a.replay.entries.length - 1), group(b, b.replay.entries.length - 1), top),
+    final: diffLive(group(a, a.replay.trace.length - 1), group(b, b.replay.trace.length - 1), top),
     peak: diffLive(group(a, a.report.peak.entryIndex), group(b, b.report.peak.entryIndex), top),
   };
 }

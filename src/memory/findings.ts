@@ -4,9 +4,9 @@
  * documented in docs/memory.md; nothing keys on a particular model.
  */
 import type { Category, Phases } from './categorize.js';
-import { sourceLineOf } from './frames.js';
+import { hasPythonFrame, sourceLineOf } from './frames.js';
 import type { Allocation, Replay } from './replay.js';
-import type { TraceEntry } from './snapshot.js';
+import type { Trace } from './snapshot.js';
 import type { MemoryReport } from './report.js';
 import { fmtBytes } from './units.js';
 
@@ -279,7 +279,7 @@ export const GRAPHS_MIN_PASSES = 3;
 function forwardGraphsWithoutBackward(inp: FindingInput, at: number): Finding | null {
   if (at < 0) return null;
   const { phase } = inp.phases;
-  const entries = inp.replay.entries;
+  const trace = inp.replay.trace;
   const runOf = new Int32Array(at + 1);
   const backwardBefore: boolean[] = [false];
   let run = 0;
@@ -292,7 +292,7 @@ function forwardGraphsWithoutBackward(inp: FindingInput, at: number): Finding | 
         backwardBefore[run] = false;
       }
       inForward = true;
-    } else if (p !== 'unknown' || isUserAllocOrFree(entries[i]!)) {
+    } else if (p !== 'unknown' || isUserAllocOrFree(trace, i)) {
       inForward = false;
       if (p === 'backward') backwardBefore[run + 1] = true;
     }
@@ -324,8 +324,9 @@ function forwardGraphsWithoutBackward(inp: FindingInput, at: number): Finding | 
 }
 
 /** An allocation or free made by code outside the model and outside torch (the next batch, a loss): it ends a forward pass. */
-function isUserAllocOrFree(e: TraceEntry): boolean {
-  return (e.action === 'alloc' || e.action === 'free_requested') && e.frames.some((f) => f.filename.endsWith('.py'));
+function isUserAllocOrFree(trace: Trace, i: number): boolean {
+  const act = trace.action(i);
+  return (act === 'alloc' || act === 'free_requested') && hasPythonFrame(trace.frames[i]!);
 }
 
 function gradientsDuringForward(inp: FindingInput, at: number): Finding | null {
@@ -352,7 +353,7 @@ function gradientsDuringForward(inp: FindingInput, at: number): Finding | null {
 
 function fragmentation(inp: FindingInput): Finding | null {
   const r = inp.replay;
-  const n = r.entries.length;
+  const n = r.trace.length;
   if (n === 0) return null;
   // Among the moments at the reserved peak, the one with the most allocated: the waste the peak could not avoid.
   let idx = 0;

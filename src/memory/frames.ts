@@ -114,10 +114,30 @@ export function phaseOf(frames: readonly Frame[]): StackPhase {
   return phase;
 }
 
+const gradAccCache = new WeakMap<readonly Frame[], boolean>();
+
 /** Whether the stack passes through the gradient accumulation node (only visible in C++ stacks). */
 export function isGradAccumulation(frames: readonly Frame[]): boolean {
-  for (const f of frames) if (f.name.includes('AccumulateGrad')) return true;
-  return false;
+  if (frames.length === 0) return false;
+  let hit = gradAccCache.get(frames);
+  if (hit === undefined) {
+    hit = frames.some((f) => f.name.includes('AccumulateGrad'));
+    gradAccCache.set(frames, hit);
+  }
+  return hit;
+}
+
+const pythonCache = new WeakMap<readonly Frame[], boolean>();
+
+/** Whether any frame is Python code (the autograd engine's thread has none). */
+export function hasPythonFrame(frames: readonly Frame[]): boolean {
+  if (frames.length === 0) return false;
+  let hit = pythonCache.get(frames);
+  if (hit === undefined) {
+    hit = frames.some((f) => f.filename.endsWith('.py'));
+    pythonCache.set(frames, hit);
+  }
+  return hit;
 }
 
 /** Shortens a path for display: the last `parts` components. */

@@ -11,7 +11,7 @@
  */
 import { type BlockSizeCheck, simulateBlockSizes } from './blocks.js';
 import type { Category } from './categorize.js';
-import { type Address, type Frame, type Snapshot, type TraceEntry, addrKey } from './snapshot.js';
+import { type Address, type Frame, type Snapshot, Trace, addrKey } from './snapshot.js';
 
 export interface Allocation {
   addr: Address;
@@ -21,7 +21,7 @@ export interface Allocation {
   blockBytes: number;
   /** Index of its `alloc` entry; -1 when it was allocated before the history starts. */
   allocIndex: number;
-  /** Index of its `free_requested` entry; `entries.length` when still allocated at the end. */
+  /** Index of its `free_requested` entry; `trace.length` when still allocated at the end. */
   freeIndex: number;
   /** Allocation stack (empty when unknown, e.g. allocated before the history). */
   frames: readonly Frame[];
@@ -35,7 +35,7 @@ export interface Allocation {
 
 export interface Replay {
   device: number;
-  entries: TraceEntry[];
+  trace: Trace;
   /** Per entry, after it: bytes in allocated blocks (rounded block sizes). */
   allocatedBytes: Float64Array;
   /** Per entry, after it: bytes requested by live allocations. */
@@ -75,8 +75,8 @@ export function busiestDevice(snap: Snapshot): number {
 }
 
 export function replay(snap: Snapshot, device: number): Replay {
-  const entries = snap.deviceTraces[device] ?? [];
-  const n = entries.length;
+  const trace = snap.deviceTraces[device] ?? Trace.EMPTY;
+  const n = trace.length;
   const warnings: string[] = [];
   const segments = snap.segments.filter((s) => s.device === device);
 
@@ -96,19 +96,20 @@ export function replay(snap: Snapshot, device: number): Replay {
   let segmentDelta = 0;
   let unmatchedFrees = 0;
   for (let i = 0; i < n; i++) {
-    const e = entries[i]!;
-    switch (e.action) {
+    switch (trace.action(i)) {
       case 'alloc': {
-        const key = addrKey(e.addr);
+        const addr = trace.addr(i);
+        const size = trace.sizeBytes(i);
+        const key = addrKey(addr);
         const a: Allocation = {
-          addr: e.addr,
-          requestedBytes: e.sizeBytes,
-          blockBytes: roundedBlockBytes(e.sizeBytes),
+          addr,
+          requestedBytes: size,
+          blockBytes: roundedBlockBytes(size),
           allocIndex: i,
           freeIndex: n,
-          frames: e.frames,
+          frames: trace.frames[i]!,
           freeFrames: [],
-          producerCategory: e.category,
+          producerCategory: trace.category(i),
           category: 'other',
         };
         const prev = open.get(key);
@@ -119,24 +120,25 @@ export function replay(snap: Snapshot, device: number): Replay {
         break;
       }
       case 'free_requested': {
-        const key = addrKey(e.addr);
+        const addr = trace.addr(i);
+        const key = addrKey(addr);
         const a = open.get(key);
         if (a) {
           a.freeIndex = i;
-          a.freeFrames = e.frames;
+          a.freeFrames = trace.frames[i]!;
           open.delete(key);
         } else {
           // Allocated before the history starts.
           unmatchedFrees++;
           allocations.push({
-            addr: e.addr,
-            requestedBytes: e.sizeBytes,
-            blockBytes: roundedBlockBytes(e.sizeBytes),
+            addr,
+            requestedBytes: trace.sizeBytes(i),
+            blockBytes: roundedBlockBytes(trace.sizeBytes(i)),
             allocIndex: -1,
             freeIndex: i,
             frames: [],
-            freeFrames: e.frames,
-            producerCategory: e.category,
+            freeFrames: trace.frames[i]!,
+            producerCategory: trace.category(i),
             category: 'other',
           });
         }
@@ -144,11 +146,11 @@ export function replay(snap: Snapshot, device: number): Replay {
       }
       case 'segment_alloc':
       case 'segment_map':
-        segmentDelta += e.sizeBytes;
+        segmentDelta += trace.sizeBytes(i);
         break;
       case 'segment_free':
       case 'segment_unmap':
-        segmentDelta -= e.sizeBytes;
+        segmentDelta -= trace.sizeBytes(i);
         break;
       case 'oom':
         oomIndexes.push(i);
@@ -176,7 +178,7 @@ export function replay(snap: Snapshot, device: number): Replay {
 
   const maxSplit = snap.allocatorSettings?.max_split_size;
   const blockSizes = simulateBlockSizes(
-    entries,
+    trace,
     allocations,
     segments,
     typeof maxSplit === 'number' && maxSplit > 0 && maxSplit < Number.MAX_SAFE_INTEGER ? maxSplit : 0,
@@ -214,9 +216,9 @@ export function replay(snap: Snapshot, device: number): Replay {
   let rq = initReq;
   let rs = initReserved;
   for (let i = 0; i < n; i++) {
-    const e = entries[i]!;
-    if (e.action === 'segment_alloc' || e.action === 'segment_map') rs += e.sizeBytes;
-    else if (e.action === 'segment_free' || e.action === 'segment_unmap') rs -= e.sizeBytes;
+    const act = trace.action(i);
+    if (act === 'segment_alloc' || act === 'segment_map') rs += trace.sizeBytes(i);
+    else if (act === 'segment_free' || act === 'segment_unmap') rs -= trace.sizeBytes(i);
     al += allocated[i]!;
     rq += requested[i]!;
     allocated[i] = al;
@@ -225,7 +227,7 @@ export function replay(snap: Snapshot, device: number): Replay {
   }
   return {
     device,
-    entries,
+    trace,
     allocatedBytes: allocated,
     requestedBytes: requested,
     reservedBytes: reserved,

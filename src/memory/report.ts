@@ -137,7 +137,8 @@ export interface Analysis {
 export function analyze(snap: Snapshot, opts: ReportOptions): Analysis {
   const device = opts.device ?? busiestDevice(snap);
   const r = replay(snap, device);
-  const n = r.entries.length;
+  const t = r.trace;
+  const n = t.length;
   const ph = phases(r);
   for (const a of r.allocations) a.category = categorize(a, ph, n);
   const top = opts.topSources ?? 15;
@@ -170,7 +171,7 @@ export function analyze(snap: Snapshot, opts: ReportOptions): Analysis {
   // The start of the history can be the peak (e.g. a history that begins at the high point).
   const startIsPeak = peakIdx < 0 || r.initial.allocatedBytes > r.allocatedBytes[peakIdx]!;
   const peakAt = startIsPeak ? -1 : peakIdx;
-  const timeOf = (i: number): number | null => (i >= 0 && Number.isFinite(r.entries[i]!.timeUs) ? r.entries[i]!.timeUs : null);
+  const timeOf = (i: number): number | null => (i >= 0 && Number.isFinite(t.timeUs(i)) ? t.timeUs(i) : null);
   const peakAllocated = n > 0 ? Math.max(r.initial.allocatedBytes, r.allocatedBytes[peakIdx]!) : finalAllocated;
   const peakRequested = peakAt >= 0 ? r.requestedBytes[peakAt]! : n > 0 ? r.initial.requestedBytes : finalRequested;
   const peakReserved = n > 0 ? Math.max(r.initial.reservedBytes, r.reservedBytes[peakResIdx]!) : finalReserved;
@@ -201,13 +202,12 @@ export function analyze(snap: Snapshot, opts: ReportOptions): Analysis {
   let oom: Oom | null = null;
   const oi = r.oomIndexes[0];
   if (oi !== undefined) {
-    const e = r.entries[oi]!;
     const allocated = r.allocatedBytes[oi]!;
     const reserved = r.reservedBytes[oi]!;
     // The final segments describe the failure only if nothing changed the allocator after it.
     let changedAfter = false;
     for (let i = oi + 1; i < n && !changedAfter; i++) {
-      const a = r.entries[i]!.action;
+      const a = t.action(i);
       changedAfter = a !== 'oom' && a !== 'snapshot' && a !== 'free_completed';
     }
     let phase = 'unknown';
@@ -220,11 +220,11 @@ export function analyze(snap: Snapshot, opts: ReportOptions): Analysis {
     oom = {
       entryIndex: oi,
       timeUs: timeOf(oi),
-      requestedBytes: e.sizeBytes,
+      requestedBytes: t.sizeBytes(oi),
       allocatedBytes: allocated,
       reservedBytes: reserved,
       reservedUnallocatedBytes: reserved - allocated,
-      deviceFreeBytes: e.deviceFreeBytes,
+      deviceFreeBytes: t.deviceFreeBytes(oi),
       largestFreeBlockBytes: changedAfter ? null : largestFree,
       phase,
       live: liveSet(oi),
@@ -232,8 +232,8 @@ export function analyze(snap: Snapshot, opts: ReportOptions): Analysis {
     };
   }
 
-  const first = n > 0 ? r.entries[0]!.timeUs : Number.NaN;
-  const last = n > 0 ? r.entries[n - 1]!.timeUs : Number.NaN;
+  const first = n > 0 ? t.timeUs(0) : Number.NaN;
+  const last = n > 0 ? t.timeUs(n - 1) : Number.NaN;
   const report: MemoryReport = {
     schemaVersion: SCHEMA_VERSION,
     input: { path: opts.path, legacy: snap.legacy },
@@ -294,12 +294,13 @@ function groupLive(live: Allocation[], index: number, timeUs: number | null, top
 
 /** At most `points` samples; each keeps the maximum of its bucket so peaks survive downsampling. */
 function timeline(r: Replay, points: number, peakAt: number): Timeline {
-  const n = r.entries.length;
+  const t = r.trace;
+  const n = t.length;
   const out: Timeline = { tUs: [], allocatedBytes: [], reservedBytes: [], peakPoint: 0 };
   if (n === 0) return out;
-  const t0 = r.entries[0]!.timeUs;
-  const hasTime = Number.isFinite(t0) && Number.isFinite(r.entries[n - 1]!.timeUs);
-  const tOf = (i: number): number => (hasTime ? r.entries[i]!.timeUs - t0 : i);
+  const t0 = t.timeUs(0);
+  const hasTime = Number.isFinite(t0) && Number.isFinite(t.timeUs(n - 1));
+  const tOf = (i: number): number => (hasTime ? t.timeUs(i) - t0 : i);
   const span = Math.max(tOf(n - 1), 1);
   const buckets = Math.max(2, points);
   let cur = -1;

@@ -43,37 +43,105 @@ export interface Segment {
   blocks: Block[];
 }
 
-export type TraceAction =
-  | 'alloc'
-  | 'free_requested'
-  | 'free_completed'
-  | 'segment_alloc'
-  | 'segment_free'
-  | 'segment_map'
-  | 'segment_unmap'
-  | 'snapshot'
-  | 'oom';
+export const TRACE_ACTIONS = [
+  'alloc',
+  'free_requested',
+  'free_completed',
+  'segment_alloc',
+  'segment_free',
+  'segment_map',
+  'segment_unmap',
+  'snapshot',
+  'oom',
+] as const;
+export type TraceAction = (typeof TRACE_ACTIONS)[number];
+const ACTION_CODE = new Map<string, number>(TRACE_ACTIONS.map((a, i) => [a, i]));
 
-export interface TraceEntry {
-  action: TraceAction;
+/**
+ * One device's allocator history, stored by column: a history has hundreds of
+ * thousands of entries, and one object per entry cost more memory and garbage
+ * collection than the rest of the analysis.
+ */
+export class Trace {
+  readonly length: number;
+  private readonly actions: Uint8Array;
+  private readonly addrs: Float64Array;
+  /** Addresses above 2^53, by entry (their `addrs` slot is NaN). */
+  private readonly bigAddrs = new Map<number, bigint>();
+  private readonly sizes: Float64Array;
+  private readonly times: Float64Array;
+  /** Stack of each entry (innermost first), the very arrays the pickle shared. */
+  readonly frames: (readonly Frame[])[];
+  private readonly categories = new Map<number, string>();
+  private readonly deviceFree = new Map<number, number>();
+
+  constructor(capacity: number) {
+    this.length = 0;
+    this.actions = new Uint8Array(capacity);
+    this.addrs = new Float64Array(capacity);
+    this.sizes = new Float64Array(capacity);
+    this.times = new Float64Array(capacity);
+    this.frames = new Array(capacity);
+  }
+
+  /** Appends an entry (used while building). */
+  push(action: TraceAction, addr: Address, sizeBytes: number, timeUs: number, frames: readonly Frame[], category: string | null, deviceFreeBytes: number | null): void {
+    const i = this.length;
+    this.actions[i] = ACTION_CODE.get(action)!;
+    if (typeof addr === 'bigint') {
+      this.addrs[i] = Number.NaN;
+      this.bigAddrs.set(i, addr);
+    } else this.addrs[i] = addr;
+    this.sizes[i] = sizeBytes;
+    this.times[i] = timeUs;
+    this.frames[i] = frames;
+    if (category !== null) this.categories.set(i, category);
+    if (deviceFreeBytes !== null) this.deviceFree.set(i, deviceFreeBytes);
+    (this as { length: number }).length = i + 1;
+  }
+
+  action(i: number): TraceAction {
+    return TRACE_ACTIONS[this.actions[i]!]!;
+  }
+
   /** Address; 0 for `oom` and `snapshot`. */
-  addr: Address;
+  addr(i: number): Address {
+    const a = this.addrs[i]!;
+    return Number.isNaN(a) ? this.bigAddrs.get(i)! : a;
+  }
+
+  /** Whether every address is below 2^53 (exact as a number). */
+  get addressesExact(): boolean {
+    return this.bigAddrs.size === 0;
+  }
+
   /** Bytes requested (for `alloc`/`free_*` the caller's size; for segments the segment size). */
-  sizeBytes: number;
-  stream: number;
+  sizeBytes(i: number): number {
+    return this.sizes[i]!;
+  }
+
   /** Microseconds since the epoch; NaN when the entry has no time. */
-  timeUs: number;
-  frames: readonly Frame[];
+  timeUs(i: number): number {
+    return this.times[i]!;
+  }
+
   /** The producer's own category (PyTorch's profiler-to-snapshot conversion adds one), else null. */
-  category: string | null;
+  category(i: number): string | null {
+    return this.categories.get(i) ?? null;
+  }
+
   /** For `oom`: free device memory the driver reported when the allocation failed. */
-  deviceFreeBytes: number | null;
+  deviceFreeBytes(i: number): number | null {
+    return this.deviceFree.get(i) ?? null;
+  }
+
+  static readonly EMPTY = new Trace(0);
 }
 
 export interface Snapshot {
   segments: Segment[];
-  /** One list of entries per device index (empty lists for devices without history). */
-  deviceTraces: TraceEntry[][];
+  /** One history per device index (empty for devices without history). */
+  deviceTraces: Trace[];
   /** `allocator_settings` as written (null in older snapshots). */
   allocatorSettings: Record<string, PickleValue> | null;
   /** True for the legacy bare-list form. */
@@ -86,18 +154,6 @@ export interface Snapshot {
 export class SnapshotShapeError extends Error {
   override name = 'SnapshotShapeError';
 }
-
-const TRACE_ACTIONS = new Set<string>([
-  'alloc',
-  'free_requested',
-  'free_completed',
-  'segment_alloc',
-  'segment_free',
-  'segment_map',
-  'segment_unmap',
-  'snapshot',
-  'oom',
-]);
 
 const NO_FRAMES: readonly Frame[] = Object.freeze([]);
 
@@ -188,31 +244,28 @@ function blockState(v: PickleValue | undefined, b: PickleDict, warnings: string[
   }
 }
 
-function toTrace(raw: PickleValue[], device: number, frames: FrameCache, warnings: string[]): TraceEntry[] {
-  const out: TraceEntry[] = new Array(raw.length);
-  let n = 0;
+function toTrace(raw: PickleValue[], device: number, frames: FrameCache, warnings: string[]): Trace {
+  const out = new Trace(raw.length);
   let dropped = 0;
   for (let i = 0; i < raw.length; i++) {
     const e = raw[i];
-    if (!isPickleDict(e) || typeof e.action !== 'string' || !TRACE_ACTIONS.has(e.action)) {
+    if (!isPickleDict(e) || typeof e.action !== 'string' || !ACTION_CODE.has(e.action)) {
       dropped++;
       continue;
     }
     raw[i] = null;
-    const action = e.action as TraceAction;
     const a = e.addr;
-    out[n++] = {
-      action,
-      addr: typeof a === 'number' || typeof a === 'bigint' ? a : 0,
-      sizeBytes: typeof e.size === 'number' ? e.size : 0,
-      stream: typeof e.stream === 'number' ? e.stream : 0,
-      timeUs: typeof e.time_us === 'number' ? e.time_us : typeof e.time_us === 'bigint' ? Number(e.time_us) : Number.NaN,
-      frames: frames.get(e.frames),
-      category: typeof e.category === 'string' ? e.category : null,
-      deviceFreeBytes: typeof e.device_free === 'number' ? e.device_free : null,
-    };
+    const t = e.time_us;
+    out.push(
+      e.action as TraceAction,
+      typeof a === 'number' || typeof a === 'bigint' ? a : 0,
+      typeof e.size === 'number' ? e.size : 0,
+      typeof t === 'number' ? t : typeof t === 'bigint' ? Number(t) : Number.NaN,
+      frames.get(e.frames),
+      typeof e.category === 'string' ? e.category : null,
+      typeof e.device_free === 'number' ? e.device_free : null,
+    );
   }
-  out.length = n;
   if (dropped > 0) warnings.push(`device ${device}: ${dropped} trace entries with an unknown action were skipped`);
   return out;
 }

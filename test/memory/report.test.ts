@@ -40,8 +40,8 @@ describe('real snapshot: GPT-2 124M, bf16 autocast, AdamW, 4 steps on an H200', 
     expect(report.totals.finalAllocatedBytes).toBe(allocated);
     expect(report.totals.finalRoundingWasteBytes).toBe(allocated - requested);
     // The replayed curve ends where the final state is.
-    expect(replay.allocatedBytes[replay.entries.length - 1]).toBe(allocated);
-    expect(replay.reservedBytes[replay.entries.length - 1]).toBe(reserved);
+    expect(replay.allocatedBytes[replay.trace.length - 1]).toBe(allocated);
+    expect(replay.reservedBytes[replay.trace.length - 1]).toBe(reserved);
   });
 
   it('the live set at the peak adds up to the peak, and activations dominate it', () => {
