@@ -14,7 +14,7 @@ export interface SourceLine {
   key: string;
   filename: string;
   line: number;
-  /** Function name of that frame (or the autograd node). */
+  /** Function name of that frame (empty for the autograd node, which the key names). */
   name: string;
   /**
    * 'user': a file outside installed packages; 'library': an installed package other than torch;
@@ -57,7 +57,7 @@ export function sourceLineOf(frames: readonly Frame[]): SourceLine {
       if (m) node = m[1]!;
     }
   }
-  const result = found ?? (node !== null ? { key: `autograd: ${node}`, filename: '', line: 0, name: node, kind: 'autograd' as const } : UNKNOWN_SOURCE);
+  const result = found ?? (node !== null ? { key: `autograd: ${node}`, filename: '', line: 0, name: '', kind: 'autograd' as const } : UNKNOWN_SOURCE);
   sourceCache.set(frames, result);
   return result;
 }
