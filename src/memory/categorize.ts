@@ -37,9 +37,10 @@ export function phases(r: Replay): Phases {
   for (let i = 0; i < n; i++) {
     const act = t.action(i);
     const frames = t.frames[i]!;
-    let p: StackPhase = act === 'alloc' || act === 'free_requested' ? phaseOf(frames) : 'unknown';
+    const allocOrFree = act === 'alloc' || act === 'free_requested';
+    let p: StackPhase = allocOrFree ? phaseOf(frames) : 'unknown';
     // The autograd engine runs backward on its own thread, which has no Python frames in `stacks="python"` histories.
-    if (p === 'unknown' && last === 'backward' && !hasPythonFrame(frames)) p = 'backward';
+    if (p === 'unknown' && allocOrFree && last === 'backward' && !hasPythonFrame(frames)) p = 'backward';
     phase[i] = p;
     if (p !== 'unknown') last = p;
   }

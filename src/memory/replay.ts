@@ -75,7 +75,7 @@ export function busiestDevice(snap: Snapshot): number {
 }
 
 export function replay(snap: Snapshot, device: number): Replay {
-  const trace = snap.deviceTraces[device] ?? Trace.EMPTY;
+  const trace = snap.deviceTraces[device] ?? new Trace(0);
   const n = trace.length;
   const warnings: string[] = [];
   const segments = snap.segments.filter((s) => s.device === device);

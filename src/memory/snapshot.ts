@@ -134,8 +134,6 @@ export class Trace {
   deviceFreeBytes(i: number): number | null {
     return this.deviceFree.get(i) ?? null;
   }
-
-  static readonly EMPTY = new Trace(0);
 }
 
 export interface Snapshot {
