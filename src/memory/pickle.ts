@@ -57,6 +57,7 @@ export const MAX_PROTOCOL = 5;
 const MARK = Symbol('mark');
 /** CPython writes lists in APPENDS batches of 1000: only shorter lists are complete after their first APPENDS. */
 const MAX_SHARED_LIST = 1000;
+const MAX_LISTS_PER_HASH = 8;
 type Slot = PickleValue | typeof MARK;
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -567,6 +568,8 @@ class Unpickler {
 
   private registerList(hash: number, list: PickleValue[]): void {
     const candidates = this.lists.get(hash);
+    // A few lists per hash: a crafted file full of colliding lists must not make reading quadratic.
+    if (candidates && candidates.length >= MAX_LISTS_PER_HASH) return;
     if (candidates) candidates.push(list);
     else this.lists.set(hash, [list]);
     this.shared.add(list);
