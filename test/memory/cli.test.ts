@@ -1,8 +1,8 @@
-import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { main } from '../../src/cli/main.js';
 import { fixtureBytes, fixturePath } from './helpers.js';
 
@@ -23,6 +23,7 @@ beforeEach(() => {
 afterEach(() => vi.restoreAllMocks());
 
 const tmp = mkdtempSync(join(tmpdir(), 'gpuwise-memory-'));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 function tmpFile(name: string, data: Uint8Array | string): string {
   const p = join(tmp, name);
   writeFileSync(p, data);
