@@ -14,6 +14,7 @@ type Command = { summary: string; load: () => Promise<{ run(argv: string[]): Pro
 const COMMANDS: Record<string, Command> = {
   analyze: { summary: 'diagnose torch.profiler traces (one GPU or many ranks)', load: () => import('./analyze.js') },
   plan: { summary: 'predict GPU memory and step time, pick batch size and parallelism, emit launch configs', load: () => import('./plan.js') },
+  memory: { summary: 'explain CUDA memory snapshots and out-of-memory errors', load: () => import('./memory.js') },
 };
 
 function help(): string {

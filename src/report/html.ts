@@ -2,7 +2,7 @@
  * Renders the analyze report as one self-contained HTML page: inline CSS and
  * SVG charts, no script, no network (it must open offline, from a CI artifact).
  */
-import { fmtBytes, fmtMs, fmtPct } from '../advice/format.js';
+import { fmtBytes, fmtMs, fmtPct } from '../util/format.js';
 import { CATEGORY_NAMES } from '../trace/kernelClass.js';
 import { IDLE_CAUSES, type TraceMetrics } from '../trace/metrics/types.js';
 import type { AnalyzeReport } from './analyzeReport.js';

@@ -1,5 +1,5 @@
 /** Renders the analyze report as Markdown for pull-request comments (pure). */
-import { fmtBytes, fmtMs, fmtPct } from '../advice/format.js';
+import { fmtBytes, fmtMs, fmtPct } from '../util/format.js';
 import { IDLE_CAUSES } from '../trace/metrics/types.js';
 import type { AnalyzeReport } from './analyzeReport.js';
 import { IDLE_LABELS } from './terminal.js';

@@ -1,5 +1,5 @@
 /** GPU compute rules: fp32 matmuls, misaligned GEMM shapes, an under-used GPU. */
-import { fmtBytes, fmtMs, fmtPct } from '../format.js';
+import { fmtBytes, fmtMs, fmtPct } from '../../util/format.js';
 import { gainFrom } from '../finding.js';
 import { type RankRule, finding, matmulNs, stepNs } from './rule.js';
 

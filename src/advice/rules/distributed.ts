@@ -1,6 +1,6 @@
 /** Multi-GPU rules: DataParallel, DDP communication, rank imbalance. */
 import type { TraceMetrics } from '../../trace/metrics/types.js';
-import { fmtBytes, fmtMs, fmtPct } from '../format.js';
+import { fmtBytes, fmtMs, fmtPct } from '../../util/format.js';
 import { gainFrom } from '../finding.js';
 import { type CrossRankRule, type RankRule, finding, stepNs } from './rule.js';
 

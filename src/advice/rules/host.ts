@@ -1,5 +1,5 @@
 /** Host-side rules: synchronisations in the loop, launch overhead. */
-import { fmtMs, fmtPct } from '../format.js';
+import { fmtMs, fmtPct } from '../../util/format.js';
 import { gainFrom } from '../finding.js';
 import { type RankRule, finding, stepNs } from './rule.js';
 

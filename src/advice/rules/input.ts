@@ -1,5 +1,5 @@
 /** Input pipeline rules: a starved DataLoader, copies from pageable memory. */
-import { fmtAt, fmtBytes, fmtMs, fmtPct } from '../format.js';
+import { fmtAt, fmtBytes, fmtMs, fmtPct } from '../../util/format.js';
 import { gainFrom } from '../finding.js';
 import { type RankRule, finding, stepNs } from './rule.js';
 

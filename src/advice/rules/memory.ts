@@ -1,5 +1,5 @@
 /** Memory rule from the `[memory]` events that profile_memory=True records. */
-import { fmtBytes, fmtPct } from '../format.js';
+import { fmtBytes, fmtPct } from '../../util/format.js';
 import { type RankRule, finding } from './rule.js';
 
 const NEAR_LIMIT_SHARE = 0.9;

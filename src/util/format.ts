@@ -1,4 +1,4 @@
-/** Number formatting shared by findings and reports (pure). */
+/** Number formatting shared by every report (pure). Binary units, as PyTorch and nvidia-smi print them. */
 
 export function fmtMs(ns: number): string {
   const ms = ns / 1e6;
@@ -23,10 +23,21 @@ export function fmtBytes(b: number): string {
     v /= 1024;
     u++;
   }
-  return `${v.toFixed(v >= 100 || u === 0 ? 0 : 1)} ${units[u]}`;
+  return `${v.toFixed(v >= 100 || u === 0 ? 0 : Math.abs(v) >= 10 ? 1 : 2)} ${units[u]}`;
 }
 
 /** Trace-relative time in ms, as the profiler UIs show it. */
 export function fmtAt(ns: number): string {
   return `t=${(ns / 1e6).toFixed(3)} ms`;
+}
+
+export function fmtSignedBytes(b: number): string {
+  return b > 0 ? `+${fmtBytes(b)}` : b < 0 ? `-${fmtBytes(-b)}` : '0 B';
+}
+
+/** Seconds (or ms) from microseconds. */
+export function fmtUs(us: number): string {
+  if (us >= 1e6) return `${(us / 1e6).toFixed(2)} s`;
+  if (us >= 1e3) return `${(us / 1e3).toFixed(1)} ms`;
+  return `${us.toFixed(0)} us`;
 }

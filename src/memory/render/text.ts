@@ -1,0 +1,123 @@
+/** Terminal and Markdown renderings of a memory report (pure: report in, text out). */
+import type { Finding } from '../findings.js';
+import type { LiveSet, MemoryReport } from '../report.js';
+import { fmtBytes, fmtPct, fmtUs } from '../../util/format.js';
+
+const label = (c: string): string => c.replace('_', ' ');
+
+function since(r: MemoryReport, us: number | null): string {
+  return us === null || r.history.firstUs === null ? '' : ` at t=${fmtUs(us - r.history.firstUs)}`;
+}
+
+function bar(share: number, width = 24): string {
+  const n = Math.round(Math.max(0, Math.min(1, share)) * width);
+  return '█'.repeat(n) + '·'.repeat(width - n);
+}
+
+function liveLines(live: LiveSet, indent: string): string[] {
+  const out: string[] = [];
+  for (const c of live.byCategory) {
+    const share = live.bytes > 0 ? c.bytes / live.bytes : 0;
+    out.push(`${indent}${label(c.category).padEnd(22)}${fmtBytes(c.bytes).padStart(11)} ${fmtPct(share).padStart(4)} ${bar(share)}`);
+  }
+  if (live.bySource.length > 0) {
+    out.push('', `${indent}Largest sources (first frame outside torch and the standard library):`);
+    for (const s of live.bySource.slice(0, 10)) {
+      out.push(`${indent}${fmtBytes(s.bytes).padStart(11)}  ${label(s.category).padEnd(20)} ${s.shortSource}${s.function ? ` (${s.function})` : ''}  x${s.allocations}`);
+    }
+  }
+  return out;
+}
+
+function findingLines(f: Finding): string[] {
+  const out = [`  [${f.severity}] ${f.title}  (${f.id})`];
+  for (const e of f.evidence) out.push(`      ${e}`);
+  out.push(`    -> ${f.recommendation.summary}`);
+  for (const l of f.recommendation.code.split('\n')) out.push(`         ${l}`);
+  return out;
+}
+
+export function renderText(r: MemoryReport): string {
+  const t = r.totals;
+  const h = r.history;
+  const out: string[] = [];
+  out.push(
+    `gpuwise memory: ${r.input.path}  (device ${r.device}; ${h.entries.toLocaleString('en-US')} history entries${h.durationUs !== null ? ` over ${fmtUs(h.durationUs)}` : ''}${r.input.legacy ? '; legacy segment list' : ''})`,
+    '',
+  );
+  const row = (name: string, peak: number | null, end: number | null): string =>
+    `  ${name.padEnd(26)}${(peak === null ? '' : fmtBytes(peak)).padStart(12)}${(end === null ? '' : fmtBytes(end)).padStart(12)}`;
+  out.push(`  ${'Totals'.padEnd(26)}${'peak'.padStart(12)}${'end'.padStart(12)}`);
+  out.push(row('allocated', t.peakAllocatedBytes, t.finalAllocatedBytes));
+  out.push(row('requested', t.peakRequestedBytes, t.finalRequestedBytes));
+  out.push(row('reserved', t.peakReservedBytes, t.finalReservedBytes));
+  out.push(row('rounding waste', t.roundingWasteAtPeakBytes, t.finalRoundingWasteBytes));
+  out.push(row('reserved, not allocated', t.reservedAtPeakAllocatedBytes - t.peakAllocatedBytes, t.finalReservedUnallocatedBytes));
+  out.push(row('inactive split blocks', null, t.finalInactiveSplitBytes));
+  out.push(row('largest free block', null, t.finalLargestFreeBlockBytes));
+  out.push('');
+  out.push(`Peak allocated${since(r, t.peakAllocatedAtUs)}: ${fmtBytes(r.peak.bytes)} live in ${r.peak.byCategory.reduce((s, c) => s + c.allocations, 0)} allocations`);
+  out.push(...liveLines(r.peak, '  '));
+  if (r.oom) {
+    const o = r.oom;
+    out.push('', `OUT OF MEMORY${since(r, o.timeUs)}${o.count > 1 ? ` (first of ${o.count})` : ''}, during ${o.phase}`);
+    out.push(`  requested                 ${fmtBytes(o.requestedBytes).padStart(12)}`);
+    out.push(`  allocated                 ${fmtBytes(o.allocatedBytes).padStart(12)}`);
+    out.push(`  reserved                  ${fmtBytes(o.reservedBytes).padStart(12)}`);
+    out.push(`  cached free (reserved-allocated) ${fmtBytes(o.reservedUnallocatedBytes).padStart(5)}`);
+    if (o.largestFreeBlockBytes !== null) out.push(`  largest cached free block ${fmtBytes(o.largestFreeBlockBytes).padStart(12)}`);
+    out.push(`  free on the device        ${(o.deviceFreeBytes === null ? 'unknown' : fmtBytes(o.deviceFreeBytes)).padStart(12)}`);
+    out.push('', '  Live at the failure:');
+    out.push(...liveLines(o.live, '  '));
+  }
+  out.push('');
+  if (r.findings.length === 0) out.push('Findings: none.');
+  else {
+    out.push('Findings:');
+    for (const f of r.findings) out.push(...findingLines(f), '');
+  }
+  for (const w of r.warnings) out.push(`warning: ${w}`);
+  return `${out.join('\n').trimEnd()}\n`;
+}
+
+function mdLive(live: LiveSet): string[] {
+  const out = ['| Category | Bytes | Share | Allocations |', '|---|---:|---:|---:|'];
+  for (const c of live.byCategory) out.push(`| ${label(c.category)} | ${fmtBytes(c.bytes)} | ${fmtPct(live.bytes > 0 ? c.bytes / live.bytes : 0)} | ${c.allocations} |`);
+  if (live.bySource.length > 0) {
+    out.push('', '| Source line | Function | Category | Bytes | Allocations |', '|---|---|---|---:|---:|');
+    for (const s of live.bySource.slice(0, 10)) out.push(`| \`${s.shortSource}\` | ${s.function ? `\`${s.function}\`` : ''} | ${label(s.category)} | ${fmtBytes(s.bytes)} | ${s.allocations} |`);
+  }
+  return out;
+}
+
+export function renderMarkdown(r: MemoryReport): string {
+  const t = r.totals;
+  const out: string[] = [`## gpuwise memory: \`${r.input.path}\``, ''];
+  out.push(`Device ${r.device}, ${r.history.entries} history entries${r.history.durationUs !== null ? ` over ${fmtUs(r.history.durationUs)}` : ''}.`, '');
+  out.push('| | Peak | End |', '|---|---:|---:|');
+  out.push(`| Allocated | ${fmtBytes(t.peakAllocatedBytes)} | ${fmtBytes(t.finalAllocatedBytes)} |`);
+  out.push(`| Requested | ${fmtBytes(t.peakRequestedBytes)} | ${fmtBytes(t.finalRequestedBytes)} |`);
+  out.push(`| Reserved | ${fmtBytes(t.peakReservedBytes)} | ${fmtBytes(t.finalReservedBytes)} |`);
+  out.push(`| Rounding waste | ${fmtBytes(t.roundingWasteAtPeakBytes)} | ${fmtBytes(t.finalRoundingWasteBytes)} |`);
+  out.push(`| Largest free block | | ${fmtBytes(t.finalLargestFreeBlockBytes)} |`, '');
+  out.push(`### Live at the peak${since(r, t.peakAllocatedAtUs)}: ${fmtBytes(r.peak.bytes)}`, '', ...mdLive(r.peak), '');
+  if (r.oom) {
+    const o = r.oom;
+    out.push(`### Out of memory${since(r, o.timeUs)}, during ${o.phase}`, '');
+    out.push(
+      `Requested **${fmtBytes(o.requestedBytes)}**; allocated ${fmtBytes(o.allocatedBytes)}, reserved ${fmtBytes(o.reservedBytes)}, cached free ${fmtBytes(o.reservedUnallocatedBytes)}${o.largestFreeBlockBytes !== null ? ` (largest block ${fmtBytes(o.largestFreeBlockBytes)})` : ''}, free on the device ${o.deviceFreeBytes === null ? 'unknown' : fmtBytes(o.deviceFreeBytes)}.`,
+      '',
+      ...mdLive(o.live),
+      '',
+    );
+  }
+  out.push('### Findings', '');
+  if (r.findings.length === 0) out.push('None.');
+  for (const f of r.findings) {
+    out.push(`- **[${f.severity}] ${f.title}** (\`${f.id}\`)`);
+    for (const e of f.evidence) out.push(`  - ${e}`);
+    out.push(`  - **Do:** ${f.recommendation.summary}`, '', '    ```python', ...f.recommendation.code.split('\n').map((l) => `    ${l}`), '    ```');
+  }
+  if (r.warnings.length > 0) out.push('', ...r.warnings.map((w) => `> warning: ${w}`));
+  return `${out.join('\n')}\n`;
+}
