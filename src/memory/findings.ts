@@ -8,21 +8,18 @@ import { hasPythonFrame, sourceLineOf } from './frames.js';
 import type { Allocation, Replay } from './replay.js';
 import type { Trace } from './snapshot.js';
 import type { MemoryReport } from './report.js';
+import type { Finding as AdviceFinding } from '../advice/finding.js';
 import { fmtBytes } from '../util/format.js';
 
-export type Severity = 'high' | 'medium' | 'low' | 'info';
-export const SEVERITIES: readonly Severity[] = ['high', 'medium', 'low', 'info'];
+import { SEVERITIES, type Severity } from '../advice/finding.js';
 
-export interface Finding {
-  /** Stable identifier, e.g. `oom-fragmentation`. */
-  id: string;
-  severity: Severity;
-  title: string;
-  evidence: string[];
-  /** The same figures, machine-readable. */
-  data: Record<string, number | string | boolean | null>;
-  recommendation: { summary: string; code: string };
-}
+export { SEVERITIES, type Severity };
+
+/**
+ * A memory finding: the shared Finding shape (advice/finding.ts) without a
+ * step-time gain or ranks; what it saves is in bytes, in `data`.
+ */
+export type Finding = Pick<AdviceFinding, 'id' | 'severity' | 'title' | 'evidence' | 'data' | 'recommendation'>;
 
 export interface FindingInput {
   report: MemoryReport;
