@@ -45,7 +45,7 @@ def dump(out, name):
     """Dumps the snapshot to OUT/NAME.pickle.gz (written plain first, as users do, then gzipped)."""
     plain = os.path.join(out, name + ".pickle")
     torch.cuda.memory._dump_snapshot(plain)
-    with open(plain, "rb") as src, gzip.open(plain + ".gz", "wb", compresslevel=9, mtime=0) as dst:
+    with open(plain, "rb") as src, gzip.GzipFile(filename=plain + ".gz", mode="wb", compresslevel=9, mtime=0) as dst:
         shutil.copyfileobj(src, dst)
     os.remove(plain)
     return plain + ".gz"

@@ -40,7 +40,7 @@ except torch.OutOfMemoryError as e:
     message = str(e).splitlines()[0]
 stop_recording()
 assert message is not None and dumped, "expected an out-of-memory error and a snapshot"
-with open(dumped[0], "rb") as src, gzip.open(dumped[0] + ".gz", "wb", compresslevel=9, mtime=0) as dst:
+with open(dumped[0], "rb") as src, gzip.GzipFile(filename=dumped[0] + ".gz", mode="wb", compresslevel=9, mtime=0) as dst:
     shutil.copyfileobj(src, dst)
 os.remove(dumped[0])
 peaks = (torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved())
