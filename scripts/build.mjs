@@ -10,7 +10,7 @@ await build({
   format: 'esm',
   target: 'node20',
   outfile: 'dist/gpuwise.mjs',
-  banner: { js: '#!/usr/bin/env node\nimport { createRequire as __gwCreateRequire } from "node:module"; const require = __gwCreateRequire(import.meta.url);' },
+  banner: { js: 'import { createRequire as __gwCreateRequire } from "node:module"; const require = __gwCreateRequire(import.meta.url);' },
   define: { __GPUWISE_VERSION__: JSON.stringify(pkg.version) },
   external: ['koffi'],
   logLevel: 'warning',

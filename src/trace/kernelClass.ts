@@ -35,11 +35,11 @@ export const PRECISION_NAMES = ['n/a', 'bf16/fp16 tensor cores', 'tf32 tensor co
 
 const COMM = /nccl|^hccl|rccl|allreduce|all_reduce|allgather|reducescatter|sendrecv/i;
 const ATTENTION = /flash|fmha|attention|sdpa|attn/i;
-const CONV = /conv|implicit_gemm|fprop|dgrad|wgrad|winograd|cudnn::.*(?:nchwToNhwc|nhwcToNchw)/i;
+const CONV = /conv|implicit_gemm|fprop|dgrad|wgrad|winograd/i;
 const GEMM = /gemm|gemv|cutlass|nvjet|cublas|xmma|matmul|_mm_|splitKreduce|\bmm\b/i;
 const OPTIMIZER = /multi_tensor_apply|adam|sgd|lamb|_foreach|fused_adam|optimizer|lerp_scalar|addcdiv|addcmul/i;
 const REDUCTION = /reduce|softmax|norm|sum_kernel|mean|cross_entropy|nll_loss|max_pool|avg_pool|argmax|cumsum|scan|topk|sort|batch_norm|bn_fw|bn_bw|layer_norm|GammaBeta|welford|var_|statistics/i;
-const ELEMENTWISE = /elementwise|vectorized|unrolled|CatArray|fill|copy|index|gather|scatter|where|clamp|cast|_to_|dropout|fused_dropout|gelu|relu|silu|tanh|sigmoid|embedding|pointwise|triton_poi/i;
+const ELEMENTWISE = /nchwToNhwc|nhwcToNchw|elementwise|vectorized|unrolled|CatArray|fill|copy|index|gather|scatter|where|clamp|cast|_to_|dropout|fused_dropout|gelu|relu|silu|tanh|sigmoid|embedding|pointwise|triton_poi/i;
 
 export function categoriseKernel(name: string, hasCollectiveArgs: boolean): KernelCategory {
   if (hasCollectiveArgs || COMM.test(name)) return KernelCategory.communication;
@@ -55,7 +55,7 @@ export function categoriseKernel(name: string, hasCollectiveArgs: boolean): Kern
 /** Kernel-name markers of tensor-core instructions (HMMA/GMMA tiles, tensorop, wgmma). */
 const TC16 = /bf16|f16|fp16|half|h884|h1688|h16816|hmma|s16816gemm_bf16|_bf16_|16816fprop_optimized_bf16/i;
 const TCTF32 = /tf32|s1688|s16816|tensorop_s|xmma.*f32f32_tf32/i;
-const TC8 = /e4m3|e5m2|fp8|i8816|imma|int8|s8/i;
+const TC8 = /e4m3|e5m2|fp8|i8816|imma|int8/i;
 const SIMT = /simt|sgemm(?!.*tensorop)|ffma|dgemm|gemv|f32f32_f32f32_f32/i;
 const TC_GENERIC = /tensorop|wgmma|gmma|hmma|nvjet|sm90_xmma|sm80_xmma|flash|fmha/i;
 
@@ -64,9 +64,10 @@ const TC_GENERIC = /tensorop|wgmma|gmma|hmma|nvjet|sm90_xmma|sm80_xmma|flash|fmh
  * the CPU op that launched it (`float`, `c10::BFloat16`, ...) when known.
  */
 export function matmulPrecision(name: string, opDtype: string | null): MatmulPrecision {
-  if (TC8.test(name) && /gemm|xmma|nvjet|cutlass/i.test(name) && !/tf32|bf16|f16/i.test(name)) return MatmulPrecision.tensorCore8;
-  if (TCTF32.test(name)) return MatmulPrecision.tensorCoreTf32;
+  if (TC8.test(name) && !/tf32|bf16|f16/i.test(name)) return MatmulPrecision.tensorCore8;
+  // 16-bit before tf32: `tensorop_bf16_s1688gemm_bf16` names the bf16 variant of the s1688 tile.
   if (TC16.test(name) && !/f32f32_f32f32_f32/.test(name)) return MatmulPrecision.tensorCore16;
+  if (TCTF32.test(name)) return MatmulPrecision.tensorCoreTf32;
   if (SIMT.test(name)) return MatmulPrecision.fp32;
   if (opDtype !== null) {
     if (/BFloat16|Half|bfloat16|float16/.test(opDtype)) return MatmulPrecision.tensorCore16;

@@ -39,9 +39,15 @@ export interface ParseSummary {
   warnings: string[];
   /** Integer microseconds subtracted from every timestamp. */
   originUs: number;
+  /** Whether a `traceEvents` array (or the bare-array form) was found at all. */
+  sawTraceEvents: boolean;
 }
 
 const NEED_MORE = Symbol('need-more');
+/** Largest single item (an event, or a top-level metadata value) held while waiting for its end. */
+const MAX_ITEM_CHARS = 64 * 1024 * 1024;
+/** Deeper nesting than any trace has: refuse instead of overflowing the stack. */
+const MAX_DEPTH = 64;
 
 const enum St {
   Start = 0,
@@ -159,6 +165,8 @@ export class TraceJsonParser {
   private readonly notes = new Map<string, number>();
   private count = 0;
   private stopped: string | null = null;
+  private sawEvents = false;
+  private retryAtLength = 0;
 
   constructor(private readonly sink: TraceSink) {
     this.ev = {
@@ -185,15 +193,20 @@ export class TraceJsonParser {
     } else {
       this.s = this.s.length === 0 ? chunk : this.s + chunk;
     }
+    // An item cut by the chunk boundary is re-read from its start: wait until the
+    // buffer has doubled before retrying, so a huge item costs O(n log n), not O(n^2).
+    if (this.s.length < this.retryAtLength) return;
     this.run();
   }
 
   /** Signals the end of input and returns what was read. */
   end(): ParseSummary {
+    if (this.stopped === null && this.state !== St.Done && this.retryAtLength > 0) this.run();
     const truncated = this.state !== St.Done && this.stopped === null;
     if (this.state === St.Start && this.stopped === null) {
       throw new TraceFormatError(this.s.trim().length === 0 ? 'empty file' : 'not JSON', this.consumed + this.p);
     }
+    if (this.state === St.Done && !this.sawEvents) throw new TraceFormatError('valid JSON, but not a torch.profiler trace (no traceEvents)', this.consumed + this.p);
     if (this.count === 0 && (truncated || this.stopped !== null)) {
       throw new TraceFormatError(
         this.stopped ?? 'truncated before any trace event was read',
@@ -211,6 +224,7 @@ export class TraceJsonParser {
       stoppedAt: this.stopped,
       warnings,
       originUs: this.originUs ?? 0,
+      sawTraceEvents: this.sawEvents,
     };
   }
 
@@ -220,21 +234,31 @@ export class TraceJsonParser {
   }
 
   private run(): void {
+    this.retryAtLength = 0;
     for (;;) {
       const start = this.p;
       try {
         if (!this.step()) return;
       } catch (e) {
-        if (e === NEED_MORE) {
+        let err = e;
+        if (err === NEED_MORE) {
           this.p = start;
+          const pending = this.s.length - start;
+          if (pending <= MAX_ITEM_CHARS) {
+            this.retryAtLength = this.s.length + pending;
+            return;
+          }
+          // Bounded memory: no event is this large; an unterminated string or bracket swallowed the rest.
+          err = new TraceFormatError(`an item of over ${MAX_ITEM_CHARS / 1e6} million characters (unterminated string or bracket?)`, this.consumed + start);
+        }
+        if (err instanceof TraceFormatError) {
+          if (this.count === 0) throw err;
+          this.stopped = err.message;
+          this.s = '';
+          this.p = 0;
           return;
         }
-        if (e instanceof TraceFormatError) {
-          if (this.count === 0) throw e;
-          this.stopped = e.message;
-          return;
-        }
-        throw e;
+        throw err;
       }
     }
   }
@@ -251,6 +275,7 @@ export class TraceJsonParser {
           // The JSON array form of the Chrome trace format: a bare list of events.
           this.p++;
           this.topIsArray = true;
+          this.sawEvents = true;
           this.state = St.EventsFirst;
         } else {
           throw new TraceFormatError(this.s.charCodeAt(this.p) < 32 ? 'not JSON (binary data)' : 'not JSON', this.consumed + this.p);
@@ -275,6 +300,7 @@ export class TraceJsonParser {
         if (key === 'traceEvents') {
           if (v !== Ch.LBracket) this.fail('traceEvents is not an array');
           this.p++;
+          this.sawEvents = true;
           this.state = St.EventsFirst;
           return true;
         }
@@ -508,7 +534,8 @@ export class TraceJsonParser {
   }
 
   /** Parses any JSON value (plus NaN/Infinity and bare words, which old writers emit). */
-  parseValue(): unknown {
+  parseValue(depth = 0): unknown {
+    if (depth > MAX_DEPTH) this.fail(`nesting deeper than ${MAX_DEPTH} levels`);
     const c = this.skipWs();
     if (c === Ch.Quote) return this.readString();
     if (c === Ch.LBrace) {
@@ -529,7 +556,7 @@ export class TraceJsonParser {
         first = false;
         const k = this.readString();
         this.expectColon();
-        obj[k] = this.parseValue();
+        obj[k] = this.parseValue(depth + 1);
       }
     }
     if (c === Ch.LBracket) {
@@ -547,7 +574,7 @@ export class TraceJsonParser {
           this.p++;
         }
         first = false;
-        arr.push(this.parseValue());
+        arr.push(this.parseValue(depth + 1));
       }
     }
     if (c === Ch.RBrace || c === Ch.RBracket || c === Ch.Comma || c === Ch.Colon) this.fail('expected a value');

@@ -1,0 +1,32 @@
+/** Number formatting shared by findings and reports (pure). */
+
+export function fmtMs(ns: number): string {
+  const ms = ns / 1e6;
+  if (ms >= 100) return `${ms.toFixed(0)} ms`;
+  if (ms >= 10) return `${ms.toFixed(1)} ms`;
+  if (ms >= 1) return `${ms.toFixed(2)} ms`;
+  const us = ns / 1e3;
+  if (us >= 1) return `${us.toFixed(us >= 100 ? 0 : 1)} us`;
+  return `${ns.toFixed(0)} ns`;
+}
+
+export function fmtPct(x: number): string {
+  const p = x * 100;
+  return `${p >= 10 || p === 0 ? p.toFixed(0) : p.toFixed(1)}%`;
+}
+
+export function fmtBytes(b: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let v = b;
+  let u = 0;
+  while (Math.abs(v) >= 1024 && u < units.length - 1) {
+    v /= 1024;
+    u++;
+  }
+  return `${v.toFixed(v >= 100 || u === 0 ? 0 : 1)} ${units[u]}`;
+}
+
+/** Trace-relative time in ms, as the profiler UIs show it. */
+export function fmtAt(ns: number): string {
+  return `t=${(ns / 1e6).toFixed(3)} ms`;
+}

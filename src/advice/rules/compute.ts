@@ -1,0 +1,142 @@
+/** GPU compute rules: fp32 matmuls, misaligned GEMM shapes, an under-used GPU. */
+import { fmtBytes, fmtMs, fmtPct } from '../format.js';
+import { gainFrom } from '../finding.js';
+import { type RankRule, finding, matmulNs, stepNs } from './rule.js';
+
+const FP32_MIN_SHARE_OF_MATMUL = 0.1;
+/**
+ * Speed-up assumed for fp32 matmuls moved to tensor cores. Dense TF32 is ~7x
+ * and bf16 ~15x fp32 SIMT peak on A100/H100; real GEMMs gain less, so 4x.
+ */
+const TENSOR_CORE_SPEEDUP = 4;
+const MISALIGNED_MIN_SHARE = 0.01;
+const UNDERUSED_MAX_MEMORY_SHARE = 0.5;
+const UNDERUSED_MAX_BUSY = 0.6;
+const UNDERUSED_MAX_SM_EFFICIENCY = 0.6;
+/** Never suggest more than this batch multiple, and keep 20% of memory as headroom. */
+const MAX_BATCH_SCALE = 4;
+const MEMORY_HEADROOM = 0.8;
+
+export const noTensorCores: RankRule = (m) => {
+  const step = stepNs(m);
+  const p = m.precision;
+  const nSteps = Math.max(1, m.steps.length);
+  const fp32PerStep = p.fp32Ns / nSteps;
+  const mm = matmulNs(m);
+  if (step <= 0 || fp32PerStep <= 0 || fp32PerStep / Math.max(mm, 1) < FP32_MIN_SHARE_OF_MATMUL) return null;
+  const cc = Number(m.devices[0]?.computeCapability ?? '8.0');
+  if (cc > 0 && cc < 7) return null; // no tensor cores before Volta
+  const saved = fp32PerStep * (1 - 1 / TENSOR_CORE_SPEEDUP);
+  return finding({
+    id: 'no-tensor-cores',
+    title: `Matrix multiplies run in fp32 without tensor cores (${fmtPct(fp32PerStep / step)} of the step)`,
+    ranks: [m.rank],
+    evidence: [
+      `fp32 (SIMT) matmul kernels: ${fmtMs(fp32PerStep)} per step, ${fmtPct(fp32PerStep / Math.max(mm, 1))} of matmul time; tensor-core share of matmul time ${p.tensorCoreShare === null ? 'n/a' : fmtPct(p.tensorCoreShare)}`,
+      ...p.topFp32Kernels.slice(0, 3).map((k) => `${k.name.slice(0, 90)}: ${k.count} calls, ${fmtMs(k.totalNs)}`),
+    ],
+    data: { fp32MatmulNsPerStep: fp32PerStep, tensorCoreShare: p.tensorCoreShare, matmulNsPerStep: mm },
+    recommendation: {
+      summary: 'Run matmuls on tensor cores: bf16 autocast (best), or at least TF32 for fp32 matmuls (Ampere and newer).',
+      code: [
+        'with torch.autocast("cuda", dtype=torch.bfloat16):',
+        '    loss = model(x)',
+        '# or keep fp32 weights and allow TF32 math:',
+        'torch.backends.cuda.matmul.allow_tf32 = True  # torch.set_float32_matmul_precision("high")',
+        'torch.backends.cudnn.allow_tf32 = True',
+      ].join('\n'),
+    },
+    estimatedGain: gainFrom(step, saved, `fp32 matmul ${fmtMs(fp32PerStep)} x (1 - 1/${TENSOR_CORE_SPEEDUP} assumed tensor-core speed-up) = ${fmtMs(saved)} saved per step`),
+  });
+};
+
+export const misalignedShapes: RankRule = (m) => {
+  const step = stepNs(m);
+  const nSteps = Math.max(1, m.steps.length);
+  const shapes = m.gemmShapes;
+  const bad = shapes.filter((g) => g.misalignedDims.length > 0);
+  if (step <= 0 || bad.length === 0) return null;
+  const badNs = bad.reduce((a, g) => a + g.gpuNs, 0) / nSteps;
+  if (badNs / step < MISALIGNED_MIN_SHARE) return null;
+  // The rate to expect once padded: what aligned GEMMs of the same dtype achieved in this very trace.
+  const rateFor = (dtype: string | null): number | null => {
+    const good = shapes.filter((g) => g.misalignedDims.length === 0 && g.dtype === dtype);
+    const flops = good.reduce((a, g) => a + g.flopsPerCall * g.calls, 0);
+    const ns = good.reduce((a, g) => a + g.gpuNs, 0);
+    return ns > 0 ? flops / ns : null; // flop per ns
+  };
+  let saved = 0;
+  const lines: string[] = [];
+  for (const g of bad.slice(0, 8)) {
+    const rate = rateFor(g.dtype);
+    const perStep = g.gpuNs / nSteps;
+    const ideal = rate ? (g.flopsPerCall * g.calls) / rate / nSteps : perStep;
+    if (ideal < perStep) saved += perStep - ideal;
+    lines.push(
+      `${g.op} ${g.batch > 1 ? `${g.batch}x` : ''}${g.m}x${g.n}x${g.k} (MxNxK, ${g.dtype ?? '?'}; ${g.misalignedDims.join(', ')} not a multiple of ${alignLabel(g.dtype)}): ${fmtMs(perStep)} per step at ${g.tflops.toFixed(0)} TFLOP/s` +
+        (rate ? ` vs ${(rate / 1e3).toFixed(0)} TFLOP/s for aligned GEMMs here` : ''),
+    );
+  }
+  const dims = [...new Set(bad.flatMap((g) => g.misalignedDims.map((d) => Number(d.split('=')[1]))))].sort((a, b) => b - a);
+  const example = dims[0] ?? 0;
+  const padded = Math.ceil(example / 64) * 64;
+  return finding({
+    id: 'misaligned-shapes',
+    title: `GEMMs with dimensions that are not multiples of 8 run on slow kernels (${fmtPct(badNs / step)} of the step)`,
+    ranks: [m.rank],
+    evidence: lines,
+    data: { misalignedGemmNsPerStep: badNs, shapes: bad.length, worstDim: example, paddedTo: padded },
+    recommendation: {
+      summary: `Pad the offending dimensions to a multiple of 64 (at least 8 for bf16/fp16): e.g. ${example} -> ${padded}. For a vocabulary, pad the embedding and output layer and ignore the extra logits; for hidden sizes and batch x sequence pick multiples of 64.`,
+      code: [
+        `vocab_size = ${padded}  # was ${example}: round up to a multiple of 64`,
+        '# Hugging Face: model.resize_token_embeddings(len(tokenizer), pad_to_multiple_of=64)',
+      ].join('\n'),
+    },
+    estimatedGain: gainFrom(step, saved, `misaligned GEMMs take ${fmtMs(badNs)} per step; at the rate aligned GEMMs reach in this trace they would take ${fmtMs(badNs - saved)}: ${fmtMs(saved)} saved`),
+  });
+};
+
+function alignLabel(dtype: string | null): string {
+  if (dtype === null || /BFloat16|Half/.test(dtype)) return '8';
+  return /^(float|double)$/.test(dtype) ? '4' : '8';
+}
+
+export const gpuUnderused: RankRule = (m) => {
+  const step = stepNs(m);
+  const mem = m.memory[0];
+  const total = mem?.deviceTotalBytes ?? m.devices[0]?.totalMemoryBytes ?? 0;
+  if (step <= 0 || !mem || total <= 0) return null;
+  const memShare = mem.peakReservedBytes / total;
+  const lowBusy = m.gpuBusyShare < UNDERUSED_MAX_BUSY;
+  const lowSm = m.smEfficiency !== null && m.smEfficiency < UNDERUSED_MAX_SM_EFFICIENCY;
+  if (memShare >= UNDERUSED_MAX_MEMORY_SHARE || !(lowBusy || lowSm)) return null;
+  const idle = m.perStep.idleNs;
+  // A bigger batch does not help a GPU that waits for data: leave that to dataloader-bound.
+  if (idle > 0 && m.perStep.idleByCauseNs.dataloader / idle > 0.5) return null;
+  const scale = Math.max(1, Math.min(MAX_BATCH_SCALE, Math.floor((MEMORY_HEADROOM * total) / Math.max(mem.peakReservedBytes, 1))));
+  if (scale < 2) return null;
+  // Per-sample time with a k-times batch: busy work scales with k, the per-step overhead (idle) does not.
+  const busy = m.perStep.busyNs;
+  const expectedPerOldBatch = busy + idle / scale;
+  const saved = step - expectedPerOldBatch;
+  return finding({
+    id: 'gpu-underused',
+    title: `The GPU is under-used and ${fmtPct(1 - memShare)} of its memory is free: a ${scale}x larger batch fits`,
+    ranks: [m.rank],
+    evidence: [
+      `GPU busy ${fmtPct(m.gpuBusyShare)} of the step${m.smEfficiency !== null ? `; estimated SM efficiency ${fmtPct(m.smEfficiency)}` : ''}`,
+      `peak reserved memory ${fmtBytes(mem.peakReservedBytes)} of ${fmtBytes(total)} (${fmtPct(memShare)})`,
+    ],
+    data: { gpuBusyShare: m.gpuBusyShare, smEfficiency: m.smEfficiency, peakReservedBytes: mem.peakReservedBytes, deviceTotalBytes: total, batchScale: scale },
+    recommendation: {
+      summary: `Raise the per-GPU batch about ${scale}x (scale the learning rate accordingly, or keep the global batch with fewer accumulation steps). Use \`gpuwise plan --max-batch\` or \`gpuwise tune\` to find the largest batch that fits.`,
+      code: `DataLoader(dataset, batch_size=${scale} * B, ...)   # lr = base_lr * ${scale} (linear scaling) or sqrt(${scale}) for Adam`,
+    },
+    estimatedGain: gainFrom(
+      step,
+      saved,
+      `time per current batch with a ${scale}x batch = busy ${fmtMs(busy)} + per-step overhead ${fmtMs(idle)} / ${scale} = ${fmtMs(expectedPerOldBatch)} (now ${fmtMs(step)})`,
+    ),
+  });
+};

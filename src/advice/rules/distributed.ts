@@ -1,0 +1,181 @@
+/** Multi-GPU rules: DataParallel, DDP communication, rank imbalance. */
+import type { TraceMetrics } from '../../trace/metrics/types.js';
+import { fmtBytes, fmtMs, fmtPct } from '../format.js';
+import { gainFrom } from '../finding.js';
+import { type CrossRankRule, type RankRule, finding, stepNs } from './rule.js';
+
+const COMM_MIN_EXPOSED_SHARE = 0.1;
+const SMALL_BUCKET_BYTES = 4 * 1024 * 1024;
+const SMALL_BUCKET_MIN_PER_STEP = 10;
+/** Launch and protocol latency of one NCCL collective within a node (LL/LL128 small messages). */
+const COLLECTIVE_LATENCY_NS = 30_000;
+/** Collective waits below this share of the step are ordinary jitter between ranks. */
+const IMBALANCE_MIN_SHARE = 0.1;
+
+export const dataParallel: RankRule = (m) => {
+  if (!m.structure.dataParallel) return null;
+  const step = stepNs(m);
+  // Under DDP each GPU runs only its own compute; predict the step as the busiest GPU's kernel time.
+  let busiest = 0;
+  for (const s of m.steps) {
+    for (const d of s.devices) {
+      const k = d.kernelNsByCategory;
+      const compute = d.busyNs - k.memcpy - k.memset;
+      busiest = Math.max(busiest, compute);
+    }
+  }
+  const expected = Math.max(busiest, 0);
+  return finding({
+    id: 'dataparallel',
+    title: `torch.nn.DataParallel on ${m.structure.dataParallelDevices} GPUs: one process drives them all`,
+    ranks: [m.rank],
+    evidence: [
+      'DataParallel.forward found: every step replicates the model, scatters inputs and gathers outputs from GPU 0, from one Python thread per GPU under the GIL',
+      `kernels ran on ${m.structure.dataParallelDevices} devices from one process; GPU busy ${fmtPct(m.gpuBusyShare)} on average`,
+    ],
+    data: { devices: m.structure.dataParallelDevices, gpuBusyShare: m.gpuBusyShare },
+    recommendation: {
+      summary: 'Use DistributedDataParallel with one process per GPU, launched by torchrun. PyTorch itself recommends DDP over DataParallel even on one machine.',
+      code: [
+        '# torchrun --nproc_per_node=NUM_GPUS train.py',
+        'dist.init_process_group("nccl"); local_rank = int(os.environ["LOCAL_RANK"])',
+        'torch.cuda.set_device(local_rank)',
+        'model = DistributedDataParallel(model.to(local_rank), device_ids=[local_rank])',
+        'sampler = DistributedSampler(dataset); loader = DataLoader(dataset, sampler=sampler, ...)',
+      ].join('\n'),
+    },
+    estimatedGain: gainFrom(step, step - expected, `under DDP a step takes about the busiest GPU's compute time ${fmtMs(expected)} (now ${fmtMs(step)})`),
+  });
+};
+
+export const ddpAccumWithoutNoSync: RankRule = (m) => {
+  const s = m.structure;
+  if (!s.ddp || s.accumulationMicroSteps === 0 || s.accumulationMicroStepsWithAllReduce === 0) return null;
+  const step = stepNs(m);
+  const share = s.accumulationMicroStepsWithAllReduce / Math.max(1, s.ddpForwardsPerStep * Math.max(1, m.steps.length));
+  // Collectives of every micro-step but the last are wasted; they cost their exposed time, at least.
+  const saved = (m.comm.exposedNsPerStep + m.comm.commNsPerStep * 0.25) * share;
+  return finding({
+    id: 'ddp-accum-without-no-sync',
+    title: `Gradient accumulation all-reduces on every micro-step (${s.accumulationMicroStepsWithAllReduce} of ${s.accumulationMicroSteps} non-final micro-steps)`,
+    ranks: [m.rank],
+    evidence: [
+      `${s.ddpForwardsPerStep.toFixed(1)} DDP forwards per optimizer step (${s.optimizerStepsPerStep.toFixed(1)} optimizer steps): gradient accumulation`,
+      `an all-reduce ran between consecutive micro-batches ${s.accumulationMicroStepsWithAllReduce} times; only the last micro-batch needs one`,
+      `communication per step ${fmtMs(m.comm.commNsPerStep)}, exposed ${fmtMs(m.comm.exposedNsPerStep)}`,
+    ],
+    data: { microSteps: s.accumulationMicroSteps, microStepsWithAllReduce: s.accumulationMicroStepsWithAllReduce, commNsPerStep: m.comm.commNsPerStep },
+    recommendation: {
+      summary: 'Skip gradient synchronisation on all but the last micro-batch.',
+      code: [
+        'for i, batch in enumerate(micro_batches):',
+        '    ctx = model.no_sync() if i < len(micro_batches) - 1 else contextlib.nullcontext()',
+        '    with ctx:',
+        '        (model(batch) / len(micro_batches)).backward()',
+        'opt.step(); opt.zero_grad(set_to_none=True)',
+      ].join('\n'),
+    },
+    estimatedGain: gainFrom(step, saved, `(exposed ${fmtMs(m.comm.exposedNsPerStep)} + 25% of comm ${fmtMs(m.comm.commNsPerStep)}) x ${fmtPct(share)} redundant micro-steps = ${fmtMs(saved)}`),
+  });
+};
+
+export const smallCommBuckets: RankRule = (m) => {
+  const c = m.comm;
+  const step = stepNs(m);
+  if (c.collectives === 0 || c.medianMessageBytes <= 0 || c.medianMessageBytes >= SMALL_BUCKET_BYTES || c.allReducesPerStep < SMALL_BUCKET_MIN_PER_STEP) return null;
+  const perStepBytes = c.bytes / Math.max(1, m.steps.length);
+  const target = 100 * 1024 * 1024;
+  const fewer = Math.max(1, Math.ceil(perStepBytes / target));
+  const saved = Math.min(c.exposedNsPerStep, Math.max(0, c.allReducesPerStep - fewer) * COLLECTIVE_LATENCY_NS);
+  return finding({
+    id: 'small-comm-buckets',
+    title: `${c.allReducesPerStep.toFixed(0)} small all-reduces per step (median ${fmtBytes(c.medianMessageBytes)})`,
+    ranks: [m.rank],
+    evidence: [
+      `${c.collectives} collectives, median message ${fmtBytes(c.medianMessageBytes)}, ${fmtBytes(perStepBytes)} per step`,
+      `communication ${fmtMs(c.commNsPerStep)} per step, ${fmtMs(c.exposedNsPerStep)} of it not hidden under compute`,
+    ],
+    data: { allReducesPerStep: c.allReducesPerStep, medianMessageBytes: c.medianMessageBytes, exposedNsPerStep: c.exposedNsPerStep },
+    recommendation: {
+      summary: 'Larger gradient buckets mean fewer collectives, each closer to full bandwidth. Also make sure no parameters are excluded from bucketing (find_unused_parameters=False when possible).',
+      code: 'model = DistributedDataParallel(model, device_ids=[local_rank], bucket_cap_mb=100, gradient_as_bucket_view=True)',
+    },
+    estimatedGain: gainFrom(step, saved, `(${c.allReducesPerStep.toFixed(0)} - ${fewer}) collectives x ~${fmtMs(COLLECTIVE_LATENCY_NS)} latency, at most the exposed ${fmtMs(c.exposedNsPerStep)}: ${fmtMs(saved)}`),
+  });
+};
+
+export const commBound: RankRule = (m) => {
+  const c = m.comm;
+  const step = stepNs(m);
+  if (step <= 0 || c.exposedNsPerStep / step < COMM_MIN_EXPOSED_SHARE) return null;
+  return finding({
+    id: 'comm-bound',
+    title: `Communication not hidden by compute: ${fmtPct(c.exposedNsPerStep / step)} of each step`,
+    ranks: [m.rank],
+    evidence: [
+      `collective kernels ${fmtMs(c.commNsPerStep)} per step; ${fmtMs(c.exposedNsPerStep)} run while no compute kernel runs (overlap ${c.overlapShare === null ? 'n/a' : fmtPct(c.overlapShare)})`,
+      `${c.collectives} collectives moving ${fmtBytes(c.bytes)}, median ${fmtBytes(c.medianMessageBytes)}`,
+    ],
+    data: { commNsPerStep: c.commNsPerStep, exposedNsPerStep: c.exposedNsPerStep, overlapShare: c.overlapShare },
+    recommendation: {
+      summary: 'Overlap or shrink communication: more work per all-reduce (larger batch or gradient accumulation with no_sync), bf16 gradient compression, and for FSDP prefetching the next all-gather; check that GPUs talk over NVLink rather than PCIe/Ethernet (nvidia-smi topo -m).',
+      code: [
+        'from torch.distributed.algorithms.ddp_comm_hooks import default_hooks',
+        'model.register_comm_hook(dist.group.WORLD, default_hooks.bf16_compress_hook)',
+        '# FSDP2: fully_shard(block, reshard_after_forward=True); model.set_modules_to_forward_prefetch([...])',
+      ].join('\n'),
+    },
+    estimatedGain: gainFrom(step, c.exposedNsPerStep, `if fully overlapped: step ${fmtMs(step)} - exposed ${fmtMs(c.exposedNsPerStep)} = ${fmtMs(step - c.exposedNsPerStep)} (an upper bound)`),
+  });
+};
+
+/**
+ * Ranks wait for the slowest one at every collective. A collective's transfer
+ * time is its shortest duration across ranks (they all move the same bytes);
+ * what a rank spends beyond that is waiting. The straggler waits least.
+ */
+export const rankImbalance: CrossRankRule = (ranks: TraceMetrics[]) => {
+  if (ranks.length < 2) return null;
+  const maps = ranks.map((r) => new Map(r.collectives.map((c) => [c.key, c.durNs])));
+  const keys = [...maps[0]!.keys()].filter((k) => maps.every((m) => m.has(k)));
+  const waitNs = ranks.map(() => 0);
+  for (const k of keys) {
+    const durs = maps.map((m) => m.get(k)!);
+    const min = Math.min(...durs);
+    durs.forEach((d, i) => {
+      waitNs[i]! += d - min;
+    });
+  }
+  const busy = ranks.map((r) => r.perStep.busyNs - r.perStep.kernelNsByCategory.communication);
+  const steps = ranks.map((r) => Math.max(1, r.steps.length));
+  const waitPerStep = waitNs.map((w, i) => w / steps[i]!);
+  const step = Math.max(...ranks.map(stepNs));
+  const maxBusy = Math.max(...busy);
+  const minBusy = Math.min(...busy);
+  const meanBusy = busy.reduce((a, b) => a + b, 0) / busy.length;
+  const maxWait = Math.max(...waitPerStep);
+  const minWait = Math.min(...waitPerStep);
+  // Balanced ranks wait about equally (jitter goes both ways); imbalance is the difference.
+  const skew = Math.max(maxBusy - minBusy, maxWait - minWait);
+  if (step <= 0 || skew / step < IMBALANCE_MIN_SHARE) return null;
+  const straggler = ranks[busy.indexOf(maxBusy)]!.rank;
+  const saved = Math.max(maxBusy - meanBusy, maxWait - minWait);
+  return finding({
+    id: 'rank-imbalance',
+    title: `Rank ${straggler} is slower: the other ranks wait up to ${fmtMs(maxWait)} per step in collectives`,
+    ranks: ranks.map((r) => r.rank),
+    evidence: [
+      ...ranks.map((r, i) => `rank ${r.rank}: compute ${fmtMs(busy[i]!)} per step, waiting in collectives ${fmtMs(waitPerStep[i]!)} per step, step ${fmtMs(stepNs(r))}`),
+      `${keys.length} collectives matched across ranks by ${keys[0]?.startsWith('order#') ? 'order' : 'process group and sequence number'}`,
+    ],
+    data: { straggler, maxComputeNs: maxBusy, minComputeNs: minBusy, maxWaitNsPerStep: maxWait, matchedCollectives: keys.length },
+    recommendation: {
+      summary: `Find what makes rank ${straggler} slower: uneven batches (variable sequence lengths: bucket or pack them), a slower or throttled GPU (gpuwise smi: clocks, temperature), a busier host, or extra work on one rank (logging, evaluation, checkpointing on rank 0 only).`,
+      code: [
+        '# equalise work per rank, e.g. pack variable-length sequences to a fixed token budget',
+        'if dist.get_rank() == 0: ...   # keep rank-0-only work (logging, eval) out of the timed loop or make it async',
+      ].join('\n'),
+    },
+    estimatedGain: gainFrom(step, saved, `balanced ranks would each take the mean compute ${fmtMs(meanBusy)}; the slowest takes ${fmtMs(maxBusy)}, the longest wait is ${fmtMs(maxWait)}: ${fmtMs(saved)} saved`),
+  });
+};

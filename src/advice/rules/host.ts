@@ -1,0 +1,86 @@
+/** Host-side rules: synchronisations in the loop, launch overhead. */
+import { fmtMs, fmtPct } from '../format.js';
+import { gainFrom } from '../finding.js';
+import { type RankRule, finding, stepNs } from './rule.js';
+
+const SYNC_MIN_SHARE = 0.01;
+const LAUNCH_MIN_SHARE = 0.1;
+/** Kernels shorter than this are cheaper to run than to launch (a launch costs ~5-10 us of CPU). */
+const SHORT_KERNEL_NS = 20_000;
+/** CUDA graphs / torch.compile remove most, not all, host overhead: we count this share of the launch idle as saved. */
+const LAUNCH_RECOVERABLE = 0.7;
+
+export const hostSync: RankRule = (m) => {
+  const step = stepNs(m);
+  const idle = m.perStep.idleByCauseNs.hostSync;
+  if (step <= 0 || idle / step < SYNC_MIN_SHARE) return null;
+  const nSteps = Math.max(1, m.steps.length);
+  const calls = m.examples.syncCalls.filter((c) => c.name !== 'cudaDeviceSynchronize' || c.count > nSteps);
+  const culprits = m.examples.syncOps;
+  // Without the syncs the CPU no longer waits and runs ahead: the step becomes the larger of the
+  // GPU's busy time and the host's own (non-blocked) time.
+  const blocked = m.examples.syncCalls.reduce((a, c) => a + c.totalNs, 0) / nSteps;
+  const busy = m.perStep.busyNs;
+  // Only idle the host could fill by running ahead (post-sync and launch gaps) can be won back.
+  const fillable = idle + m.perStep.idleByCauseNs.launch;
+  const expected = Math.max(busy, step - blocked, step - fillable);
+  return finding({
+    id: 'host-sync',
+    title: `Host synchronisations drain the GPU queue (${fmtMs(idle)} idle per step)`,
+    ranks: [m.rank],
+    evidence: [
+      `GPU idle after the host blocked on the GPU: ${fmtMs(idle)} per step of ${fmtMs(step)} (${fmtPct(idle / step)})`,
+      ...calls.slice(0, 3).map((c) => `${c.name}: ${c.count} calls (${(c.count / nSteps).toFixed(1)} per step), ${fmtMs(c.totalNs)} blocked`),
+      ...culprits.slice(0, 3).map((c) => `${c.name} forced a sync ${c.count} times (${(c.count / nSteps).toFixed(1)} per step), first at t=${(c.firstAtNs / 1e6).toFixed(3)} ms`),
+    ],
+    data: { hostSyncIdleNsPerStep: idle, syncBlockedNsPerStep: blocked, stepNs: step, syncCallsPerStep: calls.reduce((a, c) => a + c.count, 0) / nSteps },
+    recommendation: {
+      summary: 'Keep values on the GPU inside the loop: every .item(), .cpu(), .tolist(), print(tensor), torch.cuda.synchronize() or data-dependent shape (nonzero, boolean masks) waits for all queued work. Log every N steps, and accumulate metrics on the GPU.',
+      code: [
+        'running_loss += loss.detach()          # instead of loss.item() every step',
+        'if step % log_every == 0:',
+        '    print((running_loss / log_every).item()); running_loss.zero_()',
+        '# find hidden syncs: torch.cuda.set_sync_debug_mode("warn")',
+      ].join('\n'),
+    },
+    estimatedGain: gainFrom(
+      step,
+      step - expected,
+      `the host is blocked ${fmtMs(blocked)} per step; without the syncs it runs ahead, so a step takes max(GPU busy ${fmtMs(busy)}, ${fmtMs(step)} - ${fmtMs(blocked)}, ${fmtMs(step)} - fillable idle ${fmtMs(fillable)}) = ${fmtMs(expected)}`,
+    ),
+  });
+};
+
+export const launchBound: RankRule = (m) => {
+  const step = stepNs(m);
+  const idle = m.perStep.idleByCauseNs.launch;
+  const l = m.launch;
+  if (step <= 0 || idle / step < LAUNCH_MIN_SHARE) return null;
+  const manySmall = l.medianKernelNs < SHORT_KERNEL_NS || l.cpuLaunchNs >= 0.5 * l.gpuKernelNs;
+  if (!manySmall) return null;
+  const saved = idle * LAUNCH_RECOVERABLE;
+  return finding({
+    id: 'launch-bound',
+    title: `CPU-bound: the GPU waits for kernel launches ${fmtPct(idle / step)} of each step`,
+    ranks: [m.rank],
+    evidence: [
+      `GPU idle because the next kernel had not been launched yet: ${fmtMs(idle)} per step of ${fmtMs(step)}`,
+      `${l.kernelsPerStep.toFixed(0)} kernels per step, median kernel ${fmtMs(l.medianKernelNs)}; ${fmtPct(l.shorterThanLaunchFraction)} of kernels ran shorter than their launch call`,
+      `CPU time in launch calls ${fmtMs(l.cpuLaunchNs)} vs GPU kernel time ${fmtMs(l.gpuKernelNs)} over the analysed steps; the GPU starts a kernel ${fmtMs(l.medianLaunchToStartNs)} after its launch returns (median)`,
+    ],
+    data: { launchIdleNsPerStep: idle, kernelsPerStep: l.kernelsPerStep, medianKernelNs: l.medianKernelNs, cpuLaunchNs: l.cpuLaunchNs, gpuKernelNs: l.gpuKernelNs },
+    recommendation: {
+      summary: 'Fewer, larger kernels: compile the model (fuses elementwise ops and can capture CUDA graphs), use fused/foreach optimizers, or replay the step as a CUDA graph. A larger batch also amortises the per-kernel cost.',
+      code: [
+        'model = torch.compile(model, mode="reduce-overhead")   # CUDA graphs + fusion',
+        'opt = torch.optim.AdamW(model.parameters(), lr=lr, fused=True)',
+        '# or by hand: g = torch.cuda.CUDAGraph(); with torch.cuda.graph(g): out = model(static_x)',
+      ].join('\n'),
+    },
+    estimatedGain: gainFrom(
+      step,
+      saved,
+      `launch idle ${fmtMs(idle)} x ${LAUNCH_RECOVERABLE} recoverable = ${fmtMs(saved)} saved: step ${fmtMs(step)} -> ${fmtMs(step - saved)}`,
+    ),
+  });
+};

@@ -1,0 +1,40 @@
+/** Renders the analyze report as Markdown for pull-request comments (pure). */
+import { fmtBytes, fmtMs, fmtPct } from '../advice/format.js';
+import { IDLE_CAUSES } from '../trace/metrics/types.js';
+import type { AnalyzeReport } from './analyzeReport.js';
+import { IDLE_LABELS } from './terminal.js';
+
+const ICON = { high: '🔴', medium: '🟠', low: '🔵', info: '⚪' } as const;
+
+function cell(s: string): string {
+  return s.replace(/\|/g, '\\|').replace(/\n/g, ' ');
+}
+
+export function renderMarkdown(r: AnalyzeReport): string {
+  const out: string[] = [];
+  out.push(`## gpuwise analyze: ${r.inputs.map((i) => `\`${i.path.split('/').pop()}\``).join(', ')}`, '');
+  out.push('| rank | GPU | steps | median step | GPU busy | top idle cause |', '|---|---|---|---|---|---|');
+  for (const m of r.metrics.ranks) {
+    const top = IDLE_CAUSES.map((c) => [c, m.perStep.idleByCauseNs[c]] as const).sort((a, b) => b[1] - a[1])[0];
+    const topText = top && top[1] > 0 ? `${IDLE_LABELS[top[0]]} (${fmtMs(top[1])}/step)` : 'none';
+    out.push(`| ${m.rank} | ${cell(m.devices[0]?.name ?? '?')} | ${m.steps.length} | ${fmtMs(m.stepTime.medianNs)} | ${fmtPct(m.gpuBusyShare)} | ${cell(topText)} |`);
+  }
+  out.push('');
+  if (r.findings.length === 0) out.push('No findings.');
+  for (const f of r.findings) {
+    const g = f.estimatedGain;
+    out.push(`### ${ICON[f.severity]} ${f.severity.toUpperCase()}: ${f.title}`);
+    out.push(`\`${f.id}\`${f.ranks.length > 1 ? ` · ranks ${f.ranks.join(', ')}` : ''}${g ? ` · expected ${fmtMs(g.stepTimeNs)} → ${fmtMs(g.expectedStepTimeNs)} per step (−${fmtPct(g.savedFraction)})` : ''}`, '');
+    for (const e of f.evidence) out.push(`- ${e}`);
+    if (g) out.push(`- _estimate_: ${g.arithmetic}`);
+    out.push('', f.recommendation.summary, '', '```python', f.recommendation.code, '```', '');
+  }
+  const mem = r.metrics.ranks.flatMap((m) => m.memory);
+  if (mem.length) {
+    out.push('<details><summary>Memory</summary>', '');
+    for (const x of mem) out.push(`- GPU ${x.device}: peak allocated ${fmtBytes(x.peakAllocatedBytes)}, reserved ${fmtBytes(x.peakReservedBytes)}`);
+    out.push('', '</details>', '');
+  }
+  out.push(`<sub>gpuwise ${r.version}, report schema ${r.schemaVersion}</sub>`);
+  return `${out.join('\n')}\n`;
+}

@@ -1,0 +1,192 @@
+/** analyzeTrace: a TraceModel in, TraceMetrics out. Pure. */
+import { CATEGORY_NAMES, RuntimeKind } from '../kernelClass.js';
+import type { CpuSpan, TraceModel } from '../model.js';
+import { commStats, copyStats, firstPageableH2d, gemmShapeStats, launchStats, median, precisionStats, smEfficiency, topKernels } from './kernels.js';
+import { linkGpuOps } from './link.js';
+import { coveredLen, unionOf } from './intervals.js';
+import { type StepWindow, stepWindows } from './steps.js';
+import { analyseTimeline, emptyCategories, emptyIdle } from './timeline.js';
+import { IDLE_CAUSES, type StepMetrics, type TraceMetrics } from './types.js';
+
+export type { TraceMetrics } from './types.js';
+
+export function analyzeTrace(model: TraceModel): TraceMetrics {
+  const links = linkGpuOps(model);
+  const { windows: allWindows, fromMarkers } = stepWindows(model, links);
+  const timeline = analyseTimeline(model, links, allWindows);
+  // A trailing step without GPU work is the profiler stopping, not a step: drop it.
+  let keep = allWindows.length;
+  while (keep > 1 && timeline.perWindow[keep - 1]!.every((d) => d.busyNs === 0)) keep--;
+  const windows = allWindows.slice(0, keep);
+  const steps: StepMetrics[] = windows.map((w, i) => ({
+    step: w.step,
+    startNs: w.startNs,
+    endNs: w.endNs,
+    durNs: w.endNs - w.startNs,
+    devices: timeline.perWindow[i]!.filter((d) => d.busyNs > 0 || d.kernels > 0),
+  }));
+
+  const nSteps = Math.max(1, steps.length);
+  // Per-step figures are means over steps and over the devices that ran work, so they
+  // compare with the step time itself (DataParallel drives several GPUs from one trace).
+  const perStep = { durNs: 0, busyNs: 0, idleNs: 0, idleByCauseNs: emptyIdle(), kernelNsByCategory: emptyCategories() };
+  let commNs = 0;
+  let exposedNs = 0;
+  let deviceSteps = 0;
+  for (const s of steps) {
+    perStep.durNs += s.durNs / nSteps;
+    deviceSteps += s.devices.length;
+  }
+  const devicesPerStep = deviceSteps / nSteps || 1;
+  const share = 1 / (nSteps * devicesPerStep);
+  for (const s of steps) {
+    for (const d of s.devices) {
+      perStep.busyNs += d.busyNs * share;
+      perStep.idleNs += d.idleNs * share;
+      for (const c of IDLE_CAUSES) perStep.idleByCauseNs[c] += d.idleByCauseNs[c] * share;
+      for (const c of CATEGORY_NAMES) perStep.kernelNsByCategory[c] += d.kernelNsByCategory[c] * share;
+      commNs += d.commNs;
+      exposedNs += d.commExposedNs;
+    }
+  }
+  const durs = steps.map((s) => s.durNs);
+  const memory = model.memoryPeaks.map((p) => ({
+    device: p.device,
+    peakAllocatedBytes: p.allocatedBytes,
+    peakReservedBytes: p.reservedBytes,
+    deviceTotalBytes: model.devices.find((d) => d.id === p.device)?.totalGlobalMemBytes ?? null,
+  }));
+
+  return {
+    rank: model.rank,
+    worldSize: model.worldSize,
+    devices: model.devices.map((d) => ({ id: d.id, name: d.name, totalMemoryBytes: d.totalGlobalMemBytes, computeCapability: `${d.computeMajor}.${d.computeMinor}` })),
+    stepsFromMarkers: fromMarkers,
+    steps,
+    stepTime: {
+      meanNs: durs.length ? durs.reduce((a, b) => a + b, 0) / durs.length : 0,
+      medianNs: median(durs),
+      minNs: durs.length ? Math.min(...durs) : 0,
+      maxNs: durs.length ? Math.max(...durs) : 0,
+    },
+    perStep,
+    gpuBusyShare: perStep.durNs > 0 ? perStep.busyNs / perStep.durNs : 0,
+    smEfficiency: smEfficiency(model, windows),
+    launch: launchStats(model, links, windows),
+    precision: precisionStats(model, links, windows),
+    copies: copyStats(model, windows),
+    gemmShapes: gemmShapeStats(model, links, windows),
+    comm: commStats(model, windows, commNs / nSteps / devicesPerStep, exposedNs / nSteps / devicesPerStep),
+    memory,
+    topKernels: topKernels(model, windows, 15),
+    timeline: timeline.timeline,
+    examples: {
+      syncCalls: syncCalls(model, windows),
+      syncOps: countByName(blockingOps(model), windows).map(({ name, count, first }) => ({ name, count, firstAtNs: first })),
+      dataLoaderWaitNsPerStep: spansIn(model.dataLoader, windows) / nSteps,
+      pageableH2dExample: firstPageableH2d(model, windows),
+    },
+    collectives: collectiveKeys(model, windows),
+    structure: structure(model, windows, links),
+  };
+}
+
+function collectiveKeys(model: TraceModel, windows: StepWindow[]): { key: string; durNs: number }[] {
+  const seen = new Map<string, number>();
+  const out: { key: string; durNs: number }[] = [];
+  const order = model.collectives.filter((c) => within(windows, model.gpu.startNs[c.opIndex]!)).sort((a, b) => model.gpu.startNs[a.opIndex]! - model.gpu.startNs[b.opIndex]!);
+  for (const c of order) {
+    let key: string;
+    if (c.seq !== null) key = `${c.processGroup ?? ''}#${c.seq}#${c.name}`;
+    else {
+      const n = seen.get(c.name) ?? 0;
+      seen.set(c.name, n + 1);
+      key = `order#${n}#${c.name}`;
+    }
+    out.push({ key, durNs: model.gpu.durNs[c.opIndex]! });
+  }
+  return out;
+}
+
+function within(windows: StepWindow[], t: number): boolean {
+  return windows.length > 0 && t >= windows[0]!.startNs && t < windows[windows.length - 1]!.endNs;
+}
+
+function spansIn(spans: CpuSpan[], windows: StepWindow[]): number {
+  let t = 0;
+  for (const s of spans) if (within(windows, s.startNs)) t += s.endNs - s.startNs;
+  return t;
+}
+
+function countByName(spans: CpuSpan[], windows: StepWindow[]): { name: string; count: number; total: number; first: number }[] {
+  const m = new Map<string, { name: string; count: number; total: number; first: number }>();
+  for (const s of spans) {
+    if (!within(windows, s.startNs)) continue;
+    const e = m.get(s.name) ?? { name: s.name, count: 0, total: 0, first: s.startNs };
+    e.count++;
+    e.total += s.endNs - s.startNs;
+    m.set(s.name, e);
+  }
+  return [...m.values()].sort((a, b) => b.total - a.total);
+}
+
+/** Ops such as `aten::item` that really blocked: they contain a synchronising runtime call (on CPU tensors they do not). */
+function blockingOps(model: TraceModel): CpuSpan[] {
+  const { runtime } = model;
+  const syncs: [number, number][] = [];
+  for (let r = 0; r < runtime.count; r++) {
+    if (runtime.kind[r] === RuntimeKind.sync || runtime.kind[r] === RuntimeKind.memcpy) syncs.push([runtime.startNs[r]!, runtime.startNs[r]! + runtime.durNs[r]!]);
+  }
+  const u = unionOf(syncs);
+  return model.syncOps.filter((op) => coveredLen(u, op.startNs, op.endNs) > 0);
+}
+
+function syncCalls(model: TraceModel, windows: StepWindow[]): { name: string; count: number; totalNs: number }[] {
+  const { runtime } = model;
+  const m = new Map<number, { count: number; total: number }>();
+  for (let r = 0; r < runtime.count; r++) {
+    if (runtime.kind[r] !== RuntimeKind.sync || !within(windows, runtime.startNs[r]!)) continue;
+    const e = m.get(runtime.nameId[r]!) ?? { count: 0, total: 0 };
+    e.count++;
+    e.total += runtime.durNs[r]!;
+    m.set(runtime.nameId[r]!, e);
+  }
+  return [...m.entries()].sort((a, b) => b[1].total - a[1].total).map(([id, e]) => ({ name: model.names[id]!, count: e.count, totalNs: e.total }));
+}
+
+function structure(model: TraceModel, windows: StepWindow[], links: ReturnType<typeof linkGpuOps>): TraceMetrics['structure'] {
+  const nSteps = Math.max(1, windows.length);
+  const dpDevices = new Set<number>();
+  for (let i = 0; i < model.gpu.count; i++) dpDevices.add(model.gpu.device[i]!);
+  const ddpForwards = model.ddpForwards.filter((f) => within(windows, f.startNs));
+  const optimizerSteps = model.optimizerSteps.filter((f) => within(windows, f.startNs));
+  // All-reduce launch times: CPU-side collective ops and the launches of NCCL all-reduce kernels.
+  const allReduceTimes: number[] = [];
+  for (const c of model.cpuCollectives) if (/all_?reduce/i.test(c.name)) allReduceTimes.push(c.startNs);
+  for (const c of model.collectives) {
+    if (!/all_?reduce/i.test(c.name)) continue;
+    const r = links.launchOf[c.opIndex]!;
+    if (r >= 0) allReduceTimes.push(model.runtime.startNs[r]!);
+  }
+  allReduceTimes.sort((a, b) => a - b);
+  let micro = 0;
+  let microWithAllReduce = 0;
+  for (const w of model.steps) {
+    const fwd = ddpForwards.filter((f) => f.startNs >= w.startNs && f.startNs < w.endNs);
+    for (let j = 0; j + 1 < fwd.length; j++) {
+      micro++;
+      const lo = fwd[j]!.startNs;
+      const hi = fwd[j + 1]!.startNs;
+      if (allReduceTimes.some((t) => t > lo && t < hi)) microWithAllReduce++;
+    }
+  }
+  return {
+    dataParallel: model.dataParallelForwards.length > 0,
+    dataParallelDevices: model.dataParallelForwards.length > 0 ? dpDevices.size : 0,
+    ddp: ddpForwards.length > 0,
+    ddpForwardsPerStep: ddpForwards.length / nSteps,
+    optimizerStepsPerStep: optimizerSteps.length / nSteps,
+    accumulationMicroStepsWithAllReduce: microWithAllReduce,
+    accumulationMicroSteps: micro,
+  };
+}

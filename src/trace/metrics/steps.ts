@@ -1,0 +1,66 @@
+/**
+ * Step windows. A step starts where its ProfilerStep#N span starts on the CPU
+ * (or where the previous step's GPU work ended, if later) and ends at the later
+ * of its CPU end and the end of the last GPU op launched inside its CPU span:
+ * the CPU runs ahead of the GPU, so a step's kernels often finish after the
+ * CPU has moved on. This is tb_plugin's rule; with it, windows do not overlap
+ * and their sum is the profiled wall time.
+ */
+import type { TraceModel } from '../model.js';
+import type { Links } from './link.js';
+
+export interface StepWindow {
+  step: number;
+  startNs: number;
+  endNs: number;
+}
+
+export function stepWindows(model: TraceModel, links: Links): { windows: StepWindow[]; fromMarkers: boolean } {
+  const { gpu, runtime } = model;
+  const markers = model.steps;
+  if (markers.length === 0) {
+    // No markers: one window over everything the GPU did (or the CPU, if no GPU ops).
+    let lo = Number.POSITIVE_INFINITY;
+    let hi = Number.NEGATIVE_INFINITY;
+    for (let i = 0; i < gpu.count; i++) {
+      lo = Math.min(lo, gpu.startNs[i]!);
+      hi = Math.max(hi, gpu.startNs[i]! + gpu.durNs[i]!);
+    }
+    if (!Number.isFinite(lo)) [lo, hi] = model.cpuRangeNs;
+    return { windows: hi > lo ? [{ step: 0, startNs: lo, endNs: hi }] : [], fromMarkers: false };
+  }
+  // Last GPU end among ops launched inside each step's CPU span.
+  const gpuEnd = markers.map((m) => m.endNs);
+  for (let i = 0; i < gpu.count; i++) {
+    const r = links.launchOf[i]!;
+    const t = r >= 0 ? runtime.startNs[r]! : gpu.startNs[i]!;
+    const s = findStep(markers, t);
+    if (s < 0) continue;
+    const end = gpu.startNs[i]! + gpu.durNs[i]!;
+    if (end > gpuEnd[s]!) gpuEnd[s] = end;
+  }
+  const windows: StepWindow[] = [];
+  let prevEnd = Number.NEGATIVE_INFINITY;
+  for (let s = 0; s < markers.length; s++) {
+    const m = markers[s]!;
+    const start = Math.max(m.startNs, prevEnd);
+    const end = Math.max(gpuEnd[s]!, start);
+    windows.push({ step: m.step, startNs: start, endNs: end });
+    prevEnd = end;
+  }
+  return { windows, fromMarkers: true };
+}
+
+/** Index of the marker whose CPU span contains t (markers sorted, non-overlapping), or -1. */
+function findStep(markers: { startNs: number; endNs: number }[], t: number): number {
+  let lo = 0;
+  let hi = markers.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    const m = markers[mid]!;
+    if (t < m.startNs) hi = mid - 1;
+    else if (t >= m.endNs) lo = mid + 1;
+    else return mid;
+  }
+  return -1;
+}

@@ -1,0 +1,171 @@
+/**
+ * TraceMetrics: the figures computed from one rank's trace. Plain JSON data:
+ * this is what `--json` prints under `ranks[].metrics`, and what the rules in
+ * advice/ read. Every duration is in ns; definitions are in docs/analyze.md.
+ */
+import type { CategoryName } from '../kernelClass.js';
+
+export const IDLE_CAUSES = ['dataloader', 'hostSync', 'h2dCopy', 'communication', 'launch', 'other'] as const;
+export type IdleCause = (typeof IDLE_CAUSES)[number];
+export type IdleByCause = Record<IdleCause, number>;
+export type NsByCategory = Record<CategoryName, number>;
+
+export interface DeviceTime {
+  device: number;
+  /** Union of kernel, memcpy and memset intervals inside the window. */
+  busyNs: number;
+  idleNs: number;
+  idleByCauseNs: IdleByCause;
+  /** Sum of kernel durations by category (overlapping kernels each count). */
+  kernelNsByCategory: NsByCategory;
+  /** Union of communication kernels, and the part of it not hidden under compute kernels. */
+  commNs: number;
+  commExposedNs: number;
+  kernels: number;
+}
+
+export interface StepMetrics {
+  step: number;
+  startNs: number;
+  endNs: number;
+  durNs: number;
+  devices: DeviceTime[];
+}
+
+export interface CopyStats {
+  kind: string;
+  count: number;
+  bytes: number;
+  durNs: number;
+  /** bytes / durNs, in GB/s (1e9 bytes per second). */
+  bandwidthGBs: number;
+}
+
+export interface KernelStat {
+  name: string;
+  category: CategoryName;
+  count: number;
+  totalNs: number;
+  meanNs: number;
+}
+
+export interface LaunchStats {
+  kernels: number;
+  kernelsPerStep: number;
+  medianKernelNs: number;
+  /** Time the CPU spent inside kernel-launch API calls. */
+  cpuLaunchNs: number;
+  /** Sum of kernel durations. */
+  gpuKernelNs: number;
+  /** Median of kernel start minus the end of its launch call: how far the CPU runs ahead. */
+  medianLaunchToStartNs: number;
+  /** Kernels that ran shorter than the CPU call that launched them. */
+  shorterThanLaunchFraction: number;
+}
+
+export interface PrecisionStats {
+  /** Matrix-multiply (GEMM, convolution, attention) kernel time by precision class. */
+  tensorCore16Ns: number;
+  tensorCoreTf32Ns: number;
+  tensorCore8Ns: number;
+  fp32Ns: number;
+  unknownNs: number;
+  /** Tensor-core share of the matmul time whose precision is known (0..1), null when none. */
+  tensorCoreShare: number | null;
+  topFp32Kernels: KernelStat[];
+}
+
+export interface GemmShapeStat {
+  op: string;
+  /** Problem size per call (batch x M x N x K). */
+  batch: number;
+  m: number;
+  n: number;
+  k: number;
+  dtype: string | null;
+  calls: number;
+  gpuNs: number;
+  flopsPerCall: number;
+  /** Achieved TFLOP/s of this shape. */
+  tflops: number;
+  /** The dimensions (M, N or K) that are not a multiple of the tensor-core alignment for the dtype. */
+  misalignedDims: string[];
+}
+
+export interface CommStats {
+  collectives: number;
+  bytes: number;
+  /** Per-step means over devices. */
+  commNsPerStep: number;
+  exposedNsPerStep: number;
+  /** Share of communication time hidden under compute (0..1), null without communication. */
+  overlapShare: number | null;
+  medianMessageBytes: number;
+  allReducesPerStep: number;
+}
+
+export interface MemoryStats {
+  device: number;
+  peakAllocatedBytes: number;
+  peakReservedBytes: number;
+  deviceTotalBytes: number | null;
+}
+
+export interface TimelineBucket {
+  startNs: number;
+  busyShare: number;
+}
+
+export interface TraceMetrics {
+  rank: number;
+  worldSize: number;
+  devices: { id: number; name: string; totalMemoryBytes: number; computeCapability: string }[];
+  /** Whether steps came from ProfilerStep#N markers (false: the whole trace is one window). */
+  stepsFromMarkers: boolean;
+  steps: StepMetrics[];
+  stepTime: { meanNs: number; medianNs: number; minNs: number; maxNs: number };
+  /** Means per step over the analysed steps and over the devices that ran work (one GPU's view of a step). */
+  perStep: {
+    durNs: number;
+    busyNs: number;
+    idleNs: number;
+    idleByCauseNs: IdleByCause;
+    kernelNsByCategory: NsByCategory;
+  };
+  /** perStep.busyNs / perStep.durNs (0..1). */
+  gpuBusyShare: number;
+  /** tb_plugin-style estimate: duration-weighted min(1, blocks per SM) over kernels (0..1), null if unknown. */
+  smEfficiency: number | null;
+  launch: LaunchStats;
+  precision: PrecisionStats;
+  copies: CopyStats[];
+  gemmShapes: GemmShapeStat[];
+  comm: CommStats;
+  memory: MemoryStats[];
+  topKernels: KernelStat[];
+  /** Busy share over time for the first device with kernels (for charts). */
+  timeline: TimelineBucket[];
+  /** Dataloader waits, sync calls, etc. with examples for evidence. */
+  examples: {
+    syncCalls: { name: string; count: number; totalNs: number }[];
+    syncOps: { name: string; count: number; firstAtNs: number }[];
+    dataLoaderWaitNsPerStep: number;
+    pageableH2dExample: { name: string; atNs: number; bytes: number; durNs: number } | null;
+  };
+  /**
+   * Collectives keyed for matching across ranks: process group and NCCL sequence
+   * number when the trace has them, else the collective's order of appearance.
+   */
+  collectives: { key: string; durNs: number }[];
+  /** Structure facts the rules read. */
+  structure: {
+    dataParallel: boolean;
+    dataParallelDevices: number;
+    ddp: boolean;
+    ddpForwardsPerStep: number;
+    optimizerStepsPerStep: number;
+    /** Micro-steps (forwards) followed by an all-reduce before the next forward, among those that were not the last of their step. */
+    accumulationMicroStepsWithAllReduce: number;
+    accumulationMicroSteps: number;
+  };
+}

@@ -1,0 +1,26 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { loadTrace } from '../../src/io/loadTrace.js';
+import { analyzeTrace } from '../../src/trace/metrics/index.js';
+import type { TraceMetrics } from '../../src/trace/metrics/types.js';
+
+export const TRACES = fileURLToPath(new URL('../../examples/traces/', import.meta.url));
+
+export function tracePath(name: string): string {
+  return name.startsWith('ddp_gpt2') ? `${TRACES}ddp_gpt2/${name}.trace.json.gz` : `${TRACES}${name}.trace.json.gz`;
+}
+
+export function meta(name: string): { nvml_util_mean: number; items_per_s: number; peak_reserved: number; peak_alloc: number } {
+  const p = name.startsWith('ddp_gpt2') ? `${TRACES}ddp_gpt2/${name}.meta.json` : `${TRACES}${name}.meta.json`;
+  return JSON.parse(readFileSync(p, 'utf8'));
+}
+
+const cache = new Map<string, Promise<TraceMetrics>>();
+export function metricsOf(name: string): Promise<TraceMetrics> {
+  let p = cache.get(name);
+  if (!p) {
+    p = loadTrace(tracePath(name)).then(analyzeTrace);
+    cache.set(name, p);
+  }
+  return p;
+}
