@@ -13,6 +13,11 @@ type Command = { summary: string; load: () => Promise<{ run(argv: string[]): Pro
 
 const COMMANDS: Record<string, Command> = {
   analyze: { summary: 'diagnose torch.profiler traces (one GPU or many ranks)', load: () => import('./analyze.js') },
+  smi: { summary: 'one snapshot of the GPUs and their processes (table or JSON)', load: () => import('./smi.js') },
+  monitor: { summary: 'live GPU and process view in the terminal, or an NDJSON stream', load: () => import('./monitor.js') },
+  select: { summary: 'pick the N best GPUs: print CUDA_VISIBLE_DEVICES or run a command with it', load: () => import('./select.js') },
+  record: { summary: 'record GPU samples into a SQLite file, optionally for the life of a command', load: () => import('./record.js') },
+  exporter: { summary: 'Prometheus endpoint with dcgm-exporter metric names, plus per-process metrics', load: () => import('./exporter.js') },
 };
 
 function help(): string {
