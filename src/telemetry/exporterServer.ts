@@ -56,7 +56,6 @@ export async function startExporter(o: ExporterOptions): Promise<Exporter> {
     await takeSample();
     if (!stopped) timer = setTimeout(loop, Math.max(0, o.intervalMs - (Date.now() - start)));
   };
-  timer = setTimeout(loop, o.intervalMs);
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (req.method !== 'GET' && req.method !== 'HEAD') {
@@ -100,6 +99,7 @@ export async function startExporter(o: ExporterOptions): Promise<Exporter> {
     server.once('error', reject);
     server.listen(o.port, o.host, () => resolve());
   });
+  timer = setTimeout(loop, o.intervalMs); // only once listening: a failed start leaves nothing running
   const addr = server.address() as AddressInfo;
   const hostForUrl = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
   return {
