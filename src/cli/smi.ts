@@ -28,8 +28,8 @@ function out(s: string): void {
   process.stdout.write(s);
 }
 
-async function bench(n: number): Promise<number> {
-  const sampler = await openLive();
+async function bench(n: number, procfs: boolean): Promise<number> {
+  const sampler = await openLive({ procfs });
   try {
     await sampler.sample(); // first sample opens /proc caches and NVML state
     const cpu0 = process.cpuUsage();
@@ -43,6 +43,7 @@ async function bench(n: number): Promise<number> {
       `${JSON.stringify({
         schemaVersion: 1,
         source: sampler.source.kind,
+        procfs,
         samples: n,
         gpus: last.gpus.length,
         processesPerSample: procs / n,
@@ -120,7 +121,7 @@ export async function run(argv: string[]): Promise<number> {
   if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals[0]}' (files go after --from or --replay)`);
   if (values.from && values.replay) throw new UsageError('--from and --replay exclude each other');
   if (values.at !== undefined && !values.replay) throw new UsageError('--at needs --replay');
-  if (values.bench !== undefined) return bench(parseCount(values.bench, '--bench', 1));
+  if (values.bench !== undefined) return bench(parseCount(values.bench, '--bench', 1), !values['no-procfs']);
   if (values.replay) return replay(values.replay, values.at, values.json);
   let snapshot: Snapshot;
   if (values.from) snapshot = readSmiFiles(values.from);

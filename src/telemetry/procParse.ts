@@ -7,6 +7,8 @@ export interface ProcStat {
   comm: string;
   /** utime + stime, in clock ticks. */
   cpuTicks: number;
+  /** Resident set size in pages (field 24). */
+  rssPages: number;
 }
 
 /** /proc/PID/stat. The command name may contain spaces and parentheses, so fields are counted after the last ')'. */
@@ -21,8 +23,9 @@ export function parseProcStat(text: string): ProcStat | null {
   // fields[0] is field 3 (state); utime is field 14, stime field 15.
   const utime = Number(fields[11]);
   const stime = Number(fields[12]);
+  const rssPages = Number(fields[21]);
   if (!Number.isFinite(utime) || !Number.isFinite(stime)) return null;
-  return { comm: text.slice(open + 1, close), cpuTicks: utime + stime };
+  return { comm: text.slice(open + 1, close), cpuTicks: utime + stime, rssPages: Number.isFinite(rssPages) ? rssPages : 0 };
 }
 
 export interface ProcStatus {

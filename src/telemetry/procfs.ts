@@ -1,7 +1,9 @@
 /**
  * Host-side process details from /proc (shell): user, command line, CPU percent, RSS and the
- * torchrun/Slurm environment. Static details (user, command, environment) are read once per pid;
- * CPU and RSS every sample. A GPU process with no /proc entry lives in another pid namespace
+ * torchrun/Slurm environment. Static details (user, command, environment, and the page size from
+ * comparing VmRSS with stat's rss) are read once per pid; afterwards one read of /proc/PID/stat per
+ * sample gives CPU and RSS. A pid found missing is remembered while NVML keeps listing it, so hidden
+ * processes cost nothing per sample. A GPU process with no /proc entry lives in another pid namespace
  * (gpuwise runs in a container without --pid=host): it keeps its GPU figures and a note says why
  * host details are missing.
  */
@@ -16,6 +18,7 @@ interface PidCache {
   env: ReturnType<typeof parseJobEnv> | null;
   lastTicks: number | null;
   lastMs: number;
+  hidden: boolean;
 }
 
 function readOrNull(path: string): string | null {
@@ -29,6 +32,7 @@ function readOrNull(path: string): string | null {
 export class ProcReader {
   private readonly cache = new Map<number, PidCache>();
   private users: Map<number, string> | null = null;
+  private pageBytes = 4096;
 
   constructor(private readonly procRoot = '/proc') {}
 
@@ -46,16 +50,23 @@ export class ProcReader {
     for (const g of snapshot.gpus)
       for (const p of g.processes) {
         const dir = `${this.procRoot}/${p.pid}`;
-        const statText = readOrNull(`${dir}/stat`);
-        if (statText === null) {
+        let c = this.cache.get(p.pid);
+        if (c?.hidden) {
+          seen.add(p.pid);
           hidden++;
           continue;
         }
+        const statText = readOrNull(`${dir}/stat`);
         seen.add(p.pid);
+        if (statText === null) {
+          hidden++;
+          this.cache.set(p.pid, { user: null, command: null, comm: null, env: null, lastTicks: null, lastMs: nowMs, hidden: true });
+          continue;
+        }
         const stat = parseProcStat(statText);
-        const status = parseProcStatus(readOrNull(`${dir}/status`) ?? '');
-        let c = this.cache.get(p.pid);
         if (c === undefined) {
+          const status = parseProcStatus(readOrNull(`${dir}/status`) ?? '');
+          if (status.rssBytes !== null && stat !== null && stat.rssPages > 0) this.pageBytes = Math.round(status.rssBytes / stat.rssPages / 1024) * 1024 || 4096;
           const environ = readOrNull(`${dir}/environ`); // only the owner (or root) may read it
           c = {
             user: this.userName(status.uid),
@@ -64,13 +75,14 @@ export class ProcReader {
             env: environ === null ? null : parseJobEnv(environ),
             lastTicks: null,
             lastMs: nowMs,
+            hidden: false,
           };
           this.cache.set(p.pid, c);
         }
         p.user = c.user;
         p.command = c.command;
         p.name = p.name ?? c.comm;
-        p.rssBytes = status.rssBytes;
+        p.rssBytes = stat === null ? null : stat.rssPages * this.pageBytes;
         if (stat !== null) {
           // Two rows of the same pid (two GPUs) in one sample share the previous reading.
           if (c.lastTicks !== null && c.lastMs < nowMs) p.cpuPercent = cpuPercent(c.lastTicks, c.lastMs, stat.cpuTicks, nowMs);

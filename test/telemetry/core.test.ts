@@ -196,7 +196,7 @@ describe('terminal rendering', () => {
 describe('/proc parsing', () => {
   it('reads stat with spaces and parentheses in the name', () => {
     const stat = '1234 (pt_main (x) y) S 1 1234 1234 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 12 0 999 1000 100 18446744073709551615';
-    expect(parseProcStat(stat)).toEqual({ comm: 'pt_main (x) y', cpuTicks: 300 });
+    expect(parseProcStat(stat)).toEqual({ comm: 'pt_main (x) y', cpuTicks: 300, rssPages: 100 });
     expect(parseProcStat('garbage')).toBeNull();
   });
   it('reads status, cmdline, environ and passwd', () => {
