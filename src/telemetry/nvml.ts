@@ -87,6 +87,7 @@ export class NvmlSource {
   private readonly temp = new Uint8Array(TEMPERATURE_V1_SIZE);
   private readonly fields = new Uint8Array(FIELD_VALUE_SIZE * 4);
   private closed = false;
+  private readonly reasonCache = new Map<bigint, string[]>();
 
   private constructor(
     private readonly koffi: Koffi,
@@ -246,6 +247,16 @@ export class NvmlSource {
     return this.ok(this.call(name, ...args, this.u64)) ? this.u64[0]! : null;
   }
 
+  /** Reasons change rarely: decode each distinct mask once. */
+  private reasonNames(mask: bigint): string[] {
+    let names = this.reasonCache.get(mask);
+    if (names === undefined) {
+      names = decodeClockEventReasons(mask);
+      if (this.reasonCache.size < 256) this.reasonCache.set(mask, names);
+    }
+    return [...names];
+  }
+
   private readMemory(d: DeviceState, g: GpuSample): void {
     this.memView.setUint32(0, MEMORY_V2_VERSION, true);
     let m = this.ok(this.call('nvmlDeviceGetMemoryInfo_v2', d.handle, this.mem)) ? decodeMemoryV2(this.memView) : null;
@@ -383,7 +394,7 @@ export class NvmlSource {
     try {
       const h = d.handle;
       this.readMemory(d, g);
-      const util = new Uint32Array(2);
+      const util = this.u32;
       if (this.ok(this.call('nvmlDeviceGetUtilizationRates', h, util))) {
         g.utilizationGpuPercent = util[0]!;
         g.utilizationMemoryPercent = util[1]!;
@@ -398,7 +409,7 @@ export class NvmlSource {
       g.memoryClockMhz = this.u32Of('nvmlDeviceGetClockInfo', h, CLOCK_MEM);
       let reasons = this.u64Of('nvmlDeviceGetCurrentClocksEventReasons', h);
       if (reasons === null && !this.f.nvmlDeviceGetCurrentClocksEventReasons) reasons = this.u64Of('nvmlDeviceGetCurrentClocksThrottleReasons', h);
-      g.clocksEventReasons = reasons === null ? null : decodeClockEventReasons(reasons);
+      g.clocksEventReasons = reasons === null ? null : this.reasonNames(reasons);
       if (nowMs - d.lastSlowMs >= this.slowIntervalMs) this.readSlow(d, nowMs);
       Object.assign(g, d.slow);
       g.processes = this.readProcesses(d, nowMs);
