@@ -19,7 +19,7 @@ import {
   decodeFieldValues,
   decodeMemoryV1,
   decodeMemoryV2,
-  decodeProcessInfos,
+  decodeProcessInfosChecked,
   decodeProcessUtilSamples,
   ECC_CORRECTED,
   ECC_UNCORRECTED,
@@ -76,7 +76,7 @@ export class NvmlSource {
   private readonly f: Record<string, Fn | null> = {};
   private readonly devices: DeviceState[] = [];
   private readonly slowIntervalMs: number;
-  private readonly procStructSize: number;
+  private procStructSize: number;
   readonly driverVersion: string | null;
   readonly cudaVersion: string | null;
   // Reused buffers: one sample allocates nothing on the NVML side.
@@ -221,7 +221,7 @@ export class NvmlSource {
       slow: {},
       pcie: { tx: null, rx: null },
       procCapacity: 16,
-      procBuf: new Uint8Array(16 * 32),
+      procBuf: new Uint8Array(16 * 32), // room for the 32-byte layout too
       utilCapacity: 80,
       utilBuf: new Uint8Array(80 * 32),
     };
@@ -330,11 +330,16 @@ export class NvmlSource {
       const rc = this.call(fn, d.handle, count, d.procBuf);
       if (rc === NVML.INSUFFICIENT_SIZE) {
         d.procCapacity = count[0]! * 2 + 5;
-        d.procBuf = new Uint8Array(d.procCapacity * this.procStructSize);
+        d.procBuf = new Uint8Array(d.procCapacity * 32); // room for either layout
         continue;
       }
       if (!this.ok(rc)) return null;
-      return decodeProcessInfos(new DataView(d.procBuf.buffer), count[0]!, this.procStructSize);
+      const got = decodeProcessInfosChecked(new DataView(d.procBuf.buffer), count[0]!, this.procStructSize);
+      if (got.structSize !== this.procStructSize) {
+        this.procStructSize = got.structSize;
+        d.procBuf = new Uint8Array(d.procCapacity * Math.max(24, this.procStructSize) + 64);
+      }
+      return got.processes;
     }
     return null;
   }

@@ -83,6 +83,23 @@ export function decodeProcessInfos(v: DataView, count: number, structSize: numbe
   return out;
 }
 
+const PID_MAX = 4_194_304; // Linux PID_MAX_LIMIT
+
+/**
+ * Decodes with the preferred struct size, but if that yields an impossible pid (0 or above Linux's
+ * limit) while the other known size (24 or 32) does not, uses the other: a wrong layout guess on an
+ * unusual driver then costs nothing instead of scrambling the process list (nvitop#75, gpustat#161).
+ * Returns the size that decoded, so the caller can keep it.
+ */
+export function decodeProcessInfosChecked(v: DataView, count: number, preferred: number): { processes: NvmlProcess[]; structSize: number } {
+  const plausible = (ps: NvmlProcess[]) => ps.length === count && ps.every((p) => p.pid > 0 && p.pid <= PID_MAX);
+  const first = decodeProcessInfos(v, count, preferred);
+  if (count < 2 || plausible(first)) return { processes: first, structSize: preferred };
+  const otherSize = preferred === 24 ? 32 : 24;
+  const other = decodeProcessInfos(v, count, otherSize);
+  return plausible(other) ? { processes: other, structSize: otherSize } : { processes: first, structSize: preferred };
+}
+
 export interface ProcessUtilSample {
   pid: number;
   timeStampUs: number;

@@ -256,3 +256,44 @@ describe('parsers never fail unclearly', () => {
     );
   });
 });
+
+describe('NVML struct decoding', () => {
+  it('decodes memory v2, field values and falls back to the other process-info layout when pids are impossible', async () => {
+    const { decodeMemoryV2, decodeFieldValues, decodeProcessInfosChecked, MEMORY_V2_VERSION, counterRate } = await import('../../src/telemetry/nvmlStructs.js');
+    expect(MEMORY_V2_VERSION).toBe(0x02000028);
+    const m = new DataView(new ArrayBuffer(40));
+    m.setBigUint64(8, 150754820096n, true);
+    m.setBigUint64(16, 644939776n, true);
+    m.setBigUint64(24, 143047852032n, true);
+    m.setBigUint64(32, 0xffffffffffffffffn, true);
+    // Values nvml-from-node.busy.txt read on the H200 host; used = NVML_VALUE_NOT_AVAILABLE here.
+    expect(decodeMemoryV2(m)).toEqual({ totalBytes: 150754820096, reservedBytes: 644939776, freeBytes: 143047852032, usedBytes: null });
+    const fv = new DataView(new ArrayBuffer(80));
+    fv.setUint32(0, 197, true);
+    fv.setBigInt64(8, 5_000_000n, true);
+    fv.setInt32(24, 3, true);
+    fv.setBigUint64(32, 123456789n, true);
+    fv.setUint32(40, 82, true);
+    fv.setInt32(64, 1, true);
+    fv.setInt32(68, 3, true); // NOT_SUPPORTED
+    expect(decodeFieldValues(fv, 2)).toEqual([
+      { fieldId: 197, timestampUs: 5_000_000, nvmlReturn: 0, value: 123456789 },
+      { fieldId: 82, timestampUs: 0, nvmlReturn: 3, value: null },
+    ]);
+    expect(counterRate({ value: 100, timeUs: 0 }, 2100, 1_000_000)).toBe(2000);
+    expect(counterRate({ value: 100, timeUs: 0 }, 50, 1_000_000)).toBeNull(); // wrapped
+    // Three processes written with the 32-byte layout, read by a caller that expected 24.
+    const buf = new DataView(new ArrayBuffer(32 * 3));
+    [620, 621, 700].forEach((pid, i) => {
+      buf.setUint32(i * 32, pid, true);
+      buf.setBigUint64(i * 32 + 8, BigInt((i + 1) * 2 ** 20), true);
+    });
+    const got = decodeProcessInfosChecked(buf, 3, 24);
+    expect(got.structSize).toBe(32);
+    expect(got.processes.map((p) => [p.pid, p.usedMemoryBytes])).toEqual([
+      [620, 2 ** 20],
+      [621, 2 * 2 ** 20],
+      [700, 3 * 2 ** 20],
+    ]);
+  });
+});
