@@ -51,14 +51,20 @@ try {
   }
   // 2. The same question asked of nvidia-smi: one process per sample.
   if (smiPresent) {
-    const fields = 'index,uuid,name,pci.bus_id,driver_version,memory.total,memory.reserved,memory.used,memory.free,utilization.gpu,utilization.memory,power.draw,power.limit,temperature.gpu,clocks.current.sm,clocks.current.memory,clocks.max.sm,pcie.link.gen.current,pcie.link.width.current,compute_mode,mig.mode.current,ecc.errors.uncorrected.volatile.total';
+    const fields =
+      'index,uuid,name,pci.bus_id,driver_version,memory.total,memory.reserved,memory.used,memory.free,utilization.gpu,utilization.memory,power.draw,power.limit,temperature.gpu,clocks.current.sm,clocks.current.memory,clocks.max.sm,pcie.link.gen.current,pcie.link.width.current,compute_mode,mig.mode.current,ecc.errors.uncorrected.volatile.total';
     const cpu0 = childCpuSeconds();
     const walls = [];
     const N = 20;
     for (let i = 0; i < N; i++) walls.push((await run('nvidia-smi', [`--query-gpu=${fields}`, '--format=csv,noheader,nounits'])).wallMs);
     const cpu = childCpuSeconds() - cpu0;
     walls.sort((a, b) => a - b);
-    results.nvidiaSmiQueryGpu = { calls: N, wallMsMedian: percentile(walls, 0.5), cpuMsPerCall: (cpu * 1000) / N, note: 'CPU of nvidia-smi processes (100 Hz tick resolution)' };
+    results.nvidiaSmiQueryGpu = {
+      calls: N,
+      wallMsMedian: percentile(walls, 0.5),
+      cpuMsPerCall: (cpu * 1000) / N,
+      note: 'CPU of nvidia-smi processes (100 Hz tick resolution)',
+    };
   }
   // 3. monitor at 10 Hz: CPU of 100 extra samples, start-up cost subtracted.
   const c0 = childCpuSeconds();
@@ -69,7 +75,13 @@ try {
   if (one.code !== 0 || many.code !== 0) throw new Error(`monitor failed: ${one.stderr}${many.stderr}`);
   const extraCpu = c2 - c1 - (c1 - c0);
   const extraWall = (many.wallMs - one.wallMs) / 1000;
-  results.monitor10Hz = { samples: 100, cpuSeconds: extraCpu, wallSeconds: extraWall, percentOfOneCore: (100 * extraCpu) / extraWall, output: 'NDJSON to a pipe' };
+  results.monitor10Hz = {
+    samples: 100,
+    cpuSeconds: extraCpu,
+    wallSeconds: extraWall,
+    percentOfOneCore: (100 * extraCpu) / extraWall,
+    output: 'NDJSON to a pipe',
+  };
   // 4. Exporter: scrape latency while sampling every 100 ms.
   const ex = await startExporterProcess(['--interval', '100ms']);
   try {
@@ -98,9 +110,15 @@ writeFileSync(join(outDir, 'bench.json'), `${JSON.stringify(results, null, 2)}\n
 const s = results.sampleWithProcfs;
 const f = (v, d = 1) => (v === null || v === undefined ? '-' : v.toFixed(d));
 console.log(`GPUs ${s.gpus}, processes per sample ${f(s.processesPerSample, 0)} (load: ${load.procs.length > 0 ? 'on' : load.reason})`);
-console.log(`gpuwise CPU per sample, NVML + /proc: ${f(s.cpuUsPerSample)} us (${f(s.cpuUsPerSample / Math.max(1, s.gpus))} us per GPU); NVML only: ${f(results.sampleNvmlOnly.cpuUsPerSample)} us`);
+console.log(
+  `gpuwise CPU per sample, NVML + /proc: ${f(s.cpuUsPerSample)} us (${f(s.cpuUsPerSample / Math.max(1, s.gpus))} us per GPU); NVML only: ${f(results.sampleNvmlOnly.cpuUsPerSample)} us`,
+);
 if (results.nvidiaSmiQueryGpu)
-  console.log(`nvidia-smi --query-gpu per call: ${f(results.nvidiaSmiQueryGpu.wallMsMedian)} ms wall, ${f(results.nvidiaSmiQueryGpu.cpuMsPerCall)} ms CPU`);
+  console.log(
+    `nvidia-smi --query-gpu per call: ${f(results.nvidiaSmiQueryGpu.wallMsMedian)} ms wall, ${f(results.nvidiaSmiQueryGpu.cpuMsPerCall)} ms CPU`,
+  );
 console.log(`monitor at 10 Hz: ${f(results.monitor10Hz.percentOfOneCore, 2)} % of one core`);
 const e = results.exporterScrape;
-console.log(`exporter scrape (sampling every 100 ms): p50 ${f(e.sequential.p50Ms, 2)} ms, p99 ${f(e.sequential.p99Ms, 2)} ms; 20 concurrent: p99 ${f(e.concurrent20.p99Ms, 2)} ms`);
+console.log(
+  `exporter scrape (sampling every 100 ms): p50 ${f(e.sequential.p50Ms, 2)} ms, p99 ${f(e.sequential.p99Ms, 2)} ms; 20 concurrent: p99 ${f(e.concurrent20.p99Ms, 2)} ms`,
+);

@@ -47,7 +47,14 @@ export async function startLoad(nGpus, seconds, gib = 2) {
   const procs = [];
   for (let i = 0; i < nGpus; i++) {
     const child = spawn('python3', [join(ROOT, 'bench/telemetry/gpu_load.py'), '--seconds', String(seconds), '--gib', String(gib)], {
-      env: { ...process.env, CUDA_VISIBLE_DEVICES: String(i), RANK: String(i), LOCAL_RANK: String(i), WORLD_SIZE: String(nGpus), SLURM_JOB_ID: 'gpuwise-check' },
+      env: {
+        ...process.env,
+        CUDA_VISIBLE_DEVICES: String(i),
+        RANK: String(i),
+        LOCAL_RANK: String(i),
+        WORLD_SIZE: String(nGpus),
+        SLURM_JOB_ID: 'gpuwise-check',
+      },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     procs.push({ gpu: i, pid: child.pid, child });
@@ -84,7 +91,10 @@ export function percentile(sorted, q) {
 /** Starts `gpuwise exporter --port 0`; resolves { url, child } once it serves. */
 export function startExporterProcess(args = [], env = {}) {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [GPUWISE, 'exporter', '--port', '0', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, [GPUWISE, 'exporter', '--port', '0', ...args], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let err = '';
     child.stderr.on('data', (d) => {
       err += d;

@@ -64,7 +64,18 @@ async function main() {
   raw.load = { pids: load.procs.map((p) => ({ gpu: p.gpu, pid: p.pid })), reason: load.reason };
   if (load.procs.length > 0) await new Promise((r) => setTimeout(r, 3000)); // utilisation settles
   try {
-    const fields = ['index', 'uuid', 'pci.bus_id', 'memory.total', 'memory.reserved', 'memory.used', 'memory.free', 'utilization.gpu', 'power.draw', 'temperature.gpu'];
+    const fields = [
+      'index',
+      'uuid',
+      'pci.bus_id',
+      'memory.total',
+      'memory.reserved',
+      'memory.used',
+      'memory.free',
+      'utilization.gpu',
+      'power.draw',
+      'temperature.gpu',
+    ];
     // Three rounds of gpuwise -> nvidia-smi -> gpuwise; nvidia-smi must agree with one of the two readings around it.
     for (let round = 0; round < 3; round++) {
       const a = await gwSnapshot();
@@ -84,7 +95,11 @@ async function main() {
           continue;
         }
         check(`${tag} GPU ${i}: uuid`, ga.uuid === row.uuid, `${ga.uuid} vs ${row.uuid}`);
-        check(`${tag} GPU ${i}: pci bus id`, ga.pciBusId?.toLowerCase() === row['pci.bus_id'].toLowerCase(), `${ga.pciBusId} vs ${row['pci.bus_id']}`);
+        check(
+          `${tag} GPU ${i}: pci bus id`,
+          ga.pciBusId?.toLowerCase() === row['pci.bus_id'].toLowerCase(),
+          `${ga.pciBusId} vs ${row['pci.bus_id']}`,
+        );
         for (const [f, key] of [
           ['memory.total', 'memoryTotalBytes'],
           ['memory.reserved', 'memoryReservedBytes'],
@@ -92,17 +107,33 @@ async function main() {
           ['memory.free', 'memoryFreeBytes'],
         ]) {
           const mib = Number(row[f]);
-          check(`${tag} GPU ${i}: ${f} exact`, sameMiB(mib, ga[key]) || sameMiB(mib, gb[key]), `nvidia-smi ${mib} MiB, gpuwise ${ga[key] / MIB} / ${gb[key] / MIB} MiB`);
+          check(
+            `${tag} GPU ${i}: ${f} exact`,
+            sameMiB(mib, ga[key]) || sameMiB(mib, gb[key]),
+            `nvidia-smi ${mib} MiB, gpuwise ${ga[key] / MIB} / ${gb[key] / MIB} MiB`,
+          );
         }
         const u = Number(row['utilization.gpu']);
         const lo = Math.min(ga.utilizationGpuPercent, gb.utilizationGpuPercent) - 10;
         const hi = Math.max(ga.utilizationGpuPercent, gb.utilizationGpuPercent) + 10;
-        check(`${tag} GPU ${i}: utilization.gpu within 10 points`, u >= lo && u <= hi, `nvidia-smi ${u}%, gpuwise ${ga.utilizationGpuPercent}% / ${gb.utilizationGpuPercent}%`);
+        check(
+          `${tag} GPU ${i}: utilization.gpu within 10 points`,
+          u >= lo && u <= hi,
+          `nvidia-smi ${u}%, gpuwise ${ga.utilizationGpuPercent}% / ${gb.utilizationGpuPercent}%`,
+        );
         const p = Number(row['power.draw']);
         const pLo = Math.min(ga.powerWatts, gb.powerWatts) * 0.85;
         const pHi = Math.max(ga.powerWatts, gb.powerWatts) * 1.15;
-        check(`${tag} GPU ${i}: power.draw within 15 %`, p >= pLo && p <= pHi, `nvidia-smi ${p} W, gpuwise ${ga.powerWatts} / ${gb.powerWatts} W`);
-        check(`${tag} GPU ${i}: temperature within 3 C`, Math.abs(Number(row['temperature.gpu']) - ga.temperatureC) <= 3, `${row['temperature.gpu']} vs ${ga.temperatureC}`);
+        check(
+          `${tag} GPU ${i}: power.draw within 15 %`,
+          p >= pLo && p <= pHi,
+          `nvidia-smi ${p} W, gpuwise ${ga.powerWatts} / ${gb.powerWatts} W`,
+        );
+        check(
+          `${tag} GPU ${i}: temperature within 3 C`,
+          Math.abs(Number(row['temperature.gpu']) - ga.temperatureC) <= 3,
+          `${row['temperature.gpu']} vs ${ga.temperatureC}`,
+        );
         // Processes: every compute app nvidia-smi lists is in gpuwise with the same memory.
         const mine = apps.filter((x) => x.gpu_uuid === row.uuid);
         for (const app of mine) {
@@ -115,13 +146,19 @@ async function main() {
               `${tag} GPU ${i}: process ${app.pid} memory exact`,
               na
                 ? (pa ?? pb).usedMemoryBytes === null
-                : sameMiB(Number(app.used_gpu_memory), (pa ?? pb).usedMemoryBytes) || sameMiB(Number(app.used_gpu_memory), (pb ?? pa).usedMemoryBytes),
+                : sameMiB(Number(app.used_gpu_memory), (pa ?? pb).usedMemoryBytes) ||
+                    sameMiB(Number(app.used_gpu_memory), (pb ?? pa).usedMemoryBytes),
               `nvidia-smi ${app.used_gpu_memory} MiB, gpuwise ${(pa ?? pb).usedMemoryBytes / MIB} MiB`,
             );
         }
         // A compute process in both gpuwise readings that nvidia-smi does not list is a mismatch.
         const stray = ga.processes
-          .filter((x) => (x.type === 'C' || x.type === 'C+G') && !mine.some((m) => Number(m.pid) === x.pid) && gb.processes.some((y) => y.pid === x.pid))
+          .filter(
+            (x) =>
+              (x.type === 'C' || x.type === 'C+G') &&
+              !mine.some((m) => Number(m.pid) === x.pid) &&
+              gb.processes.some((y) => y.pid === x.pid),
+          )
           .map((x) => x.pid);
         check(`${tag} GPU ${i}: no compute process that nvidia-smi does not list`, stray.length === 0, stray.join(','));
       }
@@ -135,8 +172,16 @@ async function main() {
       check(`load on GPU ${lp.gpu}: pid ${lp.pid} found`, p);
       if (!p) continue;
       check(`load on GPU ${lp.gpu}: command and user`, p.command?.includes('gpu_load.py') && p.user, `${p.user} ${p.command}`);
-      check(`load on GPU ${lp.gpu}: rank/world size/job from its environment`, p.rank === lp.gpu && p.worldSize === n && p.slurmJobId === 'gpuwise-check', JSON.stringify([p.rank, p.localRank, p.worldSize, p.slurmJobId]));
-      check(`load on GPU ${lp.gpu}: per-process SM utilisation read`, p.smUtilPercent !== null && p.smUtilPercent > 0, `${p.smUtilPercent}%`);
+      check(
+        `load on GPU ${lp.gpu}: rank/world size/job from its environment`,
+        p.rank === lp.gpu && p.worldSize === n && p.slurmJobId === 'gpuwise-check',
+        JSON.stringify([p.rank, p.localRank, p.worldSize, p.slurmJobId]),
+      );
+      check(
+        `load on GPU ${lp.gpu}: per-process SM utilisation read`,
+        p.smUtilPercent !== null && p.smUtilPercent > 0,
+        `${p.smUtilPercent}%`,
+      );
       check(`load on GPU ${lp.gpu}: host CPU and RSS`, p.rssBytes > 0 && p.cpuPercent !== undefined, `rss ${p.rssBytes}`);
     }
     if (load.procs.length === 0) console.log(`note: no load started (${load.reason}); process checks used whatever ran`);
@@ -146,18 +191,26 @@ async function main() {
     check('fallback: source is nvidia-smi', fb.source === 'nvidia-smi');
     check(
       'fallback: same GPUs and total memory as NVML',
-      JSON.stringify(fb.gpus.map((g) => [g.uuid, g.memoryTotalBytes])) === JSON.stringify(snap.gpus.map((g) => [g.uuid, Math.floor(g.memoryTotalBytes / MIB) * MIB])),
+      JSON.stringify(fb.gpus.map((g) => [g.uuid, g.memoryTotalBytes])) ===
+        JSON.stringify(snap.gpus.map((g) => [g.uuid, Math.floor(g.memoryTotalBytes / MIB) * MIB])),
     );
     // CUDA_VISIBLE_DEVICES awareness and select.
     const sel = await gpuwise(['select', '-n', '1', '--json']);
     check('select -n 1 --json works', sel.code === 0 && JSON.parse(sel.stdout).chosen.length === 1, sel.stderr.trim());
     const vis = await gpuwise(['smi', '--json'], { CUDA_VISIBLE_DEVICES: String(n - 1) });
     const vj = JSON.parse(vis.stdout);
-    check('CUDA_VISIBLE_DEVICES maps the last GPU to CUDA ordinal 0', vj.gpus[n - 1].cudaIndex === 0 && vj.gpus.filter((g) => g.cudaIndex !== null).length === 1);
+    check(
+      'CUDA_VISIBLE_DEVICES maps the last GPU to CUDA ordinal 0',
+      vj.gpus[n - 1].cudaIndex === 0 && vj.gpus.filter((g) => g.cudaIndex !== null).length === 1,
+    );
     // monitor --json-stream at 10 Hz.
     const mon = await gpuwise(['monitor', '--json-stream', '--interval', '100ms', '--count', '10']);
     const lines = mon.stdout.trim().split('\n');
-    check('monitor --json-stream: 10 samples in about 1 s', mon.code === 0 && lines.length === 10 && mon.wallMs < 5000, `${lines.length} lines, ${mon.wallMs.toFixed(0)} ms`);
+    check(
+      'monitor --json-stream: 10 samples in about 1 s',
+      mon.code === 0 && lines.length === 10 && mon.wallMs < 5000,
+      `${lines.length} lines, ${mon.wallMs.toFixed(0)} ms`,
+    );
     // exporter: dcgm names with the same FB_USED as NVML.
     const ex = await startExporterProcess(['--interval', '100ms']);
     try {
@@ -165,7 +218,11 @@ async function main() {
       raw.exporterSample = body.slice(0, 20000);
       for (const g of snap.gpus) {
         const m = new RegExp(`^DCGM_FI_DEV_FB_USED\\{gpu="${g.index}",UUID="${g.uuid}"[^}]*\\} (\\d+)$`, 'm').exec(body);
-        check(`exporter: DCGM_FI_DEV_FB_USED for GPU ${g.index}`, m && Math.abs(Number(m[1]) - g.memoryUsedBytes / MIB) <= 64, m ? `${m[1]} MiB` : 'missing');
+        check(
+          `exporter: DCGM_FI_DEV_FB_USED for GPU ${g.index}`,
+          m && Math.abs(Number(m[1]) - g.memoryUsedBytes / MIB) <= 64,
+          m ? `${m[1]} MiB` : 'missing',
+        );
       }
       check('exporter: per-process metrics', /^gpuwise_process_gpu_memory_bytes\{/m.test(body) || load.procs.length === 0);
     } finally {

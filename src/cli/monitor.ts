@@ -63,7 +63,9 @@ async function tui(intervalMsIn: number, sortIn: SortKey, count: number | null):
   const draw = () => {
     const cols = out.columns ?? 80;
     const rows = out.rows ?? 24;
-    const lines = last ? renderMonitor({ snapshot: last, history, sort, intervalMs, cols, rows, sampleMs }) : renderNoGpu(noGpu ?? 'starting', cols, rows);
+    const lines = last
+      ? renderMonitor({ snapshot: last, history, sort, intervalMs, cols, rows, sampleMs })
+      : renderNoGpu(noGpu ?? 'starting', cols, rows);
     out.write(`\x1b[H${lines.join('\r\n')}`);
   };
   const step = async () => {

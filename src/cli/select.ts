@@ -81,7 +81,12 @@ export async function run(argv: string[]): Promise<number> {
         schemaVersion: 1,
         satisfied: sel.satisfied,
         cudaVisibleDevices: sel.satisfied ? value : null,
-        chosen: sel.chosen.map((g) => ({ index: g.index, uuid: g.uuid, memoryFreeBytes: g.memoryFreeBytes, utilizationGpuPercent: g.utilizationGpuPercent })),
+        chosen: sel.chosen.map((g) => ({
+          index: g.index,
+          uuid: g.uuid,
+          memoryFreeBytes: g.memoryFreeBytes,
+          utilizationGpuPercent: g.utilizationGpuPercent,
+        })),
         rejected: sel.rejected.map((r) => ({ index: r.gpu.index, uuid: r.gpu.uuid, reason: r.reason })),
       })}\n`,
     );

@@ -61,7 +61,8 @@ function replay(path: string, atText: string | undefined, json: boolean): number
   const rec = readRecording(path);
   if (rec.recoveredFromCrash) process.stderr.write(`gpuwise smi: ${path}: the recorder was killed; read the samples it had committed\n`);
   if (rec.snapshots.length === 0) {
-    if (json) out(`${JSON.stringify({ schemaVersion: 1, recording: { file: path, meta: rec.meta, samples: 0 }, summary: [], snapshot: null })}\n`);
+    if (json)
+      out(`${JSON.stringify({ schemaVersion: 1, recording: { file: path, meta: rec.meta, samples: 0 }, summary: [], snapshot: null })}\n`);
     else out(`${path}: a recording with no samples\n`);
     return 0;
   }
@@ -74,7 +75,14 @@ function replay(path: string, atText: string | undefined, json: boolean): number
     snap = rec.snapshots.find((s) => (s.timestampMs ?? 0) >= at) ?? lastSnap;
   }
   const summary = summarizeRecording(rec.snapshots);
-  const recording = { file: path, meta: rec.meta, samples: rec.snapshots.length, startMs, endMs: lastSnap.timestampMs, recoveredFromCrash: rec.recoveredFromCrash };
+  const recording = {
+    file: path,
+    meta: rec.meta,
+    samples: rec.snapshots.length,
+    startMs,
+    endMs: lastSnap.timestampMs,
+    recoveredFromCrash: rec.recoveredFromCrash,
+  };
   if (json) {
     out(`${JSON.stringify({ schemaVersion: 1, recording, summary, snapshot: snap }, null, 2)}\n`);
     return 0;
@@ -133,6 +141,10 @@ export async function run(argv: string[]): Promise<number> {
       sampler.close();
     }
   }
-  out(values.json ? `${JSON.stringify(snapshot, null, 2)}\n` : renderSmi(snapshot, process.stdout.isTTY ? (process.stdout.columns ?? 160) : 400));
+  out(
+    values.json
+      ? `${JSON.stringify(snapshot, null, 2)}\n`
+      : renderSmi(snapshot, process.stdout.isTTY ? (process.stdout.columns ?? 160) : 400),
+  );
   return 0;
 }

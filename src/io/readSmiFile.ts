@@ -49,6 +49,7 @@ export function readSmiFiles(paths: readonly string[]): Snapshot {
       throw e;
     }
   }
-  if (snapshot === null) throw new InputError(paths.join(', '), 'only compute-app listings; add the --query-gpu CSV or -q -x XML of the same host');
+  if (snapshot === null)
+    throw new InputError(paths.join(', '), 'only compute-app listings; add the --query-gpu CSV or -q -x XML of the same host');
   return apps.length > 0 ? attachApps(snapshot, apps) : snapshot;
 }

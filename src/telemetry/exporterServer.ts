@@ -27,7 +27,8 @@ export interface Exporter {
   close(): Promise<void>;
 }
 
-const INDEX = '<html><head><title>gpuwise exporter</title></head><body><h1>gpuwise exporter</h1><p><a href="/metrics">Metrics</a></p></body></html>\n';
+const INDEX =
+  '<html><head><title>gpuwise exporter</title></head><body><h1>gpuwise exporter</h1><p><a href="/metrics">Metrics</a></p></body></html>\n';
 
 export async function startExporter(o: ExporterOptions): Promise<Exporter> {
   const stats = { scrapes: 0, samples: 0, errors: 0 };

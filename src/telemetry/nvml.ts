@@ -103,7 +103,9 @@ export class NvmlSource {
     this.driverVersion = this.readString('nvmlSystemGetDriverVersion', 80);
     const cuda = new Int32Array(1);
     this.cudaVersion =
-      this.call('nvmlSystemGetCudaDriverVersion_v2', cuda) === NVML.SUCCESS ? `${Math.floor(cuda[0]! / 1000)}.${(cuda[0]! % 1000) / 10}` : null;
+      this.call('nvmlSystemGetCudaDriverVersion_v2', cuda) === NVML.SUCCESS
+        ? `${Math.floor(cuda[0]! / 1000)}.${(cuda[0]! % 1000) / 10}`
+        : null;
     const count = new Uint32Array(1);
     const crc = this.call('nvmlDeviceGetCount_v2', count);
     if (crc !== NVML.SUCCESS) throw new NvmlUnavailable(`nvmlDeviceGetCount failed: ${this.errorString(crc)}`);
@@ -413,7 +415,8 @@ export class NvmlSource {
       g.smClockMhz = this.u32Of('nvmlDeviceGetClockInfo', h, CLOCK_SM);
       g.memoryClockMhz = this.u32Of('nvmlDeviceGetClockInfo', h, CLOCK_MEM);
       let reasons = this.u64Of('nvmlDeviceGetCurrentClocksEventReasons', h);
-      if (reasons === null && !this.f.nvmlDeviceGetCurrentClocksEventReasons) reasons = this.u64Of('nvmlDeviceGetCurrentClocksThrottleReasons', h);
+      if (reasons === null && !this.f.nvmlDeviceGetCurrentClocksEventReasons)
+        reasons = this.u64Of('nvmlDeviceGetCurrentClocksThrottleReasons', h);
       g.clocksEventReasons = reasons === null ? null : this.reasonNames(reasons);
       if (nowMs - d.lastSlowMs >= this.slowIntervalMs) this.readSlow(d, nowMs);
       Object.assign(g, d.slow);
@@ -433,7 +436,10 @@ export class NvmlSource {
     const gpus = this.devices.map((d) => this.sampleDevice(d, nowMs));
     const notes: string[] = [];
     for (const g of gpus) {
-      if (g.lost) notes.push(`GPU ${g.index} (${g.uuid || g.name}) is lost: it fell off the bus or its driver state is broken; the others are still sampled`);
+      if (g.lost)
+        notes.push(
+          `GPU ${g.index} (${g.uuid || g.name}) is lost: it fell off the bus or its driver state is broken; the others are still sampled`,
+        );
       else if (g.migMode === 'enabled' && g.utilizationGpuPercent === null)
         notes.push(`GPU ${g.index} is in MIG mode: NVML reports no utilisation for MIG GPUs`);
     }

@@ -112,7 +112,12 @@ export function decodeProcessUtilSamples(v: DataView, count: number): ProcessUti
   const out: ProcessUtilSample[] = [];
   for (let i = 0; i < count && (i + 1) * 32 <= v.byteLength; i++) {
     const b = i * 32;
-    out.push({ pid: v.getUint32(b, true), timeStampUs: Number(v.getBigUint64(b + 8, true)), smUtil: v.getUint32(b + 16, true), memUtil: v.getUint32(b + 20, true) });
+    out.push({
+      pid: v.getUint32(b, true),
+      timeStampUs: Number(v.getBigUint64(b + 8, true)),
+      smUtil: v.getUint32(b + 16, true),
+      memUtil: v.getUint32(b + 20, true),
+    });
   }
   return out;
 }

@@ -66,7 +66,8 @@ export class ProcReader {
         const stat = parseProcStat(statText);
         if (c === undefined) {
           const status = parseProcStatus(readOrNull(`${dir}/status`) ?? '');
-          if (status.rssBytes !== null && stat !== null && stat.rssPages > 0) this.pageBytes = Math.round(status.rssBytes / stat.rssPages / 1024) * 1024 || 4096;
+          if (status.rssBytes !== null && stat !== null && stat.rssPages > 0)
+            this.pageBytes = Math.round(status.rssBytes / stat.rssPages / 1024) * 1024 || 4096;
           const environ = readOrNull(`${dir}/environ`); // only the owner (or root) may read it
           c = {
             user: this.userName(status.uid),

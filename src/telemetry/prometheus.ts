@@ -39,7 +39,12 @@ export const GPU_METRICS: readonly GpuMetric[] = [
   { name: 'DCGM_FI_DEV_FB_TOTAL', kind: 'gauge', help: 'Framebuffer memory total (in MiB).', value: (g) => mib(g.memoryTotalBytes) },
   { name: 'DCGM_FI_DEV_FB_FREE', kind: 'gauge', help: 'Framebuffer memory free (in MiB).', value: (g) => mib(g.memoryFreeBytes) },
   { name: 'DCGM_FI_DEV_FB_USED', kind: 'gauge', help: 'Framebuffer memory used (in MiB).', value: (g) => mib(g.memoryUsedBytes) },
-  { name: 'DCGM_FI_DEV_FB_RESERVED', kind: 'gauge', help: 'Framebuffer memory reserved (in MiB).', value: (g) => mib(g.memoryReservedBytes) },
+  {
+    name: 'DCGM_FI_DEV_FB_RESERVED',
+    kind: 'gauge',
+    help: 'Framebuffer memory reserved (in MiB).',
+    value: (g) => mib(g.memoryReservedBytes),
+  },
   { name: 'DCGM_FI_DEV_FAN_SPEED', kind: 'gauge', help: 'Fan speed (in 0-100%).', value: (g) => g.fanPercent },
   {
     name: 'DCGM_FI_DEV_ECC_SBE_VOL_TOTAL',
@@ -76,7 +81,11 @@ interface ProcessMetric {
 }
 
 export const PROCESS_METRICS: readonly ProcessMetric[] = [
-  { name: 'gpuwise_process_gpu_memory_bytes', help: 'GPU memory held by the process on this GPU (bytes).', value: (p) => p.usedMemoryBytes },
+  {
+    name: 'gpuwise_process_gpu_memory_bytes',
+    help: 'GPU memory held by the process on this GPU (bytes).',
+    value: (p) => p.usedMemoryBytes,
+  },
   {
     name: 'gpuwise_process_sm_util_percent',
     help: 'Share of the last second in which kernels of the process ran (percent).',
@@ -148,9 +157,14 @@ export function renderExposition(s: Snapshot, hostname: string): string {
   for (const g of s.gpus) out.push(`gpuwise_gpu_lost${labels(gpuLabels(g, hostname))} ${g.lost ? 1 : 0}`);
   const reasons: string[] = [];
   for (const g of s.gpus)
-    for (const r of g.clocksEventReasons ?? []) reasons.push(`gpuwise_gpu_clocks_event_active${labels([...gpuLabels(g, hostname), ['reason', r]])} 1`);
+    for (const r of g.clocksEventReasons ?? [])
+      reasons.push(`gpuwise_gpu_clocks_event_active${labels([...gpuLabels(g, hostname), ['reason', r]])} 1`);
   if (reasons.length > 0)
-    out.push('# HELP gpuwise_gpu_clocks_event_active Clock event (throttle) reasons active now.', '# TYPE gpuwise_gpu_clocks_event_active gauge', ...reasons);
+    out.push(
+      '# HELP gpuwise_gpu_clocks_event_active Clock event (throttle) reasons active now.',
+      '# TYPE gpuwise_gpu_clocks_event_active gauge',
+      ...reasons,
+    );
   for (const m of PROCESS_METRICS) {
     const lines: string[] = [];
     for (const g of s.gpus)

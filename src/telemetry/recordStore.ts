@@ -79,7 +79,8 @@ export class RecordWriter {
     this.db.exec('PRAGMA synchronous=NORMAL');
     this.db.exec(SCHEMA);
     const insMeta = this.db.prepare('INSERT INTO meta (key, value) VALUES (?, ?)');
-    for (const [k, v] of Object.entries({ schemaVersion: String(RECORD_SCHEMA_VERSION), hostname: hostname(), ...meta })) insMeta.run([k, v]);
+    for (const [k, v] of Object.entries({ schemaVersion: String(RECORD_SCHEMA_VERSION), hostname: hostname(), ...meta }))
+      insMeta.run([k, v]);
     insMeta.finalize();
     this.insSample = this.db.prepare('INSERT INTO sample (id, t_ms, snapshot) VALUES (?, ?, ?)');
     this.insGpu = this.db.prepare('INSERT INTO gpu VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
@@ -159,7 +160,10 @@ function clearStaleLock(path: string): boolean {
     owner = null;
   }
   if (owner === null || typeof owner.pid !== 'number')
-    throw new InputError(path, `is locked (${lock} exists) by a program other than gpuwise record; if nothing is writing it, remove ${lock}`);
+    throw new InputError(
+      path,
+      `is locked (${lock} exists) by a program other than gpuwise record; if nothing is writing it, remove ${lock}`,
+    );
   if (owner.host === hostname() && isAlive(owner.pid))
     throw new InputError(path, `is being recorded right now by gpuwise record (pid ${owner.pid}); stop it (Ctrl-C) to read the file`);
   if (owner.host !== hostname())

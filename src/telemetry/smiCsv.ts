@@ -5,7 +5,15 @@
  * must be gpuwise's own field order, GPU_QUERY_FIELDS (or a prefix of it), which is also what the
  * live nvidia-smi fallback asks for.
  */
-import { emptyGpu, emptyProcess, type GpuSample, type ProcessSample, SNAPSHOT_SCHEMA_VERSION, type Snapshot, TelemetryParseError } from './sample.js';
+import {
+  emptyGpu,
+  emptyProcess,
+  type GpuSample,
+  type ProcessSample,
+  SNAPSHOT_SCHEMA_VERSION,
+  type Snapshot,
+  TelemetryParseError,
+} from './sample.js';
 import { decodeClockEventReasons, isNotAvailable, parseMigMode, parseQuantity, textOrNull } from './smiValues.js';
 
 /** The --query-gpu fields gpuwise reads, in the order its own nvidia-smi calls use. */
@@ -146,7 +154,9 @@ function columnsFor(rows: string[][], defaults: readonly string[], what: string)
   if (first === undefined) throw new TelemetryParseError(`empty ${what} CSV`);
   if (looksLikeHeader(first)) return { columns: first.map(parseHeaderCell), data: rows.slice(1) };
   if (first.length > defaults.length)
-    throw new TelemetryParseError(`${what} CSV has no header and ${first.length} columns; without a header gpuwise expects its own field order: ${defaults.join(',')}`);
+    throw new TelemetryParseError(
+      `${what} CSV has no header and ${first.length} columns; without a header gpuwise expects its own field order: ${defaults.join(',')}`,
+    );
   return { columns: defaults.slice(0, first.length).map((field) => ({ field, unit: '' })), data: rows };
 }
 
@@ -171,7 +181,8 @@ export function parseGpuCsv(text: string): Snapshot {
       const raw = cells[i]!;
       if (col.field === 'index') {
         const idx = Number(raw);
-        if (!Number.isInteger(idx) || idx < 0) throw new TelemetryParseError(`--query-gpu CSV row ${rowNo + 1}: index '${raw}' is not a GPU index`);
+        if (!Number.isInteger(idx) || idx < 0)
+          throw new TelemetryParseError(`--query-gpu CSV row ${rowNo + 1}: index '${raw}' is not a GPU index`);
         g.index = idx;
       } else if (col.field === 'driver_version') driverVersion = textOrNull(raw);
       else GPU_SETTERS[col.field]?.(g, raw, col.unit);
@@ -180,11 +191,23 @@ export function parseGpuCsv(text: string): Snapshot {
   });
   if (gpus.length === 0) throw new TelemetryParseError('--query-gpu CSV lists no GPU');
   const known = new Set(columns.map((c) => c.field));
-  const ignored = columns.filter((c) => c.field !== 'index' && c.field !== 'driver_version' && !(c.field in GPU_SETTERS)).map((c) => c.field);
+  const ignored = columns
+    .filter((c) => c.field !== 'index' && c.field !== 'driver_version' && !(c.field in GPU_SETTERS))
+    .map((c) => c.field);
   const notes: string[] = [];
   if (ignored.length > 0) notes.push(`fields not used by gpuwise: ${ignored.join(', ')}`);
-  if (!known.has('memory.reserved') && known.has('memory.used')) notes.push('no memory.reserved column: memory.used may include driver-reserved memory on old drivers');
-  return { schemaVersion: SNAPSHOT_SCHEMA_VERSION, source: 'smi-csv', timestampMs: null, hostname: null, driverVersion, cudaVersion: null, gpus, notes };
+  if (!known.has('memory.reserved') && known.has('memory.used'))
+    notes.push('no memory.reserved column: memory.used may include driver-reserved memory on old drivers');
+  return {
+    schemaVersion: SNAPSHOT_SCHEMA_VERSION,
+    source: 'smi-csv',
+    timestampMs: null,
+    hostname: null,
+    driverVersion,
+    cudaVersion: null,
+    gpus,
+    notes,
+  };
 }
 
 /** A compute-apps row, keyed by the GPU it runs on (uuid or bus id; whichever the file has). */
@@ -205,7 +228,9 @@ export function parseAppsCsv(text: string): AppRow[] {
       cells = [...cells.slice(0, nameCol), cells.slice(nameCol, nameCol + extra + 1).join(','), ...cells.slice(nameCol + extra + 1)];
     }
     if (cells.length !== columns.length)
-      throw new TelemetryParseError(`--query-compute-apps CSV row ${rowNo + 1} has ${cells.length} cells, the header has ${columns.length}`);
+      throw new TelemetryParseError(
+        `--query-compute-apps CSV row ${rowNo + 1} has ${cells.length} cells, the header has ${columns.length}`,
+      );
     const p = emptyProcess(-1, -1);
     p.type = 'C';
     let gpuUuid: string | null = null;
@@ -214,7 +239,8 @@ export function parseAppsCsv(text: string): AppRow[] {
       const raw = cells[i]!;
       if (col.field === 'pid') {
         p.pid = Number(raw);
-        if (!Number.isInteger(p.pid)) throw new TelemetryParseError(`--query-compute-apps CSV row ${rowNo + 1}: pid '${raw}' is not a number`);
+        if (!Number.isInteger(p.pid))
+          throw new TelemetryParseError(`--query-compute-apps CSV row ${rowNo + 1}: pid '${raw}' is not a number`);
       } else if (col.field === 'process_name') p.name = textOrNull(raw);
       else if (col.field === 'used_gpu_memory') p.usedMemoryBytes = numberOf(raw, col.unit || 'MiB', 'used_gpu_memory');
       else if (col.field === 'uuid') gpuUuid = textOrNull(raw);

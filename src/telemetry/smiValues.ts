@@ -5,7 +5,8 @@
 import { MIB } from './sample.js';
 
 /** Texts nvidia-smi prints for "no value". */
-const NOT_AVAILABLE = /^\[?(n\/a|not supported|unknown error|insufficient permissions|requested functionality has been deprecated|gpu is lost|not available|none)\]?$/i;
+const NOT_AVAILABLE =
+  /^\[?(n\/a|not supported|unknown error|insufficient permissions|requested functionality has been deprecated|gpu is lost|not available|none)\]?$/i;
 
 export function isNotAvailable(text: string | undefined): boolean {
   return text === undefined || text.trim() === '' || NOT_AVAILABLE.test(text.trim());

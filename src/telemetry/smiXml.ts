@@ -3,7 +3,15 @@
  * driver generations (power_readings vs gpu_power_readings, clocks_throttle_reasons vs
  * clocks_event_reasons, single/double-bit vs sram/dram ECC) are all read.
  */
-import { emptyGpu, emptyProcess, type GpuSample, type ProcessSample, SNAPSHOT_SCHEMA_VERSION, type Snapshot, TelemetryParseError } from './sample.js';
+import {
+  emptyGpu,
+  emptyProcess,
+  type GpuSample,
+  type ProcessSample,
+  SNAPSHOT_SCHEMA_VERSION,
+  type Snapshot,
+  TelemetryParseError,
+} from './sample.js';
 import { parseMigMode, parseQuantity, textOrNull } from './smiValues.js';
 import { child, parseXml, textAt, type XmlElement } from './xml.js';
 
@@ -70,7 +78,12 @@ function parseGpu(gpu: XmlElement, index: number): GpuSample {
   g.utilizationGpuPercent = num(gpu, 'utilization', 'gpu_util');
   g.utilizationMemoryPercent = num(gpu, 'utilization', 'memory_util');
   // power.draw is the 1 s average on Ampere+ (what NVML GetPowerUsage returns); older schemas have power_draw.
-  g.powerWatts = firstNum(gpu, ['gpu_power_readings', 'average_power_draw'], ['gpu_power_readings', 'power_draw'], ['power_readings', 'power_draw']);
+  g.powerWatts = firstNum(
+    gpu,
+    ['gpu_power_readings', 'average_power_draw'],
+    ['gpu_power_readings', 'power_draw'],
+    ['power_readings', 'power_draw'],
+  );
   g.powerLimitWatts = firstNum(
     gpu,
     ['gpu_power_readings', 'current_power_limit'],

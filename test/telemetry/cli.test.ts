@@ -22,7 +22,14 @@ const oneLine = (s: string) => s.trim().split('\n').length === 1;
 
 describe('smi', () => {
   it('--from real files --json has the documented schema', async () => {
-    const r = await gpuwise(['smi', '--json', '--from', fixturePath('query-gpu.busy.csv'), '--from', fixturePath('query-compute-apps.busy.csv')]);
+    const r = await gpuwise([
+      'smi',
+      '--json',
+      '--from',
+      fixturePath('query-gpu.busy.csv'),
+      '--from',
+      fixturePath('query-compute-apps.busy.csv'),
+    ]);
     expect(r.code).toBe(0);
     const j = JSON.parse(r.stdout);
     expect(j.schemaVersion).toBe(1);
@@ -30,7 +37,12 @@ describe('smi', () => {
       [0, 6735 * 2 ** 20],
       [1, 8641 * 2 ** 20],
     ]);
-    expect(j.gpus[1]).toMatchObject({ uuid: 'GPU-d9051a70-4846-2428-26d9-f7d1a0a353ea', name: 'NVIDIA H200', utilizationGpuPercent: 100, powerWatts: 691.47 });
+    expect(j.gpus[1]).toMatchObject({
+      uuid: 'GPU-d9051a70-4846-2428-26d9-f7d1a0a353ea',
+      name: 'NVIDIA H200',
+      utilizationGpuPercent: 100,
+      powerWatts: 691.47,
+    });
     expect(j.gpus[1].processes).toEqual([expect.objectContaining({ pid: 621, usedMemoryBytes: 8632 * 2 ** 20 })]);
   });
 
@@ -71,7 +83,7 @@ describe('smi', () => {
 });
 
 describe('select', () => {
-  it('prints CUDA_VISIBLE_DEVICES for the best GPUs and respects the caller\'s', async () => {
+  it("prints CUDA_VISIBLE_DEVICES for the best GPUs and respects the caller's", async () => {
     const from = ['--from', fixturePath('query-gpu.busy.csv')];
     expect((await gpuwise(['select', '-n', '1', ...from])).stdout).toBe('0\n'); // GPU 0 has more free memory
     expect((await gpuwise(['select', '-n', '1', ...from], { CUDA_VISIBLE_DEVICES: '1' })).stdout).toBe('1\n');
@@ -84,7 +96,17 @@ describe('select', () => {
   });
 
   it('runs a command with the choice and returns its exit status', async () => {
-    const r = await gpuwise(['select', '-n', '2', '--from', fixturePath('query-gpu.idle.csv'), '--', process.execPath, '-e', 'console.log(process.env.CUDA_VISIBLE_DEVICES); process.exit(7)']);
+    const r = await gpuwise([
+      'select',
+      '-n',
+      '2',
+      '--from',
+      fixturePath('query-gpu.idle.csv'),
+      '--',
+      process.execPath,
+      '-e',
+      'console.log(process.env.CUDA_VISIBLE_DEVICES); process.exit(7)',
+    ]);
     expect(r.stdout).toBe('0,1\n');
     expect(r.code).toBe(7);
   });
@@ -97,7 +119,10 @@ describe('live commands on a fake NVML', () => {
     if (!fake) skip();
     const r = await gpuwise(['monitor', '--json-stream', '--count', '3', '--interval', '20ms'], env());
     expect(r.code).toBe(0);
-    const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l));
+    const lines = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(lines).toHaveLength(3);
     expect(lines[0].source).toBe('nvml');
     expect(lines[2].gpus[0].processes).toHaveLength(20);
@@ -113,7 +138,10 @@ describe('live commands on a fake NVML', () => {
   it('record survives kill -9: the samples already written are read back', async ({ skip }) => {
     if (!fake) skip();
     const out = join(dir, 'killed.sqlite');
-    const child = spawn(process.execPath, [BUNDLE, 'record', '--interval', '20ms', '--out', out], { env: { ...process.env, ...env() }, stdio: 'pipe' });
+    const child = spawn(process.execPath, [BUNDLE, 'record', '--interval', '20ms', '--out', out], {
+      env: { ...process.env, ...env() },
+      stdio: 'pipe',
+    });
     await new Promise((r) => setTimeout(r, 1500));
     // While it records, a reader is told so (and the file is not touched).
     const live = await gpuwise(['smi', '--replay', out]);
@@ -138,7 +166,10 @@ describe('live commands on a fake NVML', () => {
   it('record -- CMD records for the life of the command, returns its status, never overwrites', async ({ skip }) => {
     if (!fake) skip();
     const out = join(dir, 'cmd.sqlite');
-    const r = await gpuwise(['record', '--interval', '50ms', '--out', out, '--', process.execPath, '-e', 'setTimeout(() => process.exit(3), 600)'], env());
+    const r = await gpuwise(
+      ['record', '--interval', '50ms', '--out', out, '--', process.execPath, '-e', 'setTimeout(() => process.exit(3), 600)'],
+      env(),
+    );
     expect(r.code).toBe(3);
     expect(r.stderr).toMatch(/gpuwise record: \d+ samples in/);
     expect(existsSync(`${out}.recorder`)).toBe(false);

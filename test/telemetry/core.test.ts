@@ -40,7 +40,12 @@ describe('select', () => {
     list[3]!.utilizationGpuPercent = null;
     const sel = selectGpus(list, { count: 4, minFreeBytes: null, maxUtilPercent: 50, candidates: new Set([0, 2, 3]) });
     expect(sel.chosen).toEqual([]);
-    expect(sel.rejected.map((r) => r.reason)).toEqual(['too busy', 'not in CUDA_VISIBLE_DEVICES', 'lost (fell off the bus)', 'utilisation not available']);
+    expect(sel.rejected.map((r) => r.reason)).toEqual([
+      'too busy',
+      'not in CUDA_VISIBLE_DEVICES',
+      'lost (fell off the bus)',
+      'utilisation not available',
+    ]);
     expect(selectGpus(list, { count: 1, minFreeBytes: null, maxUtilPercent: null, candidates: null }).chosen[0]!.index).toBe(3);
   });
   it('prints uuids in index order', () => {
@@ -54,7 +59,12 @@ describe('select', () => {
         fc.integer({ min: 1, max: 8 }),
         fc.option(fc.nat(1000)),
         (specs, count, minFree) => {
-          const list = specs.map((sp, i) => ({ ...emptyGpu(i, `GPU-${i}`, 'x'), memoryFreeBytes: sp.free, utilizationGpuPercent: sp.util, lost: sp.lost }));
+          const list = specs.map((sp, i) => ({
+            ...emptyGpu(i, `GPU-${i}`, 'x'),
+            memoryFreeBytes: sp.free,
+            utilizationGpuPercent: sp.util,
+            lost: sp.lost,
+          }));
           const sel = selectGpus(list, { count, minFreeBytes: minFree, maxUtilPercent: null, candidates: null });
           expect(sel.chosen.length).toBeLessThanOrEqual(count);
           expect(new Set(sel.chosen.map((g) => g.index)).size).toBe(sel.chosen.length);
@@ -62,7 +72,8 @@ describe('select', () => {
             expect(g.lost).toBe(false);
             if (minFree !== null) expect(g.memoryFreeBytes!).toBeGreaterThanOrEqual(minFree);
           }
-          for (let i = 1; i < sel.chosen.length; i++) expect(sel.chosen[i - 1]!.memoryFreeBytes ?? -1).toBeGreaterThanOrEqual(sel.chosen[i]!.memoryFreeBytes ?? -1);
+          for (let i = 1; i < sel.chosen.length; i++)
+            expect(sel.chosen[i - 1]!.memoryFreeBytes ?? -1).toBeGreaterThanOrEqual(sel.chosen[i]!.memoryFreeBytes ?? -1);
           expect(sel.chosen.length + sel.rejected.length).toBeLessThanOrEqual(list.length);
         },
       ),
@@ -105,14 +116,17 @@ describe('Prometheus exposition', () => {
     s.gpus[0]!.processes[0]!.rank = 0;
     s.gpus[0]!.processes[0]!.worldSize = 2;
     const text = renderExposition(s, 'node1');
-    const labels0 = 'gpu="0",UUID="GPU-0f176bdc-3405-3276-cdfa-544f010a401d",pci_bus_id="00000000:00:06.0",device="nvidia0",modelName="NVIDIA H200",Hostname="node1"';
+    const labels0 =
+      'gpu="0",UUID="GPU-0f176bdc-3405-3276-cdfa-544f010a401d",pci_bus_id="00000000:00:06.0",device="nvidia0",modelName="NVIDIA H200",Hostname="node1"';
     expect(text).toContain(`DCGM_FI_DEV_FB_USED{${labels0}} 6735\n`);
     expect(text).toContain(`DCGM_FI_DEV_FB_FREE{${labels0}} 136422\n`);
     expect(text).toContain(`DCGM_FI_DEV_FB_RESERVED{${labels0}} 616\n`);
     expect(text).toContain(`DCGM_FI_DEV_GPU_UTIL{${labels0}} 100\n`);
     expect(text).toContain(`DCGM_FI_DEV_POWER_USAGE{${labels0}} 690.52\n`);
     expect(text).toContain('# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n');
-    expect(text).toContain(`gpuwise_process_gpu_memory_bytes{${labels0},pid="620",user="",command="python train.py --name \\"a\\\\b\\"",rank="0",local_rank="",world_size="2",slurm_job_id=""} ${6726 * MIB}\n`);
+    expect(text).toContain(
+      `gpuwise_process_gpu_memory_bytes{${labels0},pid="620",user="",command="python train.py --name \\"a\\\\b\\"",rank="0",local_rank="",world_size="2",slurm_job_id=""} ${6726 * MIB}\n`,
+    );
     // Not available is no series at all: the busy CSV has no fan column.
     expect(text).not.toContain('DCGM_FI_DEV_FAN_SPEED');
     expect(text).toContain(`gpuwise_gpu_lost{${labels0}} 0\n`);
@@ -154,7 +168,15 @@ describe('terminal rendering', () => {
     expect(sparkline([1, 2, 3, 4, 5], 2, 5)).toBe('▇█');
   });
   it('tables align columns', () => {
-    expect(table([['a', 'bb'], ['ccc', 'd']], [false, true])).toEqual(['a    bb', 'ccc   d']);
+    expect(
+      table(
+        [
+          ['a', 'bb'],
+          ['ccc', 'd'],
+        ],
+        [false, true],
+      ),
+    ).toEqual(['a    bb', 'ccc   d']);
   });
   it('the smi table shows the fixture GPUs, processes and N/A as "-"', () => {
     const text = renderSmi(busy(), 200);
@@ -166,13 +188,18 @@ describe('terminal rendering', () => {
     const s = busy();
     for (let i = 0; i < 50; i++) history.push(s);
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 300 }), fc.integer({ min: 1, max: 80 }), fc.constantFrom('memory', 'sm', 'cpu', 'pid', 'gpu'), (cols, rows, sort) => {
-        const lines = renderMonitor({ snapshot: s, history, sort, intervalMs: 100, cols, rows });
-        expect(lines).toHaveLength(rows);
-        for (const l of lines) expect(textWidth(l)).toBe(cols);
-        const nogpu = renderNoGpu('cannot load libnvidia-ml.so.1', cols, rows);
-        expect(nogpu).toHaveLength(rows);
-      }),
+      fc.property(
+        fc.integer({ min: 1, max: 300 }),
+        fc.integer({ min: 1, max: 80 }),
+        fc.constantFrom('memory', 'sm', 'cpu', 'pid', 'gpu'),
+        (cols, rows, sort) => {
+          const lines = renderMonitor({ snapshot: s, history, sort, intervalMs: 100, cols, rows });
+          expect(lines).toHaveLength(rows);
+          for (const l of lines) expect(textWidth(l)).toBe(cols);
+          const nogpu = renderNoGpu('cannot load libnvidia-ml.so.1', cols, rows);
+          expect(nogpu).toHaveLength(rows);
+        },
+      ),
     );
     const wide = renderMonitor({ snapshot: s, history, sort: 'memory', intervalMs: 100, cols: 160, rows: 20 });
     expect(wide.join('\n')).toMatch(/█{10}/); // 100 % utilisation history
@@ -200,10 +227,19 @@ describe('/proc parsing', () => {
     expect(parseProcStat('garbage')).toBeNull();
   });
   it('reads status, cmdline, environ and passwd', () => {
-    expect(parseProcStatus('Name:\tpython\nUid:\t1000\t1000\t1000\t1000\nVmRSS:\t  2048 kB\nNSpid:\t4242\t7\n')).toEqual({ uid: 1000, rssBytes: 2048 * 1024, nsPid: 7 });
+    expect(parseProcStatus('Name:\tpython\nUid:\t1000\t1000\t1000\t1000\nVmRSS:\t  2048 kB\nNSpid:\t4242\t7\n')).toEqual({
+      uid: 1000,
+      rssBytes: 2048 * 1024,
+      nsPid: 7,
+    });
     expect(parseCmdline('torchrun\0--nproc-per-node=2\0train.py\0')).toBe('torchrun --nproc-per-node=2 train.py');
     expect(parseCmdline('')).toBeNull();
-    expect(parseJobEnv('PATH=/bin\0RANK=3\0LOCAL_RANK=1\0WORLD_SIZE=8\0SLURM_JOB_ID=778\0')).toEqual({ rank: 3, localRank: 1, worldSize: 8, slurmJobId: '778' });
+    expect(parseJobEnv('PATH=/bin\0RANK=3\0LOCAL_RANK=1\0WORLD_SIZE=8\0SLURM_JOB_ID=778\0')).toEqual({
+      rank: 3,
+      localRank: 1,
+      worldSize: 8,
+      slurmJobId: '778',
+    });
     expect(parseJobEnv('SLURM_PROCID=5\0SLURM_NTASKS=16\0').rank).toBe(5);
     expect(parseJobEnv('HOME=/root\0')).toEqual({ rank: null, localRank: null, worldSize: null, slurmJobId: null });
     expect(parsePasswd('root:x:0:0:root:/root:/bin/bash\nalice:x:1000:1000::/home/alice:/bin/sh\n').get(1000)).toBe('alice');
@@ -259,7 +295,9 @@ describe('parsers never fail unclearly', () => {
 
 describe('NVML struct decoding', () => {
   it('decodes memory v2, field values and falls back to the other process-info layout when pids are impossible', async () => {
-    const { decodeMemoryV2, decodeFieldValues, decodeProcessInfosChecked, MEMORY_V2_VERSION, counterRate } = await import('../../src/telemetry/nvmlStructs.js');
+    const { decodeMemoryV2, decodeFieldValues, decodeProcessInfosChecked, MEMORY_V2_VERSION, counterRate } = await import(
+      '../../src/telemetry/nvmlStructs.js'
+    );
     expect(MEMORY_V2_VERSION).toBe(0x02000028);
     const m = new DataView(new ArrayBuffer(40));
     m.setBigUint64(8, 150754820096n, true);

@@ -70,7 +70,11 @@ describe('exporter', () => {
       bad.push(get(`${url}/metrics`, agent, 'POST').then((r) => expect(r.status).toBe(405)));
       bad.push(get(`${url}/../../etc/passwd`, agent).then((r) => expect(r.status).toBe(404)));
       bad.push(raw(port, 'GARBAGE\r\n\r\n').then((t) => expect(t).toMatch(/^HTTP\/1\.1 400/)));
-      bad.push(raw(port, `GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20000)}\r\n\r\n`).then((t) => expect(t).toMatch(/^HTTP\/1\.1 4\d\d/)));
+      bad.push(
+        raw(port, `GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20000)}\r\n\r\n`).then((t) =>
+          expect(t).toMatch(/^HTTP\/1\.1 4\d\d/),
+        ),
+      );
       bad.push(raw(port, 'GET /metr'));
     }
     await Promise.all(bad);
@@ -108,6 +112,8 @@ describe('exporter', () => {
   it('refuses a port that is taken', async () => {
     exporter = await startExporter({ host: '127.0.0.1', port: 0, intervalMs: 1000, hostname: 'h', sample: base });
     const port = Number(new URL(exporter.url).port);
-    await expect(startExporter({ host: '127.0.0.1', port, intervalMs: 1000, hostname: 'h', sample: base })).rejects.toMatchObject({ code: 'EADDRINUSE' });
+    await expect(startExporter({ host: '127.0.0.1', port, intervalMs: 1000, hostname: 'h', sample: base })).rejects.toMatchObject({
+      code: 'EADDRINUSE',
+    });
   });
 });

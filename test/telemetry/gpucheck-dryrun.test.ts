@@ -29,7 +29,10 @@ it('gpu-check passes on a consistent fake driver and fails on an inconsistent on
       execFile(
         process.execPath,
         [script, out, '--no-load'],
-        { env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, GPUWISE_NVML_LIB: fake!, GPUWISE_BUNDLE: bundle, ...env }, timeout: 90_000 },
+        {
+          env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, GPUWISE_NVML_LIB: fake!, GPUWISE_BUNDLE: bundle, ...env },
+          timeout: 90_000,
+        },
         (err, stdout) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout }),
       );
     });

@@ -39,7 +39,9 @@ describe('nvidia-smi -q -x', () => {
     expect(g.eccErrorsCorrectedVolatile).toBe(0);
     expect(g.migMode).toBe('disabled');
     expect(g.computeMode).toBe('Default');
-    expect(g.processes).toEqual([expect.objectContaining({ pid: 620, type: 'C', name: 'python3', usedMemoryBytes: 6726 * MIB, gpuIndex: 0 })]);
+    expect(g.processes).toEqual([
+      expect.objectContaining({ pid: 620, type: 'C', name: 'python3', usedMemoryBytes: 6726 * MIB, gpuIndex: 0 }),
+    ]);
     expect(s.gpus[1]!.processes[0]!.pid).toBe(621);
     expect(s.gpus[1]!.index).toBe(1);
   });

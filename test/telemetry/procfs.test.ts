@@ -9,7 +9,16 @@ import { emptyGpu, emptyProcess, SNAPSHOT_SCHEMA_VERSION, type Snapshot } from '
 function snapshotWith(pids: number[]): Snapshot {
   const g = emptyGpu(0, 'GPU-x', 'x');
   g.processes = pids.map((pid) => emptyProcess(pid, 0));
-  return { schemaVersion: SNAPSHOT_SCHEMA_VERSION, source: 'nvml', timestampMs: 0, hostname: null, driverVersion: null, cudaVersion: null, gpus: [g], notes: [] };
+  return {
+    schemaVersion: SNAPSHOT_SCHEMA_VERSION,
+    source: 'nvml',
+    timestampMs: 0,
+    hostname: null,
+    driverVersion: null,
+    cudaVersion: null,
+    gpus: [g],
+    notes: [],
+  };
 }
 
 describe.runIf(existsSync('/proc/self/stat'))('ProcReader', () => {
