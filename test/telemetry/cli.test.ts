@@ -1,6 +1,6 @@
 /** The telemetry commands as a user runs them: exit codes, one-line errors, JSON, recording and kill -9. */
-import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { execFile, spawn } from 'node:child_process';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
@@ -183,6 +183,26 @@ describe('live commands on a fake NVML', () => {
     expect(again.stderr).toMatch(/already exists; gpuwise never overwrites a file/);
     expect(statSync(out).size).toBe(size);
   }, 30_000);
+});
+
+describe('finding koffi at run time', () => {
+  it('uses GPUWISE_KOFFI_DIR when no node_modules sits next to the bundle', async ({ skip }) => {
+    if (!fake) skip();
+    const alone = join(mkdtempSync(join(tmpdir(), 'gpuwise-alone-')), 'gpuwise.mjs');
+    copyFileSync(BUNDLE, alone);
+    const runAlone = (env: Record<string, string>) =>
+      new Promise<{ code: number; stdout: string; stderr: string }>((resolve) =>
+        execFile(process.execPath, [alone, 'smi', '--json'], { env: { ...process.env, GPUWISE_NVIDIA_SMI: '/nonexistent', ...env } }, (err, stdout, stderr) =>
+          resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+        ),
+      );
+    const without = await runAlone({ GPUWISE_NVML_LIB: fake! });
+    expect(without.code).toBe(2);
+    expect(without.stderr).toMatch(/koffi \(the FFI used to call NVML\) could not be loaded/);
+    const withDir = await runAlone({ GPUWISE_NVML_LIB: fake!, GPUWISE_KOFFI_DIR: join(new URL('../../', import.meta.url).pathname, 'node_modules') });
+    expect(withDir.code, withDir.stderr).toBe(0);
+    expect(JSON.parse(withDir.stdout).source).toBe('nvml');
+  });
 });
 
 describe('replay of bad files', () => {
