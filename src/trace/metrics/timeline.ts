@@ -67,7 +67,7 @@ export function analyseTimeline(model: TraceModel, links: Links, windows: StepWi
   for (const d of devices) {
     const times = windows.map((w) => deviceWindow(model, links, d, host, w));
     addCategories(model, d, windows, times);
-    times.forEach((t, i) => perWindow[i]!.push(t));
+    for (const [i, t] of times.entries()) perWindow[i]!.push(t);
   }
   const first = devices.find((d) => d.busy.n > 0);
   return { perWindow, devices: devices.map((d) => d.device), timeline: first ? busyTimeline(first.busy, windows) : [] };
