@@ -33,7 +33,7 @@ function scrape(url, agent) {
 
 const smiPresent = await hasNvidiaSmi();
 const n = smiPresent ? await gpuCount() : 0;
-let load = { procs: [], reason: 'no nvidia-smi' };
+let load = { procs: [], reason: smiPresent ? 'not asked for (--no-load)' : 'no nvidia-smi' };
 if (smiPresent && !process.argv.includes('--no-load')) {
   try {
     load = await startLoad(n, 120);
@@ -45,7 +45,7 @@ results.load = { processes: load.procs.length, reason: load.reason };
 try {
   // 1. gpuwise's own cost per sample (in-process loop, after a warm-up sample).
   for (const procfs of [true, false]) {
-    const r = await gpuwise(['smi', '--bench', '2000', ...(procfs ? [] : ['--no-procfs'])]);
+    const r = await gpuwise(['smi', '--bench', '5000', ...(procfs ? [] : ['--no-procfs'])]);
     if (r.code !== 0) throw new Error(`smi --bench failed: ${r.stderr.trim()}`);
     results[procfs ? 'sampleWithProcfs' : 'sampleNvmlOnly'] = JSON.parse(r.stdout);
   }

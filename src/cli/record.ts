@@ -68,9 +68,9 @@ export async function run(argv: string[]): Promise<number> {
     if (command.length > 0) {
       const [bin, ...args] = command as [string, ...string[]];
       const child = spawn(bin, args, { stdio: 'inherit' });
-      process.removeAllListeners('SIGINT');
-      // Ctrl-C reaches the child through the terminal; record stops when the child ends.
-      process.once('SIGINT', () => undefined);
+      // Ctrl-C reaches the child through the terminal; record stops when the child ends. SIGTERM is passed on.
+      process.removeAllListeners('SIGINT').removeAllListeners('SIGTERM');
+      process.on('SIGINT', () => undefined).once('SIGTERM', () => child.kill('SIGTERM'));
       child.on('error', (e) => {
         process.stderr.write(`gpuwise record: cannot run ${bin}: ${e.message}\n`);
         exitCode = 127;
