@@ -17,6 +17,11 @@ if (!outDir || outDir.startsWith('--')) {
   process.exit(2);
 }
 mkdirSync(outDir, { recursive: true });
+// Bounded: the GPU batch must end even if something hangs.
+setTimeout(() => {
+  console.error('bench: gave up after 200 s');
+  process.exit(1);
+}, 200_000).unref();
 const results = { schemaVersion: 1, when: new Date().toISOString(), nvmlLib: process.env.GPUWISE_NVML_LIB ?? 'libnvidia-ml.so.1' };
 
 function scrape(url, agent) {

@@ -243,12 +243,23 @@ async function main() {
   }
 }
 
+// A hard deadline keeps the whole GPU batch bounded even if a driver call or the load hangs.
+const deadline = setTimeout(() => {
+  check('gpu-check finished within 200 s', false);
+  finish();
+}, 200_000);
+deadline.unref();
+
+function finish() {
+  const failed = checks.filter((c) => !c.ok).length;
+  writeFileSync(join(outDir, 'gpu-check.json'), JSON.stringify({ schemaVersion: 1, when: new Date().toISOString(), checks, raw }, null, 1));
+  console.log(`\n${checks.length - failed} passed, ${failed} failed`);
+  process.exit(failed === 0 ? 0 : 1);
+}
+
 try {
   await main();
 } catch (e) {
   check('gpu-check ran to the end', false, e.stack ?? String(e));
 }
-const failed = checks.filter((c) => !c.ok).length;
-writeFileSync(join(outDir, 'gpu-check.json'), JSON.stringify({ schemaVersion: 1, when: new Date().toISOString(), checks, raw }, null, 1));
-console.log(`\n${checks.length - failed} passed, ${failed} failed`);
-process.exit(failed === 0 ? 0 : 1);
+finish();

@@ -138,7 +138,17 @@ export function renderSmi(s: Snapshot, width = 160): string {
   if (s.hostname) head.push(`host ${s.hostname}`);
   lines.push(head.join('   '), '');
   if (s.gpus.length === 0) lines.push('no GPU');
-  else lines.push(...table(gpuRows(s), [true, false, false, true, true, true, true, true, true, false]));
+  else {
+    let rows = gpuRows(s);
+    let right = [true, false, false, true, true, true, true, true, true, false];
+    // Under CUDA_VISIBLE_DEVICES the ordinal a program sees differs from the index: show both.
+    const live = s.source === 'nvml' || s.source === 'nvidia-smi';
+    if (live && s.gpus.some((g) => g.cudaIndex !== g.index)) {
+      rows = rows.map((r, i) => [r[0]!, i === 0 ? 'CUDA' : (s.gpus[i - 1]!.cudaIndex?.toString() ?? 'hidden'), ...r.slice(1)]);
+      right = [true, true, ...right.slice(1)];
+    }
+    lines.push(...table(rows, right));
+  }
   const procs = s.gpus.flatMap((g) => g.processes);
   lines.push('');
   if (procs.length === 0) lines.push('Processes: none');

@@ -192,14 +192,20 @@ describe('finding koffi at run time', () => {
     copyFileSync(BUNDLE, alone);
     const runAlone = (env: Record<string, string>) =>
       new Promise<{ code: number; stdout: string; stderr: string }>((resolve) =>
-        execFile(process.execPath, [alone, 'smi', '--json'], { env: { ...process.env, GPUWISE_NVIDIA_SMI: '/nonexistent', ...env } }, (err, stdout, stderr) =>
-          resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+        execFile(
+          process.execPath,
+          [alone, 'smi', '--json'],
+          { env: { ...process.env, GPUWISE_NVIDIA_SMI: '/nonexistent', ...env } },
+          (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
         ),
       );
     const without = await runAlone({ GPUWISE_NVML_LIB: fake! });
     expect(without.code).toBe(2);
     expect(without.stderr).toMatch(/koffi \(the FFI used to call NVML\) could not be loaded/);
-    const withDir = await runAlone({ GPUWISE_NVML_LIB: fake!, GPUWISE_KOFFI_DIR: join(new URL('../../', import.meta.url).pathname, 'node_modules') });
+    const withDir = await runAlone({
+      GPUWISE_NVML_LIB: fake!,
+      GPUWISE_KOFFI_DIR: join(new URL('../../', import.meta.url).pathname, 'node_modules'),
+    });
     expect(withDir.code, withDir.stderr).toBe(0);
     expect(JSON.parse(withDir.stdout).source).toBe('nvml');
   });

@@ -183,6 +183,16 @@ describe('terminal rendering', () => {
     expect(text).toContain('6.58 GiB / 140.4 GiB');
     expect(text).toMatch(/\n\s+0\s+620\s+-\s+6\.57 GiB/);
   });
+  it('shows CUDA ordinals in the smi table only when they differ from the index', () => {
+    const s = busy();
+    s.source = 'nvml';
+    s.gpus[0]!.cudaIndex = null;
+    s.gpus[1]!.cudaIndex = 0;
+    expect(renderSmi(s, 200)).toMatch(/GPU\s+CUDA\s+Name[^\n]*\n\s+0\s+hidden\s+NVIDIA H200[^\n]*\n\s+1\s+0\s+NVIDIA H200/);
+    s.gpus[0]!.cudaIndex = 0;
+    s.gpus[1]!.cudaIndex = 1;
+    expect(renderSmi(s, 200)).not.toContain('CUDA');
+  });
   it('monitor frames fit any terminal size exactly', () => {
     const history = new History();
     const s = busy();
