@@ -232,7 +232,7 @@ async function main() {
     const rec = join(outDir, `killed-${Date.now()}.sqlite`);
     const child = spawn(process.execPath, [GPUWISE, 'record', '--interval', '100ms', '--out', rec], { stdio: 'ignore' });
     const exited = new Promise((r) => child.on('exit', r));
-    await new Promise((r) => setTimeout(r, 3000));
+    await new Promise((r) => setTimeout(r, 4000));
     child.kill('SIGKILL');
     await exited;
     const rp = await gpuwise(['smi', '--replay', rec, '--json']);

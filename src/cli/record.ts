@@ -91,15 +91,16 @@ export async function run(argv: string[]): Promise<number> {
     }
     return Math.max(0, intervalMs - (Date.now() - start));
   };
-  await (async () => {
+  try {
     while (!stopping) {
       const wait = await tick();
       if (stopping) break;
       await Promise.race([new Promise((r) => setTimeout(r, wait)), done]);
     }
-  })();
-  writer.close();
-  sampler.close();
+  } finally {
+    writer.close(); // checkpoint, release the lock, remove FILE.recorder
+    sampler.close();
+  }
   if (!values.quiet) process.stderr.write(`gpuwise record: ${writer.samplesWritten} samples in ${values.out}\n`);
   return exitCode;
 }

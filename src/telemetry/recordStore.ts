@@ -13,6 +13,7 @@
 import { existsSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { hostname } from 'node:os';
+import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import { InputError } from '../io/inputError.js';
 import type { Snapshot } from './sample.js';
 
@@ -38,14 +39,15 @@ function sqlite(): DatabaseCtor {
 
 const SCHEMA = `
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE sample (id INTEGER PRIMARY KEY, t_ms INTEGER NOT NULL, snapshot TEXT NOT NULL);
+CREATE TABLE sample (id INTEGER PRIMARY KEY, t_ms INTEGER NOT NULL, snapshot_deflate BLOB NOT NULL);
 CREATE TABLE gpu (
   sample_id INTEGER NOT NULL, t_ms INTEGER NOT NULL, gpu INTEGER NOT NULL, uuid TEXT NOT NULL, lost INTEGER NOT NULL,
   memory_total_bytes INTEGER, memory_used_bytes INTEGER, utilization_gpu_percent REAL, utilization_memory_percent REAL,
   power_watts REAL, temperature_c REAL, sm_clock_mhz REAL, PRIMARY KEY (sample_id, gpu));
 CREATE TABLE process (
   sample_id INTEGER NOT NULL, t_ms INTEGER NOT NULL, gpu INTEGER NOT NULL, pid INTEGER NOT NULL,
-  used_memory_bytes INTEGER, sm_util_percent REAL, cpu_percent REAL, rss_bytes INTEGER, command TEXT);
+  used_memory_bytes INTEGER, sm_util_percent REAL, cpu_percent REAL, rss_bytes INTEGER);
+CREATE TABLE command (pid INTEGER PRIMARY KEY, first_t_ms INTEGER NOT NULL, user TEXT, command TEXT);
 `;
 
 function sidecar(path: string): string {
@@ -57,6 +59,8 @@ export class RecordWriter {
   private readonly insSample: Statement;
   private readonly insGpu: Statement;
   private readonly insProc: Statement;
+  private readonly insCommand: Statement;
+  private readonly commandsSeen = new Set<number>();
   private nextId = 1;
   private closed = false;
   samplesWritten = 0;
@@ -73,27 +77,41 @@ export class RecordWriter {
       throw new InputError(path, `cannot create: ${(e as Error).message}`);
     }
     writeFileSync(sidecar(path), JSON.stringify({ pid: process.pid, host: hostname(), startedMs: Date.now() }));
-    this.db.exec('PRAGMA locking_mode=EXCLUSIVE');
-    const mode = this.db.all('PRAGMA journal_mode=WAL')[0]?.journal_mode;
-    if (mode !== 'wal') throw new Error(`SQLite refused WAL mode (got ${String(mode)})`);
-    this.db.exec('PRAGMA synchronous=NORMAL');
-    this.db.exec(SCHEMA);
-    const insMeta = this.db.prepare('INSERT INTO meta (key, value) VALUES (?, ?)');
-    for (const [k, v] of Object.entries({ schemaVersion: String(RECORD_SCHEMA_VERSION), hostname: hostname(), ...meta }))
-      insMeta.run([k, v]);
-    insMeta.finalize();
-    this.insSample = this.db.prepare('INSERT INTO sample (id, t_ms, snapshot) VALUES (?, ?, ?)');
-    this.insGpu = this.db.prepare('INSERT INTO gpu VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
-    this.insProc = this.db.prepare('INSERT INTO process VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)');
+    const db = this.db;
+    try {
+      db.exec('PRAGMA locking_mode=EXCLUSIVE');
+      const mode = db.all('PRAGMA journal_mode=WAL')[0]?.journal_mode;
+      if (mode !== 'wal') throw new Error(`SQLite refused WAL mode (got ${String(mode)})`);
+      db.exec('PRAGMA synchronous=NORMAL');
+      db.exec(SCHEMA);
+      const insMeta = db.prepare('INSERT INTO meta (key, value) VALUES (?, ?)');
+      for (const [k, v] of Object.entries({ schemaVersion: String(RECORD_SCHEMA_VERSION), hostname: hostname(), ...meta })) insMeta.run([k, v]);
+      insMeta.finalize();
+      this.insSample = db.prepare('INSERT INTO sample (id, t_ms, snapshot_deflate) VALUES (?, ?, ?)');
+      this.insCommand = db.prepare('INSERT OR IGNORE INTO command VALUES (?, ?, ?, ?)');
+      this.insGpu = db.prepare('INSERT INTO gpu VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
+      this.insProc = db.prepare('INSERT INTO process VALUES (?, ?, ?, ?, ?, ?, ?, ?)');
+    } catch (e) {
+      // Nothing was recorded yet: remove what this run created, so no half-made file or stale lock stays.
+      try {
+        db.close();
+      } catch {
+        // already broken
+      }
+      for (const f of [path, `${path}-wal`, `${path}-journal`, sidecar(path)]) rmSync(f, { force: true });
+      throw e;
+    }
   }
 
   /** Writes one snapshot as one transaction. */
   write(s: Snapshot): void {
     const id = this.nextId++;
     const t = s.timestampMs ?? Date.now();
+    const newPids: number[] = [];
     this.db.exec('BEGIN');
     try {
-      this.insSample.run([id, t, JSON.stringify(s)]);
+      // Snapshot JSON deflated: about 5x smaller, so hours at 10 Hz stay small (docs/telemetry.md).
+      this.insSample.run([id, t, deflateRawSync(JSON.stringify(s))]);
       for (const g of s.gpus) {
         this.insGpu.run([
           id,
@@ -109,10 +127,16 @@ export class RecordWriter {
           g.temperatureC,
           g.smClockMhz,
         ]);
-        for (const p of g.processes)
-          this.insProc.run([id, t, g.index, p.pid, p.usedMemoryBytes, p.smUtilPercent, p.cpuPercent, p.rssBytes, p.command ?? p.name]);
+        for (const p of g.processes) {
+          this.insProc.run([id, t, g.index, p.pid, p.usedMemoryBytes, p.smUtilPercent, p.cpuPercent, p.rssBytes]);
+          if (!this.commandsSeen.has(p.pid) && !newPids.includes(p.pid)) {
+            newPids.push(p.pid);
+            this.insCommand.run([p.pid, t, p.user, p.command ?? p.name]);
+          }
+        }
       }
       this.db.exec('COMMIT');
+      for (const pid of newPids) this.commandsSeen.add(pid);
       this.samplesWritten++;
     } catch (e) {
       this.db.exec('ROLLBACK');
@@ -127,6 +151,7 @@ export class RecordWriter {
     this.insSample.finalize();
     this.insGpu.finalize();
     this.insProc.finalize();
+    this.insCommand.finalize();
     this.db.close();
     rmSync(sidecar(this.path), { force: true });
   }
@@ -192,7 +217,9 @@ export function readRecording(path: string): Recording {
     const meta: Record<string, string> = {};
     for (const r of db.all('SELECT key, value FROM meta')) meta[String(r.key)] = String(r.value);
     if (meta.schemaVersion === undefined) throw new InputError(path, 'a SQLite file, but not a gpuwise recording (no meta table entries)');
-    const snapshots = db.all('SELECT snapshot FROM sample ORDER BY id').map((r) => JSON.parse(String(r.snapshot)) as Snapshot);
+    const snapshots = db
+      .all('SELECT snapshot_deflate FROM sample ORDER BY id')
+      .map((r) => JSON.parse(inflateRawSync(r.snapshot_deflate as Uint8Array).toString('utf8')) as Snapshot);
     for (const s of snapshots) s.source = 'replay';
     return { meta, snapshots, recoveredFromCrash: recovered };
   } catch (e) {
