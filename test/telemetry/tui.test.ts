@@ -52,8 +52,8 @@ it('draws, survives a resize, sorts and quits cleanly in tmux', async ({ skip })
   sh(['new-session', '-d', '-s', SESSION, '-x', '120', '-y', '30', cmd]);
   let s = await waitFor((x) => /█|▅/.test(x) && x.includes('1019'));
   expect(s).toMatch(/gpuwise monitor .* every 100ms/);
-  expect(s).toMatch(/^ 0 Fake H200\s+util  50%\s+▅+ mem/m);
-  expect(s).toMatch(/^ 1 Fake H200\s+util  51%/m);
+  expect(s).toMatch(/^ 0 Fake H200\s+util {2}50%\s+▅+ mem/m);
+  expect(s).toMatch(/^ 1 Fake H200\s+util {2}51%/m);
   expect(s).toContain('sort (memory)');
   // Resize: every line fits, nothing wraps, the notes stay at the bottom.
   sh(['resize-window', '-t', SESSION, '-x', '50', '-y', '12']);
