@@ -49,6 +49,7 @@ async function bench(n: number, procfs: boolean): Promise<number> {
         processesPerSample: procs / n,
         cpuUsPerSample: (cpu.user + cpu.system) / n,
         wallUsPerSample: wallNs / 1000 / n,
+        rssBytes: process.memoryUsage().rss,
       })}\n`,
     );
   } finally {
