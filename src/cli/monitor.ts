@@ -35,8 +35,12 @@ async function jsonStream(intervalMs: number, count: number | null): Promise<num
   try {
     while (!stop && (count === null || n < count)) {
       const start = Date.now();
-      const s = await sampler.sample();
-      if (!process.stdout.write(`${JSON.stringify(s)}\n`)) await new Promise((r) => process.stdout.once('drain', r));
+      try {
+        const s = await sampler.sample();
+        if (!process.stdout.write(`${JSON.stringify(s)}\n`)) await new Promise((r) => process.stdout.once('drain', r));
+      } catch (e) {
+        process.stderr.write(`gpuwise monitor: sample failed: ${(e as Error).message}\n`); // the stream goes on
+      }
       n++;
       if (count !== null && n >= count) break;
       await new Promise((r) => setTimeout(r, Math.max(0, intervalMs - (Date.now() - start))));
@@ -77,8 +81,8 @@ async function tui(intervalMsIn: number, sortIn: SortKey, count: number | null):
       history.push(last);
       noGpu = null;
     } catch (e) {
-      if (!(e instanceof NoGpu)) throw e;
-      noGpu = e.message;
+      // No GPU yet, or a sample that failed (nvidia-smi died, driver reloading): show why and retry.
+      noGpu = e instanceof NoGpu ? e.message : `sampling failed: ${(e as Error).message}`;
       last = null;
     }
     draw();

@@ -107,8 +107,8 @@ export function renderMonitor(i: MonitorFrameInput): string[] {
   return fitFrame([...body, ...notes], cols, i.rows);
 }
 
-/** The screen shown while no GPU can be read. */
-export function renderNoGpu(reason: string, cols: number, rows: number): string[] {
+/** The screen shown while no GPU can be read (or sampling fails). */
+export function renderNoGpu(reason: string, cols: number, rows: number, title = 'no NVIDIA GPU', retry = 'retrying every 5 s'): string[] {
   const words = reason.split(' ');
   const wrapped: string[] = [];
   let line = '';
