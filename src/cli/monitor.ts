@@ -69,7 +69,9 @@ async function tui(intervalMsIn: number, sortIn: SortKey, count: number | null):
     const rows = out.rows ?? 24;
     const lines = last
       ? renderMonitor({ snapshot: last, history, sort, intervalMs, cols, rows, sampleMs })
-      : renderNoGpu(noGpu ?? 'starting', cols, rows);
+      : sampler === null
+        ? renderNoGpu(noGpu ?? 'starting', cols, rows)
+        : renderNoGpu(noGpu ?? '', cols, rows, 'cannot read the GPUs', 'retrying at every refresh');
     out.write(`\x1b[H${lines.join('\r\n')}`);
   };
   const step = async () => {

@@ -119,9 +119,5 @@ export function renderNoGpu(reason: string, cols: number, rows: number, title = 
     } else line = line ? `${line} ${w}` : w;
   }
   if (line) wrapped.push(line);
-  return fitFrame(
-    ['gpuwise monitor', '', '  no NVIDIA GPU', '', ...wrapped.map((l) => `  ${l}`), '', '  retrying every 5 s · q to quit'],
-    cols,
-    rows,
-  );
+  return fitFrame(['gpuwise monitor', '', `  ${title}`, '', ...wrapped.map((l) => `  ${l}`), '', `  ${retry} · q to quit`], cols, rows);
 }
