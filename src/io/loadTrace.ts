@@ -1,10 +1,41 @@
-/** Shell: file -> TraceModel (parse + build). */
+/** Shell: file -> TraceModel (parse + build), on several threads when the file is large. */
+import { availableParallelism } from 'node:os';
 import { TraceModelBuilder } from '../trace/builder.js';
 import type { TraceModel } from '../trace/model.js';
-import { type ReadProgress, readTraceFile } from './readTrace.js';
+import { loadTraceParallel } from './parallelLoad.js';
+import { type ReadProgress, openTraceSource, readTraceFile } from './readTrace.js';
 
-export async function loadTrace(path: string, onProgress?: ReadProgress): Promise<TraceModel> {
+/** Below this (compressed) size one thread is fast enough; above it, worker start-up pays for itself. */
+const PARALLEL_MIN_BYTES = 48 * 1024 * 1024;
+const PARALLEL_MIN_GZIP_BYTES = 6 * 1024 * 1024;
+const MAX_THREADS = 4;
+
+export interface LoadOptions {
+  /** Parse threads; default: GPUWISE_THREADS, else one per core (at most 4) for large files, else 1. */
+  threads?: number;
+}
+
+export async function loadTrace(path: string, onProgress?: ReadProgress, options: LoadOptions = {}): Promise<TraceModel> {
+  const fromEnv = Number(process.env.GPUWISE_THREADS);
+  const threads = options.threads ?? (fromEnv >= 1 ? Math.floor(fromEnv) : await defaultThreads(path));
+  // Workers run the bundled CLI file; from TypeScript sources (tests) there is nothing to start.
+  if (threads > 1 && import.meta.url.endsWith('.mjs')) {
+    const model = await loadTraceParallel(path, threads, new URL(import.meta.url), onProgress);
+    if (model !== null) return model;
+  }
   const builder = new TraceModelBuilder(path);
   const summary = await readTraceFile(path, builder, onProgress);
   return builder.finish(summary.originUs, summary.warnings);
+}
+
+async function defaultThreads(path: string): Promise<number> {
+  const cores = Math.min(availableParallelism(), MAX_THREADS);
+  if (cores < 2) return 1;
+  try {
+    const source = await openTraceSource(path);
+    await source.chunks.return(undefined);
+    return source.sizeBytes >= (source.gzip ? PARALLEL_MIN_GZIP_BYTES : PARALLEL_MIN_BYTES) ? cores : 1;
+  } catch {
+    return 1; // the sequential reader reports the problem
+  }
 }

@@ -4,7 +4,7 @@
  * runtime calls in typed columns (see model.ts for why).
  */
 import type { RawEvent, TraceSink } from './event.js';
-import { CopyKind, KernelCategory, MatmulPrecision, RuntimeKind, categoriseKernel, copyKind, dtypeBytes, matmulPrecision, runtimeKind } from './kernelClass.js';
+import { CopyKind, KernelCategory, MatmulPrecision, RuntimeKind, categoriseKernel, copyKind, dtypeBytes, runtimeKind } from './kernelClass.js';
 import type { Collective, CpuSpan, DeviceProperties, DistributedInfo, GemmOp, GpuOps, MemoryPeak, RuntimeCalls, StepMarker, TraceModel } from './model.js';
 
 /** Events longer than this are clock glitches (CUPTI overflow, `Record Window End`): dropped, as HTA and tb_plugin do. */
@@ -21,7 +21,17 @@ class F64 {
   a = new Float64Array(4096);
   grow(n: number): void {
     if (n >= this.a.length) {
-      const b = new Float64Array(this.a.length * 2);
+      const b = new Float64Array(Math.ceil(this.a.length * 1.5));
+      b.set(this.a);
+      this.a = b;
+    }
+  }
+}
+class F32 {
+  a = new Float32Array(4096);
+  grow(n: number): void {
+    if (n >= this.a.length) {
+      const b = new Float32Array(Math.ceil(this.a.length * 1.5));
       b.set(this.a);
       this.a = b;
     }
@@ -31,7 +41,7 @@ class I32 {
   a = new Int32Array(4096);
   grow(n: number): void {
     if (n >= this.a.length) {
-      const b = new Int32Array(this.a.length * 2);
+      const b = new Int32Array(Math.ceil(this.a.length * 1.5));
       b.set(this.a);
       this.a = b;
     }
@@ -41,7 +51,7 @@ class U8 {
   a = new Uint8Array(4096);
   grow(n: number): void {
     if (n >= this.a.length) {
-      const b = new Uint8Array(this.a.length * 2);
+      const b = new Uint8Array(Math.ceil(this.a.length * 1.5));
       b.set(this.a);
       this.a = b;
     }
@@ -50,11 +60,11 @@ class U8 {
 
 export class TraceModelBuilder implements TraceSink {
   private names: string[] = [];
+  private kernelCategoryByName: KernelCategory[] = [];
   private nameIds = new Map<string, number>();
   // GPU op columns
   private gN = 0;
   private gDevice = new I32();
-  private gStream = new I32();
   private gKind = new U8();
   private gCategory = new U8();
   private gPrecision = new U8();
@@ -64,7 +74,7 @@ export class TraceModelBuilder implements TraceSink {
   private gCorr = new F64();
   private gName = new I32();
   private gBytes = new F64();
-  private gBlocks = new F64();
+  private gBlocks = new F32();
   // runtime columns
   private rN = 0;
   private rKind = new U8();
@@ -100,10 +110,28 @@ export class TraceModelBuilder implements TraceSink {
     let id = this.nameIds.get(name);
     if (id === undefined) {
       id = this.names.length;
-      this.names.push(name);
-      this.nameIds.set(name, id);
+      const own = detach(name);
+      this.names.push(own);
+      this.nameIds.set(own, id);
     }
     return id;
+  }
+
+  /**
+   * Strings sliced from the parser's buffer keep the whole buffer (a megabyte)
+   * alive; every string the model keeps goes through here to get its own copy,
+   * once per distinct value.
+   */
+  private intern(s: string): string {
+    return this.names[this.nameId(s)]!;
+  }
+
+  private internOrNull(s: string | null): string | null {
+    return s === null ? null : this.intern(s);
+  }
+
+  private span(name: string, startNs: number, endNs: number, tid: number | string): CpuSpan {
+    return { name: this.intern(name), startNs, endNs, tid: typeof tid === 'string' ? this.intern(tid) : tid };
   }
 
   onMetadata(key: string, value: unknown): void {
@@ -112,7 +140,7 @@ export class TraceModelBuilder implements TraceSink {
         if (d === null || typeof d !== 'object') continue;
         this.devices.push({
           id: num(d.id, this.devices.length),
-          name: typeof d.name === 'string' ? d.name : 'unknown GPU',
+          name: typeof d.name === 'string' ? detach(d.name) : 'unknown GPU',
           totalGlobalMemBytes: num(d.totalGlobalMem, 0),
           computeMajor: num(d.computeMajor, 0),
           computeMinor: num(d.computeMinor, 0),
@@ -123,7 +151,7 @@ export class TraceModelBuilder implements TraceSink {
       const d = value as Record<string, unknown>;
       // Kineto may write it twice (before and after traceEvents): the first one wins.
       this.distributed ??= {
-        backend: typeof d.backend === 'string' ? d.backend : null,
+        backend: typeof d.backend === 'string' ? detach(d.backend) : null,
         rank: num(d.rank, 0),
         worldSize: num(d.world_size, 1),
       };
@@ -188,23 +216,25 @@ export class TraceModelBuilder implements TraceSink {
 
   private onGpuOp(ev: RawEvent, cat: string): void {
     const i = this.gN++;
-    for (const c of [this.gDevice, this.gStream, this.gName]) c.grow(i);
+    for (const c of [this.gDevice, this.gName]) c.grow(i);
     for (const c of [this.gKind, this.gCategory, this.gPrecision, this.gCopy]) c.grow(i);
     for (const c of [this.gStart, this.gDur, this.gCorr, this.gBytes, this.gBlocks]) c.grow(i);
     const a = ev.args;
     const device = a.device >= 0 ? a.device : typeof ev.pid === 'number' ? ev.pid : 0;
     this.gDevice.a[i] = device;
-    this.gStream.a[i] = a.stream >= 0 ? a.stream : typeof ev.tid === 'number' ? ev.tid : 0;
     this.gStart.a[i] = ev.tsNs;
     this.gDur.a[i] = ev.durNs;
     this.gCorr.a[i] = a.correlation;
     this.gBytes.a[i] = a.bytes;
     this.gBlocks.a[i] = a.blocksPerSm;
-    this.gName.a[i] = this.nameId(ev.name);
+    const nameId = this.nameId(ev.name);
+    this.gName.a[i] = nameId;
     if (cat === 'kernel') {
       this.gKind.a[i] = 0;
       const isCollective = a.collectiveName !== null;
-      const category = categoriseKernel(ev.name, isCollective);
+      // Names repeat thousands of times: classify each distinct name once.
+      let category = isCollective ? KernelCategory.communication : this.kernelCategoryByName[nameId];
+      if (category === undefined) category = this.kernelCategoryByName[nameId] = categoriseKernel(ev.name, false);
       this.gCategory.a[i] = category;
       this.gPrecision.a[i] = MatmulPrecision.notMatmul;
       this.gCopy.a[i] = CopyKind.none;
@@ -212,9 +242,9 @@ export class TraceModelBuilder implements TraceSink {
         const nelems = Math.max(a.inMsgNelems, a.outMsgNelems, 0);
         this.collectives.push({
           opIndex: i,
-          name: a.collectiveName ?? collectiveFromName(ev.name),
-          processGroup: a.processGroupName ?? a.processGroupDesc,
-          seq: a.seq === null ? null : String(a.seq),
+          name: this.intern(a.collectiveName ?? collectiveFromName(ev.name)),
+          processGroup: this.internOrNull(a.processGroupName ?? a.processGroupDesc),
+          seq: a.seq === null ? null : this.intern(String(a.seq)),
           bytes: nelems * dtypeBytes(a.dtype),
           groupSize: a.groupSize,
         });
@@ -233,6 +263,11 @@ export class TraceModelBuilder implements TraceSink {
   }
 
   private onRuntime(ev: RawEvent): void {
+    this.cpuExtent(ev.tsNs, ev.durNs);
+    const kind = runtimeKind(ev.name);
+    // Queries such as cudaGetErrorString or cudaStreamIsCapturing launch no GPU work and block
+    // nothing: about 40% of runtime events, not worth a row.
+    if (kind === RuntimeKind.other) return;
     const i = this.rN++;
     this.rKind.grow(i);
     this.rStart.grow(i);
@@ -240,13 +275,12 @@ export class TraceModelBuilder implements TraceSink {
     this.rCorr.grow(i);
     this.rExt.grow(i);
     this.rName.grow(i);
-    this.rKind.a[i] = runtimeKind(ev.name);
+    this.rKind.a[i] = kind;
     this.rStart.a[i] = ev.tsNs;
     this.rDur.a[i] = ev.durNs;
     this.rCorr.a[i] = ev.args.correlation;
     this.rExt.a[i] = ev.args.externalId;
     this.rName.a[i] = this.nameId(ev.name);
-    this.cpuExtent(ev.tsNs, ev.durNs);
   }
 
   private cpuExtent(ts: number, dur: number): void {
@@ -269,15 +303,15 @@ export class TraceModelBuilder implements TraceSink {
     }
     if (c0 === 97 /* a */) {
       if (GEMM_OP_RE.test(name)) this.onGemmOp(ev);
-      else if (SYNC_OP_RE.test(name)) this.syncOps.push({ name, startNs: ts, endNs: end, tid: ev.tid });
+      else if (SYNC_OP_RE.test(name)) this.syncOps.push(this.span(name, ts, end, ev.tid));
       return;
     }
-    if (c0 === 101 /* e */ && DATALOADER_RE.test(name)) this.dataLoader.push({ name, startNs: ts, endNs: end, tid: ev.tid });
-    else if (c0 === 79 /* O */ && OPTIMIZER_RE.test(name)) this.optimizerSteps.push({ name, startNs: ts, endNs: end, tid: ev.tid });
+    if (c0 === 101 /* e */ && DATALOADER_RE.test(name)) this.dataLoader.push(this.span(name, ts, end, ev.tid));
+    else if (c0 === 79 /* O */ && OPTIMIZER_RE.test(name)) this.optimizerSteps.push(this.span(name, ts, end, ev.tid));
     else if (name === 'DataParallel.forward' || name.startsWith('torch::autograd::Broadcast') || name === 'Broadcast' || name === 'ReduceAddCoalesced') {
-      if (name === 'DataParallel.forward') this.dataParallelForwards.push({ name, startNs: ts, endNs: end, tid: ev.tid });
-    } else if (name === 'DistributedDataParallel.forward') this.ddpForwards.push({ name, startNs: ts, endNs: end, tid: ev.tid });
-    else if (CPU_COLLECTIVE_RE.test(name)) this.cpuCollectives.push({ name, startNs: ts, endNs: end, tid: ev.tid });
+      if (name === 'DataParallel.forward') this.dataParallelForwards.push(this.span(name, ts, end, ev.tid));
+    } else if (name === 'DistributedDataParallel.forward') this.ddpForwards.push(this.span(name, ts, end, ev.tid));
+    else if (CPU_COLLECTIVE_RE.test(name)) this.cpuCollectives.push(this.span(name, ts, end, ev.tid));
   }
 
   private onGemmOp(ev: RawEvent): void {
@@ -291,7 +325,7 @@ export class TraceModelBuilder implements TraceSink {
     let idx = this.gemmKeys.get(key);
     if (idx === undefined) {
       idx = this.gemmOps.length;
-      this.gemmOps.push({ name: ev.name, dims: numericDims, dtype: dtype ?? null });
+      this.gemmOps.push({ name: this.intern(ev.name), dims: numericDims, dtype: this.internOrNull(dtype ?? null) });
       this.gemmKeys.set(key, idx);
     }
     this.gemmByExternalId.set(ev.args.externalId, idx);
@@ -308,26 +342,25 @@ export class TraceModelBuilder implements TraceSink {
     const gpu: GpuOps = {
       count: this.gN,
       device: Int16Array.from(this.gDevice.a.subarray(0, this.gN)),
-      stream: this.gStream.a.slice(0, this.gN),
-      kind: this.gKind.a.slice(0, this.gN),
-      category: this.gCategory.a.slice(0, this.gN),
-      precision: this.gPrecision.a.slice(0, this.gN),
-      copyKind: this.gCopy.a.slice(0, this.gN),
-      startNs: this.gStart.a.slice(0, this.gN),
-      durNs: this.gDur.a.slice(0, this.gN),
-      correlation: this.gCorr.a.slice(0, this.gN),
-      nameId: this.gName.a.slice(0, this.gN),
-      bytes: this.gBytes.a.slice(0, this.gN),
-      blocksPerSm: this.gBlocks.a.slice(0, this.gN),
+      kind: this.gKind.a.subarray(0, this.gN),
+      category: this.gCategory.a.subarray(0, this.gN),
+      precision: this.gPrecision.a.subarray(0, this.gN),
+      copyKind: this.gCopy.a.subarray(0, this.gN),
+      startNs: this.gStart.a.subarray(0, this.gN),
+      durNs: this.gDur.a.subarray(0, this.gN),
+      correlation: this.gCorr.a.subarray(0, this.gN),
+      nameId: this.gName.a.subarray(0, this.gN),
+      bytes: this.gBytes.a.subarray(0, this.gN),
+      blocksPerSm: this.gBlocks.a.subarray(0, this.gN),
     };
     const runtime: RuntimeCalls = {
       count: this.rN,
-      kind: this.rKind.a.slice(0, this.rN),
-      startNs: this.rStart.a.slice(0, this.rN),
-      durNs: this.rDur.a.slice(0, this.rN),
-      correlation: this.rCorr.a.slice(0, this.rN),
-      externalId: this.rExt.a.slice(0, this.rN),
-      nameId: this.rName.a.slice(0, this.rN),
+      kind: this.rKind.a.subarray(0, this.rN),
+      startNs: this.rStart.a.subarray(0, this.rN),
+      durNs: this.rDur.a.subarray(0, this.rN),
+      correlation: this.rCorr.a.subarray(0, this.rN),
+      externalId: this.rExt.a.subarray(0, this.rN),
+      nameId: this.rName.a.subarray(0, this.rN),
     };
     const dist = this.distributed;
     return {
@@ -372,6 +405,14 @@ function dedupeSteps(steps: StepMarker[]): StepMarker[] {
 function collectiveFromName(name: string): string {
   const m = /(AllReduce|AllGather|ReduceScatter|Broadcast|Reduce|SendRecv|AllToAll|Send|Recv)/i.exec(name);
   return m ? m[1]!.toLowerCase() : 'collective';
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** A copy of s that shares no memory with the buffer it was sliced from. */
+function detach(s: string): string {
+  return s.length < 13 ? s : decoder.decode(encoder.encode(s)); // V8 copies strings under 13 chars anyway
 }
 
 function num(v: unknown, fallback: number): number {

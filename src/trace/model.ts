@@ -66,7 +66,6 @@ export interface MemoryPeak {
 export interface GpuOps {
   count: number;
   device: Int16Array;
-  stream: Int32Array;
   /** 0 kernel, 1 memcpy, 2 memset. */
   kind: Uint8Array;
   /** KernelCategory. */
@@ -81,7 +80,7 @@ export interface GpuOps {
   nameId: Int32Array;
   bytes: Float64Array;
   /** Kineto's `blocks per SM` (-1 when absent): feeds the SM-efficiency estimate. */
-  blocksPerSm: Float64Array;
+  blocksPerSm: Float32Array;
 }
 
 /** CUDA runtime / driver calls on CPU threads. */

@@ -168,7 +168,21 @@ export class TraceJsonParser {
   private sawEvents = false;
   private retryAtLength = 0;
 
-  constructor(private readonly sink: TraceSink) {
+  /**
+   * `originUs` fixes the time origin up front (parallel parsing: every segment of a
+   * file must share it). `startInEvents` starts inside the traceEvents array, for a
+   * segment that begins with the ',' after an event (see segments.ts).
+   */
+  constructor(
+    private readonly sink: TraceSink,
+    options: { originUs?: number; startInEvents?: boolean } = {},
+  ) {
+    if (options.originUs !== undefined) this.originUs = options.originUs;
+    if (options.startInEvents) {
+      // The segment starts at the ',' that follows the previous segment's last event.
+      this.state = St.EventsNext;
+      this.sawEvents = true;
+    }
     this.ev = {
       ph: '',
       cat: '',
@@ -199,6 +213,17 @@ export class TraceJsonParser {
     this.run();
   }
 
+  /** Whether the input so far ended exactly between two events (a clean segment end). */
+  endsBetweenEvents(): boolean {
+    if (this.stopped !== null) return false;
+    if (this.state !== St.EventsNext && this.state !== St.EventsFirst) return false;
+    for (let i = this.p; i < this.s.length; i++) {
+      const c = this.s.charCodeAt(i);
+      if (c !== Ch.Space && c !== Ch.Nl && c !== Ch.Cr && c !== Ch.Tab) return false;
+    }
+    return true;
+  }
+
   /** Signals the end of input and returns what was read. */
   end(): ParseSummary {
     if (this.stopped === null && this.state !== St.Done && this.retryAtLength > 0) this.run();
@@ -215,8 +240,7 @@ export class TraceJsonParser {
     }
     if (truncated) this.note('input ends early (truncated file?): analysed the events read so far');
     if (this.stopped !== null) this.note(`stopped reading at a syntax error (${this.stopped}): analysed the events before it`);
-    const warnings: string[] = [];
-    for (const [text, n] of this.notes) warnings.push(n > 1 ? `${text} (${n} times)` : text);
+    const warnings = this.notesSoFar();
     this.s = '';
     return {
       events: this.count,
@@ -226,6 +250,11 @@ export class TraceJsonParser {
       originUs: this.originUs ?? 0,
       sawTraceEvents: this.sawEvents,
     };
+  }
+
+  /** The repair notes so far, for a segment that ends without end(). */
+  notesSoFar(): string[] {
+    return [...this.notes].map(([text, n]) => (n > 1 ? `${text} (${n} times)` : text));
   }
 
   /** Records a repaired or dropped piece of input; repeats are counted, not stored. */
@@ -517,6 +546,13 @@ export class TraceJsonParser {
 
   private readId(): Id | null {
     const c = this.s.charCodeAt(this.p);
+    if (c >= Ch.D0 && c <= Ch.D9) {
+      // Common case (pids, tids, small ids): the integer fast path of readScalarNumber.
+      const start = this.p;
+      const v = this.readScalarNumber();
+      if (Number.isSafeInteger(v)) return v;
+      this.p = start;
+    }
     if (c === Ch.Quote) return this.readString();
     if (c === Ch.LBrace || c === Ch.LBracket) {
       this.skipValue();

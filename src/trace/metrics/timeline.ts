@@ -67,7 +67,9 @@ export function analyseTimeline(model: TraceModel, links: Links, windows: StepWi
   for (const d of devices) {
     const times = windows.map((w) => deviceWindow(model, links, d, host, w));
     addCategories(model, d, windows, times);
-    for (const [i, t] of times.entries()) perWindow[i]!.push(t);
+    times.forEach((t, i) => {
+      perWindow[i]!.push(t);
+    });
   }
   const first = devices.find((d) => d.busy.n > 0);
   return { perWindow, devices: devices.map((d) => d.device), timeline: first ? busyTimeline(first.busy, windows) : [] };
@@ -77,40 +79,62 @@ function groupByDevice(model: TraceModel): DeviceOps[] {
   const { gpu } = model;
   const ids = [...new Set(gpu.device.subarray(0, gpu.count))].sort((a, b) => a - b);
   return ids.map((device) => {
-    const idx: number[] = [];
-    for (let i = 0; i < gpu.count; i++) if (gpu.device[i] === device) idx.push(i);
-    idx.sort((a, b) => gpu.startNs[a]! - gpu.startNs[b]!);
-    const order = Int32Array.from(idx);
-    // Busy union in one pass over ops sorted by start, remembering each segment's first op.
-    const start: number[] = [];
-    const end: number[] = [];
-    const firstOp: number[] = [];
-    const comm: [number, number][] = [];
-    const compute: [number, number][] = [];
+    let n = 0;
+    for (let i = 0; i < gpu.count; i++) if (gpu.device[i] === device) n++;
+    const order = new Int32Array(n);
+    n = 0;
+    for (let i = 0; i < gpu.count; i++) if (gpu.device[i] === device) order[n++] = i;
+    order.sort((a, b) => gpu.startNs[a]! - gpu.startNs[b]!);
+    // One pass over ops sorted by start builds three unions (all work, communication,
+    // compute) and remembers which op opens each busy segment.
+    const busy = new UnionBuilder(n);
+    const comm = new UnionBuilder(0);
+    const compute = new UnionBuilder(n);
+    const firstOp = new Int32Array(n);
     for (const i of order) {
       const s = gpu.startNs[i]!;
       const e = s + gpu.durNs[i]!;
-      const n = end.length;
-      if (n > 0 && s <= end[n - 1]!) {
-        if (e > end[n - 1]!) end[n - 1] = e;
-      } else {
-        start.push(s);
-        end.push(e);
-        firstOp.push(i);
-      }
-      const cat = gpu.category[i]!;
-      if (cat === KernelCategory.communication) comm.push([s, e]);
-      else if (gpu.kind[i] === 0) compute.push([s, e]);
+      if (busy.add(s, e)) firstOp[busy.n - 1] = i;
+      if (gpu.category[i] === KernelCategory.communication) comm.add(s, e);
+      else if (gpu.kind[i] === 0) compute.add(s, e);
     }
-    return {
-      device,
-      order,
-      busy: { start: Float64Array.from(start), end: Float64Array.from(end), n: start.length },
-      segFirstOp: Int32Array.from(firstOp),
-      comm: comm.length ? unionOf(comm) : EMPTY_SEGMENTS,
-      compute: unionOf(compute),
-    };
+    return { device, order, busy: busy.done(), segFirstOp: firstOp.subarray(0, busy.n), comm: comm.done(), compute: compute.done() };
   });
+}
+
+/** Union of intervals fed in order of start, into typed arrays. */
+class UnionBuilder {
+  start: Float64Array;
+  end: Float64Array;
+  n = 0;
+  constructor(capacity: number) {
+    this.start = new Float64Array(Math.max(capacity, 16));
+    this.end = new Float64Array(Math.max(capacity, 16));
+  }
+  /** Adds [s, e]; returns true when it opened a new segment. */
+  add(s: number, e: number): boolean {
+    const n = this.n;
+    if (n > 0 && s <= this.end[n - 1]!) {
+      if (e > this.end[n - 1]!) this.end[n - 1] = e;
+      return false;
+    }
+    if (n === this.start.length) {
+      const grow = (a: Float64Array) => {
+        const b = new Float64Array(a.length * 2);
+        b.set(a);
+        return b;
+      };
+      this.start = grow(this.start);
+      this.end = grow(this.end);
+    }
+    this.start[n] = s;
+    this.end[n] = e;
+    this.n = n + 1;
+    return true;
+  }
+  done(): Segments {
+    return this.n === 0 ? EMPTY_SEGMENTS : { start: this.start.subarray(0, this.n), end: this.end.subarray(0, this.n), n: this.n };
+  }
 }
 
 function hostCauses(model: TraceModel, links: Links): HostCauses {

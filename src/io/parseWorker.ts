@@ -1,0 +1,58 @@
+/**
+ * Worker side of the parallel loader: parses the segments it is sent into one
+ * TraceModelBuilder and returns the model. Runs inside the bundled CLI file
+ * (bin.ts dispatches here when started as a parse worker).
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { TraceModelBuilder } from '../trace/builder.js';
+import { TraceFormatError, TraceJsonParser } from '../trace/parser.js';
+
+export interface SegmentMessage {
+  type: 'segment';
+  text: string;
+  first: boolean;
+  last: boolean;
+}
+export type ToWorker = SegmentMessage | { type: 'finish' };
+export type FromWorker = { type: 'done-segment' } | { type: 'failed'; reason: string } | { type: 'model'; model: unknown };
+
+export const PARSE_WORKER_FLAG = 'gpuwiseParseWorker';
+
+export function isParseWorker(): boolean {
+  return parentPort !== null && (workerData as Record<string, unknown> | null)?.[PARSE_WORKER_FLAG] === true;
+}
+
+export function runParseWorker(): void {
+  const port = parentPort!;
+  const { originUs, source } = workerData as { originUs: number; source: string };
+  const builder = new TraceModelBuilder(source);
+  const warnings: string[] = [];
+  port.on('message', (msg: ToWorker) => {
+    if (msg.type === 'finish') {
+      port.postMessage({ type: 'model', model: builder.finish(originUs, [...new Set(warnings)]) } satisfies FromWorker);
+      return;
+    }
+    const parser = new TraceJsonParser(builder, { originUs, startInEvents: !msg.first });
+    try {
+      parser.push(msg.text);
+      if (!msg.last) {
+        // A middle segment must end exactly between two events, or the cut was wrong.
+        if (!parser.endsBetweenEvents()) {
+          port.postMessage({ type: 'failed', reason: 'segment did not end between events' } satisfies FromWorker);
+          return;
+        }
+        warnings.push(...parser.notesSoFar());
+      } else {
+        const summary = parser.end();
+        if (summary.stoppedAt !== null) {
+          port.postMessage({ type: 'failed', reason: summary.stoppedAt } satisfies FromWorker);
+          return;
+        }
+        warnings.push(...summary.warnings);
+      }
+      port.postMessage({ type: 'done-segment' } satisfies FromWorker);
+    } catch (e) {
+      port.postMessage({ type: 'failed', reason: e instanceof TraceFormatError ? e.message : String(e) } satisfies FromWorker);
+    }
+  });
+}

@@ -1,0 +1,252 @@
+/**
+ * Launch configs from a plan: torchrun command, accelerate YAML, DeepSpeed JSON, FSDP2 snippet, sbatch
+ * script. All state the same batch arithmetic: global batch = micro-batch x accumulation x data-parallel size.
+ */
+import { PlanError } from './errors.js';
+import type { ModelDescription } from './model.js';
+import type { Plan } from './plan.js';
+import type { Hardware } from './setup.js';
+import { toYaml } from './yaml.js';
+
+export type EmitFormat = 'torchrun' | 'accelerate' | 'deepspeed' | 'fsdp2' | 'slurm';
+export const EMIT_FORMATS: readonly EmitFormat[] = ['torchrun', 'accelerate', 'deepspeed', 'fsdp2', 'slurm'];
+
+export interface EmitContext {
+  model: ModelDescription;
+  plan: Plan;
+  hardware: Hardware;
+  /** The user's training script (default train.py). */
+  script: string;
+}
+
+const RDZV_PORT = 29500;
+
+function batchLine(plan: Plan): string {
+  const s = plan.setup;
+  return `global batch ${plan.globalBatch} = micro-batch ${s.microBatch} x accumulation ${s.gradAccum} x data-parallel ${plan.parallelism.dpSize}`;
+}
+
+/** Arguments for the user's script: the plan's knobs, named as gpuwise names them. */
+function scriptArgs(plan: Plan): string[] {
+  const s = plan.setup;
+  const p = plan.parallelism;
+  const args = [`--micro-batch ${s.microBatch}`, `--grad-accum ${s.gradAccum}`, `--seq ${s.seq}`, `--precision ${s.precision}`];
+  if (p.dp !== 'none') args.push(`--strategy ${p.dp}`);
+  if (p.tp > 1) args.push(`--tp ${p.tp}`);
+  if (p.pp > 1) args.push(`--pp ${p.pp}`);
+  if (s.checkpointing !== 'none') args.push(`--checkpointing ${s.checkpointing}`);
+  return args;
+}
+
+function torchrunArgs(ctx: EmitContext, nodesVar?: string): string[] {
+  const hw = ctx.hardware;
+  const world = ctx.plan.parallelism.dpSize * ctx.plan.parallelism.tp * ctx.plan.parallelism.pp;
+  const perNode = Math.min(world, hw.gpusPerNode);
+  if (hw.nodes === 1) return ['torchrun', '--standalone', '--nnodes=1', `--nproc_per_node=${perNode}`];
+  return [
+    'torchrun',
+    `--nnodes=${nodesVar ?? hw.nodes}`,
+    `--nproc_per_node=${perNode}`,
+    '--rdzv_backend=c10d',
+    `--rdzv_endpoint=$MASTER_ADDR:${RDZV_PORT}`,
+    `--rdzv_id=${nodesVar ? '$SLURM_JOB_ID' : 'gpuwise'}`,
+  ];
+}
+
+export function emitTorchrun(ctx: EmitContext): string {
+  const lines = [
+    `# gpuwise plan: ${ctx.model.name} on ${ctx.hardware.nodes}x${ctx.hardware.gpusPerNode} ${ctx.hardware.gpu.name}`,
+    `# ${batchLine(ctx.plan)}`,
+  ];
+  if (ctx.hardware.nodes > 1) lines.push('# run on every node with MASTER_ADDR set to the first node');
+  lines.push([...torchrunArgs(ctx), ctx.script, ...scriptArgs(ctx.plan)].join(' \\\n  '));
+  return `${lines.join('\n')}\n`;
+}
+
+export function emitAccelerate(ctx: EmitContext): string {
+  const { plan, hardware: hw } = ctx;
+  const p = plan.parallelism;
+  const s = plan.setup;
+  if (p.tp > 1 || p.pp > 1)
+    throw new PlanError(
+      '--emit accelerate: the plan uses tensor or pipeline parallelism, which accelerate configs do not express; use --emit torchrun',
+    );
+  const world = p.dpSize;
+  const type = p.dp === 'none' ? 'NO' : p.dp === 'ddp' ? 'MULTI_GPU' : p.dp === 'fsdp' || p.dp === 'hsdp' ? 'FSDP' : 'DEEPSPEED';
+  const mixed =
+    s.precision === 'amp-bf16' || ((p.dp === 'fsdp' || p.dp === 'hsdp' || p.dp === 'zero1' || p.dp === 'zero2') && s.precision !== 'fp32')
+      ? 'bf16'
+      : s.precision === 'amp-fp16'
+        ? 'fp16'
+        : 'no';
+  const cfg: Record<string, import('./yaml.js').YamlValue> = {
+    compute_environment: 'LOCAL_MACHINE',
+    distributed_type: type,
+    mixed_precision: mixed,
+    num_machines: hw.nodes,
+    num_processes: world,
+    machine_rank: 0,
+    gradient_accumulation_steps: s.gradAccum,
+    gpu_ids: 'all',
+    same_network: true,
+    use_cpu: false,
+  };
+  if (hw.nodes > 1) {
+    cfg.main_process_ip = 'MASTER_ADDR';
+    cfg.main_process_port = RDZV_PORT;
+    cfg.rdzv_backend = 'c10d';
+  } else cfg.rdzv_backend = 'static';
+  if (type === 'FSDP') {
+    cfg.fsdp_config = {
+      fsdp_version: 2,
+      fsdp_auto_wrap_policy: 'TRANSFORMER_BASED_WRAP',
+      fsdp_reshard_after_forward: p.reshardAfterForward,
+      fsdp_activation_checkpointing: s.checkpointing === 'full',
+      fsdp_offload_params: p.cpuOffload,
+      fsdp_state_dict_type: 'SHARDED_STATE_DICT',
+      fsdp_cpu_ram_efficient_loading: true,
+    };
+  }
+  if (type === 'DEEPSPEED') {
+    cfg.deepspeed_config = {
+      zero_stage: p.dp === 'zero1' ? 1 : 2,
+      gradient_accumulation_steps: s.gradAccum,
+      gradient_clipping: 1.0,
+      offload_optimizer_device: p.cpuOffload ? 'cpu' : 'none',
+      offload_param_device: 'none',
+      zero3_init_flag: false,
+    };
+  }
+  const head = [
+    `# gpuwise plan: ${ctx.model.name}; ${batchLine(plan)}`,
+    `# pass --per_device_train_batch_size ${s.microBatch} (micro-batch) to the script`,
+  ];
+  if (s.precision === 'bf16' && type !== 'FSDP' && type !== 'DEEPSPEED')
+    head.push('# precision bf16: the script casts the model with model.to(torch.bfloat16)');
+  return `${head.join('\n')}\n${toYaml(cfg)}`;
+}
+
+export function emitDeepSpeed(ctx: EmitContext): string {
+  const { plan, model } = ctx;
+  const p = plan.parallelism;
+  const s = plan.setup;
+  if (p.tp > 1 || p.pp > 1)
+    throw new PlanError(
+      '--emit deepspeed: the plan uses tensor or pipeline parallelism; DeepSpeed configs here cover data parallelism and ZeRO only',
+    );
+  const stage = p.dp === 'zero1' ? 1 : p.dp === 'zero2' ? 2 : p.dp === 'fsdp' || p.dp === 'hsdp' ? 3 : 0;
+  const h2 = model.hidden * model.hidden;
+  const zero: Record<string, unknown> = {
+    stage,
+    overlap_comm: true,
+    contiguous_gradients: true,
+    reduce_bucket_size: h2,
+    allgather_bucket_size: h2,
+  };
+  if (stage === 3) {
+    zero.stage3_prefetch_bucket_size = Math.floor(0.9 * h2);
+    zero.stage3_param_persistence_threshold = 10 * model.hidden;
+  }
+  if (p.cpuOffload && stage > 0) zero.offload_optimizer = { device: 'cpu', pin_memory: true };
+  const cfg = {
+    train_batch_size: plan.globalBatch,
+    train_micro_batch_size_per_gpu: s.microBatch,
+    gradient_accumulation_steps: s.gradAccum,
+    gradient_clipping: 1.0,
+    bf16: { enabled: s.precision === 'amp-bf16' || s.precision === 'bf16' },
+    fp16: { enabled: s.precision === 'amp-fp16' },
+    zero_optimization: zero,
+    activation_checkpointing: { partition_activations: false, contiguous_memory_optimization: false },
+    steps_per_print: 100,
+    wall_clock_breakdown: false,
+  };
+  return `${JSON.stringify(cfg, null, 2)}\n`;
+}
+
+const BLOCKS: Record<ModelDescription['family'], string> = {
+  gpt2: 'model.transformer.h',
+  llama: 'model.model.layers',
+  bert: 'model.bert.encoder.layer',
+};
+
+export function emitFsdp2(ctx: EmitContext): string {
+  const { plan, hardware: hw, model } = ctx;
+  const p = plan.parallelism;
+  const s = plan.setup;
+  if (p.dp !== 'fsdp' && p.dp !== 'hsdp') throw new PlanError(`--emit fsdp2: the plan uses '${p.dp}', not FSDP; add --strategy fsdp`);
+  const hsdp = p.dp === 'hsdp';
+  const mesh = hsdp
+    ? `init_device_mesh("cuda", (${p.dpSize / (p.hsdpShardSize ?? p.dpSize / hw.nodes)}, ${p.hsdpShardSize ?? p.dpSize / hw.nodes}), mesh_dim_names=("dp_replicate", "dp_shard"))`
+    : `init_device_mesh("cuda", (${p.dpSize},), mesh_dim_names=("dp_shard",))`;
+  const param = s.precision === 'amp-fp16' ? 'torch.float16' : s.precision === 'fp32' ? 'torch.float32' : 'torch.bfloat16';
+  const offload = p.cpuOffload ? ', offload_policy=CPUOffloadPolicy()' : '';
+  const lines = [
+    `# gpuwise plan: FSDP2 for ${model.name} on ${hw.nodes}x${hw.gpusPerNode} ${hw.gpu.name}`,
+    `# ${batchLine(plan)}`,
+    'import os',
+    '',
+    'import torch',
+    'import torch.distributed as dist',
+    'from torch.distributed.device_mesh import init_device_mesh',
+    'from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, fully_shard',
+    '',
+    `MICRO_BATCH = ${s.microBatch}`,
+    `GRAD_ACCUM = ${s.gradAccum}`,
+    `GLOBAL_BATCH = ${plan.globalBatch}  # MICRO_BATCH * GRAD_ACCUM * world size`,
+    `SEQ_LEN = ${s.seq}`,
+    `RESHARD_AFTER_FORWARD = ${p.reshardAfterForward ? 'True' : 'False'}`,
+    '',
+    '',
+    'def shard(model):',
+    '    dist.init_process_group("nccl")',
+    '    torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))',
+    `    mesh = ${mesh}`,
+    `    mp = MixedPrecisionPolicy(param_dtype=${param}, reduce_dtype=torch.float32)`,
+  ];
+  if (s.checkpointing === 'full')
+    lines.push('    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})');
+  lines.push(
+    `    for block in ${BLOCKS[model.family]}:`,
+    `        fully_shard(block, mesh=mesh, mp_policy=mp, reshard_after_forward=RESHARD_AFTER_FORWARD${offload})`,
+    `    fully_shard(model, mesh=mesh, mp_policy=mp, reshard_after_forward=RESHARD_AFTER_FORWARD${offload})`,
+    '    return model',
+  );
+  return `${lines.join('\n')}\n`;
+}
+
+export function emitSlurm(ctx: EmitContext): string {
+  const { hardware: hw, plan } = ctx;
+  const perNode = Math.min(plan.parallelism.dpSize * plan.parallelism.tp * plan.parallelism.pp, hw.gpusPerNode);
+  const multi: EmitContext = { ...ctx, hardware: { ...hw, nodes: Math.max(hw.nodes, 2) } };
+  const launcher = hw.nodes > 1 ? torchrunArgs(multi, '$SLURM_NNODES') : torchrunArgs(ctx);
+  const lines = [
+    '#!/bin/bash',
+    '#SBATCH --job-name=gpuwise-plan',
+    `#SBATCH --nodes=${hw.nodes}`,
+    '#SBATCH --ntasks-per-node=1',
+    `#SBATCH --gpus-per-node=${perNode}`,
+    `#SBATCH --cpus-per-task=${8 * perNode}`,
+    '#SBATCH --exclusive',
+    `# gpuwise plan: ${ctx.model.name}; ${batchLine(plan)}`,
+    'set -euo pipefail',
+    'MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
+    'export MASTER_ADDR',
+    `srun ${[...launcher, ctx.script, ...scriptArgs(plan)].join(' \\\n  ')}`,
+  ];
+  return `${lines.join('\n')}\n`;
+}
+
+export function emit(format: EmitFormat, ctx: EmitContext): string {
+  switch (format) {
+    case 'torchrun':
+      return emitTorchrun(ctx);
+    case 'accelerate':
+      return emitAccelerate(ctx);
+    case 'deepspeed':
+      return emitDeepSpeed(ctx);
+    case 'fsdp2':
+      return emitFsdp2(ctx);
+    case 'slurm':
+      return emitSlurm(ctx);
+  }
+}

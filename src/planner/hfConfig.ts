@@ -1,0 +1,255 @@
+/**
+ * Reads a Hugging Face `config.json` object into a ModelDescription with exact parameter counts
+ * (the counts of the LM/MLM head class that training with `labels` builds: GPT2LMHeadModel,
+ * LlamaForCausalLM, MistralForCausalLM, Qwen2/Qwen3ForCausalLM, MixtralForCausalLM, BertForMaskedLM).
+ */
+import { ConfigError } from './errors.js';
+import type { ModelDescription, ParamGroup } from './model.js';
+
+type Json = Record<string, unknown>;
+
+/** No architecture dimension (width, layers, vocabulary, positions, experts) comes near this. */
+const MAX_DIMENSION = 100_000_000;
+
+const LLAMA_LIKE = new Set(['llama', 'mistral', 'qwen2', 'qwen3', 'mixtral']);
+export const SUPPORTED_MODEL_TYPES = ['gpt2', 'bert', ...LLAMA_LIKE] as const;
+
+function num(cfg: Json, field: string, fallback?: number): number {
+  const v = cfg[field];
+  if (v === undefined || v === null) {
+    if (fallback !== undefined) return fallback;
+    throw new ConfigError(field, 'missing (required for this model type)');
+  }
+  if (typeof v !== 'number' || !Number.isInteger(v) || v <= 0)
+    throw new ConfigError(field, `must be a positive integer, got ${JSON.stringify(v)}`);
+  if (v > MAX_DIMENSION) throw new ConfigError(field, `${v} is out of range (at most ${MAX_DIMENSION})`);
+  return v;
+}
+
+function prob(cfg: Json, field: string, fallback: number): number {
+  const v = cfg[field];
+  if (v === undefined || v === null) return fallback;
+  if (typeof v !== 'number' || v < 0 || v >= 1) throw new ConfigError(field, `must be a probability in [0, 1), got ${JSON.stringify(v)}`);
+  return v;
+}
+
+function bool(cfg: Json, field: string, fallback: boolean): boolean {
+  const v = cfg[field];
+  if (v === undefined || v === null) return fallback;
+  if (typeof v !== 'boolean') throw new ConfigError(field, `must be true or false, got ${JSON.stringify(v)}`);
+  return v;
+}
+
+function sum(groups: ParamGroup[]): number {
+  return groups.reduce((s, g) => s + g.count, 0);
+}
+
+/** Parses a config.json object. Throws ConfigError naming the field on anything it cannot use. */
+export function describeHfConfig(cfg: unknown): ModelDescription {
+  if (typeof cfg !== 'object' || cfg === null || Array.isArray(cfg)) throw new ConfigError('(root)', 'not a JSON object');
+  const c = cfg as Json;
+  const type = c.model_type;
+  if (type === undefined) throw new ConfigError('model_type', 'missing: cannot tell the architecture');
+  if (typeof type !== 'string') throw new ConfigError('model_type', `must be a string, got ${JSON.stringify(type)}`);
+  // Fields that change the memory picture in ways the planner does not model: refuse rather than guess.
+  if (c.quantization_config !== undefined && c.quantization_config !== null)
+    throw new ConfigError('quantization_config', 'quantized checkpoints are not supported (plan the unquantized model)');
+  if (c.is_encoder_decoder === true) throw new ConfigError('is_encoder_decoder', 'encoder-decoder models are not supported');
+  const m =
+    type === 'gpt2' ? describeGpt2(c) : type === 'bert' ? describeBert(c) : LLAMA_LIKE.has(type) ? describeLlamaLike(c, type) : null;
+  if (m !== null) {
+    if (!Number.isSafeInteger(m.paramCount))
+      throw new ConfigError('(root)', `the dimensions give ${m.paramCount.toExponential(2)} parameters: out of range`);
+    return m;
+  }
+  throw new ConfigError('model_type', `unknown model type '${type}' (supported: ${SUPPORTED_MODEL_TYPES.join(', ')})`);
+}
+
+function describeGpt2(c: Json): ModelDescription {
+  const h = num(c, 'n_embd');
+  const L = num(c, 'n_layer');
+  const a = num(c, 'n_head');
+  const V = num(c, 'vocab_size');
+  const pos = num(c, 'n_positions');
+  const inner = c.n_inner === null || c.n_inner === undefined ? 4 * h : num(c, 'n_inner');
+  if (h % a !== 0) throw new ConfigError('n_head', `${a} does not divide n_embd ${h}`);
+  const act = c.activation_function ?? 'gelu_new';
+  if (typeof act !== 'string') throw new ConfigError('activation_function', 'must be a string');
+  const tied = bool(c, 'tie_word_embeddings', true);
+  // Conv1D layers carry biases; two LayerNorms per block.
+  const block = 2 * h + (h * 3 * h + 3 * h) + (h * h + h) + 2 * h + (h * inner + inner) + (inner * h + h);
+  const groups: ParamGroup[] = [
+    { name: 'wte', count: V * h },
+    { name: 'wpe', count: pos * h },
+    { name: `h (x${L})`, count: L * block },
+    { name: 'ln_f', count: 2 * h },
+  ];
+  if (!tied) groups.push({ name: 'lm_head', count: V * h });
+  const total = sum(groups);
+  const embedding = V * h * (tied ? 1 : 2);
+  return {
+    name: nameOf(c, 'gpt2', total),
+    modelType: 'gpt2',
+    architecture: 'GPT2LMHeadModel',
+    family: 'gpt2',
+    causal: true,
+    paramCount: total,
+    activeParamCount: total,
+    embeddingParamCount: embedding,
+    blockParamCount: block,
+    rootParamCount: total - L * block,
+    paramGroups: groups,
+    layers: L,
+    hidden: h,
+    heads: a,
+    kvHeads: a,
+    headDim: h / a,
+    intermediate: inner,
+    vocab: V,
+    maxPositions: pos,
+    norm: 'layernorm',
+    mlpActivation: act === 'gelu_new' ? 'gelu-tanh-composite' : 'gelu',
+    tiedEmbeddings: tied,
+    hiddenDropout: prob(c, 'resid_pdrop', 0.1),
+    attentionDropout: prob(c, 'attn_pdrop', 0.1),
+  };
+}
+
+function describeBert(c: Json): ModelDescription {
+  const h = num(c, 'hidden_size');
+  const L = num(c, 'num_hidden_layers');
+  const a = num(c, 'num_attention_heads');
+  const I = num(c, 'intermediate_size');
+  const V = num(c, 'vocab_size');
+  const pos = num(c, 'max_position_embeddings');
+  const types = num(c, 'type_vocab_size', 2);
+  if (h % a !== 0) throw new ConfigError('num_attention_heads', `${a} does not divide hidden_size ${h}`);
+  const block = 4 * (h * h + h) + 2 * h + (h * I + I) + (I * h + h) + 2 * h;
+  // BertForMaskedLM: no pooler; the MLM head has a dense+LayerNorm transform and a decoder tied to the
+  // word embeddings with its own bias.
+  const groups: ParamGroup[] = [
+    { name: 'embeddings', count: V * h + pos * h + types * h + 2 * h },
+    { name: `encoder.layer (x${L})`, count: L * block },
+    { name: 'cls.predictions', count: h * h + h + 2 * h + V },
+  ];
+  const total = sum(groups);
+  return {
+    name: nameOf(c, 'bert', total),
+    modelType: 'bert',
+    architecture: 'BertForMaskedLM',
+    family: 'bert',
+    causal: false,
+    paramCount: total,
+    activeParamCount: total,
+    embeddingParamCount: V * h,
+    blockParamCount: block,
+    rootParamCount: total - L * block,
+    paramGroups: groups,
+    layers: L,
+    hidden: h,
+    heads: a,
+    kvHeads: a,
+    headDim: h / a,
+    intermediate: I,
+    vocab: V,
+    maxPositions: pos,
+    norm: 'layernorm',
+    mlpActivation: 'gelu',
+    tiedEmbeddings: true,
+    hiddenDropout: prob(c, 'hidden_dropout_prob', 0.1),
+    attentionDropout: prob(c, 'attention_probs_dropout_prob', 0.1),
+  };
+}
+
+/** BertModel with its pooler, the number usually quoted for "BERT-base" (109,482,240). */
+export function bertBaseModelParams(m: ModelDescription): number {
+  const h = m.hidden;
+  return m.paramCount - (h * h + h + 2 * h + m.vocab) + (h * h + h);
+}
+
+function describeLlamaLike(c: Json, type: string): ModelDescription {
+  const h = num(c, 'hidden_size');
+  const L = num(c, 'num_hidden_layers');
+  const a = num(c, 'num_attention_heads');
+  const kv = num(c, 'num_key_value_heads', a);
+  const I = num(c, 'intermediate_size');
+  const V = num(c, 'vocab_size');
+  const pos = num(c, 'max_position_embeddings', 4096);
+  const hd = c.head_dim === undefined || c.head_dim === null ? h / a : num(c, 'head_dim');
+  if (!Number.isInteger(hd)) throw new ConfigError('num_attention_heads', `${a} does not divide hidden_size ${h}`);
+  if (a % kv !== 0) throw new ConfigError('num_key_value_heads', `${kv} does not divide num_attention_heads ${a}`);
+  const act = c.hidden_act ?? 'silu';
+  if (act !== 'silu' && act !== 'swish')
+    throw new ConfigError('hidden_act', `'${String(act)}' is not supported (the planner models SwiGLU with silu)`);
+  // Qwen2 always has q/k/v biases; Llama/Mistral/Qwen3 only when attention_bias is set.
+  const qkvBias = type === 'qwen2' ? true : bool(c, 'attention_bias', false);
+  const oBias = type === 'qwen2' ? false : bool(c, 'attention_bias', false);
+  const mlpBias = bool(c, 'mlp_bias', false);
+  const tied = bool(c, 'tie_word_embeddings', false);
+  const attn =
+    h * a * hd + 2 * h * kv * hd + a * hd * h + (qkvBias ? a * hd + 2 * kv * hd : 0) + (oBias ? h : 0) + (type === 'qwen3' ? 2 * hd : 0);
+  const expert = 3 * h * I + (mlpBias ? 2 * I + h : 0);
+  let moe: ModelDescription['moe'];
+  let mlp = expert;
+  let activeMlp = expert;
+  if (type === 'mixtral') {
+    const experts = num(c, 'num_local_experts');
+    const topK = num(c, 'num_experts_per_tok');
+    if (topK > experts) throw new ConfigError('num_experts_per_tok', `${topK} exceeds num_local_experts ${experts}`);
+    moe = { experts, topK, expertParams: expert };
+    mlp = experts * expert + h * experts; // experts plus the router
+    activeMlp = topK * expert + h * experts;
+  }
+  const block = attn + mlp + 2 * h;
+  const groups: ParamGroup[] = [
+    { name: 'embed_tokens', count: V * h },
+    { name: `layers (x${L})`, count: L * block },
+    { name: 'norm', count: h },
+  ];
+  if (!tied) groups.push({ name: 'lm_head', count: V * h });
+  const total = sum(groups);
+  const archNames: Record<string, string> = {
+    llama: 'LlamaForCausalLM',
+    mistral: 'MistralForCausalLM',
+    qwen2: 'Qwen2ForCausalLM',
+    qwen3: 'Qwen3ForCausalLM',
+    mixtral: 'MixtralForCausalLM',
+  };
+  return {
+    name: nameOf(c, type, total),
+    modelType: type,
+    architecture: archNames[type] ?? type,
+    family: 'llama',
+    causal: true,
+    paramCount: total,
+    activeParamCount: total - L * (mlp - activeMlp),
+    embeddingParamCount: V * h * (tied ? 1 : 2),
+    blockParamCount: block,
+    rootParamCount: total - L * block,
+    paramGroups: groups,
+    layers: L,
+    hidden: h,
+    heads: a,
+    kvHeads: kv,
+    headDim: hd,
+    intermediate: I,
+    vocab: V,
+    maxPositions: pos,
+    norm: 'rmsnorm',
+    mlpActivation: 'swiglu',
+    tiedEmbeddings: tied,
+    hiddenDropout: 0,
+    attentionDropout: prob(c, 'attention_dropout', 0),
+    ...(moe ? { moe } : {}),
+  };
+}
+
+function nameOf(c: Json, type: string, params: number): string {
+  const n = typeof c._name_or_path === 'string' && c._name_or_path !== '' ? c._name_or_path : type;
+  return `${n} (${formatParams(params)})`;
+}
+
+export function formatParams(n: number): string {
+  if (n >= 1e9) return `${(n / 1e9).toFixed(2)}B`;
+  return `${(n / 1e6).toFixed(1)}M`;
+}

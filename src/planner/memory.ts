@@ -1,0 +1,247 @@
+/**
+ * Phase-aware per-rank GPU memory model. The peak of `torch.cuda.max_memory_allocated()` over a steady
+ * training step is the maximum over four points:
+ *   forward   end of forward: saved activations and the loss buffers are all alive;
+ *   backward  start of backward (cross-entropy backward) and end of backward (all gradients, activations freed),
+ *             the larger of the two (memory is linear in the number of blocks done in between);
+ *   optimizer optimizer step: gradients, state and the foreach temporaries;
+ * each on top of what is resident (weights, master weights, optimizer state, buffers, cuBLAS workspace).
+ * Reserved adds the caching allocator's slack; nvidia-smi adds the CUDA context (and NCCL buffers).
+ */
+import { blockActivation, dtypeClass, outerActivationBytes } from './activations.js';
+import { CALIBRATION as K } from './calibration.js';
+import type { ModelDescription } from './model.js';
+import { isAmp, type OptimizerKind, type Parallelism, type TrainingSetup } from './setup.js';
+
+export type Phase = 'forward' | 'backward' | 'optimizer';
+
+export interface MemoryComponent {
+  name: string;
+  bytes: number;
+  /** Why it is there, one line. */
+  note: string;
+}
+
+export interface MemoryPrediction {
+  /** Predicted `torch.cuda.max_memory_allocated()` of a steady step (per rank). */
+  peakAllocatedBytes: number;
+  /** Predicted `torch.cuda.max_memory_reserved()`. */
+  peakReservedBytes: number;
+  /** Predicted process memory nvidia-smi shows (reserved + CUDA context [+ NCCL buffers]). */
+  deviceUsedBytes: number;
+  bindingPhase: Phase;
+  /** Peak allocated bytes at each phase. */
+  phases: Record<Phase, number>;
+  /** The terms that add up to the binding phase's peak. */
+  components: MemoryComponent[];
+}
+
+/** Optimizer state bytes per parameter whose state dtype has `s` bytes. */
+export function optimizerStateBytesPerParam(opt: OptimizerKind, s: number, hidden: number): number {
+  switch (opt) {
+    case 'adam':
+    case 'adamw':
+      return 2 * s;
+    case 'sgd':
+      return 0;
+    case 'sgd-momentum':
+      return s;
+    case 'adafactor':
+      // Factored second moment: row + column vectors per matrix, about 2/hidden of the parameters.
+      return (2 * s) / hidden;
+    case 'adamw-8bit':
+      return 2 + 8 / 256; // two uint8 moments + fp32 absmax per 256-element block
+  }
+}
+
+function optimizerTemporaryBytesPerParam(opt: OptimizerKind, s: number): number {
+  // Foreach Adam/AdamW materialise sqrt(v) for every parameter (`_foreach_sqrt`); foreach SGD updates in place;
+  // 8-bit and Adafactor work block- or row-wise.
+  if (opt === 'adam' || opt === 'adamw') return K.optimizerTemporaryFactor * s;
+  return 0;
+}
+
+/** Parameter counts one rank holds before data-parallel sharding. */
+export interface StageParams {
+  total: number;
+  layers: number;
+  block: number;
+  /** Root (embeddings/head) parameters on this stage. */
+  root: number;
+  /** Parameters used as matmul weights (autocast casts them): all but lookup-only embeddings. */
+  matmul: number;
+}
+
+export function stageParams(m: ModelDescription, p: Parallelism): StageParams {
+  const layers = Math.ceil(m.layers / p.pp);
+  const lookupOnly = m.tiedEmbeddings ? 0 : m.hidden * m.vocab;
+  const positional = m.family === 'llama' ? 0 : m.maxPositions * m.hidden;
+  // With PP the first stage holds the embedding, the last the head: the larger end is the binding one.
+  const root = p.pp === 1 ? m.rootParamCount : Math.max(m.rootParamCount - (m.tiedEmbeddings ? 0 : m.vocab * m.hidden), m.vocab * m.hidden);
+  const total = (layers * m.blockParamCount + root) / p.tp;
+  const matmul = Math.max(0, total - (p.pp === 1 ? (lookupOnly + positional) / p.tp : 0));
+  return { total, layers, block: m.blockParamCount / p.tp, root: root / p.tp, matmul };
+}
+
+export function predictMemory(m: ModelDescription, s: TrainingSetup, p: Parallelism): MemoryPrediction {
+  const sp = stageParams(m, p);
+  const n = Math.max(1, p.dp === 'hsdp' ? (p.hsdpShardSize ?? p.dpSize) : p.dpSize);
+  const fsdp = p.dp === 'fsdp' || p.dp === 'hsdp';
+  const zero = p.dp === 'zero1' || p.dp === 'zero2';
+  const d = dtypeClass(s.precision, fsdp || zero);
+  const tokens = s.microBatch * s.seq;
+  const pureBf16 = s.precision === 'bf16';
+  const stateDtype = pureBf16 ? 2 : 4;
+  const comps: Record<string, MemoryComponent> = {};
+  const add = (name: string, bytes: number, note: string) => {
+    comps[name] = { name, bytes: Math.round(bytes), note };
+  };
+
+  add('cudaWorkspace', K.cublasWorkspaceBytes + K.miscResidentBytes, 'cuBLAS workspaces and small resident tensors');
+
+  if (s.mode === 'infer') {
+    const wb = pureBf16 ? 2 : 4;
+    add('weights', sp.total * wb, `${wb} B/param`);
+    if (isAmp(s.precision)) add('autocastWeightCopies', sp.matmul * 2, 'bf16 copies of matmul weights cached by autocast');
+    if (m.causal) {
+      // Hugging Face decoders return a KV cache by default (use_cache); under autocast RoPE promotes keys to fp32.
+      const keyBytes = d.amp && m.family === 'llama' ? 4 : d.c;
+      const kv = (sp.layers * tokens * m.kvHeads * m.headDim * (keyBytes + d.c)) / p.tp;
+      add('kvCache', kv, 'keys and values of every layer (use_cache)');
+    }
+    const blk = blockActivation(m, d);
+    const logits = tokens * (m.vocab * d.c + d.r * m.hidden);
+    const layer = tokens * (blk.inferenceTransientBytes / p.tp + d.r * m.hidden);
+    add('forwardTransient', Math.max(logits, layer), logits >= layer ? 'logits over the vocabulary' : 'one block in flight');
+    const total = Object.values(comps).reduce((a, c) => a + c.bytes, 0);
+    return finish(total, { forward: total, backward: 0, optimizer: 0 }, Object.values(comps), p);
+  }
+
+  // ---- resident state ----
+  const opt = optimizerStateBytesPerParam(s.optimizer, stateDtype, m.hidden);
+  const offload = p.cpuOffload;
+  let weights: number;
+  let master = 0;
+  let optState: number;
+  let grads: number; // gradient bytes alive at the end of backward / in the optimizer step
+  let persistentGradBuffers = 0;
+  let fwdBuffers = 0;
+  let bwdBuffers = 0;
+  let gradsDuringFwd = 0; // with accumulation the gradients of earlier micro-batches stay
+  if (fsdp) {
+    const shardBytes = pureBf16 ? 2 : 4;
+    weights = offload ? 0 : (sp.total * shardBytes) / n;
+    optState = offload ? 0 : (sp.total * opt) / n;
+    grads = offload ? 0 : (sp.total * shardBytes) / n;
+    // bf16 all-gathered blocks (current + prefetched; every block without resharding) and the root, which
+    // FSDP2 never reshards after forward. Backward reshards each block after its gradients are reduced, so
+    // at its end two blocks remain, plus one block's bf16 gradients and their fp32 reduce-scatter input.
+    const unshardedBlocks = p.reshardAfterForward ? 2 : sp.layers;
+    fwdBuffers = unshardedBlocks * sp.block * 2 + sp.root * 2;
+    bwdBuffers = 2 * sp.block * 2 + sp.root * 2 + sp.block * (2 + 4);
+    gradsDuringFwd = s.gradAccum > 1 ? grads : 0;
+  } else if (zero) {
+    weights = sp.total * 2;
+    master = offload ? 0 : (sp.total * 4) / n;
+    optState = offload ? 0 : (sp.total * opt) / n;
+    const bucket = Math.min(sp.total, m.hidden * m.hidden) * 2;
+    if (p.dp === 'zero1') {
+      grads = sp.total * 2 + (offload ? 0 : (sp.total * 4) / n);
+      persistentGradBuffers = bucket;
+    } else {
+      grads = (sp.total * (2 + (offload ? 0 : 4))) / n;
+      persistentGradBuffers = 2 * bucket;
+    }
+    gradsDuringFwd = s.gradAccum > 1 ? grads : 0;
+  } else {
+    const wb = pureBf16 ? 2 : 4;
+    weights = sp.total * wb;
+    optState = offload ? 0 : sp.total * opt;
+    grads = sp.total * wb;
+    // DDP's flat gradient buckets (gradient_as_bucket_view=False): measured at two gradient-sized copies.
+    if (p.dp === 'ddp') persistentGradBuffers = K.ddpGradientBufferCopies * sp.total * wb;
+    gradsDuringFwd = s.gradAccum > 1 ? grads : 0;
+  }
+  const optTemp = offload ? 0 : (fsdp || zero ? sp.total / n : sp.total) * optimizerTemporaryBytesPerParam(s.optimizer, stateDtype);
+
+  add(
+    'weights',
+    weights,
+    fsdp ? `sharded ${pureBf16 ? 'bf16' : 'fp32'} parameters (1/${n})` : zero ? 'bf16 parameters' : `${pureBf16 ? 2 : 4} B/param`,
+  );
+  if (master > 0) add('masterWeights', master, `fp32 master copy (1/${n})`);
+  add('optimizerState', optState, `${s.optimizer}${fsdp || zero ? ` (1/${n})` : ''}${offload ? ' (offloaded to CPU)' : ''}`);
+  if (persistentGradBuffers > 0)
+    add('gradientBuckets', persistentGradBuffers, p.dp === 'ddp' ? 'DDP flat gradient buckets' : 'DeepSpeed reduce buckets');
+
+  // ---- activations ----
+  const blk = blockActivation(m, d);
+  const layerFull = blk.shardedBytes / p.tp + blk.replicatedBytes;
+  const layerSaved =
+    s.checkpointing === 'full'
+      ? blk.boundaryBytes
+      : s.checkpointing === 'selective'
+        ? layerFull - blk.attentionCoreBytes / p.tp
+        : layerFull;
+  const inFlight = p.pp > 1 ? Math.min(s.gradAccum, p.pp) : 1; // 1F1B: the first stage holds min(m, p) micro-batches
+  const saved = tokens * inFlight * (sp.layers * layerSaved + outerActivationBytes(m, d));
+  // At the last block of backward all gradients coexist with that block's full activations (saved, or
+  // recomputed under checkpointing).
+  const lastBlock = tokens * layerFull;
+  const lossFwdPerVocab = d.c === 4 && !d.amp ? K.lossForwardBytesPerVocabFp32 : K.lossForwardBytesPerVocabHalf;
+  const lossFwd = (tokens * m.vocab * lossFwdPerVocab) / p.tp;
+  const lossBwd = (tokens * m.vocab * K.lossBackwardBytesPerVocab) / p.tp;
+  const ampCopies = d.amp ? sp.matmul * 2 : 0;
+
+  const resident = Object.values(comps).reduce((a, c) => a + c.bytes, 0);
+  const forward = resident + gradsDuringFwd + ampCopies + fwdBuffers + saved + lossFwd;
+  const bwdStart = resident + gradsDuringFwd + ampCopies + fwdBuffers + saved + lossBwd;
+  const bwdEnd = resident + Math.max(grads, gradsDuringFwd) + bwdBuffers + lastBlock;
+  const backward = Math.max(bwdStart, bwdEnd);
+  const optimizer = resident + grads + optTemp;
+  const phases = { forward, backward, optimizer };
+  const binding: Phase = optimizer >= backward && optimizer >= forward ? 'optimizer' : backward >= forward ? 'backward' : 'forward';
+
+  if (binding === 'optimizer') {
+    add('gradients', grads, 'all gradients, alive in the step');
+    add('optimizerTemporaries', optTemp, 'foreach step temporaries');
+  } else if (binding === 'backward' && bwdEnd > bwdStart) {
+    add('gradients', Math.max(grads, gradsDuringFwd), 'all gradients at the end of backward');
+    if (bwdBuffers > 0) add('shardingBuffers', bwdBuffers, 'FSDP unsharded blocks, root, reduce-scatter inputs');
+    add(
+      'lastBlockActivations',
+      lastBlock,
+      s.checkpointing === 'none' ? 'activations of the block in backward' : 'the block recomputed in backward',
+    );
+  } else {
+    if (gradsDuringFwd > 0) add('gradients', gradsDuringFwd, 'accumulated gradients of earlier micro-batches');
+    if (ampCopies > 0) add('autocastWeightCopies', ampCopies, 'bf16 weight casts saved for backward');
+    if (fwdBuffers > 0) add('shardingBuffers', fwdBuffers, 'FSDP all-gathered blocks and root');
+    add(
+      'activations',
+      saved,
+      `${s.checkpointing === 'full' ? 'block inputs (checkpointed)' : 'saved for backward'}${inFlight > 1 ? `, ${inFlight} micro-batches in flight` : ''}`,
+    );
+    add('lossBuffers', binding === 'forward' ? lossFwd : lossBwd, 'logits, fp32 log-softmax and its gradients');
+  }
+  const components = Object.values(comps).filter((c) => c.bytes > 0);
+  return finish(phases[binding], phases, components, p);
+}
+
+function finish(peak: number, phases: Record<Phase, number>, components: MemoryComponent[], p: Parallelism): MemoryPrediction {
+  const bindingPhase = (Object.entries(phases) as [Phase, number][]).reduce((a, b) => (b[1] > a[1] ? b : a))[0];
+  const reserved = roundUp(peak * K.reservedOverAllocated, 2 * 1024 ** 2);
+  const world = p.dpSize * p.tp * p.pp;
+  return {
+    peakAllocatedBytes: Math.round(peak),
+    peakReservedBytes: reserved,
+    deviceUsedBytes: reserved + K.cudaContextBytes + (world > 1 ? K.ncclBufferBytes : 0),
+    bindingPhase,
+    phases: { forward: Math.round(phases.forward), backward: Math.round(phases.backward), optimizer: Math.round(phases.optimizer) },
+    components,
+  };
+}
+
+function roundUp(x: number, to: number): number {
+  return Math.ceil(x / to) * to;
+}

@@ -1,0 +1,230 @@
+/**
+ * The planner's entry points (pure): evaluate one plan, find the largest batch, list memory savers, and
+ * search the space of parallel layouts for the best feasible plans.
+ */
+import { CALIBRATION as K } from './calibration.js';
+import { type MemoryPrediction, predictMemory } from './memory.js';
+import type { ModelDescription } from './model.js';
+import type { Checkpointing, DataParallel, Hardware, Parallelism, TrainingSetup } from './setup.js';
+import { predictStepTime, type StepTime } from './time.js';
+
+export interface PlanRequest {
+  model: ModelDescription;
+  setup: TrainingSetup;
+  parallelism: Parallelism;
+  hardware: Hardware;
+}
+
+export interface MemorySaver {
+  /** The change, e.g. `--checkpointing full`. */
+  change: string;
+  /** Peak allocated bytes saved (positive). */
+  savedBytes: number;
+  /** Step time change in ms (positive = slower). */
+  stepTimeDeltaMs: number;
+}
+
+export interface Plan {
+  setup: TrainingSetup;
+  parallelism: Parallelism;
+  memory: MemoryPrediction;
+  time: StepTime;
+  /** Memory the allocator may use on one GPU: the card minus the CUDA context (and NCCL), or --memory-cap. */
+  budgetBytes: number;
+  fits: boolean;
+  /** Sequences per optimizer step: micro-batch x accumulation x data-parallel size. */
+  globalBatch: number;
+}
+
+export function budgetBytes(hw: Hardware, world: number): number {
+  const card = hw.gpu.memoryBytes - K.cudaContextBytes - (world > 1 ? K.ncclBufferBytes : 0);
+  return hw.memoryCapBytes !== undefined ? Math.min(hw.memoryCapBytes, card) : card;
+}
+
+export function evaluatePlan(req: PlanRequest): Plan {
+  const { model, setup, parallelism: par, hardware } = req;
+  const memory = predictMemory(model, setup, par);
+  const time = predictStepTime(model, setup, par, hardware);
+  const world = par.dpSize * par.tp * par.pp;
+  const budget = budgetBytes(hardware, world);
+  return {
+    setup,
+    parallelism: par,
+    memory,
+    time,
+    budgetBytes: budget,
+    fits: memory.peakAllocatedBytes * K.fitSlack <= budget,
+    globalBatch: setup.microBatch * (setup.mode === 'train' ? setup.gradAccum : 1) * par.dpSize,
+  };
+}
+
+/** Largest micro-batch that fits (0 when even 1 does not). */
+export function maxMicroBatch(req: PlanRequest, limit = 1 << 20): { microBatch: number; plan: Plan | null } {
+  const at = (b: number) => evaluatePlan({ ...req, setup: { ...req.setup, microBatch: b } });
+  let lo = 0;
+  let loPlan: Plan | null = null;
+  let hi = 1;
+  // Memory grows monotonically with the batch: double, then bisect.
+  while (hi <= limit) {
+    const p = at(hi);
+    if (!p.fits) break;
+    lo = hi;
+    loPlan = p;
+    hi *= 2;
+  }
+  if (hi > limit) return { microBatch: lo, plan: loPlan };
+  while (hi - lo > 1) {
+    const mid = Math.floor((lo + hi) / 2);
+    const p = at(mid);
+    if (p.fits) {
+      lo = mid;
+      loPlan = p;
+    } else hi = mid;
+  }
+  return { microBatch: lo, plan: loPlan };
+}
+
+/** The three changes that cut the peak most, with their GB deltas and time cost. */
+export function memorySavers(req: PlanRequest, base: Plan = evaluatePlan(req), top = 3): MemorySaver[] {
+  const { setup: s, parallelism: p } = req;
+  const variants: [string, Partial<TrainingSetup>, Partial<Parallelism>][] = [];
+  if (s.mode === 'infer') return [];
+  if (s.checkpointing !== 'full') variants.push(['--checkpointing full', { checkpointing: 'full' }, {}]);
+  if (s.checkpointing === 'none') variants.push(['--checkpointing selective', { checkpointing: 'selective' }, {}]);
+  if (s.microBatch > 1) {
+    const half = Math.floor(s.microBatch / 2);
+    variants.push([`--batch ${half} --grad-accum ${s.gradAccum * 2}`, { microBatch: half, gradAccum: s.gradAccum * 2 }, {}]);
+  }
+  if (s.optimizer === 'adamw' || s.optimizer === 'adam') variants.push(['--optimizer adamw-8bit', { optimizer: 'adamw-8bit' }, {}]);
+  if (s.precision === 'fp32') variants.push(['--precision amp-bf16', { precision: 'amp-bf16' }, {}]);
+  if (s.precision === 'amp-bf16') variants.push(['--precision bf16', { precision: 'bf16' }, {}]);
+  if (p.dpSize > 1) {
+    if (p.dp === 'ddp' || p.dp === 'zero1') variants.push(['--strategy zero2', {}, { dp: 'zero2' }]);
+    if (p.dp !== 'fsdp' && p.dp !== 'hsdp') variants.push(['--strategy fsdp', {}, { dp: 'fsdp', reshardAfterForward: true }]);
+    if ((p.dp === 'fsdp' || p.dp === 'hsdp') && !p.reshardAfterForward)
+      variants.push(['reshard after forward (drop --no-reshard)', {}, { reshardAfterForward: true }]);
+  }
+  if (!p.cpuOffload) variants.push(['--offload', {}, { cpuOffload: true }]);
+  const out: MemorySaver[] = [];
+  for (const [change, ds, dp] of variants) {
+    const v = evaluatePlan({ ...req, setup: { ...s, ...ds }, parallelism: { ...p, ...dp } });
+    const saved = base.memory.peakAllocatedBytes - v.memory.peakAllocatedBytes;
+    if (saved > 0) out.push({ change, savedBytes: saved, stepTimeDeltaMs: v.time.stepTimeMs - base.time.stepTimeMs });
+  }
+  return out.sort((a, b) => b.savedBytes - a.savedBytes).slice(0, top);
+}
+
+export interface SearchOptions {
+  /** Sequences per optimizer step; when absent every micro-batch runs without accumulation. */
+  globalBatch?: number;
+  /** Largest micro-batch tried (powers of two up to it, or every integer with everyMicroBatch). */
+  maxMicroBatch?: number;
+  /** Try every micro-batch size, not only powers of two (with a global batch: every divisor). */
+  everyMicroBatch?: boolean;
+  strategies?: DataParallel[];
+  checkpointing?: Checkpointing[];
+  allowOffload?: boolean;
+}
+
+export interface SearchResult {
+  /** Feasible plans, best predicted throughput first. */
+  plans: Plan[];
+  candidates: number;
+  feasible: number;
+}
+
+function divisors(n: number): number[] {
+  const out: number[] = [];
+  for (let i = 1; i <= n; i++) if (n % i === 0) out.push(i);
+  return out;
+}
+
+/** Enumerates layouts for the request's model, set-up and hardware; the request's own parallelism is ignored. */
+export function searchPlans(req: PlanRequest, opts: SearchOptions = {}): SearchResult {
+  const { model: m, hardware: hw, setup } = req;
+  const world = hw.gpusPerNode * hw.nodes;
+  const ckpts = opts.checkpointing ?? (setup.mode === 'infer' ? ['none'] : ['none', 'selective', 'full']);
+  const maxMb = opts.maxMicroBatch ?? 64;
+  const plans: Plan[] = [];
+  let candidates = 0;
+  for (const tp of divisors(world)) {
+    if (tp > hw.gpusPerNode || m.heads % tp !== 0 || m.kvHeads % tp !== 0) continue;
+    for (const pp of divisors(world / tp)) {
+      if (pp > m.layers) continue;
+      const dpSize = world / (tp * pp);
+      const dps: DataParallel[] =
+        dpSize === 1 ? ['none'] : (opts.strategies ?? ['ddp', 'zero1', 'zero2', 'fsdp', ...(hw.nodes > 1 ? (['hsdp'] as const) : [])]);
+      for (const dp of dps) {
+        if (pp > 1 && (dp === 'fsdp' || dp === 'hsdp' || dp === 'zero2')) continue; // not combined with PP here
+        for (const reshard of dp === 'fsdp' || dp === 'hsdp' ? [true, false] : [true]) {
+          for (const offload of opts.allowOffload === false || setup.mode === 'infer' ? [false] : [false, true]) {
+            for (const ckpt of ckpts) {
+              for (let mb = 1; mb <= maxMb; mb = opts.everyMicroBatch || opts.globalBatch !== undefined ? mb + 1 : mb * 2) {
+                let accum = 1;
+                if (opts.globalBatch !== undefined) {
+                  const perStep = mb * dpSize;
+                  if (opts.globalBatch % perStep !== 0) continue;
+                  accum = opts.globalBatch / perStep;
+                }
+                if (pp > 1 && accum < pp) continue; // 1F1B needs at least p micro-batches
+                candidates++;
+                const plan = evaluatePlan({
+                  model: m,
+                  hardware: hw,
+                  setup: { ...setup, microBatch: mb, gradAccum: accum, checkpointing: ckpt },
+                  parallelism: {
+                    dp,
+                    dpSize,
+                    tp,
+                    pp,
+                    reshardAfterForward: reshard,
+                    cpuOffload: offload,
+                    ...(dp === 'hsdp' ? { hsdpShardSize: dpSize / hw.nodes } : {}),
+                  },
+                });
+                if (plan.fits) plans.push(plan);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  plans.sort((a, b) => b.time.tokensPerSec - a.time.tokensPerSec || a.memory.peakAllocatedBytes - b.memory.peakAllocatedBytes);
+  return { plans, candidates, feasible: plans.length };
+}
+
+/** The `gpuwise plan` flags that reproduce a plan's layout and set-up. */
+export function planFlags(plan: Plan): string {
+  const p = plan.parallelism;
+  const s = plan.setup;
+  const flags = [p.dp === 'none' ? (p.dpSize * p.tp * p.pp > 1 ? '' : '--strategy single') : `--strategy ${p.dp}`];
+  if (p.tp > 1) flags.push(`--tp ${p.tp}`);
+  if (p.pp > 1) flags.push(`--pp ${p.pp}`);
+  if ((p.dp === 'fsdp' || p.dp === 'hsdp') && !p.reshardAfterForward) flags.push('--no-reshard');
+  if (p.cpuOffload) flags.push('--offload');
+  flags.push(`--batch ${s.microBatch}`);
+  if (s.gradAccum > 1) flags.push(`--grad-accum ${s.gradAccum}`);
+  if (s.checkpointing !== 'none') flags.push(`--checkpointing ${s.checkpointing}`);
+  return flags.filter((f) => f !== '').join(' ');
+}
+
+/** Why nothing fits, and the nearest thing that would: one line for the user. */
+export function explainNoFit(req: PlanRequest, plan: Plan): string {
+  const gib = (b: number) => `${(b / 1024 ** 3).toFixed(1)} GiB`;
+  const parts = [`needs ${gib(plan.memory.peakAllocatedBytes)} at ${plan.memory.bindingPhase} but the budget is ${gib(plan.budgetBytes)}`];
+  const mb = maxMicroBatch(req);
+  if (mb.microBatch > 0) parts.push(`--batch ${mb.microBatch} fits`);
+  const savers = memorySavers(req, plan, 6)
+    .map((sv) => ({ sv, p: plan.memory.peakAllocatedBytes - sv.savedBytes }))
+    .filter((x) => x.p * K.fitSlack <= plan.budgetBytes);
+  const first = savers[0];
+  if (first) parts.push(`${mb.microBatch > 0 ? 'or ' : ''}${first.sv.change} fits`);
+  if (mb.microBatch === 0 && !first) {
+    const s = searchPlans(req, { maxMicroBatch: 1 });
+    const best = s.plans[0];
+    if (best) parts.push(`this fits: ${planFlags(best)}`);
+    else parts.push('no layout with micro-batch 1 fits these GPUs: add GPUs or use a larger card');
+  }
+  return parts.join('; ');
+}

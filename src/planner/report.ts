@@ -1,0 +1,173 @@
+/**
+ * The JSON contract of `gpuwise plan --json` (schemaVersion 1; documented in docs/planner.md).
+ */
+import type { GpuSpec } from './gpus.js';
+import type { MemoryComponent, Phase } from './memory.js';
+import type { ModelDescription } from './model.js';
+import type { MemorySaver, Plan } from './plan.js';
+import type { Hardware, Parallelism, TrainingSetup } from './setup.js';
+
+export const PLAN_SCHEMA_VERSION = 1;
+
+export interface PlanJson {
+  schemaVersion: number;
+  model: {
+    name: string;
+    modelType: string;
+    architecture: string;
+    params: number;
+    activeParams: number;
+    layers: number;
+    hidden: number;
+    heads: number;
+    kvHeads: number;
+    vocab: number;
+    paramGroups: { name: string; count: number }[];
+  };
+  hardware: {
+    gpu: Pick<GpuSpec, 'id' | 'name' | 'memoryBytes' | 'bf16Tflops' | 'fp32Tflops' | 'memoryBandwidth' | 'source'>;
+    gpusPerNode: number;
+    nodes: number;
+    intraNodeBandwidthBytesPerSec: number;
+    interNodeBandwidthBytesPerSec: number;
+    memoryCapBytes: number | null;
+  };
+  setup: TrainingSetup;
+  parallelism: Parallelism;
+  globalBatch: number;
+  fits: boolean;
+  memory: {
+    peakAllocatedBytes: number;
+    peakReservedBytes: number;
+    deviceUsedBytes: number;
+    bindingPhase: Phase;
+    phases: { forwardBytes: number; backwardBytes: number; optimizerBytes: number };
+    components: { name: string; bytes: number; note: string }[];
+    budgetBytes: number;
+    headroomBytes: number;
+  };
+  stepTimeMs: number;
+  time: {
+    computeMs: number;
+    memoryBoundMs: number;
+    cpuFloorMs: number;
+    commMs: number;
+    exposedCommMs: number;
+    bubbleMs: number;
+    bindingTerm: string;
+    overlap: string;
+    samplesPerSec: number;
+    tokensPerSec: number;
+    mfu: number;
+  };
+  savers: { change: string; savedBytes: number; stepTimeDeltaMs: number }[];
+  maxBatch?: { microBatch: number; peakAllocatedBytes: number | null; budgetBytes: number };
+  search?: { candidates: number; feasible: number; plans: PlanSummaryJson[] };
+}
+
+export interface PlanSummaryJson {
+  rank: number;
+  setup: TrainingSetup;
+  parallelism: Parallelism;
+  globalBatch: number;
+  peakAllocatedBytes: number;
+  deviceUsedBytes: number;
+  bindingPhase: Phase;
+  stepTimeMs: number;
+  tokensPerSec: number;
+  bindingTerm: string;
+  savers: MemorySaver[];
+}
+
+function componentsJson(c: MemoryComponent[]) {
+  return c.map(({ name, bytes, note }) => ({ name, bytes, note }));
+}
+
+export function planJson(model: ModelDescription, hw: Hardware, plan: Plan, savers: MemorySaver[]): PlanJson {
+  const t = plan.time;
+  return {
+    schemaVersion: PLAN_SCHEMA_VERSION,
+    model: {
+      name: model.name,
+      modelType: model.modelType,
+      architecture: model.architecture,
+      params: model.paramCount,
+      activeParams: model.activeParamCount,
+      layers: model.layers,
+      hidden: model.hidden,
+      heads: model.heads,
+      kvHeads: model.kvHeads,
+      vocab: model.vocab,
+      paramGroups: model.paramGroups,
+    },
+    hardware: {
+      gpu: {
+        id: hw.gpu.id,
+        name: hw.gpu.name,
+        memoryBytes: hw.gpu.memoryBytes,
+        bf16Tflops: hw.gpu.bf16Tflops,
+        fp32Tflops: hw.gpu.fp32Tflops,
+        memoryBandwidth: hw.gpu.memoryBandwidth,
+        source: hw.gpu.source,
+      },
+      gpusPerNode: hw.gpusPerNode,
+      nodes: hw.nodes,
+      intraNodeBandwidthBytesPerSec: hw.intraNodeBandwidth,
+      interNodeBandwidthBytesPerSec: hw.interNodeBandwidth,
+      memoryCapBytes: hw.memoryCapBytes ?? null,
+    },
+    setup: plan.setup,
+    parallelism: plan.parallelism,
+    globalBatch: plan.globalBatch,
+    fits: plan.fits,
+    memory: {
+      peakAllocatedBytes: plan.memory.peakAllocatedBytes,
+      peakReservedBytes: plan.memory.peakReservedBytes,
+      deviceUsedBytes: plan.memory.deviceUsedBytes,
+      bindingPhase: plan.memory.bindingPhase,
+      phases: {
+        forwardBytes: plan.memory.phases.forward,
+        backwardBytes: plan.memory.phases.backward,
+        optimizerBytes: plan.memory.phases.optimizer,
+      },
+      components: componentsJson(plan.memory.components),
+      budgetBytes: plan.budgetBytes,
+      headroomBytes: plan.budgetBytes - plan.memory.peakAllocatedBytes,
+    },
+    stepTimeMs: round3(t.stepTimeMs),
+    time: {
+      computeMs: round3(t.computeMs),
+      memoryBoundMs: round3(t.memoryBoundMs),
+      cpuFloorMs: round3(t.cpuFloorMs),
+      commMs: round3(t.commMs),
+      exposedCommMs: round3(t.exposedCommMs),
+      bubbleMs: round3(t.bubbleMs),
+      bindingTerm: t.bindingTerm,
+      overlap: t.overlap,
+      samplesPerSec: round3(t.samplesPerSec),
+      tokensPerSec: Math.round(t.tokensPerSec),
+      mfu: round3(t.mfu),
+    },
+    savers,
+  };
+}
+
+export function planSummaryJson(rank: number, p: Plan, savers: MemorySaver[]): PlanSummaryJson {
+  return {
+    rank,
+    setup: p.setup,
+    parallelism: p.parallelism,
+    globalBatch: p.globalBatch,
+    peakAllocatedBytes: p.memory.peakAllocatedBytes,
+    deviceUsedBytes: p.memory.deviceUsedBytes,
+    bindingPhase: p.memory.bindingPhase,
+    stepTimeMs: round3(p.time.stepTimeMs),
+    tokensPerSec: Math.round(p.time.tokensPerSec),
+    bindingTerm: p.time.bindingTerm,
+    savers,
+  };
+}
+
+function round3(x: number): number {
+  return Math.round(x * 1000) / 1000;
+}

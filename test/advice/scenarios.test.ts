@@ -1,0 +1,38 @@
+/**
+ * Every scenario script in examples/scenarios reproduces one problem on a real
+ * GPU and records which finding it must produce (`expect_findings` in its
+ * meta file). The traces it wrote on an H200 are checked here.
+ */
+import { readFileSync, readdirSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { diagnose } from '../../src/advice/engine.js';
+import { loadTrace } from '../../src/io/loadTrace.js';
+import { analyzeTrace } from '../../src/trace/metrics/index.js';
+import { TRACES } from '../helpers/fixtures.js';
+
+const DIR = `${TRACES}scenarios/`;
+const metas = readdirSync(DIR).filter((f) => f.endsWith('.meta.json'));
+const scenarios = new Map<string, { files: string[]; expect: string[] }>();
+for (const f of metas) {
+  const meta = JSON.parse(readFileSync(DIR + f, 'utf8'));
+  const entry = scenarios.get(meta.scenario) ?? { files: [] as string[], expect: meta.expect_findings as string[] };
+  entry.files.push(DIR + f.replace('.meta.json', '.trace.json.gz'));
+  scenarios.set(meta.scenario, entry);
+}
+
+describe('scenario traces recorded on H200s', () => {
+  it('has the scenarios', () => {
+    expect(scenarios.size).toBeGreaterThanOrEqual(11);
+  });
+  for (const [name, { files, expect: ids }] of scenarios) {
+    it(`${name} -> ${ids.join(', ')}`, async () => {
+      const ranks = await Promise.all(files.sort().map(async (f) => analyzeTrace(await loadTrace(f))));
+      const findings = diagnose(ranks);
+      for (const id of ids) {
+        const f = findings.find((x) => x.id === id);
+        expect(f, `${id} in ${findings.map((x) => x.id).join(',')}`).toBeDefined();
+        if (id !== 'memory-near-limit') expect(['high', 'medium', 'low']).toContain(f!.severity);
+      }
+    });
+  }
+});

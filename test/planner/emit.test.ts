@@ -1,0 +1,142 @@
+import { describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
+import { emit } from '../../src/planner/emit.js';
+import { PlanError } from '../../src/planner/errors.js';
+import { evaluatePlan, type PlanRequest } from '../../src/planner/plan.js';
+import type { Hardware } from '../../src/planner/setup.js';
+import { toYaml } from '../../src/planner/yaml.js';
+import { hardware, request } from './helpers.js';
+
+const ctx = (r: PlanRequest, script = 'train.py') => ({ model: r.model, plan: evaluatePlan(r), hardware: r.hardware, script });
+
+/** Reads `--flag=value` / `--flag value` pairs from a (possibly line-continued) shell command. */
+function flags(cmd: string): Map<string, string> {
+  const toks = cmd.replace(/\\\n/g, ' ').split(/\s+/).filter(Boolean);
+  const out = new Map<string, string>();
+  for (let i = 0; i < toks.length; i++) {
+    const t = toks[i]!;
+    if (!t.startsWith('--')) continue;
+    const eq = t.indexOf('=');
+    if (eq > 0) out.set(t.slice(2, eq), t.slice(eq + 1));
+    else out.set(t.slice(2), toks[i + 1] && !toks[i + 1]!.startsWith('--') ? toks[i + 1]! : 'true');
+  }
+  return out;
+}
+
+const multiNode: Hardware = hardware('h100-sxm', 8, 4);
+const fsdp = request(
+  'llama-2-7b',
+  { microBatch: 2, gradAccum: 4, seq: 4096, checkpointing: 'full' },
+  { dp: 'fsdp', dpSize: 32 },
+  multiNode,
+);
+const ddp = request('gpt2', { microBatch: 8, gradAccum: 2 }, { dp: 'ddp', dpSize: 4 }, hardware('h200', 4));
+const zero2 = request('qwen2-0.5b', { microBatch: 4, gradAccum: 3 }, { dp: 'zero2', dpSize: 8, cpuOffload: true }, hardware('a100-80', 8));
+
+describe('torchrun', () => {
+  it('single node: standalone, nproc = GPUs, batch arithmetic in the script args', () => {
+    const out = emit('torchrun', ctx(ddp));
+    const f = flags(out);
+    expect(out).toMatch(/^torchrun /m);
+    expect(f.get('standalone')).toBe('true');
+    expect(f.get('nproc_per_node')).toBe('4');
+    expect(Number(f.get('micro-batch')) * Number(f.get('grad-accum')) * 4).toBe(evaluatePlan(ddp).globalBatch);
+    expect(out).toContain('global batch 64 = micro-batch 8 x accumulation 2 x data-parallel 4');
+  });
+  it('multi-node: c10d rendezvous on MASTER_ADDR', () => {
+    const f = flags(emit('torchrun', ctx(fsdp)));
+    expect(f.get('nnodes')).toBe('4');
+    expect(f.get('nproc_per_node')).toBe('8');
+    expect(f.get('rdzv_backend')).toBe('c10d');
+    expect(f.get('rdzv_endpoint')).toBe('$MASTER_ADDR:29500');
+    expect(f.get('strategy')).toBe('fsdp');
+    expect(f.get('checkpointing')).toBe('full');
+  });
+});
+
+describe('accelerate YAML', () => {
+  it('FSDP2 plan', () => {
+    const y = parseYaml(emit('accelerate', ctx(fsdp)));
+    expect(y.distributed_type).toBe('FSDP');
+    expect(y.num_machines).toBe(4);
+    expect(y.num_processes).toBe(32);
+    expect(y.mixed_precision).toBe('bf16');
+    expect(y.gradient_accumulation_steps).toBe(4);
+    expect(y.fsdp_config).toMatchObject({
+      fsdp_version: 2,
+      fsdp_reshard_after_forward: true,
+      fsdp_activation_checkpointing: true,
+      fsdp_offload_params: false,
+    });
+    expect(y.main_process_port).toBe(29500);
+  });
+  it('DDP and DeepSpeed plans', () => {
+    const a = parseYaml(emit('accelerate', ctx(ddp)));
+    expect([a.distributed_type, a.num_processes, a.rdzv_backend]).toEqual(['MULTI_GPU', 4, 'static']);
+    const z = parseYaml(emit('accelerate', ctx(zero2)));
+    expect(z.distributed_type).toBe('DEEPSPEED');
+    expect(z.deepspeed_config).toMatchObject({ zero_stage: 2, gradient_accumulation_steps: 3, offload_optimizer_device: 'cpu' });
+  });
+  it('refuses tensor parallel plans', () => {
+    const tp = request('llama-2-7b', {}, { tp: 8, dp: 'none', dpSize: 1 }, hardware('h100-sxm', 8));
+    expect(() => emit('accelerate', ctx(tp))).toThrow(PlanError);
+  });
+});
+
+describe('DeepSpeed JSON', () => {
+  it('train_batch_size = micro x accumulation x data-parallel', () => {
+    for (const r of [zero2, ddp, fsdp]) {
+      const j = JSON.parse(emit('deepspeed', ctx(r)));
+      expect(j.train_batch_size).toBe(j.train_micro_batch_size_per_gpu * j.gradient_accumulation_steps * r.parallelism.dpSize);
+      expect(j.bf16.enabled).toBe(true);
+    }
+    const z = JSON.parse(emit('deepspeed', ctx(zero2)));
+    expect(z.zero_optimization.stage).toBe(2);
+    expect(z.zero_optimization.offload_optimizer.device).toBe('cpu');
+    expect(z.zero_optimization.reduce_bucket_size).toBe(896 * 896);
+    expect(JSON.parse(emit('deepspeed', ctx(fsdp))).zero_optimization.stage).toBe(3);
+  });
+});
+
+describe('FSDP2 snippet', () => {
+  it('shards every block then the root with the planned settings', () => {
+    const code = emit('fsdp2', ctx({ ...fsdp, parallelism: { ...fsdp.parallelism, reshardAfterForward: false } }));
+    expect(code).toContain('for block in model.model.layers:');
+    expect(code.match(/fully_shard\(/g)?.length).toBe(2);
+    expect(code).toContain('RESHARD_AFTER_FORWARD = False');
+    expect(code).toContain('MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)');
+    expect(code).toContain('init_device_mesh("cuda", (32,)');
+    const g = /GLOBAL_BATCH = (\d+)/.exec(code);
+    expect(Number(g?.[1])).toBe(2 * 4 * 32);
+    // Python indentation is consistent: every indented line is a multiple of 4 spaces.
+    for (const line of code.split('\n')) expect((/^ */.exec(line)?.[0].length ?? 0) % 4).toBe(0);
+  });
+  it('refuses a non-FSDP plan', () => expect(() => emit('fsdp2', ctx(ddp))).toThrow(/add --strategy fsdp/));
+});
+
+describe('sbatch', () => {
+  it('nodes, GPUs per node and the torchrun line agree with the plan', () => {
+    const out = emit('slurm', ctx(fsdp, 'pretrain.py'));
+    const sb = new Map(
+      out
+        .split('\n')
+        .filter((l) => l.startsWith('#SBATCH'))
+        .map((l) => l.replace('#SBATCH --', '').split('=') as [string, string]),
+    );
+    expect(sb.get('nodes')).toBe('4');
+    expect(sb.get('gpus-per-node')).toBe('8');
+    expect(sb.get('ntasks-per-node')).toBe('1');
+    expect(out.startsWith('#!/bin/bash\n')).toBe(true);
+    const f = flags(out.slice(out.indexOf('srun')));
+    expect(f.get('nnodes')).toBe('$SLURM_NNODES');
+    expect(f.get('rdzv_id')).toBe('$SLURM_JOB_ID');
+    expect(out).toContain('pretrain.py');
+  });
+});
+
+describe('tiny YAML emitter', () => {
+  it('round-trips through a real YAML parser, quoting what would change type', () => {
+    const obj = { k: '.5', a: 'yes', b: 'plain_text', c: '1.5', d: 3, e: true, f: 'has: colon', g: { h: 'null', i: '' }, j: null };
+    expect(parseYaml(toYaml(obj))).toEqual(obj);
+  });
+});

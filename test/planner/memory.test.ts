@@ -1,0 +1,129 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { predictMemory } from '../../src/planner/memory.js';
+import { evaluatePlan, maxMicroBatch, memorySavers } from '../../src/planner/plan.js';
+import type { Checkpointing, DataParallel, OptimizerKind, Precision } from '../../src/planner/setup.js';
+import { hardware, request } from './helpers.js';
+
+const GiB = 1024 ** 3;
+const mem = (r: ReturnType<typeof request>) => predictMemory(r.model, r.setup, r.parallelism);
+const comp = (r: ReturnType<typeof request>, name: string) => mem(r).components.find((c) => c.name === name)?.bytes ?? 0;
+
+describe('bytes per parameter reproduce the published formulas', () => {
+  const P = 6_738_415_616; // Llama-2-7B
+  it('single GPU amp AdamW: 4 (fp32 weights) + 8 (m, v) resident, 4 more for gradients in the step (16 B/param)', () => {
+    const r = request('llama-2-7b', { microBatch: 1, seq: 128 }, {}, hardware('h200'));
+    expect(comp(r, 'weights')).toBe(4 * P);
+    expect(comp(r, 'optimizerState')).toBe(8 * P);
+  });
+  it('pure bf16 AdamW keeps 2 + 4 B/param', () => {
+    const r = request('llama-2-7b', { precision: 'bf16', seq: 128 });
+    expect(comp(r, 'weights') + comp(r, 'optimizerState')).toBe(6 * P);
+  });
+  it('ZeRO-2 model states are 2P + 18P/N (the DeepSpeed estimator)', () => {
+    const n = 8;
+    const r = request('llama-2-7b', { seq: 128 }, { dp: 'zero2', dpSize: n });
+    const m = mem(r);
+    const states = comp(r, 'weights') + comp(r, 'masterWeights') + comp(r, 'optimizerState');
+    const optPhaseGrads =
+      m.phases.optimizer -
+      m.components.filter((c) => c.name !== 'gradients' && c.name !== 'optimizerTemporaries').reduce((a, c) => a + c.bytes, 0);
+    expect(states).toBeCloseTo(2 * P + (12 * P) / n, -3);
+    expect(m.phases.optimizer).toBeGreaterThan(states + (6 * P) / n);
+    expect(optPhaseGrads).toBeGreaterThanOrEqual(Math.round((6 * P) / n) - 1);
+  });
+  it('FSDP shards fp32 params, grads and AdamW state: 16P/N resident per rank', () => {
+    for (const n of [2, 8, 64]) {
+      const r = request('llama-2-7b', { seq: 128 }, { dp: 'fsdp', dpSize: n });
+      expect(comp(r, 'weights') + comp(r, 'optimizerState')).toBeCloseTo((12 * P) / n, -3);
+    }
+  });
+  it('SGD without momentum keeps no state; 8-bit AdamW about 2 B/param', () => {
+    expect(comp(request('gpt2', { optimizer: 'sgd' }), 'optimizerState')).toBe(0);
+    expect(comp(request('gpt2', { optimizer: 'adamw-8bit' }), 'optimizerState') / 124_439_808).toBeCloseTo(2.03, 2);
+  });
+});
+
+describe('phases', () => {
+  it('a large model at batch 1 binds in the optimizer step, a small model at a large batch in backward', () => {
+    expect(mem(request('llama-2-7b', { seq: 128, precision: 'bf16' }, {}, hardware('h200'))).bindingPhase).toBe('optimizer');
+    expect(mem(request('gpt2', { microBatch: 16 })).bindingPhase).toBe('backward');
+  });
+  it('the components add up to the peak', () => {
+    for (const r of [
+      request('gpt2', { microBatch: 8 }),
+      request('llama-2-7b', { seq: 256 }),
+      request('mixtral-8x7b', { seq: 512 }, { dp: 'fsdp', dpSize: 16 }),
+    ]) {
+      const m = mem(r);
+      expect(m.components.reduce((a, c) => a + c.bytes, 0)).toBeCloseTo(m.peakAllocatedBytes, -2);
+      expect(m.peakReservedBytes).toBeGreaterThanOrEqual(m.peakAllocatedBytes);
+      expect(m.deviceUsedBytes).toBeGreaterThan(m.peakReservedBytes);
+    }
+  });
+  it('inference needs far less than training', () => {
+    const train = mem(request('llama-2-7b', { microBatch: 4, precision: 'bf16' }));
+    const infer = mem(request('llama-2-7b', { microBatch: 4, precision: 'bf16', mode: 'infer' }));
+    expect(infer.peakAllocatedBytes).toBeLessThan(train.peakAllocatedBytes / 2);
+    expect(infer.peakAllocatedBytes).toBeGreaterThan(2 * 6_738_415_616);
+  });
+});
+
+describe('monotonicity (property-based)', () => {
+  const models = fc.constantFrom('gpt2', 'bert-base', 'qwen2-0.5b', 'llama-2-7b', 'mixtral-8x7b');
+  const precision = fc.constantFrom<Precision>('fp32', 'amp-bf16', 'bf16');
+  const optimizer = fc.constantFrom<OptimizerKind>('adamw', 'sgd-momentum', 'adamw-8bit', 'adafactor');
+  const dp = fc.constantFrom<DataParallel>('ddp', 'zero1', 'zero2', 'fsdp');
+  it('more micro-batch never needs less memory; checkpointing never needs more', () => {
+    fc.assert(
+      fc.property(
+        models,
+        precision,
+        optimizer,
+        fc.integer({ min: 1, max: 64 }),
+        fc.constantFrom(128, 512, 2048),
+        (name, prec, opt, b, seq) => {
+          const base = { precision: prec, optimizer: opt, seq: name.startsWith('bert') ? Math.min(seq, 512) : seq };
+          const a = mem(request(name, { ...base, microBatch: b })).peakAllocatedBytes;
+          const bigger = mem(request(name, { ...base, microBatch: b + 1 })).peakAllocatedBytes;
+          expect(bigger).toBeGreaterThanOrEqual(a);
+          const levels: Checkpointing[] = ['none', 'selective', 'full'];
+          const peaks = levels.map((c) => mem(request(name, { ...base, microBatch: b, checkpointing: c })).peakAllocatedBytes);
+          expect(peaks[1]!).toBeLessThanOrEqual(peaks[0]!);
+          expect(peaks[2]!).toBeLessThanOrEqual(peaks[1]!);
+        },
+      ),
+      { numRuns: 60 },
+    );
+  });
+  it('more data-parallel ranks never raise the per-rank peak of a sharded strategy', () => {
+    fc.assert(
+      fc.property(models, dp, fc.constantFrom(2, 4, 8, 16), (name, strategy, n) => {
+        const at = (k: number) => mem(request(name, { seq: 256 }, { dp: strategy, dpSize: k })).peakAllocatedBytes;
+        expect(at(2 * n)).toBeLessThanOrEqual(at(n) + 1);
+      }),
+      { numRuns: 40 },
+    );
+  });
+});
+
+describe('max batch and savers', () => {
+  it('the largest batch fits and one more does not', () => {
+    const r = request('gpt2', {}, {}, hardware('h200', 1, 1, { memoryCapBytes: 20 * GiB }));
+    const { microBatch } = maxMicroBatch(r);
+    expect(microBatch).toBeGreaterThan(4);
+    expect(evaluatePlan({ ...r, setup: { ...r.setup, microBatch } }).fits).toBe(true);
+    expect(evaluatePlan({ ...r, setup: { ...r.setup, microBatch: microBatch + 1 } }).fits).toBe(false);
+  });
+  it('a cap halves the batch roughly in proportion to free memory', () => {
+    const at = (cap: number) => maxMicroBatch(request('gpt2', {}, {}, hardware('h200', 1, 1, { memoryCapBytes: cap * GiB }))).microBatch;
+    expect(at(40)).toBeGreaterThan(1.8 * at(20));
+  });
+  it('savers are sorted, positive and at most three', () => {
+    const r = request('llama-2-7b', { microBatch: 4, seq: 2048 }, { dp: 'ddp', dpSize: 8 }, hardware('h100-sxm', 8));
+    const s = memorySavers(r);
+    expect(s.length).toBe(3);
+    expect(s[0]!.savedBytes).toBeGreaterThanOrEqual(s[1]!.savedBytes);
+    for (const x of s) expect(x.savedBytes).toBeGreaterThan(0);
+  });
+});

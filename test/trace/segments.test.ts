@@ -1,0 +1,66 @@
+import { readFileSync } from 'node:fs';
+import { gunzipSync } from 'node:zlib';
+import { describe, expect, it } from 'vitest';
+import { TraceModelBuilder } from '../../src/trace/builder.js';
+import { mergeModels } from '../../src/trace/merge.js';
+import { analyzeTrace } from '../../src/trace/metrics/index.js';
+import { TraceJsonParser } from '../../src/trace/parser.js';
+import { findEventBoundary, firstTimestampUs } from '../../src/trace/segments.js';
+import { tracePath } from '../helpers/fixtures.js';
+
+function sequential(text: string) {
+  const b = new TraceModelBuilder('x');
+  const p = new TraceJsonParser(b);
+  p.push(text);
+  const s = p.end();
+  return analyzeTrace(b.finish(s.originUs, s.warnings));
+}
+
+/** What the parallel loader does, without threads: cut, parse segments into N builders, merge. */
+function segmented(text: string, segmentChars: number, builders: number) {
+  const originUs = firstTimestampUs(text)!;
+  const bs = Array.from({ length: builders }, () => new TraceModelBuilder('x'));
+  let rest = text;
+  let k = 0;
+  while (rest.length > 0) {
+    let cut = rest.length > segmentChars ? findEventBoundary(rest, segmentChars) : -1;
+    const last = cut <= 0;
+    if (last) cut = rest.length;
+    const p = new TraceJsonParser(bs[k % builders]!, { originUs, startInEvents: k > 0 });
+    p.push(rest.slice(0, cut));
+    if (last) p.end();
+    else expect(p.endsBetweenEvents()).toBe(true);
+    rest = rest.slice(cut);
+    k++;
+  }
+  return { metrics: analyzeTrace(mergeModels(bs.map((b) => b.finish(originUs, [])))), segments: k };
+}
+
+describe('segmented parsing (the parallel loader without threads)', () => {
+  for (const name of ['ddp_gpt2.rank0', 'resnet_starved']) {
+    it(`gives the same metrics as one parser on ${name}`, () => {
+      const text = gunzipSync(readFileSync(tracePath(name))).toString('latin1');
+      const one = sequential(text);
+      const { metrics: many, segments } = segmented(text, 1_000_000, 3);
+      expect(segments).toBeGreaterThan(5);
+      expect(many.steps.map((s) => s.durNs)).toEqual(one.steps.map((s) => s.durNs));
+      expect(many.perStep.idleByCauseNs).toEqual(one.perStep.idleByCauseNs);
+      expect(many.launch).toEqual(one.launch);
+      expect(many.gemmShapes).toEqual(one.gemmShapes);
+      expect(many.collectives).toEqual(one.collectives);
+      expect(many.memory).toEqual(one.memory);
+      expect(many.smEfficiency!).toBeCloseTo(one.smEfficiency!, 9);
+    });
+  }
+
+  it('finds boundaries only between events', () => {
+    const text = '{"traceEvents": [{"ph":"X","name":"a}, {\\"x"},\n  {"ph":"X","args":{"k":[{"a":1}]}}, {"ph":"i"}]}';
+    const cut = findEventBoundary(text, text.length - 1);
+    expect(text.slice(cut)).toMatch(/^, \{"ph":"i"\}/);
+    // A cut inside a string is caught: the segment does not end between events.
+    const inString = text.indexOf('}, {\\"x') + 1;
+    const p = new TraceJsonParser({ onEvent() {}, onMetadata() {} });
+    p.push(text.slice(0, inString));
+    expect(p.endsBetweenEvents()).toBe(false);
+  });
+});
