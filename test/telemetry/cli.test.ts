@@ -1,12 +1,14 @@
 /** The telemetry commands as a user runs them: exit codes, one-line errors, JSON, recording and kill -9. */
 import { execFile, spawn } from 'node:child_process';
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildBundle, buildFakeNvml, BUNDLE, gpuwise } from './cliBundle.js';
 import { fixturePath } from './fixtures.js';
+import { cleanScratch, makeScratch } from './scratch.js';
+
+afterAll(cleanScratch);
 
 let fake: string | null = null;
 let dir = '';
@@ -15,7 +17,7 @@ const NO_GPU = { GPUWISE_NVML_LIB: '/nonexistent/libnvidia-ml.so.1', GPUWISE_NVI
 beforeAll(async () => {
   await buildBundle();
   fake = buildFakeNvml();
-  dir = mkdtempSync(join(tmpdir(), 'gpuwise-cli-'));
+  dir = makeScratch('cli');
 }, 60_000);
 
 const oneLine = (s: string) => s.trim().split('\n').length === 1;
@@ -143,7 +145,8 @@ describe('live commands on a fake NVML', () => {
       stdio: 'pipe',
     });
     // Wait until some samples are surely committed (the WAL grows by about 4 KiB per sample), at most 15 s.
-    for (let t = 0; t < 150 && (!existsSync(`${out}-wal`) || statSync(`${out}-wal`).size < 80_000); t++) await new Promise((r) => setTimeout(r, 100));
+    for (let t = 0; t < 150 && (!existsSync(`${out}-wal`) || statSync(`${out}-wal`).size < 80_000); t++)
+      await new Promise((r) => setTimeout(r, 100));
     // While it records, a reader is told so (and the file is not touched).
     const live = await gpuwise(['smi', '--replay', out]);
     expect(live.code).toBe(2);
@@ -189,7 +192,7 @@ describe('live commands on a fake NVML', () => {
 describe('finding koffi at run time', () => {
   it('uses GPUWISE_KOFFI_DIR when no node_modules sits next to the bundle', async ({ skip }) => {
     if (!fake) skip();
-    const alone = join(mkdtempSync(join(tmpdir(), 'gpuwise-alone-')), 'gpuwise.mjs');
+    const alone = join(makeScratch('alone'), 'gpuwise.mjs');
     copyFileSync(BUNDLE, alone);
     const runAlone = (env: Record<string, string>) =>
       new Promise<{ code: number; stdout: string; stderr: string }>((resolve) =>

@@ -4,10 +4,10 @@
  * (exit codes, kill -9). Built once per test file.
  */
 import { execFile, execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { build } from 'esbuild';
+import { makeScratch } from './scratch.js';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 export const BUNDLE = join(ROOT, 'node_modules/.cache/gpuwise-test/gpuwise.mjs');
@@ -30,7 +30,7 @@ export async function buildBundle(): Promise<string> {
 
 /** Compiles the fake NVML library; null when there is no C compiler. */
 export function buildFakeNvml(): string | null {
-  const out = join(mkdtempSync(join(tmpdir(), 'gpuwise-fake-')), 'libfake-nvml.so');
+  const out = join(makeScratch('fake'), 'libfake-nvml.so');
   try {
     execFileSync('cc', ['-shared', '-fPIC', '-o', out, join(ROOT, 'test/fixtures/telemetry/fake-nvml.c')], { stdio: 'pipe' });
     return out;

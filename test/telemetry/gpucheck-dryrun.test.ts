@@ -3,12 +3,14 @@
  * and a fake nvidia-smi that agree with each other: the script itself must work before it meets a GPU.
  */
 import { execFile } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, symlinkSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, readFileSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { buildBundle, buildFakeNvml } from './cliBundle.js';
 import { fixturePath } from './fixtures.js';
+import { cleanScratch, makeScratch } from './scratch.js';
+
+afterAll(cleanScratch);
 
 let fake: string | null = null;
 let bundle = '';
@@ -19,10 +21,10 @@ beforeAll(async () => {
 
 it('gpu-check passes on a consistent fake driver and fails on an inconsistent one', async ({ skip }) => {
   if (!fake) skip();
-  const bin = mkdtempSync(join(tmpdir(), 'gpuwise-fakebin-'));
+  const bin = makeScratch('fakebin');
   chmodSync(fixturePath('fake-nvidia-smi.mjs'), 0o755);
   symlinkSync(fixturePath('fake-nvidia-smi.mjs'), join(bin, 'nvidia-smi'));
-  const out = mkdtempSync(join(tmpdir(), 'gpuwise-gpucheck-'));
+  const out = makeScratch('gpucheck');
   const script = new URL('../../bench/telemetry/gpu-check.mjs', import.meta.url).pathname;
   const runCheck = (env: Record<string, string>) =>
     new Promise<{ code: number; stdout: string }>((resolve) => {

@@ -4,17 +4,18 @@
  * INSUFFICIENT_SIZE protocol, N/A markers, PCIe counter differencing and GPU_IS_LOST handling.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { NvmlSource, NvmlUnavailable } from '../../src/telemetry/nvml.js';
 import { MIB } from '../../src/telemetry/sample.js';
 import { fixturePath } from './fixtures.js';
+import { cleanScratch, makeScratch } from './scratch.js';
+
+afterAll(cleanScratch);
 
 let lib: string | null = null;
 beforeAll(() => {
-  const out = join(mkdtempSync(join(tmpdir(), 'gpuwise-nvml-')), 'libfake-nvml.so');
+  const out = join(makeScratch('nvml'), 'libfake-nvml.so');
   try {
     execFileSync('cc', ['-shared', '-fPIC', '-o', out, fixturePath('fake-nvml.c')], { stdio: 'pipe' });
     lib = out;

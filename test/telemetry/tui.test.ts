@@ -6,6 +6,7 @@
 import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { buildBundle, buildFakeNvml } from './cliBundle.js';
+import { cleanScratch } from './scratch.js';
 
 const SESSION = `gpuwise-tui-${process.pid}`;
 let fake: string | null = null;
@@ -38,6 +39,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(() => {
+  cleanScratch();
   if (tmux)
     try {
       sh(['kill-session', '-t', SESSION]);
