@@ -9,7 +9,10 @@ const NOT_AVAILABLE =
   /^\[?(n\/a|not supported|unknown error|insufficient permissions|requested functionality has been deprecated|gpu is lost|not available|none)\]?$/i;
 
 export function isNotAvailable(text: string | undefined): boolean {
-  return text === undefined || text.trim() === '' || NOT_AVAILABLE.test(text.trim());
+  if (text === undefined) return true;
+  const t = text.trim();
+  // nvidia-smi brackets every "no value" text in CSV ([N/A], [Not Supported], [GPU requires reset], ...).
+  return t === '' || NOT_AVAILABLE.test(t) || /^\[[^\]]*\]$/.test(t);
 }
 
 const BYTE_UNITS: Record<string, number> = { B: 1, KIB: 1024, MIB: MIB, GIB: 1024 * MIB, TIB: 1024 * 1024 * MIB };

@@ -132,6 +132,7 @@ describe('values', () => {
     expect(parseQuantity('6726 MiB')).toBe(6726 * MIB);
     expect(parseQuantity('16x')).toBe(16);
     expect(parseQuantity('[Not Supported]')).toBeNull();
+    expect(parseQuantity('[GPU requires reset]')).toBeNull(); // any bracketed text is nvidia-smi's "no value"
     expect(parseQuantity('abc')).toBeUndefined();
     expect(decodeClockEventReasons(0x5n)).toEqual(['gpu_idle', 'sw_power_cap']);
     expect(decodeClockEventReasons(0x10000n)).toEqual(['0x10000']);
