@@ -15,6 +15,11 @@ const COMMANDS: Record<string, Command> = {
   analyze: { summary: 'diagnose torch.profiler traces (one GPU or many ranks)', load: () => import('./analyze.js') },
   plan: { summary: 'predict GPU memory and step time, pick batch size and parallelism, emit launch configs', load: () => import('./plan.js') },
   memory: { summary: 'explain CUDA memory snapshots and out-of-memory errors', load: () => import('./memory.js') },
+  smi: { summary: 'one snapshot of the GPUs and their processes (table or JSON)', load: () => import('./smi.js') },
+  monitor: { summary: 'live GPU and process view in the terminal, or an NDJSON stream', load: () => import('./monitor.js') },
+  select: { summary: 'pick the N best GPUs: print CUDA_VISIBLE_DEVICES or run a command with it', load: () => import('./select.js') },
+  record: { summary: 'record GPU samples into a SQLite file, optionally for the life of a command', load: () => import('./record.js') },
+  exporter: { summary: 'Prometheus endpoint with dcgm-exporter metric names, plus per-process metrics', load: () => import('./exporter.js') },
 };
 
 function help(): string {

@@ -1,0 +1,55 @@
+/**
+ * Reads nvidia-smi output files a user attached (`smi --from`, `select --from`): `nvidia-smi -q -x`
+ * XML, `--query-gpu` CSV and `--query-compute-apps` CSV, plain or gzip-compressed. Several files
+ * combine: one GPU listing plus compute-app listings.
+ */
+import { readFileSync } from 'node:fs';
+import { gunzipSync } from 'node:zlib';
+import { TelemetryParseError, type Snapshot } from '../telemetry/sample.js';
+import { type AppRow, attachApps, isAppsCsv, parseAppsCsv, parseGpuCsv } from '../telemetry/smiCsv.js';
+import { parseSmiXml } from '../telemetry/smiXml.js';
+import { InputError } from './inputError.js';
+
+function readText(path: string): string {
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(path);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    throw new InputError(path, code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'is a directory' : (e as Error).message);
+  }
+  if (bytes[0] === 0x1f && bytes[1] === 0x8b) {
+    try {
+      bytes = gunzipSync(bytes);
+    } catch {
+      throw new InputError(path, 'corrupt gzip data');
+    }
+  }
+  if (bytes.includes(0)) throw new InputError(path, 'binary data, not nvidia-smi XML or CSV output');
+  return bytes.toString('utf8');
+}
+
+export function readSmiFiles(paths: readonly string[]): Snapshot {
+  let snapshot: Snapshot | null = null;
+  const apps: AppRow[] = [];
+  for (const path of paths) {
+    const text = readText(path);
+    try {
+      const head = text.trimStart();
+      if (head.startsWith('<')) {
+        if (snapshot) throw new TelemetryParseError('a second GPU listing; give one XML or --query-gpu file (plus compute-app CSVs)');
+        snapshot = parseSmiXml(text);
+      } else if (isAppsCsv(text)) apps.push(...parseAppsCsv(text));
+      else {
+        if (snapshot) throw new TelemetryParseError('a second GPU listing; give one XML or --query-gpu file (plus compute-app CSVs)');
+        snapshot = parseGpuCsv(text);
+      }
+    } catch (e) {
+      if (e instanceof TelemetryParseError) throw new InputError(path, e.message);
+      throw e;
+    }
+  }
+  if (snapshot === null)
+    throw new InputError(paths.join(', '), 'only compute-app listings; add the --query-gpu CSV or -q -x XML of the same host');
+  return apps.length > 0 ? attachApps(snapshot, apps) : snapshot;
+}

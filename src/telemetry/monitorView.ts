@@ -1,0 +1,123 @@
+/**
+ * The `gpuwise monitor` screen as pure functions of (history, snapshot, terminal size): the shell only
+ * writes the returned lines. Every line fits the width and the frame has exactly `rows` lines, so
+ * resizing (or tmux splitting the pane) never leaves stale text or wraps.
+ */
+import { clip, formatBytes, formatNumber, padLeft, padRight, processRows, sparkline, table } from './render.js';
+import type { ProcessSample, Snapshot } from './sample.js';
+
+export const SORT_KEYS = ['memory', 'sm', 'cpu', 'pid', 'gpu'] as const;
+export type SortKey = (typeof SORT_KEYS)[number];
+
+/** Per-GPU rings of recent utilisation and memory-use fractions. */
+export class History {
+  private readonly util = new Map<string, (number | null)[]>();
+  private readonly mem = new Map<string, (number | null)[]>();
+
+  constructor(readonly capacity = 512) {}
+
+  push(s: Snapshot): void {
+    for (const g of s.gpus) {
+      const key = g.uuid || String(g.index);
+      const memPct = g.memoryUsedBytes !== null && g.memoryTotalBytes ? (100 * g.memoryUsedBytes) / g.memoryTotalBytes : null;
+      for (const [map, v] of [
+        [this.util, g.lost ? null : g.utilizationGpuPercent],
+        [this.mem, g.lost ? null : memPct],
+      ] as const) {
+        let ring = map.get(key);
+        if (!ring) map.set(key, (ring = []));
+        ring.push(v);
+        if (ring.length > this.capacity) ring.splice(0, ring.length - this.capacity);
+      }
+    }
+  }
+
+  utilOf(key: string): (number | null)[] {
+    return this.util.get(key) ?? [];
+  }
+
+  memOf(key: string): (number | null)[] {
+    return this.mem.get(key) ?? [];
+  }
+}
+
+export function sortProcesses(procs: readonly ProcessSample[], key: SortKey): ProcessSample[] {
+  const v = (x: number | null) => x ?? -1;
+  const by: Record<SortKey, (a: ProcessSample, b: ProcessSample) => number> = {
+    memory: (a, b) => v(b.usedMemoryBytes) - v(a.usedMemoryBytes) || a.pid - b.pid,
+    sm: (a, b) => v(b.smUtilPercent) - v(a.smUtilPercent) || a.pid - b.pid,
+    cpu: (a, b) => v(b.cpuPercent) - v(a.cpuPercent) || a.pid - b.pid,
+    pid: (a, b) => a.pid - b.pid || a.gpuIndex - b.gpuIndex,
+    gpu: (a, b) => a.gpuIndex - b.gpuIndex || a.pid - b.pid,
+  };
+  return [...procs].sort(by[key]);
+}
+
+export interface MonitorFrameInput {
+  snapshot: Snapshot;
+  history: History;
+  sort: SortKey;
+  intervalMs: number;
+  cols: number;
+  rows: number;
+  /** Own cost, shown in the header so overhead is visible. */
+  sampleMs?: number;
+}
+
+/** Fits `lines` into exactly `rows` lines of at most `cols` columns. */
+export function fitFrame(lines: readonly string[], cols: number, rows: number): string[] {
+  const out = lines.slice(0, Math.max(0, rows)).map((l) => padRight(clip(l, cols), cols));
+  while (out.length < rows) out.push(' '.repeat(Math.max(0, cols)));
+  return out;
+}
+
+export function renderMonitor(i: MonitorFrameInput): string[] {
+  const { snapshot: s, cols } = i;
+  const lines: string[] = [];
+  const rate = i.intervalMs >= 1000 ? `${i.intervalMs / 1000}s` : `${i.intervalMs}ms`;
+  const cost = i.sampleMs === undefined ? '' : ` · sample ${i.sampleMs.toFixed(2)} ms`;
+  lines.push(`gpuwise monitor · ${s.hostname ?? ''} · driver ${s.driverVersion ?? '?'} · ${s.source} · every ${rate}${cost}`);
+  lines.push(`keys: q quit · s sort (${i.sort}) · + faster · - slower`);
+  lines.push('');
+  // GPU rows: fixed text plus two sparklines sharing what width is left.
+  for (const g of s.gpus) {
+    const key = g.uuid || String(g.index);
+    const head = `${padLeft(String(g.index), 2)} ${padRight(g.name, 18)}`;
+    if (g.lost) {
+      lines.push(`${head} LOST: fell off the bus`);
+      continue;
+    }
+    const util = `util ${padLeft(formatNumber(g.utilizationGpuPercent, '%'), 4)}`;
+    const mem = `mem ${padLeft(formatBytes(g.memoryUsedBytes), 9)}/${padRight(formatBytes(g.memoryTotalBytes), 9)}`;
+    const tail = `${padLeft(formatNumber(g.powerWatts, 'W'), 5)} ${padLeft(formatNumber(g.temperatureC, 'C'), 4)}`;
+    const fixed = head.length + util.length + mem.length + tail.length + 8;
+    const w = Math.max(0, Math.floor((cols - fixed) / 2));
+    lines.push(`${head} ${util} ${sparkline(i.history.utilOf(key), w, 100)} ${mem} ${sparkline(i.history.memOf(key), w, 100)} ${tail}`);
+  }
+  lines.push('');
+  const procs = sortProcesses(
+    s.gpus.flatMap((g) => g.processes),
+    i.sort,
+  );
+  if (procs.length === 0) lines.push('no GPU processes');
+  else lines.push(...table(processRows(procs), [true, true, false, true, true, true, true, false, false]));
+  const notes = s.notes.map((n) => `note: ${n}`);
+  // Notes stay visible at the bottom: the process table yields rows to them.
+  const body = fitFrame(lines, cols, Math.max(0, i.rows - notes.length));
+  return fitFrame([...body, ...notes], cols, i.rows);
+}
+
+/** The screen shown while no GPU can be read (or sampling fails). */
+export function renderNoGpu(reason: string, cols: number, rows: number, title = 'no NVIDIA GPU', retry = 'retrying every 5 s'): string[] {
+  const words = reason.split(' ');
+  const wrapped: string[] = [];
+  let line = '';
+  for (const w of words) {
+    if (line.length + w.length + 1 > Math.max(20, cols - 4)) {
+      wrapped.push(line);
+      line = w;
+    } else line = line ? `${line} ${w}` : w;
+  }
+  if (line) wrapped.push(line);
+  return fitFrame(['gpuwise monitor', '', `  ${title}`, '', ...wrapped.map((l) => `  ${l}`), '', `  ${retry} · q to quit`], cols, rows);
+}

@@ -1,0 +1,109 @@
+/**
+ * Host-side process details from /proc (shell): user, command line, CPU percent, RSS and the
+ * torchrun/Slurm environment. Static details (user, command, environment, and the page size from
+ * comparing VmRSS with stat's rss) are read once per pid; afterwards one read of /proc/PID/stat per
+ * sample gives CPU and RSS. A pid found missing is remembered while NVML keeps listing it, so hidden
+ * processes cost nothing per sample. A GPU process with no /proc entry lives in another pid namespace
+ * (gpuwise runs in a container without --pid=host): it keeps its GPU figures and a note says why
+ * host details are missing.
+ */
+import { readFileSync } from 'node:fs';
+import { cpuPercent, parseCmdline, parseJobEnv, parsePasswd, parseProcStat, parseProcStatus } from './procParse.js';
+import type { Snapshot } from './sample.js';
+
+interface PidCache {
+  user: string | null;
+  command: string | null;
+  comm: string | null;
+  env: ReturnType<typeof parseJobEnv> | null;
+  lastTicks: number | null;
+  lastMs: number;
+  hidden: boolean;
+}
+
+function readOrNull(path: string): string | null {
+  try {
+    return readFileSync(path, 'latin1');
+  } catch {
+    return null;
+  }
+}
+
+export class ProcReader {
+  private readonly cache = new Map<number, PidCache>();
+  private users: Map<number, string> | null = null;
+  private pageBytes = 4096;
+
+  constructor(private readonly procRoot = '/proc') {}
+
+  private userName(uid: number | null): string | null {
+    if (uid === null) return null;
+    if (this.users === null) this.users = parsePasswd(readOrNull('/etc/passwd') ?? '');
+    return this.users.get(uid) ?? String(uid);
+  }
+
+  /** Fills the host-side fields of every process in the snapshot (in place) and adds a note for hidden ones. */
+  enrich(snapshot: Snapshot): Snapshot {
+    const nowMs = Date.now();
+    const seen = new Set<number>();
+    let hidden = 0;
+    for (const g of snapshot.gpus)
+      for (const p of g.processes) {
+        const dir = `${this.procRoot}/${p.pid}`;
+        let c = this.cache.get(p.pid);
+        if (c?.hidden) {
+          seen.add(p.pid);
+          hidden++;
+          continue;
+        }
+        const statText = readOrNull(`${dir}/stat`);
+        seen.add(p.pid);
+        if (statText === null) {
+          hidden++;
+          this.cache.set(p.pid, { user: null, command: null, comm: null, env: null, lastTicks: null, lastMs: nowMs, hidden: true });
+          continue;
+        }
+        const stat = parseProcStat(statText);
+        if (c === undefined) {
+          const status = parseProcStatus(readOrNull(`${dir}/status`) ?? '');
+          if (status.rssBytes !== null && stat !== null && stat.rssPages > 0)
+            this.pageBytes = Math.round(status.rssBytes / stat.rssPages / 1024) * 1024 || 4096;
+          const environ = readOrNull(`${dir}/environ`); // only the owner (or root) may read it
+          c = {
+            user: this.userName(status.uid),
+            command: parseCmdline(readOrNull(`${dir}/cmdline`) ?? ''),
+            comm: stat?.comm ?? null,
+            env: environ === null ? null : parseJobEnv(environ),
+            lastTicks: null,
+            lastMs: nowMs,
+            hidden: false,
+          };
+          this.cache.set(p.pid, c);
+        }
+        p.user = c.user;
+        p.command = c.command;
+        p.name = p.name ?? c.comm;
+        p.rssBytes = stat === null ? null : stat.rssPages * this.pageBytes;
+        if (stat !== null) {
+          // Two rows of the same pid (two GPUs) in one sample share the previous reading.
+          if (c.lastTicks !== null && c.lastMs < nowMs) p.cpuPercent = cpuPercent(c.lastTicks, c.lastMs, stat.cpuTicks, nowMs);
+          if (c.lastMs < nowMs || c.lastTicks === null) {
+            c.lastTicks = stat.cpuTicks;
+            c.lastMs = nowMs;
+          }
+        }
+        if (c.env) {
+          p.rank = c.env.rank;
+          p.localRank = c.env.localRank;
+          p.worldSize = c.env.worldSize;
+          p.slurmJobId = c.env.slurmJobId;
+        }
+      }
+    for (const pid of this.cache.keys()) if (!seen.has(pid)) this.cache.delete(pid);
+    if (hidden > 0)
+      snapshot.notes.push(
+        `${hidden} GPU process${hidden === 1 ? ' is' : 'es are'} not visible in /proc: gpuwise runs in another pid namespace (a container without --pid=host?); GPU memory is shown, user/command/CPU are not`,
+      );
+    return snapshot;
+  }
+}

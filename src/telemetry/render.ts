@@ -1,0 +1,158 @@
+/** Pure text helpers for the terminal views: units, sparklines, aligned tables, the `smi` table. */
+import type { GpuSample, ProcessSample, Snapshot } from './sample.js';
+
+const GIB = 1024 ** 3;
+const MIB_ = 1024 ** 2;
+
+/** "6.6 GiB", "616 MiB", "-" for not available. */
+export function formatBytes(bytes: number | null): string {
+  if (bytes === null) return '-';
+  if (bytes >= 10 * GIB) return `${(bytes / GIB).toFixed(1)} GiB`;
+  if (bytes >= GIB) return `${(bytes / GIB).toFixed(2)} GiB`;
+  if (bytes >= MIB_) return `${Math.round(bytes / MIB_)} MiB`;
+  if (bytes >= 1024) return `${Math.round(bytes / 1024)} KiB`;
+  return `${bytes} B`;
+}
+
+export function formatNumber(v: number | null, unit = '', digits = 0): string {
+  return v === null ? '-' : `${v.toFixed(digits)}${unit}`;
+}
+
+const BARS = '▁▂▃▄▅▆▇█';
+
+/**
+ * A sparkline of the last `width` values scaled to [0, max]; a value that is not available is a
+ * space, so a gap in the data stays visible. Shorter histories are right-aligned (newest at the right).
+ */
+export function sparkline(values: ReadonlyArray<number | null>, width: number, max: number): string {
+  if (width <= 0) return '';
+  const tail = values.slice(-width);
+  const cells = tail.map((v) => {
+    if (v === null || !Number.isFinite(v)) return ' ';
+    const f = max > 0 ? Math.min(1, Math.max(0, v / max)) : 0;
+    return BARS[Math.min(BARS.length - 1, Math.floor(f * BARS.length))]!;
+  });
+  return ' '.repeat(width - cells.length) + cells.join('');
+}
+
+/** Display width of a string, counting each code point as one column (the UI uses no wide glyphs). */
+export function textWidth(s: string): number {
+  let n = 0;
+  for (const _ of s) n++;
+  return n;
+}
+
+/** Cuts a string to `width` columns, with an ellipsis when cut. */
+export function clip(s: string, width: number): string {
+  if (width <= 0) return '';
+  if (textWidth(s) <= width) return s;
+  return `${[...s].slice(0, Math.max(0, width - 1)).join('')}…`;
+}
+
+export function padRight(s: string, width: number): string {
+  const w = textWidth(s);
+  return w >= width ? clip(s, width) : s + ' '.repeat(width - w);
+}
+
+export function padLeft(s: string, width: number): string {
+  const w = textWidth(s);
+  return w >= width ? clip(s, width) : ' '.repeat(width - w) + s;
+}
+
+/** Aligns rows into columns. `rightAligned[i]` right-aligns column i (numbers). The last column is not padded. */
+export function table(rows: ReadonlyArray<ReadonlyArray<string>>, rightAligned: ReadonlyArray<boolean> = []): string[] {
+  const widths: number[] = [];
+  for (const r of rows) for (const [i, c] of r.entries()) widths[i] = Math.max(widths[i] ?? 0, textWidth(c));
+  return rows.map((r) =>
+    r
+      .map((c, i) => (i === r.length - 1 && !rightAligned[i] ? c : rightAligned[i] ? padLeft(c, widths[i]!) : padRight(c, widths[i]!)))
+      .join('  ')
+      .trimEnd(),
+  );
+}
+
+export function memoryCell(g: GpuSample): string {
+  if (g.memoryUsedBytes === null && g.memoryTotalBytes === null) return '-';
+  return `${formatBytes(g.memoryUsedBytes)} / ${formatBytes(g.memoryTotalBytes)}`;
+}
+
+export function powerCell(g: GpuSample): string {
+  if (g.powerWatts === null) return '-';
+  return g.powerLimitWatts === null ? `${g.powerWatts.toFixed(0)} W` : `${g.powerWatts.toFixed(0)} / ${g.powerLimitWatts.toFixed(0)} W`;
+}
+
+export function rankCell(p: ProcessSample): string {
+  if (p.rank === null && p.slurmJobId === null) return '';
+  const parts: string[] = [];
+  if (p.rank !== null) parts.push(`rank ${p.rank}${p.worldSize !== null ? `/${p.worldSize}` : ''}`);
+  if (p.localRank !== null) parts.push(`local ${p.localRank}`);
+  if (p.slurmJobId !== null) parts.push(`job ${p.slurmJobId}`);
+  return parts.join(' ');
+}
+
+export function gpuRows(s: Snapshot): string[][] {
+  const head = ['GPU', 'Name', 'Bus id', 'Memory used / total', 'Util', 'MemBW', 'Power', 'Temp', 'SM clock', 'Clock events'];
+  const rows = s.gpus.map((g) =>
+    g.lost
+      ? [String(g.index), g.name, g.pciBusId ?? '-', 'LOST (fell off the bus)', '', '', '', '', '', '']
+      : [
+          String(g.index),
+          g.name,
+          g.pciBusId ?? '-',
+          memoryCell(g),
+          formatNumber(g.utilizationGpuPercent, '%'),
+          formatNumber(g.utilizationMemoryPercent, '%'),
+          powerCell(g),
+          formatNumber(g.temperatureC, 'C'),
+          formatNumber(g.smClockMhz, ' MHz'),
+          g.clocksEventReasons === null ? '-' : g.clocksEventReasons.filter((r) => r !== 'gpu_idle').join(',') || 'none',
+        ],
+  );
+  return [head, ...rows];
+}
+
+export function processRows(procs: readonly ProcessSample[]): string[][] {
+  const head = ['GPU', 'PID', 'User', 'GPU mem', 'SM%', 'CPU%', 'Host RSS', 'Job', 'Command'];
+  return [
+    head,
+    ...procs.map((p) => [
+      String(p.gpuIndex),
+      String(p.pid),
+      p.user ?? '-',
+      formatBytes(p.usedMemoryBytes),
+      formatNumber(p.smUtilPercent),
+      formatNumber(p.cpuPercent),
+      formatBytes(p.rssBytes),
+      rankCell(p),
+      p.command ?? p.name ?? '-',
+    ]),
+  ];
+}
+
+/** The `gpuwise smi` text view. */
+export function renderSmi(s: Snapshot, width = 160): string {
+  const lines: string[] = [];
+  const head = [`source: ${s.source}`];
+  if (s.driverVersion) head.push(`driver ${s.driverVersion}`);
+  if (s.cudaVersion) head.push(`CUDA ${s.cudaVersion}`);
+  if (s.hostname) head.push(`host ${s.hostname}`);
+  lines.push(head.join('   '), '');
+  if (s.gpus.length === 0) lines.push('no GPU');
+  else {
+    let rows = gpuRows(s);
+    let right = [true, false, false, true, true, true, true, true, true, false];
+    // Under CUDA_VISIBLE_DEVICES the ordinal a program sees differs from the index: show both.
+    const live = s.source === 'nvml' || s.source === 'nvidia-smi';
+    if (live && s.gpus.some((g) => g.cudaIndex !== g.index)) {
+      rows = rows.map((r, i) => [r[0]!, i === 0 ? 'CUDA' : (s.gpus[i - 1]!.cudaIndex?.toString() ?? 'hidden'), ...r.slice(1)]);
+      right = [true, true, ...right.slice(1)];
+    }
+    lines.push(...table(rows, right));
+  }
+  const procs = s.gpus.flatMap((g) => g.processes);
+  lines.push('');
+  if (procs.length === 0) lines.push('Processes: none');
+  else lines.push('Processes:', ...table(processRows(procs), [true, true, false, true, true, true, true, false, false]));
+  for (const n of s.notes) lines.push(`note: ${n}`);
+  return `${lines.map((l) => clip(l, width)).join('\n')}\n`;
+}

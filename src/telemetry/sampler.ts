@@ -1,0 +1,84 @@
+/**
+ * The live sampler (shell): picks a source (NVML through koffi, else the nvidia-smi fallback), then
+ * adds the host view (/proc), CUDA_VISIBLE_DEVICES ordinals and the hostname to each snapshot.
+ * Environment: GPUWISE_SOURCE=nvml|nvidia-smi forces a source; GPUWISE_NVML_LIB names the NVML
+ * library (default libnvidia-ml.so.1); GPUWISE_NVIDIA_SMI names the nvidia-smi binary.
+ */
+import { hostname } from 'node:os';
+import { resolveCudaVisibleDevices } from './cudaVisible.js';
+import { NvmlSource, NvmlUnavailable } from './nvml.js';
+import { ProcReader } from './procfs.js';
+import type { Snapshot } from './sample.js';
+import { SmiSource } from './smiFallback.js';
+
+export interface GpuSource {
+  readonly kind: 'nvml' | 'nvidia-smi';
+  sample(): Snapshot | Promise<Snapshot>;
+  close(): void;
+}
+
+/** No NVIDIA GPU can be read on this machine; the message gives the reasons found. */
+export class NoGpu extends Error {
+  override name = 'NoGpu';
+}
+
+export async function openLiveSource(env: NodeJS.ProcessEnv = process.env): Promise<GpuSource> {
+  const want = env.GPUWISE_SOURCE;
+  const reasons: string[] = [];
+  if (want !== 'nvidia-smi') {
+    try {
+      const nvml = NvmlSource.open({ libraryPath: env.GPUWISE_NVML_LIB || undefined });
+      if (nvml.deviceCount > 0) return nvml;
+      nvml.close();
+      reasons.push('NVML works but reports no GPU');
+    } catch (e) {
+      if (!(e instanceof NvmlUnavailable)) throw e;
+      reasons.push(e.message);
+    }
+  }
+  if (want !== 'nvml') {
+    const smi = new SmiSource(env.GPUWISE_NVIDIA_SMI || undefined);
+    try {
+      const first = await smi.sample();
+      if (first.gpus.length > 0) return smi;
+      reasons.push('nvidia-smi lists no GPU');
+    } catch (e) {
+      reasons.push((e as Error).message.includes('ENOENT') ? 'nvidia-smi is not installed' : (e as Error).message);
+    }
+  }
+  throw new NoGpu(`no NVIDIA GPU can be read here: ${reasons.join('; ')}`);
+}
+
+export interface LiveSamplerOptions {
+  /** Read /proc for user, command, CPU, RSS and job environment (default true). */
+  procfs?: boolean;
+  cudaVisibleDevices?: string | undefined;
+}
+
+export class LiveSampler {
+  private readonly proc: ProcReader | null;
+  private readonly host = hostname();
+  private readonly cudaVisible: string | undefined;
+
+  constructor(
+    readonly source: GpuSource,
+    opts: LiveSamplerOptions = {},
+  ) {
+    this.proc = opts.procfs === false ? null : new ProcReader();
+    this.cudaVisible = 'cudaVisibleDevices' in opts ? opts.cudaVisibleDevices : process.env.CUDA_VISIBLE_DEVICES;
+  }
+
+  async sample(): Promise<Snapshot> {
+    const s = await this.source.sample();
+    s.hostname = this.host;
+    const vis = resolveCudaVisibleDevices(this.cudaVisible, s.gpus);
+    for (const g of s.gpus) g.cudaIndex = vis.ordinalOf.get(g.index) ?? null;
+    s.notes.push(...vis.notes);
+    if (this.proc) this.proc.enrich(s);
+    return s;
+  }
+
+  close(): void {
+    this.source.close();
+  }
+}

@@ -1,0 +1,51 @@
+/** The /proc reader on real processes of this machine (Linux only). */
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { userInfo } from 'node:os';
+import { describe, expect, it } from 'vitest';
+import { ProcReader } from '../../src/telemetry/procfs.js';
+import { emptyGpu, emptyProcess, SNAPSHOT_SCHEMA_VERSION, type Snapshot } from '../../src/telemetry/sample.js';
+
+function snapshotWith(pids: number[]): Snapshot {
+  const g = emptyGpu(0, 'GPU-x', 'x');
+  g.processes = pids.map((pid) => emptyProcess(pid, 0));
+  return {
+    schemaVersion: SNAPSHOT_SCHEMA_VERSION,
+    source: 'nvml',
+    timestampMs: 0,
+    hostname: null,
+    driverVersion: null,
+    cudaVersion: null,
+    gpus: [g],
+    notes: [],
+  };
+}
+
+describe.runIf(existsSync('/proc/self/stat'))('ProcReader', () => {
+  it('reads user, command, RSS, CPU and the torchrun/Slurm environment of a live process', async () => {
+    const child = spawn(process.execPath, ['-e', 'const t = Date.now() + 1500; while (Date.now() < t) {}', 'worker-arg'], {
+      env: { ...process.env, RANK: '3', LOCAL_RANK: '1', WORLD_SIZE: '4', SLURM_JOB_ID: '4242' },
+    });
+    try {
+      const reader = new ProcReader();
+      reader.enrich(snapshotWith([child.pid!]));
+      await new Promise((r) => setTimeout(r, 400));
+      const s = reader.enrich(snapshotWith([child.pid!]));
+      const p = s.gpus[0]!.processes[0]!;
+      expect(p.user).toBe(userInfo().username);
+      expect(p.command).toContain('worker-arg');
+      expect(p).toMatchObject({ rank: 3, localRank: 1, worldSize: 4, slurmJobId: '4242' });
+      expect(p.rssBytes!).toBeGreaterThan(10 * 2 ** 20); // a node process
+      expect(p.cpuPercent!).toBeGreaterThan(30); // it spins
+      expect(s.notes).toEqual([]);
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+
+  it('says so when GPU processes are not visible (another pid namespace)', () => {
+    const s = new ProcReader().enrich(snapshotWith([2 ** 22 + 12345]));
+    expect(s.gpus[0]!.processes[0]!.user).toBeNull();
+    expect(s.notes[0]).toMatch(/1 GPU process is not visible in \/proc/);
+  });
+});
