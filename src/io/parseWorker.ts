@@ -29,7 +29,13 @@ export function runParseWorker(): void {
   const warnings: string[] = [];
   port.on('message', (msg: ToWorker) => {
     if (msg.type === 'finish') {
-      port.postMessage({ type: 'model', model: builder.finish(originUs, [...new Set(warnings)]) } satisfies FromWorker);
+      const model = builder.finish(originUs, [...new Set(warnings)]);
+      // Hand the columns over instead of copying them: the main thread would otherwise hold a third copy while merging.
+      const buffers = new Set<ArrayBuffer>();
+      for (const cols of [model.gpu, model.runtime]) {
+        for (const v of Object.values(cols)) if (ArrayBuffer.isView(v)) buffers.add(v.buffer as ArrayBuffer);
+      }
+      port.postMessage({ type: 'model', model } satisfies FromWorker, [...buffers]);
       return;
     }
     const parser = new TraceJsonParser(builder, { originUs, startInEvents: !msg.first });
