@@ -27,8 +27,8 @@ function check(name, ok, detail = '') {
   console.log(`${ok ? 'PASS' : 'FAIL'} ${name}${detail ? `: ${detail}` : ''}`);
 }
 
-/** nvidia-smi prints MiB; NVML gives bytes. "Exact" = the same MiB after floor or round. */
-const sameMiB = (mib, bytes) => bytes !== null && (mib === Math.floor(bytes / MIB) || mib === Math.round(bytes / MIB));
+// nvidia-smi prints whole MiB and rounds some fields down, others up (reserved, free); gpuwise keeps the bytes.
+const sameMiB = (mib, bytes) => bytes !== null && (mib === Math.floor(bytes / MIB) || mib === Math.round(bytes / MIB) || mib === Math.ceil(bytes / MIB));
 
 async function smiCsv(query, fields) {
   const r = await run('nvidia-smi', [`--${query}=${fields.join(',')}`, '--format=csv,noheader,nounits']);

@@ -39,6 +39,9 @@ import { emptyGpu, emptyProcess, type GpuSample, type ProcessSample, SNAPSHOT_SC
 import { decodeClockEventReasons } from './smiValues.js';
 
 /** NVML cannot be used here (no library, no driver, no GPU); the message says which. */
+/** Per-process utilisation is a one-second window: read it at most this often. */
+const PROCESS_UTIL_INTERVAL_MS = 1000;
+
 export class NvmlUnavailable extends Error {
   override name = 'NvmlUnavailable';
 }
@@ -62,6 +65,9 @@ interface DeviceState {
   procBuf: Uint8Array;
   utilCapacity: number;
   utilBuf: Uint8Array;
+  /** Last per-process utilisation read, and when (ms); null when NVML could not say. */
+  procUtil: Map<number, { smUtil: number | null; memUtil: number | null }> | null;
+  lastProcUtilMs: number;
 }
 
 export interface NvmlOptions {
@@ -226,6 +232,8 @@ export class NvmlSource {
       procBuf: new Uint8Array(16 * 32), // room for the 32-byte layout too
       utilCapacity: 80,
       utilBuf: new Uint8Array(80 * 32),
+      procUtil: null,
+      lastProcUtilMs: Number.NEGATIVE_INFINITY,
     };
     if (rc !== NVML.SUCCESS) {
       g.name = `unreadable GPU (${this.errorString(rc)})`;
@@ -369,6 +377,18 @@ export class NvmlSource {
     }
     if (byPid.size === 0) return [];
     // Per-process utilisation over the last second; NOT_FOUND means no process ran a kernel in it.
+    // The figure is a one-second window, so it is read at most once a second (the call costs
+    // milliseconds with the driver's sample buffers full, far more than the rest of a sample).
+    if (nowMs - d.lastProcUtilMs < PROCESS_UTIL_INTERVAL_MS) {
+      for (const p of byPid.values()) {
+        const u = d.procUtil?.get(p.pid);
+        if (d.procUtil !== null) {
+          p.smUtilPercent = u ? u.smUtil : 0;
+          p.memUtilPercent = u ? u.memUtil : 0;
+        }
+      }
+      return [...byPid.values()];
+    }
     const count = this.u32;
     let util: Map<number, { smUtil: number | null; memUtil: number | null }> | null = null;
     for (let attempt = 0; attempt < 4; attempt++) {
@@ -383,6 +403,8 @@ export class NvmlSource {
       else if (this.ok(rc)) util = latestUtilByPid(decodeProcessUtilSamples(new DataView(d.utilBuf.buffer), count[0]!));
       break;
     }
+    d.procUtil = util;
+    d.lastProcUtilMs = nowMs;
     for (const p of byPid.values()) {
       if (util === null) continue;
       const u = util.get(p.pid);
