@@ -45,7 +45,10 @@ describe.skipIf(metas.length === 0)('snapshots from a real GPU', () => {
       it(`${meta.scenario} -> ${meta.expect.diff_with}: diff names the leaking line`, () => {
         const d = diffSnapshots(analyzeFixture(snap), analyzeFixture(`gpu/${meta.expect.diff_with}.pickle.gz`));
         expect(d.final.totalB).toBeGreaterThan(d.final.totalA);
-        expect(d.final.bySource[0]!.key).toMatch(/memory_leak\.py:\d+$/);
+        // The growth is attributed to where the kept tensors were allocated: the model's forward in
+        // the scenarios' shared helper (memory_leak.py only keeps references to them).
+        expect(d.final.bySource[0]!.key).toMatch(/scenarios\/memory_common\.py:\d+$/);
+        expect(d.final.bySource[0]!.deltaBytes).toBeGreaterThan(200 * 2 ** 20);
       });
     }
   }
