@@ -9,6 +9,7 @@ import { StringDecoder } from 'node:string_decoder';
 import { createGunzip } from 'node:zlib';
 import type { TraceSink } from '../trace/event.js';
 import { type ParseSummary, TraceFormatError, TraceJsonParser } from '../trace/parser.js';
+import { firstTimestampUs } from '../trace/segments.js';
 import { InputError } from './inputError.js';
 
 export type ReadProgress = (bytesRead: number, totalBytes: number) => void;
@@ -85,8 +86,15 @@ export async function readTraceFile(path: string, sink: TraceSink, onProgress?: 
   const decoder = new ChunkDecoder();
   let streamError: string | null = null;
   try {
+    let first = true;
     for await (const chunk of source.chunks) {
-      parser.push(decoder.decode(chunk));
+      const text = decoder.decode(chunk);
+      if (first) {
+        const origin = firstTimestampUs(text);
+        if (origin !== null) parser.setOriginUs(origin);
+        first = false;
+      }
+      parser.push(text);
       onProgress?.(source.progress.bytesRead, source.sizeBytes);
     }
     parser.push(decoder.end());

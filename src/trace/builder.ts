@@ -155,6 +155,18 @@ export class TraceModelBuilder implements TraceSink {
     }
   }
 
+  /** Skips what no analysis reads: flows, Python frames, and CPU ops other than the few kept below. */
+  wants(ph: string, cat: string, name: string): boolean {
+    let keep = true;
+    if (ph === 's' || ph === 'f' || cat === 'python_function') keep = false;
+    else if (cat === 'cpu_op') keep = isKeptCpuOp(name);
+    if (!keep) {
+      const key = cat || ph;
+      this.counts[key] = (this.counts[key] ?? 0) + 1;
+    }
+    return keep;
+  }
+
   onEvent(ev: RawEvent): void {
     const cat = ev.cat;
     this.counts[cat || ev.ph] = (this.counts[cat || ev.ph] ?? 0) + 1;
@@ -377,6 +389,24 @@ export class TraceModelBuilder implements TraceSink {
       cpuRangeNs: Number.isFinite(this.cpuLo) ? [this.cpuLo, this.cpuHi] : [0, 0],
       warnings,
     };
+  }
+}
+
+/** The CPU ops onCpuOp keeps (steps, GEMMs, syncs, DataLoader, optimizer, data-parallel forwards, collectives). */
+function isKeptCpuOp(name: string): boolean {
+  switch (name.charCodeAt(0)) {
+    case 80 /* P */:
+      return STEP_RE.test(name);
+    case 97 /* a */:
+      return GEMM_OP_RE.test(name) || SYNC_OP_RE.test(name);
+    case 101 /* e */:
+      return DATALOADER_RE.test(name);
+    case 79 /* O */:
+      return OPTIMIZER_RE.test(name);
+    case 68 /* D */:
+      return name === 'DataParallel.forward' || name === 'DistributedDataParallel.forward';
+    default:
+      return CPU_COLLECTIVE_RE.test(name);
   }
 }
 

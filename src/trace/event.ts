@@ -127,4 +127,10 @@ export function resetArgs(a: EventArgs): void {
 export interface TraceSink {
   onEvent(ev: RawEvent): void;
   onMetadata(key: string, value: unknown): void;
+  /**
+   * Optional early filter, asked once the phase (for flows) or the category and
+   * name are known: false skips the rest of the event unparsed (the bulk of a
+   * trace is CPU ops and flows that most analyses never read).
+   */
+  wants?(ph: string, cat: string, name: string): boolean;
 }

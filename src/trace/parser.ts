@@ -138,7 +138,8 @@ const CATS_BY_LEN: string[][] = [];
 for (const c of KNOWN_CATS) (CATS_BY_LEN[c.length] ??= []).push(c);
 
 /** CPU ops whose args matter: matrix multiplies (shapes, dtypes) and collectives. */
-const CPU_OP_WITH_ARGS = /^(aten::(mm|addmm|bmm|baddbmm|matmul|linear|_scaled_mm|addbmm|_addmm_activation)$|record_param_comms|c10d::|nccl:)/;
+const CPU_OP_WITH_ARGS =
+  /^(aten::(mm|addmm|bmm|baddbmm|matmul|linear|_scaled_mm|addbmm|_addmm_activation)$|record_param_comms|c10d::|nccl:)/;
 
 /** Categories whose args are always read. */
 const CATS_WITH_ARGS = new Set([
@@ -213,6 +214,15 @@ export class TraceJsonParser {
     this.run();
   }
 
+  /**
+   * Fixes the time origin before any timestamp is parsed. Readers pass the first
+   * `"ts"` of the text (segments.ts firstTimestampUs), so one parser and several
+   * parallel ones agree even though skipped events never have their ts read.
+   */
+  setOriginUs(us: number): void {
+    if (this.originUs === null) this.originUs = us;
+  }
+
   /** Whether the input so far ended exactly between two events (a clean segment end). */
   endsBetweenEvents(): boolean {
     if (this.stopped !== null) return false;
@@ -231,12 +241,10 @@ export class TraceJsonParser {
     if (this.state === St.Start && this.stopped === null) {
       throw new TraceFormatError(this.s.trim().length === 0 ? 'empty file' : 'not JSON', this.consumed + this.p);
     }
-    if (this.state === St.Done && !this.sawEvents) throw new TraceFormatError('valid JSON, but not a torch.profiler trace (no traceEvents)', this.consumed + this.p);
+    if (this.state === St.Done && !this.sawEvents)
+      throw new TraceFormatError('valid JSON, but not a torch.profiler trace (no traceEvents)', this.consumed + this.p);
     if (this.count === 0 && (truncated || this.stopped !== null)) {
-      throw new TraceFormatError(
-        this.stopped ?? 'truncated before any trace event was read',
-        this.consumed + this.p,
-      );
+      throw new TraceFormatError(this.stopped ?? 'truncated before any trace event was read', this.consumed + this.p);
     }
     if (truncated) this.note('input ends early (truncated file?): analysed the events read so far');
     if (this.stopped !== null) this.note(`stopped reading at a syntax error (${this.stopped}): analysed the events before it`);
@@ -278,7 +286,10 @@ export class TraceJsonParser {
             return;
           }
           // Bounded memory: no event is this large; an unterminated string or bracket swallowed the rest.
-          err = new TraceFormatError(`an item of over ${MAX_ITEM_CHARS / 1e6} million characters (unterminated string or bracket?)`, this.consumed + start);
+          err = new TraceFormatError(
+            `an item of over ${MAX_ITEM_CHARS / 1e6} million characters (unterminated string or bracket?)`,
+            this.consumed + start,
+          );
         }
         if (err instanceof TraceFormatError) {
           if (this.count === 0) throw err;
@@ -430,7 +441,17 @@ export class TraceJsonParser {
     const n = s.length;
     while (p < n) {
       const c = s.charCodeAt(p);
-      if (c === Ch.Comma || c === Ch.RBrace || c === Ch.RBracket || c === Ch.Space || c === Ch.Nl || c === Ch.Cr || c === Ch.Tab || c === Ch.Colon) return p;
+      if (
+        c === Ch.Comma ||
+        c === Ch.RBrace ||
+        c === Ch.RBracket ||
+        c === Ch.Space ||
+        c === Ch.Nl ||
+        c === Ch.Cr ||
+        c === Ch.Tab ||
+        c === Ch.Colon
+      )
+        return p;
       p++;
     }
     throw NEED_MORE;
@@ -525,7 +546,10 @@ export class TraceJsonParser {
         v = v * 10 + (c - Ch.D0);
         c = s.charCodeAt(++i);
       } while (c >= Ch.D0 && c <= Ch.D9);
-      if (i - start <= 15 && (c === Ch.Comma || c === Ch.RBrace || c === Ch.Space || c === Ch.Nl || c === Ch.Cr || c === Ch.RBracket || c === Ch.Tab)) {
+      if (
+        i - start <= 15 &&
+        (c === Ch.Comma || c === Ch.RBrace || c === Ch.Space || c === Ch.Nl || c === Ch.Cr || c === Ch.RBracket || c === Ch.Tab)
+      ) {
         this.p = i;
         return v;
       }
@@ -639,7 +663,7 @@ export class TraceJsonParser {
   /** Skips any value without building it. */
   private skipValue(): void {
     const s = this.s;
-    let p = this.p;
+    const p = this.p;
     const c = s.charCodeAt(p);
     if (c === Ch.Quote) {
       this.readString();
@@ -649,7 +673,15 @@ export class TraceJsonParser {
       this.p = this.tokenEnd();
       return;
     }
-    let depth = 0;
+    this.p = this.skipNested(p, 0);
+  }
+
+  /**
+   * Scans from p (inside `depth` open brackets) to just past the bracket that
+   * closes them, skipping strings; returns the position after it.
+   */
+  private skipNested(p: number, depth: number): number {
+    const s = this.s;
     const n = s.length;
     while (p < n) {
       const d = s.charCodeAt(p);
@@ -664,10 +696,7 @@ export class TraceJsonParser {
       if (d === Ch.LBrace || d === Ch.LBracket) depth++;
       else if (d === Ch.RBrace || d === Ch.RBracket) {
         depth--;
-        if (depth === 0) {
-          this.p = p + 1;
-          return;
-        }
+        if (depth <= 0) return p + 1;
       }
       p++;
     }
@@ -687,6 +716,7 @@ export class TraceJsonParser {
     ev.hasArgs = false;
     resetArgs(ev.args);
     const s = this.s;
+    const wants = this.sink.wants?.bind(this.sink);
     this.p++; // '{'
     let first = true;
     for (;;) {
@@ -711,10 +741,25 @@ export class TraceJsonParser {
       this.skipWs();
       const len = ke - ks;
       const k0 = s.charCodeAt(ks);
-      if (len === 2 && k0 === 112 && s.charCodeAt(ks + 1) === 104) ev.ph = this.readPhase();
-      else if (len === 3 && k0 === 99 && s.startsWith('cat', ks)) ev.cat = this.readCat();
-      else if (len === 4 && k0 === 110 && s.startsWith('name', ks)) ev.name = this.readStringOrNull() ?? '';
-      else if (len === 3 && k0 === 112 && s.startsWith('pid', ks)) ev.pid = this.readId() ?? 0;
+      if (len === 2 && k0 === 112 && s.charCodeAt(ks + 1) === 104) {
+        ev.ph = this.readPhase();
+        if (wants !== undefined && (ev.ph === 's' || ev.ph === 'f') && !wants(ev.ph, ev.cat, ev.name)) {
+          this.skipRestOfEvent();
+          return;
+        }
+      } else if (len === 3 && k0 === 99 && s.startsWith('cat', ks)) {
+        ev.cat = this.readCat();
+        if (wants !== undefined && ev.name !== '' && !wants(ev.ph, ev.cat, ev.name)) {
+          this.skipRestOfEvent();
+          return;
+        }
+      } else if (len === 4 && k0 === 110 && s.startsWith('name', ks)) {
+        ev.name = this.readStringOrNull() ?? '';
+        if (wants !== undefined && ev.cat !== '' && !wants(ev.ph, ev.cat, ev.name)) {
+          this.skipRestOfEvent();
+          return;
+        }
+      } else if (len === 3 && k0 === 112 && s.startsWith('pid', ks)) ev.pid = this.readId() ?? 0;
       else if (len === 3 && k0 === 116 && s.startsWith('tid', ks)) ev.tid = this.readId() ?? 0;
       else if (len === 2 && k0 === 116 && s.charCodeAt(ks + 1) === 115) ev.tsNs = this.readTimeOrNaN(true);
       else if (len === 3 && k0 === 100 && s.startsWith('dur', ks)) ev.durNs = this.readTimeOrNaN(false);
@@ -728,6 +773,12 @@ export class TraceJsonParser {
     }
     this.count++;
     this.sink.onEvent(ev);
+  }
+
+  /** The sink does not want this event: jump past its closing brace without reading the rest. */
+  private skipRestOfEvent(): void {
+    this.p = this.skipNested(this.p, 1);
+    this.count++;
   }
 
   private readTimeOrNaN(relative: boolean): number {
