@@ -9,6 +9,13 @@ import { type ReadProgress, openTraceSource, readTraceFile } from './readTrace.j
 const PARALLEL_MIN_BYTES = 48 * 1024 * 1024;
 const PARALLEL_MIN_GZIP_BYTES = 6 * 1024 * 1024;
 const MAX_THREADS = 4;
+/**
+ * Above this, one thread: each worker adds its own heap (about +60 MB at 2 GB),
+ * and memory, not time, is what breaks on multi-GB traces (HTA and the
+ * TensorBoard plugin run out of it there).
+ */
+const PARALLEL_MAX_BYTES = 512 * 1024 * 1024;
+const PARALLEL_MAX_GZIP_BYTES = 64 * 1024 * 1024;
 
 export interface LoadOptions {
   /** Parse threads; default: GPUWISE_THREADS, else one per core (at most 4) for large files, else 1. */
@@ -34,7 +41,8 @@ async function defaultThreads(path: string): Promise<number> {
   try {
     const source = await openTraceSource(path);
     await source.chunks.return(undefined);
-    return source.sizeBytes >= (source.gzip ? PARALLEL_MIN_GZIP_BYTES : PARALLEL_MIN_BYTES) ? cores : 1;
+    const [min, max] = source.gzip ? [PARALLEL_MIN_GZIP_BYTES, PARALLEL_MAX_GZIP_BYTES] : [PARALLEL_MIN_BYTES, PARALLEL_MAX_BYTES];
+    return source.sizeBytes >= min && source.sizeBytes <= max ? cores : 1;
   } catch {
     return 1; // the sequential reader reports the problem
   }
