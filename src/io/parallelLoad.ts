@@ -16,7 +16,7 @@ import type { FromWorker, ToWorker } from './parseWorker.js';
 import { PARSE_WORKER_FLAG } from './parseWorker.js';
 import { ChunkDecoder, type ReadProgress, openTraceSource } from './readTrace.js';
 
-const SEGMENT_CHARS = 1024 * 1024;
+const SEGMENT_CHARS = 4 * 1024 * 1024;
 /** No boundary within this much text: not a Kineto event list; give up on parallel. */
 const MAX_PENDING_CHARS = 64 * 1024 * 1024;
 /** Segments queued per worker before reading pauses (bounds memory). */
