@@ -50,6 +50,7 @@ async function bench(n: number, procfs: boolean): Promise<number> {
         cpuUsPerSample: (cpu.user + cpu.system) / n,
         wallUsPerSample: wallNs / 1000 / n,
         rssBytes: process.memoryUsage().rss,
+        nvmlCalls: sampler.source.callTimings?.() ?? null,
       })}\n`,
     );
   } finally {

@@ -195,9 +195,27 @@ export class NvmlSource {
     if (!this.f.nvmlInit_v2) throw new NvmlUnavailable('libnvidia-ml has no nvmlInit_v2 (a CUDA stub library, not the driver?)');
   }
 
+  private readonly timings: Map<string, { calls: number; ms: number }> | null = process.env.GPUWISE_NVML_TIMINGS === '1' ? new Map() : null;
+
   private call(name: string, ...args: unknown[]): number {
     const fn = this.f[name];
-    return fn ? fn(...args) : NVML.FUNCTION_NOT_FOUND;
+    if (!fn) return NVML.FUNCTION_NOT_FOUND;
+    if (this.timings === null) return fn(...args);
+    const t0 = performance.now();
+    const rc = fn(...args);
+    const t = this.timings.get(name) ?? { calls: 0, ms: 0 };
+    t.calls++;
+    t.ms += performance.now() - t0;
+    this.timings.set(name, t);
+    return rc;
+  }
+
+  /** Where a sample's time goes, call by call (only with GPUWISE_NVML_TIMINGS=1: the timing costs too). */
+  callTimings(): Record<string, { calls: number; usPerCall: number }> | null {
+    if (this.timings === null) return null;
+    const out: Record<string, { calls: number; usPerCall: number }> = {};
+    for (const [name, t] of [...this.timings].sort((a, b) => b[1].ms - a[1].ms)) out[name] = { calls: t.calls, usPerCall: (t.ms * 1000) / t.calls };
+    return out;
   }
 
   private errorString(rc: number): string {

@@ -15,6 +15,8 @@ export interface GpuSource {
   readonly kind: 'nvml' | 'nvidia-smi';
   sample(): Snapshot | Promise<Snapshot>;
   close(): void;
+  /** Per-call cost of the driver calls so far, when timing was asked for (GPUWISE_NVML_TIMINGS=1). */
+  callTimings?(): Record<string, { calls: number; usPerCall: number }> | null;
 }
 
 /** No NVIDIA GPU can be read on this machine; the message gives the reasons found. */
