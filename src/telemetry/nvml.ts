@@ -4,9 +4,11 @@
  *
  * Cost rules (see ../shared/reference/monitoring.md section 9):
  *  - per sample, only calls that cost microseconds: memory v2, utilisation, power, temperature,
- *    clocks, clock-event reasons, processes, process utilisation;
- *  - slow-changing figures (ECC, PCIe link, power limit, compute/MIG mode, energy) and the PCIe byte
- *    counters from nvmlDeviceGetFieldValues (about 0.5 ms) at most once per `slowIntervalMs`;
+ *    clocks, clock-event reasons, processes (fan speed and P-state until the GPU says NOT_SUPPORTED);
+ *  - per-process utilisation (~2 ms, a one-second window) and the PCIe byte counters from
+ *    nvmlDeviceGetFieldValues (about 0.5 ms) at most once per `slowIntervalMs` (1 s);
+ *  - rarely-changing figures (ECC, PCIe link, power limit, compute/MIG mode, energy: 5-12 ms a pass
+ *    on an H200) every 10 s;
  *  - never nvmlDeviceGetPcieThroughput (blocks about 21 ms per call).
  * NVML_ERROR_GPU_IS_LOST marks that GPU lost for good; the others keep being sampled.
  */
@@ -39,6 +41,8 @@ import { emptyGpu, emptyProcess, type GpuSample, type ProcessSample, SNAPSHOT_SC
 import { decodeClockEventReasons } from './smiValues.js';
 
 /** NVML cannot be used here (no library, no driver, no GPU); the message says which. */
+/** Power limit, PCIe link, ECC counters, compute/MIG mode and the energy counter: read this often. */
+const RARE_INTERVAL_MS = 10_000;
 /** Per-process utilisation is a one-second window: read it at most this often. */
 const PROCESS_UTIL_INTERVAL_MS = 1000;
 
@@ -68,6 +72,8 @@ interface DeviceState {
   /** Last per-process utilisation read, and when (ms); null when NVML could not say. */
   procUtil: Map<number, { smUtil: number | null; memUtil: number | null }> | null;
   lastProcUtilMs: number;
+  rare: Partial<GpuSample>;
+  lastRareMs: number;
   /** Per-sample calls this GPU answered NOT_SUPPORTED: not asked again. */
   unsupported: Set<string>;
 }
@@ -255,6 +261,8 @@ export class NvmlSource {
       procUtil: null,
       lastProcUtilMs: Number.NEGATIVE_INFINITY,
       unsupported: new Set(),
+      rare: {},
+      lastRareMs: Number.NEGATIVE_INFINITY,
     };
     if (rc !== NVML.SUCCESS) {
       g.name = `unreadable GPU (${this.errorString(rc)})`;
@@ -321,7 +329,12 @@ export class NvmlSource {
     return this.u32Of('nvmlDeviceGetTemperature', d.handle, TEMPERATURE_GPU);
   }
 
-  private readSlow(d: DeviceState, nowMs: number): void {
+  /**
+   * Figures that change rarely, read every RARE_INTERVAL_MS: measured on an H200, one pass
+   * costs 5-12 ms (the energy counter alone 3-10 ms, the two ECC counters 1.6 ms), which
+   * once a second was most of monitor's CPU.
+   */
+  private readRare(d: DeviceState, nowMs: number): void {
     const s: Partial<GpuSample> = {};
     const h = d.handle;
     const limit = this.u32Of('nvmlDeviceGetEnforcedPowerLimit', h);
@@ -338,7 +351,14 @@ export class NvmlSource {
     s.migMode = this.ok(this.call('nvmlDeviceGetMigMode', h, this.u32, pending)) ? (this.u32[0] === 1 ? 'enabled' : 'disabled') : null;
     const energy = this.u64Of('nvmlDeviceGetTotalEnergyConsumption', h);
     s.energyJoules = energy === null ? null : Number(energy) / 1000;
-    // One GetFieldValues call for the PCIe byte counters and memory temperature.
+    d.rare = s;
+    d.lastRareMs = nowMs;
+  }
+
+  private readSlow(d: DeviceState, nowMs: number): void {
+    const s: Partial<GpuSample> = {};
+    const h = d.handle;
+    // One GetFieldValues call for the PCIe byte counters and memory temperature (about 0.5 ms).
     const ids = [FI.PCIE_COUNT_TX_BYTES, FI.PCIE_COUNT_RX_BYTES, FI.MEMORY_TEMP];
     const view = new DataView(this.fields.buffer);
     this.fields.fill(0);
@@ -473,8 +493,9 @@ export class NvmlSource {
       if (reasons === null && !this.f.nvmlDeviceGetCurrentClocksEventReasons)
         reasons = this.u64Of('nvmlDeviceGetCurrentClocksThrottleReasons', h);
       g.clocksEventReasons = reasons === null ? null : this.reasonNames(reasons);
+      if (nowMs - d.lastRareMs >= RARE_INTERVAL_MS) this.readRare(d, nowMs);
       if (nowMs - d.lastSlowMs >= this.slowIntervalMs) this.readSlow(d, nowMs);
-      Object.assign(g, d.slow);
+      Object.assign(g, d.rare, d.slow);
       g.processes = this.readProcesses(d, nowMs);
     } catch (e) {
       if (!(e instanceof GpuLost)) throw e;
