@@ -5,6 +5,7 @@ Rules it keeps:
 - fail-open: every hook runs inside `_guarded`; the first internal error is written once to
   stderr, the probe switches itself off, and the training goes on unchanged;
 - it never imports torch: it waits for the script to import it (a post-import hook);
+- the model is found once, at the first step, among live modules (no forward hooks);
 - steps are the calls of the first optimizer that steps (a global optimizer step hook; on torch
   without one, older than 2.0, the optimizer class's `step` is wrapped instead);
 - only processes that step (or crash after importing torch) send anything, so a torchrun
@@ -129,11 +130,6 @@ class Probe(object):
         self.samples = 0
         self.samples_known = True
         self.batch_calls = 0
-        # Model discovery: outermost modules called before the first step
-        self.roots = []
-        self.depth = 0
-        self.module_calls = 0
-        self.module_hooks = []
         # Profiler window and snapshots
         self.prof = None
         self.prof_step_fn = None
@@ -215,12 +211,6 @@ class Probe(object):
         __next__.__wrapped__ = original_next
         dl._BaseDataLoaderIter.__next__ = __next__
 
-        # Model discovery until the first step.
-        mm = torch.nn.modules.module
-        if hasattr(mm, "register_module_forward_pre_hook"):
-            self.module_hooks.append(mm.register_module_forward_pre_hook(lambda m, i: probe._guarded(probe._on_forward_pre, m)))
-            self.module_hooks.append(mm.register_module_forward_hook(lambda m, i, o: probe._guarded(probe._on_forward_post, m)))
-
         # CUDA: attach the OOM observer (and history) as soon as CUDA initialises.
         lazy_call = getattr(torch.cuda, "_lazy_call", None)
         if lazy_call is not None:
@@ -264,25 +254,6 @@ class Probe(object):
 
     # ---------- hooks ----------
 
-    def _on_forward_pre(self, module):
-        self.depth += 1
-        self.module_calls += 1
-        if self.depth == 1 and len(self.roots) < 16 and not any(r() is module for r in self.roots):
-            self.roots.append(weakref.ref(module))
-        if self.module_calls > 200000:  # no optimizer in sight: stop paying for the hooks
-            self._remove_module_hooks()
-
-    def _on_forward_post(self, module):
-        self.depth = max(0, self.depth - 1)
-
-    def _remove_module_hooks(self):
-        for h in self.module_hooks:
-            try:
-                h.remove()
-            except Exception:
-                pass
-        self.module_hooks = []
-
     def _on_batch(self, t0, wait_s, batch):
         if self.last_boundary is None:
             self.last_boundary = t0  # the loop starts with its first batch
@@ -309,8 +280,7 @@ class Probe(object):
             raise RuntimeError("fault injected by GPUWISE_PROBE_FAULT=step")
         if not self.announced:
             self._announce()
-            self._send("model", _model_summary(self.torch, self._model_roots(optimizer), optimizer))
-            self._remove_module_hooks()
+            self._send("model", _model_summary(self.torch, _model_roots(self.torch, optimizer), optimizer))
         self._send(
             "step",
             {
@@ -450,21 +420,6 @@ class Probe(object):
             "ooms": s.get("num_ooms"),
         }
 
-    def _model_roots(self, optimizer):
-        params = set()
-        for g in optimizer.param_groups:
-            for p in g.get("params", []):
-                params.add(id(p))
-        roots = []
-        for r in self.roots:
-            m = r()
-            if m is None:
-                continue
-            m = _unwrap(self.torch, m)
-            if any(id(p) in params for p in m.parameters()) and not any(m is x for x in roots):
-                roots.append(m)
-        return roots
-
     # ---------- profiler window and memory snapshot ----------
 
     def _profiler_boundary(self):
@@ -543,6 +498,39 @@ class Probe(object):
         except TypeError:
             rec(False)
         self.history_on = False
+
+
+def _model_roots(torch, optimizer):
+    """The model(s) the optimizer trains, found once at the first step: the outermost live
+    nn.Modules (no other module's child) holding parameters of the optimizer, unwrapped from
+    DDP/DataParallel/FSDP. Read from the garbage collector's objects rather than forward hooks,
+    which would slow every module call and interfere with torch.compile's guards."""
+    import gc
+
+    params = set()
+    for g in optimizer.param_groups:
+        for p in g.get("params", []):
+            params.add(id(p))
+    Module = torch.nn.Module
+    # type() rather than isinstance(): isinstance reads `__class__`, which some objects intercept
+    # (torch.distributed's deprecated reduce_op warns on any attribute access).
+    modules = [o for o in gc.get_objects() if issubclass(type(o), Module)]
+    children = set()
+    for m in modules:
+        for c in m.children():
+            children.add(id(c))
+    roots = []
+    for m in modules:
+        if id(m) in children:
+            continue
+        m = _unwrap(torch, m)
+        if any(m is x for x in roots):
+            continue
+        if any(id(p) in params for p in m.parameters()):
+            roots.append(m)
+    # Largest first: the model before, say, a small auxiliary head trained by the same optimizer.
+    roots.sort(key=lambda m: -sum(p.numel() for p in m.parameters()))
+    return roots
 
 
 def _unwrap(torch, module):

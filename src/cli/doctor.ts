@@ -349,6 +349,7 @@ export async function run(argv: string[]): Promise<number> {
     notes: [],
   };
   const report = buildDoctorReport(input);
+  if (report.planModel) writeFileSync(join(runDir, 'model.json'), `${JSON.stringify(report.planModel, null, 2)}\n`, { flag: 'wx' });
   writeFileSync(join(runDir, 'report.json'), `${JSON.stringify(report, null, 2)}\n`, { flag: 'wx' });
   if (values.json) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
   else process.stdout.write(`\n${renderDoctorText(report)}`);

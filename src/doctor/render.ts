@@ -29,7 +29,9 @@ export function renderDoctorText(r: DoctorReport): string {
   out.push('Environment');
   if (e.probeSilent) out.push('  the probe did not report (no Python process of the command stepped a torch optimizer)');
   else {
-    out.push(`  Python ${e.python ?? '?'}, torch ${e.torch ?? '?'}, CUDA ${e.cuda ?? 'none'}${e.cudnn ? `, cuDNN ${e.cudnn}` : ''}, host ${e.hostname ?? '?'}`);
+    out.push(
+      `  Python ${e.python ?? '?'}, torch ${e.torch ?? '?'}, CUDA ${e.cuda ?? 'none'}${e.cudnn ? `, cuDNN ${e.cudnn}` : ''}, host ${e.hostname ?? '?'}`,
+    );
     if (e.worldSize !== null) out.push(`  world size ${e.worldSize}`);
     for (const d of e.devices) out.push(`  cuda:${d.index} ${d.name} (${fmtBytes(d.totalMemoryBytes)}, sm ${d.capability})`);
     if (e.devices.length === 0) out.push('  no CUDA device in use: CPU run');
@@ -39,8 +41,14 @@ export function renderDoctorText(r: DoctorReport): string {
     const dtypes = new Map<string, number>();
     for (const mod of m.modules) for (const [d, n] of Object.entries(mod.dtypes)) dtypes.set(d, (dtypes.get(d) ?? 0) + n);
     const dt = [...dtypes].map(([d, n]) => `${d} ${fmtPct(n / Math.max(1, m.totalParamCount))}`).join(', ');
-    out.push(`  model ${m.name}: ${m.paramCount.toLocaleString('en-US')} trainable parameters (${dt}); optimizer ${m.optimizer.class}, state ${fmtBytes(m.optimizer.stateBytes)}`);
+    out.push(
+      `  model ${m.name}: ${m.paramCount.toLocaleString('en-US')} trainable parameters (${dt}); optimizer ${m.optimizer.class}, state ${fmtBytes(m.optimizer.stateBytes)}`,
+    );
   }
+  if (r.planModel)
+    out.push(
+      `  model.json written for \`gpuwise plan --model ${r.run.runDir}/model.json\` (${r.planModel.family}, ${r.planModel.layers} layers, hidden ${r.planModel.hidden})`,
+    );
   for (const r0 of r.ranks) {
     out.push('');
     out.push(r.ranks.length > 1 || r0.rank !== 0 ? `Rank ${r0.rank} (pid ${r0.pid})` : `Training process (pid ${r0.pid})`);
@@ -57,8 +65,11 @@ export function renderDoctorText(r: DoctorReport): string {
         );
     }
     if (r0.oom)
-      out.push(`  OUT OF MEMORY in step ${r0.oom.step}: asked ${fmtBytes(r0.oom.allocBytes)} with ${fmtBytes(r0.oom.deviceFreeBytes)} free${r0.oom.snapshot ? `; snapshot ${r0.oom.snapshot}` : ''}`);
-    if (r0.exception) out.push(`  exception in step ${r0.exception.step + 1}: ${r0.exception.name}: ${r0.exception.message.split('\n')[0] ?? ''}`);
+      out.push(
+        `  OUT OF MEMORY in step ${r0.oom.step}: asked ${fmtBytes(r0.oom.allocBytes)} with ${fmtBytes(r0.oom.deviceFreeBytes)} free${r0.oom.snapshot ? `; snapshot ${r0.oom.snapshot}` : ''}`,
+      );
+    if (r0.exception)
+      out.push(`  exception in step ${r0.exception.step + 1}: ${r0.exception.name}: ${r0.exception.message.split('\n')[0] ?? ''}`);
   }
   if (r.gpus) {
     out.push('');
@@ -75,7 +86,10 @@ export function renderDoctorText(r: DoctorReport): string {
   out.push('Captured window');
   if (r.profile.traces.length === 0) out.push('  no profiler trace (the run ended before the profiled steps, or profiling was off)');
   for (const t of r.profile.traces) out.push(`  trace ${t.path}${t.error ? `: not analysed (${t.error})` : ''}`);
-  for (const s of r.profile.snapshots) out.push(`  ${s.kind === 'oom' ? 'out-of-memory snapshot' : 'memory snapshot'} ${s.path}${s.error ? `: not analysed (${s.error})` : ''}`);
+  for (const s of r.profile.snapshots)
+    out.push(
+      `  ${s.kind === 'oom' ? 'out-of-memory snapshot' : 'memory snapshot'} ${s.path}${s.error ? `: not analysed (${s.error})` : ''}`,
+    );
   out.push('');
   out.push('Findings');
   if (r.findings.length === 0) out.push('  none');

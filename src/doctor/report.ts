@@ -7,9 +7,20 @@
 import { diagnose } from '../advice/engine.js';
 import { type Finding, type Severity, severityForGain, severityRank } from '../advice/finding.js';
 import type { MemoryReport } from '../memory/report.js';
+import type { ModelDescription } from '../planner/model.js';
+import { MODEL_SUMMARY_FORMAT, describeModel } from '../planner/modelSummary.js';
 import type { Snapshot } from '../telemetry/sample.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
-import { type AllocatorMemory, type ExceptionRecord, type HelloRecord, type ModelRecord, type OomRecord, type ProbeRecord, type StepRecord, rankOf } from './records.js';
+import {
+  type AllocatorMemory,
+  type ExceptionRecord,
+  type HelloRecord,
+  type ModelRecord,
+  type OomRecord,
+  type ProbeRecord,
+  type StepRecord,
+  rankOf,
+} from './records.js';
 
 export const DOCTOR_SCHEMA_VERSION = 1;
 
@@ -139,7 +150,17 @@ export interface DoctorReport {
   gpus: GpuSummary[] | null;
   gpuUnavailableReason: string | null;
   model: Omit<ModelRecord, 'v' | 'type' | 'pid' | 'rank' | 't'> | null;
-  profile: { traces: { rank: number; path: string; error: string | null }[]; snapshots: { rank: number; path: string; kind: string; error: string | null }[] };
+  /**
+   * The model as `gpuwise plan --model` reads it (`gpuwise-model/1`), written to RUN_DIR/model.json:
+   * the architecture from the model's Hugging Face config, the parameter count measured by the probe.
+   * null when the model has no config plan understands (`planModelProblem` says why).
+   */
+  planModel: ({ format: typeof MODEL_SUMMARY_FORMAT } & ModelDescription) | null;
+  planModelProblem: string | null;
+  profile: {
+    traces: { rank: number; path: string; error: string | null }[];
+    snapshots: { rank: number; path: string; kind: string; error: string | null }[];
+  };
   /** Trace findings (analyze's rules) and memory findings (memory's analysis), ranked by severity, then estimated gain. */
   findings: RankedFinding[];
   notes: string[];
@@ -178,7 +199,17 @@ export function summarizeGpus(samples: Snapshot[]): GpuSummary[] {
     for (const g of s.gpus) {
       let e = by.get(g.index);
       if (!e) {
-        e = { index: g.index, name: g.name, totalBytes: g.memoryTotalBytes, samples: 0, maxUsedBytes: null, meanUtilizationPercent: null, maxUtilizationPercent: null, utilSum: 0, utilN: 0 };
+        e = {
+          index: g.index,
+          name: g.name,
+          totalBytes: g.memoryTotalBytes,
+          samples: 0,
+          maxUsedBytes: null,
+          meanUtilizationPercent: null,
+          maxUtilizationPercent: null,
+          utilSum: 0,
+          utilN: 0,
+        };
         by.set(g.index, e);
       }
       e.samples++;
@@ -201,7 +232,8 @@ function nvmlUsedByPid(samples: Snapshot[] | null, pid: number): number | null {
   let max: number | null = null;
   for (const s of samples) {
     let sum: number | null = null;
-    for (const g of s.gpus) for (const p of g.processes) if (p.pid === pid && p.usedMemoryBytes !== null) sum = (sum ?? 0) + p.usedMemoryBytes;
+    for (const g of s.gpus)
+      for (const p of g.processes) if (p.pid === pid && p.usedMemoryBytes !== null) sum = (sum ?? 0) + p.usedMemoryBytes;
     if (sum !== null) max = Math.max(max ?? 0, sum);
   }
   return max;
@@ -216,10 +248,20 @@ function outcomeOf(input: DoctorInput, ranks: RankSummary[]): { outcome: Outcome
     return { outcome: 'out-of-memory', text: `ran out of GPU memory on rank ${oomRank.rank} in step ${step} (exit code ${code})` };
   }
   if (input.forwardedSignal !== null || ranks.some((r) => r.exception?.name === 'KeyboardInterrupt'))
-    return { outcome: 'interrupted', text: `interrupted (${input.forwardedSignal ?? 'SIGINT'} passed to the command); exit code ${code}; the report covers the steps before` };
+    return {
+      outcome: 'interrupted',
+      text: `interrupted (${input.forwardedSignal ?? 'SIGINT'} passed to the command); exit code ${code}; the report covers the steps before`,
+    };
   if (crashed?.exception)
-    return { outcome: 'crashed', text: `crashed on rank ${crashed.rank} in step ${crashed.exception.step + 1}: ${crashed.exception.name}: ${firstLine(crashed.exception.message)} (exit code ${code})` };
-  if (code !== 0) return { outcome: 'failed', text: `the command failed with exit code ${code}${input.exit.signal ? ` (killed by ${input.exit.signal})` : ''}` };
+    return {
+      outcome: 'crashed',
+      text: `crashed on rank ${crashed.rank} in step ${crashed.exception.step + 1}: ${crashed.exception.name}: ${firstLine(crashed.exception.message)} (exit code ${code})`,
+    };
+  if (code !== 0)
+    return {
+      outcome: 'failed',
+      text: `the command failed with exit code ${code}${input.exit.signal ? ` (killed by ${input.exit.signal})` : ''}`,
+    };
   if (ranks.length > 0 && ranks.every((r) => r.endReason === 'max-steps'))
     return { outcome: 'stopped-after-steps', text: `stopped cleanly after ${ranks[0]?.steps.steps ?? 0} steps (--steps)` };
   return { outcome: 'completed', text: 'completed (exit code 0)' };
@@ -235,7 +277,9 @@ function firstLine(s: string): string {
  * and also on CPU). Only used when the trace did not already report the DataLoader.
  */
 export function dataLoaderWaitFinding(ranks: RankSummary[]): Finding | null {
-  const worst = ranks.filter((r) => r.steps.dataWaitShare !== null && r.steps.meanS !== null).sort((a, b) => (b.steps.dataWaitShare ?? 0) - (a.steps.dataWaitShare ?? 0))[0];
+  const worst = ranks
+    .filter((r) => r.steps.dataWaitShare !== null && r.steps.meanS !== null)
+    .sort((a, b) => (b.steps.dataWaitShare ?? 0) - (a.steps.dataWaitShare ?? 0))[0];
   const share = worst?.steps.dataWaitShare ?? 0;
   const meanS = worst?.steps.meanS ?? 0;
   if (!worst || share < DATALOADER_WAIT_MIN_SHARE) return null;
@@ -273,6 +317,20 @@ function rankFindings(trace: Finding[], memory: Finding[], probe: Finding[]): Ra
   return all.sort((a, b) => severityRank(a.severity as Severity) - severityRank(b.severity as Severity) || gain(b) - gain(a));
 }
 
+/** The planner's description of the probe's model, from its Hugging Face config and the measured parameter count. */
+export function planModelOf(model: ModelRecord | null): { model: DoctorReport['planModel']; problem: string | null } {
+  if (model === null) return { model: null, problem: 'no model summary (the probe saw no optimizer step)' };
+  if (model.hfConfig === null)
+    return { model: null, problem: `${model.name} has no Hugging Face config: plan cannot model its architecture yet` };
+  try {
+    const d = describeModel(model.hfConfig);
+    // The counts stay the config's (plan's formulas are built on them); the report notes a mismatch with the probe's count.
+    return { model: { format: MODEL_SUMMARY_FORMAT, ...d, architecture: model.name }, problem: null };
+  } catch (e) {
+    return { model: null, problem: `the model's config: ${(e as Error).message}` };
+  }
+}
+
 export function buildDoctorReport(input: DoctorInput): DoctorReport {
   const byPid = new Map<number, ProbeRecord[]>();
   for (const r of input.records) {
@@ -305,7 +363,9 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
       nvmlUsedBytes: nvml,
       nonAllocatorBytes: nvml !== null && lastMem !== null ? nvml - lastMem.peakReservedBytes : null,
       exception: exc ? { name: exc.exception, message: exc.message, step: exc.step, outOfMemory: exc.outOfMemory } : null,
-      oom: oom ? { step: oom.step, device: oom.device, allocBytes: oom.allocBytes, deviceFreeBytes: oom.deviceFreeBytes, snapshot: oom.snapshot } : null,
+      oom: oom
+        ? { step: oom.step, device: oom.device, allocBytes: oom.allocBytes, deviceFreeBytes: oom.deviceFreeBytes, snapshot: oom.snapshot }
+        : null,
       probeError: err && err.type === 'probe-error' ? err.error : null,
       endReason: end && end.type === 'end' ? end.reason : null,
     });
@@ -314,20 +374,28 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
 
   const metrics = input.traces.map((t) => t.metrics).filter((m): m is TraceMetrics => m !== null);
   const traceFindings = metrics.length ? diagnose(metrics) : [];
-  const memoryFindings: Finding[] = input.snapshots.flatMap((s) => (s.report?.findings ?? []).map((f) => ({ ...f, ranks: [s.rank], estimatedGain: null })));
+  const memoryFindings: Finding[] = input.snapshots.flatMap((s) =>
+    (s.report?.findings ?? []).map((f) => ({ ...f, ranks: [s.rank], estimatedGain: null })),
+  );
   const dlWait = traceFindings.some((f) => f.id === 'dataloader-bound') ? null : dataLoaderWaitFinding(ranks);
   const probeFindings = dlWait ? [dlWait] : [];
   const { outcome, text } = outcomeOf(input, ranks);
   const notes = [...input.notes];
   if (input.skippedLines > 0) notes.push(`${input.skippedLines} probe line(s) could not be read (a process killed mid-write)`);
   if (byPid.size === 0) notes.push('the probe sent nothing: the command did not run Python with torch, or no optimizer step happened');
-  for (const r of ranks) if (r.probeError) notes.push(`probe on rank ${r.rank} switched itself off after an internal error: ${r.probeError}`);
+  for (const r of ranks)
+    if (r.probeError) notes.push(`probe on rank ${r.rank} switched itself off after an internal error: ${r.probeError}`);
 
   let modelOut: DoctorReport['model'] = null;
   if (model) {
     const { v: _v, type: _type, pid: _pid, rank: _rank, t: _t, ...rest } = model;
     modelOut = rest;
   }
+  const plan = planModelOf(model);
+  if (plan.model && model && Math.abs(plan.model.paramCount - model.totalParamCount) > 0.01 * plan.model.paramCount)
+    notes.push(
+      `the model's config gives ${plan.model.paramCount} parameters, the probe counted ${model.totalParamCount}: model.json describes the config's model`,
+    );
   return {
     schemaVersion: DOCTOR_SCHEMA_VERSION,
     tool: 'gpuwise',
@@ -358,6 +426,8 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
     gpus: input.gpuSamples ? summarizeGpus(input.gpuSamples) : null,
     gpuUnavailableReason: input.gpuUnavailableReason,
     model: modelOut,
+    planModel: plan.model,
+    planModelProblem: plan.problem,
     profile: {
       traces: input.traces.map((t) => ({ rank: t.rank, path: t.path, error: t.error })),
       snapshots: input.snapshots.map((s) => ({ rank: s.rank, path: s.path, kind: s.kind, error: s.error })),

@@ -31,7 +31,8 @@ beforeAll(async () => {
 });
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
-const doctor = (args: string[], onStart?: Parameters<typeof runProcess>[3]) => runProcess(process.execPath, [bundle, 'doctor', ...args], pyEnv({}), onStart);
+const doctor = (args: string[], onStart?: Parameters<typeof runProcess>[3]) =>
+  runProcess(process.execPath, [bundle, 'doctor', ...args], pyEnv({}), onStart);
 const reportOf = (dir: string) => JSON.parse(readFileSync(join(dir, 'report.json'), 'utf8')) as DoctorReport;
 
 describe('gpuwise doctor: usage', () => {
@@ -85,7 +86,21 @@ describe('gpuwise doctor: usage', () => {
 describe.skipIf(SKIP_PYTHON)('gpuwise doctor on a CPU training script', () => {
   it('streams the output, finds the steps and writes the run directory and report', async () => {
     const out = outDir();
-    const r = await doctor(['--out', out, '--profile-at', '3', '--profile-steps', '2', '--', PYTHON, TINY, '--steps', '14', '--loader-delay-ms', '2']);
+    const r = await doctor([
+      '--out',
+      out,
+      '--profile-at',
+      '3',
+      '--profile-steps',
+      '2',
+      '--',
+      PYTHON,
+      TINY,
+      '--steps',
+      '14',
+      '--loader-delay-ms',
+      '2',
+    ]);
     expect(r.code).toBe(0);
     // The user's output comes first, unchanged; the report follows.
     expect(r.stdout.indexOf('tiny_train: done after 14 steps')).toBeLessThan(r.stdout.indexOf('Outcome: completed'));

@@ -22,7 +22,14 @@ export const SKIP_PYTHON = !HAS_TORCH && !process.env.CI;
 export function pyEnv(extra: Record<string, string | undefined>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, PYTHONDONTWRITEBYTECODE: '1', ...extra };
   for (const k of Object.keys(env)) if (env[k] === undefined) delete env[k];
-  for (const k of ['GPUWISE_SOCKET', 'GPUWISE_RUN_DIR', 'GPUWISE_MAX_STEPS', 'GPUWISE_PROBE_FAULT', 'GPUWISE_PROFILE_AT', 'GPUWISE_PROFILE_STEPS'])
+  for (const k of [
+    'GPUWISE_SOCKET',
+    'GPUWISE_RUN_DIR',
+    'GPUWISE_MAX_STEPS',
+    'GPUWISE_PROBE_FAULT',
+    'GPUWISE_PROFILE_AT',
+    'GPUWISE_PROFILE_STEPS',
+  ])
     if (!(k in extra)) delete env[k];
   return env;
 }

@@ -1,14 +1,30 @@
 /** The pure part of doctor: reading probe lines and building the report. */
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { type ProbeRecord, type StepRecord, parseProbeLines } from '../../src/doctor/records.js';
-import { type DoctorInput, buildDoctorReport, dataLoaderWaitFinding, stepStats } from '../../src/doctor/report.js';
+import { describeModel } from '../../src/planner/modelSummary.js';
+import { type ModelRecord, type ProbeRecord, type StepRecord, parseProbeLines } from '../../src/doctor/records.js';
+import { type DoctorInput, buildDoctorReport, dataLoaderWaitFinding, planModelOf, stepStats } from '../../src/doctor/report.js';
 import { renderDoctorText } from '../../src/doctor/render.js';
 import { emptyGpu, emptyProcess, type Snapshot } from '../../src/telemetry/sample.js';
 
 const GiB = 1024 ** 3;
 
 function step(stepNo: number, stepTimeS: number | null, dataWaitS: number, extra: Partial<StepRecord> = {}): StepRecord {
-  return { v: 1, type: 'step', pid: 100, rank: null, t: 0, step: stepNo, stepTimeS, dataWaitS, batches: 1, samples: 8, memory: null, profiled: false, ...extra };
+  return {
+    v: 1,
+    type: 'step',
+    pid: 100,
+    rank: null,
+    t: 0,
+    step: stepNo,
+    stepTimeS,
+    dataWaitS,
+    batches: 1,
+    samples: 8,
+    memory: null,
+    profiled: false,
+    ...extra,
+  };
 }
 
 function input(records: ProbeRecord[], over: Partial<DoctorInput> = {}): DoctorInput {
@@ -59,8 +75,30 @@ describe('buildDoctorReport', () => {
   const steps = [1, 2, 3, 4].map((i) => step(i, 0.1, 0.04));
 
   it('an out-of-memory error wins over the crash it causes, and the report says so', () => {
-    const oom: ProbeRecord = { v: 1, type: 'oom', pid: 100, rank: null, t: 0, step: 5, device: 0, allocBytes: 2 * GiB, deviceAllocatedBytes: 70 * GiB, deviceFreeBytes: GiB, snapshot: '/runs/x/oom-pid100.pickle' };
-    const exc: ProbeRecord = { v: 1, type: 'exception', pid: 100, rank: null, t: 0, step: 4, exception: 'OutOfMemoryError', message: 'CUDA out of memory.', outOfMemory: true };
+    const oom: ProbeRecord = {
+      v: 1,
+      type: 'oom',
+      pid: 100,
+      rank: null,
+      t: 0,
+      step: 5,
+      device: 0,
+      allocBytes: 2 * GiB,
+      deviceAllocatedBytes: 70 * GiB,
+      deviceFreeBytes: GiB,
+      snapshot: '/runs/x/oom-pid100.pickle',
+    };
+    const exc: ProbeRecord = {
+      v: 1,
+      type: 'exception',
+      pid: 100,
+      rank: null,
+      t: 0,
+      step: 4,
+      exception: 'OutOfMemoryError',
+      message: 'CUDA out of memory.',
+      outOfMemory: true,
+    };
     const r = buildDoctorReport(input([...steps, oom, exc], { exit: { code: 1, signal: null } }));
     expect(r.run.outcome).toBe('out-of-memory');
     expect(r.run.outcomeText).toBe('ran out of GPU memory on rank 0 in step 5 (exit code 1)');
@@ -72,15 +110,34 @@ describe('buildDoctorReport', () => {
   });
 
   it('puts NVML memory beside the allocator: reserved + context = what NVML sees for the process', () => {
-    const mem = { device: 0, allocatedBytes: 20 * GiB, reservedBytes: 28 * GiB, peakAllocatedBytes: 25 * GiB, peakReservedBytes: 30 * GiB, allocRetries: 0, ooms: 0 };
+    const mem = {
+      device: 0,
+      allocatedBytes: 20 * GiB,
+      reservedBytes: 28 * GiB,
+      peakAllocatedBytes: 25 * GiB,
+      peakReservedBytes: 30 * GiB,
+      allocRetries: 0,
+      ooms: 0,
+    };
     const gpu = emptyGpu(0, 'GPU-1', 'NVIDIA H200');
     gpu.memoryUsedBytes = 31 * GiB;
     gpu.utilizationGpuPercent = 90;
     const proc = emptyProcess(100, 0);
     proc.usedMemoryBytes = 30.75 * GiB;
     gpu.processes = [proc];
-    const sample: Snapshot = { schemaVersion: 1, source: 'nvml', timestampMs: 0, hostname: 'h', driverVersion: null, cudaVersion: null, gpus: [gpu], notes: [] };
-    const r = buildDoctorReport(input([...steps.slice(0, 3), step(4, 0.1, 0.04, { memory: mem })], { gpuSamples: [sample, sample], gpuUnavailableReason: null }));
+    const sample: Snapshot = {
+      schemaVersion: 1,
+      source: 'nvml',
+      timestampMs: 0,
+      hostname: 'h',
+      driverVersion: null,
+      cudaVersion: null,
+      gpus: [gpu],
+      notes: [],
+    };
+    const r = buildDoctorReport(
+      input([...steps.slice(0, 3), step(4, 0.1, 0.04, { memory: mem })], { gpuSamples: [sample, sample], gpuUnavailableReason: null }),
+    );
     expect(r.ranks[0]).toMatchObject({ nvmlUsedBytes: 30.75 * GiB, nonAllocatorBytes: 0.75 * GiB });
     expect(r.gpus?.[0]).toMatchObject({ samples: 2, maxUsedBytes: 31 * GiB, meanUtilizationPercent: 90 });
     expect(renderDoctorText(r)).toContain('seen by NVML: reserved 30.0 GiB + CUDA context and other 768 MiB = 30.8 GiB');
@@ -99,5 +156,43 @@ describe('buildDoctorReport', () => {
     expect(r.environment.probeSilent).toBe(true);
     expect(r.notes.join(' ')).toContain('the probe sent nothing');
     expect(r.run.outcome).toBe('completed');
+  });
+});
+
+describe('planModelOf', () => {
+  const base: ModelRecord = {
+    v: 1,
+    type: 'model',
+    pid: 1,
+    rank: null,
+    t: 0,
+    format: 'gpuwise-model/1',
+    name: 'GPT2LMHeadModel',
+    paramCount: 0,
+    totalParamCount: 0,
+    paramGroups: [],
+    modules: [],
+    buffers: { count: 0, bytes: 0, dtypes: {} },
+    optimizer: { class: 'AdamW', paramGroups: 1, stateBytes: 0, stateDtypes: {} },
+    hfConfig: null,
+    found: true,
+  };
+
+  it("turns the model's Hugging Face config into a gpuwise-model/1 that plan reads back", () => {
+    const cfg = JSON.parse(readFileSync(new URL('../fixtures/planner/configs/gpt2/config.json', import.meta.url), 'utf8'));
+    const { model, problem } = planModelOf({ ...base, hfConfig: cfg });
+    expect(problem).toBeNull();
+    expect(model?.format).toBe('gpuwise-model/1');
+    const back = describeModel(JSON.parse(JSON.stringify(model)));
+    expect(back.paramCount).toBe(model?.paramCount);
+    expect(back).toMatchObject({ family: 'gpt2', layers: 12, hidden: 768, architecture: 'GPT2LMHeadModel' });
+  });
+
+  it('says why there is none for a model without a config', () => {
+    expect(planModelOf({ ...base, name: 'Sequential' })).toEqual({
+      model: null,
+      problem: 'Sequential has no Hugging Face config: plan cannot model its architecture yet',
+    });
+    expect(planModelOf(null).model).toBeNull();
   });
 });
