@@ -73,7 +73,7 @@ export function renderDoctorText(r: DoctorReport): string {
   }
   if (r.gpus) {
     out.push('');
-    out.push('GPUs (NVML samples)');
+    out.push('GPUs (sampled every second)');
     for (const g of r.gpus)
       out.push(
         `  GPU ${g.index} ${g.name}: max used ${g.maxUsedBytes === null ? 'n/a' : fmtBytes(g.maxUsedBytes)}${g.totalBytes ? ` of ${fmtBytes(g.totalBytes)}` : ''}, utilisation mean ${g.meanUtilizationPercent === null ? 'n/a' : `${g.meanUtilizationPercent.toFixed(0)}%`} (max ${g.maxUtilizationPercent ?? 'n/a'}%), ${g.samples} samples`,

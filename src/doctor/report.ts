@@ -94,6 +94,8 @@ export interface RankSummary {
   nvmlUsedBytes: number | null;
   /** nvmlUsed - peak reserved: the CUDA context and memory outside PyTorch's allocator (approximate: maxima of both). */
   nonAllocatorBytes: number | null;
+  /** GPU memory NVML attributed to this process at each sample (seconds since the first sample). */
+  nvmlTimeline: { tS: number[]; usedBytes: number[] };
   exception: { name: string; message: string; step: number; outOfMemory: boolean } | null;
   oom: { step: number; device: number; allocBytes: number; deviceFreeBytes: number; snapshot: string | null } | null;
   probeError: string | null;
@@ -108,6 +110,8 @@ export interface GpuSummary {
   maxUsedBytes: number | null;
   meanUtilizationPercent: number | null;
   maxUtilizationPercent: number | null;
+  /** Every sample: seconds since the first sample of the run, memory used, utilisation (null = not available). */
+  timeline: { tS: number[]; usedBytes: (number | null)[]; utilizationPercent: (number | null)[] };
 }
 
 export interface RankedFinding extends Finding {
@@ -207,12 +211,16 @@ export function summarizeGpus(samples: Snapshot[]): GpuSummary[] {
           maxUsedBytes: null,
           meanUtilizationPercent: null,
           maxUtilizationPercent: null,
+          timeline: { tS: [], usedBytes: [], utilizationPercent: [] },
           utilSum: 0,
           utilN: 0,
         };
         by.set(g.index, e);
       }
       e.samples++;
+      e.timeline.tS.push(secondsSince(samples, s));
+      e.timeline.usedBytes.push(g.memoryUsedBytes);
+      e.timeline.utilizationPercent.push(g.utilizationGpuPercent);
       if (g.memoryUsedBytes !== null) e.maxUsedBytes = Math.max(e.maxUsedBytes ?? 0, g.memoryUsedBytes);
       if (g.utilizationGpuPercent !== null) {
         e.utilSum += g.utilizationGpuPercent;
@@ -226,17 +234,26 @@ export function summarizeGpus(samples: Snapshot[]): GpuSummary[] {
     .map(({ utilSum, utilN, ...g }) => ({ ...g, meanUtilizationPercent: utilN ? utilSum / utilN : null }));
 }
 
-/** Largest GPU memory NVML attributed to `pid` over the samples (summed over its GPUs per sample). */
-function nvmlUsedByPid(samples: Snapshot[] | null, pid: number): number | null {
-  if (!samples) return null;
+function secondsSince(samples: Snapshot[], s: Snapshot): number {
+  const t0 = samples[0]?.timestampMs ?? null;
+  return t0 !== null && s.timestampMs !== null ? Math.round(s.timestampMs - t0) / 1000 : 0;
+}
+
+/** GPU memory NVML attributed to `pid` at each sample (summed over its GPUs), and the largest. */
+function nvmlUsedByPid(samples: Snapshot[] | null, pid: number): { max: number | null; timeline: { tS: number[]; usedBytes: number[] } } {
+  const timeline = { tS: [] as number[], usedBytes: [] as number[] };
+  if (!samples) return { max: null, timeline };
   let max: number | null = null;
   for (const s of samples) {
     let sum: number | null = null;
     for (const g of s.gpus)
       for (const p of g.processes) if (p.pid === pid && p.usedMemoryBytes !== null) sum = (sum ?? 0) + p.usedMemoryBytes;
-    if (sum !== null) max = Math.max(max ?? 0, sum);
+    if (sum === null) continue;
+    max = Math.max(max ?? 0, sum);
+    timeline.tS.push(secondsSince(samples, s));
+    timeline.usedBytes.push(sum);
   }
-  return max;
+  return { max, timeline };
 }
 
 function outcomeOf(input: DoctorInput, ranks: RankSummary[]): { outcome: Outcome; text: string } {
@@ -352,7 +369,7 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
     const err = recs.find((r) => r.type === 'probe-error');
     const end = recs.find((r) => r.type === 'end');
     const lastMem = [...steps].reverse().find((s) => s.memory !== null)?.memory ?? null;
-    const nvml = nvmlUsedByPid(input.gpuSamples, pid);
+    const { max: nvml, timeline: nvmlTimeline } = nvmlUsedByPid(input.gpuSamples, pid);
     const rank = rankOf(recs[0] as ProbeRecord);
     ranks.push({
       rank,
@@ -362,6 +379,7 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
       allocator: lastMem,
       nvmlUsedBytes: nvml,
       nonAllocatorBytes: nvml !== null && lastMem !== null ? nvml - lastMem.peakReservedBytes : null,
+      nvmlTimeline,
       exception: exc ? { name: exc.exception, message: exc.message, step: exc.step, outOfMemory: exc.outOfMemory } : null,
       oom: oom
         ? { step: oom.step, device: oom.device, allocBytes: oom.allocBytes, deviceFreeBytes: oom.deviceFreeBytes, snapshot: oom.snapshot }

@@ -72,6 +72,27 @@ describe('gpuwise doctor: usage', () => {
     expect(rep.environment.probeSilent).toBe(true);
   });
 
+  it('samples the GPUs with the telemetry sampler while the command runs (fake nvidia-smi)', async () => {
+    const out = outDir();
+    const fake = join(tmp, 'nvidia-smi');
+    const fixture = join(REPO, 'test', 'fixtures', 'telemetry', 'fake-nvidia-smi.mjs');
+    writeFileSync(fake, `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} ${JSON.stringify(fixture)} "$@"\n`, { mode: 0o755 });
+    const r = await runProcess(
+      process.execPath,
+      [bundle, 'doctor', '--out', out, '--', 'sleep', '1.5'],
+      pyEnv({ GPUWISE_SOURCE: 'nvidia-smi', GPUWISE_NVIDIA_SMI: fake }),
+    );
+    expect(r.code).toBe(0);
+    const rep = reportOf(out);
+    expect(rep.gpuUnavailableReason).toBeNull();
+    expect(rep.gpus?.map((g) => g.name)).toEqual(['Fake H200', 'Fake H200']);
+    const g0 = rep.gpus?.[0];
+    expect(g0?.samples).toBeGreaterThanOrEqual(2);
+    expect(g0?.maxUsedBytes).toBe(1000 * 1024 * 1024);
+    expect(g0?.timeline.tS).toHaveLength(g0?.samples ?? -1);
+    expect(r.stdout).toMatch(/GPU 0 Fake H200: max used 1000 MiB of 140 GiB, utilisation mean 50%/);
+  });
+
   it('leaves no orphan: what the command left running in its process group is ended', async () => {
     const out = outDir();
     const pidFile = join(tmp, 'orphan.pid');
@@ -151,6 +172,25 @@ describe.skipIf(SKIP_PYTHON)('gpuwise doctor on a CPU training script', () => {
     const out2 = outDir();
     expect((await doctor(['--out', out2, '--', PYTHON, TINY, '--steps', '3', '--exit-code', '9'])).code).toBe(9);
     expect(reportOf(out2).run).toMatchObject({ outcome: 'failed', exitCode: 9 });
+  });
+
+  it('SIGTERM is passed on to the training; the report says it was interrupted', async () => {
+    const out = outDir();
+    let sent = false;
+    const r = await doctor(['--out', out, '--', PYTHON, TINY, '--steps', '100000', '--step-sleep-ms', '30'], (pid, output) => {
+      const poll = setInterval(() => {
+        if (!sent && output().includes('step 10 loss')) {
+          sent = true;
+          clearInterval(poll);
+          process.kill(pid, 'SIGTERM');
+        }
+      }, 20);
+    });
+    expect(sent).toBe(true);
+    expect(r.code).toBe(128 + 15);
+    const rep = reportOf(out);
+    expect(rep.run).toMatchObject({ outcome: 'interrupted', signal: 'SIGTERM' });
+    expect(rep.ranks[0]?.steps.steps).toBeGreaterThanOrEqual(10);
   });
 
   it('Ctrl-C (SIGINT) reaches the training and a partial report is written', async () => {

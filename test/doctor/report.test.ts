@@ -140,6 +140,8 @@ describe('buildDoctorReport', () => {
     );
     expect(r.ranks[0]).toMatchObject({ nvmlUsedBytes: 30.75 * GiB, nonAllocatorBytes: 0.75 * GiB });
     expect(r.gpus?.[0]).toMatchObject({ samples: 2, maxUsedBytes: 31 * GiB, meanUtilizationPercent: 90 });
+    expect(r.gpus?.[0]?.timeline).toEqual({ tS: [0, 0], usedBytes: [31 * GiB, 31 * GiB], utilizationPercent: [90, 90] });
+    expect(r.ranks[0]?.nvmlTimeline).toEqual({ tS: [0, 0], usedBytes: [30.75 * GiB, 30.75 * GiB] });
     expect(renderDoctorText(r)).toContain('seen by NVML: reserved 30.0 GiB + CUDA context and other 768 MiB = 30.8 GiB');
   });
 
