@@ -401,6 +401,9 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
   const notes = [...input.notes];
   if (input.skippedLines > 0) notes.push(`${input.skippedLines} probe line(s) could not be read (a process killed mid-write)`);
   if (byPid.size === 0) notes.push('the probe sent nothing: the command did not run Python with torch, or no optimizer step happened');
+  for (const t of input.traces)
+    if (t.metrics !== null && t.metrics.steps.length === 0)
+      notes.push(`${t.path}: analyze found no profiled steps in it (torch older than 2.0 writes CPU-only traces in a format without event categories)`);
   for (const r of ranks)
     if (r.probeError) notes.push(`probe on rank ${r.rank} switched itself off after an internal error: ${r.probeError}`);
 
