@@ -43,13 +43,22 @@ def main():
     ap.add_argument("--oom-at", type=int, default=0, help="allocate far more than the GPU has at this step")
     ap.add_argument("--exit-code", type=int, default=0)
     ap.add_argument("--optimizer", default="adamw", choices=["adamw", "sgd"])
+    ap.add_argument("--ddp", action="store_true", help="DistributedDataParallel under torchrun (gloo on CPU, nccl on CUDA)")
     args = ap.parse_args()
+    if args.ddp:
+        import torch.distributed as dist
+
+        dist.init_process_group("nccl" if args.device == "cuda" else "gloo")
+        if args.device == "cuda":
+            args.device = "cuda:%d" % int(__import__("os").environ.get("LOCAL_RANK", "0"))
 
     torch.manual_seed(0)
     device = torch.device(args.device)
     model = torch.nn.Sequential(
         torch.nn.Linear(args.dim, args.hidden), torch.nn.ReLU(), torch.nn.LayerNorm(args.hidden), torch.nn.Linear(args.hidden, 10)
     ).to(device)
+    if args.ddp:
+        model = torch.nn.parallel.DistributedDataParallel(model)
     if args.optimizer == "adamw":
         opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     else:
@@ -73,6 +82,8 @@ def main():
         if step % 10 == 0:
             print("step %d loss %.4f" % (step, loss.item()), flush=True)
     print("tiny_train: done after %d steps" % step, flush=True)
+    if args.ddp:
+        torch.distributed.destroy_process_group()
     sys.exit(args.exit_code)
 
 

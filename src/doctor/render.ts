@@ -51,7 +51,7 @@ export function renderDoctorText(r: DoctorReport): string {
     );
   for (const r0 of r.ranks) {
     out.push('');
-    out.push(r.ranks.length > 1 || r0.rank !== 0 ? `Rank ${r0.rank} (pid ${r0.pid})` : `Training process (pid ${r0.pid})`);
+    out.push(r0.rankFromEnv ? `Rank ${r0.rank} (pid ${r0.pid})` : r0.steps.steps > 0 ? `Training process (pid ${r0.pid})` : `Process ${r0.pid} (no training step)`);
     out.push(`  steps: ${stepLine(r0)}`);
     if (r0.steps.dataWaitShare !== null) out.push(`  DataLoader wait: ${fmtPct(r0.steps.dataWaitShare)} of step time`);
     const a = r0.allocator;

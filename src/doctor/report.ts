@@ -84,7 +84,9 @@ export interface StepStats {
 }
 
 export interface RankSummary {
+  /** RANK of the process; 0 for a process without one (`rankFromEnv` false). */
   rank: number;
+  rankFromEnv: boolean;
   pid: number;
   localRank: number | null;
   steps: StepStats;
@@ -269,6 +271,11 @@ function outcomeOf(input: DoctorInput, ranks: RankSummary[]): { outcome: Outcome
       outcome: 'interrupted',
       text: `interrupted (${input.forwardedSignal ?? 'SIGINT'} passed to the command); exit code ${code}; the report covers the steps before`,
     };
+  if (crashed?.exception && crashed.steps.steps === 0)
+    return {
+      outcome: 'crashed',
+      text: `crashed before the first training step (pid ${crashed.pid}${crashed.rankFromEnv ? `, rank ${crashed.rank}` : ''}): ${crashed.exception.name}: ${firstLine(crashed.exception.message)} (exit code ${code})`,
+    };
   if (crashed?.exception)
     return {
       outcome: 'crashed',
@@ -373,6 +380,7 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
     const rank = rankOf(recs[0] as ProbeRecord);
     ranks.push({
       rank,
+      rankFromEnv: (recs[0] as ProbeRecord).rank !== null,
       pid,
       localRank: h?.localRank ?? null,
       steps: stepStats(steps),

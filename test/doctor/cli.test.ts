@@ -140,6 +140,25 @@ describe.skipIf(SKIP_PYTHON)('gpuwise doctor on a CPU training script', () => {
     expect(rep.findings.map((f) => f.id)).toContain('dataloader-wait');
   });
 
+  it('reports every rank of a two-process DistributedDataParallel run (gloo on CPU)', async () => {
+    const out = outDir();
+    const port = 20000 + Math.floor(Math.random() * 20000);
+    const rank = (r: number) => `RANK=${r} LOCAL_RANK=${r} ${PYTHON} ${TINY} --ddp --steps 8`;
+    const script = `export MASTER_ADDR=127.0.0.1 MASTER_PORT=${port} WORLD_SIZE=2; ${rank(0)} & ${rank(1)} & wait`;
+    const r = await doctor(['--out', out, '--profile-at', '3', '--profile-steps', '2', '--', 'sh', '-c', script]);
+    expect(r.code).toBe(0);
+    const rep = reportOf(out);
+    expect(rep.environment.worldSize).toBe(2);
+    expect(rep.ranks.map((x) => [x.rank, x.rankFromEnv, x.steps.steps])).toEqual([
+      [0, true, 8],
+      [1, true, 8],
+    ]);
+    // The model inside DistributedDataParallel, and one trace per rank.
+    expect(rep.model?.name).toBe('Sequential');
+    expect(rep.profile.traces.map((t) => t.path.split('/').pop())).toEqual(['trace-rank0.json', 'trace-rank1.json']);
+    expect(r.stdout).toMatch(/Rank 1 \(pid \d+\)\n {2}steps: 8 steps/);
+  });
+
   it('--json prints the same report as report.json after the command output', async () => {
     const out = outDir();
     const r = await doctor(['--out', out, '--json', '--profile-steps', '0', '--', PYTHON, TINY, '--steps', '4']);

@@ -105,6 +105,13 @@ describe('buildDoctorReport', () => {
     expect(renderDoctorText(r)).toContain('OUT OF MEMORY in step 5: asked 2.00 GiB with 1.00 GiB free; snapshot /runs/x/oom-pid100.pickle');
   });
 
+  it('a crash before any step (a launcher, say) is not blamed on a training step', () => {
+    const exc: ProbeRecord = { v: 1, type: 'exception', pid: 7, rank: null, t: 0, step: 0, exception: 'AttributeError', message: "'NoneType' object has no attribute 'get'", outOfMemory: false };
+    const r = buildDoctorReport(input([exc], { exit: { code: 1, signal: null } }));
+    expect(r.run.outcomeText).toBe("crashed before the first training step (pid 7): AttributeError: 'NoneType' object has no attribute 'get' (exit code 1)");
+    expect(renderDoctorText(r)).toContain('Process 7 (no training step)');
+  });
+
   it('a forwarded signal makes the run interrupted even when the job exits 0', () => {
     expect(buildDoctorReport(input(steps, { forwardedSignal: 'SIGTERM' })).run.outcome).toBe('interrupted');
   });
