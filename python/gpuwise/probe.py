@@ -19,6 +19,7 @@ CUDA start instead of only in the window), GPUWISE_PROBE_FAULT=step|batch (test 
 inside the probe's hook at step 2 / the second batch).
 """
 import atexit
+import functools
 import os
 import platform
 import socket
@@ -231,20 +232,21 @@ class Probe(object):
         original_init = Optimizer.__init__
 
         def wrap_class(cls):
-            if cls.__dict__.get("_gpuwise_wrapped") or "step" not in cls.__dict__:
+            # The class in the MRO whose `step` runs (a user's subclass may inherit AdamW's).
+            owner = next((c for c in cls.__mro__ if "step" in c.__dict__), None)
+            if owner is None or owner.__dict__.get("_gpuwise_wrapped"):
                 return
-            step = cls.__dict__["step"]
+            step = owner.__dict__["step"]
 
             def step_wrapper(self_opt, *args, **kwargs):
                 out = step(self_opt, *args, **kwargs)
                 probe._guarded(probe._on_step, self_opt)
                 return out
 
-            step_wrapper.__wrapped__ = step
-            step_wrapper.__name__ = getattr(step, "__name__", "step")
-            step_wrapper.__doc__ = getattr(step, "__doc__", None)
-            cls.step = step_wrapper
-            cls._gpuwise_wrapped = True
+            # Keeps torch's own markers (1.x sets `hooked` on the profiled step) and the name.
+            functools.update_wrapper(step_wrapper, step)
+            owner.step = step_wrapper
+            owner._gpuwise_wrapped = True
 
         def __init__(self_opt, *args, **kwargs):
             original_init(self_opt, *args, **kwargs)

@@ -71,7 +71,7 @@ export interface DoctorInput {
 export interface StepStats {
   /** Steps the probe saw. */
   steps: number;
-  /** Steps in the statistics: all but the first (warm-up), and only those with a time. */
+  /** Steps in the statistics: all but the first (warm-up), only those with a time, and outside the profiler window (unless no other step was timed). */
   measuredSteps: number;
   meanS: number | null;
   medianS: number | null;
@@ -180,7 +180,10 @@ function quantile(sorted: number[], q: number): number | null {
 
 export function stepStats(steps: StepRecord[]): StepStats {
   const ordered = [...steps].sort((a, b) => a.step - b.step);
-  const measured = ordered.filter((s, i) => i > 0 && s.stepTimeS !== null && Number.isFinite(s.stepTimeS));
+  const timed = ordered.filter((s, i) => i > 0 && s.stepTimeS !== null && Number.isFinite(s.stepTimeS));
+  // Profiled steps carry the profiler's own cost: left out unless nothing else was timed.
+  const unprofiled = timed.filter((s) => !s.profiled);
+  const measured = unprofiled.length > 0 ? unprofiled : timed;
   const times = measured.map((s) => s.stepTimeS as number).sort((a, b) => a - b);
   const total = times.reduce((a, b) => a + b, 0);
   const wait = measured.reduce((a, s) => a + s.dataWaitS, 0);

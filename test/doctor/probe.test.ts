@@ -141,7 +141,7 @@ describe.skipIf(SKIP_PYTHON)('probe (CPU torch)', () => {
     expect(stepsOf(fallbackRecords(dir)).length).toBeGreaterThan(5);
   });
 
-  it('finds the trained model: unwraps DataParallel, ignores a frozen teacher and a loss module', async () => {
+  it('finds the trained model (unwraps DataParallel, ignores a frozen teacher and a loss module) and the steps of an optimizer subclass', async () => {
     const dir = freshDir();
     const script = [
       'import torch',
@@ -157,7 +157,9 @@ describe.skipIf(SKIP_PYTHON)('probe (CPU torch)', () => {
       'teacher.requires_grad_(False)',
       'model = torch.nn.DataParallel(Student())',
       'loss_fn = torch.nn.MSELoss()',
-      'opt = torch.optim.SGD(model.parameters(), lr=0.1)',
+      'class MySGD(torch.optim.SGD):  # inherits step()',
+      '    pass',
+      'opt = MySGD(model.parameters(), lr=0.1)',
       'for _ in range(2):',
       '    x = torch.randn(4, 8)',
       '    loss = loss_fn(model(x), torch.zeros(4, 2, dtype=torch.float64)) + teacher(x).sum() * 0',
@@ -176,8 +178,9 @@ describe.skipIf(SKIP_PYTHON)('probe (CPU torch)', () => {
         { name: 'head', class: 'Linear', dtypes: { float64: 18 } },
       ],
       buffers: { count: 1, bytes: 8, dtypes: { float16: 8 } },
-      optimizer: { class: 'SGD' },
+      optimizer: { class: 'MySGD' },
     });
+    expect(stepsOf(fallbackRecords(dir))).toEqual([1, 2]);
   });
 
   it('keeps a sitecustomize that was already on PYTHONPATH working', async () => {

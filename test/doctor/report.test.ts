@@ -66,6 +66,12 @@ describe('stepStats', () => {
     expect(s.samplesPerS).toBeCloseTo(24 / 0.6, 9);
   });
 
+  it('leaves out the profiled steps, unless they are all there is', () => {
+    const p = { profiled: true };
+    expect(stepStats([step(1, 1, 0), step(2, 0.1, 0), step(3, 0.9, 0, p), step(4, 0.8, 0, p), step(5, 0.3, 0)])).toMatchObject({ measuredSteps: 2, maxS: 0.3 });
+    expect(stepStats([step(1, 1, 0), step(2, 0.9, 0, p), step(3, 0.8, 0, p)])).toMatchObject({ measuredSteps: 2, maxS: 0.9 });
+  });
+
   it('has no figures with fewer than two steps', () => {
     expect(stepStats([step(1, 1, 0)])).toMatchObject({ steps: 1, measuredSteps: 0, medianS: null, dataWaitShare: null });
   });
