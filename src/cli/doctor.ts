@@ -72,7 +72,8 @@ function stamp(d: Date): string {
   return `${d.getFullYear()}${p(d.getMonth() + 1)}${p(d.getDate())}-${p(d.getHours())}${p(d.getMinutes())}${p(d.getSeconds())}`;
 }
 
-function makeRunDir(out: string | undefined, now: Date): string {
+/** The run directory, and whether this run created it (only then may a failed start remove it). */
+function makeRunDir(out: string | undefined, now: Date): { runDir: string; created: boolean } {
   if (out !== undefined) {
     const dir = resolve(out);
     if (existsSync(dir)) {
@@ -83,15 +84,16 @@ function makeRunDir(out: string | undefined, now: Date): string {
         throw new InputError(out, 'exists and is not a directory');
       }
       if (entries.length > 0) throw new InputError(out, 'exists and is not empty (gpuwise never overwrites a run; choose another --out)');
+      return { runDir: dir, created: false };
     }
     mkdirSync(dir, { recursive: true });
-    return dir;
+    return { runDir: dir, created: true };
   }
   const base = resolve('gpuwise-runs', stamp(now));
   let dir = base;
   for (let i = 2; existsSync(dir); i++) dir = `${base}-${i}`;
   mkdirSync(dir, { recursive: true });
-  return dir;
+  return { runDir: dir, created: true };
 }
 
 /** Collects JSON lines from every probe connection into probe.jsonl (and memory). */
@@ -270,7 +272,7 @@ export async function run(argv: string[]): Promise<number> {
   const profileSteps = intFlag(values['profile-steps'], '--profile-steps', 0);
 
   const started = new Date();
-  const runDir = makeRunDir(values.out, started);
+  const { runDir, created } = makeRunDir(values.out, started);
   const probeDir = probeRoot();
   const socketPath = join(tmpdir(), `gpuwise-${process.pid}-${Math.random().toString(36).slice(2, 8)}.sock`);
   const collector = new Collector(socketPath, join(runDir, 'probe.jsonl'));
@@ -293,7 +295,7 @@ export async function run(argv: string[]): Promise<number> {
   } catch (e) {
     if ('stop' in gpu) await gpu.stop();
     await collector.close(0);
-    rmSync(runDir, { recursive: true, force: true }); // created by this run, holds nothing
+    if (created) rmSync(runDir, { recursive: true, force: true }); // created by this run, holds nothing
     throw e;
   }
   const pgid = child.pid as number;
@@ -314,7 +316,11 @@ export async function run(argv: string[]): Promise<number> {
   const onTerm = () => forward('SIGTERM');
   const onExit = () => {
     // doctor itself is going away (a bug, a kill): leave no orphan behind.
-    if (groupAlive(pgid)) process.kill(-pgid, 'SIGKILL');
+    try {
+      process.kill(-pgid, 'SIGKILL');
+    } catch {
+      // nothing left to kill
+    }
   };
   process.on('SIGINT', onInt).on('SIGTERM', onTerm).on('exit', onExit);
 

@@ -42,6 +42,11 @@ describe('gpuwise doctor: usage', () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toBe('gpuwise doctor: no-such-command-gpuwise: command not found\n');
     expect(existsSync(out)).toBe(false);
+    // An empty directory the user made is theirs: left in place.
+    const mine = outDir();
+    mkdirSync(mine);
+    expect((await doctor(['--out', mine, '--', 'no-such-command-gpuwise'])).code).toBe(2);
+    expect(existsSync(mine)).toBe(true);
   });
 
   it('no command, or arguments before --: exit 2 with one line', async () => {
