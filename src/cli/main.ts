@@ -19,6 +19,7 @@ const COMMANDS: Record<string, Command> = {
   monitor: { summary: 'live GPU and process view in the terminal, or an NDJSON stream', load: () => import('./monitor.js') },
   select: { summary: 'pick the N best GPUs: print CUDA_VISIBLE_DEVICES or run a command with it', load: () => import('./select.js') },
   record: { summary: 'record GPU samples into a SQLite file, optionally for the life of a command', load: () => import('./record.js') },
+  doctor: { summary: 'run a training command with the probe, watch it, and report what limits it', load: () => import('./doctor.js') },
   exporter: { summary: 'Prometheus endpoint with dcgm-exporter metric names, plus per-process metrics', load: () => import('./exporter.js') },
 };
 

@@ -1,0 +1,633 @@
+"""The in-process probe: step records, DataLoader waits, allocator statistics, a profiler window,
+memory snapshots and the out-of-memory snapshot, streamed as JSON lines (see docs/doctor.md).
+
+Rules it keeps:
+- fail-open: every hook runs inside `_guarded`; the first internal error is written once to
+  stderr, the probe switches itself off, and the training goes on unchanged;
+- it never imports torch: it waits for the script to import it (a post-import hook);
+- the model is found once, at the first step, among live modules (no forward hooks);
+- steps are the calls of the first optimizer that steps (a global optimizer step hook; on torch
+  without one, older than 2.0, the optimizer class's `step` is wrapped instead);
+- only processes that step (or crash after importing torch) send anything, so a torchrun
+  launcher or DataLoader workers stay silent.
+
+Environment: GPUWISE_SOCKET (collector's Unix socket), GPUWISE_RUN_DIR (files: traces,
+snapshots, and the records when no collector listens), GPUWISE_PROFILE_AT (default 10),
+GPUWISE_PROFILE_STEPS (default 5, 0 = no profiler window), GPUWISE_MAX_STEPS (stop cleanly with
+exit status 0 after that many steps), GPUWISE_MEMORY_HISTORY=1 (record allocation history from
+CUDA start instead of only in the window), GPUWISE_PROBE_FAULT=step|batch (test knob: raise
+inside the probe's hook at step 2 / the second batch).
+"""
+import atexit
+import functools
+import os
+import platform
+import socket
+import sys
+import threading
+import time
+import weakref
+
+from gpuwise import PROTOCOL_VERSION, __version__
+from gpuwise.transport import Sink
+
+_PROBE = None
+
+
+def activate(env=None):
+    """Called by the boot sitecustomize. Does nothing unless gpuwise doctor set the environment."""
+    global _PROBE
+    env = os.environ if env is None else env
+    if _PROBE is not None or not (env.get("GPUWISE_SOCKET") or env.get("GPUWISE_RUN_DIR")):
+        return None
+    _PROBE = Probe(env)
+    if "torch" in sys.modules:
+        _PROBE.on_torch_imported(sys.modules["torch"])
+    else:
+        sys.meta_path.insert(0, _TorchImportHook(_PROBE))
+    return _PROBE
+
+
+class _TorchImportHook(object):
+    """A meta path finder that runs the probe's install right after `import torch` finishes."""
+
+    def __init__(self, probe):
+        self.probe = probe
+        self.busy = False
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "torch" or self.busy:
+            return None
+        import importlib.util
+
+        self.busy = True
+        try:
+            spec = importlib.util.find_spec("torch")
+        finally:
+            self.busy = False
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return None
+        loader = spec.loader
+        original = loader.exec_module
+        probe = self.probe
+        hook = self
+
+        def exec_module(module):
+            original(module)
+            try:
+                sys.meta_path.remove(hook)
+            except ValueError:
+                pass
+            probe.on_torch_imported(module)
+
+        loader.exec_module = exec_module
+        return spec
+
+
+def _int_env(env, name, default, minimum):
+    try:
+        v = int(env.get(name, "") or default)
+    except ValueError:
+        return default
+    return max(minimum, v)
+
+
+def _first_int(env, names):
+    for n in names:
+        v = env.get(n)
+        if v not in (None, ""):
+            try:
+                return int(v)
+            except ValueError:
+                pass
+    return None
+
+
+class Probe(object):
+    def __init__(self, env):
+        self.env = env
+        self.run_dir = env.get("GPUWISE_RUN_DIR") or None
+        self.sink = Sink(env.get("GPUWISE_SOCKET"), self.run_dir)
+        self.rank = _first_int(env, ["RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"])
+        self.local_rank = _first_int(env, ["LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK"])
+        self.world_size = _first_int(env, ["WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"])
+        self.tag = "rank%d" % (self.rank or 0) if self.rank is not None else "pid%d" % os.getpid()
+        self.profile_at = _int_env(env, "GPUWISE_PROFILE_AT", 10, 1)
+        self.profile_steps = _int_env(env, "GPUWISE_PROFILE_STEPS", 5, 0)
+        self.max_steps = _int_env(env, "GPUWISE_MAX_STEPS", 0, 0) or None
+        self.memory_history_always = env.get("GPUWISE_MEMORY_HISTORY") == "1"
+        self.fault = env.get("GPUWISE_PROBE_FAULT") or None
+        self.torch = None
+        self.disabled = False
+        self.ended = False
+        self.announced = False
+        self.lock = threading.RLock()
+        # Step bookkeeping
+        self.step = 0
+        self.primary_optimizer = None  # weakref to the optimizer whose steps count
+        self.last_boundary = None  # perf_counter() at the end of the previous step
+        self.data_wait_s = 0.0
+        self.batches = 0
+        self.samples = 0
+        self.samples_known = True
+        self.batch_calls = 0
+        # Profiler window and snapshots
+        self.prof = None
+        self.prof_step_fn = None
+        self.prof_first_step = None
+        self.history_on = False
+        self.oom_snapshot = None
+        self.exception = None
+
+    # ---------- fail-open plumbing ----------
+
+    def _guarded(self, fn, *args):
+        if self.disabled:
+            return None
+        try:
+            return fn(*args)
+        except SystemExit:
+            raise  # only the probe's own --steps stop raises it
+        except Exception as e:
+            self._fail(e)
+            return None
+
+    def _fail(self, e):
+        with self.lock:
+            if self.disabled:
+                return
+            self.disabled = True
+        try:
+            sys.stderr.write("gpuwise probe: internal error, probe switched off, training continues: %s: %s\n" % (type(e).__name__, e))
+        except Exception:
+            pass
+        try:
+            self._send("probe-error", {"error": "%s: %s" % (type(e).__name__, e), "step": self.step})
+        except Exception:
+            pass
+        try:
+            self._stop_profiler(export=True)
+        except Exception:
+            pass
+
+    def _send(self, kind, fields):
+        rec = {"v": PROTOCOL_VERSION, "type": kind, "pid": os.getpid(), "rank": self.rank, "t": time.time()}
+        rec.update(fields)
+        with self.lock:
+            self.sink.send(rec)
+
+    # ---------- installation ----------
+
+    def on_torch_imported(self, torch):
+        self._guarded(self._install, torch)
+
+    def _install(self, torch):
+        self.torch = torch
+        import torch.optim
+        import torch.utils.data.dataloader as dl
+
+        probe = self
+        # Steps: the global post-step hook (torch >= 2.0), else wrap each optimizer class's step.
+        register = getattr(torch.optim.Optimizer, "register_optimizer_step_post_hook", None)
+        if register is None:
+            register = getattr(getattr(torch.optim, "optimizer", None), "register_optimizer_step_post_hook", None)
+        if register is not None:
+            register(lambda opt, args, kwargs: probe._guarded(probe._on_step, opt))
+            self.step_hook = "optimizer-step-post-hook"
+        else:
+            self._wrap_optimizer_classes(torch)
+            self.step_hook = "optimizer-step-wrapper"
+
+        # DataLoader waits: time every __next__ of a DataLoader iterator.
+        original_next = dl._BaseDataLoaderIter.__next__
+
+        def __next__(it):
+            if probe.disabled:
+                return original_next(it)
+            t0 = time.perf_counter()
+            batch = original_next(it)  # StopIteration and the loader's own errors pass unchanged
+            probe._guarded(probe._on_batch, t0, time.perf_counter() - t0, batch)
+            return batch
+
+        __next__.__wrapped__ = original_next
+        dl._BaseDataLoaderIter.__next__ = __next__
+
+        # CUDA: attach the OOM observer (and history) as soon as CUDA initialises.
+        lazy_call = getattr(torch.cuda, "_lazy_call", None)
+        if lazy_call is not None:
+            lazy_call(lambda: probe._guarded(probe._on_cuda_init))
+
+        prev_hook = sys.excepthook
+
+        def excepthook(etype, value, tb):
+            probe._guarded(probe._on_exception, etype, value)
+            prev_hook(etype, value, tb)
+
+        sys.excepthook = excepthook
+        atexit.register(lambda: self._guarded(self._on_exit))
+
+    def _wrap_optimizer_classes(self, torch):
+        probe = self
+        Optimizer = torch.optim.Optimizer
+        original_init = Optimizer.__init__
+
+        def wrap_class(cls):
+            # The class in the MRO whose `step` runs (a user's subclass may inherit AdamW's).
+            owner = next((c for c in cls.__mro__ if "step" in c.__dict__), None)
+            if owner is None or owner.__dict__.get("_gpuwise_wrapped"):
+                return
+            step = owner.__dict__["step"]
+
+            def step_wrapper(self_opt, *args, **kwargs):
+                out = step(self_opt, *args, **kwargs)
+                probe._guarded(probe._on_step, self_opt)
+                return out
+
+            # Keeps torch's own markers (1.x sets `hooked` on the profiled step) and the name.
+            functools.update_wrapper(step_wrapper, step)
+            owner.step = step_wrapper
+            owner._gpuwise_wrapped = True
+
+        def __init__(self_opt, *args, **kwargs):
+            original_init(self_opt, *args, **kwargs)
+            probe._guarded(wrap_class, type(self_opt))
+
+        Optimizer.__init__ = __init__
+
+    # ---------- hooks ----------
+
+    def _on_batch(self, t0, wait_s, batch):
+        if self.last_boundary is None:
+            self.last_boundary = t0  # the loop starts with its first batch
+        self.batch_calls += 1
+        if self.fault == "batch" and self.batch_calls == 2:
+            raise RuntimeError("fault injected by GPUWISE_PROBE_FAULT=batch")
+        self.data_wait_s += wait_s
+        self.batches += 1
+        n = _batch_size(self.torch, batch)
+        if n is None:
+            self.samples_known = False
+        else:
+            self.samples += n
+
+    def _on_step(self, optimizer):
+        now = time.perf_counter()
+        if self.primary_optimizer is None:
+            self.primary_optimizer = weakref.ref(optimizer)
+        elif self.primary_optimizer() is not optimizer:
+            return  # several optimizers (e.g. a GAN): the first one's steps mark the steps
+        self.step += 1
+        step_time = None if self.last_boundary is None else now - self.last_boundary
+        if self.fault == "step" and self.step == 2:
+            raise RuntimeError("fault injected by GPUWISE_PROBE_FAULT=step")
+        if not self.announced:
+            self._announce()
+            self._send("model", _model_summary(self.torch, _model_roots(self.torch, optimizer), optimizer))
+        self._send(
+            "step",
+            {
+                "step": self.step,
+                "stepTimeS": step_time,
+                "dataWaitS": self.data_wait_s,
+                "batches": self.batches,
+                "samples": self.samples if self.samples_known and self.batches > 0 else None,
+                "memory": self._memory_stats(),
+                "profiled": self.prof is not None,
+            },
+        )
+        self.data_wait_s = 0.0
+        self.batches = 0
+        self.samples = 0
+        self.samples_known = True
+        self._profiler_boundary()
+        if self.max_steps is not None and self.step >= self.max_steps:
+            self._stop_profiler(export=True)
+            self._end("max-steps")
+            sys.stderr.write("gpuwise probe: stopping after %d steps (--steps)\n" % self.step)
+            sys.stderr.flush()
+            raise SystemExit(0)
+        # The probe's own work at the boundary is not part of the next step.
+        self.last_boundary = time.perf_counter()
+
+    def _on_cuda_init(self):
+        torch = self.torch
+        attach = getattr(torch._C, "_cuda_attach_out_of_memory_observer", None)
+        if attach is not None:
+            attach(lambda device, alloc, device_alloc, device_free: self._guarded(self._on_oom, device, alloc, device_alloc, device_free))
+        if self.memory_history_always:
+            self._start_history()
+
+    def _on_oom(self, device, alloc_bytes, device_allocated_bytes, device_free_bytes):
+        path = None
+        if self.oom_snapshot is None and self.run_dir:
+            path = os.path.join(self.run_dir, "oom-%s.pickle" % self.tag)
+            self.torch.cuda.memory._dump_snapshot(path)
+            self.oom_snapshot = path
+        self._announce()
+        self._send(
+            "oom",
+            {
+                "step": self.step + 1,
+                "device": device,
+                "allocBytes": alloc_bytes,
+                "deviceAllocatedBytes": device_allocated_bytes,
+                "deviceFreeBytes": device_free_bytes,
+                "snapshot": path,
+            },
+        )
+
+    def _on_exception(self, etype, value):
+        name = getattr(etype, "__name__", str(etype))
+        message = str(value)
+        oom = name == "OutOfMemoryError" or "out of memory" in message.lower()
+        self.exception = name
+        self._announce()
+        self._send("exception", {"step": self.step, "exception": name, "message": message[:2000], "outOfMemory": oom})
+        self._stop_profiler(export=True)
+        self._end("interrupted" if name == "KeyboardInterrupt" else "exception")
+
+    def _on_exit(self):
+        self._stop_profiler(export=True)
+        if self.announced:
+            self._end("exit")
+        self.sink.close()
+
+    # ---------- records ----------
+
+    def _announce(self):
+        if self.announced:
+            return
+        self.announced = True
+        torch = self.torch
+        cuda = {"available": False, "initialized": False, "version": None, "devices": [], "currentDevice": None}
+        if torch is not None:
+            cuda["version"] = getattr(torch.version, "cuda", None)
+            try:
+                cuda["available"] = bool(torch.cuda.is_available())
+                cuda["initialized"] = bool(torch.cuda.is_initialized())
+            except Exception:
+                pass
+            if cuda["initialized"]:
+                cuda["currentDevice"] = torch.cuda.current_device()
+                for i in range(torch.cuda.device_count()):
+                    p = torch.cuda.get_device_properties(i)
+                    cuda["devices"].append(
+                        {"index": i, "name": p.name, "totalMemoryBytes": p.total_memory, "capability": "%d.%d" % (p.major, p.minor)}
+                    )
+        cudnn = None
+        try:
+            cudnn = torch.backends.cudnn.version() if torch is not None else None
+        except Exception:
+            pass
+        self._send(
+            "hello",
+            {
+                "probeVersion": __version__,
+                "python": platform.python_version(),
+                "torch": getattr(torch, "__version__", None),
+                "cudnn": cudnn,
+                "cuda": cuda,
+                "hostname": socket.gethostname(),
+                "argv": list(sys.argv),
+                "localRank": self.local_rank,
+                "worldSize": self.world_size,
+                "stepHook": getattr(self, "step_hook", None),
+                "profileAt": self.profile_at,
+                "profileSteps": self.profile_steps,
+                "maxSteps": self.max_steps,
+            },
+        )
+
+    def _end(self, reason):
+        if self.ended:
+            return
+        self.ended = True
+        self._send("end", {"reason": reason, "steps": self.step, "exception": self.exception})
+
+    def _memory_stats(self):
+        torch = self.torch
+        try:
+            if not torch.cuda.is_initialized():
+                return None
+        except Exception:
+            return None
+        s = torch.cuda.memory_stats()
+        return {
+            "device": torch.cuda.current_device(),
+            "allocatedBytes": s.get("allocated_bytes.all.current"),
+            "reservedBytes": s.get("reserved_bytes.all.current"),
+            "peakAllocatedBytes": s.get("allocated_bytes.all.peak"),
+            "peakReservedBytes": s.get("reserved_bytes.all.peak"),
+            "allocRetries": s.get("num_alloc_retries"),
+            "ooms": s.get("num_ooms"),
+        }
+
+    # ---------- profiler window and memory snapshot ----------
+
+    def _profiler_boundary(self):
+        """Called after step `self.step` ended. The window covers steps profile_at .. profile_at+K-1."""
+        if self.profile_steps <= 0 or not self.run_dir:
+            return
+        nxt = self.step + 1
+        if self.prof is None and nxt == self.profile_at and self.prof_first_step is None:
+            self._start_profiler(nxt)
+        elif self.prof is not None:
+            self.prof_step_fn.__exit__(None, None, None)
+            self.prof_step_fn = None
+            if nxt >= self.prof_first_step + self.profile_steps:
+                self._stop_profiler(export=True)
+            else:
+                self._enter_step(nxt)
+
+    def _start_profiler(self, first_step):
+        torch = self.torch
+        from torch.profiler import ProfilerActivity, profile
+
+        activities = [ProfilerActivity.CPU]
+        cuda_on = torch.cuda.is_initialized()
+        if cuda_on:
+            activities.append(ProfilerActivity.CUDA)
+            if not self.history_on:
+                self._start_history()
+        self.prof = profile(activities=activities, record_shapes=True)
+        self.prof.start()
+        self.prof_first_step = first_step
+        self._send("profile-start", {"step": first_step, "steps": self.profile_steps, "cuda": cuda_on})
+        self._enter_step(first_step)
+
+    def _enter_step(self, step):
+        # The same `ProfilerStep#N` spans torch.profiler's schedule writes, which analyze reads as steps.
+        self.prof_step_fn = self.torch.autograd.profiler.record_function("ProfilerStep#%d" % step)
+        self.prof_step_fn.__enter__()
+
+    def _stop_profiler(self, export):
+        prof = self.prof
+        if prof is None:
+            return
+        self.prof = None
+        if self.prof_step_fn is not None:
+            try:
+                self.prof_step_fn.__exit__(None, None, None)
+            except Exception:
+                pass
+            self.prof_step_fn = None
+        prof.stop()
+        fields = {"firstStep": self.prof_first_step, "lastStep": self.step, "trace": None, "snapshot": None}
+        if export and self.run_dir:
+            path = os.path.join(self.run_dir, "trace-%s.json" % self.tag)
+            prof.export_chrome_trace(path)
+            fields["trace"] = path
+        if self.history_on and self.run_dir:
+            path = os.path.join(self.run_dir, "snapshot-%s.pickle" % self.tag)
+            self.torch.cuda.memory._dump_snapshot(path)
+            fields["snapshot"] = path
+            if not self.memory_history_always:
+                self._stop_history()
+        self._send("profile-end", fields)
+
+    def _start_history(self):
+        rec = self.torch.cuda.memory._record_memory_history
+        try:
+            rec(max_entries=100000)
+        except TypeError:  # torch < 2.1
+            rec(True)
+        self.history_on = True
+
+    def _stop_history(self):
+        rec = self.torch.cuda.memory._record_memory_history
+        try:
+            rec(enabled=None)
+        except TypeError:
+            rec(False)
+        self.history_on = False
+
+
+def _model_roots(torch, optimizer):
+    """The model(s) the optimizer trains, found once at the first step: the outermost live
+    nn.Modules (no other module's child) holding parameters of the optimizer, unwrapped from
+    DDP/DataParallel/FSDP. Read from the garbage collector's objects rather than forward hooks,
+    which would slow every module call and interfere with torch.compile's guards."""
+    import gc
+
+    params = set()
+    for g in optimizer.param_groups:
+        for p in g.get("params", []):
+            params.add(id(p))
+    Module = torch.nn.Module
+    # type() rather than isinstance(): isinstance reads `__class__`, which some objects intercept
+    # (torch.distributed's deprecated reduce_op warns on any attribute access).
+    modules = [o for o in gc.get_objects() if issubclass(type(o), Module)]
+    children = set()
+    for m in modules:
+        for c in m.children():
+            children.add(id(c))
+    roots = []
+    for m in modules:
+        if id(m) in children:
+            continue
+        m = _unwrap(torch, m)
+        if any(m is x for x in roots):
+            continue
+        if any(id(p) in params for p in m.parameters()):
+            roots.append(m)
+    # Largest first: the model before, say, a small auxiliary head trained by the same optimizer.
+    roots.sort(key=lambda m: -sum(p.numel() for p in m.parameters()))
+    return roots
+
+
+def _unwrap(torch, module):
+    # DistributedDataParallel, DataParallel and FSDP1 keep the user's model in `.module`.
+    inner = getattr(module, "module", None)
+    if type(module).__name__ in ("DistributedDataParallel", "DataParallel", "FullyShardedDataParallel") and isinstance(inner, torch.nn.Module):
+        return inner
+    return module
+
+
+def _batch_size(torch, batch):
+    """Leading dimension of the first tensor in the batch, or None when it cannot be told."""
+    for _ in range(4):
+        if isinstance(batch, torch.Tensor):
+            return int(batch.shape[0]) if batch.dim() > 0 else None
+        if isinstance(batch, (list, tuple)) and batch:
+            batch = batch[0]
+        elif isinstance(batch, dict) and batch:
+            batch = next(iter(batch.values()))
+        else:
+            return None
+    return None
+
+
+def _dtype_name(dtype):
+    return str(dtype).replace("torch.", "")
+
+
+def _model_summary(torch, roots, optimizer):
+    """The `model` record: a gpuwise-model/1 object (paramCount, paramGroups, names) plus the
+    per-module dtypes, buffers and optimizer state. The architecture numbers `plan` needs come
+    from the Hugging Face config (`hfConfig`) when the model carries one; gpuwise reads it."""
+    seen = set()
+    modules = []
+    total = 0
+    trainable = 0
+    buffers = {"count": 0, "bytes": 0, "dtypes": {}}
+    name = None
+    hf_config = None
+    for root in roots:
+        name = name or type(root).__name__
+        groups = [("(root)", type(root).__name__, root.named_parameters(recurse=False))]
+        groups += [(n, type(c).__name__, c.named_parameters()) for n, c in root.named_children()]
+        for gname, cls, named in groups:
+            entry = {"name": gname, "class": cls, "paramCount": 0, "trainableParamCount": 0, "dtypes": {}}
+            for _, p in named:
+                if id(p) in seen:
+                    continue  # tied weights count once
+                seen.add(id(p))
+                n = p.numel()
+                entry["paramCount"] += n
+                entry["trainableParamCount"] += n if p.requires_grad else 0
+                d = _dtype_name(p.dtype)
+                entry["dtypes"][d] = entry["dtypes"].get(d, 0) + n
+            if entry["paramCount"] > 0:
+                modules.append(entry)
+                total += entry["paramCount"]
+                trainable += entry["trainableParamCount"]
+        for b in root.buffers():
+            buffers["count"] += 1
+            buffers["bytes"] += b.numel() * b.element_size()
+            d = _dtype_name(b.dtype)
+            buffers["dtypes"][d] = buffers["dtypes"].get(d, 0) + b.numel() * b.element_size()
+        cfg = getattr(root, "config", None)
+        if hf_config is None and cfg is not None and callable(getattr(cfg, "to_dict", None)):
+            try:
+                import json
+
+                hf_config = json.loads(json.dumps(cfg.to_dict(), default=str))
+            except Exception:
+                hf_config = None
+    state = {"bytes": 0, "dtypes": {}}
+    for st in optimizer.state.values():
+        for v in st.values() if isinstance(st, dict) else ():
+            if isinstance(v, torch.Tensor):
+                nbytes = v.numel() * v.element_size()
+                state["bytes"] += nbytes
+                d = _dtype_name(v.dtype)
+                state["dtypes"][d] = state["dtypes"].get(d, 0) + nbytes
+    return {
+        "format": "gpuwise-model/1",
+        "name": name or "unknown",
+        "modelType": name or "unknown",
+        "architecture": name or "unknown",
+        "paramCount": trainable,
+        "totalParamCount": total,
+        "paramGroups": [{"name": m["name"], "count": m["trainableParamCount"]} for m in modules],
+        "modules": modules,
+        "buffers": buffers,
+        "optimizer": {
+            "class": type(optimizer).__name__,
+            "paramGroups": len(optimizer.param_groups),
+            "stateBytes": state["bytes"],
+            "stateDtypes": state["dtypes"],
+        },
+        "hfConfig": hf_config,
+        "found": len(roots) > 0,
+    }

@@ -1,0 +1,108 @@
+/** The doctor report as terminal text (pure). */
+import { fmtBytes, fmtMs, fmtPct } from '../util/format.js';
+import type { DoctorReport, RankSummary } from './report.js';
+
+const s2ns = (s: number) => s * 1e9;
+
+function stepLine(r: RankSummary): string {
+  const st = r.steps;
+  if (st.medianS === null) return `${st.steps} step(s) seen; too few to time (the first step is warm-up)`;
+  const parts = [
+    `${st.steps} steps`,
+    `median ${fmtMs(s2ns(st.medianS))}`,
+    `mean ${fmtMs(s2ns(st.meanS ?? 0))}`,
+    `p90 ${fmtMs(s2ns(st.p90S ?? 0))}`,
+    `min ${fmtMs(s2ns(st.minS ?? 0))}`,
+    `max ${fmtMs(s2ns(st.maxS ?? 0))}`,
+  ];
+  if (st.samplesPerS !== null) parts.push(`${st.samplesPerS.toFixed(st.samplesPerS >= 100 ? 0 : 1)} samples/s`);
+  return parts.join(', ');
+}
+
+export function renderDoctorText(r: DoctorReport): string {
+  const out: string[] = [];
+  const e = r.environment;
+  out.push(`gpuwise doctor: ${r.run.command.join(' ')}`);
+  out.push(`Outcome: ${r.run.outcomeText}`);
+  out.push(`Run directory: ${r.run.runDir}`);
+  out.push('');
+  out.push('Environment');
+  if (e.probeSilent) out.push('  the probe did not report (no Python process of the command stepped a torch optimizer)');
+  else {
+    out.push(
+      `  Python ${e.python ?? '?'}, torch ${e.torch ?? '?'}, CUDA ${e.cuda ?? 'none'}${e.cudnn ? `, cuDNN ${e.cudnn}` : ''}, host ${e.hostname ?? '?'}`,
+    );
+    if (e.worldSize !== null) out.push(`  world size ${e.worldSize}`);
+    for (const d of e.devices) out.push(`  cuda:${d.index} ${d.name} (${fmtBytes(d.totalMemoryBytes)}, sm ${d.capability})`);
+    if (e.devices.length === 0) out.push('  no CUDA device in use: CPU run');
+  }
+  if (r.model) {
+    const m = r.model;
+    const dtypes = new Map<string, number>();
+    for (const mod of m.modules) for (const [d, n] of Object.entries(mod.dtypes)) dtypes.set(d, (dtypes.get(d) ?? 0) + n);
+    const dt = [...dtypes].map(([d, n]) => `${d} ${fmtPct(n / Math.max(1, m.totalParamCount))}`).join(', ');
+    out.push(
+      `  model ${m.name}: ${m.paramCount.toLocaleString('en-US')} trainable parameters (${dt}); optimizer ${m.optimizer.class}, state ${fmtBytes(m.optimizer.stateBytes)}`,
+    );
+  }
+  if (r.planModel)
+    out.push(
+      `  model.json written for \`gpuwise plan --model ${r.run.runDir}/model.json\` (${r.planModel.family}, ${r.planModel.layers} layers, hidden ${r.planModel.hidden})`,
+    );
+  for (const r0 of r.ranks) {
+    out.push('');
+    out.push(r0.rankFromEnv ? `Rank ${r0.rank} (pid ${r0.pid})` : r0.steps.steps > 0 ? `Training process (pid ${r0.pid})` : `Process ${r0.pid} (no training step)`);
+    out.push(`  steps: ${stepLine(r0)}`);
+    if (r0.steps.dataWaitShare !== null) out.push(`  DataLoader wait: ${fmtPct(r0.steps.dataWaitShare)} of step time`);
+    const a = r0.allocator;
+    if (a) {
+      out.push(
+        `  memory (cuda:${a.device}): allocated ${fmtBytes(a.allocatedBytes)} (peak ${fmtBytes(a.peakAllocatedBytes)}), reserved ${fmtBytes(a.reservedBytes)} (peak ${fmtBytes(a.peakReservedBytes)}), ${a.allocRetries} allocation retries, ${a.ooms} OOMs`,
+      );
+      if (r0.nvmlUsedBytes !== null && r0.nonAllocatorBytes !== null)
+        out.push(
+          `  seen by NVML: reserved ${fmtBytes(a.peakReservedBytes)} + CUDA context and other ${fmtBytes(Math.max(0, r0.nonAllocatorBytes))} = ${fmtBytes(r0.nvmlUsedBytes)}`,
+        );
+    }
+    if (r0.oom)
+      out.push(
+        `  OUT OF MEMORY in step ${r0.oom.step}: asked ${fmtBytes(r0.oom.allocBytes)} with ${fmtBytes(r0.oom.deviceFreeBytes)} free${r0.oom.snapshot ? `; snapshot ${r0.oom.snapshot}` : ''}`,
+      );
+    if (r0.exception)
+      out.push(`  exception in step ${r0.exception.step + 1}: ${r0.exception.name}: ${r0.exception.message.split('\n')[0] ?? ''}`);
+  }
+  if (r.gpus) {
+    out.push('');
+    out.push('GPUs (sampled every second)');
+    for (const g of r.gpus)
+      out.push(
+        `  GPU ${g.index} ${g.name}: max used ${g.maxUsedBytes === null ? 'n/a' : fmtBytes(g.maxUsedBytes)}${g.totalBytes ? ` of ${fmtBytes(g.totalBytes)}` : ''}, utilisation mean ${g.meanUtilizationPercent === null ? 'n/a' : `${g.meanUtilizationPercent.toFixed(0)}%`} (max ${g.maxUtilizationPercent ?? 'n/a'}%), ${g.samples} samples`,
+      );
+  } else if (r.gpuUnavailableReason) {
+    out.push('');
+    out.push(`GPUs: not sampled (${r.gpuUnavailableReason})`);
+  }
+  out.push('');
+  out.push('Captured window');
+  if (r.profile.traces.length === 0) out.push('  no profiler trace (the run ended before the profiled steps, or profiling was off)');
+  for (const t of r.profile.traces) out.push(`  trace ${t.path}${t.error ? `: not analysed (${t.error})` : ''}`);
+  for (const s of r.profile.snapshots)
+    out.push(
+      `  ${s.kind === 'oom' ? 'out-of-memory snapshot' : 'memory snapshot'} ${s.path}${s.error ? `: not analysed (${s.error})` : ''}`,
+    );
+  out.push('');
+  out.push('Findings');
+  if (r.findings.length === 0) out.push('  none');
+  r.findings.forEach((f, i) => {
+    const gain = f.estimatedGain ? ` (about ${fmtPct(f.estimatedGain.savedFraction)} of the step)` : '';
+    out.push(`  ${i + 1}. ${f.severity.toUpperCase().padEnd(6)} ${f.title}${gain} [${f.source}]`);
+    for (const ev of f.evidence.slice(0, 3)) out.push(`       ${ev}`);
+    out.push(`       fix: ${f.recommendation.summary}`);
+  });
+  if (r.notes.length) {
+    out.push('');
+    out.push('Notes');
+    for (const n of r.notes) out.push(`  - ${n}`);
+  }
+  return `${out.join('\n')}\n`;
+}

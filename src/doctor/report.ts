@@ -1,0 +1,470 @@
+/**
+ * The doctor report: built from what the shell gathered (probe records, the captured trace's
+ * metrics, the snapshot's memory report, GPU samples, the child's exit). Pure: data in, data out.
+ * The trace findings come from analyze's rules (advice/engine.ts), the memory findings from
+ * memory's analysis, so a run diagnosed by doctor reads like `analyze` and `memory` on its files.
+ */
+import { diagnose } from '../advice/engine.js';
+import { type Finding, type Severity, severityForGain, severityRank } from '../advice/finding.js';
+import type { MemoryReport } from '../memory/report.js';
+import type { ModelDescription } from '../planner/model.js';
+import { MODEL_SUMMARY_FORMAT, describeModel } from '../planner/modelSummary.js';
+import type { Snapshot } from '../telemetry/sample.js';
+import type { TraceMetrics } from '../trace/metrics/types.js';
+import {
+  type AllocatorMemory,
+  type ExceptionRecord,
+  type HelloRecord,
+  type ModelRecord,
+  type OomRecord,
+  type ProbeRecord,
+  type StepRecord,
+  rankOf,
+} from './records.js';
+
+export const DOCTOR_SCHEMA_VERSION = 1;
+
+/** How the run ended, most specific first. */
+export type Outcome = 'completed' | 'stopped-after-steps' | 'interrupted' | 'out-of-memory' | 'crashed' | 'failed';
+
+export interface ChildExit {
+  /** The child's exit status; for a death by signal, 128 + the signal number (shell convention). */
+  code: number;
+  signal: string | null;
+}
+
+export interface TraceInput {
+  rank: number;
+  path: string;
+  metrics: TraceMetrics | null;
+  /** Why the trace could not be analysed. */
+  error: string | null;
+}
+
+export interface SnapshotInput {
+  rank: number;
+  path: string;
+  kind: 'window' | 'oom';
+  report: MemoryReport | null;
+  error: string | null;
+}
+
+export interface DoctorInput {
+  version: string;
+  command: string[];
+  runDir: string;
+  startedAtMs: number;
+  endedAtMs: number;
+  exit: ChildExit;
+  /** Doctor forwarded SIGINT/SIGTERM to the child. */
+  forwardedSignal: string | null;
+  records: ProbeRecord[];
+  skippedLines: number;
+  traces: TraceInput[];
+  snapshots: SnapshotInput[];
+  /** GPU samples taken during the run; null when no GPU could be read. */
+  gpuSamples: Snapshot[] | null;
+  gpuUnavailableReason: string | null;
+  notes: string[];
+}
+
+export interface StepStats {
+  /** Steps the probe saw. */
+  steps: number;
+  /** Steps in the statistics: all but the first (warm-up), only those with a time, and outside the profiler window (unless no other step was timed). */
+  measuredSteps: number;
+  meanS: number | null;
+  medianS: number | null;
+  p90S: number | null;
+  minS: number | null;
+  maxS: number | null;
+  /** Sum of DataLoader waits / sum of step times, over the measured steps. */
+  dataWaitShare: number | null;
+  samplesPerS: number | null;
+}
+
+export interface RankSummary {
+  /** RANK of the process; 0 for a process without one (`rankFromEnv` false). */
+  rank: number;
+  rankFromEnv: boolean;
+  pid: number;
+  localRank: number | null;
+  steps: StepStats;
+  /** Allocator figures at the last step. */
+  allocator: AllocatorMemory | null;
+  /** Largest GPU memory NVML saw held by this process (CUDA context + allocator pools + other libraries). */
+  nvmlUsedBytes: number | null;
+  /** nvmlUsed - peak reserved: the CUDA context and memory outside PyTorch's allocator (approximate: maxima of both). */
+  nonAllocatorBytes: number | null;
+  /** GPU memory NVML attributed to this process at each sample (seconds since the first sample). */
+  nvmlTimeline: { tS: number[]; usedBytes: number[] };
+  exception: { name: string; message: string; step: number; outOfMemory: boolean } | null;
+  oom: { step: number; device: number; allocBytes: number; deviceFreeBytes: number; snapshot: string | null } | null;
+  probeError: string | null;
+  endReason: string | null;
+}
+
+export interface GpuSummary {
+  index: number;
+  name: string;
+  totalBytes: number | null;
+  samples: number;
+  maxUsedBytes: number | null;
+  meanUtilizationPercent: number | null;
+  maxUtilizationPercent: number | null;
+  /** Every sample: seconds since the first sample of the run, memory used, utilisation (null = not available). */
+  timeline: { tS: number[]; usedBytes: (number | null)[]; utilizationPercent: (number | null)[] };
+}
+
+export interface RankedFinding extends Finding {
+  /** trace: analyze's rules on the captured window; memory: the snapshot; probe: the per-step records. */
+  source: 'trace' | 'memory' | 'probe';
+}
+
+/** Below this share of step time, waiting on the DataLoader is not worth a finding (same as analyze's medium threshold). */
+export const DATALOADER_WAIT_MIN_SHARE = 0.05;
+
+export interface DoctorReport {
+  schemaVersion: typeof DOCTOR_SCHEMA_VERSION;
+  tool: 'gpuwise';
+  command: 'doctor';
+  version: string;
+  run: {
+    command: string[];
+    runDir: string;
+    startedAtMs: number;
+    durationS: number;
+    exitCode: number;
+    signal: string | null;
+    outcome: Outcome;
+    /** One sentence on how the run ended. */
+    outcomeText: string;
+  };
+  environment: {
+    python: string | null;
+    torch: string | null;
+    cuda: string | null;
+    cudnn: number | null;
+    hostname: string | null;
+    worldSize: number | null;
+    devices: { index: number; name: string; totalMemoryBytes: number; capability: string }[];
+    stepHook: string | null;
+    /** The probe never reported (the command is not Python, never imported torch, or never stepped). */
+    probeSilent: boolean;
+  };
+  ranks: RankSummary[];
+  gpus: GpuSummary[] | null;
+  gpuUnavailableReason: string | null;
+  model: Omit<ModelRecord, 'v' | 'type' | 'pid' | 'rank' | 't'> | null;
+  /**
+   * The model as `gpuwise plan --model` reads it (`gpuwise-model/1`), written to RUN_DIR/model.json:
+   * the architecture from the model's Hugging Face config, the parameter count measured by the probe.
+   * null when the model has no config plan understands (`planModelProblem` says why).
+   */
+  planModel: ({ format: typeof MODEL_SUMMARY_FORMAT } & ModelDescription) | null;
+  planModelProblem: string | null;
+  profile: {
+    traces: { rank: number; path: string; error: string | null }[];
+    snapshots: { rank: number; path: string; kind: string; error: string | null }[];
+  };
+  /** Trace findings (analyze's rules) and memory findings (memory's analysis), ranked by severity, then estimated gain. */
+  findings: RankedFinding[];
+  notes: string[];
+}
+
+function quantile(sorted: number[], q: number): number | null {
+  if (sorted.length === 0) return null;
+  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
+  return sorted[i] ?? null;
+}
+
+export function stepStats(steps: StepRecord[]): StepStats {
+  const ordered = [...steps].sort((a, b) => a.step - b.step);
+  const timed = ordered.filter((s, i) => i > 0 && s.stepTimeS !== null && Number.isFinite(s.stepTimeS));
+  // Profiled steps carry the profiler's own cost: left out unless nothing else was timed.
+  const unprofiled = timed.filter((s) => !s.profiled);
+  const measured = unprofiled.length > 0 ? unprofiled : timed;
+  const times = measured.map((s) => s.stepTimeS as number).sort((a, b) => a - b);
+  const total = times.reduce((a, b) => a + b, 0);
+  const wait = measured.reduce((a, s) => a + s.dataWaitS, 0);
+  const samplesKnown = measured.length > 0 && measured.every((s) => s.samples !== null);
+  const samples = measured.reduce((a, s) => a + (s.samples ?? 0), 0);
+  return {
+    steps: ordered.length,
+    measuredSteps: measured.length,
+    meanS: times.length ? total / times.length : null,
+    medianS: quantile(times, 0.5),
+    p90S: quantile(times, 0.9),
+    minS: times[0] ?? null,
+    maxS: times[times.length - 1] ?? null,
+    dataWaitShare: total > 0 ? Math.min(1, wait / total) : null,
+    samplesPerS: samplesKnown && total > 0 ? samples / total : null,
+  };
+}
+
+export function summarizeGpus(samples: Snapshot[]): GpuSummary[] {
+  const by = new Map<number, GpuSummary & { utilSum: number; utilN: number }>();
+  for (const s of samples) {
+    for (const g of s.gpus) {
+      let e = by.get(g.index);
+      if (!e) {
+        e = {
+          index: g.index,
+          name: g.name,
+          totalBytes: g.memoryTotalBytes,
+          samples: 0,
+          maxUsedBytes: null,
+          meanUtilizationPercent: null,
+          maxUtilizationPercent: null,
+          timeline: { tS: [], usedBytes: [], utilizationPercent: [] },
+          utilSum: 0,
+          utilN: 0,
+        };
+        by.set(g.index, e);
+      }
+      e.samples++;
+      e.timeline.tS.push(secondsSince(samples, s));
+      e.timeline.usedBytes.push(g.memoryUsedBytes);
+      e.timeline.utilizationPercent.push(g.utilizationGpuPercent);
+      if (g.memoryUsedBytes !== null) e.maxUsedBytes = Math.max(e.maxUsedBytes ?? 0, g.memoryUsedBytes);
+      if (g.utilizationGpuPercent !== null) {
+        e.utilSum += g.utilizationGpuPercent;
+        e.utilN++;
+        e.maxUtilizationPercent = Math.max(e.maxUtilizationPercent ?? 0, g.utilizationGpuPercent);
+      }
+    }
+  }
+  return [...by.values()]
+    .sort((a, b) => a.index - b.index)
+    .map(({ utilSum, utilN, ...g }) => ({ ...g, meanUtilizationPercent: utilN ? utilSum / utilN : null }));
+}
+
+function secondsSince(samples: Snapshot[], s: Snapshot): number {
+  const t0 = samples[0]?.timestampMs ?? null;
+  return t0 !== null && s.timestampMs !== null ? Math.round(s.timestampMs - t0) / 1000 : 0;
+}
+
+/** GPU memory NVML attributed to `pid` at each sample (summed over its GPUs), and the largest. */
+function nvmlUsedByPid(samples: Snapshot[] | null, pid: number): { max: number | null; timeline: { tS: number[]; usedBytes: number[] } } {
+  const timeline = { tS: [] as number[], usedBytes: [] as number[] };
+  if (!samples) return { max: null, timeline };
+  let max: number | null = null;
+  for (const s of samples) {
+    let sum: number | null = null;
+    for (const g of s.gpus)
+      for (const p of g.processes) if (p.pid === pid && p.usedMemoryBytes !== null) sum = (sum ?? 0) + p.usedMemoryBytes;
+    if (sum === null) continue;
+    max = Math.max(max ?? 0, sum);
+    timeline.tS.push(secondsSince(samples, s));
+    timeline.usedBytes.push(sum);
+  }
+  return { max, timeline };
+}
+
+function outcomeOf(input: DoctorInput, ranks: RankSummary[]): { outcome: Outcome; text: string } {
+  const oomRank = ranks.find((r) => r.oom !== null || r.exception?.outOfMemory);
+  const crashed = ranks.find((r) => r.exception !== null && r.exception.name !== 'KeyboardInterrupt');
+  const code = input.exit.code;
+  if (oomRank) {
+    const step = oomRank.oom?.step ?? (oomRank.exception ? oomRank.exception.step + 1 : 0);
+    return { outcome: 'out-of-memory', text: `ran out of GPU memory on rank ${oomRank.rank} in step ${step} (exit code ${code})` };
+  }
+  if (input.forwardedSignal !== null || ranks.some((r) => r.exception?.name === 'KeyboardInterrupt'))
+    return {
+      outcome: 'interrupted',
+      text: `interrupted (${input.forwardedSignal ?? 'SIGINT'} passed to the command); exit code ${code}; the report covers the steps before`,
+    };
+  if (crashed?.exception && crashed.steps.steps === 0)
+    return {
+      outcome: 'crashed',
+      text: `crashed before the first training step (pid ${crashed.pid}${crashed.rankFromEnv ? `, rank ${crashed.rank}` : ''}): ${crashed.exception.name}: ${firstLine(crashed.exception.message)} (exit code ${code})`,
+    };
+  if (crashed?.exception)
+    return {
+      outcome: 'crashed',
+      text: `crashed on rank ${crashed.rank} in step ${crashed.exception.step + 1}: ${crashed.exception.name}: ${firstLine(crashed.exception.message)} (exit code ${code})`,
+    };
+  if (code !== 0)
+    return {
+      outcome: 'failed',
+      text: `the command failed with exit code ${code}${input.exit.signal ? ` (killed by ${input.exit.signal})` : ''}`,
+    };
+  if (ranks.length > 0 && ranks.every((r) => r.endReason === 'max-steps'))
+    return { outcome: 'stopped-after-steps', text: `stopped cleanly after ${ranks[0]?.steps.steps ?? 0} steps (--steps)` };
+  return { outcome: 'completed', text: 'completed (exit code 0)' };
+}
+
+function firstLine(s: string): string {
+  const line = s.split('\n').find((l) => l.trim() !== '') ?? '';
+  return line.length > 200 ? `${line.slice(0, 197)}...` : line;
+}
+
+/**
+ * The loop's own measurement of DataLoader waits, over every step (not only the profiled window,
+ * and also on CPU). Only used when the trace did not already report the DataLoader.
+ */
+export function dataLoaderWaitFinding(ranks: RankSummary[]): Finding | null {
+  const worst = ranks
+    .filter((r) => r.steps.dataWaitShare !== null && r.steps.meanS !== null)
+    .sort((a, b) => (b.steps.dataWaitShare ?? 0) - (a.steps.dataWaitShare ?? 0))[0];
+  const share = worst?.steps.dataWaitShare ?? 0;
+  const meanS = worst?.steps.meanS ?? 0;
+  if (!worst || share < DATALOADER_WAIT_MIN_SHARE) return null;
+  const stepNs = meanS * 1e9;
+  const expectedNs = stepNs * (1 - share);
+  return {
+    id: 'dataloader-wait',
+    severity: severityForGain({ stepTimeNs: stepNs, expectedStepTimeNs: expectedNs, savedFraction: share, arithmetic: '' }),
+    title: `The training loop waits on the DataLoader ${(share * 100).toFixed(0)}% of the time`,
+    ranks: [worst.rank],
+    evidence: [
+      `rank ${worst.rank}: ${(share * 100).toFixed(1)}% of ${worst.steps.measuredSteps} measured steps spent inside DataLoader __next__ (mean step ${(meanS * 1e3).toFixed(1)} ms)`,
+    ],
+    data: { dataWaitShare: share, meanStepS: meanS, measuredSteps: worst.steps.measuredSteps },
+    recommendation: {
+      summary: 'Load batches in parallel with the step: more DataLoader workers, pinned memory, prefetching; or make __getitem__ cheaper.',
+      code: 'DataLoader(dataset, batch_size=..., num_workers=8, pin_memory=True, persistent_workers=True, prefetch_factor=4)',
+    },
+    estimatedGain: {
+      stepTimeNs: stepNs,
+      expectedStepTimeNs: expectedNs,
+      savedFraction: share,
+      arithmetic: `mean step ${(meanS * 1e3).toFixed(2)} ms x (1 - wait share ${share.toFixed(3)}) = ${(expectedNs / 1e6).toFixed(2)} ms, if loading fully overlaps the step`,
+    },
+  };
+}
+
+function rankFindings(trace: Finding[], memory: Finding[], probe: Finding[]): RankedFinding[] {
+  const all: RankedFinding[] = [
+    ...trace.map((f) => ({ ...f, source: 'trace' as const })),
+    ...memory.map((f) => ({ ...f, source: 'memory' as const })),
+    ...probe.map((f) => ({ ...f, source: 'probe' as const })),
+  ];
+  const gain = (f: Finding) => f.estimatedGain?.savedFraction ?? 0;
+  return all.sort((a, b) => severityRank(a.severity as Severity) - severityRank(b.severity as Severity) || gain(b) - gain(a));
+}
+
+/** The planner's description of the probe's model, from its Hugging Face config and the measured parameter count. */
+export function planModelOf(model: ModelRecord | null): { model: DoctorReport['planModel']; problem: string | null } {
+  if (model === null) return { model: null, problem: 'no model summary (the probe saw no optimizer step)' };
+  if (model.hfConfig === null)
+    return { model: null, problem: `${model.name} has no Hugging Face config: plan cannot model its architecture yet` };
+  try {
+    const d = describeModel(model.hfConfig);
+    // The counts stay the config's (plan's formulas are built on them); the report notes a mismatch with the probe's count.
+    return { model: { format: MODEL_SUMMARY_FORMAT, ...d, architecture: model.name }, problem: null };
+  } catch (e) {
+    return { model: null, problem: `the model's config: ${(e as Error).message}` };
+  }
+}
+
+export function buildDoctorReport(input: DoctorInput): DoctorReport {
+  const byPid = new Map<number, ProbeRecord[]>();
+  for (const r of input.records) {
+    const list = byPid.get(r.pid) ?? [];
+    list.push(r);
+    byPid.set(r.pid, list);
+  }
+  let hello: HelloRecord | null = null;
+  let model: ModelRecord | null = null;
+  const ranks: RankSummary[] = [];
+  for (const [pid, recs] of byPid) {
+    const h = recs.find((r): r is HelloRecord => r.type === 'hello') ?? null;
+    if (h && (hello === null || rankOf(h) < rankOf(hello))) hello = h;
+    const m = recs.find((r): r is ModelRecord => r.type === 'model') ?? null;
+    if (m && (model === null || rankOf(m) < rankOf(model))) model = m;
+    const steps = recs.filter((r): r is StepRecord => r.type === 'step');
+    const exc = recs.find((r): r is ExceptionRecord => r.type === 'exception') ?? null;
+    const oom = recs.find((r): r is OomRecord => r.type === 'oom') ?? null;
+    const err = recs.find((r) => r.type === 'probe-error');
+    const end = recs.find((r) => r.type === 'end');
+    const lastMem = [...steps].reverse().find((s) => s.memory !== null)?.memory ?? null;
+    const { max: nvml, timeline: nvmlTimeline } = nvmlUsedByPid(input.gpuSamples, pid);
+    const rank = rankOf(recs[0] as ProbeRecord);
+    ranks.push({
+      rank,
+      rankFromEnv: (recs[0] as ProbeRecord).rank !== null,
+      pid,
+      localRank: h?.localRank ?? null,
+      steps: stepStats(steps),
+      allocator: lastMem,
+      nvmlUsedBytes: nvml,
+      nonAllocatorBytes: nvml !== null && lastMem !== null ? nvml - lastMem.peakReservedBytes : null,
+      nvmlTimeline,
+      exception: exc ? { name: exc.exception, message: exc.message, step: exc.step, outOfMemory: exc.outOfMemory } : null,
+      oom: oom
+        ? { step: oom.step, device: oom.device, allocBytes: oom.allocBytes, deviceFreeBytes: oom.deviceFreeBytes, snapshot: oom.snapshot }
+        : null,
+      probeError: err && err.type === 'probe-error' ? err.error : null,
+      endReason: end && end.type === 'end' ? end.reason : null,
+    });
+  }
+  ranks.sort((a, b) => a.rank - b.rank || a.pid - b.pid);
+
+  const metrics = input.traces.map((t) => t.metrics).filter((m): m is TraceMetrics => m !== null);
+  const traceFindings = metrics.length ? diagnose(metrics) : [];
+  const memoryFindings: Finding[] = input.snapshots.flatMap((s) =>
+    (s.report?.findings ?? []).map((f) => ({ ...f, ranks: [s.rank], estimatedGain: null })),
+  );
+  const dlWait = traceFindings.some((f) => f.id === 'dataloader-bound') ? null : dataLoaderWaitFinding(ranks);
+  const probeFindings = dlWait ? [dlWait] : [];
+  const { outcome, text } = outcomeOf(input, ranks);
+  const notes = [...input.notes];
+  if (input.skippedLines > 0) notes.push(`${input.skippedLines} probe line(s) could not be read (a process killed mid-write)`);
+  if (byPid.size === 0) notes.push('the probe sent nothing: the command did not run Python with torch, or no optimizer step happened');
+  for (const t of input.traces)
+    if (t.metrics !== null && t.metrics.steps.length === 0)
+      notes.push(`${t.path}: analyze found no profiled steps in it (torch older than 2.0 writes CPU-only traces in a format without event categories)`);
+  for (const r of ranks)
+    if (r.probeError) notes.push(`probe on rank ${r.rank} switched itself off after an internal error: ${r.probeError}`);
+
+  let modelOut: DoctorReport['model'] = null;
+  if (model) {
+    const { v: _v, type: _type, pid: _pid, rank: _rank, t: _t, ...rest } = model;
+    modelOut = rest;
+  }
+  const plan = planModelOf(model);
+  if (plan.model && model && Math.abs(plan.model.paramCount - model.totalParamCount) > 0.01 * plan.model.paramCount)
+    notes.push(
+      `the model's config gives ${plan.model.paramCount} parameters, the probe counted ${model.totalParamCount}: model.json describes the config's model`,
+    );
+  return {
+    schemaVersion: DOCTOR_SCHEMA_VERSION,
+    tool: 'gpuwise',
+    command: 'doctor',
+    version: input.version,
+    run: {
+      command: input.command,
+      runDir: input.runDir,
+      startedAtMs: input.startedAtMs,
+      durationS: (input.endedAtMs - input.startedAtMs) / 1000,
+      exitCode: input.exit.code,
+      signal: input.exit.signal,
+      outcome,
+      outcomeText: text,
+    },
+    environment: {
+      python: hello?.python ?? null,
+      torch: hello?.torch ?? null,
+      cuda: hello?.cuda.version ?? null,
+      cudnn: hello?.cudnn ?? null,
+      hostname: hello?.hostname ?? null,
+      worldSize: hello?.worldSize ?? null,
+      devices: hello?.cuda.devices ?? [],
+      stepHook: hello?.stepHook ?? null,
+      probeSilent: byPid.size === 0,
+    },
+    ranks,
+    gpus: input.gpuSamples ? summarizeGpus(input.gpuSamples) : null,
+    gpuUnavailableReason: input.gpuUnavailableReason,
+    model: modelOut,
+    planModel: plan.model,
+    planModelProblem: plan.problem,
+    profile: {
+      traces: input.traces.map((t) => ({ rank: t.rank, path: t.path, error: t.error })),
+      snapshots: input.snapshots.map((s) => ({ rank: s.rank, path: s.path, kind: s.kind, error: s.error })),
+    },
+    findings: rankFindings(traceFindings, memoryFindings, probeFindings),
+    notes,
+  };
+}

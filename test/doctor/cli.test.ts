@@ -1,0 +1,243 @@
+/**
+ * `gpuwise doctor` end to end, as a user runs it: the CLI is bundled once (as `npm run build`
+ * does) and started as its own process, so signals and exit codes are real.
+ */
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { build } from 'esbuild';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { DoctorReport } from '../../src/doctor/report.js';
+import { PYTHON, REPO, SKIP_PYTHON, TINY, pyEnv, runProcess } from './helpers.js';
+
+const tmp = mkdtempSync(join(tmpdir(), 'gpuwise-doctor-'));
+// Inside the repository so that koffi resolves and the probe is found as in a package.
+const bundle = join(REPO, 'node_modules', '.cache', 'gpuwise-doctor-test', 'gpuwise.mjs');
+let n = 0;
+const outDir = () => join(tmp, `run${n++}`);
+
+beforeAll(async () => {
+  await build({
+    entryPoints: [join(REPO, 'src', 'cli', 'bin.ts')],
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    outfile: bundle,
+    banner: { js: 'import { createRequire as __gwCreateRequire } from "node:module"; const require = __gwCreateRequire(import.meta.url);' },
+    external: ['koffi'],
+    logLevel: 'error',
+  });
+});
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+const doctor = (args: string[], onStart?: Parameters<typeof runProcess>[3]) =>
+  runProcess(process.execPath, [bundle, 'doctor', ...args], pyEnv({}), onStart);
+const reportOf = (dir: string) => JSON.parse(readFileSync(join(dir, 'report.json'), 'utf8')) as DoctorReport;
+
+describe('gpuwise doctor: usage', () => {
+  it('a command that does not exist: one line, exit 2, no run directory left', async () => {
+    const out = outDir();
+    const r = await doctor(['--out', out, '--', 'no-such-command-gpuwise']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe('gpuwise doctor: no-such-command-gpuwise: command not found\n');
+    expect(existsSync(out)).toBe(false);
+    // An empty directory the user made is theirs: left in place.
+    const mine = outDir();
+    mkdirSync(mine);
+    expect((await doctor(['--out', mine, '--', 'no-such-command-gpuwise'])).code).toBe(2);
+    expect(existsSync(mine)).toBe(true);
+  });
+
+  it('no command, or arguments before --: exit 2 with one line', async () => {
+    for (const args of [[], ['python', 'train.py']]) {
+      const r = await doctor(args);
+      expect(r.code).toBe(2);
+      expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    }
+  });
+
+  it('never writes into a non-empty --out', async () => {
+    const out = outDir();
+    mkdirSync(out);
+    writeFileSync(join(out, 'keep.txt'), 'mine');
+    const r = await doctor(['--out', out, '--', 'true']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('is not empty');
+    expect(readdirSync(out)).toEqual(['keep.txt']);
+  });
+
+  it('runs a non-Python command unchanged and returns its exit code', async () => {
+    const out = outDir();
+    const r = await doctor(['--out', out, '--', 'sh', '-c', 'echo hello from the job; exit 6']);
+    expect(r.code).toBe(6);
+    expect(r.stdout.startsWith('hello from the job\n')).toBe(true);
+    const rep = reportOf(out);
+    expect(rep.run).toMatchObject({ exitCode: 6, outcome: 'failed' });
+    expect(rep.environment.probeSilent).toBe(true);
+  });
+
+  it('samples the GPUs with the telemetry sampler while the command runs (fake nvidia-smi)', async () => {
+    const out = outDir();
+    const fake = join(tmp, 'nvidia-smi');
+    const fixture = join(REPO, 'test', 'fixtures', 'telemetry', 'fake-nvidia-smi.mjs');
+    writeFileSync(fake, `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} ${JSON.stringify(fixture)} "$@"\n`, { mode: 0o755 });
+    const r = await runProcess(
+      process.execPath,
+      [bundle, 'doctor', '--out', out, '--', 'sleep', '1.5'],
+      pyEnv({ GPUWISE_SOURCE: 'nvidia-smi', GPUWISE_NVIDIA_SMI: fake }),
+    );
+    expect(r.code).toBe(0);
+    const rep = reportOf(out);
+    expect(rep.gpuUnavailableReason).toBeNull();
+    expect(rep.gpus?.map((g) => g.name)).toEqual(['Fake H200', 'Fake H200']);
+    const g0 = rep.gpus?.[0];
+    expect(g0?.samples).toBeGreaterThanOrEqual(2);
+    expect(g0?.maxUsedBytes).toBe(1000 * 1024 * 1024);
+    expect(g0?.timeline.tS).toHaveLength(g0?.samples ?? -1);
+    expect(r.stdout).toMatch(/GPU 0 Fake H200: max used 1000 MiB of 140 GiB, utilisation mean 50%/);
+  });
+
+  it('leaves no orphan: what the command left running in its process group is ended', async () => {
+    const out = outDir();
+    const pidFile = join(tmp, 'orphan.pid');
+    const r = await doctor(['--out', out, '--', 'sh', '-c', `sleep 300 & echo $! > ${pidFile}; exit 0`]);
+    expect(r.code).toBe(0);
+    const pid = Number(readFileSync(pidFile, 'utf8'));
+    expect(pid).toBeGreaterThan(0);
+    expect(() => process.kill(pid, 0)).toThrow();
+  });
+});
+
+describe.skipIf(SKIP_PYTHON)('gpuwise doctor on a CPU training script', () => {
+  it('streams the output, finds the steps and writes the run directory and report', async () => {
+    const out = outDir();
+    const r = await doctor([
+      '--out',
+      out,
+      '--profile-at',
+      '3',
+      '--profile-steps',
+      '2',
+      '--',
+      PYTHON,
+      TINY,
+      '--steps',
+      '14',
+      '--loader-delay-ms',
+      '2',
+    ]);
+    expect(r.code).toBe(0);
+    // The user's output comes first, unchanged; the report follows.
+    expect(r.stdout.indexOf('tiny_train: done after 14 steps')).toBeLessThan(r.stdout.indexOf('Outcome: completed'));
+    expect(r.stdout).toMatch(/steps: 14 steps, median [\d.]+ ms/);
+    expect(r.stdout).toMatch(/DataLoader wait: \d+% of step time/);
+    expect(readdirSync(out).sort()).toEqual(expect.arrayContaining(['probe.jsonl', 'report.json']));
+    const rep = reportOf(out);
+    expect(rep).toMatchObject({ schemaVersion: 1, command: 'doctor', run: { outcome: 'completed', exitCode: 0 } });
+    expect(rep.ranks).toHaveLength(1);
+    // Step 1 (warm-up) and the profiled steps 3 and 4 are left out of the statistics.
+    expect(rep.ranks[0]?.steps).toMatchObject({ steps: 14, measuredSteps: 11 });
+    expect(rep.ranks[0]?.steps.dataWaitShare).toBeGreaterThan(0.1);
+    expect(rep.model?.optimizer.class).toBe('AdamW');
+    expect(rep.profile.traces).toHaveLength(1);
+    expect(existsSync(rep.profile.traces[0]?.path ?? '')).toBe(true);
+    // 16 samples x 2 ms of dataset sleep per step is most of a CPU step of this tiny model.
+    expect(rep.findings.map((f) => f.id)).toContain('dataloader-wait');
+  });
+
+  it('reports every rank of a two-process DistributedDataParallel run (gloo on CPU)', async () => {
+    const out = outDir();
+    const port = 20000 + Math.floor(Math.random() * 20000);
+    const rank = (r: number) => `RANK=${r} LOCAL_RANK=${r} ${PYTHON} ${TINY} --ddp --steps 8`;
+    const script = `export MASTER_ADDR=127.0.0.1 MASTER_PORT=${port} WORLD_SIZE=2; ${rank(0)} & ${rank(1)} & wait`;
+    const r = await doctor(['--out', out, '--profile-at', '3', '--profile-steps', '2', '--', 'sh', '-c', script]);
+    expect(r.code).toBe(0);
+    const rep = reportOf(out);
+    expect(rep.environment.worldSize).toBe(2);
+    expect(rep.ranks.map((x) => [x.rank, x.rankFromEnv, x.steps.steps])).toEqual([
+      [0, true, 8],
+      [1, true, 8],
+    ]);
+    // The model inside DistributedDataParallel, and one trace per rank.
+    expect(rep.model?.name).toBe('Sequential');
+    expect(rep.profile.traces.map((t) => t.path.split('/').pop())).toEqual(['trace-rank0.json', 'trace-rank1.json']);
+    expect(r.stdout).toMatch(/Rank 1 \(pid \d+\)\n {2}steps: 8 steps/);
+  });
+
+  it('--json prints the same report as report.json after the command output', async () => {
+    const out = outDir();
+    const r = await doctor(['--out', out, '--json', '--profile-steps', '0', '--', PYTHON, TINY, '--steps', '4']);
+    expect(r.code).toBe(0);
+    const at = r.stdout.indexOf('{\n  "schemaVersion"');
+    expect(at).toBeGreaterThan(0);
+    expect(JSON.parse(r.stdout.slice(at))).toEqual(reportOf(out));
+  });
+
+  it('--steps N stops the training cleanly after N steps', async () => {
+    const out = outDir();
+    const r = await doctor(['--out', out, '--steps', '5', '--', PYTHON, TINY, '--steps', '100']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).not.toContain('done after');
+    const rep = reportOf(out);
+    expect(rep.run.outcome).toBe('stopped-after-steps');
+    expect(rep.ranks[0]?.steps.steps).toBe(5);
+  });
+
+  it("returns the training's non-zero exit code, and a crash is reported", async () => {
+    const out = outDir();
+    const r = await doctor(['--out', out, '--', PYTHON, TINY, '--steps', '10', '--crash-at', '6']);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('RuntimeError: tiny_train: crash requested at step 6');
+    const rep = reportOf(out);
+    expect(rep.run.outcome).toBe('crashed');
+    expect(rep.run.outcomeText).toContain('crashed on rank 0 in step 6: RuntimeError');
+    expect(r.stdout).toContain('Outcome: crashed');
+
+    const out2 = outDir();
+    expect((await doctor(['--out', out2, '--', PYTHON, TINY, '--steps', '3', '--exit-code', '9'])).code).toBe(9);
+    expect(reportOf(out2).run).toMatchObject({ outcome: 'failed', exitCode: 9 });
+  });
+
+  it('SIGTERM is passed on to the training; the report says it was interrupted', async () => {
+    const out = outDir();
+    let sent = false;
+    const r = await doctor(['--out', out, '--', PYTHON, TINY, '--steps', '100000', '--step-sleep-ms', '30'], (pid, output) => {
+      const poll = setInterval(() => {
+        if (!sent && output().includes('step 10 loss')) {
+          sent = true;
+          clearInterval(poll);
+          process.kill(pid, 'SIGTERM');
+        }
+      }, 20);
+    });
+    expect(sent).toBe(true);
+    expect(r.code).toBe(128 + 15);
+    const rep = reportOf(out);
+    expect(rep.run).toMatchObject({ outcome: 'interrupted', signal: 'SIGTERM' });
+    expect(rep.ranks[0]?.steps.steps).toBeGreaterThanOrEqual(10);
+  });
+
+  it('Ctrl-C (SIGINT) reaches the training and a partial report is written', async () => {
+    const out = outDir();
+    let sent = false;
+    const r = await doctor(['--out', out, '--', PYTHON, TINY, '--steps', '100000', '--step-sleep-ms', '30'], (pid, output) => {
+      const poll = setInterval(() => {
+        // Interrupt once the training has printed step 10.
+        if (!sent && output().includes('step 10 loss')) {
+          sent = true;
+          clearInterval(poll);
+          process.kill(pid, 'SIGINT');
+        }
+      }, 20);
+    });
+    expect(sent).toBe(true);
+    // Python dies of SIGINT after its KeyboardInterrupt traceback: 128 + 2.
+    expect(r.code).toBe(130);
+    expect(r.stderr).toContain('KeyboardInterrupt');
+    const rep = reportOf(out);
+    expect(rep.run.outcome).toBe('interrupted');
+    expect(rep.ranks[0]?.steps.steps).toBeGreaterThanOrEqual(10);
+    expect(rep.ranks[0]?.exception?.name).toBe('KeyboardInterrupt');
+  });
+});

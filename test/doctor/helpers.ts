@@ -1,0 +1,77 @@
+/**
+ * Shared by the doctor tests: Debian's CPU PyTorch for /usr/bin/python3 (CI installs
+ * python3-torch), the probe's folders, and a runner that collects a process's output.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { type ProbeRecord, parseProbeLines } from '../../src/doctor/records.js';
+
+export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const PYTHON = '/usr/bin/python3';
+export const PROBE_ROOT = join(REPO, 'python');
+export const BOOT = join(PROBE_ROOT, 'gpuwise', 'boot');
+export const TINY = join(REPO, 'examples', 'doctor', 'tiny_train.py');
+
+/** torch importable by /usr/bin/python3. CI must have it: there a missing torch fails the tests instead of skipping them. */
+export const HAS_TORCH = existsSync(PYTHON) && spawnSync(PYTHON, ['-c', 'import torch'], { stdio: 'ignore' }).status === 0;
+export const SKIP_PYTHON = !HAS_TORCH && !process.env.CI;
+
+/** Environment for a Python child: no bytecode files in the repository. */
+export function pyEnv(extra: Record<string, string | undefined>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, PYTHONDONTWRITEBYTECODE: '1', ...extra };
+  for (const k of Object.keys(env)) if (env[k] === undefined) delete env[k];
+  for (const k of [
+    'GPUWISE_SOCKET',
+    'GPUWISE_RUN_DIR',
+    'GPUWISE_MAX_STEPS',
+    'GPUWISE_PROBE_FAULT',
+    'GPUWISE_PROFILE_AT',
+    'GPUWISE_PROFILE_STEPS',
+  ])
+    if (!(k in extra)) delete env[k];
+  return env;
+}
+
+export interface Ran {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+export function runProcess(
+  cmd: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  onStart?: (pid: number, output: () => string) => void,
+): Promise<Ran> {
+  return new Promise((ok, fail) => {
+    const child = spawn(cmd, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => {
+      stdout += d;
+    });
+    child.stderr.on('data', (d) => {
+      stderr += d;
+    });
+    child.once('error', fail);
+    child.once('spawn', () => onStart?.(child.pid as number, () => stdout));
+    child.once('close', (code, signal) => ok({ code, signal, stdout, stderr }));
+  });
+}
+
+/** Every record of the probe-PID.jsonl fallback files in `dir`. */
+export function fallbackRecords(dir: string): ProbeRecord[] {
+  const text = readdirSync(dir)
+    .filter((f) => /^probe-\d+\.jsonl$/.test(f))
+    .map((f) => readFileSync(join(dir, f), 'utf8'))
+    .join('');
+  return parseProbeLines(text).records;
+}
+
+export function stepsOf(records: ProbeRecord[]): number[] {
+  return records.flatMap((r) => (r.type === 'step' ? [r.step] : []));
+}

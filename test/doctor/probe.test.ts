@@ -1,0 +1,283 @@
+/**
+ * The Python probe, run for real with Debian's CPU PyTorch: injection through sitecustomize,
+ * steps through the optimizer, the socket protocol, the file fallback, fail-open, --steps.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { type Socket, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { delimiter, join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { type ProbeRecord, parseProbeLines } from '../../src/doctor/records.js';
+import { BOOT, PROBE_ROOT, PYTHON, REPO, SKIP_PYTHON, TINY, fallbackRecords, pyEnv, runProcess, stepsOf } from './helpers.js';
+
+const tmp = mkdtempSync(join(tmpdir(), 'gpuwise-probe-'));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+let n = 0;
+const freshDir = () => mkdtempSync(join(tmp, `run${n++}-`));
+const probePath = (...more: string[]) => [BOOT, PROBE_ROOT, ...more].join(delimiter);
+
+describe('python files', () => {
+  it.skipIf(SKIP_PYTHON)('compile (py_compile)', () => {
+    const files = [
+      ...readdirSync(join(PROBE_ROOT, 'gpuwise'))
+        .filter((f) => f.endsWith('.py'))
+        .map((f) => join(PROBE_ROOT, 'gpuwise', f)),
+      join(BOOT, 'sitecustomize.py'),
+      ...readdirSync(join(REPO, 'examples', 'doctor'))
+        .filter((f) => f.endsWith('.py'))
+        .map((f) => join(REPO, 'examples', 'doctor', f)),
+    ];
+    const r = spawnSync(PYTHON, ['-m', 'py_compile', ...files], {
+      env: { ...process.env, PYTHONPYCACHEPREFIX: join(tmp, 'pycache') },
+      encoding: 'utf8',
+    });
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+  });
+});
+
+describe.skipIf(SKIP_PYTHON)('probe (CPU torch)', () => {
+  it('falls back to files when no collector listens, finding every optimizer step', async () => {
+    const dir = freshDir();
+    const r = await runProcess(
+      PYTHON,
+      [TINY, '--steps', '12', '--loader-delay-ms', '2'],
+      pyEnv({
+        PYTHONPATH: probePath(),
+        GPUWISE_SOCKET: join(dir, 'nobody-listens.sock'),
+        GPUWISE_RUN_DIR: dir,
+        GPUWISE_PROFILE_AT: '4',
+        GPUWISE_PROFILE_STEPS: '3',
+      }),
+    );
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('tiny_train: done after 12 steps');
+    expect(r.stderr).toBe('');
+    const recs = fallbackRecords(dir);
+    expect(stepsOf(recs)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+    const hello = recs.find((x) => x.type === 'hello');
+    expect(hello).toMatchObject({ cuda: { available: false }, rank: null });
+    const model = recs.find((x) => x.type === 'model');
+    // Linear(64,256) + LayerNorm(256) + Linear(256,10)
+    expect(model).toMatchObject({
+      format: 'gpuwise-model/1',
+      name: 'Sequential',
+      paramCount: 64 * 256 + 256 + 512 + 256 * 10 + 10,
+      found: true,
+    });
+    if (model?.type === 'model') {
+      expect(model.optimizer.class).toBe('AdamW');
+      expect(model.optimizer.stateDtypes.float32).toBeGreaterThan(0);
+      expect(model.modules.map((m) => m.class)).toEqual(['Linear', 'LayerNorm', 'Linear']);
+    }
+    // Batches are 16 samples, and 16 x 2 ms of sleeping in the dataset is DataLoader wait.
+    const steps = recs.filter((x) => x.type === 'step');
+    for (const s of steps) {
+      expect(s.samples).toBe(16);
+      expect(s.batches).toBe(1);
+      expect(s.dataWaitS).toBeGreaterThan(0.016 * 2 * 0.9);
+      if (s.step > 1) expect(s.stepTimeS).toBeGreaterThanOrEqual(s.dataWaitS);
+    }
+    const end = recs.find((x) => x.type === 'end');
+    expect(end).toMatchObject({ reason: 'exit', steps: 12 });
+    // The profiler window: steps 4..6 as the ProfilerStep#N spans analyze reads as steps. (Debian's
+    // torch 1.13 writes its CPU-only trace in the legacy format without categories, which analyze's
+    // parser does not take for CPU ops; torch 2 writes Kineto traces. So the spans are checked here.)
+    const prof = recs.find((x) => x.type === 'profile-end');
+    expect(prof).toMatchObject({ firstStep: 4, lastStep: 6 });
+    if (prof?.type !== 'profile-end' || prof.trace === null) throw new Error('no trace');
+    const events = JSON.parse(readFileSync(prof.trace, 'utf8')) as { name: string }[] | { traceEvents: { name: string }[] };
+    const names = (Array.isArray(events) ? events : events.traceEvents).map((e) => e.name).filter((x) => x.startsWith('ProfilerStep#'));
+    expect(names).toEqual(['ProfilerStep#4', 'ProfilerStep#5', 'ProfilerStep#6']);
+  });
+
+  it('streams JSON lines over the Unix socket when a collector listens', async () => {
+    const dir = freshDir();
+    const sock = join(dir, 'c.sock');
+    let text = '';
+    const server = createServer((c) => c.on('data', (d) => (text += d)));
+    await new Promise<void>((ok) => server.listen(sock, ok));
+    const r = await runProcess(
+      PYTHON,
+      [TINY, '--steps', '6', '--optimizer', 'sgd'],
+      pyEnv({ PYTHONPATH: probePath(), GPUWISE_SOCKET: sock, GPUWISE_RUN_DIR: dir }),
+    );
+    await new Promise<void>((ok) => server.close(() => ok()));
+    expect(r.code).toBe(0);
+    const { records, skippedLines } = parseProbeLines(text);
+    expect(skippedLines).toBe(0);
+    expect(records.map((x) => x.type)).toEqual(['hello', 'model', 'step', 'step', 'step', 'step', 'step', 'step', 'end']);
+    expect(records.every((x) => x.v === 1 && x.pid === records[0]?.pid)).toBe(true);
+    expect(fallbackRecords(dir)).toEqual([]);
+  });
+
+  it('keeps going in files when the collector dies mid-run', async () => {
+    const dir = freshDir();
+    const sock = join(dir, 'c.sock');
+    let text = '';
+    const conns: Socket[] = [];
+    const server = createServer((c) => {
+      conns.push(c);
+      c.on('data', (d) => {
+        text += d;
+        if (text.includes('"type":"step"')) {
+          // The collector goes away after the first step.
+          for (const x of conns) x.destroy();
+          server.close();
+        }
+      });
+    });
+    await new Promise<void>((ok) => server.listen(sock, ok));
+    const r = await runProcess(
+      PYTHON,
+      [TINY, '--steps', '10', '--step-sleep-ms', '20', '--exit-code', '4'],
+      pyEnv({ PYTHONPATH: probePath(), GPUWISE_SOCKET: sock, GPUWISE_RUN_DIR: dir }),
+    );
+    expect(r.code).toBe(4);
+    expect(r.stdout).toContain('tiny_train: done after 10 steps');
+    const got = [...stepsOf(parseProbeLines(text).records), ...stepsOf(fallbackRecords(dir))];
+    expect(got.at(-1)).toBe(10);
+    expect(stepsOf(fallbackRecords(dir)).length).toBeGreaterThan(5);
+  });
+
+  it('finds the trained model (unwraps DataParallel, ignores a frozen teacher and a loss module) and the steps of an optimizer subclass', async () => {
+    const dir = freshDir();
+    const script = [
+      'import torch',
+      'class Student(torch.nn.Module):',
+      '    def __init__(self):',
+      '        super().__init__()',
+      '        self.body = torch.nn.Linear(8, 8)',
+      '        self.head = torch.nn.Linear(8, 2).to(torch.float64)',
+      '        self.register_buffer("scale", torch.ones(4, dtype=torch.float16))',
+      '    def forward(self, x):',
+      '        return self.head(self.body(x).double())',
+      'teacher = torch.nn.Linear(8, 1000)  # larger, frozen, not in the optimizer',
+      'teacher.requires_grad_(False)',
+      'model = torch.nn.DataParallel(Student())',
+      'loss_fn = torch.nn.MSELoss()',
+      'class MySGD(torch.optim.SGD):  # inherits step()',
+      '    pass',
+      'opt = MySGD(model.parameters(), lr=0.1)',
+      'for _ in range(2):',
+      '    x = torch.randn(4, 8)',
+      '    loss = loss_fn(model(x), torch.zeros(4, 2, dtype=torch.float64)) + teacher(x).sum() * 0',
+      '    loss.backward()',
+      '    opt.step()',
+    ].join('\n');
+    const r = await runProcess(PYTHON, ['-c', script], pyEnv({ PYTHONPATH: probePath(), GPUWISE_RUN_DIR: dir }));
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const model = fallbackRecords(dir).find((x) => x.type === 'model');
+    expect(model).toMatchObject({
+      name: 'Student',
+      paramCount: 8 * 8 + 8 + 8 * 2 + 2,
+      modules: [
+        { name: 'body', class: 'Linear', dtypes: { float32: 72 } },
+        { name: 'head', class: 'Linear', dtypes: { float64: 18 } },
+      ],
+      buffers: { count: 1, bytes: 8, dtypes: { float16: 8 } },
+      optimizer: { class: 'MySGD' },
+    });
+    expect(stepsOf(fallbackRecords(dir))).toEqual([1, 2]);
+  });
+
+  it('keeps a sitecustomize that was already on PYTHONPATH working', async () => {
+    const dir = freshDir();
+    const userSite = join(dir, 'usersite');
+    const marker = join(dir, 'marker.txt');
+    spawnSync('mkdir', ['-p', userSite]);
+    writeFileSync(
+      join(userSite, 'sitecustomize.py'),
+      'import os\nopen(os.environ["MARKER"], "w").write("user sitecustomize ran")\nUSER_FLAG = 42\n',
+    );
+    const r = await runProcess(
+      PYTHON,
+      [
+        '-c',
+        `import sitecustomize, runpy, sys; print("flag", sitecustomize.USER_FLAG); sys.argv = ["tiny", "--steps", "3"]; runpy.run_path(${JSON.stringify(TINY)}, run_name="__main__")`,
+      ],
+      pyEnv({ PYTHONPATH: probePath(userSite), GPUWISE_RUN_DIR: dir, MARKER: marker }),
+    );
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(readFileSync(marker, 'utf8')).toBe('user sitecustomize ran');
+    expect(r.stdout).toContain('flag 42');
+    expect(stepsOf(fallbackRecords(dir))).toEqual([1, 2, 3]);
+  });
+
+  it.each(['step', 'batch'])(
+    'is fail-open: an error inside the %s hook is logged once and training finishes with its own exit code',
+    async (where) => {
+      const dir = freshDir();
+      const r = await runProcess(
+        PYTHON,
+        [TINY, '--steps', '8', '--exit-code', '3'],
+        pyEnv({ PYTHONPATH: probePath(), GPUWISE_RUN_DIR: dir, GPUWISE_PROBE_FAULT: where }),
+      );
+      expect(r.code).toBe(3);
+      expect(r.stdout).toContain('tiny_train: done after 8 steps');
+      expect(r.stderr.match(/gpuwise probe: internal error/g)).toHaveLength(1);
+      expect(r.stderr).toContain(`fault injected by GPUWISE_PROBE_FAULT=${where}`);
+      const recs = fallbackRecords(dir);
+      expect(recs.some((x) => x.type === 'probe-error')).toBe(true);
+      // Switched off: no step after the fault is reported.
+      expect(Math.max(0, ...stepsOf(recs))).toBeLessThanOrEqual(2);
+    },
+  );
+
+  it('GPUWISE_MAX_STEPS stops the loop cleanly at the step boundary with status 0', async () => {
+    const dir = freshDir();
+    const r = await runProcess(
+      PYTHON,
+      [TINY, '--steps', '50', '--exit-code', '5'],
+      pyEnv({ PYTHONPATH: probePath(), GPUWISE_RUN_DIR: dir, GPUWISE_MAX_STEPS: '4' }),
+    );
+    expect(r.code).toBe(0);
+    expect(r.stdout).not.toContain('done after');
+    expect(r.stderr).toContain('gpuwise probe: stopping after 4 steps');
+    const recs = fallbackRecords(dir);
+    expect(stepsOf(recs)).toEqual([1, 2, 3, 4]);
+    expect(recs.find((x) => x.type === 'end')).toMatchObject({ reason: 'max-steps', steps: 4 });
+  });
+
+  it('records a crash of the training as an exception record, with the exit status unchanged', async () => {
+    const dir = freshDir();
+    const r = await runProcess(
+      PYTHON,
+      [TINY, '--steps', '10', '--crash-at', '4'],
+      pyEnv({ PYTHONPATH: probePath(), GPUWISE_RUN_DIR: dir }),
+    );
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('RuntimeError: tiny_train: crash requested at step 4');
+    const recs: ProbeRecord[] = fallbackRecords(dir);
+    expect(recs.find((x) => x.type === 'exception')).toMatchObject({ exception: 'RuntimeError', step: 3, outOfMemory: false });
+    expect(recs.find((x) => x.type === 'end')).toMatchObject({ reason: 'exception', steps: 3 });
+  });
+
+  it('stays silent and changes nothing in a Python program that does not use torch', async () => {
+    const dir = freshDir();
+    const r = await runProcess(
+      PYTHON,
+      ['-c', 'import sys; print("plain"); sys.exit(7)'],
+      pyEnv({ PYTHONPATH: probePath(), GPUWISE_RUN_DIR: dir }),
+    );
+    expect(r).toMatchObject({ code: 7, stdout: 'plain\n', stderr: '' });
+    expect(readdirSync(dir)).toEqual([]);
+  });
+
+  it('imports and stays inert under a Python without torch', async () => {
+    // The pyenv python3 first on PATH has no torch; any python3 without it will do.
+    const bare = spawnSync('python3', ['-c', 'import torch'], { stdio: 'ignore', env: pyEnv({}) });
+    if (bare.status === 0 || bare.error) return; // every python3 here has torch: nothing to check
+    const dir = freshDir();
+    const r = await runProcess(
+      'python3',
+      ['-c', 'import gpuwise.probe as p; print("probe", p._PROBE is not None)'],
+      pyEnv({ PYTHONPATH: probePath(), GPUWISE_RUN_DIR: dir }),
+    );
+    expect(r).toMatchObject({ code: 0, stdout: 'probe True\n', stderr: '' });
+    expect(existsSync(dir)).toBe(true);
+  });
+});
