@@ -190,7 +190,14 @@ class Probe(object):
         # Steps: the global post-step hook (torch >= 2.0), else wrap each optimizer class's step.
         register = getattr(torch.optim.Optimizer, "register_optimizer_step_post_hook", None)
         if register is None:
-            register = getattr(getattr(torch.optim, "optimizer", None), "register_optimizer_step_post_hook", None)
+            # torch 2.x: a function of the torch.optim.optimizer module, which torch.optim's
+            # namespace does not always expose as an attribute: import it by name.
+            try:
+                import importlib
+
+                register = getattr(importlib.import_module("torch.optim.optimizer"), "register_optimizer_step_post_hook", None)
+            except Exception:
+                register = None
         if register is not None:
             register(lambda opt, args, kwargs: probe._guarded(probe._on_step, opt))
             self.step_hook = "optimizer-step-post-hook"
@@ -411,9 +418,27 @@ class Probe(object):
                 return None
         except Exception:
             return None
+        device = torch.cuda.current_device()
+        raw = getattr(torch._C, "_cuda_memoryStats", None)
+        if raw is not None:
+            # The C call's nested dict: torch.cuda.memory_stats() flattens it in Python, which
+            # cost most of the probe's per-step time on an H200 (0.6 ms on a 15 ms step).
+            try:
+                n = raw(device)
+                return {
+                    "device": device,
+                    "allocatedBytes": n["allocated_bytes"]["all"]["current"],
+                    "reservedBytes": n["reserved_bytes"]["all"]["current"],
+                    "peakAllocatedBytes": n["allocated_bytes"]["all"]["peak"],
+                    "peakReservedBytes": n["reserved_bytes"]["all"]["peak"],
+                    "allocRetries": n.get("num_alloc_retries"),
+                    "ooms": n.get("num_ooms"),
+                }
+            except Exception:
+                pass
         s = torch.cuda.memory_stats()
         return {
-            "device": torch.cuda.current_device(),
+            "device": device,
             "allocatedBytes": s.get("allocated_bytes.all.current"),
             "reservedBytes": s.get("reserved_bytes.all.current"),
             "peakAllocatedBytes": s.get("allocated_bytes.all.peak"),
