@@ -344,15 +344,8 @@ def run_dist(args):
                     torch.cuda.reset_peak_memory_stats()
                 torch.cuda.synchronize()
                 s = time.perf_counter()
-                x = torch.randint(0, cfg.vocab_size, (batch, seq), device="cuda")
-                if strategy == "ddp":
-                    with torch.autocast("cuda", dtype=torch.bfloat16):
-                        loss = wrapped(input_ids=x, labels=x).loss
-                else:
-                    loss = wrapped(input_ids=x, labels=x).loss
-                loss.backward()
-                opt.step()
-                opt.zero_grad(set_to_none=True)
+                # DDP runs under autocast; FSDP2 casts through its MixedPrecisionPolicy.
+                train_step(torch, wrapped, opt, cfg, batch, seq, "amp_bf16" if strategy == "ddp" else "bf16")
                 torch.cuda.synchronize()
                 times.append(time.perf_counter() - s)
             local = torch.tensor(

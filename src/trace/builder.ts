@@ -4,7 +4,7 @@
  * runtime calls in typed columns (see model.ts for why).
  */
 import type { RawEvent, TraceSink } from './event.js';
-import { CopyKind, KernelCategory, MatmulPrecision, RuntimeKind, categoriseKernel, copyKind, dtypeBytes, runtimeKind } from './kernelClass.js';
+import { CopyKind, KernelCategory, RuntimeKind, categoriseKernel, copyKind, dtypeBytes, runtimeKind } from './kernelClass.js';
 import type { Collective, CpuSpan, DeviceProperties, DistributedInfo, GemmOp, GpuOps, MemoryPeak, RuntimeCalls, StepMarker, TraceModel } from './model.js';
 
 /** Events longer than this are clock glitches (CUPTI overflow, `Record Window End`): dropped, as HTA and tb_plugin do. */
@@ -47,7 +47,6 @@ export class TraceModelBuilder implements TraceSink {
   private gDevice = i32();
   private gKind = u8();
   private gCategory = u8();
-  private gPrecision = u8();
   private gCopy = u8();
   private gStart = f64();
   private gDur = f64();
@@ -69,7 +68,6 @@ export class TraceModelBuilder implements TraceSink {
     this.gName,
     this.gKind,
     this.gCategory,
-    this.gPrecision,
     this.gCopy,
     this.gStart,
     this.gDur,
@@ -241,7 +239,6 @@ export class TraceModelBuilder implements TraceSink {
       let category = isCollective ? KernelCategory.communication : this.kernelCategoryByName[nameId];
       if (category === undefined) category = this.kernelCategoryByName[nameId] = categoriseKernel(ev.name, false);
       this.gCategory.a[i] = category;
-      this.gPrecision.a[i] = MatmulPrecision.notMatmul;
       this.gCopy.a[i] = CopyKind.none;
       if (category === KernelCategory.communication) {
         const nelems = Math.max(a.inMsgNelems, a.outMsgNelems, 0);
@@ -257,12 +254,10 @@ export class TraceModelBuilder implements TraceSink {
     } else if (cat === 'gpu_memcpy') {
       this.gKind.a[i] = 1;
       this.gCategory.a[i] = KernelCategory.memcpy;
-      this.gPrecision.a[i] = MatmulPrecision.notMatmul;
       this.gCopy.a[i] = copyKind(ev.name);
     } else {
       this.gKind.a[i] = 2;
       this.gCategory.a[i] = KernelCategory.memset;
-      this.gPrecision.a[i] = MatmulPrecision.notMatmul;
       this.gCopy.a[i] = CopyKind.none;
     }
   }
@@ -344,7 +339,6 @@ export class TraceModelBuilder implements TraceSink {
       device: Int16Array.from(this.gDevice.a.subarray(0, this.gN)),
       kind: this.gKind.a.subarray(0, this.gN),
       category: this.gCategory.a.subarray(0, this.gN),
-      precision: this.gPrecision.a.subarray(0, this.gN),
       copyKind: this.gCopy.a.subarray(0, this.gN),
       startNs: this.gStart.a.subarray(0, this.gN),
       durNs: this.gDur.a.subarray(0, this.gN),
@@ -438,4 +432,3 @@ function num(v: unknown, fallback: number): number {
   return Number.isFinite(n) ? n : fallback;
 }
 
-export { RuntimeKind };

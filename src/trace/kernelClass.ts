@@ -77,7 +77,6 @@ export function matmulPrecision(name: string, opDtype: string | null): MatmulPre
       return TC_GENERIC.test(name) ? MatmulPrecision.tensorCoreTf32 : MatmulPrecision.fp32;
     }
   }
-  if (TC_GENERIC.test(name)) return MatmulPrecision.unknown;
   return MatmulPrecision.unknown;
 }
 

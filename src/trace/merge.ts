@@ -29,7 +29,6 @@ export function mergeModels(parts: TraceModel[]): TraceModel {
     device: new Int16Array(gpuCount),
     kind: new Uint8Array(gpuCount),
     category: new Uint8Array(gpuCount),
-    precision: new Uint8Array(gpuCount),
     copyKind: new Uint8Array(gpuCount),
     startNs: new Float64Array(gpuCount),
     durNs: new Float64Array(gpuCount),
@@ -55,7 +54,7 @@ export function mergeModels(parts: TraceModel[]): TraceModel {
   const gemmKeys = new Map<string, number>();
   parts.forEach((p, k) => {
     const remap = remaps[k]!;
-    for (const key of ['device', 'kind', 'category', 'precision', 'copyKind', 'startNs', 'durNs', 'correlation', 'bytes', 'blocksPerSm'] as const) {
+    for (const key of ['device', 'kind', 'category', 'copyKind', 'startNs', 'durNs', 'correlation', 'bytes', 'blocksPerSm'] as const) {
       (gpu[key] as Float64Array).set(p.gpu[key].subarray(0, p.gpu.count) as Float64Array, g);
     }
     for (let i = 0; i < p.gpu.count; i++) gpu.nameId[g + i] = remap[p.gpu.nameId[i]!]!;

@@ -70,8 +70,6 @@ export interface GpuOps {
   kind: Uint8Array;
   /** KernelCategory. */
   category: Uint8Array;
-  /** MatmulPrecision. */
-  precision: Uint8Array;
   /** CopyKind. */
   copyKind: Uint8Array;
   startNs: Float64Array;

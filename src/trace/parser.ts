@@ -167,6 +167,8 @@ export class TraceJsonParser {
   private count = 0;
   private stopped: string | null = null;
   private sawEvents = false;
+  /** The sink's early filter, bound once (not per event). */
+  private readonly wants: TraceSink['wants'];
   private retryAtLength = 0;
 
   /**
@@ -178,6 +180,7 @@ export class TraceJsonParser {
     private readonly sink: TraceSink,
     options: { originUs?: number; startInEvents?: boolean } = {},
   ) {
+    this.wants = sink.wants?.bind(sink);
     if (options.originUs !== undefined) this.originUs = options.originUs;
     if (options.startInEvents) {
       // The segment starts at the ',' that follows the previous segment's last event.
@@ -716,7 +719,7 @@ export class TraceJsonParser {
     ev.hasArgs = false;
     resetArgs(ev.args);
     const s = this.s;
-    const wants = this.sink.wants?.bind(this.sink);
+    const wants = this.wants;
     this.p++; // '{'
     let first = true;
     for (;;) {

@@ -199,19 +199,25 @@ describe.skipIf(SKIP_PYTHON)('gpuwise doctor on a CPU training script', () => {
     expect(reportOf(out2).run).toMatchObject({ outcome: 'failed', exitCode: 9 });
   });
 
-  it('SIGTERM is passed on to the training; the report says it was interrupted', async () => {
-    const out = outDir();
+  /** Runs a long training under doctor and sends `signal` to doctor once step 10 is printed. */
+  async function interruptAtStep10(out: string, signal: NodeJS.Signals) {
     let sent = false;
     const r = await doctor(['--out', out, '--', PYTHON, TINY, '--steps', '100000', '--step-sleep-ms', '30'], (pid, output) => {
       const poll = setInterval(() => {
         if (!sent && output().includes('step 10 loss')) {
           sent = true;
           clearInterval(poll);
-          process.kill(pid, 'SIGTERM');
+          process.kill(pid, signal);
         }
       }, 20);
     });
     expect(sent).toBe(true);
+    return r;
+  }
+
+  it('SIGTERM is passed on to the training; the report says it was interrupted', async () => {
+    const out = outDir();
+    const r = await interruptAtStep10(out, 'SIGTERM');
     expect(r.code).toBe(128 + 15);
     const rep = reportOf(out);
     expect(rep.run).toMatchObject({ outcome: 'interrupted', signal: 'SIGTERM' });
@@ -220,18 +226,7 @@ describe.skipIf(SKIP_PYTHON)('gpuwise doctor on a CPU training script', () => {
 
   it('Ctrl-C (SIGINT) reaches the training and a partial report is written', async () => {
     const out = outDir();
-    let sent = false;
-    const r = await doctor(['--out', out, '--', PYTHON, TINY, '--steps', '100000', '--step-sleep-ms', '30'], (pid, output) => {
-      const poll = setInterval(() => {
-        // Interrupt once the training has printed step 10.
-        if (!sent && output().includes('step 10 loss')) {
-          sent = true;
-          clearInterval(poll);
-          process.kill(pid, 'SIGINT');
-        }
-      }, 20);
-    });
-    expect(sent).toBe(true);
+    const r = await interruptAtStep10(out, 'SIGINT');
     // Python dies of SIGINT after its KeyboardInterrupt traceback: 128 + 2.
     expect(r.code).toBe(130);
     expect(r.stderr).toContain('KeyboardInterrupt');

@@ -171,13 +171,16 @@ function structure(model: TraceModel, windows: StepWindow[], links: ReturnType<t
   allReduceTimes.sort((a, b) => a - b);
   let micro = 0;
   let microWithAllReduce = 0;
+  // Forwards and steps are both sorted by start: one pass pairs consecutive forwards of a step,
+  // and a binary search asks whether an all-reduce started between them.
+  let f = 0;
   for (const w of model.steps) {
-    const fwd = ddpForwards.filter((f) => f.startNs >= w.startNs && f.startNs < w.endNs);
-    for (let j = 0; j + 1 < fwd.length; j++) {
+    while (f < ddpForwards.length && ddpForwards[f]!.startNs < w.startNs) f++;
+    for (; f + 1 < ddpForwards.length && ddpForwards[f + 1]!.startNs < w.endNs; f++) {
       micro++;
-      const lo = fwd[j]!.startNs;
-      const hi = fwd[j + 1]!.startNs;
-      if (allReduceTimes.some((t) => t > lo && t < hi)) microWithAllReduce++;
+      const lo = ddpForwards[f]!.startNs;
+      const next = firstAfter(allReduceTimes, lo);
+      if (next < allReduceTimes.length && allReduceTimes[next]! < ddpForwards[f + 1]!.startNs) microWithAllReduce++;
     }
   }
   return {
@@ -189,4 +192,16 @@ function structure(model: TraceModel, windows: StepWindow[], links: ReturnType<t
     accumulationMicroStepsWithAllReduce: microWithAllReduce,
     accumulationMicroSteps: micro,
   };
+}
+
+/** Index of the first value strictly greater than t in a sorted array. */
+function firstAfter(sorted: number[], t: number): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (sorted[mid]! <= t) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }

@@ -68,7 +68,6 @@ export function precisionStats(model: TraceModel, links: Links, windows: StepWin
     if (!MATMUL_CATEGORIES.has(gpu.category[i]!) || !inside(gpu.startNs[i]!)) continue;
     const g = links.gemmOf[i]!;
     const p = matmulPrecision(model.names[gpu.nameId[i]!]!, g >= 0 ? model.gemmOps[g]!.dtype : null);
-    gpu.precision[i] = p;
     byPrecision[p]! += gpu.durNs[i]!;
     if (p === MatmulPrecision.fp32) {
       const e = fp32ByName.get(gpu.nameId[i]!) ?? { count: 0, total: 0 };
