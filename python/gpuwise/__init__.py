@@ -6,5 +6,15 @@ GPUWISE_RUN_DIR is set and hooks into torch only once the script imports it.
 No dependency beyond torch; the probe never imports torch itself.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 PROTOCOL_VERSION = 1
+
+
+def step():
+    """Mark the end of a training step, for loops the probe cannot see through torch.optim (a
+    hand-written update, inference). Once called, these marks alone count as steps. Outside
+    `gpuwise doctor` it does nothing; scripts that may run without gpuwise on the path can use
+    `try: import gpuwise` / `except ImportError: gpuwise = None`."""
+    from gpuwise import probe
+
+    probe.mark_step()

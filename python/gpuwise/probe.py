@@ -7,7 +7,9 @@ Rules it keeps:
 - it never imports torch: it waits for the script to import it (a post-import hook);
 - the model is found once, at the first step, among live modules (no forward hooks);
 - steps are the calls of the first optimizer that steps (a global optimizer step hook; on torch
-  without one, older than 2.0, the optimizer class's `step` is wrapped instead);
+  without one, older than 2.0, the optimizer class's `step` is wrapped instead); a script can mark
+  steps itself with `gpuwise.step()`; a loop without an optimizer (none built, or none stepped in
+  the first BATCH_FALLBACK_AFTER batches) gets one step per DataLoader batch;
 - only processes that step (or crash after importing torch) send anything, so a torchrun
   launcher or DataLoader workers stay silent.
 
@@ -32,6 +34,16 @@ from gpuwise import PROTOCOL_VERSION, __version__
 from gpuwise.transport import Sink
 
 _PROBE = None
+
+# Gradient accumulation over more micro-batches than this is rare; a loop that fetched this many
+# batches without any optimizer step is taken to have none (inference, a hand-written update).
+BATCH_FALLBACK_AFTER = 64
+
+
+def mark_step():
+    """`gpuwise.step()`: the script marks the end of a step itself (loops without torch.optim)."""
+    if _PROBE is not None and _PROBE.torch is not None:
+        _PROBE._guarded(_PROBE._on_marker)
 
 
 def activate(env=None):
@@ -130,7 +142,13 @@ class Probe(object):
         self.batches = 0
         self.samples = 0
         self.samples_known = True
+        self.tokens = 0
+        self.tokens_known = True
+        self.seq_len = None
         self.batch_calls = 0
+        # What marks steps: None until the first one, then "optimizer", "marker" or "batch".
+        self.step_source = None
+        self.optimizer_built = False
         # Profiler window and snapshots
         self.prof = None
         self.prof_step_fn = None
@@ -199,8 +217,16 @@ class Probe(object):
             except Exception:
                 register = None
         if register is not None:
-            register(lambda opt, args, kwargs: probe._guarded(probe._on_step, opt))
+            register(lambda opt, args, kwargs: probe._guarded(probe._on_optimizer_step, opt))
             self.step_hook = "optimizer-step-post-hook"
+            # Only to know whether the script builds an optimizer at all (the batch fallback).
+            original_init = torch.optim.Optimizer.__init__
+
+            def __init__(self_opt, *args, **kwargs):
+                probe.optimizer_built = True
+                original_init(self_opt, *args, **kwargs)
+
+            torch.optim.Optimizer.__init__ = __init__
         else:
             self._wrap_optimizer_classes(torch)
             self.step_hook = "optimizer-step-wrapper"
@@ -247,7 +273,7 @@ class Probe(object):
 
             def step_wrapper(self_opt, *args, **kwargs):
                 out = step(self_opt, *args, **kwargs)
-                probe._guarded(probe._on_step, self_opt)
+                probe._guarded(probe._on_optimizer_step, self_opt)
                 return out
 
             # Keeps torch's own markers (1.x sets `hooked` on the profiled step) and the name.
@@ -256,6 +282,7 @@ class Probe(object):
             owner._gpuwise_wrapped = True
 
         def __init__(self_opt, *args, **kwargs):
+            probe.optimizer_built = True
             original_init(self_opt, *args, **kwargs)
             probe._guarded(wrap_class, type(self_opt))
 
@@ -269,6 +296,11 @@ class Probe(object):
         self.batch_calls += 1
         if self.fault == "batch" and self.batch_calls == 2:
             raise RuntimeError("fault injected by GPUWISE_PROBE_FAULT=batch")
+        if self.step_source is None and self.batch_calls > 1 and (not self.optimizer_built or self.batch_calls > BATCH_FALLBACK_AFTER):
+            self.step_source = "batch"
+        if self.step_source == "batch" and self.batches > 0:
+            # The previous batch's step ends where this fetch starts (its wait belongs to the next step).
+            self._end_step(t0, "batch")
         self.data_wait_s += wait_s
         self.batches += 1
         n = _batch_size(self.torch, batch)
@@ -276,19 +308,46 @@ class Probe(object):
             self.samples_known = False
         else:
             self.samples += n
+        tok = _batch_tokens(self.torch, batch)
+        if tok is None:
+            self.tokens_known = False
+        else:
+            self.tokens += tok[0]
+            self.seq_len = tok[1]
 
-    def _on_step(self, optimizer):
+    def _on_optimizer_step(self, optimizer):
         now = time.perf_counter()
+        if self.step_source == "marker":
+            return  # the script marks its steps itself
+        # An optimizer step overrides the batch fallback: the batches before were not training
+        # (a pass over the data before the optimizer existed), so their step count ends here.
         if self.primary_optimizer is None:
             self.primary_optimizer = weakref.ref(optimizer)
         elif self.primary_optimizer() is not optimizer:
             return  # several optimizers (e.g. a GAN): the first one's steps mark the steps
+        self._end_step(now, "optimizer")
+
+    def _on_marker(self):
+        now = time.perf_counter()
+        if self.step_source != "marker":
+            if self.step_source is not None and self.step > 0:
+                # A marker after steps from another source: restart the count's timing cleanly.
+                self.last_boundary = now
+            self.step_source = "marker"
+            if self.last_boundary is None:
+                self.last_boundary = now  # no DataLoader: the first marker starts the first step
+                return
+        self._end_step(now, "marker")
+
+    def _end_step(self, now, source):
+        self.step_source = source
         self.step += 1
         step_time = None if self.last_boundary is None else now - self.last_boundary
         if self.fault == "step" and self.step == 2:
             raise RuntimeError("fault injected by GPUWISE_PROBE_FAULT=step")
         if not self.announced:
             self._announce()
+            optimizer = self.primary_optimizer() if self.primary_optimizer is not None else None
             self._send("model", _model_summary(self.torch, _model_roots(self.torch, optimizer), optimizer))
         self._send(
             "step",
@@ -298,14 +357,21 @@ class Probe(object):
                 "dataWaitS": self.data_wait_s,
                 "batches": self.batches,
                 "samples": self.samples if self.samples_known and self.batches > 0 else None,
+                "tokens": self.tokens if self.tokens_known and self.batches > 0 else None,
+                "seqLen": self.seq_len if self.tokens_known and self.batches > 0 else None,
+                "stepSource": source,
                 "memory": self._memory_stats(),
                 "profiled": self.prof is not None,
             },
         )
+        self.last_boundary = now
         self.data_wait_s = 0.0
         self.batches = 0
         self.samples = 0
         self.samples_known = True
+        self.tokens = 0
+        self.tokens_known = True
+        self.seq_len = None
         self._profiler_boundary()
         if self.max_steps is not None and self.step >= self.max_steps:
             self._stop_profiler(export=True)
@@ -313,8 +379,10 @@ class Probe(object):
             sys.stderr.write("gpuwise probe: stopping after %d steps (--steps)\n" % self.step)
             sys.stderr.flush()
             raise SystemExit(0)
-        # The probe's own work at the boundary is not part of the next step.
-        self.last_boundary = time.perf_counter()
+        if source != "batch":
+            # The probe's own work at the boundary is not part of the next step. (A batch step
+            # ends where the next fetch started: that fetch's wait belongs to the next step.)
+            self.last_boundary = time.perf_counter()
 
     def _on_cuda_init(self):
         torch = self.torch
@@ -535,7 +603,7 @@ def _model_roots(torch, optimizer):
     import gc
 
     params = set()
-    for g in optimizer.param_groups:
+    for g in optimizer.param_groups if optimizer is not None else ():
         for p in g.get("params", []):
             params.add(id(p))
     Module = torch.nn.Module
@@ -553,7 +621,8 @@ def _model_roots(torch, optimizer):
         m = _unwrap(torch, m)
         if any(m is x for x in roots):
             continue
-        if any(id(p) in params for p in m.parameters()):
+        # Without an optimizer (gpuwise.step() or batch steps): every outermost module with parameters.
+        if any(optimizer is None or id(p) in params for p in m.parameters()):
             roots.append(m)
     # Largest first: the model before, say, a small auxiliary head trained by the same optimizer.
     roots.sort(key=lambda m: -sum(p.numel() for p in m.parameters()))
@@ -579,6 +648,31 @@ def _batch_size(torch, batch):
             batch = next(iter(batch.values()))
         else:
             return None
+    return None
+
+
+def _batch_tokens(torch, batch):
+    """(token positions, sequence length) when the batch holds token ids: a dict's `input_ids`, or the
+    first 2-D integer tensor found (samples x sequence); None otherwise. Shapes only: no GPU sync."""
+    t = None
+    if isinstance(batch, dict):
+        t = batch.get("input_ids")
+    if t is None:
+        todo = [batch]
+        for _ in range(16):
+            if not todo:
+                break
+            x = todo.pop(0)
+            if isinstance(x, torch.Tensor):
+                if x.dim() == 2 and not x.is_floating_point() and not x.is_complex() and x.dtype != torch.bool:
+                    t = x
+                    break
+            elif isinstance(x, (list, tuple)):
+                todo.extend(x[:4])
+            elif isinstance(x, dict):
+                todo.extend(list(x.values())[:4])
+    if isinstance(t, torch.Tensor) and t.dim() == 2:
+        return int(t.numel()), int(t.shape[1])
     return None
 
 
@@ -630,7 +724,7 @@ def _model_summary(torch, roots, optimizer):
             except Exception:
                 hf_config = None
     state = {"bytes": 0, "dtypes": {}}
-    for st in optimizer.state.values():
+    for st in optimizer.state.values() if optimizer is not None else ():
         for v in st.values() if isinstance(st, dict) else ():
             if isinstance(v, torch.Tensor):
                 nbytes = v.numel() * v.element_size()
@@ -647,7 +741,9 @@ def _model_summary(torch, roots, optimizer):
         "paramGroups": [{"name": m["name"], "count": m["trainableParamCount"]} for m in modules],
         "modules": modules,
         "buffers": buffers,
-        "optimizer": {
+        "optimizer": None
+        if optimizer is None
+        else {
             "class": type(optimizer).__name__,
             "paramGroups": len(optimizer.param_groups),
             "stateBytes": state["bytes"],

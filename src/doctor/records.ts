@@ -33,7 +33,7 @@ export interface HelloRecord extends Base {
   argv: string[];
   localRank: number | null;
   worldSize: number | null;
-  /** `optimizer-step-post-hook` (torch >= 2.0) or `optimizer-step-wrapper`. */
+  /** `optimizer-step-post-hook` (torch >= 2.0) or `optimizer-step-wrapper`; steps may also come from `gpuwise.step()` or batches (see StepRecord.stepSource). */
   stepHook: string | null;
   profileAt: number;
   profileSteps: number;
@@ -61,6 +61,19 @@ export interface StepRecord extends Base {
   batches: number;
   /** Sum of the batches' leading dimensions; null when a batch's size could not be told. */
   samples: number | null;
+  /**
+   * Token positions in this step's batches: the element count of `input_ids` (a dict batch) or of the first 2-D integer
+   * tensor (samples x sequence), padding included (the GPU processes it); null when no batch looked like token ids.
+   * Absent from probes before 0.2.
+   */
+  tokens?: number | null;
+  /** The sequence length (second dimension) of the last such batch; null or absent as for `tokens`. */
+  seqLen?: number | null;
+  /**
+   * What marked this step: `optimizer` (the first optimizer's step), `marker` (the script called `gpuwise.step()`),
+   * `batch` (no optimizer stepped for many batches: each DataLoader batch is a step). Absent from probes before 0.2.
+   */
+  stepSource?: 'optimizer' | 'marker' | 'batch';
   memory: AllocatorMemory | null;
   profiled: boolean;
 }
@@ -74,7 +87,8 @@ export interface ModelRecord extends Base {
   paramGroups: { name: string; count: number }[];
   modules: { name: string; class: string; paramCount: number; trainableParamCount: number; dtypes: Record<string, number> }[];
   buffers: { count: number; bytes: number; dtypes: Record<string, number> };
-  optimizer: { class: string; paramGroups: number; stateBytes: number; stateDtypes: Record<string, number> };
+  /** Null when steps come from `gpuwise.step()` or batches and no optimizer was seen. */
+  optimizer: { class: string; paramGroups: number; stateBytes: number; stateDtypes: Record<string, number> } | null;
   hfConfig: Record<string, unknown> | null;
   found: boolean;
 }

@@ -16,6 +16,9 @@ function stepLine(r: RankSummary): string {
     `max ${fmtMs(s2ns(st.maxS ?? 0))}`,
   ];
   if (st.samplesPerS !== null) parts.push(`${st.samplesPerS.toFixed(st.samplesPerS >= 100 ? 0 : 1)} samples/s`);
+  if (st.tokensPerS !== null) parts.push(`${Math.round(st.tokensPerS).toLocaleString('en-US')} tokens/s (seq ${st.seqLen})`);
+  if (st.stepSource === 'marker') parts.push('steps marked by gpuwise.step()');
+  if (st.stepSource === 'batch') parts.push('one step per DataLoader batch (no optimizer stepped)');
   return parts.join(', ');
 }
 
@@ -27,7 +30,7 @@ export function renderDoctorText(r: DoctorReport): string {
   out.push(`Run directory: ${r.run.runDir}`);
   out.push('');
   out.push('Environment');
-  if (e.probeSilent) out.push('  the probe did not report (no Python process of the command stepped a torch optimizer)');
+  if (e.probeSilent) out.push('  the probe did not report (no Python process of the command stepped a torch optimizer, iterated a DataLoader or called gpuwise.step())');
   else {
     out.push(
       `  Python ${e.python ?? '?'}, torch ${e.torch ?? '?'}, CUDA ${e.cuda ?? 'none'}${e.cudnn ? `, cuDNN ${e.cudnn}` : ''}, host ${e.hostname ?? '?'}`,
@@ -42,7 +45,7 @@ export function renderDoctorText(r: DoctorReport): string {
     for (const mod of m.modules) for (const [d, n] of Object.entries(mod.dtypes)) dtypes.set(d, (dtypes.get(d) ?? 0) + n);
     const dt = [...dtypes].map(([d, n]) => `${d} ${fmtPct(n / Math.max(1, m.totalParamCount))}`).join(', ');
     out.push(
-      `  model ${m.name}: ${m.paramCount.toLocaleString('en-US')} trainable parameters (${dt}); optimizer ${m.optimizer.class}, state ${fmtBytes(m.optimizer.stateBytes)}`,
+      `  model ${m.name}: ${m.paramCount.toLocaleString('en-US')} trainable parameters (${dt}); ${m.optimizer ? `optimizer ${m.optimizer.class}, state ${fmtBytes(m.optimizer.stateBytes)}` : 'no optimizer'}`,
     );
   }
   if (r.planModel)

@@ -81,6 +81,12 @@ export interface StepStats {
   /** Sum of DataLoader waits / sum of step times, over the measured steps. */
   dataWaitShare: number | null;
   samplesPerS: number | null;
+  /** Token positions per second (padding included), when every measured step's batches held token ids. */
+  tokensPerS: number | null;
+  /** Sequence length of the last measured step's token batches. */
+  seqLen: number | null;
+  /** What marked the steps (the last step's source): `optimizer`, `marker` (gpuwise.step()) or `batch`; null for an older probe. */
+  stepSource: 'optimizer' | 'marker' | 'batch' | null;
 }
 
 export interface RankSummary {
@@ -189,6 +195,9 @@ export function stepStats(steps: StepRecord[]): StepStats {
   const wait = measured.reduce((a, s) => a + s.dataWaitS, 0);
   const samplesKnown = measured.length > 0 && measured.every((s) => s.samples !== null);
   const samples = measured.reduce((a, s) => a + (s.samples ?? 0), 0);
+  const tokensKnown = measured.length > 0 && measured.every((s) => typeof s.tokens === 'number');
+  const tokens = measured.reduce((a, s) => a + (s.tokens ?? 0), 0);
+  const last = ordered[ordered.length - 1];
   return {
     steps: ordered.length,
     measuredSteps: measured.length,
@@ -199,6 +208,9 @@ export function stepStats(steps: StepRecord[]): StepStats {
     maxS: times[times.length - 1] ?? null,
     dataWaitShare: total > 0 ? Math.min(1, wait / total) : null,
     samplesPerS: samplesKnown && total > 0 ? samples / total : null,
+    tokensPerS: tokensKnown && total > 0 ? tokens / total : null,
+    seqLen: tokensKnown ? (measured[measured.length - 1]?.seqLen ?? null) : null,
+    stepSource: last?.stepSource ?? null,
   };
 }
 
@@ -346,7 +358,7 @@ function rankFindings(trace: Finding[], memory: Finding[], probe: Finding[]): Ra
 
 /** The planner's description of the probe's model, from its Hugging Face config and the measured parameter count. */
 export function planModelOf(model: ModelRecord | null): { model: DoctorReport['planModel']; problem: string | null } {
-  if (model === null) return { model: null, problem: 'no model summary (the probe saw no optimizer step)' };
+  if (model === null) return { model: null, problem: 'no model summary (the probe saw no step)' };
   if (model.hfConfig === null)
     return { model: null, problem: `${model.name} has no Hugging Face config: plan cannot model its architecture yet` };
   try {
@@ -411,7 +423,7 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
   const { outcome, text } = outcomeOf(input, ranks);
   const notes = [...input.notes];
   if (input.skippedLines > 0) notes.push(`${input.skippedLines} probe line(s) could not be read (a process killed mid-write)`);
-  if (byPid.size === 0) notes.push('the probe sent nothing: the command did not run Python with torch, or no optimizer step happened');
+  if (byPid.size === 0) notes.push('the probe sent nothing: the command did not run Python with torch, or no step happened (no optimizer step, DataLoader batch or gpuwise.step())');
   for (const t of input.traces)
     if (t.metrics !== null && t.metrics.steps.length === 0)
       notes.push(`${t.path}: analyze found no profiled steps in it (torch older than 2.0 writes CPU-only traces in a format without event categories)`);

@@ -67,8 +67,8 @@ describe.skipIf(SKIP_PYTHON)('probe (CPU torch)', () => {
       found: true,
     });
     if (model?.type === 'model') {
-      expect(model.optimizer.class).toBe('AdamW');
-      expect(model.optimizer.stateDtypes.float32).toBeGreaterThan(0);
+      expect(model.optimizer?.class).toBe('AdamW');
+      expect(model.optimizer?.stateDtypes.float32).toBeGreaterThan(0);
       expect(model.modules.map((m) => m.class)).toEqual(['Linear', 'LayerNorm', 'Linear']);
     }
     // Batches are 16 samples, and 16 x 2 ms of sleeping in the dataset is DataLoader wait.
@@ -181,6 +181,84 @@ describe.skipIf(SKIP_PYTHON)('probe (CPU torch)', () => {
       optimizer: { class: 'MySGD' },
     });
     expect(stepsOf(fallbackRecords(dir))).toEqual([1, 2]);
+  });
+
+  it('counts tokens of token-id batches (dict input_ids, or the first 2-D integer tensor)', async () => {
+    const dir = freshDir();
+    const script = [
+      'import torch',
+      'from torch.utils.data import DataLoader',
+      'emb = torch.nn.Embedding(50, 8)',
+      'opt = torch.optim.SGD(emb.parameters(), lr=0.1)',
+      'dicts = [{"input_ids": torch.randint(0, 50, (12,)), "labels": torch.tensor(1)} for _ in range(12)]',
+      'pairs = [(torch.randn(3), torch.randint(0, 50, (7,))) for _ in range(8)]',
+      'for loader in (DataLoader(dicts, batch_size=4), DataLoader(pairs, batch_size=2)):',
+      '    for b in loader:',
+      '        ids = b["input_ids"] if isinstance(b, dict) else b[1]',
+      '        emb(ids).sum().backward()',
+      '        opt.step()',
+    ].join('\n');
+    const r = await runProcess(PYTHON, ['-c', script], pyEnv({ PYTHONPATH: probePath(), GPUWISE_RUN_DIR: dir }));
+    expect(r.stderr).toBe('');
+    const steps = fallbackRecords(dir).filter((x) => x.type === 'step');
+    // 3 dict batches of 4 x 12 tokens, then 4 tuple batches whose 2-D integer tensor is 2 x 7.
+    expect(steps.map((s) => [s.samples, s.tokens, s.seqLen, s.stepSource])).toEqual([
+      ...Array(3).fill([4, 48, 12, 'optimizer']),
+      ...Array(4).fill([2, 14, 7, 'optimizer']),
+    ]);
+  });
+
+  it('takes steps from gpuwise.step() when the loop has no optimizer', async () => {
+    const dir = freshDir();
+    const script = [
+      'import time, torch, gpuwise',
+      'w = torch.nn.Linear(4, 4)',
+      'for i in range(6):',
+      '    time.sleep(0.01)',
+      '    w(torch.randn(2, 4)).sum().backward()',
+      '    with torch.no_grad():',
+      '        for p in w.parameters(): p -= 0.1 * p.grad',
+      '    gpuwise.step()',
+    ].join('\n');
+    const r = await runProcess(PYTHON, ['-c', script], pyEnv({ PYTHONPATH: probePath(), GPUWISE_RUN_DIR: dir }));
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const recs = fallbackRecords(dir);
+    // The first mark starts the clock (there is no DataLoader to do it): 5 timed steps.
+    const steps = recs.filter((x) => x.type === 'step');
+    expect(steps.map((s) => s.stepSource)).toEqual(Array(5).fill('marker'));
+    for (const s of steps) expect(s.stepTimeS).toBeGreaterThan(0.009);
+    expect(recs.find((x) => x.type === 'model')).toMatchObject({ name: 'Linear', paramCount: 20, optimizer: null });
+  });
+
+  it('falls back to one step per DataLoader batch when no optimizer exists (inference)', async () => {
+    const dir = freshDir();
+    const script = [
+      'import torch',
+      'from torch.utils.data import DataLoader',
+      'net = torch.nn.Linear(5, 3)',
+      'with torch.no_grad():',
+      '    for x in DataLoader(torch.randn(40, 5), batch_size=8):',
+      '        net(x)',
+      '# Then training starts: optimizer steps take over from the batch fallback.',
+      'opt = torch.optim.SGD(net.parameters(), lr=0.1)',
+      'for x in DataLoader(torch.randn(16, 5), batch_size=8):',
+      '    net(x).sum().backward()',
+      '    opt.step()',
+    ].join('\n');
+    const r = await runProcess(PYTHON, ['-c', script], pyEnv({ PYTHONPATH: probePath(), GPUWISE_RUN_DIR: dir, GPUWISE_PROFILE_STEPS: '0' }));
+    expect(r.stderr).toBe('');
+    const steps = fallbackRecords(dir).filter((x) => x.type === 'step');
+    // A batch's step ends when the next one is fetched.
+    expect(steps.map((s) => [s.step, s.samples, s.stepSource])).toEqual([
+      [1, 8, 'batch'],
+      [2, 8, 'batch'],
+      [3, 8, 'batch'],
+      [4, 8, 'batch'],
+      [5, 8, 'batch'], // closed by the first training fetch
+      [6, 8, 'optimizer'],
+      [7, 8, 'optimizer'],
+    ]);
   });
 
   it('keeps a sitecustomize that was already on PYTHONPATH working', async () => {
