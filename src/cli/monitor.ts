@@ -6,6 +6,7 @@ import { History, renderMonitor, renderNoGpu, SORT_KEYS, type SortKey } from '..
 import { LiveSampler, NoGpu, openLiveSource } from '../telemetry/sampler.js';
 import { parseCount, parseIntervalMs } from './telemetryArgs.js';
 import { openLive } from './telemetryLive.js';
+import { selfCpu } from './selfCpu.js';
 import { parseFlags, UsageError } from './usage.js';
 
 const HELP = `gpuwise monitor: live view of the GPUs (utilisation and memory history) and their processes.
@@ -32,6 +33,7 @@ async function jsonStream(intervalMs: number, count: number | null): Promise<num
     stop = true; // reader went away (| head): end quietly
   });
   let n = 0;
+  const self = selfCpu();
   try {
     while (!stop && (count === null || n < count)) {
       const start = Date.now();
@@ -41,11 +43,14 @@ async function jsonStream(intervalMs: number, count: number | null): Promise<num
       } catch (e) {
         process.stderr.write(`gpuwise monitor: sample failed: ${(e as Error).message}\n`); // the stream goes on
       }
+      if (n === 0) self?.mark();
+      else self?.sample();
       n++;
       if (count !== null && n >= count) break;
       await new Promise((r) => setTimeout(r, Math.max(0, intervalMs - (Date.now() - start))));
     }
   } finally {
+    self?.report('monitor --json-stream');
     sampler.close();
   }
   return 0;
@@ -63,6 +68,8 @@ async function tui(intervalMsIn: number, sortIn: SortKey, count: number | null):
   let quit: () => void = () => undefined;
   const finished = new Promise<void>((r) => (quit = r));
   let timer: NodeJS.Timeout | null = null;
+  const self = selfCpu();
+  let drawn = 0;
 
   const draw = () => {
     const cols = out.columns ?? 80;
@@ -88,6 +95,8 @@ async function tui(intervalMsIn: number, sortIn: SortKey, count: number | null):
       last = null;
     }
     draw();
+    if (drawn++ === 0) self?.mark();
+    else self?.sample();
     if (count !== null && --count <= 0) return quit();
     timer = setTimeout(() => void step().catch(fail), sampler === null ? 5000 : intervalMs);
   };
@@ -128,6 +137,7 @@ async function tui(intervalMsIn: number, sortIn: SortKey, count: number | null):
   process.stdin.pause();
   restore();
   process.off('exit', restore);
+  self?.report('monitor');
   (sampler as LiveSampler | null)?.close();
   if (failure) throw failure;
   return 0;
