@@ -11,6 +11,7 @@ import type { ModelDescription } from '../planner/model.js';
 import { MODEL_SUMMARY_FORMAT, describeModel } from '../planner/modelSummary.js';
 import type { Snapshot } from '../telemetry/sample.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
+import { rebaseFinding } from './rebase.js';
 import {
   type AllocatorMemory,
   type ExceptionRecord,
@@ -442,7 +443,13 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
   ranks.sort((a, b) => a.rank - b.rank || a.pid - b.pid);
 
   const metrics = input.traces.map((t) => t.metrics).filter((m): m is TraceMetrics => m !== null);
-  const traceFindings = metrics.length ? diagnose(metrics) : [];
+  // analyze's estimates come from the profiled window; re-based on the run's own GPU-timed step (see rebase.ts).
+  const metricsOfRank = (rank: number) => metrics.find((m) => m.rank === rank) ?? input.traces.find((t) => t.rank === rank)?.metrics ?? null;
+  const runStepNsOfRank = (rank: number) => {
+    const st = ranks.find((r) => r.rank === rank)?.steps;
+    return st && st.timing === 'gpu' && st.medianS !== null ? st.medianS * 1e9 : null;
+  };
+  const traceFindings = (metrics.length ? diagnose(metrics) : []).map((f) => rebaseFinding(f, metricsOfRank, runStepNsOfRank));
   const memoryFindings: Finding[] = input.snapshots.flatMap((s) =>
     (s.report?.findings ?? []).map((f) => ({ ...f, ranks: [s.rank], estimatedGain: null })),
   );

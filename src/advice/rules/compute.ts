@@ -1,14 +1,49 @@
 /** GPU compute rules: fp32 matmuls, misaligned GEMM shapes, an under-used GPU. */
+import { GPUS, type GpuSpec, findGpu } from '../../planner/gpus.js';
+import type { TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtBytes, fmtMs, fmtPct } from '../../util/format.js';
 import { gainFrom } from '../finding.js';
 import { type RankRule, finding, matmulNs, stepNs } from './rule.js';
 
 const FP32_MIN_SHARE_OF_MATMUL = 0.1;
 /**
- * Speed-up assumed for fp32 matmuls moved to tensor cores. Dense TF32 is ~7x
- * and bf16 ~15x fp32 SIMT peak on A100/H100; real GEMMs gain less, so 4x.
+ * Speed-up assumed for fp32 matmuls moved to tensor cores when the trace cannot say better (unknown GPU, no GEMM
+ * shapes): dense TF32 is ~7x and bf16 ~15x fp32 SIMT peak on A100/H100; real GEMMs gain less, so 4x.
  */
 const TENSOR_CORE_SPEEDUP = 4;
+/**
+ * Share of the bf16 dense peak that large GEMMs reach, when the trace has no bf16 GEMMs of its own to measure it:
+ * 716 of 989 TFLOP/s for GPT-2's aligned GEMMs on an H200 (examples/traces/gpt2_amp); 0.6 leaves room for
+ * smaller shapes.
+ */
+const TENSOR_CORE_EFFICIENCY = 0.6;
+const FP32_DTYPES = new Set(['float', 'float32']);
+const HALF_DTYPES = new Set(['c10::BFloat16', 'bfloat16', 'c10::Half', 'half', 'float16']);
+
+function gpuOf(m: TraceMetrics): GpuSpec | null {
+  const name = m.devices[0]?.name;
+  if (!name) return null;
+  try {
+    return findGpu(name);
+  } catch {
+    return GPUS.find((g) => name.toLowerCase().includes(g.id.split('-')[0]!)) ?? null;
+  }
+}
+
+/**
+ * The bf16 rate (flop per ns) the fp32 GEMMs would run at: what this trace's own bf16/fp16 GEMMs reached, else the
+ * device's catalogue peak times TENSOR_CORE_EFFICIENCY; null when neither is known.
+ */
+function halfGemmRate(m: TraceMetrics): { flopPerNs: number; basis: string } | null {
+  const half = m.gemmShapes.filter((g) => g.dtype !== null && HALF_DTYPES.has(g.dtype) && g.misalignedDims.length === 0);
+  const flops = half.reduce((a, g) => a + g.flopsPerCall * g.calls, 0);
+  const ns = half.reduce((a, g) => a + g.gpuNs, 0);
+  if (ns > 0 && flops > 0) return { flopPerNs: flops / ns, basis: `${((flops / ns) * 1e-3).toFixed(0)} TFLOP/s measured on this trace's bf16/fp16 GEMMs` };
+  const gpu = gpuOf(m);
+  if (gpu === null || !(gpu.bf16Tflops > 0)) return null;
+  const tflops = gpu.bf16Tflops * TENSOR_CORE_EFFICIENCY;
+  return { flopPerNs: tflops * 1e3, basis: `${tflops.toFixed(0)} TFLOP/s = ${TENSOR_CORE_EFFICIENCY} x the ${gpu.name} bf16 dense peak ${gpu.bf16Tflops}` };
+}
 const MISALIGNED_MIN_SHARE = 0.01;
 const UNDERUSED_MAX_MEMORY_SHARE = 0.5;
 const UNDERUSED_MAX_BUSY = 0.6;
@@ -26,7 +61,22 @@ export const noTensorCores: RankRule = (m) => {
   if (step <= 0 || fp32PerStep <= 0 || fp32PerStep / Math.max(mm, 1) < FP32_MIN_SHARE_OF_MATMUL) return null;
   const cc = Number(m.devices[0]?.computeCapability ?? '8.0');
   if (cc > 0 && cc < 7) return null; // no tensor cores before Volta
-  const saved = fp32PerStep * (1 - 1 / TENSOR_CORE_SPEEDUP);
+  // fp32 GEMMs with known shapes: their flops at the bf16 rate; the rest of the fp32 matmul time at the assumed speed-up.
+  const rate = halfGemmRate(m);
+  const shaped = m.gemmShapes.filter((g) => g.dtype !== null && FP32_DTYPES.has(g.dtype));
+  const shapedNs = Math.min(fp32PerStep, shaped.reduce((a, g) => a + g.gpuNs, 0) / nSteps);
+  const shapedFlops = shaped.reduce((a, g) => a + g.flopsPerCall * g.calls, 0) / nSteps;
+  let saved: number;
+  let arithmetic: string;
+  if (rate !== null && shapedNs > 0 && shapedFlops > 0) {
+    const bf16Ns = shapedFlops / rate.flopPerNs;
+    const rest = fp32PerStep - shapedNs;
+    saved = Math.max(0, shapedNs - bf16Ns) + rest * (1 - 1 / TENSOR_CORE_SPEEDUP);
+    arithmetic = `fp32 GEMMs ${fmtMs(shapedNs)} per step do ${(shapedFlops * 1e-12).toFixed(2)} TFLOP, ${fmtMs(bf16Ns)} at ${rate.basis}${rest > 0 ? `; other fp32 matmul ${fmtMs(rest)} x (1 - 1/${TENSOR_CORE_SPEEDUP})` : ''}: ${fmtMs(saved)} saved per step`;
+  } else {
+    saved = fp32PerStep * (1 - 1 / TENSOR_CORE_SPEEDUP);
+    arithmetic = `fp32 matmul ${fmtMs(fp32PerStep)} x (1 - 1/${TENSOR_CORE_SPEEDUP} assumed tensor-core speed-up) = ${fmtMs(saved)} saved per step`;
+  }
   return finding({
     id: 'no-tensor-cores',
     title: `Matrix multiplies run in fp32 without tensor cores (${fmtPct(fp32PerStep / step)} of the step)`,
@@ -46,7 +96,7 @@ export const noTensorCores: RankRule = (m) => {
         'torch.backends.cudnn.allow_tf32 = True',
       ].join('\n'),
     },
-    estimatedGain: gainFrom(step, saved, `fp32 matmul ${fmtMs(fp32PerStep)} x (1 - 1/${TENSOR_CORE_SPEEDUP} assumed tensor-core speed-up) = ${fmtMs(saved)} saved per step`),
+    estimatedGain: gainFrom(step, saved, arithmetic),
   });
 };
 

@@ -141,11 +141,20 @@ function blockingOps(model: TraceModel): CpuSpan[] {
   return model.syncOps.filter((op) => coveredLen(u, op.startNs, op.endNs) > 0);
 }
 
+/** Whether `t` falls inside a step's CPU span (ProfilerStep#N), where the training loop's own code runs. */
+function insideStepSpan(model: TraceModel, t: number): boolean {
+  for (const s of model.steps) if (t >= s.startNs && t < s.endNs) return true;
+  return false;
+}
+
 function syncCalls(model: TraceModel, windows: StepWindow[]): { name: string; count: number; totalNs: number }[] {
   const { runtime } = model;
   const m = new Map<number, { count: number; total: number }>();
+  // With step markers, only syncs inside a step's CPU span are the loop's: a window also covers the GPU tail of its
+  // last step, where the profiler's own stop (a cudaDeviceSynchronize that drains the queue) runs.
+  const mine = model.steps.length > 0 ? (t: number) => insideStepSpan(model, t) : (t: number) => within(windows, t);
   for (let r = 0; r < runtime.count; r++) {
-    if (runtime.kind[r] !== RuntimeKind.sync || !within(windows, runtime.startNs[r]!)) continue;
+    if (runtime.kind[r] !== RuntimeKind.sync || !mine(runtime.startNs[r]!)) continue;
     const e = m.get(runtime.nameId[r]!) ?? { count: 0, total: 0 };
     e.count++;
     e.total += runtime.durNs[r]!;
