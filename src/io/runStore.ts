@@ -180,7 +180,13 @@ function prepareSchema(db: Database, path: string, write: boolean): number {
  * Opens the store, runs `fn` and closes it (checkpointing the WAL). `write` creates the folder and
  * the file; a read of a store that does not exist returns `absent` without creating anything.
  */
-async function withStore<T>(dir: string, write: boolean, absent: T, fn: (db: Database) => T): Promise<T> {
+export interface StoreOptions {
+  /** How long to wait for another process's lock (default LOCK_WAIT_MS). */
+  lockWaitMs?: number;
+}
+
+async function withStore<T>(dir: string, write: boolean, absent: T, fn: (db: Database) => T, opts: StoreOptions = {}): Promise<T> {
+  const lockWaitMs = opts.lockWaitMs ?? LOCK_WAIT_MS;
   const path = storePath(dir);
   if (!write && !existsSync(path)) return absent;
   if (write) {
@@ -192,7 +198,7 @@ async function withStore<T>(dir: string, write: boolean, absent: T, fn: (db: Dat
   }
   if (existsSync(path)) checkHeader(path);
   const Database = sqlite();
-  const until = Date.now() + LOCK_WAIT_MS;
+  const until = Date.now() + lockWaitMs;
   let clearedStale = false;
   for (let attempt = 0; ; attempt++) {
     let db: Database;
@@ -222,7 +228,7 @@ async function withStore<T>(dir: string, write: boolean, absent: T, fn: (db: Dat
         continue;
       }
       if (Date.now() >= until)
-        throw new InputError(path, `is locked by another gpuwise (${path}.lock held for ${Math.round(LOCK_WAIT_MS / 1000)} s); try again`);
+        throw new InputError(path, `is locked by another gpuwise (${path}.lock held for ${(lockWaitMs / 1000).toFixed(lockWaitMs < 1000 ? 1 : 0)} s); try again`);
       await sleep(15 + Math.random() * 40 + Math.min(attempt, 10) * 5);
     } finally {
       try {
@@ -250,7 +256,7 @@ export interface SaveContext {
 }
 
 /** Saves a finished run; returns its id. Throws InputError when the store cannot be written. */
-export async function saveRun(dir: string, report: DoctorReport, ctx: SaveContext): Promise<string> {
+export async function saveRun(dir: string, report: DoctorReport, ctx: SaveContext, opts: StoreOptions = {}): Promise<string> {
   const f = runFigures(report);
   const blob = deflateRawSync(JSON.stringify(report));
   return withStore(dir, true, '', (db) => {
@@ -300,7 +306,7 @@ export async function saveRun(dir: string, report: DoctorReport, ctx: SaveContex
       );
       return id;
     }
-  });
+  }, opts);
 }
 
 const num = (v: unknown): number | null => (typeof v === 'number' ? v : typeof v === 'bigint' ? Number(v) : null);
