@@ -17,7 +17,7 @@ describe.skipIf(SKIP_PYTHON)('doctor report as Markdown and HTML (real probe rec
   beforeAll(async () => {
     records = await probeRecords(['--steps', '12', '--loader-delay-ms', '3']);
     cpu = reportOf(records);
-  });
+  }, 120_000);
 
   it('the report carries every step in its step timeline', () => {
     const tl = cpu.ranks[0]?.stepTimeline;

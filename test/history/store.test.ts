@@ -43,7 +43,7 @@ describe.skipIf(SKIP_PYTHON)('run history on real doctor reports', () => {
       if (i === 1) Object.assign(r.run, { outcome: 'crashed', exitCode: 1 });
       return r;
     });
-  });
+  }, 120_000);
 
   it('saves runs and lists them newest first with their key figures; the report comes back unchanged', async () => {
     const dir = freshStore();
