@@ -67,7 +67,7 @@ describe.skipIf(SKIP_PYTHON)('run history on real doctor reports', () => {
       maxProcessNvmlBytes: Math.round(12.5 * GiB),
       gpuNames: ['NVIDIA H200'],
     });
-    expect(newest?.findings.high + (newest?.findings.medium ?? 0)).toBe(reports[2]?.findings.length);
+    expect((newest?.findings.high ?? 0) + (newest?.findings.medium ?? 0)).toBe(reports[2]?.findings.length);
     expect(runs[1]?.outcome).toBe('crashed');
     expect((await listRuns(dir, 2)).map((r) => r.id)).toEqual([ids[2], ids[1]]);
     const back = await loadRun(dir, ids[0] as string);
