@@ -190,8 +190,8 @@ function utilChart(r: DoctorReport): string {
   return lineChartSvg({ aria: 'GPU utilisation over time', series, xLabel: 'time since the first sample', xFmt: fmtSeconds, yFmt: (v) => `${v.toFixed(0)}%`, yMax: 100 });
 }
 
-function table(head: string[], rows: string[][]): string {
-  return `<table><tr>${head.map((h) => `<th>${esc(h)}</th>`).join('')}</tr>${rows.map((r) => `<tr>${r.map((c) => `<td>${esc(c)}</td>`).join('')}</tr>`).join('')}</table>`;
+function table(head: string[] | null, rows: string[][]): string {
+  return `<table>${head ? `<tr>${head.map((h) => `<th>${esc(h)}</th>`).join('')}</tr>` : ''}${rows.map((r) => `<tr>${r.map((c) => `<td>${esc(c)}</td>`).join('')}</tr>`).join('')}</table>`;
 }
 
 function findingsHtml(r: DoctorReport): string {
@@ -210,7 +210,7 @@ ${gain ? `<p class="gain">${esc(gain)}${f.estimatedGain ? `<br><span class="dim"
 export function renderDoctorHtml(r: DoctorReport): string {
   const parts: string[] = [];
   const ml = modelLine(r);
-  parts.push('<h2>Environment</h2>', table(['', ''], [...environmentRows(r), ...(ml ? [['model', ml] as [string, string]] : [])]));
+  parts.push('<h2>Environment</h2>', table(null, [...environmentRows(r), ...(ml ? [['model', ml] as [string, string]] : [])]));
 
   parts.push('<h2>Step time</h2>');
   if (r.ranks.length === 0) parts.push('<p class="dim">no process of the command reported a step</p>');

@@ -38,7 +38,7 @@ const reportOf = (dir: string) => JSON.parse(readFileSync(join(dir, 'report.json
 const oneLine = (s: string) => s.trim().split('\n').length === 1;
 
 describe('run history without Python', () => {
-  it('two doctor processes saving into one store at once: both runs kept, distinct ids', async () => {
+  it('three doctor processes saving into one store at once: every run kept, distinct ids', async () => {
     const store = fresh('store');
     const outs = [fresh('run'), fresh('run'), fresh('run')];
     const rs = await Promise.all(outs.map((o, i) => gpuwise(['doctor', '--out', o, '--', 'sh', '-c', `exit ${i + 3}`], store)));
@@ -51,6 +51,17 @@ describe('run history without Python', () => {
     expect(new Set(runs.map((r) => r.id)).size).toBe(3);
     expect(runs.map((r) => r.exitCode).sort()).toEqual([3, 4, 5]);
     expect(runs.every((r) => r.outcome === 'failed')).toBe(true);
+  });
+
+  it('an interrupted run is saved too, with its outcome', async () => {
+    const store = fresh('store');
+    const r = await runProcess(process.execPath, [bundle, 'doctor', '--out', fresh('run'), '--', 'sleep', '30'], pyEnv({ GPUWISE_STORE: store }), (pid) => {
+      setTimeout(() => process.kill(pid, 'SIGTERM'), 1500);
+    });
+    expect(r.code).toBe(128 + 15);
+    expect(r.stderr).toMatch(/saved as run /);
+    const runs = JSON.parse((await gpuwise(['runs', '--json'], store)).stdout).runs as StoredRun[];
+    expect(runs.map((x) => [x.outcome, x.exitCode, x.command])).toEqual([['interrupted', 143, ['sleep', '30']]]);
   });
 
   it('a store that cannot be written costs one warning line, never the exit code or the run directory', async () => {
@@ -174,5 +185,14 @@ describe.skipIf(SKIP_PYTHON)('doctor, runs and compare on a starved DataLoader a
     const md = await gpuwise(['compare', 'last~1', 'last', '--md'], store);
     expect(md.stdout).toMatch(/^## gpuwise compare\n/);
     expect(md.stdout).toMatch(/- median step [\d.]+ ms → [\d.]+ ms \(-\d+%, [\d.]+x faster\)/);
+  });
+
+  it('a crashed run is saved with its outcome, and compare says so', async () => {
+    const r = await gpuwise(['doctor', '--out', fresh('run'), '--profile-steps', '0', '--', PYTHON, TINY, '--steps', '6', '--crash-at', '4'], store);
+    expect(r.code).toBe(1);
+    const c = await gpuwise(['compare', 'last~1', 'last'], store);
+    expect(c.stdout).toMatch(/ {2}completed -> crashed \(crashed on rank 0 in step 4: RuntimeError: tiny_train: crash requested at step 4 \(exit code 1\)\)\n/);
+    const ids = JSON.parse((await gpuwise(['runs', '--json'], store)).stdout).runs.map((x: StoredRun) => x.outcome);
+    expect(ids).toEqual(['crashed', 'completed', 'completed']);
   });
 });
