@@ -49,8 +49,26 @@ export interface LineChart {
   xLabel: string;
   xFmt: (x: number) => string;
   yFmt: (y: number) => string;
-  /** Top of the y axis; by default the largest value shown. */
+  /** The y axis reaches at least this (a GPU's total memory, 100%). */
   yMax?: number;
+  /** Ticks fall on round multiples of this unit (1024^3 for GiB); default 1. */
+  yUnit?: number;
+}
+
+/** A round step (1, 2, 2.5 or 5 times a power of ten) giving about `count` intervals over `span`. */
+export function niceStep(span: number, count: number): number {
+  const raw = span / count;
+  if (!(raw > 0) || !Number.isFinite(raw)) return 1;
+  const p = 10 ** Math.floor(Math.log10(raw));
+  const m = raw / p;
+  return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 2.5 ? 2.5 : m <= 5 ? 5 : 10) * p;
+}
+
+/** KiB, MiB, GiB or TiB: the binary unit of the largest value, so memory ticks read 20 GiB, 40 GiB. */
+export function byteUnit(maxBytes: number): number {
+  let u = 1;
+  while (maxBytes / u >= 1024 && u < 1024 ** 4) u *= 1024;
+  return u;
 }
 
 /** Buckets of consecutive points reduced to their maximum (spikes stay visible); nulls break the line. */
@@ -86,23 +104,31 @@ export function lineChartSvg(c: LineChart): string {
   if (allX.length === 0 || allY.length === 0) return '<p class="dim">nothing to draw</p>';
   const x0 = Math.min(...allX);
   const x1 = Math.max(x0 + 1e-9, ...allX);
-  const yTop = Math.max(c.yMax ?? 0, ...allY, ...(c.levels ?? []).map((l) => l.y), 1e-12);
+  const unit = c.yUnit ?? 1;
+  const yMaxData = Math.max(c.yMax ?? 0, ...allY, ...(c.levels ?? []).map((l) => l.y), 1e-12);
+  const yStep = niceStep(yMaxData / unit, 4) * unit;
+  const yTop = Math.ceil(yMaxData / yStep - 1e-9) * yStep;
   const x = (v: number) => L + ((v - x0) / (x1 - x0)) * (W - L - R);
   const y = (v: number) => H - B - (v / yTop) * (H - B - T);
   const grid: string[] = [];
-  for (let k = 0; k <= 4; k++) {
-    const v = (yTop * k) / 4;
+  for (let v = 0; v <= yTop + yStep / 2; v += yStep)
     grid.push(
-      `<line x1="${L}" x2="${W - R}" y1="${y(v).toFixed(1)}" y2="${y(v).toFixed(1)}" stroke="#eee"/><text x="${L - 6}" y="${(y(v) + 4).toFixed(1)}" text-anchor="end" class="lbl">${esc(c.yFmt(v))}</text>`,
+      `<line x1="${L}" x2="${W - R}" y1="${y(v).toFixed(1)}" y2="${y(v).toFixed(1)}" stroke="#eee"/><text x="${L - 6}" y="${(y(v) + 4).toFixed(1)}" text-anchor="end" class="lbl">${esc(v === 0 ? '0' : c.yFmt(v).replace(/\.0+ /, ' '))}</text>`,
     );
-    const t = x0 + ((x1 - x0) * k) / 4;
+  const xStep = niceStep(x1 - x0, 5);
+  for (let t = Math.ceil(x0 / xStep - 1e-9) * xStep; t <= x1 + 1e-9; t += xStep)
     grid.push(`<text x="${x(t).toFixed(1)}" y="${H - B + 16}" text-anchor="middle" class="lbl">${esc(c.xFmt(t))}</text>`);
-  }
   grid.push(`<text x="${W - R}" y="${H - 2}" text-anchor="end" class="lbl">${esc(c.xLabel)}</text>`);
-  const levels = (c.levels ?? []).map(
-    (l) =>
-      `<line x1="${L}" x2="${W - R}" y1="${y(l.y).toFixed(1)}" y2="${y(l.y).toFixed(1)}" stroke="${l.color}" stroke-dasharray="2 4" stroke-width="1.2"><title>${esc(`${l.label}: ${c.yFmt(l.y)}`)}</title></line><text x="${W - R - 2}" y="${(y(l.y) - 3).toFixed(1)}" text-anchor="end" class="lbl" fill="${l.color}">${esc(l.label)}</text>`,
-  );
+  // Level labels are written on the chart only where they do not overlap a label above (the legend has them all).
+  let lastLabelY = Number.NEGATIVE_INFINITY;
+  const levels = [...(c.levels ?? [])]
+    .sort((a, b) => b.y - a.y)
+    .map((l) => {
+      const ly = y(l.y);
+      const label = ly - lastLabelY >= 12 ? `<text x="${W - R - 2}" y="${(ly - 3).toFixed(1)}" text-anchor="end" class="lbl" fill="${l.color}">${esc(`${l.label} ${c.yFmt(l.y)}`)}</text>` : '';
+      if (label) lastLabelY = ly;
+      return `<line x1="${L}" x2="${W - R}" y1="${ly.toFixed(1)}" y2="${ly.toFixed(1)}" stroke="${l.color}" stroke-dasharray="2 4" stroke-width="1.2"><title>${esc(`${l.label}: ${c.yFmt(l.y)}`)}</title></line>${label}`;
+    });
   const paths = series.map((s) => {
     let d = '';
     let pen = false;
@@ -127,7 +153,7 @@ export function lineChartSvg(c: LineChart): string {
 <p class="legend">${legend.join(' ')}</p>`;
 }
 
-const fmtSeconds = (s: number) => (s >= 120 ? `${(s / 60).toFixed(1)} min` : `${s.toFixed(s >= 10 ? 0 : 1)} s`);
+const fmtSeconds = (s: number) => (s >= 120 ? `${+(s / 60).toFixed(1)} min` : `${+s.toFixed(1)} s`);
 
 function stepChart(r: DoctorReport): string {
   const series: ChartSeries[] = [];
@@ -150,6 +176,13 @@ function stepChart(r: DoctorReport): string {
   });
 }
 
+/** The largest of the values that are known. */
+function maxKnown(values: (number | null | undefined)[]): number {
+  let m = 0;
+  for (const v of values) if (typeof v === 'number' && Number.isFinite(v) && v > m) m = v;
+  return m;
+}
+
 function memoryChart(r: DoctorReport): string {
   const series: ChartSeries[] = [];
   const levels: ChartLevel[] = [];
@@ -168,6 +201,8 @@ function memoryChart(r: DoctorReport): string {
   });
   if (series.every((s) => s.ys.length === 0)) return '<p class="dim">no GPU memory samples</p>';
   const total = Math.max(0, ...(r.gpus ?? []).map((g) => g.totalBytes ?? 0));
+  if (total > 0) levels.push({ y: total, label: 'GPU total', color: '#555' });
+  const top = Math.max(total, maxKnown(series.flatMap((s) => s.ys)), maxKnown(levels.map((l) => l.y)));
   return lineChartSvg({
     aria: 'GPU memory used over time',
     series,
@@ -175,7 +210,7 @@ function memoryChart(r: DoctorReport): string {
     xLabel: 'time since the first sample',
     xFmt: fmtSeconds,
     yFmt: (v) => fmtBytes(v),
-    yMax: total || undefined,
+    yUnit: byteUnit(top),
   });
 }
 

@@ -1,6 +1,6 @@
 /** The doctor report as Markdown and HTML, from real probe records of tiny_train.py (CPU torch). */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { renderDoctorHtml, thin } from '../../src/doctor/html.js';
+import { byteUnit, niceStep, renderDoctorHtml, thin } from '../../src/doctor/html.js';
 import { renderDoctorMarkdown, sparkline } from '../../src/doctor/markdown.js';
 import type { ProbeRecord, StepRecord } from '../../src/doctor/records.js';
 import { type DoctorReport, STEP_TIMELINE_MAX_POINTS, stepTimelineOf } from '../../src/doctor/report.js';
@@ -64,6 +64,10 @@ describe.skipIf(SKIP_PYTHON)('doctor report as Markdown and HTML (real probe rec
     expect(html).toContain('GPU 1 used (NVML)');
     expect(html).toMatch(/pid \d+ process \(NVML\)/);
     expect(html).toMatch(/pid \d+ peak reserved: 30\.0 GiB/);
+    // Round memory ticks up to the GPU's 141 GiB: 0, 50, 100, 150 GiB, and the total as a level.
+    const memSvg = html.slice(html.indexOf('aria-label="GPU memory used over time"'));
+    for (const tick of ['>0<', '>50 GiB<', '>100 GiB<', '>150 GiB<']) expect(memSvg).toContain(tick);
+    expect(memSvg).toContain('GPU total 141 GiB');
     // NVML saw 30.5 GiB for the process at most; the allocator reserved 30 GiB: 512 MiB of context and other.
     const line = 'reserved 30.0 GiB + CUDA context and other 512 MiB = 30.5 GiB seen by NVML';
     expect(html).toContain(line);
@@ -98,6 +102,11 @@ describe('chart helpers', () => {
     expect(t.xs).toHaveLength(900);
     expect(Math.max(...(t.ys as number[]))).toBe(500);
     expect([...t.xs].sort((a, b) => a - b)).toEqual(t.xs);
+  });
+
+  it('axis steps are round numbers, memory in its binary unit', () => {
+    expect([niceStep(141, 4), niceStep(0.118, 4), niceStep(59, 5), niceStep(9, 4)]).toEqual([50, 0.05, 20, 2.5]);
+    expect([byteUnit(500), byteUnit(3 * 1024 ** 2), byteUnit(141 * 1024 ** 3)]).toEqual([1, 1024 ** 2, 1024 ** 3]);
   });
 
   it('a sparkline is the maximum of each bucket, scaled to the top', () => {
