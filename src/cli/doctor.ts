@@ -372,15 +372,21 @@ export async function run(argv: string[]): Promise<number> {
   const report = buildDoctorReport(input);
   if (report.planModel) writeFileSync(join(runDir, 'model.json'), `${JSON.stringify(report.planModel, null, 2)}\n`, { flag: 'wx' });
   writeFileSync(join(runDir, 'report.json'), `${JSON.stringify(report, null, 2)}\n`, { flag: 'wx' });
-  const html = renderDoctorHtml(report);
-  writeFileSync(join(runDir, 'report.md'), renderDoctorMarkdown(report), { flag: 'wx' });
-  writeFileSync(join(runDir, 'report.html'), html, { flag: 'wx' });
+  // The Markdown and HTML copies are a convenience: failing to write them must not cost the run its exit status.
+  let html: string | null = null;
+  try {
+    html = renderDoctorHtml(report);
+    writeFileSync(join(runDir, 'report.md'), renderDoctorMarkdown(report), { flag: 'wx' });
+    writeFileSync(join(runDir, 'report.html'), html, { flag: 'wx' });
+  } catch (e) {
+    process.stderr.write(`gpuwise doctor: warning: report.md/report.html not written in ${runDir}: ${(e as Error).message}\n`);
+  }
   if (values.json) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
   else if (values.md) process.stdout.write(`\n${renderDoctorMarkdown(report)}`);
   else process.stdout.write(`\n${renderDoctorText(report)}`);
   if (values.html !== undefined) {
     try {
-      writeFileSync(values.html, html);
+      writeFileSync(values.html, html ?? renderDoctorHtml(report));
       process.stderr.write(`gpuwise doctor: wrote ${values.html}\n`);
     } catch (e) {
       process.stderr.write(`gpuwise doctor: warning: ${values.html} not written (${(e as Error).message}); the same page is ${join(runDir, 'report.html')}\n`);
