@@ -6,16 +6,20 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { type Server, type Socket, createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { constants as osConstants } from 'node:os';
 import { type DoctorInput, type SnapshotInput, type TraceInput, buildDoctorReport } from '../doctor/report.js';
+import { renderDoctorHtml } from '../doctor/html.js';
+import { renderDoctorMarkdown } from '../doctor/markdown.js';
 import { renderDoctorText } from '../doctor/render.js';
+import type { DoctorReport } from '../doctor/report.js';
 import { type ProbeRecord, parseProbeLines, rankOf } from '../doctor/records.js';
 import { InputError } from '../io/inputError.js';
 import { loadTrace } from '../io/loadTrace.js';
 import { readSnapshotFile } from '../io/readSnapshot.js';
+import { checkHtmlTarget } from '../io/reportTarget.js';
 import { analyze as analyzeSnapshot } from '../memory/report.js';
 import type { Snapshot } from '../telemetry/sample.js';
 import { analyzeTrace } from '../trace/metrics/index.js';
@@ -33,9 +37,14 @@ Options:
   --steps N      stop the training cleanly after N optimizer steps (exit status 0)
   --out DIR      run directory (default ./gpuwise-runs/DATE-TIME); must be new or empty
   --json         the report as JSON on stdout (schemaVersion 1)
+  --md           the report as Markdown on stdout
+  --html FILE    also write the report as one self-contained HTML page (charts, no script)
+  --store DIR    the run history to save the run in (default: $GPUWISE_STORE, else ~/.gpuwise)
   --profile-at N first profiled step (default 10); --profile-steps K steps (default 5, 0 = off)
   -h, --help     this help
 
+Every run is saved in the run history (gpuwise runs, gpuwise compare last~1 last); the run
+directory also gets report.json, report.md and report.html.
 Exit status: CMD's own (128+N when it died of signal N); 2 for bad usage or a CMD that cannot start.
 Environment for the probe: see docs/doctor.md.
 `;
@@ -44,6 +53,9 @@ const OPTIONS = {
   steps: { type: 'string' },
   out: { type: 'string' },
   json: { type: 'boolean' },
+  md: { type: 'boolean' },
+  html: { type: 'string' },
+  store: { type: 'string' },
   'profile-at': { type: 'string' },
   'profile-steps': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
@@ -270,6 +282,9 @@ export async function run(argv: string[]): Promise<number> {
   const maxSteps = intFlag(values.steps, '--steps', 1);
   const profileAt = intFlag(values['profile-at'], '--profile-at', 1);
   const profileSteps = intFlag(values['profile-steps'], '--profile-steps', 0);
+  if (values.json && values.md) throw new UsageError('--json and --md are exclusive');
+  // Checked before the run: a refused --html must not cost a training run.
+  if (values.html !== undefined) checkHtmlTarget(values.html, cmd.slice(1));
 
   const started = new Date();
   const { runDir, created } = makeRunDir(values.out, started);
@@ -357,7 +372,42 @@ export async function run(argv: string[]): Promise<number> {
   const report = buildDoctorReport(input);
   if (report.planModel) writeFileSync(join(runDir, 'model.json'), `${JSON.stringify(report.planModel, null, 2)}\n`, { flag: 'wx' });
   writeFileSync(join(runDir, 'report.json'), `${JSON.stringify(report, null, 2)}\n`, { flag: 'wx' });
+  // The Markdown and HTML copies are a convenience: failing to write them must not cost the run its exit status.
+  let html: string | null = null;
+  try {
+    html = renderDoctorHtml(report);
+    writeFileSync(join(runDir, 'report.md'), renderDoctorMarkdown(report), { flag: 'wx' });
+    writeFileSync(join(runDir, 'report.html'), html, { flag: 'wx' });
+  } catch (e) {
+    process.stderr.write(`gpuwise doctor: warning: report.md/report.html not written in ${runDir}: ${(e as Error).message}\n`);
+  }
   if (values.json) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+  else if (values.md) process.stdout.write(`\n${renderDoctorMarkdown(report)}`);
   else process.stdout.write(`\n${renderDoctorText(report)}`);
+  if (values.html !== undefined) {
+    try {
+      writeFileSync(values.html, html ?? renderDoctorHtml(report));
+      process.stderr.write(`gpuwise doctor: wrote ${values.html}\n`);
+    } catch (e) {
+      process.stderr.write(`gpuwise doctor: warning: ${values.html} not written (${(e as Error).message}); the same page is ${join(runDir, 'report.html')}\n`);
+    }
+  }
+  await saveToHistory(report, values.store);
   return exit.code;
+}
+
+/** Saves the run in the history; a store that cannot be written costs one warning line, never the exit code. */
+async function saveToHistory(report: DoctorReport, storeFlag: string | undefined): Promise<void> {
+  let where = storeFlag ?? process.env.GPUWISE_STORE ?? '~/.gpuwise';
+  try {
+    const { saveRun, storeDir, storePath } = await import('../io/runStore.js');
+    const dir = storeDir(storeFlag);
+    where = storePath(dir);
+    const id = await saveRun(dir, report, { cwd: process.cwd(), hostname: hostname() });
+    process.stderr.write(`gpuwise doctor: saved as run ${id} in ${where} (gpuwise runs; gpuwise compare last~1 last)\n`);
+  } catch (e) {
+    process.stderr.write(
+      `gpuwise doctor: warning: run not saved in the history (${e instanceof InputError ? e.message : `${where}: ${(e as Error)?.message ?? String(e)}`}); the run directory ${report.run.runDir} has it all\n`,
+    );
+  }
 }

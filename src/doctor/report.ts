@@ -112,10 +112,39 @@ export interface RankSummary {
   nonAllocatorBytes: number | null;
   /** GPU memory NVML attributed to this process at each sample (seconds since the first sample). */
   nvmlTimeline: { tS: number[]; usedBytes: number[] };
+  /**
+   * Every step in order (for charts and comparisons): step number, step time (null when unknown), DataLoader wait.
+   * At most STEP_TIMELINE_MAX_POINTS entries: a longer run keeps every k-th step (`step` says which).
+   * Added to schema 1 after its first release: absent from older reports.
+   */
+  stepTimeline?: StepTimeline;
   exception: { name: string; message: string; step: number; outOfMemory: boolean } | null;
   oom: { step: number; device: number; allocBytes: number; deviceFreeBytes: number; snapshot: string | null } | null;
   probeError: string | null;
   endReason: string | null;
+}
+
+export interface StepTimeline {
+  step: number[];
+  stepTimeS: (number | null)[];
+  dataWaitS: number[];
+}
+
+/** Enough points for any chart; keeps report.json small for runs of millions of steps. */
+export const STEP_TIMELINE_MAX_POINTS = 5000;
+
+/** Every step's time and DataLoader wait, thinned to every k-th step past STEP_TIMELINE_MAX_POINTS. */
+export function stepTimelineOf(steps: StepRecord[]): StepTimeline {
+  const ordered = [...steps].sort((a, b) => a.step - b.step);
+  const stride = Math.max(1, Math.ceil(ordered.length / STEP_TIMELINE_MAX_POINTS));
+  const out: StepTimeline = { step: [], stepTimeS: [], dataWaitS: [] };
+  for (let i = 0; i < ordered.length; i += stride) {
+    const s = ordered[i] as StepRecord;
+    out.step.push(s.step);
+    out.stepTimeS.push(s.stepTimeS !== null && Number.isFinite(s.stepTimeS) ? s.stepTimeS : null);
+    out.dataWaitS.push(s.dataWaitS);
+  }
+  return out;
 }
 
 export interface GpuSummary {
@@ -432,6 +461,7 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
       nvmlUsedBytes: nvml,
       nonAllocatorBytes: nvml !== null && lastMem !== null ? nvml - lastMem.peakReservedBytes : null,
       nvmlTimeline,
+      stepTimeline: stepTimelineOf(steps),
       exception: exc ? { name: exc.exception, message: exc.message, step: exc.step, outOfMemory: exc.outOfMemory } : null,
       oom: oom
         ? { step: oom.step, device: oom.device, allocBytes: oom.allocBytes, deviceFreeBytes: oom.deviceFreeBytes, snapshot: oom.snapshot }

@@ -32,7 +32,7 @@ beforeAll(async () => {
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
 const doctor = (args: string[], onStart?: Parameters<typeof runProcess>[3]) =>
-  runProcess(process.execPath, [bundle, 'doctor', ...args], pyEnv({}), onStart);
+  runProcess(process.execPath, [bundle, 'doctor', ...args], pyEnv({ GPUWISE_STORE: join(tmp, 'store') }), onStart);
 const reportOf = (dir: string) => JSON.parse(readFileSync(join(dir, 'report.json'), 'utf8')) as DoctorReport;
 
 describe('gpuwise doctor: usage', () => {
@@ -85,7 +85,7 @@ describe('gpuwise doctor: usage', () => {
     const r = await runProcess(
       process.execPath,
       [bundle, 'doctor', '--out', out, '--', 'sleep', '1.5'],
-      pyEnv({ GPUWISE_SOURCE: 'nvidia-smi', GPUWISE_NVIDIA_SMI: fake }),
+      pyEnv({ GPUWISE_SOURCE: 'nvidia-smi', GPUWISE_NVIDIA_SMI: fake, GPUWISE_STORE: join(tmp, 'store') }),
     );
     expect(r.code).toBe(0);
     const rep = reportOf(out);

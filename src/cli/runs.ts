@@ -1,0 +1,86 @@
+/**
+ * `gpuwise runs`: the local run history that `gpuwise doctor` fills (src/io/runStore.ts).
+ * `gpuwise runs` lists the runs, newest first; `gpuwise runs show RUN` prints one run's report again
+ * (terminal, --json, --md, --html FILE).
+ */
+import { writeFileSync } from 'node:fs';
+import { renderDoctorHtml } from '../doctor/html.js';
+import { renderDoctorMarkdown } from '../doctor/markdown.js';
+import { renderDoctorText } from '../doctor/render.js';
+import { renderRunsTable } from '../history/render.js';
+import { loadRunRef } from '../io/loadRunRef.js';
+import { checkHtmlTarget } from '../io/reportTarget.js';
+import { listRuns, storeDir, storePath } from '../io/runStore.js';
+import { UsageError, parseFlags } from './usage.js';
+
+export const RUNS_SCHEMA_VERSION = 1;
+
+const HELP = `Usage: gpuwise runs [--store DIR] [--limit N] [--json]
+       gpuwise runs show RUN [--store DIR] [--json | --md | --html FILE]
+
+Lists the runs \`gpuwise doctor\` saved in the local history (DIR/runs.sqlite), newest first:
+id, start, outcome, command, median step, throughput, peak memory (allocator reserved, else NVML),
+findings. \`show\` prints a saved run's doctor report again.
+
+RUN: an id, a unique id prefix, last (the newest run), last~N (N runs before it),
+or a run directory / report.json (read directly, no history needed).
+
+Options:
+  --store DIR    the history folder (default: $GPUWISE_STORE, else ~/.gpuwise)
+  --limit N      list the N newest runs (default 20; 0 = all)
+  --json         JSON on stdout (runs: schemaVersion 1; show: the doctor report)
+  --md           show: the report as Markdown
+  --html FILE    show: write the report as one self-contained HTML page
+  -h, --help     this help
+
+Exit status: 0; 2 for an unknown run, a damaged history or bad usage.
+`;
+
+export async function run(argv: string[]): Promise<number> {
+  const { values, positionals } = parseFlags({
+    args: argv,
+    allowPositionals: true,
+    strict: true,
+    options: {
+      store: { type: 'string' },
+      limit: { type: 'string' },
+      json: { type: 'boolean' },
+      md: { type: 'boolean' },
+      html: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(HELP);
+    return 0;
+  }
+  const dir = storeDir(values.store);
+  const [sub, ...rest] = positionals;
+  if (sub === 'show') {
+    if (rest.length !== 1) throw new UsageError('give one run: gpuwise runs show RUN (an id, last, last~N, or a run directory)');
+    if (values.limit !== undefined) throw new UsageError('--limit is for the list, not for show');
+    if ([values.json, values.md].filter(Boolean).length > 1) throw new UsageError('--json and --md are exclusive');
+    const loaded = await loadRunRef(rest[0] as string, dir);
+    if (values.html !== undefined) checkHtmlTarget(values.html, [loaded.source]);
+    if (values.json) process.stdout.write(`${JSON.stringify(loaded.report, null, 2)}\n`);
+    else if (values.md) process.stdout.write(renderDoctorMarkdown(loaded.report));
+    else if (values.html === undefined) process.stdout.write(renderDoctorText(loaded.report));
+    if (values.html !== undefined) {
+      writeFileSync(values.html, renderDoctorHtml(loaded.report));
+      process.stderr.write(`gpuwise runs: wrote ${values.html}\n`);
+    }
+    return 0;
+  }
+  if (sub !== undefined) throw new UsageError(`unexpected argument '${sub}' (gpuwise runs [options], or gpuwise runs show RUN)`);
+  if (values.md || values.html !== undefined) throw new UsageError('--md and --html are for `gpuwise runs show RUN`');
+  let limit: number | null = 20;
+  if (values.limit !== undefined) {
+    if (!/^\d+$/.test(values.limit)) throw new UsageError(`--limit: '${values.limit}' is not an integer >= 0`);
+    limit = Number(values.limit) === 0 ? null : Number(values.limit);
+  }
+  const runs = await listRuns(dir, limit);
+  if (values.json)
+    process.stdout.write(`${JSON.stringify({ schemaVersion: RUNS_SCHEMA_VERSION, tool: 'gpuwise', command: 'runs', store: storePath(dir), runs }, null, 2)}\n`);
+  else process.stdout.write(renderRunsTable(runs, storePath(dir)));
+  return 0;
+}

@@ -1,0 +1,96 @@
+/**
+ * Wording shared by the doctor report's Markdown and HTML renderings (pure): the same sentence
+ * for the same figure in every format. Everything here reads the report defensively, since a
+ * stored report may predate a field added to schema 1.
+ */
+import { fmtBytes, fmtMs, fmtPct } from '../util/format.js';
+import type { DoctorReport, RankSummary } from './report.js';
+
+export const s2ns = (s: number) => s * 1e9;
+
+export function fmtStepS(s: number | null | undefined): string {
+  return typeof s === 'number' && Number.isFinite(s) ? fmtMs(s2ns(s)) : 'n/a';
+}
+
+export function fmtRate(perS: number | null | undefined): string {
+  if (typeof perS !== 'number' || !Number.isFinite(perS)) return 'n/a';
+  return perS >= 100 ? Math.round(perS).toLocaleString('en-US') : perS.toFixed(1);
+}
+
+export function fmtBytesOr(b: number | null | undefined, none = 'n/a'): string {
+  return typeof b === 'number' && Number.isFinite(b) ? fmtBytes(b) : none;
+}
+
+export function rankLabel(r: RankSummary): string {
+  if (r.rankFromEnv) return `Rank ${r.rank} (pid ${r.pid})`;
+  return r.steps.steps > 0 ? `Training process (pid ${r.pid})` : `Process ${r.pid} (no training step)`;
+}
+
+/** Short label for charts and tables. */
+export function rankShort(r: RankSummary): string {
+  return r.rankFromEnv ? `rank ${r.rank}` : r.steps.steps > 0 ? `pid ${r.pid}` : `pid ${r.pid} (no step)`;
+}
+
+/** "reserved X + CUDA context and other Y = Z seen by NVML", or null when either side is unknown. */
+export function nvmlBesideAllocator(r: RankSummary): string | null {
+  const a = r.allocator;
+  if (!a || r.nvmlUsedBytes === null || r.nvmlUsedBytes === undefined || r.nonAllocatorBytes === null || r.nonAllocatorBytes === undefined)
+    return null;
+  return `reserved ${fmtBytes(a.peakReservedBytes)} + CUDA context and other ${fmtBytes(Math.max(0, r.nonAllocatorBytes))} = ${fmtBytes(r.nvmlUsedBytes)} seen by NVML`;
+}
+
+export function stepSourceNote(r: RankSummary): string | null {
+  if (r.steps.stepSource === 'marker') return 'steps marked by gpuwise.step()';
+  if (r.steps.stepSource === 'batch') return 'one step per DataLoader batch (no optimizer stepped)';
+  return null;
+}
+
+export function environmentRows(r: DoctorReport): [string, string][] {
+  const e = r.environment;
+  if (e.probeSilent)
+    return [['probe', 'did not report (no Python process of the command stepped a torch optimizer, iterated a DataLoader or called gpuwise.step())']];
+  const rows: [string, string][] = [
+    ['Python', e.python ?? '?'],
+    ['torch', e.torch ?? '?'],
+    ['CUDA', `${e.cuda ?? 'none'}${e.cudnn ? ` (cuDNN ${e.cudnn})` : ''}`],
+    ['host', e.hostname ?? '?'],
+  ];
+  if (e.worldSize !== null && e.worldSize !== undefined) rows.push(['world size', String(e.worldSize)]);
+  const devices = e.devices ?? [];
+  rows.push([
+    'devices',
+    devices.length ? devices.map((d) => `cuda:${d.index} ${d.name} (${fmtBytes(d.totalMemoryBytes)}, sm ${d.capability})`).join('; ') : 'no CUDA device in use: CPU run',
+  ]);
+  if (e.stepHook) rows.push(['step hook', e.stepHook]);
+  return rows;
+}
+
+/** One sentence on the model, or null without a model summary. */
+export function modelLine(r: DoctorReport): string | null {
+  const m = r.model;
+  if (!m) return null;
+  const dtypes = new Map<string, number>();
+  for (const mod of m.modules ?? []) for (const [d, n] of Object.entries(mod.dtypes ?? {})) dtypes.set(d, (dtypes.get(d) ?? 0) + n);
+  const dt = [...dtypes].map(([d, n]) => `${d} ${fmtPct(n / Math.max(1, m.totalParamCount))}`).join(', ');
+  const opt = m.optimizer ? `optimizer ${m.optimizer.class}, state ${fmtBytes(m.optimizer.stateBytes)}` : 'no optimizer';
+  return `${m.name}: ${m.paramCount.toLocaleString('en-US')} trainable parameters${dt ? ` (${dt})` : ''}; ${opt}`;
+}
+
+export function planModelLine(r: DoctorReport): string | null {
+  const p = r.planModel;
+  if (p) return `model.json for \`gpuwise plan --model ${r.run.runDir}/model.json\` (${p.family}, ${p.layers} layers, hidden ${p.hidden})`;
+  return r.planModelProblem ? `no model.json for plan: ${r.planModelProblem}` : null;
+}
+
+export function expectedGainText(f: DoctorReport['findings'][number]): string | null {
+  const g = f.estimatedGain;
+  if (!g) return null;
+  return `expected ${fmtMs(g.stepTimeNs)} → ${fmtMs(g.expectedStepTimeNs)} per step (−${fmtPct(g.savedFraction)})`;
+}
+
+export function durationText(s: number): string {
+  if (!Number.isFinite(s)) return 'n/a';
+  if (s < 120) return `${s.toFixed(1)} s`;
+  if (s < 7200) return `${Math.floor(s / 60)} min ${Math.round(s % 60)} s`;
+  return `${Math.floor(s / 3600)} h ${Math.round((s % 3600) / 60)} min`;
+}

@@ -1,0 +1,56 @@
+/**
+ * What a RUN argument of `runs show` and `compare` names (shell): a run directory or a report.json
+ * (works without any store), else a run of the history: `last`, `last~N`, an id or a unique id prefix.
+ */
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import type { DoctorReport } from '../doctor/report.js';
+import { parseDoctorReport } from '../doctor/reportCheck.js';
+import { InputError } from './inputError.js';
+import { loadRun, resolveRunRef } from './runStore.js';
+
+export interface LoadedRun {
+  /** How to name the run to the user: its id, or the path it was read from. */
+  label: string;
+  /** The history's id; null for a report read from a file. */
+  id: string | null;
+  report: DoctorReport;
+  /** The report.json read, or the store file. */
+  source: string;
+}
+
+/** Reads RUN_DIR/report.json or a report file; InputError with one line when it is not a doctor report. */
+export function readReportFile(path: string): { report: DoctorReport; file: string } {
+  let file = path;
+  try {
+    if (statSync(path).isDirectory()) file = join(path, 'report.json');
+  } catch (e) {
+    throw new InputError(path, (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file or directory' : (e as Error).message);
+  }
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    throw new InputError(file, code === 'ENOENT' ? 'no such file (not a doctor run directory?)' : `cannot read: ${code ?? (e as Error).message}`);
+  }
+  try {
+    return { report: parseDoctorReport(text), file };
+  } catch (e) {
+    throw new InputError(file, (e as Error).message);
+  }
+}
+
+export function looksLikePath(ref: string): boolean {
+  return existsSync(ref) || ref.includes('/') || ref.endsWith('.json') || ref === '.' || ref === '..';
+}
+
+export async function loadRunRef(ref: string, storeDir: string): Promise<LoadedRun> {
+  if (looksLikePath(ref)) {
+    const { report, file } = readReportFile(ref);
+    return { label: ref, id: null, report, source: file };
+  }
+  const id = await resolveRunRef(storeDir, ref);
+  const { report } = await loadRun(storeDir, id);
+  return { label: id, id, report, source: join(storeDir, 'runs.sqlite') };
+}
