@@ -32,6 +32,12 @@ export interface MemoryPrediction {
   bindingPhase: Phase;
   /** Peak allocated bytes at each phase. */
   phases: Record<Phase, number>;
+  /**
+   * The part of the peak that does not depend on the micro-batch (cuBLAS workspace, weights, master weights,
+   * optimizer state, DDP/DeepSpeed buckets; for inference the weights and autocast copies): what a calibration
+   * on a measured run keeps fixed while it scales the rest (fromRun.ts).
+   */
+  residentBytes: number;
   /** The terms that add up to the binding phase's peak. */
   components: MemoryComponent[];
 }
@@ -113,8 +119,11 @@ export function predictMemory(m: ModelDescription, s: TrainingSetup, p: Parallel
     const logits = tokens * (m.vocab * d.c + d.r * m.hidden);
     const layer = tokens * (blk.inferenceTransientBytes / p.tp + d.r * m.hidden);
     add('forwardTransient', Math.max(logits, layer), logits >= layer ? 'logits over the vocabulary' : 'one block in flight');
+    const residentInfer = Object.values(comps)
+      .filter((c) => c.name !== 'kvCache' && c.name !== 'forwardTransient')
+      .reduce((a, c) => a + c.bytes, 0);
     const total = Object.values(comps).reduce((a, c) => a + c.bytes, 0);
-    return finish(total, { forward: total, backward: 0, optimizer: 0 }, Object.values(comps), p);
+    return finish(total, { forward: total, backward: 0, optimizer: 0 }, Object.values(comps), p, residentInfer);
   }
 
   // ---- resident state ----
@@ -225,10 +234,16 @@ export function predictMemory(m: ModelDescription, s: TrainingSetup, p: Parallel
     add('lossBuffers', binding === 'forward' ? lossFwd : lossBwd, 'logits, fp32 log-softmax and its gradients');
   }
   const components = Object.values(comps).filter((c) => c.bytes > 0);
-  return finish(phases[binding], phases, components, p);
+  return finish(phases[binding], phases, components, p, resident);
 }
 
-function finish(peak: number, phases: Record<Phase, number>, components: MemoryComponent[], p: Parallelism): MemoryPrediction {
+function finish(
+  peak: number,
+  phases: Record<Phase, number>,
+  components: MemoryComponent[],
+  p: Parallelism,
+  residentBytes: number,
+): MemoryPrediction {
   const bindingPhase = (Object.entries(phases) as [Phase, number][]).reduce((a, b) => (b[1] > a[1] ? b : a))[0];
   const reserved = roundUp(peak * K.reservedOverAllocated, 2 * 1024 ** 2);
   const world = p.dpSize * p.tp * p.pp;
@@ -239,6 +254,7 @@ function finish(peak: number, phases: Record<Phase, number>, components: MemoryC
     bindingPhase,
     phases: { forward: Math.round(phases.forward), backward: Math.round(phases.backward), optimizer: Math.round(phases.optimizer) },
     components,
+    residentBytes: Math.round(residentBytes),
   };
 }
 
