@@ -4,6 +4,7 @@
  * predictions compared with the other measured batches of the same model and set-up.
  */
 import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { Finding } from '../../src/advice/finding.js';
 import type { HelloRecord, ModelRecord, ProbeRecord, StepRecord } from '../../src/doctor/records.js';
@@ -14,8 +15,10 @@ import { calibratedPeakBytes, calibratePlanner, perSampleModel, perSamplePeakByt
 import { findGpu } from '../../src/planner/gpus.js';
 import { evaluatePlan } from '../../src/planner/plan.js';
 import type { TraceMetrics } from '../../src/trace/metrics/types.js';
+import { meta as traceMeta, metricsOf, tracePath } from '../helpers/fixtures.js';
 import { loadMeasurements, type Measurement, modelFor, requestFor } from '../planner/calibrationData.js';
 
+const PLANNER_FIXTURES = fileURLToPath(new URL('../fixtures/planner/', import.meta.url));
 /** torch.cuda.get_device_properties(0).total_memory of the H200 in examples/doctor/results/h200-summary.json. */
 const H200_TOTAL = 150109880320;
 const rows = loadMeasurements().filter((r) => r.ok && r.peak_alloc_step > 0 && (r.mode ?? 'train') === 'train' && !r.strategy);
@@ -203,7 +206,7 @@ function doctorInput(records: ProbeRecord[]): DoctorInput {
   };
 }
 
-const gpt2Config = JSON.parse(readFileSync(new URL('../fixtures/planner/configs/gpt2/config.json', import.meta.url), 'utf8'));
+const gpt2Config = JSON.parse(readFileSync(`${PLANNER_FIXTURES}configs/gpt2/config.json`, 'utf8'));
 const find = (pred: (r: Measurement) => boolean) => rows.find(pred) as Measurement;
 
 describe('doctor report what-ifs', () => {
@@ -325,6 +328,63 @@ describe('doctor report what-ifs', () => {
     const r = buildDoctorReport(doctorInput([cpu, modelRecord(run, gpt2Config, 'GPT2LMHeadModel'), ...steps(run)]));
     expect(r.whatIfs).toEqual([]);
     expect(r.whatIfProblem).toMatch(/no CUDA device/);
+  });
+});
+
+describe('on real H200 profiler windows (examples/traces)', () => {
+  it('GPT-2 under bf16 autocast, batch 16: precision read from the trace, smaller batches predicted within 2%', async () => {
+    const m = await metricsOf('gpt2_amp');
+    const md = traceMeta('gpt2_amp');
+    // The probe's records of that run: batch 16 x 1024, the meta's peak and the trace's median step.
+    const run = { ...find((r) => r.model === 'gpt2' && r.prec === 'amp_bf16' && r.opt === 'adamw' && !r.ckpt && r.batch === 16 && r.seq === 1024) };
+    run.peak_alloc_step = md.peak_alloc;
+    run.step_s = m.stepTime.medianNs / 1e9;
+    const rep = buildDoctorReport({
+      ...doctorInput([hello(), modelRecord(run, gpt2Config, 'GPT2LMHeadModel'), ...steps(run)]),
+      traces: [{ rank: 0, path: tracePath('gpt2_amp'), metrics: m, error: null }],
+    });
+    expect(rep.whatIfBasis?.setup?.precision).toBe('amp-bf16');
+    expect(rep.whatIfs.map((w) => w.id)).not.toContain('amp-bf16');
+    // Predict the other measured batches of the same set-up from this one run.
+    const m0 = modelFor('gpt2')!;
+    const q0 = requestFor(run);
+    const cal = calibratePlanner({ model: m0, hardware: hw, setup: q0.setup, parallelism: q0.par }, md.peak_alloc, run.step_s);
+    for (const b of [1, 4, 8]) {
+      const row = find((r) => r.model === 'gpt2' && r.prec === 'amp_bf16' && r.opt === 'adamw' && !r.ckpt && r.batch === b && r.seq === 1024);
+      const q = requestFor(row);
+      const pred = calibratedPeakBytes(cal, evaluatePlan({ model: m0, hardware: hw, setup: q.setup, parallelism: q.par }));
+      expect(Math.abs(pred - row.peak_alloc_step) / row.peak_alloc_step).toBeLessThan(0.02);
+    }
+    const max = rep.whatIfs.find((w) => w.id === 'max-batch');
+    expect(max?.fits).toBe(true);
+    // 25.4 GiB at 16 on a 139.8 GiB card: about 5x the batch.
+    expect(max?.batch).toBeGreaterThan(70);
+    expect(max?.batch).toBeLessThan(110);
+  });
+
+  it('two-rank DDP GPT-2: calibrated on the DDP peak, FSDP over the 2 GPUs allows a larger per-GPU batch', async () => {
+    const m = await metricsOf('ddp_gpt2.rank0');
+    const md = traceMeta('ddp_gpt2.rank0');
+    const run = { ...find((r) => r.model === 'gpt2' && r.prec === 'amp_bf16' && r.opt === 'adamw' && !r.ckpt && r.batch === 16 && r.seq === 1024) };
+    run.peak_alloc_step = md.peak_alloc;
+    run.step_s = m.stepTime.medianNs / 1e9;
+    const rank = (r: number) => [
+      { ...hello(2, 2), rank: r, pid: 100 + r },
+      { ...modelRecord(run, gpt2Config, 'GPT2LMHeadModel'), rank: r, pid: 100 + r },
+      ...steps(run).map((s) => ({ ...s, rank: r, pid: 100 + r })),
+    ];
+    const rep = buildDoctorReport({
+      ...doctorInput([...rank(0), ...rank(1)]),
+      traces: [{ rank: 0, path: tracePath('ddp_gpt2.rank0'), metrics: m, error: null }],
+    });
+    expect(rep.whatIfBasis?.setup).toMatchObject({ worldSize: 2, precision: 'amp-bf16', microBatch: 16 });
+    // The planner's own DDP prediction is within its documented accuracy of this run.
+    expect(Math.abs(rep.whatIfBasis?.calibration?.errorFraction ?? 1)).toBeLessThan(0.05);
+    const f = rep.whatIfs.find((w) => w.id === 'fsdp');
+    const max = rep.whatIfs.find((w) => w.id === 'max-batch');
+    expect(f?.gpus).toBe(2);
+    expect(f?.batch).toBeGreaterThan(max?.batch ?? Infinity);
+    expect(f?.title).toMatch(/^FSDP over your 2 GPUs: [\d.]+x the batch \(\d+ per GPU against \d+ under DDP\)/);
   });
 });
 
