@@ -323,7 +323,7 @@ function plannerWhatIfs(setup: RunSetup, model: ModelDescription, hw: Hardware, 
     return {
       plan,
       peak,
-      fits: fitsBudget(peak, plan.budgetBytes),
+      fits: fitsBudget(peak, plan.budgetBytes, plan.memory.fragmentationBytes),
       stepS,
       samplesPerS: stepS !== null && stepS > 0 ? samples / stepS : null,
     };
@@ -362,7 +362,7 @@ function plannerWhatIfs(setup: RunSetup, model: ModelDescription, hw: Hardware, 
       item(
         'max-batch',
         `batch ${bMax} fits: predicted ${gib(maxEval.peak)} of ${gib(maxEval.plan.budgetBytes)}${thr(maxEval)}`,
-        `The largest per-GPU micro-batch whose predicted peak (${estimate}) stays within the budget with the planner's 2% margin; the run used ${b0}. An estimate: verify it with one run.`,
+        `The largest per-GPU micro-batch whose predicted peak (${estimate}) stays within the budget by the planner's fit rule (2% margin, plus the hole fragmentation leaves for the largest blocks); the run used ${b0}. An estimate: verify it with one run.`,
         maxEval,
         {
           summary: `Raise the per-GPU batch from ${b0} to ${bMax} (scale the learning rate, or keep the global batch with fewer accumulation steps).`,

@@ -18,8 +18,7 @@
  * When the planner over-predicts the run, its predictions are scaled by measured / predicted instead (a fixed
  * negative offset could make small steps take no time).
  */
-import { CALIBRATION as K } from './calibration.js';
-import { evaluatePlan, type Plan, type PlanRequest } from './plan.js';
+import { evaluatePlan, fitsIn, type Plan, type PlanRequest } from './plan.js';
 
 /** Where a what-if's numbers come from. `planner`: the planner alone (no measured peak to calibrate on). */
 export type WhatIfBasis = 'planner-calibrated' | 'planner' | 'measured-per-sample';
@@ -117,9 +116,12 @@ export function calibratedStepS(cal: PlannerCalibration, plan: Plan): number | n
   return t;
 }
 
-/** The planner's fit rule (`fits` of plan.ts): the peak with its 2% slack within the budget. */
-export function fitsBudget(peakBytes: number, budgetBytes: number): boolean {
-  return peakBytes * K.fitSlack <= budgetBytes;
+/**
+ * The planner's fit rule (`fitsIn` of plan.ts): the peak with its 2% slack, plus the hole fragmentation leaves
+ * for the largest blocks (the planner's `fragmentationBytes`; unknown, so 0, for the per-sample model).
+ */
+export function fitsBudget(peakBytes: number, budgetBytes: number, fragmentationBytes = 0): boolean {
+  return fitsIn({ peakAllocatedBytes: peakBytes, fragmentationBytes }, budgetBytes);
 }
 
 /** Largest positive integer for which `fits` holds (0 when 1 does not), for a predicate monotone in the batch. */
