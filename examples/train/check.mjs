@@ -88,6 +88,7 @@ for (const ex of EXAMPLES) {
     fixed,
   };
   results.push(res);
+  writeFileSync(join(out, 'summary.json'), `${JSON.stringify({ gpuCount, results }, null, 1)}\n`); // kept if a later one hangs
   const f = (x) => (x === null || x === undefined ? '-' : x.toFixed(2));
   console.log(
     `${ex.name}: ${res.found ? `${ex.expect} ${res.severity}` : `MISSING ${ex.expect}`}; after --fixed ${res.goneAfterFix ? 'gone' : 'STILL THERE'}; speed-up predicted ${f(predicted)}x, measured ${f(measured)}x (median step ${f(problem.medianStepS * 1000)} -> ${f(fixed.medianStepS * 1000)} ms)`,

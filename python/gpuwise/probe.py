@@ -146,6 +146,11 @@ class Probe(object):
         self.tokens_known = True
         self.seq_len = None
         self.batch_calls = 0
+        # GPU step times: a timing event recorded at each step end on the current stream; the time
+        # between two completed events is the step as the GPU ran it (idle gaps included), which
+        # host timing only matches once the launch queue is full.
+        self.gpu_events = []  # [(step, event)] not yet measured, oldest first
+        self.gpu_events_failed = False
         # What marks steps: None until the first one, then "optimizer", "marker" or "batch".
         self.step_source = None
         self.optimizer_built = False
@@ -349,9 +354,11 @@ class Probe(object):
             self._announce()
             optimizer = self.primary_optimizer() if self.primary_optimizer is not None else None
             self._send("model", _model_summary(self.torch, _model_roots(self.torch, optimizer), optimizer))
+        gpu_times = self._gpu_step_times()
         self._send(
             "step",
             {
+                "gpuStepTimes": gpu_times,
                 "step": self.step,
                 "stepTimeS": step_time,
                 "dataWaitS": self.data_wait_s,
@@ -477,7 +484,44 @@ class Probe(object):
         if self.ended:
             return
         self.ended = True
-        self._send("end", {"reason": reason, "steps": self.step, "exception": self.exception})
+        gpu_times = []
+        if reason in ("exit", "max-steps") and self.gpu_events:
+            try:
+                self.gpu_events[-1][1].synchronize()  # the last steps' work: bounded, at the very end
+                gpu_times = self._gpu_step_times(record=False)
+            except Exception:
+                gpu_times = []
+        self._send("end", {"reason": reason, "steps": self.step, "exception": self.exception, "gpuStepTimes": gpu_times})
+
+    def _gpu_step_times(self, record=True):
+        """Records this step's end event (when CUDA is in use) and returns [[step, seconds], ...] for
+        the steps whose end event the GPU has reached since the last call. Never blocks."""
+        torch = self.torch
+        if self.gpu_events_failed:
+            return []
+        try:
+            if not torch.cuda.is_initialized():
+                return []
+            capturing = getattr(torch.cuda, "is_current_stream_capturing", None)
+            if record and capturing is not None and capturing():
+                return []  # inside a CUDA graph capture an event would become part of the graph
+            if record:
+                ev = torch.cuda.Event(enable_timing=True)
+                ev.record()
+                self.gpu_events.append((self.step, ev))
+            done = []
+            while len(self.gpu_events) >= 2 and self.gpu_events[1][1].query():
+                (_, a), (step, b) = self.gpu_events[0], self.gpu_events[1]
+                done.append([step, a.elapsed_time(b) / 1000.0])
+                self.gpu_events.pop(0)
+            if len(self.gpu_events) > 4096:  # the GPU is stuck: keep memory bounded
+                del self.gpu_events[:-2]
+            return done
+        except Exception:
+            # e.g. a stream capture (CUDA graphs) in progress: host timing only, not an error.
+            self.gpu_events_failed = True
+            self.gpu_events = []
+            return []
 
     def _memory_stats(self):
         torch = self.torch

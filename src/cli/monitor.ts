@@ -71,6 +71,8 @@ async function tui(intervalMsIn: number, sortIn: SortKey, count: number | null):
   const self = selfCpu();
   let drawn = 0;
 
+  // The frame on screen: only lines that changed are rewritten (most of a frame is the same text).
+  let shown: string[] | null = null;
   const draw = () => {
     const cols = out.columns ?? 80;
     const rows = out.rows ?? 24;
@@ -79,7 +81,13 @@ async function tui(intervalMsIn: number, sortIn: SortKey, count: number | null):
       : sampler === null
         ? renderNoGpu(noGpu ?? 'starting', cols, rows)
         : renderNoGpu(noGpu ?? '', cols, rows, 'cannot read the GPUs', 'retrying at every refresh');
-    out.write(`\x1b[H${lines.join('\r\n')}`);
+    if (shown === null || shown.length !== lines.length) out.write(`\x1b[H${lines.join('\r\n')}`);
+    else {
+      let diff = '';
+      for (let r = 0; r < lines.length; r++) if (lines[r] !== shown[r]) diff += `\x1b[${r + 1};1H${lines[r]}`;
+      if (diff) out.write(diff);
+    }
+    shown = lines;
   };
   const step = async () => {
     const t0 = performance.now();
@@ -113,6 +121,7 @@ async function tui(intervalMsIn: number, sortIn: SortKey, count: number | null):
   process.on('exit', restore);
   const onResize = () => {
     out.write('\x1b[2J');
+    shown = null;
     draw();
   };
   out.on('resize', onResize);

@@ -74,6 +74,12 @@ export interface StepRecord extends Base {
    * `batch` (no optimizer stepped for many batches: each DataLoader batch is a step). Absent from probes before 0.2.
    */
   stepSource?: 'optimizer' | 'marker' | 'batch';
+  /**
+   * Steps as the GPU ran them, `[step, seconds]`: the time between the completion of a CUDA timing event recorded at
+   * the previous step's end and this step's (idle gaps included), for the steps whose events the GPU had reached when
+   * this record was sent (so they lag behind `step`). Empty without CUDA; absent from probes before 0.2.
+   */
+  gpuStepTimes?: [number, number][];
   memory: AllocatorMemory | null;
   profiled: boolean;
 }
@@ -124,6 +130,8 @@ export interface EndRecord extends Base {
   reason: 'exit' | 'max-steps' | 'exception' | 'interrupted';
   steps: number;
   exception: string | null;
+  /** The GPU step times still due at a clean end (see StepRecord.gpuStepTimes). */
+  gpuStepTimes?: [number, number][];
 }
 
 export interface ProbeErrorRecord extends Base {

@@ -8,7 +8,7 @@ function stepLine(r: RankSummary): string {
   const st = r.steps;
   if (st.medianS === null) return `${st.steps} step(s) seen; too few to time (the first step is warm-up)`;
   const parts = [
-    `${st.steps} steps`,
+    `${st.steps} steps${st.timing === 'gpu' ? ' (timed on the GPU)' : ''}`,
     `median ${fmtMs(s2ns(st.medianS))}`,
     `mean ${fmtMs(s2ns(st.meanS ?? 0))}`,
     `p90 ${fmtMs(s2ns(st.p90S ?? 0))}`,

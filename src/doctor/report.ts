@@ -86,6 +86,13 @@ export interface StepStats {
   tokensPerS: number | null;
   /** Sequence length of the last measured step's token batches. */
   seqLen: number | null;
+  /**
+   * Where the step times come from: `gpu` (CUDA timing events at step ends: the GPU's pace, even while the host runs
+   * ahead filling the launch queue) or `host` (wall clock between step hooks: without CUDA, or an older probe).
+   */
+  timing: 'gpu' | 'host';
+  /** Median of the host wall-clock step times over the same steps (equal to medianS with host timing). */
+  hostMedianS: number | null;
   /** What marked the steps (the last step's source): `optimizer`, `marker` (gpuwise.step()) or `batch`; null for an older probe. */
   stepSource: 'optimizer' | 'marker' | 'batch' | null;
 }
@@ -196,13 +203,32 @@ function quantile(sorted: number[], q: number): number | null {
   return sorted[i] ?? null;
 }
 
-export function stepStats(steps: StepRecord[]): StepStats {
+/** Every `[step, seconds]` GPU step time a rank's records carry (step and end records). */
+export function gpuStepTimesOf(records: readonly ProbeRecord[]): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const r of records)
+    if ((r.type === 'step' || r.type === 'end') && Array.isArray(r.gpuStepTimes))
+      for (const pair of r.gpuStepTimes) if (Array.isArray(pair) && Number.isFinite(pair[0]) && Number.isFinite(pair[1]) && pair[1] >= 0) out.set(pair[0], pair[1]);
+  return out;
+}
+
+export function stepStats(steps: StepRecord[], gpuTimes: ReadonlyMap<number, number> = new Map()): StepStats {
   const ordered = [...steps].sort((a, b) => a.step - b.step);
-  const timed = ordered.filter((s, i) => i > 0 && s.stepTimeS !== null && Number.isFinite(s.stepTimeS));
+  const hostTimed = ordered.filter((s, i) => i > 0 && s.stepTimeS !== null && Number.isFinite(s.stepTimeS));
+  // GPU times when they cover most steps (a clean end delivers all of them), else host times throughout:
+  // one source for every figure, never a mix.
+  const gpuTimed = ordered.filter((s, i) => i > 0 && gpuTimes.has(s.step));
+  const timing: 'gpu' | 'host' = gpuTimed.length > 0 && gpuTimed.length * 2 >= hostTimed.length ? 'gpu' : 'host';
+  const timed = timing === 'gpu' ? gpuTimed : hostTimed;
+  const timeOf = (s: StepRecord) => (timing === 'gpu' ? (gpuTimes.get(s.step) as number) : (s.stepTimeS as number));
   // Profiled steps carry the profiler's own cost: left out unless nothing else was timed.
   const unprofiled = timed.filter((s) => !s.profiled);
   const measured = unprofiled.length > 0 ? unprofiled : timed;
-  const times = measured.map((s) => s.stepTimeS as number).sort((a, b) => a - b);
+  const times = measured.map(timeOf).sort((a, b) => a - b);
+  const hostTimes = measured
+    .map((s) => s.stepTimeS)
+    .filter((t): t is number => t !== null && Number.isFinite(t))
+    .sort((a, b) => a - b);
   const total = times.reduce((a, b) => a + b, 0);
   const wait = measured.reduce((a, s) => a + s.dataWaitS, 0);
   const samplesKnown = measured.length > 0 && measured.every((s) => s.samples !== null);
@@ -221,6 +247,8 @@ export function stepStats(steps: StepRecord[]): StepStats {
     dataWaitShare: total > 0 ? Math.min(1, wait / total) : null,
     samplesPerS: samplesKnown && total > 0 ? samples / total : null,
     tokensPerS: tokensKnown && total > 0 ? tokens / total : null,
+    timing,
+    hostMedianS: quantile(hostTimes, 0.5),
     seqLen: tokensKnown ? (measured[measured.length - 1]?.seqLen ?? null) : null,
     stepSource: last?.stepSource ?? null,
   };
@@ -414,7 +442,7 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
       rankFromEnv: (recs[0] as ProbeRecord).rank !== null,
       pid,
       localRank: h?.localRank ?? null,
-      steps: stepStats(steps),
+      steps: stepStats(steps, gpuStepTimesOf(recs)),
       allocator: lastMem,
       nvmlUsedBytes: nvml,
       nonAllocatorBytes: nvml !== null && lastMem !== null ? nvml - lastMem.peakReservedBytes : null,

@@ -4,11 +4,15 @@
  *
  * Cost rules (see ../shared/reference/monitoring.md section 9):
  *  - per sample, only calls that cost microseconds: memory v2, utilisation, power, temperature,
- *    clocks, clock-event reasons, processes (fan speed and P-state until the GPU says NOT_SUPPORTED);
- *  - per-process utilisation (~2 ms, a one-second window) and the PCIe byte counters from
- *    nvmlDeviceGetFieldValues (about 0.5 ms) at most once per `slowIntervalMs` (1 s);
- *  - rarely-changing figures (ECC, PCIe link, power limit, compute/MIG mode, energy: 5-12 ms a pass
- *    on an H200) every 10 s;
+ *    clocks, clock-event reasons, compute processes (fan speed and P-state until the GPU says
+ *    NOT_SUPPORTED);
+ *  - graphics processes (12 us a call on an H200, and rare on a compute GPU) once a second;
+ *  - per-process utilisation (~2 ms a call, a one-second window) at most once a second, and only
+ *    when a GPU runs two or more processes: a sole process's utilisation is the GPU's own;
+ *  - the PCIe byte counters from nvmlDeviceGetFieldValues (about 0.5 ms) at most once per
+ *    `slowIntervalMs` (1 s);
+ *  - rarely-changing figures (ECC, PCIe link, power limit, compute/MIG mode: about 2 ms a pass on
+ *    an H200) every 10 s, the energy counter (about 4 ms a call) every 60 s;
  *  - never nvmlDeviceGetPcieThroughput (blocks about 21 ms per call).
  * NVML_ERROR_GPU_IS_LOST marks that GPU lost for good; the others keep being sampled.
  */
@@ -40,12 +44,16 @@ import {
 import { emptyGpu, emptyProcess, type GpuSample, type ProcessSample, SNAPSHOT_SCHEMA_VERSION, type Snapshot } from './sample.js';
 import { decodeClockEventReasons } from './smiValues.js';
 
-/** NVML cannot be used here (no library, no driver, no GPU); the message says which. */
-/** Power limit, PCIe link, ECC counters, compute/MIG mode and the energy counter: read this often. */
+/** Power limit, PCIe link, ECC counters, compute/MIG mode: read this often. */
 const RARE_INTERVAL_MS = 10_000;
+/** The energy counter (the most expensive rare call): read this often. */
+const ENERGY_INTERVAL_MS = 60_000;
 /** Per-process utilisation is a one-second window: read it at most this often. */
 const PROCESS_UTIL_INTERVAL_MS = 1000;
+/** Graphics contexts are rare on compute GPUs and their memory is in the device total anyway. */
+const GRAPHICS_PROCESSES_INTERVAL_MS = 1000;
 
+/** NVML cannot be used here (no library, no driver, no GPU); the message says which. */
 export class NvmlUnavailable extends Error {
   override name = 'NvmlUnavailable';
 }
@@ -74,6 +82,10 @@ interface DeviceState {
   lastProcUtilMs: number;
   rare: Partial<GpuSample>;
   lastRareMs: number;
+  energyJoules: number | null;
+  lastEnergyMs: number;
+  graphicsProcs: { pid: number; usedMemoryBytes: number | null }[] | null;
+  lastGraphicsMs: number;
   /** Per-sample calls this GPU answered NOT_SUPPORTED: not asked again. */
   unsupported: Set<string>;
 }
@@ -263,6 +275,10 @@ export class NvmlSource {
       unsupported: new Set(),
       rare: {},
       lastRareMs: Number.NEGATIVE_INFINITY,
+      energyJoules: null,
+      lastEnergyMs: Number.NEGATIVE_INFINITY,
+      graphicsProcs: null,
+      lastGraphicsMs: Number.NEGATIVE_INFINITY,
     };
     if (rc !== NVML.SUCCESS) {
       g.name = `unreadable GPU (${this.errorString(rc)})`;
@@ -349,8 +365,12 @@ export class NvmlSource {
     s.computeMode = cm === null ? null : (['Default', 'Exclusive_Thread', 'Prohibited', 'Exclusive_Process'][cm] ?? String(cm));
     const pending = new Uint32Array(1);
     s.migMode = this.ok(this.call('nvmlDeviceGetMigMode', h, this.u32, pending)) ? (this.u32[0] === 1 ? 'enabled' : 'disabled') : null;
-    const energy = this.u64Of('nvmlDeviceGetTotalEnergyConsumption', h);
-    s.energyJoules = energy === null ? null : Number(energy) / 1000;
+    if (nowMs - d.lastEnergyMs >= ENERGY_INTERVAL_MS) {
+      const energy = this.u64Of('nvmlDeviceGetTotalEnergyConsumption', h);
+      d.energyJoules = energy === null ? null : Number(energy) / 1000;
+      d.lastEnergyMs = nowMs;
+    }
+    s.energyJoules = d.energyJoules;
     d.rare = s;
     d.lastRareMs = nowMs;
   }
@@ -407,9 +427,13 @@ export class NvmlSource {
     return null;
   }
 
-  private readProcesses(d: DeviceState, nowMs: number): ProcessSample[] {
+  private readProcesses(d: DeviceState, g: GpuSample, nowMs: number): ProcessSample[] {
     const compute = this.listProcesses(d, 'nvmlDeviceGetComputeRunningProcesses_v3');
-    const graphics = this.listProcesses(d, 'nvmlDeviceGetGraphicsRunningProcesses_v3');
+    if (nowMs - d.lastGraphicsMs >= GRAPHICS_PROCESSES_INTERVAL_MS) {
+      d.graphicsProcs = this.listProcesses(d, 'nvmlDeviceGetGraphicsRunningProcesses_v3');
+      d.lastGraphicsMs = nowMs;
+    }
+    const graphics = d.graphicsProcs;
     const byPid = new Map<number, ProcessSample>();
     for (const [list, type] of [
       [compute, 'C'],
@@ -429,6 +453,14 @@ export class NvmlSource {
       }
     }
     if (byPid.size === 0) return [];
+    if (byPid.size === 1) {
+      // One process: its share of the GPU's busy time is all of it, so the 2 ms call is not needed.
+      const only = byPid.values().next().value as ProcessSample;
+      only.smUtilPercent = g.utilizationGpuPercent;
+      only.memUtilPercent = g.utilizationMemoryPercent;
+      d.lastProcUtilMs = Number.NEGATIVE_INFINITY; // a second process gets a fresh reading at once
+      return [only];
+    }
     // Per-process utilisation over the last second; NOT_FOUND means no process ran a kernel in it.
     // The figure is a one-second window, so it is read at most once a second (the call costs
     // milliseconds with the driver's sample buffers full, far more than the rest of a sample).
@@ -496,7 +528,7 @@ export class NvmlSource {
       if (nowMs - d.lastRareMs >= RARE_INTERVAL_MS) this.readRare(d, nowMs);
       if (nowMs - d.lastSlowMs >= this.slowIntervalMs) this.readSlow(d, nowMs);
       Object.assign(g, d.rare, d.slow);
-      g.processes = this.readProcesses(d, nowMs);
+      g.processes = this.readProcesses(d, g, nowMs);
     } catch (e) {
       if (!(e instanceof GpuLost)) throw e;
       d.lost = true;

@@ -35,8 +35,13 @@ export function sparkline(values: ReadonlyArray<number | null>, width: number, m
   return ' '.repeat(width - cells.length) + cells.join('');
 }
 
+const SURROGATE = /[\uD800-\uDFFF]/;
+
 /** Display width of a string, counting each code point as one column (the UI uses no wide glyphs). */
 export function textWidth(s: string): number {
+  // Fast path: without surrogate pairs every UTF-16 unit is one code point. Iterating code points
+  // of every padded line was most of a monitor frame's cost.
+  if (!SURROGATE.test(s)) return s.length;
   let n = 0;
   for (const _ of s) n++;
   return n;
@@ -46,6 +51,7 @@ export function textWidth(s: string): number {
 export function clip(s: string, width: number): string {
   if (width <= 0) return '';
   if (textWidth(s) <= width) return s;
+  if (!SURROGATE.test(s)) return `${s.slice(0, Math.max(0, width - 1))}…`;
   return `${[...s].slice(0, Math.max(0, width - 1)).join('')}…`;
 }
 

@@ -81,6 +81,7 @@ export class LiveSampler {
   }
 
   close(): void {
+    this.proc?.close();
     this.source.close();
   }
 }

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { describeModel } from '../../src/planner/modelSummary.js';
 import { type ModelRecord, type ProbeRecord, type StepRecord, parseProbeLines } from '../../src/doctor/records.js';
-import { type DoctorInput, buildDoctorReport, dataLoaderWaitFinding, planModelOf, stepStats } from '../../src/doctor/report.js';
+import { type DoctorInput, buildDoctorReport, dataLoaderWaitFinding, gpuStepTimesOf, planModelOf, stepStats } from '../../src/doctor/report.js';
 import { renderDoctorText } from '../../src/doctor/render.js';
 import { emptyGpu, emptyProcess, type Snapshot } from '../../src/telemetry/sample.js';
 
@@ -74,6 +74,18 @@ describe('stepStats', () => {
 
   it('has no figures with fewer than two steps', () => {
     expect(stepStats([step(1, 1, 0)])).toMatchObject({ steps: 1, measuredSteps: 0, medianS: null, dataWaitShare: null });
+  });
+
+  it('uses the GPU step times when they cover the steps (the host runs ahead of a GPU-bound loop)', () => {
+    // Host timing says 2 ms (launch rate); the GPU's events say 24 ms.
+    const steps = [1, 2, 3, 4, 5].map((n) => step(n, 0.002, 0));
+    const gpu = gpuStepTimesOf([
+      { v: 1, type: 'step', pid: 1, rank: null, t: 0, step: 3, stepTimeS: 0.002, dataWaitS: 0, batches: 1, samples: null, memory: null, profiled: false, gpuStepTimes: [[2, 0.024], [3, 0.025]] },
+      { v: 1, type: 'end', pid: 1, rank: null, t: 0, reason: 'exit', steps: 5, exception: null, gpuStepTimes: [[4, 0.024], [5, 0.026], [6, -1]] },
+    ]);
+    expect(stepStats(steps, gpu)).toMatchObject({ timing: 'gpu', measuredSteps: 4, medianS: 0.024, maxS: 0.026, hostMedianS: 0.002 });
+    // Too few GPU times (an interrupted run): host timing for every figure, not a mix.
+    expect(stepStats(steps, new Map([[2, 0.024]]))).toMatchObject({ timing: 'host', medianS: 0.002 });
   });
 });
 

@@ -81,7 +81,11 @@ describe('NVML through koffi (fake driver)', () => {
     expect(g0!.processes[0]).toMatchObject({ type: 'C', smUtilPercent: 97, memUtilPercent: 40 }); // newest of two samples
     expect(g0!.processes[1]!.smUtilPercent).toBeNull(); // 250 % is a driver glitch
     expect(g0!.processes[2]!.smUtilPercent).toBe(0); // no sample in the last second: idle
-    expect(g1!.processes).toEqual([expect.objectContaining({ pid: 1100, usedMemoryBytes: null, smUtilPercent: 0 })]); // ULLONG_MAX = N/A
+    // ULLONG_MAX = N/A. A sole process gets the GPU's own utilisation (no per-process call).
+    expect(g1!.utilizationGpuPercent).not.toBeNull();
+    expect(g1!.processes).toEqual([
+      expect.objectContaining({ pid: 1100, usedMemoryBytes: null, smUtilPercent: g1!.utilizationGpuPercent, memUtilPercent: g1!.utilizationMemoryPercent }),
+    ]);
   });
 
   it('differences the PCIe byte counters over their own timestamps', ({ skip }) => {

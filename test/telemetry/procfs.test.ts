@@ -1,6 +1,6 @@
 /** The /proc reader on real processes of this machine (Linux only). */
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, readlinkSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { ProcReader } from '../../src/telemetry/procfs.js';
@@ -40,6 +40,36 @@ describe.runIf(existsSync('/proc/self/stat'))('ProcReader', () => {
       expect(s.notes).toEqual([]);
     } finally {
       child.kill('SIGKILL');
+    }
+  });
+
+  it('keeps one descriptor per live process, notices when it ends, and closes everything', async () => {
+    const child = spawn('sleep', ['30'], { stdio: 'ignore' });
+    const statPath = `/proc/${child.pid}/stat`;
+    // Descriptors of this process open on the child's stat file.
+    const openOnStat = () =>
+      readdirSync('/proc/self/fd').filter((fd) => {
+        try {
+          return readlinkSync(`/proc/self/fd/${fd}`) === statPath;
+        } catch {
+          return false;
+        }
+      }).length;
+    const reader = new ProcReader();
+    await new Promise((r) => setTimeout(r, 200)); // past exec
+    try {
+      for (let i = 0; i < 5; i++) expect(reader.enrich(snapshotWith([child.pid!])).gpus[0]!.processes[0]!.rssBytes).toBeGreaterThan(0);
+      expect(openOnStat()).toBe(1);
+      child.kill('SIGKILL');
+      await new Promise((r) => child.once('exit', r));
+      // Reaped: the pid has no /proc entry any more; NVML may still list it for a moment.
+      const s = reader.enrich(snapshotWith([child.pid!]));
+      expect(s.gpus[0]!.processes[0]!.rssBytes).toBeNull();
+      expect(s.notes[0]).toMatch(/not visible in \/proc/);
+      expect(openOnStat()).toBe(0);
+    } finally {
+      child.kill('SIGKILL');
+      reader.close();
     }
   });
 
