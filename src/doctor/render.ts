@@ -30,7 +30,10 @@ export function renderDoctorText(r: DoctorReport): string {
   out.push(`Run directory: ${r.run.runDir}`);
   out.push('');
   out.push('Environment');
-  if (e.probeSilent) out.push('  the probe did not report (no Python process of the command stepped a torch optimizer, iterated a DataLoader or called gpuwise.step())');
+  if (e.probeSilent)
+    out.push(
+      '  the probe did not report (no Python process of the command stepped a torch optimizer, iterated a DataLoader or called gpuwise.step())',
+    );
   else {
     out.push(
       `  Python ${e.python ?? '?'}, torch ${e.torch ?? '?'}, CUDA ${e.cuda ?? 'none'}${e.cudnn ? `, cuDNN ${e.cudnn}` : ''}, host ${e.hostname ?? '?'}`,
@@ -54,7 +57,13 @@ export function renderDoctorText(r: DoctorReport): string {
     );
   for (const r0 of r.ranks) {
     out.push('');
-    out.push(r0.rankFromEnv ? `Rank ${r0.rank} (pid ${r0.pid})` : r0.steps.steps > 0 ? `Training process (pid ${r0.pid})` : `Process ${r0.pid} (no training step)`);
+    out.push(
+      r0.rankFromEnv
+        ? `Rank ${r0.rank} (pid ${r0.pid})`
+        : r0.steps.steps > 0
+          ? `Training process (pid ${r0.pid})`
+          : `Process ${r0.pid} (no training step)`,
+    );
     out.push(`  steps: ${stepLine(r0)}`);
     if (r0.steps.dataWaitShare !== null) out.push(`  DataLoader wait: ${fmtPct(r0.steps.dataWaitShare)} of step time`);
     const a = r0.allocator;
@@ -93,6 +102,20 @@ export function renderDoctorText(r: DoctorReport): string {
     out.push(
       `  ${s.kind === 'oom' ? 'out-of-memory snapshot' : 'memory snapshot'} ${s.path}${s.error ? `: not analysed (${s.error})` : ''}`,
     );
+  if (r.whatIfs.length > 0 || r.whatIfProblem !== null) {
+    out.push('');
+    out.push('What if (estimates)');
+    const c = r.whatIfBasis?.calibration;
+    const su = r.whatIfBasis?.setup;
+    if (su && su.microBatch !== null)
+      out.push(
+        `  run: batch ${su.microBatch}${su.gradAccum > 1 ? ` x ${su.gradAccum} accumulation` : ''}${su.seq !== null ? `, seq ${su.seq}` : ''}, ${su.precision ?? 'precision ?'}, ${su.optimizerClass ?? 'no optimizer'}${su.checkpointing !== 'none' ? ', checkpointing' : ''}, ${su.worldSize} GPU(s) of ${su.visibleGpus} visible`,
+      );
+    if (c) out.push(`  calibration: ${c.text}`);
+    if (r.whatIfProblem) out.push(`  none: ${r.whatIfProblem}`);
+    for (const w of r.whatIfs) out.push(`  - ${w.title}${w.basis === 'planner' ? ' (planner only)' : ''}`);
+    for (const a of su?.assumptions ?? []) out.push(`  assumed: ${a}`);
+  }
   out.push('');
   out.push('Findings');
   if (r.findings.length === 0) out.push('  none');

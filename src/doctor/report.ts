@@ -8,7 +8,7 @@ import { diagnose } from '../advice/engine.js';
 import { type Finding, type Severity, severityForGain, severityRank } from '../advice/finding.js';
 import type { MemoryReport } from '../memory/report.js';
 import type { ModelDescription } from '../planner/model.js';
-import { MODEL_SUMMARY_FORMAT, describeModel } from '../planner/modelSummary.js';
+import { describeModel, MODEL_SUMMARY_FORMAT } from '../planner/modelSummary.js';
 import type { Snapshot } from '../telemetry/sample.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
 import { rebaseFinding } from './rebase.js';
@@ -19,9 +19,10 @@ import {
   type ModelRecord,
   type OomRecord,
   type ProbeRecord,
-  type StepRecord,
   rankOf,
+  type StepRecord,
 } from './records.js';
+import { buildWhatIfs, type RunSetup, type WhatIf, type WhatIfCalibration, whatIfFindings } from './whatIfs.js';
 
 export const DOCTOR_SCHEMA_VERSION = 1;
 
@@ -160,8 +161,11 @@ export interface GpuSummary {
 }
 
 export interface RankedFinding extends Finding {
-  /** trace: analyze's rules on the captured window; memory: the snapshot; probe: the per-step records. */
-  source: 'trace' | 'memory' | 'probe';
+  /**
+   * trace: analyze's rules on the captured window; memory: the snapshot; probe: the per-step records;
+   * planner: a what-if calibrated on the run (whatIfs.ts).
+   */
+  source: 'trace' | 'memory' | 'probe' | 'planner';
 }
 
 /** Below this share of step time, waiting on the DataLoader is not worth a finding (same as analyze's medium threshold). */
@@ -210,7 +214,15 @@ export interface DoctorReport {
     traces: { rank: number; path: string; error: string | null }[];
     snapshots: { rank: number; path: string; kind: string; error: string | null }[];
   };
-  /** Trace findings (analyze's rules) and memory findings (memory's analysis), ranked by severity, then estimated gain. */
+  /**
+   * Planner what-ifs calibrated on this run's measured memory (whatIfs.ts): the largest batch, twice the batch,
+   * bf16 autocast, checkpointing, FSDP, accumulation; empty when the data does not support them (`whatIfProblem`).
+   */
+  whatIfs: WhatIf[];
+  /** The run's set-up as inferred, and how the predictions were calibrated on it; null without what-ifs. */
+  whatIfBasis: { setup: RunSetup | null; calibration: WhatIfCalibration | null } | null;
+  whatIfProblem: string | null;
+  /** Trace, memory, probe and planner findings, ranked by severity, then estimated gain. */
   findings: RankedFinding[];
   notes: string[];
 }
@@ -404,11 +416,12 @@ export function dataLoaderWaitFinding(ranks: RankSummary[]): Finding | null {
   };
 }
 
-function rankFindings(trace: Finding[], memory: Finding[], probe: Finding[]): RankedFinding[] {
+function rankFindings(trace: Finding[], memory: Finding[], probe: Finding[], planner: Finding[]): RankedFinding[] {
   const all: RankedFinding[] = [
     ...trace.map((f) => ({ ...f, source: 'trace' as const })),
     ...memory.map((f) => ({ ...f, source: 'memory' as const })),
     ...probe.map((f) => ({ ...f, source: 'probe' as const })),
+    ...planner.map((f) => ({ ...f, source: 'planner' as const })),
   ];
   const gain = (f: Finding) => f.estimatedGain?.savedFraction ?? 0;
   return all.sort((a, b) => severityRank(a.severity as Severity) - severityRank(b.severity as Severity) || gain(b) - gain(a));
@@ -437,6 +450,7 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
   }
   let hello: HelloRecord | null = null;
   let model: ModelRecord | null = null;
+  let firstSteps: { rank: number; steps: StepRecord[] } | null = null;
   const ranks: RankSummary[] = [];
   for (const [pid, recs] of byPid) {
     const h = recs.find((r): r is HelloRecord => r.type === 'hello') ?? null;
@@ -444,6 +458,8 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
     const m = recs.find((r): r is ModelRecord => r.type === 'model') ?? null;
     if (m && (model === null || rankOf(m) < rankOf(model))) model = m;
     const steps = recs.filter((r): r is StepRecord => r.type === 'step');
+    if (steps.length > 0 && (firstSteps === null || rankOf(recs[0] as ProbeRecord) < firstSteps.rank))
+      firstSteps = { rank: rankOf(recs[0] as ProbeRecord), steps };
     const exc = recs.find((r): r is ExceptionRecord => r.type === 'exception') ?? null;
     const oom = recs.find((r): r is OomRecord => r.type === 'oom') ?? null;
     const err = recs.find((r) => r.type === 'probe-error');
@@ -488,10 +504,15 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
   const { outcome, text } = outcomeOf(input, ranks);
   const notes = [...input.notes];
   if (input.skippedLines > 0) notes.push(`${input.skippedLines} probe line(s) could not be read (a process killed mid-write)`);
-  if (byPid.size === 0) notes.push('the probe sent nothing: the command did not run Python with torch, or no step happened (no optimizer step, DataLoader batch or gpuwise.step())');
+  if (byPid.size === 0)
+    notes.push(
+      'the probe sent nothing: the command did not run Python with torch, or no step happened (no optimizer step, DataLoader batch or gpuwise.step())',
+    );
   for (const t of input.traces)
     if (t.metrics !== null && t.metrics.steps.length === 0)
-      notes.push(`${t.path}: analyze found no profiled steps in it (torch older than 2.0 writes CPU-only traces in a format without event categories)`);
+      notes.push(
+        `${t.path}: analyze found no profiled steps in it (torch older than 2.0 writes CPU-only traces in a format without event categories)`,
+      );
   for (const r of ranks)
     if (r.probeError) notes.push(`probe on rank ${r.rank} switched itself off after an internal error: ${r.probeError}`);
 
@@ -501,6 +522,19 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
     modelOut = rest;
   }
   const plan = planModelOf(model);
+  const rank0 = ranks.find((r) => r.rank === (firstSteps?.rank ?? 0));
+  const whatIf = buildWhatIfs({
+    hello,
+    model,
+    planModel: plan.model,
+    steps: firstSteps?.steps ?? [],
+    medianStepS: rank0?.steps.medianS ?? null,
+    worldSize: hello?.worldSize ?? null,
+    metrics: metrics.find((m) => m.rank === (firstSteps?.rank ?? 0)) ?? metrics[0] ?? null,
+    outOfMemory: outcome === 'out-of-memory',
+  });
+  const planned = whatIfFindings(whatIf, traceFindings, rank0?.steps.medianS ?? null);
+  const traceMerged = traceFindings.map((f) => planned.merged.find((m) => m.id === f.id) ?? f);
   if (plan.model && model && Math.abs(plan.model.paramCount - model.totalParamCount) > 0.01 * plan.model.paramCount)
     notes.push(
       `the model's config gives ${plan.model.paramCount} parameters, the probe counted ${model.totalParamCount}: model.json describes the config's model`,
@@ -541,7 +575,10 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
       traces: input.traces.map((t) => ({ rank: t.rank, path: t.path, error: t.error })),
       snapshots: input.snapshots.map((s) => ({ rank: s.rank, path: s.path, kind: s.kind, error: s.error })),
     },
-    findings: rankFindings(traceFindings, memoryFindings, probeFindings),
+    whatIfs: whatIf.whatIfs,
+    whatIfBasis: whatIf.setup || whatIf.calibration ? { setup: whatIf.setup, calibration: whatIf.calibration } : null,
+    whatIfProblem: whatIf.problem,
+    findings: rankFindings(traceMerged, memoryFindings, probeFindings, planned.findings),
     notes,
   };
 }

@@ -32,6 +32,25 @@ export interface MemoryPrediction {
   bindingPhase: Phase;
   /** Peak allocated bytes at each phase. */
   phases: Record<Phase, number>;
+  /**
+   * The part of the peak that does not depend on the micro-batch (cuBLAS workspace, weights, master weights,
+   * optimizer state, DDP/DeepSpeed buckets; for inference the weights and autocast copies): what a calibration
+   * on a measured run keeps fixed while it scales the rest (fromRun.ts).
+   */
+  residentBytes: number;
+  /**
+   * Free memory the allocator cannot use for the largest blocks: under autocast or bf16 the loss upcasts the
+   * half-precision logits to fp32, and the half-precision logits gradient is carved out of a freed fp32-sized
+   * block, leaving a hole of its own size that the next fp32-sized block cannot use. The fit rule (plan.ts)
+   * adds it to the peak; 0 for fp32 training and inference.
+   */
+  fragmentationBytes: number;
+  /**
+   * Allocator cache held by the communication streams (FSDP2 all-gather outputs and reduce-scatter buffers
+   * are allocated on their own streams, and the caching allocator reuses a block only on the stream that
+   * allocated it): added to the predicted reserved bytes.
+   */
+  streamCacheBytes: number;
   /** The terms that add up to the binding phase's peak. */
   components: MemoryComponent[];
 }
@@ -113,8 +132,11 @@ export function predictMemory(m: ModelDescription, s: TrainingSetup, p: Parallel
     const logits = tokens * (m.vocab * d.c + d.r * m.hidden);
     const layer = tokens * (blk.inferenceTransientBytes / p.tp + d.r * m.hidden);
     add('forwardTransient', Math.max(logits, layer), logits >= layer ? 'logits over the vocabulary' : 'one block in flight');
+    const residentInfer = Object.values(comps)
+      .filter((c) => c.name !== 'kvCache' && c.name !== 'forwardTransient')
+      .reduce((a, c) => a + c.bytes, 0);
     const total = Object.values(comps).reduce((a, c) => a + c.bytes, 0);
-    return finish(total, { forward: total, backward: 0, optimizer: 0 }, Object.values(comps), p);
+    return finish(total, { forward: total, backward: 0, optimizer: 0 }, Object.values(comps), p, residentInfer, 0, 0);
   }
 
   // ---- resident state ----
@@ -225,12 +247,25 @@ export function predictMemory(m: ModelDescription, s: TrainingSetup, p: Parallel
     add('lossBuffers', binding === 'forward' ? lossFwd : lossBwd, 'logits, fp32 log-softmax and its gradients');
   }
   const components = Object.values(comps).filter((c) => c.bytes > 0);
-  return finish(phases[binding], phases, components, p);
+  // The half-precision logits gradient left as a hole in a freed fp32 loss block (see fragmentationBytes).
+  const fragmentation = d.c === 2 ? (tokens * m.vocab * 2) / p.tp : 0;
+  // FSDP2's all-gather outputs (unsharded blocks and root) and reduce-scatter inputs (a block's bf16 gradients and
+  // their fp32 copy) live in the communication streams' own caches.
+  const streamCache = fsdp ? fwdBuffers + sp.block * (2 + 4) : 0;
+  return finish(phases[binding], phases, components, p, resident, fragmentation, streamCache);
 }
 
-function finish(peak: number, phases: Record<Phase, number>, components: MemoryComponent[], p: Parallelism): MemoryPrediction {
+function finish(
+  peak: number,
+  phases: Record<Phase, number>,
+  components: MemoryComponent[],
+  p: Parallelism,
+  residentBytes: number,
+  fragmentationBytes: number,
+  streamCacheBytes: number,
+): MemoryPrediction {
   const bindingPhase = (Object.entries(phases) as [Phase, number][]).reduce((a, b) => (b[1] > a[1] ? b : a))[0];
-  const reserved = roundUp(peak * K.reservedOverAllocated, 2 * 1024 ** 2);
+  const reserved = roundUp(peak * K.reservedOverAllocated + streamCacheBytes, 2 * 1024 ** 2);
   const world = p.dpSize * p.tp * p.pp;
   return {
     peakAllocatedBytes: Math.round(peak),
@@ -239,6 +274,9 @@ function finish(peak: number, phases: Record<Phase, number>, components: MemoryC
     bindingPhase,
     phases: { forward: Math.round(phases.forward), backward: Math.round(phases.backward), optimizer: Math.round(phases.optimizer) },
     components,
+    residentBytes: Math.round(residentBytes),
+    fragmentationBytes: Math.round(fragmentationBytes),
+    streamCacheBytes: Math.round(streamCacheBytes),
   };
 }
 

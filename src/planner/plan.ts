@@ -41,6 +41,11 @@ export function budgetBytes(hw: Hardware, world: number): number {
   return hw.memoryCapBytes !== undefined ? Math.min(hw.memoryCapBytes, card) : card;
 }
 
+/** The fit rule: the peak with its slack, plus the hole fragmentation leaves for the largest blocks, within the budget. */
+export function fitsIn(memory: { peakAllocatedBytes: number; fragmentationBytes: number }, budget: number): boolean {
+  return memory.peakAllocatedBytes * K.fitSlack + memory.fragmentationBytes <= budget;
+}
+
 export function evaluatePlan(req: PlanRequest): Plan {
   const { model, setup, parallelism: par, hardware } = req;
   const memory = predictMemory(model, setup, par);
@@ -53,7 +58,7 @@ export function evaluatePlan(req: PlanRequest): Plan {
     memory,
     time,
     budgetBytes: budget,
-    fits: memory.peakAllocatedBytes * K.fitSlack <= budget,
+    fits: fitsIn(memory, budget),
     globalBatch: setup.microBatch * (setup.mode === 'train' ? setup.gradAccum : 1) * par.dpSize,
   };
 }
@@ -217,7 +222,7 @@ export function explainNoFit(req: PlanRequest, plan: Plan): string {
   if (mb.microBatch > 0) parts.push(`--batch ${mb.microBatch} fits`);
   const savers = memorySavers(req, plan, 6)
     .map((sv) => ({ sv, p: plan.memory.peakAllocatedBytes - sv.savedBytes }))
-    .filter((x) => x.p * K.fitSlack <= plan.budgetBytes);
+    .filter((x) => fitsIn({ peakAllocatedBytes: x.p, fragmentationBytes: plan.memory.fragmentationBytes }, plan.budgetBytes));
   const first = savers[0];
   if (first) parts.push(`${mb.microBatch > 0 ? 'or ' : ''}${first.sv.change} fits`);
   if (mb.microBatch === 0 && !first) {

@@ -83,9 +83,10 @@ describe.skipIf(SKIP_PYTHON)('doctor report as Markdown and HTML (real probe rec
     expect(html).not.toContain('<script>');
     expect(html).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
     // A report saved before stepTimeline existed, with what-ifs (one malformed entry left out).
-    const old = JSON.parse(JSON.stringify(r)) as DoctorReport & { whatIfs: unknown[] };
-    for (const x of old.ranks) delete x.stepTimeline;
-    old.whatIfs = [{ title: 'batch 48 fits', text: 'predicted 71 GiB of 80' }, { title: 3 }];
+    const saved = JSON.parse(JSON.stringify(r)) as Omit<DoctorReport, 'whatIfs'> & { whatIfs: unknown[] };
+    for (const x of saved.ranks) delete x.stepTimeline;
+    saved.whatIfs = [{ title: 'batch 48 fits', text: 'predicted 71 GiB of 80' }, { title: 3 }];
+    const old = saved as unknown as DoctorReport;
     const oldHtml = renderDoctorHtml(old);
     expect(oldHtml).toContain('no per-step timeline');
     expect(oldHtml).toContain('<li><b>batch 48 fits</b>: predicted 71 GiB of 80</li>');

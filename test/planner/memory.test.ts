@@ -127,3 +127,25 @@ describe('max batch and savers', () => {
     for (const x of s) expect(x.savedBytes).toBeGreaterThan(0);
   });
 });
+
+describe('allocator effects beyond the allocated peak', () => {
+  it('half-precision logits leave a hole the size of their gradient: counted by the fit rule, not in the peak', () => {
+    const amp = mem(request('qwen2-0.5b', { microBatch: 4, seq: 1024 }));
+    const m = request('qwen2-0.5b').model;
+    expect(amp.fragmentationBytes).toBe(4 * 1024 * m.vocab * 2);
+    expect(mem(request('qwen2-0.5b', { microBatch: 4, seq: 1024, precision: 'fp32' })).fragmentationBytes).toBe(0);
+    // With a budget between peak x 1.02 and peak x 1.02 + the hole, the plan does not fit.
+    const r = request('qwen2-0.5b', { microBatch: 4, seq: 1024 });
+    const budget = Math.ceil(amp.peakAllocatedBytes * 1.02 + amp.fragmentationBytes / 2);
+    const hw = { ...r.hardware, memoryCapBytes: budget };
+    expect(evaluatePlan({ ...r, hardware: hw }).fits).toBe(false);
+    expect(evaluatePlan({ ...r, hardware: { ...hw, memoryCapBytes: budget + amp.fragmentationBytes } }).fits).toBe(true);
+  });
+
+  it("FSDP's communication-stream caches add to reserved, not to allocated", () => {
+    const f = mem(request('llama-2-7b', { seq: 2048, microBatch: 2 }, { dp: 'fsdp', dpSize: 2 }));
+    expect(f.streamCacheBytes).toBeGreaterThan(0);
+    expect(f.peakReservedBytes).toBeGreaterThanOrEqual(f.peakAllocatedBytes * 1.06 + f.streamCacheBytes);
+    expect(mem(request('llama-2-7b', { seq: 2048, microBatch: 2 }, { dp: 'ddp', dpSize: 2 })).streamCacheBytes).toBe(0);
+  });
+});
