@@ -91,4 +91,10 @@ export interface TraceSink {
    * trace is CPU ops and flows that most analyses never read).
    */
   wants?(ph: string, cat: string, name: string): boolean;
+  /**
+   * Called once for every event that `wants` turned down, after it was skipped. (`wants`
+   * itself may be asked again for the same event when it was cut by the end of a chunk,
+   * so it must not count.)
+   */
+  onSkipped?(ph: string, cat: string): void;
 }

@@ -173,6 +173,7 @@ export class TraceJsonParser {
   private sawEvents = false;
   /** The sink's early filter, bound once (not per event). */
   private readonly wants: TraceSink['wants'];
+  private readonly skipped: TraceSink['onSkipped'];
   private retryAtLength = 0;
   /** Where the item being parsed began: an item cut by the end of the buffer is re-read from here. */
   private itemStart = 0;
@@ -190,6 +191,7 @@ export class TraceJsonParser {
     options: { originUs?: number; startInEvents?: boolean } = {},
   ) {
     this.wants = sink.wants?.bind(sink);
+    this.skipped = sink.onSkipped?.bind(sink);
     if (options.originUs !== undefined) this.originUs = options.originUs;
     if (options.startInEvents) {
       // The segment starts at the ',' that follows the previous segment's last event.
@@ -215,8 +217,8 @@ export class TraceJsonParser {
     if (this.stopped !== null || this.state === St.Done) return;
     this.waiting.push(chunk);
     this.waitingChars += chunk.length;
-    // An item cut by the chunk boundary is re-read from its start: wait until the
-    // buffer has doubled before retrying, so a huge item costs O(n log n), not O(n^2).
+    // An item cut by the chunk boundary is re-read from its start once enough text
+    // has arrived (see run), so a huge item costs O(n log n), not O(n^2).
     if (this.s.length - this.p + this.waitingChars < this.retryAtLength) return;
     this.gather();
     this.run();
@@ -312,7 +314,10 @@ export class TraceJsonParser {
           this.p = start;
           const pending = this.s.length - start;
           if (pending <= MAX_ITEM_CHARS) {
-            this.retryAtLength = this.s.length + pending;
+            // Retry once the unread text has doubled: a cut event waits for one more chunk,
+            // a huge item is re-read O(log n) times. Buffers stay near one chunk, under the
+            // size (128 KB) from which V8 puts strings in large-object space, freed only by a full GC.
+            this.retryAtLength = 2 * pending;
             return;
           }
           // Bounded memory: no event is this large; an unterminated string or bracket swallowed the rest.
@@ -857,6 +862,7 @@ export class TraceJsonParser {
     REST_OF_OBJECT.lastIndex = this.p;
     this.p = REST_OF_OBJECT.test(this.s) ? REST_OF_OBJECT.lastIndex : this.skipNested(this.p, 1);
     this.count++;
+    this.skipped?.(this.ev.ph, this.ev.cat);
   }
 
   private readTimeOrNaN(relative: boolean): number {
