@@ -510,8 +510,6 @@ export class TraceJsonParser {
   private readTimeNs(relative: boolean): number {
     const s = this.s;
     const start = this.p;
-    const end = this.tokenEnd();
-    this.p = end;
     let i = start;
     let neg = false;
     if (s.charCodeAt(i) === Ch.Minus) {
@@ -539,8 +537,15 @@ export class TraceJsonParser {
         fracDigits++;
         c = s.charCodeAt(++i);
       }
-      if (fracDigits === 0 && digits === 0) return Number.NaN;
+      if (fracDigits === 0 && digits === 0) {
+        this.p = this.tokenEnd();
+        return Number.NaN;
+      }
     }
+    // The token ends where the digits do unless something else follows (an exponent, a word):
+    // tokenEnd's rule, without a second pass over the digits in the common case.
+    const end = isTokenEnd(c) ? i : this.tokenEnd();
+    this.p = end;
     if (i !== end || digits === 0 || digits > 15) {
       // Exponent, stray characters, NaN, null or a huge value: take the slow path.
       const v = Number(s.slice(start, end));
@@ -796,7 +801,7 @@ export class TraceJsonParser {
         this.fail('expected a key');
       }
       const ks = p + 1;
-      const ke = s.indexOf('"', ks);
+      const ke = keyEnd(s, ks);
       if (ke < 0) throw NEED_MORE;
       p = ke + 1;
       c = s.charCodeAt(p);
@@ -817,24 +822,24 @@ export class TraceJsonParser {
           this.skipRestOfEvent();
           return;
         }
-      } else if (len === 3 && k0 === 99 && s.startsWith('cat', ks)) {
+      } else if (len === 3 && k0 === 99 && s.charCodeAt(ks + 1) === 97 && s.charCodeAt(ks + 2) === 116) {
         ev.cat = this.readCat();
         if (wants !== undefined && ev.name !== '' && !wants(ev.ph, ev.cat, ev.name)) {
           this.skipRestOfEvent();
           return;
         }
-      } else if (len === 4 && k0 === 110 && s.startsWith('name', ks)) {
+      } else if (len === 4 && k0 === 110 && s.charCodeAt(ks + 1) === 97 && s.charCodeAt(ks + 2) === 109 && s.charCodeAt(ks + 3) === 101) {
         ev.name = this.readStringOrNull() ?? '';
         if (wants !== undefined && ev.cat !== '' && !wants(ev.ph, ev.cat, ev.name)) {
           this.skipRestOfEvent();
           return;
         }
-      } else if (len === 3 && k0 === 112 && s.startsWith('pid', ks)) ev.pid = this.readId() ?? 0;
-      else if (len === 3 && k0 === 116 && s.startsWith('tid', ks)) ev.tid = this.readId() ?? 0;
+      } else if (len === 3 && k0 === 112 && s.charCodeAt(ks + 1) === 105 && s.charCodeAt(ks + 2) === 100) ev.pid = this.readId() ?? 0;
+      else if (len === 3 && k0 === 116 && s.charCodeAt(ks + 1) === 105 && s.charCodeAt(ks + 2) === 100) ev.tid = this.readId() ?? 0;
       else if (len === 2 && k0 === 116 && s.charCodeAt(ks + 1) === 115) ev.tsNs = this.readTimeOrNaN(true);
-      else if (len === 3 && k0 === 100 && s.startsWith('dur', ks)) ev.durNs = this.readTimeOrNaN(false);
+      else if (len === 3 && k0 === 100 && s.charCodeAt(ks + 1) === 117 && s.charCodeAt(ks + 2) === 114) ev.durNs = this.readTimeOrNaN(false);
       else if (len === 2 && k0 === 105 && s.charCodeAt(ks + 1) === 100) ev.id = this.readId();
-      else if (len === 4 && k0 === 97 && s.startsWith('args', ks)) {
+      else if (len === 4 && k0 === 97 && s.charCodeAt(ks + 1) === 114 && s.charCodeAt(ks + 2) === 103 && s.charCodeAt(ks + 3) === 115) {
         ev.hasArgs = true;
         if (c !== Ch.LBrace) this.skipValue();
         else if (this.wantsArgs(ev)) {
@@ -898,7 +903,11 @@ export class TraceJsonParser {
     this.p = e + 1;
     const candidates = ARG_KEYS_BY_LEN[e - p - 1];
     if (candidates === undefined) return 0;
-    for (const [key, code] of candidates) if (s.startsWith(key, p + 1)) return code;
+    const k0 = s.charCodeAt(p + 1);
+    for (let i = 0; i < candidates.length; i++) {
+      const entry = candidates[i]!;
+      if (entry[0].charCodeAt(0) === k0 && s.startsWith(entry[0], p + 1)) return entry[1];
+    }
     return 0;
   }
 
@@ -1040,12 +1049,43 @@ export class TraceJsonParser {
         case 24:
           a.deviceId = this.readScalarNumber();
           break;
-        default:
-          this.skipValue();
+        default: {
+          // Most skipped args are plain integers: step over the digits in place.
+          let d = c;
+          while (d >= Ch.D0 && d <= Ch.D9) d = s.charCodeAt(++p);
+          if (p > this.p && (d === Ch.Comma || d === Ch.RBrace)) this.p = p;
+          else this.skipValue();
+        }
       }
       p = this.p;
     }
   }
+}
+
+/**
+ * The closing quote of the event key starting at ks. The keys every event has are
+ * recognised from their characters (no search, no call); others are searched for.
+ */
+function keyEnd(s: string, ks: number): number {
+  const k0 = s.charCodeAt(ks);
+  const k1 = s.charCodeAt(ks + 1);
+  if (k0 === 112 /* p */ && k1 === 104 /* h */ && s.charCodeAt(ks + 2) === Ch.Quote) return ks + 2;
+  if (k0 === 116 /* t */ && k1 === 115 /* s */ && s.charCodeAt(ks + 2) === Ch.Quote) return ks + 2;
+  if ((k0 === 99 /* c */ || k0 === 112 /* p */ || k0 === 116 /* t */ || k0 === 100) /* d */ && s.charCodeAt(ks + 3) === Ch.Quote) {
+    const k2 = s.charCodeAt(ks + 2);
+    if (k1 !== Ch.Quote && k2 !== Ch.Quote && k1 !== Ch.Backslash && k2 !== Ch.Backslash) return ks + 3;
+  }
+  if ((k0 === 110 /* n */ || k0 === 97) /* a */ && s.charCodeAt(ks + 4) === Ch.Quote) {
+    const k2 = s.charCodeAt(ks + 2);
+    const k3 = s.charCodeAt(ks + 3);
+    if (k1 !== Ch.Quote && k2 !== Ch.Quote && k3 !== Ch.Quote && k1 !== Ch.Backslash && k2 !== Ch.Backslash && k3 !== Ch.Backslash) return ks + 4;
+  }
+  return s.indexOf('"', ks);
+}
+
+/** The characters that end a bare token (tokenEnd's set). */
+function isTokenEnd(c: number): boolean {
+  return c === Ch.Comma || c === Ch.RBrace || c === Ch.RBracket || c === Ch.Space || c === Ch.Nl || c === Ch.Cr || c === Ch.Tab || c === Ch.Colon;
 }
 
 /** JSON whitespace, plus the byte-order mark that some writers leave in. */
