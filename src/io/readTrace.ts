@@ -18,6 +18,8 @@ export type ReadProgress = (bytesRead: number, totalBytes: number) => void;
 // 1 MB chunks became malloc-backed external strings and 512 KB ones large-object-space
 // strings that only a full GC frees; either tripled peak RSS in our measurements.
 const CHUNK_BYTES = 64 * 1024;
+/** Bytes per read from the file (plain and compressed); decoded CHUNK_BYTES at a time. */
+const READ_BYTES = 1024 * 1024;
 
 export interface TraceSource {
   sizeBytes: number;
@@ -120,16 +122,24 @@ export async function readTraceFile(path: string, sink: TraceSink, onProgress?: 
   return summary;
 }
 
-/** Plain files: one reused buffer, so reading allocates nothing per chunk. */
+/**
+ * Plain files: one reused buffer, so reading allocates nothing per chunk. The file is read
+ * a megabyte at a time (each read is a round trip through libuv's thread pool: with 64 KB
+ * reads that took 15% of a 200 MB analysis) and handed out in CHUNK_BYTES slices, which
+ * the caller decodes before asking for the next.
+ */
 async function* plainChunks(path: string, progress: { bytesRead: number }): AsyncGenerator<Buffer, void, undefined> {
   const fh = await open(path, 'r');
   try {
-    const buf = Buffer.allocUnsafe(CHUNK_BYTES);
+    const buf = Buffer.allocUnsafe(READ_BYTES);
     for (;;) {
-      const { bytesRead } = await fh.read(buf, 0, CHUNK_BYTES, null);
+      const { bytesRead } = await fh.read(buf, 0, READ_BYTES, null);
       if (bytesRead === 0) return;
-      progress.bytesRead += bytesRead;
-      yield buf.subarray(0, bytesRead);
+      for (let at = 0; at < bytesRead; at += CHUNK_BYTES) {
+        const end = Math.min(at + CHUNK_BYTES, bytesRead);
+        progress.bytesRead += end - at;
+        yield buf.subarray(at, end);
+      }
     }
   } finally {
     await fh.close();
@@ -137,7 +147,7 @@ async function* plainChunks(path: string, progress: { bytesRead: number }): Asyn
 }
 
 async function* gunzipChunks(path: string, progress: { bytesRead: number }): AsyncGenerator<Buffer, void, undefined> {
-  const file = createReadStream(path, { highWaterMark: CHUNK_BYTES });
+  const file = createReadStream(path, { highWaterMark: READ_BYTES });
   file.on('data', (b) => {
     progress.bytesRead += b.length;
   });

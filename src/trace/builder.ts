@@ -17,7 +17,7 @@ const SYNC_OP_RE = /^aten::(item|_local_scalar_dense|nonzero|is_nonzero|equal|al
 const GEMM_OP_RE = /^aten::(mm|addmm|bmm|baddbmm|matmul|linear|_scaled_mm|addbmm|_addmm_activation)$/;
 const CPU_COLLECTIVE_RE = /^(nccl:|gloo:|c10d::|record_param_comms$)/;
 
-type TypedArray = Float64Array | Float32Array | Int32Array | Uint8Array;
+type TypedArray = Float64Array | Float32Array | Int32Array | Int16Array | Uint8Array;
 
 /** A typed column that grows by half when full (doubling wasted up to 50% at 2 GB traces). */
 class Column<T extends TypedArray> {
@@ -32,10 +32,18 @@ class Column<T extends TypedArray> {
       this.a = b;
     }
   }
+  /** The first n values in an array of their own; the column lets go of its buffer (up to a third unused). */
+  take(n: number): T {
+    const out = this.make(n);
+    out.set(this.a.subarray(0, n) as never);
+    this.a = this.make(0);
+    return out;
+  }
 }
 const f64 = () => new Column((n) => new Float64Array(n));
 const f32 = () => new Column((n) => new Float32Array(n));
 const i32 = () => new Column((n) => new Int32Array(n));
+const i16 = () => new Column((n) => new Int16Array(n));
 const u8 = () => new Column((n) => new Uint8Array(n));
 
 export class TraceModelBuilder implements TraceSink {
@@ -44,7 +52,7 @@ export class TraceModelBuilder implements TraceSink {
   private nameIds = new Map<string, number>();
   // GPU op columns
   private gN = 0;
-  private gDevice = i32();
+  private gDevice = i16();
   private gKind = u8();
   private gCategory = u8();
   private gCopy = u8();
@@ -155,14 +163,13 @@ export class TraceModelBuilder implements TraceSink {
 
   /** Skips what no analysis reads: flows, Python frames, and CPU ops other than the few kept below. */
   wants(ph: string, cat: string, name: string): boolean {
-    let keep = true;
-    if (ph === 's' || ph === 'f' || cat === 'python_function') keep = false;
-    else if (cat === 'cpu_op') keep = isKeptCpuOp(name);
-    if (!keep) {
-      const key = cat || ph;
-      this.counts[key] = (this.counts[key] ?? 0) + 1;
-    }
-    return keep;
+    if (ph === 's' || ph === 'f' || cat === 'python_function') return false;
+    return cat !== 'cpu_op' || isKeptCpuOp(name);
+  }
+
+  onSkipped(ph: string, cat: string): void {
+    const key = cat || ph;
+    this.counts[key] = (this.counts[key] ?? 0) + 1;
   }
 
   onEvent(ev: RawEvent): void {
@@ -334,27 +341,30 @@ export class TraceModelBuilder implements TraceSink {
     for (const list of [this.dataLoader, this.optimizerSteps, this.syncOps, this.dataParallelForwards, this.ddpForwards, this.cpuCollectives]) {
       list.sort((a, b) => a.startNs - b.startNs);
     }
+    // Exact-size copies, one column at a time: the analysis that follows is the peak of memory.
+    const gN = this.gN;
+    const rN = this.rN;
     const gpu: GpuOps = {
-      count: this.gN,
-      device: Int16Array.from(this.gDevice.a.subarray(0, this.gN)),
-      kind: this.gKind.a.subarray(0, this.gN),
-      category: this.gCategory.a.subarray(0, this.gN),
-      copyKind: this.gCopy.a.subarray(0, this.gN),
-      startNs: this.gStart.a.subarray(0, this.gN),
-      durNs: this.gDur.a.subarray(0, this.gN),
-      correlation: this.gCorr.a.subarray(0, this.gN),
-      nameId: this.gName.a.subarray(0, this.gN),
-      bytes: this.gBytes.a.subarray(0, this.gN),
-      blocksPerSm: this.gBlocks.a.subarray(0, this.gN),
+      count: gN,
+      device: this.gDevice.take(gN),
+      kind: this.gKind.take(gN),
+      category: this.gCategory.take(gN),
+      copyKind: this.gCopy.take(gN),
+      startNs: this.gStart.take(gN),
+      durNs: this.gDur.take(gN),
+      correlation: this.gCorr.take(gN),
+      nameId: this.gName.take(gN),
+      bytes: this.gBytes.take(gN),
+      blocksPerSm: this.gBlocks.take(gN),
     };
     const runtime: RuntimeCalls = {
-      count: this.rN,
-      kind: this.rKind.a.subarray(0, this.rN),
-      startNs: this.rStart.a.subarray(0, this.rN),
-      durNs: this.rDur.a.subarray(0, this.rN),
-      correlation: this.rCorr.a.subarray(0, this.rN),
-      externalId: this.rExt.a.subarray(0, this.rN),
-      nameId: this.rName.a.subarray(0, this.rN),
+      count: rN,
+      kind: this.rKind.take(rN),
+      startNs: this.rStart.take(rN),
+      durNs: this.rDur.take(rN),
+      correlation: this.rCorr.take(rN),
+      externalId: this.rExt.take(rN),
+      nameId: this.rName.take(rN),
     };
     const dist = this.distributed;
     return {

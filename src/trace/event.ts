@@ -10,20 +10,14 @@
  */
 export type Id = number | string;
 
-/** The `args` fields gpuwise reads. Everything else is skipped unparsed. */
+/** The `args` fields gpuwise reads (keep in step with parser.ts ARG_KEYS). Everything else is skipped unparsed. */
 export interface EventArgs {
   correlation: number;
   externalId: number;
   bytes: number;
-  /** `memory bandwidth (GB/s)` on memcpy/memset activities. */
-  bandwidthGBs: number;
   device: number;
-  stream: number;
-  /** Kernel launch geometry and Kineto's occupancy estimate. */
-  grid: number[] | null;
-  block: number[] | null;
+  /** Kineto's occupancy estimate (SM efficiency). */
   blocksPerSm: number;
-  occupancyPct: number;
   /** NCCL metadata on collective kernels and `record_param_comms` ops. */
   collectiveName: string | null;
   inMsgNelems: number;
@@ -41,10 +35,6 @@ export interface EventArgs {
   totalReserved: number;
   deviceType: number;
   deviceId: number;
-  /** cuda_sync activities. */
-  syncKind: string | null;
-  /** Metadata events (`process_name`, `thread_name`) carry `name`. */
-  labelName: string | null;
 }
 
 export interface RawEvent {
@@ -73,13 +63,8 @@ export function resetArgs(a: EventArgs): void {
   a.correlation = -1;
   a.externalId = -1;
   a.bytes = -1;
-  a.bandwidthGBs = -1;
   a.device = -1;
-  a.stream = -1;
-  a.grid = null;
-  a.block = null;
   a.blocksPerSm = -1;
-  a.occupancyPct = -1;
   a.collectiveName = null;
   a.inMsgNelems = -1;
   a.outMsgNelems = -1;
@@ -94,8 +79,6 @@ export function resetArgs(a: EventArgs): void {
   a.totalReserved = -1;
   a.deviceType = -1;
   a.deviceId = -1;
-  a.syncKind = null;
-  a.labelName = null;
 }
 
 /** What the parser calls. Top-level keys other than traceEvents arrive through onMetadata. */
@@ -108,4 +91,10 @@ export interface TraceSink {
    * trace is CPU ops and flows that most analyses never read).
    */
   wants?(ph: string, cat: string, name: string): boolean;
+  /**
+   * Called once for every event that `wants` turned down, after it was skipped. (`wants`
+   * itself may be asked again for the same event when it was cut by the end of a chunk,
+   * so it must not count.)
+   */
+  onSkipped?(ph: string, cat: string): void;
 }

@@ -2,7 +2,7 @@
  * The trace model: what one rank's trace is reduced to while it streams in.
  *
  * Only what the analyses need is kept. GPU activities and runtime calls go
- * into growable typed-array columns (about 60 and 40 bytes a row); CPU ops are
+ * into growable typed-array columns (45 and 37 bytes a row); CPU ops are
  * reduced on the fly (GEMM shapes, DataLoader and sync spans, step markers,
  * memory peaks), so the bulk of a trace (CPU ops, flows, memory instants) costs
  * no memory at all. Everything here is plain data; building happens in

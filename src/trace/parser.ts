@@ -86,13 +86,8 @@ const ARG_KEYS: ReadonlyArray<readonly [string, number]> = [
   ['correlation', 1],
   ['External id', 2],
   ['bytes', 3],
-  ['memory bandwidth (GB/s)', 4],
   ['device', 5],
-  ['stream', 6],
-  ['grid', 7],
-  ['block', 8],
   ['blocks per SM', 9],
-  ['est. achieved occupancy %', 10],
   ['Collective name', 11],
   ['In msg nelems', 12],
   ['Out msg nelems', 13],
@@ -107,8 +102,6 @@ const ARG_KEYS: ReadonlyArray<readonly [string, number]> = [
   ['Total Reserved', 22],
   ['Device Type', 23],
   ['Device Id', 24],
-  ['cuda_sync_kind', 25],
-  ['name', 26],
 ];
 /** ARG_KEYS grouped by key length, so a key is matched in place without slicing it out. */
 const ARG_KEYS_BY_LEN: Array<Array<readonly [string, number]>> = [];
@@ -141,6 +134,10 @@ for (const c of KNOWN_CATS) (CATS_BY_LEN[c.length] ??= []).push(c);
 const CPU_OP_WITH_ARGS =
   /^(aten::(mm|addmm|bmm|baddbmm|matmul|linear|_scaled_mm|addbmm|_addmm_activation)$|record_param_comms|c10d::|nccl:)/;
 
+/** The opening of a CPU op up to its name's quote, as torch and as JSON.stringify write it. */
+const CPU_OP_KINETO = '"ph": "X", "cat": "cpu_op", "name": "';
+const CPU_OP_COMPACT = '"ph":"X","cat":"cpu_op","name":"';
+
 /** Categories whose args are always read. */
 const CATS_WITH_ARGS = new Set([
   'kernel',
@@ -153,6 +150,17 @@ const CATS_WITH_ARGS = new Set([
   'user_annotation',
   'gpu_user_annotation',
 ]);
+
+/**
+ * The rest of an object (after its opening brace) up to and including its closing brace,
+ * for objects nested at most three deep: strings (escapes honoured) are opaque and braces
+ * are counted. Brackets need no tracking, since valid JSON closes them before the brace
+ * that ends the object. Each alternative starts with a different character, so a failed
+ * match backtracks in linear time.
+ */
+const JSON_STRING = '"[^"\\\\]*(?:\\\\[^][^"\\\\]*)*"';
+const objectBody = (inner: string) => `[^"{}]*(?:(?:${JSON_STRING}|\\{${inner}\\})[^"{}]*)*`;
+const REST_OF_OBJECT = new RegExp(`${objectBody(objectBody(objectBody(`[^"{}]*(?:${JSON_STRING}[^"{}]*)*`)))}\\}`, 'y');
 
 export class TraceJsonParser {
   private s = '';
@@ -169,7 +177,13 @@ export class TraceJsonParser {
   private sawEvents = false;
   /** The sink's early filter, bound once (not per event). */
   private readonly wants: TraceSink['wants'];
+  private readonly skipped: TraceSink['onSkipped'];
   private retryAtLength = 0;
+  /** Where the item being parsed began: an item cut by the end of the buffer is re-read from here. */
+  private itemStart = 0;
+  /** Chunks received while an item cut by a chunk boundary waits for more text. */
+  private waiting: string[] = [];
+  private waitingChars = 0;
 
   /**
    * `originUs` fixes the time origin up front (parallel parsing: every segment of a
@@ -181,6 +195,7 @@ export class TraceJsonParser {
     options: { originUs?: number; startInEvents?: boolean } = {},
   ) {
     this.wants = sink.wants?.bind(sink);
+    this.skipped = sink.onSkipped?.bind(sink);
     if (options.originUs !== undefined) this.originUs = options.originUs;
     if (options.startInEvents) {
       // The segment starts at the ',' that follows the previous segment's last event.
@@ -204,17 +219,32 @@ export class TraceJsonParser {
   /** Feeds the next chunk of text. */
   push(chunk: string): void {
     if (this.stopped !== null || this.state === St.Done) return;
-    if (this.p > 0) {
-      this.consumed += this.p;
-      this.s = this.s.slice(this.p) + chunk;
-      this.p = 0;
-    } else {
-      this.s = this.s.length === 0 ? chunk : this.s + chunk;
-    }
-    // An item cut by the chunk boundary is re-read from its start: wait until the
-    // buffer has doubled before retrying, so a huge item costs O(n log n), not O(n^2).
-    if (this.s.length < this.retryAtLength) return;
+    this.waiting.push(chunk);
+    this.waitingChars += chunk.length;
+    // An item cut by the chunk boundary is re-read from its start once enough text
+    // has arrived (see run), so a huge item costs O(n log n), not O(n^2).
+    if (this.s.length - this.p + this.waitingChars < this.retryAtLength) return;
+    this.gather();
     this.run();
+  }
+
+  /**
+   * Joins the unread rest of the buffer and the waiting chunks into one flat string.
+   * `a + b` would make a cons string, on which every charCodeAt and indexOf goes
+   * through an indirection (measured 1.8x slower); join copies once into a flat one.
+   */
+  private gather(): void {
+    if (this.waiting.length === 0) return;
+    const rest = this.p < this.s.length ? this.s.slice(this.p) : '';
+    this.consumed += this.p;
+    this.p = 0;
+    if (rest === '' && this.waiting.length === 1) this.s = this.waiting[0]!;
+    else {
+      if (rest !== '') this.waiting.unshift(rest);
+      this.s = this.waiting.join('');
+    }
+    this.waiting = [];
+    this.waitingChars = 0;
   }
 
   /**
@@ -229,6 +259,7 @@ export class TraceJsonParser {
   /** Whether the input so far ended exactly between two events (a clean segment end). */
   endsBetweenEvents(): boolean {
     if (this.stopped !== null) return false;
+    this.gather();
     if (this.state !== St.EventsNext && this.state !== St.EventsFirst) return false;
     for (let i = this.p; i < this.s.length; i++) {
       const c = this.s.charCodeAt(i);
@@ -239,6 +270,7 @@ export class TraceJsonParser {
 
   /** Signals the end of input and returns what was read. */
   end(): ParseSummary {
+    this.gather();
     if (this.stopped === null && this.state !== St.Done && this.retryAtLength > 0) this.run();
     const truncated = this.state !== St.Done && this.stopped === null;
     if (this.state === St.Start && this.stopped === null) {
@@ -276,16 +308,20 @@ export class TraceJsonParser {
   private run(): void {
     this.retryAtLength = 0;
     for (;;) {
-      const start = this.p;
+      this.itemStart = this.p;
       try {
         if (!this.step()) return;
       } catch (e) {
         let err = e;
+        const start = this.itemStart;
         if (err === NEED_MORE) {
           this.p = start;
           const pending = this.s.length - start;
           if (pending <= MAX_ITEM_CHARS) {
-            this.retryAtLength = this.s.length + pending;
+            // Retry once the unread text has doubled: a cut event waits for one more chunk,
+            // a huge item is re-read O(log n) times. Buffers stay near one chunk, under the
+            // size (128 KB) from which V8 puts strings in large-object space, freed only by a full GC.
+            this.retryAtLength = 2 * pending;
             return;
           }
           // Bounded memory: no event is this large; an unterminated string or bracket swallowed the rest.
@@ -354,25 +390,35 @@ export class TraceJsonParser {
       }
       case St.EventsFirst:
       case St.EventsNext: {
-        if (c === Ch.RBracket) {
-          this.p++;
-          this.state = this.topIsArray ? St.Done : St.ObjectNextKey;
-          return !this.topIsArray;
-        }
-        if (this.state === St.EventsNext) {
-          if (c !== Ch.Comma) this.fail("expected ',' or ']' between events");
-          this.p++;
-          this.skipWs();
-        }
-        if (this.s.charCodeAt(this.p) !== Ch.LBrace) {
-          this.skipValue();
+        // Events follow each other by the hundred thousand: loop here rather than once per step.
+        const s = this.s;
+        for (;;) {
+          this.itemStart = this.p;
+          let p = this.p;
+          let d = s.charCodeAt(p);
+          while (isWs(d)) d = s.charCodeAt(++p);
+          this.p = p;
+          if (d === Ch.RBracket) {
+            this.p++;
+            this.state = this.topIsArray ? St.Done : St.ObjectNextKey;
+            return !this.topIsArray;
+          }
+          if (this.state === St.EventsNext) {
+            if (d !== Ch.Comma) this.fail("expected ',' or ']' between events");
+            d = s.charCodeAt(++p);
+            while (isWs(d)) d = s.charCodeAt(++p);
+            this.p = p;
+          }
+          if (d !== Ch.LBrace) {
+            if (p >= s.length) throw NEED_MORE;
+            this.skipValue();
+            this.state = St.EventsNext;
+            this.note('skipped a traceEvents element that is not an object');
+            return true;
+          }
+          this.parseEvent();
           this.state = St.EventsNext;
-          this.note('skipped a traceEvents element that is not an object');
-          return true;
         }
-        this.parseEvent();
-        this.state = St.EventsNext;
-        return true;
       }
       default:
         return false;
@@ -468,8 +514,6 @@ export class TraceJsonParser {
   private readTimeNs(relative: boolean): number {
     const s = this.s;
     const start = this.p;
-    const end = this.tokenEnd();
-    this.p = end;
     let i = start;
     let neg = false;
     if (s.charCodeAt(i) === Ch.Minus) {
@@ -497,8 +541,15 @@ export class TraceJsonParser {
         fracDigits++;
         c = s.charCodeAt(++i);
       }
-      if (fracDigits === 0 && digits === 0) return Number.NaN;
+      if (fracDigits === 0 && digits === 0) {
+        this.p = this.tokenEnd();
+        return Number.NaN;
+      }
     }
+    // The token ends where the digits do unless something else follows (an exponent, a word):
+    // tokenEnd's rule, without a second pass over the digits in the common case.
+    const end = isTokenEnd(c) ? i : this.tokenEnd();
+    this.p = end;
     if (i !== end || digits === 0 || digits > 15) {
       // Exponent, stray characters, NaN, null or a huge value: take the slow path.
       const v = Number(s.slice(start, end));
@@ -663,13 +714,22 @@ export class TraceJsonParser {
     return text;
   }
 
+  /** Skips the string at p (a quote) without slicing it out. */
+  private skipString(): void {
+    const s = this.s;
+    let q = s.indexOf('"', this.p + 1);
+    while (q >= 0 && s.charCodeAt(q - 1) === Ch.Backslash && isEscaped(s, q)) q = s.indexOf('"', q + 1);
+    if (q < 0) throw NEED_MORE;
+    this.p = q + 1;
+  }
+
   /** Skips any value without building it. */
   private skipValue(): void {
     const s = this.s;
     const p = this.p;
     const c = s.charCodeAt(p);
     if (c === Ch.Quote) {
-      this.readString();
+      this.skipString();
       return;
     }
     if (c !== Ch.LBrace && c !== Ch.LBracket) {
@@ -717,31 +777,66 @@ export class TraceJsonParser {
     ev.durNs = Number.NaN;
     ev.id = null;
     ev.hasArgs = false;
-    resetArgs(ev.args);
+    let argsReset = false;
     const s = this.s;
     const wants = this.wants;
-    this.p++; // '{'
+    // Positions live in a local between keys; this.p is synced before every reader call.
+    let p = this.p + 1; // '{'
     let first = true;
+    // CPU ops are a third of all events and most are skipped: in the two layouts seen in
+    // practice (torch's and JSON.stringify's) their first three keys are one literal.
+    let c0 = s.charCodeAt(p);
+    while (isWs(c0)) c0 = s.charCodeAt(++p);
+    if (c0 === Ch.Quote && s.charCodeAt(p + 1) === 112 /* p */) {
+      const n = s.startsWith(CPU_OP_COMPACT, p) ? CPU_OP_COMPACT.length : s.startsWith(CPU_OP_KINETO, p) ? CPU_OP_KINETO.length : 0;
+      if (n > 0) {
+        ev.ph = 'X';
+        ev.cat = 'cpu_op';
+        this.p = p + n - 1; // the name's opening quote
+        ev.name = this.readString();
+        if (wants !== undefined && !wants(ev.ph, ev.cat, ev.name)) {
+          this.skipRestOfEvent();
+          return;
+        }
+        p = this.p;
+        first = false;
+      }
+    }
     for (;;) {
-      const c = this.skipWs();
+      let c = s.charCodeAt(p);
+      while (isWs(c)) c = s.charCodeAt(++p);
       if (c === Ch.RBrace) {
-        this.p++;
+        p++;
         break;
       }
       if (!first) {
-        if (c !== Ch.Comma) this.fail("expected ',' or '}' in an event");
-        this.p++;
-        this.skipWs();
+        if (c !== Ch.Comma) {
+          this.p = p;
+          this.fail("expected ',' or '}' in an event");
+        }
+        c = s.charCodeAt(++p);
+        while (isWs(c)) c = s.charCodeAt(++p);
       }
       first = false;
       // Keys are short ASCII: compare in place instead of slicing.
-      const ks = this.p + 1;
-      if (s.charCodeAt(this.p) !== Ch.Quote) this.fail('expected a key');
-      const ke = s.indexOf('"', ks);
+      if (c !== Ch.Quote) {
+        this.p = p;
+        this.fail('expected a key');
+      }
+      const ks = p + 1;
+      const ke = keyEnd(s, ks);
       if (ke < 0) throw NEED_MORE;
-      this.p = ke + 1;
-      this.expectColon();
-      this.skipWs();
+      p = ke + 1;
+      c = s.charCodeAt(p);
+      while (isWs(c)) c = s.charCodeAt(++p);
+      if (c !== Ch.Colon) {
+        this.p = p;
+        this.fail("expected ':'");
+      }
+      c = s.charCodeAt(++p);
+      while (isWs(c)) c = s.charCodeAt(++p);
+      if (p >= s.length) throw NEED_MORE;
+      this.p = p;
       const len = ke - ks;
       const k0 = s.charCodeAt(ks);
       if (len === 2 && k0 === 112 && s.charCodeAt(ks + 1) === 104) {
@@ -750,38 +845,52 @@ export class TraceJsonParser {
           this.skipRestOfEvent();
           return;
         }
-      } else if (len === 3 && k0 === 99 && s.startsWith('cat', ks)) {
+      } else if (len === 3 && k0 === 99 && s.charCodeAt(ks + 1) === 97 && s.charCodeAt(ks + 2) === 116) {
         ev.cat = this.readCat();
         if (wants !== undefined && ev.name !== '' && !wants(ev.ph, ev.cat, ev.name)) {
           this.skipRestOfEvent();
           return;
         }
-      } else if (len === 4 && k0 === 110 && s.startsWith('name', ks)) {
+      } else if (len === 4 && k0 === 110 && s.charCodeAt(ks + 1) === 97 && s.charCodeAt(ks + 2) === 109 && s.charCodeAt(ks + 3) === 101) {
         ev.name = this.readStringOrNull() ?? '';
         if (wants !== undefined && ev.cat !== '' && !wants(ev.ph, ev.cat, ev.name)) {
           this.skipRestOfEvent();
           return;
         }
-      } else if (len === 3 && k0 === 112 && s.startsWith('pid', ks)) ev.pid = this.readId() ?? 0;
-      else if (len === 3 && k0 === 116 && s.startsWith('tid', ks)) ev.tid = this.readId() ?? 0;
+      } else if (len === 3 && k0 === 112 && s.charCodeAt(ks + 1) === 105 && s.charCodeAt(ks + 2) === 100) ev.pid = this.readId() ?? 0;
+      else if (len === 3 && k0 === 116 && s.charCodeAt(ks + 1) === 105 && s.charCodeAt(ks + 2) === 100) ev.tid = this.readId() ?? 0;
       else if (len === 2 && k0 === 116 && s.charCodeAt(ks + 1) === 115) ev.tsNs = this.readTimeOrNaN(true);
-      else if (len === 3 && k0 === 100 && s.startsWith('dur', ks)) ev.durNs = this.readTimeOrNaN(false);
+      else if (len === 3 && k0 === 100 && s.charCodeAt(ks + 1) === 117 && s.charCodeAt(ks + 2) === 114) ev.durNs = this.readTimeOrNaN(false);
       else if (len === 2 && k0 === 105 && s.charCodeAt(ks + 1) === 100) ev.id = this.readId();
-      else if (len === 4 && k0 === 97 && s.startsWith('args', ks)) {
+      else if (len === 4 && k0 === 97 && s.charCodeAt(ks + 1) === 114 && s.charCodeAt(ks + 2) === 103 && s.charCodeAt(ks + 3) === 115) {
         ev.hasArgs = true;
-        if (this.s.charCodeAt(this.p) !== Ch.LBrace) this.skipValue();
-        else if (this.wantsArgs(ev)) this.parseArgs(ev.args);
-        else this.skipValue();
+        if (c !== Ch.LBrace) this.skipValue();
+        else if (this.wantsArgs(ev)) {
+          // A repeated args key overwrites field by field, as before: reset once per event.
+          if (!argsReset) resetArgs(ev.args);
+          argsReset = true;
+          this.parseArgs(ev.args);
+        } else this.skipValue();
       } else this.skipValue();
+      p = this.p;
     }
+    this.p = p;
+    if (!argsReset) resetArgs(ev.args);
     this.count++;
     this.sink.onEvent(ev);
   }
 
-  /** The sink does not want this event: jump past its closing brace without reading the rest. */
+  /**
+   * The sink does not want this event: jump past its closing brace without reading the rest.
+   * A sticky regular expression runs in V8's compiled regexp code, several times faster
+   * here than a loop over characters; nesting deeper than it handles (or an event not
+   * yet complete in the buffer) takes the character loop.
+   */
   private skipRestOfEvent(): void {
-    this.p = this.skipNested(this.p, 1);
+    REST_OF_OBJECT.lastIndex = this.p;
+    this.p = REST_OF_OBJECT.test(this.s) ? REST_OF_OBJECT.lastIndex : this.skipNested(this.p, 1);
     this.count++;
+    this.skipped?.(this.ev.ph, this.ev.cat);
   }
 
   private readTimeOrNaN(relative: boolean): number {
@@ -817,7 +926,11 @@ export class TraceJsonParser {
     this.p = e + 1;
     const candidates = ARG_KEYS_BY_LEN[e - p - 1];
     if (candidates === undefined) return 0;
-    for (const [key, code] of candidates) if (s.startsWith(key, p + 1)) return code;
+    const k0 = s.charCodeAt(p + 1);
+    for (let i = 0; i < candidates.length; i++) {
+      const entry = candidates[i]!;
+      if (entry[0].charCodeAt(0) === k0 && s.startsWith(entry[0], p + 1)) return entry[1];
+    }
     return 0;
   }
 
@@ -865,23 +978,38 @@ export class TraceJsonParser {
   }
 
   private parseArgs(a: EventArgs): void {
-    this.p++; // '{'
+    const s = this.s;
+    let p = this.p + 1; // '{'
     let first = true;
     for (;;) {
-      const c = this.skipWs();
+      let c = s.charCodeAt(p);
+      while (isWs(c)) c = s.charCodeAt(++p);
       if (c === Ch.RBrace) {
-        this.p++;
+        this.p = p + 1;
         return;
       }
       if (!first) {
-        if (c !== Ch.Comma) this.fail("expected ',' or '}' in args");
-        this.p++;
-        this.skipWs();
+        if (c !== Ch.Comma) {
+          this.p = p;
+          this.fail("expected ',' or '}' in args");
+        }
+        c = s.charCodeAt(++p);
+        while (isWs(c)) c = s.charCodeAt(++p);
       }
       first = false;
+      this.p = p;
       const code = this.readArgKey();
-      this.expectColon();
-      this.skipWs();
+      p = this.p;
+      c = s.charCodeAt(p);
+      while (isWs(c)) c = s.charCodeAt(++p);
+      if (c !== Ch.Colon) {
+        this.p = p;
+        this.fail("expected ':'");
+      }
+      c = s.charCodeAt(++p);
+      while (isWs(c)) c = s.charCodeAt(++p);
+      if (p >= s.length) throw NEED_MORE;
+      this.p = p;
       switch (code) {
         case 1:
           a.correlation = this.readScalarNumber();
@@ -892,26 +1020,11 @@ export class TraceJsonParser {
         case 3:
           a.bytes = this.readScalarNumber();
           break;
-        case 4:
-          a.bandwidthGBs = this.readScalarNumber();
-          break;
         case 5:
           a.device = this.readScalarNumber();
           break;
-        case 6:
-          a.stream = this.readScalarNumber();
-          break;
-        case 7:
-          a.grid = numberArray(this.parseValue());
-          break;
-        case 8:
-          a.block = numberArray(this.parseValue());
-          break;
         case 9:
           a.blocksPerSm = this.readScalarNumber();
-          break;
-        case 10:
-          a.occupancyPct = this.readScalarNumber();
           break;
         case 11:
           a.collectiveName = this.readStringOrNull();
@@ -959,17 +1072,48 @@ export class TraceJsonParser {
         case 24:
           a.deviceId = this.readScalarNumber();
           break;
-        case 25:
-          a.syncKind = this.readStringOrNull();
-          break;
-        case 26:
-          a.labelName = this.readStringOrNull();
-          break;
-        default:
-          this.skipValue();
+        default: {
+          // Most skipped args are plain integers: step over the digits in place.
+          let d = c;
+          while (d >= Ch.D0 && d <= Ch.D9) d = s.charCodeAt(++p);
+          if (p > this.p && (d === Ch.Comma || d === Ch.RBrace)) this.p = p;
+          else this.skipValue();
+        }
       }
+      p = this.p;
     }
   }
+}
+
+/**
+ * The closing quote of the event key starting at ks. The keys every event has are
+ * recognised from their characters (no search, no call); others are searched for.
+ */
+function keyEnd(s: string, ks: number): number {
+  const k0 = s.charCodeAt(ks);
+  const k1 = s.charCodeAt(ks + 1);
+  if (k0 === 112 /* p */ && k1 === 104 /* h */ && s.charCodeAt(ks + 2) === Ch.Quote) return ks + 2;
+  if (k0 === 116 /* t */ && k1 === 115 /* s */ && s.charCodeAt(ks + 2) === Ch.Quote) return ks + 2;
+  if ((k0 === 99 /* c */ || k0 === 112 /* p */ || k0 === 116 /* t */ || k0 === 100) /* d */ && s.charCodeAt(ks + 3) === Ch.Quote) {
+    const k2 = s.charCodeAt(ks + 2);
+    if (k1 !== Ch.Quote && k2 !== Ch.Quote && k1 !== Ch.Backslash && k2 !== Ch.Backslash) return ks + 3;
+  }
+  if ((k0 === 110 /* n */ || k0 === 97) /* a */ && s.charCodeAt(ks + 4) === Ch.Quote) {
+    const k2 = s.charCodeAt(ks + 2);
+    const k3 = s.charCodeAt(ks + 3);
+    if (k1 !== Ch.Quote && k2 !== Ch.Quote && k3 !== Ch.Quote && k1 !== Ch.Backslash && k2 !== Ch.Backslash && k3 !== Ch.Backslash) return ks + 4;
+  }
+  return s.indexOf('"', ks);
+}
+
+/** The characters that end a bare token (tokenEnd's set). */
+function isTokenEnd(c: number): boolean {
+  return c === Ch.Comma || c === Ch.RBrace || c === Ch.RBracket || c === Ch.Space || c === Ch.Nl || c === Ch.Cr || c === Ch.Tab || c === Ch.Colon;
+}
+
+/** JSON whitespace, plus the byte-order mark that some writers leave in. */
+function isWs(c: number): boolean {
+  return c === Ch.Space || c === Ch.Nl || c === Ch.Cr || c === Ch.Tab || c === Ch.Bom;
 }
 
 /** Whether the quote at q is escaped (preceded by an odd number of backslashes). */
@@ -977,11 +1121,4 @@ function isEscaped(s: string, q: number): boolean {
   let k = q - 1;
   while (s.charCodeAt(k) === Ch.Backslash) k--;
   return ((q - 1 - k) & 1) === 1;
-}
-
-function numberArray(v: unknown): number[] | null {
-  if (!Array.isArray(v)) return null;
-  const out: number[] = [];
-  for (const x of v) out.push(typeof x === 'number' ? x : Number(x));
-  return out;
 }

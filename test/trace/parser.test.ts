@@ -142,3 +142,44 @@ describe('TraceJsonParser limits', () => {
     expect((r.meta.deviceProperties as unknown[]).length).toBe(3000);
   });
 });
+
+describe('TraceJsonParser skipping unwanted events', () => {
+  // Events a sink turns down are jumped over without being parsed (a regular expression for
+  // up to three nested levels, a character loop beyond): braces and quotes inside strings,
+  // escapes and deep nesting must not derail the events that follow.
+  const tricky = [
+    '{"ph":"X","cat":"cpu_op","name":"skip me","pid":1,"tid":1,"ts":1,"dur":1,"args":{"a":"}}}","b":"\\"}{\\\\","c":[{"d":{"e":{"f":{"g":"}"}}}}]}}',
+    '{"ph": "X", "cat": "cpu_op", "name": "skip {me} too", "pid": 1, "tid": 1, "ts": 2, "dur": 1, "args": {"x": ["]", "[", {"y": "\\\\"}]}}',
+    '{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":3,"dur":2,"args":{"correlation":42}}',
+    '{"ph":"f","id":1,"pid":1,"tid":1,"ts":4,"cat":"ac2g","name":"ac2g","bp":"e","args":{"s":"}"}}',
+    '{"ph":"X","cat":"kernel","name":"k2","pid":0,"tid":7,"ts":5,"dur":2,"args":{"correlation":43}}',
+  ];
+  const text = `{"traceEvents": [\n${tricky.join(',\n')}\n]}`;
+
+  function kept(chunk: number): { names: string[]; correlations: number[]; skipped: number; events: number } {
+    const names: string[] = [];
+    const correlations: number[] = [];
+    let skipped = 0;
+    const sink: TraceSink = {
+      onEvent(e) {
+        names.push(e.name);
+        correlations.push(e.args.correlation);
+      },
+      onMetadata() {},
+      wants: (ph, cat) => ph !== 'f' && ph !== 's' && cat !== 'cpu_op',
+      onSkipped() {
+        skipped++;
+      },
+    };
+    const p = new TraceJsonParser(sink);
+    for (let i = 0; i < text.length; i += chunk) p.push(text.slice(i, i + chunk));
+    const summary = p.end();
+    return { names, correlations, skipped, events: summary.events };
+  }
+
+  it('reads the events after skipped ones, and reports each skipped event once, whatever the chunks', () => {
+    for (const chunk of [text.length, 97, 13, 1]) {
+      expect(kept(chunk)).toEqual({ names: ['k', 'k2'], correlations: [42, 43], skipped: 3, events: 5 });
+    }
+  });
+});

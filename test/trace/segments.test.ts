@@ -64,3 +64,19 @@ describe('segmented parsing (the parallel loader without threads)', () => {
     expect(p.endsBetweenEvents()).toBe(false);
   });
 });
+
+describe('event counts', () => {
+  it('count every event once, whatever the chunk boundaries (a cut event is re-read, not re-counted)', () => {
+    const text = gunzipSync(readFileSync(tracePath('resnet_starved'))).toString('utf8');
+    const total = (JSON.parse(text).traceEvents as unknown[]).length;
+    for (const chunk of [text.length, 65536, 4099]) {
+      const b = new TraceModelBuilder('x');
+      const p = new TraceJsonParser(b);
+      for (let i = 0; i < text.length; i += chunk) p.push(text.slice(i, i + chunk));
+      const s = p.end();
+      const counts = b.finish(s.originUs, s.warnings).eventCounts;
+      expect(Object.values(counts).reduce((a, c) => a + c, 0)).toBe(total);
+      expect(s.events).toBe(total);
+    }
+  });
+});

@@ -10,9 +10,14 @@ import type { StepWindow } from './steps.js';
 import type { CommStats, CopyStats, GemmShapeStat, KernelStat, LaunchStats, PrecisionStats } from './types.js';
 
 export function median(values: ArrayLike<number>): number {
+  return values.length === 0 ? 0 : medianInPlace(Float64Array.from(values as ArrayLike<number>));
+}
+
+/** Median of a Float64Array that may be reordered (no copy: these arrays hold one value per kernel). */
+export function medianInPlace(values: Float64Array): number {
   const n = values.length;
   if (n === 0) return 0;
-  const sorted = Float64Array.from(values as ArrayLike<number>).sort();
+  const sorted = values.sort();
   return n % 2 ? sorted[(n - 1) >> 1]! : (sorted[n / 2 - 1]! + sorted[n / 2]!) / 2;
 }
 
@@ -27,18 +32,28 @@ export function inWindows(windows: StepWindow[]): (t: number) => boolean {
 export function launchStats(model: TraceModel, links: Links, windows: StepWindow[]): LaunchStats {
   const { gpu, runtime } = model;
   const inside = inWindows(windows);
-  const durs: number[] = [];
-  const delays: number[] = [];
+  // Typed arrays of the exact size, sorted in place for the medians: one value per kernel.
+  let nKernels = 0;
+  let nLinked = 0;
+  for (let i = 0; i < gpu.count; i++) {
+    if (gpu.kind[i] !== 0 || !inside(gpu.startNs[i]!)) continue;
+    nKernels++;
+    if (links.launchOf[i]! >= 0) nLinked++;
+  }
+  const durs = new Float64Array(nKernels);
+  const delays = new Float64Array(nLinked);
+  nKernels = 0;
+  nLinked = 0;
   let gpuKernelNs = 0;
   let shorter = 0;
   for (let i = 0; i < gpu.count; i++) {
     if (gpu.kind[i] !== 0 || !inside(gpu.startNs[i]!)) continue;
     const d = gpu.durNs[i]!;
-    durs.push(d);
+    durs[nKernels++] = d;
     gpuKernelNs += d;
     const r = links.launchOf[i]!;
     if (r >= 0) {
-      delays.push(gpu.startNs[i]! - (runtime.startNs[r]! + runtime.durNs[r]!));
+      delays[nLinked++] = gpu.startNs[i]! - (runtime.startNs[r]! + runtime.durNs[r]!);
       if (d < runtime.durNs[r]!) shorter++;
     }
   }
@@ -49,10 +64,10 @@ export function launchStats(model: TraceModel, links: Links, windows: StepWindow
   return {
     kernels: durs.length,
     kernelsPerStep: windows.length ? durs.length / windows.length : 0,
-    medianKernelNs: median(durs),
+    medianKernelNs: medianInPlace(durs),
     cpuLaunchNs,
     gpuKernelNs,
-    medianLaunchToStartNs: median(delays),
+    medianLaunchToStartNs: medianInPlace(delays),
     shorterThanLaunchFraction: delays.length ? shorter / delays.length : 0,
   };
 }

@@ -87,14 +87,22 @@ function groupByDevice(model: TraceModel): DeviceOps[] {
     order.sort((a, b) => gpu.startNs[a]! - gpu.startNs[b]!);
     // One pass over ops sorted by start builds three unions (all work, communication,
     // compute) and remembers which op opens each busy segment.
-    const busy = new UnionBuilder(n);
+    // Unions start small and grow: a busy GPU's ops merge into far fewer segments than ops.
+    const busy = new UnionBuilder(0);
     const comm = new UnionBuilder(0);
-    const compute = new UnionBuilder(n);
-    const firstOp = new Int32Array(n);
+    const compute = new UnionBuilder(0);
+    let firstOp = new Int32Array(16);
     for (const i of order) {
       const s = gpu.startNs[i]!;
       const e = s + gpu.durNs[i]!;
-      if (busy.add(s, e)) firstOp[busy.n - 1] = i;
+      if (busy.add(s, e)) {
+        if (busy.n > firstOp.length) {
+          const grown = new Int32Array(firstOp.length * 2);
+          grown.set(firstOp);
+          firstOp = grown;
+        }
+        firstOp[busy.n - 1] = i;
+      }
       if (gpu.category[i] === KernelCategory.communication) comm.add(s, e);
       else if (gpu.kind[i] === 0) compute.add(s, e);
     }
