@@ -4,8 +4,9 @@ pass of step `--oom-step` when the batch is larger than `--fits`, as a real GPU 
 
     gpuwise tune --param batch_size=1..64 -- python examples/doctor/tune_toy.py --batch-size {batch_size} --fits 40
 
-Options for the tests: two DDP ranks (gloo) where only one runs out of memory while the other keeps stepping
-slowly (a rank that would wait for it), a crash that is not out of memory, slow steps (to interrupt).
+Options for the tests: several ranks (RANK set by the launcher) where only one runs out of memory while the
+others step very slowly (as ranks waiting for it in a collective would hang), a crash that is not out of memory,
+slow steps (to interrupt).
 The script knows nothing of gpuwise.
 """
 import argparse
@@ -31,22 +32,15 @@ def main():
     ap.add_argument("--steps", type=int, default=1000)
     ap.add_argument("--step-sleep-ms", type=float, default=0.0)
     ap.add_argument("--crash", action="store_true", help="raise a RuntimeError (not out of memory) at step 2")
-    ap.add_argument("--ddp", action="store_true", help="DistributedDataParallel over gloo (RANK, WORLD_SIZE, MASTER_* set)")
-    ap.add_argument("--oom-rank", type=int, default=-1, help="with --ddp: only this rank runs out of memory")
-    ap.add_argument("--other-rank-sleep-ms", type=float, default=0.0, help="with --ddp: step sleep of the ranks that do not run out")
+    ap.add_argument("--oom-rank", type=int, default=-1, help="only this RANK runs out of memory")
+    ap.add_argument("--other-rank-sleep-ms", type=float, default=0.0, help="with --oom-rank: step sleep of the other ranks")
     args = ap.parse_args()
     rank = int(os.environ.get("RANK", "0"))
     print("tune_toy: rank %d batch %d" % (rank, args.batch_size), flush=True)
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 4))
     may_oom = args.oom_rank < 0 or args.oom_rank == rank
-    sleep_ms = args.step_sleep_ms if may_oom or not args.ddp else args.other_rank_sleep_ms
-    if args.ddp:
-        import torch.distributed as dist
-
-        dist.init_process_group("gloo")
-        if not may_oom:
-            model = torch.nn.parallel.DistributedDataParallel(model)  # it would wait for the others in backward
+    sleep_ms = args.step_sleep_ms if may_oom else args.other_rank_sleep_ms
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     n = args.batch_size * args.steps
     data = TensorDataset(torch.randn(n, 32), torch.randint(0, 4, (n,)))
