@@ -320,7 +320,8 @@ export function curveValues(space: SearchSpace, trials: TrialSummary[], n: numbe
   const lo = Math.max(space.lo, space.multipleOf);
   const out: number[] = [];
   for (let i = 1; i <= n; i++) {
-    const v = roundDown(Math.round(Math.exp(Math.log(lo) + ((Math.log(maxOk) - Math.log(lo)) * i) / (n + 1))), space.multipleOf);
+    const x = Math.exp(Math.log(lo) + ((Math.log(maxOk) - Math.log(lo)) * i) / (n + 1));
+    const v = Math.round(x / space.multipleOf) * space.multipleOf;
     if (v >= space.lo && v < maxOk && !tried.has(v) && !out.includes(v)) out.push(v);
   }
   return out;
