@@ -126,7 +126,10 @@ class FileTail {
     return got;
   }
   lastLines(n: number): string[] {
-    return this.text.split('\n').filter((l) => l.trim() !== '').slice(-n);
+    return this.text
+      .split('\n')
+      .filter((l) => l.trim() !== '')
+      .slice(-n);
   }
   matches(re: RegExp): boolean {
     return re.test(this.text);
@@ -222,19 +225,32 @@ export async function run(argv: string[]): Promise<number> {
   }
   if (positionals.length > 0) throw new UsageError(`put the command after --: gpuwise tune [options] -- ${positionals.join(' ')}`);
   const param = parseParam(values.param);
-  if (cmd.length === 0) throw new UsageError(`missing the command to run: gpuwise tune --param ${param.name}=... -- python train.py --batch-size {${param.name}}`);
+  if (cmd.length === 0)
+    throw new UsageError(
+      `missing the command to run: gpuwise tune --param ${param.name}=... -- python train.py --batch-size {${param.name}}`,
+    );
   if (!cmd.some((a) => a.includes(`{${param.name}}`)))
-    throw new UsageError(`the command has no {${param.name}} placeholder: write it where the value goes, e.g. --batch-size {${param.name}}`);
+    throw new UsageError(
+      `the command has no {${param.name}} placeholder: write it where the value goes, e.g. --batch-size {${param.name}}`,
+    );
   const steps = intFlag(values.steps, '--steps', 1) ?? DEFAULT_STEPS;
   const maxTrialsFlag = intFlag(values['max-trials'], '--max-trials', 1);
   const margin = parseMargin(values.margin);
   const multipleOf = intFlag(values['multiple-of'], '--multiple-of', 1) ?? 1;
   const start = intFlag(values.start, '--start', 1) ?? param.lo;
   if (start < param.lo || start > param.hi) throw new UsageError(`--start: ${start} is outside ${param.lo}..${param.hi}`);
-  if (Math.floor(param.hi / multipleOf) * multipleOf < param.lo) throw new UsageError(`--multiple-of ${multipleOf}: no multiple in ${param.lo}..${param.hi}`);
+  if (Math.floor(param.hi / multipleOf) * multipleOf < param.lo)
+    throw new UsageError(`--multiple-of ${multipleOf}: no multiple in ${param.lo}..${param.hi}`);
   const curve = intFlag(values.curve, '--curve', 0) ?? 0;
   const timeoutS = intFlag(values.timeout, '--timeout', 1);
-  const space: SearchSpace = { name: param.name, lo: param.lo, hi: param.hi, start, multipleOf, maxTrials: maxTrialsFlag ?? DEFAULT_MAX_TRIALS };
+  const space: SearchSpace = {
+    name: param.name,
+    lo: param.lo,
+    hi: param.hi,
+    start,
+    multipleOf,
+    maxTrials: maxTrialsFlag ?? DEFAULT_MAX_TRIALS,
+  };
 
   const { runDir: outDir, created } = makeRunDir(values.out, new Date(), 'tune-');
   const say = (s: string) => (values.json ? process.stderr : process.stdout).write(`${s}\n`);
@@ -300,7 +316,18 @@ export async function run(argv: string[]): Promise<number> {
   if (interrupted) stopReason = 'interrupted';
 
   const result = conclude(space, trials, margin);
-  const report = buildTuneReport({ version: VERSION, space, stepsPerTrial: steps, margin, maxTrials: space.maxTrials, outDir, trials, stopReason, result, interrupted });
+  const report = buildTuneReport({
+    version: VERSION,
+    space,
+    stepsPerTrial: steps,
+    margin,
+    maxTrials: space.maxTrials,
+    outDir,
+    trials,
+    stopReason,
+    result,
+    interrupted,
+  });
   writeFileSync(join(outDir, 'tune.json'), `${JSON.stringify(report, null, 2)}\n`, { flag: 'wx' });
   if (values.json) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
   else process.stdout.write(`\n${renderTuneText(report)}`);

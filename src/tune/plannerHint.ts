@@ -54,7 +54,8 @@ export function plannerLine(t: TrialSummary, budget: DeviceBudget | null): Memor
   for (const precision of precisions)
     for (const checkpointing of ['none', 'full'] as Checkpointing[]) {
       const at = (b: number) =>
-        predictMemory(model, { microBatch: b, seq, precision, optimizer, checkpointing, gradAccum: 1, mode: 'train' }, par).peakAllocatedBytes;
+        predictMemory(model, { microBatch: b, seq, precision, optimizer, checkpointing, gradAccum: 1, mode: 'train' }, par)
+          .peakAllocatedBytes;
       const p1 = at(t.value);
       if (!(p1 > 0) || Math.abs(p1 - peak) / peak > PLANNER_MATCH) continue;
       // The slope where the batch's activations bind (well above the trial's value), scaled to the measurement.

@@ -165,7 +165,10 @@ export function decideNext(space: SearchSpace, trials: TrialSummary[], maxTrials
   if (trials.length === 0) return { next: firstValue(space), reason: 'first trial', predicted: null };
   const last = trials[trials.length - 1] as TrialSummary;
   if (last.outcome === 'failed' || last.outcome === 'timeout')
-    return { next: null, reason: `trial at ${space.name}=${last.value} ${last.outcome === 'timeout' ? 'timed out' : 'failed'}, not for lack of memory: the search stops` };
+    return {
+      next: null,
+      reason: `trial at ${space.name}=${last.value} ${last.outcome === 'timeout' ? 'timed out' : 'failed'}, not for lack of memory: the search stops`,
+    };
   if (last.outcome === 'interrupted') return { next: null, reason: 'interrupted' };
   if (trials.length >= maxTrials) return { next: null, reason: `${maxTrials} trials used (--max-trials)` };
   const m = space.multipleOf;
@@ -209,7 +212,10 @@ export function decideNext(space: SearchSpace, trials: TrialSummary[], maxTrials
       if (c <= maxOk) return { next: null, reason: 'no value left between the bounds' };
     }
     if (line.source === 'two-trials' && (c - maxOk) / maxOk < TUNE.stopWithin && minOom === null)
-      return { next: null, reason: `the prediction (${predicted}) is within ${TUNE.stopWithin * 100}% of ${space.name}=${maxOk}, which fits` };
+      return {
+        next: null,
+        reason: `the prediction (${predicted}) is within ${TUNE.stopWithin * 100}% of ${space.name}=${maxOk}, which fits`,
+      };
     return { next: c, reason: why, predicted: Number.isFinite(predicted) ? predicted : null };
   }
   // No memory figures: halfway in log scale between what fits and what does not (or hi).
@@ -217,7 +223,11 @@ export function decideNext(space: SearchSpace, trials: TrialSummary[], maxTrials
   let c = roundDown(Math.floor(Math.sqrt(maxOk * top)), m);
   if (c <= maxOk) c = maxOk + m;
   if (c > upper) return { next: null, reason: `no ${m > 1 ? `multiple of ${m} ` : 'value '}left between ${maxOk} (fits) and ${top}` };
-  return { next: c, reason: `no memory figures: bisecting between ${maxOk} and ${minOom ?? `${space.hi} (hi)`} in log scale`, predicted: null };
+  return {
+    next: c,
+    reason: `no memory figures: bisecting between ${maxOk} and ${minOom ?? `${space.hi} (hi)`} in log scale`,
+    predicted: null,
+  };
 }
 
 export interface TuneResult {
@@ -254,7 +264,8 @@ export function throughputOf(trials: TrialSummary[]): { unit: 'samples/s' | 'tok
 export function goldilocks(trials: TrialSummary[]): { value: number | null; reason: string } {
   const { unit, of } = throughputOf(trials);
   const ok = trials.filter((t) => t.outcome === 'ok' && of(t) !== null).sort((a, b) => a.value - b.value);
-  if (unit === null || ok.length === 0) return { value: null, reason: 'no throughput measured (the probe could not count samples or tokens per step)' };
+  if (unit === null || ok.length === 0)
+    return { value: null, reason: 'no throughput measured (the probe could not count samples or tokens per step)' };
   const best = ok.reduce((b, t) => ((of(t) as number) > (of(b) as number) ? t : b));
   const knee = ok.find((t) => (of(t) as number) >= TUNE.goldilocksShare * (of(best) as number)) as TrialSummary;
   const share = (of(knee) as number) / (of(best) as number);

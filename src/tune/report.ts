@@ -66,16 +66,27 @@ export function buildTuneReport(input: TuneReportInput): TuneReport {
   const notes: string[] = [];
   const memoryFigures = trials.some((t) => t.peakAllocatedBytes !== null);
   if (!memoryFigures && trials.some((t) => t.outcome === 'ok'))
-    notes.push('no GPU memory figures (no CUDA, or the probe saw no step): the search bisected in log scale without predicting; the answer is the bracket found');
+    notes.push(
+      'no GPU memory figures (no CUDA, or the probe saw no step): the search bisected in log scale without predicting; the answer is the bracket found',
+    );
   for (const t of trials) {
     if (t.outcome === 'ok' && t.steps < 2 && t.peakAllocatedBytes !== null)
-      notes.push(`trial ${t.index}: fewer than 2 steps, so its peak may miss the optimizer's state (raise --steps or the script's own step count)`);
+      notes.push(
+        `trial ${t.index}: fewer than 2 steps, so its peak may miss the optimizer's state (raise --steps or the script's own step count)`,
+      );
     if (t.outcome === 'ok' && (t.allocRetries ?? 0) > 0)
-      notes.push(`trial ${t.index} (${input.space.name}=${t.value}): the allocator had to free its cache ${t.allocRetries} time(s) to fit: it runs, but near the limit and slower`);
-    if (t.recoveredOom) notes.push(`trial ${t.index}: an allocation failed and the command went on (a caught out-of-memory error, or cuDNN trying another algorithm)`);
+      notes.push(
+        `trial ${t.index} (${input.space.name}=${t.value}): the allocator had to free its cache ${t.allocRetries} time(s) to fit: it runs, but near the limit and slower`,
+      );
+    if (t.recoveredOom)
+      notes.push(
+        `trial ${t.index}: an allocation failed and the command went on (a caught out-of-memory error, or cuDNN trying another algorithm)`,
+      );
   }
   if (result.budget?.nonAllocatorSource === 'calibration' && memoryFigures)
-    notes.push(`memory outside PyTorch's allocator (CUDA context) not measured (no NVML per-process figures): ${fmtBytes(result.budget.nonAllocatorBytes)} assumed`);
+    notes.push(
+      `memory outside PyTorch's allocator (CUDA context) not measured (no NVML per-process figures): ${fmtBytes(result.budget.nonAllocatorBytes)} assumed`,
+    );
   const dev = trials.find((t) => t.deviceTotalBytes !== null);
   return {
     schemaVersion: TUNE_SCHEMA_VERSION,
@@ -108,7 +119,13 @@ function rate(x: number | null): string {
   return x >= 100 ? Math.round(x).toLocaleString('en-US') : x.toPrecision(3);
 }
 
-const OUTCOME_TEXT: Record<TrialSummary['outcome'], string> = { ok: 'OK', oom: 'OOM', failed: 'FAILED', timeout: 'TIMEOUT', interrupted: 'STOPPED' };
+const OUTCOME_TEXT: Record<TrialSummary['outcome'], string> = {
+  ok: 'OK',
+  oom: 'OOM',
+  failed: 'FAILED',
+  timeout: 'TIMEOUT',
+  interrupted: 'STOPPED',
+};
 
 export function renderTuneText(r: TuneReport): string {
   const out: string[] = [];
@@ -134,7 +151,10 @@ export function renderTuneText(r: TuneReport): string {
   const res = r.result;
   out.push('');
   if (res.line && res.budget) {
-    const src = res.line.source === 'two-trials' ? `trials at ${res.line.values.join(' and ')}` : `trial at ${res.line.values[0]} (${res.line.source}${res.line.note ? `: ${res.line.note}` : ''})`;
+    const src =
+      res.line.source === 'two-trials'
+        ? `trials at ${res.line.values.join(' and ')}`
+        : `trial at ${res.line.values[0]} (${res.line.source}${res.line.note ? `: ${res.line.note}` : ''})`;
     out.push(
       `Memory: peak allocated = ${fmtBytes(res.line.fixedBytes)} + ${fmtBytes(res.line.perValueBytes)} x ${name} (from the ${src})`,
       `  limit: ${fmtBytes(res.budget.totalBytes)} - ${fmtBytes(res.budget.nonAllocatorBytes)} outside the allocator (${res.budget.nonAllocatorSource === 'nvml' ? 'measured by NVML' : 'assumed'}), / ${TUNE.allocatorSlack} allocator slack = ${fmtBytes(res.budget.allocatorLimitBytes)} allocated`,
@@ -151,12 +171,17 @@ export function renderTuneText(r: TuneReport): string {
     if (res.recommended !== null && res.line === null)
       out.push(`Recommended: ${name}=${res.recommended} (${pct} under the largest that fits: no memory figures to apply the margin to)`);
     else if (res.recommended !== null) {
-      const peak = res.recommendedPeakBytes !== null && r.device ? `: about ${fmtBytes(res.recommendedPeakBytes)} of ${fmtBytes(r.device.totalBytes)} in use` : '';
+      const peak =
+        res.recommendedPeakBytes !== null && r.device
+          ? `: about ${fmtBytes(res.recommendedPeakBytes)} of ${fmtBytes(r.device.totalBytes)} in use`
+          : '';
       out.push(`Recommended: ${name}=${res.recommended} (leaves ${pct} of the GPU memory free${peak})`);
     } else out.push(`Recommended: none leaves ${pct} of the GPU memory free`);
     if (res.goldilocks !== null) out.push(`Goldilocks: ${name}=${res.goldilocks}: ${res.goldilocksReason}`);
   }
-  out.push(`Trials: ${r.searchTrials} of at most ${r.maxTrials}${r.trials.length > r.searchTrials ? ` (+${r.trials.length - r.searchTrials} for the curve)` : ''}; stopped: ${r.stopReason}`);
+  out.push(
+    `Trials: ${r.searchTrials} of at most ${r.maxTrials}${r.trials.length > r.searchTrials ? ` (+${r.trials.length - r.searchTrials} for the curve)` : ''}; stopped: ${r.stopReason}`,
+  );
   out.push(`Runs: ${r.outDir}`);
   for (const n of r.notes) out.push(`note: ${n}`);
   return `${out.join('\n')}\n`;

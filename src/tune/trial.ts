@@ -156,7 +156,8 @@ function rankFigures(pid: number, recs: ProbeRecord[], samples: Snapshot[] | nul
   let nvml: number | null = null;
   for (const s of samples ?? []) {
     let sum: number | null = null;
-    for (const g of s.gpus) for (const p of g.processes) if (p.pid === pid && p.usedMemoryBytes !== null) sum = (sum ?? 0) + p.usedMemoryBytes;
+    for (const g of s.gpus)
+      for (const p of g.processes) if (p.pid === pid && p.usedMemoryBytes !== null) sum = (sum ?? 0) + p.usedMemoryBytes;
     if (sum !== null) nvml = Math.max(nvml ?? 0, sum);
   }
   const samplesKnown = measured.length > 0 && measured.every((s) => s.samples !== null);
@@ -207,7 +208,9 @@ export function summarizeTrial(input: TrialInput): TrialSummary {
     outcome = 'oom';
     const where = oomException ?? oomRecord;
     const step = oomException?.type === 'exception' ? oomException.step + 1 : oomRecord?.type === 'oom' ? oomRecord.step : null;
-    detail = where ? `out of memory on rank ${rankOf(where)}${step !== null ? ` in step ${step}` : ''}` : 'out of memory (the command said so on stderr)';
+    detail = where
+      ? `out of memory on rank ${rankOf(where)}${step !== null ? ` in step ${step}` : ''}`
+      : 'out of memory (the command said so on stderr)';
   } else if (input.stoppedBy === 'timeout') {
     outcome = 'timeout';
     detail = 'stopped: the trial ran past --timeout';
@@ -218,9 +221,10 @@ export function summarizeTrial(input: TrialInput): TrialSummary {
   } else {
     outcome = 'failed';
     const tail = input.stderrTail.filter((l) => l.trim() !== '');
-    detail = otherException?.type === 'exception'
-      ? `exit code ${code}: ${otherException.exception}: ${firstLine(otherException.message)}`
-      : `exit code ${code}${input.exit.signal ? ` (${input.exit.signal})` : ''}${tail.length ? `: ${firstLine(tail[tail.length - 1] as string)}` : ''}`;
+    detail =
+      otherException?.type === 'exception'
+        ? `exit code ${code}: ${otherException.exception}: ${firstLine(otherException.message)}`
+        : `exit code ${code}${input.exit.signal ? ` (${input.exit.signal})` : ''}${tail.length ? `: ${firstLine(tail[tail.length - 1] as string)}` : ''}`;
   }
 
   const stateBytes = (() => {
@@ -231,15 +235,20 @@ export function summarizeTrial(input: TrialInput): TrialSummary {
   const peakAllocated = maxOf(lasts.map((l) => l?.memory?.peakAllocatedBytes ?? null));
   const peakFromFirstStep =
     stateBytes > 0 &&
-    ranks.some((r) => r.first !== null && r.last !== null && r.last.step > 1 && (r.last.memory?.peakAllocatedBytes ?? 0) <= (r.first.memory?.peakAllocatedBytes ?? 0));
-  const nonAlloc = maxOf(
-    ranks.map((r) => (r.nvmlBytes !== null && r.last?.memory ? r.nvmlBytes - r.last.memory.peakReservedBytes : null)),
-  );
+    ranks.some(
+      (r) =>
+        r.first !== null &&
+        r.last !== null &&
+        r.last.step > 1 &&
+        (r.last.memory?.peakAllocatedBytes ?? 0) <= (r.first.memory?.peakAllocatedBytes ?? 0),
+    );
+  const nonAlloc = maxOf(ranks.map((r) => (r.nvmlBytes !== null && r.last?.memory ? r.nvmlBytes - r.last.memory.peakReservedBytes : null)));
   const model = (() => {
     const recs = input.records.filter((r): r is ModelRecord => r.type === 'model').sort((a, b) => rankOf(a) - rankOf(b));
     return recs[0] ? modelFacts(recs[0]) : null;
   })();
-  const sumOrNull = (xs: (number | null)[]) => (xs.length > 0 && xs.every((x) => x !== null) ? xs.reduce<number>((a, x) => a + (x as number), 0) : null);
+  const sumOrNull = (xs: (number | null)[]) =>
+    xs.length > 0 && xs.every((x) => x !== null) ? xs.reduce<number>((a, x) => a + (x as number), 0) : null;
   const hello = input.records.find((r): r is HelloRecord => r.type === 'hello');
   return {
     value: input.value,
@@ -266,4 +275,5 @@ export function summarizeTrial(input: TrialInput): TrialSummary {
 }
 
 /** Messages PyTorch, cuBLAS, cuDNN and NCCL print when GPU memory runs out. */
-export const OOM_TEXT = /CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED|Cuda failure 'out of memory'|HIP out of memory/;
+export const OOM_TEXT =
+  /CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED|Cuda failure 'out of memory'|HIP out of memory/;

@@ -32,7 +32,8 @@ beforeAll(async () => {
 });
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
-const tune = (args: string[], onStart?: Parameters<typeof runProcess>[3]) => runProcess(process.execPath, [bundle, 'tune', ...args], pyEnv({}), onStart);
+const tune = (args: string[], onStart?: Parameters<typeof runProcess>[3]) =>
+  runProcess(process.execPath, [bundle, 'tune', ...args], pyEnv({}), onStart);
 const reportOf = (dir: string) => JSON.parse(readFileSync(join(dir, 'tune.json'), 'utf8')) as TuneReport;
 
 describe('gpuwise tune: usage', () => {
@@ -156,7 +157,8 @@ describe.skipIf(SKIP_PYTHON)('gpuwise tune on a CPU script that runs out of memo
   it('two ranks: one runs out of memory while the other would hang; the whole trial is ended at once', async () => {
     const out = outDir();
     // Rank 0 takes 2 minutes per step, as a rank waiting for the failed one in a collective would hang.
-    const rank = (i: number) => `RANK=${i} LOCAL_RANK=${i} WORLD_SIZE=2 ${PYTHON} ${TOY} --oom-rank 1 --other-rank-sleep-ms 120000 --batch-size $1 --fits 16`;
+    const rank = (i: number) =>
+      `RANK=${i} LOCAL_RANK=${i} WORLD_SIZE=2 ${PYTHON} ${TOY} --oom-rank 1 --other-rank-sleep-ms 120000 --batch-size $1 --fits 16`;
     const script = `${rank(0)} & ${rank(1)} & wait`;
     const t0 = Date.now();
     const r = await tune(['--out', out, '--param', 'b=32..64', '--', 'sh', '-c', script, 'sh', '{b}']);
@@ -172,7 +174,21 @@ describe.skipIf(SKIP_PYTHON)('gpuwise tune on a CPU script that runs out of memo
     const out = outDir();
     let sent = false;
     const r = await tune(
-      ['--out', out, '--param', 'batch_size=1..64', '--steps', '100000', '--', PYTHON, TOY, '--batch-size', '{batch_size}', '--step-sleep-ms', '20'],
+      [
+        '--out',
+        out,
+        '--param',
+        'batch_size=1..64',
+        '--steps',
+        '100000',
+        '--',
+        PYTHON,
+        TOY,
+        '--batch-size',
+        '{batch_size}',
+        '--step-sleep-ms',
+        '20',
+      ],
       (pid) => {
         const poll = setInterval(() => {
           const log = join(out, 'trial-1-batch_size-1', 'probe.jsonl');

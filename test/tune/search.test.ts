@@ -20,7 +20,15 @@ import type { TrialSummary } from '../../src/tune/trial.js';
 import { CARDS, type Curve, doublingThenBisecting, fits, measuredCurves, runSearch, simulateTrial, trueLargest } from './simulate.js';
 
 const HI = 4096;
-const space = (start: number, extra: Partial<SearchSpace> = {}): SearchSpace => ({ name: 'batch_size', lo: 1, hi: HI, start, multipleOf: 1, maxTrials: 3, ...extra });
+const space = (start: number, extra: Partial<SearchSpace> = {}): SearchSpace => ({
+  name: 'batch_size',
+  lo: 1,
+  hi: HI,
+  start,
+  multipleOf: 1,
+  maxTrials: 3,
+  ...extra,
+});
 const curves = measuredCurves();
 const curve = (id: string) => curves.find((c) => c.id === id) as Curve;
 
@@ -140,7 +148,9 @@ describe('memory lines', () => {
         const line = modelRecordLine(t);
         const budget = deviceBudget([t]);
         expect(line?.source).toBe('one-trial+model');
-        expect(largestWithin(line as NonNullable<typeof line>, budget?.allocatorLimitBytes as number), c.id).toBeLessThanOrEqual(trueLargest(c, k, truth, HI));
+        expect(largestWithin(line as NonNullable<typeof line>, budget?.allocatorLimitBytes as number), c.id).toBeLessThanOrEqual(
+          trueLargest(c, k, truth, HI),
+        );
       }
   });
 
@@ -194,7 +204,10 @@ describe('decisions', () => {
 
   it('after the first value runs out of memory, tries LO; when LO does too, stops', () => {
     expect(decideNext(space(200, { lo: 2 }), [at(200)])).toMatchObject({ next: 2 });
-    expect(decideNext(space(2, { lo: 2, hi: 8 }), [{ ...at(2), outcome: 'oom' }])).toEqual({ next: null, reason: 'even batch_size=2 runs out of memory' });
+    expect(decideNext(space(2, { lo: 2, hi: 8 }), [{ ...at(2), outcome: 'oom' }])).toEqual({
+      next: null,
+      reason: 'even batch_size=2 runs out of memory',
+    });
   });
 
   it('stops at once when HI fits', () => {
@@ -202,7 +215,12 @@ describe('decisions', () => {
   });
 
   it('without memory figures, bisects in log scale between what fits and HI', () => {
-    const blind = (v: number, ok: boolean): TrialSummary => ({ ...at(v), outcome: ok ? 'ok' : 'oom', peakAllocatedBytes: null, deviceTotalBytes: null });
+    const blind = (v: number, ok: boolean): TrialSummary => ({
+      ...at(v),
+      outcome: ok ? 'ok' : 'oom',
+      peakAllocatedBytes: null,
+      deviceTotalBytes: null,
+    });
     const s = space(1, { hi: 1024, maxTrials: 10 });
     expect(decideNext(s, [blind(1, true)])).toMatchObject({ next: 32 });
     expect(decideNext(s, [blind(1, true), blind(32, false)])).toMatchObject({ next: 5 });
@@ -222,7 +240,10 @@ describe('result', () => {
     expect(res.recommended as number).toBeLessThan(res.largestOk as number);
     expect(res.recommendedPeakBytes as number).toBeLessThanOrEqual(0.9 * card.totalBytes);
     // One more would not leave the margin.
-    const next = ((res.line?.fixedBytes as number) + (res.line?.perValueBytes as number) * ((res.recommended as number) + 1)) * (res.reservedRatio as number) + (res.budget?.nonAllocatorBytes as number);
+    const next =
+      ((res.line?.fixedBytes as number) + (res.line?.perValueBytes as number) * ((res.recommended as number) + 1)) *
+        (res.reservedRatio as number) +
+      (res.budget?.nonAllocatorBytes as number);
     expect(next).toBeGreaterThan(0.9 * card.totalBytes);
     expect(conclude(space(4), r.trials, 0).recommended).toBe(res.largestOk);
   });
@@ -242,6 +263,8 @@ describe('result', () => {
   it('curve points: spread in log scale below the largest value that fits, none tried twice', () => {
     const trials = [simulateTrial(c, card, truth, 1), simulateTrial(c, card, truth, 40)];
     expect(curveValues(space(1), trials, 3)).toEqual([3, 6, 16]);
-    expect(curveValues(space(8, { lo: 8, multipleOf: 8 }), [simulateTrial(c, card, truth, 8), simulateTrial(c, card, truth, 48)], 2)).toEqual([16, 24]);
+    expect(
+      curveValues(space(8, { lo: 8, multipleOf: 8 }), [simulateTrial(c, card, truth, 8), simulateTrial(c, card, truth, 48)], 2),
+    ).toEqual([16, 24]);
   });
 });

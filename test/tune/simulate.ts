@@ -132,7 +132,10 @@ export function simulateTrial(c: Curve, card: Card, truth: Truth, b: number): Tr
   const stateBytesPerParam = c.opt === 'adamw' ? 2 * (bf16 ? 2 : 4) : c.opt === 'sgd' ? (bf16 ? 2 : 4) : 0;
   const alloc = allocAt(c, b);
   const ratio = interp(c.points, (i) => (c.points[i] as Curve['points'][0]).reserved / (c.points[i] as Curve['points'][0]).alloc, b);
-  const stepS = Math.max(1e-3, interp(c.points, (i) => (c.points[i] as Curve['points'][0]).stepS, b));
+  const stepS = Math.max(
+    1e-3,
+    interp(c.points, (i) => (c.points[i] as Curve['points'][0]).stepS, b),
+  );
   return {
     value: b,
     outcome: ok ? 'ok' : 'oom',

@@ -15,7 +15,13 @@ function hello(pid: number, rank: number | null): ProbeRecord {
     python: '3.11',
     torch: '2.5.0',
     cudnn: null,
-    cuda: { available: true, initialized: true, version: '12.4', devices: [{ index: 0, name: 'NVIDIA H100 80GB HBM3', totalMemoryBytes: 80 * GiB, capability: '9.0' }], currentDevice: 0 },
+    cuda: {
+      available: true,
+      initialized: true,
+      version: '12.4',
+      devices: [{ index: 0, name: 'NVIDIA H100 80GB HBM3', totalMemoryBytes: 80 * GiB, capability: '9.0' }],
+      currentDevice: 0,
+    },
     hostname: 'h',
     argv: [],
     localRank: rank,
@@ -95,7 +101,15 @@ const input = (records: ProbeRecord[], extra: Partial<TrialInput> = {}): TrialIn
 describe('summarizeTrial', () => {
   it('two ranks that ran: the tighter rank binds memory, the slower paces the step, throughput adds up', () => {
     const s = summarizeTrial(input([...rankSteps(0, 8, 0.1, 12), ...rankSteps(1, 8, 0.2, 13)]));
-    expect(s).toMatchObject({ outcome: 'ok', detail: '8 steps', ranks: 2, steps: 8, worldSize: 2, peakFromFirstStep: false, deviceTotalBytes: 80 * GiB });
+    expect(s).toMatchObject({
+      outcome: 'ok',
+      detail: '8 steps',
+      ranks: 2,
+      steps: 8,
+      worldSize: 2,
+      peakFromFirstStep: false,
+      deviceTotalBytes: 80 * GiB,
+    });
     expect(s.peakAllocatedBytes).toBe(13 * GiB);
     // Steps 1-2 are warm-up (5x slower here) and left out.
     expect(s.stepTimeS).toBeCloseTo(0.2);
@@ -106,31 +120,68 @@ describe('summarizeTrial', () => {
   });
 
   it('out of memory on rank 1 makes the whole trial out of memory, whatever rank 0 did', () => {
-    const oom: ProbeRecord = { ...base(101, 1), type: 'exception', step: 2, exception: 'OutOfMemoryError', message: 'CUDA out of memory. Tried to allocate 2.00 GiB', outOfMemory: true };
-    const s = summarizeTrial(input([...rankSteps(0, 8, 0.1), ...rankSteps(1, 2, 0.1), oom], { exit: { code: 143, signal: null }, stoppedBy: 'oom' }));
+    const oom: ProbeRecord = {
+      ...base(101, 1),
+      type: 'exception',
+      step: 2,
+      exception: 'OutOfMemoryError',
+      message: 'CUDA out of memory. Tried to allocate 2.00 GiB',
+      outOfMemory: true,
+    };
+    const s = summarizeTrial(
+      input([...rankSteps(0, 8, 0.1), ...rankSteps(1, 2, 0.1), oom], { exit: { code: 143, signal: null }, stoppedBy: 'oom' }),
+    );
     expect(s).toMatchObject({ outcome: 'oom', detail: 'out of memory on rank 1 in step 3' });
   });
 
   it('out of memory said only on stderr, or an oom record followed by a failure', () => {
-    expect(summarizeTrial(input([], { exit: { code: 1, signal: null }, stderrOom: true })).detail).toBe('out of memory (the command said so on stderr)');
-    const rec: ProbeRecord = { ...base(100, null), type: 'oom', step: 4, device: 0, allocBytes: 1, deviceAllocatedBytes: 1, deviceFreeBytes: 0, snapshot: null };
-    expect(summarizeTrial(input([rec], { exit: { code: 1, signal: null } }))).toMatchObject({ outcome: 'oom', detail: 'out of memory on rank 0 in step 4' });
+    expect(summarizeTrial(input([], { exit: { code: 1, signal: null }, stderrOom: true })).detail).toBe(
+      'out of memory (the command said so on stderr)',
+    );
+    const rec: ProbeRecord = {
+      ...base(100, null),
+      type: 'oom',
+      step: 4,
+      device: 0,
+      allocBytes: 1,
+      deviceAllocatedBytes: 1,
+      deviceFreeBytes: 0,
+      snapshot: null,
+    };
+    expect(summarizeTrial(input([rec], { exit: { code: 1, signal: null } }))).toMatchObject({
+      outcome: 'oom',
+      detail: 'out of memory on rank 0 in step 4',
+    });
     // The same record, but the command went on and finished: it ran (cuDNN retried, or the script caught it).
     expect(summarizeTrial(input([...rankSteps(0, 8, 0.1), rec]))).toMatchObject({ outcome: 'ok', recoveredOom: true });
   });
 
   it('a failure that is not out of memory: the exception, else the last stderr line', () => {
-    const exc: ProbeRecord = { ...base(100, null), type: 'exception', step: 0, exception: 'KeyError', message: "'labels'", outOfMemory: false };
-    expect(summarizeTrial(input([exc], { exit: { code: 1, signal: null } }))).toMatchObject({ outcome: 'failed', detail: "exit code 1: KeyError: 'labels'" });
-    expect(summarizeTrial(input([], { exit: { code: 2, signal: null }, stderrTail: ['usage: train.py', 'train.py: error: unrecognized arguments: --bs'] })).detail).toBe(
-      'exit code 2: train.py: error: unrecognized arguments: --bs',
-    );
+    const exc: ProbeRecord = {
+      ...base(100, null),
+      type: 'exception',
+      step: 0,
+      exception: 'KeyError',
+      message: "'labels'",
+      outOfMemory: false,
+    };
+    expect(summarizeTrial(input([exc], { exit: { code: 1, signal: null } }))).toMatchObject({
+      outcome: 'failed',
+      detail: "exit code 1: KeyError: 'labels'",
+    });
+    expect(
+      summarizeTrial(
+        input([], { exit: { code: 2, signal: null }, stderrTail: ['usage: train.py', 'train.py: error: unrecognized arguments: --bs'] }),
+      ).detail,
+    ).toBe('exit code 2: train.py: error: unrecognized arguments: --bs');
     expect(summarizeTrial(input([], { exit: { code: 130, signal: null }, forwardedSignal: 'SIGINT' })).outcome).toBe('interrupted');
     expect(summarizeTrial(input([], { exit: { code: 143, signal: null }, stoppedBy: 'timeout' })).outcome).toBe('timeout');
   });
 
   it("flags a peak set in step 1 (the optimizer's first step, not the batch)", () => {
-    const recs = rankSteps(0, 4, 0.1).map((r) => (r.type === 'step' && r.memory ? { ...r, memory: { ...r.memory, peakAllocatedBytes: 10 * GiB } } : r));
+    const recs = rankSteps(0, 4, 0.1).map((r) =>
+      r.type === 'step' && r.memory ? { ...r, memory: { ...r.memory, peakAllocatedBytes: 10 * GiB } } : r,
+    );
     expect(summarizeTrial(input(recs)).peakFromFirstStep).toBe(true);
   });
 
@@ -143,7 +194,14 @@ describe('summarizeTrial', () => {
   it('model facts: weights and buffers at their dtype sizes, optimizer state, main dtype', () => {
     const m = model(1, null, 8000);
     if (m.type !== 'model') throw new Error('not a model record');
-    expect(modelFacts(m)).toEqual({ name: 'GPT2LMHeadModel', weightBytes: 900 * 4 + 100 * 2 + 64, optimizerClass: 'AdamW', optimizerStateBytes: 8000, mainDtype: 'float32', hfConfig: null });
+    expect(modelFacts(m)).toEqual({
+      name: 'GPT2LMHeadModel',
+      weightBytes: 900 * 4 + 100 * 2 + 64,
+      optimizerClass: 'AdamW',
+      optimizerStateBytes: 8000,
+      mainDtype: 'float32',
+      hfConfig: null,
+    });
   });
 
   it('recognises the out-of-memory messages of PyTorch, cuBLAS and NCCL, not a warning that mentions memory', () => {
