@@ -67,9 +67,10 @@ export interface MemoryLine {
   /**
    * two-trials: through the peaks of the two largest measured values; one-trial+planner: the planner's line for the
    * model's Hugging Face config, scaled to the measured peak; one-trial+model: the fixed part from the model record
-   * (weights, buffers, optimizer state, cuBLAS workspace) and the measured peak.
+   * (weights, buffers, optimizer state, cuBLAS workspace) and the measured peak; one-trial: no model record, the
+   * fixed part taken as 0 (the steepest line through the measured peak: safe, and corrected by the next trial).
    */
-  source: 'two-trials' | 'one-trial+planner' | 'one-trial+model';
+  source: 'two-trials' | 'one-trial+planner' | 'one-trial+model' | 'one-trial';
   /** The values whose measurements made the line. */
   values: number[];
   /** For one-trial+planner: the set-up the planner matched (precision, checkpointing). */
@@ -128,7 +129,16 @@ export function fitMemoryLine(trials: TrialSummary[], budget: DeviceBudget | nul
   }
   const last = pts[pts.length - 1];
   if (!last) return null;
-  return plannerLine(last, budget) ?? modelRecordLine(last);
+  return (
+    plannerLine(last, budget) ??
+    modelRecordLine(last) ?? {
+      fixedBytes: 0,
+      perValueBytes: (last.peakAllocatedBytes as number) / last.value,
+      source: 'one-trial',
+      values: [last.value],
+      note: 'no model record: fixed part taken as 0',
+    }
+  );
 }
 
 /** Largest value whose predicted peak stays within `limitBytes` (Infinity when memory does not grow with the value). */
