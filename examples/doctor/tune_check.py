@@ -3,7 +3,7 @@ autocast) and ResNet-50 (224x224, SGD, bf16 autocast), from examples/doctor/tune
 
   1. `gpuwise tune` from a small first value (GPT-2: 1..1024, ResNet-50: 16..4096), default settings;
   2. the true largest batch without gpuwise: one fresh process per batch size that runs 4 steps and exits 3 on
-     out-of-memory, bisected to the exact value from tune's bracket (widened upwards when needed);
+     out-of-memory, bisected from tune's bracket (widened upwards when needed) to 1% (exact below 100);
   3. prints the trials tune used, its largest value that fits against the true one (% gap), and how many runs
      doubling-then-bisecting from 1 would have needed for the same answer.
 
@@ -39,20 +39,20 @@ def fits(model, b, log):
 
 
 def true_largest(model, ok, bad, log):
-    """Exact largest batch that fits, from ok (fits) and bad (does not, or None)."""
+    """The largest batch that fits, bracketed to 1% (exact below 100): (fits, smallest known not to fit)."""
     while bad is None:
         up = max(ok + 1, int(ok * 1.15))
         if fits(model, up, log):
             ok = up
         else:
             bad = up
-    while bad - ok > 1:
+    while bad - ok > max(1, ok // 100):
         mid = (ok + bad) // 2
         if fits(model, mid, log):
             ok = mid
         else:
             bad = mid
-    return ok
+    return ok, bad
 
 
 def doubling_then_bisecting_runs(true_max, lo, hi):
@@ -100,8 +100,9 @@ def main():
             failed.append(model)
             summary[model] = {"tune": rep, "error": "tune found no batch that fits"}
             continue
-        truth = true_largest(model, ok, res["smallestOom"], log)
-        gap = (truth - ok) / truth
+        truth, bad = true_largest(model, ok, res["smallestOom"], log)
+        # Worst case within the bracket: the true largest may be up to bad - 1.
+        gap = (bad - 1 - ok) / (bad - 1)
         runs = doubling_then_bisecting_runs(truth, 1, hi)
         good = rep["searchTrials"] <= 3 and 0 <= gap <= 0.10
         if not good:
@@ -112,6 +113,7 @@ def main():
             "searchTrials": rep["searchTrials"],
             "tuneLargest": ok,
             "trueLargest": truth,
+            "trueLargestBelow": bad,
             "gapPercent": round(gap * 100, 1),
             "doublingThenBisectingRuns": runs,
             "tuneSeconds": round(tune_s, 1),
@@ -123,7 +125,7 @@ def main():
             "curve": [(t["value"], t["outcome"], t["peakAllocatedBytes"], t["peakReservedBytes"], t["samplesPerS"]) for t in rep["trials"]],
             "reference": log,
         }
-        print("  %s: tune %d trials -> %d; true largest %d (gap %.1f%%); doubling-then-bisecting from 1: %d runs  %s" % (model, rep["searchTrials"], ok, truth, gap * 100, runs, "ok" if good else "FAIL"), flush=True)
+        print("  %s: tune %d trials -> %d; true largest %d%s (gap %.1f%%); doubling-then-bisecting from 1: %d runs  %s" % (model, rep["searchTrials"], ok, truth, "" if bad == truth + 1 else " to %d" % (bad - 1), gap * 100, runs, "ok" if good else "FAIL"), flush=True)
     with open(os.path.join(outdir, "summary.json"), "w") as f:
         json.dump(summary, f, indent=2, default=str)
     print("%d models, %d failed%s" % (len(models), len(failed), (": " + ", ".join(failed)) if failed else ""))

@@ -172,6 +172,7 @@ async function runTrial(opts: {
     },
   });
   const started = run;
+  if (oomSeen) started.stop('oom'); // seen before the handle existed
   let timedOut = false;
   const timer = opts.timeoutS
     ? setTimeout(() => {

@@ -134,6 +134,28 @@ describe.skipIf(SKIP_PYTHON)('gpuwise tune on a CPU script that runs out of memo
     expect(r.stderr).toContain('trial 3: b=6');
   });
 
+  it('--curve adds throughput points below the largest value that fits; --timeout ends a trial that hangs', async () => {
+    const out = outDir();
+    const script = 'if [ "$1" -gt 5 ]; then echo "CUDA out of memory" >&2; exit 1; fi';
+    const r = await tune(['--out', out, '--param', 'b=2..8', '--max-trials', '3', '--curve', '2', '--', 'sh', '-c', script, 'sh', '{b}']);
+    expect(r.code).toBe(0);
+    const rep = reportOf(out);
+    expect(rep.trials.map((t) => [t.value, t.outcome, t.kind])).toEqual([
+      [2, 'ok', 'search'],
+      [4, 'ok', 'search'],
+      [6, 'oom', 'search'],
+      [3, 'ok', 'curve'],
+    ]);
+    expect(rep.searchTrials).toBe(3);
+
+    const out2 = outDir();
+    const t0 = Date.now();
+    const r2 = await tune(['--out', out2, '--param', 'b=2..8', '--timeout', '1', '--', 'sh', '-c', 'sleep 60', 'sh', '{b}']);
+    expect(r2.code).toBe(1);
+    expect(Date.now() - t0).toBeLessThan(20_000);
+    expect(reportOf(out2).trials.map((t) => t.outcome)).toEqual(['timeout']);
+  });
+
   it('nothing fits: exit 1 and says so', async () => {
     const out = outDir();
     const r = await tune(['--out', out, '--param', 'batch_size=50..64', '--steps', '2', '--', PYTHON, TOY, '--batch-size', '{batch_size}']);
