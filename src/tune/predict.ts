@@ -218,10 +218,10 @@ export function decideNext(space: SearchSpace, trials: TrialSummary[], maxTrials
         return { next: null, reason: `the prediction (${predicted}) is not above ${space.name}=${maxOk}, which fits` };
       // A one-trial line is conservative: step past the verified value once to measure the slope.
       c = roundDown(Math.min(upper, Math.max(maxOk + m, Math.floor(maxOk * 1.25))), m);
-      why = 'the first trial is already near the predicted limit: one step above it to measure the slope';
+      why = 'the first trial is already at the (conservative) predicted limit: 25% above it, to measure the slope';
       if (c <= maxOk) return { next: null, reason: 'no value left between the bounds' };
     }
-    if (line.source === 'two-trials' && (c - maxOk) / maxOk < TUNE.stopWithin && minOom === null)
+    if (line.source === 'two-trials' && (c - maxOk) / maxOk < TUNE.stopWithin)
       return {
         next: null,
         reason: `the prediction (${predicted}) is within ${TUNE.stopWithin * 100}% of ${space.name}=${maxOk}, which fits`,

@@ -221,6 +221,12 @@ describe('decisions', () => {
     });
   });
 
+  it('stops when a two-trial prediction could raise the verified value by less than 3%', () => {
+    const d = decideNext(space(1), [at(40), at(44)]);
+    expect(d.next).toBeNull();
+    expect(d.reason).toMatch(/^the prediction \(4[56]\) is within 3% of batch_size=44, which fits$/);
+  });
+
   it('stops at once when HI fits', () => {
     expect(decideNext(space(8, { hi: 8 }), [at(8)])).toEqual({ next: null, reason: 'the upper end batch_size=8 fits' });
   });
