@@ -133,7 +133,10 @@ export function renderTuneText(r: TuneReport): string {
   const dev = r.device ? ` on ${r.device.name ?? 'GPU'} (${fmtBytes(r.device.totalBytes)})` : '';
   out.push(`gpuwise tune: ${name} in ${r.param.lo}..${r.param.hi}${dev}, ${r.stepsPerTrial} steps per trial`);
   const unit = r.throughputUnit;
-  const head = ['#', name, 'outcome', 'peak alloc', 'peak reserved', 'step', unit ?? 'throughput'];
+  // Token models: tokens/s beside samples/s.
+  const ok = r.trials.filter((t) => t.outcome === 'ok');
+  const tokensToo = unit === 'samples/s' && ok.every((t) => t.tokensPerS !== null);
+  const head = ['#', name, 'outcome', 'peak alloc', 'peak reserved', 'step', unit ?? 'throughput', ...(tokensToo ? ['tokens/s'] : [])];
   const rows = r.trials.map((t) => [
     `${t.index}${t.kind === 'curve' ? 'c' : ''}`,
     String(t.value),
@@ -142,6 +145,7 @@ export function renderTuneText(r: TuneReport): string {
     t.peakReservedBytes !== null ? fmtBytes(t.peakReservedBytes) : '-',
     t.stepTimeS !== null ? `${(t.stepTimeS * 1e3).toFixed(t.stepTimeS < 0.1 ? 1 : 0)} ms` : '-',
     rate(unit === 'samples/s' ? t.samplesPerS : unit === 'tokens/s' ? t.tokensPerS : null),
+    ...(tokensToo ? [rate(t.tokensPerS)] : []),
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] as string).length)));
   const line = (cells: string[]) => `  ${cells.map((c, i) => pad(c, widths[i] as number, i !== 2)).join('  ')}`;
