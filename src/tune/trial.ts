@@ -2,7 +2,7 @@
  * One trial of `gpuwise tune`: the probe's records of one run of the command at one value, reduced to what the
  * search needs (outcome, steady peak memory, step time, throughput) and the model's resident bytes. Pure.
  */
-import type { ChildExit } from '../doctor/report.js';
+import { type ChildExit, gpuStepTimesOf } from '../doctor/report.js';
 import { type HelloRecord, type ModelRecord, type ProbeRecord, type StepRecord, rankOf } from '../doctor/records.js';
 import type { Snapshot } from '../telemetry/sample.js';
 
@@ -45,6 +45,8 @@ export interface TrialSummary {
   worldSize: number;
   /** Median step time over the measured steps of the slowest rank (steps 1-2 are warm-up and left out when later ones exist). */
   stepTimeS: number | null;
+  /** gpu: from the probe's CUDA events (as the GPU ran the steps; exact even in a short run); host: wall clock between step ends. */
+  stepTimeFrom: 'gpu' | 'host' | null;
   /** Sum over ranks of (median samples per measured step / median step time); null when a batch's size was unknown. */
   samplesPerS: number | null;
   tokensPerS: number | null;
@@ -136,6 +138,7 @@ interface RankFigures {
   rank: number;
   steps: number;
   stepTimeS: number | null;
+  stepTimeFrom: 'gpu' | 'host' | null;
   samplesPerStep: number | null;
   tokensPerStep: number | null;
   seqLen: number | null;
@@ -160,12 +163,18 @@ function rankFigures(pid: number, recs: ProbeRecord[], samples: Snapshot[] | nul
       for (const p of g.processes) if (p.pid === pid && p.usedMemoryBytes !== null) sum = (sum ?? 0) + p.usedMemoryBytes;
     if (sum !== null) nvml = Math.max(nvml ?? 0, sum);
   }
+  // The GPU's own step times when the probe has them for every measured step: host timing of the first steps of a
+  // short run reflects the launch queue filling, not the GPU's pace.
+  const gpu = gpuStepTimesOf(recs);
+  const gpuTimes = measured.map((s) => gpu.get(s.step)).filter((x): x is number => x !== undefined);
+  const useGpu = measured.length > 0 && gpuTimes.length === measured.length;
   const samplesKnown = measured.length > 0 && measured.every((s) => s.samples !== null);
   const tokensKnown = measured.length > 0 && measured.every((s) => typeof s.tokens === 'number');
   return {
     rank: rankOf(recs[0] as ProbeRecord),
     steps: steps.length,
-    stepTimeS: median(measured.map((s) => s.stepTimeS as number)),
+    stepTimeS: useGpu ? median(gpuTimes) : median(measured.map((s) => s.stepTimeS as number)),
+    stepTimeFrom: measured.length === 0 ? null : useGpu ? 'gpu' : 'host',
     samplesPerStep: samplesKnown ? median(measured.map((s) => s.samples as number)) : null,
     tokensPerStep: tokensKnown ? median(measured.map((s) => s.tokens as number)) : null,
     seqLen: tokensKnown ? (measured[measured.length - 1]?.seqLen ?? null) : null,
@@ -265,6 +274,7 @@ export function summarizeTrial(input: TrialInput): TrialSummary {
     deviceName: ranks.find((r) => r.deviceName !== null)?.deviceName ?? null,
     worldSize: Math.max(ranks.length, hello?.worldSize ?? 1),
     stepTimeS: maxOf(ranks.map((r) => r.stepTimeS)),
+    stepTimeFrom: ranks.some((r) => r.stepTimeFrom === 'host') ? 'host' : (ranks[0]?.stepTimeFrom ?? null),
     samplesPerS: sumOrNull(ranks.map((r) => (r.samplesPerStep !== null && r.stepTimeS ? r.samplesPerStep / r.stepTimeS : null))),
     tokensPerS: sumOrNull(ranks.map((r) => (r.tokensPerStep !== null && r.stepTimeS ? r.tokensPerStep / r.stepTimeS : null))),
     samplesPerStep: ranks[0]?.samplesPerStep ?? null,

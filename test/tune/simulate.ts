@@ -151,6 +151,7 @@ export function simulateTrial(c: Curve, card: Card, truth: Truth, b: number): Tr
     deviceName: card.name,
     worldSize: 1,
     stepTimeS: ok ? stepS : null,
+    stepTimeFrom: ok ? 'gpu' : null,
     samplesPerS: ok ? b / stepS : null,
     tokensPerS: ok && c.seq ? (b * c.seq) / stepS : null,
     samplesPerStep: ok ? b : null,

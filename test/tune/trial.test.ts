@@ -119,6 +119,39 @@ describe('summarizeTrial', () => {
     expect(s.seqLen).toBe(512);
   });
 
+  it("takes the GPU's own step times when the probe measured every counted step", () => {
+    const recs = rankSteps(0, 6, 0.1);
+    // Events lag: steps 2-4 reported with step 5, steps 5-6 with the end record (as the probe sends them).
+    const withGpu = recs.map((r) =>
+      r.type === 'step' && r.step === 5
+        ? {
+            ...r,
+            gpuStepTimes: [
+              [2, 0.5],
+              [3, 0.08],
+              [4, 0.09],
+            ] as [number, number][],
+          }
+        : r,
+    );
+    const end: ProbeRecord = {
+      ...base(100, 0),
+      type: 'end',
+      reason: 'max-steps',
+      steps: 6,
+      exception: null,
+      gpuStepTimes: [
+        [5, 0.07],
+        [6, 0.085],
+      ],
+    };
+    const s = summarizeTrial(input([...withGpu, end]));
+    expect(s.stepTimeFrom).toBe('gpu');
+    expect(s.stepTimeS).toBeCloseTo(0.085); // median of steps 3-6
+    // Without the end record step 6 has no GPU time: host timing for all.
+    expect(summarizeTrial(input(withGpu))).toMatchObject({ stepTimeFrom: 'host', stepTimeS: 0.1 });
+  });
+
   it('out of memory on rank 1 makes the whole trial out of memory, whatever rank 0 did', () => {
     const oom: ProbeRecord = {
       ...base(101, 1),
