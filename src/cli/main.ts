@@ -20,6 +20,7 @@ const COMMANDS: Record<string, Command> = {
   select: { summary: 'pick the N best GPUs: print CUDA_VISIBLE_DEVICES or run a command with it', load: () => import('./select.js') },
   record: { summary: 'record GPU samples into a SQLite file, optionally for the life of a command', load: () => import('./record.js') },
   doctor: { summary: 'run a training command with the probe, watch it, and report what limits it', load: () => import('./doctor.js') },
+  tune: { summary: 'find the largest batch that fits in a few trial runs, with the throughput of each', load: () => import('./tune.js') },
   runs: { summary: 'list the runs doctor saved in the local history, or show one again', load: () => import('./runs.js') },
   compare: { summary: 'what changed between two doctor runs: step time, memory, findings', load: () => import('./compare.js') },
   exporter: { summary: 'Prometheus endpoint with dcgm-exporter metric names, plus per-process metrics', load: () => import('./exporter.js') },

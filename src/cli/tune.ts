@@ -1,0 +1,336 @@
+/**
+ * `gpuwise tune --param batch_size=LO..HI [options] -- CMD ... {batch_size} ...`: runs CMD a few times with the
+ * probe, each time with another value, and finds the largest value that trains without running out of memory,
+ * predicting it from the measured memory (src/tune/predict.ts) instead of bisecting blindly.
+ */
+import { closeSync, mkdirSync, openSync, readSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { type SearchSpace, conclude, curveValues, decideNext } from '../tune/predict.js';
+import { type TuneTrial, buildTuneReport, renderTuneText } from '../tune/report.js';
+import { OOM_TEXT, type TrialSummary, summarizeTrial } from '../tune/trial.js';
+import { VERSION } from './main.js';
+import { type ProbeRun, makeRunDir, startProbeRun } from './probeRun.js';
+import { UsageError, parseFlags } from './usage.js';
+
+const HELP = `Usage: gpuwise tune --param NAME=LO..HI [options] -- CMD ... {NAME} ...
+
+Finds the largest value of NAME (a batch size) in LO..HI that trains without running out of GPU memory,
+in a few short trial runs of CMD with gpuwise's probe: the memory measured by the first trial predicts the
+limit, the next trials verify it. Reports each trial's peak memory and throughput, the largest value that
+fits, a recommended value that leaves --margin of the memory free, and the Goldilocks value (the smallest
+within 5% of the best throughput measured).
+
+  gpuwise tune --param batch_size=8..512 -- python train.py --batch-size {batch_size}
+  gpuwise tune --param bs=1..64 --multiple-of 8 -- torchrun --nproc_per_node 4 train.py --bs={bs}
+
+Options:
+  --param NAME=LO..HI  the integer to size; CMD must contain {NAME}, replaced by each trial's value
+  --steps N            optimizer steps per trial (default 8; the peak needs 2: the optimizer's state appears at step 1)
+  --max-trials N       trials of the search (default 3; 6 when the trials report no GPU memory)
+  --margin P           GPU memory left free at the recommended value: 10% or 0.1 (default 10%)
+  --start V            first value tried (default LO; a value expected to fit comfortably predicts best)
+  --multiple-of M      try and recommend only multiples of M (default 1)
+  --curve N            N more trials below the largest value that fits, for the throughput curve (default 0)
+  --timeout S          end a trial after S seconds (counted as failed; default none)
+  --out DIR            where the trials' run directories go (default ./gpuwise-runs/tune-DATE-TIME); new or empty
+  --json               the result as JSON on stdout (schemaVersion 1); progress goes to stderr
+  --show-output        echo each trial's output to stderr (it is always kept in the trial's stdout.log/stderr.log)
+  -h, --help           this help
+
+Exit status: 0 a value fits; 1 none does, or a trial failed other than by running out of memory
+(its last stderr lines are shown); 2 bad usage; 130 interrupted (the partial result is printed).
+Method and definitions: docs/tune.md.
+`;
+
+const OPTIONS = {
+  param: { type: 'string' },
+  steps: { type: 'string' },
+  'max-trials': { type: 'string' },
+  margin: { type: 'string' },
+  start: { type: 'string' },
+  'multiple-of': { type: 'string' },
+  curve: { type: 'string' },
+  timeout: { type: 'string' },
+  out: { type: 'string' },
+  json: { type: 'boolean' },
+  'show-output': { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+const DEFAULT_STEPS = 8;
+const DEFAULT_MAX_TRIALS = 3;
+const DEFAULT_MAX_TRIALS_BLIND = 6;
+const DEFAULT_MARGIN = 0.1;
+const STDERR_TAIL_LINES = 15;
+
+function intFlag(text: string | undefined, flag: string, min: number): number | undefined {
+  if (text === undefined) return undefined;
+  if (!/^\d+$/.test(text) || Number(text) < min) throw new UsageError(`${flag}: '${text}' is not an integer >= ${min}`);
+  return Number(text);
+}
+
+/** `NAME=LO..HI` with 1 <= LO <= HI. */
+export function parseParam(text: string | undefined): { name: string; lo: number; hi: number } {
+  if (text === undefined) throw new UsageError('missing --param NAME=LO..HI (e.g. --param batch_size=8..512)');
+  const m = /^([A-Za-z_][A-Za-z0-9_.-]*)=(\d+)\.\.(\d+)$/.exec(text.trim());
+  if (!m) throw new UsageError(`--param: '${text}' is not NAME=LO..HI with integers (e.g. batch_size=8..512)`);
+  const [lo, hi] = [Number(m[2]), Number(m[3])];
+  if (lo < 1 || hi < lo) throw new UsageError(`--param: need 1 <= LO <= HI, got ${lo}..${hi}`);
+  return { name: m[1] as string, lo, hi };
+}
+
+function parseMargin(text: string | undefined): number {
+  if (text === undefined) return DEFAULT_MARGIN;
+  const m = /^(\d+(?:\.\d+)?)(%?)$/.exec(text.trim());
+  const v = m ? Number(m[1]) / (m[2] ? 100 : 1) : Number.NaN;
+  if (!(v >= 0 && v < 1)) throw new UsageError(`--margin: '${text}' is not a share of memory in [0, 1) such as 10% or 0.1`);
+  return v;
+}
+
+/** Replaces every `{name}` in the arguments. */
+export function substitute(cmd: string[], name: string, value: number): string[] {
+  const token = `{${name}}`;
+  return cmd.map((a) => a.split(token).join(String(value)));
+}
+
+function shellQuote(args: string[]): string {
+  return args.map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`)).join(' ');
+}
+
+/** Reads what a file gained since the last call (the trial's stderr, as it is written). */
+class FileTail {
+  private offset = 0;
+  private text = '';
+  constructor(private readonly path: string) {}
+  read(): string {
+    let fd: number;
+    try {
+      fd = openSync(this.path, 'r');
+    } catch {
+      return '';
+    }
+    const buf = Buffer.alloc(1 << 16);
+    let got = '';
+    try {
+      for (;;) {
+        const n = readSync(fd, buf, 0, buf.length, this.offset);
+        if (n <= 0) break;
+        this.offset += n;
+        got += buf.toString('utf8', 0, n);
+      }
+    } finally {
+      closeSync(fd);
+    }
+    // Keep the end only: enough for the last lines and a message split across reads.
+    this.text = (this.text + got).slice(-16384);
+    return got;
+  }
+  lastLines(n: number): string[] {
+    return this.text
+      .split('\n')
+      .filter((l) => l.trim() !== '')
+      .slice(-n);
+  }
+  matches(re: RegExp): boolean {
+    return re.test(this.text);
+  }
+}
+
+interface TrialRun {
+  summary: TrialSummary;
+  stderrTail: string[];
+}
+
+async function runTrial(opts: {
+  cmd: string[];
+  dir: string;
+  value: number;
+  steps: number;
+  timeoutS: number | undefined;
+  showOutput: boolean;
+}): Promise<TrialRun> {
+  mkdirSync(opts.dir, { recursive: true });
+  const stdoutPath = join(opts.dir, 'stdout.log');
+  const stderrPath = join(opts.dir, 'stderr.log');
+  const out = new FileTail(stdoutPath);
+  const err = new FileTail(stderrPath);
+  let run: ProbeRun | null = null;
+  let oomSeen = false;
+  const stopForOom = () => {
+    oomSeen = true;
+    run?.stop('oom');
+  };
+  run = await startProbeRun({
+    cmd: opts.cmd,
+    runDir: opts.dir,
+    // Short trials, no profiler window: only the steps' memory and time are needed.
+    env: { GPUWISE_MAX_STEPS: String(opts.steps), GPUWISE_PROFILE_STEPS: '0' },
+    output: { stdoutPath, stderrPath },
+    // Any rank out of memory ends the whole trial, so no other rank waits forever in a collective.
+    onRecord: (r) => {
+      if (r.type === 'exception' && r.outOfMemory) stopForOom();
+    },
+  });
+  const started = run;
+  if (oomSeen) started.stop('oom'); // seen before the handle existed
+  let timedOut = false;
+  const timer = opts.timeoutS
+    ? setTimeout(() => {
+        timedOut = true;
+        started.stop('timeout');
+      }, opts.timeoutS * 1000)
+    : null;
+  const poll = () => {
+    const o = out.read();
+    const e = err.read();
+    if (opts.showOutput) process.stderr.write(o + e);
+    if (!oomSeen && e && err.matches(OOM_TEXT)) stopForOom();
+  };
+  const poller = setInterval(poll, 200);
+  const res = await started.done;
+  clearInterval(poller);
+  if (timer) clearTimeout(timer);
+  poll();
+  const stderrTail = err.lastLines(STDERR_TAIL_LINES);
+  const summary = summarizeTrial({
+    value: opts.value,
+    records: res.records,
+    exit: res.exit,
+    forwardedSignal: res.forwardedSignal,
+    stoppedBy: oomSeen ? 'oom' : timedOut ? 'timeout' : null,
+    stderrOom: err.matches(OOM_TEXT),
+    stderrTail,
+    gpuSamples: res.gpuSamples,
+  });
+  return { summary, stderrTail };
+}
+
+function fmtTrialLine(t: TrialSummary): string {
+  if (t.outcome !== 'ok') return `${t.outcome === 'oom' ? 'OOM' : t.outcome.toUpperCase()}: ${t.detail}`;
+  const parts = [`OK (${t.detail})`];
+  if (t.peakAllocatedBytes !== null) parts.push(`peak ${(t.peakAllocatedBytes / 1024 ** 3).toFixed(2)} GiB allocated`);
+  if (t.stepTimeS !== null) parts.push(`${(t.stepTimeS * 1e3).toFixed(1)} ms/step`);
+  if (t.samplesPerS !== null) parts.push(`${t.samplesPerS >= 100 ? Math.round(t.samplesPerS) : t.samplesPerS.toPrecision(3)} samples/s`);
+  else if (t.tokensPerS !== null) parts.push(`${Math.round(t.tokensPerS)} tokens/s`);
+  return parts.join(', ');
+}
+
+export async function run(argv: string[]): Promise<number> {
+  const dash = argv.indexOf('--');
+  const own = dash < 0 ? argv : argv.slice(0, dash);
+  const cmd = dash < 0 ? [] : argv.slice(dash + 1);
+  const { values, positionals } = parseFlags({ args: own, options: OPTIONS, allowPositionals: true, strict: true });
+  if (values.help) {
+    process.stdout.write(HELP);
+    return 0;
+  }
+  if (positionals.length > 0) throw new UsageError(`put the command after --: gpuwise tune [options] -- ${positionals.join(' ')}`);
+  const param = parseParam(values.param);
+  if (cmd.length === 0)
+    throw new UsageError(
+      `missing the command to run: gpuwise tune --param ${param.name}=... -- python train.py --batch-size {${param.name}}`,
+    );
+  if (!cmd.some((a) => a.includes(`{${param.name}}`)))
+    throw new UsageError(
+      `the command has no {${param.name}} placeholder: write it where the value goes, e.g. --batch-size {${param.name}}`,
+    );
+  const steps = intFlag(values.steps, '--steps', 1) ?? DEFAULT_STEPS;
+  const maxTrialsFlag = intFlag(values['max-trials'], '--max-trials', 1);
+  const margin = parseMargin(values.margin);
+  const multipleOf = intFlag(values['multiple-of'], '--multiple-of', 1) ?? 1;
+  const start = intFlag(values.start, '--start', 1) ?? param.lo;
+  if (start < param.lo || start > param.hi) throw new UsageError(`--start: ${start} is outside ${param.lo}..${param.hi}`);
+  if (Math.floor(param.hi / multipleOf) * multipleOf < param.lo)
+    throw new UsageError(`--multiple-of ${multipleOf}: no multiple in ${param.lo}..${param.hi}`);
+  const curve = intFlag(values.curve, '--curve', 0) ?? 0;
+  const timeoutS = intFlag(values.timeout, '--timeout', 1);
+  const space: SearchSpace = {
+    name: param.name,
+    lo: param.lo,
+    hi: param.hi,
+    start,
+    multipleOf,
+    maxTrials: maxTrialsFlag ?? DEFAULT_MAX_TRIALS,
+  };
+
+  const { runDir: outDir, created } = makeRunDir(values.out, new Date(), 'tune-');
+  const say = (s: string) => (values.json ? process.stderr : process.stdout).write(`${s}\n`);
+  let interrupted = false;
+  const onSignal = () => {
+    interrupted = true; // the running trial gets the signal from probeRun; the search stops after it
+  };
+  process.on('SIGINT', onSignal).on('SIGTERM', onSignal);
+
+  const trials: TuneTrial[] = [];
+  let stopReason = '';
+  try {
+    const runOne = async (value: number, kind: TuneTrial['kind'], reason: string): Promise<TuneTrial> => {
+      const index = trials.length + 1;
+      const command = substitute(cmd, param.name, value);
+      const dir = join(outDir, `trial-${index}-${param.name}-${value}`);
+      say(`trial ${index}: ${param.name}=${value} (${reason})\n  $ ${shellQuote(command)}`);
+      let r: TrialRun;
+      try {
+        r = await runTrial({ cmd: command, dir, value, steps, timeoutS, showOutput: values['show-output'] === true });
+      } catch (e) {
+        // The command could not start: leave nothing behind that this run made.
+        rmSync(dir, { recursive: true, force: true });
+        if (trials.length === 0 && created) rmSync(outDir, { recursive: true, force: true });
+        throw e;
+      }
+      const t: TuneTrial = { ...r.summary, index, kind, reason, command, runDir: dir };
+      trials.push(t);
+      say(`  -> ${fmtTrialLine(t)}`);
+      if (t.outcome === 'failed' || t.outcome === 'timeout') {
+        say('  last lines of its stderr:');
+        for (const l of r.stderrTail) say(`  | ${l}`);
+      }
+      return t;
+    };
+
+    for (;;) {
+      // Without memory figures the search only bisects: more trials by default.
+      const blind = trials.length > 0 && trials.every((t) => t.peakAllocatedBytes === null);
+      const maxTrials = maxTrialsFlag ?? (blind ? DEFAULT_MAX_TRIALS_BLIND : DEFAULT_MAX_TRIALS);
+      space.maxTrials = maxTrials;
+      if (interrupted) {
+        stopReason = 'interrupted';
+        break;
+      }
+      const d = decideNext(space, trials, maxTrials);
+      if (d.next === null) {
+        stopReason = d.reason;
+        break;
+      }
+      await runOne(d.next, 'search', d.reason);
+    }
+    if (!interrupted && curve > 0 && !trials.some((t) => t.outcome === 'failed' || t.outcome === 'timeout')) {
+      for (const v of curveValues(space, trials, curve)) {
+        if (interrupted) break;
+        const t = await runOne(v, 'curve', 'throughput curve');
+        if (t.outcome !== 'ok') break;
+      }
+    }
+  } finally {
+    process.off('SIGINT', onSignal).off('SIGTERM', onSignal);
+  }
+  if (interrupted) stopReason = 'interrupted';
+
+  const result = conclude(space, trials, margin);
+  const report = buildTuneReport({
+    version: VERSION,
+    space,
+    stepsPerTrial: steps,
+    margin,
+    maxTrials: space.maxTrials,
+    outDir,
+    trials,
+    stopReason,
+    result,
+    interrupted,
+  });
+  writeFileSync(join(outDir, 'tune.json'), `${JSON.stringify(report, null, 2)}\n`, { flag: 'wx' });
+  if (values.json) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+  else process.stdout.write(`\n${renderTuneText(report)}`);
+  return report.exitCode;
+}

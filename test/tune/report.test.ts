@@ -1,0 +1,67 @@
+/** The tune report: exit status, notes, and the terminal text, on trials simulated from H200 measurements. */
+import { describe, expect, it } from 'vitest';
+import { conclude } from '../../src/tune/predict.js';
+import { type TuneTrial, buildTuneReport, renderTuneText } from '../../src/tune/report.js';
+import { CARDS, measuredCurves, runSearch, simulateTrial } from './simulate.js';
+
+const space = { name: 'batch_size', lo: 1, hi: 1024, start: 4, multipleOf: 1, maxTrials: 3 };
+const gpt2 = measuredCurves().find((c) => c.id === 'gpt2 amp_bf16 adamw');
+const card = CARDS[2] as (typeof CARDS)[number];
+
+function report(nvml: boolean, edit: (t: TuneTrial[]) => TuneTrial[] = (t) => t, interrupted = false) {
+  if (!gpt2) throw new Error('no GPT-2 curve');
+  const r = runSearch(space, (b) => simulateTrial(gpt2, card, { fragmentation: 1.03, nvml }, b));
+  const trials = edit(
+    r.trials.map((t, i) => ({
+      ...t,
+      index: i + 1,
+      kind: 'search' as const,
+      reason: 'r',
+      command: ['python', 't.py'],
+      runDir: `/runs/${i}`,
+    })),
+  );
+  return buildTuneReport({
+    version: '0',
+    space,
+    stepsPerTrial: 8,
+    margin: 0.1,
+    maxTrials: 3,
+    outDir: '/runs',
+    trials,
+    stopReason: 'done',
+    result: conclude(space, trials, 0.1),
+    interrupted,
+  });
+}
+
+describe('tune report', () => {
+  it('renders the trials, the memory line, the three answers', () => {
+    const rep = report(true);
+    expect(rep).toMatchObject({
+      schemaVersion: 1,
+      command: 'tune',
+      exitCode: 0,
+      memoryFigures: true,
+      throughputUnit: 'samples/s',
+      searchTrials: 3,
+    });
+    const text = renderTuneText(rep);
+    expect(text).toContain('gpuwise tune: batch_size in 1..1024 on NVIDIA H100 80GB HBM3 (79.6 GiB), 8 steps per trial');
+    expect(text).toMatch(/ {2}# {2}batch_size {2}outcome {2}peak alloc {2}peak reserved +step {2}samples\/s {2}tokens\/s\n/);
+    expect(text).toMatch(/Memory: peak allocated = 1\.\d\d GiB \+ 1\.3\d GiB x batch_size \(from the trials at \d+ and \d+\)/);
+    expect(text).toContain('(measured by NVML)');
+    expect(text).toContain(`Largest that fits: batch_size=${rep.result.largestOk} (verified`);
+    expect(text).toMatch(/Recommended: batch_size=\d+ \(leaves 10% of the GPU memory free: about [\d.]+ GiB of 79\.6 GiB in use\)/);
+    expect(text).toMatch(/Goldilocks: batch_size=\d+/);
+  });
+
+  it('exit status: 1 when nothing fits or a trial failed, 130 when interrupted; notes say what was assumed', () => {
+    expect(report(false).notes.join('\n')).toContain('not measured (no NVML per-process figures): 742 MiB assumed');
+    expect(report(true, (ts) => ts.map((t) => ({ ...t, outcome: 'oom' as const }))).exitCode).toBe(1);
+    expect(report(true, (ts) => [...ts, { ...(ts[0] as TuneTrial), index: 4, outcome: 'failed' as const }]).exitCode).toBe(1);
+    expect(report(true, (t) => t, true).exitCode).toBe(130);
+    const retries = report(true, (ts) => ts.map((t, i) => (i === 1 ? { ...t, allocRetries: 3 } : t)));
+    expect(retries.notes.join('\n')).toMatch(/trial 2 \(batch_size=\d+\): the allocator had to free its cache 3 time\(s\) to fit/);
+  });
+});
