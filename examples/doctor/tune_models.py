@@ -68,8 +68,10 @@ def main():
             opt.step()
             opt.zero_grad(set_to_none=True)
         torch.cuda.synchronize()
-    except torch.cuda.OutOfMemoryError:
-        if not args.oom_exit_code:
+    except (torch.cuda.OutOfMemoryError, RuntimeError) as e:
+        # cuBLAS/cuDNN report a failed workspace allocation as STATUS_ALLOC_FAILED: out of memory too.
+        oom = isinstance(e, torch.cuda.OutOfMemoryError) or "STATUS_ALLOC_FAILED" in str(e)
+        if not args.oom_exit_code or not oom:
             raise
         print("tune_models: out of memory at batch %d" % b, flush=True)
         sys.exit(args.oom_exit_code)

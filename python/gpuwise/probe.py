@@ -421,7 +421,8 @@ class Probe(object):
     def _on_exception(self, etype, value):
         name = getattr(etype, "__name__", str(etype))
         message = str(value)
-        oom = name == "OutOfMemoryError" or "out of memory" in message.lower()
+        # cuBLAS and cuDNN fail their own workspace allocations with ALLOC_FAILED: memory ran out as well.
+        oom = name == "OutOfMemoryError" or "out of memory" in message.lower() or "STATUS_ALLOC_FAILED" in message
         self.exception = name
         self._announce()
         self._send("exception", {"step": self.step, "exception": name, "message": message[:2000], "outOfMemory": oom})

@@ -329,8 +329,21 @@ function plannerWhatIfs(setup: RunSetup, model: ModelDescription, hw: Hardware, 
     };
   };
   const base = at({});
-  const factor = (e: Eval) =>
-    e.samplesPerS !== null && base.samplesPerS !== null && base.samplesPerS > 0 ? e.samplesPerS / base.samplesPerS : null;
+  const factor = (e: Eval) => {
+    const f = e.samplesPerS !== null && base.samplesPerS !== null && base.samplesPerS > 0 ? e.samplesPerS / base.samplesPerS : null;
+    if (f === null) return null;
+    // A batch-only change: the planner models compute, the trace says how much of this run's step grows with the batch
+    // (a starved DataLoader gains nothing from a bigger batch), so the smaller of the two.
+    const p = e.plan;
+    const q = base.plan;
+    const batchOnly =
+      p.setup.precision === q.setup.precision &&
+      p.setup.checkpointing === q.setup.checkpointing &&
+      p.parallelism.dp === q.parallelism.dp &&
+      p.parallelism.dpSize === q.parallelism.dpSize;
+    const t = batchOnly ? traceFactor(input.metrics, p.setup.microBatch / b0) : null;
+    return t === null ? f : Math.min(f, t);
+  };
   const maxOf = (s: Partial<TrainingSetup>, p: Partial<Parallelism> = {}) =>
     largestFitting((b) => at({ ...s, microBatch: b }, p).fits, BATCH_LIMIT);
   const out: WhatIf[] = [];
@@ -505,15 +518,22 @@ function calibrationOf(cal: PlannerCalibration, text: string): WhatIfCalibration
   };
 }
 
+/** Throughput claims stop at this batch multiple, as analyze's `gpu-underused` does: the linear model is not measured beyond it. */
+const MAX_CLAIMED_BATCH_SCALE = 4;
+
 /**
- * Throughput factor of a k-times batch from the trace: GPU busy time grows with the batch, the per-step idle time
- * (launch gaps, syncs, loading) does not. The arithmetic of analyze's `gpu-underused`.
+ * Throughput factor of a k-times batch from the trace: GPU busy time grows with the batch, and so does the idle time
+ * spent loading and copying the batch (DataLoader, host-to-device copies: per-sample work); the other idle time
+ * (launch gaps, syncs) is per step and does not. k is capped at MAX_CLAIMED_BATCH_SCALE.
  */
-function traceFactor(metrics: TraceMetrics | null, k: number): number | null {
+function traceFactor(metrics: TraceMetrics | null, kIn: number): number | null {
   if (!metrics || !(metrics.perStep.durNs > 0)) return null;
+  const k = Math.min(kIn, MAX_CLAIMED_BATCH_SCALE);
   const busy = metrics.perStep.busyNs;
   const idle = Math.max(0, metrics.perStep.durNs - busy);
-  return (k * (busy + idle)) / (k * busy + idle);
+  const perSampleIdle = Math.min(idle, metrics.perStep.idleByCauseNs.dataloader + metrics.perStep.idleByCauseNs.h2dCopy);
+  const fixedIdle = idle - perSampleIdle;
+  return (k * (busy + idle)) / (k * (busy + perSampleIdle) + fixedIdle);
 }
 
 function perSampleWhatIfs(setup: RunSetup, model: ModelRecord, hw: Hardware, input: WhatIfInput, why: string): WhatIfResult {
@@ -563,7 +583,7 @@ function perSampleWhatIfs(setup: RunSetup, model: ModelRecord, hw: Hardware, inp
       mk(
         'max-batch',
         `batch ${bMax} fits: predicted ${gib(eval_(bMax).peak)} of ${gib(budget)}${thr(bMax)}`,
-        `The largest per-GPU batch under the budget with the planner's 2% margin, from an affine model of this run (${note}). Throughput assumes GPU busy time grows with the batch and idle time does not. An estimate: verify it with one run.`,
+        `The largest per-GPU batch under the budget with the planner's 2% margin, from an affine model of this run (${note}). Throughput assumes GPU busy, loading and copy time grow with the batch and other idle time does not (claimed up to ${MAX_CLAIMED_BATCH_SCALE}x the batch). An estimate: verify it with one run.`,
         bMax,
         setup.gradAccum,
         {

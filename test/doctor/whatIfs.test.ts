@@ -400,7 +400,7 @@ const ampMetrics = {
     topFp32Kernels: [],
   },
   gemmShapes: [{ dtype: 'c10::BFloat16' }],
-  perStep: { durNs: 100e6, busyNs: 50e6 },
+  perStep: { durNs: 100e6, busyNs: 50e6, idleByCauseNs: { dataloader: 0, hostSync: 0, h2dCopy: 0, communication: 0, launch: 50e6, other: 0 } },
 } as unknown as TraceMetrics;
 
 describe('whatIfFindings', () => {
@@ -419,12 +419,23 @@ describe('whatIfFindings', () => {
   it('turns a larger batch into a finding with the trace arithmetic (busy grows, idle does not)', () => {
     const res = buildWhatIfs(input);
     const max = res.whatIfs.find((w) => w.id === 'max-batch');
-    const k = (max?.batch ?? 0) / 32;
+    const k = Math.min(4, (max?.batch ?? 0) / 32); // claims stop at 4x the batch
     expect(max?.throughputFactor).toBeCloseTo((k * 100) / (k * 50 + 50), 9);
     const { findings, merged } = whatIfFindings(res, [], 0.1);
     expect(merged).toEqual([]);
     expect(findings.map((f) => f.id)).toEqual(['whatif-max-batch']);
     expect(findings[0]?.severity).toBe('high');
+  });
+
+  it('claims nothing for a bigger batch when the idle time is the DataLoader (it grows with the batch too)', () => {
+    const starved = {
+      ...ampMetrics,
+      perStep: { durNs: 100e6, busyNs: 10e6, idleByCauseNs: { dataloader: 88e6, hostSync: 0, h2dCopy: 0, communication: 0, launch: 2e6, other: 0 } },
+    } as unknown as TraceMetrics;
+    const res = buildWhatIfs({ ...input, metrics: starved });
+    const max = res.whatIfs.find((w) => w.id === 'max-batch');
+    expect(max?.throughputFactor).toBeLessThan(1.02);
+    expect(whatIfFindings(res, [], 0.1).findings).toEqual([]);
   });
 
   it("merges into the trace's gpu-underused instead of saying it twice", () => {
