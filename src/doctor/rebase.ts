@@ -1,10 +1,13 @@
 /**
  * Trace findings re-based on the run (pure). analyze estimates a finding's gain inside the profiled window, where
- * the profiler's own host-side cost (recording every op and its shapes) lengthens the step: measured on H200s, 1.1x
- * for a starved ResNet-50, 1.9x for a DataParallel loop. doctor also knows the step outside the window (the probe's
- * GPU-timed median), so it re-bases: the profiler's cost Δ = window step - run step is host time that is gone in
- * the run too, so the expected step is the window's expected step less Δ, but never below the GPU work the
- * estimate kept (min(expected, GPU busy per step)), since removing the profiler does not shorten kernels.
+ * the profiler's own cost lengthens the step: measured on H200s, 1.1x for a starved ResNet-50, 1.9x for a
+ * DataParallel loop, 1.3x for DDP with 100 all-reduces a step. doctor also knows the step outside the window (the
+ * probe's GPU-timed median), so it re-bases on it. Where the cost lands depends on what bounds the window:
+ * - host-bound window (the busiest GPU busy < 80% of the step): the cost is host time (recording every op and its
+ *   shapes), gone in the run too, so the expected step is the window's expected step less Δ = window - run step,
+ *   but never below the GPU work the estimate kept (min(expected, busiest GPU busy per step));
+ * - GPU-bound window: the cost is on the GPU timeline (activity tracing around every kernel), spread over the
+ *   step, so the expected step is scaled by run / window.
  */
 import { type EstimatedGain, type Finding, severityForGain } from '../advice/finding.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
@@ -12,6 +15,8 @@ import { fmtMs } from '../util/format.js';
 
 /** The window's step must exceed the run's by this share before re-basing (noise between steps is smaller). */
 const MIN_PROFILER_COST_SHARE = 0.02;
+/** A window whose busiest GPU is busy this share of the step is GPU-bound. */
+const GPU_BOUND_SHARE = 0.8;
 
 /** Mean busy time per step of the busiest device (the per-step figure is a mean over devices). */
 function busiestDeviceBusyNs(m: TraceMetrics): number {
@@ -26,13 +31,18 @@ export function rebaseGain(gain: EstimatedGain, metrics: TraceMetrics, runStepNs
   const profilerNs = windowStepNs - runStepNs;
   if (!(runStepNs > 0) || !(profilerNs > windowStepNs * MIN_PROFILER_COST_SHARE)) return gain;
   const busyNs = busiestDeviceBusyNs(metrics);
-  const floorNs = Math.min(gain.expectedStepTimeNs, busyNs);
-  const expectedNs = Math.min(runStepNs, Math.max(gain.expectedStepTimeNs - profilerNs, floorNs));
+  const gpuBound = busyNs >= GPU_BOUND_SHARE * windowStepNs;
+  const expectedNs = gpuBound
+    ? Math.min(runStepNs, gain.expectedStepTimeNs * (runStepNs / windowStepNs))
+    : Math.min(runStepNs, Math.max(gain.expectedStepTimeNs - profilerNs, Math.min(gain.expectedStepTimeNs, busyNs)));
+  const how = gpuBound
+    ? `the GPU is busy ${fmtMs(busyNs)} of it, so the cost is on the GPU timeline: expect ${fmtMs(gain.expectedStepTimeNs)} x ${fmtMs(runStepNs)} / ${fmtMs(windowStepNs)} = ${fmtMs(expectedNs)}`
+    : `host time, so expect max(${fmtMs(gain.expectedStepTimeNs)} - ${fmtMs(profilerNs)}, min(that, GPU busy ${fmtMs(busyNs)})) = ${fmtMs(expectedNs)}`;
   return {
     stepTimeNs: runStepNs,
     expectedStepTimeNs: expectedNs,
     savedFraction: Math.max(0, 1 - expectedNs / runStepNs),
-    arithmetic: `${gain.arithmetic}. On this run: the step is ${fmtMs(runStepNs)} outside the profiled window and ${fmtMs(windowStepNs)} inside it (the profiler's own cost ${fmtMs(profilerNs)}), so expect max(${fmtMs(gain.expectedStepTimeNs)} - ${fmtMs(profilerNs)}, min(that, GPU busy ${fmtMs(busyNs)})) = ${fmtMs(expectedNs)}`,
+    arithmetic: `${gain.arithmetic}. On this run: the step is ${fmtMs(runStepNs)} outside the profiled window and ${fmtMs(windowStepNs)} inside it (the profiler's own cost ${fmtMs(profilerNs)}); ${how}`,
   };
 }
 

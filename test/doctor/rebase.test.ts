@@ -44,6 +44,7 @@ describe('findings re-based on the run (H200 examples)', () => {
     ['host_sync', 'host-sync'],
     ['fp32_matmul', 'no-tensor-cores'],
     ['dataparallel', 'dataparallel'],
+    ['accum_no_sync', 'ddp-accum-without-no-sync'],
   ] as const) {
     it(`${name}: ${id} predicts the fixed run's step`, async () => {
       const r = await doctorReport(name);
