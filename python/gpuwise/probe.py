@@ -15,7 +15,8 @@ Rules it keeps:
 
 Environment: GPUWISE_SOCKET (collector's Unix socket), GPUWISE_RUN_DIR (files: traces,
 snapshots, and the records when no collector listens), GPUWISE_PROFILE_AT (default 10),
-GPUWISE_PROFILE_STEPS (default 5, 0 = no profiler window), GPUWISE_MAX_STEPS (stop cleanly with
+GPUWISE_PROFILE_STEPS (default 5, 0 = no profiler window), GPUWISE_GPU_TIMING=0 (no CUDA timing
+events: host step times only), GPUWISE_MAX_STEPS (stop cleanly with
 exit status 0 after that many steps), GPUWISE_MEMORY_HISTORY=1 (record allocation history from
 CUDA start instead of only in the window), GPUWISE_PROBE_FAULT=step|batch (test knob: raise
 inside the probe's hook at step 2 / the second batch).
@@ -150,7 +151,7 @@ class Probe(object):
         # between two completed events is the step as the GPU ran it (idle gaps included), which
         # host timing only matches once the launch queue is full.
         self.gpu_events = []  # [(step, event)] not yet measured, oldest first
-        self.gpu_events_failed = False
+        self.gpu_events_failed = env.get("GPUWISE_GPU_TIMING") == "0"  # off: host timing only
         # What marks steps: None until the first one, then "optimizer", "marker" or "batch".
         self.step_source = None
         self.optimizer_built = False
