@@ -101,11 +101,14 @@ def main():
         times = json.loads(p.stdout.strip().splitlines()[-1])
         return statistics.median(times[20:])
 
-    bare = [median_step_s(False) for _ in range(2)]
-    probe = [median_step_s(True) for _ in range(2)]
-    overhead = min(probe) / min(bare) - 1
+    # Interleaved rounds, compared by their means: single runs of this loop scatter by about 3% on an H200.
+    bare, probe = [], []
+    for _ in range(3):
+        bare.append(median_step_s(False))
+        probe.append(median_step_s(True))
+    overhead = statistics.mean(probe) / statistics.mean(bare) - 1
     info["overhead"] = {"bareS": bare, "probeS": probe}
-    check("overhead < 2%", overhead < 0.02, "median step %.3f ms bare, %.3f ms with probe: %+.2f%%" % (min(bare) * 1e3, min(probe) * 1e3, overhead * 100))
+    check("overhead < 2%", overhead < 0.02, "mean of 3 median steps %.3f ms bare, %.3f ms with probe: %+.2f%%" % (statistics.mean(bare) * 1e3, statistics.mean(probe) * 1e3, overhead * 100))
 
     with open(os.path.join(outdir, "summary.json"), "w") as f:
         json.dump({"checks": results, "info": info}, f, indent=2, default=str)
