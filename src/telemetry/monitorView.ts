@@ -3,7 +3,7 @@
  * writes the returned lines. Every line fits the width and the frame has exactly `rows` lines, so
  * resizing (or tmux splitting the pane) never leaves stale text or wraps.
  */
-import { clip, formatBytes, formatNumber, padLeft, padRight, processRows, sparkline, table } from './render.js';
+import { fitLine, formatBytes, formatNumber, padLeft, padRight, processRows, sparkline, table } from './render.js';
 import type { ProcessSample, Snapshot } from './sample.js';
 
 export const SORT_KEYS = ['memory', 'sm', 'cpu', 'pid', 'gpu'] as const;
@@ -66,7 +66,7 @@ export interface MonitorFrameInput {
 
 /** Fits `lines` into exactly `rows` lines of at most `cols` columns. */
 export function fitFrame(lines: readonly string[], cols: number, rows: number): string[] {
-  const out = lines.slice(0, Math.max(0, rows)).map((l) => padRight(clip(l, cols), cols));
+  const out = lines.slice(0, Math.max(0, rows)).map((l) => fitLine(l, cols));
   while (out.length < rows) out.push(' '.repeat(Math.max(0, cols)));
   return out;
 }

@@ -55,6 +55,14 @@ export function clip(s: string, width: number): string {
   return `${[...s].slice(0, Math.max(0, width - 1)).join('')}…`;
 }
 
+/** Exactly `width` columns: padded, or cut with an ellipsis (one width measurement in the common case). */
+export function fitLine(s: string, width: number): string {
+  if (width <= 0) return '';
+  const w = textWidth(s);
+  if (w === width) return s;
+  return w < width ? s + ' '.repeat(width - w) : padRight(clip(s, width), width);
+}
+
 export function padRight(s: string, width: number): string {
   const w = textWidth(s);
   return w >= width ? clip(s, width) : s + ' '.repeat(width - w);

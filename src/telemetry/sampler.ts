@@ -24,12 +24,20 @@ export class NoGpu extends Error {
   override name = 'NoGpu';
 }
 
-export async function openLiveSource(env: NodeJS.ProcessEnv = process.env): Promise<GpuSource> {
+export interface LiveSourceOptions {
+  /**
+   * How often NVML's slow figures (the PCIe byte counters and HBM temperature, one ~0.5 ms call per GPU) are read;
+   * default 1 s. A view that does not show them asks less often.
+   */
+  slowIntervalMs?: number;
+}
+
+export async function openLiveSource(env: NodeJS.ProcessEnv = process.env, opts: LiveSourceOptions = {}): Promise<GpuSource> {
   const want = env.GPUWISE_SOURCE;
   const reasons: string[] = [];
   if (want !== 'nvidia-smi') {
     try {
-      const nvml = NvmlSource.open({ libraryPath: env.GPUWISE_NVML_LIB || undefined });
+      const nvml = NvmlSource.open({ libraryPath: env.GPUWISE_NVML_LIB || undefined, slowIntervalMs: opts.slowIntervalMs });
       if (nvml.deviceCount > 0) return nvml;
       nvml.close();
       reasons.push('NVML works but reports no GPU');
