@@ -20,6 +20,7 @@ import { analyze as analyzeSnapshot } from '../memory/report.js';
 import { analyzeTrace } from '../trace/metrics/index.js';
 import { VERSION } from './main.js';
 import { type ProbeRun, makeRunDir, startProbeRun } from './probeRun.js';
+import { splitCommand } from './telemetryArgs.js';
 import { UsageError, parseFlags } from './usage.js';
 
 const HELP = `Usage: gpuwise doctor [options] -- CMD [ARGS...]
@@ -96,9 +97,7 @@ async function analyseSnapshots(records: ProbeRecord[]): Promise<SnapshotInput[]
 }
 
 export async function run(argv: string[]): Promise<number> {
-  const dash = argv.indexOf('--');
-  const own = dash < 0 ? argv : argv.slice(0, dash);
-  const cmd = dash < 0 ? [] : argv.slice(dash + 1);
+  const { own, command: cmd } = splitCommand(argv);
   const { values, positionals } = parseFlags({ args: own, options: OPTIONS, allowPositionals: true, strict: true });
   if (values.help) {
     process.stdout.write(HELP);

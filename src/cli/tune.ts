@@ -10,6 +10,7 @@ import { type TuneTrial, buildTuneReport, renderTuneText } from '../tune/report.
 import { OOM_TEXT, type TrialSummary, summarizeTrial } from '../tune/trial.js';
 import { VERSION } from './main.js';
 import { type ProbeRun, makeRunDir, startProbeRun } from './probeRun.js';
+import { splitCommand } from './telemetryArgs.js';
 import { UsageError, parseFlags } from './usage.js';
 
 const HELP = `Usage: gpuwise tune --param NAME=LO..HI [options] -- CMD ... {NAME} ...
@@ -216,9 +217,7 @@ function fmtTrialLine(t: TrialSummary): string {
 }
 
 export async function run(argv: string[]): Promise<number> {
-  const dash = argv.indexOf('--');
-  const own = dash < 0 ? argv : argv.slice(0, dash);
-  const cmd = dash < 0 ? [] : argv.slice(dash + 1);
+  const { own, command: cmd } = splitCommand(argv);
   const { values, positionals } = parseFlags({ args: own, options: OPTIONS, allowPositionals: true, strict: true });
   if (values.help) {
     process.stdout.write(HELP);

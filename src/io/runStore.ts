@@ -19,7 +19,7 @@ import { join, resolve } from 'node:path';
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import type { DoctorReport } from '../doctor/report.js';
 import { doctorReportProblem } from '../doctor/reportCheck.js';
-import { runFigures } from '../history/figures.js';
+import { type RunFigures, runFigures } from '../history/figures.js';
 import { InputError } from './inputError.js';
 
 /** Current schema of runs.sqlite; `schema_version` holds one row per migration applied. */
@@ -95,8 +95,8 @@ export function storePath(dir: string): string {
   return join(dir, STORE_FILE);
 }
 
-/** One run as listed: the columns, without the report. */
-export interface StoredRun {
+/** One run as listed: the columns (the key figures as `history/figures.ts` defines them), without the report. */
+export interface StoredRun extends Omit<RunFigures, 'trainingRanks' | 'findingsBySeverity'> {
   id: string;
   startedAtMs: number;
   durationS: number | null;
@@ -107,18 +107,6 @@ export interface StoredRun {
   exitCode: number | null;
   runDir: string | null;
   gpuwiseVersion: string | null;
-  medianStepS: number | null;
-  meanStepS: number | null;
-  p90StepS: number | null;
-  samplesPerS: number | null;
-  tokensPerS: number | null;
-  dataWaitShare: number | null;
-  peakAllocatedBytes: number | null;
-  peakReservedBytes: number | null;
-  maxProcessNvmlBytes: number | null;
-  maxGpuUsedBytes: number | null;
-  gpuNames: string[];
-  worldSize: number | null;
   findings: { high: number; medium: number; low: number; info: number };
 }
 

@@ -5,8 +5,8 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildBundle } from '../cliBundle.js';
 import type { DoctorReport } from '../../src/doctor/report.js';
 import { PYTHON, REPO, SKIP_PYTHON, TINY, pyEnv, runProcess } from './helpers.js';
 
@@ -17,17 +17,7 @@ let n = 0;
 const outDir = () => join(tmp, `run${n++}`);
 
 beforeAll(async () => {
-  await build({
-    entryPoints: [join(REPO, 'src', 'cli', 'bin.ts')],
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: 'node20',
-    outfile: bundle,
-    banner: { js: 'import { createRequire as __gwCreateRequire } from "node:module"; const require = __gwCreateRequire(import.meta.url);' },
-    external: ['koffi'],
-    logLevel: 'error',
-  });
+  await buildBundle('gpuwise-doctor-test');
 });
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 

@@ -6,8 +6,8 @@
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildBundle } from '../cliBundle.js';
 import type { DoctorReport } from '../../src/doctor/report.js';
 import type { RunComparison } from '../../src/history/compare.js';
 import type { StoredRun } from '../../src/io/runStore.js';
@@ -19,17 +19,7 @@ let n = 0;
 const fresh = (what: string) => join(tmp, `${what}${n++}`);
 
 beforeAll(async () => {
-  await build({
-    entryPoints: [join(REPO, 'src', 'cli', 'bin.ts')],
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: 'node20',
-    outfile: bundle,
-    banner: { js: 'import { createRequire as __gwCreateRequire } from "node:module"; const require = __gwCreateRequire(import.meta.url);' },
-    external: ['koffi'],
-    logLevel: 'error',
-  });
+  await buildBundle('gpuwise-history-test');
 });
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 

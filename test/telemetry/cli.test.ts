@@ -4,7 +4,7 @@ import { copyFileSync, existsSync, readFileSync, statSync, writeFileSync } from 
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildBundle, buildFakeNvml, BUNDLE, gpuwise } from './cliBundle.js';
+import { buildBundle, buildFakeNvml, BUNDLE, gpuwise } from '../cliBundle.js';
 import { fixturePath } from './fixtures.js';
 import { cleanScratch, makeScratch } from './scratch.js';
 

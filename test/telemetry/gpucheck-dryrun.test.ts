@@ -6,7 +6,7 @@ import { execFile } from 'node:child_process';
 import { chmodSync, readFileSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { buildBundle, buildFakeNvml } from './cliBundle.js';
+import { buildBundle, buildFakeNvml } from '../cliBundle.js';
 import { fixturePath } from './fixtures.js';
 import { cleanScratch, makeScratch } from './scratch.js';
 

@@ -5,7 +5,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { buildBundle, buildFakeNvml } from './cliBundle.js';
+import { buildBundle, buildFakeNvml } from '../cliBundle.js';
 import { cleanScratch } from './scratch.js';
 
 const SESSION = `gpuwise-tui-${process.pid}`;

@@ -6,8 +6,8 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildBundle } from '../cliBundle.js';
 import type { TuneReport } from '../../src/tune/report.js';
 import { PYTHON, REPO, SKIP_PYTHON, pyEnv, runProcess } from '../doctor/helpers.js';
 
@@ -18,17 +18,7 @@ let n = 0;
 const outDir = () => join(tmp, `run${n++}`);
 
 beforeAll(async () => {
-  await build({
-    entryPoints: [join(REPO, 'src', 'cli', 'bin.ts')],
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: 'node20',
-    outfile: bundle,
-    banner: { js: 'import { createRequire as __gwCreateRequire } from "node:module"; const require = __gwCreateRequire(import.meta.url);' },
-    external: ['koffi'],
-    logLevel: 'error',
-  });
+  await buildBundle('gpuwise-tune-test');
 });
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 

@@ -7,25 +7,27 @@ import { execFile, execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { build } from 'esbuild';
-import { makeScratch } from './scratch.js';
+import { makeScratch } from './telemetry/scratch.js';
 
-const ROOT = new URL('../../', import.meta.url).pathname;
+const ROOT = new URL('../', import.meta.url).pathname;
 export const BUNDLE = join(ROOT, 'node_modules/.cache/gpuwise-test/gpuwise.mjs');
 
-export async function buildBundle(): Promise<string> {
-  mkdirSync(join(ROOT, 'node_modules/.cache/gpuwise-test'), { recursive: true });
+/** Bundles the CLI into node_modules/.cache/NAME/gpuwise.mjs (one name per test file: files run in parallel). */
+export async function buildBundle(name = 'gpuwise-test'): Promise<string> {
+  const outfile = join(ROOT, 'node_modules/.cache', name, 'gpuwise.mjs');
+  mkdirSync(join(ROOT, 'node_modules/.cache', name), { recursive: true });
   await build({
     entryPoints: [join(ROOT, 'src/cli/bin.ts')],
     bundle: true,
     platform: 'node',
     format: 'esm',
     target: 'node20',
-    outfile: BUNDLE,
+    outfile,
     banner: { js: 'import { createRequire as __gwCreateRequire } from "node:module"; const require = __gwCreateRequire(import.meta.url);' },
     external: ['koffi'],
     logLevel: 'error',
   });
-  return BUNDLE;
+  return outfile;
 }
 
 /** Compiles the fake NVML library; null when there is no C compiler. */
