@@ -22,8 +22,20 @@ const PARALLEL_MAX_GZIP_BYTES = 64 * 1024 * 1024;
 const LARGE_TRACE_EVENTS = 250_000;
 
 export interface LoadOptions {
-  /** Parse threads; default: GPUWISE_THREADS, else one per core but one (at most 4) for large files, else 1. */
+  /**
+   * Threads that parse; default: GPUWISE_THREADS, else for large files 2 on a 2-core machine and one per core but one
+   * (at most 4) from 3 cores, else 1. See `parsePlan` for who parses.
+   */
   threads?: number;
+}
+
+/**
+ * How many worker threads parse, and whether the main thread parses too: with 2 threads the main thread parses every
+ * other segment beside one worker (a reader plus 2 workers would oversubscribe 2 cores); from 3, the workers parse
+ * and the main thread reads, decompresses and cuts.
+ */
+export function parsePlan(threads: number): { workers: number; mainParses: boolean } {
+  return threads === 2 ? { workers: 1, mainParses: true } : { workers: threads, mainParses: false };
 }
 
 export async function loadTrace(path: string, onProgress?: ReadProgress, options: LoadOptions = {}): Promise<TraceModel> {
@@ -31,7 +43,8 @@ export async function loadTrace(path: string, onProgress?: ReadProgress, options
   const threads = options.threads ?? (fromEnv >= 1 ? Math.floor(fromEnv) : await defaultThreads(path));
   // Workers run the bundled CLI file; from TypeScript sources (tests) there is nothing to start.
   if (threads > 1 && import.meta.url.endsWith('.mjs')) {
-    const model = await loadTraceParallel(path, threads, new URL(import.meta.url), onProgress);
+    const plan = parsePlan(threads);
+    const model = await loadTraceParallel(path, plan.workers, new URL(import.meta.url), onProgress, plan.mainParses);
     if (model !== null) return model;
   }
   const builder = new TraceModelBuilder(path);
@@ -44,11 +57,11 @@ export async function loadTrace(path: string, onProgress?: ReadProgress, options
 }
 
 async function defaultThreads(path: string): Promise<number> {
-  // The main thread reads, decompresses and cuts while the workers parse: with fewer than
-  // 3 cores they compete for the CPU, and on a 2-core machine 2 workers took 5.9 s where one
-  // thread took 3.7 s (200 MB trace). So: one worker per core but one, from 3 cores up.
-  const cores = Math.min(availableParallelism() - 1, MAX_THREADS);
-  if (cores < 2) return 1;
+  // 2 cores: the main thread and one worker (200 MB trace on this 2-core VM: 2.0 s against 2.4 s for one thread).
+  // From 3 cores: one worker per core but one, while the main thread reads, decompresses and cuts.
+  const available = availableParallelism();
+  if (available < 2) return 1;
+  const cores = available === 2 ? 2 : Math.min(available - 1, MAX_THREADS);
   try {
     const source = await openTraceSource(path);
     await source.chunks.return(undefined);

@@ -12,8 +12,9 @@ import { Worker } from 'node:worker_threads';
 import { mergeModels } from '../trace/merge.js';
 import type { TraceModel } from '../trace/model.js';
 import { findEventBoundary, firstTimestampUs } from '../trace/segments.js';
+import { TraceModelBuilder } from '../trace/builder.js';
 import type { FromWorker, ToWorker } from './parseWorker.js';
-import { PARSE_WORKER_FLAG } from './parseWorker.js';
+import { PARSE_WORKER_FLAG, parseSegment } from './parseWorker.js';
 import { ChunkDecoder, type ReadProgress, openTraceSource } from './readTrace.js';
 
 const SEGMENT_CHARS = 4 * 1024 * 1024;
@@ -25,6 +26,8 @@ const IN_FLIGHT_PER_WORKER = 2;
 class WorkerHandle {
   inFlight = 0;
   failed: string | null = null;
+  /** Set before we terminate the worker ourselves: its exit status (1) is then not a failure. */
+  private closing = false;
   private model: Promise<TraceModel>;
   private resolveModel!: (m: TraceModel) => void;
   private waiters: (() => void)[] = [];
@@ -43,7 +46,7 @@ class WorkerHandle {
     });
     worker.on('error', (e) => this.fail(`worker error: ${e.message}`));
     worker.on('exit', (code) => {
-      if (code !== 0) this.fail(`worker exited with ${code}`);
+      if (code !== 0 && !this.closing) this.fail(`worker exited with ${code}`);
     });
   }
   private fail(reason: string): void {
@@ -64,6 +67,11 @@ class WorkerHandle {
   async room(limit: number): Promise<void> {
     while (this.inFlight >= limit && this.failed === null) await new Promise<void>((r) => this.waiters.push(r));
   }
+  /** Terminates the worker (its heap is garbage once its model arrived, or on failure). */
+  async close(): Promise<void> {
+    this.closing = true;
+    await this.worker.terminate();
+  }
   async finish(): Promise<TraceModel | null> {
     await this.room(1);
     if (this.failed !== null) return null;
@@ -72,11 +80,55 @@ class WorkerHandle {
   }
 }
 
-/** Returns the model, or null when the parallel path does not apply (the caller then reads sequentially). */
-export async function loadTraceParallel(path: string, workers: number, workerUrl: URL, onProgress?: ReadProgress): Promise<TraceModel | null> {
+/**
+ * The main thread as one of the parsers: it parses the segments it keeps between reads, while the workers parse
+ * theirs. With 2 cores this is the only split that does not oversubscribe them (a reader plus 2 workers was slower
+ * than one thread).
+ */
+class LocalParser {
+  inFlight = 0;
+  failed: string | null = null;
+  private readonly builder: TraceModelBuilder;
+  private readonly warnings: string[] = [];
+  constructor(
+    path: string,
+    private readonly originUs: number,
+    private readonly onFail: (reason: string) => void,
+  ) {
+    this.builder = new TraceModelBuilder(path);
+  }
+  send(msg: ToWorker): void {
+    if (msg.type !== 'segment' || this.failed !== null) return;
+    // A fresh flat copy, as a worker receives it: the segment is a slice of the read buffer, and character reads
+    // through a sliced string cost more.
+    const failed = parseSegment(this.builder, { ...msg, text: structuredClone(msg.text) }, this.originUs, this.warnings);
+    if (failed !== null) {
+      this.failed = failed;
+      this.onFail(failed);
+    }
+  }
+  async room(_limit: number): Promise<void> {}
+  async finish(): Promise<TraceModel | null> {
+    return this.failed === null ? this.builder.finish(this.originUs, [...new Set(this.warnings)]) : null;
+  }
+}
+
+/**
+ * Returns the model, or null when the parallel path does not apply (the caller then reads sequentially).
+ * `workers` worker threads parse; with `mainParses` the main thread parses a share of the segments too.
+ */
+export async function loadTraceParallel(
+  path: string,
+  workers: number,
+  workerUrl: URL,
+  onProgress?: ReadProgress,
+  mainParses = false,
+): Promise<TraceModel | null> {
   const source = await openTraceSource(path);
   const decoder = new ChunkDecoder();
   const handles: WorkerHandle[] = [];
+  // Segment handlers in round-robin order: the workers, and the main thread itself when it parses.
+  const parsers: (WorkerHandle | LocalParser)[] = [];
   let failure: string | null = null;
   const fail = (reason: string) => {
     failure ??= reason;
@@ -93,19 +145,29 @@ export async function loadTraceParallel(path: string, workers: number, workerUrl
         const w = new Worker(workerUrl, { workerData: { [PARSE_WORKER_FLAG]: true, originUs, source: path } });
         handles.push(new WorkerHandle(w, fail));
       }
+      parsers.push(...handles);
+      if (mainParses) parsers.push(new LocalParser(path, originUs, fail));
     }
-    const h = handles[segments % handles.length]!;
+    const h = parsers[segments % parsers.length]!;
     await h.room(IN_FLIGHT_PER_WORKER);
     h.send({ type: 'segment', text, first: segments === 0, last });
     segments++;
   };
 
   try {
+    // Chunks are joined once per segment into a flat string: `a + b` builds cons strings, on which every character
+    // read (the boundary search, and the parse when the main thread parses) is slower.
+    let chunks: string[] = [];
+    let chunksLen = 0;
     for await (const chunk of source.chunks) {
       if (failure !== null) break;
-      pending += decoder.decode(chunk);
+      const text = decoder.decode(chunk);
+      chunks.push(text);
+      chunksLen += text.length;
       onProgress?.(source.progress.bytesRead, source.sizeBytes);
-      if (pending.length < SEGMENT_CHARS) continue;
+      if (chunksLen < SEGMENT_CHARS) continue;
+      pending = chunks.join('');
+      chunks = [pending];
       const cut = findEventBoundary(pending, pending.length - 1);
       if (cut <= 0) {
         if (pending.length > MAX_PENDING_CHARS) fail('no event boundary found');
@@ -113,28 +175,34 @@ export async function loadTraceParallel(path: string, workers: number, workerUrl
       }
       await dispatch(pending.slice(0, cut), false);
       pending = pending.slice(cut);
+      chunks = [pending];
+      chunksLen = pending.length;
     }
     if (failure === null) {
-      pending += decoder.end();
+      pending = chunks.join('') + decoder.end();
       if (decoder.replaced) fail('invalid UTF-8: read sequentially for exact warnings');
       else await dispatch(pending, true);
     }
     if (failure !== null) return null;
     const parts = await Promise.all(
-      handles.map(async (h) => {
+      parsers.map(async (h) => {
         const part = await h.finish();
-        await h.worker.terminate(); // its heap is garbage now
+        if (h instanceof WorkerHandle) await h.close(); // its heap is garbage now
         return part;
       }),
     );
-    if (failure !== null || parts.some((p) => p === null)) return null;
+    if (failure !== null || parts.some((p) => p === null)) {
+      if (process.env.GPUWISE_DEBUG) process.stderr.write(`parallel parse fell back: ${failure ?? 'a part failed'}\n`);
+      return null;
+    }
     onProgress?.(source.sizeBytes, source.sizeBytes);
     return mergeModels(parts as TraceModel[]);
-  } catch {
+  } catch (e) {
     // Damaged gzip and the like: the sequential reader reports them precisely.
+    if (process.env.GPUWISE_DEBUG) process.stderr.write(`parallel parse fell back: ${(e as Error).message}\n`);
     return null;
   } finally {
     await source.chunks.return(undefined);
-    await Promise.all(handles.map((h) => h.worker.terminate()));
+    await Promise.all(handles.map((h) => h.close()));
   }
 }

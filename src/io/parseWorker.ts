@@ -38,27 +38,30 @@ export function runParseWorker(): void {
       port.postMessage({ type: 'model', model } satisfies FromWorker, [...buffers]);
       return;
     }
-    const parser = new TraceJsonParser(builder, { originUs, startInEvents: !msg.first });
-    try {
-      parser.push(msg.text);
-      if (!msg.last) {
-        // A middle segment must end exactly between two events, or the cut was wrong.
-        if (!parser.endsBetweenEvents()) {
-          port.postMessage({ type: 'failed', reason: 'segment did not end between events' } satisfies FromWorker);
-          return;
-        }
-        warnings.push(...parser.notesSoFar());
-      } else {
-        const summary = parser.end();
-        if (summary.stoppedAt !== null) {
-          port.postMessage({ type: 'failed', reason: summary.stoppedAt } satisfies FromWorker);
-          return;
-        }
-        warnings.push(...summary.warnings);
-      }
-      port.postMessage({ type: 'done-segment' } satisfies FromWorker);
-    } catch (e) {
-      port.postMessage({ type: 'failed', reason: e instanceof TraceFormatError ? e.message : String(e) } satisfies FromWorker);
-    }
+    const failed = parseSegment(builder, msg, originUs, warnings);
+    port.postMessage((failed === null ? { type: 'done-segment' } : { type: 'failed', reason: failed }) satisfies FromWorker);
   });
+}
+
+/**
+ * Parses one segment into `builder` (adding its warnings); returns why the parallel path must give up, or null.
+ * Shared by the workers and by the main thread when it parses segments itself.
+ */
+export function parseSegment(builder: TraceModelBuilder, msg: SegmentMessage, originUs: number, warnings: string[]): string | null {
+  const parser = new TraceJsonParser(builder, { originUs, startInEvents: !msg.first });
+  try {
+    parser.push(msg.text);
+    if (!msg.last) {
+      // A middle segment must end exactly between two events, or the cut was wrong.
+      if (!parser.endsBetweenEvents()) return 'segment did not end between events';
+      warnings.push(...parser.notesSoFar());
+    } else {
+      const summary = parser.end();
+      if (summary.stoppedAt !== null) return summary.stoppedAt;
+      warnings.push(...summary.warnings);
+    }
+    return null;
+  } catch (e) {
+    return e instanceof TraceFormatError ? e.message : String(e);
+  }
 }

@@ -3,7 +3,7 @@
  * bundles the CLI into a temporary folder and runs it on a real trace, with
  * one and with several threads: the reports must agree.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,20 +19,30 @@ beforeAll(async () => {
 });
 
 function analyze(file: string, threads: number): Record<string, unknown> {
-  const out = execFileSync('node', [bundle, 'analyze', '--json', file], { env: { ...process.env, GPUWISE_THREADS: String(threads) }, maxBuffer: 1 << 26 });
-  return JSON.parse(out.toString());
+  const r = spawnSync('node', [bundle, 'analyze', '--json', file], {
+    env: { ...process.env, GPUWISE_THREADS: String(threads), GPUWISE_DEBUG: '1' },
+    maxBuffer: 1 << 26,
+    encoding: 'utf8',
+  });
+  expect(r.status).toBe(0);
+  // The parallel path must have run, not fallen back to one parser (which would make the comparison vacuous).
+  expect(r.stderr).not.toContain('fell back');
+  return JSON.parse(r.stdout);
 }
 
 describe('parallel loading in worker threads', () => {
   for (const name of ['ddp_gpt2.rank0', 'mlp_launch_bound']) {
-    it(`${name}: 3 threads give the report of 1`, () => {
-      const one = analyze(tracePath(name), 1) as { findings: unknown; metrics: { ranks: { steps: unknown; launch: unknown; gemmShapes: unknown }[] } };
-      const three = analyze(tracePath(name), 3) as typeof one;
-      expect(three.findings).toEqual(one.findings);
-      expect(three.metrics.ranks[0]!.steps).toEqual(one.metrics.ranks[0]!.steps);
-      expect(three.metrics.ranks[0]!.launch).toEqual(one.metrics.ranks[0]!.launch);
-      expect(three.metrics.ranks[0]!.gemmShapes).toEqual(one.metrics.ranks[0]!.gemmShapes);
-    });
+    // 2 threads: the main thread parses beside one worker; 3: three workers parse while the main thread reads.
+    for (const threads of [2, 3]) {
+      it(`${name}: ${threads} threads give the report of 1`, () => {
+        const one = analyze(tracePath(name), 1) as { findings: unknown; metrics: { ranks: { steps: unknown; launch: unknown; gemmShapes: unknown }[] } };
+        const many = analyze(tracePath(name), threads) as typeof one;
+        expect(many.findings).toEqual(one.findings);
+        expect(many.metrics.ranks[0]!.steps).toEqual(one.metrics.ranks[0]!.steps);
+        expect(many.metrics.ranks[0]!.launch).toEqual(one.metrics.ranks[0]!.launch);
+        expect(many.metrics.ranks[0]!.gemmShapes).toEqual(one.metrics.ranks[0]!.gemmShapes);
+      });
+    }
   }
 
   it('falls back to one parser for damaged input and reports it the same way', () => {
