@@ -336,12 +336,12 @@ class Probe(object):
     def _on_marker(self):
         now = time.perf_counter()
         if self.step_source != "marker":
-            if self.step_source is not None and self.step > 0:
-                # A marker after steps from another source: restart the count's timing cleanly.
-                self.last_boundary = now
+            restart = self.step_source is not None and self.step > 0
             self.step_source = "marker"
-            if self.last_boundary is None:
-                self.last_boundary = now  # no DataLoader: the first marker starts the first step
+            if self.last_boundary is None or restart:
+                # The first mark starts the first marked step: no DataLoader started the clock, or the
+                # steps so far came from another source (their last one ended elsewhere).
+                self.last_boundary = now
                 return
         self._end_step(now, "marker")
 
