@@ -36,7 +36,7 @@ export function renderDoctorText(r: DoctorReport): string {
     );
   else {
     out.push(
-      `  Python ${e.python ?? '?'}, torch ${e.torch ?? '?'}, CUDA ${e.cuda ?? 'none'}${e.cudnn ? `, cuDNN ${e.cudnn}` : ''}, host ${e.hostname ?? '?'}`,
+      `  Python ${e.python ?? '?'}, torch ${e.torch ?? '?'}, CUDA ${e.cuda ?? 'none'}${e.cudnn ? `, cuDNN ${e.cudnn}` : ''}${e.driver ? `, driver ${e.driver}` : ''}, host ${e.hostname ?? '?'}`,
     );
     if (e.worldSize !== null) out.push(`  world size ${e.worldSize}`);
     for (const d of e.devices) out.push(`  cuda:${d.index} ${d.name} (${fmtBytes(d.totalMemoryBytes)}, sm ${d.capability})`);

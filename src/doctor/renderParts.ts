@@ -53,6 +53,7 @@ export function environmentRows(r: DoctorReport): [string, string][] {
     ['Python', e.python ?? '?'],
     ['torch', e.torch ?? '?'],
     ['CUDA', `${e.cuda ?? 'none'}${e.cudnn ? ` (cuDNN ${e.cudnn})` : ''}`],
+    ...(e.driver ? [['NVIDIA driver', e.driver] as [string, string]] : []),
     ['host', e.hostname ?? '?'],
   ];
   if (e.worldSize !== null && e.worldSize !== undefined) rows.push(['world size', String(e.worldSize)]);

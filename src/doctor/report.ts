@@ -192,6 +192,8 @@ export interface DoctorReport {
     torch: string | null;
     cuda: string | null;
     cudnn: number | null;
+    /** The NVIDIA driver version, from the GPU samples (NVML or nvidia-smi); null when no GPU was sampled. Added in 0.2. */
+    driver?: string | null;
     hostname: string | null;
     worldSize: number | null;
     devices: { index: number; name: string; totalMemoryBytes: number; capability: string }[];
@@ -559,6 +561,7 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
       torch: hello?.torch ?? null,
       cuda: hello?.cuda.version ?? null,
       cudnn: hello?.cudnn ?? null,
+      driver: input.gpuSamples?.find((s) => s.driverVersion !== null)?.driverVersion ?? null,
       hostname: hello?.hostname ?? null,
       worldSize: hello?.worldSize ?? null,
       devices: hello?.cuda.devices ?? [],

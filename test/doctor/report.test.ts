@@ -155,7 +155,7 @@ describe('buildDoctorReport', () => {
       source: 'nvml',
       timestampMs: 0,
       hostname: 'h',
-      driverVersion: null,
+      driverVersion: '580.95.05',
       cudaVersion: null,
       gpus: [gpu],
       notes: [],
@@ -163,6 +163,7 @@ describe('buildDoctorReport', () => {
     const r = buildDoctorReport(
       input([...steps.slice(0, 3), step(4, 0.1, 0.04, { memory: mem })], { gpuSamples: [sample, sample], gpuUnavailableReason: null }),
     );
+    expect(r.environment.driver).toBe('580.95.05');
     expect(r.ranks[0]).toMatchObject({ nvmlUsedBytes: 30.75 * GiB, nonAllocatorBytes: 0.75 * GiB });
     expect(r.gpus?.[0]).toMatchObject({ samples: 2, maxUsedBytes: 31 * GiB, meanUtilizationPercent: 90 });
     expect(r.gpus?.[0]?.timeline).toEqual({ tS: [0, 0], usedBytes: [31 * GiB, 31 * GiB], utilizationPercent: [90, 90] });
