@@ -11,6 +11,7 @@ import { rebaseGain } from '../../src/doctor/rebase.js';
 import { buildDoctorReport } from '../../src/doctor/report.js';
 import { loadTrace } from '../../src/io/loadTrace.js';
 import { analyzeTrace } from '../../src/trace/metrics/index.js';
+import { doctorInput } from './input.js';
 
 const RUNS = join(__dirname, '..', '..', 'examples', 'doctor', 'runs', 'h200');
 const fixed = JSON.parse(readFileSync(join(RUNS, 'fixed.json'), 'utf8')).fixedMedianStepS as Record<string, number>;
@@ -19,22 +20,9 @@ async function doctorReport(name: string) {
   const { records } = parseProbeLines(readFileSync(join(RUNS, name, 'probe.jsonl'), 'utf8'));
   const path = join(RUNS, name, 'trace.json.gz');
   const metrics = analyzeTrace(await loadTrace(path));
-  return buildDoctorReport({
-    version: 'test',
-    command: ['python3', `examples/train/${name}.py`],
-    runDir: join(RUNS, name),
-    startedAtMs: 0,
-    endedAtMs: 1,
-    exit: { code: 0, signal: null },
-    forwardedSignal: null,
-    records,
-    skippedLines: 0,
-    traces: [{ rank: 0, path, metrics, error: null }],
-    snapshots: [],
-    gpuSamples: null,
-    gpuUnavailableReason: 'not sampled in this test',
-    notes: [],
-  });
+  return buildDoctorReport(
+    doctorInput(records, { command: ['python3', `examples/train/${name}.py`], runDir: join(RUNS, name), traces: [{ rank: 0, path, metrics, error: null }] }),
+  );
 }
 
 describe('findings re-based on the run (H200 examples)', () => {

@@ -1,9 +1,10 @@
 /** The pure part of doctor: reading probe lines and building the report. */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { doctorInput } from './input.js';
 import { describeModel } from '../../src/planner/modelSummary.js';
 import { type ModelRecord, type ProbeRecord, type StepRecord, parseProbeLines } from '../../src/doctor/records.js';
-import { type DoctorInput, buildDoctorReport, dataLoaderWaitFinding, gpuStepTimesOf, planModelOf, stepStats } from '../../src/doctor/report.js';
+import { buildDoctorReport, dataLoaderWaitFinding, gpuStepTimesOf, planModelOf, stepStats } from '../../src/doctor/report.js';
 import { renderDoctorText } from '../../src/doctor/render.js';
 import { emptyGpu, emptyProcess, type Snapshot } from '../../src/telemetry/sample.js';
 
@@ -27,25 +28,7 @@ function step(stepNo: number, stepTimeS: number | null, dataWaitS: number, extra
   };
 }
 
-function input(records: ProbeRecord[], over: Partial<DoctorInput> = {}): DoctorInput {
-  return {
-    version: 'test',
-    command: ['python', 'train.py'],
-    runDir: '/runs/x',
-    startedAtMs: 0,
-    endedAtMs: 5000,
-    exit: { code: 0, signal: null },
-    forwardedSignal: null,
-    records,
-    skippedLines: 0,
-    traces: [],
-    snapshots: [],
-    gpuSamples: null,
-    gpuUnavailableReason: 'no GPU',
-    notes: [],
-    ...over,
-  };
-}
+const input = doctorInput;
 
 describe('parseProbeLines', () => {
   it('keeps well-formed records and counts a torn last line and unknown types', () => {

@@ -7,9 +7,9 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { Finding } from '../../src/advice/finding.js';
-import type { HelloRecord, ModelRecord, ProbeRecord, StepRecord } from '../../src/doctor/records.js';
+import type { HelloRecord, ModelRecord, StepRecord } from '../../src/doctor/records.js';
 import { renderDoctorText } from '../../src/doctor/render.js';
-import { buildDoctorReport, type DoctorInput } from '../../src/doctor/report.js';
+import { buildDoctorReport } from '../../src/doctor/report.js';
 import { buildWhatIfs, type WhatIfInput, whatIfFindings } from '../../src/doctor/whatIfs.js';
 import { calibratedPeakBytes, calibratePlanner, perSampleModel, perSamplePeakBytes } from '../../src/planner/fromRun.js';
 import { findGpu } from '../../src/planner/gpus.js';
@@ -17,6 +17,7 @@ import { evaluatePlan } from '../../src/planner/plan.js';
 import type { TraceMetrics } from '../../src/trace/metrics/types.js';
 import { meta as traceMeta, metricsOf, tracePath } from '../helpers/fixtures.js';
 import { loadMeasurements, type Measurement, modelFor, requestFor } from '../planner/calibrationData.js';
+import { doctorInput } from './input.js';
 
 const PLANNER_FIXTURES = fileURLToPath(new URL('../fixtures/planner/', import.meta.url));
 /** torch.cuda.get_device_properties(0).total_memory of the H200 in examples/doctor/results/h200-summary.json. */
@@ -185,25 +186,6 @@ function steps(row: Measurement, n = 6): StepRecord[] {
     },
     profiled: false,
   }));
-}
-
-function doctorInput(records: ProbeRecord[]): DoctorInput {
-  return {
-    version: 'test',
-    command: ['python', 'train.py'],
-    runDir: '/runs/x',
-    startedAtMs: 0,
-    endedAtMs: 5000,
-    exit: { code: 0, signal: null },
-    forwardedSignal: null,
-    records,
-    skippedLines: 0,
-    traces: [],
-    snapshots: [],
-    gpuSamples: null,
-    gpuUnavailableReason: 'not sampled',
-    notes: [],
-  };
 }
 
 const gpt2Config = JSON.parse(readFileSync(`${PLANNER_FIXTURES}configs/gpt2/config.json`, 'utf8'));

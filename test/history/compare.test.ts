@@ -1,5 +1,6 @@
 /** `gpuwise compare` (pure): the figures, the findings and the wording of what changed between two runs. */
 import { describe, expect, it } from 'vitest';
+import { doctorInput } from '../doctor/input.js';
 import type { ProbeRecord, StepRecord } from '../../src/doctor/records.js';
 import { type DoctorInput, buildDoctorReport } from '../../src/doctor/report.js';
 import { commandChanges, compareFindings, compareRuns } from '../../src/history/compare.js';
@@ -44,23 +45,8 @@ const mem = (reservedGiB: number) => ({
 });
 
 function report(records: ProbeRecord[], command: string[], over: Partial<DoctorInput> = {}) {
-  return buildDoctorReport({
-    version: 'test',
-    command,
-    runDir: '/runs/x',
-    startedAtMs: Date.UTC(2026, 10, 21, 7, 0, 0),
-    endedAtMs: Date.UTC(2026, 10, 21, 7, 1, 0),
-    exit: { code: 0, signal: null },
-    forwardedSignal: null,
-    records,
-    skippedLines: 0,
-    traces: [],
-    snapshots: [],
-    gpuSamples: null,
-    gpuUnavailableReason: null,
-    notes: [],
-    ...over,
-  });
+  const at = (min: number) => Date.UTC(2026, 10, 21, 7, min, 0);
+  return buildDoctorReport(doctorInput(records, { command, startedAtMs: at(0), endedAtMs: at(1), gpuUnavailableReason: null, ...over }));
 }
 
 // Before: a DataLoader-bound loop (step 412 ms, of which 241 ms waiting); after: the wait gone.

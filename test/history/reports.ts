@@ -10,6 +10,7 @@ import type { ProbeRecord, StepRecord } from '../../src/doctor/records.js';
 import { type DoctorInput, type DoctorReport, buildDoctorReport } from '../../src/doctor/report.js';
 import { type Snapshot, emptyGpu, emptyProcess } from '../../src/telemetry/sample.js';
 import { BOOT, PROBE_ROOT, PYTHON, TINY, fallbackRecords, pyEnv, runProcess } from '../doctor/helpers.js';
+import { doctorInput } from '../doctor/input.js';
 
 export const GiB = 1024 ** 3;
 
@@ -33,23 +34,13 @@ export async function probeRecords(args: string[]): Promise<ProbeRecord[]> {
 export function inputOf(records: ProbeRecord[], over: Partial<DoctorInput> = {}): DoctorInput {
   const t0 = Math.min(...records.map((r) => r.t)) * 1000;
   const t1 = Math.max(...records.map((r) => r.t)) * 1000;
-  return {
-    version: 'test',
+  return doctorInput(records, {
     command: ['/usr/bin/python3', TINY, '--steps', '12'],
     runDir: '/runs/test',
     startedAtMs: Number.isFinite(t0) ? Math.floor(t0) : 0,
     endedAtMs: Number.isFinite(t1) ? Math.ceil(t1) : 1000,
-    exit: { code: 0, signal: null },
-    forwardedSignal: null,
-    records,
-    skippedLines: 0,
-    traces: [],
-    snapshots: [],
-    gpuSamples: null,
-    gpuUnavailableReason: 'no GPU in the test',
-    notes: [],
     ...over,
-  };
+  });
 }
 
 export function reportOf(records: ProbeRecord[], over: Partial<DoctorInput> = {}): DoctorReport {
