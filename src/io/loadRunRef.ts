@@ -2,11 +2,12 @@
  * What a RUN argument of `runs show` and `compare` names (shell): a run directory or a report.json
  * (works without any store), else a run of the history: `last`, `last~N`, an id or a unique id prefix.
  */
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DoctorReport } from '../doctor/report.js';
 import { parseDoctorReport } from '../doctor/reportCheck.js';
 import { InputError } from './inputError.js';
+import { readTextInput } from './readTextInput.js';
 import { loadRun, resolveRunRef } from './runStore.js';
 
 export interface LoadedRun {
@@ -21,19 +22,7 @@ export interface LoadedRun {
 
 /** Reads RUN_DIR/report.json or a report file; InputError with one line when it is not a doctor report. */
 export function readReportFile(path: string): { report: DoctorReport; file: string } {
-  let file = path;
-  try {
-    if (statSync(path).isDirectory()) file = join(path, 'report.json');
-  } catch (e) {
-    throw new InputError(path, (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file or directory' : (e as Error).message);
-  }
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    throw new InputError(file, code === 'ENOENT' ? 'no such file (not a doctor run directory?)' : `cannot read: ${code ?? (e as Error).message}`);
-  }
+  const { file, text } = readTextInput(path, 'report.json', 'not a doctor run directory?');
   try {
     return { report: parseDoctorReport(text), file };
   } catch (e) {

@@ -13,7 +13,6 @@
  * it is removed, and SQLite replays the committed transactions from FILE-wal.
  */
 import { existsSync, mkdirSync, readFileSync, rmdirSync, statSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
@@ -21,6 +20,7 @@ import type { DoctorReport } from '../doctor/report.js';
 import { doctorReportProblem } from '../doctor/reportCheck.js';
 import { type RunFigures, runFigures } from '../history/figures.js';
 import { InputError } from './inputError.js';
+import { type Database, sqlite } from './sqlite.js';
 
 /** Current schema of runs.sqlite; `schema_version` holds one row per migration applied. */
 export const RUN_STORE_SCHEMA_VERSION = 1;
@@ -28,23 +28,6 @@ export const STORE_FILE = 'runs.sqlite';
 export const LOCK_WAIT_MS = 10_000;
 export const STALE_LOCK_MS = 60_000;
 
-interface Statement {
-  run(values?: unknown[]): unknown;
-  finalize(): void;
-}
-interface Database {
-  exec(sql: string): void;
-  run(sql: string, values?: unknown[]): unknown;
-  all(sql: string, values?: unknown[]): Record<string, unknown>[];
-  get(sql: string, values?: unknown[]): Record<string, unknown> | null;
-  prepare(sql: string): Statement;
-  close(): void;
-}
-type DatabaseCtor = new (path: string, opts?: { readOnly?: boolean; fileMustExist?: boolean }) => Database;
-
-function sqlite(): DatabaseCtor {
-  return (createRequire(import.meta.url)('node-sqlite3-wasm') as { Database: DatabaseCtor }).Database;
-}
 
 /** Migrations by target version; applied in order inside one transaction each. */
 const MIGRATIONS: Record<number, string> = {

@@ -11,31 +11,14 @@
  * lock and read). Readers open read-only and never modify the file.
  */
 import { existsSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { hostname } from 'node:os';
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import { InputError } from '../io/inputError.js';
+import { type Database, type Statement, sqlite } from '../io/sqlite.js';
 import type { Snapshot } from './sample.js';
 
 export const RECORD_SCHEMA_VERSION = 1;
 
-// node-sqlite3-wasm is CommonJS; loaded lazily so commands that do not record never parse its 1 MB of wasm glue.
-interface Statement {
-  run(values?: unknown[]): unknown;
-  finalize(): void;
-}
-interface Database {
-  exec(sql: string): void;
-  all(sql: string, values?: unknown[]): Record<string, unknown>[];
-  get(sql: string, values?: unknown[]): Record<string, unknown> | null;
-  prepare(sql: string): Statement;
-  close(): void;
-}
-type DatabaseCtor = new (path: string, opts?: { readOnly?: boolean; fileMustExist?: boolean }) => Database;
-
-function sqlite(): DatabaseCtor {
-  return (createRequire(import.meta.url)('node-sqlite3-wasm') as { Database: DatabaseCtor }).Database;
-}
 
 const SCHEMA = `
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
