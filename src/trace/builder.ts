@@ -1,11 +1,13 @@
 /**
  * Builds a TraceModel from the parser's event stream: the sink side of
- * `parser.ts`. Reduces CPU events on the fly and keeps GPU activities and
- * runtime calls in typed columns (see model.ts for why).
+ * `parser.ts`. Reduces CPU events on the fly and writes GPU activities, joined
+ * with their launches, to compact per-device op logs (see model.ts for why).
  */
 import type { RawEvent, TraceSink } from './event.js';
 import { CopyKind, KernelCategory, RuntimeKind, categoriseKernel, copyKind, dtypeBytes, runtimeKind } from './kernelClass.js';
-import type { Collective, CpuSpan, DeviceProperties, DistributedInfo, GemmOp, GpuOps, MemoryPeak, RuntimeCalls, StepMarker, TraceModel } from './model.js';
+import { OpLinker } from './linker.js';
+import type { CpuSpan, DeviceProperties, DistributedInfo, GemmOp, MemoryPeak, StepMarker, TraceModel } from './model.js';
+import { OpKind, emptyGpuOp } from './opLog.js';
 
 /** Events longer than this are clock glitches (CUPTI overflow, `Record Window End`): dropped, as HTA and tb_plugin do. */
 const MAX_EVENT_DUR_NS = 24 * 3600 * 1e9;
@@ -41,49 +43,23 @@ class Column<T extends TypedArray> {
   }
 }
 const f64 = () => new Column((n) => new Float64Array(n));
-const f32 = () => new Column((n) => new Float32Array(n));
 const i32 = () => new Column((n) => new Int32Array(n));
-const i16 = () => new Column((n) => new Int16Array(n));
-const u8 = () => new Column((n) => new Uint8Array(n));
 
 export class TraceModelBuilder implements TraceSink {
   private names: string[] = [];
   private kernelCategoryByName: KernelCategory[] = [];
   private nameIds = new Map<string, number>();
-  // GPU op columns
-  private gN = 0;
-  private gDevice = i16();
-  private gKind = u8();
-  private gCategory = u8();
-  private gCopy = u8();
-  private gStart = f64();
-  private gDur = f64();
-  private gCorr = f64();
-  private gName = i32();
-  private gBytes = f64();
-  private gBlocks = f32();
-  // runtime columns
-  private rN = 0;
-  private rKind = u8();
-  private rStart = f64();
-  private rDur = f64();
-  private rCorr = f64();
-  private rExt = f64();
-  private rName = i32();
-
-  private readonly gpuColumns: Column<TypedArray>[] = [
-    this.gDevice,
-    this.gName,
-    this.gKind,
-    this.gCategory,
-    this.gCopy,
-    this.gStart,
-    this.gDur,
-    this.gCorr,
-    this.gBytes,
-    this.gBlocks,
-  ];
-  private readonly runtimeColumns: Column<TypedArray>[] = [this.rKind, this.rStart, this.rDur, this.rCorr, this.rExt, this.rName];
+  private readonly linker = new OpLinker();
+  private readonly op = emptyGpuOp();
+  // Synchronising runtime calls
+  private sN = 0;
+  private sStart = f64();
+  private sDur = f64();
+  private sName = i32();
+  // GEMM calls by External id
+  private gcN = 0;
+  private gcExt = f64();
+  private gcGemm = i32();
 
   private steps: StepMarker[] = [];
   private dataLoader: CpuSpan[] = [];
@@ -92,9 +68,7 @@ export class TraceModelBuilder implements TraceSink {
   private dataParallelForwards: CpuSpan[] = [];
   private ddpForwards: CpuSpan[] = [];
   private cpuCollectives: CpuSpan[] = [];
-  private collectives: Collective[] = [];
   private gemmOps: GemmOp[] = [];
-  private gemmByExternalId = new Map<number, number>();
   private gemmKeys = new Map<string, number>();
   private memPeaks = new Map<number, MemoryPeak>();
   private counts: Record<string, number> = {};
@@ -227,62 +201,65 @@ export class TraceModelBuilder implements TraceSink {
   }
 
   private onGpuOp(ev: RawEvent, cat: string): void {
-    const i = this.gN++;
-    if (i >= this.gStart.a.length) for (const c of this.gpuColumns) c.grow(i);
     const a = ev.args;
+    const op = this.op;
     const device = a.device >= 0 ? a.device : typeof ev.pid === 'number' ? ev.pid : 0;
-    this.gDevice.a[i] = device;
-    this.gStart.a[i] = ev.tsNs;
-    this.gDur.a[i] = ev.durNs;
-    this.gCorr.a[i] = a.correlation;
-    this.gBytes.a[i] = a.bytes;
-    this.gBlocks.a[i] = a.blocksPerSm;
+    op.startNs = ev.tsNs;
+    op.durNs = ev.durNs;
+    op.bytes = a.bytes;
+    // Kept at float32 precision, as the typed rows before it did, so figures do not move.
+    op.smShare = a.blocksPerSm < 0 ? -1 : Math.min(1, Math.fround(a.blocksPerSm));
     const nameId = this.nameId(ev.name);
-    this.gName.a[i] = nameId;
+    op.nameId = nameId;
+    op.copyKind = CopyKind.none;
+    let collective = null;
     if (cat === 'kernel') {
-      this.gKind.a[i] = 0;
+      op.kind = OpKind.kernel;
       const isCollective = a.collectiveName !== null;
       // Names repeat thousands of times: classify each distinct name once.
       let category = isCollective ? KernelCategory.communication : this.kernelCategoryByName[nameId];
       if (category === undefined) category = this.kernelCategoryByName[nameId] = categoriseKernel(ev.name, false);
-      this.gCategory.a[i] = category;
-      this.gCopy.a[i] = CopyKind.none;
+      op.category = category;
       if (category === KernelCategory.communication) {
         const nelems = Math.max(a.inMsgNelems, a.outMsgNelems, 0);
-        this.collectives.push({
-          opIndex: i,
+        collective = {
+          device,
+          startNs: ev.tsNs,
+          durNs: ev.durNs,
+          launchStartNs: Number.NaN,
+          correlation: a.correlation,
           name: this.intern(a.collectiveName ?? collectiveFromName(ev.name)),
           processGroup: this.internOrNull(a.processGroupName ?? a.processGroupDesc),
           seq: a.seq === null ? null : this.intern(String(a.seq)),
           bytes: nelems * dtypeBytes(a.dtype),
           groupSize: a.groupSize,
-        });
+        };
       }
     } else if (cat === 'gpu_memcpy') {
-      this.gKind.a[i] = 1;
-      this.gCategory.a[i] = KernelCategory.memcpy;
-      this.gCopy.a[i] = copyKind(ev.name);
+      op.kind = OpKind.memcpy;
+      op.category = KernelCategory.memcpy;
+      op.copyKind = copyKind(ev.name);
     } else {
-      this.gKind.a[i] = 2;
-      this.gCategory.a[i] = KernelCategory.memset;
-      this.gCopy.a[i] = CopyKind.none;
+      op.kind = OpKind.memset;
+      op.category = KernelCategory.memset;
     }
+    this.linker.onOp(device, op, a.correlation, collective);
   }
 
   private onRuntime(ev: RawEvent): void {
     this.cpuExtent(ev.tsNs, ev.durNs);
     const kind = runtimeKind(ev.name);
     // Queries such as cudaGetErrorString or cudaStreamIsCapturing launch no GPU work and block
-    // nothing: about 40% of runtime events, not worth a row.
+    // nothing: about 40% of runtime events, not worth keeping.
     if (kind === RuntimeKind.other) return;
-    const i = this.rN++;
-    if (i >= this.rStart.a.length) for (const c of this.runtimeColumns) c.grow(i);
-    this.rKind.a[i] = kind;
-    this.rStart.a[i] = ev.tsNs;
-    this.rDur.a[i] = ev.durNs;
-    this.rCorr.a[i] = ev.args.correlation;
-    this.rExt.a[i] = ev.args.externalId;
-    this.rName.a[i] = this.nameId(ev.name);
+    if (kind === RuntimeKind.sync) {
+      const i = this.sN++;
+      if (i >= this.sStart.a.length) for (const c of [this.sStart, this.sDur, this.sName]) c.grow(i);
+      this.sStart.a[i] = ev.tsNs;
+      this.sDur.a[i] = ev.durNs;
+      this.sName.a[i] = this.nameId(ev.name);
+    }
+    this.linker.onLaunch(ev.args.correlation, { startNs: ev.tsNs, durNs: ev.durNs, kind, externalId: ev.args.externalId }, ev.name.includes('GraphLaunch'));
   }
 
   private cpuExtent(ts: number, dur: number): void {
@@ -330,7 +307,10 @@ export class TraceModelBuilder implements TraceSink {
       this.gemmOps.push({ name: this.intern(ev.name), dims: numericDims, dtype: this.internOrNull(dtype ?? null) });
       this.gemmKeys.set(key, idx);
     }
-    this.gemmByExternalId.set(ev.args.externalId, idx);
+    const i = this.gcN++;
+    if (i >= this.gcExt.a.length) for (const c of [this.gcExt, this.gcGemm]) c.grow(i);
+    this.gcExt.a[i] = ev.args.externalId;
+    this.gcGemm.a[i] = idx;
   }
 
   finish(originUs: number, parseWarnings: string[]): TraceModel {
@@ -341,31 +321,10 @@ export class TraceModelBuilder implements TraceSink {
     for (const list of [this.dataLoader, this.optimizerSteps, this.syncOps, this.dataParallelForwards, this.ddpForwards, this.cpuCollectives]) {
       list.sort((a, b) => a.startNs - b.startNs);
     }
-    // Exact-size copies, one column at a time: the analysis that follows is the peak of memory.
-    const gN = this.gN;
-    const rN = this.rN;
-    const gpu: GpuOps = {
-      count: gN,
-      device: this.gDevice.take(gN),
-      kind: this.gKind.take(gN),
-      category: this.gCategory.take(gN),
-      copyKind: this.gCopy.take(gN),
-      startNs: this.gStart.take(gN),
-      durNs: this.gDur.take(gN),
-      correlation: this.gCorr.take(gN),
-      nameId: this.gName.take(gN),
-      bytes: this.gBytes.take(gN),
-      blocksPerSm: this.gBlocks.take(gN),
-    };
-    const runtime: RuntimeCalls = {
-      count: rN,
-      kind: this.rKind.take(rN),
-      startNs: this.rStart.take(rN),
-      durNs: this.rDur.take(rN),
-      correlation: this.rCorr.take(rN),
-      externalId: this.rExt.take(rN),
-      nameId: this.rName.take(rN),
-    };
+    const gpu = this.linker.finish();
+    const sN = this.sN;
+    const syncCalls = { count: sN, startNs: this.sStart.take(sN), durNs: this.sDur.take(sN), nameId: this.sName.take(sN) };
+    const gemmCalls = sortGemmCalls(this.gcExt.take(this.gcN), this.gcGemm.take(this.gcN));
     const dist = this.distributed;
     return {
       source: this.source,
@@ -376,8 +335,7 @@ export class TraceModelBuilder implements TraceSink {
       baseTimeNs: this.baseTimeNs,
       originUs,
       names: this.names,
-      gpu,
-      runtime,
+      gpu: { ...gpu, syncCalls },
       steps: dedupeSteps(this.steps),
       dataLoader: this.dataLoader,
       optimizerSteps: this.optimizerSteps,
@@ -385,9 +343,9 @@ export class TraceModelBuilder implements TraceSink {
       dataParallelForwards: this.dataParallelForwards,
       ddpForwards: this.ddpForwards,
       cpuCollectives: this.cpuCollectives,
-      collectives: this.collectives,
       gemmOps: this.gemmOps,
-      gemmByExternalId: this.gemmByExternalId,
+      gemmCalls,
+      collectives: this.linker.collectives,
       memoryPeaks: [...this.memPeaks.values()].sort((a, b) => a.device - b.device),
       eventCounts: this.counts,
       cpuRangeNs: Number.isFinite(this.cpuLo) ? [this.cpuLo, this.cpuHi] : [0, 0],
@@ -412,6 +370,23 @@ function isKeptCpuOp(name: string): boolean {
     default:
       return CPU_COLLECTIVE_RE.test(name);
   }
+}
+
+/** GEMM calls sorted by External id (a repeated id keeps its last shape, as a map would). */
+export function sortGemmCalls(ext: Float64Array, gemm: Int32Array): TraceModel['gemmCalls'] {
+  const order = new Int32Array(ext.length);
+  for (let i = 0; i < order.length; i++) order[i] = i;
+  order.sort((a, b) => ext[a]! - ext[b]! || b - a);
+  const outExt = new Float64Array(order.length);
+  const outGemm = new Int32Array(order.length);
+  let n = 0;
+  for (const i of order) {
+    if (n > 0 && outExt[n - 1] === ext[i]) continue;
+    outExt[n] = ext[i]!;
+    outGemm[n] = gemm[i]!;
+    n++;
+  }
+  return { count: n, externalId: outExt.slice(0, n), gemm: outGemm.slice(0, n) };
 }
 
 /** A step can be recorded twice (cpu_op and user_annotation in some torch versions): keep one per number. */

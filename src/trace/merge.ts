@@ -3,7 +3,9 @@
  * the model one parser would have built. Segments share the time origin, so
  * only names and indices need remapping.
  */
-import type { CpuSpan, GpuOps, MemoryPeak, RuntimeCalls, TraceModel } from './model.js';
+import { sortGemmCalls } from './builder.js';
+import type { CpuSpan, GpuActivity, MemoryPeak, TraceModel } from './model.js';
+import { type LaunchCall, OpLogWriter, OpReader } from './opLog.js';
 
 export function mergeModels(parts: TraceModel[]): TraceModel {
   if (parts.length === 1) return parts[0]!;
@@ -22,47 +24,50 @@ export function mergeModels(parts: TraceModel[]): TraceModel {
     }),
   );
 
-  const gpuCount = parts.reduce((a, p) => a + p.gpu.count, 0);
-  const rtCount = parts.reduce((a, p) => a + p.runtime.count, 0);
-  const gpu: GpuOps = {
-    count: gpuCount,
-    device: new Int16Array(gpuCount),
-    kind: new Uint8Array(gpuCount),
-    category: new Uint8Array(gpuCount),
-    copyKind: new Uint8Array(gpuCount),
-    startNs: new Float64Array(gpuCount),
-    durNs: new Float64Array(gpuCount),
-    correlation: new Float64Array(gpuCount),
-    nameId: new Int32Array(gpuCount),
-    bytes: new Float64Array(gpuCount),
-    blocksPerSm: new Float32Array(gpuCount),
-  };
-  const runtime: RuntimeCalls = {
-    count: rtCount,
-    kind: new Uint8Array(rtCount),
-    startNs: new Float64Array(rtCount),
-    durNs: new Float64Array(rtCount),
-    correlation: new Float64Array(rtCount),
-    externalId: new Float64Array(rtCount),
-    nameId: new Int32Array(rtCount),
-  };
-  let g = 0;
-  let r = 0;
-  const collectives: TraceModel['collectives'] = [];
-  const gemmOps: TraceModel['gemmOps'] = [];
-  const gemmByExternalId = new Map<number, number>();
-  const gemmKeys = new Map<string, number>();
+  // Each device's log is the parts' logs one after the other, re-encoded with the merged name ids.
+  // Ops a part wrote without their launch keep their correlation id and find the call in the merged map.
+  const launches = new Map<number, LaunchCall>();
+  let uncorrelated = 0;
+  for (const p of parts) {
+    for (const [c, call] of p.gpu.launches) {
+      if (c < 0) launches.set(-2 - uncorrelated++, call);
+      else if (!launches.has(c)) launches.set(c, call);
+    }
+  }
+  const writers = new Map<number, OpLogWriter>();
   parts.forEach((p, k) => {
     const remap = remaps[k]!;
-    for (const key of ['device', 'kind', 'category', 'copyKind', 'startNs', 'durNs', 'correlation', 'bytes', 'blocksPerSm'] as const) {
-      (gpu[key] as Float64Array).set(p.gpu[key].subarray(0, p.gpu.count) as Float64Array, g);
+    for (const log of p.gpu.logs) {
+      let w = writers.get(log.device);
+      if (w === undefined) writers.set(log.device, (w = new OpLogWriter(log.device)));
+      // Read without resolving, so an unresolved op stays unresolved.
+      const r = new OpReader(log, new Map());
+      while (r.next()) {
+        r.op.nameId = remap[r.op.nameId]!;
+        w.append(r.op);
+      }
     }
-    for (let i = 0; i < p.gpu.count; i++) gpu.nameId[g + i] = remap[p.gpu.nameId[i]!]!;
-    for (const key of ['kind', 'startNs', 'durNs', 'correlation', 'externalId'] as const) {
-      (runtime[key] as Float64Array).set(p.runtime[key].subarray(0, p.runtime.count) as Float64Array, r);
-    }
-    for (let i = 0; i < p.runtime.count; i++) runtime.nameId[r + i] = remap[p.runtime.nameId[i]!]!;
-    for (const c of p.collectives) collectives.push({ ...c, opIndex: c.opIndex + g });
+  });
+  const logs = [...writers.entries()].sort((a, b) => a[0] - b[0]).map(([, w]) => w.finish());
+  const syncCount = parts.reduce((a, p) => a + p.gpu.syncCalls.count, 0);
+  const syncCalls = { count: syncCount, startNs: new Float64Array(syncCount), durNs: new Float64Array(syncCount), nameId: new Int32Array(syncCount) };
+  let s = 0;
+  parts.forEach((p, k) => {
+    const sc = p.gpu.syncCalls;
+    syncCalls.startNs.set(sc.startNs.subarray(0, sc.count), s);
+    syncCalls.durNs.set(sc.durNs.subarray(0, sc.count), s);
+    for (let i = 0; i < sc.count; i++) syncCalls.nameId[s + i] = remaps[k]![sc.nameId[i]!]!;
+    s += sc.count;
+  });
+  const gpu: GpuActivity = { count: logs.reduce((n, l) => n + l.count, 0), logs, launches, syncCalls };
+
+  const collectives: TraceModel['collectives'] = [];
+  const gemmOps: TraceModel['gemmOps'] = [];
+  const gemmKeys = new Map<string, number>();
+  const gemmExt: number[] = [];
+  const gemmIdx: number[] = [];
+  for (const p of parts) {
+    for (const c of p.collectives) collectives.push(c);
     // The same GEMM shape seen by several parts is one record, as with one builder.
     const gemmRemap = p.gemmOps.map((op) => {
       const key = `${op.name}|${JSON.stringify(op.dims)}|${op.dtype ?? ''}`;
@@ -74,10 +79,12 @@ export function mergeModels(parts: TraceModel[]): TraceModel {
       }
       return idx;
     });
-    for (const [ext, idx] of p.gemmByExternalId) gemmByExternalId.set(ext, gemmRemap[idx]!);
-    g += p.gpu.count;
-    r += p.runtime.count;
-  });
+    for (let i = 0; i < p.gemmCalls.count; i++) {
+      gemmExt.push(p.gemmCalls.externalId[i]!);
+      gemmIdx.push(gemmRemap[p.gemmCalls.gemm[i]!]!);
+    }
+  }
+  const gemmCalls = sortGemmCalls(Float64Array.from(gemmExt), Int32Array.from(gemmIdx));
 
   const spans = (pick: (p: TraceModel) => CpuSpan[]) => parts.flatMap(pick).sort((a, b) => a.startNs - b.startNs);
   const steps = new Map<number, TraceModel['steps'][number]>();
@@ -111,7 +118,6 @@ export function mergeModels(parts: TraceModel[]): TraceModel {
     originUs: first.originUs,
     names,
     gpu,
-    runtime,
     steps: [...steps.values()].sort((a, b) => a.startNs - b.startNs),
     dataLoader: spans((p) => p.dataLoader),
     optimizerSteps: spans((p) => p.optimizerSteps),
@@ -121,7 +127,7 @@ export function mergeModels(parts: TraceModel[]): TraceModel {
     cpuCollectives: spans((p) => p.cpuCollectives),
     collectives,
     gemmOps,
-    gemmByExternalId,
+    gemmCalls,
     memoryPeaks: [...peaks.values()].sort((a, b) => a.device - b.device),
     eventCounts,
     cpuRangeNs: withCpu.length ? [Math.min(...withCpu.map((p) => p.cpuRangeNs[0])), Math.max(...withCpu.map((p) => p.cpuRangeNs[1]))] : [0, 0],

@@ -1,13 +1,16 @@
 /**
  * The trace model: what one rank's trace is reduced to while it streams in.
  *
- * Only what the analyses need is kept. GPU activities and runtime calls go
- * into growable typed-array columns (45 and 37 bytes a row); CPU ops are
- * reduced on the fly (GEMM shapes, DataLoader and sync spans, step markers,
- * memory peaks), so the bulk of a trace (CPU ops, flows, memory instants) costs
- * no memory at all. Everything here is plain data; building happens in
- * `builder.ts`.
+ * Only what the analyses need is kept. GPU activities go into one compact op
+ * log per device, each op with the runtime call that launched it (joined while
+ * parsing: Kineto writes a GPU op and its launch next to each other); CPU ops
+ * are reduced on the fly (GEMM shapes, DataLoader and sync spans, step
+ * markers, memory peaks), so the bulk of a trace (CPU ops, flows, memory
+ * instants, runtime calls) costs no memory at all. Everything here is plain
+ * data; building happens in `builder.ts`.
  */
+import type { LaunchCall, OpLog } from './opLog.js';
+
 export interface DeviceProperties {
   id: number;
   name: string;
@@ -40,7 +43,13 @@ export interface StepMarker {
 
 /** A collective seen on a GPU (NCCL kernel) with the args that identify it across ranks. */
 export interface Collective {
-  opIndex: number;
+  device: number;
+  startNs: number;
+  durNs: number;
+  /** Start of the runtime call that launched it; NaN when it was not known while parsing (see `correlation`). */
+  launchStartNs: number;
+  /** Correlation id to find the launch in GpuActivity.launches when launchStartNs is NaN. */
+  correlation: number;
   name: string;
   processGroup: string | null;
   seq: string | null;
@@ -62,35 +71,35 @@ export interface MemoryPeak {
   atNs: number;
 }
 
-/** GPU activities (kernels, memcpy, memset): one row each. */
-export interface GpuOps {
+/** Synchronising runtime calls (stream/device/event synchronise, blocking copies), in arrival order. */
+export interface SyncCalls {
   count: number;
-  device: Int16Array;
-  /** 0 kernel, 1 memcpy, 2 memset. */
-  kind: Uint8Array;
-  /** KernelCategory. */
-  category: Uint8Array;
-  /** CopyKind. */
-  copyKind: Uint8Array;
   startNs: Float64Array;
   durNs: Float64Array;
-  correlation: Float64Array;
   nameId: Int32Array;
-  bytes: Float64Array;
-  /** Kineto's `blocks per SM` (-1 when absent): feeds the SM-efficiency estimate. */
-  blocksPerSm: Float32Array;
 }
 
-/** CUDA runtime / driver calls on CPU threads. */
-export interface RuntimeCalls {
+/** What the GPUs did: kernels, memcpys and memsets with their launches. */
+export interface GpuActivity {
+  /** Ops in all logs. */
   count: number;
-  /** RuntimeKind. */
-  kind: Uint8Array;
-  startNs: Float64Array;
-  durNs: Float64Array;
-  correlation: Float64Array;
+  /** One op log per device, by device id. */
+  logs: OpLog[];
+  /**
+   * Launch calls no op consumed while parsing, by correlation id: a call whose op
+   * came much later or never, and CUDA graph launches (one call, many kernels).
+   * Ops written without their launch find it here when read.
+   */
+  launches: Map<number, LaunchCall>;
+  syncCalls: SyncCalls;
+}
+
+/** GEMM CPU-op calls by External id (sorted), to find the shape behind a kernel's launch. */
+export interface GemmCalls {
+  count: number;
   externalId: Float64Array;
-  nameId: Int32Array;
+  /** Index in gemmOps. */
+  gemm: Int32Array;
 }
 
 export interface TraceModel {
@@ -105,8 +114,7 @@ export interface TraceModel {
   /** Integer µs subtracted from all timestamps in the file. */
   originUs: number;
   names: string[];
-  gpu: GpuOps;
-  runtime: RuntimeCalls;
+  gpu: GpuActivity;
   steps: StepMarker[];
   dataLoader: CpuSpan[];
   optimizerSteps: CpuSpan[];
@@ -119,8 +127,7 @@ export interface TraceModel {
   cpuCollectives: CpuSpan[];
   collectives: Collective[];
   gemmOps: GemmOp[];
-  /** External id of a GEMM CPU op -> index in gemmOps. */
-  gemmByExternalId: Map<number, number>;
+  gemmCalls: GemmCalls;
   memoryPeaks: MemoryPeak[];
   /** Number of events read, by category (for the report's provenance line). */
   eventCounts: Record<string, number>;

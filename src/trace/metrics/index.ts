@@ -1,8 +1,8 @@
 /** analyzeTrace: a TraceModel in, TraceMetrics out. Pure. */
-import { CATEGORY_NAMES, RuntimeKind } from '../kernelClass.js';
-import type { CpuSpan, TraceModel } from '../model.js';
-import { commStats, copyStats, firstPageableH2d, gemmShapeStats, launchStats, median, precisionStats, smEfficiency, topKernels } from './kernels.js';
-import { linkGpuOps } from './link.js';
+import { CATEGORY_NAMES } from '../kernelClass.js';
+import type { Collective, CpuSpan, TraceModel } from '../model.js';
+import { type HostSpans, hostSpans } from './hostSpans.js';
+import { commStats, kernelFigures, median } from './kernels.js';
 import { coveredLen, unionOf } from './intervals.js';
 import { type StepWindow, stepWindows } from './steps.js';
 import { analyseTimeline, emptyCategories, emptyIdle } from './timeline.js';
@@ -11,9 +11,9 @@ import { IDLE_CAUSES, type StepMetrics, type TraceMetrics } from './types.js';
 export type { TraceMetrics } from './types.js';
 
 export function analyzeTrace(model: TraceModel): TraceMetrics {
-  const links = linkGpuOps(model);
-  const { windows: allWindows, fromMarkers } = stepWindows(model, links);
-  const timeline = analyseTimeline(model, links, allWindows);
+  const { windows: allWindows, fromMarkers } = stepWindows(model);
+  const spans = hostSpans(model);
+  const timeline = analyseTimeline(model, spans, allWindows);
   // A trailing step without GPU work is the profiler stopping, not a step: drop it.
   let keep = allWindows.length;
   while (keep > 1 && timeline.perWindow[keep - 1]!.every((d) => d.busyNs === 0)) keep--;
@@ -50,6 +50,7 @@ export function analyzeTrace(model: TraceModel): TraceMetrics {
     }
   }
   const durs = steps.map((s) => s.durNs);
+  const k = kernelFigures(model, windows, 15);
   const memory = model.memoryPeaks.map((p) => ({
     device: p.device,
     peakAllocatedBytes: p.allocatedBytes,
@@ -71,30 +72,30 @@ export function analyzeTrace(model: TraceModel): TraceMetrics {
     },
     perStep,
     gpuBusyShare: perStep.durNs > 0 ? perStep.busyNs / perStep.durNs : 0,
-    smEfficiency: smEfficiency(model, windows),
-    launch: launchStats(model, links, windows),
-    precision: precisionStats(model, links, windows),
-    copies: copyStats(model, windows),
-    gemmShapes: gemmShapeStats(model, links, windows),
+    smEfficiency: k.smEfficiency,
+    launch: k.launch,
+    precision: k.precision,
+    copies: k.copies,
+    gemmShapes: k.gemmShapes,
     comm: commStats(model, windows, commNs / nSteps / devicesPerStep, exposedNs / nSteps / devicesPerStep),
     memory,
-    topKernels: topKernels(model, windows, 15),
+    topKernels: k.topKernels,
     timeline: timeline.timeline,
     examples: {
       syncCalls: syncCalls(model, windows),
-      syncOps: countByName(blockingOps(model), windows).map(({ name, count, first }) => ({ name, count, firstAtNs: first })),
+      syncOps: countByName(blockingOps(model, spans), windows).map(({ name, count, first }) => ({ name, count, firstAtNs: first })),
       dataLoaderWaitNsPerStep: spansIn(model.dataLoader, windows) / nSteps,
-      pageableH2dExample: firstPageableH2d(model, windows),
+      pageableH2dExample: k.pageableH2dExample,
     },
     collectives: collectiveKeys(model, windows),
-    structure: structure(model, windows, links),
+    structure: structure(model, windows),
   };
 }
 
 function collectiveKeys(model: TraceModel, windows: StepWindow[]): { key: string; durNs: number }[] {
   const seen = new Map<string, number>();
   const out: { key: string; durNs: number }[] = [];
-  const order = model.collectives.filter((c) => within(windows, model.gpu.startNs[c.opIndex]!)).sort((a, b) => model.gpu.startNs[a.opIndex]! - model.gpu.startNs[b.opIndex]!);
+  const order = model.collectives.filter((c) => within(windows, c.startNs)).sort((a, b) => a.startNs - b.startNs);
   for (const c of order) {
     let key: string;
     if (c.seq !== null) key = `${c.processGroup ?? ''}#${c.seq}#${c.name}`;
@@ -103,7 +104,7 @@ function collectiveKeys(model: TraceModel, windows: StepWindow[]): { key: string
       seen.set(c.name, n + 1);
       key = `order#${n}#${c.name}`;
     }
-    out.push({ key, durNs: model.gpu.durNs[c.opIndex]! });
+    out.push({ key, durNs: c.durNs });
   }
   return out;
 }
@@ -131,12 +132,10 @@ function countByName(spans: CpuSpan[], windows: StepWindow[]): { name: string; c
 }
 
 /** Ops such as `aten::item` that really blocked: they contain a synchronising runtime call (on CPU tensors they do not). */
-function blockingOps(model: TraceModel): CpuSpan[] {
-  const { runtime } = model;
-  const syncs: [number, number][] = [];
-  for (let r = 0; r < runtime.count; r++) {
-    if (runtime.kind[r] === RuntimeKind.sync || runtime.kind[r] === RuntimeKind.memcpy) syncs.push([runtime.startNs[r]!, runtime.startNs[r]! + runtime.durNs[r]!]);
-  }
+function blockingOps(model: TraceModel, spans: HostSpans): CpuSpan[] {
+  const sc = model.gpu.syncCalls;
+  const syncs: [number, number][] = [...spans.memcpyCalls];
+  for (let i = 0; i < sc.count; i++) syncs.push([sc.startNs[i]!, sc.startNs[i]! + sc.durNs[i]!]);
   const u = unionOf(syncs);
   return model.syncOps.filter((op) => coveredLen(u, op.startNs, op.endNs) > 0);
 }
@@ -148,25 +147,24 @@ function insideStepSpan(model: TraceModel, t: number): boolean {
 }
 
 function syncCalls(model: TraceModel, windows: StepWindow[]): { name: string; count: number; totalNs: number }[] {
-  const { runtime } = model;
+  const sc = model.gpu.syncCalls;
   const m = new Map<number, { count: number; total: number }>();
   // With step markers, only syncs inside a step's CPU span are the loop's: a window also covers the GPU tail of its
   // last step, where the profiler's own stop (a cudaDeviceSynchronize that drains the queue) runs.
   const mine = model.steps.length > 0 ? (t: number) => insideStepSpan(model, t) : (t: number) => within(windows, t);
-  for (let r = 0; r < runtime.count; r++) {
-    if (runtime.kind[r] !== RuntimeKind.sync || !mine(runtime.startNs[r]!)) continue;
-    const e = m.get(runtime.nameId[r]!) ?? { count: 0, total: 0 };
+  for (let i = 0; i < sc.count; i++) {
+    if (!mine(sc.startNs[i]!)) continue;
+    const e = m.get(sc.nameId[i]!) ?? { count: 0, total: 0 };
     e.count++;
-    e.total += runtime.durNs[r]!;
-    m.set(runtime.nameId[r]!, e);
+    e.total += sc.durNs[i]!;
+    m.set(sc.nameId[i]!, e);
   }
   return [...m.entries()].sort((a, b) => b[1].total - a[1].total).map(([id, e]) => ({ name: model.names[id]!, count: e.count, totalNs: e.total }));
 }
 
-function structure(model: TraceModel, windows: StepWindow[], links: ReturnType<typeof linkGpuOps>): TraceMetrics['structure'] {
+function structure(model: TraceModel, windows: StepWindow[]): TraceMetrics['structure'] {
   const nSteps = Math.max(1, windows.length);
-  const dpDevices = new Set<number>();
-  for (let i = 0; i < model.gpu.count; i++) dpDevices.add(model.gpu.device[i]!);
+  const dpDevices = new Set(model.gpu.logs.map((l) => l.device));
   const ddpForwards = model.ddpForwards.filter((f) => within(windows, f.startNs));
   const optimizerSteps = model.optimizerSteps.filter((f) => within(windows, f.startNs));
   // All-reduce launch times: CPU-side collective ops and the launches of NCCL all-reduce kernels.
@@ -174,8 +172,8 @@ function structure(model: TraceModel, windows: StepWindow[], links: ReturnType<t
   for (const c of model.cpuCollectives) if (/all_?reduce/i.test(c.name)) allReduceTimes.push(c.startNs);
   for (const c of model.collectives) {
     if (!/all_?reduce/i.test(c.name)) continue;
-    const r = links.launchOf[c.opIndex]!;
-    if (r >= 0) allReduceTimes.push(model.runtime.startNs[r]!);
+    const t = launchStart(model, c);
+    if (!Number.isNaN(t)) allReduceTimes.push(t);
   }
   allReduceTimes.sort((a, b) => a - b);
   let micro = 0;
@@ -201,6 +199,12 @@ function structure(model: TraceModel, windows: StepWindow[], links: ReturnType<t
     accumulationMicroStepsWithAllReduce: microWithAllReduce,
     accumulationMicroSteps: micro,
   };
+}
+
+/** When the collective's kernel was launched; NaN when unknown. */
+function launchStart(model: TraceModel, c: Collective): number {
+  if (!Number.isNaN(c.launchStartNs)) return c.launchStartNs;
+  return c.correlation >= 0 ? (model.gpu.launches.get(c.correlation)?.startNs ?? Number.NaN) : Number.NaN;
 }
 
 /** Index of the first value strictly greater than t in a sorted array. */

@@ -1,23 +1,20 @@
 /**
  * Per-kernel figures: launch statistics, matmul precision, memcpy traffic,
- * GEMM shapes and their alignment, and collectives. Each takes the model and
- * its links and returns plain data.
+ * GEMM shapes and their alignment, SM efficiency, the top kernels, and
+ * collectives. One pass over the op logs gathers the sums; the two medians
+ * take a few more (select.ts), so nothing here holds a value per kernel.
  */
 import { CATEGORY_NAMES, COPY_KIND_NAMES, CopyKind, KernelCategory, MatmulPrecision, RuntimeKind, matmulPrecision } from '../kernelClass.js';
 import type { TraceModel } from '../model.js';
-import type { Links } from './link.js';
+import { type GpuOp, OpKind, forEachOp } from '../opLog.js';
+import { type ValuePass, medianOfPass } from './select.js';
 import type { StepWindow } from './steps.js';
 import type { CommStats, CopyStats, GemmShapeStat, KernelStat, LaunchStats, PrecisionStats } from './types.js';
 
 export function median(values: ArrayLike<number>): number {
-  return values.length === 0 ? 0 : medianInPlace(Float64Array.from(values as ArrayLike<number>));
-}
-
-/** Median of a Float64Array that may be reordered (no copy: these arrays hold one value per kernel). */
-export function medianInPlace(values: Float64Array): number {
   const n = values.length;
   if (n === 0) return 0;
-  const sorted = values.sort();
+  const sorted = Float64Array.from(values as ArrayLike<number>).sort();
   return n % 2 ? sorted[(n - 1) >> 1]! : (sorted[n / 2 - 1]! + sorted[n / 2]!) / 2;
 }
 
@@ -29,129 +26,160 @@ export function inWindows(windows: StepWindow[]): (t: number) => boolean {
   return (t) => t >= lo && t < hi;
 }
 
-export function launchStats(model: TraceModel, links: Links, windows: StepWindow[]): LaunchStats {
-  const { gpu, runtime } = model;
-  const inside = inWindows(windows);
-  // Typed arrays of the exact size, sorted in place for the medians: one value per kernel.
-  let nKernels = 0;
-  let nLinked = 0;
-  for (let i = 0; i < gpu.count; i++) {
-    if (gpu.kind[i] !== 0 || !inside(gpu.startNs[i]!)) continue;
-    nKernels++;
-    if (links.launchOf[i]! >= 0) nLinked++;
-  }
-  const durs = new Float64Array(nKernels);
-  const delays = new Float64Array(nLinked);
-  nKernels = 0;
-  nLinked = 0;
-  let gpuKernelNs = 0;
-  let shorter = 0;
-  for (let i = 0; i < gpu.count; i++) {
-    if (gpu.kind[i] !== 0 || !inside(gpu.startNs[i]!)) continue;
-    const d = gpu.durNs[i]!;
-    durs[nKernels++] = d;
-    gpuKernelNs += d;
-    const r = links.launchOf[i]!;
-    if (r >= 0) {
-      delays[nLinked++] = gpu.startNs[i]! - (runtime.startNs[r]! + runtime.durNs[r]!);
-      if (d < runtime.durNs[r]!) shorter++;
-    }
-  }
-  let cpuLaunchNs = 0;
-  for (let r = 0; r < runtime.count; r++) {
-    if (runtime.kind[r] === RuntimeKind.launch && inside(runtime.startNs[r]!)) cpuLaunchNs += runtime.durNs[r]!;
-  }
-  return {
-    kernels: durs.length,
-    kernelsPerStep: windows.length ? durs.length / windows.length : 0,
-    medianKernelNs: medianInPlace(durs),
-    cpuLaunchNs,
-    gpuKernelNs,
-    medianLaunchToStartNs: medianInPlace(delays),
-    shorterThanLaunchFraction: delays.length ? shorter / delays.length : 0,
-  };
+export interface KernelFigures {
+  launch: LaunchStats;
+  precision: PrecisionStats;
+  copies: CopyStats[];
+  gemmShapes: GemmShapeStat[];
+  topKernels: KernelStat[];
+  smEfficiency: number | null;
+  pageableH2dExample: { name: string; atNs: number; bytes: number; durNs: number } | null;
 }
 
 const MATMUL_CATEGORIES = new Set<number>([KernelCategory.gemm, KernelCategory.conv, KernelCategory.attention]);
 
-export function precisionStats(model: TraceModel, links: Links, windows: StepWindow[]): PrecisionStats {
+export function kernelFigures(model: TraceModel, windows: StepWindow[], topLimit: number): KernelFigures {
   const { gpu } = model;
   const inside = inWindows(windows);
+  const gemmCalls = model.gemmCalls;
+  // launch
+  let kernels = 0;
+  let linked = 0;
+  let gpuKernelNs = 0;
+  let shorter = 0;
+  let cpuLaunchNs = 0;
+  // precision
   const byPrecision = [0, 0, 0, 0, 0, 0];
   const fp32ByName = new Map<number, { count: number; total: number }>();
-  for (let i = 0; i < gpu.count; i++) {
-    if (!MATMUL_CATEGORIES.has(gpu.category[i]!) || !inside(gpu.startNs[i]!)) continue;
-    const g = links.gemmOf[i]!;
-    const p = matmulPrecision(model.names[gpu.nameId[i]!]!, g >= 0 ? model.gemmOps[g]!.dtype : null);
-    byPrecision[p]! += gpu.durNs[i]!;
-    if (p === MatmulPrecision.fp32) {
-      const e = fp32ByName.get(gpu.nameId[i]!) ?? { count: 0, total: 0 };
-      e.count++;
-      e.total += gpu.durNs[i]!;
-      fp32ByName.set(gpu.nameId[i]!, e);
+  // top kernels, copies, SM efficiency, pageable example
+  const byName = new Map<number, { count: number; total: number; cat: number }>();
+  const byCopy = new Map<number, { count: number; bytes: number; dur: number }>();
+  let smWeighted = 0;
+  let smTotal = 0;
+  let pageable: { nameId: number; startNs: number; bytes: number; durNs: number } | null = null;
+  // GEMM shapes: time per shape, and calls counted once per GEMM CPU op (one op may launch a GEMM plus a split-K reduction)
+  const gemmNs = new Float64Array(model.gemmOps.length);
+  const gemmCallCount = new Int32Array(model.gemmOps.length);
+  const gemmCallSeen = new Uint8Array(gemmCalls.count);
+
+  const visit = (op: GpuOp) => {
+    const l = op.launch;
+    if (op.ownsLaunch && l.kind === RuntimeKind.launch && inside(l.startNs)) cpuLaunchNs += l.durNs;
+    const t = op.startNs;
+    if (!inside(t)) return;
+    const d = op.durNs;
+    const e = byName.get(op.nameId) ?? { count: 0, total: 0, cat: op.category };
+    e.count++;
+    e.total += d;
+    byName.set(op.nameId, e);
+    if (op.kind === OpKind.memcpy) {
+      const c = byCopy.get(op.copyKind) ?? { count: 0, bytes: 0, dur: 0 };
+      c.count++;
+      c.bytes += Math.max(0, op.bytes);
+      c.dur += d;
+      byCopy.set(op.copyKind, c);
+      if (op.copyKind === CopyKind.h2dPageable && (pageable === null || d > pageable.durNs)) pageable = { nameId: op.nameId, startNs: t, bytes: op.bytes, durNs: d };
     }
-  }
+    if (op.kind !== OpKind.kernel) return;
+    kernels++;
+    gpuKernelNs += d;
+    if (!Number.isNaN(l.startNs)) {
+      linked++;
+      if (d < l.durNs) shorter++;
+    }
+    if (op.smShare >= 0) {
+      smWeighted += op.smShare * d;
+      smTotal += d;
+    }
+    const g = l.externalId >= 0 ? gemmCallIndex(gemmCalls, l.externalId) : -1;
+    const gemm = g >= 0 ? gemmCalls.gemm[g]! : -1;
+    if (MATMUL_CATEGORIES.has(op.category)) {
+      const p = matmulPrecision(model.names[op.nameId]!, gemm >= 0 ? model.gemmOps[gemm]!.dtype : null);
+      byPrecision[p]! += d;
+      if (p === MatmulPrecision.fp32) {
+        const f = fp32ByName.get(op.nameId) ?? { count: 0, total: 0 };
+        f.count++;
+        f.total += d;
+        fp32ByName.set(op.nameId, f);
+      }
+    }
+    if (gemm >= 0) {
+      gemmNs[gemm]! += d;
+      if (gemmCallSeen[g] === 0) {
+        gemmCallSeen[g] = 1;
+        gemmCallCount[gemm]!++;
+      }
+    }
+  };
+  forEachOp(gpu.logs, gpu.launches, visit);
+  // Launch calls no op consumed while parsing (graph launches, launches of ops never recorded).
+  for (const call of gpu.launches.values()) if (call.kind === RuntimeKind.launch && inside(call.startNs)) cpuLaunchNs += call.durNs;
+
+  const kernelDurations: ValuePass = (v) =>
+    forEachOp(gpu.logs, gpu.launches, (op) => {
+      if (op.kind === OpKind.kernel && inside(op.startNs)) v(op.durNs);
+    });
+  const launchDelays: ValuePass = (v) =>
+    forEachOp(gpu.logs, gpu.launches, (op) => {
+      if (op.kind === OpKind.kernel && inside(op.startNs) && !Number.isNaN(op.launch.startNs)) v(op.startNs - (op.launch.startNs + op.launch.durNs));
+    });
   const tc = byPrecision[1]! + byPrecision[2]! + byPrecision[3]!;
   const known = tc + byPrecision[4]!;
+  const stat = (id: number, category: string, e: { count: number; total: number }): KernelStat => ({
+    name: model.names[id]!,
+    category: category as KernelStat['category'],
+    count: e.count,
+    totalNs: e.total,
+    meanNs: e.total / e.count,
+  });
+  const ex = pageable as { nameId: number; startNs: number; bytes: number; durNs: number } | null;
   return {
-    tensorCore16Ns: byPrecision[1]!,
-    tensorCoreTf32Ns: byPrecision[2]!,
-    tensorCore8Ns: byPrecision[3]!,
-    fp32Ns: byPrecision[4]!,
-    unknownNs: byPrecision[5]!,
-    tensorCoreShare: known > 0 ? tc / known : null,
-    topFp32Kernels: [...fp32ByName.entries()]
+    launch: {
+      kernels,
+      kernelsPerStep: windows.length ? kernels / windows.length : 0,
+      medianKernelNs: medianOfPass(kernelDurations, kernels),
+      cpuLaunchNs,
+      gpuKernelNs,
+      medianLaunchToStartNs: medianOfPass(launchDelays, linked),
+      shorterThanLaunchFraction: linked ? shorter / linked : 0,
+    },
+    precision: {
+      tensorCore16Ns: byPrecision[1]!,
+      tensorCoreTf32Ns: byPrecision[2]!,
+      tensorCore8Ns: byPrecision[3]!,
+      fp32Ns: byPrecision[4]!,
+      unknownNs: byPrecision[5]!,
+      tensorCoreShare: known > 0 ? tc / known : null,
+      topFp32Kernels: [...fp32ByName.entries()]
+        .sort((a, b) => b[1].total - a[1].total)
+        .slice(0, 5)
+        .map(([id, e]) => stat(id, 'gemm', e)),
+    },
+    copies: [...byCopy.entries()]
+      .sort((a, b) => b[1].dur - a[1].dur)
+      .map(([k, e]) => ({ kind: COPY_KIND_NAMES[k]!, count: e.count, bytes: e.bytes, durNs: e.dur, bandwidthGBs: e.dur > 0 ? e.bytes / e.dur : 0 })),
+    gemmShapes: gemmShapeStats(model, gemmNs, gemmCallCount),
+    topKernels: [...byName.entries()]
       .sort((a, b) => b[1].total - a[1].total)
-      .slice(0, 5)
-      .map(([id, e]) => ({ name: model.names[id]!, category: 'gemm', count: e.count, totalNs: e.total, meanNs: e.total / e.count })),
+      .slice(0, topLimit)
+      .map(([id, e]) => stat(id, CATEGORY_NAMES[e.cat]!, e)),
+    smEfficiency: smTotal > 0 ? smWeighted / smTotal : null,
+    pageableH2dExample: ex === null ? null : { name: model.names[ex.nameId]!, atNs: ex.startNs, bytes: ex.bytes, durNs: ex.durNs },
   };
 }
 
-export function topKernels(model: TraceModel, windows: StepWindow[], limit: number): KernelStat[] {
-  const { gpu } = model;
-  const inside = inWindows(windows);
-  const agg = new Map<number, { count: number; total: number; cat: number }>();
-  for (let i = 0; i < gpu.count; i++) {
-    if (!inside(gpu.startNs[i]!)) continue;
-    const id = gpu.nameId[i]!;
-    const e = agg.get(id) ?? { count: 0, total: 0, cat: gpu.category[i]! };
-    e.count++;
-    e.total += gpu.durNs[i]!;
-    agg.set(id, e);
+/** Index in the sorted GEMM calls of an External id, or -1. */
+function gemmCallIndex(calls: TraceModel['gemmCalls'], ext: number): number {
+  let lo = 0;
+  let hi = calls.count - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    const v = calls.externalId[mid]!;
+    if (v < ext) lo = mid + 1;
+    else if (v > ext) hi = mid - 1;
+    else return mid;
   }
-  return [...agg.entries()]
-    .sort((a, b) => b[1].total - a[1].total)
-    .slice(0, limit)
-    .map(([id, e]) => ({ name: model.names[id]!, category: CATEGORY_NAMES[e.cat]!, count: e.count, totalNs: e.total, meanNs: e.total / e.count }));
-}
-
-export function copyStats(model: TraceModel, windows: StepWindow[]): CopyStats[] {
-  const { gpu } = model;
-  const inside = inWindows(windows);
-  const agg = new Map<number, { count: number; bytes: number; dur: number }>();
-  for (let i = 0; i < gpu.count; i++) {
-    if (gpu.kind[i] !== 1 || !inside(gpu.startNs[i]!)) continue;
-    const k = gpu.copyKind[i]!;
-    const e = agg.get(k) ?? { count: 0, bytes: 0, dur: 0 };
-    e.count++;
-    e.bytes += Math.max(0, gpu.bytes[i]!);
-    e.dur += gpu.durNs[i]!;
-    agg.set(k, e);
-  }
-  return [...agg.entries()]
-    .sort((a, b) => b[1].dur - a[1].dur)
-    .map(([k, e]) => ({ kind: COPY_KIND_NAMES[k]!, count: e.count, bytes: e.bytes, durNs: e.dur, bandwidthGBs: e.dur > 0 ? e.bytes / e.dur : 0 }));
-}
-
-export function firstPageableH2d(model: TraceModel, windows: StepWindow[]): { name: string; atNs: number; bytes: number; durNs: number } | null {
-  const { gpu } = model;
-  const inside = inWindows(windows);
-  let best = -1;
-  for (let i = 0; i < gpu.count; i++) {
-    if (gpu.copyKind[i] === CopyKind.h2dPageable && inside(gpu.startNs[i]!) && (best < 0 || gpu.durNs[i]! > gpu.durNs[best]!)) best = i;
-  }
-  if (best < 0) return null;
-  return { name: model.names[gpu.nameId[best]!]!, atNs: gpu.startNs[best]!, bytes: gpu.bytes[best]!, durNs: gpu.durNs[best]! };
+  return -1;
 }
 
 /** Batch, M, N, K of a matrix-multiply op from its input shapes; null when the shapes do not say. */
@@ -208,27 +236,14 @@ export function alignmentFor(dtype: string | null): number {
   return 4;
 }
 
-export function gemmShapeStats(model: TraceModel, links: Links, windows: StepWindow[]): GemmShapeStat[] {
-  const { gpu } = model;
-  const inside = inWindows(windows);
-  const gpuNs = new Float64Array(model.gemmOps.length);
-  const calls = new Map<number, Set<number>>();
-  for (let i = 0; i < gpu.count; i++) {
-    const g = links.gemmOf[i]!;
-    if (g < 0 || gpu.kind[i] !== 0 || !inside(gpu.startNs[i]!)) continue;
-    gpuNs[g]! += gpu.durNs[i]!;
-    // Count calls by distinct launch (one op may launch a GEMM plus a split-K reduction).
-    let set = calls.get(g);
-    if (!set) calls.set(g, (set = new Set()));
-    set.add(model.runtime.externalId[links.launchOf[i]!]!);
-  }
+function gemmShapeStats(model: TraceModel, gemmNs: Float64Array, calls: Int32Array): GemmShapeStat[] {
   const out: GemmShapeStat[] = [];
   model.gemmOps.forEach((op, g) => {
-    const t = gpuNs[g]!;
+    const t = gemmNs[g]!;
     if (t <= 0) return;
     const dims = gemmDims(op.name, op.dims);
     if (!dims) return;
-    const n = calls.get(g)?.size ?? 1;
+    const n = calls[g] || 1;
     const flopsPerCall = 2 * dims.batch * dims.m * dims.n * dims.k;
     const align = alignmentFor(op.dtype);
     // Any of M, N, K can be a leading dimension once the backward pass transposes the operands.
@@ -251,13 +266,12 @@ export function gemmShapeStats(model: TraceModel, links: Links, windows: StepWin
 }
 
 export function commStats(model: TraceModel, windows: StepWindow[], commNsPerStep: number, exposedNsPerStep: number): CommStats {
-  const { gpu } = model;
   const inside = inWindows(windows);
   const sizes: number[] = [];
   let bytes = 0;
   let allReduces = 0;
   for (const c of model.collectives) {
-    if (!inside(gpu.startNs[c.opIndex]!)) continue;
+    if (!inside(c.startNs)) continue;
     sizes.push(c.bytes);
     bytes += c.bytes;
     if (/all_?reduce/i.test(c.name)) allReduces++;
@@ -271,19 +285,4 @@ export function commStats(model: TraceModel, windows: StepWindow[], commNsPerSte
     medianMessageBytes: median(sizes),
     allReducesPerStep: windows.length ? allReduces / windows.length : 0,
   };
-}
-
-/** tb_plugin's estimated SM efficiency: duration-weighted min(1, blocks per SM). */
-export function smEfficiency(model: TraceModel, windows: StepWindow[]): number | null {
-  const { gpu } = model;
-  const inside = inWindows(windows);
-  let weighted = 0;
-  let total = 0;
-  for (let i = 0; i < gpu.count; i++) {
-    const b = gpu.blocksPerSm[i]!;
-    if (gpu.kind[i] !== 0 || b < 0 || !inside(gpu.startNs[i]!)) continue;
-    weighted += Math.min(1, b) * gpu.durNs[i]!;
-    total += gpu.durNs[i]!;
-  }
-  return total > 0 ? weighted / total : null;
 }

@@ -7,7 +7,7 @@
  * and their sum is the profiled wall time.
  */
 import type { TraceModel } from '../model.js';
-import type { Links } from './link.js';
+import { forEachOp } from '../opLog.js';
 
 export interface StepWindow {
   step: number;
@@ -15,30 +15,29 @@ export interface StepWindow {
   endNs: number;
 }
 
-export function stepWindows(model: TraceModel, links: Links): { windows: StepWindow[]; fromMarkers: boolean } {
-  const { gpu, runtime } = model;
+export function stepWindows(model: TraceModel): { windows: StepWindow[]; fromMarkers: boolean } {
+  const { gpu } = model;
   const markers = model.steps;
   if (markers.length === 0) {
     // No markers: one window over everything the GPU did (or the CPU, if no GPU ops).
     let lo = Number.POSITIVE_INFINITY;
     let hi = Number.NEGATIVE_INFINITY;
-    for (let i = 0; i < gpu.count; i++) {
-      lo = Math.min(lo, gpu.startNs[i]!);
-      hi = Math.max(hi, gpu.startNs[i]! + gpu.durNs[i]!);
-    }
+    forEachOp(gpu.logs, gpu.launches, (op) => {
+      lo = Math.min(lo, op.startNs);
+      hi = Math.max(hi, op.startNs + op.durNs);
+    });
     if (!Number.isFinite(lo)) [lo, hi] = model.cpuRangeNs;
     return { windows: hi > lo ? [{ step: 0, startNs: lo, endNs: hi }] : [], fromMarkers: false };
   }
   // Last GPU end among ops launched inside each step's CPU span.
   const gpuEnd = markers.map((m) => m.endNs);
-  for (let i = 0; i < gpu.count; i++) {
-    const r = links.launchOf[i]!;
-    const t = r >= 0 ? runtime.startNs[r]! : gpu.startNs[i]!;
+  forEachOp(gpu.logs, gpu.launches, (op) => {
+    const t = Number.isNaN(op.launch.startNs) ? op.startNs : op.launch.startNs;
     const s = findStep(markers, t);
-    if (s < 0) continue;
-    const end = gpu.startNs[i]! + gpu.durNs[i]!;
+    if (s < 0) return;
+    const end = op.startNs + op.durNs;
     if (end > gpuEnd[s]!) gpuEnd[s] = end;
-  }
+  });
   const windows: StepWindow[] = [];
   let prevEnd = Number.NEGATIVE_INFINITY;
   for (let s = 0; s < markers.length; s++) {

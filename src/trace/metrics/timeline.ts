@@ -14,10 +14,11 @@
  *                     not issue work fast enough (Python and launch overhead);
  *   6. other:         the next op was already queued (a cross-stream or event dependency).
  */
-import { CATEGORY_NAMES, CopyKind, KernelCategory, RuntimeKind } from '../kernelClass.js';
+import { CATEGORY_NAMES, KernelCategory } from '../kernelClass.js';
 import type { TraceModel } from '../model.js';
-import { EMPTY_SEGMENTS, type Segments, claim, coveredLen, covers, firstEndingAfter, intersectionLen, piecesLen, unionOf } from './intervals.js';
-import type { Links } from './link.js';
+import { type GpuOp, OpKind, type OpLog, forEachOpByStart } from '../opLog.js';
+import type { HostSpans } from './hostSpans.js';
+import { type Segments, claim, covers, piecesLen, unionOf } from './intervals.js';
 import type { StepWindow } from './steps.js';
 import type { DeviceTime, IdleByCause, NsByCategory, TimelineBucket } from './types.js';
 
@@ -35,17 +36,6 @@ export function emptyCategories(): NsByCategory {
   return o;
 }
 
-interface DeviceOps {
-  device: number;
-  /** Op indices sorted by start. */
-  order: Int32Array;
-  busy: Segments;
-  /** Op that starts each busy segment (its launch time decides the 'launch' cause). */
-  segFirstOp: Int32Array;
-  comm: Segments;
-  compute: Segments;
-}
-
 interface HostCauses {
   dataloader: Segments;
   communication: Segments;
@@ -60,147 +50,207 @@ export interface TimelineResult {
   timeline: TimelineBucket[];
 }
 
-export function analyseTimeline(model: TraceModel, links: Links, windows: StepWindow[]): TimelineResult {
-  const devices = groupByDevice(model);
-  const host = hostCauses(model, links);
+/**
+ * One pass per device over its ops in start order (the log's runs merged):
+ * busy segments form as ops arrive, and each finished segment and the idle gap
+ * before it are split over the windows they cross.
+ */
+export function analyseTimeline(model: TraceModel, spans: HostSpans, windows: StepWindow[]): TimelineResult {
+  const host = hostCauses(model, spans);
   const perWindow: DeviceTime[][] = windows.map(() => []);
-  for (const d of devices) {
-    const times = windows.map((w) => deviceWindow(model, links, d, host, w));
-    addCategories(model, d, windows, times);
-    times.forEach((t, i) => {
+  let timeline: TimelineBucket[] = [];
+  for (const log of model.gpu.logs) {
+    const d = new DeviceTimeline(log, windows, host);
+    forEachOpByStart(log, model.gpu.launches, (op) => d.add(op));
+    d.finish();
+    d.times.forEach((t, i) => {
       perWindow[i]!.push(t);
     });
+    if (timeline.length === 0 && d.segments > 0) timeline = d.busyTimeline();
   }
-  const first = devices.find((d) => d.busy.n > 0);
-  return { perWindow, devices: devices.map((d) => d.device), timeline: first ? busyTimeline(first.busy, windows) : [] };
+  return { perWindow, devices: model.gpu.logs.map((l) => l.device), timeline };
 }
 
-function groupByDevice(model: TraceModel): DeviceOps[] {
-  const { gpu } = model;
-  const ids = [...new Set(gpu.device.subarray(0, gpu.count))].sort((a, b) => a - b);
-  return ids.map((device) => {
-    let n = 0;
-    for (let i = 0; i < gpu.count; i++) if (gpu.device[i] === device) n++;
-    const order = new Int32Array(n);
-    n = 0;
-    for (let i = 0; i < gpu.count; i++) if (gpu.device[i] === device) order[n++] = i;
-    order.sort((a, b) => gpu.startNs[a]! - gpu.startNs[b]!);
-    // One pass over ops sorted by start builds three unions (all work, communication,
-    // compute) and remembers which op opens each busy segment.
-    // Unions start small and grow: a busy GPU's ops merge into far fewer segments than ops.
-    const busy = new UnionBuilder(0);
-    const comm = new UnionBuilder(0);
-    const compute = new UnionBuilder(0);
-    let firstOp = new Int32Array(16);
-    for (const i of order) {
-      const s = gpu.startNs[i]!;
-      const e = s + gpu.durNs[i]!;
-      if (busy.add(s, e)) {
-        if (busy.n > firstOp.length) {
-          const grown = new Int32Array(firstOp.length * 2);
-          grown.set(firstOp);
-          firstOp = grown;
-        }
-        firstOp[busy.n - 1] = i;
+class DeviceTimeline {
+  readonly times: DeviceTime[];
+  segments = 0;
+  private open = false;
+  private segStart = 0;
+  private segEnd = 0;
+  /** Launch start of the op that opened the segment (its timing decides the 'launch' cause), NaN if unknown. */
+  private segLaunch = Number.NaN;
+  private gapStart = Number.NEGATIVE_INFINITY;
+  private w = 0;
+  private catW = 0;
+  private readonly comm: ClippedUnion;
+  private readonly compute: ClippedUnion;
+  private readonly kernels: ClippedUnion;
+  private readonly buckets = new Float64Array(TIMELINE_BUCKETS);
+  private readonly lo: number;
+  private readonly width: number;
+
+  constructor(
+    log: OpLog,
+    private readonly windows: StepWindow[],
+    private readonly host: HostCauses,
+  ) {
+    this.times = windows.map((w) => ({
+      device: log.device,
+      busyNs: 0,
+      idleNs: w.endNs - w.startNs,
+      idleByCauseNs: emptyIdle(),
+      kernelNsByCategory: emptyCategories(),
+      commNs: 0,
+      commExposedNs: 0,
+      kernels: 0,
+    }));
+    this.comm = new ClippedUnion(windows);
+    this.compute = new ClippedUnion(windows);
+    this.kernels = new ClippedUnion(windows);
+    this.lo = windows.length > 0 ? windows[0]!.startNs : 0;
+    this.width = windows.length > 0 ? (windows[windows.length - 1]!.endNs - this.lo) / TIMELINE_BUCKETS : 0;
+  }
+
+  add(op: GpuOp): void {
+    const s = op.startNs;
+    const e = s + op.durNs;
+    this.addCategory(op);
+    if (this.open && s <= this.segEnd) {
+      if (e > this.segEnd) this.segEnd = e;
+    } else {
+      if (this.open) this.closeSegment();
+      this.open = true;
+      this.segStart = s;
+      this.segEnd = e;
+      this.segLaunch = op.launch.startNs;
+    }
+    if (op.kind === OpKind.kernel) {
+      if (op.category === KernelCategory.communication) this.comm.add(s, e);
+      else this.compute.add(s, e);
+      this.kernels.add(s, e);
+    }
+  }
+
+  finish(): void {
+    if (this.open) this.closeSegment();
+    this.splitGap(this.gapStart, Number.POSITIVE_INFINITY, Number.NaN);
+    this.comm.finish();
+    this.compute.finish();
+    this.kernels.finish();
+    this.times.forEach((t, i) => {
+      t.idleNs -= t.busyNs;
+      t.commNs = this.comm.lenNs[i]!;
+      // comm ∩ compute = comm + compute - (comm ∪ compute); exact in integer nanoseconds.
+      const hidden = t.commNs > 0 ? t.commNs + this.compute.lenNs[i]! - this.kernels.lenNs[i]! : 0;
+      t.commExposedNs = t.commNs - hidden;
+    });
+  }
+
+  busyTimeline(): TimelineBucket[] {
+    if (!(this.width > 0)) return [];
+    return Array.from(this.buckets, (covered, k) => ({ startNs: this.lo + k * this.width, busyShare: covered / this.width }));
+  }
+
+  /** Kernel time by category and kernel counts, each op in the window where it starts. */
+  private addCategory(op: GpuOp): void {
+    const ws = this.windows;
+    const s = op.startNs;
+    while (this.catW < ws.length && s >= ws[this.catW]!.endNs) this.catW++;
+    if (this.catW >= ws.length || s < ws[this.catW]!.startNs) return;
+    const t = this.times[this.catW]!;
+    t.kernelNsByCategory[CATEGORY_NAMES[op.category]!] += op.durNs;
+    if (op.kind === OpKind.kernel) t.kernels++;
+  }
+
+  private closeSegment(): void {
+    this.segments++;
+    const s = this.segStart;
+    const e = this.segEnd;
+    this.splitGap(this.gapStart, s, this.segLaunch);
+    const ws = this.windows;
+    for (let j = this.w; j < ws.length && ws[j]!.startNs < e; j++) {
+      const a = Math.max(s, ws[j]!.startNs);
+      const b = Math.min(e, ws[j]!.endNs);
+      if (b > a) this.times[j]!.busyNs += b - a;
+    }
+    if (this.width > 0) {
+      const first = Math.max(0, Math.floor((s - this.lo) / this.width) - 1);
+      const last = Math.min(TIMELINE_BUCKETS - 1, Math.ceil((e - this.lo) / this.width));
+      for (let k = first; k <= last; k++) {
+        const bs = this.lo + k * this.width;
+        const be = bs + this.width;
+        if (e > bs && s < be) this.buckets[k]! += Math.min(be, e) - Math.max(bs, s);
       }
-      if (gpu.category[i] === KernelCategory.communication) comm.add(s, e);
-      else if (gpu.kind[i] === 0) compute.add(s, e);
     }
-    return { device, order, busy: busy.done(), segFirstOp: firstOp.subarray(0, busy.n), comm: comm.done(), compute: compute.done() };
-  });
-}
+    this.gapStart = e;
+  }
 
-/** Union of intervals fed in order of start, into typed arrays. */
-class UnionBuilder {
-  start: Float64Array;
-  end: Float64Array;
-  n = 0;
-  constructor(capacity: number) {
-    this.start = new Float64Array(Math.max(capacity, 16));
-    this.end = new Float64Array(Math.max(capacity, 16));
-  }
-  /** Adds [s, e]; returns true when it opened a new segment. */
-  add(s: number, e: number): boolean {
-    const n = this.n;
-    if (n > 0 && s <= this.end[n - 1]!) {
-      if (e > this.end[n - 1]!) this.end[n - 1] = e;
-      return false;
+  /** Hands the idle gap [a, b) to causes, window by window; nextLaunch is the launch of the op that ends it. */
+  private splitGap(a: number, b: number, nextLaunch: number): void {
+    const ws = this.windows;
+    while (this.w < ws.length && ws[this.w]!.endNs <= a) this.w++;
+    for (let j = this.w; j < ws.length && ws[j]!.startNs < b; j++) {
+      const pa = Math.max(a, ws[j]!.startNs);
+      const pb = Math.min(b, ws[j]!.endNs);
+      if (pb > pa) attributeGap(this.host, pa, pb, nextLaunch, this.times[j]!.idleByCauseNs);
     }
-    if (n === this.start.length) {
-      const grow = (a: Float64Array) => {
-        const b = new Float64Array(a.length * 2);
-        b.set(a);
-        return b;
-      };
-      this.start = grow(this.start);
-      this.end = grow(this.end);
-    }
-    this.start[n] = s;
-    this.end[n] = e;
-    this.n = n + 1;
-    return true;
-  }
-  done(): Segments {
-    return this.n === 0 ? EMPTY_SEGMENTS : { start: this.start.subarray(0, this.n), end: this.end.subarray(0, this.n), n: this.n };
   }
 }
 
-function hostCauses(model: TraceModel, links: Links): HostCauses {
-  const { gpu, runtime } = model;
-  const h2d: [number, number][] = [];
-  const sync: [number, number][] = [];
-  for (let r = 0; r < runtime.count; r++) {
-    if (runtime.kind[r] === RuntimeKind.sync) sync.push([runtime.startNs[r]!, runtime.startNs[r]! + runtime.durNs[r]!]);
+/** A union of intervals fed in start order, its length split over the windows. */
+class ClippedUnion {
+  readonly lenNs: Float64Array;
+  private open = false;
+  private s = 0;
+  private e = 0;
+  private w = 0;
+
+  constructor(private readonly windows: StepWindow[]) {
+    this.lenNs = new Float64Array(windows.length);
   }
-  for (let i = 0; i < gpu.count; i++) {
-    if (gpu.kind[i] !== 1) continue;
-    const r = links.launchOf[i]!;
-    if (r < 0) continue;
-    const span: [number, number] = [runtime.startNs[r]!, runtime.startNs[r]! + runtime.durNs[r]!];
-    const ck = gpu.copyKind[i];
-    if (ck === CopyKind.h2dPageable || ck === CopyKind.h2dPinned) h2d.push(span);
-    // A copy into pageable host memory blocks the host until the GPU has caught up: a sync.
-    else if (ck === CopyKind.d2hPageable) sync.push(span);
+
+  add(s: number, e: number): void {
+    if (this.open && s <= this.e) {
+      if (e > this.e) this.e = e;
+      return;
+    }
+    if (this.open) this.flush();
+    this.open = true;
+    this.s = s;
+    this.e = e;
   }
-  const spans = (list: { startNs: number; endNs: number }[]) => unionOf(list.map((s) => [s.startNs, s.endNs] as const));
+
+  finish(): void {
+    if (this.open) this.flush();
+    this.open = false;
+  }
+
+  private flush(): void {
+    const ws = this.windows;
+    while (this.w < ws.length && ws[this.w]!.endNs <= this.s) this.w++;
+    for (let j = this.w; j < ws.length && ws[j]!.startNs < this.e; j++) {
+      const a = Math.max(this.s, ws[j]!.startNs);
+      const b = Math.min(this.e, ws[j]!.endNs);
+      if (b > a) this.lenNs[j]! += b - a;
+    }
+  }
+}
+
+function hostCauses(model: TraceModel, spans: HostSpans): HostCauses {
+  const sc = model.gpu.syncCalls;
+  const sync: [number, number][] = [...spans.d2hPageable];
+  for (let i = 0; i < sc.count; i++) sync.push([sc.startNs[i]!, sc.startNs[i]! + sc.durNs[i]!]);
+  const cpu = (list: { startNs: number; endNs: number }[]) => unionOf(list.map((s) => [s.startNs, s.endNs] as const));
   return {
-    dataloader: spans(model.dataLoader),
-    communication: spans(model.cpuCollectives.filter((c) => !c.name.startsWith('nccl:') && c.name !== 'record_param_comms')),
-    h2d: unionOf(h2d),
+    dataloader: cpu(model.dataLoader),
+    communication: cpu(model.cpuCollectives.filter((c) => !c.name.startsWith('nccl:') && c.name !== 'record_param_comms')),
+    h2d: unionOf(spans.h2d),
+    // A copy into pageable host memory blocks the host until the GPU has caught up: a sync.
     sync: unionOf(sync),
   };
 }
 
-function deviceWindow(model: TraceModel, links: Links, d: DeviceOps, host: HostCauses, w: StepWindow): DeviceTime {
-  const idle = emptyIdle();
-  let busy = 0;
-  let cursor = w.startNs;
-  const b = d.busy;
-  let i = firstEndingAfter(b, w.startNs);
-  for (; i < b.n && b.start[i]! < w.endNs; i++) {
-    const s = Math.max(b.start[i]!, w.startNs);
-    const e = Math.min(b.end[i]!, w.endNs);
-    if (s > cursor) attributeGap(model, links, host, cursor, s, d.segFirstOp[i]!, idle);
-    busy += e - s;
-    cursor = Math.max(cursor, e);
-  }
-  if (cursor < w.endNs) attributeGap(model, links, host, cursor, w.endNs, i < b.n ? d.segFirstOp[i]! : -1, idle);
-  const commNs = coveredLen(d.comm, w.startNs, w.endNs);
-  const hidden = commNs > 0 ? intersectionLen(d.comm, d.compute, w.startNs, w.endNs) : 0;
-  const dur = w.endNs - w.startNs;
-  return {
-    device: d.device,
-    busyNs: busy,
-    idleNs: dur - busy,
-    idleByCauseNs: idle,
-    kernelNsByCategory: emptyCategories(),
-    commNs,
-    commExposedNs: commNs - hidden,
-    kernels: 0,
-  };
-}
-
-function attributeGap(model: TraceModel, links: Links, host: HostCauses, a: number, b: number, nextOp: number, idle: IdleByCause): void {
+function attributeGap(host: HostCauses, a: number, b: number, nextLaunch: number, idle: IdleByCause): void {
   const pieces = [a, b];
   idle.dataloader += claim(pieces, host.dataloader);
   idle.communication += claim(pieces, host.communication);
@@ -211,36 +261,6 @@ function attributeGap(model: TraceModel, links: Links, host: HostCauses, a: numb
     idle.hostSync += rest;
     return;
   }
-  const r = nextOp >= 0 ? links.launchOf[nextOp]! : -1;
-  if (r >= 0 && model.runtime.startNs[r]! > a) idle.launch += rest;
+  if (nextLaunch > a) idle.launch += rest;
   else idle.other += rest;
-}
-
-/** Kernel time by category and kernel counts, each op in the window where it starts. */
-function addCategories(model: TraceModel, d: DeviceOps, windows: StepWindow[], times: DeviceTime[]): void {
-  const { gpu } = model;
-  let w = 0;
-  for (const i of d.order) {
-    const s = gpu.startNs[i]!;
-    while (w < windows.length && s >= windows[w]!.endNs) w++;
-    if (w >= windows.length) break;
-    if (s < windows[w]!.startNs) continue;
-    const t = times[w]!;
-    t.kernelNsByCategory[CATEGORY_NAMES[gpu.category[i]!]!] += gpu.durNs[i]!;
-    if (gpu.kind[i] === 0) t.kernels++;
-  }
-}
-
-function busyTimeline(busy: Segments, windows: StepWindow[]): TimelineBucket[] {
-  if (windows.length === 0) return [];
-  const lo = windows[0]!.startNs;
-  const hi = windows[windows.length - 1]!.endNs;
-  const width = (hi - lo) / TIMELINE_BUCKETS;
-  if (!(width > 0)) return [];
-  const out: TimelineBucket[] = [];
-  for (let k = 0; k < TIMELINE_BUCKETS; k++) {
-    const s = lo + k * width;
-    out.push({ startNs: s, busyShare: coveredLen(busy, s, s + width) / width });
-  }
-  return out;
 }

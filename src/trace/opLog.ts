@@ -1,0 +1,396 @@
+/**
+ * The GPU op log: the kernels, memcpys and memsets of one device, each with
+ * the runtime call that launched it, as variable-length records in the order
+ * they were written.
+ *
+ * Why not rows: typed rows of ops plus rows of runtime calls cost about 80
+ * bytes a kernel, and a trace's memory grew with them (60-74 MB per GB). A
+ * record here stores times as deltas in integer nanoseconds (LEB128), so a
+ * kernel with its launch costs 12-20 bytes. Records are read in order only:
+ * every analysis is a pass (`forEachOp`), and the time-ordered analyses merge
+ * the log's ordered runs (`runs`) instead of sorting.
+ *
+ * Plain data (no classes) so a log crosses worker threads by structured clone.
+ */
+export const OpKind = { kernel: 0, memcpy: 1, memset: 2 } as const;
+export type OpKind = (typeof OpKind)[keyof typeof OpKind];
+
+/** How an op knows its launch: not at all, inline in its record, or by correlation id looked up when read. */
+const LINK_NONE = 0;
+const LINK_INLINE = 1;
+const LINK_BY_CORRELATION = 2;
+
+const SM_ABSENT = 0;
+const SM_FULL = 1;
+const SM_FRACTION = 2;
+
+/** The CUDA runtime or driver call that launched an op. */
+export interface LaunchCall {
+  startNs: number;
+  durNs: number;
+  /** RuntimeKind of the call (launch, memcpy, memset or sync). */
+  kind: number;
+  externalId: number;
+}
+
+/** Where a run starts: enough decoder state to read from there. */
+export interface RunStart {
+  chunk: number;
+  offset: number;
+  prevStartNs: number;
+  prevExternalId: number;
+  prevCorrelation: number;
+  /** Records in the run. */
+  count: number;
+}
+
+/** One device's op log. */
+export interface OpLog {
+  device: number;
+  count: number;
+  chunks: Uint8Array[];
+  chunkLengths: number[];
+  /** Maximal stretches of records in non-decreasing start order (a few per launching thread). */
+  runs: RunStart[];
+}
+
+/** An op as written and as read back (one object is reused while reading: copy what you keep). */
+export interface GpuOp {
+  kind: OpKind;
+  /** KernelCategory. */
+  category: number;
+  /** CopyKind (memcpy) or 0. */
+  copyKind: number;
+  startNs: number;
+  durNs: number;
+  nameId: number;
+  /** Bytes moved (memcpy/memset), -1 when absent. */
+  bytes: number;
+  /** min(1, blocks per SM) as Kineto's float32, or -1 when absent. */
+  smShare: number;
+  /** Launch: startNs is NaN when the op has none. */
+  launch: LaunchCall;
+  /** Whether this op carries its launch call's own accounting (the call was consumed by the link; at most one op per call). */
+  ownsLaunch: boolean;
+  /** Correlation id when the launch was not known at write time, else -1. */
+  correlation: number;
+}
+
+export function emptyGpuOp(): GpuOp {
+  return {
+    kind: OpKind.kernel,
+    category: 0,
+    copyKind: 0,
+    startNs: 0,
+    durNs: 0,
+    nameId: 0,
+    bytes: -1,
+    smShare: -1,
+    launch: { startNs: Number.NaN, durNs: 0, kind: 0, externalId: -1 },
+    ownsLaunch: false,
+    correlation: -1,
+  };
+}
+
+const CHUNK_BYTES = 256 * 1024;
+/** The largest record: 2 bytes of flags, 7 numbers of at most 10 bytes, a float32. */
+const MAX_RECORD_BYTES = 2 + 7 * 10 + 4;
+
+const scratchF64 = new Float64Array(1);
+const scratchF64Bytes = new Uint8Array(scratchF64.buffer);
+const scratchF32 = new Float32Array(1);
+const scratchF32Bytes = new Uint8Array(scratchF32.buffer);
+
+/** Appends ops to an OpLog. */
+export class OpLogWriter {
+  private readonly log: OpLog;
+  private buf: Uint8Array;
+  private pos = 0;
+  private prevStart = 0;
+  private prevExt = -1;
+  private prevCorr = 0;
+  private runCount = 0;
+
+  constructor(device: number) {
+    this.buf = new Uint8Array(CHUNK_BYTES);
+    this.log = { device, count: 0, chunks: [this.buf], chunkLengths: [0], runs: [] };
+  }
+
+  get count(): number {
+    return this.log.count;
+  }
+
+  append(op: GpuOp): void {
+    if (this.pos + MAX_RECORD_BYTES > this.buf.length) {
+      this.log.chunkLengths[this.log.chunks.length - 1] = this.pos;
+      this.buf = new Uint8Array(CHUNK_BYTES);
+      this.log.chunks.push(this.buf);
+      this.log.chunkLengths.push(0);
+      this.pos = 0;
+    }
+    // A record that starts before the previous one opens a new run, with the state to decode from it.
+    if (this.log.count === 0 || op.startNs < this.prevStart) {
+      this.closeRun();
+      this.log.runs.push({
+        chunk: this.log.chunks.length - 1,
+        offset: this.pos,
+        prevStartNs: this.prevStart,
+        prevExternalId: this.prevExt,
+        prevCorrelation: this.prevCorr,
+        count: 0,
+      });
+    }
+    this.runCount++;
+    const launched = !Number.isNaN(op.launch.startNs);
+    const link = launched ? LINK_INLINE : op.correlation >= 0 ? LINK_BY_CORRELATION : LINK_NONE;
+    const sm = op.smShare < 0 ? SM_ABSENT : op.smShare >= 1 ? SM_FULL : SM_FRACTION;
+    const b = this.buf;
+    b[this.pos++] = op.kind | (link << 2) | (op.ownsLaunch ? 16 : 0) | (sm << 5);
+    b[this.pos++] = (op.kind === OpKind.memcpy ? op.copyKind : op.category) | ((launched ? op.launch.kind : 0) << 4);
+    this.writeDelta(op.startNs, this.prevStart);
+    this.prevStart = op.startNs;
+    this.writeNum(op.durNs);
+    this.writeUint(op.nameId);
+    if (link === LINK_INLINE) {
+      this.writeDelta(op.launch.startNs, op.startNs);
+      this.writeNum(op.launch.durNs);
+      this.writeDelta(op.launch.externalId, this.prevExt);
+      this.prevExt = op.launch.externalId;
+    } else if (link === LINK_BY_CORRELATION) {
+      this.writeDelta(op.correlation, this.prevCorr);
+      this.prevCorr = op.correlation;
+    }
+    if (op.kind !== OpKind.kernel) this.writeNum(op.bytes);
+    if (sm === SM_FRACTION) {
+      scratchF32[0] = op.smShare;
+      b.set(scratchF32Bytes, this.pos);
+      this.pos += 4;
+    }
+    this.log.count++;
+  }
+
+  finish(): OpLog {
+    this.closeRun();
+    const last = this.log.chunks.length - 1;
+    // The last chunk keeps only what it holds.
+    this.log.chunks[last] = this.buf.slice(0, this.pos);
+    this.log.chunkLengths[last] = this.pos;
+    return this.log;
+  }
+
+  private closeRun(): void {
+    const runs = this.log.runs;
+    if (runs.length > 0) runs[runs.length - 1]!.count = this.runCount;
+    this.runCount = 0;
+  }
+
+  private writeUint(v: number): void {
+    const b = this.buf;
+    let p = this.pos;
+    while (v >= 128) {
+      b[p++] = (v % 128) | 128;
+      v = Math.floor(v / 128);
+    }
+    b[p++] = v;
+    this.pos = p;
+  }
+
+  /** A number: zigzag-encoded integers tagged even; anything else (fractions, huge values) tag 1 and its float64. */
+  private writeNum(x: number): void {
+    if (Number.isSafeInteger(x) && Math.abs(x) < 2 ** 50) {
+      this.writeUint((x >= 0 ? x * 2 : -x * 2 - 1) * 2);
+      return;
+    }
+    this.writeUint(1);
+    scratchF64[0] = x;
+    this.buf.set(scratchF64Bytes, this.pos);
+    this.pos += 8;
+  }
+
+  /** x as a difference from prev when both are exact integers, else as itself (tag 1). */
+  private writeDelta(x: number, prev: number): void {
+    const d = x - prev;
+    if (Number.isSafeInteger(x) && Number.isSafeInteger(prev) && Math.abs(d) < 2 ** 50) this.writeUint((d >= 0 ? d * 2 : -d * 2 - 1) * 2);
+    else {
+      this.writeUint(1);
+      scratchF64[0] = x;
+      this.buf.set(scratchF64Bytes, this.pos);
+      this.pos += 8;
+    }
+  }
+}
+
+/**
+ * Reads a log's records from a run start (or the beginning), resolving launches
+ * written by correlation through `launches` (runtime calls that were not consumed
+ * by a link while parsing).
+ */
+export class OpReader {
+  readonly op: GpuOp = emptyGpuOp();
+  private chunk: number;
+  private buf: Uint8Array;
+  private len: number;
+  private pos: number;
+  private prevStart: number;
+  private prevExt: number;
+  private prevCorr: number;
+  private left: number;
+
+  constructor(
+    private readonly log: OpLog,
+    private readonly launches: ReadonlyMap<number, LaunchCall>,
+    from: RunStart | null = null,
+  ) {
+    this.chunk = from?.chunk ?? 0;
+    this.pos = from?.offset ?? 0;
+    this.prevStart = from?.prevStartNs ?? 0;
+    this.prevExt = from?.prevExternalId ?? -1;
+    this.prevCorr = from?.prevCorrelation ?? 0;
+    this.left = from?.count ?? log.count;
+    this.buf = log.chunks[this.chunk] ?? new Uint8Array(0);
+    this.len = log.chunkLengths[this.chunk] ?? 0;
+  }
+
+  /** Decodes the next record into `op`; false at the end. */
+  next(): boolean {
+    if (this.left === 0) return false;
+    this.left--;
+    if (this.pos >= this.len) {
+      this.chunk++;
+      this.buf = this.log.chunks[this.chunk]!;
+      this.len = this.log.chunkLengths[this.chunk]!;
+      this.pos = 0;
+    }
+    const op = this.op;
+    const b = this.buf;
+    const flags = b[this.pos++]!;
+    const cls = b[this.pos++]!;
+    const kind = (flags & 3) as OpKind;
+    const link = (flags >> 2) & 3;
+    const sm = (flags >> 5) & 3;
+    op.kind = kind;
+    op.ownsLaunch = (flags & 16) !== 0;
+    op.copyKind = kind === OpKind.memcpy ? cls & 15 : 0;
+    op.category = kind === OpKind.kernel ? cls & 15 : kind === OpKind.memcpy ? 7 : 8;
+    op.startNs = this.prevStart = this.readDelta(this.prevStart);
+    op.durNs = this.readNum();
+    op.nameId = this.readUint();
+    const launch = op.launch;
+    op.correlation = -1;
+    if (link === LINK_INLINE) {
+      launch.kind = cls >> 4;
+      launch.startNs = this.readDelta(op.startNs);
+      launch.durNs = this.readNum();
+      launch.externalId = this.prevExt = this.readDelta(this.prevExt);
+    } else {
+      launch.startNs = Number.NaN;
+      launch.durNs = 0;
+      launch.externalId = -1;
+      if (link === LINK_BY_CORRELATION) {
+        op.correlation = this.prevCorr = this.readDelta(this.prevCorr);
+        const found = this.launches.get(op.correlation);
+        if (found !== undefined) {
+          launch.startNs = found.startNs;
+          launch.durNs = found.durNs;
+          launch.kind = found.kind;
+          launch.externalId = found.externalId;
+        }
+      }
+    }
+    op.bytes = kind === OpKind.kernel ? -1 : this.readNum();
+    if (sm === SM_FRACTION) {
+      scratchF32Bytes.set(b.subarray(this.pos, this.pos + 4));
+      this.pos += 4;
+      op.smShare = scratchF32[0]!;
+    } else op.smShare = sm === SM_FULL ? 1 : -1;
+    return true;
+  }
+
+  private readUint(): number {
+    const b = this.buf;
+    let p = this.pos;
+    let byte = b[p++]!;
+    if (byte < 128) {
+      this.pos = p;
+      return byte;
+    }
+    let v = byte & 127;
+    let scale = 128;
+    for (;;) {
+      byte = b[p++]!;
+      v += (byte & 127) * scale;
+      if (byte < 128) break;
+      scale *= 128;
+    }
+    this.pos = p;
+    return v;
+  }
+
+  private readFloat64(): number {
+    scratchF64Bytes.set(this.buf.subarray(this.pos, this.pos + 8));
+    this.pos += 8;
+    return scratchF64[0]!;
+  }
+
+  private readNum(): number {
+    const t = this.readUint();
+    if (t === 1) return this.readFloat64();
+    const z = t / 2;
+    return z % 2 === 0 ? z / 2 : -(z + 1) / 2;
+  }
+
+  private readDelta(prev: number): number {
+    const t = this.readUint();
+    if (t === 1) return this.readFloat64();
+    const z = t / 2;
+    return prev + (z % 2 === 0 ? z / 2 : -(z + 1) / 2);
+  }
+}
+
+/** Calls visit for every op of every log, in log order (one reused op object). */
+export function forEachOp(logs: readonly OpLog[], launches: ReadonlyMap<number, LaunchCall>, visit: (op: GpuOp, log: OpLog) => void): void {
+  for (const log of logs) {
+    const r = new OpReader(log, launches);
+    while (r.next()) visit(r.op, log);
+  }
+}
+
+/**
+ * Visits one log's ops in start order, merging its runs (ties: the earlier run
+ * first, so equal starts keep the order they were written in).
+ */
+export function forEachOpByStart(log: OpLog, launches: ReadonlyMap<number, LaunchCall>, visit: (op: GpuOp) => void): void {
+  const readers = log.runs.map((run) => new OpReader(log, launches, run)).filter((r) => r.next());
+  if (readers.length === 1) {
+    const r = readers[0]!;
+    do visit(r.op);
+    while (r.next());
+    return;
+  }
+  // A binary heap of readers keyed by their current op's start.
+  const heap = readers.map((r, i) => ({ r, run: i }));
+  const less = (a: (typeof heap)[number], b: (typeof heap)[number]) => a.r.op.startNs < b.r.op.startNs || (a.r.op.startNs === b.r.op.startNs && a.run < b.run);
+  const down = (i: number) => {
+    for (;;) {
+      const l = 2 * i + 1;
+      const rr = l + 1;
+      let m = i;
+      if (l < heap.length && less(heap[l]!, heap[m]!)) m = l;
+      if (rr < heap.length && less(heap[rr]!, heap[m]!)) m = rr;
+      if (m === i) return;
+      [heap[i], heap[m]] = [heap[m]!, heap[i]!];
+      i = m;
+    }
+  };
+  for (let i = (heap.length >> 1) - 1; i >= 0; i--) down(i);
+  while (heap.length > 0) {
+    const top = heap[0]!;
+    visit(top.r.op);
+    if (!top.r.next()) {
+      const last = heap.pop()!;
+      if (heap.length === 0) break;
+      heap[0] = last;
+    }
+    down(0);
+  }
+}
