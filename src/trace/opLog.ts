@@ -263,8 +263,9 @@ export class OpReader {
     }
     const op = this.op;
     const b = this.buf;
-    const flags = b[this.pos++]!;
-    const cls = b[this.pos++]!;
+    P = this.pos;
+    const flags = b[P++]!;
+    const cls = b[P++]!;
     const kind = (flags & 3) as OpKind;
     const link = (flags >> 2) & 3;
     const sm = (flags >> 5) & 3;
@@ -272,22 +273,24 @@ export class OpReader {
     op.ownsLaunch = (flags & 16) !== 0;
     op.copyKind = kind === OpKind.memcpy ? cls & 15 : 0;
     op.category = kind === OpKind.kernel ? cls & 15 : kind === OpKind.memcpy ? 7 : 8;
-    op.startNs = this.prevStart = this.readDelta(this.prevStart);
-    op.durNs = this.readNum();
-    op.nameId = this.readUint();
+    const start = readDelta(b, this.prevStart);
+    op.startNs = this.prevStart = start;
+    op.durNs = readNum(b);
+    op.nameId = readUint(b);
     const launch = op.launch;
     op.correlation = -1;
     if (link === LINK_INLINE) {
       launch.kind = cls >> 4;
-      launch.startNs = this.readDelta(op.startNs);
-      launch.durNs = this.readNum();
-      launch.externalId = this.prevExt = this.readDelta(this.prevExt);
+      launch.startNs = readDelta(b, start);
+      launch.durNs = readNum(b);
+      launch.externalId = this.prevExt = readDelta(b, this.prevExt);
     } else {
       launch.startNs = Number.NaN;
       launch.durNs = 0;
+      launch.kind = 0;
       launch.externalId = -1;
       if (link === LINK_BY_CORRELATION) {
-        op.correlation = this.prevCorr = this.readDelta(this.prevCorr);
+        op.correlation = this.prevCorr = readDelta(b, this.prevCorr);
         const found = this.launches.get(op.correlation);
         if (found !== undefined) {
           launch.startNs = found.startNs;
@@ -297,54 +300,51 @@ export class OpReader {
         }
       }
     }
-    op.bytes = kind === OpKind.kernel ? -1 : this.readNum();
+    op.bytes = kind === OpKind.kernel ? -1 : readNum(b);
     if (sm === SM_FRACTION) {
-      scratchF32Bytes.set(b.subarray(this.pos, this.pos + 4));
-      this.pos += 4;
+      scratchF32Bytes.set(b.subarray(P, P + 4));
+      P += 4;
       op.smShare = scratchF32[0]!;
     } else op.smShare = sm === SM_FULL ? 1 : -1;
+    this.pos = P;
     return true;
   }
+}
 
-  private readUint(): number {
-    const b = this.buf;
-    let p = this.pos;
-    let byte = b[p++]!;
-    if (byte < 128) {
-      this.pos = p;
-      return byte;
-    }
-    let v = byte & 127;
-    let scale = 128;
-    for (;;) {
-      byte = b[p++]!;
-      v += (byte & 127) * scale;
-      if (byte < 128) break;
-      scale *= 128;
-    }
-    this.pos = p;
-    return v;
-  }
+/** The read position of the record being decoded (module state: the decoders below are hot). */
+let P = 0;
 
-  private readFloat64(): number {
-    scratchF64Bytes.set(this.buf.subarray(this.pos, this.pos + 8));
-    this.pos += 8;
-    return scratchF64[0]!;
+function readUint(b: Uint8Array): number {
+  let byte = b[P++]!;
+  if (byte < 128) return byte;
+  let v = byte & 127;
+  let scale = 128;
+  for (;;) {
+    byte = b[P++]!;
+    v += (byte & 127) * scale;
+    if (byte < 128) return v;
+    scale *= 128;
   }
+}
 
-  private readNum(): number {
-    const t = this.readUint();
-    if (t === 1) return this.readFloat64();
-    const z = t / 2;
-    return z % 2 === 0 ? z / 2 : -(z + 1) / 2;
-  }
+function readFloat64(b: Uint8Array): number {
+  for (let i = 0; i < 8; i++) scratchF64Bytes[i] = b[P + i]!;
+  P += 8;
+  return scratchF64[0]!;
+}
 
-  private readDelta(prev: number): number {
-    const t = this.readUint();
-    if (t === 1) return this.readFloat64();
-    const z = t / 2;
-    return prev + (z % 2 === 0 ? z / 2 : -(z + 1) / 2);
-  }
+function readNum(b: Uint8Array): number {
+  const t = readUint(b);
+  if (t === 1) return readFloat64(b);
+  const z = t / 2;
+  return z % 2 === 0 ? z / 2 : -(z + 1) / 2;
+}
+
+function readDelta(b: Uint8Array, prev: number): number {
+  const t = readUint(b);
+  if (t === 1) return readFloat64(b);
+  const z = t / 2;
+  return prev + (z % 2 === 0 ? z / 2 : -(z + 1) / 2);
 }
 
 /** Calls visit for every op of every log, in log order (one reused op object). */

@@ -7,7 +7,7 @@
 import { CATEGORY_NAMES, COPY_KIND_NAMES, CopyKind, KernelCategory, MatmulPrecision, RuntimeKind, matmulPrecision } from '../kernelClass.js';
 import type { TraceModel } from '../model.js';
 import { type GpuOp, OpKind, forEachOp } from '../opLog.js';
-import { type ValuePass, medianOfPass } from './select.js';
+import { type SeriesPass, mediansOfPass } from './select.js';
 import type { StepWindow } from './steps.js';
 import type { CommStats, CopyStats, GemmShapeStat, KernelStat, LaunchStats, PrecisionStats } from './types.js';
 
@@ -115,14 +115,14 @@ export function kernelFigures(model: TraceModel, windows: StepWindow[], topLimit
   // Launch calls no op consumed while parsing (graph launches, launches of ops never recorded).
   for (const call of gpu.launches.values()) if (call.kind === RuntimeKind.launch && inside(call.startNs)) cpuLaunchNs += call.durNs;
 
-  const kernelDurations: ValuePass = (v) =>
+  // Series 0: kernel durations; 1: launch-to-start delays.
+  const kernelTimes: SeriesPass = (v) =>
     forEachOp(gpu.logs, gpu.launches, (op) => {
-      if (op.kind === OpKind.kernel && inside(op.startNs)) v(op.durNs);
+      if (op.kind !== OpKind.kernel || !inside(op.startNs)) return;
+      v(0, op.durNs);
+      if (!Number.isNaN(op.launch.startNs)) v(1, op.startNs - (op.launch.startNs + op.launch.durNs));
     });
-  const launchDelays: ValuePass = (v) =>
-    forEachOp(gpu.logs, gpu.launches, (op) => {
-      if (op.kind === OpKind.kernel && inside(op.startNs) && !Number.isNaN(op.launch.startNs)) v(op.startNs - (op.launch.startNs + op.launch.durNs));
-    });
+  const [medianKernelNs, medianLaunchToStartNs] = mediansOfPass(kernelTimes, [kernels, linked]);
   const tc = byPrecision[1]! + byPrecision[2]! + byPrecision[3]!;
   const known = tc + byPrecision[4]!;
   const stat = (id: number, category: string, e: { count: number; total: number }): KernelStat => ({
@@ -137,10 +137,10 @@ export function kernelFigures(model: TraceModel, windows: StepWindow[], topLimit
     launch: {
       kernels,
       kernelsPerStep: windows.length ? kernels / windows.length : 0,
-      medianKernelNs: medianOfPass(kernelDurations, kernels),
+      medianKernelNs: medianKernelNs!,
       cpuLaunchNs,
       gpuKernelNs,
-      medianLaunchToStartNs: medianOfPass(launchDelays, linked),
+      medianLaunchToStartNs: medianLaunchToStartNs!,
       shorterThanLaunchFraction: linked ? shorter / linked : 0,
     },
     precision: {

@@ -2,11 +2,15 @@
  * Exact medians of values that are produced by a pass (a walk over the op
  * logs) instead of held in an array: a radix selection on the values' bits,
  * 16 bits per pass, until few enough candidates are left to sort. Memory is a
- * 256 KB histogram whatever the number of values; a median costs 2-4 passes.
+ * 256 KB histogram per series whatever the number of values; a median costs
+ * 2-5 passes, and one pass serves every series.
  */
 
-/** Calls visit once for every value, in any order; must give the same values on every call. */
-export type ValuePass = (visit: (v: number) => void) => void;
+/**
+ * Calls visit once for every value of every series, in any order; must give
+ * the same values on every call. Several series share each pass.
+ */
+export type SeriesPass = (visit: (series: number, v: number) => void) => void;
 
 const f64 = new Float64Array(1);
 const u32 = new Uint32Array(f64.buffer);
@@ -35,62 +39,125 @@ function digit(key: Uint32Array, level: number): number {
   return level & 1 ? word & 0xffff : word >>> 16;
 }
 
-/** The k-th smallest value (0-based) of n values. */
-export function kthSmallest(pass: ValuePass, n: number, k: number): number {
-  if (n === 0) return 0;
-  const key = new Uint32Array(2);
-  const prefix: number[] = [];
-  const matches = (level: number) => {
-    for (let l = 0; l < level; l++) if (digit(key, l) !== prefix[l]) return false;
-    return true;
-  };
-  let rank = k;
-  for (let level = 0; level < 4; level++) {
-    const hist = new Uint32Array(65536);
-    pass((v) => {
-      keyOf(v, key);
-      if (matches(level)) hist[digit(key, level)]!++;
-    });
-    let below = 0;
-    let d = 0;
-    while (d < 65535 && below + hist[d]! <= rank) below += hist[d++]!;
-    rank -= below;
-    prefix.push(d);
-    const count = hist[d]!;
-    if (level === 3) {
-      // Every candidate left has the same 64 bits: the same value.
-      let value = Number.NaN;
-      pass((v) => {
-        keyOf(v, key);
-        if (Number.isNaN(value) && matches(4)) value = v;
-      });
-      return value;
-    }
-    if (count <= COLLECT_AT_MOST) {
-      const found = new Float64Array(count);
-      let i = 0;
-      pass((v) => {
-        keyOf(v, key);
-        if (matches(level + 1) && i < count) found[i++] = v;
-      });
-      return found.sort()[rank]!;
-    }
-  }
-  return Number.NaN; // not reached
+const enum Phase {
+  histogram,
+  collect,
+  /** Every candidate left has the same 64 bits: any one of them is the value. */
+  same,
+  /** Even count: the value just above the lower middle one. */
+  upper,
+  done,
 }
 
-/** The median as `median()` defines it: the middle value, or the mean of the two middle values. */
-export function medianOfPass(pass: ValuePass, n: number): number {
-  if (n === 0) return 0;
-  const lower = kthSmallest(pass, n, (n - 1) >> 1);
-  if (n % 2 === 1) return lower;
-  // The next value up: the lower one again if it repeats, else the smallest value above it.
-  let atOrBelow = 0;
-  let above = Number.POSITIVE_INFINITY;
-  pass((v) => {
-    if (v <= lower) atOrBelow++;
-    else if (v < above) above = v;
-  });
-  const upper = atOrBelow > n / 2 ? lower : above;
-  return (lower + upper) / 2;
+/** Selection state of one series. */
+class Selection {
+  phase = Phase.histogram;
+  level = 0;
+  readonly prefix: number[] = [];
+  rank: number;
+  hist: Uint32Array | null = null;
+  found: Float64Array | null = null;
+  filled = 0;
+  lower = Number.NaN;
+  atOrBelow = 0;
+  above = Number.POSITIVE_INFINITY;
+  result = 0;
+
+  constructor(readonly n: number) {
+    this.rank = (n - 1) >> 1;
+    if (n === 0) this.phase = Phase.done;
+  }
+
+  matches(key: Uint32Array, levels: number): boolean {
+    for (let l = 0; l < levels; l++) if (digit(key, l) !== this.prefix[l]) return false;
+    return true;
+  }
+
+  /** Before a pass. */
+  prepare(): void {
+    if (this.phase === Phase.histogram) this.hist = new Uint32Array(65536);
+  }
+
+  visit(v: number, key: Uint32Array): void {
+    switch (this.phase) {
+      case Phase.histogram:
+        keyOf(v, key);
+        if (this.matches(key, this.level)) this.hist![digit(key, this.level)]!++;
+        return;
+      case Phase.collect:
+        keyOf(v, key);
+        if (this.filled < this.found!.length && this.matches(key, this.level)) this.found![this.filled++] = v;
+        return;
+      case Phase.same:
+        if (Number.isNaN(this.lower)) {
+          keyOf(v, key);
+          if (this.matches(key, 4)) this.lower = v;
+        }
+        return;
+      case Phase.upper:
+        if (v <= this.lower) this.atOrBelow++;
+        else if (v < this.above) this.above = v;
+        return;
+      default:
+        return;
+    }
+  }
+
+  /** After a pass: move to the next phase. */
+  advance(): void {
+    switch (this.phase) {
+      case Phase.histogram: {
+        const hist = this.hist!;
+        this.hist = null;
+        let below = 0;
+        let d = 0;
+        while (d < 65535 && below + hist[d]! <= this.rank) below += hist[d++]!;
+        this.rank -= below;
+        this.prefix.push(d);
+        this.level++;
+        if (this.level === 4) this.phase = Phase.same;
+        else if (hist[d]! <= COLLECT_AT_MOST) {
+          this.phase = Phase.collect;
+          this.found = new Float64Array(hist[d]!);
+        }
+        return;
+      }
+      case Phase.collect:
+        this.lower = this.found!.sort()[this.rank]!;
+        this.found = null;
+        this.afterLower();
+        return;
+      case Phase.same:
+        this.afterLower();
+        return;
+      case Phase.upper:
+        this.result = (this.lower + (this.atOrBelow > this.n / 2 ? this.lower : this.above)) / 2;
+        this.phase = Phase.done;
+        return;
+      default:
+        return;
+    }
+  }
+
+  private afterLower(): void {
+    if (this.n % 2 === 1) {
+      this.result = this.lower;
+      this.phase = Phase.done;
+    } else this.phase = Phase.upper;
+  }
+}
+
+/**
+ * The median of each series as `median()` defines it (the middle value, or the
+ * mean of the two middle values; 0 when empty), given how many values each has.
+ */
+export function mediansOfPass(pass: SeriesPass, counts: number[]): number[] {
+  const sels = counts.map((n) => new Selection(n));
+  const key = new Uint32Array(2);
+  while (sels.some((s) => s.phase !== Phase.done)) {
+    for (const s of sels) s.prepare();
+    pass((series, v) => sels[series]!.visit(v, key));
+    for (const s of sels) s.advance();
+  }
+  return sels.map((s) => s.result);
 }

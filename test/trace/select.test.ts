@@ -1,0 +1,59 @@
+import { describe, expect, it } from 'vitest';
+import { median } from '../../src/trace/metrics/kernels.js';
+import { mediansOfPass } from '../../src/trace/metrics/select.js';
+
+/** A deterministic pseudo-random sequence (mulberry32). */
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function viaPasses(series: number[][]): { medians: number[]; passes: number } {
+  let passes = 0;
+  const medians = mediansOfPass(
+    (visit) => {
+      passes++;
+      series.forEach((values, s) => {
+        for (const v of values) visit(s, v);
+      });
+    },
+    series.map((v) => v.length),
+  );
+  return { medians, passes };
+}
+
+describe('mediansOfPass: exact medians without holding the values', () => {
+  it('agrees with sorting on odd and even counts, negatives, fractions, repeats, and many values', () => {
+    const r = rng(7);
+    const cases: number[][] = [
+      [],
+      [5],
+      [3, 1],
+      [2, 2, 2, 2],
+      [-0, 0, -5, 7.25, 1e12, -1e-9],
+      Array.from({ length: 1001 }, () => Math.round(r() * 1e6)),
+      Array.from({ length: 50_000 }, () => Math.round((r() - 0.3) * 1e7)), // more candidates than one collect
+      Array.from({ length: 40_000 }, () => 1234), // every value identical: the 64-bit path
+      Array.from({ length: 30_000 }, (_, i) => (i % 3 === 0 ? 10 : 10 + Math.floor(r() * 3))), // heavy repeats, even count
+    ];
+    const { medians } = viaPasses(cases);
+    // + 0: a median of zeros may come back as -0 or +0.
+    for (const [i, values] of cases.entries()) expect(medians[i]! + 0, `case ${i}`).toBe(median(values) + 0);
+  });
+
+  it('shares passes between series', () => {
+    const r = rng(3);
+    const a = Array.from({ length: 20_000 }, () => r() * 1000);
+    const b = Array.from({ length: 7 }, () => r());
+    const both = viaPasses([a, b]);
+    const alone = viaPasses([a]);
+    expect(both.medians).toEqual([median(a), median(b)]);
+    expect(both.passes).toBe(alone.passes);
+  });
+});
