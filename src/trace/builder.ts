@@ -259,7 +259,8 @@ export class TraceModelBuilder implements TraceSink {
       this.sDur.a[i] = ev.durNs;
       this.sName.a[i] = this.nameId(ev.name);
     }
-    this.linker.onLaunch(ev.args.correlation, { startNs: ev.tsNs, durNs: ev.durNs, kind, externalId: ev.args.externalId }, ev.name.includes('GraphLaunch'));
+    const graph = kind === RuntimeKind.launch && ev.name.includes('GraphLaunch');
+    this.linker.onLaunch(ev.args.correlation, ev.tsNs, ev.durNs, kind, ev.args.externalId, graph);
   }
 
   private cpuExtent(ts: number, dur: number): void {

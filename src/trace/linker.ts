@@ -12,7 +12,7 @@
  * only memory depends on the order, and in Kineto's it stays a few hundred KB.
  */
 import type { Collective } from './model.js';
-import { type GpuOp, type LaunchCall, type OpLog, OpLogWriter } from './opLog.js';
+import { type GpuOp, type LaunchCall, type OpLog, OpLogWriter, emptyGpuOp } from './opLog.js';
 
 const PENDING_OPS = 4096;
 
@@ -40,27 +40,27 @@ export class OpLinker {
   private readonly waiting = new Map<number, PendingOp>();
   private readonly launches = new Map<number, LaunchCall>();
   private readonly graphLaunches = new Set<number>();
-  private queue: PendingOp[] = [];
+  /** Waiting ops in arrival order: a ring of reused records (one allocation per slot, not per op). */
+  private ring: PendingOp[] = Array.from({ length: 64 }, emptyPending);
   private head = 0;
+  private size = 0;
   private arrivals = 0;
   private uncorrelated = 0;
 
   onOp(device: number, op: GpuOp, correlation: number, collective: Collective | null): void {
-    const p: PendingOp = {
-      op: { ...op, launch: { ...op.launch }, ownsLaunch: false, correlation: -1 },
-      device,
-      correlation,
-      collective,
-      arrival: this.arrivals++,
-      linked: correlation < 0, // nothing to wait for
-      nextSame: null,
-    };
-    p.op.launch.startNs = Number.NaN;
+    const p = this.slot();
+    copyOp(p.op, op);
+    p.device = device;
+    p.correlation = correlation;
+    p.collective = collective;
+    p.arrival = this.arrivals++;
+    p.linked = correlation < 0; // nothing to wait for
+    p.nextSame = null;
     if (correlation >= 0) {
       const call = this.launches.get(correlation);
       if (call !== undefined) {
         const graph = this.graphLaunches.has(correlation);
-        link(p, call, !graph);
+        link(p, call.startNs, call.durNs, call.kind, call.externalId, !graph);
         if (!graph) this.launches.delete(correlation);
       } else {
         const first = this.waiting.get(correlation);
@@ -72,19 +72,19 @@ export class OpLinker {
         }
       }
     }
-    this.queue.push(p);
     this.drain(false);
   }
 
-  onLaunch(correlation: number, call: LaunchCall, isGraphLaunch: boolean): void {
+  /** A runtime call that can launch GPU work (its fields, not an object: most are consumed at once). */
+  onLaunch(correlation: number, startNs: number, durNs: number, kind: number, externalId: number, isGraphLaunch: boolean): void {
     if (!(correlation >= 0)) {
       // Cannot link; kept (under an id no op has) so its time still counts.
-      this.launches.set(-2 - this.uncorrelated++, call);
+      this.launches.set(-2 - this.uncorrelated++, { startNs, durNs, kind, externalId });
       return;
     }
     const first = this.waiting.get(correlation);
     if (first === undefined) {
-      if (!this.launches.has(correlation)) this.launches.set(correlation, call);
+      if (!this.launches.has(correlation)) this.launches.set(correlation, { startNs, durNs, kind, externalId });
       if (isGraphLaunch) this.graphLaunches.add(correlation);
       return;
     }
@@ -92,11 +92,11 @@ export class OpLinker {
     // The first op carries the call's own accounting; a graph launch's call stays kept for kernels still to come.
     let owns = !isGraphLaunch;
     for (let p: PendingOp | null = first; p !== null; p = p.nextSame) {
-      link(p, call, owns);
+      link(p, startNs, durNs, kind, externalId, owns);
       owns = false;
     }
     if (isGraphLaunch) {
-      this.launches.set(correlation, call);
+      this.launches.set(correlation, { startNs, durNs, kind, externalId });
       this.graphLaunches.add(correlation);
     }
     this.drain(false);
@@ -108,28 +108,35 @@ export class OpLinker {
     return { count: logs.reduce((n, l) => n + l.count, 0), logs, launches: this.launches };
   }
 
-  /** Writes the queue's head while it is linked or has waited long enough (everything when `all`). */
+  /** The next free slot at the ring's tail (the ring doubles when full). */
+  private slot(): PendingOp {
+    const ring = this.ring;
+    if (this.size === ring.length) {
+      const grown: PendingOp[] = [];
+      for (let i = 0; i < this.size; i++) grown.push(ring[(this.head + i) % ring.length]!);
+      while (grown.length < ring.length * 2) grown.push(emptyPending());
+      this.ring = grown;
+      this.head = 0;
+    }
+    return this.ring[(this.head + this.size++) % this.ring.length]!;
+  }
+
+  /** Writes the oldest ops while they are linked or have waited long enough (everything when `all`). */
   private drain(all: boolean): void {
-    const q = this.queue;
-    let h = this.head;
-    while (h < q.length) {
-      const p = q[h]!;
+    const ring = this.ring;
+    while (this.size > 0) {
+      const p = ring[this.head]!;
       if (!p.linked && !all && this.arrivals - p.arrival < PENDING_OPS) break;
       if (!p.linked) this.giveUpWaiting(p);
       let w = this.writers.get(p.device);
       if (w === undefined) this.writers.set(p.device, (w = new OpLogWriter(p.device)));
       w.append(p.op);
       if (p.collective !== null) this.collectives.push(p.collective);
-      q[h++] = undefined as never;
+      p.collective = null;
+      p.nextSame = null;
+      this.head = (this.head + 1) % ring.length;
+      this.size--;
     }
-    if (h === q.length) {
-      this.queue = [];
-      h = 0;
-    } else if (h > 4096 && h * 2 > q.length) {
-      this.queue = q.slice(h);
-      h = 0;
-    }
-    this.head = h;
   }
 
   /** Written without its launch: the reader looks the correlation id up among the kept calls. */
@@ -143,13 +150,35 @@ export class OpLinker {
   }
 }
 
-function link(p: PendingOp, call: LaunchCall, owns: boolean): void {
+function emptyPending(): PendingOp {
+  return { op: emptyGpuOp(), device: 0, correlation: -1, collective: null, arrival: 0, linked: false, nextSame: null };
+}
+
+/** Copies an arriving op into a slot, without its launch (not known yet). */
+function copyOp(to: GpuOp, from: GpuOp): void {
+  to.kind = from.kind;
+  to.category = from.category;
+  to.copyKind = from.copyKind;
+  to.startNs = from.startNs;
+  to.durNs = from.durNs;
+  to.nameId = from.nameId;
+  to.bytes = from.bytes;
+  to.smShare = from.smShare;
+  to.launch.startNs = Number.NaN;
+  to.launch.durNs = 0;
+  to.launch.kind = 0;
+  to.launch.externalId = -1;
+  to.ownsLaunch = false;
+  to.correlation = -1;
+}
+
+function link(p: PendingOp, startNs: number, durNs: number, kind: number, externalId: number, owns: boolean): void {
   const l = p.op.launch;
-  l.startNs = call.startNs;
-  l.durNs = call.durNs;
-  l.kind = call.kind;
-  l.externalId = call.externalId;
+  l.startNs = startNs;
+  l.durNs = durNs;
+  l.kind = kind;
+  l.externalId = externalId;
   p.op.ownsLaunch = owns;
   p.linked = true;
-  if (p.collective !== null) p.collective.launchStartNs = call.startNs;
+  if (p.collective !== null) p.collective.launchStartNs = startNs;
 }

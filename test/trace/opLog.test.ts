@@ -51,7 +51,7 @@ describe('op log: compact records read back exactly', () => {
   it('merges its ordered runs into start order, equal starts in the order written', () => {
     const w = new OpLogWriter(0);
     const starts = [10, 20, 30, 5, 15, 25, 35, 20, 0, 40, 30];
-    starts.forEach((s, i) => w.append(op({ startNs: s, nameId: i })));
+    for (const [i, s] of starts.entries()) w.append(op({ startNs: s, nameId: i }));
     const log = w.finish();
     expect(log.runs.map((r) => r.count)).toEqual([3, 4, 1, 2, 1]);
     const seen: [number, number][] = [];
