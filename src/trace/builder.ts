@@ -101,12 +101,17 @@ export class TraceModelBuilder implements TraceSink {
     return this.names[this.nameId(s)]!;
   }
 
+  /** A tid the model may keep: string tids are sliced from the parser's buffer. */
+  private tid(t: number | string): number | string {
+    return typeof t === 'string' ? this.intern(t) : t;
+  }
+
   private internOrNull(s: string | null): string | null {
     return s === null ? null : this.intern(s);
   }
 
   private span(name: string, startNs: number, endNs: number, tid: number | string): CpuSpan {
-    return { name: this.intern(name), startNs, endNs, tid: typeof tid === 'string' ? this.intern(tid) : tid };
+    return { name: this.intern(name), startNs, endNs, tid: this.tid(tid) };
   }
 
   onMetadata(key: string, value: unknown): void {
@@ -230,7 +235,8 @@ export class TraceModelBuilder implements TraceSink {
           correlation: a.correlation,
           name: this.intern(a.collectiveName ?? collectiveFromName(ev.name)),
           processGroup: this.internOrNull(a.processGroupName ?? a.processGroupDesc),
-          seq: a.seq === null ? null : this.intern(String(a.seq)),
+          // A number as is: interning every sequence number would grow the name table with the trace.
+          seq: typeof a.seq === 'string' ? detach(a.seq) : a.seq,
           bytes: nelems * dtypeBytes(a.dtype),
           groupSize: a.groupSize,
         };
@@ -243,7 +249,7 @@ export class TraceModelBuilder implements TraceSink {
       op.kind = OpKind.memset;
       op.category = KernelCategory.memset;
     }
-    this.linker.onOp(device, op, a.correlation, collective);
+    this.linker.onOp(device, this.tid(ev.tid), op, a.correlation, collective);
   }
 
   private onRuntime(ev: RawEvent): void {
@@ -260,7 +266,7 @@ export class TraceModelBuilder implements TraceSink {
       this.sName.a[i] = this.nameId(ev.name);
     }
     const graph = kind === RuntimeKind.launch && ev.name.includes('GraphLaunch');
-    this.linker.onLaunch(ev.args.correlation, ev.tsNs, ev.durNs, kind, ev.args.externalId, graph);
+    this.linker.onLaunch(ev.args.correlation, this.tid(ev.tid), ev.tsNs, ev.durNs, kind, ev.args.externalId, graph);
   }
 
   private cpuExtent(ts: number, dur: number): void {

@@ -11,14 +11,23 @@
  * such ops find their call there. Any order of events gives the same links;
  * only memory depends on the order, and in Kineto's it stays a few hundred KB.
  */
+import type { Id } from './event.js';
 import type { Collective } from './model.js';
-import { type GpuOp, type LaunchCall, type OpLog, OpLogWriter, emptyGpuOp } from './opLog.js';
+import { type GpuOp, type LaunchCall, type OpLog, OpLogWriter, copyGpuOp, emptyGpuOp } from './opLog.js';
 
 const PENDING_OPS = 4096;
+
+/** A launch call kept by id, with the thread that made it (the lane of the ops it launched). */
+interface KeptLaunch extends LaunchCall {
+  thread: Id;
+}
 
 interface PendingOp {
   op: GpuOp;
   device: number;
+  /** The op's stream (its tid) and the thread of the call that launched it (null while unknown): its lane. */
+  stream: Id;
+  launchThread: Id | null;
   correlation: number;
   collective: Collective | null;
   arrival: number;
@@ -36,9 +45,9 @@ export interface LinkedActivity {
 export class OpLinker {
   /** Collective kernels in the order they were written. */
   readonly collectives: Collective[] = [];
-  private readonly writers = new Map<number, OpLogWriter>();
+  private readonly writers = new Map<number, { log: OpLogWriter; lanes: Map<Id, Map<Id | null, number>> }>();
   private readonly waiting = new Map<number, PendingOp>();
-  private readonly launches = new Map<number, LaunchCall>();
+  private readonly launches = new Map<number, KeptLaunch>();
   private readonly graphLaunches = new Set<number>();
   /** Waiting ops in arrival order: a ring of reused records (one allocation per slot, not per op). */
   private ring: PendingOp[] = Array.from({ length: 64 }, emptyPending);
@@ -47,10 +56,12 @@ export class OpLinker {
   private arrivals = 0;
   private uncorrelated = 0;
 
-  onOp(device: number, op: GpuOp, correlation: number, collective: Collective | null): void {
+  onOp(device: number, stream: Id, op: GpuOp, correlation: number, collective: Collective | null): void {
     const p = this.slot();
-    copyOp(p.op, op);
+    copyGpuOp(p.op, op); // arrives without its launch: the builder's op has none
     p.device = device;
+    p.stream = stream;
+    p.launchThread = null;
     p.correlation = correlation;
     p.collective = collective;
     p.arrival = this.arrivals++;
@@ -61,6 +72,7 @@ export class OpLinker {
       if (call !== undefined) {
         const graph = this.graphLaunches.has(correlation);
         link(p, call.startNs, call.durNs, call.kind, call.externalId, !graph);
+        p.launchThread = call.thread;
         if (!graph) this.launches.delete(correlation);
       } else {
         const first = this.waiting.get(correlation);
@@ -76,15 +88,15 @@ export class OpLinker {
   }
 
   /** A runtime call that can launch GPU work (its fields, not an object: most are consumed at once). */
-  onLaunch(correlation: number, startNs: number, durNs: number, kind: number, externalId: number, isGraphLaunch: boolean): void {
+  onLaunch(correlation: number, thread: Id, startNs: number, durNs: number, kind: number, externalId: number, isGraphLaunch: boolean): void {
     if (!(correlation >= 0)) {
       // Cannot link; kept (under an id no op has) so its time still counts.
-      this.launches.set(-2 - this.uncorrelated++, { startNs, durNs, kind, externalId });
+      this.launches.set(-2 - this.uncorrelated++, { startNs, durNs, kind, externalId, thread });
       return;
     }
     const first = this.waiting.get(correlation);
     if (first === undefined) {
-      if (!this.launches.has(correlation)) this.launches.set(correlation, { startNs, durNs, kind, externalId });
+      if (!this.launches.has(correlation)) this.launches.set(correlation, { startNs, durNs, kind, externalId, thread });
       if (isGraphLaunch) this.graphLaunches.add(correlation);
       return;
     }
@@ -93,10 +105,11 @@ export class OpLinker {
     let owns = !isGraphLaunch;
     for (let p: PendingOp | null = first; p !== null; p = p.nextSame) {
       link(p, startNs, durNs, kind, externalId, owns);
+      p.launchThread = thread;
       owns = false;
     }
     if (isGraphLaunch) {
-      this.launches.set(correlation, { startNs, durNs, kind, externalId });
+      this.launches.set(correlation, { startNs, durNs, kind, externalId, thread });
       this.graphLaunches.add(correlation);
     }
     this.drain(false);
@@ -104,7 +117,7 @@ export class OpLinker {
 
   finish(): LinkedActivity {
     this.drain(true);
-    const logs = [...this.writers.entries()].sort((a, b) => a[0] - b[0]).map(([, w]) => w.finish());
+    const logs = [...this.writers.entries()].sort((a, b) => a[0] - b[0]).map(([, w]) => w.log.finish());
     return { count: logs.reduce((n, l) => n + l.count, 0), logs, launches: this.launches };
   }
 
@@ -129,8 +142,13 @@ export class OpLinker {
       if (!p.linked && !all && this.arrivals - p.arrival < PENDING_OPS) break;
       if (!p.linked) this.giveUpWaiting(p);
       let w = this.writers.get(p.device);
-      if (w === undefined) this.writers.set(p.device, (w = new OpLogWriter(p.device)));
-      w.append(p.op);
+      if (w === undefined) this.writers.set(p.device, (w = { log: new OpLogWriter(p.device), lanes: new Map() }));
+      let byThread = w.lanes.get(p.stream);
+      if (byThread === undefined) w.lanes.set(p.stream, (byThread = new Map()));
+      let lane = byThread.get(p.launchThread);
+      if (lane === undefined) byThread.set(p.launchThread, (lane = w.log.lane(`${p.stream}|${p.launchThread ?? ''}`)));
+      p.op.lane = lane;
+      w.log.append(p.op);
       if (p.collective !== null) this.collectives.push(p.collective);
       p.collective = null;
       p.nextSame = null;
@@ -151,25 +169,7 @@ export class OpLinker {
 }
 
 function emptyPending(): PendingOp {
-  return { op: emptyGpuOp(), device: 0, correlation: -1, collective: null, arrival: 0, linked: false, nextSame: null };
-}
-
-/** Copies an arriving op into a slot, without its launch (not known yet). */
-function copyOp(to: GpuOp, from: GpuOp): void {
-  to.kind = from.kind;
-  to.category = from.category;
-  to.copyKind = from.copyKind;
-  to.startNs = from.startNs;
-  to.durNs = from.durNs;
-  to.nameId = from.nameId;
-  to.bytes = from.bytes;
-  to.smShare = from.smShare;
-  to.launch.startNs = Number.NaN;
-  to.launch.durNs = 0;
-  to.launch.kind = 0;
-  to.launch.externalId = -1;
-  to.ownsLaunch = false;
-  to.correlation = -1;
+  return { op: emptyGpuOp(), device: 0, stream: 0, launchThread: null, correlation: -1, collective: null, arrival: 0, linked: false, nextSame: null };
 }
 
 function link(p: PendingOp, startNs: number, durNs: number, kind: number, externalId: number, owns: boolean): void {

@@ -42,8 +42,10 @@ export function mergeModels(parts: TraceModel[]): TraceModel {
       if (w === undefined) writers.set(log.device, (w = new OpLogWriter(log.device)));
       // Read without resolving, so an unresolved op stays unresolved.
       const r = new OpReader(log, new Map());
+      const lanes = log.laneKeys.map((key) => w.lane(key));
       while (r.next()) {
         r.op.nameId = remap[r.op.nameId]!;
+        r.op.lane = lanes[r.op.lane]!;
         w.append(r.op);
       }
     }

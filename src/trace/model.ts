@@ -9,6 +9,7 @@
  * instants, runtime calls) costs no memory at all. Everything here is plain
  * data; building happens in `builder.ts`.
  */
+import type { Id } from './event.js';
 import type { LaunchCall, OpLog } from './opLog.js';
 
 export interface DeviceProperties {
@@ -52,7 +53,8 @@ export interface Collective {
   correlation: number;
   name: string;
   processGroup: string | null;
-  seq: string | null;
+  /** NCCL sequence number (a decimal string when wider than 2^53). */
+  seq: Id | null;
   bytes: number;
   groupSize: number;
 }

@@ -10,6 +10,12 @@
  * every analysis is a pass (`forEachOp`), and the time-ordered analyses merge
  * the log's ordered runs (`runs`) instead of sorting.
  *
+ * Lanes: each record names its lane, the (stream, launching thread) pair it
+ * came from. Kineto's records of one lane arrive in time order, but lanes
+ * interleave finely (a DDP trace's optimizer kernels every eighth record, 5 ms
+ * behind the rest), so runs are tracked per lane: a handful per device, where
+ * runs of the whole log would number one per 60 KB of trace.
+ *
  * Plain data (no classes) so a log crosses worker threads by structured clone.
  */
 export const OpKind = { kernel: 0, memcpy: 1, memset: 2 } as const;
@@ -35,12 +41,15 @@ export interface LaunchCall {
 
 /** Where a run starts: enough decoder state to read from there. */
 export interface RunStart {
+  lane: number;
+  /** Index in the log of the run's first record. */
+  firstIndex: number;
   chunk: number;
   offset: number;
   prevStartNs: number;
   prevExternalId: number;
   prevCorrelation: number;
-  /** Records in the run. */
+  /** Records of the lane in the run. */
   count: number;
 }
 
@@ -50,8 +59,10 @@ export interface OpLog {
   count: number;
   chunks: Uint8Array[];
   chunkLengths: number[];
-  /** Maximal stretches of records in non-decreasing start order (a few per launching thread). */
+  /** Per lane, maximal stretches of its records in non-decreasing start order. */
   runs: RunStart[];
+  /** What each lane is (`stream|thread`), so logs built apart can be joined lane by lane. */
+  laneKeys: string[];
 }
 
 /** An op as written and as read back (one object is reused while reading: copy what you keep). */
@@ -74,6 +85,8 @@ export interface GpuOp {
   ownsLaunch: boolean;
   /** Correlation id when the launch was not known at write time, else -1. */
   correlation: number;
+  /** Index in the log's laneKeys. */
+  lane: number;
 }
 
 export function emptyGpuOp(): GpuOp {
@@ -89,12 +102,31 @@ export function emptyGpuOp(): GpuOp {
     launch: { startNs: Number.NaN, durNs: 0, kind: 0, externalId: -1 },
     ownsLaunch: false,
     correlation: -1,
+    lane: 0,
   };
 }
 
+export function copyGpuOp(to: GpuOp, from: GpuOp): void {
+  to.kind = from.kind;
+  to.category = from.category;
+  to.copyKind = from.copyKind;
+  to.startNs = from.startNs;
+  to.durNs = from.durNs;
+  to.nameId = from.nameId;
+  to.bytes = from.bytes;
+  to.smShare = from.smShare;
+  to.launch.startNs = from.launch.startNs;
+  to.launch.durNs = from.launch.durNs;
+  to.launch.kind = from.launch.kind;
+  to.launch.externalId = from.launch.externalId;
+  to.ownsLaunch = from.ownsLaunch;
+  to.correlation = from.correlation;
+  to.lane = from.lane;
+}
+
 const CHUNK_BYTES = 256 * 1024;
-/** The largest record: 2 bytes of flags, 7 numbers of at most 10 bytes, a float32. */
-const MAX_RECORD_BYTES = 2 + 7 * 10 + 4;
+/** The largest record: 2 bytes of flags, 8 numbers of at most 10 bytes, a float32. */
+const MAX_RECORD_BYTES = 2 + 8 * 10 + 4;
 
 const scratchF64 = new Float64Array(1);
 const scratchF64Bytes = new Uint8Array(scratchF64.buffer);
@@ -109,17 +141,28 @@ export class OpLogWriter {
   private prevStart = 0;
   private prevExt = -1;
   private prevCorr = 0;
-  private runCount = 0;
+  /** Per lane: its open run (index in runs) and the start of its last record. */
+  private readonly laneRun: number[] = [];
+  private readonly laneLastStart: number[] = [];
+  private readonly laneIds = new Map<string, number>();
 
   constructor(device: number) {
     this.buf = new Uint8Array(CHUNK_BYTES);
-    this.log = { device, count: 0, chunks: [this.buf], chunkLengths: [0], runs: [] };
+    this.log = { device, count: 0, chunks: [this.buf], chunkLengths: [0], runs: [], laneKeys: [] };
   }
 
-  get count(): number {
-    return this.log.count;
+  /** The lane id for a key (`stream|thread`), made on first use. */
+  lane(key: string): number {
+    let id = this.laneIds.get(key);
+    if (id === undefined) {
+      id = this.log.laneKeys.length;
+      this.log.laneKeys.push(key);
+      this.laneIds.set(key, id);
+    }
+    return id;
   }
 
+  /** Encodes an op (the object is not kept). */
   append(op: GpuOp): void {
     if (this.pos + MAX_RECORD_BYTES > this.buf.length) {
       this.log.chunkLengths[this.log.chunks.length - 1] = this.pos;
@@ -128,10 +171,14 @@ export class OpLogWriter {
       this.log.chunkLengths.push(0);
       this.pos = 0;
     }
-    // A record that starts before the previous one opens a new run, with the state to decode from it.
-    if (this.log.count === 0 || op.startNs < this.prevStart) {
-      this.closeRun();
+    // A record that starts before its lane's previous one opens a new run of the lane, with the state to decode from it.
+    const lane = op.lane;
+    const last = this.laneLastStart[lane];
+    if (last === undefined || op.startNs < last) {
+      this.laneRun[lane] = this.log.runs.length;
       this.log.runs.push({
+        lane,
+        firstIndex: this.log.count,
         chunk: this.log.chunks.length - 1,
         offset: this.pos,
         prevStartNs: this.prevStart,
@@ -140,13 +187,15 @@ export class OpLogWriter {
         count: 0,
       });
     }
-    this.runCount++;
+    this.log.runs[this.laneRun[lane]!]!.count++;
+    this.laneLastStart[lane] = op.startNs;
     const launched = !Number.isNaN(op.launch.startNs);
     const link = launched ? LINK_INLINE : op.correlation >= 0 ? LINK_BY_CORRELATION : LINK_NONE;
     const sm = op.smShare < 0 ? SM_ABSENT : op.smShare >= 1 ? SM_FULL : SM_FRACTION;
     const b = this.buf;
     b[this.pos++] = op.kind | (link << 2) | (op.ownsLaunch ? 16 : 0) | (sm << 5);
     b[this.pos++] = (op.kind === OpKind.memcpy ? op.copyKind : op.category) | ((launched ? op.launch.kind : 0) << 4);
+    this.writeUint(lane);
     this.writeDelta(op.startNs, this.prevStart);
     this.prevStart = op.startNs;
     this.writeNum(op.durNs);
@@ -170,18 +219,11 @@ export class OpLogWriter {
   }
 
   finish(): OpLog {
-    this.closeRun();
     const last = this.log.chunks.length - 1;
     // The last chunk keeps only what it holds.
     this.log.chunks[last] = this.buf.slice(0, this.pos);
     this.log.chunkLengths[last] = this.pos;
     return this.log;
-  }
-
-  private closeRun(): void {
-    const runs = this.log.runs;
-    if (runs.length > 0) runs[runs.length - 1]!.count = this.runCount;
-    this.runCount = 0;
   }
 
   private writeUint(v: number): void {
@@ -235,12 +277,18 @@ export class OpReader {
   private prevExt: number;
   private prevCorr: number;
   private left: number;
+  /** Only this lane's records (-1: all). */
+  private readonly laneFilter: number;
+  /** Index in the log of the record in `op` (its place in arrival order). */
+  index: number;
 
   constructor(
     private readonly log: OpLog,
     private readonly launches: ReadonlyMap<number, LaunchCall>,
     from: RunStart | null = null,
   ) {
+    this.laneFilter = from?.lane ?? -1;
+    this.index = (from?.firstIndex ?? 0) - 1;
     this.chunk = from?.chunk ?? 0;
     this.pos = from?.offset ?? 0;
     this.prevStart = from?.prevStartNs ?? 0;
@@ -251,16 +299,26 @@ export class OpReader {
     this.len = log.chunkLengths[this.chunk] ?? 0;
   }
 
-  /** Decodes the next record into `op`; false at the end. */
+  /** Decodes the next record (of the lane, when reading a run) into `op`; false at the end. */
   next(): boolean {
     if (this.left === 0) return false;
-    this.left--;
-    if (this.pos >= this.len) {
-      this.chunk++;
-      this.buf = this.log.chunks[this.chunk]!;
-      this.len = this.log.chunkLengths[this.chunk]!;
-      this.pos = 0;
+    for (;;) {
+      if (this.pos >= this.len) {
+        if (this.chunk + 1 >= this.log.chunks.length) return false;
+        this.chunk++;
+        this.buf = this.log.chunks[this.chunk]!;
+        this.len = this.log.chunkLengths[this.chunk]!;
+        this.pos = 0;
+      }
+      this.decode();
+      this.index++;
+      if (this.laneFilter < 0 || this.op.lane === this.laneFilter) break;
     }
+    this.left--;
+    return true;
+  }
+
+  private decode(): void {
     const op = this.op;
     const b = this.buf;
     P = this.pos;
@@ -273,6 +331,7 @@ export class OpReader {
     op.ownsLaunch = (flags & 16) !== 0;
     op.copyKind = kind === OpKind.memcpy ? cls & 15 : 0;
     op.category = kind === OpKind.kernel ? cls & 15 : kind === OpKind.memcpy ? 7 : 8;
+    op.lane = readUint(b);
     const start = readDelta(b, this.prevStart);
     op.startNs = this.prevStart = start;
     op.durNs = readNum(b);
@@ -307,7 +366,6 @@ export class OpReader {
       op.smShare = scratchF32[0]!;
     } else op.smShare = sm === SM_FULL ? 1 : -1;
     this.pos = P;
-    return true;
   }
 }
 
@@ -356,8 +414,8 @@ export function forEachOp(logs: readonly OpLog[], launches: ReadonlyMap<number, 
 }
 
 /**
- * Visits one log's ops in start order, merging its runs (ties: the earlier run
- * first, so equal starts keep the order they were written in).
+ * Visits one log's ops in start order, merging its runs; equal starts keep the
+ * order they were written in (a stable sort by start, without the sort).
  */
 export function forEachOpByStart(log: OpLog, launches: ReadonlyMap<number, LaunchCall>, visit: (op: GpuOp) => void): void {
   const readers = log.runs.map((run) => new OpReader(log, launches, run)).filter((r) => r.next());
@@ -367,9 +425,9 @@ export function forEachOpByStart(log: OpLog, launches: ReadonlyMap<number, Launc
     while (r.next());
     return;
   }
-  // A binary heap of readers keyed by their current op's start.
-  const heap = readers.map((r, i) => ({ r, run: i }));
-  const less = (a: (typeof heap)[number], b: (typeof heap)[number]) => a.r.op.startNs < b.r.op.startNs || (a.r.op.startNs === b.r.op.startNs && a.run < b.run);
+  // A binary heap of readers keyed by their current op's start, then its place in the log.
+  const heap = readers;
+  const less = (a: OpReader, b: OpReader) => a.op.startNs < b.op.startNs || (a.op.startNs === b.op.startNs && a.index < b.index);
   const down = (i: number) => {
     for (;;) {
       const l = 2 * i + 1;
@@ -385,8 +443,8 @@ export function forEachOpByStart(log: OpLog, launches: ReadonlyMap<number, Launc
   for (let i = (heap.length >> 1) - 1; i >= 0; i--) down(i);
   while (heap.length > 0) {
     const top = heap[0]!;
-    visit(top.r.op);
-    if (!top.r.next()) {
+    visit(top.op);
+    if (!top.next()) {
       const last = heap.pop()!;
       if (heap.length === 0) break;
       heap[0] = last;

@@ -48,6 +48,31 @@ describe('op log: compact records read back exactly', () => {
     expect(r.next()).toBe(false);
   });
 
+  it('keeps a run per lane when lanes interleave, and merges them in start order (ties in write order)', () => {
+    const w = new OpLogWriter(0);
+    const [main, backward] = [w.lane('7|100'), w.lane('7|200')];
+    // Two launching threads, each in time order, interleaved as Kineto writes them.
+    const ops = [
+      [main, 0],
+      [backward, 5_000],
+      [main, 10],
+      [main, 20],
+      [backward, 20],
+      [main, 30],
+      [backward, 5_010],
+    ] as const;
+    for (const [i, [lane, s]] of ops.entries()) w.append(op({ lane, startNs: s, nameId: i }));
+    const log = w.finish();
+    expect(log.runs.map((r) => [r.lane, r.count])).toEqual([
+      [main, 4],
+      [backward, 1], // 5000, then 20 starts earlier: a new run of the lane
+      [backward, 2],
+    ]);
+    const seen: number[] = [];
+    forEachOpByStart(log, new Map(), (o) => seen.push(o.nameId));
+    expect(seen).toEqual([0, 2, 3, 4, 5, 1, 6]);
+  });
+
   it('merges its ordered runs into start order, equal starts in the order written', () => {
     const w = new OpLogWriter(0);
     const starts = [10, 20, 30, 5, 15, 25, 35, 20, 0, 40, 30];
