@@ -17,7 +17,9 @@ const DATALOADER_RE = /^enumerate\((DataLoader|DataPipe)\)#.*__next__/;
 const OPTIMIZER_RE = /^Optimizer\.step#/;
 const SYNC_OP_RE = /^aten::(item|_local_scalar_dense|nonzero|is_nonzero|equal|allclose|unique|_unique2|masked_select|tolist)$/;
 const GEMM_OP_RE = /^aten::(mm|addmm|bmm|baddbmm|matmul|linear|_scaled_mm|addbmm|_addmm_activation)$/;
-const CPU_COLLECTIVE_RE = /^(nccl:|gloo:|c10d::|record_param_comms$)/;
+/** CPU-side collectives: `c10d::`/gloo ops hold the host; NCCL's `nccl:*` ops are kept only for all-reduce starts. */
+const CPU_COLLECTIVE_RE = /^(nccl:|gloo:|c10d::)/;
+const ALL_REDUCE_RE = /all_?reduce/i;
 
 type TypedArray = Float64Array | Float32Array | Int32Array | Int16Array | Uint8Array;
 
@@ -49,13 +51,28 @@ export class TraceModelBuilder implements TraceSink {
   private names: string[] = [];
   private kernelCategoryByName: KernelCategory[] = [];
   private nameIds = new Map<string, number>();
-  private readonly linker = new OpLinker();
+  private readonly linker = new OpLinker((row, startNs) => {
+    this.cLaunch.a[row] = startNs;
+  });
   private readonly op = emptyGpuOp();
   // Synchronising runtime calls
   private sN = 0;
   private sStart = f64();
   private sDur = f64();
   private sName = i32();
+  // Collective kernels
+  private cN = 0;
+  private cStart = f64();
+  private cDur = f64();
+  private cLaunch = f64();
+  private cCorr = f64();
+  private cBytes = f64();
+  private cName = i32();
+  private cGroup = i32();
+  private cSeq = f64();
+  private cSeqText = new Map<number, string>();
+  private allReduceStarts = f64();
+  private allReduceN = 0;
   // GEMM calls by External id
   private gcN = 0;
   private gcExt = f64();
@@ -217,7 +234,7 @@ export class TraceModelBuilder implements TraceSink {
     const nameId = this.nameId(ev.name);
     op.nameId = nameId;
     op.copyKind = CopyKind.none;
-    let collective = null;
+    let collective = -1;
     if (cat === 'kernel') {
       op.kind = OpKind.kernel;
       const isCollective = a.collectiveName !== null;
@@ -227,19 +244,7 @@ export class TraceModelBuilder implements TraceSink {
       op.category = category;
       if (category === KernelCategory.communication) {
         const nelems = Math.max(a.inMsgNelems, a.outMsgNelems, 0);
-        collective = {
-          device,
-          startNs: ev.tsNs,
-          durNs: ev.durNs,
-          launchStartNs: Number.NaN,
-          correlation: a.correlation,
-          name: this.intern(a.collectiveName ?? collectiveFromName(ev.name)),
-          processGroup: this.internOrNull(a.processGroupName ?? a.processGroupDesc),
-          // A number as is: interning every sequence number would grow the name table with the trace.
-          seq: typeof a.seq === 'string' ? detach(a.seq) : a.seq,
-          bytes: nelems * dtypeBytes(a.dtype),
-          groupSize: a.groupSize,
-        };
+        collective = this.onCollectiveKernel(ev);
       }
     } else if (cat === 'gpu_memcpy') {
       op.kind = OpKind.memcpy;
@@ -250,6 +255,26 @@ export class TraceModelBuilder implements TraceSink {
       op.category = KernelCategory.memset;
     }
     this.linker.onOp(device, this.tid(ev.tid), op, a.correlation, collective);
+  }
+
+  /** Adds a collective kernel's row; returns it (the linker fills in its launch). */
+  private onCollectiveKernel(ev: RawEvent): number {
+    const a = ev.args;
+    const i = this.cN++;
+    const cols = [this.cStart, this.cDur, this.cLaunch, this.cCorr, this.cBytes, this.cName, this.cGroup, this.cSeq];
+    if (i >= this.cStart.a.length) for (const c of cols) c.grow(i);
+    this.cStart.a[i] = ev.tsNs;
+    this.cDur.a[i] = ev.durNs;
+    this.cLaunch.a[i] = Number.NaN;
+    this.cCorr.a[i] = a.correlation;
+    this.cBytes.a[i] = Math.max(a.inMsgNelems, a.outMsgNelems, 0) * dtypeBytes(a.dtype);
+    this.cName.a[i] = this.nameId(a.collectiveName ?? collectiveFromName(ev.name));
+    const group = a.processGroupName ?? a.processGroupDesc;
+    this.cGroup.a[i] = group === null ? -1 : this.nameId(group);
+    // A number as is: interning every sequence number would grow the name table with the trace.
+    this.cSeq.a[i] = typeof a.seq === 'number' ? a.seq : Number.NaN;
+    if (typeof a.seq === 'string') this.cSeqText.set(i, detach(a.seq));
+    return i;
   }
 
   private onRuntime(ev: RawEvent): void {
@@ -297,7 +322,14 @@ export class TraceModelBuilder implements TraceSink {
     else if (name === 'DataParallel.forward' || name.startsWith('torch::autograd::Broadcast') || name === 'Broadcast' || name === 'ReduceAddCoalesced') {
       if (name === 'DataParallel.forward') this.dataParallelForwards.push(this.span(name, ts, end, ev.tid));
     } else if (name === 'DistributedDataParallel.forward') this.ddpForwards.push(this.span(name, ts, end, ev.tid));
-    else if (CPU_COLLECTIVE_RE.test(name)) this.cpuCollectives.push(this.span(name, ts, end, ev.tid));
+    else if (CPU_COLLECTIVE_RE.test(name)) {
+      if (ALL_REDUCE_RE.test(name)) {
+        const i = this.allReduceN++;
+        this.allReduceStarts.grow(i);
+        this.allReduceStarts.a[i] = ts;
+      }
+      if (!name.startsWith('nccl:')) this.cpuCollectives.push(this.span(name, ts, end, ev.tid));
+    }
   }
 
   private onGemmOp(ev: RawEvent): void {
@@ -350,9 +382,21 @@ export class TraceModelBuilder implements TraceSink {
       dataParallelForwards: this.dataParallelForwards,
       ddpForwards: this.ddpForwards,
       cpuCollectives: this.cpuCollectives,
+      cpuAllReduceStartsNs: this.allReduceStarts.take(this.allReduceN).sort(),
       gemmOps: this.gemmOps,
       gemmCalls,
-      collectives: this.linker.collectives,
+      collectives: {
+        count: this.cN,
+        startNs: this.cStart.take(this.cN),
+        durNs: this.cDur.take(this.cN),
+        launchStartNs: this.cLaunch.take(this.cN),
+        correlation: this.cCorr.take(this.cN),
+        bytes: this.cBytes.take(this.cN),
+        nameId: this.cName.take(this.cN),
+        processGroupId: this.cGroup.take(this.cN),
+        seq: this.cSeq.take(this.cN),
+        seqText: this.cSeqText,
+      },
       memoryPeaks: [...this.memPeaks.values()].sort((a, b) => a.device - b.device),
       eventCounts: this.counts,
       cpuRangeNs: Number.isFinite(this.cpuLo) ? [this.cpuLo, this.cpuHi] : [0, 0],

@@ -12,7 +12,6 @@
  * only memory depends on the order, and in Kineto's it stays a few hundred KB.
  */
 import type { Id } from './event.js';
-import type { Collective } from './model.js';
 import { type GpuOp, type LaunchCall, type OpLog, OpLogWriter, copyGpuOp, emptyGpuOp } from './opLog.js';
 
 const PENDING_OPS = 4096;
@@ -29,7 +28,8 @@ interface PendingOp {
   stream: Id;
   launchThread: Id | null;
   correlation: number;
-  collective: Collective | null;
+  /** Row of a collective kernel (its launch start is filled in when linked), or -1. */
+  collective: number;
   arrival: number;
   linked: boolean;
   /** The next waiting op with the same correlation id (CUDA graphs launch many kernels in one call). */
@@ -43,8 +43,6 @@ export interface LinkedActivity {
 }
 
 export class OpLinker {
-  /** Collective kernels in the order they were written. */
-  readonly collectives: Collective[] = [];
   private readonly writers = new Map<number, { log: OpLogWriter; lanes: Map<Id, Map<Id | null, number>> }>();
   private readonly waiting = new Map<number, PendingOp>();
   private readonly launches = new Map<number, KeptLaunch>();
@@ -56,7 +54,9 @@ export class OpLinker {
   private arrivals = 0;
   private uncorrelated = 0;
 
-  onOp(device: number, stream: Id, op: GpuOp, correlation: number, collective: Collective | null): void {
+  constructor(private readonly onCollectiveLaunch: (row: number, launchStartNs: number) => void) {}
+
+  onOp(device: number, stream: Id, op: GpuOp, correlation: number, collective: number): void {
     const p = this.slot();
     copyGpuOp(p.op, op); // arrives without its launch: the builder's op has none
     p.device = device;
@@ -71,7 +71,7 @@ export class OpLinker {
       const call = this.launches.get(correlation);
       if (call !== undefined) {
         const graph = this.graphLaunches.has(correlation);
-        link(p, call.startNs, call.durNs, call.kind, call.externalId, !graph);
+        this.link(p, call.startNs, call.durNs, call.kind, call.externalId, !graph);
         p.launchThread = call.thread;
         if (!graph) this.launches.delete(correlation);
       } else {
@@ -104,7 +104,7 @@ export class OpLinker {
     // The first op carries the call's own accounting; a graph launch's call stays kept for kernels still to come.
     let owns = !isGraphLaunch;
     for (let p: PendingOp | null = first; p !== null; p = p.nextSame) {
-      link(p, startNs, durNs, kind, externalId, owns);
+      this.link(p, startNs, durNs, kind, externalId, owns);
       p.launchThread = thread;
       owns = false;
     }
@@ -119,6 +119,17 @@ export class OpLinker {
     this.drain(true);
     const logs = [...this.writers.entries()].sort((a, b) => a[0] - b[0]).map(([, w]) => w.log.finish());
     return { count: logs.reduce((n, l) => n + l.count, 0), logs, launches: this.launches };
+  }
+
+  private link(p: PendingOp, startNs: number, durNs: number, kind: number, externalId: number, owns: boolean): void {
+    const l = p.op.launch;
+    l.startNs = startNs;
+    l.durNs = durNs;
+    l.kind = kind;
+    l.externalId = externalId;
+    p.op.ownsLaunch = owns;
+    p.linked = true;
+    if (p.collective >= 0) this.onCollectiveLaunch(p.collective, startNs);
   }
 
   /** The next free slot at the ring's tail (the ring doubles when full). */
@@ -149,8 +160,7 @@ export class OpLinker {
       if (lane === undefined) byThread.set(p.launchThread, (lane = w.log.lane(`${p.stream}|${p.launchThread ?? ''}`)));
       p.op.lane = lane;
       w.log.append(p.op);
-      if (p.collective !== null) this.collectives.push(p.collective);
-      p.collective = null;
+      p.collective = -1;
       p.nextSame = null;
       this.head = (this.head + 1) % ring.length;
       this.size--;
@@ -169,16 +179,5 @@ export class OpLinker {
 }
 
 function emptyPending(): PendingOp {
-  return { op: emptyGpuOp(), device: 0, stream: 0, launchThread: null, correlation: -1, collective: null, arrival: 0, linked: false, nextSame: null };
-}
-
-function link(p: PendingOp, startNs: number, durNs: number, kind: number, externalId: number, owns: boolean): void {
-  const l = p.op.launch;
-  l.startNs = startNs;
-  l.durNs = durNs;
-  l.kind = kind;
-  l.externalId = externalId;
-  p.op.ownsLaunch = owns;
-  p.linked = true;
-  if (p.collective !== null) p.collective.launchStartNs = startNs;
+  return { op: emptyGpuOp(), device: 0, stream: 0, launchThread: null, correlation: -1, collective: -1, arrival: 0, linked: false, nextSame: null };
 }

@@ -63,13 +63,12 @@ export function mergeModels(parts: TraceModel[]): TraceModel {
   });
   const gpu: GpuActivity = { count: logs.reduce((n, l) => n + l.count, 0), logs, launches, syncCalls };
 
-  const collectives: TraceModel['collectives'] = [];
+  const collectives = mergeCollectives(parts, remaps);
   const gemmOps: TraceModel['gemmOps'] = [];
   const gemmKeys = new Map<string, number>();
   const gemmExt: number[] = [];
   const gemmIdx: number[] = [];
   for (const p of parts) {
-    for (const c of p.collectives) collectives.push(c);
     // The same GEMM shape seen by several parts is one record, as with one builder.
     const gemmRemap = p.gemmOps.map((op) => {
       const key = `${op.name}|${JSON.stringify(op.dims)}|${op.dtype ?? ''}`;
@@ -127,6 +126,7 @@ export function mergeModels(parts: TraceModel[]): TraceModel {
     dataParallelForwards: spans((p) => p.dataParallelForwards),
     ddpForwards: spans((p) => p.ddpForwards),
     cpuCollectives: spans((p) => p.cpuCollectives),
+    cpuAllReduceStartsNs: Float64Array.from(parts.flatMap((p) => [...p.cpuAllReduceStartsNs])).sort(),
     collectives,
     gemmOps,
     gemmCalls,
@@ -135,4 +135,34 @@ export function mergeModels(parts: TraceModel[]): TraceModel {
     cpuRangeNs: withCpu.length ? [Math.min(...withCpu.map((p) => p.cpuRangeNs[0])), Math.max(...withCpu.map((p) => p.cpuRangeNs[1]))] : [0, 0],
     warnings: [...new Set(parts.flatMap((p) => p.warnings))],
   };
+}
+
+/** The parts' collective kernels, one after the other, with names in the merged table. */
+function mergeCollectives(parts: TraceModel[], remaps: Int32Array[]): TraceModel['collectives'] {
+  const n = parts.reduce((a, p) => a + p.collectives.count, 0);
+  const out: TraceModel['collectives'] = {
+    count: n,
+    startNs: new Float64Array(n),
+    durNs: new Float64Array(n),
+    launchStartNs: new Float64Array(n),
+    correlation: new Float64Array(n),
+    bytes: new Float64Array(n),
+    nameId: new Int32Array(n),
+    processGroupId: new Int32Array(n),
+    seq: new Float64Array(n),
+    seqText: new Map(),
+  };
+  let at = 0;
+  parts.forEach((p, k) => {
+    const c = p.collectives;
+    const remap = remaps[k]!;
+    for (const key of ['startNs', 'durNs', 'launchStartNs', 'correlation', 'bytes', 'seq'] as const) out[key].set(c[key].subarray(0, c.count), at);
+    for (let i = 0; i < c.count; i++) {
+      out.nameId[at + i] = remap[c.nameId[i]!]!;
+      out.processGroupId[at + i] = c.processGroupId[i]! < 0 ? -1 : remap[c.processGroupId[i]!]!;
+    }
+    for (const [i, text] of c.seqText) out.seqText.set(at + i, text);
+    at += c.count;
+  });
+  return out;
 }

@@ -9,7 +9,6 @@
  * instants, runtime calls) costs no memory at all. Everything here is plain
  * data; building happens in `builder.ts`.
  */
-import type { Id } from './event.js';
 import type { LaunchCall, OpLog } from './opLog.js';
 
 export interface DeviceProperties {
@@ -42,21 +41,27 @@ export interface StepMarker {
   endNs: number;
 }
 
-/** A collective seen on a GPU (NCCL kernel) with the args that identify it across ranks. */
-export interface Collective {
-  device: number;
-  startNs: number;
-  durNs: number;
-  /** Start of the runtime call that launched it; NaN when it was not known while parsing (see `correlation`). */
-  launchStartNs: number;
+/**
+ * Collective kernels (NCCL) with the args that identify them across ranks, one
+ * column per field (a DDP trace has some 20,000 a GB; objects cost 120 bytes each).
+ */
+export interface CollectiveKernels {
+  count: number;
+  startNs: Float64Array;
+  durNs: Float64Array;
+  /** Start of the runtime call that launched it; NaN when not known while parsing (see `correlation`). */
+  launchStartNs: Float64Array;
   /** Correlation id to find the launch in GpuActivity.launches when launchStartNs is NaN. */
-  correlation: number;
-  name: string;
-  processGroup: string | null;
-  /** NCCL sequence number (a decimal string when wider than 2^53). */
-  seq: Id | null;
-  bytes: number;
-  groupSize: number;
+  correlation: Float64Array;
+  bytes: Float64Array;
+  /** Collective name (all_reduce, ...), in `names`. */
+  nameId: Int32Array;
+  /** Process group name or description, in `names`; -1 when absent. */
+  processGroupId: Int32Array;
+  /** NCCL sequence number; NaN when absent. */
+  seq: Float64Array;
+  /** Sequence numbers wider than 2^53, as their decimal text, by row. */
+  seqText: Map<number, string>;
 }
 
 /** A matrix-multiply CPU op with its shapes, linked to its kernels by External id. */
@@ -125,9 +130,11 @@ export interface TraceModel {
   /** Forward passes of DataParallel / DistributedDataParallel wrappers. */
   dataParallelForwards: CpuSpan[];
   ddpForwards: CpuSpan[];
-  /** CPU-side collective ops (`nccl:all_reduce`, `record_param_comms`, `c10d::...`). */
+  /** CPU-side collectives that hold the host (`c10d::...`, gloo): NCCL's own CPU ops return at once and are not kept. */
   cpuCollectives: CpuSpan[];
-  collectives: Collective[];
+  /** Starts of CPU-side all-reduce ops (`nccl:all_reduce`, `c10d::allreduce_`, gloo), sorted. */
+  cpuAllReduceStartsNs: Float64Array;
+  collectives: CollectiveKernels;
   gemmOps: GemmOp[];
   gemmCalls: GemmCalls;
   memoryPeaks: MemoryPeak[];

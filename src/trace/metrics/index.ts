@@ -1,6 +1,6 @@
 /** analyzeTrace: a TraceModel in, TraceMetrics out. Pure. */
 import { CATEGORY_NAMES } from '../kernelClass.js';
-import type { Collective, CpuSpan, TraceModel } from '../model.js';
+import type { CpuSpan, TraceModel } from '../model.js';
 import { type HostSpans, hostSpans } from './hostSpans.js';
 import { commStats, kernelFigures, median } from './kernels.js';
 import { coveredLen, unionOf } from './intervals.js';
@@ -93,18 +93,23 @@ export function analyzeTrace(model: TraceModel): TraceMetrics {
 }
 
 function collectiveKeys(model: TraceModel, windows: StepWindow[]): { key: string; durNs: number }[] {
+  const c = model.collectives;
   const seen = new Map<string, number>();
   const out: { key: string; durNs: number }[] = [];
-  const order = model.collectives.filter((c) => within(windows, c.startNs)).sort((a, b) => a.startNs - b.startNs);
-  for (const c of order) {
+  const order: number[] = [];
+  for (let i = 0; i < c.count; i++) if (within(windows, c.startNs[i]!)) order.push(i);
+  order.sort((a, b) => c.startNs[a]! - c.startNs[b]!);
+  for (const i of order) {
+    const name = model.names[c.nameId[i]!]!;
+    const seq = c.seqText.get(i) ?? (Number.isNaN(c.seq[i]!) ? null : c.seq[i]!);
     let key: string;
-    if (c.seq !== null) key = `${c.processGroup ?? ''}#${c.seq}#${c.name}`;
+    if (seq !== null) key = `${c.processGroupId[i]! >= 0 ? model.names[c.processGroupId[i]!] : ''}#${seq}#${name}`;
     else {
-      const n = seen.get(c.name) ?? 0;
-      seen.set(c.name, n + 1);
-      key = `order#${n}#${c.name}`;
+      const n = seen.get(name) ?? 0;
+      seen.set(name, n + 1);
+      key = `order#${n}#${name}`;
     }
-    out.push({ key, durNs: c.durNs });
+    out.push({ key, durNs: c.durNs[i]! });
   }
   return out;
 }
@@ -168,11 +173,11 @@ function structure(model: TraceModel, windows: StepWindow[]): TraceMetrics['stru
   const ddpForwards = model.ddpForwards.filter((f) => within(windows, f.startNs));
   const optimizerSteps = model.optimizerSteps.filter((f) => within(windows, f.startNs));
   // All-reduce launch times: CPU-side collective ops and the launches of NCCL all-reduce kernels.
-  const allReduceTimes: number[] = [];
-  for (const c of model.cpuCollectives) if (/all_?reduce/i.test(c.name)) allReduceTimes.push(c.startNs);
-  for (const c of model.collectives) {
-    if (!/all_?reduce/i.test(c.name)) continue;
-    const t = launchStart(model, c);
+  const allReduceTimes: number[] = [...model.cpuAllReduceStartsNs];
+  const c = model.collectives;
+  for (let i = 0; i < c.count; i++) {
+    if (!/all_?reduce/i.test(model.names[c.nameId[i]!]!)) continue;
+    const t = launchStart(model, i);
     if (!Number.isNaN(t)) allReduceTimes.push(t);
   }
   allReduceTimes.sort((a, b) => a - b);
@@ -201,10 +206,12 @@ function structure(model: TraceModel, windows: StepWindow[]): TraceMetrics['stru
   };
 }
 
-/** When the collective's kernel was launched; NaN when unknown. */
-function launchStart(model: TraceModel, c: Collective): number {
-  if (!Number.isNaN(c.launchStartNs)) return c.launchStartNs;
-  return c.correlation >= 0 ? (model.gpu.launches.get(c.correlation)?.startNs ?? Number.NaN) : Number.NaN;
+/** When collective kernel i was launched; NaN when unknown. */
+function launchStart(model: TraceModel, i: number): number {
+  const c = model.collectives;
+  if (!Number.isNaN(c.launchStartNs[i]!)) return c.launchStartNs[i]!;
+  const corr = c.correlation[i]!;
+  return corr >= 0 ? (model.gpu.launches.get(corr)?.startNs ?? Number.NaN) : Number.NaN;
 }
 
 /** Index of the first value strictly greater than t in a sorted array. */

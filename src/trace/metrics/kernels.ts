@@ -270,11 +270,12 @@ export function commStats(model: TraceModel, windows: StepWindow[], commNsPerSte
   const sizes: number[] = [];
   let bytes = 0;
   let allReduces = 0;
-  for (const c of model.collectives) {
-    if (!inside(c.startNs)) continue;
-    sizes.push(c.bytes);
-    bytes += c.bytes;
-    if (/all_?reduce/i.test(c.name)) allReduces++;
+  const c = model.collectives;
+  for (let i = 0; i < c.count; i++) {
+    if (!inside(c.startNs[i]!)) continue;
+    sizes.push(c.bytes[i]!);
+    bytes += c.bytes[i]!;
+    if (/all_?reduce/i.test(model.names[c.nameId[i]!]!)) allReduces++;
   }
   return {
     collectives: sizes.length,

@@ -243,7 +243,7 @@ function hostCauses(model: TraceModel, spans: HostSpans): HostCauses {
   const cpu = (list: { startNs: number; endNs: number }[]) => unionOf(list.map((s) => [s.startNs, s.endNs] as const));
   return {
     dataloader: cpu(model.dataLoader),
-    communication: cpu(model.cpuCollectives.filter((c) => !c.name.startsWith('nccl:') && c.name !== 'record_param_comms')),
+    communication: cpu(model.cpuCollectives),
     h2d: unionOf(spans.h2d),
     // A copy into pageable host memory blocks the host until the GPU has caught up: a sync.
     sync: unionOf(sync),
