@@ -242,10 +242,7 @@ export class TraceModelBuilder implements TraceSink {
       let category = isCollective ? KernelCategory.communication : this.kernelCategoryByName[nameId];
       if (category === undefined) category = this.kernelCategoryByName[nameId] = categoriseKernel(ev.name, false);
       op.category = category;
-      if (category === KernelCategory.communication) {
-        const nelems = Math.max(a.inMsgNelems, a.outMsgNelems, 0);
-        collective = this.onCollectiveKernel(ev);
-      }
+      if (category === KernelCategory.communication) collective = this.onCollectiveKernel(ev);
     } else if (cat === 'gpu_memcpy') {
       op.kind = OpKind.memcpy;
       op.category = KernelCategory.memcpy;
