@@ -125,8 +125,8 @@ export function copyGpuOp(to: GpuOp, from: GpuOp): void {
 }
 
 const CHUNK_BYTES = 256 * 1024;
-/** The largest record: 2 bytes of flags, 8 numbers of at most 10 bytes, a float32. */
-const MAX_RECORD_BYTES = 2 + 8 * 10 + 4;
+/** The largest record: its length byte, 2 bytes of flags, 8 numbers of at most 10 bytes, a float32 (under 256). */
+const MAX_RECORD_BYTES = 3 + 8 * 10 + 4;
 
 const scratchF64 = new Float64Array(1);
 const scratchF64Bytes = new Uint8Array(scratchF64.buffer);
@@ -138,9 +138,10 @@ export class OpLogWriter {
   private readonly log: OpLog;
   private buf: Uint8Array;
   private pos = 0;
-  private prevStart = 0;
-  private prevExt = -1;
-  private prevCorr = 0;
+  /** Per lane: the last start, External id and correlation id written (deltas are taken within a lane). */
+  private readonly prevStart: number[] = [];
+  private readonly prevExt: number[] = [];
+  private readonly prevCorr: number[] = [];
   /** Per lane: its open run (index in runs) and the start of its last record. */
   private readonly laneRun: number[] = [];
   private readonly laneLastStart: number[] = [];
@@ -158,6 +159,9 @@ export class OpLogWriter {
       id = this.log.laneKeys.length;
       this.log.laneKeys.push(key);
       this.laneIds.set(key, id);
+      this.prevStart.push(0);
+      this.prevExt.push(-1);
+      this.prevCorr.push(0);
     }
     return id;
   }
@@ -181,9 +185,9 @@ export class OpLogWriter {
         firstIndex: this.log.count,
         chunk: this.log.chunks.length - 1,
         offset: this.pos,
-        prevStartNs: this.prevStart,
-        prevExternalId: this.prevExt,
-        prevCorrelation: this.prevCorr,
+        prevStartNs: this.prevStart[lane]!,
+        prevExternalId: this.prevExt[lane]!,
+        prevCorrelation: this.prevCorr[lane]!,
         count: 0,
       });
     }
@@ -193,21 +197,24 @@ export class OpLogWriter {
     const link = launched ? LINK_INLINE : op.correlation >= 0 ? LINK_BY_CORRELATION : LINK_NONE;
     const sm = op.smShare < 0 ? SM_ABSENT : op.smShare >= 1 ? SM_FULL : SM_FRACTION;
     const b = this.buf;
+    // Layout: length, lane, flags, class, then the numbers. The length and lane lead so a reader of
+    // one lane steps over the others' records without decoding them.
+    const at = this.pos++;
+    this.writeUint(lane);
     b[this.pos++] = op.kind | (link << 2) | (op.ownsLaunch ? 16 : 0) | (sm << 5);
     b[this.pos++] = (op.kind === OpKind.memcpy ? op.copyKind : op.category) | ((launched ? op.launch.kind : 0) << 4);
-    this.writeUint(lane);
-    this.writeDelta(op.startNs, this.prevStart);
-    this.prevStart = op.startNs;
+    this.writeDelta(op.startNs, this.prevStart[lane]!);
+    this.prevStart[lane] = op.startNs;
     this.writeNum(op.durNs);
     this.writeUint(op.nameId);
     if (link === LINK_INLINE) {
       this.writeDelta(op.launch.startNs, op.startNs);
       this.writeNum(op.launch.durNs);
-      this.writeDelta(op.launch.externalId, this.prevExt);
-      this.prevExt = op.launch.externalId;
+      this.writeDelta(op.launch.externalId, this.prevExt[lane]!);
+      this.prevExt[lane] = op.launch.externalId;
     } else if (link === LINK_BY_CORRELATION) {
-      this.writeDelta(op.correlation, this.prevCorr);
-      this.prevCorr = op.correlation;
+      this.writeDelta(op.correlation, this.prevCorr[lane]!);
+      this.prevCorr[lane] = op.correlation;
     }
     if (op.kind !== OpKind.kernel) this.writeNum(op.bytes);
     if (sm === SM_FRACTION) {
@@ -215,6 +222,7 @@ export class OpLogWriter {
       b.set(scratchF32Bytes, this.pos);
       this.pos += 4;
     }
+    b[at] = this.pos - at;
     this.log.count++;
   }
 
@@ -273,9 +281,10 @@ export class OpReader {
   private buf: Uint8Array;
   private len: number;
   private pos: number;
-  private prevStart: number;
-  private prevExt: number;
-  private prevCorr: number;
+  /** Per lane, as in the writer. */
+  private readonly prevStart: number[];
+  private readonly prevExt: number[];
+  private readonly prevCorr: number[];
   private left: number;
   /** Only this lane's records (-1: all). */
   private readonly laneFilter: number;
@@ -291,9 +300,15 @@ export class OpReader {
     this.index = (from?.firstIndex ?? 0) - 1;
     this.chunk = from?.chunk ?? 0;
     this.pos = from?.offset ?? 0;
-    this.prevStart = from?.prevStartNs ?? 0;
-    this.prevExt = from?.prevExternalId ?? -1;
-    this.prevCorr = from?.prevCorrelation ?? 0;
+    const lanes = log.laneKeys.length;
+    this.prevStart = new Array<number>(lanes).fill(0);
+    this.prevExt = new Array<number>(lanes).fill(-1);
+    this.prevCorr = new Array<number>(lanes).fill(0);
+    if (from !== null) {
+      this.prevStart[from.lane] = from.prevStartNs;
+      this.prevExt[from.lane] = from.prevExternalId;
+      this.prevCorr[from.lane] = from.prevCorrelation;
+    }
     this.left = from?.count ?? log.count;
     this.buf = log.chunks[this.chunk] ?? new Uint8Array(0);
     this.len = log.chunkLengths[this.chunk] ?? 0;
@@ -310,9 +325,18 @@ export class OpReader {
         this.len = this.log.chunkLengths[this.chunk]!;
         this.pos = 0;
       }
-      this.decode();
       this.index++;
-      if (this.laneFilter < 0 || this.op.lane === this.laneFilter) break;
+      const b = this.buf;
+      if (this.laneFilter >= 0) {
+        // Another lane's record: step over it.
+        P = this.pos + 1;
+        if (readUint(b) !== this.laneFilter) {
+          this.pos += b[this.pos]!;
+          continue;
+        }
+      }
+      this.decode();
+      break;
     }
     this.left--;
     return true;
@@ -321,19 +345,20 @@ export class OpReader {
   private decode(): void {
     const op = this.op;
     const b = this.buf;
-    P = this.pos;
+    P = this.pos + 1;
+    const lane = readUint(b);
     const flags = b[P++]!;
     const cls = b[P++]!;
     const kind = (flags & 3) as OpKind;
     const link = (flags >> 2) & 3;
     const sm = (flags >> 5) & 3;
+    op.lane = lane;
     op.kind = kind;
     op.ownsLaunch = (flags & 16) !== 0;
     op.copyKind = kind === OpKind.memcpy ? cls & 15 : 0;
     op.category = kind === OpKind.kernel ? cls & 15 : kind === OpKind.memcpy ? 7 : 8;
-    op.lane = readUint(b);
-    const start = readDelta(b, this.prevStart);
-    op.startNs = this.prevStart = start;
+    const start = readDelta(b, this.prevStart[lane]!);
+    op.startNs = this.prevStart[lane] = start;
     op.durNs = readNum(b);
     op.nameId = readUint(b);
     const launch = op.launch;
@@ -342,14 +367,14 @@ export class OpReader {
       launch.kind = cls >> 4;
       launch.startNs = readDelta(b, start);
       launch.durNs = readNum(b);
-      launch.externalId = this.prevExt = readDelta(b, this.prevExt);
+      launch.externalId = this.prevExt[lane] = readDelta(b, this.prevExt[lane]!);
     } else {
       launch.startNs = Number.NaN;
       launch.durNs = 0;
       launch.kind = 0;
       launch.externalId = -1;
       if (link === LINK_BY_CORRELATION) {
-        op.correlation = this.prevCorr = readDelta(b, this.prevCorr);
+        op.correlation = this.prevCorr[lane] = readDelta(b, this.prevCorr[lane]!);
         const found = this.launches.get(op.correlation);
         if (found !== undefined) {
           launch.startNs = found.startNs;
@@ -361,11 +386,15 @@ export class OpReader {
     }
     op.bytes = kind === OpKind.kernel ? -1 : readNum(b);
     if (sm === SM_FRACTION) {
-      scratchF32Bytes.set(b.subarray(P, P + 4));
+      // Byte by byte: a subarray view per op would be an allocation per op.
+      scratchF32Bytes[0] = b[P]!;
+      scratchF32Bytes[1] = b[P + 1]!;
+      scratchF32Bytes[2] = b[P + 2]!;
+      scratchF32Bytes[3] = b[P + 3]!;
       P += 4;
       op.smShare = scratchF32[0]!;
     } else op.smShare = sm === SM_FULL ? 1 : -1;
-    this.pos = P;
+    this.pos += b[this.pos]!;
   }
 }
 
@@ -375,8 +404,18 @@ let P = 0;
 function readUint(b: Uint8Array): number {
   let byte = b[P++]!;
   if (byte < 128) return byte;
+  // Up to 28 bits in int32 arithmetic; wider values (rare) in floating point.
   let v = byte & 127;
-  let scale = 128;
+  byte = b[P++]!;
+  v |= (byte & 127) << 7;
+  if (byte < 128) return v;
+  byte = b[P++]!;
+  v |= (byte & 127) << 14;
+  if (byte < 128) return v;
+  byte = b[P++]!;
+  v |= (byte & 127) << 21;
+  if (byte < 128) return v;
+  let scale = 2 ** 28;
   for (;;) {
     byte = b[P++]!;
     v += (byte & 127) * scale;
@@ -391,18 +430,25 @@ function readFloat64(b: Uint8Array): number {
   return scratchF64[0]!;
 }
 
+/** A tagged zigzag value (see writeNum) without its tag bit, back to the signed integer. */
+function unzigzag(t: number): number {
+  if (t < 0x80000000) {
+    const z = t >>> 1;
+    return (z >>> 1) ^ -(z & 1);
+  }
+  const z = Math.floor(t / 2);
+  const half = Math.floor(z / 2);
+  return z - half * 2 === 0 ? half : -half - 1;
+}
+
 function readNum(b: Uint8Array): number {
   const t = readUint(b);
-  if (t === 1) return readFloat64(b);
-  const z = t / 2;
-  return z % 2 === 0 ? z / 2 : -(z + 1) / 2;
+  return t === 1 ? readFloat64(b) : unzigzag(t);
 }
 
 function readDelta(b: Uint8Array, prev: number): number {
   const t = readUint(b);
-  if (t === 1) return readFloat64(b);
-  const z = t / 2;
-  return prev + (z % 2 === 0 ? z / 2 : -(z + 1) / 2);
+  return t === 1 ? readFloat64(b) : prev + unzigzag(t);
 }
 
 /** Calls visit for every op of every log, in log order (one reused op object). */

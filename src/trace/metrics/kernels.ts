@@ -7,7 +7,7 @@
 import { CATEGORY_NAMES, COPY_KIND_NAMES, CopyKind, KernelCategory, MatmulPrecision, RuntimeKind, matmulPrecision } from '../kernelClass.js';
 import type { TraceModel } from '../model.js';
 import { type GpuOp, OpKind, forEachOp } from '../opLog.js';
-import { type SeriesPass, mediansOfPass } from './select.js';
+import { Medians } from './select.js';
 import type { StepWindow } from './steps.js';
 import type { CommStats, CopyStats, GemmShapeStat, KernelStat, LaunchStats, PrecisionStats } from './types.js';
 
@@ -61,6 +61,13 @@ export function kernelFigures(model: TraceModel, windows: StepWindow[], topLimit
   const gemmNs = new Float64Array(model.gemmOps.length);
   const gemmCallCount = new Int32Array(model.gemmOps.length);
   const gemmCallSeen = new Uint8Array(gemmCalls.count);
+  // Medians of kernel durations (series 0) and launch-to-start delays (1): their first pass is this one.
+  const medians = new Medians(2);
+  const times = (op: GpuOp) => {
+    if (op.kind !== OpKind.kernel || !inside(op.startNs)) return;
+    medians.visit(0, op.durNs);
+    if (!Number.isNaN(op.launch.startNs)) medians.visit(1, op.startNs - (op.launch.startNs + op.launch.durNs));
+  };
 
   const visit = (op: GpuOp) => {
     const l = op.launch;
@@ -83,6 +90,7 @@ export function kernelFigures(model: TraceModel, windows: StepWindow[], topLimit
     if (op.kind !== OpKind.kernel) return;
     kernels++;
     gpuKernelNs += d;
+    times(op);
     if (!Number.isNaN(l.startNs)) {
       linked++;
       if (d < l.durNs) shorter++;
@@ -115,14 +123,8 @@ export function kernelFigures(model: TraceModel, windows: StepWindow[], topLimit
   // Launch calls no op consumed while parsing (graph launches, launches of ops never recorded).
   for (const call of gpu.launches.values()) if (call.kind === RuntimeKind.launch && inside(call.startNs)) cpuLaunchNs += call.durNs;
 
-  // Series 0: kernel durations; 1: launch-to-start delays.
-  const kernelTimes: SeriesPass = (v) =>
-    forEachOp(gpu.logs, gpu.launches, (op) => {
-      if (op.kind !== OpKind.kernel || !inside(op.startNs)) return;
-      v(0, op.durNs);
-      if (!Number.isNaN(op.launch.startNs)) v(1, op.startNs - (op.launch.startNs + op.launch.durNs));
-    });
-  const [medianKernelNs, medianLaunchToStartNs] = mediansOfPass(kernelTimes, [kernels, linked]);
+  while (medians.endPass([kernels, linked])) forEachOp(gpu.logs, gpu.launches, times);
+  const [medianKernelNs, medianLaunchToStartNs] = medians.results();
   const tc = byPrecision[1]! + byPrecision[2]! + byPrecision[3]!;
   const known = tc + byPrecision[4]!;
   const stat = (id: number, category: string, e: { count: number; total: number }): KernelStat => ({

@@ -3,7 +3,7 @@
  * logs) instead of held in an array: a radix selection on the values' bits,
  * 16 bits per pass, until few enough candidates are left to sort. Memory is a
  * 256 KB histogram per series whatever the number of values; a median costs
- * 2-5 passes, and one pass serves every series.
+ * 2-5 passes (usually 2), and one pass serves every series.
  */
 
 /**
@@ -44,7 +44,7 @@ const enum Phase {
   collect,
   /** Every candidate left has the same 64 bits: any one of them is the value. */
   same,
-  /** Even count: the value just above the lower middle one. */
+  /** Even count: the value just above the lower middle one, when not already known. */
   upper,
   done,
 }
@@ -54,8 +54,11 @@ class Selection {
   phase = Phase.histogram;
   level = 0;
   readonly prefix: number[] = [];
-  rank: number;
-  hist: Uint32Array | null = null;
+  n = 0;
+  rank = 0;
+  hist: Uint32Array | null = new Uint32Array(65536);
+  /** Candidates left in the chosen bucket. */
+  left = 0;
   found: Float64Array | null = null;
   filled = 0;
   lower = Number.NaN;
@@ -63,7 +66,8 @@ class Selection {
   above = Number.POSITIVE_INFINITY;
   result = 0;
 
-  constructor(readonly n: number) {
+  setCount(n: number): void {
+    this.n = n;
     this.rank = (n - 1) >> 1;
     if (n === 0) this.phase = Phase.done;
   }
@@ -71,11 +75,6 @@ class Selection {
   matches(key: Uint32Array, levels: number): boolean {
     for (let l = 0; l < levels; l++) if (digit(key, l) !== this.prefix[l]) return false;
     return true;
-  }
-
-  /** Before a pass. */
-  prepare(): void {
-    if (this.phase === Phase.histogram) this.hist = new Uint32Array(65536);
   }
 
   visit(v: number, key: Uint32Array): void {
@@ -115,20 +114,24 @@ class Selection {
         this.rank -= below;
         this.prefix.push(d);
         this.level++;
+        this.left = hist[d]!;
         if (this.level === 4) this.phase = Phase.same;
-        else if (hist[d]! <= COLLECT_AT_MOST) {
+        else if (this.left <= COLLECT_AT_MOST) {
           this.phase = Phase.collect;
-          this.found = new Float64Array(hist[d]!);
-        }
+          this.found = new Float64Array(this.left);
+        } else this.hist = new Uint32Array(65536);
         return;
       }
-      case Phase.collect:
-        this.lower = this.found!.sort()[this.rank]!;
+      case Phase.collect: {
+        const sorted = this.found!.sort();
         this.found = null;
-        this.afterLower();
+        this.lower = sorted[this.rank]!;
+        // The next value up is in the bucket unless the lower one is its last.
+        this.finish(this.rank + 1 < sorted.length ? sorted[this.rank + 1]! : Number.NaN);
         return;
+      }
       case Phase.same:
-        this.afterLower();
+        this.finish(this.rank + 1 < this.left ? this.lower : Number.NaN);
         return;
       case Phase.upper:
         this.result = (this.lower + (this.atOrBelow > this.n / 2 ? this.lower : this.above)) / 2;
@@ -139,25 +142,54 @@ class Selection {
     }
   }
 
-  private afterLower(): void {
+  /** The lower middle value is known; `next` is the value after it when known (NaN: one more pass). */
+  private finish(next: number): void {
     if (this.n % 2 === 1) {
       this.result = this.lower;
+      this.phase = Phase.done;
+    } else if (!Number.isNaN(next)) {
+      this.result = (this.lower + next) / 2;
       this.phase = Phase.done;
     } else this.phase = Phase.upper;
   }
 }
 
 /**
- * The median of each series as `median()` defines it (the middle value, or the
- * mean of the two middle values; 0 when empty), given how many values each has.
+ * Medians of several series as `median()` defines them (the middle value, or
+ * the mean of the two middle values; 0 when empty). The caller's own pass can
+ * be the first: visit every value, then `endPass` with the counts; repeat
+ * passes that only visit while `endPass` says more are needed.
  */
-export function mediansOfPass(pass: SeriesPass, counts: number[]): number[] {
-  const sels = counts.map((n) => new Selection(n));
-  const key = new Uint32Array(2);
-  while (sels.some((s) => s.phase !== Phase.done)) {
-    for (const s of sels) s.prepare();
-    pass((series, v) => sels[series]!.visit(v, key));
-    for (const s of sels) s.advance();
+export class Medians {
+  private readonly sels: Selection[];
+  private readonly key = new Uint32Array(2);
+  private first = true;
+
+  constructor(series: number) {
+    this.sels = Array.from({ length: series }, () => new Selection());
   }
-  return sels.map((s) => s.result);
+
+  readonly visit = (series: number, v: number): void => this.sels[series]!.visit(v, this.key);
+
+  /** Ends a pass (the first one gives how many values each series has); true while another pass is needed. */
+  endPass(counts: readonly number[]): boolean {
+    if (this.first) {
+      this.first = false;
+      this.sels.forEach((s, i) => s.setCount(counts[i]!));
+    }
+    for (const s of this.sels) s.advance();
+    return this.sels.some((s) => s.phase !== Phase.done);
+  }
+
+  results(): number[] {
+    return this.sels.map((s) => s.result);
+  }
+}
+
+/** The medians of values a pass produces (see Medians). */
+export function mediansOfPass(pass: SeriesPass, counts: number[]): number[] {
+  const m = new Medians(counts.length);
+  do pass(m.visit);
+  while (m.endPass(counts));
+  return m.results();
 }
