@@ -237,9 +237,17 @@ export class OpLogWriter {
   private writeUint(v: number): void {
     const b = this.buf;
     let p = this.pos;
-    while (v >= 128) {
-      b[p++] = (v % 128) | 128;
-      v = Math.floor(v / 128);
+    if (v < 0x80000000) {
+      // int32 arithmetic for the common case
+      while (v >= 128) {
+        b[p++] = (v & 127) | 128;
+        v >>>= 7;
+      }
+    } else {
+      while (v >= 128) {
+        b[p++] = (v % 128) | 128;
+        v = Math.floor(v / 128);
+      }
     }
     b[p++] = v;
     this.pos = p;

@@ -86,6 +86,7 @@ class DeviceTimeline {
   private readonly compute: ClippedUnion;
   private readonly kernels: ClippedUnion;
   private readonly buckets = new Float64Array(TIMELINE_BUCKETS);
+  private readonly categoryNs: Float64Array;
   private readonly lo: number;
   private readonly width: number;
 
@@ -104,6 +105,7 @@ class DeviceTimeline {
       commExposedNs: 0,
       kernels: 0,
     }));
+    this.categoryNs = new Float64Array(windows.length * CATEGORY_NAMES.length);
     this.comm = new ClippedUnion(windows);
     this.compute = new ClippedUnion(windows);
     this.kernels = new ClippedUnion(windows);
@@ -138,6 +140,9 @@ class DeviceTimeline {
     this.compute.finish();
     this.kernels.finish();
     this.times.forEach((t, i) => {
+      CATEGORY_NAMES.forEach((name, c) => {
+        t.kernelNsByCategory[name] = this.categoryNs[i * CATEGORY_NAMES.length + c]!;
+      });
       t.idleNs -= t.busyNs;
       t.commNs = this.comm.lenNs[i]!;
       // comm ∩ compute = comm + compute - (comm ∪ compute); exact in integer nanoseconds.
@@ -157,9 +162,9 @@ class DeviceTimeline {
     const s = op.startNs;
     while (this.catW < ws.length && s >= ws[this.catW]!.endNs) this.catW++;
     if (this.catW >= ws.length || s < ws[this.catW]!.startNs) return;
-    const t = this.times[this.catW]!;
-    t.kernelNsByCategory[CATEGORY_NAMES[op.category]!] += op.durNs;
-    if (op.kind === OpKind.kernel) t.kernels++;
+    // Summed by category index (a typed array per window); named at the end.
+    this.categoryNs[this.catW * CATEGORY_NAMES.length + op.category]! += op.durNs;
+    if (op.kind === OpKind.kernel) this.times[this.catW]!.kernels++;
   }
 
   private closeSegment(): void {
