@@ -175,7 +175,7 @@ export class Medians {
   endPass(counts: readonly number[]): boolean {
     if (this.first) {
       this.first = false;
-      this.sels.forEach((s, i) => s.setCount(counts[i]!));
+      for (const [i, s] of this.sels.entries()) s.setCount(counts[i]!);
     }
     for (const s of this.sels) s.advance();
     return this.sels.some((s) => s.phase !== Phase.done);
