@@ -84,7 +84,9 @@ export class TraceModelBuilder implements TraceSink {
   private syncOps: CpuSpan[] = [];
   private dataParallelForwards: CpuSpan[] = [];
   private ddpForwards: CpuSpan[] = [];
-  private cpuCollectives: CpuSpan[] = [];
+  private ccN = 0;
+  private ccStart = f64();
+  private ccEnd = f64();
   private gemmOps: GemmOp[] = [];
   private gemmKeys = new Map<string, number>();
   private memPeaks = new Map<number, MemoryPeak>();
@@ -325,7 +327,12 @@ export class TraceModelBuilder implements TraceSink {
         this.allReduceStarts.grow(i);
         this.allReduceStarts.a[i] = ts;
       }
-      if (!name.startsWith('nccl:')) this.cpuCollectives.push(this.span(name, ts, end, ev.tid));
+      if (!name.startsWith('nccl:')) {
+        const i = this.ccN++;
+        if (i >= this.ccStart.a.length) for (const c of [this.ccStart, this.ccEnd]) c.grow(i);
+        this.ccStart.a[i] = ts;
+        this.ccEnd.a[i] = end;
+      }
     }
   }
 
@@ -354,7 +361,7 @@ export class TraceModelBuilder implements TraceSink {
     if (this.dropped.badTime > 0) warnings.push(`${this.dropped.badTime} events without a valid ts/dur were dropped`);
     if (this.dropped.hugeDur > 0) warnings.push(`${this.dropped.hugeDur} events lasting over 24 h (clock glitches) were dropped`);
     this.steps.sort((a, b) => a.startNs - b.startNs);
-    for (const list of [this.dataLoader, this.optimizerSteps, this.syncOps, this.dataParallelForwards, this.ddpForwards, this.cpuCollectives]) {
+    for (const list of [this.dataLoader, this.optimizerSteps, this.syncOps, this.dataParallelForwards, this.ddpForwards]) {
       list.sort((a, b) => a.startNs - b.startNs);
     }
     const gpu = this.linker.finish();
@@ -378,7 +385,7 @@ export class TraceModelBuilder implements TraceSink {
       syncOps: this.syncOps,
       dataParallelForwards: this.dataParallelForwards,
       ddpForwards: this.ddpForwards,
-      cpuCollectives: this.cpuCollectives,
+      cpuCollectives: { count: this.ccN, startNs: this.ccStart.take(this.ccN), endNs: this.ccEnd.take(this.ccN) },
       cpuAllReduceStartsNs: this.allReduceStarts.take(this.allReduceN).sort(),
       gemmOps: this.gemmOps,
       gemmCalls,

@@ -125,7 +125,11 @@ export function mergeModels(parts: TraceModel[]): TraceModel {
     syncOps: spans((p) => p.syncOps),
     dataParallelForwards: spans((p) => p.dataParallelForwards),
     ddpForwards: spans((p) => p.ddpForwards),
-    cpuCollectives: spans((p) => p.cpuCollectives),
+    cpuCollectives: {
+      count: parts.reduce((a, p) => a + p.cpuCollectives.count, 0),
+      startNs: Float64Array.from(parts.flatMap((p) => [...p.cpuCollectives.startNs])),
+      endNs: Float64Array.from(parts.flatMap((p) => [...p.cpuCollectives.endNs])),
+    },
     cpuAllReduceStartsNs: Float64Array.from(parts.flatMap((p) => [...p.cpuAllReduceStartsNs])).sort(),
     collectives,
     gemmOps,

@@ -130,8 +130,11 @@ export interface TraceModel {
   /** Forward passes of DataParallel / DistributedDataParallel wrappers. */
   dataParallelForwards: CpuSpan[];
   ddpForwards: CpuSpan[];
-  /** CPU-side collectives that hold the host (`c10d::...`, gloo): NCCL's own CPU ops return at once and are not kept. */
-  cpuCollectives: CpuSpan[];
+  /**
+   * Spans of CPU-side collectives (`c10d::...`, gloo), which can hold the host; NCCL's
+   * own `nccl:*` CPU ops are not kept. Columns: a DDP trace has some 20,000 a GB.
+   */
+  cpuCollectives: { count: number; startNs: Float64Array; endNs: Float64Array };
   /** Starts of CPU-side all-reduce ops (`nccl:all_reduce`, `c10d::allreduce_`, gloo), sorted. */
   cpuAllReduceStartsNs: Float64Array;
   collectives: CollectiveKernels;

@@ -248,7 +248,7 @@ function hostCauses(model: TraceModel, spans: HostSpans): HostCauses {
   const cpu = (list: { startNs: number; endNs: number }[]) => unionOf(list.map((s) => [s.startNs, s.endNs] as const));
   return {
     dataloader: cpu(model.dataLoader),
-    communication: cpu(model.cpuCollectives),
+    communication: unionOf(Array.from({ length: model.cpuCollectives.count }, (_, i) => [model.cpuCollectives.startNs[i]!, model.cpuCollectives.endNs[i]!] as const)),
     h2d: unionOf(spans.h2d),
     // A copy into pageable host memory blocks the host until the GPU has caught up: a sync.
     sync: unionOf(sync),
