@@ -37,6 +37,7 @@ import {
   MEMORY_V2_SIZE,
   MEMORY_V2_VERSION,
   NVML,
+  processInfoCount,
   processInfoLayout,
   processInfoPid,
   processInfoUsedBytes,
@@ -173,8 +174,6 @@ interface DeviceState {
   procCapacity: number;
   procBuf: Uint8Array;
   procView: DataView;
-  /** Rows of the sample being built, by pid (reused: cleared per sample). */
-  rowByPid: Map<number, ProcessSample>;
   utilCapacity: number;
   utilBuf: Uint8Array;
   /** Last per-process utilisation read, and when (ms); null when NVML could not say. */
@@ -360,7 +359,6 @@ export class NvmlSource {
       procCapacity: 16,
       procBuf,
       procView: new DataView(procBuf.buffer),
-      rowByPid: new Map(),
       utilCapacity: 80,
       utilBuf: new Uint8Array(80 * 32),
       procUtil: null,
@@ -504,9 +502,17 @@ export class NvmlSource {
     return -1;
   }
 
-  /** Adds one listed process to the sample's rows; a pid listed twice (compute and graphics) is one row. */
+  /**
+   * Adds one listed process to the sample's rows; a pid listed twice (compute and graphics) is one row.
+   * Found by a scan: a GPU runs a few processes (MPS caps clients at 48-60), where a Map per sample cost more.
+   */
   private addProcessRow(d: DeviceState, rows: ProcessSample[], pid: number, usedMemoryBytes: number | null, type: 'C' | 'G'): void {
-    const cur = d.rowByPid.get(pid);
+    let cur: ProcessSample | undefined;
+    for (const r of rows)
+      if (r.pid === pid) {
+        cur = r;
+        break;
+      }
     if (cur) {
       cur.type = cur.type === type ? type : 'C+G';
       if (usedMemoryBytes !== null) cur.usedMemoryBytes = Math.max(cur.usedMemoryBytes ?? 0, usedMemoryBytes);
@@ -515,18 +521,16 @@ export class NvmlSource {
     const ps = emptyProcess(pid, d.index);
     ps.type = type;
     ps.usedMemoryBytes = usedMemoryBytes;
-    d.rowByPid.set(pid, ps);
     rows.push(ps);
   }
 
   private readProcesses(d: DeviceState, g: GpuSample, nowMs: number): ProcessSample[] {
     const rows: ProcessSample[] = [];
-    d.rowByPid.clear();
     // Compute rows straight from the driver's buffer, before the graphics call reuses it.
     const nCompute = this.listProcesses(d, this.fn.nvmlDeviceGetComputeRunningProcesses_v3);
     const size = this.procStructSize;
-    for (let i = 0; i < nCompute; i++) {
-      if (i * size + 16 > d.procView.byteLength) break;
+    const n = processInfoCount(d.procView, nCompute, size);
+    for (let i = 0; i < n; i++) {
       this.addProcessRow(d, rows, processInfoPid(d.procView, i, size), processInfoUsedBytes(d.procView, i, size), 'C');
     }
     if (nowMs - d.lastGraphicsMs >= GRAPHICS_PROCESSES_INTERVAL_MS) {
@@ -535,7 +539,6 @@ export class NvmlSource {
       d.lastGraphicsMs = nowMs;
     }
     if (d.graphicsProcs !== null) for (const p of d.graphicsProcs) this.addProcessRow(d, rows, p.pid, p.usedMemoryBytes, 'G');
-    d.rowByPid.clear(); // holds no rows between samples
     if (rows.length === 0) return rows;
     if (rows.length === 1) {
       // One process: its share of the GPU's busy time is all of it, so the 2 ms call is not needed.

@@ -90,9 +90,9 @@ export function decodeProcessInfos(v: DataView, count: number, structSize: numbe
 
 /** How many of `count` entries of `structSize` bytes the buffer holds (pid and memory of each: 16 bytes). */
 export function processInfoCount(v: DataView, count: number, structSize: number): number {
-  let n = 0;
-  while (n < count && n * structSize + 16 <= v.byteLength) n++;
-  return n;
+  // Entry i fits when i * structSize + 16 <= byteLength.
+  const fit = v.byteLength < 16 ? 0 : Math.floor((v.byteLength - 16) / structSize) + 1;
+  return Math.max(0, Math.min(count, fit));
 }
 
 /** pid of entry `i` (offset 0 in every layout). */
