@@ -346,7 +346,7 @@ describe('NVML struct decoding', () => {
   it('decodes only the process entries the buffer holds', async () => {
     const { decodeProcessInfos, processInfoCount } = await import('../../src/telemetry/nvmlStructs.js');
     const v = new DataView(new ArrayBuffer(24 * 2 + 20)); // two whole 24-byte entries, then pid and memory of a third
-    [7, 8, 9].forEach((pid, i) => v.setUint32(i * 24, pid, true));
+    for (const [i, pid] of [7, 8, 9].entries()) v.setUint32(i * 24, pid, true);
     expect(processInfoCount(v, 5, 24)).toBe(3);
     expect(processInfoCount(v, 5, 32)).toBe(2);
     expect(processInfoCount(v, -1, 24)).toBe(0);
