@@ -4,10 +4,11 @@
 # at 10 Hz, both as NDJSON and as the screen (through a pseudo-terminal from `script`), measured by the
 # command itself (GPUWISE_SELF_CPU=1, microsecond resolution, start-up excluded).
 #   bash bench/telemetry/cpu-check.sh OUTDIR      (from the repository root; needs dist/ and node)
+# GPUWISE_BUNDLE=FILE measures another build (e.g. an older one, for a before/after on the same host).
 set -u
 OUT=${1:-.gpu-out/cpu}
 mkdir -p "$OUT"
-G="node dist/gpuwise.mjs"
+G="node ${GPUWISE_BUNDLE:-dist/gpuwise.mjs}"
 n=$(nvidia-smi -L | wc -l)
 pids=()
 for i in $(seq 0 $((n - 1))); do
