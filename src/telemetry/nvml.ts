@@ -160,7 +160,7 @@ const noRare = (): RareFigures => ({
 
 const COMPUTE_MODES = ['Default', 'Exclusive_Thread', 'Prohibited', 'Exclusive_Process'];
 /** One GetFieldValues call: the PCIe byte counters and memory temperature (about 0.5 ms on an H200). */
-const SLOW_FIELD_IDS = [FI.PCIE_COUNT_TX_BYTES, FI.PCIE_COUNT_RX_BYTES, FI.MEMORY_TEMP];
+const SLOW_FIELD_IDS: readonly number[] = [FI.PCIE_COUNT_TX_BYTES, FI.PCIE_COUNT_RX_BYTES, FI.MEMORY_TEMP];
 const TWO_POW_32 = 2 ** 32;
 
 interface DeviceState {
@@ -225,6 +225,8 @@ export class NvmlSource {
   /** Decoded clock-event masks (those below 2^32, i.e. every reason NVML defines), by mask. */
   private readonly reasonCache = new Map<number, string[]>();
   private readonly timings: Map<string, { calls: number; ms: number }> | null = process.env.GPUWISE_NVML_TIMINGS === '1' ? new Map() : null;
+  /** The unwrapped GetFieldValues, for timeFieldsAlone (timings only). */
+  private rawFieldValues: Fn | null = null;
 
   private constructor(
     private readonly koffi: Koffi,
@@ -252,6 +254,7 @@ export class NvmlSource {
     const crc = this.fn.nvmlDeviceGetCount_v2(count);
     if (crc !== NVML.SUCCESS) throw new NvmlUnavailable(`nvmlDeviceGetCount failed: ${this.errorString(crc)}`);
     for (let i = 0; i < count[0]!; i++) this.devices.push(this.openDevice(i));
+    if (this.timings !== null) this.timeFieldsAlone();
   }
 
   /** Loads koffi and NVML; throws NvmlUnavailable with the reason. */
@@ -291,7 +294,9 @@ export class NvmlSource {
         this.missing.add(name); // older driver: the feature is off, the figure "not available"
         return notFound;
       }
-      return this.timings === null ? fn : this.timed(name, fn);
+      if (this.timings === null) return fn;
+      if (name === 'nvmlDeviceGetFieldValues') this.rawFieldValues = fn;
+      return this.timed(name, fn);
     });
     if (this.missing.has('nvmlInit_v2'))
       throw new NvmlUnavailable('libnvidia-ml has no nvmlInit_v2 (a CUDA stub library, not the driver?)');
@@ -310,6 +315,31 @@ export class NvmlSource {
       timings.set(name, t);
       return rc;
     };
+  }
+
+  /**
+   * GPUWISE_NVML_TIMINGS=1 only: each field of the slow GetFieldValues call asked alone (10 calls each, first
+   * GPU), reported as `nvmlDeviceGetFieldValues[NAME]`: which part of its ~0.5 ms on an H200 is which field.
+   */
+  private timeFieldsAlone(): void {
+    const d = this.devices.find((x) => !x.lost);
+    const raw = this.rawFieldValues;
+    if (d === undefined || raw === null || this.timings === null) return;
+    const buf = new Uint8Array(FIELD_VALUE_SIZE);
+    const view = new DataView(buf.buffer);
+    for (const [fieldName, id] of Object.entries(FI)) {
+      if (!SLOW_FIELD_IDS.includes(id)) continue;
+      const t = { calls: 0, ms: 0 };
+      for (let i = 0; i < 10; i++) {
+        buf.fill(0);
+        encodeFieldRequests(view, [id]);
+        const t0 = performance.now();
+        raw(d.handle, 1, buf);
+        t.ms += performance.now() - t0;
+        t.calls++;
+      }
+      this.timings.set(`nvmlDeviceGetFieldValues[${fieldName}]`, t);
+    }
   }
 
   /** Where a sample's time goes, call by call (only with GPUWISE_NVML_TIMINGS=1: the timing costs too). */
