@@ -115,6 +115,9 @@ console.log(`GPUs ${s.gpus}, processes per sample ${f(s.processesPerSample, 0)} 
 console.log(
   `gpuwise CPU per sample, NVML + /proc: ${f(s.cpuUsPerSample)} us (${f(s.cpuUsPerSample / Math.max(1, s.gpus))} us per GPU); NVML only: ${f(results.sampleNvmlOnly.cpuUsPerSample)} us`,
 );
+console.log(
+  `  steady (the next 5000, code compiled): NVML + /proc ${f(s.steadyCpuUsPerSample)} us (${f(s.steadyCpuUsPerSample / Math.max(1, s.gpus))} us per GPU); NVML only: ${f(results.sampleNvmlOnly.steadyCpuUsPerSample)} us`,
+);
 if (results.nvidiaSmiQueryGpu)
   console.log(
     `nvidia-smi --query-gpu per call: ${f(results.nvidiaSmiQueryGpu.wallMsMedian)} ms wall, ${f(results.nvidiaSmiQueryGpu.cpuMsPerCall)} ms CPU`,

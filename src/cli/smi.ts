@@ -1,13 +1,15 @@
 /**
  * `gpuwise smi`: one snapshot of the GPUs, as a table or JSON; from the live GPUs, from nvidia-smi
  * files (`--from`), or from a recording (`--replay`). `--bench N` (for bench/telemetry) takes N live
- * samples and prints gpuwise's own CPU and wall time per sample.
+ * samples and prints gpuwise's own CPU and wall time per sample, then N more (the steady cost, once V8
+ * has compiled the sampling code).
  */
 import { readSmiFiles } from '../io/readSmiFile.js';
 import { readRecording } from '../telemetry/recordStore.js';
 import { summarizeRecording } from '../telemetry/recordSummary.js';
 import { formatBytes, formatNumber, renderSmi, table } from '../telemetry/render.js';
 import type { Snapshot } from '../telemetry/sample.js';
+import type { LiveSampler } from '../telemetry/sampler.js';
 import { parseCount, parseDurationMs } from './telemetryArgs.js';
 import { openLive } from './telemetryLive.js';
 import { parseFlags, UsageError } from './usage.js';
@@ -21,23 +23,33 @@ Usage: gpuwise smi [--json] [--from FILE]... [--replay FILE.sqlite [--at SECONDS
                     '--query-gpu' CSV, plus optional '--query-compute-apps' CSV files (.gz accepted)
   --replay FILE     read a 'gpuwise record' file: per-GPU summary and the snapshot at --at (default: last)
   --no-procfs       do not read /proc for user, command, CPU, RSS, rank
-  --bench N         take N live samples and print gpuwise's CPU time per sample (benchmarks)
+  --bench N         take 2 x N live samples and print gpuwise's CPU time per sample: over the first N
+                    (compilation included) and the next N (steady) (benchmarks)
 `;
 
 function out(s: string): void {
   process.stdout.write(s);
 }
 
+/** CPU and wall time per sample over `n` samples (process CPU: the GC's threads included). */
+async function timeSamples(sampler: LiveSampler, n: number): Promise<{ cpuUs: number; wallUs: number; processes: number }> {
+  const cpu0 = process.cpuUsage();
+  const t0 = process.hrtime.bigint();
+  let processes = 0;
+  for (let i = 0; i < n; i++) processes += (await sampler.sample()).gpus.reduce((a, g) => a + g.processes.length, 0);
+  const wallNs = Number(process.hrtime.bigint() - t0);
+  const cpu = process.cpuUsage(cpu0);
+  return { cpuUs: (cpu.user + cpu.system) / n, wallUs: wallNs / 1000 / n, processes: processes / n };
+}
+
 async function bench(n: number, procfs: boolean): Promise<number> {
   const sampler = await openLive({ procfs });
   try {
     await sampler.sample(); // first sample opens /proc caches and NVML state
-    const cpu0 = process.cpuUsage();
-    const t0 = process.hrtime.bigint();
-    let procs = 0;
-    for (let i = 0; i < n; i++) procs += (await sampler.sample()).gpus.reduce((a, g) => a + g.processes.length, 0);
-    const wallNs = Number(process.hrtime.bigint() - t0);
-    const cpu = process.cpuUsage(cpu0);
+    // The first n samples include V8 compiling the sampling code (what a short or slow-paced run pays);
+    // the next n are the steady cost of a sample once it is compiled.
+    const first = await timeSamples(sampler, n);
+    const steady = await timeSamples(sampler, n);
     const last = await sampler.sample();
     out(
       `${JSON.stringify({
@@ -46,9 +58,11 @@ async function bench(n: number, procfs: boolean): Promise<number> {
         procfs,
         samples: n,
         gpus: last.gpus.length,
-        processesPerSample: procs / n,
-        cpuUsPerSample: (cpu.user + cpu.system) / n,
-        wallUsPerSample: wallNs / 1000 / n,
+        processesPerSample: first.processes,
+        cpuUsPerSample: first.cpuUs,
+        wallUsPerSample: first.wallUs,
+        steadyCpuUsPerSample: steady.cpuUs,
+        steadyWallUsPerSample: steady.wallUs,
         rssBytes: process.memoryUsage().rss,
         nvmlCalls: sampler.source.callTimings?.() ?? null,
       })}\n`,

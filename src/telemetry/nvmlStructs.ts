@@ -38,13 +38,21 @@ export const TEMPERATURE_V1_VERSION = TEMPERATURE_V1_SIZE | (1 << 24);
 export const FI = { MEMORY_TEMP: 82, TOTAL_ENERGY_CONSUMPTION: 83, PCIE_COUNT_TX_BYTES: 197, PCIE_COUNT_RX_BYTES: 198 } as const;
 export const FIELD_VALUE_SIZE = 40;
 
-/** u64 "not available" marker (NVML_VALUE_NOT_AVAILABLE = -1 stored in an unsigned field). */
-const U64_NA = 0xffffffffffffffffn;
+const TWO_POW_32 = 2 ** 32;
 
-function u64(v: DataView, off: number): number | null {
-  const b = v.getBigUint64(off, true);
-  return b === U64_NA ? null : Number(b);
+/**
+ * A little-endian u64 as a number; null for NVML_VALUE_NOT_AVAILABLE (-1 stored unsigned). Read as two
+ * u32 halves: a BigInt per field cost more than the rest of the decoding. hi * 2^32 is exact and the one
+ * addition rounds once, so the result equals Number(getBigUint64()) for every value.
+ */
+export function readU64(v: DataView, off: number): number | null {
+  const lo = v.getUint32(off, true);
+  const hi = v.getUint32(off + 4, true);
+  if (lo === 0xffffffff && hi === 0xffffffff) return null;
+  return hi * TWO_POW_32 + lo;
 }
+
+const u64 = readU64;
 
 export interface MemoryInfo {
   totalBytes: number | null;
@@ -75,29 +83,55 @@ export interface NvmlProcess {
  */
 export function decodeProcessInfos(v: DataView, count: number, structSize: number): NvmlProcess[] {
   const out: NvmlProcess[] = [];
-  for (let i = 0; i < count; i++) {
-    const base = i * structSize;
-    if (base + 16 > v.byteLength) break;
-    out.push({ pid: v.getUint32(base, true), usedMemoryBytes: u64(v, base + 8) });
-  }
+  const n = processInfoCount(v, count, structSize);
+  for (let i = 0; i < n; i++) out.push({ pid: processInfoPid(v, i, structSize), usedMemoryBytes: processInfoUsedBytes(v, i, structSize) });
   return out;
+}
+
+/** How many of `count` entries of `structSize` bytes the buffer holds (pid and memory of each: 16 bytes). */
+export function processInfoCount(v: DataView, count: number, structSize: number): number {
+  // Entry i fits when i * structSize + 16 <= byteLength.
+  const fit = v.byteLength < 16 ? 0 : Math.floor((v.byteLength - 16) / structSize) + 1;
+  return Math.max(0, Math.min(count, fit));
+}
+
+/** pid of entry `i` (offset 0 in every layout). */
+export function processInfoPid(v: DataView, i: number, structSize: number): number {
+  return v.getUint32(i * structSize, true);
+}
+
+/** usedGpuMemory of entry `i` (offset 8 in every layout); null when not available. */
+export function processInfoUsedBytes(v: DataView, i: number, structSize: number): number | null {
+  return u64(v, i * structSize + 8);
 }
 
 const PID_MAX = 4_194_304; // Linux PID_MAX_LIMIT
 
+function plausibleLayout(v: DataView, count: number, structSize: number): boolean {
+  if (processInfoCount(v, count, structSize) !== count) return false;
+  for (let i = 0; i < count; i++) {
+    const pid = processInfoPid(v, i, structSize);
+    if (pid <= 0 || pid > PID_MAX) return false;
+  }
+  return true;
+}
+
 /**
- * Decodes with the preferred struct size, but if that yields an impossible pid (0 or above Linux's
- * limit) while the other known size (24 or 32) does not, uses the other: a wrong layout guess on an
- * unusual driver then costs nothing instead of scrambling the process list (nvitop#75, gpustat#161).
- * Returns the size that decoded, so the caller can keep it.
+ * The struct size to decode `count` process infos with: the preferred one, unless that yields an
+ * impossible pid (0 or above Linux's limit) while the other known size (24 or 32) does not; a wrong
+ * layout guess on an unusual driver then costs nothing instead of scrambling the process list
+ * (nvitop#75, gpustat#161). Allocates nothing (it runs for every sample).
  */
-export function decodeProcessInfosChecked(v: DataView, count: number, preferred: number): { processes: NvmlProcess[]; structSize: number } {
-  const plausible = (ps: NvmlProcess[]) => ps.length === count && ps.every((p) => p.pid > 0 && p.pid <= PID_MAX);
-  const first = decodeProcessInfos(v, count, preferred);
-  if (count < 2 || plausible(first)) return { processes: first, structSize: preferred };
+export function processInfoLayout(v: DataView, count: number, preferred: number): number {
+  if (count < 2 || plausibleLayout(v, count, preferred)) return preferred;
   const otherSize = preferred === 24 ? 32 : 24;
-  const other = decodeProcessInfos(v, count, otherSize);
-  return plausible(other) ? { processes: other, structSize: otherSize } : { processes: first, structSize: preferred };
+  return plausibleLayout(v, count, otherSize) ? otherSize : preferred;
+}
+
+/** processInfoLayout, then the entries decoded with it; returns the size used, so the caller can keep it. */
+export function decodeProcessInfosChecked(v: DataView, count: number, preferred: number): { processes: NvmlProcess[]; structSize: number } {
+  const structSize = processInfoLayout(v, count, preferred);
+  return { processes: decodeProcessInfos(v, count, structSize), structSize };
 }
 
 export interface ProcessUtilSample {

@@ -11,19 +11,47 @@ export interface ProcStat {
   rssPages: number;
 }
 
-/** /proc/PID/stat. The command name may contain spaces and parentheses, so fields are counted after the last ')'. */
+/** The characters String.prototype.trim and /\s/ treat as white space. */
+function isSpace(c: number): boolean {
+  if (c <= 0xa0) return c === 32 || (c >= 9 && c <= 13) || c === 0xa0;
+  return (
+    c === 0x1680 ||
+    (c >= 0x2000 && c <= 0x200a) ||
+    c === 0x2028 ||
+    c === 0x2029 ||
+    c === 0x202f ||
+    c === 0x205f ||
+    c === 0x3000 ||
+    c === 0xfeff
+  );
+}
+
+/**
+ * /proc/PID/stat. The command name may contain spaces and parentheses, so fields are counted after the last ')'.
+ * It runs for every GPU process in every sample, so it walks the text to the three fields it needs instead
+ * of splitting all fifty-odd (same result: fields are runs of non-space after ') ').
+ */
 export function parseProcStat(text: string): ProcStat | null {
   const open = text.indexOf('(');
   const close = text.lastIndexOf(')');
   if (open < 0 || close < open) return null;
-  const fields = text
-    .slice(close + 2)
-    .trim()
-    .split(/\s+/);
-  // fields[0] is field 3 (state); utime is field 14, stime field 15.
-  const utime = Number(fields[11]);
-  const stime = Number(fields[12]);
-  const rssPages = Number(fields[21]);
+  // Field 3 (state) is number 0 here; utime is field 14 (11), stime field 15 (12), rss field 24 (21).
+  let utime = Number.NaN;
+  let stime = Number.NaN;
+  let rssPages = Number.NaN;
+  let field = 0;
+  let i = close + 2;
+  const end = text.length;
+  while (i < end && field <= 21) {
+    while (i < end && isSpace(text.charCodeAt(i))) i++;
+    if (i >= end) break;
+    const start = i;
+    while (i < end && !isSpace(text.charCodeAt(i))) i++;
+    if (field === 11) utime = Number(text.slice(start, i));
+    else if (field === 12) stime = Number(text.slice(start, i));
+    else if (field === 21) rssPages = Number(text.slice(start, i));
+    field++;
+  }
   if (!Number.isFinite(utime) || !Number.isFinite(stime)) return null;
   return { comm: text.slice(open + 1, close), cpuTicks: utime + stime, rssPages: Number.isFinite(rssPages) ? rssPages : 0 };
 }

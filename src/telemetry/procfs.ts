@@ -9,7 +9,7 @@
  * host details are missing.
  */
 import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
-import { cpuPercent, parseCmdline, parseJobEnv, parsePasswd, parseProcStat, parseProcStatus } from './procParse.js';
+import { cpuPercent, type ProcStat, parseCmdline, parseJobEnv, parsePasswd, parseProcStat, parseProcStatus } from './procParse.js';
 import type { Snapshot } from './sample.js';
 
 interface PidCache {
@@ -22,6 +22,8 @@ interface PidCache {
   hidden: boolean;
   /** /proc/PID/stat kept open (null once the process is gone). */
   statFd: number | null;
+  /** The last enrich pass that saw this pid. */
+  pass: number;
 }
 
 function readOrNull(path: string): string | null {
@@ -46,6 +48,7 @@ export class ProcReader {
   private readonly statBuf = Buffer.alloc(4096);
   private users: Map<number, string> | null = null;
   private pageBytes = 4096;
+  private pass = 0;
 
   constructor(private readonly procRoot = '/proc') {}
 
@@ -66,6 +69,28 @@ export class ProcReader {
     }
   }
 
+  /** What does not change for a pid: user, command line, comm, job environment (and the page size, once). */
+  private firstLook(pid: number, stat: ProcStat | null, statFd: number | null, nowMs: number): PidCache {
+    const dir = `${this.procRoot}/${pid}`;
+    const status = parseProcStatus(readOrNull(`${dir}/status`) ?? '');
+    if (status.rssBytes !== null && stat !== null && stat.rssPages > 0)
+      this.pageBytes = Math.round(status.rssBytes / stat.rssPages / 1024) * 1024 || 4096;
+    const environ = readOrNull(`${dir}/environ`); // only the owner (or root) may read it
+    const c: PidCache = {
+      user: this.userName(status.uid),
+      command: parseCmdline(readOrNull(`${dir}/cmdline`) ?? ''),
+      comm: stat?.comm ?? null,
+      env: environ === null ? null : parseJobEnv(environ),
+      lastTicks: null,
+      lastMs: nowMs,
+      hidden: false,
+      statFd,
+      pass: 0,
+    };
+    this.cache.set(pid, c);
+    return c;
+  }
+
   /** Closes the descriptors kept open. */
   close(): void {
     for (const c of this.cache.values()) if (c.statFd !== null) closeSync(c.statFd);
@@ -75,53 +100,47 @@ export class ProcReader {
   /** Fills the host-side fields of every process in the snapshot (in place) and adds a note for hidden ones. */
   enrich(snapshot: Snapshot): Snapshot {
     const nowMs = Date.now();
-    const seen = new Set<number>();
+    // Entries not stamped with this pass's number are dropped at the end (their processes left the GPUs).
+    const pass = ++this.pass;
     let hidden = 0;
     for (const g of snapshot.gpus)
       for (const p of g.processes) {
-        const dir = `${this.procRoot}/${p.pid}`;
         let c = this.cache.get(p.pid);
         if (c?.hidden) {
-          seen.add(p.pid);
+          c.pass = pass;
           hidden++;
           continue;
         }
-        let statFd = c === undefined ? openOrNull(`${dir}/stat`) : c.statFd;
+        let statFd = c === undefined ? openOrNull(`${this.procRoot}/${p.pid}/stat`) : c.statFd;
         let statText = this.readStat(statFd);
         if (statText === null && c !== undefined) {
           // The process we knew ended; NVML lists the pid again: a new process may have taken it.
           if (statFd !== null) closeSync(statFd);
           this.cache.delete(p.pid);
           c = undefined;
-          statFd = openOrNull(`${dir}/stat`);
+          statFd = openOrNull(`${this.procRoot}/${p.pid}/stat`);
           statText = this.readStat(statFd);
         }
-        seen.add(p.pid);
         if (statText === null) {
           // Not in our pid namespace, or gone while NVML still lists it.
           hidden++;
           if (statFd !== null) closeSync(statFd);
-          this.cache.set(p.pid, { user: null, command: null, comm: null, env: null, lastTicks: null, lastMs: nowMs, hidden: true, statFd: null });
+          this.cache.set(p.pid, {
+            user: null,
+            command: null,
+            comm: null,
+            env: null,
+            lastTicks: null,
+            lastMs: nowMs,
+            hidden: true,
+            statFd: null,
+            pass,
+          });
           continue;
         }
         const stat = parseProcStat(statText);
-        if (c === undefined) {
-          const status = parseProcStatus(readOrNull(`${dir}/status`) ?? '');
-          if (status.rssBytes !== null && stat !== null && stat.rssPages > 0)
-            this.pageBytes = Math.round(status.rssBytes / stat.rssPages / 1024) * 1024 || 4096;
-          const environ = readOrNull(`${dir}/environ`); // only the owner (or root) may read it
-          c = {
-            user: this.userName(status.uid),
-            command: parseCmdline(readOrNull(`${dir}/cmdline`) ?? ''),
-            comm: stat?.comm ?? null,
-            env: environ === null ? null : parseJobEnv(environ),
-            lastTicks: null,
-            lastMs: nowMs,
-            hidden: false,
-            statFd,
-          };
-          this.cache.set(p.pid, c);
-        }
+        if (c === undefined) c = this.firstLook(p.pid, stat, statFd, nowMs);
+        c.pass = pass;
         p.user = c.user;
         p.command = c.command;
         p.name = p.name ?? c.comm;
@@ -142,7 +161,7 @@ export class ProcReader {
         }
       }
     for (const [pid, c] of this.cache)
-      if (!seen.has(pid)) {
+      if (c.pass !== pass) {
         if (c.statFd !== null) closeSync(c.statFd);
         this.cache.delete(pid);
       }

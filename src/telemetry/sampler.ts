@@ -5,7 +5,7 @@
  * library (default libnvidia-ml.so.1); GPUWISE_NVIDIA_SMI names the nvidia-smi binary.
  */
 import { hostname } from 'node:os';
-import { resolveCudaVisibleDevices } from './cudaVisible.js';
+import { type CudaVisibility, resolveCudaVisibleDevices, type VisibleDevice } from './cudaVisible.js';
 import { NvmlSource, NvmlUnavailable } from './nvml.js';
 import { ProcReader } from './procfs.js';
 import type { Snapshot } from './sample.js';
@@ -69,6 +69,7 @@ export class LiveSampler {
   private readonly proc: ProcReader | null;
   private readonly host = hostname();
   private readonly cudaVisible: string | undefined;
+  private lastVisibility: { gpus: VisibleDevice[]; vis: CudaVisibility } | null = null;
 
   constructor(
     readonly source: GpuSource,
@@ -81,11 +82,25 @@ export class LiveSampler {
   async sample(): Promise<Snapshot> {
     const s = await this.source.sample();
     s.hostname = this.host;
-    const vis = resolveCudaVisibleDevices(this.cudaVisible, s.gpus);
+    const vis = this.visibility(s.gpus);
     for (const g of s.gpus) g.cudaIndex = vis.ordinalOf.get(g.index) ?? null;
-    s.notes.push(...vis.notes);
+    for (const n of vis.notes) s.notes.push(n);
     if (this.proc) this.proc.enrich(s);
     return s;
+  }
+
+  /** CUDA ordinals, worked out again only when the GPUs (index and uuid) differ from the last sample's. */
+  private visibility(gpus: readonly VisibleDevice[]): CudaVisibility {
+    const last = this.lastVisibility;
+    if (
+      last !== null &&
+      last.gpus.length === gpus.length &&
+      gpus.every((g, i) => g.index === last.gpus[i]!.index && g.uuid === last.gpus[i]!.uuid)
+    )
+      return last.vis;
+    const vis = resolveCudaVisibleDevices(this.cudaVisible, gpus);
+    this.lastVisibility = { gpus: gpus.map((g) => ({ index: g.index, uuid: g.uuid })), vis };
+    return vis;
   }
 
   close(): void {

@@ -236,6 +236,32 @@ describe('/proc parsing', () => {
     expect(parseProcStat(stat)).toEqual({ comm: 'pt_main (x) y', cpuTicks: 300, rssPages: 100 });
     expect(parseProcStat('garbage')).toBeNull();
   });
+  it('reads stat fields exactly as splitting the text after the name on white space would', () => {
+    // The per-sample parser walks to fields 14, 15 and 24 instead of splitting; this is the reading it replaced.
+    const bySplit = (text: string) => {
+      const close = text.lastIndexOf(')');
+      if (text.indexOf('(') < 0 || close < text.indexOf('(')) return null;
+      const f = text
+        .slice(close + 2)
+        .trim()
+        .split(/\s+/);
+      const [utime, stime, rss] = [Number(f[11]), Number(f[12]), Number(f[21])];
+      if (!Number.isFinite(utime) || !Number.isFinite(stime)) return null;
+      return { comm: text.slice(text.indexOf('(') + 1, close), cpuTicks: utime + stime, rssPages: Number.isFinite(rss) ? rss : 0 };
+    };
+    const token = fc.oneof(fc.nat().map(String), fc.constantFrom('S', '-1', '1e3', '0x1f', 'x', ''));
+    const space = fc.constantFrom(' ', '  ', '\t', '\n', '\u00a0', '\u2003', '\ufeff');
+    const tail = fc
+      .array(fc.tuple(token, space), { minLength: 10, maxLength: 30, size: 'max' })
+      .map((ts) => ts.map(([t, sp]) => t + sp).join(''));
+    fc.assert(
+      fc.property(fc.string({ maxLength: 8 }), tail, fc.constantFrom(' ', '', '  ', ')'), (comm, rest, gap) => {
+        const text = `42 (${comm})${gap}${rest}`;
+        expect(parseProcStat(text)).toEqual(bySplit(text));
+      }),
+      { numRuns: 2000 },
+    );
+  });
   it('reads status, cmdline, environ and passwd', () => {
     expect(parseProcStatus('Name:\tpython\nUid:\t1000\t1000\t1000\t1000\nVmRSS:\t  2048 kB\nNSpid:\t4242\t7\n')).toEqual({
       uid: 1000,
@@ -304,6 +330,28 @@ describe('parsers never fail unclearly', () => {
 });
 
 describe('NVML struct decoding', () => {
+  it('reads a u64 as the number Number(BigInt) gives, and the not-available marker as null', async () => {
+    const { readU64 } = await import('../../src/telemetry/nvmlStructs.js');
+    const v = new DataView(new ArrayBuffer(8));
+    fc.assert(
+      fc.property(fc.bigInt({ min: 0n, max: 2n ** 64n - 2n }), (x) => {
+        v.setBigUint64(0, x, true);
+        expect(readU64(v, 0)).toBe(Number(x));
+      }),
+      { numRuns: 2000 },
+    );
+    v.setBigUint64(0, 2n ** 64n - 1n, true);
+    expect(readU64(v, 0)).toBeNull();
+  });
+  it('decodes only the process entries the buffer holds', async () => {
+    const { decodeProcessInfos, processInfoCount } = await import('../../src/telemetry/nvmlStructs.js');
+    const v = new DataView(new ArrayBuffer(24 * 2 + 20)); // two whole 24-byte entries, then pid and memory of a third
+    for (const [i, pid] of [7, 8, 9].entries()) v.setUint32(i * 24, pid, true);
+    expect(processInfoCount(v, 5, 24)).toBe(3);
+    expect(processInfoCount(v, 5, 32)).toBe(2);
+    expect(processInfoCount(v, -1, 24)).toBe(0);
+    expect(decodeProcessInfos(v, 5, 24).map((p) => p.pid)).toEqual([7, 8, 9]);
+  });
   it('decodes memory v2, field values and falls back to the other process-info layout when pids are impossible', async () => {
     const { decodeMemoryV2, decodeFieldValues, decodeProcessInfosChecked, MEMORY_V2_VERSION, counterRate } = await import(
       '../../src/telemetry/nvmlStructs.js'
@@ -343,5 +391,50 @@ describe('NVML struct decoding', () => {
       [621, 2 * 2 ** 20],
       [700, 3 * 2 ** 20],
     ]);
+  });
+});
+
+describe('LiveSampler', () => {
+  it('works CUDA ordinals out again when the GPUs change between samples', async () => {
+    const { LiveSampler } = await import('../../src/telemetry/sampler.js');
+    const snap = (gpus: [number, string][]): Snapshot => ({
+      schemaVersion: 1,
+      source: 'nvml',
+      timestampMs: 0,
+      hostname: null,
+      driverVersion: null,
+      cudaVersion: null,
+      gpus: gpus.map(([i, uuid]) => emptyGpu(i, uuid, 'x')),
+      notes: [],
+    });
+    const shown = [
+      snap([
+        [0, 'GPU-a'],
+        [1, 'GPU-b'],
+      ]),
+      snap([
+        [0, 'GPU-a'],
+        [1, 'GPU-b'],
+      ]),
+      snap([
+        [0, 'GPU-a'],
+        [1, 'GPU-c'],
+      ]),
+      snap([[0, 'GPU-a']]),
+    ];
+    let next = 0;
+    const sampler = new LiveSampler(
+      { kind: 'nvml', sample: () => shown[next++]!, close: () => undefined },
+      { procfs: false, cudaVisibleDevices: 'GPU-b' },
+    );
+    const ordinals = async () => {
+      const s = await sampler.sample();
+      return { cuda: s.gpus.map((g) => g.cudaIndex), notes: s.notes.length };
+    };
+    expect(await ordinals()).toEqual({ cuda: [null, 0], notes: 0 });
+    expect(await ordinals()).toEqual({ cuda: [null, 0], notes: 0 });
+    // Another board in slot 1 (same index, new uuid): CUDA_VISIBLE_DEVICES=GPU-b names nothing now.
+    expect(await ordinals()).toEqual({ cuda: [null, null], notes: 1 });
+    expect(await ordinals()).toEqual({ cuda: [null], notes: 1 });
   });
 });
