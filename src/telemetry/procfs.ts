@@ -19,6 +19,8 @@ interface PidCache {
   env: ReturnType<typeof parseJobEnv> | null;
   lastTicks: number | null;
   lastMs: number;
+  /** CPU percent read at lastMs: a second row of the pid in the same sample (another GPU) shows it too. */
+  percent: number | null;
   hidden: boolean;
   /** /proc/PID/stat kept open (null once the process is gone). */
   statFd: number | null;
@@ -83,6 +85,7 @@ export class ProcReader {
       env: environ === null ? null : parseJobEnv(environ),
       lastTicks: null,
       lastMs: nowMs,
+      percent: null,
       hidden: false,
       statFd,
       pass: 0,
@@ -132,6 +135,7 @@ export class ProcReader {
             env: null,
             lastTicks: null,
             lastMs: nowMs,
+            percent: null,
             hidden: true,
             statFd: null,
             pass,
@@ -146,12 +150,13 @@ export class ProcReader {
         p.name = p.name ?? c.comm;
         p.rssBytes = stat === null ? null : stat.rssPages * this.pageBytes;
         if (stat !== null) {
-          // Two rows of the same pid (two GPUs) in one sample share the previous reading.
-          if (c.lastTicks !== null && c.lastMs < nowMs) p.cpuPercent = cpuPercent(c.lastTicks, c.lastMs, stat.cpuTicks, nowMs);
           if (c.lastMs < nowMs || c.lastTicks === null) {
+            c.percent = c.lastTicks !== null && c.lastMs < nowMs ? cpuPercent(c.lastTicks, c.lastMs, stat.cpuTicks, nowMs) : null;
             c.lastTicks = stat.cpuTicks;
             c.lastMs = nowMs;
           }
+          // Two rows of the same pid (two GPUs) in one sample share the reading.
+          p.cpuPercent = c.percent;
         }
         if (c.env) {
           p.rank = c.env.rank;

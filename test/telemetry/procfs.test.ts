@@ -43,6 +43,28 @@ describe.runIf(existsSync('/proc/self/stat'))('ProcReader', () => {
     }
   });
 
+  it('shows the same CPU reading on every GPU a process uses (one sample, two rows)', async () => {
+    const child = spawn(process.execPath, ['-e', 'const t = Date.now() + 1500; while (Date.now() < t) {}']);
+    const onTwoGpus = () => {
+      const s = snapshotWith([child.pid!]);
+      const g1 = emptyGpu(1, 'GPU-y', 'y');
+      g1.processes = [emptyProcess(child.pid!, 1)];
+      s.gpus.push(g1);
+      return s;
+    };
+    try {
+      const reader = new ProcReader();
+      reader.enrich(onTwoGpus());
+      await new Promise((r) => setTimeout(r, 400));
+      const s = reader.enrich(onTwoGpus());
+      const [a, b] = s.gpus.map((g) => g.processes[0]!.cpuPercent);
+      expect(a!).toBeGreaterThan(30);
+      expect(b).toBe(a);
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+
   it('keeps one descriptor per live process, notices when it ends, and closes everything', async () => {
     const child = spawn('sleep', ['30'], { stdio: 'ignore' });
     const statPath = `/proc/${child.pid}/stat`;
