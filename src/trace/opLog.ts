@@ -6,7 +6,7 @@
  * Why not rows: typed rows of ops plus rows of runtime calls cost about 80
  * bytes a kernel, and a trace's memory grew with them (60-74 MB per GB). A
  * record here stores times as deltas in integer nanoseconds (LEB128), so a
- * kernel with its launch costs 12-20 bytes. Records are read in order only:
+ * kernel with its launch costs about 18 bytes. Records are read in order only:
  * every analysis is a pass (`forEachOp`), and the time-ordered analyses merge
  * the log's ordered runs (`runs`) instead of sorting.
  *
@@ -175,8 +175,9 @@ export class OpLogWriter {
       this.log.chunkLengths.push(0);
       this.pos = 0;
     }
-    // A record that starts before its lane's previous one opens a new run of the lane, with the state to decode from it.
     const lane = op.lane;
+    if (!(lane < this.log.laneKeys.length)) throw new Error(`op log: lane ${lane} was not made by lane()`);
+    // A record that starts before its lane's previous one opens a new run of the lane, with the state to decode from it.
     const last = this.laneLastStart[lane];
     if (last === undefined || op.startNs < last) {
       this.laneRun[lane] = this.log.runs.length;

@@ -18,6 +18,7 @@ function op(over: Partial<GpuOp>): GpuOp {
 describe('op log: compact records read back exactly', () => {
   it('round-trips every field, including fractions, huge and negative values, across many chunks', () => {
     const w = new OpLogWriter(3);
+    const lanes = [w.lane('7|1'), w.lane('7|2'), w.lane('13|1')];
     const written: GpuOp[] = [];
     for (let i = 0; i < 40_000; i++) {
       const o = op({
@@ -32,6 +33,7 @@ describe('op log: compact records read back exactly', () => {
         launch: i % 5 === 0 ? { startNs: Number.NaN, durNs: 0, kind: 0, externalId: -1 } : { startNs: i * 1000 - 20_000, durNs: 3000 + i, kind: i % 4, externalId: i % 11 === 0 ? -1 : 1e6 + i },
         ownsLaunch: i % 5 !== 0 && i % 2 === 0,
         correlation: i % 5 === 0 && i % 10 === 0 ? 2 ** 40 + i : -1,
+        lane: lanes[(i >> 4) % 3]!,
       });
       if (o.kind === OpKind.memcpy) o.category = 7;
       if (o.kind === OpKind.memset) o.category = 8;
@@ -75,6 +77,7 @@ describe('op log: compact records read back exactly', () => {
 
   it('merges its ordered runs into start order, equal starts in the order written', () => {
     const w = new OpLogWriter(0);
+    w.lane('7|1');
     const starts = [10, 20, 30, 5, 15, 25, 35, 20, 0, 40, 30];
     for (const [i, s] of starts.entries()) w.append(op({ startNs: s, nameId: i }));
     const log = w.finish();

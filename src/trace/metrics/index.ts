@@ -1,18 +1,26 @@
 /** analyzeTrace: a TraceModel in, TraceMetrics out. Pure. */
 import { CATEGORY_NAMES } from '../kernelClass.js';
 import type { CpuSpan, TraceModel } from '../model.js';
-import { type HostSpans, hostSpans } from './hostSpans.js';
+import { forEachOp } from '../opLog.js';
+import { HostSpanCollector, type HostSpans } from './hostSpans.js';
 import { commStats, kernelFigures, median } from './kernels.js';
 import { coveredLen, unionOf } from './intervals.js';
-import { type StepWindow, stepWindows } from './steps.js';
+import { type StepWindow, StepWindowBuilder } from './steps.js';
 import { analyseTimeline, emptyCategories, emptyIdle } from './timeline.js';
 import { IDLE_CAUSES, type StepMetrics, type TraceMetrics } from './types.js';
 
 export type { TraceMetrics } from './types.js';
 
 export function analyzeTrace(model: TraceModel): TraceMetrics {
-  const { windows: allWindows, fromMarkers } = stepWindows(model);
-  const spans = hostSpans(model);
+  // One walk over the ops for both: the windows and the host spans need no order.
+  const stepBuilder = new StepWindowBuilder(model);
+  const spanCollector = new HostSpanCollector();
+  forEachOp(model.gpu.logs, model.gpu.launches, (op) => {
+    stepBuilder.add(op);
+    spanCollector.add(op);
+  });
+  const { windows: allWindows, fromMarkers } = stepBuilder.windows();
+  const spans = spanCollector.finish(model);
   const timeline = analyseTimeline(model, spans, allWindows);
   // A trailing step without GPU work is the profiler stopping, not a step: drop it.
   let keep = allWindows.length;

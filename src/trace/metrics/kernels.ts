@@ -51,6 +51,7 @@ export function kernelFigures(model: TraceModel, windows: StepWindow[], topLimit
   // precision
   const byPrecision = [0, 0, 0, 0, 0, 0];
   const fp32ByName = new Map<number, { count: number; total: number }>();
+  const precisionByPair = new Map<number, MatmulPrecision>();
   // top kernels, copies, SM efficiency, pageable example
   const byName = new Map<number, { count: number; total: number; cat: number }>();
   const byCopy = new Map<number, { count: number; bytes: number; dur: number }>();
@@ -75,16 +76,16 @@ export function kernelFigures(model: TraceModel, windows: StepWindow[], topLimit
     const t = op.startNs;
     if (!inside(t)) return;
     const d = op.durNs;
-    const e = byName.get(op.nameId) ?? { count: 0, total: 0, cat: op.category };
+    let e = byName.get(op.nameId);
+    if (e === undefined) byName.set(op.nameId, (e = { count: 0, total: 0, cat: op.category }));
     e.count++;
     e.total += d;
-    byName.set(op.nameId, e);
     if (op.kind === OpKind.memcpy) {
-      const c = byCopy.get(op.copyKind) ?? { count: 0, bytes: 0, dur: 0 };
+      let c = byCopy.get(op.copyKind);
+      if (c === undefined) byCopy.set(op.copyKind, (c = { count: 0, bytes: 0, dur: 0 }));
       c.count++;
       c.bytes += Math.max(0, op.bytes);
       c.dur += d;
-      byCopy.set(op.copyKind, c);
       if (op.copyKind === CopyKind.h2dPageable && (pageable === null || d > pageable.durNs)) pageable = { nameId: op.nameId, startNs: t, bytes: op.bytes, durNs: d };
     }
     if (op.kind !== OpKind.kernel) return;
@@ -102,13 +103,16 @@ export function kernelFigures(model: TraceModel, windows: StepWindow[], topLimit
     const g = l.externalId >= 0 ? gemmCallIndex(gemmCalls, l.externalId) : -1;
     const gemm = g >= 0 ? gemmCalls.gemm[g]! : -1;
     if (MATMUL_CATEGORIES.has(op.category)) {
-      const p = matmulPrecision(model.names[op.nameId]!, gemm >= 0 ? model.gemmOps[gemm]!.dtype : null);
+      // The precision depends on the kernel name and the op's dtype only: worked out once per pair (regular expressions).
+      const pairKey = op.nameId * (model.gemmOps.length + 1) + gemm + 1;
+      let p = precisionByPair.get(pairKey);
+      if (p === undefined) precisionByPair.set(pairKey, (p = matmulPrecision(model.names[op.nameId]!, gemm >= 0 ? model.gemmOps[gemm]!.dtype : null)));
       byPrecision[p]! += d;
       if (p === MatmulPrecision.fp32) {
-        const f = fp32ByName.get(op.nameId) ?? { count: 0, total: 0 };
+        let f = fp32ByName.get(op.nameId);
+        if (f === undefined) fp32ByName.set(op.nameId, (f = { count: 0, total: 0 }));
         f.count++;
         f.total += d;
-        fp32ByName.set(op.nameId, f);
       }
     }
     if (gemm >= 0) {

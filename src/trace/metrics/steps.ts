@@ -7,7 +7,7 @@
  * and their sum is the profiled wall time.
  */
 import type { TraceModel } from '../model.js';
-import { forEachOp } from '../opLog.js';
+import type { GpuOp } from '../opLog.js';
 
 export interface StepWindow {
   step: number;
@@ -15,39 +15,50 @@ export interface StepWindow {
   endNs: number;
 }
 
-export function stepWindows(model: TraceModel): { windows: StepWindow[]; fromMarkers: boolean } {
-  const { gpu } = model;
-  const markers = model.steps;
-  if (markers.length === 0) {
-    // No markers: one window over everything the GPU did (or the CPU, if no GPU ops).
-    let lo = Number.POSITIVE_INFINITY;
-    let hi = Number.NEGATIVE_INFINITY;
-    forEachOp(gpu.logs, gpu.launches, (op) => {
-      lo = Math.min(lo, op.startNs);
-      hi = Math.max(hi, op.startNs + op.durNs);
-    });
-    if (!Number.isFinite(lo)) [lo, hi] = model.cpuRangeNs;
-    return { windows: hi > lo ? [{ step: 0, startNs: lo, endNs: hi }] : [], fromMarkers: false };
+/** What the windows need from the GPU ops, gathered op by op (so another pass can share the walk). */
+export class StepWindowBuilder {
+  private readonly markers: TraceModel['steps'];
+  private readonly gpuEnd: number[];
+  private lo = Number.POSITIVE_INFINITY;
+  private hi = Number.NEGATIVE_INFINITY;
+
+  constructor(private readonly model: TraceModel) {
+    this.markers = model.steps;
+    this.gpuEnd = this.markers.map((m) => m.endNs);
   }
-  // Last GPU end among ops launched inside each step's CPU span.
-  const gpuEnd = markers.map((m) => m.endNs);
-  forEachOp(gpu.logs, gpu.launches, (op) => {
-    const t = Number.isNaN(op.launch.startNs) ? op.startNs : op.launch.startNs;
-    const s = findStep(markers, t);
-    if (s < 0) return;
+
+  add(op: GpuOp): void {
     const end = op.startNs + op.durNs;
-    if (end > gpuEnd[s]!) gpuEnd[s] = end;
-  });
-  const windows: StepWindow[] = [];
-  let prevEnd = Number.NEGATIVE_INFINITY;
-  for (let s = 0; s < markers.length; s++) {
-    const m = markers[s]!;
-    const start = Math.max(m.startNs, prevEnd);
-    const end = Math.max(gpuEnd[s]!, start);
-    windows.push({ step: m.step, startNs: start, endNs: end });
-    prevEnd = end;
+    if (this.markers.length === 0) {
+      // No markers: one window over everything the GPU did.
+      if (op.startNs < this.lo) this.lo = op.startNs;
+      if (end > this.hi) this.hi = end;
+      return;
+    }
+    // Last GPU end among ops launched inside each step's CPU span.
+    const t = Number.isNaN(op.launch.startNs) ? op.startNs : op.launch.startNs;
+    const s = findStep(this.markers, t);
+    if (s >= 0 && end > this.gpuEnd[s]!) this.gpuEnd[s] = end;
   }
-  return { windows, fromMarkers: true };
+
+  windows(): { windows: StepWindow[]; fromMarkers: boolean } {
+    const markers = this.markers;
+    if (markers.length === 0) {
+      let [lo, hi] = [this.lo, this.hi];
+      if (!Number.isFinite(lo)) [lo, hi] = this.model.cpuRangeNs; // no GPU ops: the CPU's extent
+      return { windows: hi > lo ? [{ step: 0, startNs: lo, endNs: hi }] : [], fromMarkers: false };
+    }
+    const windows: StepWindow[] = [];
+    let prevEnd = Number.NEGATIVE_INFINITY;
+    for (let s = 0; s < markers.length; s++) {
+      const m = markers[s]!;
+      const start = Math.max(m.startNs, prevEnd);
+      const end = Math.max(this.gpuEnd[s]!, start);
+      windows.push({ step: m.step, startNs: start, endNs: end });
+      prevEnd = end;
+    }
+    return { windows, fromMarkers: true };
+  }
 }
 
 /** Index of the marker whose CPU span contains t (markers sorted, non-overlapping), or -1. */

@@ -60,7 +60,7 @@ export function analyseTimeline(model: TraceModel, spans: HostSpans, windows: St
   const perWindow: DeviceTime[][] = windows.map(() => []);
   let timeline: TimelineBucket[] = [];
   for (const log of model.gpu.logs) {
-    const d = new DeviceTimeline(log, windows, host);
+    const d = new DeviceTimeline(log, windows, host, model.collectives.count > 0);
     forEachOpByStart(log, model.gpu.launches, (op) => d.add(op));
     d.finish();
     d.times.forEach((t, i) => {
@@ -94,6 +94,7 @@ class DeviceTimeline {
     log: OpLog,
     private readonly windows: StepWindow[],
     private readonly host: HostCauses,
+    private readonly withComm: boolean,
   ) {
     this.times = windows.map((w) => ({
       device: log.device,
@@ -126,7 +127,8 @@ class DeviceTimeline {
       this.segEnd = e;
       this.segLaunch = op.launch.startNs;
     }
-    if (op.kind === OpKind.kernel) {
+    // Overlap is only asked of traces with collectives: the other unions are skipped without them.
+    if (this.withComm && op.kind === OpKind.kernel) {
       if (op.category === KernelCategory.communication) this.comm.add(s, e);
       else this.compute.add(s, e);
       this.kernels.add(s, e);
