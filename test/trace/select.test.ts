@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { unionOf, unionOfColumns } from '../../src/trace/metrics/intervals.js';
 import { median } from '../../src/trace/metrics/kernels.js';
 import { mediansOfPass } from '../../src/trace/metrics/select.js';
 
@@ -55,5 +56,22 @@ describe('mediansOfPass: exact medians without holding the values', () => {
     const alone = viaPasses([a]);
     expect(both.medians).toEqual([median(a), median(b)]);
     expect(both.passes).toBe(alone.passes);
+  });
+});
+
+describe('unionOfColumns: the union of intervals kept as columns', () => {
+  it('equals the union of the same intervals as pairs, in any order, empty ones dropped', () => {
+    const r = rng(5);
+    const pairs: [number, number][] = Array.from({ length: 2000 }, () => {
+      const a = Math.round(r() * 1e6);
+      return [a, a + Math.round((r() - 0.05) * 5000)]; // some empty or reversed
+    });
+    const u = unionOfColumns(Float64Array.from(pairs, (p) => p[0]), Float64Array.from(pairs, (p) => p[1]), pairs.length);
+    const want = unionOf(pairs);
+    expect(u.n).toBe(want.n);
+    expect([...u.start]).toEqual([...want.start.subarray(0, want.n)]);
+    expect([...u.end]).toEqual([...want.end.subarray(0, want.n)]);
+    expect(u.n).toBeGreaterThan(10);
+    expect(u.n).toBeLessThan(2000); // overlaps were merged
   });
 });

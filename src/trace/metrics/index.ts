@@ -181,14 +181,17 @@ function structure(model: TraceModel, windows: StepWindow[]): TraceMetrics['stru
   const ddpForwards = model.ddpForwards.filter((f) => within(windows, f.startNs));
   const optimizerSteps = model.optimizerSteps.filter((f) => within(windows, f.startNs));
   // All-reduce launch times: CPU-side collective ops and the launches of NCCL all-reduce kernels.
-  const allReduceTimes: number[] = [...model.cpuAllReduceStartsNs];
   const c = model.collectives;
+  const cpu = model.cpuAllReduceStartsNs;
+  const times = new Float64Array(cpu.length + c.count);
+  times.set(cpu);
+  let n = cpu.length;
   for (let i = 0; i < c.count; i++) {
     if (!/all_?reduce/i.test(model.names[c.nameId[i]!]!)) continue;
     const t = launchStart(model, i);
-    if (!Number.isNaN(t)) allReduceTimes.push(t);
+    if (!Number.isNaN(t)) times[n++] = t;
   }
-  allReduceTimes.sort((a, b) => a - b);
+  const allReduceTimes = times.subarray(0, n).sort();
   let micro = 0;
   let microWithAllReduce = 0;
   // Forwards and steps are both sorted by start: one pass pairs consecutive forwards of a step,
@@ -223,7 +226,7 @@ function launchStart(model: TraceModel, i: number): number {
 }
 
 /** Index of the first value strictly greater than t in a sorted array. */
-function firstAfter(sorted: number[], t: number): number {
+function firstAfter(sorted: ArrayLike<number>, t: number): number {
   let lo = 0;
   let hi = sorted.length;
   while (lo < hi) {

@@ -26,6 +26,29 @@ export function unionOf(intervals: ReadonlyArray<readonly [number, number]>): Se
   return { start, end, n };
 }
 
+/** Union of intervals given as columns, in any order (no pair per interval is made). */
+export function unionOfColumns(starts: Float64Array, ends: Float64Array, count: number): Segments {
+  const order = new Int32Array(count);
+  let k = 0;
+  for (let i = 0; i < count; i++) if (ends[i]! > starts[i]!) order[k++] = i;
+  const sorted = order.subarray(0, k).sort((x, y) => starts[x]! - starts[y]!);
+  const start = new Float64Array(k);
+  const end = new Float64Array(k);
+  let n = 0;
+  for (const i of sorted) {
+    const a = starts[i]!;
+    const b = ends[i]!;
+    if (n > 0 && a <= end[n - 1]!) {
+      if (b > end[n - 1]!) end[n - 1] = b;
+    } else {
+      start[n] = a;
+      end[n] = b;
+      n++;
+    }
+  }
+  return { start: start.subarray(0, n), end: end.subarray(0, n), n };
+}
+
 /** Index of the first segment whose end is after t. */
 export function firstEndingAfter(s: Segments, t: number): number {
   let lo = 0;

@@ -45,9 +45,14 @@ export function kernelFigures(model: TraceModel, windows: StepWindow[], topLimit
   // launch
   let kernels = 0;
   let linked = 0;
-  let gpuKernelNs = 0;
   let shorter = 0;
-  let cpuLaunchNs = 0;
+  // Sums of nanoseconds live in a typed array: a double in a variable the pass's closure writes is a new
+  // heap number at every addition, which made the pass allocate per kernel.
+  const sums = new Float64Array(4);
+  const GPU_KERNEL_NS = 0;
+  const CPU_LAUNCH_NS = 1;
+  const SM_WEIGHTED = 2;
+  const SM_TOTAL = 3;
   // precision
   const byPrecision = [0, 0, 0, 0, 0, 0];
   const fp32ByName = new Map<number, { count: number; total: number }>();
@@ -55,8 +60,6 @@ export function kernelFigures(model: TraceModel, windows: StepWindow[], topLimit
   // top kernels, copies, SM efficiency, pageable example
   const byName = new Map<number, { count: number; total: number; cat: number }>();
   const byCopy = new Map<number, { count: number; bytes: number; dur: number }>();
-  let smWeighted = 0;
-  let smTotal = 0;
   let pageable: { nameId: number; startNs: number; bytes: number; durNs: number } | null = null;
   // GEMM shapes: time per shape, and calls counted once per GEMM CPU op (one op may launch a GEMM plus a split-K reduction)
   const gemmNs = new Float64Array(model.gemmOps.length);
@@ -72,7 +75,7 @@ export function kernelFigures(model: TraceModel, windows: StepWindow[], topLimit
 
   const visit = (op: GpuOp) => {
     const l = op.launch;
-    if (op.ownsLaunch && l.kind === RuntimeKind.launch && inside(l.startNs)) cpuLaunchNs += l.durNs;
+    if (op.ownsLaunch && l.kind === RuntimeKind.launch && inside(l.startNs)) sums[CPU_LAUNCH_NS]! += l.durNs;
     const t = op.startNs;
     if (!inside(t)) return;
     const d = op.durNs;
@@ -90,15 +93,15 @@ export function kernelFigures(model: TraceModel, windows: StepWindow[], topLimit
     }
     if (op.kind !== OpKind.kernel) return;
     kernels++;
-    gpuKernelNs += d;
+    sums[GPU_KERNEL_NS]! += d;
     times(op);
     if (!Number.isNaN(l.startNs)) {
       linked++;
       if (d < l.durNs) shorter++;
     }
     if (op.smShare >= 0) {
-      smWeighted += op.smShare * d;
-      smTotal += d;
+      sums[SM_WEIGHTED]! += op.smShare * d;
+      sums[SM_TOTAL]! += d;
     }
     const g = l.externalId >= 0 ? gemmCallIndex(gemmCalls, l.externalId) : -1;
     const gemm = g >= 0 ? gemmCalls.gemm[g]! : -1;
@@ -125,7 +128,7 @@ export function kernelFigures(model: TraceModel, windows: StepWindow[], topLimit
   };
   forEachOp(gpu.logs, gpu.launches, visit);
   // Launch calls no op consumed while parsing (graph launches, launches of ops never recorded).
-  for (const call of gpu.launches.values()) if (call.kind === RuntimeKind.launch && inside(call.startNs)) cpuLaunchNs += call.durNs;
+  for (const call of gpu.launches.values()) if (call.kind === RuntimeKind.launch && inside(call.startNs)) sums[CPU_LAUNCH_NS]! += call.durNs;
 
   while (medians.endPass([kernels, linked])) forEachOp(gpu.logs, gpu.launches, times);
   const [medianKernelNs, medianLaunchToStartNs] = medians.results();
@@ -144,8 +147,8 @@ export function kernelFigures(model: TraceModel, windows: StepWindow[], topLimit
       kernels,
       kernelsPerStep: windows.length ? kernels / windows.length : 0,
       medianKernelNs: medianKernelNs!,
-      cpuLaunchNs,
-      gpuKernelNs,
+      cpuLaunchNs: sums[CPU_LAUNCH_NS]!,
+      gpuKernelNs: sums[GPU_KERNEL_NS]!,
       medianLaunchToStartNs: medianLaunchToStartNs!,
       shorterThanLaunchFraction: linked ? shorter / linked : 0,
     },
@@ -169,7 +172,7 @@ export function kernelFigures(model: TraceModel, windows: StepWindow[], topLimit
       .sort((a, b) => b[1].total - a[1].total)
       .slice(0, topLimit)
       .map(([id, e]) => stat(id, CATEGORY_NAMES[e.cat]!, e)),
-    smEfficiency: smTotal > 0 ? smWeighted / smTotal : null,
+    smEfficiency: sums[SM_TOTAL]! > 0 ? sums[SM_WEIGHTED]! / sums[SM_TOTAL]! : null,
     pageableH2dExample: ex === null ? null : { name: model.names[ex.nameId]!, atNs: ex.startNs, bytes: ex.bytes, durNs: ex.durNs },
   };
 }

@@ -18,7 +18,7 @@ import { CATEGORY_NAMES, KernelCategory } from '../kernelClass.js';
 import type { TraceModel } from '../model.js';
 import { type GpuOp, OpKind, type OpLog, forEachOpByStart } from '../opLog.js';
 import type { HostSpans } from './hostSpans.js';
-import { type Segments, claim, covers, piecesLen, unionOf } from './intervals.js';
+import { type Segments, claim, covers, piecesLen, unionOf, unionOfColumns } from './intervals.js';
 import type { StepWindow } from './steps.js';
 import type { DeviceTime, IdleByCause, NsByCategory, TimelineBucket } from './types.js';
 
@@ -250,7 +250,7 @@ function hostCauses(model: TraceModel, spans: HostSpans): HostCauses {
   const cpu = (list: { startNs: number; endNs: number }[]) => unionOf(list.map((s) => [s.startNs, s.endNs] as const));
   return {
     dataloader: cpu(model.dataLoader),
-    communication: unionOf(Array.from({ length: model.cpuCollectives.count }, (_, i) => [model.cpuCollectives.startNs[i]!, model.cpuCollectives.endNs[i]!] as const)),
+    communication: unionOfColumns(model.cpuCollectives.startNs, model.cpuCollectives.endNs, model.cpuCollectives.count),
     h2d: unionOf(spans.h2d),
     // A copy into pageable host memory blocks the host until the GPU has caught up: a sync.
     sync: unionOf(sync),
