@@ -10,20 +10,9 @@ export const EMPTY_SEGMENTS: Segments = { start: new Float64Array(0), end: new F
 
 /** Union of intervals given in any order. */
 export function unionOf(intervals: ReadonlyArray<readonly [number, number]>): Segments {
-  const sorted = intervals.filter(([a, b]) => b > a).sort((x, y) => x[0] - y[0]);
-  const start = new Float64Array(sorted.length);
-  const end = new Float64Array(sorted.length);
-  let n = 0;
-  for (const [a, b] of sorted) {
-    if (n > 0 && a <= end[n - 1]!) {
-      if (b > end[n - 1]!) end[n - 1] = b;
-    } else {
-      start[n] = a;
-      end[n] = b;
-      n++;
-    }
-  }
-  return { start, end, n };
+  const starts = Float64Array.from(intervals, (i) => i[0]);
+  const ends = Float64Array.from(intervals, (i) => i[1]);
+  return unionOfColumns(starts, ends, intervals.length);
 }
 
 /** Union of intervals given as columns, in any order (no pair per interval is made). */
