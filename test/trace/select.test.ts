@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { unionOf, unionOfColumns } from '../../src/trace/metrics/intervals.js';
 import { median } from '../../src/trace/metrics/kernels.js';
-import { mediansOfPass } from '../../src/trace/metrics/select.js';
+import { Medians } from '../../src/trace/metrics/select.js';
 
 /** A deterministic pseudo-random sequence (mulberry32). */
 function rng(seed: number): () => number {
@@ -15,21 +15,19 @@ function rng(seed: number): () => number {
   };
 }
 
+/** The medians of each series, walking the values as often as Medians asks, and how many walks that took. */
 function viaPasses(series: number[][]): { medians: number[]; passes: number } {
+  const m = new Medians(series.length);
+  const counts = series.map((v) => v.length);
   let passes = 0;
-  const medians = mediansOfPass(
-    (visit) => {
-      passes++;
-      series.forEach((values, s) => {
-        for (const v of values) visit(s, v);
-      });
-    },
-    series.map((v) => v.length),
-  );
-  return { medians, passes };
+  do {
+    passes++;
+    for (const [s, values] of series.entries()) for (const v of values) m.visit(s, v);
+  } while (m.endPass(counts));
+  return { medians: m.results(), passes };
 }
 
-describe('mediansOfPass: exact medians without holding the values', () => {
+describe('Medians: exact medians without holding the values', () => {
   it('agrees with sorting on odd and even counts, negatives, fractions, repeats, and many values', () => {
     const r = rng(7);
     const cases: number[][] = [

@@ -6,12 +6,6 @@
  * 2-5 passes (usually 2), and one pass serves every series.
  */
 
-/**
- * Calls visit once for every value of every series, in any order; must give
- * the same values on every call. Several series share each pass.
- */
-export type SeriesPass = (visit: (series: number, v: number) => void) => void;
-
 const f64 = new Float64Array(1);
 const u32 = new Uint32Array(f64.buffer);
 /** Little-endian: word 1 holds the sign, exponent and top of the mantissa. */
@@ -184,12 +178,4 @@ export class Medians {
   results(): number[] {
     return this.sels.map((s) => s.result);
   }
-}
-
-/** The medians of values a pass produces (see Medians). */
-export function mediansOfPass(pass: SeriesPass, counts: number[]): number[] {
-  const m = new Medians(counts.length);
-  do pass(m.visit);
-  while (m.endPass(counts));
-  return m.results();
 }
