@@ -456,6 +456,25 @@ export class TraceJsonParser {
     this.p++;
   }
 
+  /**
+   * From p just after a key: past the ':' and whitespace to the value, which must have started
+   * in the buffer. Sets this.p there and returns it (the event loops keep positions in locals).
+   */
+  private valueAfterColon(p: number): number {
+    const s = this.s;
+    let c = s.charCodeAt(p);
+    while (isWs(c)) c = s.charCodeAt(++p);
+    if (c !== Ch.Colon) {
+      this.p = p;
+      this.fail("expected ':'");
+    }
+    c = s.charCodeAt(++p);
+    while (isWs(c)) c = s.charCodeAt(++p);
+    if (p >= s.length) throw NEED_MORE;
+    this.p = p;
+    return p;
+  }
+
   /** Reads a string at p (which must be a quote); returns its value. */
   private readString(): string {
     const s = this.s;
@@ -826,17 +845,8 @@ export class TraceJsonParser {
       const ks = p + 1;
       const ke = keyEnd(s, ks);
       if (ke < 0) throw NEED_MORE;
-      p = ke + 1;
+      p = this.valueAfterColon(ke + 1);
       c = s.charCodeAt(p);
-      while (isWs(c)) c = s.charCodeAt(++p);
-      if (c !== Ch.Colon) {
-        this.p = p;
-        this.fail("expected ':'");
-      }
-      c = s.charCodeAt(++p);
-      while (isWs(c)) c = s.charCodeAt(++p);
-      if (p >= s.length) throw NEED_MORE;
-      this.p = p;
       const len = ke - ks;
       const k0 = s.charCodeAt(ks);
       if (len === 2 && k0 === 112 && s.charCodeAt(ks + 1) === 104) {
@@ -999,17 +1009,8 @@ export class TraceJsonParser {
       first = false;
       this.p = p;
       const code = this.readArgKey();
-      p = this.p;
+      p = this.valueAfterColon(this.p);
       c = s.charCodeAt(p);
-      while (isWs(c)) c = s.charCodeAt(++p);
-      if (c !== Ch.Colon) {
-        this.p = p;
-        this.fail("expected ':'");
-      }
-      c = s.charCodeAt(++p);
-      while (isWs(c)) c = s.charCodeAt(++p);
-      if (p >= s.length) throw NEED_MORE;
-      this.p = p;
       switch (code) {
         case 1:
           a.correlation = this.readScalarNumber();
