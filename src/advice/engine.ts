@@ -3,6 +3,7 @@
  * several ranks (keeping the rank with the largest gain), and ranks the result
  * by severity, then gain.
  */
+import type { CollectiveTimings } from '../trace/metrics/collectives.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
 import { type Finding, severityRank } from './finding.js';
 import { commBound, dataParallel, ddpAccumWithoutNoSync, rankImbalance, smallCommBuckets } from './rules/distributed.js';
@@ -28,7 +29,8 @@ export const RANK_RULES: readonly RankRule[] = [
 ];
 export const CROSS_RANK_RULES: readonly CrossRankRule[] = [rankImbalance];
 
-export function diagnose(ranks: TraceMetrics[]): Finding[] {
+/** `collectives[i]`, rank i's collective timings, lets the rules compare ranks collective by collective. */
+export function diagnose(ranks: TraceMetrics[], collectives: readonly CollectiveTimings[] = []): Finding[] {
   const byId = new Map<string, Finding>();
   for (const m of ranks) {
     for (const rule of RANK_RULES) {
@@ -44,7 +46,7 @@ export function diagnose(ranks: TraceMetrics[]): Finding[] {
   }
   if (ranks.length > 1) {
     for (const rule of CROSS_RANK_RULES) {
-      const f = rule(ranks);
+      const f = rule(ranks, collectives);
       if (f) byId.set(f.id, f);
     }
   }

@@ -9,7 +9,7 @@ import { type AnalyzeReport, type InputSummary, buildAnalyzeReport } from '../re
 import { renderHtml } from '../report/html.js';
 import { renderMarkdown } from '../report/markdown.js';
 import { ANSI, PLAIN, renderTerminal } from '../report/terminal.js';
-import { analyzeTrace } from '../trace/metrics/index.js';
+import { type CollectiveTimings, analyzeTrace, collectiveTimings } from '../trace/metrics/index.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
 import { EXIT_FINDINGS, EXIT_OK, VERSION } from './main.js';
 import { progressBar } from './progress.js';
@@ -60,6 +60,7 @@ export async function run(argv: string[]): Promise<number> {
   const showProgress = !values['no-progress'] && process.stderr.isTTY === true;
   const inputs: InputSummary[] = [];
   const ranks: TraceMetrics[] = [];
+  const collectives: CollectiveTimings[] = [];
   const seenRanks = new Set<number>();
   for (const file of files) {
     const bar = showProgress ? progressBar(file) : undefined;
@@ -76,12 +77,14 @@ export async function run(argv: string[]): Promise<number> {
     if (model.gpu.count === 0) warnings.push('no GPU activity (kernels, memcpy) in this trace: was the profiler run with ProfilerActivity.CUDA?');
     inputs.push({ path: file, rank: metrics.rank, events: Object.values(model.eventCounts).reduce((a, b) => a + b, 0), warnings });
     ranks.push(metrics);
+    collectives.push(collectiveTimings(model, metrics.steps));
   }
   const order = ranks.map((_, i) => i).sort((a, b) => ranks[a]!.rank - ranks[b]!.rank);
   const report = buildAnalyzeReport(
     VERSION,
     order.map((i) => inputs[i]!),
     order.map((i) => ranks[i]!),
+    order.map((i) => collectives[i]!),
   );
 
   if (values.json) process.stdout.write(`${JSON.stringify(report, null, 1)}\n`);

@@ -17,7 +17,7 @@ import { loadTrace } from '../io/loadTrace.js';
 import { readSnapshotFile } from '../io/readSnapshot.js';
 import { checkHtmlTarget } from '../io/reportTarget.js';
 import { analyze as analyzeSnapshot } from '../memory/report.js';
-import { analyzeTrace } from '../trace/metrics/index.js';
+import { analyzeTrace, collectiveTimings } from '../trace/metrics/index.js';
 import { VERSION } from './main.js';
 import { type ProbeRun, makeRunDir, startProbeRun } from './probeRun.js';
 import { splitCommand } from './telemetryArgs.js';
@@ -69,10 +69,11 @@ async function analyseTraces(records: ProbeRecord[]): Promise<TraceInput[]> {
   for (const r of records) {
     if (r.type !== 'profile-end' || r.trace === null) continue;
     try {
-      const metrics = analyzeTrace(await loadTrace(r.trace));
-      out.push({ rank: rankOf(r), path: r.trace, metrics, error: null });
+      const model = await loadTrace(r.trace);
+      const metrics = analyzeTrace(model);
+      out.push({ rank: rankOf(r), path: r.trace, metrics, collectives: collectiveTimings(model, metrics.steps), error: null });
     } catch (e) {
-      out.push({ rank: rankOf(r), path: r.trace, metrics: null, error: (e as Error).message });
+      out.push({ rank: rankOf(r), path: r.trace, metrics: null, collectives: null, error: (e as Error).message });
     }
   }
   return out.sort((a, b) => a.rank - b.rank);

@@ -10,6 +10,7 @@ import type { MemoryReport } from '../memory/report.js';
 import type { ModelDescription } from '../planner/model.js';
 import { describeModel, MODEL_SUMMARY_FORMAT } from '../planner/modelSummary.js';
 import type { Snapshot } from '../telemetry/sample.js';
+import type { CollectiveTimings } from '../trace/metrics/collectives.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
 import { rebaseFinding } from './rebase.js';
 import {
@@ -39,6 +40,8 @@ export interface TraceInput {
   rank: number;
   path: string;
   metrics: TraceMetrics | null;
+  /** Its collectives keyed for matching ranks (rank-imbalance); null with metrics. */
+  collectives: CollectiveTimings | null;
   /** Why the trace could not be analysed. */
   error: string | null;
 }
@@ -490,14 +493,15 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
   }
   ranks.sort((a, b) => a.rank - b.rank || a.pid - b.pid);
 
-  const metrics = input.traces.map((t) => t.metrics).filter((m): m is TraceMetrics => m !== null);
+  const analysed = input.traces.filter((t) => t.metrics !== null);
+  const metrics = analysed.map((t) => t.metrics!);
   // analyze's estimates come from the profiled window; re-based on the run's own GPU-timed step (see rebase.ts).
   const metricsOfRank = (rank: number) => metrics.find((m) => m.rank === rank) ?? input.traces.find((t) => t.rank === rank)?.metrics ?? null;
   const runStepNsOfRank = (rank: number) => {
     const st = ranks.find((r) => r.rank === rank)?.steps;
     return st && st.timing === 'gpu' && st.medianS !== null ? st.medianS * 1e9 : null;
   };
-  const traceFindings = (metrics.length ? diagnose(metrics) : []).map((f) => rebaseFinding(f, metricsOfRank, runStepNsOfRank));
+  const traceFindings = (metrics.length ? diagnose(metrics, analysed.every((t) => t.collectives !== null) ? analysed.map((t) => t.collectives!) : []) : []).map((f) => rebaseFinding(f, metricsOfRank, runStepNsOfRank));
   const memoryFindings: Finding[] = input.snapshots.flatMap((s) =>
     (s.report?.findings ?? []).map((f) => ({ ...f, ranks: [s.rank], estimatedGain: null })),
   );

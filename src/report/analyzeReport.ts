@@ -5,9 +5,11 @@
  */
 import { diagnose } from '../advice/engine.js';
 import type { Finding } from '../advice/finding.js';
+import type { CollectiveTimings } from '../trace/metrics/collectives.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
 
-export const ANALYZE_SCHEMA_VERSION = 1;
+/** 2: `metrics.ranks[].collectives` (one entry per collective, growing with the trace) removed. */
+export const ANALYZE_SCHEMA_VERSION = 2;
 
 export interface InputSummary {
   path: string;
@@ -33,8 +35,14 @@ export interface AnalyzeReport {
   metrics: { ranks: TraceMetrics[] };
 }
 
-export function buildAnalyzeReport(version: string, inputs: InputSummary[], ranks: TraceMetrics[]): AnalyzeReport {
-  const findings = diagnose(ranks);
+/** `collectives[i]` belongs to `ranks[i]` (for the cross-rank rules; not printed). */
+export function buildAnalyzeReport(
+  version: string,
+  inputs: InputSummary[],
+  ranks: TraceMetrics[],
+  collectives: readonly CollectiveTimings[] = [],
+): AnalyzeReport {
+  const findings = diagnose(ranks, collectives);
   const busy = ranks.length ? ranks.reduce((a, r) => a + r.gpuBusyShare, 0) / ranks.length : 0;
   return {
     schemaVersion: ANALYZE_SCHEMA_VERSION,

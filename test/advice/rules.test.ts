@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { diagnose } from '../../src/advice/engine.js';
 import type { Finding } from '../../src/advice/finding.js';
-import { metricsOf } from '../helpers/fixtures.js';
-import { SynthTrace, metricsOfText } from '../helpers/synth.js';
+import { metricsOf, rankOf } from '../helpers/fixtures.js';
+import { SynthTrace, metricsOfText, rankOfText } from '../helpers/synth.js';
 
 function byId(fs: Finding[], id: string): Finding | undefined {
   return fs.find((f) => f.id === id);
@@ -53,7 +53,11 @@ describe('rules on real H200 traces', () => {
 
   it('gives healthy traces no high-severity finding', async () => {
     for (const run of [['gpt2_amp'], ['ddp_gpt2.rank0', 'ddp_gpt2.rank1']]) {
-      const fs = diagnose(await Promise.all(run.map(metricsOf)));
+      const ranks = await Promise.all(run.map(rankOf));
+      const fs = diagnose(
+        ranks.map((r) => r.metrics),
+        ranks.map((r) => r.collectives),
+      );
       expect(fs.filter((f) => f.severity === 'high')).toEqual([]);
       fs.forEach(checkShape);
     }
@@ -67,7 +71,11 @@ describe('rules on real H200 traces', () => {
   });
 
   it('does not report rank imbalance for the balanced DDP run', async () => {
-    const fs = diagnose([await metricsOf('ddp_gpt2.rank0'), await metricsOf('ddp_gpt2.rank1')]);
+    const ranks = [await rankOf('ddp_gpt2.rank0'), await rankOf('ddp_gpt2.rank1')];
+    const fs = diagnose(
+      ranks.map((r) => r.metrics),
+      ranks.map((r) => r.collectives),
+    );
     expect(byId(fs, 'rank-imbalance')).toBeUndefined();
     expect(byId(fs, 'comm-bound')).toBeUndefined();
   });
@@ -161,11 +169,22 @@ describe('rules on synthetic traces', () => {
         t.kernel('ncclDevKernel_AllReduce_Sum_f32_RING_LL', t0 + 5, arStart, arEnd - arStart, { stream: 20, args: { 'Collective name': 'allreduce', 'In msg nelems': 1e6, dtype: 'Float' } });
       });
       t.meta.distributedInfo = { backend: 'nccl', rank: r, world_size: 2 };
-      return metricsOfText(t.toJSON(), `rank${r}`);
+      return rankOfText(t.toJSON(), `rank${r}`);
     };
-    const fs = diagnose([rank(0, 1000), rank(1, 2000)]);
+    const ranks = [rank(0, 1000), rank(1, 2000)];
+    const fs = diagnose(
+      ranks.map((r) => r.metrics),
+      ranks.map((r) => r.collectives),
+    );
     const f = byId(fs, 'rank-imbalance')!;
     expect(f.data.straggler).toBe(1);
+    // The all-reduces are matched by order (no sequence numbers); rank 0 waits 1 ms in each of 3 steps.
+    expect(f.data.matchedCollectives).toBe(3);
+    expect(f.data.maxWaitNsPerStep).toBe(1_000_000);
+    expect(f.evidence.join('\n')).toMatch(/3 collectives matched across ranks by order/);
+    // Without the collectives, only the compute skew is seen.
+    const blind = byId(diagnose(ranks.map((r) => r.metrics)), 'rank-imbalance')!;
+    expect(blind.data.matchedCollectives).toBe(0);
     expect(f.ranks).toEqual([0, 1]);
     checkShape(f);
   });

@@ -7,7 +7,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { diagnose } from '../../src/advice/engine.js';
 import { loadTrace } from '../../src/io/loadTrace.js';
-import { analyzeTrace } from '../../src/trace/metrics/index.js';
+import { analyzeTrace, collectiveTimings } from '../../src/trace/metrics/index.js';
 import { TRACES } from '../helpers/fixtures.js';
 
 const DIR = `${TRACES}scenarios/`;
@@ -26,8 +26,17 @@ describe('scenario traces recorded on H200s', () => {
   });
   for (const [name, { files, expect: ids }] of scenarios) {
     it(`${name} -> ${ids.join(', ')}`, async () => {
-      const ranks = await Promise.all(files.sort().map(async (f) => analyzeTrace(await loadTrace(f))));
-      const findings = diagnose(ranks);
+      const ranks = await Promise.all(
+        files.sort().map(async (f) => {
+          const model = await loadTrace(f);
+          const metrics = analyzeTrace(model);
+          return { metrics, collectives: collectiveTimings(model, metrics.steps) };
+        }),
+      );
+      const findings = diagnose(
+        ranks.map((r) => r.metrics),
+        ranks.map((r) => r.collectives),
+      );
       for (const id of ids) {
         const f = findings.find((x) => x.id === id);
         expect(f, `${id} in ${findings.map((x) => x.id).join(',')}`).toBeDefined();

@@ -21,7 +21,7 @@ describe('gpuwise analyze', () => {
   it('--json follows the documented schema', async () => {
     const r = await runCli(['analyze', '--json', starved]);
     const j = JSON.parse(r.stdout);
-    expect(j.schemaVersion).toBe(1);
+    expect(j.schemaVersion).toBe(2);
     expect(j.findings[0]).toMatchObject({ id: 'dataloader-bound', severity: 'high' });
     for (const f of j.findings) {
       for (const k of ['id', 'severity', 'title', 'evidence', 'recommendation', 'estimatedGain']) expect(f).toHaveProperty(k);

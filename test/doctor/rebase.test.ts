@@ -21,7 +21,7 @@ async function doctorReport(name: string) {
   const path = join(RUNS, name, 'trace.json.gz');
   const metrics = analyzeTrace(await loadTrace(path));
   return buildDoctorReport(
-    doctorInput(records, { command: ['python3', `examples/train/${name}.py`], runDir: join(RUNS, name), traces: [{ rank: 0, path, metrics, error: null }] }),
+    doctorInput(records, { command: ['python3', `examples/train/${name}.py`], runDir: join(RUNS, name), traces: [{ rank: 0, path, metrics, collectives: null, error: null }] }),
   );
 }
 

@@ -323,7 +323,7 @@ describe('on real H200 profiler windows (examples/traces)', () => {
     run.step_s = m.stepTime.medianNs / 1e9;
     const rep = buildDoctorReport({
       ...doctorInput([hello(), modelRecord(run, gpt2Config, 'GPT2LMHeadModel'), ...steps(run)]),
-      traces: [{ rank: 0, path: tracePath('gpt2_amp'), metrics: m, error: null }],
+      traces: [{ rank: 0, path: tracePath('gpt2_amp'), metrics: m, collectives: null, error: null }],
     });
     expect(rep.whatIfBasis?.setup?.precision).toBe('amp-bf16');
     expect(rep.whatIfs.map((w) => w.id)).not.toContain('amp-bf16');
@@ -357,7 +357,7 @@ describe('on real H200 profiler windows (examples/traces)', () => {
     ];
     const rep = buildDoctorReport({
       ...doctorInput([...rank(0), ...rank(1)]),
-      traces: [{ rank: 0, path: tracePath('ddp_gpt2.rank0'), metrics: m, error: null }],
+      traces: [{ rank: 0, path: tracePath('ddp_gpt2.rank0'), metrics: m, collectives: null, error: null }],
     });
     expect(rep.whatIfBasis?.setup).toMatchObject({ worldSize: 2, precision: 'amp-bf16', microBatch: 16 });
     // The planner's own DDP prediction is within its documented accuracy of this run.

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { loadTrace } from '../../src/io/loadTrace.js';
-import { analyzeTrace } from '../../src/trace/metrics/index.js';
+import { type CollectiveTimings, analyzeTrace, collectiveTimings } from '../../src/trace/metrics/index.js';
 import type { TraceMetrics } from '../../src/trace/metrics/types.js';
 
 export const TRACES = fileURLToPath(new URL('../../examples/traces/', import.meta.url));
@@ -15,12 +15,25 @@ export function meta(name: string): { nvml_util_mean: number; items_per_s: numbe
   return JSON.parse(readFileSync(p, 'utf8'));
 }
 
-const cache = new Map<string, Promise<TraceMetrics>>();
-export function metricsOf(name: string): Promise<TraceMetrics> {
+export interface RankAnalysis {
+  metrics: TraceMetrics;
+  collectives: CollectiveTimings;
+}
+
+const cache = new Map<string, Promise<RankAnalysis>>();
+/** A shipped trace's metrics and collective timings (analysed once per test file). */
+export function rankOf(name: string): Promise<RankAnalysis> {
   let p = cache.get(name);
   if (!p) {
-    p = loadTrace(tracePath(name)).then(analyzeTrace);
+    p = loadTrace(tracePath(name)).then((model) => {
+      const metrics = analyzeTrace(model);
+      return { metrics, collectives: collectiveTimings(model, metrics.steps) };
+    });
     cache.set(name, p);
   }
   return p;
+}
+
+export async function metricsOf(name: string): Promise<TraceMetrics> {
+  return (await rankOf(name)).metrics;
 }

@@ -55,14 +55,21 @@ export class SynthTrace {
 }
 
 import { TraceModelBuilder } from '../../src/trace/builder.js';
-import { analyzeTrace } from '../../src/trace/metrics/index.js';
+import { type CollectiveTimings, analyzeTrace, collectiveTimings } from '../../src/trace/metrics/index.js';
 import type { TraceMetrics } from '../../src/trace/metrics/types.js';
 import { TraceJsonParser } from '../../src/trace/parser.js';
 
 export function metricsOfText(text: string, source = 'synthetic'): TraceMetrics {
+  return rankOfText(text, source).metrics;
+}
+
+/** The metrics and the collective timings of a trace given as text. */
+export function rankOfText(text: string, source = 'synthetic'): { metrics: TraceMetrics; collectives: CollectiveTimings } {
   const b = new TraceModelBuilder(source);
   const p = new TraceJsonParser(b);
   p.push(text);
   const s = p.end();
-  return analyzeTrace(b.finish(s.originUs, s.warnings));
+  const model = b.finish(s.originUs, s.warnings);
+  const metrics = analyzeTrace(model);
+  return { metrics, collectives: collectiveTimings(model, metrics.steps) };
 }

@@ -3,7 +3,8 @@ import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { TraceModelBuilder } from '../../src/trace/builder.js';
 import { mergeModels } from '../../src/trace/merge.js';
-import { analyzeTrace } from '../../src/trace/metrics/index.js';
+import type { TraceModel } from '../../src/trace/model.js';
+import { analyzeTrace, collectiveTimings } from '../../src/trace/metrics/index.js';
 import { TraceJsonParser } from '../../src/trace/parser.js';
 import { findEventBoundary, firstTimestampUs } from '../../src/trace/segments.js';
 import { tracePath } from '../helpers/fixtures.js';
@@ -13,7 +14,12 @@ function sequential(text: string) {
   const p = new TraceJsonParser(b);
   p.push(text);
   const s = p.end();
-  return analyzeTrace(b.finish(s.originUs, s.warnings));
+  return withTimings(b.finish(s.originUs, s.warnings));
+}
+
+function withTimings(model: TraceModel) {
+  const metrics = analyzeTrace(model);
+  return { ...metrics, timings: collectiveTimings(model, metrics.steps) };
 }
 
 /** What the parallel loader does, without threads: cut, parse segments into N builders, merge. */
@@ -33,7 +39,7 @@ function segmented(text: string, segmentChars: number, builders: number) {
     rest = rest.slice(cut);
     k++;
   }
-  return { metrics: analyzeTrace(mergeModels(bs.map((b) => b.finish(originUs, [])))), segments: k };
+  return { metrics: withTimings(mergeModels(bs.map((b) => b.finish(originUs, [])))), segments: k };
 }
 
 describe('segmented parsing (the parallel loader without threads)', () => {
@@ -47,7 +53,7 @@ describe('segmented parsing (the parallel loader without threads)', () => {
       expect(many.perStep.idleByCauseNs).toEqual(one.perStep.idleByCauseNs);
       expect(many.launch).toEqual(one.launch);
       expect(many.gemmShapes).toEqual(one.gemmShapes);
-      expect(many.collectives).toEqual(one.collectives);
+      expect(many.timings).toEqual(one.timings);
       expect(many.memory).toEqual(one.memory);
       expect(many.smEfficiency!).toBeCloseTo(one.smEfficiency!, 9);
     });

@@ -1,4 +1,5 @@
 /** Multi-GPU rules: DataParallel, DDP communication, rank imbalance. */
+import type { CollectiveTimings } from '../../trace/metrics/collectives.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtBytes, fmtMs, fmtPct } from '../../util/format.js';
 import { gainFrom } from '../finding.js';
@@ -134,17 +135,28 @@ export const commBound: RankRule = (m) => {
  * time is its shortest duration across ranks (they all move the same bytes);
  * what a rank spends beyond that is waiting. The straggler waits least.
  */
-export const rankImbalance: CrossRankRule = (ranks: TraceMetrics[]) => {
+export const rankImbalance: CrossRankRule = (ranks: TraceMetrics[], collectives: readonly CollectiveTimings[]) => {
   if (ranks.length < 2) return null;
-  const maps = ranks.map((r) => new Map(r.collectives.map((c) => [c.key, c.durNs])));
-  const keys = [...maps[0]!.keys()].filter((k) => maps.every((m) => m.has(k)));
+  // Without every rank's collectives, only the compute skew is seen.
+  const maps = collectives.length === ranks.length ? collectives.map(timingsByKey) : [];
   const waitNs = ranks.map(() => 0);
-  for (const k of keys) {
-    const durs = maps.map((m) => m.get(k)!);
-    const min = Math.min(...durs);
-    durs.forEach((d, i) => {
-      waitNs[i]! += d - min;
-    });
+  let matched = 0;
+  // Collectives of rank 0, each once, that every rank has.
+  for (const [group, first] of maps[0] ?? []) {
+    for (const key of first.keys()) {
+      const durs: number[] = [];
+      for (const m of maps) {
+        const d = m.get(group)?.get(key);
+        if (d === undefined) break;
+        durs.push(d);
+      }
+      if (durs.length < maps.length) continue;
+      matched++;
+      const min = Math.min(...durs);
+      durs.forEach((d, i) => {
+        waitNs[i]! += d - min;
+      });
+    }
   }
   const busy = ranks.map((r) => r.perStep.busyNs - r.perStep.kernelNsByCategory.communication);
   const steps = ranks.map((r) => Math.max(1, r.steps.length));
@@ -166,9 +178,9 @@ export const rankImbalance: CrossRankRule = (ranks: TraceMetrics[]) => {
     ranks: ranks.map((r) => r.rank),
     evidence: [
       ...ranks.map((r, i) => `rank ${r.rank}: compute ${fmtMs(busy[i]!)} per step, waiting in collectives ${fmtMs(waitPerStep[i]!)} per step, step ${fmtMs(stepNs(r))}`),
-      `${keys.length} collectives matched across ranks by ${keys[0]?.startsWith('order#') ? 'order' : 'process group and sequence number'}`,
+      `${matched} collectives matched across ranks by ${collectives[0]?.matchedBy === 'order' ? 'order' : 'process group and sequence number'}`,
     ],
-    data: { straggler, maxComputeNs: maxBusy, minComputeNs: minBusy, maxWaitNsPerStep: maxWait, matchedCollectives: keys.length },
+    data: { straggler, maxComputeNs: maxBusy, minComputeNs: minBusy, maxWaitNsPerStep: maxWait, matchedCollectives: matched },
     recommendation: {
       summary: `Find what makes rank ${straggler} slower: uneven batches (variable sequence lengths: bucket or pack them), a slower or throttled GPU (gpuwise smi: clocks, temperature), a busier host, or extra work on one rank (logging, evaluation, checkpointing on rank 0 only).`,
       code: [
@@ -179,3 +191,15 @@ export const rankImbalance: CrossRankRule = (ranks: TraceMetrics[]) => {
     estimatedGain: gainFrom(step, saved, `balanced ranks would each take the mean compute ${fmtMs(meanBusy)}; the slowest takes ${fmtMs(maxBusy)}, the longest wait is ${fmtMs(maxWait)}: ${fmtMs(saved)} saved`),
   });
 };
+
+/** Durations by group, then sequence number (or its text): a later duplicate replaces an earlier one. */
+function timingsByKey(t: CollectiveTimings): Map<string, Map<number | string, number>> {
+  const out = new Map<string, Map<number | string, number>>();
+  for (let k = 0; k < t.count; k++) {
+    const group = t.groups[t.group[k]!]!;
+    let m = out.get(group);
+    if (m === undefined) out.set(group, (m = new Map()));
+    m.set(t.seqText.get(k) ?? t.seq[k]!, t.durNs[k]!);
+  }
+  return out;
+}

@@ -1,10 +1,11 @@
+import type { CollectiveTimings } from '../../trace/metrics/collectives.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
 import { type EstimatedGain, type Finding, severityForGain } from '../finding.js';
 
 /** A rule reads one rank's metrics and returns at most one finding. */
 export type RankRule = (m: TraceMetrics) => Finding | null;
-/** A rule that compares ranks (runs only with two or more). */
-export type CrossRankRule = (ranks: TraceMetrics[]) => Finding | null;
+/** A rule that compares ranks (runs only with two or more); `collectives[i]` is rank i's, or empty when not given. */
+export type CrossRankRule = (ranks: TraceMetrics[], collectives: readonly CollectiveTimings[]) => Finding | null;
 
 export interface FindingParts {
   id: string;

@@ -10,6 +10,7 @@ import { analyseTimeline, emptyCategories, emptyIdle } from './timeline.js';
 import { IDLE_CAUSES, type StepMetrics, type TraceMetrics } from './types.js';
 
 export type { TraceMetrics } from './types.js';
+export { type CollectiveTimings, collectiveTimings } from './collectives.js';
 
 export function analyzeTrace(model: TraceModel): TraceMetrics {
   // One walk over the ops for both: the windows and the host spans need no order.
@@ -95,31 +96,8 @@ export function analyzeTrace(model: TraceModel): TraceMetrics {
       dataLoaderWaitNsPerStep: spansIn(model.dataLoader, windows) / nSteps,
       pageableH2dExample: k.pageableH2dExample,
     },
-    collectives: collectiveKeys(model, windows),
     structure: structure(model, windows),
   };
-}
-
-function collectiveKeys(model: TraceModel, windows: StepWindow[]): { key: string; durNs: number }[] {
-  const c = model.collectives;
-  const seen = new Map<string, number>();
-  const out: { key: string; durNs: number }[] = [];
-  const order: number[] = [];
-  for (let i = 0; i < c.count; i++) if (within(windows, c.startNs[i]!)) order.push(i);
-  order.sort((a, b) => c.startNs[a]! - c.startNs[b]!);
-  for (const i of order) {
-    const name = model.names[c.nameId[i]!]!;
-    const seq = c.seqText.get(i) ?? (Number.isNaN(c.seq[i]!) ? null : c.seq[i]!);
-    let key: string;
-    if (seq !== null) key = `${c.processGroupId[i]! >= 0 ? model.names[c.processGroupId[i]!] : ''}#${seq}#${name}`;
-    else {
-      const n = seen.get(name) ?? 0;
-      seen.set(name, n + 1);
-      key = `order#${n}#${name}`;
-    }
-    out.push({ key, durNs: c.durNs[i]! });
-  }
-  return out;
 }
 
 function within(windows: StepWindow[], t: number): boolean {

@@ -152,11 +152,6 @@ export interface TraceMetrics {
     dataLoaderWaitNsPerStep: number;
     pageableH2dExample: { name: string; atNs: number; bytes: number; durNs: number } | null;
   };
-  /**
-   * Collectives keyed for matching across ranks: process group and NCCL sequence
-   * number when the trace has them, else the collective's order of appearance.
-   */
-  collectives: { key: string; durNs: number }[];
   /** Structure facts the rules read. */
   structure: {
     dataParallel: boolean;
