@@ -5,8 +5,12 @@
  *
  * Why not rows: typed rows of ops plus rows of runtime calls cost about 80
  * bytes a kernel, and a trace's memory grew with them (60-74 MB per GB). A
- * record here stores times as deltas in integer nanoseconds (LEB128), so a
- * kernel with its launch costs about 18 bytes. Records are read in order only:
+ * record here stores integer nanoseconds as LEB128 differences that stay
+ * small: an op's start from the end of its lane's previous op (kernels of a
+ * stream run back to back), its launch from the end of the lane's previous
+ * launch (a thread launches back to back), and occupancy as an index in a
+ * per-log table (it takes few values: blocks / SMs). A kernel with its launch
+ * costs about 15 bytes. Records are read in order only:
  * every analysis is a pass (`forEachOp`), and the time-ordered analyses merge
  * the log's ordered runs (`runs`) instead of sorting.
  *
@@ -28,7 +32,12 @@ const LINK_BY_CORRELATION = 2;
 
 const SM_ABSENT = 0;
 const SM_FULL = 1;
-const SM_FRACTION = 2;
+/** An index in the log's `smShares` table. */
+const SM_TABLE = 2;
+/** The float32 itself (the table is full: a trace with unusually many distinct values). */
+const SM_INLINE = 3;
+/** Distinct occupancy values a log's table holds (a device has at most a few hundred SMs). */
+const SM_TABLE_MAX = 4096;
 
 /** The CUDA runtime or driver call that launched an op. */
 export interface LaunchCall {
@@ -46,7 +55,8 @@ export interface RunStart {
   firstIndex: number;
   chunk: number;
   offset: number;
-  prevStartNs: number;
+  prevEndNs: number;
+  prevLaunchEndNs: number;
   prevExternalId: number;
   prevCorrelation: number;
   /** Records of the lane in the run. */
@@ -63,6 +73,8 @@ export interface OpLog {
   runs: RunStart[];
   /** What each lane is (`stream|thread`), so logs built apart can be joined lane by lane. */
   laneKeys: string[];
+  /** The distinct occupancy values (smShare) records refer to. */
+  smShares: number[];
 }
 
 /** An op as written and as read back (one object is reused while reading: copy what you keep). */
@@ -125,8 +137,8 @@ export function copyGpuOp(to: GpuOp, from: GpuOp): void {
 }
 
 const CHUNK_BYTES = 256 * 1024;
-/** The largest record: its length byte, 2 bytes of flags, 8 numbers of at most 10 bytes, a float32 (under 256). */
-const MAX_RECORD_BYTES = 3 + 8 * 10 + 4;
+/** The largest record: its length byte, 2 bytes of flags, 9 numbers of at most 10 bytes, a float32 (under 256). */
+const MAX_RECORD_BYTES = 3 + 9 * 10 + 4;
 
 const scratchF64 = new Float64Array(1);
 const scratchF64Bytes = new Uint8Array(scratchF64.buffer);
@@ -138,18 +150,20 @@ export class OpLogWriter {
   private readonly log: OpLog;
   private buf: Uint8Array;
   private pos = 0;
-  /** Per lane: the last start, External id and correlation id written (deltas are taken within a lane). */
-  private readonly prevStart: number[] = [];
+  /** Per lane: the last op's end, launch end, External id and correlation id written (deltas are taken within a lane). */
+  private readonly prevEnd: number[] = [];
+  private readonly prevLaunchEnd: number[] = [];
   private readonly prevExt: number[] = [];
   private readonly prevCorr: number[] = [];
   /** Per lane: its open run (index in runs) and the start of its last record. */
   private readonly laneRun: number[] = [];
   private readonly laneLastStart: number[] = [];
   private readonly laneIds = new Map<string, number>();
+  private readonly smIds = new Map<number, number>();
 
   constructor(device: number) {
     this.buf = new Uint8Array(CHUNK_BYTES);
-    this.log = { device, count: 0, chunks: [this.buf], chunkLengths: [0], runs: [], laneKeys: [] };
+    this.log = { device, count: 0, chunks: [this.buf], chunkLengths: [0], runs: [], laneKeys: [], smShares: [] };
   }
 
   /** The lane id for a key (`stream|thread`), made on first use. */
@@ -159,7 +173,8 @@ export class OpLogWriter {
       id = this.log.laneKeys.length;
       this.log.laneKeys.push(key);
       this.laneIds.set(key, id);
-      this.prevStart.push(0);
+      this.prevEnd.push(0);
+      this.prevLaunchEnd.push(0);
       this.prevExt.push(-1);
       this.prevCorr.push(0);
     }
@@ -186,7 +201,8 @@ export class OpLogWriter {
         firstIndex: this.log.count,
         chunk: this.log.chunks.length - 1,
         offset: this.pos,
-        prevStartNs: this.prevStart[lane]!,
+        prevEndNs: this.prevEnd[lane]!,
+        prevLaunchEndNs: this.prevLaunchEnd[lane]!,
         prevExternalId: this.prevExt[lane]!,
         prevCorrelation: this.prevCorr[lane]!,
         count: 0,
@@ -196,7 +212,17 @@ export class OpLogWriter {
     this.laneLastStart[lane] = op.startNs;
     const launched = !Number.isNaN(op.launch.startNs);
     const link = launched ? LINK_INLINE : op.correlation >= 0 ? LINK_BY_CORRELATION : LINK_NONE;
-    const sm = op.smShare < 0 ? SM_ABSENT : op.smShare >= 1 ? SM_FULL : SM_FRACTION;
+    let sm: number = op.smShare < 0 ? SM_ABSENT : op.smShare >= 1 ? SM_FULL : SM_TABLE;
+    let smId = -1;
+    if (sm === SM_TABLE) {
+      smId = this.smIds.get(op.smShare) ?? -1;
+      if (smId < 0 && this.log.smShares.length < SM_TABLE_MAX) {
+        smId = this.log.smShares.length;
+        this.log.smShares.push(op.smShare);
+        this.smIds.set(op.smShare, smId);
+      }
+      if (smId < 0) sm = SM_INLINE;
+    }
     const b = this.buf;
     // Layout: length, lane, flags, class, then the numbers. The length and lane lead so a reader of
     // one lane steps over the others' records without decoding them.
@@ -204,13 +230,14 @@ export class OpLogWriter {
     this.writeUint(lane);
     b[this.pos++] = op.kind | (link << 2) | (op.ownsLaunch ? 16 : 0) | (sm << 5);
     b[this.pos++] = (op.kind === OpKind.memcpy ? op.copyKind : op.category) | ((launched ? op.launch.kind : 0) << 4);
-    this.writeDelta(op.startNs, this.prevStart[lane]!);
-    this.prevStart[lane] = op.startNs;
-    this.writeNum(op.durNs);
+    this.writeDelta(op.startNs, this.prevEnd[lane]!);
+    this.prevEnd[lane] = op.startNs + op.durNs;
+    this.writeDuration(op.durNs);
     this.writeUint(op.nameId);
     if (link === LINK_INLINE) {
-      this.writeDelta(op.launch.startNs, op.startNs);
-      this.writeNum(op.launch.durNs);
+      this.writeDelta(op.launch.startNs, this.prevLaunchEnd[lane]!);
+      this.prevLaunchEnd[lane] = op.launch.startNs + op.launch.durNs;
+      this.writeDuration(op.launch.durNs);
       this.writeDelta(op.launch.externalId, this.prevExt[lane]!);
       this.prevExt[lane] = op.launch.externalId;
     } else if (link === LINK_BY_CORRELATION) {
@@ -218,7 +245,8 @@ export class OpLogWriter {
       this.prevCorr[lane] = op.correlation;
     }
     if (op.kind !== OpKind.kernel) this.writeNum(op.bytes);
-    if (sm === SM_FRACTION) {
+    if (sm === SM_TABLE) this.writeUint(smId);
+    else if (sm === SM_INLINE) {
       scratchF32[0] = op.smShare;
       b.set(scratchF32Bytes, this.pos);
       this.pos += 4;
@@ -266,6 +294,18 @@ export class OpLogWriter {
     this.pos += 8;
   }
 
+  /** A duration: a non-negative integer below 2^50 doubled (tag bit 0); anything else tag 1 and its float64. */
+  private writeDuration(x: number): void {
+    if (x >= 0 && x < 2 ** 50 && Number.isSafeInteger(x)) {
+      this.writeUint(x * 2);
+      return;
+    }
+    this.writeUint(1);
+    scratchF64[0] = x;
+    this.buf.set(scratchF64Bytes, this.pos);
+    this.pos += 8;
+  }
+
   /** x as a difference from prev when both are exact integers, else as itself (tag 1). */
   private writeDelta(x: number, prev: number): void {
     const d = x - prev;
@@ -291,7 +331,8 @@ export class OpReader {
   private len: number;
   private pos: number;
   /** Per lane, as in the writer. */
-  private readonly prevStart: number[];
+  private readonly prevEnd: number[];
+  private readonly prevLaunchEnd: number[];
   private readonly prevExt: number[];
   private readonly prevCorr: number[];
   private left: number;
@@ -310,11 +351,13 @@ export class OpReader {
     this.chunk = from?.chunk ?? 0;
     this.pos = from?.offset ?? 0;
     const lanes = log.laneKeys.length;
-    this.prevStart = new Array<number>(lanes).fill(0);
+    this.prevEnd = new Array<number>(lanes).fill(0);
+    this.prevLaunchEnd = new Array<number>(lanes).fill(0);
     this.prevExt = new Array<number>(lanes).fill(-1);
     this.prevCorr = new Array<number>(lanes).fill(0);
     if (from !== null) {
-      this.prevStart[from.lane] = from.prevStartNs;
+      this.prevEnd[from.lane] = from.prevEndNs;
+      this.prevLaunchEnd[from.lane] = from.prevLaunchEndNs;
       this.prevExt[from.lane] = from.prevExternalId;
       this.prevCorr[from.lane] = from.prevCorrelation;
     }
@@ -366,16 +409,18 @@ export class OpReader {
     op.ownsLaunch = (flags & 16) !== 0;
     op.copyKind = kind === OpKind.memcpy ? cls & 15 : 0;
     op.category = kind === OpKind.kernel ? cls & 15 : kind === OpKind.memcpy ? 7 : 8;
-    const start = readDelta(b, this.prevStart[lane]!);
-    op.startNs = this.prevStart[lane] = start;
-    op.durNs = readNum(b);
+    const start = readDelta(b, this.prevEnd[lane]!);
+    op.startNs = start;
+    op.durNs = readDuration(b);
+    this.prevEnd[lane] = start + op.durNs;
     op.nameId = readUint(b);
     const launch = op.launch;
     op.correlation = -1;
     if (link === LINK_INLINE) {
       launch.kind = cls >> 4;
-      launch.startNs = readDelta(b, start);
-      launch.durNs = readNum(b);
+      launch.startNs = readDelta(b, this.prevLaunchEnd[lane]!);
+      launch.durNs = readDuration(b);
+      this.prevLaunchEnd[lane] = launch.startNs + launch.durNs;
       launch.externalId = this.prevExt[lane] = readDelta(b, this.prevExt[lane]!);
     } else {
       launch.startNs = Number.NaN;
@@ -394,7 +439,8 @@ export class OpReader {
       }
     }
     op.bytes = kind === OpKind.kernel ? -1 : readNum(b);
-    if (sm === SM_FRACTION) {
+    if (sm === SM_TABLE) op.smShare = this.log.smShares[readUint(b)]!;
+    else if (sm === SM_INLINE) {
       // Byte by byte: a subarray view per op would be an allocation per op.
       scratchF32Bytes[0] = b[P]!;
       scratchF32Bytes[1] = b[P + 1]!;
@@ -453,6 +499,12 @@ function unzigzag(t: number): number {
 function readNum(b: Uint8Array): number {
   const t = readUint(b);
   return t === 1 ? readFloat64(b) : unzigzag(t);
+}
+
+function readDuration(b: Uint8Array): number {
+  const t = readUint(b);
+  if (t === 1) return readFloat64(b);
+  return t < 0x80000000 ? t >>> 1 : t / 2;
 }
 
 function readDelta(b: Uint8Array, prev: number): number {
