@@ -1,6 +1,7 @@
 /** Shell: file -> TraceModel (parse + build), on several threads when the file is large. */
 import { availableParallelism } from 'node:os';
 import { TraceModelBuilder } from '../trace/builder.js';
+import { TempFileChunkStore } from './chunkFile.js';
 import { collectGarbage } from './collectGarbage.js';
 import type { TraceModel } from '../trace/model.js';
 import { loadTraceParallel } from './parallelLoad.js';
@@ -18,6 +19,12 @@ const MAX_THREADS = 4;
 const PARALLEL_MAX_BYTES = 512 * 1024 * 1024;
 const PARALLEL_MAX_GZIP_BYTES = 64 * 1024 * 1024;
 
+/**
+ * Op-log bytes one trace keeps in memory; the rest goes to a temporary file
+ * (about 1.5 GB of trace: a GPT-2 step's ops take 15 bytes each, 5.4 MB a GB).
+ */
+const OP_LOG_MEMORY_BYTES = 8 * 1024 * 1024;
+
 /** About 70 MB of trace: from here a forced collection after building pays for itself in peak memory. */
 const LARGE_TRACE_EVENTS = 250_000;
 
@@ -27,6 +34,11 @@ export interface LoadOptions {
    * (at most 4) from 3 cores, else 1. See `parsePlan` for who parses.
    */
   threads?: number;
+  /**
+   * Op-log bytes kept in memory before chunks go to a temporary file; default GPUWISE_OP_LOG_MEMORY_MB, else 8 MB.
+   * Single-thread parsing only.
+   */
+  opLogMemoryBytes?: number;
 }
 
 /**
@@ -47,9 +59,13 @@ export async function loadTrace(path: string, onProgress?: ReadProgress, options
     const model = await loadTraceParallel(path, plan.workers, new URL(import.meta.url), onProgress, plan.mainParses);
     if (model !== null) return model;
   }
-  const builder = new TraceModelBuilder(path);
+  // Parallel parsing is for files under 512 MB, whose op logs fit in memory; past that, one thread and a bounded log.
+  const budgetFromEnv = Number(process.env.GPUWISE_OP_LOG_MEMORY_MB ?? Number.NaN) * 1024 * 1024;
+  const store = new TempFileChunkStore(options.opLogMemoryBytes ?? (budgetFromEnv >= 0 ? budgetFromEnv : OP_LOG_MEMORY_BYTES));
+  const builder = new TraceModelBuilder(path, store);
   const summary = await readTraceFile(path, builder, onProgress);
   const model = builder.finish(summary.originUs, summary.warnings);
+  store.closeWith(model);
   // The builder's grown columns are garbage now; the analysis that follows is the peak of
   // memory, so free them first (the live heap is a few MB: a full collection costs milliseconds).
   if (summary.events > LARGE_TRACE_EVENTS) collectGarbage();

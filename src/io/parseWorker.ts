@@ -32,7 +32,7 @@ export function runParseWorker(): void {
       const model = builder.finish(originUs, [...new Set(warnings)]);
       // Hand the op logs over instead of copying them: the main thread would otherwise hold a third copy while merging.
       const buffers = new Set<ArrayBuffer>();
-      for (const log of model.gpu.logs) for (const c of log.chunks) buffers.add(c.buffer as ArrayBuffer);
+      for (const log of model.gpu.logs) for (const c of log.chunks) if (c !== null) buffers.add(c.buffer as ArrayBuffer);
       for (const v of Object.values(model.gpu.syncCalls)) if (ArrayBuffer.isView(v)) buffers.add(v.buffer as ArrayBuffer);
       port.postMessage({ type: 'model', model } satisfies FromWorker, [...buffers]);
       return;

@@ -7,7 +7,7 @@ import type { RawEvent, TraceSink } from './event.js';
 import { CopyKind, KernelCategory, RuntimeKind, categoriseKernel, copyKind, dtypeBytes, runtimeKind } from './kernelClass.js';
 import { OpLinker } from './linker.js';
 import type { CpuSpan, DeviceProperties, DistributedInfo, GemmOp, MemoryPeak, StepMarker, TraceModel } from './model.js';
-import { OpKind, emptyGpuOp } from './opLog.js';
+import { type ChunkStore, OpKind, emptyGpuOp } from './opLog.js';
 
 /** Events longer than this are clock glitches (CUPTI overflow, `Record Window End`): dropped, as HTA and tb_plugin do. */
 const MAX_EVENT_DUR_NS = 24 * 3600 * 1e9;
@@ -51,9 +51,7 @@ export class TraceModelBuilder implements TraceSink {
   private names: string[] = [];
   private kernelCategoryByName: KernelCategory[] = [];
   private nameIds = new Map<string, number>();
-  private readonly linker = new OpLinker((row, startNs) => {
-    this.cLaunch.a[row] = startNs;
-  });
+  private readonly linker: OpLinker;
   private readonly op = emptyGpuOp();
   // Synchronising runtime calls
   private sN = 0;
@@ -98,7 +96,15 @@ export class TraceModelBuilder implements TraceSink {
   private baseTimeNs: string | null = null;
   private dropped = { badTime: 0, hugeDur: 0 };
 
-  constructor(private readonly source: string) {}
+  /** `chunkStore`: where the op logs' chunks beyond its memory budget go (see opLog.ts); none keeps them all. */
+  constructor(
+    private readonly source: string,
+    chunkStore: ChunkStore | null = null,
+  ) {
+    this.linker = new OpLinker((row, startNs) => {
+      this.cLaunch.a[row] = startNs;
+    }, chunkStore);
+  }
 
   private nameId(name: string): number {
     let id = this.nameIds.get(name);

@@ -12,7 +12,7 @@
  * only memory depends on the order, and in Kineto's it stays a few hundred KB.
  */
 import type { Id } from './event.js';
-import { type GpuOp, type LaunchCall, type OpLog, OpLogWriter, copyGpuOp, emptyGpuOp } from './opLog.js';
+import { type ChunkStore, type GpuOp, type LaunchCall, type OpLog, OpLogWriter, copyGpuOp, emptyGpuOp } from './opLog.js';
 
 const PENDING_OPS = 4096;
 
@@ -54,7 +54,10 @@ export class OpLinker {
   private arrivals = 0;
   private uncorrelated = 0;
 
-  constructor(private readonly onCollectiveLaunch: (row: number, launchStartNs: number) => void) {}
+  constructor(
+    private readonly onCollectiveLaunch: (row: number, launchStartNs: number) => void,
+    private readonly chunkStore: ChunkStore | null = null,
+  ) {}
 
   onOp(device: number, stream: Id, op: GpuOp, correlation: number, collective: number): void {
     const p = this.slot();
@@ -153,7 +156,7 @@ export class OpLinker {
       if (!p.linked && !all && this.arrivals - p.arrival < PENDING_OPS) break;
       if (!p.linked) this.giveUpWaiting(p);
       let w = this.writers.get(p.device);
-      if (w === undefined) this.writers.set(p.device, (w = { log: new OpLogWriter(p.device), lanes: new Map() }));
+      if (w === undefined) this.writers.set(p.device, (w = { log: new OpLogWriter(p.device, this.chunkStore), lanes: new Map() }));
       let byThread = w.lanes.get(p.stream);
       if (byThread === undefined) w.lanes.set(p.stream, (byThread = new Map()));
       let lane = byThread.get(p.launchThread);

@@ -21,6 +21,10 @@
  * runs of the whole log would number one per 60 KB of trace.
  *
  * Plain data (no classes) so a log crosses worker threads by structured clone.
+ *
+ * Bounded memory: given a `ChunkStore` (the shell's is a temporary file), full
+ * chunks beyond the store's memory budget leave the heap and are fetched back
+ * when read, so a trace of any size keeps a fixed amount of its ops in memory.
  */
 export const OpKind = { kernel: 0, memcpy: 1, memset: 2 } as const;
 export type OpKind = (typeof OpKind)[keyof typeof OpKind];
@@ -61,14 +65,34 @@ export interface RunStart {
   prevCorrelation: number;
   /** Records of the lane in the run. */
   count: number;
+  /** Start of the run's first record (a time-ordered merge opens the run only when it is due). */
+  firstStartNs: number;
+}
+
+/**
+ * Where full chunks can go instead of the heap. The store decides: it declines
+ * chunks while its memory budget lasts (they stay in the log) and takes the rest.
+ */
+export interface ChunkStore {
+  /** The size of the logs' chunks (the unit the store takes). */
+  readonly chunkBytes: number;
+  /** Takes the first `length` bytes of a full chunk and returns a handle, or returns -1 (the log keeps it). */
+  offer(bytes: Uint8Array, length: number): number;
+  /** Copies the chunk with this handle into `into` (at least `length` long). */
+  read(handle: number, length: number, into: Uint8Array): void;
 }
 
 /** One device's op log. */
 export interface OpLog {
   device: number;
   count: number;
-  chunks: Uint8Array[];
+  /** Chunks in memory; null where the chunk is in the store (`stored`). */
+  chunks: (Uint8Array | null)[];
   chunkLengths: number[];
+  /** Per chunk, its handle in `store`, or -1. */
+  stored: number[];
+  /** Set when some chunks are in it (never on a log that crossed threads: workers get no store). */
+  store?: ChunkStore;
   /** Per lane, maximal stretches of its records in non-decreasing start order. */
   runs: RunStart[];
   /** What each lane is (`stream|thread`), so logs built apart can be joined lane by lane. */
@@ -136,7 +160,8 @@ export function copyGpuOp(to: GpuOp, from: GpuOp): void {
   to.lane = from.lane;
 }
 
-const CHUNK_BYTES = 256 * 1024;
+/** Chunk size of a log without a store (and the file store's). */
+export const CHUNK_BYTES = 256 * 1024;
 /** The largest record: its length byte, 2 bytes of flags, 9 numbers of at most 10 bytes, a float32 (under 256). */
 const MAX_RECORD_BYTES = 3 + 9 * 10 + 4;
 
@@ -160,10 +185,16 @@ export class OpLogWriter {
   private readonly laneLastStart: number[] = [];
   private readonly laneIds = new Map<string, number>();
   private readonly smIds = new Map<number, number>();
+  private readonly chunkBytes: number;
 
-  constructor(device: number) {
-    this.buf = new Uint8Array(CHUNK_BYTES);
-    this.log = { device, count: 0, chunks: [this.buf], chunkLengths: [0], runs: [], laneKeys: [], smShares: [] };
+  constructor(
+    device: number,
+    private readonly store: ChunkStore | null = null,
+  ) {
+    this.chunkBytes = store?.chunkBytes ?? CHUNK_BYTES;
+    if (!(this.chunkBytes >= 2 * MAX_RECORD_BYTES)) throw new Error(`op log: chunks of ${this.chunkBytes} bytes cannot hold records`);
+    this.buf = new Uint8Array(this.chunkBytes);
+    this.log = { device, count: 0, chunks: [this.buf], chunkLengths: [0], stored: [-1], runs: [], laneKeys: [], smShares: [] };
   }
 
   /** The lane id for a key (`stream|thread`), made on first use. */
@@ -184,10 +215,18 @@ export class OpLogWriter {
   /** Encodes an op (the object is not kept). */
   append(op: GpuOp): void {
     if (this.pos + MAX_RECORD_BYTES > this.buf.length) {
-      this.log.chunkLengths[this.log.chunks.length - 1] = this.pos;
-      this.buf = new Uint8Array(CHUNK_BYTES);
+      const full = this.log.chunks.length - 1;
+      this.log.chunkLengths[full] = this.pos;
+      const handle = this.store === null ? -1 : this.store.offer(this.buf, this.pos);
+      if (handle >= 0) {
+        // The store has it: the buffer is reused for the next chunk.
+        this.log.chunks[full] = null;
+        this.log.stored[full] = handle;
+        this.log.store = this.store!;
+      } else this.buf = new Uint8Array(this.chunkBytes);
       this.log.chunks.push(this.buf);
       this.log.chunkLengths.push(0);
+      this.log.stored.push(-1);
       this.pos = 0;
     }
     const lane = op.lane;
@@ -206,6 +245,7 @@ export class OpLogWriter {
         prevExternalId: this.prevExt[lane]!,
         prevCorrelation: this.prevCorr[lane]!,
         count: 0,
+        firstStartNs: op.startNs,
       });
     }
     this.log.runs[this.laneRun[lane]!]!.count++;
@@ -345,6 +385,7 @@ export class OpReader {
     private readonly log: OpLog,
     private readonly launches: ReadonlyMap<number, LaunchCall>,
     from: RunStart | null = null,
+    private readonly chunks: LogChunks = new LogChunks(log),
   ) {
     this.laneFilter = from?.lane ?? -1;
     this.index = (from?.firstIndex ?? 0) - 1;
@@ -362,8 +403,8 @@ export class OpReader {
       this.prevCorr[from.lane] = from.prevCorrelation;
     }
     this.left = from?.count ?? log.count;
-    this.buf = log.chunks[this.chunk] ?? new Uint8Array(0);
-    this.len = log.chunkLengths[this.chunk] ?? 0;
+    this.buf = this.left > 0 ? chunks.get(this.chunk) : new Uint8Array(0);
+    this.len = this.left > 0 ? log.chunkLengths[this.chunk]! : 0;
   }
 
   /** Decodes the next record (of the lane, when reading a run) into `op`; false at the end. */
@@ -373,7 +414,7 @@ export class OpReader {
       if (this.pos >= this.len) {
         if (this.chunk + 1 >= this.log.chunks.length) return false;
         this.chunk++;
-        this.buf = this.log.chunks[this.chunk]!;
+        this.buf = this.chunks.get(this.chunk);
         this.len = this.log.chunkLengths[this.chunk]!;
         this.pos = 0;
       }
@@ -453,6 +494,33 @@ export class OpReader {
   }
 }
 
+/** How many chunks read back from the store one pass keeps for its readers to share. */
+const SHARED_STORED_CHUNKS = 4;
+
+/**
+ * A log's chunks for one pass: those in memory as they are, stored ones read
+ * back, the last few kept so that the readers of a merge (at nearby places in
+ * the log) share them. Buffers are never overwritten: a reader keeps its own
+ * until it moves on.
+ */
+export class LogChunks {
+  private readonly recent: { chunk: number; bytes: Uint8Array }[] = [];
+
+  constructor(private readonly log: OpLog) {}
+
+  get(chunk: number): Uint8Array {
+    const inMemory = this.log.chunks[chunk];
+    if (inMemory) return inMemory;
+    for (const r of this.recent) if (r.chunk === chunk) return r.bytes;
+    const length = this.log.chunkLengths[chunk]!;
+    const bytes = new Uint8Array(length);
+    this.log.store!.read(this.log.stored[chunk]!, length, bytes);
+    this.recent.unshift({ chunk, bytes });
+    if (this.recent.length > SHARED_STORED_CHUNKS) this.recent.pop();
+    return bytes;
+  }
+}
+
 /** The read position of the record being decoded (module state: the decoders below are hot). */
 let P = 0;
 
@@ -522,18 +590,20 @@ export function forEachOp(logs: readonly OpLog[], launches: ReadonlyMap<number, 
 
 /**
  * Visits one log's ops in start order, merging its runs; equal starts keep the
- * order they were written in (a stable sort by start, without the sort).
+ * order they were written in (a stable sort by start, without the sort). A run
+ * is opened only when the merge reaches its first start, so the readers open at
+ * once are the runs that overlap in time, not all of them.
  */
 export function forEachOpByStart(log: OpLog, launches: ReadonlyMap<number, LaunchCall>, visit: (op: GpuOp) => void): void {
-  const readers = log.runs.map((run) => new OpReader(log, launches, run)).filter((r) => r.next());
-  if (readers.length === 1) {
-    const r = readers[0]!;
-    do visit(r.op);
-    while (r.next());
+  const chunks = new LogChunks(log);
+  const due = log.runs.slice().sort((a, b) => a.firstStartNs - b.firstStartNs || a.firstIndex - b.firstIndex);
+  if (due.length === 1) {
+    const r = new OpReader(log, launches, due[0]!, chunks);
+    while (r.next()) visit(r.op);
     return;
   }
   // A binary heap of readers keyed by their current op's start, then its place in the log.
-  const heap = readers;
+  const heap: OpReader[] = [];
   const less = (a: OpReader, b: OpReader) => a.op.startNs < b.op.startNs || (a.op.startNs === b.op.startNs && a.index < b.index);
   const down = (i: number) => {
     for (;;) {
@@ -547,13 +617,30 @@ export function forEachOpByStart(log: OpLog, launches: ReadonlyMap<number, Launc
       i = m;
     }
   };
-  for (let i = (heap.length >> 1) - 1; i >= 0; i--) down(i);
-  while (heap.length > 0) {
+  const up = (i: number) => {
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (!less(heap[i]!, heap[parent]!)) return;
+      [heap[i], heap[parent]] = [heap[parent]!, heap[i]!];
+      i = parent;
+    }
+  };
+  let next = 0;
+  for (;;) {
+    // Open every run that may hold the next op: its first start is not after the earliest open op.
+    while (next < due.length && (heap.length === 0 || due[next]!.firstStartNs <= heap[0]!.op.startNs)) {
+      const r = new OpReader(log, launches, due[next++]!, chunks);
+      if (r.next()) {
+        heap.push(r);
+        up(heap.length - 1);
+      }
+    }
+    if (heap.length === 0) return;
     const top = heap[0]!;
     visit(top.op);
     if (!top.next()) {
       const last = heap.pop()!;
-      if (heap.length === 0) break;
+      if (heap.length === 0) continue;
       heap[0] = last;
     }
     down(0);

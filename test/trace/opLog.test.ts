@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { TraceModelBuilder } from '../../src/trace/builder.js';
 import { analyzeTrace } from '../../src/trace/metrics/index.js';
 import type { TraceModel } from '../../src/trace/model.js';
-import { type GpuOp, OpKind, OpLogWriter, OpReader, emptyGpuOp, forEachOpByStart } from '../../src/trace/opLog.js';
+import { type ChunkStore, type GpuOp, OpKind, OpLogWriter, OpReader, emptyGpuOp, forEachOp, forEachOpByStart } from '../../src/trace/opLog.js';
 import { TraceJsonParser } from '../../src/trace/parser.js';
 import { tracePath } from '../helpers/fixtures.js';
 
@@ -15,9 +15,34 @@ function op(over: Partial<GpuOp>): GpuOp {
   return o;
 }
 
+/** A store that takes every chunk (a copy), as the temporary file does past its budget. */
+class MemoryStore implements ChunkStore {
+  readonly chunks: Uint8Array[] = [];
+  /** Small chunks, so that a shipped trace's logs fill many. */
+  readonly chunkBytes = 4096;
+  reads = 0;
+  offer(bytes: Uint8Array, length: number): number {
+    this.chunks.push(bytes.slice(0, length));
+    return this.chunks.length - 1;
+  }
+  read(handle: number, length: number, into: Uint8Array): void {
+    this.reads++;
+    into.set(this.chunks[handle]!.subarray(0, length));
+  }
+}
+
 describe('op log: compact records read back exactly', () => {
-  it('round-trips every field, including fractions, huge and negative values, across many chunks', () => {
-    const w = new OpLogWriter(3);
+  for (const stored of [false, true])
+    it(`round-trips every field, including fractions, huge and negative values, across many chunks${stored ? ', chunks in a store' : ''}`, () => {
+      roundTrip(stored ? new MemoryStore() : null, 9);
+    });
+
+  it('keeps occupancy exact when a log has more distinct values than its table holds', () => {
+    roundTrip(null, 5000);
+  });
+
+  function roundTrip(store: MemoryStore | null, distinctSmShares: number) {
+    const w = new OpLogWriter(3, store);
     const lanes = [w.lane('7|1'), w.lane('7|2'), w.lane('13|1')];
     const written: GpuOp[] = [];
     for (let i = 0; i < 40_000; i++) {
@@ -29,7 +54,7 @@ describe('op log: compact records read back exactly', () => {
         durNs: i === 9 ? 0.25 : (i * 37) % 100_000,
         nameId: i % 500,
         bytes: i % 3 === 0 ? -1 : i === 10 ? 2 ** 55 : i * 4096,
-        smShare: i % 4 === 0 ? -1 : i % 4 === 1 ? 1 : Math.fround(0.1 + (i % 9) / 10),
+        smShare: i % 4 === 0 ? -1 : i % 4 === 1 ? 1 : Math.fround((1 + (i % distinctSmShares)) / (distinctSmShares + 2)),
         launch: i % 5 === 0 ? { startNs: Number.NaN, durNs: 0, kind: 0, externalId: -1 } : { startNs: i * 1000 - 20_000, durNs: 3000 + i, kind: i % 4, externalId: i % 11 === 0 ? -1 : 1e6 + i },
         ownsLaunch: i % 5 !== 0 && i % 2 === 0,
         correlation: i % 5 === 0 && i % 10 === 0 ? 2 ** 40 + i : -1,
@@ -42,13 +67,19 @@ describe('op log: compact records read back exactly', () => {
     }
     const log = w.finish();
     expect(log.chunks.length).toBeGreaterThan(1);
+    if (store) expect(log.chunks.filter((c) => c === null).length).toBe(log.chunks.length - 1);
     const r = new OpReader(log, new Map());
     for (const want of written) {
       expect(r.next()).toBe(true);
       expect(r.op).toEqual(want);
     }
     expect(r.next()).toBe(false);
-  });
+    if (store) expect(store.reads).toBe(log.chunks.length - 1);
+    // Lane by lane through the runs, as the time-ordered merge reads them.
+    let n = 0;
+    forEachOpByStart(log, new Map(), () => n++);
+    expect(n).toBe(written.length);
+  }
 
   it('keeps a run per lane when lanes interleave, and merges them in start order (ties in write order)', () => {
     const w = new OpLogWriter(0);
@@ -101,8 +132,8 @@ function rearranged(name: string, arrange: (events: Record<string, unknown>[]) =
   return JSON.stringify(trace);
 }
 
-function modelOf(text: string): TraceModel {
-  const b = new TraceModelBuilder('test');
+function modelOf(text: string, store: ChunkStore | null = null): TraceModel {
+  const b = new TraceModelBuilder('test', store);
   const p = new TraceJsonParser(b);
   p.push(text);
   const s = p.end();
@@ -135,6 +166,14 @@ describe('linking GPU ops to their launches does not depend on the order of even
       const opsLate = modelOf(rearranged(name, (ev) => [...ev.filter((e) => !isGpu(e)), ...ev.filter(isGpu).reverse()]));
       expect(opsLate.gpu.logs.reduce((n, l) => n + l.runs.length, 0)).toBeGreaterThan(100); // reversed ops: a run each
       expect(differences(analyzeTrace(opsLate), base)).toEqual([]);
+      // The same with every full chunk of the op logs in a store: read back by many runs at once.
+      const store = new MemoryStore();
+      const opsLateStored = modelOf(rearranged(name, (ev) => [...ev.filter((e) => !isGpu(e)), ...ev.filter(isGpu).reverse()]), store);
+      expect(store.chunks.length).toBeGreaterThan(0);
+      expect(differences(analyzeTrace(opsLateStored), base)).toEqual([]);
+      let ops = 0;
+      forEachOp(opsLateStored.gpu.logs, opsLateStored.gpu.launches, () => ops++);
+      expect(ops).toBe(opsLate.gpu.count);
       let seed = 11;
       const random = () => {
         seed = (seed * 1103515245 + 12345) % 2 ** 31;

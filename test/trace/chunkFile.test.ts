@@ -1,0 +1,63 @@
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
+import { afterAll, describe, expect, it } from 'vitest';
+import { TempFileChunkStore } from '../../src/io/chunkFile.js';
+import { loadTrace } from '../../src/io/loadTrace.js';
+import { TraceModelBuilder } from '../../src/trace/builder.js';
+import { analyzeTrace } from '../../src/trace/metrics/index.js';
+import type { TraceModel } from '../../src/trace/model.js';
+import { TraceJsonParser } from '../../src/trace/parser.js';
+import { tracePath } from '../helpers/fixtures.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'gpuwise-chunkfile-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('op log chunks in a temporary file (bounded memory on large traces)', () => {
+  it('gives the same metrics with the op logs in the file as with all in memory', async () => {
+    const text = gunzipSync(readFileSync(tracePath('ddp_gpt2.rank0'))).toString('utf8');
+    // Small chunks, so that this trace's logs fill many.
+    const store = new TempFileChunkStore(0, dir, 4096);
+    const inFile = modelOf(text, store);
+    const stored = inFile.gpu.logs.flatMap((l) => l.chunks.filter((c) => c === null));
+    expect(stored.length).toBeGreaterThan(20);
+    expect(store.storedBytes).toBeGreaterThan(20 * 4000);
+    expect(analyzeTrace(inFile)).toEqual(analyzeTrace(modelOf(text, null)));
+    store.close();
+  });
+
+  it('loads a trace with its op-log budget set to nothing', async () => {
+    const m = await loadTrace(tracePath('ddp_gpt2.rank0'), undefined, { threads: 1, opLogMemoryBytes: 0 });
+    expect(analyzeTrace(m)).toEqual(analyzeTrace(await loadTrace(tracePath('ddp_gpt2.rank0'), undefined, { threads: 1 })));
+  });
+
+  it('keeps chunks in memory within its budget, then writes them to an unlinked file', () => {
+    const store = new TempFileChunkStore(1500, dir);
+    const chunk = new Uint8Array(store.chunkBytes).map((_, i) => i % 251);
+    expect(store.offer(chunk, 1000)).toBe(-1);
+    const handles = [store.offer(chunk, store.chunkBytes), store.offer(chunk.reverse(), 777)];
+    expect(handles).toEqual([0, 1]);
+    expect(store.storedBytes).toBe(store.chunkBytes + 777);
+    // Nothing is left in the directory: the file went as soon as it was open.
+    expect(readdirSync(dir)).toEqual([]);
+    const back = new Uint8Array(store.chunkBytes);
+    store.read(1, 777, back);
+    expect(back.subarray(0, 777)).toEqual(chunk.subarray(0, 777));
+    store.close();
+  });
+
+  it('keeps chunks in memory when no file can be made', () => {
+    const store = new TempFileChunkStore(0, join(dir, 'no', 'such', 'dir'));
+    expect(store.offer(new Uint8Array(store.chunkBytes), 100)).toBe(-1);
+    expect(store.storedBytes).toBe(0);
+  });
+});
+
+function modelOf(text: string, store: TempFileChunkStore | null): TraceModel {
+  const b = new TraceModelBuilder('test', store);
+  const p = new TraceJsonParser(b);
+  p.push(text);
+  const s = p.end();
+  return b.finish(s.originUs, s.warnings);
+}
