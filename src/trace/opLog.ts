@@ -385,7 +385,7 @@ export class OpReader {
     private readonly log: OpLog,
     private readonly launches: ReadonlyMap<number, LaunchCall>,
     from: RunStart | null = null,
-    private readonly chunks: LogChunks = new LogChunks(log),
+    private readonly chunks: LogChunks = chunksOf(log),
   ) {
     this.laneFilter = from?.lane ?? -1;
     this.index = (from?.firstIndex ?? 0) - 1;
@@ -403,7 +403,7 @@ export class OpReader {
       this.prevCorr[from.lane] = from.prevCorrelation;
     }
     this.left = from?.count ?? log.count;
-    this.buf = this.left > 0 ? chunks.get(this.chunk) : new Uint8Array(0);
+    this.buf = this.left > 0 ? chunks.enter(this.chunk) : new Uint8Array(0);
     this.len = this.left > 0 ? log.chunkLengths[this.chunk]! : 0;
   }
 
@@ -412,9 +412,13 @@ export class OpReader {
     if (this.left === 0) return false;
     for (;;) {
       if (this.pos >= this.len) {
-        if (this.chunk + 1 >= this.log.chunks.length) return false;
+        this.chunks.leave(this.chunk);
+        if (this.chunk + 1 >= this.log.chunks.length) {
+          this.left = 0;
+          return false;
+        }
         this.chunk++;
-        this.buf = this.chunks.get(this.chunk);
+        this.buf = this.chunks.enter(this.chunk);
         this.len = this.log.chunkLengths[this.chunk]!;
         this.pos = 0;
       }
@@ -431,7 +435,7 @@ export class OpReader {
       this.decode();
       break;
     }
-    this.left--;
+    if (--this.left === 0) this.chunks.leave(this.chunk);
     return true;
   }
 
@@ -494,31 +498,53 @@ export class OpReader {
   }
 }
 
-/** How many chunks read back from the store one pass keeps for its readers to share. */
-const SHARED_STORED_CHUNKS = 4;
-
 /**
- * A log's chunks for one pass: those in memory as they are, stored ones read
- * back, the last few kept so that the readers of a merge (at nearby places in
- * the log) share them. Buffers are never overwritten: a reader keeps its own
- * until it moves on.
+ * A log's chunks as its readers see them: those in memory as they are, stored
+ * ones read back into buffers that are reused once no reader is on them. The
+ * readers of a merge, at nearby places in the log, share what was read, and the
+ * passes over a log reuse the same few buffers instead of leaving a chunk's
+ * worth of garbage per read.
  */
 export class LogChunks {
-  private readonly recent: { chunk: number; bytes: Uint8Array }[] = [];
+  private readonly slots: { chunk: number; bytes: Uint8Array; readers: number; usedAt: number }[] = [];
+  private clock = 0;
 
   constructor(private readonly log: OpLog) {}
 
-  get(chunk: number): Uint8Array {
+  /** The chunk's bytes, valid until the reader calls `leave` for it. */
+  enter(chunk: number): Uint8Array {
     const inMemory = this.log.chunks[chunk];
     if (inMemory) return inMemory;
-    for (const r of this.recent) if (r.chunk === chunk) return r.bytes;
-    const length = this.log.chunkLengths[chunk]!;
-    const bytes = new Uint8Array(length);
-    this.log.store!.read(this.log.stored[chunk]!, length, bytes);
-    this.recent.unshift({ chunk, bytes });
-    if (this.recent.length > SHARED_STORED_CHUNKS) this.recent.pop();
-    return bytes;
+    let slot = this.slots.find((s) => s.chunk === chunk);
+    if (slot === undefined) {
+      // The least recently used slot no reader is on, else a new one.
+      for (const s of this.slots) if (s.readers === 0 && (slot === undefined || s.usedAt < slot.usedAt)) slot = s;
+      if (slot === undefined) {
+        slot = { chunk, bytes: new Uint8Array(this.log.store!.chunkBytes), readers: 0, usedAt: 0 };
+        this.slots.push(slot);
+      }
+      slot.chunk = chunk;
+      this.log.store!.read(this.log.stored[chunk]!, this.log.chunkLengths[chunk]!, slot.bytes);
+    }
+    slot.readers++;
+    slot.usedAt = this.clock++;
+    return slot.bytes;
   }
+
+  leave(chunk: number): void {
+    if (this.log.chunks[chunk]) return;
+    const slot = this.slots.find((s) => s.chunk === chunk);
+    if (slot !== undefined) slot.readers--;
+  }
+}
+
+const logChunks = new WeakMap<OpLog, LogChunks>();
+
+/** The log's shared LogChunks (made on first use; it goes with the log). */
+export function chunksOf(log: OpLog): LogChunks {
+  let c = logChunks.get(log);
+  if (c === undefined) logChunks.set(log, (c = new LogChunks(log)));
+  return c;
 }
 
 /** The read position of the record being decoded (module state: the decoders below are hot). */
@@ -595,7 +621,7 @@ export function forEachOp(logs: readonly OpLog[], launches: ReadonlyMap<number, 
  * once are the runs that overlap in time, not all of them.
  */
 export function forEachOpByStart(log: OpLog, launches: ReadonlyMap<number, LaunchCall>, visit: (op: GpuOp) => void): void {
-  const chunks = new LogChunks(log);
+  const chunks = chunksOf(log);
   const due = log.runs.slice().sort((a, b) => a.firstStartNs - b.firstStartNs || a.firstIndex - b.firstIndex);
   if (due.length === 1) {
     const r = new OpReader(log, launches, due[0]!, chunks);
