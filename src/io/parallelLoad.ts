@@ -1,7 +1,9 @@
 /**
- * Shell: parses a large trace on several threads. The main thread reads and
- * decodes (gzip too), cuts the text into multi-megabyte segments at event
- * boundaries (trace/segments.ts) and hands them round-robin to parse workers;
+ * Shell: parses a large trace on several threads. The main thread reads (and
+ * gunzips), cuts the bytes into multi-megabyte segments at event boundaries
+ * (trace/segments.ts) and hands them round-robin to parse workers, which
+ * decode their own (a segment moves as bytes, transferred, not as a string
+ * copied into the worker's heap);
  * each worker builds a partial model, and the parts are merged
  * (trace/merge.ts). Anything unexpected (a cut inside a string, a syntax
  * error, damaged gzip, a worker that cannot start) returns null and the caller
@@ -15,11 +17,11 @@ import { findEventBoundary, firstTimestampUs } from '../trace/segments.js';
 import { TraceModelBuilder } from '../trace/builder.js';
 import type { FromWorker, ToWorker } from './parseWorker.js';
 import { PARSE_WORKER_FLAG, parseSegment } from './parseWorker.js';
-import { ChunkDecoder, type ReadProgress, openTraceSource } from './readTrace.js';
+import { type ReadProgress, openTraceSource } from './readTrace.js';
 
-const SEGMENT_CHARS = 4 * 1024 * 1024;
+const SEGMENT_BYTES = 4 * 1024 * 1024;
 /** No boundary within this much text: not a Kineto event list; give up on parallel. */
-const MAX_PENDING_CHARS = 64 * 1024 * 1024;
+const MAX_PENDING_BYTES = 64 * 1024 * 1024;
 /** Segments queued per worker before reading pauses (bounds memory). */
 const IN_FLIGHT_PER_WORKER = 2;
 
@@ -60,8 +62,10 @@ class WorkerHandle {
     for (const w of this.waiters.splice(0)) w();
   }
   send(msg: ToWorker): void {
-    if (msg.type === 'segment') this.inFlight++;
-    this.worker.postMessage(msg);
+    if (msg.type === 'segment') {
+      this.inFlight++;
+      this.worker.postMessage(msg, [msg.bytes.buffer as ArrayBuffer]);
+    } else this.worker.postMessage(msg);
   }
   /** Resolves when fewer than `limit` segments are queued (or the worker failed). */
   async room(limit: number): Promise<void> {
@@ -99,9 +103,7 @@ class LocalParser {
   }
   send(msg: ToWorker): void {
     if (msg.type !== 'segment' || this.failed !== null) return;
-    // A fresh flat copy, as a worker receives it: the segment is a slice of the read buffer, and character reads
-    // through a sliced string cost more.
-    const failed = parseSegment(this.builder, { ...msg, text: structuredClone(msg.text) }, this.originUs, this.warnings);
+    const failed = parseSegment(this.builder, msg, this.originUs, this.warnings);
     if (failed !== null) {
       this.failed = failed;
       this.onFail(failed);
@@ -125,7 +127,6 @@ export async function loadTraceParallel(
   mainParses = false,
 ): Promise<TraceModel | null> {
   const source = await openTraceSource(path);
-  const decoder = new ChunkDecoder();
   const handles: WorkerHandle[] = [];
   // Segment handlers in round-robin order: the workers, and the main thread itself when it parses.
   const parsers: (WorkerHandle | LocalParser)[] = [];
@@ -133,13 +134,14 @@ export async function loadTraceParallel(
   const fail = (reason: string) => {
     failure ??= reason;
   };
-  let pending = '';
   let segments = 0;
   let originUs: number | null = null;
 
-  const dispatch = async (text: string, last: boolean) => {
+  /** Sends a segment: `bytes` must own its buffer (it is transferred). */
+  const dispatch = async (bytes: Uint8Array, last: boolean) => {
     if (originUs === null) {
-      originUs = firstTimestampUs(text);
+      // The digits of a timestamp are ASCII: Latin-1 reads them whatever else the text holds.
+      originUs = firstTimestampUs(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1'));
       if (originUs === null) return fail('no timestamp in the first segment');
       for (let i = 0; i < workers; i++) {
         const w = new Worker(workerUrl, { workerData: { [PARSE_WORKER_FLAG]: true, originUs, source: path } });
@@ -150,40 +152,40 @@ export async function loadTraceParallel(
     }
     const h = parsers[segments % parsers.length]!;
     await h.room(IN_FLIGHT_PER_WORKER);
-    h.send({ type: 'segment', text, first: segments === 0, last });
+    h.send({ type: 'segment', bytes, first: segments === 0, last });
     segments++;
   };
 
   try {
-    // Chunks are joined once per segment into a flat string: `a + b` builds cons strings, on which every character
-    // read (the boundary search, and the parse when the main thread parses) is slower.
-    let chunks: string[] = [];
-    let chunksLen = 0;
+    // Read chunks are copied into one buffer (the reader reuses its own); each segment is copied out of it, since a
+    // transferred buffer must belong to the segment alone, and the rest moves to the front.
+    let acc = new Uint8Array(2 * SEGMENT_BYTES);
+    let accLen = 0;
     for await (const chunk of source.chunks) {
       if (failure !== null) break;
-      const text = decoder.decode(chunk);
-      chunks.push(text);
-      chunksLen += text.length;
+      if (accLen + chunk.length > acc.length) {
+        const bigger = new Uint8Array(Math.max(2 * acc.length, accLen + chunk.length));
+        bigger.set(acc.subarray(0, accLen));
+        acc = bigger;
+      }
+      acc.set(chunk, accLen);
+      accLen += chunk.length;
       onProgress?.(source.progress.bytesRead, source.sizeBytes);
-      if (chunksLen < SEGMENT_CHARS) continue;
-      pending = chunks.join('');
-      chunks = [pending];
-      const cut = findEventBoundary(pending, pending.length - 1);
+      if (accLen < SEGMENT_BYTES) continue;
+      const cut = findEventBoundary(acc.subarray(0, accLen), accLen - 1);
       if (cut <= 0) {
-        if (pending.length > MAX_PENDING_CHARS) fail('no event boundary found');
+        if (accLen > MAX_PENDING_BYTES) fail('no event boundary found');
         continue;
       }
-      await dispatch(pending.slice(0, cut), false);
-      pending = pending.slice(cut);
-      chunks = [pending];
-      chunksLen = pending.length;
+      await dispatch(acc.slice(0, cut), false);
+      acc.copyWithin(0, cut, accLen);
+      accLen -= cut;
     }
-    if (failure === null) {
-      pending = chunks.join('') + decoder.end();
-      if (decoder.replaced) fail('invalid UTF-8: read sequentially for exact warnings');
-      else await dispatch(pending, true);
+    if (failure === null) await dispatch(acc.slice(0, accLen), true);
+    if (failure !== null) {
+      if (process.env.GPUWISE_DEBUG) process.stderr.write(`parallel parse fell back: ${failure}\n`);
+      return null;
     }
-    if (failure !== null) return null;
     const parts = await Promise.all(
       parsers.map(async (h) => {
         const part = await h.finish();

@@ -3,13 +3,15 @@
  * TraceModelBuilder and returns the model. Runs inside the bundled CLI file
  * (bin.ts dispatches here when started as a parse worker).
  */
+import { isAscii } from 'node:buffer';
 import { parentPort, workerData } from 'node:worker_threads';
 import { TraceModelBuilder } from '../trace/builder.js';
 import { TraceFormatError, TraceJsonParser } from '../trace/parser.js';
 
 export interface SegmentMessage {
   type: 'segment';
-  text: string;
+  /** The segment's UTF-8 bytes (transferred, not copied; each parser decodes its own segments). */
+  bytes: Uint8Array;
   first: boolean;
   last: boolean;
 }
@@ -47,9 +49,12 @@ export function runParseWorker(): void {
  * Shared by the workers and by the main thread when it parses segments itself.
  */
 export function parseSegment(builder: TraceModelBuilder, msg: SegmentMessage, originUs: number, warnings: string[]): string | null {
+  const text = decodeSegment(msg.bytes);
+  // Invalid UTF-8: the sequential reader replaces it and says where.
+  if (text === null) return 'invalid UTF-8: read sequentially for exact warnings';
   const parser = new TraceJsonParser(builder, { originUs, startInEvents: !msg.first });
   try {
-    parser.push(msg.text);
+    parser.push(text);
     if (!msg.last) {
       // A middle segment must end exactly between two events, or the cut was wrong.
       if (!parser.endsBetweenEvents()) return 'segment did not end between events';
@@ -62,5 +67,18 @@ export function parseSegment(builder: TraceModelBuilder, msg: SegmentMessage, or
     return null;
   } catch (e) {
     return e instanceof TraceFormatError ? e.message : String(e);
+  }
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** A segment's text as one flat string (ASCII as Latin-1, the fast path); null when it is not valid UTF-8. */
+export function decodeSegment(bytes: Uint8Array): string | null {
+  const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  if (isAscii(buf)) return buf.toString('latin1');
+  try {
+    return utf8.decode(buf);
+  } catch {
+    return null;
   }
 }

@@ -4,9 +4,10 @@
  * one and with several threads: the reports must agree.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
 import { build } from 'esbuild';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { tracePath } from '../helpers/fixtures.js';
@@ -44,6 +45,31 @@ describe('parallel loading in worker threads', () => {
       });
     }
   }
+
+  it('cuts and decodes segments as bytes: names with multi-byte characters all over the file', () => {
+    const text = gunzipSync(readFileSync(tracePath('ddp_gpt2.rank0'))).toString('utf8').replaceAll('cutlass::Kernel2', 'cutlass::Kernél2_正規化');
+    const file = join(dir, 'utf8.json');
+    writeFileSync(file, text);
+    const one = analyze(file, 1);
+    const two = analyze(file, 2);
+    expect(JSON.stringify(two.metrics)).toContain('cutlass::Kernél2_正規化');
+    expect(two.metrics).toEqual(one.metrics);
+  });
+
+  it('reads invalid UTF-8 with one parser, which says where it was replaced', () => {
+    const bytes = gunzipSync(readFileSync(tracePath('ddp_gpt2.rank0')));
+    const at = bytes.indexOf('layer_norm', bytes.length >> 1);
+    bytes[at + 3] = 0xff;
+    const file = join(dir, 'bad-utf8.json');
+    writeFileSync(file, bytes);
+    const run = (threads: number) =>
+      spawnSync('node', [bundle, 'analyze', '--json', file], { env: { ...process.env, GPUWISE_THREADS: String(threads), GPUWISE_DEBUG: '1' }, maxBuffer: 1 << 26, encoding: 'utf8' });
+    const two = run(2);
+    expect(two.stderr).toContain('fell back: invalid UTF-8');
+    const parsed = JSON.parse(two.stdout);
+    expect(parsed.inputs[0].warnings.join(' ')).toMatch(/UTF-8/);
+    expect(parsed.metrics).toEqual(JSON.parse(run(1).stdout).metrics);
+  });
 
   it('falls back to one parser for damaged input and reports it the same way', () => {
     const run = (threads: number) => {

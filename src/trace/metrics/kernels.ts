@@ -48,11 +48,9 @@ export function kernelFigures(model: TraceModel, windows: StepWindow[], topLimit
   let shorter = 0;
   // Sums of nanoseconds live in a typed array: a double in a variable the pass's closure writes is a new
   // heap number at every addition, which made the pass allocate per kernel.
-  const sums = new Float64Array(4);
+  const sums = new Float64Array(2);
   const GPU_KERNEL_NS = 0;
   const CPU_LAUNCH_NS = 1;
-  const SM_WEIGHTED = 2;
-  const SM_TOTAL = 3;
   // precision
   const byPrecision = [0, 0, 0, 0, 0, 0];
   const fp32ByName = new Map<number, { count: number; total: number }>();
@@ -65,6 +63,9 @@ export function kernelFigures(model: TraceModel, windows: StepWindow[], topLimit
   const gemmNs = new Float64Array(model.gemmOps.length);
   const gemmCallCount = new Int32Array(model.gemmOps.length);
   const gemmCallSeen = new Uint8Array(gemmCalls.count);
+  // Kernel time by occupancy value (few distinct: blocks / SMs), in integer ns: the weighted mean is then the same
+  // in any order of ops (parsing on several threads merges them in another order).
+  const smDurNs = new ValueSums();
   // Medians of kernel durations (series 0) and launch-to-start delays (1): their first pass is this one.
   const medians = new Medians(2);
   const times = (op: GpuOp) => {
@@ -99,10 +100,7 @@ export function kernelFigures(model: TraceModel, windows: StepWindow[], topLimit
       linked++;
       if (d < l.durNs) shorter++;
     }
-    if (op.smShare >= 0) {
-      sums[SM_WEIGHTED]! += op.smShare * d;
-      sums[SM_TOTAL]! += d;
-    }
+    if (op.smShare >= 0) smDurNs.add(op.smShare, d);
     const g = l.externalId >= 0 ? gemmCallIndex(gemmCalls, l.externalId) : -1;
     const gemm = g >= 0 ? gemmCalls.gemm[g]! : -1;
     if (MATMUL_CATEGORIES.has(op.category)) {
@@ -172,7 +170,7 @@ export function kernelFigures(model: TraceModel, windows: StepWindow[], topLimit
       .sort((a, b) => b[1].total - a[1].total)
       .slice(0, topLimit)
       .map(([id, e]) => stat(id, CATEGORY_NAMES[e.cat]!, e)),
-    smEfficiency: sums[SM_TOTAL]! > 0 ? sums[SM_WEIGHTED]! / sums[SM_TOTAL]! : null,
+    smEfficiency: smDurNs.weightedMean(),
     pageableH2dExample: ex === null ? null : { name: model.names[ex.nameId]!, atNs: ex.startNs, bytes: ex.bytes, durNs: ex.durNs },
   };
 }
@@ -295,4 +293,36 @@ export function commStats(model: TraceModel, windows: StepWindow[], commNsPerSte
     medianMessageBytes: median(sizes),
     allReducesPerStep: windows.length ? allReduces / windows.length : 0,
   };
+}
+
+/** Weights summed by value, in a typed array (no heap number per addition). */
+class ValueSums {
+  private readonly index = new Map<number, number>();
+  private weights = new Float64Array(64);
+
+  add(value: number, weight: number): void {
+    let i = this.index.get(value);
+    if (i === undefined) {
+      i = this.index.size;
+      this.index.set(value, i);
+      if (i >= this.weights.length) {
+        const bigger = new Float64Array(2 * this.weights.length);
+        bigger.set(this.weights);
+        this.weights = bigger;
+      }
+    }
+    this.weights[i]! += weight;
+  }
+
+  /** Sum of value x weight over the sum of weights, taken in increasing order of value; null without weight. */
+  weightedMean(): number | null {
+    let weighted = 0;
+    let total = 0;
+    for (const v of [...this.index.keys()].sort((a, b) => a - b)) {
+      const w = this.weights[this.index.get(v)!]!;
+      weighted += v * w;
+      total += w;
+    }
+    return total > 0 ? weighted / total : null;
+  }
 }
