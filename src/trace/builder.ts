@@ -23,24 +23,28 @@ const ALL_REDUCE_RE = /all_?reduce/i;
 
 type TypedArray = Float64Array | Float32Array | Int32Array | Int16Array | Uint8Array;
 
-/** A typed column that grows by half when full (doubling wasted up to 50% at 2 GB traces). */
+/** Values per block of a Column: 64 KB of float64, small enough to come from malloc's heap rather than mmap. */
+const BLOCK_BITS = 13;
+const BLOCK = 1 << BLOCK_BITS;
+
+/**
+ * A typed column in fixed blocks. Growing never copies or frees: a column that
+ * grows by reallocating leaves its old buffers to malloc, which keeps them
+ * (peak RSS grew 17 MB a GB on a DDP trace with many collectives).
+ */
 class Column<T extends TypedArray> {
-  a: T;
-  constructor(private readonly make: (n: number) => T) {
-    this.a = make(4096);
+  private readonly blocks: T[] = [];
+  constructor(private readonly make: (n: number) => T) {}
+  set(i: number, v: number): void {
+    const b = i >>> BLOCK_BITS;
+    while (b >= this.blocks.length) this.blocks.push(this.make(BLOCK));
+    this.blocks[b]![i & (BLOCK - 1)] = v;
   }
-  grow(n: number): void {
-    if (n >= this.a.length) {
-      const b = this.make(Math.ceil(this.a.length * 1.5));
-      b.set(this.a as never);
-      this.a = b;
-    }
-  }
-  /** The first n values in an array of their own; the column lets go of its buffer (up to a third unused). */
+  /** The first n values in one array of their own; the column lets go of its blocks. */
   take(n: number): T {
     const out = this.make(n);
-    out.set(this.a.subarray(0, n) as never);
-    this.a = this.make(0);
+    for (let b = 0; b * BLOCK < n; b++) out.set(this.blocks[b]!.subarray(0, Math.min(BLOCK, n - b * BLOCK)) as never, b * BLOCK);
+    this.blocks.length = 0;
     return out;
   }
 }
@@ -102,7 +106,7 @@ export class TraceModelBuilder implements TraceSink {
     chunkStore: ChunkStore | null = null,
   ) {
     this.linker = new OpLinker((row, startNs) => {
-      this.cLaunch.a[row] = startNs;
+      this.cLaunch.set(row, startNs);
     }, chunkStore);
   }
 
@@ -266,18 +270,16 @@ export class TraceModelBuilder implements TraceSink {
   private onCollectiveKernel(ev: RawEvent): number {
     const a = ev.args;
     const i = this.cN++;
-    const cols = [this.cStart, this.cDur, this.cLaunch, this.cCorr, this.cBytes, this.cName, this.cGroup, this.cSeq];
-    if (i >= this.cStart.a.length) for (const c of cols) c.grow(i);
-    this.cStart.a[i] = ev.tsNs;
-    this.cDur.a[i] = ev.durNs;
-    this.cLaunch.a[i] = Number.NaN;
-    this.cCorr.a[i] = a.correlation;
-    this.cBytes.a[i] = Math.max(a.inMsgNelems, a.outMsgNelems, 0) * dtypeBytes(a.dtype);
-    this.cName.a[i] = this.nameId(a.collectiveName ?? collectiveFromName(ev.name));
+    this.cStart.set(i, ev.tsNs);
+    this.cDur.set(i, ev.durNs);
+    this.cLaunch.set(i, Number.NaN);
+    this.cCorr.set(i, a.correlation);
+    this.cBytes.set(i, Math.max(a.inMsgNelems, a.outMsgNelems, 0) * dtypeBytes(a.dtype));
+    this.cName.set(i, this.nameId(a.collectiveName ?? collectiveFromName(ev.name)));
     const group = a.processGroupName ?? a.processGroupDesc;
-    this.cGroup.a[i] = group === null ? -1 : this.nameId(group);
+    this.cGroup.set(i, group === null ? -1 : this.nameId(group));
     // A number as is: interning every sequence number would grow the name table with the trace.
-    this.cSeq.a[i] = typeof a.seq === 'number' ? a.seq : Number.NaN;
+    this.cSeq.set(i, typeof a.seq === 'number' ? a.seq : Number.NaN);
     if (typeof a.seq === 'string') this.cSeqText.set(i, detach(a.seq));
     return i;
   }
@@ -290,10 +292,9 @@ export class TraceModelBuilder implements TraceSink {
     if (kind === RuntimeKind.other) return;
     if (kind === RuntimeKind.sync) {
       const i = this.sN++;
-      if (i >= this.sStart.a.length) for (const c of [this.sStart, this.sDur, this.sName]) c.grow(i);
-      this.sStart.a[i] = ev.tsNs;
-      this.sDur.a[i] = ev.durNs;
-      this.sName.a[i] = this.nameId(ev.name);
+      this.sStart.set(i, ev.tsNs);
+      this.sDur.set(i, ev.durNs);
+      this.sName.set(i, this.nameId(ev.name));
     }
     const graph = kind === RuntimeKind.launch && ev.name.includes('GraphLaunch');
     this.linker.onLaunch(ev.args.correlation, this.tid(ev.tid), ev.tsNs, ev.durNs, kind, ev.args.externalId, graph);
@@ -330,14 +331,12 @@ export class TraceModelBuilder implements TraceSink {
     else if (CPU_COLLECTIVE_RE.test(name)) {
       if (ALL_REDUCE_RE.test(name)) {
         const i = this.allReduceN++;
-        this.allReduceStarts.grow(i);
-        this.allReduceStarts.a[i] = ts;
+        this.allReduceStarts.set(i, ts);
       }
       if (!name.startsWith('nccl:')) {
         const i = this.ccN++;
-        if (i >= this.ccStart.a.length) for (const c of [this.ccStart, this.ccEnd]) c.grow(i);
-        this.ccStart.a[i] = ts;
-        this.ccEnd.a[i] = end;
+        this.ccStart.set(i, ts);
+        this.ccEnd.set(i, end);
       }
     }
   }
@@ -357,9 +356,8 @@ export class TraceModelBuilder implements TraceSink {
       this.gemmKeys.set(key, idx);
     }
     const i = this.gcN++;
-    if (i >= this.gcExt.a.length) for (const c of [this.gcExt, this.gcGemm]) c.grow(i);
-    this.gcExt.a[i] = ev.args.externalId;
-    this.gcGemm.a[i] = idx;
+    this.gcExt.set(i, ev.args.externalId);
+    this.gcGemm.set(i, idx);
   }
 
   finish(originUs: number, parseWarnings: string[]): TraceModel {
@@ -435,6 +433,10 @@ function isKeptCpuOp(name: string): boolean {
 
 /** GEMM calls sorted by External id (a repeated id keeps its last shape, as a map would). */
 export function sortGemmCalls(ext: Float64Array, gemm: Int32Array): TraceModel['gemmCalls'] {
+  // Kineto writes CPU ops in time order, so External ids usually arrive increasing: nothing to sort or copy.
+  let increasing = true;
+  for (let i = 1; i < ext.length && increasing; i++) increasing = ext[i - 1]! < ext[i]!;
+  if (increasing) return { count: ext.length, externalId: ext, gemm };
   const order = new Int32Array(ext.length);
   for (let i = 0; i < order.length; i++) order[i] = i;
   order.sort((a, b) => ext[a]! - ext[b]! || b - a);
