@@ -12,8 +12,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CHUNK_BYTES, type ChunkStore } from '../trace/opLog.js';
 
-/** Closes a store's file once nothing refers to the model that reads it. */
-const closer = new FinalizationRegistry<TempFileChunkStore>((store) => store.close());
+/** Closes a store's file once nothing refers to any log that reads it. */
+const closer = new FinalizationRegistry<TempFileChunkStore>((store) => store.release());
 
 export class TempFileChunkStore implements ChunkStore {
   private fd = -1;
@@ -21,6 +21,7 @@ export class TempFileChunkStore implements ChunkStore {
   private fileBytes = 0;
   private keptBytes = 0;
   private readonly offsets: number[] = [];
+  private owners = 0;
 
   constructor(
     private readonly memoryBudgetBytes: number,
@@ -64,9 +65,15 @@ export class TempFileChunkStore implements ChunkStore {
     this.fd = -1;
   }
 
-  /** Closes the file when `owner` (the model whose logs use this store) is collected. */
+  /** Closes the file once every `owner` (the op logs with chunks here) is collected. */
   closeWith(owner: object): void {
+    this.owners++;
     closer.register(owner, this);
+  }
+
+  /** An owner was collected. */
+  release(): void {
+    if (--this.owners === 0) this.close();
   }
 
   private open(): boolean {

@@ -65,7 +65,7 @@ export async function loadTrace(path: string, onProgress?: ReadProgress, options
   const builder = new TraceModelBuilder(path, store);
   const summary = await readTraceFile(path, builder, onProgress);
   const model = builder.finish(summary.originUs, summary.warnings);
-  store.closeWith(model);
+  for (const log of model.gpu.logs) if (log.store === store) store.closeWith(log);
   // The builder's grown columns are garbage now; the analysis that follows is the peak of
   // memory, so free them first (the live heap is a few MB: a full collection costs milliseconds).
   if (summary.events > LARGE_TRACE_EVENTS) collectGarbage();

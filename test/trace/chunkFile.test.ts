@@ -47,6 +47,19 @@ describe('op log chunks in a temporary file (bounded memory on large traces)', (
     store.close();
   });
 
+  it('closes its file when the last op log that reads it is released', () => {
+    const store = new TempFileChunkStore(0, dir, 4096);
+    expect(store.offer(new Uint8Array(4096).fill(7), 4096)).toBe(0);
+    store.closeWith({});
+    store.closeWith({});
+    const into = new Uint8Array(4096);
+    store.release();
+    store.read(0, 4096, into);
+    expect(into[4095]).toBe(7);
+    store.release();
+    expect(() => store.read(0, 4096, into)).toThrow();
+  });
+
   it('keeps chunks in memory when no file can be made', () => {
     const store = new TempFileChunkStore(0, join(dir, 'no', 'such', 'dir'));
     expect(store.offer(new Uint8Array(store.chunkBytes), 100)).toBe(-1);
