@@ -70,7 +70,8 @@ export function parseSegment(builder: TraceModelBuilder, msg: SegmentMessage, or
   }
 }
 
-const utf8 = new TextDecoder('utf-8', { fatal: true });
+// ignoreBOM: a byte-order mark stays in the text, as the sequential reader's decoder leaves it.
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /** A segment's text as one flat string (ASCII as Latin-1, the fast path); null when it is not valid UTF-8. */
 export function decodeSegment(bytes: Uint8Array): string | null {

@@ -71,7 +71,7 @@ describe('segmented parsing (the parallel loader without threads)', () => {
   });
 
   it('finds the same boundaries in the UTF-8 bytes as in the text', () => {
-    const text = '{"traceEvents": [{"name":"é}, {\"数"}, {"name":"ü"},\n {"ph":"i"}]}';
+    const text = '{"traceEvents": [{"name":"é}, {\\"数"}, {"name":"ü"},\n {"ph":"i"}]}';
     const bytes = new TextEncoder().encode(text);
     const inText = findEventBoundary(text, text.length - 1);
     const inBytes = findEventBoundary(bytes, bytes.length - 1);
