@@ -5,7 +5,7 @@
  */
 import { sortGemmCalls } from './builder.js';
 import type { CpuSpan, GpuActivity, MemoryPeak, TraceModel } from './model.js';
-import { type LaunchCall, OpLogWriter, OpReader } from './opLog.js';
+import type { LaunchCall, OpLog } from './opLog.js';
 
 export function mergeModels(parts: TraceModel[]): TraceModel {
   if (parts.length === 1) return parts[0]!;
@@ -24,7 +24,8 @@ export function mergeModels(parts: TraceModel[]): TraceModel {
     }),
   );
 
-  // Each device's log is the parts' logs one after the other, re-encoded with the merged name ids.
+  // The parts' logs are kept as they are, by device and then part, each with a map from its name ids to the
+  // merged ones (re-encoding every op took 80 ms of a 2 s analysis); readers merge a device's logs by start.
   // Ops a part wrote without their launch keep their correlation id and find the call in the merged map.
   const launches = new Map<number, LaunchCall>();
   let uncorrelated = 0;
@@ -34,23 +35,9 @@ export function mergeModels(parts: TraceModel[]): TraceModel {
       else if (!launches.has(c)) launches.set(c, call);
     }
   }
-  const writers = new Map<number, OpLogWriter>();
-  parts.forEach((p, k) => {
-    const remap = remaps[k]!;
-    for (const log of p.gpu.logs) {
-      let w = writers.get(log.device);
-      if (w === undefined) writers.set(log.device, (w = new OpLogWriter(log.device)));
-      // Read without resolving, so an unresolved op stays unresolved.
-      const r = new OpReader(log, new Map());
-      const lanes = log.laneKeys.map((key) => w.lane(key));
-      while (r.next()) {
-        r.op.nameId = remap[r.op.nameId]!;
-        r.op.lane = lanes[r.op.lane]!;
-        w.append(r.op);
-      }
-    }
-  });
-  const logs = [...writers.entries()].sort((a, b) => a[0] - b[0]).map(([, w]) => w.finish());
+  const logs: OpLog[] = parts
+    .flatMap((p, k) => p.gpu.logs.map((log) => ({ ...log, nameIds: log.nameIds === undefined ? remaps[k]! : log.nameIds.map((id) => remaps[k]![id]!) })))
+    .sort((a, b) => a.device - b.device); // stable: parts stay in order
   const syncCount = parts.reduce((a, p) => a + p.gpu.syncCalls.count, 0);
   const syncCalls = { count: syncCount, startNs: new Float64Array(syncCount), durNs: new Float64Array(syncCount), nameId: new Int32Array(syncCount) };
   let s = 0;

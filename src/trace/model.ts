@@ -90,7 +90,7 @@ export interface SyncCalls {
 export interface GpuActivity {
   /** Ops in all logs. */
   count: number;
-  /** One op log per device, by device id. */
+  /** Op logs by device id: one per device, or one per device and part after a parallel parse (read together). */
   logs: OpLog[];
   /**
    * Launch calls no op consumed while parsing, by correlation id: a call whose op

@@ -99,6 +99,12 @@ export interface OpLog {
   laneKeys: string[];
   /** The distinct occupancy values (smShare) records refer to. */
   smShares: number[];
+  /**
+   * Set on a log kept from one part of a parallel parse: its records' name ids
+   * are indices here, giving the merged model's ids (the merge renumbers names
+   * without re-encoding the records).
+   */
+  nameIds?: Int32Array;
 }
 
 /** An op as written and as read back (one object is reused while reading: copy what you keep). */
@@ -380,6 +386,9 @@ export class OpReader {
   private readonly laneFilter: number;
   /** Index in the log of the record in `op` (its place in arrival order). */
   index: number;
+  /** The log's place among the logs a merge reads (equal starts keep the order of logs, then of records). */
+  order = 0;
+  private readonly nameIds: Int32Array | undefined;
 
   constructor(
     private readonly log: OpLog,
@@ -387,6 +396,7 @@ export class OpReader {
     from: RunStart | null = null,
     private readonly chunks: LogChunks = chunksOf(log),
   ) {
+    this.nameIds = log.nameIds;
     this.laneFilter = from?.lane ?? -1;
     this.index = (from?.firstIndex ?? 0) - 1;
     this.chunk = from?.chunk ?? 0;
@@ -458,7 +468,8 @@ export class OpReader {
     op.startNs = start;
     op.durNs = readDuration(b);
     this.prevEnd[lane] = start + op.durNs;
-    op.nameId = readUint(b);
+    const nameId = readUint(b);
+    op.nameId = this.nameIds === undefined ? nameId : this.nameIds[nameId]!;
     const launch = op.launch;
     op.correlation = -1;
     if (link === LINK_INLINE) {
@@ -615,22 +626,29 @@ export function forEachOp(logs: readonly OpLog[], launches: ReadonlyMap<number, 
 }
 
 /**
- * Visits one log's ops in start order, merging its runs; equal starts keep the
- * order they were written in (a stable sort by start, without the sort). A run
- * is opened only when the merge reaches its first start, so the readers open at
- * once are the runs that overlap in time, not all of them.
+ * Visits the ops of one device's logs in start order, merging their runs;
+ * equal starts keep the order they were written in (logs in the order given,
+ * then records: a stable sort by start, without the sort). A run is opened
+ * only when the merge reaches its first start, so the readers open at once are
+ * the runs that overlap in time, not all of them.
  */
-export function forEachOpByStart(log: OpLog, launches: ReadonlyMap<number, LaunchCall>, visit: (op: GpuOp) => void): void {
-  const chunks = chunksOf(log);
-  const due = log.runs.slice().sort((a, b) => a.firstStartNs - b.firstStartNs || a.firstIndex - b.firstIndex);
+export function forEachOpByStart(logs: readonly OpLog[], launches: ReadonlyMap<number, LaunchCall>, visit: (op: GpuOp) => void): void {
+  const due = logs.flatMap((log, order) => log.runs.map((run) => ({ log, order, run })));
+  due.sort((a, b) => a.run.firstStartNs - b.run.firstStartNs || a.order - b.order || a.run.firstIndex - b.run.firstIndex);
+  const open = (d: (typeof due)[number]) => {
+    const r = new OpReader(d.log, launches, d.run, chunksOf(d.log));
+    r.order = d.order;
+    return r;
+  };
   if (due.length === 1) {
-    const r = new OpReader(log, launches, due[0]!, chunks);
+    const r = open(due[0]!);
     while (r.next()) visit(r.op);
     return;
   }
   // A binary heap of readers keyed by their current op's start, then its place in the log.
   const heap: OpReader[] = [];
-  const less = (a: OpReader, b: OpReader) => a.op.startNs < b.op.startNs || (a.op.startNs === b.op.startNs && a.index < b.index);
+  const less = (a: OpReader, b: OpReader) =>
+    a.op.startNs < b.op.startNs || (a.op.startNs === b.op.startNs && (a.order < b.order || (a.order === b.order && a.index < b.index)));
   const down = (i: number) => {
     for (;;) {
       const l = 2 * i + 1;
@@ -654,8 +672,8 @@ export function forEachOpByStart(log: OpLog, launches: ReadonlyMap<number, Launc
   let next = 0;
   for (;;) {
     // Open every run that may hold the next op: its first start is not after the earliest open op.
-    while (next < due.length && (heap.length === 0 || due[next]!.firstStartNs <= heap[0]!.op.startNs)) {
-      const r = new OpReader(log, launches, due[next++]!, chunks);
+    while (next < due.length && (heap.length === 0 || due[next]!.run.firstStartNs <= heap[0]!.op.startNs)) {
+      const r = open(due[next++]!);
       if (r.next()) {
         heap.push(r);
         up(heap.length - 1);

@@ -77,7 +77,7 @@ describe('op log: compact records read back exactly', () => {
     if (store) expect(store.reads).toBe(log.chunks.length - 1);
     // Lane by lane through the runs, as the time-ordered merge reads them.
     let n = 0;
-    forEachOpByStart(log, new Map(), () => n++);
+    forEachOpByStart([log], new Map(), () => n++);
     expect(n).toBe(written.length);
   }
 
@@ -102,7 +102,7 @@ describe('op log: compact records read back exactly', () => {
       [backward, 2],
     ]);
     const seen: number[] = [];
-    forEachOpByStart(log, new Map(), (o) => seen.push(o.nameId));
+    forEachOpByStart([log], new Map(), (o) => seen.push(o.nameId));
     expect(seen).toEqual([0, 2, 3, 4, 5, 1, 6]);
   });
 
@@ -114,9 +114,32 @@ describe('op log: compact records read back exactly', () => {
     const log = w.finish();
     expect(log.runs.map((r) => r.count)).toEqual([3, 4, 1, 2, 1]);
     const seen: [number, number][] = [];
-    forEachOpByStart(log, new Map(), (o) => seen.push([o.startNs, o.nameId]));
+    forEachOpByStart([log], new Map(), (o) => seen.push([o.startNs, o.nameId]));
     const expected = starts.map((s, i) => [s, i] as [number, number]).sort((a, b) => a[0] - b[0] || a[1] - b[1]);
     expect(seen).toEqual(expected);
+  });
+
+  it('merges the logs of one device (the parts of a parallel parse), equal starts in the order of logs, names mapped', () => {
+    const part = (starts: number[], firstName: number) => {
+      const w = new OpLogWriter(0);
+      w.lane('7|1');
+      for (const [i, s] of starts.entries()) w.append(op({ startNs: s, nameId: firstName + i }));
+      return w.finish();
+    };
+    const a = part([10, 30, 50, 20], 0);
+    // The second part's name ids 0..2 are the merged model's 100..102.
+    const b = { ...part([10, 20, 40], 0), nameIds: Int32Array.from([100, 101, 102]) };
+    const seen: [number, number][] = [];
+    forEachOpByStart([a, b], new Map(), (o) => seen.push([o.startNs, o.nameId]));
+    expect(seen).toEqual([
+      [10, 0],
+      [10, 100],
+      [20, 3],
+      [20, 101],
+      [30, 1],
+      [40, 102],
+      [50, 2],
+    ]);
   });
 });
 

@@ -16,7 +16,7 @@
  */
 import { CATEGORY_NAMES, KernelCategory } from '../kernelClass.js';
 import type { TraceModel } from '../model.js';
-import { type GpuOp, OpKind, type OpLog, forEachOpByStart } from '../opLog.js';
+import { type GpuOp, OpKind, forEachOpByStart } from '../opLog.js';
 import type { HostSpans } from './hostSpans.js';
 import { type Segments, claim, covers, piecesLen, unionOf, unionOfColumns } from './intervals.js';
 import type { StepWindow } from './steps.js';
@@ -59,16 +59,19 @@ export function analyseTimeline(model: TraceModel, spans: HostSpans, windows: St
   const host = hostCauses(model, spans);
   const perWindow: DeviceTime[][] = windows.map(() => []);
   let timeline: TimelineBucket[] = [];
-  for (const log of model.gpu.logs) {
-    const d = new DeviceTimeline(log, windows, host, model.collectives.count > 0);
-    forEachOpByStart(log, model.gpu.launches, (op) => d.add(op));
+  const devices = [...new Set(model.gpu.logs.map((l) => l.device))];
+  for (const device of devices) {
+    // A parallel parse leaves a log per part and device: merged by start here.
+    const logs = model.gpu.logs.filter((l) => l.device === device);
+    const d = new DeviceTimeline(device, windows, host, model.collectives.count > 0);
+    forEachOpByStart(logs, model.gpu.launches, (op) => d.add(op));
     d.finish();
     d.times.forEach((t, i) => {
       perWindow[i]!.push(t);
     });
     if (timeline.length === 0 && d.segments > 0) timeline = d.busyTimeline();
   }
-  return { perWindow, devices: model.gpu.logs.map((l) => l.device), timeline };
+  return { perWindow, devices, timeline };
 }
 
 class DeviceTimeline {
@@ -91,13 +94,13 @@ class DeviceTimeline {
   private readonly width: number;
 
   constructor(
-    log: OpLog,
+    device: number,
     private readonly windows: StepWindow[],
     private readonly host: HostCauses,
     private readonly withComm: boolean,
   ) {
     this.times = windows.map((w) => ({
-      device: log.device,
+      device,
       busyNs: 0,
       idleNs: w.endNs - w.startNs,
       idleByCauseNs: emptyIdle(),
