@@ -645,7 +645,7 @@ export function forEachOpByStart(logs: readonly OpLog[], launches: ReadonlyMap<n
     while (r.next()) visit(r.op);
     return;
   }
-  // A binary heap of readers keyed by their current op's start, then its place in the log.
+  // A binary heap of readers keyed by their current op's start, then the order of their logs and their place in it.
   const heap: OpReader[] = [];
   const less = (a: OpReader, b: OpReader) =>
     a.op.startNs < b.op.startNs || (a.op.startNs === b.op.startNs && (a.order < b.order || (a.order === b.order && a.index < b.index)));
