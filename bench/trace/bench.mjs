@@ -40,7 +40,6 @@ const analyze = (file) => measure('node', ['-r', `${root}bench/trace/rss-report.
 const pyLoad = (file) =>
   measure('python3', ['-c', 'import json,os,resource,sys; json.load(open(sys.argv[1])); open(os.environ["GPUWISE_RSS_OUT"],"w").write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss*1024))', file]);
 
-const results = [];
 const f200 = trace(sizes[0]);
 const mb200 = statSync(f200).size / 1e6;
 // The two are timed in turns (python, gpuwise, python, ...), GPUWISE_BENCH_REPEAT times (default 3): this VM's speed
@@ -59,7 +58,6 @@ if (py) {
   console.log(`  python3 json.load alone: ${py.map((p) => p.s.toFixed(2)).join(' / ')} s, ${py[0].rssMB.toFixed(0)} MB`);
   console.log(`  -> gpuwise takes ${ratios.map((r) => `${r.toFixed(0)}%`).join(' / ')} of its time, median ${mid(ratios).toFixed(0)}% (target < 25%)`);
 }
-results.push({ file: f200, mb: mb200, ...ours, python: py, pairs });
 
 const gz = `${f200}.gz`;
 if (!existsSync(gz)) execFileSync('sh', ['-c', `gzip -1 -c "${f200}" > "${gz}"`]);

@@ -63,7 +63,8 @@ export async function loadTrace(path: string, onProgress?: ReadProgress, options
     if (model !== null) return model;
   }
   // Parallel parsing is for files under 512 MB, whose op logs fit in memory; past that, one thread and a bounded log.
-  const budgetFromEnv = Number(process.env.GPUWISE_OP_LOG_MEMORY_MB ?? Number.NaN) * 1024 * 1024;
+  // Unset or empty means the default (Number('') would be a budget of 0).
+  const budgetFromEnv = process.env.GPUWISE_OP_LOG_MEMORY_MB ? Number(process.env.GPUWISE_OP_LOG_MEMORY_MB) * 1024 * 1024 : Number.NaN;
   const store = new TempFileChunkStore(options.opLogMemoryBytes ?? (budgetFromEnv >= 0 ? budgetFromEnv : OP_LOG_MEMORY_BYTES));
   const builder = new TraceModelBuilder(path, store);
   const summary = await readTraceFile(path, builder, onProgress);

@@ -74,7 +74,7 @@ export function parseSegment(builder: TraceModelBuilder, msg: SegmentMessage, or
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /** A segment's text as one flat string (ASCII as Latin-1, the fast path); null when it is not valid UTF-8. */
-export function decodeSegment(bytes: Uint8Array): string | null {
+function decodeSegment(bytes: Uint8Array): string | null {
   const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   if (isAscii(buf)) return buf.toString('latin1');
   try {
