@@ -46,8 +46,9 @@ export interface LoadOptions {
 
 /**
  * How many worker threads parse, and whether the main thread parses too: with 2 threads the main thread parses every
- * other segment beside one worker (a reader plus 2 workers would oversubscribe 2 cores); from 3, the workers parse
- * and the main thread reads, decompresses and cuts.
+ * other segment of a plain file beside one worker (a reader plus 2 workers would oversubscribe 2 cores; a gzip file's
+ * decompression takes the main thread's share); from 3, the workers parse and the main thread reads, decompresses and
+ * cuts.
  */
 export function parsePlan(threads: number): { workers: number; mainParses: boolean } {
   return threads === 2 ? { workers: 1, mainParses: true } : { workers: threads, mainParses: false };

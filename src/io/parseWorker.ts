@@ -6,6 +6,8 @@
 import { isAscii } from 'node:buffer';
 import { parentPort, workerData } from 'node:worker_threads';
 import { TraceModelBuilder } from '../trace/builder.js';
+import { EventScanner } from '../trace/eventScanner.js';
+import type { TraceModel } from '../trace/model.js';
 import { TraceFormatError, TraceJsonParser } from '../trace/parser.js';
 
 export interface SegmentMessage {
@@ -27,11 +29,10 @@ export function isParseWorker(): boolean {
 export function runParseWorker(): void {
   const port = parentPort!;
   const { originUs, source } = workerData as { originUs: number; source: string };
-  const builder = new TraceModelBuilder(source);
-  const warnings: string[] = [];
+  const parser = new SegmentParser(new TraceModelBuilder(source), originUs);
   port.on('message', (msg: ToWorker) => {
     if (msg.type === 'finish') {
-      const model = builder.finish(originUs, [...new Set(warnings)]);
+      const model = parser.finish();
       // Hand the op logs over instead of copying them: the main thread would otherwise hold a third copy while merging.
       const buffers = new Set<ArrayBuffer>();
       for (const log of model.gpu.logs) for (const c of log.chunks) if (c !== null) buffers.add(c.buffer as ArrayBuffer);
@@ -39,44 +40,70 @@ export function runParseWorker(): void {
       port.postMessage({ type: 'model', model } satisfies FromWorker, [...buffers]);
       return;
     }
-    const failed = parseSegment(builder, msg, originUs, warnings);
+    const failed = parser.parse(msg);
     port.postMessage((failed === null ? { type: 'done-segment' } : { type: 'failed', reason: failed }) satisfies FromWorker);
   });
 }
 
 /**
- * Parses one segment into `builder` (adding its warnings); returns why the parallel path must give up, or null.
- * Shared by the workers and by the main thread when it parses segments itself.
+ * Parses the segments one thread is given into one builder: the workers and, with 2 threads, the main thread. Middle
+ * segments of ASCII text go through the WebAssembly event scanner (trace/eventScanner.ts) unless GPUWISE_NO_WASM is
+ * set; the rest, and whatever the scanner declines, through the parser.
  */
-export function parseSegment(builder: TraceModelBuilder, msg: SegmentMessage, originUs: number, warnings: string[]): string | null {
-  const text = decodeSegment(msg.bytes);
-  // Invalid UTF-8: the sequential reader replaces it and says where.
-  if (text === null) return 'invalid UTF-8: read sequentially for exact warnings';
-  const parser = new TraceJsonParser(builder, { originUs, startInEvents: !msg.first });
-  try {
-    parser.push(text);
-    if (!msg.last) {
-      // A middle segment must end exactly between two events, or the cut was wrong.
-      if (!parser.endsBetweenEvents()) return 'segment did not end between events';
-      warnings.push(...parser.notesSoFar());
-    } else {
-      const summary = parser.end();
-      if (summary.stoppedAt !== null) return summary.stoppedAt;
-      warnings.push(...summary.warnings);
+export class SegmentParser {
+  private readonly warnings: string[] = [];
+  private readonly scanner: EventScanner | null;
+  constructor(
+    private readonly builder: TraceModelBuilder,
+    private readonly originUs: number,
+  ) {
+    this.scanner = process.env.GPUWISE_NO_WASM ? null : EventScanner.create(builder, originUs);
+  }
+
+  /** Parses one segment; returns why the parallel path must give up, or null. */
+  parse(msg: SegmentMessage): string | null {
+    const buf = Buffer.from(msg.bytes.buffer, msg.bytes.byteOffset, msg.bytes.byteLength);
+    const ascii = isAscii(buf);
+    if (this.scanner !== null && ascii && !msg.first && !msg.last) {
+      const parser = new TraceJsonParser(this.builder, { originUs: this.originUs, startInEvents: true });
+      const outcome = this.scanner.scanSegment(buf, parser);
+      if (outcome.kind === 'failed') return outcome.reason;
+      if (outcome.kind === 'done') {
+        this.warnings.push(...parser.notesSoFar());
+        return null;
+      }
     }
-    return null;
-  } catch (e) {
-    return e instanceof TraceFormatError ? e.message : String(e);
+    // Invalid UTF-8: the sequential reader replaces it and says where.
+    const text = ascii ? buf.toString('latin1') : decodeUtf8(buf);
+    if (text === null) return 'invalid UTF-8: read sequentially for exact warnings';
+    const parser = new TraceJsonParser(this.builder, { originUs: this.originUs, startInEvents: !msg.first });
+    try {
+      parser.push(text);
+      if (!msg.last) {
+        // A middle segment must end exactly between two events, or the cut was wrong.
+        if (!parser.endsBetweenEvents()) return 'segment did not end between events';
+        this.warnings.push(...parser.notesSoFar());
+      } else {
+        const summary = parser.end();
+        if (summary.stoppedAt !== null) return summary.stoppedAt;
+        this.warnings.push(...summary.warnings);
+      }
+      return null;
+    } catch (e) {
+      return e instanceof TraceFormatError ? e.message : String(e);
+    }
+  }
+
+  finish(): TraceModel {
+    return this.builder.finish(this.originUs, [...new Set(this.warnings)]);
   }
 }
 
 // ignoreBOM: a byte-order mark stays in the text, as the sequential reader's decoder leaves it.
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
-/** A segment's text as one flat string (ASCII as Latin-1, the fast path); null when it is not valid UTF-8. */
-function decodeSegment(bytes: Uint8Array): string | null {
-  const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  if (isAscii(buf)) return buf.toString('latin1');
+/** Non-ASCII text as one flat string; null when it is not valid UTF-8. */
+function decodeUtf8(buf: Buffer): string | null {
   try {
     return utf8.decode(buf);
   } catch {

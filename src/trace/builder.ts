@@ -175,9 +175,9 @@ export class TraceModelBuilder implements TraceSink {
     return cat !== 'cpu_op' || isKeptCpuOp(name);
   }
 
-  onSkipped(ph: string, cat: string): void {
+  onSkipped(ph: string, cat: string, count: number): void {
     const key = cat || ph;
-    this.counts[key] = (this.counts[key] ?? 0) + 1;
+    this.counts[key] = (this.counts[key] ?? 0) + count;
   }
 
   onEvent(ev: RawEvent): void {

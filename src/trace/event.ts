@@ -88,13 +88,15 @@ export interface TraceSink {
   /**
    * Optional early filter, asked once the phase (for flows) or the category and
    * name are known: false skips the rest of the event unparsed (the bulk of a
-   * trace is CPU ops and flows that most analyses never read).
+   * trace is CPU ops and flows that most analyses never read). It must be a
+   * pure function of its arguments: the event scanner keeps its answers.
    */
   wants?(ph: string, cat: string, name: string): boolean;
   /**
-   * Called once for every event that `wants` turned down, after it was skipped. (`wants`
-   * itself may be asked again for the same event when it was cut by the end of a chunk,
-   * so it must not count.)
+   * Counts the events that `wants` turned down, after they were skipped: the
+   * parser reports each (count 1), the event scanner a segment's worth at once.
+   * (`wants` itself may be asked again for the same event when it was cut by the
+   * end of a chunk, so it must not count.)
    */
-  onSkipped?(ph: string, cat: string): void;
+  onSkipped?(ph: string, cat: string, count: number): void;
 }

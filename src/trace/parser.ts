@@ -82,7 +82,7 @@ const enum Ch {
 }
 
 /** args keys gpuwise reads, with a small code for the switch in parseArgs. */
-const ARG_KEYS: ReadonlyArray<readonly [string, number]> = [
+export const ARG_KEYS: ReadonlyArray<readonly [string, number]> = [
   ['correlation', 1],
   ['External id', 2],
   ['bytes', 3],
@@ -108,7 +108,7 @@ const ARG_KEYS_BY_LEN: Array<Array<readonly [string, number]>> = [];
 for (const entry of ARG_KEYS) (ARG_KEYS_BY_LEN[entry[0].length] ??= []).push(entry);
 
 /** Interned category names, so the common ones are not sliced out of the buffer per event. */
-const KNOWN_CATS = [
+export const KNOWN_CATS = [
   'cpu_op',
   'kernel',
   'cpu_instant_event',
@@ -131,7 +131,7 @@ const CATS_BY_LEN: string[][] = [];
 for (const c of KNOWN_CATS) (CATS_BY_LEN[c.length] ??= []).push(c);
 
 /** CPU ops whose args matter: matrix multiplies (shapes, dtypes) and collectives. */
-const CPU_OP_WITH_ARGS =
+export const CPU_OP_WITH_ARGS =
   /^(aten::(mm|addmm|bmm|baddbmm|matmul|linear|_scaled_mm|addbmm|_addmm_activation)$|record_param_comms|c10d::|nccl:)/;
 
 /** The opening of a CPU op up to its name's quote, as torch and as JSON.stringify write it. */
@@ -139,7 +139,7 @@ const CPU_OP_KINETO = '"ph": "X", "cat": "cpu_op", "name": "';
 const CPU_OP_COMPACT = '"ph":"X","cat":"cpu_op","name":"';
 
 /** Categories whose args are always read. */
-const CATS_WITH_ARGS = new Set([
+export const CATS_WITH_ARGS = new Set([
   'kernel',
   'gpu_memcpy',
   'gpu_memset',
@@ -785,6 +785,26 @@ export class TraceJsonParser {
     throw NEED_MORE;
   }
 
+  /**
+   * Parses one whole event object, alone in `text` (the event scanner's fallback, eventScanner.ts). Throws
+   * TraceFormatError when the text is not exactly one event.
+   */
+  parseEventText(text: string): void {
+    this.s = text;
+    this.p = 0;
+    try {
+      if (this.skipWs() !== Ch.LBrace) this.fail('expected an event');
+      this.parseEvent();
+      if (this.p !== text.length) throw new TraceFormatError('an event does not end where its braces close', this.consumed + this.p);
+    } catch (e) {
+      if (e === NEED_MORE) throw new TraceFormatError('an event ends early', this.consumed);
+      throw e;
+    } finally {
+      this.s = '';
+      this.p = 0;
+    }
+  }
+
   private parseEvent(): void {
     const ev = this.ev;
     ev.ph = '';
@@ -900,7 +920,7 @@ export class TraceJsonParser {
     REST_OF_OBJECT.lastIndex = this.p;
     this.p = REST_OF_OBJECT.test(this.s) ? REST_OF_OBJECT.lastIndex : this.skipNested(this.p, 1);
     this.count++;
-    this.skipped?.(this.ev.ph, this.ev.cat);
+    this.skipped?.(this.ev.ph, this.ev.cat, 1);
   }
 
   private readTimeOrNaN(relative: boolean): number {
