@@ -28,6 +28,12 @@ const PARALLEL_MAX_GZIP_BYTES = 64 * 1024 * 1024;
  */
 const OP_LOG_MEMORY_BYTES = 2 * 1024 * 1024;
 
+/**
+ * From this size one thread reads the file in segments (the event scanner reads their middles): below it, few
+ * segments would have a middle, and the parser is as fast.
+ */
+const SEGMENTED_MIN_BYTES = 16 * 1024 * 1024;
+
 /** About 70 MB of trace: from here a forced collection after building pays for itself in peak memory. */
 const LARGE_TRACE_EVENTS = 250_000;
 
@@ -67,14 +73,32 @@ export async function loadTrace(path: string, onProgress?: ReadProgress, options
   // Unset or empty means the default (Number('') would be a budget of 0).
   const budgetFromEnv = process.env.GPUWISE_OP_LOG_MEMORY_MB ? Number(process.env.GPUWISE_OP_LOG_MEMORY_MB) * 1024 * 1024 : Number.NaN;
   const store = new TempFileChunkStore(options.opLogMemoryBytes ?? (budgetFromEnv >= 0 ? budgetFromEnv : OP_LOG_MEMORY_BYTES));
-  const builder = new TraceModelBuilder(path, store);
-  const summary = await readTraceFile(path, builder, onProgress);
-  const model = builder.finish(summary.originUs, summary.warnings);
+  // One thread still reads a large file in segments, so that the event scanner takes their middles; anything the
+  // segment path does not expect (as in parallel) sends the file to the parser below, which reports it exactly.
+  let model = (await segmentSize(path)) >= SEGMENTED_MIN_BYTES ? await loadTraceParallel(path, 0, null, onProgress, true, store) : null;
+  let events = model?.eventCounts ? Object.values(model.eventCounts).reduce((a, b) => a + b, 0) : 0;
+  if (model === null) {
+    const builder = new TraceModelBuilder(path, store);
+    const summary = await readTraceFile(path, builder, onProgress);
+    model = builder.finish(summary.originUs, summary.warnings);
+    events = summary.events;
+  }
   for (const log of model.gpu.logs) if (log.store === store) store.closeWith(log);
   // The builder's grown columns are garbage now; the analysis that follows is the peak of
   // memory, so free them first (the live heap is a few MB: a full collection costs milliseconds).
-  if (summary.events > LARGE_TRACE_EVENTS) collectGarbage();
+  if (events > LARGE_TRACE_EVENTS) collectGarbage();
   return model;
+}
+
+/** The file's size as the segment path sees it (compressed size times a typical ratio for gzip); 0 if unreadable. */
+async function segmentSize(path: string): Promise<number> {
+  try {
+    const source = await openTraceSource(path);
+    await source.chunks.return(undefined);
+    return source.gzip ? source.sizeBytes * 8 : source.sizeBytes;
+  } catch {
+    return 0; // the sequential reader reports the problem
+  }
 }
 
 async function defaultThreads(path: string): Promise<number> {

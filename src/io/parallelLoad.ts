@@ -14,6 +14,7 @@ import { closeSync, openSync, readSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { mergeModels } from '../trace/merge.js';
 import type { TraceModel } from '../trace/model.js';
+import type { ChunkStore } from '../trace/opLog.js';
 import { findEventBoundary, firstTimestampUs } from '../trace/segments.js';
 import { TraceModelBuilder } from '../trace/builder.js';
 import type { FromWorker, ToWorker } from './parseWorker.js';
@@ -98,8 +99,9 @@ class LocalParser {
     path: string,
     originUs: number,
     private readonly onFail: (reason: string) => void,
+    chunkStore: ChunkStore | null,
   ) {
-    this.parser = new SegmentParser(new TraceModelBuilder(path), originUs);
+    this.parser = new SegmentParser(new TraceModelBuilder(path, chunkStore), originUs);
   }
   send(msg: ToWorker): void {
     if (msg.type !== 'segment' || this.failed !== null) return;
@@ -193,13 +195,16 @@ async function* gzipSegments(source: TraceSource): AsyncGenerator<Segment> {
 /**
  * Returns the model, or null when the parallel path does not apply (the caller then reads sequentially).
  * `workers` worker threads parse; with `mainParses` the main thread parses a share of a plain file's segments too.
+ * With no workers the main thread parses every segment (one thread, but through the event scanner), its op logs
+ * going to `chunkStore` past its budget.
  */
 export async function loadTraceParallel(
   path: string,
   workers: number,
-  workerUrl: URL,
+  workerUrl: URL | null,
   onProgress?: ReadProgress,
   mainParses = false,
+  chunkStore: ChunkStore | null = null,
 ): Promise<TraceModel | null> {
   const source = await openTraceSource(path);
   const handles: WorkerHandle[] = [];
@@ -218,14 +223,14 @@ export async function loadTraceParallel(
       // The digits of a timestamp are ASCII: Latin-1 reads them whatever else the text holds.
       originUs = firstTimestampUs(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1'));
       if (originUs === null) return fail('no timestamp in the first segment');
-      for (let i = 0; i < workers; i++) {
+      for (let i = 0; i < workers && workerUrl !== null; i++) {
         const w = new Worker(workerUrl, { workerData: { [PARSE_WORKER_FLAG]: true, originUs, source: path } });
         handles.push(new WorkerHandle(w, fail));
       }
       parsers.push(...handles);
       // Not for gzip: decompression (in libuv's thread pool) takes the core the main thread would parse on (211 MB on
       // 2 cores: 1.8-1.9 s with the main thread only cutting, 2.1-2.9 s with it parsing too).
-      if (mainParses && !source.gzip) parsers.push(new LocalParser(path, originUs, fail));
+      if ((mainParses && !source.gzip) || handles.length === 0) parsers.push(new LocalParser(path, originUs, fail, chunkStore));
     }
     const h = parsers[segments % parsers.length]!;
     await h.room(IN_FLIGHT_PER_WORKER);

@@ -53,6 +53,8 @@ export function runParseWorker(): void {
 export class SegmentParser {
   private readonly warnings: string[] = [];
   private readonly scanner: EventScanner | null;
+  private segments = 0;
+  private scanned = 0;
   constructor(
     private readonly builder: TraceModelBuilder,
     private readonly originUs: number,
@@ -62,6 +64,7 @@ export class SegmentParser {
 
   /** Parses one segment; returns why the parallel path must give up, or null. */
   parse(msg: SegmentMessage): string | null {
+    this.segments++;
     const buf = Buffer.from(msg.bytes.buffer, msg.bytes.byteOffset, msg.bytes.byteLength);
     const ascii = isAscii(buf);
     if (this.scanner !== null && ascii && !msg.first && !msg.last) {
@@ -69,6 +72,7 @@ export class SegmentParser {
       const outcome = this.scanner.scanSegment(buf, parser);
       if (outcome.kind === 'failed') return outcome.reason;
       if (outcome.kind === 'done') {
+        this.scanned++;
         this.warnings.push(...parser.notesSoFar());
         return null;
       }
@@ -95,6 +99,7 @@ export class SegmentParser {
   }
 
   finish(): TraceModel {
+    if (process.env.GPUWISE_DEBUG) process.stderr.write(`parse thread: ${this.segments} segments, ${this.scanned} by the event scanner\n`);
     return this.builder.finish(this.originUs, [...new Set(this.warnings)]);
   }
 }

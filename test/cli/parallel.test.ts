@@ -19,31 +19,52 @@ beforeAll(async () => {
   await build({ entryPoints: ['src/cli/bin.ts'], bundle: true, platform: 'node', format: 'esm', outfile: bundle, logLevel: 'error' });
 });
 
-function analyze(file: string, threads: number): Record<string, unknown> {
+/** Runs analyze; returns the report and how many segments the event scanner read (0 on one thread). */
+function analyzeCounting(file: string, threads: number, env: Record<string, string> = {}): { report: Record<string, unknown>; scanned: number } {
   const r = spawnSync('node', [bundle, 'analyze', '--json', file], {
-    env: { ...process.env, GPUWISE_THREADS: String(threads), GPUWISE_DEBUG: '1' },
+    env: { ...process.env, GPUWISE_THREADS: String(threads), GPUWISE_DEBUG: '1', ...env },
     maxBuffer: 1 << 26,
     encoding: 'utf8',
   });
   expect(r.status).toBe(0);
   // The parallel path must have run, not fallen back to one parser (which would make the comparison vacuous).
   expect(r.stderr).not.toContain('fell back');
-  return JSON.parse(r.stdout);
+  const scanned = [...r.stderr.matchAll(/parse thread: \d+ segments, (\d+) by the event scanner/g)].reduce((n, m) => n + Number(m[1]), 0);
+  return { report: JSON.parse(r.stdout), scanned };
 }
+
+function analyze(file: string, threads: number): Record<string, unknown> {
+  return analyzeCounting(file, threads).report;
+}
+
+type Report = { findings: unknown; metrics: { ranks: { steps: unknown; launch: unknown; gemmShapes: unknown }[] } };
 
 describe('parallel loading in worker threads', () => {
   for (const name of ['ddp_gpt2.rank0', 'mlp_launch_bound']) {
-    // 2 threads: the main thread parses beside one worker; 3: three workers parse while the main thread reads.
-    for (const threads of [2, 3]) {
-      it(`${name}: ${threads} threads give the report of 1`, () => {
-        const one = analyze(tracePath(name), 1) as { findings: unknown; metrics: { ranks: { steps: unknown; launch: unknown; gemmShapes: unknown }[] } };
-        const many = analyze(tracePath(name), threads) as typeof one;
+    // Plain files: one thread parses segment by segment, with 2 threads the main thread parses beside one worker, with
+    // 3 three workers parse while the main thread reads; gzip: with 2 threads one worker parses while the main thread
+    // decompresses. The middle segments go through the WebAssembly event scanner, so this also holds it to the
+    // parser's reports.
+    it(`${name}: 2 and 3 threads, plain and gzip, give the report of 1`, () => {
+      const plain = join(dir, `${name}.json`);
+      writeFileSync(plain, gunzipSync(readFileSync(tracePath(name))));
+      // The parser alone (one thread also reads large files through the scanner).
+      const one = analyzeCounting(tracePath(name), 1, { GPUWISE_NO_WASM: '1' }).report as Report;
+      for (const [file, threads] of [
+        [plain, 1],
+        [plain, 2],
+        [plain, 3],
+        [tracePath(name), 2],
+      ] as const) {
+        const { report, scanned } = analyzeCounting(file, threads);
+        const many = report as Report;
+        expect(scanned).toBeGreaterThan(0);
         expect(many.findings).toEqual(one.findings);
         expect(many.metrics.ranks[0]!.steps).toEqual(one.metrics.ranks[0]!.steps);
         expect(many.metrics.ranks[0]!.launch).toEqual(one.metrics.ranks[0]!.launch);
         expect(many.metrics.ranks[0]!.gemmShapes).toEqual(one.metrics.ranks[0]!.gemmShapes);
-      });
-    }
+      }
+    });
   }
 
   it('cuts and decodes segments as bytes: names with multi-byte characters all over the file', () => {
@@ -65,7 +86,7 @@ describe('parallel loading in worker threads', () => {
     const run = (threads: number) =>
       spawnSync('node', [bundle, 'analyze', '--json', file], { env: { ...process.env, GPUWISE_THREADS: String(threads), GPUWISE_DEBUG: '1' }, maxBuffer: 1 << 26, encoding: 'utf8' });
     const two = run(2);
-    expect(two.stderr).toContain('fell back: invalid UTF-8');
+    expect(two.stderr, JSON.stringify(two.stderr)).toContain('fell back: invalid UTF-8');
     const parsed = JSON.parse(two.stdout);
     expect(parsed.inputs[0].warnings.join(' ')).toMatch(/UTF-8/);
     expect(parsed.metrics).toEqual(JSON.parse(run(1).stdout).metrics);
