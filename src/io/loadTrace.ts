@@ -1,6 +1,7 @@
 /** Shell: file -> TraceModel (parse + build), on several threads when the file is large. */
 import { availableParallelism } from 'node:os';
 import { TraceModelBuilder } from '../trace/builder.js';
+import { EventScanner } from '../trace/eventScanner.js';
 import { TempFileChunkStore } from './chunkFile.js';
 import { collectGarbage } from './collectGarbage.js';
 import type { TraceModel } from '../trace/model.js';
@@ -75,7 +76,9 @@ export async function loadTrace(path: string, onProgress?: ReadProgress, options
   const store = new TempFileChunkStore(options.opLogMemoryBytes ?? (budgetFromEnv >= 0 ? budgetFromEnv : OP_LOG_MEMORY_BYTES));
   // One thread still reads a large file in segments, so that the event scanner takes their middles; anything the
   // segment path does not expect (as in parallel) sends the file to the parser below, which reports it exactly.
-  let model = (await segmentSize(path)) >= SEGMENTED_MIN_BYTES ? await loadTraceParallel(path, 0, null, onProgress, true, store) : null;
+  // (Without the scanner, GPUWISE_NO_WASM, the parser reads the file in 64 KB chunks: less memory than 4 MB segments.)
+  const segmented = !process.env.GPUWISE_NO_WASM && EventScanner.available() && (await segmentSize(path)) >= SEGMENTED_MIN_BYTES;
+  let model = segmented ? await loadTraceParallel(path, 0, null, onProgress, true, store) : null;
   let events = model?.eventCounts ? Object.values(model.eventCounts).reduce((a, b) => a + b, 0) : 0;
   if (model === null) {
     const builder = new TraceModelBuilder(path, store);

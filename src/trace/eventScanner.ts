@@ -120,6 +120,11 @@ export class EventScanner {
   /** Skipped events of the records being replayed, by phase (low 7 bits) and category code. */
   private readonly skipped = new Int32Array(4096);
 
+  /** Whether this runtime can run the scanner (WebAssembly with SIMD). */
+  static available(): boolean {
+    return scannerModule() !== null;
+  }
+
   /** A scanner for `sink` (which must have `wants`); null where WebAssembly is unavailable. */
   static create(sink: TraceSink, originUs: number): EventScanner | null {
     const module = scannerModule();
