@@ -22,6 +22,12 @@ import { PARSE_WORKER_FLAG, SegmentParser } from './parseWorker.js';
 import { type ReadProgress, type TraceSource, openTraceSource } from './readTrace.js';
 
 const SEGMENT_BYTES = 4 * 1024 * 1024;
+/**
+ * One thread: segments only need to be large enough for the scanner's calls to be few. Smaller ones keep the
+ * scanner's input buffer and the first and last segments' text small (with 4 MB the peak of a 2 GB DDP trace was
+ * 20 MB higher).
+ */
+const ONE_THREAD_SEGMENT_BYTES = 1024 * 1024;
 /** No boundary within this much text: not a Kineto event list; give up on parallel. */
 const MAX_PENDING_BYTES = 64 * 1024 * 1024;
 /** Segments queued per worker before reading pauses (bounds memory). */
@@ -131,9 +137,10 @@ type Segment = { bytes: Uint8Array; last: boolean } | null;
  * per segment grew the peak RSS by 18 MB per GB (malloc keeps what it was given back).
  */
 async function* plainSegments(path: string, source: TraceSource, reuse: boolean): AsyncGenerator<Segment> {
+  const segmentBytes = reuse ? ONE_THREAD_SEGMENT_BYTES : SEGMENT_BYTES;
   const fd = openSync(path, 'r');
   try {
-    let buf = new Uint8Array(SEGMENT_BYTES);
+    let buf = new Uint8Array(segmentBytes);
     let len = 0;
     for (;;) {
       if (len === buf.length) {
@@ -163,7 +170,7 @@ async function* plainSegments(path: string, source: TraceSource, reuse: boolean)
         yield { bytes: buf.subarray(0, cut), last: false };
         buf.copyWithin(0, cut, len);
       } else {
-        const next = new Uint8Array(Math.max(SEGMENT_BYTES, 2 * (len - cut)));
+        const next = new Uint8Array(Math.max(segmentBytes, 2 * (len - cut)));
         next.set(buf.subarray(cut, len));
         yield { bytes: buf.subarray(0, cut), last: false };
         buf = next;
@@ -181,7 +188,8 @@ async function* plainSegments(path: string, source: TraceSource, reuse: boolean)
  * handed out in place), and the rest moves to the front.
  */
 async function* gzipSegments(source: TraceSource, reuse: boolean): AsyncGenerator<Segment> {
-  let acc = new Uint8Array(2 * SEGMENT_BYTES);
+  const segmentBytes = reuse ? ONE_THREAD_SEGMENT_BYTES : SEGMENT_BYTES;
+  let acc = new Uint8Array(2 * segmentBytes);
   let accLen = 0;
   for await (const chunk of source.chunks) {
     if (accLen + chunk.length > acc.length) {
@@ -191,7 +199,7 @@ async function* gzipSegments(source: TraceSource, reuse: boolean): AsyncGenerato
     }
     acc.set(chunk, accLen);
     accLen += chunk.length;
-    if (accLen < SEGMENT_BYTES) continue;
+    if (accLen < segmentBytes) continue;
     const cut = findEventBoundary(acc.subarray(0, accLen), accLen - 1);
     if (cut <= 0) {
       if (accLen > MAX_PENDING_BYTES) {
@@ -254,7 +262,7 @@ export async function loadTraceParallel(
   };
 
   try {
-    // With no workers nothing is transferred: the readers may reuse their buffers.
+    // With no workers nothing is transferred: the readers may reuse their buffers (and cut smaller segments).
     const reuse = workers === 0;
     const segmentsOfFile = source.gzip ? gzipSegments(source, reuse) : plainSegments(path, source, reuse);
     for await (const segment of segmentsOfFile) {

@@ -8,8 +8,9 @@
 //     becomes a FALLBACK record holding the event's byte range, which the parser reads;
 //   - text the parser would reject or repair (a syntax error, a bare word, the end of traceEvents ...) stops the scan
 //     with ABORT, and the caller hands the parser the whole segment.
-// Every number is read with the parser's arithmetic (f64, same operations in the same order), so the values match bit
-// for bit.
+// Every number comes out as the parser's: integers of up to 15 digits are exact in an i64 as in the parser's f64,
+// times use its integer-nanosecond rule, and other decimals are taken only where one division rounds them exactly.
+// A full name table (MAX_NAMES, ARENA_BYTES) aborts too.
 
 @external('env', 'wants')
 declare function hostWants(ph: i32, cat: i32, name: i32): i32;
@@ -33,7 +34,7 @@ const ARG_NUMBER: i32 = 1;
 const ARG_STRING: i32 = 2;
 const ARG_ID: i32 = 3;
 const ARG_VALUE: i32 = 4;
-export const ARG_SLOTS: i32 = 17;
+const ARG_SLOTS: i32 = 17;
 /** Slots of the largest record: header, name, pid, tid, ts, dur, id, args. */
 const MAX_RECORD_SLOTS: i32 = 7 + ARG_SLOTS;
 
@@ -91,7 +92,7 @@ export function init(): usize {
 
 /**
  * The dictionary the host wrote at init()'s address: `cats` entries of [code u8, len u8, bytes], then `args` entries of
- * [code u8, slot u8, kind u8, len u8, bytes].
+ * [code u8, slot u8, kind u8, len u8, bytes]; and the time origin. False when the args keys cannot be indexed.
  */
 export function setDictionary(cats: i32, args: i32, cpuOp: i32, withArgs: u32, origin: f64): bool {
   catCount = cats;
@@ -149,9 +150,6 @@ export function outSlots(): i32 {
 }
 export function resumePosition(): usize {
   return resumeAt;
-}
-export function nameAddress(id: i32): usize {
-  return arenaPtr + load<u32>(entriesPtr + (<usize>id << 4));
 }
 
 @inline
@@ -256,7 +254,7 @@ function event(start: usize): usize {
       if (c != 34 || p + 2 >= end || at(p + 2) != 34 || at(p + 1) == 92 || at(p + 1) < 32) return fallback(start);
       evPh = at(p + 1);
       p += 3;
-      if ((evPh == 115 || evPh == 102) && !wanted()) return skip(start, p);
+      if ((evPh == 115 || evPh == 102) && !wanted()) return skip(p);
     } else if (len == 3 && k0 == 99 && at(ks + 1) == 97 && at(ks + 2) == 116) {
       // cat
       if (c != 34) return fallback(start);
@@ -267,7 +265,7 @@ function event(start: usize): usize {
       if (code < 0) return fallback(start);
       evCat = code;
       p = e + 1;
-      if (evName != 0 && !wanted()) return skip(start, p);
+      if (evName != 0 && !wanted()) return skip(p);
     } else if (len == 4 && k0 == 110 && at(ks + 1) == 97 && at(ks + 2) == 109 && at(ks + 3) == 101) {
       // name
       if (c != 34) return fallback(start);
@@ -277,7 +275,7 @@ function event(start: usize): usize {
       evName = intern(p + 1, <i32>(e - p - 1));
       if (evName < 0) return 0;
       p = e + 1;
-      if (evCat != 0 && !wanted()) return skip(start, p);
+      if (evCat != 0 && !wanted()) return skip(p);
     } else if (len == 3 && k0 == 112 && at(ks + 1) == 105 && at(ks + 2) == 100) {
       pid = readId(p);
       if (isNaN(pid)) return fallback(start);
@@ -361,7 +359,7 @@ function wantsArgs(): i32 {
 }
 
 /** The event is skipped: records it and jumps past its '}' from p (inside it, at depth 1). */
-function skip(start: usize, p: usize): usize {
+function skip(p: usize): usize {
   const e = objectEnd(p, 1);
   if (e == 0) return 0;
   store<f64>(outPtr + (<usize>outLen << 3), <f64>(KIND_SKIP | (evPh << 2) | (evCat << 9)));
@@ -625,7 +623,8 @@ function resetArgs(a: usize): void {
   // seq is null (NaN) when absent; string args are -1 (null).
   store<f64>(a + (<usize>argSlotSeq << 3), NaN);
 }
-let argSlotSeq: i32 = 12;
+/** seq's slot (ARG_FIELDS in ../eventScanner.ts). */
+const argSlotSeq: i32 = 12;
 
 /** Reads an args object at p into the slots; returns the position after it, 0 to abort, 1 for the parser to read it. */
 function readArgs(p: usize, a: usize): usize {
