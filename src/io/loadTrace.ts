@@ -65,7 +65,8 @@ export async function loadTrace(path: string, onProgress?: ReadProgress, options
   const fromEnv = Number(process.env.GPUWISE_THREADS);
   const threads = options.threads ?? (fromEnv >= 1 ? Math.floor(fromEnv) : await defaultThreads(path));
   // Workers run the bundled CLI file; from TypeScript sources (tests) there is nothing to start.
-  if (threads > 1 && import.meta.url.endsWith('.mjs')) {
+  const parallel = threads > 1 && import.meta.url.endsWith('.mjs');
+  if (parallel) {
     const plan = parsePlan(threads);
     const model = await loadTraceParallel(path, plan.workers, new URL(import.meta.url), onProgress, plan.mainParses);
     if (model !== null) return model;
@@ -75,9 +76,10 @@ export async function loadTrace(path: string, onProgress?: ReadProgress, options
   const budgetFromEnv = process.env.GPUWISE_OP_LOG_MEMORY_MB ? Number(process.env.GPUWISE_OP_LOG_MEMORY_MB) * 1024 * 1024 : Number.NaN;
   const store = new TempFileChunkStore(options.opLogMemoryBytes ?? (budgetFromEnv >= 0 ? budgetFromEnv : OP_LOG_MEMORY_BYTES));
   // One thread still reads a large file in segments, so that the event scanner takes their middles; anything the
-  // segment path does not expect (as in parallel) sends the file to the parser below, which reports it exactly.
-  // (Without the scanner, GPUWISE_NO_WASM, the parser reads the file in 64 KB chunks: less memory than 4 MB segments.)
-  const segmented = !process.env.GPUWISE_NO_WASM && EventScanner.available() && (await segmentSize(path)) >= SEGMENTED_MIN_BYTES;
+  // segment path does not expect (as in parallel) sends the file to the parser below, which reports it exactly; a file
+  // the parallel path gave up on goes there directly. (Without the scanner, GPUWISE_NO_WASM, the parser reads the file
+  // in 64 KB chunks: less memory than segments.)
+  const segmented = !parallel && !process.env.GPUWISE_NO_WASM && EventScanner.available() && (await segmentSize(path)) >= SEGMENTED_MIN_BYTES;
   let model = segmented ? await loadTraceParallel(path, 0, null, onProgress, true, store) : null;
   let events = model?.eventCounts ? Object.values(model.eventCounts).reduce((a, b) => a + b, 0) : 0;
   if (model === null) {
