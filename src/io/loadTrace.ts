@@ -1,4 +1,4 @@
-/** Shell: file -> TraceModel (parse + build), on several threads when the file is large. */
+/** Shell: file -> TraceModel (parse + build): one thread, or two for a large gzip file, or what GPUWISE_THREADS says. */
 import { availableParallelism } from 'node:os';
 import { TraceModelBuilder } from '../trace/builder.js';
 import { EventScanner } from '../trace/eventScanner.js';
@@ -8,23 +8,19 @@ import type { TraceModel } from '../trace/model.js';
 import { loadTraceParallel } from './parallelLoad.js';
 import { type ReadProgress, openTraceSource, readTraceFile } from './readTrace.js';
 
-/** Below this (compressed) size one thread is fast enough; above it, worker start-up pays for itself. */
-const PARALLEL_MIN_BYTES = 48 * 1024 * 1024;
-const PARALLEL_MIN_GZIP_BYTES = 6 * 1024 * 1024;
-const MAX_THREADS = 4;
 /**
- * Above this, one thread: each worker adds its own heap (about +60 MB at 2 GB),
- * and memory, not time, is what breaks on multi-GB traces (HTA and the
- * TensorBoard plugin run out of it there).
+ * A gzip file of this (compressed) size gets a worker that parses while the main thread decompresses: below it one
+ * thread is fast enough, above it memory comes first (each worker adds its own heap, and memory, not time, is what
+ * breaks on multi-GB traces: HTA and the TensorBoard plugin run out of it there).
  */
-const PARALLEL_MAX_BYTES = 512 * 1024 * 1024;
+const PARALLEL_MIN_GZIP_BYTES = 6 * 1024 * 1024;
 const PARALLEL_MAX_GZIP_BYTES = 64 * 1024 * 1024;
 
 /**
  * Op-log bytes one trace keeps in memory; the rest goes to a temporary file.
- * One thread parses files over 512 MB (fewer cores: any file), whose op logs
- * pass 2 MB (GPT-2 steps: 5.4 MB a GB), so the budget only spares small
- * traces the file. Reading chunks back costs no measurable time (2 GB: 17.3
+ * One thread parses plain files and gzip files over 64 MB, whose op logs
+ * pass 2 MB from about 400 MB of trace (GPT-2 steps: 5.4 MB a GB), so the
+ * budget only spares small traces the file. Reading chunks back costs no measurable time (2 GB: 17.3
  * s with a 2 MB budget, 17.2 s with 8 MB; the peak is 5-10 MB lower).
  */
 const OP_LOG_MEMORY_BYTES = 2 * 1024 * 1024;
@@ -40,8 +36,8 @@ const LARGE_TRACE_EVENTS = 250_000;
 
 export interface LoadOptions {
   /**
-   * Threads that parse; default: GPUWISE_THREADS, else for large files 2 on a 2-core machine and one per core but one
-   * (at most 4) from 3 cores, else 1. See `parsePlan` for who parses.
+   * Threads that parse; default: GPUWISE_THREADS, else 2 for a gzip file of 6-64 MB on 2 cores or more, else 1. See
+   * `parsePlan` for who parses.
    */
   threads?: number;
   /**
@@ -106,17 +102,19 @@ async function segmentSize(path: string): Promise<number> {
   }
 }
 
+/**
+ * With the event scanner, parsing stopped being what a plain file's analysis waits for: on the 2-core VM the 211 MB
+ * benchmark took 1.6-2.4 s on one thread against 2.1-2.6 s on two, and on a 16-core H200 host 0.76-1.0 s on one,
+ * 0.67-0.99 s on 2-8, for 2 to 5 times the memory (80 MB on one thread, 160-430 MB on 2-8). A gzip file's
+ * decompression, in libuv's thread pool, is slower than its parse: there a worker parsing while the main thread
+ * decompresses gains a quarter (VM: 2.3-2.8 s against 3.2-3.6 s; H200 host: 1.0-1.3 s against 1.45 s).
+ */
 async function defaultThreads(path: string): Promise<number> {
-  // 2 cores: the main thread and one worker (200 MB trace on this 2-core VM: 2.0 s against 2.4 s for one thread).
-  // From 3 cores: one worker per core but one, while the main thread reads, decompresses and cuts.
-  const available = availableParallelism();
-  if (available < 2) return 1;
-  const cores = available === 2 ? 2 : Math.min(available - 1, MAX_THREADS);
+  if (availableParallelism() < 2) return 1;
   try {
     const source = await openTraceSource(path);
     await source.chunks.return(undefined);
-    const [min, max] = source.gzip ? [PARALLEL_MIN_GZIP_BYTES, PARALLEL_MAX_GZIP_BYTES] : [PARALLEL_MIN_BYTES, PARALLEL_MAX_BYTES];
-    return source.sizeBytes >= min && source.sizeBytes <= max ? cores : 1;
+    return source.gzip && source.sizeBytes >= PARALLEL_MIN_GZIP_BYTES && source.sizeBytes <= PARALLEL_MAX_GZIP_BYTES ? 2 : 1;
   } catch {
     return 1; // the sequential reader reports the problem
   }
