@@ -1,10 +1,14 @@
 #!/usr/bin/env node
+import { isInflateWorker, runInflateWorker } from '../io/inflateWorker.js';
 import { isParseWorker, runParseWorker } from '../io/parseWorker.js';
 import { main } from './main.js';
 
 if (isParseWorker()) {
-  // The same file serves as the parse worker of the parallel trace loader.
+  // The same file serves as the parse worker of the parallel trace loader,
   runParseWorker();
+} else if (isInflateWorker()) {
+  // and as the worker that decompresses a gzip trace for it.
+  runInflateWorker();
 } else {
   main(process.argv.slice(2)).then(
     (code) => {

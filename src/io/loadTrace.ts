@@ -1,4 +1,4 @@
-/** Shell: file -> TraceModel (parse + build): one thread, or two for a large gzip file, or what GPUWISE_THREADS says. */
+/** Shell: file -> TraceModel (parse + build): one parsing thread (with a decompressing one for gzip), or GPUWISE_THREADS. */
 import { availableParallelism } from 'node:os';
 import { TraceModelBuilder } from '../trace/builder.js';
 import { EventScanner } from '../trace/eventScanner.js';
@@ -9,36 +9,26 @@ import { loadTraceParallel } from './parallelLoad.js';
 import { type ReadProgress, openTraceSource, readTraceFile } from './readTrace.js';
 
 /**
- * A gzip file of this (compressed) size gets a worker that parses while the main thread decompresses: below it one
- * thread is fast enough, above it memory comes first (each worker adds its own heap, and memory, not time, is what
- * breaks on multi-GB traces: HTA and the TensorBoard plugin run out of it there).
- */
-const PARALLEL_MIN_GZIP_BYTES = 6 * 1024 * 1024;
-const PARALLEL_MAX_GZIP_BYTES = 64 * 1024 * 1024;
-
-/**
  * Op-log bytes one trace keeps in memory; the rest goes to a temporary file.
- * One thread parses plain files and gzip files over 64 MB, whose op logs
- * pass 2 MB from about 400 MB of trace (GPT-2 steps: 5.4 MB a GB), so the
- * budget only spares small traces the file. Reading chunks back costs no measurable time (2 GB: 17.3
+ * One thread parses (unless GPUWISE_THREADS says otherwise); op logs pass
+ * 2 MB from about 400 MB of trace (GPT-2 steps: 5.4 MB a GB), so the budget
+ * only spares small traces the file. Reading chunks back costs no measurable time (2 GB: 17.3
  * s with a 2 MB budget, 17.2 s with 8 MB; the peak is 5-10 MB lower).
  */
 const OP_LOG_MEMORY_BYTES = 2 * 1024 * 1024;
 
 /**
  * From this size one thread reads the file in segments (the event scanner reads their middles): below it, few
- * segments would have a middle, and the parser is as fast.
+ * segments would have a middle, and the parser is as fast. Traces compress 10-20x (the shipped ones 14-20x).
  */
 const SEGMENTED_MIN_BYTES = 16 * 1024 * 1024;
+const SEGMENTED_MIN_GZIP_BYTES = 1024 * 1024;
 
 /** About 70 MB of trace: from here a forced collection after building pays for itself in peak memory. */
 const LARGE_TRACE_EVENTS = 250_000;
 
 export interface LoadOptions {
-  /**
-   * Threads that parse; default: GPUWISE_THREADS, else 2 for a gzip file of 6-64 MB on 2 cores or more, else 1. See
-   * `parsePlan` for who parses.
-   */
+  /** Threads that parse; default: GPUWISE_THREADS, else 1 (see `loadTrace`). See `parsePlan` for who parses. */
   threads?: number;
   /**
    * Op-log bytes kept in memory before chunks go to a temporary file; default GPUWISE_OP_LOG_MEMORY_MB, else 2 MB.
@@ -57,11 +47,19 @@ export function parsePlan(threads: number): { workers: number; mainParses: boole
   return threads === 2 ? { workers: 1, mainParses: true } : { workers: threads, mainParses: false };
 }
 
+/**
+ * One thread parses by default. With the event scanner, parsing stopped being what an analysis waits for: on the
+ * 2-core VM the 211 MB benchmark took 1.6-2.4 s on one thread against 2.1-2.6 s on two, and on a 16-core H200 host
+ * 0.76-1.0 s on one and 0.67-0.99 s on 2-8, for 2 to 5 times the memory (80 MB on one thread, 160-430 MB on 2-8).
+ * A gzip file is decompressed by a worker meanwhile (inflateWorker.ts: a 1 GB trace gzipped, 6.8-7.8 s against
+ * 9.9-10.9 s, for a fixed 50 MB more). GPUWISE_THREADS=N asks for N parsing threads (parsePlan).
+ */
 export async function loadTrace(path: string, onProgress?: ReadProgress, options: LoadOptions = {}): Promise<TraceModel> {
   const fromEnv = Number(process.env.GPUWISE_THREADS);
-  const threads = options.threads ?? (fromEnv >= 1 ? Math.floor(fromEnv) : await defaultThreads(path));
+  const threads = options.threads ?? (fromEnv >= 1 ? Math.floor(fromEnv) : 1);
   // Workers run the bundled CLI file; from TypeScript sources (tests) there is nothing to start.
-  const parallel = threads > 1 && import.meta.url.endsWith('.mjs');
+  const bundled = import.meta.url.endsWith('.mjs');
+  const parallel = threads > 1 && bundled;
   if (parallel) {
     const plan = parsePlan(threads);
     const model = await loadTraceParallel(path, plan.workers, new URL(import.meta.url), onProgress, plan.mainParses);
@@ -75,8 +73,10 @@ export async function loadTrace(path: string, onProgress?: ReadProgress, options
   // segment path does not expect (as in parallel) sends the file to the parser below, which reports it exactly; a file
   // the parallel path gave up on goes there directly. (Without the scanner, GPUWISE_NO_WASM, the parser reads the file
   // in 64 KB chunks: less memory than segments.)
-  const segmented = !parallel && !process.env.GPUWISE_NO_WASM && EventScanner.available() && (await segmentSize(path)) >= SEGMENTED_MIN_BYTES;
-  let model = segmented ? await loadTraceParallel(path, 0, null, onProgress, true, store) : null;
+  const segmented = !parallel && !process.env.GPUWISE_NO_WASM && EventScanner.available() && (await worthSegments(path));
+  // A gzip file is decompressed by a worker thread while this one parses (where workers can start: the bundle).
+  const inflateUrl = bundled && availableParallelism() >= 2 ? new URL(import.meta.url) : null;
+  let model = segmented ? await loadTraceParallel(path, 0, null, onProgress, true, store, inflateUrl) : null;
   let events = model?.eventCounts ? Object.values(model.eventCounts).reduce((a, b) => a + b, 0) : 0;
   if (model === null) {
     const builder = new TraceModelBuilder(path, store);
@@ -91,31 +91,13 @@ export async function loadTrace(path: string, onProgress?: ReadProgress, options
   return model;
 }
 
-/** The file's size as the segment path sees it (compressed size times a typical ratio for gzip); 0 if unreadable. */
-async function segmentSize(path: string): Promise<number> {
+/** Whether the file is large enough to read in segments (false if it cannot be opened: the parser reports that). */
+async function worthSegments(path: string): Promise<boolean> {
   try {
     const source = await openTraceSource(path);
     await source.chunks.return(undefined);
-    return source.gzip ? source.sizeBytes * 8 : source.sizeBytes;
+    return source.sizeBytes >= (source.gzip ? SEGMENTED_MIN_GZIP_BYTES : SEGMENTED_MIN_BYTES);
   } catch {
-    return 0; // the sequential reader reports the problem
-  }
-}
-
-/**
- * With the event scanner, parsing stopped being what a plain file's analysis waits for: on the 2-core VM the 211 MB
- * benchmark took 1.6-2.4 s on one thread against 2.1-2.6 s on two, and on a 16-core H200 host 0.76-1.0 s on one,
- * 0.67-0.99 s on 2-8, for 2 to 5 times the memory (80 MB on one thread, 160-430 MB on 2-8). A gzip file's
- * decompression, in libuv's thread pool, is slower than its parse: there a worker parsing while the main thread
- * decompresses gains a quarter (VM: 2.3-2.8 s against 3.2-3.6 s; H200 host: 1.0-1.3 s against 1.45 s).
- */
-async function defaultThreads(path: string): Promise<number> {
-  if (availableParallelism() < 2) return 1;
-  try {
-    const source = await openTraceSource(path);
-    await source.chunks.return(undefined);
-    return source.gzip && source.sizeBytes >= PARALLEL_MIN_GZIP_BYTES && source.sizeBytes <= PARALLEL_MAX_GZIP_BYTES ? 2 : 1;
-  } catch {
-    return 1; // the sequential reader reports the problem
+    return false;
   }
 }

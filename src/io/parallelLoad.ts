@@ -17,6 +17,7 @@ import type { TraceModel } from '../trace/model.js';
 import type { ChunkStore } from '../trace/opLog.js';
 import { findEventBoundary, firstTimestampUs } from '../trace/segments.js';
 import { TraceModelBuilder } from '../trace/builder.js';
+import { type FromInflater, INFLATE_WORKER_FLAG, type InflaterOptions, type ToInflater } from './inflateWorker.js';
 import type { FromWorker, ToWorker } from './parseWorker.js';
 import { PARSE_WORKER_FLAG, SegmentParser } from './parseWorker.js';
 import { type ReadProgress, type TraceSource, openTraceSource } from './readTrace.js';
@@ -32,6 +33,8 @@ const ONE_THREAD_SEGMENT_BYTES = 1024 * 1024;
 const MAX_PENDING_BYTES = 64 * 1024 * 1024;
 /** Segments queued per worker before reading pauses (bounds memory). */
 const IN_FLIGHT_PER_WORKER = 2;
+/** Segments the inflate worker may be ahead of the parser. */
+const INFLATE_IN_FLIGHT = 4;
 
 class WorkerHandle {
   inFlight = 0;
@@ -79,10 +82,10 @@ class WorkerHandle {
   async room(limit: number): Promise<void> {
     while (this.inFlight >= limit && this.failed === null) await new Promise<void>((r) => this.waiters.push(r));
   }
-  /** Terminates the worker (its heap is garbage once its model arrived, or on failure). */
+  /** Ends the worker (its heap is garbage once its model arrived, or on failure). */
   async close(): Promise<void> {
     this.closing = true;
-    await this.worker.terminate();
+    await stopWorker(this.worker);
   }
   async finish(): Promise<TraceModel | null> {
     await this.room(1);
@@ -90,6 +93,31 @@ class WorkerHandle {
     this.send({ type: 'finish' });
     return Promise.race([this.model, new Promise<null>((r) => this.waiters.push(() => this.failed !== null && r(null)))]);
   }
+}
+
+/**
+ * Asks a worker to stop and waits for it to exit. Not `terminate()`: Node 20 can abort the whole process when a
+ * worker is terminated while V8 still optimizes its code on a background thread (`NodePlatform::ForIsolate`
+ * assertion; seen when a parse failed and the busy worker was terminated). A worker that has not left within
+ * STOP_WAIT_MS (stuck) is terminated after all.
+ */
+async function stopWorker(worker: Worker): Promise<void> {
+  if (exited.has(worker)) return;
+  const gone = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+  worker.postMessage({ type: 'stop' });
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => {
+    timer = setTimeout(() => resolve('late'), STOP_WAIT_MS);
+  });
+  if ((await Promise.race([gone, late])) === 'late') await worker.terminate();
+  clearTimeout(timer);
+}
+/** Workers whose 'exit' was seen (a stop message would go nowhere). */
+const exited = new WeakSet<Worker>();
+const STOP_WAIT_MS = 10_000;
+function watchExit(worker: Worker): Worker {
+  worker.once('exit', () => exited.add(worker));
+  return worker;
 }
 
 /**
@@ -183,6 +211,58 @@ async function* plainSegments(path: string, source: TraceSource, reuse: boolean)
 }
 
 /**
+ * A gzip file's segments from an inflate worker (inflateWorker.ts), which decompresses and cuts while this thread
+ * parses. A worker that fails (damaged gzip and the like) throws: the caller then reads the file with the parser,
+ * which reports the problem exactly.
+ */
+async function* inflatedSegments(path: string, source: TraceSource, workerUrl: URL): AsyncGenerator<Segment> {
+  const options: InflaterOptions = { path, segmentBytes: ONE_THREAD_SEGMENT_BYTES, inFlight: INFLATE_IN_FLIGHT, maxPendingBytes: MAX_PENDING_BYTES };
+  const worker = watchExit(new Worker(workerUrl, { workerData: { [INFLATE_WORKER_FLAG]: true, ...options } }));
+  const inbox: FromInflater[] = [];
+  let problem: string | null = null;
+  let wake: (() => void) | null = null;
+  const notify = () => {
+    wake?.();
+    wake = null;
+  };
+  worker.on('message', (msg: FromInflater) => {
+    inbox.push(msg);
+    notify();
+  });
+  worker.on('error', (e) => {
+    problem ??= `inflate worker: ${e.message}`;
+    notify();
+  });
+  worker.on('exit', (code) => {
+    problem ??= `inflate worker exited with ${code}`;
+    notify();
+  });
+  try {
+    for (;;) {
+      const msg = inbox.shift();
+      if (msg === undefined) {
+        if (problem !== null) throw new Error(problem);
+        await new Promise<void>((r) => {
+          wake = r;
+        });
+        continue;
+      }
+      if (msg.type === 'failed') throw new Error(msg.reason);
+      if (msg.type === 'no-boundary') {
+        yield null;
+        return;
+      }
+      source.progress.bytesRead = msg.compressedBytesRead;
+      yield { bytes: msg.bytes, last: msg.last };
+      if (msg.last) return;
+      worker.postMessage({ type: 'done-segment' } satisfies ToInflater);
+    }
+  } finally {
+    await stopWorker(worker);
+  }
+}
+
+/**
  * A gzip file's segments: decompressed chunks are copied into one buffer (the reader reuses its own); each segment is
  * copied out of it, since a transferred buffer must belong to the segment alone (with `reuse`, one thread, it is
  * handed out in place), and the rest moves to the front.
@@ -219,7 +299,8 @@ async function* gzipSegments(source: TraceSource, reuse: boolean): AsyncGenerato
  * Returns the model, or null when the parallel path does not apply (the caller then reads sequentially).
  * `workers` worker threads parse; with `mainParses` the main thread parses a share of a plain file's segments too.
  * With no workers the main thread parses every segment (one thread, but through the event scanner), its op logs
- * going to `chunkStore` past its budget.
+ * going to `chunkStore` past its budget, and a gzip file is decompressed by a worker started from `inflateWorkerUrl`
+ * (null: by this thread).
  */
 export async function loadTraceParallel(
   path: string,
@@ -228,6 +309,7 @@ export async function loadTraceParallel(
   onProgress?: ReadProgress,
   mainParses = false,
   chunkStore: ChunkStore | null = null,
+  inflateWorkerUrl: URL | null = null,
 ): Promise<TraceModel | null> {
   const source = await openTraceSource(path);
   const handles: WorkerHandle[] = [];
@@ -247,7 +329,7 @@ export async function loadTraceParallel(
       originUs = firstTimestampUs(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1'));
       if (originUs === null) return fail('no timestamp in the first segment');
       for (let i = 0; i < workers && workerUrl !== null; i++) {
-        const w = new Worker(workerUrl, { workerData: { [PARSE_WORKER_FLAG]: true, originUs, source: path } });
+        const w = watchExit(new Worker(workerUrl, { workerData: { [PARSE_WORKER_FLAG]: true, originUs, source: path } }));
         handles.push(new WorkerHandle(w, fail));
       }
       parsers.push(...handles);
@@ -262,9 +344,14 @@ export async function loadTraceParallel(
   };
 
   try {
-    // With no workers nothing is transferred: the readers may reuse their buffers (and cut smaller segments).
+    // With no workers nothing is transferred: the readers may reuse their buffers (and cut smaller segments). One
+    // thread on a gzip file gets an inflate worker where workers can start.
     const reuse = workers === 0;
-    const segmentsOfFile = source.gzip ? gzipSegments(source, reuse) : plainSegments(path, source, reuse);
+    const segmentsOfFile = !source.gzip
+      ? plainSegments(path, source, reuse)
+      : reuse && inflateWorkerUrl !== null
+        ? inflatedSegments(path, source, inflateWorkerUrl)
+        : gzipSegments(source, reuse);
     for await (const segment of segmentsOfFile) {
       if (failure !== null) break;
       onProgress?.(source.progress.bytesRead, source.sizeBytes);

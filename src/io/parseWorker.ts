@@ -17,7 +17,8 @@ export interface SegmentMessage {
   first: boolean;
   last: boolean;
 }
-export type ToWorker = SegmentMessage | { type: 'finish' };
+/** `stop`: leave (the thread ends once its port is closed). */
+export type ToWorker = SegmentMessage | { type: 'finish' } | { type: 'stop' };
 export type FromWorker = { type: 'done-segment' } | { type: 'failed'; reason: string } | { type: 'model'; model: unknown };
 
 export const PARSE_WORKER_FLAG = 'gpuwiseParseWorker';
@@ -31,6 +32,10 @@ export function runParseWorker(): void {
   const { originUs, source } = workerData as { originUs: number; source: string };
   const parser = new SegmentParser(new TraceModelBuilder(source), originUs);
   port.on('message', (msg: ToWorker) => {
+    if (msg.type === 'stop') {
+      port.close();
+      return;
+    }
     if (msg.type === 'finish') {
       const model = parser.finish();
       // Hand the op logs over instead of copying them: the main thread would otherwise hold a third copy while merging.

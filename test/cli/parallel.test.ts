@@ -42,8 +42,8 @@ type Report = { findings: unknown; metrics: { ranks: { steps: unknown; launch: u
 describe('parallel loading in worker threads', () => {
   for (const name of ['ddp_gpt2.rank0', 'mlp_launch_bound']) {
     // Plain files: one thread parses segment by segment, with 2 threads the main thread parses beside one worker, with
-    // 3 three workers parse while the main thread reads; gzip: with 2 threads one worker parses while the main thread
-    // decompresses. The middle segments go through the WebAssembly event scanner, so this also holds it to the
+    // 3 three workers parse while the main thread reads; gzip: one thread parses while an inflate worker decompresses,
+    // and with 2 threads one worker parses while the main thread decompresses. The middle segments go through the WebAssembly event scanner, so this also holds it to the
     // parser's reports.
     it(`${name}: 2 and 3 threads, plain and gzip, give the report of 1`, () => {
       const plain = join(dir, `${name}.json`);
@@ -54,6 +54,7 @@ describe('parallel loading in worker threads', () => {
         [plain, 1],
         [plain, 2],
         [plain, 3],
+        [tracePath(name), 1],
         [tracePath(name), 2],
       ] as const) {
         const { report, scanned } = analyzeCounting(file, threads);
@@ -90,6 +91,21 @@ describe('parallel loading in worker threads', () => {
     const parsed = JSON.parse(two.stdout);
     expect(parsed.inputs[0].warnings.join(' ')).toMatch(/UTF-8/);
     expect(parsed.metrics).toEqual(JSON.parse(run(1).stdout).metrics);
+  });
+
+  it('a truncated gzip file: the inflate worker gives up, and the parser reports it as it does alone', () => {
+    const gz = readFileSync(tracePath('mlp_launch_bound'));
+    const file = join(dir, 'cut.json.gz');
+    writeFileSync(file, gz.subarray(0, Math.floor(gz.length * 0.8))); // over 1 MB: read in segments
+    const run = (env: Record<string, string>) =>
+      spawnSync('node', [bundle, 'analyze', '--json', file], { env: { ...process.env, GPUWISE_DEBUG: '1', ...env }, maxBuffer: 1 << 26, encoding: 'utf8' });
+    const withWorker = run({});
+    expect(withWorker.stderr).toContain('fell back');
+    const alone = run({ GPUWISE_NO_WASM: '1' });
+    expect(withWorker.status).toBe(alone.status);
+    const report = JSON.parse(withWorker.stdout);
+    expect(report.inputs[0].warnings.join(' ')).toMatch(/gzip stream is corrupt or truncated/);
+    expect(report).toEqual(JSON.parse(alone.stdout));
   });
 
   it('falls back to one parser for damaged input and reports it the same way', () => {
