@@ -39,7 +39,7 @@ const INFLATE_IN_FLIGHT = 4;
 class WorkerHandle {
   inFlight = 0;
   failed: string | null = null;
-  /** Set before we terminate the worker ourselves: its exit status (1) is then not a failure. */
+  /** Set before we stop the worker ourselves: its exit (1 if it had to be terminated) is then not a failure. */
   private closing = false;
   private model: Promise<TraceModel>;
   private resolveModel!: (m: TraceModel) => void;
