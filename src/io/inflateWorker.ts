@@ -8,7 +8,7 @@
 import { createReadStream } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
 import { createGunzip } from 'node:zlib';
-import { findEventBoundary } from '../trace/segments.js';
+import { SegmentCutter } from '../trace/segments.js';
 
 export const INFLATE_WORKER_FLAG = 'gpuwiseInflateWorker';
 
@@ -42,8 +42,7 @@ export function runInflateWorker(): void {
     compressed += b.length;
   });
   const gunzip = file.pipe(createGunzip({ chunkSize: 1024 * 1024 }));
-  let acc = new Uint8Array(2 * segmentBytes);
-  let accLen = 0;
+  const cutter = new SegmentCutter(segmentBytes, maxPendingBytes);
   let unparsed = 0;
   let stopped = false;
   const send = (msg: FromInflater) => {
@@ -68,27 +67,17 @@ export function runInflateWorker(): void {
   });
   gunzip.on('data', (chunk: Buffer) => {
     if (stopped) return;
-    if (accLen + chunk.length > acc.length) {
-      const bigger = new Uint8Array(Math.max(2 * acc.length, accLen + chunk.length));
-      bigger.set(acc.subarray(0, accLen));
-      acc = bigger;
-    }
-    acc.set(chunk, accLen);
-    accLen += chunk.length;
-    while (accLen >= segmentBytes) {
-      const cut = findEventBoundary(acc.subarray(0, accLen), accLen - 1);
-      if (cut <= 0) {
-        if (accLen > maxPendingBytes) stop({ type: 'no-boundary' });
-        return;
-      }
-      send({ type: 'segment', bytes: acc.slice(0, cut), last: false, compressedBytesRead: compressed });
-      acc.copyWithin(0, cut, accLen);
-      accLen -= cut;
+    cutter.append(chunk);
+    for (;;) {
+      const bytes = cutter.next(false);
+      if (bytes === null) break;
+      if (bytes === 'no-boundary') return stop({ type: 'no-boundary' });
+      send({ type: 'segment', bytes, last: false, compressedBytesRead: compressed });
     }
     if (unparsed >= inFlight) gunzip.pause();
   });
   gunzip.on('end', () => {
-    if (!stopped) stop({ type: 'segment', bytes: acc.slice(0, accLen), last: true, compressedBytesRead: compressed });
+    if (!stopped) stop({ type: 'segment', bytes: cutter.rest(false), last: true, compressedBytesRead: compressed });
   });
   const failed = (e: Error) => {
     if (!stopped) stop({ type: 'failed', reason: e.message });

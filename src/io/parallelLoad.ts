@@ -15,7 +15,7 @@ import { Worker } from 'node:worker_threads';
 import { mergeModels } from '../trace/merge.js';
 import type { TraceModel } from '../trace/model.js';
 import type { ChunkStore } from '../trace/opLog.js';
-import { findEventBoundary, firstTimestampUs } from '../trace/segments.js';
+import { SegmentCutter, findEventBoundary, firstTimestampUs } from '../trace/segments.js';
 import { TraceModelBuilder } from '../trace/builder.js';
 import { type FromInflater, INFLATE_WORKER_FLAG, type InflaterOptions, type ToInflater } from './inflateWorker.js';
 import type { FromWorker, ToWorker } from './parseWorker.js';
@@ -268,31 +268,17 @@ async function* inflatedSegments(path: string, source: TraceSource, workerUrl: U
  * handed out in place), and the rest moves to the front.
  */
 async function* gzipSegments(source: TraceSource, reuse: boolean): AsyncGenerator<Segment> {
-  const segmentBytes = reuse ? ONE_THREAD_SEGMENT_BYTES : SEGMENT_BYTES;
-  let acc = new Uint8Array(2 * segmentBytes);
-  let accLen = 0;
+  const cutter = new SegmentCutter(reuse ? ONE_THREAD_SEGMENT_BYTES : SEGMENT_BYTES, MAX_PENDING_BYTES);
   for await (const chunk of source.chunks) {
-    if (accLen + chunk.length > acc.length) {
-      const bigger = new Uint8Array(Math.max(2 * acc.length, accLen + chunk.length));
-      bigger.set(acc.subarray(0, accLen));
-      acc = bigger;
+    cutter.append(chunk);
+    const bytes = cutter.next(reuse);
+    if (bytes === 'no-boundary') {
+      yield null;
+      return;
     }
-    acc.set(chunk, accLen);
-    accLen += chunk.length;
-    if (accLen < segmentBytes) continue;
-    const cut = findEventBoundary(acc.subarray(0, accLen), accLen - 1);
-    if (cut <= 0) {
-      if (accLen > MAX_PENDING_BYTES) {
-        yield null;
-        return;
-      }
-      continue;
-    }
-    yield { bytes: reuse ? acc.subarray(0, cut) : acc.slice(0, cut), last: false };
-    acc.copyWithin(0, cut, accLen);
-    accLen -= cut;
+    if (bytes !== null) yield { bytes, last: false };
   }
-  yield { bytes: reuse ? acc.subarray(0, accLen) : acc.slice(0, accLen), last: true };
+  yield { bytes: cutter.rest(reuse), last: true };
 }
 
 /**

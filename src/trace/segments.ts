@@ -43,3 +43,69 @@ export function firstTimestampUs(text: string): number | null {
   const m = /"ts"\s*:\s*"?(-?\d+)/.exec(text);
   return m ? Number(m[1]) : null;
 }
+
+/**
+ * Bytes arriving in chunks (a decompressor's output), handed out as segments that end at event boundaries. A
+ * segment is a copy (it may be transferred to a worker) or, `inPlace`, a view of the buffer that stays valid until
+ * the next call.
+ */
+export class SegmentCutter {
+  private buf: Uint8Array;
+  private len = 0;
+  /** Bytes handed out in place, dropped from the front at the next call. */
+  private handedOut = 0;
+
+  constructor(
+    private readonly segmentBytes: number,
+    private readonly maxPendingBytes: number,
+  ) {
+    this.buf = new Uint8Array(2 * segmentBytes);
+  }
+
+  append(chunk: Uint8Array): void {
+    this.drop();
+    if (this.len + chunk.length > this.buf.length) {
+      const bigger = new Uint8Array(Math.max(2 * this.buf.length, this.len + chunk.length));
+      bigger.set(this.buf.subarray(0, this.len));
+      this.buf = bigger;
+    }
+    this.buf.set(chunk, this.len);
+    this.len += chunk.length;
+  }
+
+  /**
+   * The next segment once a full one is waiting; null while fewer bytes wait or its boundary has not come;
+   * 'no-boundary' when none came within maxPendingBytes (not an event list).
+   */
+  next(inPlace: boolean): Uint8Array | null | 'no-boundary' {
+    this.drop();
+    if (this.len < this.segmentBytes) return null;
+    const cut = findEventBoundary(this.buf.subarray(0, this.len), this.len - 1);
+    if (cut <= 0) return this.len > this.maxPendingBytes ? 'no-boundary' : null;
+    return this.take(cut, inPlace);
+  }
+
+  /** Whatever is left (the last segment). */
+  rest(inPlace: boolean): Uint8Array {
+    this.drop();
+    return this.take(this.len, inPlace);
+  }
+
+  private take(n: number, inPlace: boolean): Uint8Array {
+    if (inPlace) {
+      this.handedOut = n;
+      return this.buf.subarray(0, n);
+    }
+    const out = this.buf.slice(0, n);
+    this.buf.copyWithin(0, n, this.len);
+    this.len -= n;
+    return out;
+  }
+
+  private drop(): void {
+    if (this.handedOut === 0) return;
+    this.buf.copyWithin(0, this.handedOut, this.len);
+    this.len -= this.handedOut;
+    this.handedOut = 0;
+  }
+}

@@ -6,7 +6,7 @@ import { mergeModels } from '../../src/trace/merge.js';
 import type { TraceModel } from '../../src/trace/model.js';
 import { analyzeTrace, collectiveTimings } from '../../src/trace/metrics/index.js';
 import { TraceJsonParser } from '../../src/trace/parser.js';
-import { findEventBoundary, firstTimestampUs } from '../../src/trace/segments.js';
+import { SegmentCutter, findEventBoundary, firstTimestampUs } from '../../src/trace/segments.js';
 import { tracePath } from '../helpers/fixtures.js';
 
 function sequential(text: string) {
@@ -95,5 +95,38 @@ describe('event counts', () => {
       expect(Object.values(counts).reduce((a, c) => a + c, 0)).toBe(total);
       expect(s.events).toBe(total);
     }
+  });
+});
+
+describe('SegmentCutter', () => {
+  const bytes = gunzipSync(readFileSync(tracePath('resnet_starved')));
+  for (const inPlace of [false, true]) {
+    it(`hands out the whole input in segments that end between events (${inPlace ? 'in place' : 'copies'})`, () => {
+      const cutter = new SegmentCutter(256 * 1024, 64 * 1024 * 1024);
+      const parts: Buffer[] = [];
+      let at = 0;
+      let step = 1;
+      while (at < bytes.length) {
+        // Chunks of changing sizes, as a decompressor gives them.
+        step = (step * 7919) % 200_003;
+        const chunk = bytes.subarray(at, at + 1 + step);
+        at += chunk.length;
+        cutter.append(chunk);
+        const seg = cutter.next(inPlace);
+        expect(seg).not.toBe('no-boundary');
+        // An in-place segment is valid until the next call: copy it now.
+        if (seg instanceof Uint8Array) parts.push(Buffer.from(seg));
+      }
+      parts.push(Buffer.from(cutter.rest(inPlace)));
+      expect(parts.length).toBeGreaterThan(10);
+      expect(Buffer.concat(parts).equals(bytes)).toBe(true);
+      for (const p of parts.slice(1)) expect(p.toString('latin1', 0, 3).trimStart()[0]).toBe(',');
+    });
+  }
+
+  it('says when no event boundary came within its limit', () => {
+    const cutter = new SegmentCutter(1024, 4096);
+    cutter.append(Buffer.from(`[${'"x",'.repeat(2000)}`));
+    expect(cutter.next(false)).toBe('no-boundary');
   });
 });
