@@ -245,9 +245,12 @@ export class EventScanner {
         ev.id = Number.isNaN(id) ? null : id;
         ev.hasArgs = (head & HAS_ARGS) !== 0;
         const a = ev.args;
-        resetArgs(a);
         i += EVENT_SLOTS;
-        if ((head & ARGS_READ) !== 0) {
+        if ((head & ARGS_READ) === 0) resetArgs(a);
+        else {
+          // Every field is in the record but the shapes (events with shapes go to the parser).
+          a.inputDims = null;
+          a.inputType = null;
           a.correlation = r[i]!;
           a.externalId = r[i + 1]!;
           a.bytes = r[i + 2]!;
