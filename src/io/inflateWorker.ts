@@ -51,17 +51,19 @@ export function runInflateWorker(): void {
       port.postMessage(msg, [msg.bytes.buffer as ArrayBuffer]);
     } else port.postMessage(msg);
   };
-  const stop = (msg: FromInflater) => {
+  const halt = () => {
     stopped = true;
-    send(msg);
     file.destroy();
     gunzip.destroy();
   };
+  /** Sends the last message; the thread stays until the main thread says stop. */
+  const stop = (msg: FromInflater) => {
+    send(msg);
+    halt();
+  };
   port.on('message', (msg: ToInflater) => {
     if (msg.type === 'stop') {
-      stopped = true;
-      file.destroy();
-      gunzip.destroy();
+      halt();
       port.close();
     } else if (--unparsed < inFlight && !stopped) gunzip.resume();
   });

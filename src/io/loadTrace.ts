@@ -5,7 +5,7 @@ import { EventScanner } from '../trace/eventScanner.js';
 import { TempFileChunkStore } from './chunkFile.js';
 import { collectGarbage } from './collectGarbage.js';
 import type { TraceModel } from '../trace/model.js';
-import { loadTraceParallel } from './parallelLoad.js';
+import { loadTraceInSegments } from './segmentedLoad.js';
 import { type ReadProgress, openTraceSource, readTraceFile } from './readTrace.js';
 
 /**
@@ -62,7 +62,7 @@ export async function loadTrace(path: string, onProgress?: ReadProgress, options
   const parallel = threads > 1 && bundled;
   if (parallel) {
     const plan = parsePlan(threads);
-    const model = await loadTraceParallel(path, plan.workers, new URL(import.meta.url), onProgress, plan.mainParses);
+    const model = await loadTraceInSegments(path, { ...plan, workerUrl: new URL(import.meta.url), onProgress });
     if (model !== null) return model;
   }
   // Parallel parsing is for files under 512 MB, whose op logs fit in memory; past that, one thread and a bounded log.
@@ -76,7 +76,9 @@ export async function loadTrace(path: string, onProgress?: ReadProgress, options
   const segmented = !parallel && !process.env.GPUWISE_NO_WASM && EventScanner.available() && (await worthSegments(path));
   // A gzip file is decompressed by a worker thread while this one parses (where workers can start: the bundle).
   const inflateUrl = bundled && availableParallelism() >= 2 ? new URL(import.meta.url) : null;
-  let model = segmented ? await loadTraceParallel(path, 0, null, onProgress, true, store, inflateUrl) : null;
+  let model = segmented
+    ? await loadTraceInSegments(path, { workers: 0, workerUrl: null, chunkStore: store, inflateWorkerUrl: inflateUrl, onProgress })
+    : null;
   let events = model?.eventCounts ? Object.values(model.eventCounts).reduce((a, b) => a + b, 0) : 0;
   if (model === null) {
     const builder = new TraceModelBuilder(path, store);

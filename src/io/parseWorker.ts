@@ -1,7 +1,8 @@
 /**
- * Worker side of the parallel loader: parses the segments it is sent into one
- * TraceModelBuilder and returns the model. Runs inside the bundled CLI file
- * (bin.ts dispatches here when started as a parse worker).
+ * Parsing segments (segmentedLoad.ts): `SegmentParser` parses the segments one
+ * thread is given into one TraceModelBuilder, on the main thread or in a parse
+ * worker (`runParseWorker`, which returns its model). The worker runs inside
+ * the bundled CLI file (bin.ts dispatches here when started as a parse worker).
  */
 import { isAscii } from 'node:buffer';
 import { parentPort, workerData } from 'node:worker_threads';

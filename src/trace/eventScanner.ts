@@ -67,28 +67,6 @@ const ARG_FIELDS: Record<keyof EventArgs, readonly [slot: number, kind: number]>
   deviceType: [15, ARG_NUMBER],
   deviceId: [16, ARG_NUMBER],
 };
-/** The parser's switch in parseArgs, as ARG_KEYS code -> field. */
-const FIELD_OF_CODE: Record<number, keyof EventArgs> = {
-  1: 'correlation',
-  2: 'externalId',
-  3: 'bytes',
-  5: 'device',
-  9: 'blocksPerSm',
-  11: 'collectiveName',
-  12: 'inMsgNelems',
-  13: 'outMsgNelems',
-  14: 'groupSize',
-  15: 'dtype',
-  16: 'processGroupName',
-  17: 'processGroupDesc',
-  18: 'seq',
-  19: 'inputDims',
-  20: 'inputType',
-  21: 'totalAllocated',
-  22: 'totalReserved',
-  23: 'deviceType',
-  24: 'deviceId',
-};
 
 let compiled: WebAssembly.Module | null | undefined;
 
@@ -173,8 +151,8 @@ export class EventScanner {
       for (let k = 0; k < cat.length; k++) out[o++] = cat.charCodeAt(k);
       if (CATS_WITH_ARGS.has(cat)) withArgs |= 1 << (i + 1);
     });
-    for (const [key, code] of ARG_KEYS) {
-      const [slot, kind] = ARG_FIELDS[FIELD_OF_CODE[code]!];
+    for (const [key, code, field] of ARG_KEYS) {
+      const [slot, kind] = ARG_FIELDS[field];
       out[o++] = code;
       out[o++] = slot;
       out[o++] = kind;

@@ -81,30 +81,30 @@ const enum Ch {
   Bom = 0xfeff,
 }
 
-/** args keys gpuwise reads, with a small code for the switch in parseArgs. */
-export const ARG_KEYS: ReadonlyArray<readonly [string, number]> = [
-  ['correlation', 1],
-  ['External id', 2],
-  ['bytes', 3],
-  ['device', 5],
-  ['blocks per SM', 9],
-  ['Collective name', 11],
-  ['In msg nelems', 12],
-  ['Out msg nelems', 13],
-  ['Group size', 14],
-  ['dtype', 15],
-  ['Process Group Name', 16],
-  ['Process Group Description', 17],
-  ['Seq', 18],
-  ['Input Dims', 19],
-  ['Input type', 20],
-  ['Total Allocated', 21],
-  ['Total Reserved', 22],
-  ['Device Type', 23],
-  ['Device Id', 24],
+/** args keys gpuwise reads, with a small code for the switch in parseArgs and the field it fills. */
+export const ARG_KEYS: ReadonlyArray<readonly [key: string, code: number, field: keyof EventArgs]> = [
+  ['correlation', 1, 'correlation'],
+  ['External id', 2, 'externalId'],
+  ['bytes', 3, 'bytes'],
+  ['device', 5, 'device'],
+  ['blocks per SM', 9, 'blocksPerSm'],
+  ['Collective name', 11, 'collectiveName'],
+  ['In msg nelems', 12, 'inMsgNelems'],
+  ['Out msg nelems', 13, 'outMsgNelems'],
+  ['Group size', 14, 'groupSize'],
+  ['dtype', 15, 'dtype'],
+  ['Process Group Name', 16, 'processGroupName'],
+  ['Process Group Description', 17, 'processGroupDesc'],
+  ['Seq', 18, 'seq'],
+  ['Input Dims', 19, 'inputDims'],
+  ['Input type', 20, 'inputType'],
+  ['Total Allocated', 21, 'totalAllocated'],
+  ['Total Reserved', 22, 'totalReserved'],
+  ['Device Type', 23, 'deviceType'],
+  ['Device Id', 24, 'deviceId'],
 ];
 /** ARG_KEYS grouped by key length, so a key is matched in place without slicing it out. */
-const ARG_KEYS_BY_LEN: Array<Array<readonly [string, number]>> = [];
+const ARG_KEYS_BY_LEN: Array<Array<(typeof ARG_KEYS)[number]>> = [];
 for (const entry of ARG_KEYS) (ARG_KEYS_BY_LEN[entry[0].length] ??= []).push(entry);
 
 /** Interned category names, so the common ones are not sliced out of the buffer per event. */

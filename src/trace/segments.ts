@@ -45,9 +45,9 @@ export function firstTimestampUs(text: string): number | null {
 }
 
 /**
- * Bytes arriving in chunks (a decompressor's output), handed out as segments that end at event boundaries. A
- * segment is a copy (it may be transferred to a worker) or, `inPlace`, a view of the buffer that stays valid until
- * the next call.
+ * Bytes arriving in chunks (a decompressor's output) or read into it (a file), handed out as segments that end at
+ * event boundaries. A segment owns its buffer (it may be transferred to a worker) or, `inPlace`, is a view of the
+ * cutter's buffer that stays valid until the next call.
  */
 export class SegmentCutter {
   private buf: Uint8Array;
@@ -55,22 +55,36 @@ export class SegmentCutter {
   /** Bytes handed out in place, dropped from the front at the next call. */
   private handedOut = 0;
 
+  /** `capacity`: a new buffer's size (a segment read to exactly fill it wastes none of the buffer it takes along). */
   constructor(
     private readonly segmentBytes: number,
     private readonly maxPendingBytes: number,
+    private readonly capacity = 2 * segmentBytes,
   ) {
-    this.buf = new Uint8Array(2 * segmentBytes);
+    this.buf = new Uint8Array(capacity);
   }
 
   append(chunk: Uint8Array): void {
     this.drop();
-    if (this.len + chunk.length > this.buf.length) {
-      const bigger = new Uint8Array(Math.max(2 * this.buf.length, this.len + chunk.length));
-      bigger.set(this.buf.subarray(0, this.len));
-      this.buf = bigger;
-    }
+    if (this.len + chunk.length > this.buf.length) this.grow(Math.max(2 * this.buf.length, this.len + chunk.length));
     this.buf.set(chunk, this.len);
     this.len += chunk.length;
+  }
+
+  /**
+   * Reads with `read` (bytes into `into` at `at`, at most `length`; 0 at the end) until a segment's worth waits, or,
+   * when a segment's worth already waits without a boundary, until the doubled buffer is full. False at the end.
+   */
+  fill(read: (into: Uint8Array, at: number, length: number) => number): boolean {
+    this.drop();
+    if (this.len === this.buf.length) this.grow(2 * this.buf.length);
+    const want = this.len < this.segmentBytes ? Math.min(this.segmentBytes, this.buf.length) : this.buf.length;
+    while (this.len < want) {
+      const n = read(this.buf, this.len, want - this.len);
+      if (n === 0) return false;
+      this.len += n;
+    }
+    return true;
   }
 
   /**
@@ -96,10 +110,27 @@ export class SegmentCutter {
       this.handedOut = n;
       return this.buf.subarray(0, n);
     }
-    const out = this.buf.slice(0, n);
-    this.buf.copyWithin(0, n, this.len);
-    this.len -= n;
+    // A segment that fills most of the buffer (read to fit) takes the buffer along and the tail moves to a new one;
+    // otherwise (chunks gathered in a larger buffer) it is copied out, and the buffer is kept: handing over its spare
+    // capacity and allocating a fresh one per segment cost the gzip path 30 MB and 0.4 s on 211 MB.
+    if (4 * n < 3 * this.buf.length) {
+      const out = this.buf.slice(0, n);
+      this.buf.copyWithin(0, n, this.len);
+      this.len -= n;
+      return out;
+    }
+    const out = this.buf.subarray(0, n);
+    const tail = this.buf.subarray(n, this.len);
+    this.buf = new Uint8Array(Math.max(this.capacity, 2 * tail.length));
+    this.buf.set(tail);
+    this.len = tail.length;
     return out;
+  }
+
+  private grow(size: number): void {
+    const bigger = new Uint8Array(size);
+    bigger.set(this.buf.subarray(0, this.len));
+    this.buf = bigger;
   }
 
   private drop(): void {

@@ -65,6 +65,7 @@ let inCap: usize = 0;
 let catCount: i32 = 0;
 let argKeysPtr: usize = 0;
 let argIndexPtr: usize = 0;
+let argDefaultsPtr: usize = 0;
 let argIndexBits: u64 = 6;
 let argCount: i32 = 0;
 let cpuOpCat: i32 = 0;
@@ -114,7 +115,14 @@ export function setDictionary(cats: i32, args: i32, cpuOp: i32, withArgs: u32, o
     d += 4 + n;
   }
   // A direct index from a key's prefix to its entry; the dictionary is small enough to find a size with no collision.
-  argIndexPtr = argKeysPtr + <usize>args * 16;
+  // What an absent arg reads as: -1 (numbers, and null for strings), NaN for ids (null).
+  argDefaultsPtr = argKeysPtr + <usize>args * 16;
+  for (let i = 0; i < ARG_SLOTS; i++) store<f64>(argDefaultsPtr + (<usize>i << 3), -1);
+  for (let i = 0; i < args; i++) {
+    const e = argKeysPtr + (<usize>i << 4);
+    if (load<u8>(e, 13) == ARG_ID) store<f64>(argDefaultsPtr + (<usize>load<u8>(e, 12) << 3), NaN);
+  }
+  argIndexPtr = argDefaultsPtr + <usize>ARG_SLOTS * 8;
   for (argIndexBits = 6; argIndexBits < 11; argIndexBits++) {
     memory.fill(argIndexPtr, 0, <usize>1 << <usize>argIndexBits);
     let clash = false;
@@ -619,12 +627,8 @@ function readNumber(p: usize): f64 {
 }
 
 function resetArgs(a: usize): void {
-  for (let i = 0; i < ARG_SLOTS; i++) store<f64>(a + (<usize>i << 3), -1);
-  // seq is null (NaN) when absent; string args are -1 (null).
-  store<f64>(a + (<usize>argSlotSeq << 3), NaN);
+  memory.copy(a, argDefaultsPtr, ARG_SLOTS << 3);
 }
-/** seq's slot (ARG_FIELDS in ../eventScanner.ts). */
-const argSlotSeq: i32 = 12;
 
 /** Reads an args object at p into the slots; returns the position after it, 0 to abort, 1 for the parser to read it. */
 function readArgs(p: usize, a: usize): usize {

@@ -1,21 +1,18 @@
 /**
- * Shell: parses a large trace on several threads. The main thread reads (and
- * gunzips), cuts the bytes into multi-megabyte segments at event boundaries
- * (trace/segments.ts) and hands them round-robin to parse workers, which
- * decode their own (a segment moves as bytes, transferred, not as a string
- * copied into the worker's heap);
- * each worker builds a partial model, and the parts are merged
- * (trace/merge.ts). Anything unexpected (a cut inside a string, a syntax
- * error, damaged gzip, a worker that cannot start) returns null and the caller
- * reads the file again with one parser, which gives the exact sequential
- * semantics, warnings and errors included.
+ * Shell: reads a trace in segments. The bytes are cut at event boundaries (trace/segments.ts); the main thread parses
+ * them (their middles through the event scanner, trace/eventScanner.ts), a gzip file being decompressed by an inflate
+ * worker meanwhile (inflateWorker.ts); with parse workers (GPUWISE_THREADS) segments go round-robin to workers that
+ * build partial models, which are merged (trace/merge.ts). A segment moves to a worker as bytes whose buffer is
+ * transferred, not as a string copied into its heap. Anything unexpected (a cut inside a string, a syntax error,
+ * damaged gzip, a worker that cannot start) returns null, and the caller reads the file again with the parser alone,
+ * which gives the exact sequential semantics, warnings and errors included.
  */
 import { closeSync, openSync, readSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { mergeModels } from '../trace/merge.js';
 import type { TraceModel } from '../trace/model.js';
 import type { ChunkStore } from '../trace/opLog.js';
-import { SegmentCutter, findEventBoundary, firstTimestampUs } from '../trace/segments.js';
+import { SegmentCutter, firstTimestampUs } from '../trace/segments.js';
 import { TraceModelBuilder } from '../trace/builder.js';
 import { type FromInflater, INFLATE_WORKER_FLAG, type InflaterOptions, type ToInflater } from './inflateWorker.js';
 import type { FromWorker, ToWorker } from './parseWorker.js';
@@ -158,53 +155,32 @@ class LocalParser {
 type Segment = { bytes: Uint8Array; last: boolean } | null;
 
 /**
- * A plain file's segments, read straight into their buffers with synchronous reads: nothing is copied but the
- * partial event after the cut, and no read waits on a round trip through libuv's thread pool (with the event
- * scanner, those waits left the main thread idle for a fifth of a 200 MB load). With `reuse` (one thread, nothing
- * transferred) a segment is valid until the next is asked for, and one buffer serves them all: a new 4 MB buffer
- * per segment grew the peak RSS by 18 MB per GB (malloc keeps what it was given back).
+ * A plain file's segments, read straight into the cutter's buffer with synchronous reads: nothing is copied but the
+ * partial event after a cut, and no read waits on a round trip through libuv's thread pool (with the event scanner,
+ * those waits left the main thread idle for a fifth of a 200 MB load). With `reuse` (nothing transferred) one buffer
+ * serves every segment: a new 4 MB buffer per segment grew the peak RSS by 18 MB per GB (malloc keeps what it was
+ * given back).
  */
 async function* plainSegments(path: string, source: TraceSource, reuse: boolean): AsyncGenerator<Segment> {
   const segmentBytes = reuse ? ONE_THREAD_SEGMENT_BYTES : SEGMENT_BYTES;
+  // Filled to exactly a segment, so a segment handed out for transfer wastes no capacity.
+  const cutter = new SegmentCutter(segmentBytes, MAX_PENDING_BYTES, segmentBytes);
   const fd = openSync(path, 'r');
+  const read = (into: Uint8Array, at: number, length: number) => {
+    const n = readSync(fd, into, at, length, null);
+    source.progress.bytesRead += n;
+    return n;
+  };
   try {
-    let buf = new Uint8Array(segmentBytes);
-    let len = 0;
-    for (;;) {
-      if (len === buf.length) {
-        // No event boundary in the whole buffer: a huge event, or not a trace.
-        if (len > MAX_PENDING_BYTES) {
-          yield null;
-          return;
-        }
-        const bigger = new Uint8Array(2 * buf.length);
-        bigger.set(buf);
-        buf = bigger;
-      }
-      const start = len;
-      while (len < buf.length) {
-        const n = readSync(fd, buf, len, buf.length - len, null);
-        if (n === 0) break;
-        len += n;
-      }
-      source.progress.bytesRead += len - start;
-      if (len < buf.length) {
-        yield { bytes: buf.subarray(0, len), last: true };
+    while (cutter.fill(read)) {
+      const bytes = cutter.next(reuse);
+      if (bytes === 'no-boundary') {
+        yield null;
         return;
       }
-      const cut = findEventBoundary(buf, len - 1);
-      if (cut <= 0) continue;
-      if (reuse) {
-        yield { bytes: buf.subarray(0, cut), last: false };
-        buf.copyWithin(0, cut, len);
-      } else {
-        const next = new Uint8Array(Math.max(segmentBytes, 2 * (len - cut)));
-        next.set(buf.subarray(cut, len));
-        yield { bytes: buf.subarray(0, cut), last: false };
-        buf = next;
-      }
-      len -= cut;
+      if (bytes !== null) yield { bytes, last: false };
     }
+    yield { bytes: cutter.rest(reuse), last: true };
   } finally {
     closeSync(fd);
   }
@@ -281,22 +257,22 @@ async function* gzipSegments(source: TraceSource, reuse: boolean): AsyncGenerato
   yield { bytes: cutter.rest(reuse), last: true };
 }
 
-/**
- * Returns the model, or null when the parallel path does not apply (the caller then reads sequentially).
- * `workers` worker threads parse; with `mainParses` the main thread parses a share of a plain file's segments too.
- * With no workers the main thread parses every segment (one thread, but through the event scanner), its op logs
- * going to `chunkStore` past its budget, and a gzip file is decompressed by a worker started from `inflateWorkerUrl`
- * (null: by this thread).
- */
-export async function loadTraceParallel(
-  path: string,
-  workers: number,
-  workerUrl: URL | null,
-  onProgress?: ReadProgress,
-  mainParses = false,
-  chunkStore: ChunkStore | null = null,
-  inflateWorkerUrl: URL | null = null,
-): Promise<TraceModel | null> {
+export interface SegmentedLoadOptions {
+  /** Parse workers, started from `workerUrl` (the bundled CLI file); 0: the main thread parses every segment. */
+  workers: number;
+  workerUrl: URL | null;
+  /** With workers: the main thread parses a share of a plain file's segments too. */
+  mainParses?: boolean;
+  /** With no workers: where the op logs' chunks go past their budget. */
+  chunkStore?: ChunkStore | null;
+  /** With no workers: a gzip file is decompressed by a worker started from this URL (null: by this thread). */
+  inflateWorkerUrl?: URL | null;
+  onProgress?: ReadProgress;
+}
+
+/** Returns the model, or null when the segment path does not apply (the caller then reads with the parser alone). */
+export async function loadTraceInSegments(path: string, options: SegmentedLoadOptions): Promise<TraceModel | null> {
+  const { workers, workerUrl, mainParses = false, chunkStore = null, inflateWorkerUrl = null, onProgress } = options;
   const source = await openTraceSource(path);
   const handles: WorkerHandle[] = [];
   // Segment handlers in round-robin order: the workers, and the main thread itself when it parses.
@@ -345,7 +321,7 @@ export async function loadTraceParallel(
       else await dispatch(segment.bytes, segment.last);
     }
     if (failure !== null) {
-      if (process.env.GPUWISE_DEBUG) process.stderr.write(`parallel parse fell back: ${failure}\n`);
+      if (process.env.GPUWISE_DEBUG) process.stderr.write(`segmented read fell back: ${failure}\n`);
       return null;
     }
     const parts = await Promise.all(
@@ -356,14 +332,14 @@ export async function loadTraceParallel(
       }),
     );
     if (failure !== null || parts.some((p) => p === null)) {
-      if (process.env.GPUWISE_DEBUG) process.stderr.write(`parallel parse fell back: ${failure ?? 'a part failed'}\n`);
+      if (process.env.GPUWISE_DEBUG) process.stderr.write(`segmented read fell back: ${failure ?? 'a part failed'}\n`);
       return null;
     }
     onProgress?.(source.sizeBytes, source.sizeBytes);
     return mergeModels(parts as TraceModel[]);
   } catch (e) {
     // Damaged gzip and the like: the sequential reader reports them precisely.
-    if (process.env.GPUWISE_DEBUG) process.stderr.write(`parallel parse fell back: ${(e as Error).message}\n`);
+    if (process.env.GPUWISE_DEBUG) process.stderr.write(`segmented read fell back: ${(e as Error).message}\n`);
     return null;
   } finally {
     await source.chunks.return(undefined);
