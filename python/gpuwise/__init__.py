@@ -7,7 +7,7 @@ No dependency beyond torch; the probe never imports torch itself.
 """
 
 __version__ = "0.2.0"
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 
 
 def step():

@@ -6,15 +6,26 @@ Rules it keeps:
   stderr, the probe switches itself off, and the training goes on unchanged;
 - it never imports torch: it waits for the script to import it (a post-import hook);
 - the model is found once, at the first step, among live modules (no forward hooks);
-- steps are the calls of the first optimizer that steps (a global optimizer step hook; on torch
-  without one, older than 2.0, the optimizer class's `step` is wrapped instead); a script can mark
-  steps itself with `gpuwise.step()`; a loop without an optimizer (none built, or none stepped in
-  the first BATCH_FALLBACK_AFTER batches) gets one step per DataLoader batch;
+- steps come from the best source the loop offers, in this order: `gpuwise.step()` marks; the calls
+  of the first optimizer that steps (a global optimizer step hook; on torch older than 2.0 the
+  optimizer class's `step` is wrapped instead); DataLoader batches; backward passes
+  (`torch.autograd.backward`, which `Tensor.backward` calls); forward calls of the outermost module.
+  A lower source counts steps only until a higher one appears, and only once the higher ones had
+  their chance (an optimizer that exists but has not stepped in FALLBACK_AFTER calls is taken to
+  drive nothing: a hand-written update, inference);
+- the outermost module is found from its calls: global forward hooks watch the first module calls
+  (depth 0 = a call no other module made), then step aside for one pre-hook on that module, which
+  reads the batch (leading dimension of its first tensor argument, tokens for integer inputs) and
+  the autocast state whatever built the batch (`get_batch()`, slicing, a DataLoader);
+- the profiler window opens once steps have settled (STEADY_WINDOW steps whose median is within
+  STEADY_TOLERANCE of the ones before, the DataLoader wait no longer falling), at step
+  GPUWISE_PROFILE_AT at the earliest, and at STEADY_CAP_FACTOR times that at the latest;
 - only processes that step (or crash after importing torch) send anything, so a torchrun
   launcher or DataLoader workers stay silent.
 
 Environment: GPUWISE_SOCKET (collector's Unix socket), GPUWISE_RUN_DIR (files: traces,
-snapshots, and the records when no collector listens), GPUWISE_PROFILE_AT (default 10),
+snapshots, and the records when no collector listens), GPUWISE_PROFILE_AT (the window's first step,
+taken as given; without it the window opens at steady state, from step 10),
 GPUWISE_PROFILE_STEPS (default 5, 0 = no profiler window), GPUWISE_GPU_TIMING=0 (no CUDA timing
 events: host step times only), GPUWISE_MAX_STEPS (stop cleanly with
 exit status 0 after that many steps), GPUWISE_MEMORY_HISTORY=1 (record allocation history from
@@ -37,8 +48,16 @@ from gpuwise.transport import Sink
 _PROBE = None
 
 # Gradient accumulation over more micro-batches than this is rare; a loop that fetched this many
-# batches without any optimizer step is taken to have none (inference, a hand-written update).
-BATCH_FALLBACK_AFTER = 64
+# batches (or ran this many backward passes) without any optimizer step is taken to have none.
+FALLBACK_AFTER = 64
+# Steady state: the median of the last STEADY_WINDOW host step times within STEADY_TOLERANCE of the
+# median of the STEADY_WINDOW before (warm-up: cudnn.benchmark, allocator growth, compile, the
+# DataLoader's workers filling their queues); at most STEADY_CAP_FACTOR x the earliest step.
+STEADY_WINDOW = 5
+STEADY_TOLERANCE = 0.10
+STEADY_CAP_FACTOR = 5
+# Step sources by precedence: a source counts steps until a higher one shows up.
+SOURCE_RANK = {"forward": 1, "backward": 2, "batch": 3, "optimizer": 4, "marker": 5}
 
 
 def mark_step():
@@ -126,6 +145,8 @@ class Probe(object):
         self.world_size = _first_int(env, ["WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"])
         self.tag = "rank%d" % (self.rank or 0) if self.rank is not None else "pid%d" % os.getpid()
         self.profile_at = _int_env(env, "GPUWISE_PROFILE_AT", 10, 1)
+        # A step the user named (doctor --profile-at) is taken as it is; by default the window waits for steady state.
+        self.profile_fixed = bool(env.get("GPUWISE_PROFILE_AT"))
         self.profile_steps = _int_env(env, "GPUWISE_PROFILE_STEPS", 5, 0)
         self.max_steps = _int_env(env, "GPUWISE_MAX_STEPS", 0, 0) or None
         self.memory_history_always = env.get("GPUWISE_MEMORY_HISTORY") == "1"
@@ -152,9 +173,28 @@ class Probe(object):
         # host timing only matches once the launch queue is full.
         self.gpu_events = []  # [(step, event)] not yet measured, oldest first
         self.gpu_events_failed = env.get("GPUWISE_GPU_TIMING") == "0"  # off: host timing only
-        # What marks steps: None until the first one, then "optimizer", "marker" or "batch".
+        # What marks steps: None until the first one, then a key of SOURCE_RANK.
         self.step_source = None
         self.optimizer_built = False
+        self.optimizer_stepped = False
+        self.backward_calls = 0
+        # The outermost module: watched through global hooks until found, then one pre-hook on it.
+        self.root_ref = None
+        self.root_depth = 0
+        self.root_watch = []  # handles of the global hooks
+        self.root_hook = None
+        self.forward_calls = 0
+        self.input_samples = 0  # from the model's input, this step
+        self.input_samples_known = True
+        self.input_tokens = 0
+        self.input_tokens_known = True
+        self.input_seq_len = None
+        self.input_forwards = 0
+        self.autocast_dtype = None
+        self.compiled = None
+        self.framework = None
+        self.host_step_times = []  # recent host step times (s), for the steady-state test
+        self.wait_times = []
         # Profiler window and snapshots
         self.prof = None
         self.prof_step_fn = None
@@ -251,6 +291,19 @@ class Probe(object):
         __next__.__wrapped__ = original_next
         dl._BaseDataLoaderIter.__next__ = __next__
 
+        # Backward passes: Tensor.backward calls torch.autograd.backward by attribute, so one wrapper sees both.
+        original_backward = torch.autograd.backward
+
+        def backward(*args, **kwargs):
+            out = original_backward(*args, **kwargs)
+            if not probe.disabled:
+                probe._guarded(probe._on_backward)
+            return out
+
+        backward.__wrapped__ = original_backward
+        torch.autograd.backward = backward
+        self._watch_roots(torch)
+
         # CUDA: attach the OOM observer (and history) as soon as CUDA initialises.
         lazy_call = getattr(torch.cuda, "_lazy_call", None)
         if lazy_call is not None:
@@ -302,7 +355,7 @@ class Probe(object):
         self.batch_calls += 1
         if self.fault == "batch" and self.batch_calls == 2:
             raise RuntimeError("fault injected by GPUWISE_PROBE_FAULT=batch")
-        if self.step_source is None and self.batch_calls > 1 and (not self.optimizer_built or self.batch_calls > BATCH_FALLBACK_AFTER):
+        if self._takes_over("batch") and self.step_source != "batch" and self.batch_calls > 1 and (not self.optimizer_built or self.batch_calls > FALLBACK_AFTER):
             self.step_source = "batch"
         if self.step_source == "batch" and self.batches > 0:
             # The previous batch's step ends where this fetch starts (its wait belongs to the next step).
@@ -321,8 +374,118 @@ class Probe(object):
             self.tokens += tok[0]
             self.seq_len = tok[1]
 
+    def _takes_over(self, source):
+        """Whether `source` may count steps now: no higher source is counting them."""
+        return self.step_source is None or SOURCE_RANK[source] >= SOURCE_RANK[self.step_source]
+
+    def _on_backward(self):
+        now = time.perf_counter()
+        self.backward_calls += 1
+        self.root_depth = 0  # a forward that raised left the watch's depth behind: a backward ends it
+        if not self._takes_over("backward"):
+            return
+        if self.optimizer_built and not self.optimizer_stepped and self.backward_calls <= FALLBACK_AFTER:
+            return  # an optimizer exists: give it the chance to step (gradient accumulation)
+        if self.step_source is None or self.step_source == "forward":
+            if self.last_boundary is None or self.step_source == "forward":
+                # The first backward ends no step: the clock starts here (a whole step lies between two).
+                self._start_clock(now, "backward")
+                return
+        self._end_step(now, "backward")
+
+    def _watch_roots(self, torch):
+        """Global forward hooks until the outermost module is known (see the module docstring)."""
+        mod = getattr(torch.nn.modules, "module", None)
+        pre = getattr(mod, "register_module_forward_pre_hook", None)
+        post = getattr(mod, "register_module_forward_hook", None)
+        if pre is None or post is None:
+            return
+        probe = self
+
+        def on_pre(module, args):
+            # Tracing first: inside a graph being compiled nothing of ours belongs, nor a guard on our state.
+            if _compiling(torch) or probe.root_ref is not None or probe.disabled:
+                return None
+            if probe.root_depth == 0:
+                probe._guarded(probe._on_root_call, module, args)
+            probe.root_depth += 1
+            return None
+
+        def on_post(module, args, out):
+            if probe.root_depth > 0 and not _compiling(torch):
+                probe.root_depth -= 1
+            return None
+
+        self.root_watch.append(pre(on_pre))
+        try:
+            self.root_watch.append(post(on_post, always_call=True))
+        except TypeError:  # torch < 2.0: no always_call (a forward that raises leaves depth 1 until a backward)
+            self.root_watch.append(post(on_post))
+
+    def _on_root_call(self, module, args):
+        # The first call at depth 0 of a module with parameters is the model's: a loss module has none.
+        # Settling at once takes the global hooks away before torch.compile traces the model, so no
+        # compiled graph ever depends on them (removing them later would force a recompile).
+        if next(iter(module.parameters()), None) is None:
+            return
+        for h in self.root_watch:
+            h.remove()
+        self.root_watch = []
+        self.root_ref = weakref.ref(module)
+        probe = self
+
+        def on_root_forward(mod, args, kwargs):
+            if not probe.disabled and not _compiling(probe.torch):
+                probe._guarded(probe._on_root_forward, args, kwargs)
+            return None
+
+        try:
+            self.root_hook = module.register_forward_pre_hook(on_root_forward, with_kwargs=True)
+        except TypeError:  # torch < 2.0
+            self.root_hook = module.register_forward_pre_hook(lambda mod, args: on_root_forward(mod, args, {}))
+        # torch runs the hooks it had when this call began: this first call is counted here, from its
+        # positional arguments (a model called with keywords only gets its batch from the next call on).
+        self._on_root_forward(args, {})
+
+    def _on_root_forward(self, args, kwargs):
+        torch = self.torch
+        now = time.perf_counter()
+        self.forward_calls += 1
+        if self.autocast_dtype is None:
+            self.autocast_dtype = _autocast_dtype(torch)
+        self._forward_step(now)  # a forward that starts a step ends the one before, before its batch counts
+        training = self.step_source != "forward" and torch.is_grad_enabled()
+        if training or self.step_source in (None, "forward"):
+            # Samples of the training forwards only when steps are training steps (an evaluation pass
+            # between them is not the step's work); every forward when forwards are the steps.
+            first = _first_tensor(torch, args, kwargs)
+            n = _batch_size(torch, first)
+            if n is None:
+                self.input_samples_known = False
+            else:
+                self.input_samples += n
+            tok = _batch_tokens(torch, kwargs.get("input_ids") if isinstance(kwargs, dict) and "input_ids" in kwargs else first)
+            if tok is None:
+                self.input_tokens_known = False
+            else:
+                self.input_tokens += tok[0]
+                self.input_seq_len = tok[1]
+            self.input_forwards += 1
+
+    def _forward_step(self, now):
+        # Forward calls are the steps only for loops with nothing better: no batches, no backward.
+        if self.batch_calls or self.backward_calls or not self._takes_over("forward"):
+            return
+        if self.optimizer_built and not self.optimizer_stepped and self.forward_calls <= FALLBACK_AFTER:
+            return
+        if self.step_source is None:
+            self._start_clock(now, "forward")  # the step runs from one forward's start to the next's
+            return
+        self._end_step(now, "forward")
+
     def _on_optimizer_step(self, optimizer):
         now = time.perf_counter()
+        self.optimizer_stepped = True
         if self.step_source == "marker":
             return  # the script marks its steps itself
         # An optimizer step overrides the batch fallback: the batches before were not training
@@ -336,14 +499,36 @@ class Probe(object):
     def _on_marker(self):
         now = time.perf_counter()
         if self.step_source != "marker":
-            restart = self.step_source is not None and self.step > 0
+            # Any other source that started the clock (a backward pass, a forward) did so mid-step.
+            restart = self.step_source is not None
             self.step_source = "marker"
             if self.last_boundary is None or restart:
                 # The first mark starts the first marked step: no DataLoader started the clock, or the
                 # steps so far came from another source (their last one ended elsewhere).
-                self.last_boundary = now
+                self._start_clock(now, "marker")
                 return
         self._end_step(now, "marker")
+
+    def _start_clock(self, now, source):
+        """`source` starts counting: what was seen before belongs to no step."""
+        self.step_source = source
+        self.last_boundary = now
+        self._reset_step_counters()
+
+    def _reset_step_counters(self):
+        self.data_wait_s = 0.0
+        self.batches = 0
+        self.samples = 0
+        self.samples_known = True
+        self.tokens = 0
+        self.tokens_known = True
+        self.seq_len = None
+        self.input_samples = 0
+        self.input_samples_known = True
+        self.input_tokens = 0
+        self.input_tokens_known = True
+        self.input_seq_len = None
+        self.input_forwards = 0
 
     def _end_step(self, now, source):
         self.step_source = source
@@ -354,7 +539,29 @@ class Probe(object):
         if not self.announced:
             self._announce()
             optimizer = self.primary_optimizer() if self.primary_optimizer is not None else None
-            self._send("model", _model_summary(self.torch, _model_roots(self.torch, optimizer), optimizer))
+            roots = _model_roots(self.torch, optimizer)
+            if not roots and self.root_ref is not None and self.root_ref() is not None:
+                roots = [_unwrap(self.torch, self.root_ref())]
+            summary = _model_summary(self.torch, roots, optimizer)
+            summary.update(self._setup_facts(roots))
+            self._send("model", summary)
+        # The batch: the DataLoader's when one fed this step, else the outermost module's input.
+        samples = tokens = seq_len = batch_source = None
+        if self.batches > 0:
+            batch_source = "dataloader"
+            samples = self.samples if self.samples_known else None
+            tokens = self.tokens if self.tokens_known else None
+            seq_len = self.seq_len if self.tokens_known else None
+        elif self.input_forwards > 0:
+            batch_source = "model-input"
+            samples = self.input_samples if self.input_samples_known else None
+            tokens = self.input_tokens if self.input_tokens_known else None
+            seq_len = self.input_seq_len if self.input_tokens_known else None
+        if step_time is not None:
+            self.host_step_times.append(step_time)
+            self.wait_times.append(self.data_wait_s)
+            del self.host_step_times[: -2 * STEADY_WINDOW]
+            del self.wait_times[: -2 * STEADY_WINDOW]
         gpu_times = self._gpu_step_times()
         self._send(
             "step",
@@ -364,22 +571,17 @@ class Probe(object):
                 "stepTimeS": step_time,
                 "dataWaitS": self.data_wait_s,
                 "batches": self.batches,
-                "samples": self.samples if self.samples_known and self.batches > 0 else None,
-                "tokens": self.tokens if self.tokens_known and self.batches > 0 else None,
-                "seqLen": self.seq_len if self.tokens_known and self.batches > 0 else None,
+                "samples": samples,
+                "tokens": tokens,
+                "seqLen": seq_len,
+                "batchSource": batch_source,
                 "stepSource": source,
                 "memory": self._memory_stats(),
                 "profiled": self.prof is not None,
             },
         )
         self.last_boundary = now
-        self.data_wait_s = 0.0
-        self.batches = 0
-        self.samples = 0
-        self.samples_known = True
-        self.tokens = 0
-        self.tokens_known = True
-        self.seq_len = None
+        self._reset_step_counters()
         self._profiler_boundary()
         if self.max_steps is not None and self.step >= self.max_steps:
             self._stop_profiler(export=True)
@@ -568,8 +770,10 @@ class Probe(object):
         if self.profile_steps <= 0 or not self.run_dir:
             return
         nxt = self.step + 1
-        if self.prof is None and nxt == self.profile_at and self.prof_first_step is None:
-            self._start_profiler(nxt)
+        if self.prof is None and self.prof_first_step is None:
+            reason = self._window_reason(nxt)
+            if reason is not None:
+                self._start_profiler(nxt, reason)
         elif self.prof is not None:
             self.prof_step_fn.__exit__(None, None, None)
             self.prof_step_fn = None
@@ -578,7 +782,61 @@ class Probe(object):
             else:
                 self._enter_step(nxt)
 
-    def _start_profiler(self, first_step):
+    def _window_reason(self, nxt):
+        """Why the window opens at step `nxt`, or None to wait: "fixed" (GPUWISE_PROFILE_AT given), "settled"
+        (step times steady and the DataLoader wait no longer falling), "cap" (never settled: open anyway,
+        also when a --steps limit leaves just room for the window)."""
+        if nxt < self.profile_at:
+            return None
+        if self.profile_fixed:
+            return "fixed" if nxt == self.profile_at else None
+        last_room = self.max_steps is not None and nxt + self.profile_steps > self.max_steps
+        if last_room or nxt >= self.profile_at * STEADY_CAP_FACTOR:
+            return "cap"
+        t, w = self.host_step_times, self.wait_times
+        if len(t) < 2 * STEADY_WINDOW:
+            return None
+        before, recent = _median(t[:STEADY_WINDOW]), _median(t[STEADY_WINDOW:])
+        if before <= 0 or abs(recent - before) > STEADY_TOLERANCE * before:
+            return None
+        wait_before, wait_recent = sum(w[:STEADY_WINDOW]), sum(w[STEADY_WINDOW:])
+        # Falling by more than the tolerance and by more than 1% of the steps: workers still filling queues.
+        if wait_before - wait_recent > max(STEADY_TOLERANCE * wait_before, 0.01 * sum(t[STEADY_WINDOW:])):
+            return None
+        return "settled"
+
+    def _setup_facts(self, roots):
+        """What the model record adds to the summary: compiled or not (and how it is known), the training
+        framework whose loop runs (from the call stack), and the autocast dtype seen at the model's forward."""
+        torch = self.torch
+        compiled, evidence = None, None
+        root = self.root_ref() if self.root_ref is not None else None
+        for m in [root] + list(roots):
+            if m is None:
+                continue
+            if type(m).__name__ == "OptimizedModule" or getattr(m, "_orig_mod", None) is not None:
+                compiled, evidence = True, "OptimizedModule (torch.compile(model))"
+                break
+            if getattr(m, "_compiled_call_impl", None) is not None:
+                compiled, evidence = True, "module.compile()"
+                break
+        if compiled is None:
+            dynamo = sys.modules.get("torch._dynamo.utils")
+            try:
+                frames = dynamo.counters["stats"]["unique_graphs"] if dynamo is not None else 0
+            except Exception:
+                frames = 0
+            compiled, evidence = (True, "torch._dynamo compiled %d graphs" % frames) if frames else (False, None)
+        framework, version = _framework()
+        return {
+            "compiled": compiled,
+            "compiledEvidence": evidence,
+            "framework": framework,
+            "frameworkVersion": version,
+            "autocastDtype": self.autocast_dtype,
+        }
+
+    def _start_profiler(self, first_step, reason="fixed"):
         torch = self.torch
         from torch.profiler import ProfilerActivity, profile
 
@@ -591,7 +849,10 @@ class Probe(object):
         self.prof = profile(activities=activities, record_shapes=True)
         self.prof.start()
         self.prof_first_step = first_step
-        self._send("profile-start", {"step": first_step, "steps": self.profile_steps, "cuda": cuda_on})
+        self._send(
+            "profile-start",
+            {"step": first_step, "steps": self.profile_steps, "cuda": cuda_on, "reason": reason, "settled": reason in ("settled", "fixed"), "warmupSteps": first_step - 1},
+        )
         self._enter_step(first_step)
 
     def _enter_step(self, step):
@@ -676,11 +937,84 @@ def _model_roots(torch, optimizer):
 
 
 def _unwrap(torch, module):
-    # DistributedDataParallel, DataParallel and FSDP1 keep the user's model in `.module`.
-    inner = getattr(module, "module", None)
-    if type(module).__name__ in ("DistributedDataParallel", "DataParallel", "FullyShardedDataParallel") and isinstance(inner, torch.nn.Module):
-        return inner
+    # DistributedDataParallel, DataParallel and FSDP1 keep the user's model in `.module`, torch.compile's
+    # OptimizedModule in `._orig_mod` (possibly both, in either order).
+    for _ in range(4):
+        name = type(module).__name__
+        if name in ("DistributedDataParallel", "DataParallel", "FullyShardedDataParallel"):
+            inner = getattr(module, "module", None)
+        elif name == "OptimizedModule":
+            inner = getattr(module, "_orig_mod", None)
+        else:
+            return module
+        if not isinstance(inner, torch.nn.Module):
+            return module
+        module = inner
     return module
+
+
+def _compiling(torch):
+    """Whether dynamo is tracing this very call (our hooks must then stay out of the graph)."""
+    f = getattr(getattr(torch, "compiler", None), "is_compiling", None)
+    try:
+        return bool(f()) if f is not None else False
+    except Exception:
+        return False
+
+
+def _autocast_dtype(torch):
+    """The CUDA autocast dtype in force ("bfloat16", "float16"), "" when autocast is off, None if unknown."""
+    try:
+        try:
+            on = torch.is_autocast_enabled("cuda")
+            dtype = torch.get_autocast_dtype("cuda")
+        except TypeError:  # torch < 2.4
+            on = torch.is_autocast_enabled()
+            dtype = torch.get_autocast_gpu_dtype()
+        return _dtype_name(dtype) if on else ""
+    except Exception:
+        return None
+
+
+def _first_tensor(torch, args, kwargs):
+    """The first tensor argument of a forward call (positional first, then keyword), looking one level
+    into lists, tuples and dicts (a batch passed as one structure)."""
+    for x in list(args) + list((kwargs or {}).values()):
+        if isinstance(x, torch.Tensor):
+            return x
+        if isinstance(x, (list, tuple)) and x and isinstance(x[0], torch.Tensor):
+            return x[0]
+        if isinstance(x, dict):
+            for v in x.values():
+                if isinstance(v, torch.Tensor):
+                    return v
+    return None
+
+
+# Training frameworks whose own loop drives the steps, by the module of a frame on the stack at a step.
+_FRAMEWORKS = (("transformers.trainer", "transformers"), ("lightning.", "lightning"), ("pytorch_lightning.", "lightning"), ("accelerate.", "accelerate"))
+
+
+def _framework():
+    """(name, version) of the training framework on the call stack, e.g. ("transformers", "4.57.0")."""
+    found = None
+    f = sys._getframe(1)
+    while f is not None:
+        mod = f.f_globals.get("__name__", "") or ""
+        for prefix, name in _FRAMEWORKS:
+            if mod.startswith(prefix):
+                found = name  # keep walking: the outermost framework wins (Trainer above accelerate)
+        f = f.f_back
+    if found is None:
+        return None, None
+    top = {"transformers": "transformers", "lightning": "lightning" if "lightning" in sys.modules else "pytorch_lightning", "accelerate": "accelerate"}[found]
+    return found, getattr(sys.modules.get(top), "__version__", None)
+
+
+def _median(xs):
+    ys = sorted(xs)
+    n = len(ys)
+    return 0.0 if n == 0 else (ys[n // 2] if n % 2 else 0.5 * (ys[n // 2 - 1] + ys[n // 2]))
 
 
 def _batch_size(torch, batch):

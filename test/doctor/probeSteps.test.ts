@@ -1,0 +1,174 @@
+/**
+ * The probe on loops that have no optimizer and no DataLoader (issue 14): steps from backward passes
+ * or forward calls of the outermost module, the batch read from the model's own input, the
+ * steady-state profiler window, and how a compiled model is known. Run for real with the CPU PyTorch.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { delimiter, join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { ProbeRecord } from '../../src/doctor/records.js';
+import { BOOT, PROBE_ROOT, PYTHON, SKIP_PYTHON, fallbackRecords, pyEnv, runProcess } from './helpers.js';
+
+const tmp = mkdtempSync(join(tmpdir(), 'gpuwise-probe-steps-'));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+let n = 0;
+
+/** Runs a script under the probe (records to files) and returns its records. */
+async function probe(script: string[], env: Record<string, string> = {}): Promise<{ records: ProbeRecord[]; stderr: string; code: number | null }> {
+  const dir = mkdtempSync(join(tmp, `run${n++}-`));
+  const r = await runProcess(PYTHON, ['-c', script.join('\n')], pyEnv({ PYTHONPATH: [BOOT, PROBE_ROOT].join(delimiter), GPUWISE_RUN_DIR: dir, ...env }));
+  return { records: fallbackRecords(dir), stderr: r.stderr, code: r.code };
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: records are read field by field, as JSON
+type Any = any;
+const steps = (recs: ProbeRecord[]): Any[] => recs.filter((r) => r.type === 'step');
+const model = (recs: ProbeRecord[]): Any => recs.find((r) => r.type === 'model');
+
+describe.skipIf(SKIP_PYTHON)('probe steps without torch.optim or a DataLoader (CPU torch)', () => {
+  it('takes steps from backward passes of a hand-written SGD loop, with the batch and tokens from the model input', async () => {
+    // word_language_model style: batches sliced from a tensor, parameters updated by hand.
+    const { records, stderr, code } = await probe(
+      [
+        'import torch',
+        'model = torch.nn.Sequential(torch.nn.Embedding(100, 8), torch.nn.Flatten(), torch.nn.Linear(8 * 12, 100))',
+        'data = torch.randint(0, 100, (30, 6, 12))',
+        'crit = torch.nn.CrossEntropyLoss()',
+        'for i in range(30):',
+        '    x = data[i]',
+        '    loss = crit(model(x), x[:, 0])',
+        '    model.zero_grad()',
+        '    loss.backward()',
+        '    for p in model.parameters():',
+        '        p.data.add_(p.grad, alpha=-0.1)',
+      ],
+      { GPUWISE_PROFILE_STEPS: '0' },
+    );
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+    const s = steps(records);
+    // The first backward starts the clock: 29 whole steps between 30 backward passes.
+    expect(s.length).toBe(29);
+    expect(new Set(s.map((x) => x.stepSource))).toEqual(new Set(['backward']));
+    for (const x of s) expect([x.samples, x.tokens, x.seqLen, x.batchSource]).toEqual([6, 72, 12, 'model-input']);
+    expect(model(records)).toMatchObject({ name: 'Sequential', paramCount: 100 * 8 + 8 * 12 * 100 + 100, optimizer: null, compiled: false, autocastDtype: '' });
+  });
+
+  it('takes steps from forward calls of the outermost module in an evaluation loop, not from its submodules or the loss', async () => {
+    const { records, stderr } = await probe(
+      [
+        'import torch',
+        'net = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4)).eval()',
+        'crit = torch.nn.MSELoss()',
+        'with torch.inference_mode():',
+        '    for i in range(20):',
+        '        y = net(torch.randn(7, 16))',
+        '        crit(y, torch.zeros(7, 4))',
+      ],
+      { GPUWISE_PROFILE_STEPS: '0' },
+    );
+    expect(stderr).toBe('');
+    const s = steps(records);
+    // One per forward of `net` after the first, which starts the clock.
+    expect(s.length).toBe(19);
+    for (const x of s) expect([x.stepSource, x.samples, x.tokens, x.batchSource]).toEqual(['forward', 7, null, 'model-input']);
+    expect(model(records)).toMatchObject({ name: 'Sequential', paramCount: 16 * 32 + 32 + 32 * 4 + 4 });
+  });
+
+  it('keeps optimizer steps and reads the batch from the model input when batches come from get_batch() (nanoGPT style)', async () => {
+    const { records } = await probe(
+      [
+        'import torch',
+        'emb = torch.nn.Embedding(50, 4)',
+        'net = torch.nn.Sequential(emb, torch.nn.Flatten(), torch.nn.Linear(4 * 16, 50))',
+        'opt = torch.optim.AdamW(net.parameters())',
+        'data = torch.randint(0, 50, (1000,))',
+        'def get_batch():',
+        '    ix = torch.randint(0, 1000 - 17, (3,))',
+        '    return torch.stack([data[i:i + 16] for i in ix]), torch.stack([data[i + 16] for i in ix])',
+        'for it in range(12):',
+        '    for micro in range(2):  # gradient accumulation',
+        '        x, y = get_batch()',
+        '        torch.nn.functional.cross_entropy(net(x), y).backward()',
+        '    opt.step()',
+        '    opt.zero_grad()',
+        '    if it % 5 == 0:',
+        '        with torch.no_grad():',
+        '            net(get_batch()[0])  # an evaluation pass: not the step\'s work',
+      ],
+      { GPUWISE_PROFILE_STEPS: '0' },
+    );
+    const s = steps(records);
+    expect(s.map((x) => x.stepSource)).toEqual(Array(12).fill('optimizer'));
+    // Two micro-batches of 3 sequences of 16 tokens each step; the no_grad evaluation forwards are not counted.
+    for (const x of s) expect([x.samples, x.tokens, x.seqLen, x.batchSource]).toEqual([6, 96, 16, 'model-input']);
+  });
+
+  it('opens the profiler window once step times settle, after a slow warm-up, and says why', async () => {
+    const { records } = await probe(
+      [
+        'import time, torch',
+        'w = torch.nn.Linear(4, 4)',
+        'opt = torch.optim.SGD(w.parameters(), lr=0.01)',
+        'for i in range(40):',
+        '    time.sleep(max(0.005, 0.05 - 0.003 * i))  # warm-up: steps get faster until step 16 (workers, autotuning)',
+        '    w(torch.randn(2, 4)).sum().backward()',
+        '    opt.step()',
+      ],
+      { GPUWISE_PROFILE_STEPS: '3' },
+    );
+    const start: Any = records.find((r) => r.type === 'profile-start');
+    expect(start).toMatchObject({ reason: 'settled', settled: true });
+    // Not while steps still get faster: five steady steps after five steady ones, from step 16 on.
+    expect(start.step).toBeGreaterThanOrEqual(24);
+    expect(start.step).toBeLessThanOrEqual(30);
+    expect(start.warmupSteps).toBe(start.step - 1);
+    expect(records.some((r) => r.type === 'profile-end')).toBe(true);
+  });
+
+  it('opens the window at the step the user named (GPUWISE_PROFILE_AT), settled or not', async () => {
+    const { records } = await probe(
+      [
+        'import time, torch',
+        'w = torch.nn.Linear(4, 4)',
+        'opt = torch.optim.SGD(w.parameters(), lr=0.01)',
+        'for i in range(12):',
+        '    time.sleep(0.002 * i)',
+        '    w(torch.randn(2, 4)).sum().backward()',
+        '    opt.step()',
+      ],
+      { GPUWISE_PROFILE_AT: '4', GPUWISE_PROFILE_STEPS: '2' },
+    );
+    expect(records.find((r) => r.type === 'profile-start')).toMatchObject({ step: 4, reason: 'fixed' });
+  });
+
+  it('knows a compiled model by its OptimizedModule wrapper and reports the model inside it', async () => {
+    // torch.compile's wrapper keeps the model in `_orig_mod`; this torch may predate torch.compile, so a
+    // module of that name and shape stands in for it (the probe reads the name and the attribute only).
+    const { records } = await probe(
+      [
+        'import torch',
+        'class OptimizedModule(torch.nn.Module):',
+        '    def __init__(self, m):',
+        '        super().__init__()',
+        '        self._orig_mod = m',
+        '    def forward(self, *a):',
+        '        return self._orig_mod(*a)',
+        'class Net(torch.nn.Module):',
+        '    def __init__(self):',
+        '        super().__init__()',
+        '        self.fc = torch.nn.Linear(3, 3)',
+        '    def forward(self, x):',
+        '        return self.fc(x)',
+        'net = OptimizedModule(Net())',
+        'opt = torch.optim.SGD(net.parameters(), lr=0.01)',
+        'for i in range(3):',
+        '    net(torch.randn(5, 3)).sum().backward()',
+        '    opt.step()',
+      ],
+      { GPUWISE_PROFILE_STEPS: '0' },
+    );
+    expect(model(records)).toMatchObject({ name: 'Net', compiled: true, compiledEvidence: 'OptimizedModule (torch.compile(model))' });
+  });
+});
