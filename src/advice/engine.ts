@@ -6,11 +6,13 @@
 import type { CollectiveTimings } from '../trace/metrics/collectives.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
 import { type Finding, severityRank } from './finding.js';
-import { commBound, dataParallel, ddpAccumWithoutNoSync, rankImbalance, smallCommBuckets } from './rules/distributed.js';
 import { gpuUnderused, misalignedShapes, noTensorCores } from './rules/compute.js';
+import { commBound, dataParallel, ddpAccumWithoutNoSync, rankImbalance, smallCommBuckets } from './rules/distributed.js';
+import { fusion } from './rules/fusion.js';
 import { hostSync, launchBound } from './rules/host.js';
 import { dataloaderBound, pageableH2d } from './rules/input.js';
 import { memoryNearLimit } from './rules/memory.js';
+import { channelsLast, mixedPrecision } from './rules/precision.js';
 import type { CrossRankRule, RankRule } from './rules/rule.js';
 
 export const RANK_RULES: readonly RankRule[] = [
@@ -19,6 +21,9 @@ export const RANK_RULES: readonly RankRule[] = [
   hostSync,
   launchBound,
   noTensorCores,
+  mixedPrecision,
+  channelsLast,
+  fusion,
   misalignedShapes,
   gpuUnderused,
   dataParallel,

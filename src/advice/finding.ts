@@ -28,8 +28,20 @@ export interface Finding {
   evidence: string[];
   /** The same figures, machine-readable. */
   data: Record<string, number | string | boolean | null>;
-  recommendation: { summary: string; code: string };
+  recommendation: Recommendation;
   estimatedGain: EstimatedGain | null;
+}
+
+export const FRAMEWORKS = ['transformers', 'lightning', 'accelerate'] as const;
+/** A training framework whose own switch a fix can be phrased in (doctor knows which one runs). */
+export type Framework = (typeof FRAMEWORKS)[number];
+
+export interface Recommendation {
+  summary: string;
+  /** Plain PyTorch code. */
+  code: string;
+  /** The same change as the framework's own switch, where it has one (shown beside the code when the framework is in use). */
+  frameworks?: Partial<Record<Framework, string>>;
 }
 
 /** Documented thresholds: high when removing the cause saves >= 25% of the step, medium 5-25%, low below. */

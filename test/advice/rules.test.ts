@@ -51,14 +51,16 @@ describe('rules on real H200 traces', () => {
     fs.forEach(checkShape);
   });
 
-  it('gives healthy traces no high-severity finding', async () => {
+  it('gives healthy traces no high-severity finding but fusion (both run GPT-2 eagerly, where torch.compile is a real lever)', async () => {
+    // Changed with issue 15: these runs are eager; compiling the same GPT-2 step took it from 41.7 to
+    // 31.0 ms on an H100 (examples/traces/scenarios/gpt2_fusion*), so fusion may rank high here.
     for (const run of [['gpt2_amp'], ['ddp_gpt2.rank0', 'ddp_gpt2.rank1']]) {
       const ranks = await Promise.all(run.map(rankOf));
       const fs = diagnose(
         ranks.map((r) => r.metrics),
         ranks.map((r) => r.collectives),
       );
-      expect(fs.filter((f) => f.severity === 'high')).toEqual([]);
+      expect(fs.filter((f) => f.severity === 'high' && f.id !== 'fusion')).toEqual([]);
       fs.forEach(checkShape);
     }
   });

@@ -32,8 +32,8 @@ describe('gpuwise analyze', () => {
 
   it('--fail-on sets exit code 1 only when a finding reaches the severity', async () => {
     expect((await runCli(['analyze', '--fail-on', 'high', starved])).code).toBe(1);
-    expect((await runCli(['analyze', '--fail-on', 'high', tracePath('gpt2_amp')])).code).toBe(0);
-    expect((await runCli(['analyze', '--fail-on', 'medium', tracePath('gpt2_amp')])).code).toBe(1);
+    expect((await runCli(['analyze', '--fail-on', 'high', `${TRACES}scenarios/gpt2_fusion_compiled.trace.json.gz`])).code).toBe(0);
+    expect((await runCli(['analyze', '--fail-on', 'medium', `${TRACES}scenarios/gpt2_fusion_compiled.trace.json.gz`])).code).toBe(1);
     expect((await runCli(['analyze', '--fail-on', 'urgent', starved])).code).toBe(2);
   });
 

@@ -1,9 +1,9 @@
 /** GPU compute rules: fp32 matmuls, misaligned GEMM shapes, an under-used GPU. */
-import { GPUS, type GpuSpec, findGpu } from '../../planner/gpus.js';
+import { findGpu, GPUS, type GpuSpec } from '../../planner/gpus.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtBytes, fmtMs, fmtPct } from '../../util/format.js';
 import { gainFrom } from '../finding.js';
-import { type RankRule, finding, matmulNs, stepNs } from './rule.js';
+import { finding, matmulNs, type RankRule, stepNs } from './rule.js';
 
 const FP32_MIN_SHARE_OF_MATMUL = 0.1;
 /**
@@ -38,11 +38,15 @@ function halfGemmRate(m: TraceMetrics): { flopPerNs: number; basis: string } | n
   const half = m.gemmShapes.filter((g) => g.dtype !== null && HALF_DTYPES.has(g.dtype) && g.misalignedDims.length === 0);
   const flops = half.reduce((a, g) => a + g.flopsPerCall * g.calls, 0);
   const ns = half.reduce((a, g) => a + g.gpuNs, 0);
-  if (ns > 0 && flops > 0) return { flopPerNs: flops / ns, basis: `${((flops / ns) * 1e-3).toFixed(0)} TFLOP/s measured on this trace's bf16/fp16 GEMMs` };
+  if (ns > 0 && flops > 0)
+    return { flopPerNs: flops / ns, basis: `${((flops / ns) * 1e-3).toFixed(0)} TFLOP/s measured on this trace's bf16/fp16 GEMMs` };
   const gpu = gpuOf(m);
   if (gpu === null || !(gpu.bf16Tflops > 0)) return null;
   const tflops = gpu.bf16Tflops * TENSOR_CORE_EFFICIENCY;
-  return { flopPerNs: tflops * 1e3, basis: `${tflops.toFixed(0)} TFLOP/s = ${TENSOR_CORE_EFFICIENCY} x the ${gpu.name} bf16 dense peak ${gpu.bf16Tflops}` };
+  return {
+    flopPerNs: tflops * 1e3,
+    basis: `${tflops.toFixed(0)} TFLOP/s = ${TENSOR_CORE_EFFICIENCY} x the ${gpu.name} bf16 dense peak ${gpu.bf16Tflops}`,
+  };
 }
 const MISALIGNED_MIN_SHARE = 0.01;
 const UNDERUSED_MAX_MEMORY_SHARE = 0.5;
@@ -143,7 +147,11 @@ export const misalignedShapes: RankRule = (m) => {
         '# Hugging Face: model.resize_token_embeddings(len(tokenizer), pad_to_multiple_of=64)',
       ].join('\n'),
     },
-    estimatedGain: gainFrom(step, saved, `misaligned GEMMs take ${fmtMs(badNs)} per step; at the rate aligned GEMMs reach in this trace they would take ${fmtMs(badNs - saved)}: ${fmtMs(saved)} saved`),
+    estimatedGain: gainFrom(
+      step,
+      saved,
+      `misaligned GEMMs take ${fmtMs(badNs)} per step; at the rate aligned GEMMs reach in this trace they would take ${fmtMs(badNs - saved)}: ${fmtMs(saved)} saved`,
+    ),
   });
 };
 
@@ -178,7 +186,13 @@ export const gpuUnderused: RankRule = (m) => {
       `GPU busy ${fmtPct(m.gpuBusyShare)} of the step${m.smEfficiency !== null ? `; estimated SM efficiency ${fmtPct(m.smEfficiency)}` : ''}`,
       `peak reserved memory ${fmtBytes(mem.peakReservedBytes)} of ${fmtBytes(total)} (${fmtPct(memShare)})`,
     ],
-    data: { gpuBusyShare: m.gpuBusyShare, smEfficiency: m.smEfficiency, peakReservedBytes: mem.peakReservedBytes, deviceTotalBytes: total, batchScale: scale },
+    data: {
+      gpuBusyShare: m.gpuBusyShare,
+      smEfficiency: m.smEfficiency,
+      peakReservedBytes: mem.peakReservedBytes,
+      deviceTotalBytes: total,
+      batchScale: scale,
+    },
     recommendation: {
       summary: `Raise the per-GPU batch about ${scale}x (scale the learning rate accordingly, or keep the global batch with fewer accumulation steps). Use \`gpuwise plan --max-batch\` or \`gpuwise tune\` to find the largest batch that fits.`,
       code: `DataLoader(dataset, batch_size=${scale} * B, ...)   # lr = base_lr * ${scale} (linear scaling) or sqrt(${scale}) for Adam`,

@@ -3,7 +3,7 @@ import type { CollectiveTimings } from '../../trace/metrics/collectives.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtBytes, fmtMs, fmtPct } from '../../util/format.js';
 import { gainFrom } from '../finding.js';
-import { type CrossRankRule, type RankRule, finding, stepNs } from './rule.js';
+import { type CrossRankRule, finding, type RankRule, stepNs } from './rule.js';
 
 const COMM_MIN_EXPOSED_SHARE = 0.1;
 const SMALL_BUCKET_BYTES = 4 * 1024 * 1024;
@@ -36,7 +36,8 @@ export const dataParallel: RankRule = (m) => {
     ],
     data: { devices: m.structure.dataParallelDevices, gpuBusyShare: m.gpuBusyShare },
     recommendation: {
-      summary: 'Use DistributedDataParallel with one process per GPU, launched by torchrun. PyTorch itself recommends DDP over DataParallel even on one machine.',
+      summary:
+        'Use DistributedDataParallel with one process per GPU, launched by torchrun. PyTorch itself recommends DDP over DataParallel even on one machine.',
       code: [
         '# torchrun --nproc_per_node=NUM_GPUS train.py',
         'dist.init_process_group("nccl"); local_rank = int(os.environ["LOCAL_RANK"])',
@@ -45,7 +46,11 @@ export const dataParallel: RankRule = (m) => {
         'sampler = DistributedSampler(dataset); loader = DataLoader(dataset, sampler=sampler, ...)',
       ].join('\n'),
     },
-    estimatedGain: gainFrom(step, step - expected, `under DDP a step takes about the busiest GPU's compute time ${fmtMs(expected)} (now ${fmtMs(step)})`),
+    estimatedGain: gainFrom(
+      step,
+      step - expected,
+      `under DDP a step takes about the busiest GPU's compute time ${fmtMs(expected)} (now ${fmtMs(step)})`,
+    ),
   });
 };
 
@@ -65,7 +70,11 @@ export const ddpAccumWithoutNoSync: RankRule = (m) => {
       `an all-reduce ran between consecutive micro-batches ${s.accumulationMicroStepsWithAllReduce} times; only the last micro-batch needs one`,
       `communication per step ${fmtMs(m.comm.commNsPerStep)}, exposed ${fmtMs(m.comm.exposedNsPerStep)}`,
     ],
-    data: { microSteps: s.accumulationMicroSteps, microStepsWithAllReduce: s.accumulationMicroStepsWithAllReduce, commNsPerStep: m.comm.commNsPerStep },
+    data: {
+      microSteps: s.accumulationMicroSteps,
+      microStepsWithAllReduce: s.accumulationMicroStepsWithAllReduce,
+      commNsPerStep: m.comm.commNsPerStep,
+    },
     recommendation: {
       summary: 'Skip gradient synchronisation on all but the last micro-batch.',
       code: [
@@ -76,14 +85,24 @@ export const ddpAccumWithoutNoSync: RankRule = (m) => {
         'opt.step(); opt.zero_grad(set_to_none=True)',
       ].join('\n'),
     },
-    estimatedGain: gainFrom(step, saved, `(exposed ${fmtMs(m.comm.exposedNsPerStep)} + 25% of comm ${fmtMs(m.comm.commNsPerStep)}) x ${fmtPct(share)} redundant micro-steps = ${fmtMs(saved)}`),
+    estimatedGain: gainFrom(
+      step,
+      saved,
+      `(exposed ${fmtMs(m.comm.exposedNsPerStep)} + 25% of comm ${fmtMs(m.comm.commNsPerStep)}) x ${fmtPct(share)} redundant micro-steps = ${fmtMs(saved)}`,
+    ),
   });
 };
 
 export const smallCommBuckets: RankRule = (m) => {
   const c = m.comm;
   const step = stepNs(m);
-  if (c.collectives === 0 || c.medianMessageBytes <= 0 || c.medianMessageBytes >= SMALL_BUCKET_BYTES || c.allReducesPerStep < SMALL_BUCKET_MIN_PER_STEP) return null;
+  if (
+    c.collectives === 0 ||
+    c.medianMessageBytes <= 0 ||
+    c.medianMessageBytes >= SMALL_BUCKET_BYTES ||
+    c.allReducesPerStep < SMALL_BUCKET_MIN_PER_STEP
+  )
+    return null;
   const perStepBytes = c.bytes / Math.max(1, m.steps.length);
   const target = 100 * 1024 * 1024;
   const fewer = Math.max(1, Math.ceil(perStepBytes / target));
@@ -98,10 +117,15 @@ export const smallCommBuckets: RankRule = (m) => {
     ],
     data: { allReducesPerStep: c.allReducesPerStep, medianMessageBytes: c.medianMessageBytes, exposedNsPerStep: c.exposedNsPerStep },
     recommendation: {
-      summary: 'Larger gradient buckets mean fewer collectives, each closer to full bandwidth. Also make sure no parameters are excluded from bucketing (find_unused_parameters=False when possible).',
+      summary:
+        'Larger gradient buckets mean fewer collectives, each closer to full bandwidth. Also make sure no parameters are excluded from bucketing (find_unused_parameters=False when possible).',
       code: 'model = DistributedDataParallel(model, device_ids=[local_rank], bucket_cap_mb=100, gradient_as_bucket_view=True)',
     },
-    estimatedGain: gainFrom(step, saved, `(${c.allReducesPerStep.toFixed(0)} - ${fewer}) collectives x ~${fmtMs(COLLECTIVE_LATENCY_NS)} latency, at most the exposed ${fmtMs(c.exposedNsPerStep)}: ${fmtMs(saved)}`),
+    estimatedGain: gainFrom(
+      step,
+      saved,
+      `(${c.allReducesPerStep.toFixed(0)} - ${fewer}) collectives x ~${fmtMs(COLLECTIVE_LATENCY_NS)} latency, at most the exposed ${fmtMs(c.exposedNsPerStep)}: ${fmtMs(saved)}`,
+    ),
   });
 };
 
@@ -119,14 +143,19 @@ export const commBound: RankRule = (m) => {
     ],
     data: { commNsPerStep: c.commNsPerStep, exposedNsPerStep: c.exposedNsPerStep, overlapShare: c.overlapShare },
     recommendation: {
-      summary: 'Overlap or shrink communication: more work per all-reduce (larger batch or gradient accumulation with no_sync), bf16 gradient compression, and for FSDP prefetching the next all-gather; check that GPUs talk over NVLink rather than PCIe/Ethernet (nvidia-smi topo -m).',
+      summary:
+        'Overlap or shrink communication: more work per all-reduce (larger batch or gradient accumulation with no_sync), bf16 gradient compression, and for FSDP prefetching the next all-gather; check that GPUs talk over NVLink rather than PCIe/Ethernet (nvidia-smi topo -m).',
       code: [
         'from torch.distributed.algorithms.ddp_comm_hooks import default_hooks',
         'model.register_comm_hook(dist.group.WORLD, default_hooks.bf16_compress_hook)',
         '# FSDP2: fully_shard(block, reshard_after_forward=True); model.set_modules_to_forward_prefetch([...])',
       ].join('\n'),
     },
-    estimatedGain: gainFrom(step, c.exposedNsPerStep, `if fully overlapped: step ${fmtMs(step)} - exposed ${fmtMs(c.exposedNsPerStep)} = ${fmtMs(step - c.exposedNsPerStep)} (an upper bound)`),
+    estimatedGain: gainFrom(
+      step,
+      c.exposedNsPerStep,
+      `if fully overlapped: step ${fmtMs(step)} - exposed ${fmtMs(c.exposedNsPerStep)} = ${fmtMs(step - c.exposedNsPerStep)} (an upper bound)`,
+    ),
   });
 };
 
@@ -177,7 +206,10 @@ export const rankImbalance: CrossRankRule = (ranks: TraceMetrics[], collectives:
     title: `Rank ${straggler} is slower: the other ranks wait up to ${fmtMs(maxWait)} per step in collectives`,
     ranks: ranks.map((r) => r.rank),
     evidence: [
-      ...ranks.map((r, i) => `rank ${r.rank}: compute ${fmtMs(busy[i]!)} per step, waiting in collectives ${fmtMs(waitPerStep[i]!)} per step, step ${fmtMs(stepNs(r))}`),
+      ...ranks.map(
+        (r, i) =>
+          `rank ${r.rank}: compute ${fmtMs(busy[i]!)} per step, waiting in collectives ${fmtMs(waitPerStep[i]!)} per step, step ${fmtMs(stepNs(r))}`,
+      ),
       `${matched} collectives matched across ranks by ${collectives[0]?.matchedBy === 'order' ? 'order' : 'process group and sequence number'}`,
     ],
     data: { straggler, maxComputeNs: maxBusy, minComputeNs: minBusy, maxWaitNsPerStep: maxWait, matchedCollectives: matched },
@@ -188,7 +220,11 @@ export const rankImbalance: CrossRankRule = (ranks: TraceMetrics[], collectives:
         'if dist.get_rank() == 0: ...   # keep rank-0-only work (logging, eval) out of the timed loop or make it async',
       ].join('\n'),
     },
-    estimatedGain: gainFrom(step, saved, `balanced ranks would each take the mean compute ${fmtMs(meanBusy)}; the slowest takes ${fmtMs(maxBusy)}, the longest wait is ${fmtMs(maxWait)}: ${fmtMs(saved)} saved`),
+    estimatedGain: gainFrom(
+      step,
+      saved,
+      `balanced ranks would each take the mean compute ${fmtMs(meanBusy)}; the slowest takes ${fmtMs(maxBusy)}, the longest wait is ${fmtMs(maxWait)}: ${fmtMs(saved)} saved`,
+    ),
   });
 };
 

@@ -1,7 +1,8 @@
 /** Host-side rules: synchronisations in the loop, launch overhead. */
 import { fmtMs, fmtPct } from '../../util/format.js';
 import { gainFrom } from '../finding.js';
-import { type RankRule, finding, stepNs } from './rule.js';
+import { isCompiled } from './fusion.js';
+import { finding, type RankRule, stepNs } from './rule.js';
 
 const SYNC_MIN_SHARE = 0.01;
 const LAUNCH_MIN_SHARE = 0.1;
@@ -30,12 +31,30 @@ export const hostSync: RankRule = (m) => {
     ranks: [m.rank],
     evidence: [
       `GPU idle after the host blocked on the GPU: ${fmtMs(idle)} per step of ${fmtMs(step)} (${fmtPct(idle / step)})`,
-      ...calls.slice(0, 3).map((c) => `${c.name}: ${c.count} calls (${(c.count / nSteps).toFixed(1)} per step), ${fmtMs(c.totalNs)} blocked`),
-      ...culprits.slice(0, 3).map((c) => `${c.name} forced a sync ${c.count} times (${(c.count / nSteps).toFixed(1)} per step), first at t=${(c.firstAtNs / 1e6).toFixed(3)} ms`),
+      ...(m.perStep.syncRefillNs > 0 && m.perStep.syncDrains > 0
+        ? [
+            `${m.perStep.syncDrains.toFixed(1)} syncs per step drained the queue, each followed by ${fmtMs(m.perStep.syncRefillNs / m.perStep.syncDrains)} of launch gaps until the CPU was ahead again: the refill is the syncs' cost, not a launch bottleneck (the CPU does run ahead between syncs)`,
+          ]
+        : []),
+      ...calls
+        .slice(0, 3)
+        .map((c) => `${c.name}: ${c.count} calls (${(c.count / nSteps).toFixed(1)} per step), ${fmtMs(c.totalNs)} blocked`),
+      ...culprits
+        .slice(0, 3)
+        .map(
+          (c) =>
+            `${c.name} forced a sync ${c.count} times (${(c.count / nSteps).toFixed(1)} per step), first at t=${(c.firstAtNs / 1e6).toFixed(3)} ms`,
+        ),
     ],
-    data: { hostSyncIdleNsPerStep: idle, syncBlockedNsPerStep: blocked, stepNs: step, syncCallsPerStep: calls.reduce((a, c) => a + c.count, 0) / nSteps },
+    data: {
+      hostSyncIdleNsPerStep: idle,
+      syncBlockedNsPerStep: blocked,
+      stepNs: step,
+      syncCallsPerStep: calls.reduce((a, c) => a + c.count, 0) / nSteps,
+    },
     recommendation: {
-      summary: 'Keep values on the GPU inside the loop: every .item(), .cpu(), .tolist(), print(tensor), torch.cuda.synchronize() or data-dependent shape (nonzero, boolean masks) waits for all queued work. Log every N steps, and accumulate metrics on the GPU.',
+      summary:
+        'Keep values on the GPU inside the loop: every .item(), .cpu(), .tolist(), print(tensor), torch.cuda.synchronize() or data-dependent shape (nonzero, boolean masks) waits for all queued work. Log every N steps, and accumulate metrics on the GPU.',
       code: [
         'running_loss += loss.detach()          # instead of loss.item() every step',
         'if step % log_every == 0:',
@@ -68,15 +87,34 @@ export const launchBound: RankRule = (m) => {
       `${l.kernelsPerStep.toFixed(0)} kernels per step, median kernel ${fmtMs(l.medianKernelNs)}; ${fmtPct(l.shorterThanLaunchFraction)} of kernels ran shorter than their launch call`,
       `CPU time in launch calls ${fmtMs(l.cpuLaunchNs)} vs GPU kernel time ${fmtMs(l.gpuKernelNs)} over the analysed steps; the GPU starts a kernel ${fmtMs(l.medianLaunchToStartNs)} after its launch returns (median)`,
     ],
-    data: { launchIdleNsPerStep: idle, kernelsPerStep: l.kernelsPerStep, medianKernelNs: l.medianKernelNs, cpuLaunchNs: l.cpuLaunchNs, gpuKernelNs: l.gpuKernelNs },
-    recommendation: {
-      summary: 'Fewer, larger kernels: compile the model (fuses elementwise ops and can capture CUDA graphs), use fused/foreach optimizers, or replay the step as a CUDA graph. A larger batch also amortises the per-kernel cost.',
-      code: [
-        'model = torch.compile(model, mode="reduce-overhead")   # CUDA graphs + fusion',
-        'opt = torch.optim.AdamW(model.parameters(), lr=lr, fused=True)',
-        '# or by hand: g = torch.cuda.CUDAGraph(); with torch.cuda.graph(g): out = model(static_x)',
-      ].join('\n'),
+    data: {
+      launchIdleNsPerStep: idle,
+      kernelsPerStep: l.kernelsPerStep,
+      medianKernelNs: l.medianKernelNs,
+      cpuLaunchNs: l.cpuLaunchNs,
+      gpuKernelNs: l.gpuKernelNs,
     },
+    recommendation: isCompiled(m)
+      ? {
+          // Already compiled (Triton kernels in the trace): "compile the model" would be no advice at all.
+          summary:
+            'The model is already compiled, yet the CPU still cannot launch fast enough: capture the step as CUDA graphs (one launch replays the whole graph), fuse the optimizer, or raise the batch so each kernel does more work.',
+          code: [
+            'model = torch.compile(model, mode="reduce-overhead")   # compiled regions replayed as CUDA graphs',
+            'opt = torch.optim.AdamW(model.parameters(), lr=lr, fused=True)',
+          ].join('\n'),
+          frameworks: { transformers: 'TrainingArguments(..., torch_compile=True, torch_compile_mode="reduce-overhead")' },
+        }
+      : {
+          summary:
+            'Fewer, larger kernels: compile the model (fuses elementwise ops and can capture CUDA graphs), use fused/foreach optimizers, or replay the step as a CUDA graph. A larger batch also amortises the per-kernel cost.',
+          code: [
+            'model = torch.compile(model, mode="reduce-overhead")   # CUDA graphs + fusion',
+            'opt = torch.optim.AdamW(model.parameters(), lr=lr, fused=True)',
+            '# or by hand: g = torch.cuda.CUDAGraph(); with torch.cuda.graph(g): out = model(static_x)',
+          ].join('\n'),
+          frameworks: { transformers: 'TrainingArguments(..., torch_compile=True)' },
+        },
     estimatedGain: gainFrom(
       step,
       saved,

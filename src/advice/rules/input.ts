@@ -1,7 +1,7 @@
 /** Input pipeline rules: a starved DataLoader, copies from pageable memory. */
 import { fmtAt, fmtBytes, fmtMs, fmtPct } from '../../util/format.js';
 import { gainFrom } from '../finding.js';
-import { type RankRule, finding, stepNs } from './rule.js';
+import { finding, type RankRule, stepNs } from './rule.js';
 
 /** Fires when the GPU idles in DataLoader waits for at least this share of the step. */
 const DATALOADER_MIN_SHARE = 0.05;
@@ -23,9 +23,15 @@ export const dataloaderBound: RankRule = (m) => {
       `GPU idle while the main process was inside DataLoader.__next__: ${fmtMs(idle)} per step of ${fmtMs(step)} (${fmtPct(idle / step)})`,
       `DataLoader.__next__ takes ${fmtMs(m.examples.dataLoaderWaitNsPerStep)} per step on the CPU; the GPU is busy ${fmtPct(m.gpuBusyShare)} of the time`,
     ],
-    data: { dataloaderIdleNsPerStep: idle, stepNs: step, dataLoaderNextNsPerStep: m.examples.dataLoaderWaitNsPerStep, gpuBusyShare: m.gpuBusyShare },
+    data: {
+      dataloaderIdleNsPerStep: idle,
+      stepNs: step,
+      dataLoaderNextNsPerStep: m.examples.dataLoaderWaitNsPerStep,
+      gpuBusyShare: m.gpuBusyShare,
+    },
     recommendation: {
-      summary: 'Load and augment in worker processes, pin host memory, and copy without blocking so loading overlaps compute. If workers still cannot keep up, move decoding/augmentation to the GPU (DALI, torchvision.transforms.v2 on CUDA tensors) or pre-process the dataset.',
+      summary:
+        'Load and augment in worker processes, pin host memory, and copy without blocking so loading overlaps compute. If workers still cannot keep up, move decoding/augmentation to the GPU (DALI, torchvision.transforms.v2 on CUDA tensors) or pre-process the dataset.',
       code: [
         'loader = DataLoader(dataset, batch_size=B, num_workers=8, pin_memory=True,',
         '                    persistent_workers=True, prefetch_factor=4)',
@@ -33,7 +39,11 @@ export const dataloaderBound: RankRule = (m) => {
         '    x = x.to(device, non_blocking=True); y = y.to(device, non_blocking=True)',
       ].join('\n'),
     },
-    estimatedGain: gainFrom(step, step - expected, `step ${fmtMs(step)} - DataLoader idle ${fmtMs(idle)} = ${fmtMs(expected)} (not below GPU busy time ${fmtMs(m.perStep.busyNs)})`),
+    estimatedGain: gainFrom(
+      step,
+      step - expected,
+      `step ${fmtMs(step)} - DataLoader idle ${fmtMs(idle)} = ${fmtMs(expected)} (not below GPU busy time ${fmtMs(m.perStep.busyNs)})`,
+    ),
   });
 };
 
@@ -60,10 +70,20 @@ export const pageableH2d: RankRule = (m) => {
       ...(ex ? [`largest: "${ex.name}" ${fmtBytes(ex.bytes)} in ${fmtMs(ex.durNs)} at ${fmtAt(ex.atNs)}`] : []),
       ...(pinned ? [`pinned copies in the same trace ran at ${pinned.bandwidthGBs.toFixed(1)} GB/s`] : []),
     ],
-    data: { pageableBytes: pageable.bytes, pageableCopies: pageable.count, pageableGBs: pageable.bandwidthGBs, h2dIdleNsPerStep: idleNs, pinnedGBsAssumed: pinnedGBs },
+    data: {
+      pageableBytes: pageable.bytes,
+      pageableCopies: pageable.count,
+      pageableGBs: pageable.bandwidthGBs,
+      h2dIdleNsPerStep: idleNs,
+      pinnedGBsAssumed: pinnedGBs,
+    },
     recommendation: {
       summary: 'Pinned (page-locked) host buffers copy at full PCIe speed and let the copy run asynchronously, overlapped with compute.',
-      code: ['DataLoader(..., pin_memory=True)', '# or for your own tensors: x = x.pin_memory()', 'x = x.to(device, non_blocking=True)'].join('\n'),
+      code: [
+        'DataLoader(..., pin_memory=True)',
+        '# or for your own tensors: x = x.pin_memory()',
+        'x = x.to(device, non_blocking=True)',
+      ].join('\n'),
     },
     estimatedGain: gainFrom(
       step,

@@ -1,6 +1,6 @@
 /** Memory rule from the `[memory]` events that profile_memory=True records. */
 import { fmtBytes, fmtPct } from '../../util/format.js';
-import { type RankRule, finding } from './rule.js';
+import { finding, type RankRule } from './rule.js';
 
 const NEAR_LIMIT_SHARE = 0.9;
 
@@ -19,9 +19,15 @@ export const memoryNearLimit: RankRule = (m) => {
       `peak reserved ${fmtBytes(mem.peakReservedBytes)}, peak allocated ${fmtBytes(mem.peakAllocatedBytes)} of ${fmtBytes(total)}`,
       `reserved but unallocated at the peak: ${fmtBytes(mem.peakReservedBytes - mem.peakAllocatedBytes)} (allocator cache and fragmentation)`,
     ],
-    data: { device: mem.device, peakReservedBytes: mem.peakReservedBytes, peakAllocatedBytes: mem.peakAllocatedBytes, deviceTotalBytes: total },
+    data: {
+      device: mem.device,
+      peakReservedBytes: mem.peakReservedBytes,
+      peakAllocatedBytes: mem.peakAllocatedBytes,
+      deviceTotalBytes: total,
+    },
     recommendation: {
-      summary: 'Close to out of memory: the allocator may be retrying cudaMalloc (slow) and a longer sequence will fail. Reduce activations (checkpointing, smaller micro-batch with accumulation) or state (bf16/8-bit optimizer, FSDP), and cut fragmentation. `gpuwise memory` on a snapshot shows what is live at the peak.',
+      summary:
+        'Close to out of memory: the allocator may be retrying cudaMalloc (slow) and a longer sequence will fail. Reduce activations (checkpointing, smaller micro-batch with accumulation) or state (bf16/8-bit optimizer, FSDP), and cut fragmentation. `gpuwise memory` on a snapshot shows what is live at the peak.',
       code: [
         'PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True python train.py',
         'from torch.utils.checkpoint import checkpoint  # per block: x = checkpoint(block, x, use_reentrant=False)',

@@ -3,14 +3,16 @@ import { CATEGORY_NAMES } from '../kernelClass.js';
 import type { CpuSpan, TraceModel } from '../model.js';
 import { forEachOp } from '../opLog.js';
 import { HostSpanCollector, type HostSpans } from './hostSpans.js';
-import { commStats, kernelFigures, median } from './kernels.js';
 import { coveredLen, unionOf } from './intervals.js';
+import { kernelMix } from './kernelMix.js';
+import { commStats, kernelFigures, median } from './kernels.js';
+import { modelFlops } from './modelFlops.js';
 import { type StepWindow, StepWindowBuilder } from './steps.js';
 import { analyseTimeline, emptyCategories, emptyIdle } from './timeline.js';
 import { IDLE_CAUSES, type StepMetrics, type TraceMetrics } from './types.js';
 
-export type { TraceMetrics } from './types.js';
 export { type CollectiveTimings, collectiveTimings } from './collectives.js';
+export type { TraceMetrics } from './types.js';
 
 export function analyzeTrace(model: TraceModel): TraceMetrics {
   // One walk over the ops for both: the windows and the host spans need no order.
@@ -38,7 +40,15 @@ export function analyzeTrace(model: TraceModel): TraceMetrics {
   const nSteps = Math.max(1, steps.length);
   // Per-step figures are means over steps and over the devices that ran work, so they
   // compare with the step time itself (DataParallel drives several GPUs from one trace).
-  const perStep = { durNs: 0, busyNs: 0, idleNs: 0, idleByCauseNs: emptyIdle(), kernelNsByCategory: emptyCategories() };
+  const perStep = {
+    durNs: 0,
+    busyNs: 0,
+    idleNs: 0,
+    idleByCauseNs: emptyIdle(),
+    kernelNsByCategory: emptyCategories(),
+    syncRefillNs: 0,
+    syncDrains: 0,
+  };
   let commNs = 0;
   let exposedNs = 0;
   let deviceSteps = 0;
@@ -54,6 +64,8 @@ export function analyzeTrace(model: TraceModel): TraceMetrics {
       perStep.idleNs += d.idleNs * share;
       for (const c of IDLE_CAUSES) perStep.idleByCauseNs[c] += d.idleByCauseNs[c] * share;
       for (const c of CATEGORY_NAMES) perStep.kernelNsByCategory[c] += d.kernelNsByCategory[c] * share;
+      perStep.syncRefillNs += d.syncRefillNs * share;
+      perStep.syncDrains += d.syncDrains * share;
       commNs += d.commNs;
       exposedNs += d.commExposedNs;
     }
@@ -70,7 +82,12 @@ export function analyzeTrace(model: TraceModel): TraceMetrics {
   return {
     rank: model.rank,
     worldSize: model.worldSize,
-    devices: model.devices.map((d) => ({ id: d.id, name: d.name, totalMemoryBytes: d.totalGlobalMemBytes, computeCapability: `${d.computeMajor}.${d.computeMinor}` })),
+    devices: model.devices.map((d) => ({
+      id: d.id,
+      name: d.name,
+      totalMemoryBytes: d.totalGlobalMemBytes,
+      computeCapability: `${d.computeMajor}.${d.computeMinor}`,
+    })),
     stepsFromMarkers: fromMarkers,
     steps,
     stepTime: {
@@ -86,6 +103,15 @@ export function analyzeTrace(model: TraceModel): TraceMetrics {
     precision: k.precision,
     copies: k.copies,
     gemmShapes: k.gemmShapes,
+    kernelMix: kernelMix(k.byName, steps.length),
+    modelFlops: modelFlops(
+      k.gemmShapes,
+      k.precision,
+      perStep.kernelNsByCategory,
+      steps.length,
+      median(durs),
+      model.devices[0]?.name ?? null,
+    ),
     comm: commStats(model, windows, commNs / nSteps / devicesPerStep, exposedNs / nSteps / devicesPerStep),
     memory,
     topKernels: k.topKernels,
@@ -150,7 +176,9 @@ function syncCalls(model: TraceModel, windows: StepWindow[]): { name: string; co
     e.total += sc.durNs[i]!;
     m.set(sc.nameId[i]!, e);
   }
-  return [...m.entries()].sort((a, b) => b[1].total - a[1].total).map(([id, e]) => ({ name: model.names[id]!, count: e.count, totalNs: e.total }));
+  return [...m.entries()]
+    .sort((a, b) => b[1].total - a[1].total)
+    .map(([id, e]) => ({ name: model.names[id]!, count: e.count, totalNs: e.total }));
 }
 
 function structure(model: TraceModel, windows: StepWindow[]): TraceMetrics['structure'] {

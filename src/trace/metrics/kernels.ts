@@ -4,9 +4,18 @@
  * collectives. One pass over the op logs gathers the sums; the two medians
  * take a few more (select.ts), so nothing here holds a value per kernel.
  */
-import { CATEGORY_NAMES, COPY_KIND_NAMES, CopyKind, KernelCategory, MatmulPrecision, RuntimeKind, matmulPrecision } from '../kernelClass.js';
+import {
+  CATEGORY_NAMES,
+  COPY_KIND_NAMES,
+  CopyKind,
+  KernelCategory,
+  MatmulPrecision,
+  matmulPrecision,
+  RuntimeKind,
+} from '../kernelClass.js';
 import type { TraceModel } from '../model.js';
-import { type GpuOp, OpKind, forEachOp } from '../opLog.js';
+import { forEachOp, type GpuOp, OpKind } from '../opLog.js';
+import type { NamedKernelTime } from './kernelMix.js';
 import { Medians } from './select.js';
 import type { StepWindow } from './steps.js';
 import type { CommStats, CopyStats, GemmShapeStat, KernelStat, LaunchStats, PrecisionStats } from './types.js';
@@ -34,6 +43,8 @@ export interface KernelFigures {
   topKernels: KernelStat[];
   smEfficiency: number | null;
   pageableH2dExample: { name: string; atNs: number; bytes: number; durNs: number } | null;
+  /** Every distinct kernel name with its totals over the windows (for kernelMix; not in the JSON). */
+  byName: NamedKernelTime[];
 }
 
 const MATMUL_CATEGORIES = new Set<number>([KernelCategory.gemm, KernelCategory.conv, KernelCategory.attention]);
@@ -90,7 +101,8 @@ export function kernelFigures(model: TraceModel, windows: StepWindow[], topLimit
       c.count++;
       c.bytes += Math.max(0, op.bytes);
       c.dur += d;
-      if (op.copyKind === CopyKind.h2dPageable && (pageable === null || d > pageable.durNs)) pageable = { nameId: op.nameId, startNs: t, bytes: op.bytes, durNs: d };
+      if (op.copyKind === CopyKind.h2dPageable && (pageable === null || d > pageable.durNs))
+        pageable = { nameId: op.nameId, startNs: t, bytes: op.bytes, durNs: d };
     }
     if (op.kind !== OpKind.kernel) return;
     kernels++;
@@ -107,7 +119,8 @@ export function kernelFigures(model: TraceModel, windows: StepWindow[], topLimit
       // The precision depends on the kernel name and the op's dtype only: worked out once per pair (regular expressions).
       const pairKey = op.nameId * (model.gemmOps.length + 1) + gemm + 1;
       let p = precisionByPair.get(pairKey);
-      if (p === undefined) precisionByPair.set(pairKey, (p = matmulPrecision(model.names[op.nameId]!, gemm >= 0 ? model.gemmOps[gemm]!.dtype : null)));
+      if (p === undefined)
+        precisionByPair.set(pairKey, (p = matmulPrecision(model.names[op.nameId]!, gemm >= 0 ? model.gemmOps[gemm]!.dtype : null)));
       byPrecision[p]! += d;
       if (p === MatmulPrecision.fp32) {
         let f = fp32ByName.get(op.nameId);
@@ -126,7 +139,8 @@ export function kernelFigures(model: TraceModel, windows: StepWindow[], topLimit
   };
   forEachOp(gpu.logs, gpu.launches, visit);
   // Launch calls no op consumed while parsing (graph launches, launches of ops never recorded).
-  for (const call of gpu.launches.values()) if (call.kind === RuntimeKind.launch && inside(call.startNs)) sums[CPU_LAUNCH_NS]! += call.durNs;
+  for (const call of gpu.launches.values())
+    if (call.kind === RuntimeKind.launch && inside(call.startNs)) sums[CPU_LAUNCH_NS]! += call.durNs;
 
   while (medians.endPass([kernels, linked])) forEachOp(gpu.logs, gpu.launches, times);
   const [medianKernelNs, medianLaunchToStartNs] = medians.results();
@@ -164,13 +178,20 @@ export function kernelFigures(model: TraceModel, windows: StepWindow[], topLimit
     },
     copies: [...byCopy.entries()]
       .sort((a, b) => b[1].dur - a[1].dur)
-      .map(([k, e]) => ({ kind: COPY_KIND_NAMES[k]!, count: e.count, bytes: e.bytes, durNs: e.dur, bandwidthGBs: e.dur > 0 ? e.bytes / e.dur : 0 })),
+      .map(([k, e]) => ({
+        kind: COPY_KIND_NAMES[k]!,
+        count: e.count,
+        bytes: e.bytes,
+        durNs: e.dur,
+        bandwidthGBs: e.dur > 0 ? e.bytes / e.dur : 0,
+      })),
     gemmShapes: gemmShapeStats(model, gemmNs, gemmCallCount),
     topKernels: [...byName.entries()]
       .sort((a, b) => b[1].total - a[1].total)
       .slice(0, topLimit)
       .map(([id, e]) => stat(id, CATEGORY_NAMES[e.cat]!, e)),
     smEfficiency: smDurNs.weightedMean(),
+    byName: [...byName.entries()].map(([id, e]) => ({ name: model.names[id]!, category: e.cat, count: e.count, totalNs: e.total })),
     pageableH2dExample: ex === null ? null : { name: model.names[ex.nameId]!, atNs: ex.startNs, bytes: ex.bytes, durNs: ex.durNs },
   };
 }

@@ -10,20 +10,30 @@
  *   4. hostSync:      the host was blocked in a synchronising call (cudaStreamSynchronize,
  *                     cudaDeviceSynchronize, a blocking copy ...) at the moment the GPU ran out
  *                     of work, so the queue drained and the rest of the gap is the refill;
+ *                     and the launch gaps after it, until the CPU has a lead again (a kernel
+ *                     queued REFILL_LEAD_NS before it ran): the GPU waited for launches only
+ *                     because the sync emptied its queue. Counted so only on a device where the
+ *                     CPU does get its lead back after most syncs; where it never does, the
+ *                     CPU cannot keep ahead even without syncs, and those gaps stay 'launch';
  *   5. launch:        the next GPU op was launched after the GPU went idle: the CPU could
  *                     not issue work fast enough (Python and launch overhead);
  *   6. other:         the next op was already queued (a cross-stream or event dependency).
  */
 import { CATEGORY_NAMES, KernelCategory } from '../kernelClass.js';
 import type { TraceModel } from '../model.js';
-import { type GpuOp, OpKind, forEachOpByStart } from '../opLog.js';
+import { forEachOpByStart, type GpuOp, OpKind } from '../opLog.js';
 import type { HostSpans } from './hostSpans.js';
-import { type Segments, claim, covers, piecesLen, unionOf, unionOfColumns } from './intervals.js';
+import { claim, covers, piecesLen, type Segments, unionOf, unionOfColumns } from './intervals.js';
 import type { StepWindow } from './steps.js';
 import type { DeviceTime, IdleByCause, NsByCategory, TimelineBucket } from './types.js';
 
 /** A sync call counts as the cause if it covers the moment the GPU went idle, within this tolerance. */
 const SYNC_TOLERANCE_NS = 2_000;
+/**
+ * The CPU has its lead back once a kernel starts this long after its launch returned: the queue holds
+ * that much work, more than a launch hiccup (5-20 us) can drain. Healthy loops run tens of ms ahead.
+ */
+const REFILL_LEAD_NS = 1_000_000;
 const TIMELINE_BUCKETS = 240;
 
 export function emptyIdle(): IdleByCause {
@@ -83,6 +93,13 @@ class DeviceTimeline {
   /** Launch start of the op that opened the segment (its timing decides the 'launch' cause), NaN if unknown. */
   private segLaunch = Number.NaN;
   private gapStart = Number.NEGATIVE_INFINITY;
+  /** Largest lead (kernel start minus its launch's end) among the open segment's kernels. */
+  private segLead = Number.NEGATIVE_INFINITY;
+  /** Between a sync that drained the queue and the CPU's lead coming back. */
+  private refilling = false;
+  private drains = 0;
+  private recovered = 0;
+  private readonly refillNs: Float64Array;
   private w = 0;
   private catW = 0;
   private readonly comm: ClippedUnion;
@@ -108,7 +125,10 @@ class DeviceTimeline {
       commNs: 0,
       commExposedNs: 0,
       kernels: 0,
+      syncRefillNs: 0,
+      syncDrains: 0,
     }));
+    this.refillNs = new Float64Array(windows.length);
     this.categoryNs = new Float64Array(windows.length * CATEGORY_NAMES.length);
     this.comm = new ClippedUnion(windows);
     this.compute = new ClippedUnion(windows);
@@ -129,6 +149,11 @@ class DeviceTimeline {
       this.segStart = s;
       this.segEnd = e;
       this.segLaunch = op.launch.startNs;
+      this.segLead = Number.NEGATIVE_INFINITY;
+    }
+    if (op.kind === OpKind.kernel && !Number.isNaN(op.launch.startNs)) {
+      const lead = s - (op.launch.startNs + op.launch.durNs);
+      if (lead > this.segLead) this.segLead = lead;
     }
     // Overlap is only asked of traces with collectives: the other unions are skipped without them.
     if (this.withComm && op.kind === OpKind.kernel) {
@@ -144,7 +169,14 @@ class DeviceTimeline {
     this.comm.finish();
     this.compute.finish();
     this.kernels.finish();
+    // Refill gaps are the syncs' doing only where the CPU gets its lead back after most of them.
+    const syncsCauseRefill = this.drains > 0 && this.recovered >= this.drains / 2;
     this.times.forEach((t, i) => {
+      if (syncsCauseRefill) {
+        t.syncRefillNs = this.refillNs[i]!;
+        t.idleByCauseNs.launch -= this.refillNs[i]!;
+        t.idleByCauseNs.hostSync += this.refillNs[i]!;
+      }
       CATEGORY_NAMES.forEach((name, c) => {
         t.kernelNsByCategory[name] = this.categoryNs[i * CATEGORY_NAMES.length + c]!;
       });
@@ -177,6 +209,10 @@ class DeviceTimeline {
     const s = this.segStart;
     const e = this.segEnd;
     this.splitGap(this.gapStart, s, this.segLaunch);
+    if (this.refilling && this.segLead >= REFILL_LEAD_NS) {
+      this.refilling = false;
+      this.recovered++;
+    }
     const ws = this.windows;
     for (let j = this.w; j < ws.length && ws[j]!.startNs < e; j++) {
       const a = Math.max(s, ws[j]!.startNs);
@@ -202,7 +238,20 @@ class DeviceTimeline {
     for (let j = this.w; j < ws.length && ws[j]!.startNs < b; j++) {
       const pa = Math.max(a, ws[j]!.startNs);
       const pb = Math.min(b, ws[j]!.endNs);
-      if (pb > pa) attributeGap(this.host, pa, pb, nextLaunch, this.times[j]!.idleByCauseNs);
+      if (pb <= pa) continue;
+      const t = this.times[j]!;
+      const before = t.idleByCauseNs.launch;
+      const cause = attributeGap(this.host, pa, pb, nextLaunch, t.idleByCauseNs);
+      if (cause === 'sync') {
+        // One drain per sync: the gaps while the host still waits in the same sync are part of it.
+        if (!this.refilling) {
+          this.drains++;
+          t.syncDrains++;
+        }
+        this.refilling = true;
+      } else if (cause === 'launch' && this.refilling) {
+        this.refillNs[j]! += t.idleByCauseNs.launch - before;
+      }
     }
   }
 }
@@ -260,17 +309,22 @@ function hostCauses(model: TraceModel, spans: HostSpans): HostCauses {
   };
 }
 
-function attributeGap(host: HostCauses, a: number, b: number, nextLaunch: number, idle: IdleByCause): void {
+/** Adds the gap to `idle` by cause; returns what took the part no host span claimed. */
+function attributeGap(host: HostCauses, a: number, b: number, nextLaunch: number, idle: IdleByCause): 'sync' | 'launch' | 'other' | 'none' {
   const pieces = [a, b];
   idle.dataloader += claim(pieces, host.dataloader);
   idle.communication += claim(pieces, host.communication);
   idle.h2dCopy += claim(pieces, host.h2d);
-  if (pieces.length === 0) return;
+  if (pieces.length === 0) return 'none';
   const rest = piecesLen(pieces);
   if (covers(host.sync, a, SYNC_TOLERANCE_NS)) {
     idle.hostSync += rest;
-    return;
+    return 'sync';
   }
-  if (nextLaunch > a) idle.launch += rest;
-  else idle.other += rest;
+  if (nextLaunch > a) {
+    idle.launch += rest;
+    return 'launch';
+  }
+  idle.other += rest;
+  return 'other';
 }

@@ -22,6 +22,13 @@ export interface DeviceTime {
   commNs: number;
   commExposedNs: number;
   kernels: number;
+  /**
+   * Launch gaps after a sync drained the queue, until the CPU led again (already counted in
+   * idleByCauseNs.hostSync, not launch); 0 where the CPU never regains its lead (then they stay launch).
+   */
+  syncRefillNs: number;
+  /** Idle gaps that began while the host was blocked in a sync (the queue drained). */
+  syncDrains: number;
 }
 
 export interface StepMetrics {
@@ -92,6 +99,47 @@ export interface GemmShapeStat {
   misalignedDims: string[];
 }
 
+/**
+ * The kernel mix per step (ns and counts are means per analysed step), from kernel names: see
+ * kernelMix.ts. Memory-bound = elementwise and reduction kernels (normalisation, softmax, losses,
+ * copies), without the optimizer's and without the layout transposes.
+ */
+export interface KernelMix {
+  memoryBoundFp32Ns: number;
+  memoryBoundHalfNs: number;
+  memoryBoundOtherNs: number;
+  /** cuDNN's nchwToNhwc / nhwcToNchw: a convolution fed NCHW tensors it runs in NHWC. */
+  nchwTransposeNs: number;
+  /** Normalisation and pooling kernels of the NCHW layout, and of channels_last. */
+  nchwNormPoolNs: number;
+  channelsLastNormPoolNs: number;
+  /** Of the normalisation and pooling kernels, those in bf16/fp16. */
+  halfNormPoolNs: number;
+  /** Inductor's (torch.compile) Triton kernels: time and count per step. */
+  tritonNs: number;
+  tritonKernels: number;
+  /** Kernels in fp16 (c10::Half), and the GradScaler's unscale / update kernels, per step. */
+  fp16Kernels: number;
+  gradScalerKernels: number;
+}
+
+/**
+ * Model FLOPs utilisation from the matmuls the trace records with shapes (GEMMs and batched GEMMs:
+ * 2·M·N·K each). Attention kernels without shapes (flash/SDPA) and convolutions are not counted, so
+ * this is a floor; null when matmuls without shapes dominate (a convolutional net) or the GPU is unknown.
+ */
+export interface ModelFlops {
+  flopsPerStep: number;
+  achievedTflops: number;
+  /** The GPU's dense peak for the precision most matmul time ran in, and which one it is. */
+  peakTflops: number;
+  peakPrecision: 'bf16' | 'fp16' | 'tf32' | 'fp32' | 'fp8';
+  gpu: string;
+  mfu: number;
+  /** Share of the matmul kernel time whose FLOPs are counted (GEMMs with shapes). */
+  coveredShare: number;
+}
+
 export interface CommStats {
   collectives: number;
   bytes: number;
@@ -131,6 +179,10 @@ export interface TraceMetrics {
     idleNs: number;
     idleByCauseNs: IdleByCause;
     kernelNsByCategory: NsByCategory;
+    /** Of idleByCauseNs.hostSync: the refill after the syncs (see DeviceTime.syncRefillNs). */
+    syncRefillNs: number;
+    /** Syncs that drained the GPU's queue, per step. */
+    syncDrains: number;
   };
   /** perStep.busyNs / perStep.durNs (0..1). */
   gpuBusyShare: number;
@@ -140,6 +192,9 @@ export interface TraceMetrics {
   precision: PrecisionStats;
   copies: CopyStats[];
   gemmShapes: GemmShapeStat[];
+  kernelMix: KernelMix;
+  /** null when the trace cannot tell (see ModelFlops). */
+  modelFlops: ModelFlops | null;
   comm: CommStats;
   memory: MemoryStats[];
   topKernels: KernelStat[];

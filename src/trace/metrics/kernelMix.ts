@@ -1,0 +1,66 @@
+/**
+ * What the mix of kernels says about the levers a step leaves unpulled: the dtype of the memory-bound
+ * work (fp32 elementwise and normalisation kernels move twice the bytes of bf16 ones), the memory
+ * format of a convolutional net (cuDNN's NCHW<->NHWC transposes, NCHW normalisation and pooling
+ * kernels), whether a compiler fused the step (Inductor's Triton kernels), and fp16 without a
+ * GradScaler. Read from kernel names, which carry their template arguments; one entry per distinct
+ * name, so this costs nothing per kernel.
+ */
+import { KernelCategory } from '../kernelClass.js';
+import type { KernelMix } from './types.js';
+
+export interface NamedKernelTime {
+  name: string;
+  category: number;
+  count: number;
+  totalNs: number;
+}
+
+const HALF = /BFloat16|bfloat16|__nv_bfloat16|\bbf16\b|_bf16|c10::Half|__half\b|\bhalf\b|\bfp16\b|_f16/;
+const FP16 = /c10::Half|__half\b|\bhalf\b|\bfp16\b/;
+const FP32 = /<float\b|\(float\b|, float\b|_f32f32|\bfloat\)|FloatType|<float,/;
+const TRANSPOSE = /nchwToNhwc|nhwcToNchw/;
+const NORM_POOL = /batch_norm|bn_fw|bn_bw|bn_bw_|instance_norm|group_norm|max_pool|avg_pool|adaptive_avg|upsample/i;
+const CHANNELS_LAST = /channels_last|nhwc|NHWC/;
+const TRITON = /^triton_|\btriton_(poi|red|per|tem)_/;
+const GRAD_SCALER = /amp_update_scale|non_finite_check_and_unscale/;
+
+/** Per-step kernel mix from the kernels of the analysed steps (totals over `steps` steps). */
+export function kernelMix(kernels: readonly NamedKernelTime[], steps: number): KernelMix {
+  const n = Math.max(1, steps);
+  const mix: KernelMix = {
+    memoryBoundFp32Ns: 0,
+    memoryBoundHalfNs: 0,
+    memoryBoundOtherNs: 0,
+    nchwTransposeNs: 0,
+    nchwNormPoolNs: 0,
+    channelsLastNormPoolNs: 0,
+    halfNormPoolNs: 0,
+    tritonNs: 0,
+    tritonKernels: 0,
+    fp16Kernels: 0,
+    gradScalerKernels: 0,
+  };
+  for (const k of kernels) {
+    const t = k.totalNs / n;
+    const name = k.name;
+    if (TRITON.test(name)) {
+      mix.tritonNs += t;
+      mix.tritonKernels += k.count / n;
+    }
+    if (GRAD_SCALER.test(name)) mix.gradScalerKernels += k.count / n;
+    if (FP16.test(name)) mix.fp16Kernels += k.count / n;
+    if (k.category === KernelCategory.elementwise || k.category === KernelCategory.reduction) {
+      if (TRANSPOSE.test(name)) mix.nchwTransposeNs += t;
+      else if (HALF.test(name)) mix.memoryBoundHalfNs += t;
+      else if (FP32.test(name)) mix.memoryBoundFp32Ns += t;
+      else mix.memoryBoundOtherNs += t;
+      if (NORM_POOL.test(name)) {
+        if (CHANNELS_LAST.test(name)) mix.channelsLastNormPoolNs += t;
+        else mix.nchwNormPoolNs += t;
+        if (HALF.test(name)) mix.halfNormPoolNs += t;
+      }
+    }
+  }
+  return mix;
+}

@@ -1,0 +1,53 @@
+/**
+ * Achieved model TFLOP/s and MFU from the trace alone: the FLOPs of the matmuls recorded with their
+ * shapes (record_shapes) over the step time, against the GPU's dense peak for the precision the
+ * matmuls ran in. A floor: attention kernels without shapes and convolutions add FLOPs it does not
+ * count, so it is given only when the counted matmuls carry most of the matmul time.
+ */
+import { GPUS, type GpuSpec } from '../../planner/gpus.js';
+import type { GemmShapeStat, ModelFlops, NsByCategory, PrecisionStats } from './types.js';
+
+/** Below this share of matmul time with known FLOPs the figure would mislead (convolutional nets). */
+const MIN_COVERED_SHARE = 0.5;
+
+/**
+ * The catalogue entry of a device as the trace names it ("NVIDIA H100 80GB HBM3", "NVIDIA H200"):
+ * the longest catalogue id whose family (h100, a100, ...) appears in the name, PCIe told apart.
+ */
+export function gpuForDeviceName(name: string): GpuSpec | null {
+  const n = name.toLowerCase();
+  const pcie = /pcie/.test(n);
+  const family = (id: string) => id.split('-')[0]!;
+  const hits = GPUS.filter((g) => n.includes(family(g.id)) || n.replace(/\s+/g, '').includes(family(g.id)));
+  if (hits.length === 0) return null;
+  return hits.find((g) => g.id.includes('pcie') === pcie) ?? hits[0]!;
+}
+
+export function modelFlops(
+  gemmShapes: readonly GemmShapeStat[],
+  precision: PrecisionStats,
+  kernelNsPerStep: NsByCategory,
+  steps: number,
+  stepNs: number,
+  deviceName: string | null,
+): ModelFlops | null {
+  const n = Math.max(1, steps);
+  const gpu = deviceName ? gpuForDeviceName(deviceName) : null;
+  if (gpu === null || stepNs <= 0) return null;
+  const flopsPerStep = gemmShapes.reduce((a, g) => a + g.flopsPerCall * g.calls, 0) / n;
+  const countedNs = gemmShapes.reduce((a, g) => a + g.gpuNs, 0) / n;
+  const matmulNs = kernelNsPerStep.gemm + kernelNsPerStep.attention + kernelNsPerStep.conv;
+  if (flopsPerStep <= 0 || matmulNs <= 0) return null;
+  const coveredShare = Math.min(1, countedNs / matmulNs);
+  if (coveredShare < MIN_COVERED_SHARE) return null;
+  const classes: [ModelFlops['peakPrecision'], number, number][] = [
+    ['bf16', precision.tensorCore16Ns, gpu.bf16Tflops],
+    ['tf32', precision.tensorCoreTf32Ns, gpu.tf32Tflops],
+    ['fp32', precision.fp32Ns, gpu.fp32Tflops],
+    ['fp8', precision.tensorCore8Ns, gpu.bf16Tflops * 2],
+  ];
+  const [peakPrecision, , peakTflops] = classes.reduce((best, c) => (c[1] > best[1] ? c : best));
+  if (!(peakTflops > 0)) return null;
+  const achievedTflops = flopsPerStep / stepNs / 1e3;
+  return { flopsPerStep, achievedTflops, peakTflops, peakPrecision, gpu: gpu.name, mfu: achievedTflops / peakTflops, coveredShare };
+}
