@@ -69,6 +69,13 @@ function rankSection(m: TraceMetrics, st: Style): string[] {
   out.push(
     `  launches     ${l.kernelsPerStep.toFixed(0)} kernels/step, median kernel ${fmtMs(l.medianKernelNs)}, CPU in launch calls ${fmtMs(l.cpuLaunchNs)} vs GPU kernels ${fmtMs(l.gpuKernelNs)}, CPU ahead by ${fmtMs(l.medianLaunchToStartNs)} (median)`,
   );
+  const mf = m.modelFlops;
+  if (mf !== null) {
+    out.push(
+      `  model FLOPs  ${mf.achievedTflops.toFixed(0)} TFLOP/s achieved, MFU ${fmtPct(mf.mfu)} of the ${mf.gpu} ${mf.peakPrecision} dense peak ${mf.peakTflops} TFLOP/s ` +
+        st.dim(`(${(mf.flopsPerStep / 1e12).toFixed(2)} TFLOP of GEMMs per median step; attention kernels and convolutions not counted: a floor)`),
+    );
+  }
   for (const c of m.copies) out.push(`  memcpy       ${c.kind.padEnd(14)} ${String(c.count).padStart(6)} copies ${fmtBytes(c.bytes).padStart(10)} ${fmtMs(c.durNs).padStart(10)} ${c.bandwidthGBs.toFixed(1).padStart(7)} GB/s`);
   if (m.comm.collectives > 0) {
     out.push(
