@@ -2,7 +2,7 @@
 import type { CollectiveTimings } from '../../trace/metrics/collectives.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtBytes, fmtMs, fmtPct } from '../../util/format.js';
-import { gainFrom } from '../finding.js';
+import { gainFrom } from '../../findings/finding.js';
 import { type CrossRankRule, type RankRule, finding, stepNs } from './rule.js';
 
 const COMM_MIN_EXPOSED_SHARE = 0.1;

@@ -1,6 +1,6 @@
 /** Host-side rules: synchronisations in the loop, launch overhead. */
 import { fmtMs, fmtPct } from '../../util/format.js';
-import { gainFrom } from '../finding.js';
+import { gainFrom } from '../../findings/finding.js';
 import { type RankRule, finding, stepNs } from './rule.js';
 
 const SYNC_MIN_SHARE = 0.01;
