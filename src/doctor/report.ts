@@ -71,6 +71,8 @@ export interface DoctorInput {
   /** GPU samples taken during the run; null when no GPU could be read. */
   gpuSamples: Snapshot[] | null;
   gpuUnavailableReason: string | null;
+  /** A re-diagnosed run (doctor --from): the GPU summaries its first report kept, used when there are no samples. */
+  recordedGpus?: { gpus: GpuSummary[]; driver: string | null } | null;
   notes: string[];
 }
 
@@ -560,7 +562,7 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
       torch: hello?.torch ?? null,
       cuda: hello?.cuda.version ?? null,
       cudnn: hello?.cudnn ?? null,
-      driver: input.gpuSamples?.find((s) => s.driverVersion !== null)?.driverVersion ?? null,
+      driver: input.gpuSamples?.find((s) => s.driverVersion !== null)?.driverVersion ?? input.recordedGpus?.driver ?? null,
       hostname: hello?.hostname ?? null,
       worldSize: hello?.worldSize ?? null,
       devices: hello?.cuda.devices ?? [],
@@ -568,7 +570,7 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
       probeSilent: byPid.size === 0,
     },
     ranks,
-    gpus: input.gpuSamples ? summarizeGpus(input.gpuSamples) : null,
+    gpus: input.gpuSamples ? summarizeGpus(input.gpuSamples) : (input.recordedGpus?.gpus ?? null),
     gpuUnavailableReason: input.gpuUnavailableReason,
     model: modelOut,
     planModel: plan.model,
