@@ -12,7 +12,7 @@ import { renderDoctorHtml } from '../doctor/html.js';
 import { renderDoctorMarkdown } from '../doctor/markdown.js';
 import { renderDoctorText } from '../doctor/render.js';
 import type { DoctorReport } from '../doctor/report.js';
-import { type ProbeRecord, rankOf } from '../doctor/records.js';
+import { type ProbeRecord, rankOf } from '../run/records.js';
 import { InputError } from '../io/inputError.js';
 import { analyseSnapshotFiles, analyseTraceFiles, type CaptureRef } from '../io/captures.js';
 import { checkHtmlTarget } from '../io/reportTarget.js';

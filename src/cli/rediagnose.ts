@@ -31,6 +31,7 @@ export async function rediagnoseRunDir(dir: string, why: string[] = []): Promise
       dir,
       records: run.records,
       skippedLines: run.skippedLines,
+      recordNotes: run.recordNotes,
       traces,
       snapshots,
       savedReport: run.savedReport,

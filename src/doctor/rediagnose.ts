@@ -5,12 +5,14 @@
  * say what was inferred.
  */
 import type { ChildExit, DoctorInput, DoctorReport, SnapshotInput, TraceInput } from './report.js';
-import { type ProbeRecord, rankOf } from './records.js';
+import { type ProbeRecord, rankOf } from '../run/records.js';
 
 export interface RecordedRunInput {
   dir: string;
   records: ProbeRecord[];
   skippedLines: number;
+  /** Why records were left out (parseProbeLines). */
+  recordNotes: string[];
   traces: TraceInput[];
   snapshots: SnapshotInput[];
   savedReport: DoctorReport | null;
@@ -43,6 +45,7 @@ export function recordedRunInput(run: RecordedRunInput): DoctorInput {
   const recordedBy = saved ? ` (recorded by gpuwise ${saved.version})` : '';
   notes.push(`re-diagnosed from ${run.dir} with the rules of gpuwise ${run.version}${recordedBy}: no process ran`);
   if (run.savedReportProblem) notes.push(run.savedReportProblem);
+  notes.push(...run.recordNotes);
   const times = run.records.map((r) => r.t).filter((t) => Number.isFinite(t));
   const hello = [...run.records].filter((r) => r.type === 'hello').sort((a, b) => rankOf(a) - rankOf(b))[0];
   let exit: ChildExit;

@@ -23,7 +23,8 @@ import {
   type ProbeRecord,
   rankOf,
   type StepRecord,
-} from './records.js';
+  type StepSource,
+} from '../run/records.js';
 import { buildWhatIfs, type RunSetup, type WhatIf, type WhatIfCalibration, whatIfFindings } from './whatIfs.js';
 
 export const DOCTOR_SCHEMA_VERSION = 1;
@@ -100,8 +101,8 @@ export interface StepStats {
   timing: 'gpu' | 'host';
   /** Median of the host wall-clock step times over the same steps (equal to medianS with host timing). */
   hostMedianS: number | null;
-  /** What marked the steps (the last step's source): `optimizer`, `marker` (gpuwise.step()) or `batch`; null for an older probe. */
-  stepSource: 'optimizer' | 'marker' | 'batch' | null;
+  /** What marked the steps (the last step's source, see StepRecord.stepSource); null for an older probe. */
+  stepSource: StepSource | null;
 }
 
 export interface RankSummary {
@@ -506,7 +507,8 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
   const probeFindings = dlWait ? [dlWait] : [];
   const { outcome, text } = outcomeOf(input, ranks);
   const notes = [...input.notes];
-  if (input.skippedLines > 0) notes.push(`${input.skippedLines} probe line(s) could not be read (a process killed mid-write)`);
+  if (input.skippedLines > 0)
+    notes.push(`${input.skippedLines} probe line(s) left out: not JSON (a process killed mid-write) or not a record this gpuwise understands`);
   if (byPid.size === 0)
     notes.push(
       'the probe sent nothing: the command did not run Python with torch, or no step happened (no optimizer step, DataLoader batch or gpuwise.step())',

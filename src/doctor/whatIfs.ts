@@ -26,7 +26,7 @@ import { budgetBytes, evaluatePlan, type Plan, type PlanRequest } from '../plann
 import type { Checkpointing, Hardware, OptimizerKind, Parallelism, Precision, TrainingSetup } from '../planner/setup.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
 import { fmtBytes } from '../util/format.js';
-import type { HelloRecord, ModelRecord, StepRecord } from './records.js';
+import type { HelloRecord, ModelRecord, StepRecord } from '../run/records.js';
 
 /** The run's set-up as doctor inferred it; null where the records do not tell. */
 export interface RunSetup {

@@ -7,7 +7,7 @@
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { type ProbeRecord, parseProbeLines, rankOf } from '../doctor/records.js';
+import { type ProbeRecord, parseProbeLines, rankOf } from '../run/records.js';
 import { parseDoctorReport } from '../doctor/reportCheck.js';
 import type { DoctorReport } from '../doctor/report.js';
 import { InputError } from './inputError.js';
@@ -25,6 +25,8 @@ export interface RecordedRun {
   dir: string;
   records: ProbeRecord[];
   skippedLines: number;
+  /** What was left out of the probe files and why (run/records.ts). */
+  recordNotes: string[];
   /** The probe files read, relative to dir. */
   probeFiles: string[];
   traces: CapturedFile[];
@@ -78,11 +80,13 @@ export function readRunDir(dir: string): RecordedRun {
       throw new InputError(join(dir, f), `cannot read: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
     }
   }
-  const { records, skippedLines } = parseProbeLines(texts.join(''));
+  const { records, skippedLines, notes: recordNotes } = parseProbeLines(texts.join(''));
   if (records.length === 0)
     throw new InputError(
       join(dir, probeFiles[0] as string),
-      lines === 0 ? 'empty: the probe recorded nothing in this run' : `damaged: none of its ${lines} line(s) is a probe record`,
+      lines === 0
+        ? 'empty: the probe recorded nothing in this run'
+        : `damaged: none of its ${lines} line(s) is a probe record this gpuwise reads${recordNotes[0] ? ` (${recordNotes[0]})` : ''}`,
     );
   const files = new Set(entries);
   const profileEnds = records.filter((r) => r.type === 'profile-end');
@@ -109,5 +113,5 @@ export function readRunDir(dir: string): RecordedRun {
       savedReportProblem = `report.json ${(e as Error).message}: the run's command, times and exit status are taken from the records`;
     }
   }
-  return { dir, records, skippedLines, probeFiles, traces, snapshots, savedReport, savedReportProblem };
+  return { dir, records, skippedLines, recordNotes, probeFiles, traces, snapshots, savedReport, savedReportProblem };
 }

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { Finding } from '../../src/findings/finding.js';
-import type { HelloRecord, ModelRecord, StepRecord } from '../../src/doctor/records.js';
+import type { HelloRecord, ModelRecord, StepRecord } from '../../src/run/records.js';
 import { renderDoctorText } from '../../src/doctor/render.js';
 import { buildDoctorReport } from '../../src/doctor/report.js';
 import { buildWhatIfs, type WhatIfInput, whatIfFindings } from '../../src/doctor/whatIfs.js';
