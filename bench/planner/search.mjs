@@ -22,7 +22,7 @@ await build({
 const P = await import(out.href);
 const cfg = JSON.parse(readFileSync(new URL('test/fixtures/planner/configs/llama-2-7b/config.json', root), 'utf8'));
 const model = P.describeHfConfig(cfg);
-const gpu = P.findGpu('h100-sxm');
+const gpu = P.gpuById('h100-sxm');
 const req = (nodes) => ({
   model,
   setup: { microBatch: 1, seq: 4096, precision: 'amp-bf16', optimizer: 'adamw', checkpointing: 'none', gradAccum: 1, mode: 'train' },

@@ -3,9 +3,11 @@
  * several ranks (keeping the rank with the largest gain), and ranks the result
  * by severity, then gain.
  */
+
+import type { Finding } from '../findings/finding.js';
+import { mergeById, sortFindings } from '../findings/rank.js';
 import type { CollectiveTimings } from '../trace/metrics/collectives.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
-import { type Finding, severityRank } from './finding.js';
 import { gpuUnderused, misalignedShapes, noTensorCores } from './rules/compute.js';
 import { commBound, dataParallel, ddpAccumWithoutNoSync, rankImbalance, smallCommBuckets } from './rules/distributed.js';
 import { fusion } from './rules/fusion.js';
@@ -36,28 +38,18 @@ export const CROSS_RANK_RULES: readonly CrossRankRule[] = [rankImbalance];
 
 /** `collectives[i]`, rank i's collective timings, lets the rules compare ranks collective by collective. */
 export function diagnose(ranks: TraceMetrics[], collectives: readonly CollectiveTimings[] = []): Finding[] {
-  const byId = new Map<string, Finding>();
-  for (const m of ranks) {
+  const perRank: Finding[] = [];
+  for (const m of ranks)
     for (const rule of RANK_RULES) {
       const f = rule(m);
-      if (!f) continue;
-      const prev = byId.get(f.id);
-      if (!prev) byId.set(f.id, f);
-      else {
-        const keep = gainOf(f) > gainOf(prev) ? f : prev;
-        byId.set(f.id, { ...keep, ranks: [...new Set([...prev.ranks, ...f.ranks])].sort((a, b) => a - b) });
-      }
+      if (f) perRank.push(f);
     }
-  }
+  const byId = new Map(mergeById(perRank).map((f) => [f.id, f]));
   if (ranks.length > 1) {
     for (const rule of CROSS_RANK_RULES) {
       const f = rule(ranks, collectives);
       if (f) byId.set(f.id, f);
     }
   }
-  return [...byId.values()].sort((a, b) => severityRank(a.severity) - severityRank(b.severity) || gainOf(b) - gainOf(a));
-}
-
-function gainOf(f: Finding): number {
-  return f.estimatedGain?.savedFraction ?? 0;
+  return sortFindings([...byId.values()]);
 }

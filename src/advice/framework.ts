@@ -3,7 +3,7 @@
  * probe reads it off the call stack); a Trainer user changes TrainingArguments, not a training loop they
  * never wrote. The plain PyTorch code stays beside it, for whoever wants to see what the switch does.
  */
-import type { Finding, Framework } from './finding.js';
+import type { Finding, Framework } from '../findings/finding.js';
 
 const LABEL: Record<Framework, string> = {
   transformers: 'Hugging Face Trainer',

@@ -1,7 +1,8 @@
 /** `gpuwise analyze <trace|dir>...`: diagnose torch.profiler traces. */
 import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { SEVERITIES, type Severity, severityRank } from '../advice/finding.js';
+import { SEVERITIES, type Severity } from '../findings/finding.js';
+import { severityRank } from '../findings/rank.js';
 import { InputError } from '../io/inputError.js';
 import { describeFsError } from '../io/readTrace.js';
 import { loadTrace } from '../io/loadTrace.js';

@@ -3,27 +3,27 @@
  * collects the probe's records on a Unix socket, samples the GPUs, then analyses the captured
  * trace and snapshot with analyze's and memory's code and prints one report (src/doctor/).
  */
-import { rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { join } from 'node:path';
-import { type DoctorInput, type SnapshotInput, type TraceInput, buildDoctorReport } from '../doctor/report.js';
+import { basename, dirname, join } from 'node:path';
+import { type DoctorInput, buildDoctorReport } from '../doctor/report.js';
 import { renderDoctorHtml } from '../doctor/html.js';
 import { renderDoctorMarkdown } from '../doctor/markdown.js';
 import { renderDoctorText } from '../doctor/render.js';
 import type { DoctorReport } from '../doctor/report.js';
-import { type ProbeRecord, rankOf } from '../doctor/records.js';
+import { type ProbeRecord, rankOf } from '../run/records.js';
 import { InputError } from '../io/inputError.js';
-import { loadTrace } from '../io/loadTrace.js';
-import { readSnapshotFile } from '../io/readSnapshot.js';
+import { analyseSnapshotFiles, analyseTraceFiles, type CaptureRef } from '../io/captures.js';
 import { checkHtmlTarget } from '../io/reportTarget.js';
-import { analyze as analyzeSnapshot } from '../memory/report.js';
-import { analyzeTrace, collectiveTimings } from '../trace/metrics/index.js';
 import { VERSION } from './main.js';
 import { type ProbeRun, makeRunDir, startProbeRun } from './probeRun.js';
+import { printDoctorReport, rediagnoseRunDir } from './rediagnose.js';
 import { splitCommand } from './telemetryArgs.js';
 import { UsageError, parseFlags } from './usage.js';
 
 const HELP = `Usage: gpuwise doctor [options] -- CMD [ARGS...]
+       gpuwise doctor --from RUN_DIR [--json | --md | --html FILE]
 
 Runs CMD (python train.py, torchrun ..., accelerate launch ...) unchanged with gpuwise's
 Python probe injected (PYTHONPATH + sitecustomize), watches the GPUs, records a torch.profiler
@@ -40,6 +40,10 @@ Options:
   --profile-at N first profiled step (default 10); --profile-steps K steps (default 5, 0 = off)
   -h, --help     this help
 
+--from RUN_DIR re-diagnoses a recorded run: the report is rebuilt from the run directory's probe
+records, profiler window and snapshot (gzipped or not) with this version's rules; nothing runs and
+nothing is written there. A run recorded on a GPU machine can so be read again anywhere.
+
 Every run is saved in the run history (gpuwise runs, gpuwise compare last~1 last); the run
 directory also gets report.json, report.md and report.html.
 Exit status: CMD's own (128+N when it died of signal N); 2 for bad usage or a CMD that cannot start.
@@ -55,8 +59,36 @@ const OPTIONS = {
   store: { type: 'string' },
   'profile-at': { type: 'string' },
   'profile-steps': { type: 'string' },
+  from: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
+
+/** A shipped run recorded on an H200, shown when the shipped example cannot run for want of PyTorch. */
+const SHIPPED_RUN = join('runs', 'h200', 'starved_dataloader');
+
+/**
+ * The README's first command runs a script shipped in examples/doctor/. On a machine whose Python has no PyTorch
+ * that cannot work; instead of the script's traceback and an empty report, doctor re-diagnoses a run of the same
+ * kind recorded on an H200 and says so. Only for the shipped examples: a user's own script runs as given.
+ * Returns the reason when the fallback applies, else null.
+ */
+function shippedExampleWithoutTorch(cmd: string[]): { runDir: string; why: string } | null {
+  const [python, script] = cmd;
+  if (python === undefined || script === undefined || !/^python[0-9.]*$/.test(basename(python))) return null;
+  const runDir = join(dirname(script), SHIPPED_RUN);
+  if (!existsSync(script) || !existsSync(join(runDir, 'probe.jsonl'))) return null;
+  const probe = spawnSync(python, ['-c', 'import torch'], { stdio: ['ignore', 'ignore', 'pipe'], timeout: 120_000 });
+  if (probe.status === 0) return null;
+  const err = probe.error as NodeJS.ErrnoException | undefined;
+  const reason =
+    err?.code === 'ENOENT'
+      ? `there is no ${python} on this machine`
+      : `${python} has no PyTorch (${String(probe.stderr ?? '').trim().split('\n').pop() || `import torch failed with status ${probe.status}`})`;
+  return {
+    runDir,
+    why: `${reason}, so ${script} cannot run here. Shown instead: the diagnosis of a run recorded on an NVIDIA H200 (a ResNet-50 whose DataLoader starves the GPU), re-diagnosed from its run directory with gpuwise doctor --from ${runDir}. Install PyTorch to run the example itself.`,
+  };
+}
 
 function intFlag(text: string | undefined, flag: string, min: number): number | undefined {
   if (text === undefined) return undefined;
@@ -64,37 +96,16 @@ function intFlag(text: string | undefined, flag: string, min: number): number | 
   return Number(text);
 }
 
-async function analyseTraces(records: ProbeRecord[]): Promise<TraceInput[]> {
-  const out: TraceInput[] = [];
+/** The windows and snapshots the probe's records name, at the paths it wrote them to. */
+function capturesOf(records: ProbeRecord[]): { traces: CaptureRef[]; snapshots: (CaptureRef & { kind: 'window' | 'oom' })[] } {
+  const traces: CaptureRef[] = [];
+  const snapshots: (CaptureRef & { kind: 'window' | 'oom' })[] = [];
   for (const r of records) {
-    if (r.type !== 'profile-end' || r.trace === null) continue;
-    try {
-      const model = await loadTrace(r.trace);
-      const metrics = analyzeTrace(model);
-      out.push({ rank: rankOf(r), path: r.trace, metrics, collectives: collectiveTimings(model, metrics.steps), error: null });
-    } catch (e) {
-      out.push({ rank: rankOf(r), path: r.trace, metrics: null, collectives: null, error: (e as Error).message });
-    }
+    if (r.type === 'profile-end' && r.trace !== null) traces.push({ rank: rankOf(r), path: r.trace, label: r.trace });
+    if (r.type === 'profile-end' && r.snapshot) snapshots.push({ rank: rankOf(r), path: r.snapshot, label: r.snapshot, kind: 'window' });
+    if (r.type === 'oom' && r.snapshot) snapshots.push({ rank: rankOf(r), path: r.snapshot, label: r.snapshot, kind: 'oom' });
   }
-  return out.sort((a, b) => a.rank - b.rank);
-}
-
-async function analyseSnapshots(records: ProbeRecord[]): Promise<SnapshotInput[]> {
-  const wanted: { rank: number; path: string; kind: 'window' | 'oom' }[] = [];
-  for (const r of records) {
-    if (r.type === 'profile-end' && r.snapshot) wanted.push({ rank: rankOf(r), path: r.snapshot, kind: 'window' });
-    if (r.type === 'oom' && r.snapshot) wanted.push({ rank: rankOf(r), path: r.snapshot, kind: 'oom' });
-  }
-  const out: SnapshotInput[] = [];
-  for (const w of wanted) {
-    try {
-      const { snapshot } = await readSnapshotFile(w.path);
-      out.push({ ...w, report: analyzeSnapshot(snapshot, { path: w.path }).report, error: null });
-    } catch (e) {
-      out.push({ ...w, report: null, error: (e as Error).message });
-    }
-  }
-  return out;
+  return { traces, snapshots };
 }
 
 export async function run(argv: string[]): Promise<number> {
@@ -105,13 +116,28 @@ export async function run(argv: string[]): Promise<number> {
     return 0;
   }
   if (positionals.length > 0) throw new UsageError(`put the command after --: gpuwise doctor [options] -- ${positionals.join(' ')}`);
+  if (values.json && values.md) throw new UsageError('--json and --md are exclusive');
+  const format = { json: values.json, md: values.md, html: values.html };
+  if (values.from !== undefined) {
+    if (cmd.length > 0) throw new UsageError('--from re-diagnoses a recorded run: give no command (gpuwise doctor --from RUN_DIR)');
+    for (const flag of ['steps', 'out', 'store', 'profile-at', 'profile-steps'] as const)
+      if (values[flag] !== undefined) throw new UsageError(`--${flag} is for a new run, not for --from`);
+    if (values.html !== undefined) checkHtmlTarget(values.html, [values.from]);
+    printDoctorReport(await rediagnoseRunDir(values.from), format, 'gpuwise doctor');
+    return 0;
+  }
   if (cmd.length === 0) throw new UsageError('missing the command to run: gpuwise doctor [options] -- python train.py ...');
   const maxSteps = intFlag(values.steps, '--steps', 1);
   const profileAt = intFlag(values['profile-at'], '--profile-at', 1);
   const profileSteps = intFlag(values['profile-steps'], '--profile-steps', 0);
-  if (values.json && values.md) throw new UsageError('--json and --md are exclusive');
   // Checked before the run: a refused --html must not cost a training run.
   if (values.html !== undefined) checkHtmlTarget(values.html, cmd.slice(1));
+  const fallback = shippedExampleWithoutTorch(cmd);
+  if (fallback) {
+    process.stderr.write(`gpuwise doctor: ${fallback.why}\n`);
+    printDoctorReport(await rediagnoseRunDir(fallback.runDir, [fallback.why]), format, 'gpuwise doctor');
+    return 0;
+  }
 
   const started = new Date();
   const { runDir, created } = makeRunDir(values.out, started);
@@ -129,7 +155,8 @@ export async function run(argv: string[]): Promise<number> {
   }
   const { exit, forwardedSignal, records, skippedLines, gpuSamples, gpuUnavailableReason, endedAtMs: ended } = await probeRun.done;
   const parsed = { records, skippedLines };
-  const [traces, snapshots] = [await analyseTraces(parsed.records), await analyseSnapshots(parsed.records)];
+  const captured = capturesOf(parsed.records);
+  const [traces, snapshots] = [await analyseTraceFiles(captured.traces), await analyseSnapshotFiles(captured.snapshots)];
   const input: DoctorInput = {
     version: VERSION,
     command: cmd,

@@ -3,7 +3,8 @@
  * src/memory (read the file, analyse, print or write the report).
  */
 import { writeFile } from 'node:fs/promises';
-import { type Severity, SEVERITIES, severityRank } from '../memory/findings.js';
+import { SEVERITIES, type Severity } from '../findings/finding.js';
+import { severityRank } from '../findings/rank.js';
 import { diffSnapshots, renderDiffMarkdown, renderDiffText } from '../memory/diff.js';
 import { renderHtml } from '../memory/render/html.js';
 import { renderMarkdown, renderText } from '../memory/render/text.js';

@@ -5,7 +5,8 @@
 import { readModelConfig } from '../io/readModelConfig.js';
 import { EMIT_FORMATS, type EmitFormat, emit } from '../planner/emit.js';
 import { PlanError } from '../planner/errors.js';
-import { findGpu, type GpuSpec } from '../planner/gpus.js';
+import type { GpuSpec } from '../planner/gpus.js';
+import { gpuFromArg } from './gpuArg.js';
 import type { ModelDescription } from '../planner/model.js';
 import { evaluatePlan, explainNoFit, maxMicroBatch, memorySavers, type Plan, type PlanRequest, searchPlans } from '../planner/plan.js';
 import { type PlanJson, planJson, planSummaryJson } from '../planner/report.js';
@@ -147,7 +148,7 @@ function buildHardware(v: Values): Hardware {
       intraNodeBandwidth: 64e9,
       source: 'given on the command line',
     };
-  } else gpu = findGpu(s(v, 'gpu') ?? 'h100-sxm');
+  } else gpu = gpuFromArg(s(v, 'gpu') ?? 'h100-sxm', '--gpu', 'give --gpu-memory and --gpu-tflops');
   const cap = s(v, 'memory-cap');
   return {
     gpu,

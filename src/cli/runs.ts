@@ -3,20 +3,19 @@
  * `gpuwise runs` lists the runs, newest first; `gpuwise runs show RUN` prints one run's report again
  * (terminal, --json, --md, --html FILE).
  */
-import { writeFileSync } from 'node:fs';
-import { renderDoctorHtml } from '../doctor/html.js';
-import { renderDoctorMarkdown } from '../doctor/markdown.js';
-import { renderDoctorText } from '../doctor/render.js';
+import { existsSync, statSync } from 'node:fs';
 import { renderRunsTable } from '../history/render.js';
-import { loadRunRef } from '../io/loadRunRef.js';
+import { InputError } from '../io/inputError.js';
+import { loadRunRef, looksLikePath } from '../io/loadRunRef.js';
 import { checkHtmlTarget } from '../io/reportTarget.js';
 import { listRuns, storeDir, storePath } from '../io/runStore.js';
+import { printDoctorReport, rediagnoseRunDir } from './rediagnose.js';
 import { UsageError, parseFlags } from './usage.js';
 
 export const RUNS_SCHEMA_VERSION = 1;
 
 const HELP = `Usage: gpuwise runs [--store DIR] [--limit N] [--json]
-       gpuwise runs show RUN [--store DIR] [--json | --md | --html FILE]
+       gpuwise runs show RUN [--store DIR] [--rediagnose] [--json | --md | --html FILE]
 
 Lists the runs \`gpuwise doctor\` saved in the local history (DIR/runs.sqlite), newest first:
 id, start, outcome, command, median step, throughput, peak memory (allocator reserved, else NVML),
@@ -31,10 +30,21 @@ Options:
   --json         JSON on stdout (runs: schemaVersion 1; show: the doctor report)
   --md           show: the report as Markdown
   --html FILE    show: write the report as one self-contained HTML page
+  --rediagnose   show: rebuild the report from the run directory's records with this version's
+                 rules (as gpuwise doctor --from RUN_DIR) instead of printing the saved one
   -h, --help     this help
 
 Exit status: 0; 2 for an unknown run, a damaged history or bad usage.
 `;
+
+/** The run directory a RUN names: a directory given as is, else the one its saved report was written in. */
+async function runDirOf(ref: string, storeDir: string): Promise<string> {
+  if (looksLikePath(ref) && existsSync(ref) && statSync(ref).isDirectory()) return ref;
+  const loaded = await loadRunRef(ref, storeDir);
+  const runDir = loaded.report.run.runDir;
+  if (!existsSync(runDir)) throw new InputError(runDir, `run ${loaded.label}'s directory is gone: nothing to re-diagnose (the saved report is still shown by gpuwise runs show ${ref})`);
+  return runDir;
+}
 
 export async function run(argv: string[]): Promise<number> {
   const { values, positionals } = parseFlags({
@@ -47,6 +57,7 @@ export async function run(argv: string[]): Promise<number> {
       json: { type: 'boolean' },
       md: { type: 'boolean' },
       html: { type: 'string' },
+      rediagnose: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -60,17 +71,20 @@ export async function run(argv: string[]): Promise<number> {
     if (rest.length !== 1) throw new UsageError('give one run: gpuwise runs show RUN (an id, last, last~N, or a run directory)');
     if (values.limit !== undefined) throw new UsageError('--limit is for the list, not for show');
     if ([values.json, values.md].filter(Boolean).length > 1) throw new UsageError('--json and --md are exclusive');
-    const loaded = await loadRunRef(rest[0] as string, dir);
-    if (values.html !== undefined) checkHtmlTarget(values.html, [loaded.source]);
-    if (values.json) process.stdout.write(`${JSON.stringify(loaded.report, null, 2)}\n`);
-    else if (values.md) process.stdout.write(renderDoctorMarkdown(loaded.report));
-    else if (values.html === undefined) process.stdout.write(renderDoctorText(loaded.report));
-    if (values.html !== undefined) {
-      writeFileSync(values.html, renderDoctorHtml(loaded.report));
-      process.stderr.write(`gpuwise runs: wrote ${values.html}\n`);
+    const ref = rest[0] as string;
+    const format = { json: values.json, md: values.md, html: values.html };
+    if (values.rediagnose) {
+      const runDir = await runDirOf(ref, dir);
+      if (values.html !== undefined) checkHtmlTarget(values.html, [runDir]);
+      printDoctorReport(await rediagnoseRunDir(runDir), format, 'gpuwise runs');
+      return 0;
     }
+    const loaded = await loadRunRef(ref, dir);
+    if (values.html !== undefined) checkHtmlTarget(values.html, [loaded.source]);
+    printDoctorReport(loaded.report, format, 'gpuwise runs');
     return 0;
   }
+  if (values.rediagnose) throw new UsageError('--rediagnose is for `gpuwise runs show RUN`');
   if (sub !== undefined) throw new UsageError(`unexpected argument '${sub}' (gpuwise runs [options], or gpuwise runs show RUN)`);
   if (values.md || values.html !== undefined) throw new UsageError('--md and --html are for `gpuwise runs show RUN`');
   let limit: number | null = 20;

@@ -9,7 +9,7 @@
  * - GPU-bound window: the cost is on the GPU timeline (activity tracing around every kernel), spread over the
  *   step, so the expected step is scaled by run / window.
  */
-import { type EstimatedGain, type Finding, severityForGain } from '../advice/finding.js';
+import { type EstimatedGain, type Finding, withGain } from '../findings/finding.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
 import { fmtMs } from '../util/format.js';
 
@@ -55,5 +55,5 @@ export function rebaseFinding(f: Finding, metricsOfRank: (rank: number) => Trace
   if (m === null || run === null) return f;
   const estimatedGain = rebaseGain(f.estimatedGain, m, run);
   if (estimatedGain === f.estimatedGain) return f;
-  return { ...f, estimatedGain, severity: severityForGain(estimatedGain) };
+  return withGain(f, estimatedGain);
 }

@@ -1,6 +1,7 @@
 /** The doctor report as terminal text (pure). */
 import { fmtBytes, fmtMs, fmtPct } from '../util/format.js';
 import type { DoctorReport, RankSummary } from './report.js';
+import { stepSourceNote } from './renderParts.js';
 
 const s2ns = (s: number) => s * 1e9;
 
@@ -17,8 +18,8 @@ function stepLine(r: RankSummary): string {
   ];
   if (st.samplesPerS !== null) parts.push(`${st.samplesPerS.toFixed(st.samplesPerS >= 100 ? 0 : 1)} samples/s`);
   if (st.tokensPerS !== null) parts.push(`${Math.round(st.tokensPerS).toLocaleString('en-US')} tokens/s (seq ${st.seqLen})`);
-  if (st.stepSource === 'marker') parts.push('steps marked by gpuwise.step()');
-  if (st.stepSource === 'batch') parts.push('one step per DataLoader batch (no optimizer stepped)');
+  const note = stepSourceNote({ steps: st });
+  if (note) parts.push(note);
   return parts.join(', ');
 }
 

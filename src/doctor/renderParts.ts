@@ -39,10 +39,18 @@ export function nvmlBesideAllocator(r: RankSummary): string | null {
   return `reserved ${fmtBytes(a.peakReservedBytes)} + CUDA context and other ${fmtBytes(Math.max(0, r.nonAllocatorBytes))} = ${fmtBytes(r.nvmlUsedBytes)} seen by NVML`;
 }
 
-export function stepSourceNote(r: RankSummary): string | null {
-  if (r.steps.stepSource === 'marker') return 'steps marked by gpuwise.step()';
-  if (r.steps.stepSource === 'batch') return 'one step per DataLoader batch (no optimizer stepped)';
-  return null;
+/** How the steps were found, when not by the optimizer (one wording for every format). */
+const STEP_SOURCE_NOTE: Record<string, string> = {
+  marker: 'steps marked by gpuwise.step()',
+  batch: 'one step per DataLoader batch (no optimizer stepped)',
+  backward: 'one step per backward pass (no optimizer stepped)',
+  forward: 'one step per forward call of the outermost module (no optimizer or backward)',
+  time: 'no step found: fixed time slices of the run',
+};
+
+export function stepSourceNote(r: Pick<RankSummary, 'steps'>): string | null {
+  const src = r.steps.stepSource;
+  return src ? (STEP_SOURCE_NOTE[src] ?? null) : null;
 }
 
 export function environmentRows(r: DoctorReport): [string, string][] {

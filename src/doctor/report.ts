@@ -5,7 +5,8 @@
  * memory's analysis, so a run diagnosed by doctor reads like `analyze` and `memory` on its files.
  */
 import { diagnose } from '../advice/engine.js';
-import { type Finding, type Severity, severityForGain, severityRank } from '../advice/finding.js';
+import { type Finding, finding } from '../findings/finding.js';
+import { sortFindings } from '../findings/rank.js';
 import type { MemoryReport } from '../memory/report.js';
 import type { ModelDescription } from '../planner/model.js';
 import { describeModel, MODEL_SUMMARY_FORMAT } from '../planner/modelSummary.js';
@@ -22,7 +23,8 @@ import {
   type ProbeRecord,
   rankOf,
   type StepRecord,
-} from './records.js';
+  type StepSource,
+} from '../run/records.js';
 import { buildWhatIfs, type RunSetup, type WhatIf, type WhatIfCalibration, whatIfFindings } from './whatIfs.js';
 
 export const DOCTOR_SCHEMA_VERSION = 1;
@@ -70,6 +72,8 @@ export interface DoctorInput {
   /** GPU samples taken during the run; null when no GPU could be read. */
   gpuSamples: Snapshot[] | null;
   gpuUnavailableReason: string | null;
+  /** A re-diagnosed run (doctor --from): the GPU summaries its first report kept, used when there are no samples. */
+  recordedGpus?: { gpus: GpuSummary[]; driver: string | null } | null;
   notes: string[];
 }
 
@@ -97,8 +101,8 @@ export interface StepStats {
   timing: 'gpu' | 'host';
   /** Median of the host wall-clock step times over the same steps (equal to medianS with host timing). */
   hostMedianS: number | null;
-  /** What marked the steps (the last step's source): `optimizer`, `marker` (gpuwise.step()) or `batch`; null for an older probe. */
-  stepSource: 'optimizer' | 'marker' | 'batch' | null;
+  /** What marked the steps (the last step's source, see StepRecord.stepSource); null for an older probe. */
+  stepSource: StepSource | null;
 }
 
 export interface RankSummary {
@@ -398,10 +402,8 @@ export function dataLoaderWaitFinding(ranks: RankSummary[]): Finding | null {
   const meanS = worst?.steps.meanS ?? 0;
   if (!worst || share < DATALOADER_WAIT_MIN_SHARE) return null;
   const stepNs = meanS * 1e9;
-  const expectedNs = stepNs * (1 - share);
-  return {
+  return finding({
     id: 'dataloader-wait',
-    severity: severityForGain({ stepTimeNs: stepNs, expectedStepTimeNs: expectedNs, savedFraction: share, arithmetic: '' }),
     title: `The training loop waits on the DataLoader ${(share * 100).toFixed(0)}% of the time`,
     ranks: [worst.rank],
     evidence: [
@@ -414,22 +416,20 @@ export function dataLoaderWaitFinding(ranks: RankSummary[]): Finding | null {
     },
     estimatedGain: {
       stepTimeNs: stepNs,
-      expectedStepTimeNs: expectedNs,
+      expectedStepTimeNs: stepNs * (1 - share),
       savedFraction: share,
-      arithmetic: `mean step ${(meanS * 1e3).toFixed(2)} ms x (1 - wait share ${share.toFixed(3)}) = ${(expectedNs / 1e6).toFixed(2)} ms, if loading fully overlaps the step`,
+      arithmetic: `mean step ${(meanS * 1e3).toFixed(2)} ms x (1 - wait share ${share.toFixed(3)}) = ${((stepNs * (1 - share)) / 1e6).toFixed(2)} ms, if loading fully overlaps the step`,
     },
-  };
+  });
 }
 
 function rankFindings(trace: Finding[], memory: Finding[], probe: Finding[], planner: Finding[]): RankedFinding[] {
-  const all: RankedFinding[] = [
+  return sortFindings<RankedFinding>([
     ...trace.map((f) => ({ ...f, source: 'trace' as const })),
     ...memory.map((f) => ({ ...f, source: 'memory' as const })),
     ...probe.map((f) => ({ ...f, source: 'probe' as const })),
     ...planner.map((f) => ({ ...f, source: 'planner' as const })),
-  ];
-  const gain = (f: Finding) => f.estimatedGain?.savedFraction ?? 0;
-  return all.sort((a, b) => severityRank(a.severity as Severity) - severityRank(b.severity as Severity) || gain(b) - gain(a));
+  ]);
 }
 
 /** The planner's description of the probe's model, from its Hugging Face config and the measured parameter count. */
@@ -502,14 +502,13 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
     return st && st.timing === 'gpu' && st.medianS !== null ? st.medianS * 1e9 : null;
   };
   const traceFindings = (metrics.length ? diagnose(metrics, analysed.every((t) => t.collectives !== null) ? analysed.map((t) => t.collectives!) : []) : []).map((f) => rebaseFinding(f, metricsOfRank, runStepNsOfRank));
-  const memoryFindings: Finding[] = input.snapshots.flatMap((s) =>
-    (s.report?.findings ?? []).map((f) => ({ ...f, ranks: [s.rank], estimatedGain: null })),
-  );
+  const memoryFindings: Finding[] = input.snapshots.flatMap((s) => (s.report?.findings ?? []).map((f) => ({ ...f, ranks: [s.rank] })));
   const dlWait = traceFindings.some((f) => f.id === 'dataloader-bound') ? null : dataLoaderWaitFinding(ranks);
   const probeFindings = dlWait ? [dlWait] : [];
   const { outcome, text } = outcomeOf(input, ranks);
   const notes = [...input.notes];
-  if (input.skippedLines > 0) notes.push(`${input.skippedLines} probe line(s) could not be read (a process killed mid-write)`);
+  if (input.skippedLines > 0)
+    notes.push(`${input.skippedLines} probe line(s) left out: not JSON (a process killed mid-write) or not a record this gpuwise understands`);
   if (byPid.size === 0)
     notes.push(
       'the probe sent nothing: the command did not run Python with torch, or no step happened (no optimizer step, DataLoader batch or gpuwise.step())',
@@ -539,7 +538,7 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
     metrics: metrics.find((m) => m.rank === (firstSteps?.rank ?? 0)) ?? metrics[0] ?? null,
     outOfMemory: outcome === 'out-of-memory',
   });
-  const planned = whatIfFindings(whatIf, traceFindings, rank0?.steps.medianS ?? null);
+  const planned = whatIfFindings(whatIf, traceFindings, rank0?.steps.medianS ?? null, firstSteps?.rank ?? 0);
   const traceMerged = traceFindings.map((f) => planned.merged.find((m) => m.id === f.id) ?? f);
   if (plan.model && model && Math.abs(plan.model.paramCount - model.totalParamCount) > 0.01 * plan.model.paramCount)
     notes.push(
@@ -565,7 +564,7 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
       torch: hello?.torch ?? null,
       cuda: hello?.cuda.version ?? null,
       cudnn: hello?.cudnn ?? null,
-      driver: input.gpuSamples?.find((s) => s.driverVersion !== null)?.driverVersion ?? null,
+      driver: input.gpuSamples?.find((s) => s.driverVersion !== null)?.driverVersion ?? input.recordedGpus?.driver ?? null,
       hostname: hello?.hostname ?? null,
       worldSize: hello?.worldSize ?? null,
       devices: hello?.cuda.devices ?? [],
@@ -573,7 +572,7 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
       probeSilent: byPid.size === 0,
     },
     ranks,
-    gpus: input.gpuSamples ? summarizeGpus(input.gpuSamples) : null,
+    gpus: input.gpuSamples ? summarizeGpus(input.gpuSamples) : (input.recordedGpus?.gpus ?? null),
     gpuUnavailableReason: input.gpuUnavailableReason,
     model: modelOut,
     planModel: plan.model,

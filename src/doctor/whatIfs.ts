@@ -8,7 +8,7 @@
  * `planner`), merged into the trace's own finding when that already says the same (`gpu-underused`,
  * `no-tensor-cores`).
  */
-import { type Finding, gainFrom, severityForGain } from '../advice/finding.js';
+import { type Finding, finding, gainFrom } from '../findings/finding.js';
 import {
   calibratedPeakBytes,
   calibratedStepS,
@@ -20,13 +20,13 @@ import {
   perSamplePeakBytes,
   type WhatIfBasis,
 } from '../planner/fromRun.js';
-import { findGpu, type GpuSpec } from '../planner/gpus.js';
+import { type GpuSpec, gpuById, lookupGpu } from '../gpus/catalogue.js';
 import type { ModelDescription } from '../planner/model.js';
 import { budgetBytes, evaluatePlan, type Plan, type PlanRequest } from '../planner/plan.js';
 import type { Checkpointing, Hardware, OptimizerKind, Parallelism, Precision, TrainingSetup } from '../planner/setup.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
 import { fmtBytes } from '../util/format.js';
-import type { HelloRecord, ModelRecord, StepRecord } from './records.js';
+import type { HelloRecord, ModelRecord, StepRecord } from '../run/records.js';
 
 /** The run's set-up as doctor inferred it; null where the records do not tell. */
 export interface RunSetup {
@@ -211,11 +211,9 @@ export function inferRunSetup(input: WhatIfInput): RunSetup {
   const device = devices.find((d) => d.index === cur) ?? devices[0] ?? null;
   let gpuCatalogId: string | null = null;
   if (device) {
-    try {
-      gpuCatalogId = findGpu(device.name).id;
-    } catch {
+    gpuCatalogId = lookupGpu({ name: device.name, memoryBytes: device.totalMemoryBytes })?.id ?? null;
+    if (gpuCatalogId === null)
       assumptions.push(`GPU ${device.name} is not in the planner's catalogue: memory from the device, no step-time estimate`);
-    }
   }
   const peaks = steps.map((s) => s.memory?.peakAllocatedBytes ?? 0).filter((b) => b > 0);
   const worldSize = Math.max(1, input.worldSize ?? 1);
@@ -242,7 +240,7 @@ export function inferRunSetup(input: WhatIfInput): RunSetup {
 function hardwareOf(setup: RunSetup): Hardware | null {
   if (setup.gpuMemoryBytes === null) return null;
   let gpu: GpuSpec;
-  if (setup.gpuCatalogId !== null) gpu = { ...findGpu(setup.gpuCatalogId), memoryBytes: setup.gpuMemoryBytes };
+  if (setup.gpuCatalogId !== null) gpu = { ...gpuById(setup.gpuCatalogId), memoryBytes: setup.gpuMemoryBytes };
   else
     gpu = {
       id: 'measured',
@@ -681,6 +679,8 @@ export function whatIfFindings(
   result: WhatIfResult,
   traceFindings: Finding[],
   stepS: number | null,
+  /** The rank whose steps and memory the what-ifs were calibrated on. */
+  rank: number,
 ): { findings: Finding[]; merged: Finding[] } {
   const findings: Finding[] = [];
   const merged: Finding[] = [];
@@ -719,24 +719,25 @@ export function whatIfFindings(
           )
         : null;
     const rec = w.recommendation as { summary: string; code: string };
-    findings.push({
-      id: `whatif-${key}`,
-      severity: severityForGain(gain),
-      title: w.title,
-      ranks: [0],
-      evidence: [w.text, ...(result.calibration ? [`${w.basis}: ${result.calibration.text}`] : [])],
-      data: {
-        basis: w.basis,
-        batch: w.batch,
-        gradAccum: w.gradAccum,
-        gpus: w.gpus,
-        predictedPeakBytes: w.predictedPeakBytes,
-        budgetBytes: w.budgetBytes,
-        throughputFactor: factor,
-      },
-      recommendation: rec,
-      estimatedGain: gain,
-    });
+    findings.push(
+      finding({
+        id: `whatif-${key}`,
+        title: w.title,
+        ranks: [rank],
+        evidence: [w.text, ...(result.calibration ? [`${w.basis}: ${result.calibration.text}`] : [])],
+        data: {
+          basis: w.basis,
+          batch: w.batch,
+          gradAccum: w.gradAccum,
+          gpus: w.gpus,
+          predictedPeakBytes: w.predictedPeakBytes,
+          budgetBytes: w.budgetBytes,
+          throughputFactor: factor,
+        },
+        recommendation: rec,
+        estimatedGain: gain,
+      }),
+    );
   }
   return { findings, merged };
 }

@@ -3,7 +3,8 @@
  * wait, memory, outcome, findings (by id) and the environment, from the two reports alone, so a
  * comparison reads the same from the history or from two run directories.
  */
-import { type Severity, severityRank } from '../advice/finding.js';
+import type { Severity } from '../findings/finding.js';
+import { severityRank } from '../findings/rank.js';
 import type { DoctorReport, RankedFinding } from '../doctor/report.js';
 import { runFigures } from './figures.js';
 

@@ -3,7 +3,7 @@
  * sets side by side (pure). One definition for both, so `gpuwise runs` and `gpuwise compare`
  * never disagree on what "median step" means for a multi-rank job.
  */
-import { SEVERITIES, type Severity } from '../advice/finding.js';
+import { SEVERITIES, type Severity } from '../findings/finding.js';
 import type { DoctorReport, RankSummary } from '../doctor/report.js';
 
 export interface RunFigures {

@@ -1,25 +1,19 @@
 /**
  * Memory findings: the out-of-memory explanation and the patterns that waste
  * memory, each with its evidence and the change to make. Thresholds are
- * documented in docs/memory.md; nothing keys on a particular model.
+ * documented in docs/memory.md; nothing keys on a particular model. Each finding is built by the one factory
+ * (findings/finding.ts) from the bytes it frees (`memoryGain`): high only when it lets a run that ran out of memory
+ * go on, else medium or low by the share of the peak it frees. A snapshot has no rank: `ranks` is empty.
  */
 import type { Category, Phases } from './categorize.js';
 import { hasPythonFrame, sourceLineOf } from './frames.js';
 import type { Allocation, Replay } from './replay.js';
 import type { Trace } from './snapshot.js';
 import type { MemoryReport } from './report.js';
-import type { Finding as AdviceFinding } from '../advice/finding.js';
+import { type Finding, finding, type MemoryGain, memoryGainFrom } from '../findings/finding.js';
 import { fmtBytes } from '../util/format.js';
 
-import { SEVERITIES, type Severity } from '../advice/finding.js';
-
-export { SEVERITIES, type Severity };
-
-/**
- * A memory finding: the shared Finding shape (advice/finding.ts) without a
- * step-time gain or ranks; what it saves is in bytes, in `data`.
- */
-export type Finding = Pick<AdviceFinding, 'id' | 'severity' | 'title' | 'evidence' | 'data' | 'recommendation'>;
+export type { Finding };
 
 export interface FindingInput {
   report: MemoryReport;
@@ -91,9 +85,8 @@ function oomFinding(inp: FindingInput): Finding {
   const fragmented = (free !== null || oom.largestFreeBlockBytes !== null) && req <= usableFree + oom.reservedUnallocatedBytes && req > usableFree && req > (oom.largestFreeBlockBytes ?? 0);
   if (fragmented) {
     data.cause = 'fragmentation';
-    return {
+    return finding({
       id: 'oom-fragmentation',
-      severity: 'high',
       title: `Out of memory caused by fragmentation: ${fmtBytes(oom.reservedUnallocatedBytes)} cached free, but no piece of ${fmtBytes(req)}`,
       evidence: ev,
       data,
@@ -101,20 +94,61 @@ function oomFinding(inp: FindingInput): Finding {
         summary: 'The free memory exists but is split into cached blocks smaller than the request. Let the allocator map memory into growing segments so free pieces can be reused.',
         code: EXPANDABLE,
       },
-    };
+      ranks: [],
+      estimatedGain: null,
+      memoryGain: memoryGainFrom(
+        oom.reservedUnallocatedBytes,
+        oom.reservedBytes,
+        true,
+        `${fmtBytes(oom.reservedUnallocatedBytes)} cached but free covers the ${fmtBytes(req)} request once free pieces can be joined`,
+      ),
+    });
   }
   const dominant = (cats.find((c) => c.category !== 'other') ?? cats[0])?.category ?? 'other';
   data.cause = dominant;
   const capacity = oom.reservedBytes + usableFree;
   const rec = recommendationFor(dominant, inp, capacity, data);
-  return {
+  const dominantBytes = cats.find((c) => c.category === dominant)?.bytes ?? 0;
+  return finding({
     id: `oom-${dominant.replace('_', '-')}`,
-    severity: 'high',
     title: `Out of memory: ${fmtBytes(req)} requested with ${fmtBytes(oom.allocatedBytes)} allocated; ${dominant.replace('_', ' ')} hold the most`,
     evidence: [...ev, ...rec.evidence],
     data,
     recommendation: rec.recommendation,
-  };
+    ranks: [],
+    estimatedGain: null,
+    // The run failed: reducing what holds the most is what lets it go on (the request must fit).
+    memoryGain: memoryGainFrom(
+      Math.max(dominantBytes, req),
+      oom.allocatedBytes,
+      true,
+      `${dominant.replace('_', ' ')} hold ${fmtBytes(dominantBytes)} of ${fmtBytes(oom.allocatedBytes)} allocated at the failure; the failed request was ${fmtBytes(req)}`,
+    ),
+  });
+}
+
+/**
+ * Bytes that freeing live tensors must give back for the failed request to fit: the request less the larger of the
+ * largest cached free block and the device's usable free memory (approximate: freed blocks may not be adjacent).
+ * null without an out-of-memory failure.
+ */
+function shortfallBytes(inp: FindingInput): number | null {
+  const oom = inp.report.oom;
+  if (!oom) return null;
+  const free = oom.deviceFreeBytes;
+  const usableFree = free !== null && free >= oom.requestedBytes ? 0 : (free ?? 0);
+  return Math.max(0, oom.requestedBytes - Math.max(usableFree, oom.largestFreeBlockBytes ?? 0));
+}
+
+/** The gain of freeing `bytes` of live memory: a share of the peak (or of the allocated bytes at the failure). */
+function liveBytesGain(inp: FindingInput, bytes: number, ofBytes: number, what: string): MemoryGain | null {
+  const short = shortfallBytes(inp);
+  const unblocks = short !== null && bytes >= short;
+  const arithmetic =
+    short === null
+      ? `${fmtBytes(bytes)} of ${what} out of ${fmtBytes(ofBytes)} allocated at the peak`
+      : `${fmtBytes(bytes)} of ${what} out of ${fmtBytes(ofBytes)} allocated at the failure; the request lacked ${fmtBytes(short)}${unblocks ? ': freeing them lets it fit' : ''}`;
+  return memoryGainFrom(bytes, ofBytes, unblocks, arithmetic);
 }
 
 function recommendationFor(
@@ -250,9 +284,8 @@ function keptAcrossSteps(inp: FindingInput, at: number): Finding | null {
   const ref = inp.report.oom ? inp.report.oom.allocatedBytes : inp.report.totals.peakAllocatedBytes;
   if (bytes < KEPT_MIN_BYTES || bytes < KEPT_SHARE * ref) return null;
   const top = [...sources].sort((x, y) => y[1] - x[1]).slice(0, 3);
-  return {
+  return finding({
     id: 'kept-across-steps',
-    severity: inp.report.oom ? 'high' : 'medium',
     title: `${fmtBytes(bytes)} made during earlier steps is still alive in step ${step + 1}`,
     evidence: [
       `${count} activation, temporary or other allocations from before step ${step + 1} are live ${inp.report.oom ? 'at the failure' : 'at the peak'}.`,
@@ -263,7 +296,10 @@ function keptAcrossSteps(inp: FindingInput, at: number): Finding | null {
       summary: 'Something keeps tensors of a previous iteration alive (a loss kept for logging, outputs stored in a list, a reference held across the loop). Keep Python numbers, or detach and move what you keep to the CPU.',
       code: 'running_loss += loss.item()  # not: running_loss += loss\nkept.append(out.detach().cpu())  # not: kept.append(out)',
     },
-  };
+    ranks: [],
+    estimatedGain: null,
+    memoryGain: liveBytesGain(inp, bytes, ref, 'tensors from earlier steps'),
+  });
 }
 
 /** Forward passes whose activations are alive together, with no backward between them, that make a finding. */
@@ -307,9 +343,9 @@ function forwardGraphsWithoutBackward(inp: FindingInput, at: number): Finding | 
   for (let k = runs[0]! + 1; k <= runs[runs.length - 1]!; k++) if (backwardBefore[k]) return null;
   const olderBytes = runs.slice(0, -1).reduce((s, k) => s + perRun.get(k)!, 0);
   if (olderBytes < KEPT_MIN_BYTES) return null;
-  return {
+  const ref = inp.report.oom ? inp.report.oom.allocatedBytes : inp.report.totals.peakAllocatedBytes;
+  return finding({
     id: 'forward-without-backward',
-    severity: inp.report.oom ? 'high' : 'medium',
     title: `Activations of ${runs.length} forward passes are alive with no backward between them (${fmtBytes(olderBytes)} from the earlier passes)`,
     evidence: [`${runs.length} separate forward passes each still hold activations ${inp.report.oom ? 'at the failure' : 'at the peak'}, and no backward pass ran between them.`],
     data: { forwardPasses: runs.length, olderBytes },
@@ -317,7 +353,10 @@ function forwardGraphsWithoutBackward(inp: FindingInput, at: number): Finding | 
       summary: 'Forward passes that are not followed by backward keep their autograd graphs while their outputs live. Run evaluation without autograd, and detach outputs you keep.',
       code: 'model.eval()\nwith torch.inference_mode():\n    out = model(batch)',
     },
-  };
+    ranks: [],
+    estimatedGain: null,
+    memoryGain: liveBytesGain(inp, olderBytes, ref, 'activations of the earlier forward passes'),
+  });
 }
 
 /** An allocation or free made by code outside the model and outside torch (the next batch, a loss): it ends a forward pass. */
@@ -335,9 +374,8 @@ function gradientsDuringForward(inp: FindingInput, at: number): Finding | null {
   for (const a of liveAtIndex(inp, at)) if (a.category === 'gradients') bytes += a.blockBytes;
   const ref = inp.report.oom ? inp.report.oom.allocatedBytes : inp.report.totals.peakAllocatedBytes;
   if (bytes < KEPT_MIN_BYTES || bytes < 0.1 * ref) return null;
-  return {
+  return finding({
     id: 'gradients-during-forward',
-    severity: inp.report.oom ? 'medium' : 'low',
     title: `${fmtBytes(bytes)} of gradients is alive during the forward pass`,
     evidence: [`Gradients from the previous backward are still allocated ${inp.report.oom ? 'at the failure' : 'at the peak'}, which is in a forward pass.`],
     data: { bytes },
@@ -345,7 +383,10 @@ function gradientsDuringForward(inp: FindingInput, at: number): Finding | null {
       summary: 'Unless you accumulate gradients over micro-batches, free them before the forward pass instead of keeping (or zero-filling) them.',
       code: 'optimizer.zero_grad(set_to_none=True)  # before the forward pass',
     },
-  };
+    ranks: [],
+    estimatedGain: null,
+    memoryGain: liveBytesGain(inp, bytes, ref, 'gradients'),
+  });
 }
 
 function fragmentation(inp: FindingInput): Finding | null {
@@ -362,9 +403,8 @@ function fragmentation(inp: FindingInput): Finding | null {
   const reserved = r.reservedBytes[idx]!;
   const unallocated = reserved - r.allocatedBytes[idx]!;
   if (unallocated < FRAGMENTATION_MIN_BYTES || unallocated < FRAGMENTATION_SHARE * reserved) return null;
-  return {
+  return finding({
     id: 'fragmentation',
-    severity: 'medium',
     title: `${fmtBytes(unallocated)} of ${fmtBytes(reserved)} reserved was cached but unallocated at the reserved peak`,
     evidence: [`At the reserved peak the caching allocator held ${fmtBytes(unallocated)} in free blocks it could not hand out or return.`],
     data: { reservedBytes: reserved, reservedUnallocatedBytes: unallocated },
@@ -372,9 +412,8 @@ function fragmentation(inp: FindingInput): Finding | null {
       summary: 'Segments of fixed size leave free pieces that later, larger requests cannot use. Expandable segments grow in place and cut this waste.',
       code: EXPANDABLE,
     },
-  };
-}
-
-export function severityRank(s: Severity): number {
-  return SEVERITIES.indexOf(s);
+    ranks: [],
+    estimatedGain: null,
+    memoryGain: memoryGainFrom(unallocated, reserved, false, `${fmtBytes(unallocated)} cached but unallocated of ${fmtBytes(reserved)} reserved`),
+  });
 }

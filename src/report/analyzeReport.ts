@@ -4,7 +4,7 @@
  * bump SCHEMA_VERSION on any incompatible change.
  */
 import { diagnose } from '../advice/engine.js';
-import type { Finding } from '../advice/finding.js';
+import type { Finding } from '../findings/finding.js';
 import type { CollectiveTimings } from '../trace/metrics/collectives.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
 

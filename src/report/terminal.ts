@@ -1,6 +1,6 @@
 /** Renders the analyze report for a terminal (pure: returns a string; colour is the caller's choice). */
 import { fmtBytes, fmtMs, fmtPct } from '../util/format.js';
-import type { Finding, Severity } from '../advice/finding.js';
+import type { Finding, Severity } from '../findings/finding.js';
 import { CATEGORY_NAMES } from '../trace/kernelClass.js';
 import { IDLE_CAUSES, type IdleCause, type TraceMetrics } from '../trace/metrics/types.js';
 import type { AnalyzeReport } from './analyzeReport.js';

@@ -3,7 +3,7 @@
  * search needs (outcome, steady peak memory, step time, throughput) and the model's resident bytes. Pure.
  */
 import { type ChildExit, gpuStepTimesOf } from '../doctor/report.js';
-import { type HelloRecord, type ModelRecord, type ProbeRecord, type StepRecord, rankOf } from '../doctor/records.js';
+import { type HelloRecord, type ModelRecord, type ProbeRecord, type StepRecord, rankOf } from '../run/records.js';
 import type { Snapshot } from '../telemetry/sample.js';
 
 /** ok: ran its steps; oom: any rank ran out of GPU memory; failed: ended otherwise (not retried). */

@@ -8,7 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { diagnose } from '../../src/advice/engine.js';
-import type { Finding } from '../../src/advice/finding.js';
+import type { Finding } from '../../src/findings/finding.js';
 import { loadTrace } from '../../src/io/loadTrace.js';
 import { analyzeTrace } from '../../src/trace/metrics/index.js';
 import type { TraceMetrics } from '../../src/trace/metrics/types.js';

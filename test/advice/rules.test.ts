@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { diagnose } from '../../src/advice/engine.js';
-import type { Finding } from '../../src/advice/finding.js';
+import type { Finding } from '../../src/findings/finding.js';
 import { metricsOf, rankOf } from '../helpers/fixtures.js';
 import { SynthTrace, metricsOfText, rankOfText } from '../helpers/synth.js';
 

@@ -2,7 +2,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { byteUnit, niceStep, renderDoctorHtml, thin } from '../../src/doctor/html.js';
 import { renderDoctorMarkdown, sparkline } from '../../src/doctor/markdown.js';
-import type { ProbeRecord, StepRecord } from '../../src/doctor/records.js';
+import type { ProbeRecord, StepRecord } from '../../src/run/records.js';
 import { type DoctorReport, STEP_TIMELINE_MAX_POINTS, stepTimelineOf } from '../../src/doctor/report.js';
 import { doctorReportProblem } from '../../src/doctor/reportCheck.js';
 import { fmtMs } from '../../src/util/format.js';

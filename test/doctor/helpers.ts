@@ -6,7 +6,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type ProbeRecord, parseProbeLines } from '../../src/doctor/records.js';
+import { type ProbeRecord, parseProbeLines } from '../../src/run/records.js';
 
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const PYTHON = '/usr/bin/python3';

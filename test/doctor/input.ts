@@ -1,5 +1,5 @@
 /** A DoctorInput around probe records, for tests of the pure report builder (no processes, no files). */
-import type { ProbeRecord } from '../../src/doctor/records.js';
+import type { ProbeRecord } from '../../src/run/records.js';
 import type { DoctorInput } from '../../src/doctor/report.js';
 
 export function doctorInput(records: ProbeRecord[], over: Partial<DoctorInput> = {}): DoctorInput {

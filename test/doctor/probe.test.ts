@@ -8,7 +8,7 @@ import { type Socket, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { type ProbeRecord, parseProbeLines } from '../../src/doctor/records.js';
+import { type ProbeRecord, parseProbeLines } from '../../src/run/records.js';
 import { BOOT, PROBE_ROOT, PYTHON, REPO, SKIP_PYTHON, TINY, fallbackRecords, pyEnv, runProcess, stepsOf } from './helpers.js';
 
 const tmp = mkdtempSync(join(tmpdir(), 'gpuwise-probe-'));

@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseProbeLines } from '../../src/doctor/records.js';
+import { parseProbeLines } from '../../src/run/records.js';
 import { rebaseGain } from '../../src/doctor/rebase.js';
 import { buildDoctorReport } from '../../src/doctor/report.js';
 import { loadTrace } from '../../src/io/loadTrace.js';

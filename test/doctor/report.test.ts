@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { doctorInput } from './input.js';
 import { describeModel } from '../../src/planner/modelSummary.js';
-import { type ModelRecord, type ProbeRecord, type StepRecord, parseProbeLines } from '../../src/doctor/records.js';
+import { type ModelRecord, type ProbeRecord, type StepRecord, parseProbeLines } from '../../src/run/records.js';
 import { buildDoctorReport, dataLoaderWaitFinding, gpuStepTimesOf, planModelOf, stepStats } from '../../src/doctor/report.js';
 import { renderDoctorText } from '../../src/doctor/render.js';
 import { emptyGpu, emptyProcess, type Snapshot } from '../../src/telemetry/sample.js';

@@ -6,13 +6,13 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import type { Finding } from '../../src/advice/finding.js';
-import type { HelloRecord, ModelRecord, StepRecord } from '../../src/doctor/records.js';
+import type { Finding } from '../../src/findings/finding.js';
+import type { HelloRecord, ModelRecord, StepRecord } from '../../src/run/records.js';
 import { renderDoctorText } from '../../src/doctor/render.js';
 import { buildDoctorReport } from '../../src/doctor/report.js';
 import { buildWhatIfs, type WhatIfInput, whatIfFindings } from '../../src/doctor/whatIfs.js';
 import { calibratedPeakBytes, calibratePlanner, perSampleModel, perSamplePeakBytes } from '../../src/planner/fromRun.js';
-import { findGpu } from '../../src/planner/gpus.js';
+import { gpuById } from '../../src/gpus/catalogue.js';
 import { evaluatePlan } from '../../src/planner/plan.js';
 import type { TraceMetrics } from '../../src/trace/metrics/types.js';
 import { meta as traceMeta, metricsOf, tracePath } from '../helpers/fixtures.js';
@@ -45,7 +45,7 @@ const stats = (errs: number[]) => {
 };
 
 const hw = {
-  gpu: { ...findGpu('h200'), memoryBytes: H200_TOTAL },
+  gpu: { ...gpuById('h200'), memoryBytes: H200_TOTAL },
   gpusPerNode: 1,
   nodes: 1,
   intraNodeBandwidth: 0,
@@ -403,7 +403,7 @@ describe('whatIfFindings', () => {
     const max = res.whatIfs.find((w) => w.id === 'max-batch');
     const k = Math.min(4, (max?.batch ?? 0) / 32); // claims stop at 4x the batch
     expect(max?.throughputFactor).toBeCloseTo((k * 100) / (k * 50 + 50), 9);
-    const { findings, merged } = whatIfFindings(res, [], 0.1);
+    const { findings, merged } = whatIfFindings(res, [], 0.1, 0);
     expect(merged).toEqual([]);
     expect(findings.map((f) => f.id)).toEqual(['whatif-max-batch']);
     expect(findings[0]?.severity).toBe('high');
@@ -417,13 +417,13 @@ describe('whatIfFindings', () => {
     const res = buildWhatIfs({ ...input, metrics: starved });
     const max = res.whatIfs.find((w) => w.id === 'max-batch');
     expect(max?.throughputFactor).toBeLessThan(1.02);
-    expect(whatIfFindings(res, [], 0.1).findings).toEqual([]);
+    expect(whatIfFindings(res, [], 0.1, 0).findings).toEqual([]);
   });
 
   it("merges into the trace's gpu-underused instead of saying it twice", () => {
     const res = buildWhatIfs(input);
     const underused = { id: 'gpu-underused', evidence: ['GPU busy 50%'], data: {} } as unknown as Finding;
-    const { findings, merged } = whatIfFindings(res, [underused], 0.1);
+    const { findings, merged } = whatIfFindings(res, [underused], 0.1, 0);
     expect(findings).toEqual([]);
     expect(merged[0]?.id).toBe('gpu-underused');
     expect(merged[0]?.evidence[1]).toMatch(/^planner what-if \(measured-per-sample\): batch \d+ fits/);

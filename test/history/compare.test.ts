@@ -1,7 +1,7 @@
 /** `gpuwise compare` (pure): the figures, the findings and the wording of what changed between two runs. */
 import { describe, expect, it } from 'vitest';
 import { doctorInput } from '../doctor/input.js';
-import type { ProbeRecord, StepRecord } from '../../src/doctor/records.js';
+import type { ProbeRecord, StepRecord } from '../../src/run/records.js';
 import { type DoctorInput, buildDoctorReport } from '../../src/doctor/report.js';
 import { commandChanges, compareFindings, compareRuns } from '../../src/history/compare.js';
 import { runFigures } from '../../src/history/figures.js';

@@ -6,7 +6,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import type { ProbeRecord, StepRecord } from '../../src/doctor/records.js';
+import type { ProbeRecord, StepRecord } from '../../src/run/records.js';
 import { type DoctorInput, type DoctorReport, buildDoctorReport } from '../../src/doctor/report.js';
 import { type Snapshot, emptyGpu, emptyProcess } from '../../src/telemetry/sample.js';
 import { BOOT, PROBE_ROOT, PYTHON, TINY, fallbackRecords, pyEnv, runProcess } from '../doctor/helpers.js';

@@ -4,7 +4,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ProbeRecord } from '../../src/doctor/records.js';
+import type { ProbeRecord } from '../../src/run/records.js';
 import type { DoctorReport } from '../../src/doctor/report.js';
 import { InputError } from '../../src/io/inputError.js';
 import { loadRunRef } from '../../src/io/loadRunRef.js';

@@ -6,7 +6,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { diffSnapshots } from '../../src/memory/diff.js';
-import { severityRank } from '../../src/memory/findings.js';
+import { severityRank } from '../../src/findings/rank.js';
 import { FIXTURES, analyzeFixture } from './helpers.js';
 
 const DIR = `${FIXTURES}gpu/`;

@@ -3,14 +3,14 @@
  * written by bench/memory/measure.py) and fails when the error grows past the issue's targets.
  */
 import { describe, expect, it } from 'vitest';
-import { findGpu } from '../../src/planner/gpus.js';
+import { gpuById } from '../../src/gpus/catalogue.js';
 import { predictMemory } from '../../src/planner/memory.js';
 import { maxMicroBatch } from '../../src/planner/plan.js';
 import { predictStepTime } from '../../src/planner/time.js';
 import { loadMeasurements, type Measurement, modelFor, requestFor } from './calibrationData.js';
 
 const rows = loadMeasurements();
-const gpu = findGpu('h200');
+const gpu = gpuById('h200');
 const hw = { gpu, gpusPerNode: 8, nodes: 1, intraNodeBandwidth: gpu.intraNodeBandwidth, interNodeBandwidth: 25e9, hostBandwidth: 25e9 };
 
 function quantile(xs: number[], q: number): number {

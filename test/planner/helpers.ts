@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { findGpu } from '../../src/planner/gpus.js';
+import { gpuById } from '../../src/gpus/catalogue.js';
 import { describeHfConfig } from '../../src/planner/hfConfig.js';
 import type { ModelDescription } from '../../src/planner/model.js';
 import type { PlanRequest } from '../../src/planner/plan.js';
@@ -12,7 +12,7 @@ export function model(name: string): ModelDescription {
 }
 
 export function hardware(gpuName = 'h100-sxm', gpusPerNode = 1, nodes = 1, extra: Partial<Hardware> = {}): Hardware {
-  const gpu = findGpu(gpuName);
+  const gpu = gpuById(gpuName);
   return { gpu, gpusPerNode, nodes, intraNodeBandwidth: gpu.intraNodeBandwidth, interNodeBandwidth: 25e9, hostBandwidth: 25e9, ...extra };
 }
 

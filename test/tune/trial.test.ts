@@ -1,6 +1,6 @@
 /** summarizeTrial: one trial's probe records reduced to outcome, steady peak memory and throughput. */
 import { describe, expect, it } from 'vitest';
-import type { ProbeRecord } from '../../src/doctor/records.js';
+import type { ProbeRecord } from '../../src/run/records.js';
 import type { Snapshot } from '../../src/telemetry/sample.js';
 import { OOM_TEXT, type TrialInput, modelFacts, summarizeTrial } from '../../src/tune/trial.js';
 

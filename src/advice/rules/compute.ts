@@ -1,8 +1,9 @@
 /** GPU compute rules: fp32 matmuls, misaligned GEMM shapes, an under-used GPU. */
-import { findGpu, GPUS, type GpuSpec } from '../../planner/gpus.js';
+
+import { gainFrom } from '../../findings/finding.js';
+import { type GpuSpec, lookupGpu } from '../../gpus/catalogue.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtBytes, fmtMs, fmtPct } from '../../util/format.js';
-import { gainFrom } from '../finding.js';
 import { finding, matmulNs, type RankRule, stepNs } from './rule.js';
 
 const FP32_MIN_SHARE_OF_MATMUL = 0.1;
@@ -21,13 +22,8 @@ const FP32_DTYPES = new Set(['float', 'float32']);
 const HALF_DTYPES = new Set(['c10::BFloat16', 'bfloat16', 'c10::Half', 'half', 'float16']);
 
 function gpuOf(m: TraceMetrics): GpuSpec | null {
-  const name = m.devices[0]?.name;
-  if (!name) return null;
-  try {
-    return findGpu(name);
-  } catch {
-    return GPUS.find((g) => name.toLowerCase().includes(g.id.split('-')[0]!)) ?? null;
-  }
+  const d = m.devices[0];
+  return d?.name ? lookupGpu({ name: d.name, memoryBytes: d.totalMemoryBytes }) : null;
 }
 
 /**

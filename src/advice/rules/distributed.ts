@@ -1,8 +1,9 @@
 /** Multi-GPU rules: DataParallel, DDP communication, rank imbalance. */
+
+import { gainFrom } from '../../findings/finding.js';
 import type { CollectiveTimings } from '../../trace/metrics/collectives.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtBytes, fmtMs, fmtPct } from '../../util/format.js';
-import { gainFrom } from '../finding.js';
 import { type CrossRankRule, finding, type RankRule, stepNs } from './rule.js';
 
 const COMM_MIN_EXPOSED_SHARE = 0.1;

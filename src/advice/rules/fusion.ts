@@ -2,9 +2,10 @@
  * Fusion: a GPU kept busy by many memory-bound kernels between the GEMMs (eager PyTorch launches one
  * kernel per elementwise op, each reading and writing its tensors from memory); torch.compile fuses them.
  */
+
+import { gainFrom } from '../../findings/finding.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtMs, fmtPct } from '../../util/format.js';
-import { gainFrom } from '../finding.js';
 import { finding, matmulNs, type RankRule, stepNs } from './rule.js';
 
 /** The GPU must be busy for its kernel time to be the step: below this, launch or input rules apply. */

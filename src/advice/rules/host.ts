@@ -1,6 +1,7 @@
 /** Host-side rules: synchronisations in the loop, launch overhead. */
+
+import { gainFrom } from '../../findings/finding.js';
 import { fmtMs, fmtPct } from '../../util/format.js';
-import { gainFrom } from '../finding.js';
 import { isCompiled } from './fusion.js';
 import { finding, type RankRule, stepNs } from './rule.js';
 

@@ -1,6 +1,7 @@
 /** Input pipeline rules: a starved DataLoader, copies from pageable memory. */
+
+import { gainFrom } from '../../findings/finding.js';
 import { fmtAt, fmtBytes, fmtMs, fmtPct } from '../../util/format.js';
-import { gainFrom } from '../finding.js';
 import { finding, type RankRule, stepNs } from './rule.js';
 
 /** Fires when the GPU idles in DataLoader waits for at least this share of the step. */

@@ -4,11 +4,11 @@
  * convolutional net under autocast fed NCHW tensors (cuDNN transposes them around every convolution,
  * and NCHW normalisation kernels in bf16 are slow).
  */
-import type { GpuSpec } from '../../planner/gpus.js';
-import { gpuForDeviceName } from '../../trace/metrics/modelFlops.js';
+
+import { gainFrom } from '../../findings/finding.js';
+import { type GpuSpec, lookupGpu } from '../../gpus/catalogue.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtMs, fmtPct } from '../../util/format.js';
-import { gainFrom } from '../finding.js';
 import { finding, matmulNs, type RankRule, stepNs } from './rule.js';
 
 /** Already mixed precision: at least this share of the known-precision matmul time on 16/8-bit tensor cores. */
@@ -35,7 +35,7 @@ const FRAMEWORK_PRECISION = {
 
 function gpuOf(m: TraceMetrics): GpuSpec | null {
   const name = m.devices[0]?.name;
-  return name ? gpuForDeviceName(name) : null;
+  return name ? lookupGpu(name) : null;
 }
 
 function isConvNet(m: TraceMetrics): boolean {

@@ -1,25 +1,13 @@
+import type { Finding } from '../../findings/finding.js';
 import type { CollectiveTimings } from '../../trace/metrics/collectives.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
-import { type EstimatedGain, type Finding, severityForGain } from '../finding.js';
+
+export { type FindingParts, finding } from '../../findings/finding.js';
 
 /** A rule reads one rank's metrics and returns at most one finding. */
 export type RankRule = (m: TraceMetrics) => Finding | null;
 /** A rule that compares ranks (runs only with two or more); `collectives[i]` is rank i's, or empty when not given. */
 export type CrossRankRule = (ranks: TraceMetrics[], collectives: readonly CollectiveTimings[]) => Finding | null;
-
-export interface FindingParts {
-  id: string;
-  title: string;
-  ranks: number[];
-  evidence: string[];
-  data: Finding['data'];
-  recommendation: Finding['recommendation'];
-  estimatedGain: EstimatedGain | null;
-}
-
-export function finding(p: FindingParts): Finding {
-  return { ...p, severity: severityForGain(p.estimatedGain) };
-}
 
 /**
  * The step time gains are measured against: the mean over the analysed steps,

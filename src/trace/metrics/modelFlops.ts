@@ -4,24 +4,11 @@
  * matmuls ran in. A floor: attention kernels without shapes and convolutions add FLOPs it does not
  * count, so it is given only when the counted matmuls carry most of the matmul time.
  */
-import { GPUS, type GpuSpec } from '../../planner/gpus.js';
+import { lookupGpu } from '../../gpus/catalogue.js';
 import type { GemmShapeStat, ModelFlops, NsByCategory, PrecisionStats } from './types.js';
 
 /** Below this share of matmul time with known FLOPs the figure would mislead (convolutional nets). */
 const MIN_COVERED_SHARE = 0.5;
-
-/**
- * The catalogue entry of a device as the trace names it ("NVIDIA H100 80GB HBM3", "NVIDIA H200"):
- * the longest catalogue id whose family (h100, a100, ...) appears in the name, PCIe told apart.
- */
-export function gpuForDeviceName(name: string): GpuSpec | null {
-  const n = name.toLowerCase();
-  const pcie = /pcie/.test(n);
-  const family = (id: string) => id.split('-')[0]!;
-  const hits = GPUS.filter((g) => n.includes(family(g.id)) || n.replace(/\s+/g, '').includes(family(g.id)));
-  if (hits.length === 0) return null;
-  return hits.find((g) => g.id.includes('pcie') === pcie) ?? hits[0]!;
-}
 
 export function modelFlops(
   gemmShapes: readonly GemmShapeStat[],
@@ -32,7 +19,7 @@ export function modelFlops(
   deviceName: string | null,
 ): ModelFlops | null {
   const n = Math.max(1, steps);
-  const gpu = deviceName ? gpuForDeviceName(deviceName) : null;
+  const gpu = deviceName ? lookupGpu(deviceName) : null;
   if (gpu === null || stepNs <= 0) return null;
   const flopsPerStep = gemmShapes.reduce((a, g) => a + g.flopsPerCall * g.calls, 0) / n;
   const countedNs = gemmShapes.reduce((a, g) => a + g.gpuNs, 0) / n;

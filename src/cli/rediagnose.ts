@@ -1,0 +1,60 @@
+/**
+ * Re-diagnosing a recorded run (shell, shared by `doctor --from RUN_DIR` and `runs show --rediagnose RUN`): reads the
+ * run directory (io/runDir.ts), analyses the windows and snapshots it holds, and rebuilds the report with this
+ * build's rules (doctor/rediagnose.ts). Nothing is written into the run directory.
+ */
+import { writeFileSync } from 'node:fs';
+import { renderDoctorHtml } from '../doctor/html.js';
+import { renderDoctorMarkdown } from '../doctor/markdown.js';
+import { recordedRunInput } from '../doctor/rediagnose.js';
+import { renderDoctorText } from '../doctor/render.js';
+import { buildDoctorReport, type DoctorReport } from '../doctor/report.js';
+import { analyseSnapshotFiles, analyseTraceFiles, type CaptureRef } from '../io/captures.js';
+import { type CapturedFile, readRunDir } from '../io/runDir.js';
+import { VERSION } from './main.js';
+
+function refOf(f: CapturedFile): CaptureRef {
+  return {
+    rank: f.rank,
+    path: f.path,
+    label: f.path ?? f.recorded,
+    missing: `not in the run directory (the probe wrote ${f.recorded})`,
+  };
+}
+
+/** `why`: notes put first in the report (why a re-diagnosis is shown instead of a run). */
+export async function rediagnoseRunDir(dir: string, why: string[] = []): Promise<DoctorReport> {
+  const run = readRunDir(dir);
+  const traces = await analyseTraceFiles(run.traces.map(refOf));
+  const snapshots = await analyseSnapshotFiles(run.snapshots.map((s) => ({ ...refOf(s), kind: s.kind === 'oom' ? ('oom' as const) : ('window' as const) })));
+  const input = recordedRunInput({
+      dir,
+      records: run.records,
+      skippedLines: run.skippedLines,
+      recordNotes: run.recordNotes,
+      traces,
+      snapshots,
+      savedReport: run.savedReport,
+      savedReportProblem: run.savedReportProblem,
+      version: VERSION,
+  });
+  return buildDoctorReport({ ...input, notes: [...why, ...input.notes] });
+}
+
+export interface ReportFormat {
+  json?: boolean;
+  md?: boolean;
+  /** Write the HTML page here (checked by the caller with checkHtmlTarget before any work). */
+  html?: string;
+}
+
+/** Prints a doctor report in the format asked for (terminal text by default); `--html` also writes the page. */
+export function printDoctorReport(report: DoctorReport, format: ReportFormat, tool: string): void {
+  if (format.json) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+  else if (format.md) process.stdout.write(renderDoctorMarkdown(report));
+  else if (format.html === undefined) process.stdout.write(renderDoctorText(report));
+  if (format.html !== undefined) {
+    writeFileSync(format.html, renderDoctorHtml(report));
+    process.stderr.write(`${tool}: wrote ${format.html}\n`);
+  }
+}

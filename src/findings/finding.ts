@@ -1,0 +1,120 @@
+/**
+ * Findings: what gpuwise tells the user (pure, a leaf: imports nothing of the project). Every finding carries its
+ * evidence (numbers and example events), the code change to make, and what the change gains with the arithmetic
+ * behind it. One type for analyze, doctor, memory, tune and the history, and one factory (`finding`): severity
+ * follows the estimated gain alone, never a rule's own judgement.
+ */
+export type Severity = 'high' | 'medium' | 'low' | 'info';
+export const SEVERITIES: readonly Severity[] = ['high', 'medium', 'low', 'info'];
+
+/** What a change saves of the step. */
+export interface EstimatedGain {
+  /** Step time now (the basis the finding's share is of). */
+  stepTimeNs: number;
+  /** Step time expected once the cause is removed. */
+  expectedStepTimeNs: number;
+  /** 1 - expected / current (0..1). */
+  savedFraction: number;
+  /** How the expected step time was computed, in words and numbers. */
+  arithmetic: string;
+}
+
+/** What a memory change frees (memory findings: they save bytes, not step time). */
+export interface MemoryGain {
+  /** Bytes the change frees at the peak (or at the failure). */
+  savedBytes: number;
+  /** The bytes they are a share of: the peak allocated (or the allocated bytes at the failure). */
+  ofBytes: number;
+  /** savedBytes / ofBytes (0..1). */
+  savedFraction: number;
+  /** The run failed for want of memory and this change removes the cause: it lets the run go on. */
+  unblocksRun: boolean;
+  arithmetic: string;
+}
+
+export interface Finding {
+  /** Stable identifier, e.g. `dataloader-bound`. */
+  id: string;
+  severity: Severity;
+  title: string;
+  /** Ranks the finding was seen on (one entry for single-GPU traces; empty for a memory snapshot). */
+  ranks: number[];
+  /** Human-readable evidence lines: figures, example event names and timestamps. */
+  evidence: string[];
+  /** The same figures, machine-readable. */
+  data: Record<string, number | string | boolean | null>;
+  recommendation: Recommendation;
+  estimatedGain: EstimatedGain | null;
+  /** Memory findings only: the bytes the change frees (their severity comes from it). */
+  memoryGain?: MemoryGain | null;
+}
+
+export const FRAMEWORKS = ['transformers', 'lightning', 'accelerate'] as const;
+/** A training framework whose own switch a fix can be phrased in (doctor knows which one runs). */
+export type Framework = (typeof FRAMEWORKS)[number];
+
+export interface Recommendation {
+  summary: string;
+  /** Plain PyTorch code. */
+  code: string;
+  /** The same change as the framework's own switch, where it has one (doctor leads with it when that framework runs: advice/framework.ts). */
+  frameworks?: Partial<Record<Framework, string>>;
+}
+
+/** Everything of a finding but its severity, which the factory derives. */
+export type FindingParts = Omit<Finding, 'severity'>;
+
+/** Documented thresholds: high when removing the cause saves >= 25% of the step, medium 5-25%, low below. */
+export const HIGH_GAIN = 0.25;
+export const MEDIUM_GAIN = 0.05;
+
+function severityForFraction(f: number): Severity {
+  if (!(f > 0)) return 'info';
+  if (f >= HIGH_GAIN) return 'high';
+  if (f >= MEDIUM_GAIN) return 'medium';
+  return 'low';
+}
+
+export function severityForGain(gain: EstimatedGain | null): Severity {
+  return gain === null ? 'info' : severityForFraction(gain.savedFraction);
+}
+
+/**
+ * A memory change that lets a run that ran out of memory go on is high. Otherwise freed memory is headroom, not time:
+ * medium from MEDIUM_GAIN of the peak, low below (it never outranks a high step-time finding).
+ */
+export function severityForMemoryGain(gain: MemoryGain | null | undefined): Severity {
+  if (!gain || !(gain.savedFraction > 0)) return 'info';
+  if (gain.unblocksRun) return 'high';
+  return gain.savedFraction >= MEDIUM_GAIN ? 'medium' : 'low';
+}
+
+/** The one factory: a finding whose severity follows its gain (the step-time gain, else the memory gain). */
+export function finding(p: FindingParts): Finding {
+  const severity = p.estimatedGain !== null ? severityForGain(p.estimatedGain) : severityForMemoryGain(p.memoryGain);
+  return { ...p, severity };
+}
+
+/** The same finding with a new gain, its severity following it. */
+export function withGain(f: Finding, estimatedGain: EstimatedGain | null): Finding {
+  return finding({ ...withoutSeverity(f), estimatedGain });
+}
+
+function withoutSeverity(f: Finding): FindingParts {
+  const { severity: _severity, ...parts } = f;
+  return parts;
+}
+
+/** Builds a gain from the current step and the time saved, clamping to sane bounds. */
+export function gainFrom(stepTimeNs: number, savedNs: number, arithmetic: string): EstimatedGain | null {
+  if (!(stepTimeNs > 0) || !(savedNs > 0)) return null;
+  const saved = Math.min(savedNs, stepTimeNs * 0.99);
+  return { stepTimeNs, expectedStepTimeNs: stepTimeNs - saved, savedFraction: saved / stepTimeNs, arithmetic };
+}
+
+/** Builds a memory gain; null when nothing is freed. */
+export function memoryGainFrom(savedBytes: number, ofBytes: number, unblocksRun: boolean, arithmetic: string): MemoryGain | null {
+  if (!(savedBytes > 0)) return null;
+  const savedFraction = ofBytes > 0 ? Math.min(1, savedBytes / ofBytes) : 1;
+  return { savedBytes, ofBytes, savedFraction, unblocksRun, arithmetic };
+}

@@ -1,0 +1,422 @@
+/**
+ * The probe's wire format (pure): one JSON object per line (python/gpuwise/probe.py writes them), sent to doctor's
+ * Unix socket or appended to `probe-PID.jsonl` files, and its validation at the edge. Protocol versions 1 and 2 are
+ * read (2 adds the step sources `backward`, `forward`, `time`, `step.batchSource`, the model's `compiled`,
+ * `framework` and `autocastDtype`, and why the profiler window started). Every record is checked once, field by
+ * field, in `parseProbeLines`: a record that is not understood is left out with a note saying why, so the code after
+ * it trusts the types and a malformed record can never end a report in an internal error.
+ */
+import {
+  anyObject,
+  arrayOf,
+  bool,
+  type Check,
+  FieldProblem,
+  int,
+  mapOf,
+  nullable,
+  num,
+  obj,
+  oneOf,
+  optional,
+  str,
+} from './validate.js';
+
+/** The newest protocol version this gpuwise reads; every version from 1 to it is accepted. */
+export const PROBE_PROTOCOL_VERSION = 2;
+
+interface Base {
+  /** Protocol version. */
+  v: number;
+  pid: number;
+  /** RANK from the environment (torchrun, accelerate, SLURM); null for a single process. */
+  rank: number | null;
+  /** Wall clock, seconds since the Unix epoch. */
+  t: number;
+}
+
+export interface CudaDevice {
+  index: number;
+  name: string;
+  totalMemoryBytes: number;
+  capability: string;
+}
+
+export interface HelloRecord extends Base {
+  type: 'hello';
+  probeVersion: string;
+  python: string;
+  torch: string | null;
+  cudnn: number | null;
+  cuda: { available: boolean; initialized: boolean; version: string | null; devices: CudaDevice[]; currentDevice: number | null };
+  hostname: string;
+  argv: string[];
+  localRank: number | null;
+  worldSize: number | null;
+  /** `optimizer-step-post-hook` (torch >= 2.0) or `optimizer-step-wrapper`; steps may also come from `gpuwise.step()` or batches (see StepRecord.stepSource). */
+  stepHook: string | null;
+  profileAt: number;
+  profileSteps: number;
+  maxSteps: number | null;
+}
+
+/** torch.cuda.memory_stats() of the current device at the end of a step; peaks are since the start. */
+export interface AllocatorMemory {
+  device: number;
+  allocatedBytes: number;
+  reservedBytes: number;
+  peakAllocatedBytes: number;
+  peakReservedBytes: number;
+  allocRetries: number;
+  ooms: number;
+}
+
+export interface StepRecord extends Base {
+  type: 'step';
+  step: number;
+  /** Host wall clock from the end of the previous step (or the first batch) to this optimizer step; null when unknown. */
+  stepTimeS: number | null;
+  /** Time spent inside DataLoader `__next__` during this step. */
+  dataWaitS: number;
+  batches: number;
+  /** Sum of the batches' leading dimensions; null when a batch's size could not be told. */
+  samples: number | null;
+  /**
+   * Token positions in this step's batches: the element count of `input_ids` (a dict batch) or of the first 2-D integer
+   * tensor (samples x sequence), padding included (the GPU processes it); null when no batch looked like token ids.
+   * Absent from probes before 0.2.
+   */
+  tokens?: number | null;
+  /** The sequence length (second dimension) of the last such batch; null or absent as for `tokens`. */
+  seqLen?: number | null;
+  /**
+   * What marked this step: `optimizer` (the first optimizer's step), `marker` (the script called `gpuwise.step()`),
+   * `batch` (no optimizer stepped for many batches: each DataLoader batch is a step); protocol 2 adds `backward`
+   * (autograd backward passes), `forward` (calls of the outermost module) and `time` (no step found: fixed time
+   * slices). Absent from probes before 0.2.
+   */
+  stepSource?: StepSource;
+  /**
+   * Protocol 2: where samples, tokens and seqLen come from: `dataloader` (the DataLoader's batches) or `model-input`
+   * (the leading dimension of the outermost module's first tensor argument, when no DataLoader is iterated); null
+   * when neither told.
+   */
+  batchSource?: 'dataloader' | 'model-input' | null;
+  /**
+   * Steps as the GPU ran them, `[step, seconds]`: the time between the completion of a CUDA timing event recorded at
+   * the previous step's end and this step's (idle gaps included), for the steps whose events the GPU had reached when
+   * this record was sent (so they lag behind `step`). Empty without CUDA; absent from probes before 0.2.
+   */
+  gpuStepTimes?: [number, number][];
+  memory: AllocatorMemory | null;
+  profiled: boolean;
+}
+
+export interface ModelRecord extends Base {
+  type: 'model';
+  format: 'gpuwise-model/1';
+  name: string;
+  paramCount: number;
+  totalParamCount: number;
+  paramGroups: { name: string; count: number }[];
+  modules: { name: string; class: string; paramCount: number; trainableParamCount: number; dtypes: Record<string, number> }[];
+  buffers: { count: number; bytes: number; dtypes: Record<string, number> };
+  /** Null when steps come from `gpuwise.step()` or batches and no optimizer was seen. */
+  optimizer: { class: string; paramGroups: number; stateBytes: number; stateDtypes: Record<string, number> } | null;
+  hfConfig: Record<string, unknown> | null;
+  found: boolean;
+  /** Protocol 2: the model is compiled (torch.compile's OptimizedModule, torch._dynamo active); null when not told. */
+  compiled?: boolean | null;
+  /** What showed it (`OptimizedModule`, `torch._dynamo`). */
+  compiledEvidence?: string | null;
+  /** The training framework seen (`transformers`, `lightning`, `accelerate`) and its version. */
+  framework?: string | null;
+  frameworkVersion?: string | null;
+  /** The autocast dtype active during the model's forward (`bfloat16`, `float16`), when seen. */
+  autocastDtype?: string | null;
+}
+
+export interface ProfileEndRecord extends Base {
+  type: 'profile-end';
+  firstStep: number;
+  lastStep: number;
+  trace: string | null;
+  snapshot: string | null;
+}
+
+export interface OomRecord extends Base {
+  type: 'oom';
+  step: number;
+  device: number;
+  allocBytes: number;
+  deviceAllocatedBytes: number;
+  deviceFreeBytes: number;
+  snapshot: string | null;
+}
+
+export interface ExceptionRecord extends Base {
+  type: 'exception';
+  step: number;
+  exception: string;
+  message: string;
+  outOfMemory: boolean;
+}
+
+export interface EndRecord extends Base {
+  type: 'end';
+  reason: 'exit' | 'max-steps' | 'exception' | 'interrupted';
+  steps: number;
+  exception: string | null;
+  /** The GPU step times still due at a clean end (see StepRecord.gpuStepTimes). */
+  gpuStepTimes?: [number, number][];
+}
+
+export interface ProbeErrorRecord extends Base {
+  type: 'probe-error';
+  error: string;
+  step: number;
+}
+
+export interface ProfileStartRecord extends Base {
+  type: 'profile-start';
+  step: number;
+  steps: number;
+  cuda: boolean;
+  /** Protocol 2: why the window started here: step times `settled`, the `cap` was reached first, or a `fixed` step (GPUWISE_PROFILE_AT). */
+  reason?: 'settled' | 'cap' | 'fixed';
+  settled?: boolean;
+  /** Steps run before the window. */
+  warmupSteps?: number;
+}
+
+export type StepSource = 'optimizer' | 'marker' | 'batch' | 'backward' | 'forward' | 'time';
+
+export type ProbeRecord =
+  | HelloRecord
+  | StepRecord
+  | ModelRecord
+  | ProfileStartRecord
+  | ProfileEndRecord
+  | OomRecord
+  | ExceptionRecord
+  | EndRecord
+  | ProbeErrorRecord;
+
+const TYPES: ReadonlySet<string> = new Set(['hello', 'step', 'model', 'profile-start', 'profile-end', 'oom', 'exception', 'end', 'probe-error']);
+
+const rankField = nullable(int(0));
+const base = { v: int(1), pid: int(0), rank: rankField, t: num() } as const;
+const bytes = num(0);
+const stepTimes = arrayOf((v, f) => {
+  const pair = arrayOf(num())(v, f);
+  if (pair.length !== 2 || !Number.isSafeInteger(pair[0]) || (pair[1] as number) < 0) throw new FieldProblem(f, '[step, seconds >= 0]');
+  return pair as [number, number];
+});
+const allocator = obj({
+  device: int(0),
+  allocatedBytes: bytes,
+  reservedBytes: bytes,
+  peakAllocatedBytes: bytes,
+  peakReservedBytes: bytes,
+  allocRetries: num(0),
+  ooms: num(0),
+});
+
+/** Malformed optional fields of the record being checked (the schemas are built once and share it). */
+const DROPPED: string[] = [];
+
+/** One check per record type: the fields the report reads, with their types. */
+const SCHEMAS: Record<ProbeRecord['type'], Check<unknown>> = (() => {
+  const dropped = DROPPED;
+  return {
+    hello: obj(
+      {
+        ...base,
+        type: str,
+        probeVersion: str,
+        python: str,
+        torch: nullable(str),
+        cudnn: nullable(num()),
+        cuda: obj({
+          available: bool,
+          initialized: bool,
+          version: nullable(str),
+          devices: arrayOf(obj({ index: int(0), name: str, totalMemoryBytes: bytes, capability: str })),
+          currentDevice: nullable(int(0)),
+        }),
+        hostname: str,
+        argv: arrayOf(str),
+        localRank: nullable(int(0)),
+        worldSize: nullable(int(1)),
+        stepHook: nullable(str),
+        profileAt: num(),
+        profileSteps: num(),
+        maxSteps: nullable(num()),
+      },
+      dropped,
+    ),
+    step: obj(
+      {
+        ...base,
+        type: str,
+        step: int(0),
+        stepTimeS: nullable(num(0)),
+        dataWaitS: num(0),
+        batches: int(0),
+        samples: nullable(num(0)),
+        tokens: optional(nullable(num(0))),
+        seqLen: optional(nullable(int(0))),
+        stepSource: optional(oneOf(['optimizer', 'marker', 'batch', 'backward', 'forward', 'time'] as const)),
+        batchSource: optional(nullable(oneOf(['dataloader', 'model-input'] as const))),
+        gpuStepTimes: optional(stepTimes),
+        memory: nullable(allocator),
+        profiled: bool,
+      },
+      dropped,
+    ),
+    model: obj(
+      {
+        ...base,
+        type: str,
+        format: oneOf(['gpuwise-model/1'] as const),
+        name: str,
+        paramCount: num(0),
+        totalParamCount: num(0),
+        paramGroups: arrayOf(obj({ name: str, count: num(0) })),
+        modules: arrayOf(obj({ name: str, class: str, paramCount: num(0), trainableParamCount: num(0), dtypes: mapOf(num(0)) })),
+        buffers: obj({ count: num(0), bytes: num(0), dtypes: mapOf(num(0)) }),
+        optimizer: nullable(obj({ class: str, paramGroups: num(0), stateBytes: num(0), stateDtypes: mapOf(num(0)) })),
+        hfConfig: nullable(anyObject),
+        found: bool,
+        compiled: optional(nullable(bool)),
+        compiledEvidence: optional(nullable(str)),
+        framework: optional(nullable(str)),
+        frameworkVersion: optional(nullable(str)),
+        autocastDtype: optional(nullable(str)),
+      },
+      dropped,
+    ),
+    'profile-start': obj(
+      {
+        ...base,
+        type: str,
+        step: num(),
+        steps: num(0),
+        cuda: bool,
+        reason: optional(oneOf(['settled', 'cap', 'fixed'] as const)),
+        settled: optional(bool),
+        warmupSteps: optional(int(0)),
+      },
+      dropped,
+    ),
+    'profile-end': obj({ ...base, type: str, firstStep: num(), lastStep: num(), trace: nullable(str), snapshot: nullable(str) }, dropped),
+    oom: obj(
+      {
+        ...base,
+        type: str,
+        step: num(0),
+        device: int(0),
+        allocBytes: bytes,
+        deviceAllocatedBytes: bytes,
+        deviceFreeBytes: bytes,
+        snapshot: nullable(str),
+      },
+      dropped,
+    ),
+    exception: obj({ ...base, type: str, step: num(0), exception: str, message: str, outOfMemory: bool }, dropped),
+    end: obj(
+      {
+        ...base,
+        type: str,
+        reason: oneOf(['exit', 'max-steps', 'exception', 'interrupted'] as const),
+        steps: num(0),
+        exception: nullable(str),
+        gpuStepTimes: optional(stepTimes),
+      },
+      dropped,
+    ),
+    'probe-error': obj({ ...base, type: str, error: str, step: num() }, dropped),
+  };
+})();
+
+export interface ParsedRecords {
+  records: ProbeRecord[];
+  /**
+   * Lines that are not a record this gpuwise understands: not JSON (a torn last line of a killed process), or a
+   * record of an unknown type, protocol version or malformed fields (`notes` says which).
+   */
+  skippedLines: number;
+  /** One line per kind of problem, with a count and an example: what was left out and why. */
+  notes: string[];
+}
+
+/** Groups problems into notes: "3 probe records left out: 'step' record of pid 12: stepTimeS: expected ...". */
+class ProblemLog {
+  private readonly byKind = new Map<string, { count: number; example: string }>();
+  add(kind: string, example: string): void {
+    const e = this.byKind.get(kind);
+    if (e) e.count++;
+    else this.byKind.set(kind, { count: 1, example });
+  }
+  notes(): string[] {
+    return [...this.byKind].map(([kind, { count, example }]) => `${kind}: ${count} (first: ${example})`);
+  }
+}
+
+/** Checks one parsed JSON value: the record, or why it is left out. */
+export function validateRecord(o: unknown, dropped: string[] = []): { record: ProbeRecord } | { problem: string; kind: string } {
+  if (typeof o !== 'object' || o === null || Array.isArray(o)) return { kind: 'probe lines that are not a JSON object', problem: 'not an object' };
+  const r = o as Record<string, unknown>;
+  const type = r.type;
+  if (typeof type !== 'string' || !TYPES.has(type))
+    return { kind: 'probe records of a type this gpuwise does not know (a newer probe?)', problem: `type ${JSON.stringify(type)}` };
+  const v = r.v;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > PROBE_PROTOCOL_VERSION)
+    return {
+      kind: `probe records of a protocol version this gpuwise does not read (it reads 1 to ${PROBE_PROTOCOL_VERSION}: run the gpuwise that launched the probe)`,
+      problem: `'${type}' record with v ${JSON.stringify(v)}`,
+    };
+  DROPPED.length = 0;
+  try {
+    const record = SCHEMAS[type as ProbeRecord['type']](o, '') as ProbeRecord;
+    dropped.push(...DROPPED);
+    return { record };
+  } catch (e) {
+    if (!(e instanceof FieldProblem)) throw e;
+    return { kind: 'probe records left out for a malformed field', problem: `'${type}' record of pid ${String(r.pid)}: ${e.message}` };
+  }
+}
+
+/** Parses JSON lines; keeps every record that passes its check, counts the rest and says why in `notes`. */
+export function parseProbeLines(text: string): ParsedRecords {
+  const records: ProbeRecord[] = [];
+  const log = new ProblemLog();
+  let skippedLines = 0;
+  for (const line of text.split('\n')) {
+    if (line.trim() === '') continue;
+    let o: unknown;
+    try {
+      o = JSON.parse(line);
+    } catch {
+      skippedLines++;
+      log.add('probe lines that are not JSON (a torn line of a killed process?)', line.length > 60 ? `${line.slice(0, 57)}...` : line);
+      continue;
+    }
+    const dropped: string[] = [];
+    const checked = validateRecord(o, dropped);
+    if ('problem' in checked) {
+      skippedLines++;
+      log.add(checked.kind, checked.problem);
+      continue;
+    }
+    for (const d of dropped) log.add(`optional probe fields ignored for a malformed value`, `'${checked.record.type}' record: ${d}`);
+    records.push(checked.record);
+  }
+  return { records, skippedLines, notes: log.notes() };
+}
+
+/** The rank a record belongs to: RANK when set, else 0 (one process). */
+export function rankOf(r: { rank: number | null }): number {
+  return r.rank ?? 0;
+}
+
