@@ -1,8 +1,9 @@
 """gpuwise's in-process probe for PyTorch training (see docs/doctor.md).
 
 `gpuwise doctor -- CMD` puts `python/gpuwise/boot` (a sitecustomize) and `python/` on PYTHONPATH;
-the sitecustomize calls `gpuwise.probe.activate()`, which does nothing unless GPUWISE_SOCKET or
-GPUWISE_RUN_DIR is set and hooks into torch only once the script imports it.
+the sitecustomize loads this package as `_gpuwise_probe` (the name `gpuwise` stays the user's: a
+gpuwise.py next to their script wins) and calls `probe.activate()`, which does nothing unless
+GPUWISE_SOCKET or GPUWISE_RUN_DIR is set and hooks into torch only once the script imports it.
 No dependency beyond torch; the probe never imports torch itself.
 """
 
@@ -15,6 +16,10 @@ def step():
     hand-written update, inference). Once called, these marks alone count as steps. Outside
     `gpuwise doctor` it does nothing; scripts that may run without gpuwise on the path can use
     `try: import gpuwise` / `except ImportError: gpuwise = None`."""
-    from gpuwise import probe
+    import sys
 
+    # The probe doctor started (boot/sitecustomize.py), also when this is a pip-installed copy.
+    probe = sys.modules.get("_gpuwise_probe.probe")
+    if probe is None:
+        from . import probe
     probe.mark_step()

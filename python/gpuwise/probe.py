@@ -42,8 +42,9 @@ import threading
 import time
 import weakref
 
-from gpuwise import PROTOCOL_VERSION, __version__
-from gpuwise.transport import Sink
+# Relative: under doctor this package is loaded as `_gpuwise_probe`, leaving `gpuwise` to the user.
+from . import PROTOCOL_VERSION, __version__
+from .transport import Sink
 
 _PROBE = None
 

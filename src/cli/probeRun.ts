@@ -255,7 +255,8 @@ export async function startProbeRun(opts: ProbeRunOptions): Promise<ProbeRun> {
 
   const env: NodeJS.ProcessEnv = {
     ...process.env,
-    PYTHONPATH: [join(probeDir, 'gpuwise', 'boot'), probeDir, process.env.PYTHONPATH].filter((p) => p).join(delimiter),
+    // Only the boot folder: it loads the probe under a private name, so a `gpuwise` module of the user's still wins.
+    PYTHONPATH: [join(probeDir, 'gpuwise', 'boot'), process.env.PYTHONPATH].filter((p) => p).join(delimiter),
     GPUWISE_SOCKET: socketPath,
     GPUWISE_RUN_DIR: runDir,
     ...opts.env,

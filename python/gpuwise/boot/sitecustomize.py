@@ -1,18 +1,69 @@
 """gpuwise boot: activates the probe, then runs any sitecustomize that this one shadows.
 
-Python imports the first `sitecustomize` on sys.path; gpuwise doctor puts this folder first on
-PYTHONPATH, so this file finds the one the user had (later on sys.path) and runs it too.
-Nothing here may break the user's program: every failure is reported once on stderr and ignored.
+Python imports the first `sitecustomize` on sys.path; gpuwise doctor puts this folder (alone) first
+on PYTHONPATH, so this file finds the one the user had (later on sys.path) and runs it too.
+The probe package is loaded under a private name: `gpuwise` may be the user's own module (a
+gpuwise.py next to the script comes first on sys.path, but only once the script starts, after this
+has run). Nothing here may break the user's program: every failure is reported once on stderr and
+ignored.
 """
 import os as _os
 import sys as _sys
 
+# gpuwise/__init__.py's step() looks the running probe up by this name too.
+_GPUWISE_PRIVATE_NAME = "_gpuwise_probe"
+
+
+class _GpuwiseFallbackFinder(object):
+    """Last on sys.meta_path: an `import gpuwise` that nothing else resolves (no module of the user's,
+    no pip-installed gpuwise) gets the package already loaded, so `gpuwise.step()` and
+    `gpuwise.probe` are the running probe rather than a second, idle copy."""
+
+    def __init__(self, package):
+        self.package = package
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "gpuwise":
+            return None
+        import importlib.machinery
+
+        return importlib.machinery.ModuleSpec(name, self, is_package=True)
+
+    def create_module(self, spec):
+        return self.package
+
+    def exec_module(self, module):
+        # Its submodules already loaded answer to the public name too (`import gpuwise.probe`).
+        prefix = _GPUWISE_PRIVATE_NAME + "."
+        for key, sub in list(_sys.modules.items()):
+            if key.startswith(prefix):
+                _sys.modules.setdefault("gpuwise." + key[len(prefix):], sub)
+
+
+def _gpuwise_load_probe():
+    """The probe module of the package that holds this boot folder, loaded as `_gpuwise_probe`."""
+    import importlib
+    import importlib.util
+
+    package_dir = _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
+    spec = importlib.util.spec_from_file_location(
+        _GPUWISE_PRIVATE_NAME, _os.path.join(package_dir, "__init__.py"), submodule_search_locations=[package_dir]
+    )
+    package = importlib.util.module_from_spec(spec)
+    _sys.modules[_GPUWISE_PRIVATE_NAME] = package
+    try:
+        spec.loader.exec_module(package)
+        probe = importlib.import_module(_GPUWISE_PRIVATE_NAME + ".probe")
+    except BaseException:
+        _sys.modules.pop(_GPUWISE_PRIVATE_NAME, None)
+        raise
+    _sys.meta_path.append(_GpuwiseFallbackFinder(package))
+    return probe
+
 
 def _gpuwise_activate():
     try:
-        from gpuwise import probe
-
-        probe.activate()
+        _gpuwise_load_probe().activate()
     except Exception as e:  # fail-open: the user's program must run unchanged
         _sys.stderr.write("gpuwise probe: not active (%s: %s)\n" % (type(e).__name__, e))
 
