@@ -26,18 +26,26 @@ function busiestDeviceBusyNs(m: TraceMetrics): number {
   return byDevice.size ? Math.max(...byDevice.values()) / n : m.perStep.busyNs;
 }
 
-export function rebaseGain(gain: EstimatedGain, metrics: TraceMetrics, runStepNs: number): EstimatedGain {
+/**
+ * Findings whose fix shortens the GPU's own work (kernels run faster or disappear), not the idle around it: on a
+ * host-bound window the GPU work left after the fix, not the GPU work now, is the floor of the expected step.
+ */
+const SAVES_GPU_TIME = new Set(['mixed-precision', 'channels-last', 'fusion', 'no-tensor-cores', 'misaligned-shapes']);
+
+export function rebaseGain(gain: EstimatedGain, metrics: TraceMetrics, runStepNs: number, savesGpuTime = false): EstimatedGain {
   const windowStepNs = gain.stepTimeNs;
   const profilerNs = windowStepNs - runStepNs;
   if (!(runStepNs > 0) || !(profilerNs > windowStepNs * MIN_PROFILER_COST_SHARE)) return gain;
-  const busyNs = busiestDeviceBusyNs(metrics);
-  const gpuBound = busyNs >= GPU_BOUND_SHARE * windowStepNs;
+  const busyNow = busiestDeviceBusyNs(metrics);
+  // The GPU work the estimate keeps: all of it for idle-time fixes, less what the fix saves for GPU-time ones.
+  const busyNs = savesGpuTime ? Math.max(0, busyNow - (windowStepNs - gain.expectedStepTimeNs)) : busyNow;
+  const gpuBound = busyNow >= GPU_BOUND_SHARE * windowStepNs;
   const expectedNs = gpuBound
     ? Math.min(runStepNs, gain.expectedStepTimeNs * (runStepNs / windowStepNs))
     : Math.min(runStepNs, Math.max(gain.expectedStepTimeNs - profilerNs, Math.min(gain.expectedStepTimeNs, busyNs)));
   const how = gpuBound
-    ? `the GPU is busy ${fmtMs(busyNs)} of it, so the cost is on the GPU timeline: expect ${fmtMs(gain.expectedStepTimeNs)} x ${fmtMs(runStepNs)} / ${fmtMs(windowStepNs)} = ${fmtMs(expectedNs)}`
-    : `host time, so expect max(${fmtMs(gain.expectedStepTimeNs)} - ${fmtMs(profilerNs)}, min(that, GPU busy ${fmtMs(busyNs)})) = ${fmtMs(expectedNs)}`;
+    ? `the GPU is busy ${fmtMs(busyNow)} of it, so the cost is on the GPU timeline: expect ${fmtMs(gain.expectedStepTimeNs)} x ${fmtMs(runStepNs)} / ${fmtMs(windowStepNs)} = ${fmtMs(expectedNs)}`
+    : `host time, so expect max(${fmtMs(gain.expectedStepTimeNs)} - ${fmtMs(profilerNs)}, min(that, GPU busy ${savesGpuTime ? `after the fix ${fmtMs(busyNs)}` : fmtMs(busyNs)})) = ${fmtMs(expectedNs)}`;
   return {
     stepTimeNs: runStepNs,
     expectedStepTimeNs: expectedNs,
@@ -53,7 +61,7 @@ export function rebaseFinding(f: Finding, metricsOfRank: (rank: number) => Trace
   const m = metricsOfRank(rank);
   const run = runStepNsOfRank(rank);
   if (m === null || run === null) return f;
-  const estimatedGain = rebaseGain(f.estimatedGain, m, run);
+  const estimatedGain = rebaseGain(f.estimatedGain, m, run, SAVES_GPU_TIME.has(f.id));
   if (estimatedGain === f.estimatedGain) return f;
   return withGain(f, estimatedGain);
 }

@@ -13,6 +13,7 @@ import { describeModel, MODEL_SUMMARY_FORMAT } from '../planner/modelSummary.js'
 import type { Snapshot } from '../telemetry/sample.js';
 import type { CollectiveTimings } from '../trace/metrics/collectives.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
+import { inFramework } from '../advice/framework.js';
 import { rebaseFinding } from './rebase.js';
 import {
   type AllocatorMemory,
@@ -501,7 +502,7 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
     const st = ranks.find((r) => r.rank === rank)?.steps;
     return st && st.timing === 'gpu' && st.medianS !== null ? st.medianS * 1e9 : null;
   };
-  const traceFindings = (metrics.length ? diagnose(metrics, analysed.every((t) => t.collectives !== null) ? analysed.map((t) => t.collectives!) : []) : []).map((f) => rebaseFinding(f, metricsOfRank, runStepNsOfRank));
+  const traceFindings = (metrics.length ? diagnose(metrics, analysed.every((t) => t.collectives !== null) ? analysed.map((t) => t.collectives!) : []) : []).map((f) => inFramework(rebaseFinding(f, metricsOfRank, runStepNsOfRank), (model as ModelRecord | null)?.framework));
   const memoryFindings: Finding[] = input.snapshots.flatMap((s) => (s.report?.findings ?? []).map((f) => ({ ...f, ranks: [s.rank] })));
   const dlWait = traceFindings.some((f) => f.id === 'dataloader-bound') ? null : dataLoaderWaitFinding(ranks);
   const probeFindings = dlWait ? [dlWait] : [];

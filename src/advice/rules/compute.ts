@@ -95,6 +95,11 @@ export const noTensorCores: RankRule = (m) => {
         'torch.backends.cuda.matmul.allow_tf32 = True  # torch.set_float32_matmul_precision("high")',
         'torch.backends.cudnn.allow_tf32 = True',
       ].join('\n'),
+      frameworks: {
+        transformers: 'TrainingArguments(..., bf16=True)   # or tf32=True to keep fp32 weights and activations',
+        lightning: 'Trainer(..., precision="bf16-mixed")',
+        accelerate: 'accelerate launch --mixed_precision bf16 train.py',
+      },
     },
     estimatedGain: gainFrom(step, saved, arithmetic),
   });
