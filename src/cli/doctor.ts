@@ -37,7 +37,7 @@ Options:
   --md           the report as Markdown on stdout
   --html FILE    also write the report as one self-contained HTML page (charts, no script)
   --store DIR    the run history to save the run in (default: $GPUWISE_STORE, else ~/.gpuwise)
-  --profile-at N first profiled step (default 10); --profile-steps K steps (default 5, 0 = off)
+  --profile-at N first profiled step (default: the first steady step, 10 to 50); --profile-steps K steps (default 5, 0 = off)
   -h, --help     this help
 
 --from RUN_DIR re-diagnoses a recorded run: the report is rebuilt from the run directory's probe
