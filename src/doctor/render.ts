@@ -33,7 +33,7 @@ export function renderDoctorText(r: DoctorReport): string {
   out.push('Environment');
   if (e.probeSilent)
     out.push(
-      '  the probe did not report (no Python process of the command stepped a torch optimizer, iterated a DataLoader or called gpuwise.step())',
+      '  the probe did not report (no Python process of the command ran a forward or backward pass of a torch module, stepped an optimizer, iterated a DataLoader or called gpuwise.step())',
     );
   else {
     out.push(

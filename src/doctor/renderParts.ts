@@ -56,7 +56,7 @@ export function stepSourceNote(r: Pick<RankSummary, 'steps'>): string | null {
 export function environmentRows(r: DoctorReport): [string, string][] {
   const e = r.environment;
   if (e.probeSilent)
-    return [['probe', 'did not report (no Python process of the command stepped a torch optimizer, iterated a DataLoader or called gpuwise.step())']];
+    return [['probe', 'did not report (no Python process of the command ran a forward or backward pass of a torch module, stepped an optimizer, iterated a DataLoader or called gpuwise.step())']];
   const rows: [string, string][] = [
     ['Python', e.python ?? '?'],
     ['torch', e.torch ?? '?'],
