@@ -98,7 +98,14 @@ export function renderDoctorText(r: DoctorReport): string {
   out.push('');
   out.push('Captured window');
   if (r.profile.traces.length === 0) out.push('  no profiler trace (the run ended before the profiled steps, or profiling was off)');
-  for (const t of r.profile.traces) out.push(`  trace ${t.path}${t.error ? `: not analysed (${t.error})` : ''}`);
+  for (const t of r.profile.traces) {
+    out.push(`  trace ${t.path}${t.error ? `: not analysed (${t.error})` : ''}`);
+    const mf = t.modelFlops;
+    if (mf)
+      out.push(
+        `  model FLOPs ${mf.achievedTflops.toFixed(0)} TFLOP/s on the run's step, MFU ${(mf.mfu * 100).toFixed(0)}% of the ${mf.gpu} ${mf.peakPrecision} dense peak ${mf.peakTflops} TFLOP/s (${(mf.flopsPerStep / 1e12).toFixed(2)} TFLOP of GEMMs a step; attention and convolutions not counted)`,
+      );
+  }
   for (const s of r.profile.snapshots)
     out.push(
       `  ${s.kind === 'oom' ? 'out-of-memory snapshot' : 'memory snapshot'} ${s.path}${s.error ? `: not analysed (${s.error})` : ''}`,

@@ -14,6 +14,8 @@ import type { Snapshot } from '../telemetry/sample.js';
 import type { CollectiveTimings } from '../trace/metrics/collectives.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
 import { inFramework } from '../advice/framework.js';
+import { modelFlopsAtStep } from '../trace/metrics/modelFlops.js';
+import type { ModelFlops } from '../trace/metrics/types.js';
 import { rebaseFinding } from './rebase.js';
 import {
   type AllocatorMemory,
@@ -221,7 +223,8 @@ export interface DoctorReport {
   planModel: ({ format: typeof MODEL_SUMMARY_FORMAT } & ModelDescription) | null;
   planModelProblem: string | null;
   profile: {
-    traces: { rank: number; path: string; error: string | null }[];
+    /** `modelFlops`: the window's GEMM FLOPs per step over the run's own GPU-timed median step (null when unknown). */
+    traces: { rank: number; path: string; error: string | null; modelFlops: ModelFlops | null }[];
     snapshots: { rank: number; path: string; kind: string; error: string | null }[];
   };
   /**
@@ -579,7 +582,11 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
     planModel: plan.model,
     planModelProblem: plan.problem,
     profile: {
-      traces: input.traces.map((t) => ({ rank: t.rank, path: t.path, error: t.error })),
+      traces: input.traces.map((t) => {
+        const mf = t.metrics?.modelFlops ?? null;
+        const run = runStepNsOfRank(t.rank);
+        return { rank: t.rank, path: t.path, error: t.error, modelFlops: mf && run !== null ? modelFlopsAtStep(mf, run) : mf };
+      }),
       snapshots: input.snapshots.map((s) => ({ rank: s.rank, path: s.path, kind: s.kind, error: s.error })),
     },
     whatIfs: whatIf.whatIfs,

@@ -55,6 +55,17 @@ describe('doctor on the real-code corpus (H100 runs, replayed with --from)', () 
     expect(plain).not.toMatch(/Trainer|Lightning/);
   });
 
+  it('reports model FLOPs and MFU on the run\'s own step (nanoGPT-style GPT-2: 6 x 124M parameters x 24,576 tokens of GEMMs)', async () => {
+    const mf = (await fromDir('nanogpt_style')).profile.traces[0]!.modelFlops!;
+    expect(mf.flopsPerStep / 1e12).toBeCloseTo(18.2, 0);
+    // 18.2 TFLOP over the 79.8 ms step outside the window: 228 TFLOP/s, 23% of the H100's bf16 dense peak. nanoGPT's own
+    // print counts attention too (21.1 TFLOP) and divides by the A100's 312 TFLOP/s: about 85% for the same step.
+    expect(mf.achievedTflops).toBeGreaterThan(200);
+    expect(mf.achievedTflops).toBeLessThan(260);
+    expect(mf.peakPrecision).toBe('bf16');
+    expect(mf.mfu).toBeCloseTo(mf.achievedTflops / 989.4, 5);
+  });
+
   it('reads the batch from the model input when no DataLoader feeds it (nanoGPT get_batch: 2 x 12 sequences of 1024)', async () => {
     const st = (await fromDir('nanogpt_style')).ranks[0]!.steps;
     expect(st.seqLen).toBe(1024);

@@ -38,3 +38,13 @@ export function modelFlops(
   const achievedTflops = flopsPerStep / stepNs / 1e3;
   return { flopsPerStep, achievedTflops, peakTflops, peakPrecision, gpu: gpu.name, mfu: achievedTflops / peakTflops, coveredShare };
 }
+
+/**
+ * The same FLOPs over another step time: doctor's run step outside the profiled window, which the profiler's own
+ * cost does not lengthen (the window's figure understates what the run achieves).
+ */
+export function modelFlopsAtStep(f: ModelFlops, stepNs: number): ModelFlops {
+  if (!(stepNs > 0)) return f;
+  const achievedTflops = f.flopsPerStep / stepNs / 1e3;
+  return { ...f, achievedTflops, mfu: achievedTflops / f.peakTflops };
+}
