@@ -13,8 +13,10 @@
  *                     and the launch gaps after it, until the CPU has a lead again (a kernel
  *                     queued REFILL_LEAD_NS before it ran): the GPU waited for launches only
  *                     because the sync emptied its queue. Counted so only on a device where the
- *                     CPU does get its lead back after most syncs; where it never does, the
- *                     CPU cannot keep ahead even without syncs, and those gaps stay 'launch';
+ *                     CPU does get its lead back after most drains; where it never does, the
+ *                     CPU cannot keep ahead even without syncs, and those gaps stay 'launch'.
+ *                     The same holds after a DataLoader wait or a host-to-device copy call that
+ *                     let the queue run dry: their refill is theirs;
  *   5. launch:        the next GPU op was launched after the GPU went idle: the CPU could
  *                     not issue work fast enough (Python and launch overhead);
  *   6. other:         the next op was already queued (a cross-stream or event dependency).
@@ -99,6 +101,9 @@ class DeviceTimeline {
   private refilling = false;
   private drains = 0;
   private recovered = 0;
+  /** What drained the queue: the cause the refill belongs to. */
+  private refillCause: RefillCause = 'hostSync';
+  /** [window][cause] launch gaps of the refill, moved to their cause at the end. */
   private readonly refillNs: Float64Array;
   private w = 0;
   private catW = 0;
@@ -128,7 +133,7 @@ class DeviceTimeline {
       syncRefillNs: 0,
       syncDrains: 0,
     }));
-    this.refillNs = new Float64Array(windows.length);
+    this.refillNs = new Float64Array(windows.length * REFILL_CAUSES.length);
     this.categoryNs = new Float64Array(windows.length * CATEGORY_NAMES.length);
     this.comm = new ClippedUnion(windows);
     this.compute = new ClippedUnion(windows);
@@ -170,12 +175,15 @@ class DeviceTimeline {
     this.compute.finish();
     this.kernels.finish();
     // Refill gaps are the syncs' doing only where the CPU gets its lead back after most of them.
-    const syncsCauseRefill = this.drains > 0 && this.recovered >= this.drains / 2;
+    const drainsCauseRefill = this.drains > 0 && this.recovered >= this.drains / 2;
     this.times.forEach((t, i) => {
-      if (syncsCauseRefill) {
-        t.syncRefillNs = this.refillNs[i]!;
-        t.idleByCauseNs.launch -= this.refillNs[i]!;
-        t.idleByCauseNs.hostSync += this.refillNs[i]!;
+      if (drainsCauseRefill) {
+        REFILL_CAUSES.forEach((cause, c) => {
+          const ns = this.refillNs[i * REFILL_CAUSES.length + c]!;
+          t.idleByCauseNs.launch -= ns;
+          t.idleByCauseNs[cause] += ns;
+          if (cause === 'hostSync') t.syncRefillNs = ns;
+        });
       }
       CATEGORY_NAMES.forEach((name, c) => {
         t.kernelNsByCategory[name] = this.categoryNs[i * CATEGORY_NAMES.length + c]!;
@@ -241,16 +249,19 @@ class DeviceTimeline {
       if (pb <= pa) continue;
       const t = this.times[j]!;
       const before = t.idleByCauseNs.launch;
-      const cause = attributeGap(this.host, pa, pb, nextLaunch, t.idleByCauseNs);
-      if (cause === 'sync') {
-        // One drain per sync: the gaps while the host still waits in the same sync are part of it.
-        if (!this.refilling) {
+      const gap = attributeGap(this.host, pa, pb, nextLaunch, t.idleByCauseNs);
+      if (gap.drainedBy !== null) {
+        // One drain per wait: the gaps while the host still waits in the same call are part of it.
+        if (!this.refilling || this.refillCause !== gap.drainedBy) {
           this.drains++;
-          t.syncDrains++;
+          if (gap.drainedBy === 'hostSync') t.syncDrains++;
         }
         this.refilling = true;
-      } else if (cause === 'launch' && this.refilling) {
-        this.refillNs[j]! += t.idleByCauseNs.launch - before;
+        this.refillCause = gap.drainedBy;
+      }
+      // A DataLoader wait or a copy call claims only the part of the gap it covers: the launch rest is refill too.
+      if (this.refilling && gap.rest === 'launch') {
+        this.refillNs[j * REFILL_CAUSES.length + REFILL_CAUSES.indexOf(this.refillCause)]! += t.idleByCauseNs.launch - before;
       }
     }
   }
@@ -309,22 +320,38 @@ function hostCauses(model: TraceModel, spans: HostSpans): HostCauses {
   };
 }
 
-/** Adds the gap to `idle` by cause; returns what took the part no host span claimed. */
-function attributeGap(host: HostCauses, a: number, b: number, nextLaunch: number, idle: IdleByCause): 'sync' | 'launch' | 'other' | 'none' {
+/** Host waits whose drained queue makes the following launch gaps theirs (see the header). */
+const REFILL_CAUSES = ['hostSync', 'dataloader', 'h2dCopy'] as const;
+type RefillCause = (typeof REFILL_CAUSES)[number];
+
+/**
+ * Adds the gap to `idle` by cause. Returns what drained the queue (a sync that covered the moment the GPU went idle,
+ * or a DataLoader wait or copy call that claimed part of the gap), and what took the part no host span claimed.
+ */
+function attributeGap(
+  host: HostCauses,
+  a: number,
+  b: number,
+  nextLaunch: number,
+  idle: IdleByCause,
+): { drainedBy: RefillCause | null; rest: 'sync' | 'launch' | 'other' | 'none' } {
   const pieces = [a, b];
-  idle.dataloader += claim(pieces, host.dataloader);
+  const loader = claim(pieces, host.dataloader);
+  idle.dataloader += loader;
   idle.communication += claim(pieces, host.communication);
-  idle.h2dCopy += claim(pieces, host.h2d);
-  if (pieces.length === 0) return 'none';
+  const copy = claim(pieces, host.h2d);
+  idle.h2dCopy += copy;
+  const drainedBy: RefillCause | null = loader > 0 ? 'dataloader' : copy > 0 ? 'h2dCopy' : null;
+  if (pieces.length === 0) return { drainedBy, rest: 'none' };
   const rest = piecesLen(pieces);
   if (covers(host.sync, a, SYNC_TOLERANCE_NS)) {
     idle.hostSync += rest;
-    return 'sync';
+    return { drainedBy: drainedBy ?? 'hostSync', rest: 'sync' };
   }
   if (nextLaunch > a) {
     idle.launch += rest;
-    return 'launch';
+    return { drainedBy, rest: 'launch' };
   }
   idle.other += rest;
-  return 'other';
+  return { drainedBy, rest: 'other' };
 }
