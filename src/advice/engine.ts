@@ -14,7 +14,7 @@ import { fusion } from './rules/fusion.js';
 import { hostSync, launchBound } from './rules/host.js';
 import { dataloaderBound, pageableH2d } from './rules/input.js';
 import { memoryNearLimit } from './rules/memory.js';
-import { channelsLast, mixedPrecision } from './rules/precision.js';
+import { channelsLast, fp16WithoutScaler, mixedPrecision } from './rules/precision.js';
 import type { CrossRankRule, RankRule } from './rules/rule.js';
 
 export const RANK_RULES: readonly RankRule[] = [
@@ -25,6 +25,7 @@ export const RANK_RULES: readonly RankRule[] = [
   noTensorCores,
   mixedPrecision,
   channelsLast,
+  fp16WithoutScaler,
   fusion,
   misalignedShapes,
   gpuUnderused,

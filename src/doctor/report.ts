@@ -505,7 +505,9 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
     const st = ranks.find((r) => r.rank === rank)?.steps;
     return st && st.timing === 'gpu' && st.medianS !== null ? st.medianS * 1e9 : null;
   };
-  const traceFindings = (metrics.length ? diagnose(metrics, analysed.every((t) => t.collectives !== null) ? analysed.map((t) => t.collectives!) : []) : []).map((f) => inFramework(rebaseFinding(f, metricsOfRank, runStepNsOfRank), (model as ModelRecord | null)?.framework));
+  const traceFindings = (metrics.length ? diagnose(metrics, analysed.every((t) => t.collectives !== null) ? analysed.map((t) => t.collectives!) : []) : []).map((f) => inFramework(rebaseFinding(f, metricsOfRank, runStepNsOfRank), (model as ModelRecord | null)?.framework))
+    // The probe knows a compiled model even when the trace shows no Triton kernels (another backend): no "compile it".
+    .filter((f) => !(f.id === 'fusion' && (model as ModelRecord | null)?.compiled === true));
   const memoryFindings: Finding[] = input.snapshots.flatMap((s) => (s.report?.findings ?? []).map((f) => ({ ...f, ranks: [s.rank] })));
   const dlWait = traceFindings.some((f) => f.id === 'dataloader-bound') ? null : dataLoaderWaitFinding(ranks);
   const probeFindings = dlWait ? [dlWait] : [];

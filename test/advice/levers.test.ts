@@ -66,3 +66,24 @@ describe('levers measured on an H100: finding, fix, measured step', () => {
     expect((await run('resnet50')).metrics.modelFlops).toBeNull();
   });
 });
+
+describe('fp16 without a GradScaler (synthetic)', () => {
+  it('is said for fp16 training without the scaler kernels, not with them, nor for inference', async () => {
+    const { SynthTrace, metricsOfText } = await import('../helpers/synth.js');
+    const make = (scaler: boolean, optimizer: boolean) => {
+      const t = new SynthTrace();
+      for (let i = 0; i < 2; i++) {
+        const t0 = 1000 + i * 2000;
+        t.step(i + 1, t0, 2000);
+        t.kernel('sm80_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x32_stage4_warpsize2x2x1_tensor16x8x16_kernel', t0 + 1, t0 + 10, 900);
+        t.kernel('void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl<c10::Half>>', t0 + 2, t0 + 910, 100);
+        if (optimizer) t.kernel('void at::native::multi_tensor_apply_kernel<FusedAdamMathFunctor>', t0 + 3, t0 + 1010, 100);
+        if (scaler) t.kernel('void at::native::amp_update_scale_cuda_kernel(float*, int*, float const*, double, double, long)', t0 + 4, t0 + 1110, 5);
+      }
+      return diagnose([metricsOfText(t.toJSON())]).map((f) => f.id);
+    };
+    expect(make(false, true)).toContain('fp16-without-grad-scaler');
+    expect(make(true, true)).not.toContain('fp16-without-grad-scaler');
+    expect(make(false, false)).not.toContain('fp16-without-grad-scaler');
+  });
+});

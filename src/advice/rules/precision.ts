@@ -145,3 +145,34 @@ export const channelsLast: RankRule = (m) => {
     ),
   });
 };
+
+/** fp16 kernels in a training step and no GradScaler kernels: small gradients underflow to zero in fp16. */
+export const fp16WithoutScaler: RankRule = (m) => {
+  const mix = m.kernelMix;
+  // Training only (an optimizer ran): inference in fp16 needs no loss scaling.
+  if (mix.fp16Kernels < 1 || mix.gradScalerKernels > 0 || m.perStep.kernelNsByCategory.optimizer <= 0) return null;
+  const bf16 = Number(m.devices[0]?.computeCapability ?? '0') >= 8;
+  return finding({
+    id: 'fp16-without-grad-scaler',
+    title: 'fp16 training without a GradScaler: gradients below fp16\'s range become zero',
+    ranks: [m.rank],
+    evidence: [
+      `${mix.fp16Kernels.toFixed(0)} fp16 (c10::Half) kernels per step and none of the GradScaler's (unscale / update-scale) kernels`,
+    ],
+    data: { fp16KernelsPerStep: mix.fp16Kernels, gradScalerKernelsPerStep: mix.gradScalerKernels },
+    recommendation: {
+      summary: bf16
+        ? 'This GPU has bf16, which has fp32\'s range and needs no loss scaling: autocast to bfloat16. To stay in fp16, scale the loss with torch.amp.GradScaler.'
+        : 'Scale the loss with torch.amp.GradScaler so small gradients survive in fp16.',
+      code: [
+        'scaler = torch.amp.GradScaler("cuda")',
+        'with torch.autocast("cuda", dtype=torch.float16):',
+        '    loss = loss_fn(model(x), y)',
+        'scaler.scale(loss).backward()',
+        'scaler.step(opt); scaler.update()',
+      ].join('\n'),
+      frameworks: { transformers: 'TrainingArguments(..., fp16=True)  # the Trainer scales the loss itself', lightning: 'Trainer(..., precision="16-mixed")', accelerate: 'accelerate launch --mixed_precision fp16 train.py' },
+    },
+    estimatedGain: null,
+  });
+};
