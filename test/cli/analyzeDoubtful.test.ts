@@ -118,7 +118,7 @@ describe('a folder of traces is grouped into runs by distributedInfo and time', 
     expect(ddp).toHaveLength(4);
     for (const run of ddp) {
       expect(run.run.label).toBe('ranks 0-1 of 2 (nccl)');
-      const names = run.inputs.map((i: { path: string }) => i.path.split('/').pop().replace(/\.rank\d.*/, ''));
+      const names = run.inputs.map((i: { path: string }) => (i.path.split('/').pop() ?? '').replace(/\.rank\d.*/, ''));
       expect(new Set(names).size).toBe(1); // both ranks of the same scenario
     }
     const imbalance = ddp.find((r: { inputs: { path: string }[] }) => r.inputs[0]!.path.includes('ddp_imbalance'));
@@ -158,5 +158,18 @@ describe('a folder of traces is grouped into runs by distributedInfo and time', 
       { label: 'rank 0 of 2 (nccl)', notes: ['rank 1 of 2 not among the inputs'] },
       { label: 'rank 1 of 4 (nccl)', notes: ['ranks 0, 2-3 of 4 not among the inputs'] },
     ]);
+  });
+});
+
+describe('one answer to "how do I log the loss" in every command', () => {
+  it('memory (a leak across steps) and analyze (host syncs) give the same change: accumulate detached on the GPU, read every N steps', async () => {
+    const mem = JSON.parse((await runCli(['memory', '--json', 'test/fixtures/memory/leak_step6.pickle'])).stdout);
+    const kept = mem.findings.find((f: { id: string }) => f.id === 'kept-across-steps');
+    const sync = JSON.parse((await runCli(['analyze', '--json', tracePath('scenarios/host_sync')])).stdout).findings.find((f: { id: string }) => f.id === 'host-sync');
+    for (const code of [kept.recommendation.code, sync.recommendation.code]) {
+      expect(code).toMatch(/running_loss \+= loss\.detach\(\)/);
+      expect(code).toMatch(/if step % log_every == 0:\n\s+print\(\(running_loss \/ log_every\)\.item\(\)\)/);
+      expect(code).not.toMatch(/running_loss \+= loss\.item\(\)/);
+    }
   });
 });
