@@ -1,10 +1,11 @@
 /** `gpuwise analyze <trace|dir>...`: diagnose torch.profiler traces. */
-import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { readdir, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { SEVERITIES, type Severity, severityRank } from '../advice/finding.js';
 import { InputError } from '../io/inputError.js';
 import { describeFsError } from '../io/readTrace.js';
 import { loadTrace } from '../io/loadTrace.js';
+import { checkHtmlTarget } from '../io/reportTarget.js';
 import { ANALYZE_SCHEMA_VERSION, type AnalyzeReport, type InputSummary, buildAnalyzeReport } from '../report/analyzeReport.js';
 import { renderHtml } from '../report/html.js';
 import { renderMarkdown } from '../report/markdown.js';
@@ -61,7 +62,7 @@ export async function run(argv: string[]): Promise<number> {
   if (failOn !== undefined && !SEVERITIES.includes(failOn as Severity)) throw new UsageError(`--fail-on: '${failOn}' is not one of ${SEVERITIES.join(', ')}`);
 
   const files = await collectTraceFiles(positionals);
-  if (values.html !== undefined) await checkOutputPath(values.html, files);
+  if (values.html !== undefined) checkHtmlTarget(values.html, files);
 
   const showProgress = !values['no-progress'] && process.stderr.isTTY === true;
   const inputs: InputSummary[] = [];
@@ -149,17 +150,4 @@ export async function collectTraceFiles(paths: string[]): Promise<string[]> {
     out.push(...traces.map((e) => join(p, e)));
   }
   return out;
-}
-
-/** Never overwrite an input, nor a file that is not an earlier gpuwise report. */
-async function checkOutputPath(path: string, inputs: string[]): Promise<void> {
-  const target = resolve(path);
-  if (inputs.some((i) => resolve(i) === target)) throw new InputError(path, 'is one of the input traces: choose another --html file');
-  let existing: string | null = null;
-  try {
-    existing = (await readFile(path)).subarray(0, 4096).toString('utf8');
-  } catch {
-    return;
-  }
-  if (!existing.startsWith('<!doctype html>') || !existing.includes('gpuwise')) throw new InputError(path, 'exists and is not a gpuwise report: refusing to overwrite it');
 }

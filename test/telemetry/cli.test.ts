@@ -62,7 +62,7 @@ describe('smi', () => {
       [['smi', '--from', bad], new RegExp(`^gpuwise smi: ${bad}: malformed XML at line \\d+: `)],
       [['smi', '--from', join(dir, 'nope.csv')], /^gpuwise smi: .*nope\.csv: no such file$/],
       [['smi', '--from', fixturePath('query-compute-apps.busy.csv')], /only compute-app listings/],
-      [['smi', '--bogus'], /^gpuwise smi: Unknown option '--bogus'/],
+      [['smi', '--bogus'], /^gpuwise smi: unknown option '--bogus'/],
       [['select', '-n', 'two', '--from', fixturePath('query-gpu.busy.csv')], /--count: 'two' is not a positive whole number/],
       [['select', '--min-free', 'lots', '--from', fixturePath('query-gpu.busy.csv')], /--min-free: 'lots' is not a size/],
     ];
