@@ -15,6 +15,7 @@ import { type CollectiveTimings, collectiveTimings } from '../trace/metrics/inde
 import type { TraceMetrics } from '../trace/metrics/types.js';
 import { type TraceIdentity, describeSplit, groupRuns, identityOf } from '../trace/runGroups.js';
 import { EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, VERSION } from './main.js';
+import { useColor } from './color.js';
 import { progressBar } from './progress.js';
 import { UsageError, parseFlags } from './usage.js';
 
@@ -31,6 +32,7 @@ Options:
   --html FILE         also write a self-contained HTML report with charts to FILE
   --fail-on SEVERITY  exit 1 when a finding at or above SEVERITY exists (high|medium|low|info)
   --no-progress       never draw the progress bar
+  --no-color          no colour (also NO_COLOR=1; colour is only ever used on a terminal)
   -h, --help          show this help
 
 Exit codes: 0 done, 1 a finding at or above --fail-on, 2 bad input or usage, or
@@ -49,6 +51,7 @@ export async function run(argv: string[]): Promise<number> {
       html: { type: 'string' },
       'fail-on': { type: 'string' },
       'no-progress': { type: 'boolean' },
+      'no-color': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -100,7 +103,7 @@ export async function run(argv: string[]): Promise<number> {
     const out = split === null ? reports[0]! : { schemaVersion: ANALYZE_SCHEMA_VERSION, tool: 'gpuwise', command: 'analyze', version: VERSION, split, runs: reports };
     process.stdout.write(`${JSON.stringify(out, null, 1)}\n`);
   } else if (judgedAny) {
-    const style = process.stdout.isTTY && !process.env.NO_COLOR ? ANSI : PLAIN;
+    const style = useColor(values['no-color']) ? ANSI : PLAIN;
     const parts = reports.map((r, k) => {
       const head = split === null ? '' : `Run ${k + 1} of ${reports.length}: ${r.run?.label}${r.run?.notes.length ? ` (${r.run.notes.join('; ')})` : ''}\n\n`;
       return head + (values.md ? renderMarkdown(r) : renderTerminal(r, style));

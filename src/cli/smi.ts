@@ -11,7 +11,7 @@ import { formatBytes, formatNumber, renderSmi, table } from '../telemetry/render
 import type { Snapshot } from '../telemetry/sample.js';
 import type { LiveSampler } from '../telemetry/sampler.js';
 import { parseCount, parseDurationMs } from './telemetryArgs.js';
-import { openLive } from './telemetryLive.js';
+import { NO_GPU_HINTS, openLive } from './telemetryLive.js';
 import { parseFlags, UsageError } from './usage.js';
 
 const HELP = `gpuwise smi: one snapshot of the NVIDIA GPUs and their processes.
@@ -19,7 +19,8 @@ const HELP = `gpuwise smi: one snapshot of the NVIDIA GPUs and their processes.
 Usage: gpuwise smi [--json] [--from FILE]... [--replay FILE.sqlite [--at SECONDS]]
 
   --json            JSON instead of the table (schema: docs/telemetry.md)
-  --from FILE       read nvidia-smi output instead of the live GPUs: 'nvidia-smi -q -x' XML or
+  --from FILE       read nvidia-smi output instead of the live GPUs: the plain 'nvidia-smi' table,
+                    'nvidia-smi -q -x' XML or
                     '--query-gpu' CSV, plus optional '--query-compute-apps' CSV files (.gz accepted)
   --replay FILE     read a 'gpuwise record' file: per-GPU summary and the snapshot at --at (default: last)
   --no-procfs       do not read /proc for user, command, CPU, RSS, rank
@@ -43,7 +44,7 @@ async function timeSamples(sampler: LiveSampler, n: number): Promise<{ cpuUs: nu
 }
 
 async function bench(n: number, procfs: boolean): Promise<number> {
-  const sampler = await openLive({ procfs });
+  const sampler = await openLive({ procfs, hint: NO_GPU_HINTS.smi });
   try {
     await sampler.sample(); // first sample opens /proc caches and NVML state
     // The first n samples include V8 compiling the sampling code (what a short or slow-paced run pays);
@@ -150,7 +151,7 @@ export async function run(argv: string[]): Promise<number> {
   let snapshot: Snapshot;
   if (values.from) snapshot = readSmiFiles(values.from);
   else {
-    const sampler = await openLive({ procfs: !values['no-procfs'] });
+    const sampler = await openLive({ procfs: !values['no-procfs'], hint: NO_GPU_HINTS.smi });
     try {
       snapshot = await sampler.sample();
     } finally {
