@@ -106,7 +106,7 @@ export async function run(argv: string[]): Promise<number> {
     const style = useColor(values['no-color']) ? ANSI : PLAIN;
     const parts = reports.map((r, k) => {
       const head = split === null ? '' : `Run ${k + 1} of ${reports.length}: ${r.run?.label}${r.run?.notes.length ? ` (${r.run.notes.join('; ')})` : ''}\n\n`;
-      return head + (values.md ? renderMarkdown(r) : renderTerminal(r, style));
+      return head + (values.md ? renderMarkdown(r) : renderTerminal(r, style, process.stdout.isTTY ? (process.stdout.columns ?? 0) : 0));
     });
     if (split !== null) parts.unshift(`${split}.\n`);
     process.stdout.write(parts.join('\n'));

@@ -36,7 +36,7 @@ export function parseSmiTable(text: string): Snapshot {
   const notes: string[] = ['read from the plain nvidia-smi table: no UUIDs, clocks, PCIe or memory utilisation (nvidia-smi -q -x has them)'];
   let driverVersion: string | null = null;
   let cudaVersion: string | null = null;
-  let timestampMs: number | null = null;
+  let seenTime = false;
   let section: 'gpus' | 'processes' | 'mig' | 'other' = 'other';
   let pending: GpuSample | null = null;
   let lineInBlock = 0;
@@ -47,9 +47,10 @@ export function parseSmiTable(text: string): Snapshot {
       cudaVersion = head[3] ?? null;
       continue;
     }
-    if (timestampMs === null && /^\w{3} \w{3}\s+\d+ \d\d:\d\d:\d\d \d{4}\s*$/.test(line.trim())) {
-      const t = Date.parse(line.trim());
-      if (Number.isFinite(t)) timestampMs = t;
+    if (!seenTime && /^\w{3} \w{3}\s+\d+ \d\d:\d\d:\d\d \d{4}\s*$/.test(line.trim())) {
+      // Host-local time without a zone: kept as text (as for the XML), timestampMs stays null.
+      notes.push(`taken at ${line.trim()} (host-local time)`);
+      seenTime = true;
       continue;
     }
     if (/^\|\s*Processes:/.test(line)) {
@@ -130,5 +131,5 @@ export function parseSmiTable(text: string): Snapshot {
   const lost = processes.filter((p) => !gpus.some((g) => g.index === p.gpuIndex));
   if (lost.length) notes.push(`${lost.length} process rows name a GPU the table does not list`);
   if (gpus.some((g) => g.name.endsWith('...'))) notes.push('GPU names are cut short in the table');
-  return { schemaVersion: SNAPSHOT_SCHEMA_VERSION, source: 'smi-table', timestampMs, hostname: null, driverVersion, cudaVersion, gpus, notes };
+  return { schemaVersion: SNAPSHOT_SCHEMA_VERSION, source: 'smi-table', timestampMs: null, hostname: null, driverVersion, cudaVersion, gpus, notes };
 }

@@ -173,3 +173,26 @@ describe('one answer to "how do I log the loss" in every command', () => {
     }
   });
 });
+
+describe('one report order and prose wrapped to the terminal', () => {
+  it('terminal, Markdown and HTML put the findings first, then warnings, then the figures', async () => {
+    const cut = write('cutOrder.json', starvedText.slice(0, Math.floor(starvedText.length * 0.8)));
+    const text = (await runCli(['analyze', '--no-color', cut])).stdout;
+    expect(text.indexOf('Findings')).toBeLessThan(text.indexOf('warning:'));
+    expect(text.indexOf('warning:')).toBeLessThan(text.indexOf('Rank 0'));
+    const md = (await runCli(['analyze', '--md', cut])).stdout;
+    expect(md.indexOf('### ')).toBeLessThan(md.indexOf('| rank |'));
+    expect(md).toMatch(/> ⚠️ `cutOrder\.json`: the input ends before the trace does/);
+  });
+
+  it('renderTerminal wraps evidence and advice to the width given, keeping the indent', async () => {
+    const { renderTerminal, PLAIN } = await import('../../src/report/terminal.js');
+    const j = JSON.parse((await runCli(['analyze', '--json', starved])).stdout);
+    const lines = renderTerminal(j, PLAIN, 80).split('\n');
+    // Every line but code (after '|') and bars fits, unless one word alone is longer.
+    for (const l of lines.filter((x) => !x.includes('|') && !x.includes('█'))) expect(l.length <= 80 || !l.trim().includes(' '), l).toBe(true);
+    const fix = lines.findIndex((l) => l.startsWith('    fix: '));
+    expect(lines[fix + 1]).toMatch(/^ {9}\S/); // continuation under the text, not under "fix:"
+    expect(renderTerminal(j, PLAIN).split('\n').some((l) => l.length > 80)).toBe(true); // width 0: unwrapped
+  });
+});
