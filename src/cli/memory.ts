@@ -4,7 +4,9 @@
  */
 import { writeFile } from 'node:fs/promises';
 import { type Severity, SEVERITIES, severityRank } from '../memory/findings.js';
+import { checkHtmlTarget } from '../io/reportTarget.js';
 import { diffSnapshots, renderDiffMarkdown, renderDiffText } from '../memory/diff.js';
+import { renderDiffHtml } from '../memory/render/diffHtml.js';
 import { renderHtml } from '../memory/render/html.js';
 import { renderMarkdown, renderText } from '../memory/render/text.js';
 import { type Analysis, analyze } from '../memory/report.js';
@@ -77,10 +79,14 @@ export async function run(argv: string[]): Promise<number> {
 
   if (isDiff) {
     if (positionals.length !== 2) throw new UsageError('memory diff takes two snapshots: gpuwise memory diff A B');
-    if (values.html) throw new UsageError('--html is not available for diff yet');
+    if (values.html) checkHtmlTarget(values.html, positionals);
     const [a, b] = await Promise.all([load(positionals[0]!, opts), load(positionals[1]!, opts)]);
     const d = diffSnapshots(a, b, opts.topSources ?? 15);
     process.stdout.write(values.json ? `${JSON.stringify(d, null, 2)}\n` : values.md ? renderDiffMarkdown(d) : renderDiffText(d));
+    if (values.html) {
+      await writeFile(values.html, renderDiffHtml(d));
+      process.stderr.write(`gpuwise memory: wrote ${values.html}\n`);
+    }
     return 0;
   }
 

@@ -4,10 +4,13 @@
  * samples and prints gpuwise's own CPU and wall time per sample, then N more (the steady cost, once V8
  * has compiled the sampling code).
  */
+import { writeFileSync } from 'node:fs';
 import { readSmiFiles } from '../io/readSmiFile.js';
+import { checkHtmlTarget } from '../io/reportTarget.js';
 import { readRecording } from '../telemetry/recordStore.js';
 import { summarizeRecording } from '../telemetry/recordSummary.js';
 import { formatBytes, formatNumber, renderSmi, table } from '../telemetry/render.js';
+import { renderSmiHtml, renderSmiMarkdown } from '../telemetry/smiReport.js';
 import type { Snapshot } from '../telemetry/sample.js';
 import type { LiveSampler } from '../telemetry/sampler.js';
 import { parseCount, parseDurationMs } from './telemetryArgs.js';
@@ -16,9 +19,11 @@ import { parseFlags, UsageError } from './usage.js';
 
 const HELP = `gpuwise smi: one snapshot of the NVIDIA GPUs and their processes.
 
-Usage: gpuwise smi [--json] [--from FILE]... [--replay FILE.sqlite [--at SECONDS]]
+Usage: gpuwise smi [--json | --md] [--html FILE] [--from FILE]... [--replay FILE.sqlite [--at SECONDS]]
 
   --json            JSON instead of the table (schema: docs/telemetry.md)
+  --md              Markdown tables (for an issue)
+  --html FILE       also write the snapshot as a self-contained HTML page to FILE
   --from FILE       read nvidia-smi output instead of the live GPUs: the plain 'nvidia-smi' table,
                     'nvidia-smi -q -x' XML or
                     '--query-gpu' CSV, plus optional '--query-compute-apps' CSV files (.gz accepted)
@@ -131,6 +136,9 @@ export async function run(argv: string[]): Promise<number> {
     allowPositionals: true,
     options: {
       json: { type: 'boolean', default: false },
+      md: { type: 'boolean', default: false },
+      html: { type: 'string' },
+      'no-color': { type: 'boolean', default: false },
       from: { type: 'string', multiple: true },
       replay: { type: 'string' },
       at: { type: 'string' },
@@ -146,6 +154,9 @@ export async function run(argv: string[]): Promise<number> {
   if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals[0]}' (files go after --from or --replay)`);
   if (values.from && values.replay) throw new UsageError('--from and --replay exclude each other');
   if (values.at !== undefined && !values.replay) throw new UsageError('--at needs --replay');
+  if (values.json && values.md) throw new UsageError('--json and --md are exclusive');
+  if (values.html !== undefined) checkHtmlTarget(values.html, [...(values.from ?? []), ...(values.replay ? [values.replay] : [])]);
+  if ((values.md || values.html !== undefined) && values.replay) throw new UsageError('--md and --html show one snapshot: use them with --from or the live GPUs');
   if (values.bench !== undefined) return bench(parseCount(values.bench, '--bench', 1), !values['no-procfs']);
   if (values.replay) return replay(values.replay, values.at, values.json);
   let snapshot: Snapshot;
@@ -161,7 +172,13 @@ export async function run(argv: string[]): Promise<number> {
   out(
     values.json
       ? `${JSON.stringify(snapshot, null, 2)}\n`
-      : renderSmi(snapshot, process.stdout.isTTY ? (process.stdout.columns ?? 160) : 400),
+      : values.md
+        ? renderSmiMarkdown(snapshot)
+        : renderSmi(snapshot, process.stdout.isTTY ? (process.stdout.columns ?? 160) : 400),
   );
+  if (values.html !== undefined) {
+    writeFileSync(values.html, renderSmiHtml(snapshot));
+    process.stderr.write(`gpuwise smi: wrote ${values.html}\n`);
+  }
   return 0;
 }

@@ -81,6 +81,18 @@ describe('gpuwise memory', () => {
     expect(await main(['memory', 'diff', '--json', fixturePath('leak_step2.pickle'), fixturePath('leak_step6.pickle')])).toBe(0);
     expect(JSON.parse(out).schemaVersion).toBe(1);
   });
+
+  it('diff --html FILE writes an offline page of what grew (issue 16)', async () => {
+    const page = join(tmp, 'diff.html');
+    expect(await main(['memory', 'diff', '--html', page, fixturePath('leak_step2.pickle'), fixturePath('leak_step6.pickle')])).toBe(0);
+    const html = readFileSync(page, 'utf8');
+    expect(html).toMatch(/^<!doctype html>/);
+    expect(html).toMatch(/<code>[^<]*train\.py:40/);
+    expect(html).not.toMatch(/<script|https?:\/\//);
+    const foreign = tmpFile('notes.html', 'mine');
+    expect(await main(['memory', 'diff', '--html', foreign, fixturePath('leak_step2.pickle'), fixturePath('leak_step6.pickle')])).toBe(2);
+    expect(readFileSync(foreign, 'utf8')).toBe('mine');
+  });
 });
 
 describe('bad input: one line, exit 2, nothing run', () => {

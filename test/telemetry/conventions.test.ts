@@ -125,3 +125,24 @@ describe('monitor', () => {
     expect(help).toMatch(/green below 10%, yellow below 75%, red above/);
   });
 });
+
+describe('smi --md and --html FILE', () => {
+  it('Markdown tables of the GPUs and processes; an offline page; never over a foreign file', async () => {
+    const from = ['--from', fixturePath('nvidia-smi.busy.txt')];
+    const md = await gpuwise(['smi', '--md', ...from]);
+    expect(md.code, md.stderr).toBe(0);
+    expect(md.stdout).toMatch(/^## gpuwise smi/);
+    expect(md.stdout).toMatch(/\| 0 \| NVIDIA H200 \| 00000000:00:06\.0 \|/);
+    expect(md.stdout).toMatch(/\| 1 \| 621 \|/);
+    const out = join(dir, 'smi.html');
+    expect((await gpuwise(['smi', '--html', out, ...from])).code).toBe(0);
+    const { readFileSync, writeFileSync } = await import('node:fs');
+    const html = readFileSync(out, 'utf8');
+    expect(html).toMatch(/^<!doctype html>/);
+    expect(html).toContain('<td>python3</td>');
+    const foreign = join(dir, 'mine.html');
+    writeFileSync(foreign, 'mine');
+    expect((await gpuwise(['smi', '--html', foreign, ...from])).code).toBe(2);
+    expect(readFileSync(foreign, 'utf8')).toBe('mine');
+  });
+});
