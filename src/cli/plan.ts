@@ -155,7 +155,12 @@ function gpuByName(name: string): GpuSpec {
     return findGpu(name);
   } catch (e) {
     if (!(e instanceof PlanError)) throw e;
-    const near = closeMatches(name, [...GPUS.map((g) => g.id), ...GPUS.map((g) => g.name)]);
+    // Only names sharing the model number: one letter apart is another product (B200 is not an H200).
+    const models = (t: string) => t.toLowerCase().match(/[a-z]*\d{3,}[a-z0-9]*/g) ?? [];
+    const wanted = models(name);
+    const near = closeMatches(name, [...GPUS.map((g) => g.id), ...GPUS.map((g) => g.name)]).filter((c) =>
+      models(c).some((m) => wanted.some((w) => w === m || w.includes(m) || m.includes(w))),
+    );
     const ids = [...new Set(near.map((n) => GPUS.find((g) => g.id === n || g.name === n)!.id))];
     throw new UsageError(
       `--gpu: unknown GPU '${name}'${ids.length ? `: did you mean ${ids.join(', ')}?` : ''} (known: ${GPUS.map((g) => g.id).join(', ')}; or give --gpu-memory and --gpu-tflops)`,

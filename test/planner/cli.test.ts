@@ -142,6 +142,8 @@ describe('bad input: one line, exit 2', () => {
     [['--model', gpt2, '--gpu', 'b300'], /--gpu: unknown GPU 'b300'/],
     [['--model', gpt2, '--gpu', 'A100-PCIE-40GB'], /--gpu: unknown GPU 'A100-PCIE-40GB': did you mean a100-40, a100-80\?/],
     [['--model', gpt2, '--gpu', 'h100-sxn'], /did you mean h100-sxm/],
+    [['--model', gpt2, '--gpu', 'RTX 4090'], /did you mean rtx4090\? /],
+    [['--model', gpt2, '--gpu', 'B200'], /unknown GPU 'B200' \(known: /],
     [['--model', gpt2, '--precision', 'fp8'], /--precision: 'fp8' is not one of/],
     [['--model', gpt2, '--batch', '0'], /--batch: '0' is not an integer >= 1/],
     [['--model', llama, '--gpu', 'h100', '--gpus', '8', '--tp', '3'], /--tp 3 x --pp 1 does not divide 8 GPUs/],
