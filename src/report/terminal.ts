@@ -86,11 +86,17 @@ function rankSection(m: TraceMetrics, st: Style): string[] {
 }
 
 /** `width`: wrap evidence and advice to it (the terminal's columns); 0 leaves lines whole. */
-export function renderFinding(f: Finding, st: Style, index: number, width = 0): string[] {
+export function renderFinding(
+  f: Pick<Finding, 'id' | 'severity' | 'title' | 'evidence' | 'recommendation'> & Partial<Pick<Finding, 'ranks' | 'estimatedGain'>>,
+  st: Style,
+  index: number,
+  width = 0,
+): string[] {
   const out: string[] = [];
   const wrap = (line: string, hang: number) => wrapLine(line, width, hang);
   const tag = st.severity(f.severity, f.severity.toUpperCase().padEnd(6));
-  const idText = `[${f.id}${f.ranks.length > 1 ? `, ranks ${f.ranks.join(',')}` : ''}]`;
+  const ranks = f.ranks ?? [];
+  const idText = `[${f.id}${ranks.length > 1 ? `, ranks ${ranks.join(',')}` : ''}]`;
   const num = `${String(index + 1).padStart(2)}.`;
   const head = wrap(`${num} ${f.severity.toUpperCase().padEnd(6)} ${f.title}  ${idText}`, 11);
   if (head.length === 1) out.push(`${num} ${tag} ${st.bold(f.title)}  ${st.dim(idText)}`);
