@@ -186,10 +186,14 @@ function stepContaining(markers: TraceModel['steps'], t: number): number {
   return -1;
 }
 
-/** One line saying how much of a trace the findings rest on (for reports), or null for a whole trace used whole. */
+/** One line saying how much of a trace the findings rest on (for reports), or null for a whole trace with steps, used whole. */
 export function coverageNote(c: TraceCoverage): string | null {
   if (c.nothingToJudge !== null) return `nothing to judge: ${c.nothingToJudge}`;
-  if (c.endedEarly === null) return null;
+  if (c.endedEarly === null) {
+    return c.stepMarkers === 0
+      ? 'no ProfilerStep markers: the whole trace is taken as one step, so "per step" means per trace (profile with a schedule and call prof.step() every step)'
+      : null;
+  }
   if (c.severityCap === null) return `${c.endedEarly}: read ${c.events} events, all of its GPU activity among them: the ${c.stepsUsed.length} steps are whole`;
   const cut = c.stepsLeftOut.filter((s) => s.reason !== 'no GPU work').length;
   const empty = c.stepsLeftOut.length - cut;

@@ -86,6 +86,18 @@ describe('nothing to judge: say what is missing, exit 2, never "no findings"', (
     expect(j.metrics.ranks).toEqual([]);
   });
 
+  it('no profiler steps: judged as one window, and it says so', async () => {
+    const full = JSON.parse(starvedText);
+    full.traceEvents = full.traceEvents.filter((e: { name?: string }) => !String(e.name ?? '').startsWith('ProfilerStep'));
+    const p = write('nosteps.json.gz', gzipSync(JSON.stringify(full)));
+    const r = await runCli(['analyze', '--json', p]);
+    expect(r.code).toBe(0);
+    const j = JSON.parse(r.stdout);
+    expect(j.inputs[0].coverage.stepMarkers).toBe(0);
+    expect(j.inputs[0].warnings.join('\n')).toMatch(/no ProfilerStep markers: the whole trace is taken as one step/);
+    expect(j.metrics.ranks[0].stepsFromMarkers).toBe(false);
+  });
+
   it('one judged trace beside one with nothing to judge: the judged one is reported', async () => {
     const p = write('chrome2.json', '{"traceEvents":[{"name":"x","ph":"X","ts":1,"dur":2,"pid":1,"tid":1}]}');
     const r = await runCli(['analyze', starved, p]);
