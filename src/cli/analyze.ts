@@ -1,25 +1,31 @@
 /** `gpuwise analyze <trace|dir>...`: diagnose torch.profiler traces. */
-import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { readdir, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { SEVERITIES, type Severity } from '../findings/finding.js';
 import { severityRank } from '../findings/rank.js';
 import { InputError } from '../io/inputError.js';
 import { describeFsError } from '../io/readTrace.js';
 import { loadTrace } from '../io/loadTrace.js';
-import { type AnalyzeReport, type InputSummary, buildAnalyzeReport } from '../report/analyzeReport.js';
+import { checkHtmlTarget } from '../io/reportTarget.js';
+import { ANALYZE_SCHEMA_VERSION, type AnalyzeReport, type InputSummary, buildAnalyzeReport } from '../report/analyzeReport.js';
 import { renderHtml } from '../report/html.js';
 import { renderMarkdown } from '../report/markdown.js';
 import { ANSI, PLAIN, renderTerminal } from '../report/terminal.js';
-import { type CollectiveTimings, analyzeTrace, collectiveTimings } from '../trace/metrics/index.js';
+import { assessTrace, coverageNote } from '../trace/coverage.js';
+import { type CollectiveTimings, collectiveTimings } from '../trace/metrics/index.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
-import { EXIT_FINDINGS, EXIT_OK, VERSION } from './main.js';
+import { type TraceIdentity, describeSplit, groupRuns, identityOf } from '../trace/runGroups.js';
+import { EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, VERSION } from './main.js';
+import { useColor } from './color.js';
 import { progressBar } from './progress.js';
 import { UsageError, parseFlags } from './usage.js';
 
 const HELP = `Usage: gpuwise analyze [options] <trace|dir>...
 
 Diagnose torch.profiler traces (Chrome trace JSON, plain or .gz). Give one trace,
-several (one per rank), or a directory of traces (a distributed run).
+several (one per rank), or a directory of traces. Files are grouped into runs by
+their distributedInfo and time: the ranks of one run (one profiling window) are
+compared with each other; separate runs are analysed one by one.
 
 Options:
   --json              print the report as JSON on stdout (schema: docs/analyze.md)
@@ -27,9 +33,12 @@ Options:
   --html FILE         also write a self-contained HTML report with charts to FILE
   --fail-on SEVERITY  exit 1 when a finding at or above SEVERITY exists (high|medium|low|info)
   --no-progress       never draw the progress bar
+  --no-color          no colour (also NO_COLOR=1; colour is only ever used on a terminal)
   -h, --help          show this help
 
-Exit codes: 0 done, 1 a finding at or above --fail-on, 2 bad input or usage.`;
+Exit codes: 0 done, 1 a finding at or above --fail-on, 2 bad input or usage, or
+nothing to judge (no GPU activity, no whole step with GPU work, not a PyTorch
+profiler trace). A damaged trace is analysed on the steps read whole only.`;
 
 const TRACE_FILE = /\.json(\.gz)?$/i;
 
@@ -43,6 +52,7 @@ export async function run(argv: string[]): Promise<number> {
       html: { type: 'string' },
       'fail-on': { type: 'string' },
       'no-progress': { type: 'boolean' },
+      'no-color': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -56,47 +66,62 @@ export async function run(argv: string[]): Promise<number> {
   if (failOn !== undefined && !SEVERITIES.includes(failOn as Severity)) throw new UsageError(`--fail-on: '${failOn}' is not one of ${SEVERITIES.join(', ')}`);
 
   const files = await collectTraceFiles(positionals);
-  if (values.html !== undefined) await checkOutputPath(values.html, files);
+  if (values.html !== undefined) checkHtmlTarget(values.html, files);
 
   const showProgress = !values['no-progress'] && process.stderr.isTTY === true;
   const inputs: InputSummary[] = [];
-  const ranks: TraceMetrics[] = [];
-  const collectives: CollectiveTimings[] = [];
-  const seenRanks = new Set<number>();
+  const ids: TraceIdentity[] = [];
+  const analysed: ({ metrics: TraceMetrics; collectives: CollectiveTimings } | null)[] = [];
   for (const file of files) {
     const bar = showProgress ? progressBar(file) : undefined;
     const model = await loadTrace(file, bar?.update).finally(() => bar?.done());
-    const metrics = analyzeTrace(model);
+    const { coverage, metrics, model: used } = assessTrace(model);
     const warnings = [...model.warnings];
-    if (seenRanks.has(metrics.rank)) {
-      // Two files claim one rank (e.g. two single-GPU runs): keep both, numbered by position.
-      const rank = Math.max(...seenRanks) + 1;
-      warnings.push(`rank ${metrics.rank} already taken by another input: shown as rank ${rank}`);
-      metrics.rank = rank;
-    }
-    seenRanks.add(metrics.rank);
-    if (model.gpu.count === 0) warnings.push('no GPU activity (kernels, memcpy) in this trace: was the profiler run with ProfilerActivity.CUDA?');
-    inputs.push({ path: file, rank: metrics.rank, events: Object.values(model.eventCounts).reduce((a, b) => a + b, 0), warnings });
-    ranks.push(metrics);
-    collectives.push(collectiveTimings(model, metrics.steps));
+    const note = coverageNote(coverage);
+    if (note !== null) warnings.push(note);
+    inputs.push({ path: file, rank: model.rank, events: coverage.events, warnings, coverage });
+    ids.push(identityOf(file, model));
+    analysed.push(metrics === null ? null : { metrics, collectives: collectiveTimings(used, metrics.steps) });
   }
-  const order = ranks.map((_, i) => i).sort((a, b) => ranks[a]!.rank - ranks[b]!.rank);
-  const report = buildAnalyzeReport(
-    VERSION,
-    order.map((i) => inputs[i]!),
-    order.map((i) => ranks[i]!),
-    order.map((i) => collectives[i]!),
-  );
+  // Only the ranks of one window of one run are compared with each other (trace/runGroups.ts).
+  const groups = groupRuns(ids);
+  const reports = groups.map((g) => {
+    const judged = g.members.filter((i) => analysed[i] !== null);
+    const report = buildAnalyzeReport(
+      VERSION,
+      g.members.map((i) => inputs[i]!),
+      judged.map((i) => analysed[i]!.metrics),
+      judged.map((i) => analysed[i]!.collectives),
+    );
+    if (groups.length > 1 || g.notes.length) report.run = { label: g.label, notes: g.notes };
+    return report;
+  });
+  const judgedAny = analysed.some((a) => a !== null);
+  const split = groups.length > 1 ? describeSplit(ids, groups) : null;
+  if (values.html !== undefined && split !== null) throw new UsageError(`--html: ${split}; give the files of one run for an HTML page`);
 
-  if (values.json) process.stdout.write(`${JSON.stringify(report, null, 1)}\n`);
-  else if (values.md) process.stdout.write(renderMarkdown(report));
-  else process.stdout.write(renderTerminal(report, process.stdout.isTTY && !process.env.NO_COLOR ? ANSI : PLAIN));
-  if (!values.json && !values.md) for (const i of inputs) for (const w of i.warnings) process.stderr.write(`gpuwise analyze: ${i.path}: warning: ${w}\n`);
+  if (values.json) {
+    const out = split === null ? reports[0]! : { schemaVersion: ANALYZE_SCHEMA_VERSION, tool: 'gpuwise', command: 'analyze', version: VERSION, split, runs: reports };
+    process.stdout.write(`${JSON.stringify(out, null, 1)}\n`);
+  } else if (judgedAny) {
+    const style = useColor(values['no-color']) ? ANSI : PLAIN;
+    const parts = reports.map((r, k) => {
+      const head = split === null ? '' : `Run ${k + 1} of ${reports.length}: ${r.run?.label}${r.run?.notes.length ? ` (${r.run.notes.join('; ')})` : ''}\n\n`;
+      return head + (values.md ? renderMarkdown(r) : renderTerminal(r, style, process.stdout.isTTY ? (process.stdout.columns ?? 0) : 0));
+    });
+    if (split !== null) parts.unshift(`${split}.\n`);
+    process.stdout.write(parts.join('\n'));
+  }
+  if (!values.json) {
+    for (const g of groups) for (const n of g.notes) process.stderr.write(`gpuwise analyze: ${g.label}: warning: ${n}\n`);
+    for (const i of inputs) for (const w of i.warnings) process.stderr.write(`gpuwise analyze: ${i.path}: ${w.startsWith('nothing to judge') ? '' : 'warning: '}${w}\n`);
+  }
+  if (!judgedAny) return EXIT_BAD_INPUT; // nothing could be judged: never "no findings" for absent data
   if (values.html !== undefined) {
-    await writeFile(values.html, renderHtml(report));
+    await writeFile(values.html, renderHtml(reports[0]!));
     process.stderr.write(`gpuwise analyze: wrote ${values.html}\n`);
   }
-  return exitCode(report, failOn as Severity | undefined);
+  return Math.max(...reports.map((r) => exitCode(r, failOn as Severity | undefined)));
 }
 
 export function exitCode(report: AnalyzeReport, failOn: Severity | undefined): number {
@@ -129,17 +154,4 @@ export async function collectTraceFiles(paths: string[]): Promise<string[]> {
     out.push(...traces.map((e) => join(p, e)));
   }
   return out;
-}
-
-/** Never overwrite an input, nor a file that is not an earlier gpuwise report. */
-async function checkOutputPath(path: string, inputs: string[]): Promise<void> {
-  const target = resolve(path);
-  if (inputs.some((i) => resolve(i) === target)) throw new InputError(path, 'is one of the input traces: choose another --html file');
-  let existing: string | null = null;
-  try {
-    existing = (await readFile(path)).subarray(0, 4096).toString('utf8');
-  } catch {
-    return;
-  }
-  if (!existing.startsWith('<!doctype html>') || !existing.includes('gpuwise')) throw new InputError(path, 'exists and is not a gpuwise report: refusing to overwrite it');
 }

@@ -46,8 +46,10 @@ export async function run(argv: string[]): Promise<number> {
   if (positionals.length !== 2) throw new UsageError('give two runs: gpuwise compare RUN_A RUN_B (ids, last~1 last, or run directories)');
   if (values.json && values.md) throw new UsageError('--json and --md are exclusive');
   const dir = storeDir(values.store);
-  const a = await loadRunRef(positionals[0] as string, dir);
-  const b = await loadRunRef(positionals[1] as string, dir);
+  const a = await loadRunRef(positionals[0] as string, dir, { measuredOnly: true });
+  const b = await loadRunRef(positionals[1] as string, dir, { measuredOnly: true });
+  // `last` never lands on a run that measured nothing without saying so (io/runStore.ts).
+  for (const note of new Set([a.note, b.note])) if (note !== null) process.stderr.write(`gpuwise compare: ${note}\n`);
   const c = compareRuns(a, b);
   if (values.json) process.stdout.write(`${JSON.stringify(c, null, 2)}\n`);
   else if (values.md) process.stdout.write(renderComparisonMarkdown(c));

@@ -2,7 +2,7 @@
 import { hostname } from 'node:os';
 import { startExporter } from '../telemetry/exporterServer.js';
 import { parseIntervalMs } from './telemetryArgs.js';
-import { openLive } from './telemetryLive.js';
+import { NO_GPU_HINTS, openLive } from './telemetryLive.js';
 import { parseFlags, UsageError } from './usage.js';
 
 const HELP = `gpuwise exporter: Prometheus metrics of the GPUs, with NVIDIA dcgm-exporter's metric names and
@@ -33,7 +33,7 @@ export async function run(argv: string[]): Promise<number> {
   if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals[0]}'`);
   if (!/^\d+$/.test(values.port) || Number(values.port) > 65535) throw new UsageError(`--port: '${values.port}' is not a TCP port`);
   const intervalMs = parseIntervalMs(values.interval, '--interval', 1000, 100, 60_000);
-  const sampler = await openLive();
+  const sampler = await openLive({ hint: NO_GPU_HINTS.exporter });
   let exporter: Awaited<ReturnType<typeof startExporter>>;
   try {
     exporter = await startExporter({

@@ -3,11 +3,14 @@
  * Commands are imported lazily so `gpuwise smi` never loads the trace parser.
  */
 import { InputError } from '../io/inputError.js';
+import { NoGpuError } from './noGpuError.js';
 import { UsageError } from './usage.js';
 
 export const EXIT_OK = 0;
 export const EXIT_FINDINGS = 1;
 export const EXIT_BAD_INPUT = 2;
+/** No GPU can be read (no driver, NVML or nvidia-smi): nvidia-smi's own code for a missing driver. */
+export const EXIT_NO_GPU = 9;
 
 type Command = { summary: string; load: () => Promise<{ run(argv: string[]): Promise<number> }> };
 
@@ -53,6 +56,10 @@ export async function main(argv: string[]): Promise<number> {
     if (e instanceof InputError || e instanceof UsageError) {
       process.stderr.write(`gpuwise ${name}: ${e.message}\n`);
       return EXIT_BAD_INPUT;
+    }
+    if (e instanceof NoGpuError) {
+      process.stderr.write(`gpuwise ${name}: ${e.message}\n`);
+      return EXIT_NO_GPU;
     }
     // An unexpected failure is a bug in gpuwise: say so in one line, keep the stack for GPUWISE_DEBUG.
     process.stderr.write(`gpuwise ${name}: internal error: ${(e as Error)?.message ?? String(e)} (set GPUWISE_DEBUG=1 for details)\n`);

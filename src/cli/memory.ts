@@ -5,9 +5,13 @@
 import { writeFile } from 'node:fs/promises';
 import { SEVERITIES, type Severity } from '../findings/finding.js';
 import { severityRank } from '../findings/rank.js';
+import { checkHtmlTarget } from '../io/reportTarget.js';
 import { diffSnapshots, renderDiffMarkdown, renderDiffText } from '../memory/diff.js';
+import { renderDiffHtml } from '../memory/render/diffHtml.js';
 import { renderHtml } from '../memory/render/html.js';
 import { renderMarkdown, renderText } from '../memory/render/text.js';
+import { ANSI, PLAIN } from '../report/terminal.js';
+import { useColor } from './color.js';
 import { type Analysis, analyze } from '../memory/report.js';
 import { InputError } from '../io/inputError.js';
 import { readSnapshotFile } from '../io/readSnapshot.js';
@@ -25,6 +29,7 @@ Options:
   --json            the report as JSON on stdout (schemaVersion 1)
   --md              the report as Markdown on stdout
   --html FILE       also write a self-contained HTML page to FILE (never overwrites)
+  --no-color        no colour (also NO_COLOR=1; colour is only used on a terminal)
   --batch N         batch size of the run: turns activation bytes into the batch that fits
   --device N        device index to analyse (default: the one with the most history)
   --top N           source lines to list (default 15)
@@ -42,6 +47,7 @@ const OPTIONS = {
   device: { type: 'string' },
   top: { type: 'string' },
   'fail-on': { type: 'string' },
+  'no-color': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -78,10 +84,14 @@ export async function run(argv: string[]): Promise<number> {
 
   if (isDiff) {
     if (positionals.length !== 2) throw new UsageError('memory diff takes two snapshots: gpuwise memory diff A B');
-    if (values.html) throw new UsageError('--html is not available for diff yet');
+    if (values.html) checkHtmlTarget(values.html, positionals);
     const [a, b] = await Promise.all([load(positionals[0]!, opts), load(positionals[1]!, opts)]);
     const d = diffSnapshots(a, b, opts.topSources ?? 15);
     process.stdout.write(values.json ? `${JSON.stringify(d, null, 2)}\n` : values.md ? renderDiffMarkdown(d) : renderDiffText(d));
+    if (values.html) {
+      await writeFile(values.html, renderDiffHtml(d));
+      process.stderr.write(`gpuwise memory: wrote ${values.html}\n`);
+    }
     return 0;
   }
 
@@ -97,7 +107,10 @@ export async function run(argv: string[]): Promise<number> {
     }
     process.stderr.write(`gpuwise memory: wrote ${values.html}\n`);
   }
-  process.stdout.write(values.json ? `${JSON.stringify(report, null, 2)}\n` : values.md ? renderMarkdown(report) : renderText(report));
+  const width = process.stdout.isTTY ? (process.stdout.columns ?? 0) : 0;
+  process.stdout.write(
+    values.json ? `${JSON.stringify(report, null, 2)}\n` : values.md ? renderMarkdown(report) : renderText(report, useColor(values['no-color']) ? ANSI : PLAIN, width),
+  );
   if (failOn !== undefined && report.findings.some((f) => severityRank(f.severity) <= severityRank(failOn as Severity))) return 1;
   return 0;
 }

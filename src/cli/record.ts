@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import { RecordWriter } from '../telemetry/recordStore.js';
 import { VERSION } from './main.js';
 import { parseDurationMs, parseIntervalMs, splitCommand } from './telemetryArgs.js';
-import { openLive } from './telemetryLive.js';
+import { NO_GPU_HINTS, openLive } from './telemetryLive.js';
 import { parseFlags, UsageError } from './usage.js';
 
 const HELP = `gpuwise record: record GPU and process samples into a SQLite file (WAL mode).
@@ -42,7 +42,7 @@ export async function run(argv: string[]): Promise<number> {
   if (!values.out) throw new UsageError('--out FILE.sqlite is required');
   const intervalMs = parseIntervalMs(values.interval, '--interval', 1000, 10, 3_600_000);
   const durationMs = values.duration === undefined ? null : parseDurationMs(values.duration, '--duration');
-  const sampler = await openLive();
+  const sampler = await openLive({ hint: NO_GPU_HINTS.record });
   let writer: RecordWriter;
   try {
     writer = new RecordWriter(values.out, {

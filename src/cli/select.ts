@@ -8,7 +8,7 @@ import { resolveCudaVisibleDevices } from '../telemetry/cudaVisible.js';
 import type { Snapshot } from '../telemetry/sample.js';
 import { selectGpus, visibleDevicesValue } from '../telemetry/select.js';
 import { parseCount, splitCommand } from './telemetryArgs.js';
-import { openLive } from './telemetryLive.js';
+import { NO_GPU_HINTS, openLive } from './telemetryLive.js';
 import { parseBytes, parseFlags, UsageError } from './usage.js';
 
 const HELP = `gpuwise select: choose the N best GPUs (most free memory, then least busy) for a new job.
@@ -16,11 +16,12 @@ const HELP = `gpuwise select: choose the N best GPUs (most free memory, then lea
 Usage: gpuwise select -n N [--min-free SIZE] [--max-util PERCENT] [--format index|uuid] [-- CMD ARGS...]
 
   -n, --count N       how many GPUs (default 1)
-  --min-free SIZE     only GPUs with at least this much free memory (e.g. 20GiB)
+  --min-free SIZE     only GPUs with at least this much free memory (e.g. 20, in GiB, or 20GiB)
   --max-util PERCENT  only GPUs at most this busy (GPU utilisation)
   --format index|uuid what to print (default index)
   --all               also consider GPUs hidden by the caller's CUDA_VISIBLE_DEVICES
-  --from FILE         choose from nvidia-smi output files instead of the live GPUs
+  --from FILE         choose from nvidia-smi output files (the plain table, -q -x XML, query CSV)
+                      instead of the live GPUs
   --json              print the choice and the reasons for each rejected GPU as JSON
   -- CMD ARGS...      run CMD with CUDA_VISIBLE_DEVICES set to the choice; exit with its status
 `;
@@ -59,7 +60,7 @@ export async function run(argv: string[]): Promise<number> {
   let snapshot: Snapshot;
   if (values.from) snapshot = readSmiFiles(values.from);
   else {
-    const sampler = await openLive({ procfs: false });
+    const sampler = await openLive({ procfs: false, hint: NO_GPU_HINTS.select });
     try {
       snapshot = await sampler.sample();
     } finally {

@@ -4,22 +4,28 @@
  * samples and prints gpuwise's own CPU and wall time per sample, then N more (the steady cost, once V8
  * has compiled the sampling code).
  */
+import { writeFileSync } from 'node:fs';
 import { readSmiFiles } from '../io/readSmiFile.js';
+import { checkHtmlTarget } from '../io/reportTarget.js';
 import { readRecording } from '../telemetry/recordStore.js';
 import { summarizeRecording } from '../telemetry/recordSummary.js';
 import { formatBytes, formatNumber, renderSmi, table } from '../telemetry/render.js';
+import { renderSmiHtml, renderSmiMarkdown } from '../telemetry/smiReport.js';
 import type { Snapshot } from '../telemetry/sample.js';
 import type { LiveSampler } from '../telemetry/sampler.js';
 import { parseCount, parseDurationMs } from './telemetryArgs.js';
-import { openLive } from './telemetryLive.js';
+import { NO_GPU_HINTS, openLive } from './telemetryLive.js';
 import { parseFlags, UsageError } from './usage.js';
 
 const HELP = `gpuwise smi: one snapshot of the NVIDIA GPUs and their processes.
 
-Usage: gpuwise smi [--json] [--from FILE]... [--replay FILE.sqlite [--at SECONDS]]
+Usage: gpuwise smi [--json | --md] [--html FILE] [--from FILE]... [--replay FILE.sqlite [--at SECONDS]]
 
   --json            JSON instead of the table (schema: docs/telemetry.md)
-  --from FILE       read nvidia-smi output instead of the live GPUs: 'nvidia-smi -q -x' XML or
+  --md              Markdown tables (for an issue)
+  --html FILE       also write the snapshot as a self-contained HTML page to FILE
+  --from FILE       read nvidia-smi output instead of the live GPUs: the plain 'nvidia-smi' table,
+                    'nvidia-smi -q -x' XML or
                     '--query-gpu' CSV, plus optional '--query-compute-apps' CSV files (.gz accepted)
   --replay FILE     read a 'gpuwise record' file: per-GPU summary and the snapshot at --at (default: last)
   --no-procfs       do not read /proc for user, command, CPU, RSS, rank
@@ -43,7 +49,7 @@ async function timeSamples(sampler: LiveSampler, n: number): Promise<{ cpuUs: nu
 }
 
 async function bench(n: number, procfs: boolean): Promise<number> {
-  const sampler = await openLive({ procfs });
+  const sampler = await openLive({ procfs, hint: NO_GPU_HINTS.smi });
   try {
     await sampler.sample(); // first sample opens /proc caches and NVML state
     // The first n samples include V8 compiling the sampling code (what a short or slow-paced run pays);
@@ -130,6 +136,9 @@ export async function run(argv: string[]): Promise<number> {
     allowPositionals: true,
     options: {
       json: { type: 'boolean', default: false },
+      md: { type: 'boolean', default: false },
+      html: { type: 'string' },
+      'no-color': { type: 'boolean', default: false },
       from: { type: 'string', multiple: true },
       replay: { type: 'string' },
       at: { type: 'string' },
@@ -145,12 +154,15 @@ export async function run(argv: string[]): Promise<number> {
   if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals[0]}' (files go after --from or --replay)`);
   if (values.from && values.replay) throw new UsageError('--from and --replay exclude each other');
   if (values.at !== undefined && !values.replay) throw new UsageError('--at needs --replay');
+  if (values.json && values.md) throw new UsageError('--json and --md are exclusive');
+  if (values.html !== undefined) checkHtmlTarget(values.html, [...(values.from ?? []), ...(values.replay ? [values.replay] : [])]);
+  if ((values.md || values.html !== undefined) && values.replay) throw new UsageError('--md and --html show one snapshot: use them with --from or the live GPUs');
   if (values.bench !== undefined) return bench(parseCount(values.bench, '--bench', 1), !values['no-procfs']);
   if (values.replay) return replay(values.replay, values.at, values.json);
   let snapshot: Snapshot;
   if (values.from) snapshot = readSmiFiles(values.from);
   else {
-    const sampler = await openLive({ procfs: !values['no-procfs'] });
+    const sampler = await openLive({ procfs: !values['no-procfs'], hint: NO_GPU_HINTS.smi });
     try {
       snapshot = await sampler.sample();
     } finally {
@@ -160,7 +172,13 @@ export async function run(argv: string[]): Promise<number> {
   out(
     values.json
       ? `${JSON.stringify(snapshot, null, 2)}\n`
-      : renderSmi(snapshot, process.stdout.isTTY ? (process.stdout.columns ?? 160) : 400),
+      : values.md
+        ? renderSmiMarkdown(snapshot)
+        : renderSmi(snapshot, process.stdout.isTTY ? (process.stdout.columns ?? 160) : 400),
   );
+  if (values.html !== undefined) {
+    writeFileSync(values.html, renderSmiHtml(snapshot));
+    process.stderr.write(`gpuwise smi: wrote ${values.html}\n`);
+  }
   return 0;
 }

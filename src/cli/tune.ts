@@ -6,6 +6,9 @@
 import { closeSync, mkdirSync, openSync, readSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type SearchSpace, conclude, curveValues, decideNext } from '../tune/predict.js';
+import { checkHtmlTarget } from '../io/reportTarget.js';
+import { renderTuneHtml } from '../tune/html.js';
+import { renderTuneMarkdown } from '../tune/markdown.js';
 import { type TuneTrial, buildTuneReport, renderTuneText } from '../tune/report.js';
 import { OOM_TEXT, type TrialSummary, summarizeTrial } from '../tune/trial.js';
 import { VERSION } from './main.js';
@@ -35,6 +38,8 @@ Options:
   --timeout S          end a trial after S seconds (counted as failed; default none)
   --out DIR            where the trials' run directories go (default ./gpuwise-runs/tune-DATE-TIME); new or empty
   --json               the result as JSON on stdout (schemaVersion 1); progress goes to stderr
+  --md                 the result as Markdown on stdout; progress goes to stderr
+  --html FILE          also write the result as a self-contained HTML page to FILE
   --show-output        echo each trial's output to stderr (it is always kept in the trial's stdout.log/stderr.log)
   -h, --help           this help
 
@@ -54,6 +59,8 @@ const OPTIONS = {
   timeout: { type: 'string' },
   out: { type: 'string' },
   json: { type: 'boolean' },
+  md: { type: 'boolean' },
+  html: { type: 'string' },
   'show-output': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -224,6 +231,8 @@ export async function run(argv: string[]): Promise<number> {
     return 0;
   }
   if (positionals.length > 0) throw new UsageError(`put the command after --: gpuwise tune [options] -- ${positionals.join(' ')}`);
+  if (values.json && values.md) throw new UsageError('--json and --md are exclusive');
+  if (values.html !== undefined) checkHtmlTarget(values.html, cmd.slice(1));
   const param = parseParam(values.param);
   if (cmd.length === 0)
     throw new UsageError(
@@ -253,7 +262,7 @@ export async function run(argv: string[]): Promise<number> {
   };
 
   const { runDir: outDir, created } = makeRunDir(values.out, new Date(), 'tune-');
-  const say = (s: string) => (values.json ? process.stderr : process.stdout).write(`${s}\n`);
+  const say = (s: string) => (values.json || values.md ? process.stderr : process.stdout).write(`${s}\n`);
   let interrupted = false;
   const onSignal = () => {
     interrupted = true; // the running trial gets the signal from probeRun; the search stops after it
@@ -330,6 +339,8 @@ export async function run(argv: string[]): Promise<number> {
   });
   writeFileSync(join(outDir, 'tune.json'), `${JSON.stringify(report, null, 2)}\n`, { flag: 'wx' });
   if (values.json) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+  else if (values.md) process.stdout.write(renderTuneMarkdown(report));
   else process.stdout.write(`\n${renderTuneText(report)}`);
+  if (values.html !== undefined) writeFileSync(values.html, renderTuneHtml(report));
   return report.exitCode;
 }

@@ -1,24 +1,52 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { closeMatches } from '../util/closeMatches.js';
 
 /** Wrong flags or arguments: reported as one line, exit 2. */
 export class UsageError extends Error {
   override name = 'UsageError';
 }
 
-/** util.parseArgs with its errors turned into UsageError (one line, no stack). */
+/**
+ * util.parseArgs with its errors turned into one line each (UsageError, no stack): an unknown flag names the
+ * closest known ones, a flag without its value says so.
+ */
 export function parseFlags<T extends ParseArgsConfig>(config: T): ReturnType<typeof parseArgs<T>> {
   try {
     return parseArgs(config);
   } catch (e) {
-    throw new UsageError((e as Error).message.split('\n')[0] ?? 'bad arguments');
+    throw new UsageError(describeFlagError(e as Error & { code?: string }, config));
   }
 }
 
-/** Parses sizes such as `20GiB`, `512MB`, `1.5G` into bytes. */
+function describeFlagError(e: Error & { code?: string }, config: ParseArgsConfig): string {
+  const first = e.message.split('\n')[0] ?? 'bad arguments';
+  const options = config.options ?? {};
+  const known = Object.entries(options).flatMap(([name, o]) => [`--${name}`, ...(o.short ? [`-${o.short}`] : [])]);
+  const unknown = /^Unknown option '([^']+)'/.exec(first);
+  if (unknown) {
+    const flag = unknown[1]!;
+    const [name, value] = flag.split('=', 2);
+    const near = closeMatches(name!, known.filter((k) => k.startsWith('--')));
+    const hint = near.length ? `: did you mean ${near.join(', ')}?` : '';
+    return `unknown option '${flag}'${hint} (see --help${value !== undefined ? '' : '; an argument starting with - goes after --'})`;
+  }
+  const missing = /^Option '(-\w, )?(--[\w-]+)[^']*' argument missing/.exec(first);
+  if (missing) return `${missing[2]} needs a value (see --help)`;
+  const unexpected = /^Unexpected argument '([^']+)'/.exec(first);
+  if (unexpected) return `unexpected argument '${unexpected[1]}': this command takes no positional arguments (see --help)`;
+  const noValue = /^Option '(--[\w-]+)' does not take an argument/.exec(first);
+  if (noValue) return `${noValue[1]} takes no value (see --help)`;
+  return first;
+}
+
+/**
+ * Parses sizes such as `20GiB`, `512MB`, `1.5G`, `100B` into bytes. A bare number is in GiB: GPU memory is talked
+ * about in GB, and `--gpu-memory 40` meaning 40 bytes helped nobody.
+ */
 export function parseBytes(text: string, flag: string): number {
   const m = /^\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B?|B)?\s*$/i.exec(text);
-  if (!m) throw new UsageError(`${flag}: '${text}' is not a size (try 20GiB or 512MB)`);
-  const unit = (m[2] ?? 'B').toUpperCase();
+  if (!m) throw new UsageError(`${flag}: '${text}' is not a size (try 40, meaning GiB, or 20GiB, 512MB)`);
+  const unit = (m[2] ?? 'GiB').toUpperCase();
   const pow = { B: 0, K: 1, M: 2, G: 3, T: 4 }[unit[0] as 'B' | 'K' | 'M' | 'G' | 'T'];
   const base = unit.includes('I') || unit.length === 1 ? 1024 : 1000;
   return Math.round(Number(m[1]) * base ** pow);

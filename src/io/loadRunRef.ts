@@ -8,7 +8,7 @@ import type { DoctorReport } from '../doctor/report.js';
 import { parseDoctorReport } from '../doctor/reportCheck.js';
 import { InputError } from './inputError.js';
 import { readTextInput } from './readTextInput.js';
-import { loadRun, resolveRunRef } from './runStore.js';
+import { loadRun, resolveRunRefNoted } from './runStore.js';
 
 export interface LoadedRun {
   /** How to name the run to the user: its id, or the path it was read from. */
@@ -18,6 +18,8 @@ export interface LoadedRun {
   report: DoctorReport;
   /** The report.json read, or the store file. */
   source: string;
+  /** What the user should know about how the reference was resolved (runs `last` skipped), or null. */
+  note: string | null;
 }
 
 /** Reads RUN_DIR/report.json or a report file; InputError with one line when it is not a doctor report. */
@@ -34,12 +36,13 @@ export function looksLikePath(ref: string): boolean {
   return existsSync(ref) || ref.includes('/') || ref.endsWith('.json') || ref === '.' || ref === '..';
 }
 
-export async function loadRunRef(ref: string, storeDir: string): Promise<LoadedRun> {
+/** `measuredOnly`: `last` and `last~N` skip runs that measured no step, saying so in `note` (compare). */
+export async function loadRunRef(ref: string, storeDir: string, opts: { measuredOnly?: boolean } = {}): Promise<LoadedRun> {
   if (looksLikePath(ref)) {
     const { report, file } = readReportFile(ref);
-    return { label: ref, id: null, report, source: file };
+    return { label: ref, id: null, report, source: file, note: null };
   }
-  const id = await resolveRunRef(storeDir, ref);
+  const { id, note } = await resolveRunRefNoted(storeDir, ref, opts);
   const { report } = await loadRun(storeDir, id);
-  return { label: id, id, report, source: join(storeDir, 'runs.sqlite') };
+  return { label: id, id, report, source: join(storeDir, 'runs.sqlite'), note };
 }

@@ -5,6 +5,7 @@ import { EventScanner } from '../trace/eventScanner.js';
 import { TempFileChunkStore } from './chunkFile.js';
 import { collectGarbage } from './collectGarbage.js';
 import type { TraceModel } from '../trace/model.js';
+import { endedEarly } from '../trace/parser.js';
 import { loadTraceInSegments } from './segmentedLoad.js';
 import { type ReadProgress, openTraceSource, readTraceFile } from './readTrace.js';
 
@@ -83,7 +84,7 @@ export async function loadTrace(path: string, onProgress?: ReadProgress, options
   if (model === null) {
     const builder = new TraceModelBuilder(path, store);
     const summary = await readTraceFile(path, builder, onProgress);
-    model = builder.finish(summary.originUs, summary.warnings);
+    model = builder.finish(summary.originUs, summary.warnings, endedEarly(summary));
     events = summary.events;
   }
   for (const log of model.gpu.logs) if (log.store === store) store.closeWith(log);

@@ -9,7 +9,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { TraceModelBuilder } from '../trace/builder.js';
 import { EventScanner } from '../trace/eventScanner.js';
 import type { TraceModel } from '../trace/model.js';
-import { TraceFormatError, TraceJsonParser } from '../trace/parser.js';
+import { TraceFormatError, TraceJsonParser, endedEarly } from '../trace/parser.js';
 
 export interface SegmentMessage {
   type: 'segment';
@@ -58,6 +58,7 @@ export function runParseWorker(): void {
  */
 export class SegmentParser {
   private readonly warnings: string[] = [];
+  private endedEarly: string | null = null;
   private readonly scanner: EventScanner | null;
   private segments = 0;
   private scanned = 0;
@@ -97,6 +98,7 @@ export class SegmentParser {
         const summary = parser.end();
         if (summary.stoppedAt !== null) return summary.stoppedAt;
         this.warnings.push(...summary.warnings);
+        this.endedEarly = endedEarly(summary);
       }
       return null;
     } catch (e) {
@@ -106,7 +108,7 @@ export class SegmentParser {
 
   finish(): TraceModel {
     if (process.env.GPUWISE_DEBUG) process.stderr.write(`parse thread: ${this.segments} segments, ${this.scanned} by the event scanner\n`);
-    return this.builder.finish(this.originUs, [...new Set(this.warnings)]);
+    return this.builder.finish(this.originUs, [...new Set(this.warnings)], this.endedEarly);
   }
 }
 

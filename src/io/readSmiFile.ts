@@ -1,12 +1,17 @@
 /**
  * Reads nvidia-smi output files a user attached (`smi --from`, `select --from`): `nvidia-smi -q -x`
- * XML, `--query-gpu` CSV and `--query-compute-apps` CSV, plain or gzip-compressed. Several files
- * combine: one GPU listing plus compute-app listings.
+ * XML, `--query-gpu` CSV and `--query-compute-apps` CSV, or the plain `nvidia-smi` table, plain or
+ * gzip-compressed. Several files combine: one GPU listing plus compute-app listings.
  */
+
+/** What `--from` accepts, for the line that refuses anything else. */
+export const SMI_FORMATS =
+  "accepted: the plain 'nvidia-smi' table, 'nvidia-smi -q -x' XML, 'nvidia-smi --query-gpu=... --format=csv' CSV (plus '--query-compute-apps' CSV)";
 import { readFileSync } from 'node:fs';
 import { gunzipSync } from 'node:zlib';
 import { TelemetryParseError, type Snapshot } from '../telemetry/sample.js';
 import { type AppRow, attachApps, isAppsCsv, parseAppsCsv, parseGpuCsv } from '../telemetry/smiCsv.js';
+import { isSmiTable, parseSmiTable } from '../telemetry/smiTable.js';
 import { parseSmiXml } from '../telemetry/smiXml.js';
 import { InputError } from './inputError.js';
 
@@ -25,7 +30,7 @@ function readText(path: string): string {
       throw new InputError(path, 'corrupt gzip data');
     }
   }
-  if (bytes.includes(0)) throw new InputError(path, 'binary data, not nvidia-smi XML or CSV output');
+  if (bytes.includes(0)) throw new InputError(path, `binary data, not nvidia-smi output (${SMI_FORMATS})`);
   return bytes.toString('utf8');
 }
 
@@ -36,12 +41,17 @@ export function readSmiFiles(paths: readonly string[]): Snapshot {
     const text = readText(path);
     try {
       const head = text.trimStart();
-      if (head.startsWith('<')) {
+      if (isSmiTable(text)) {
+        if (snapshot) throw new TelemetryParseError('a second GPU listing; give one nvidia-smi table, XML or --query-gpu file (plus compute-app CSVs)');
+        snapshot = parseSmiTable(text);
+      } else if (head.startsWith('<')) {
         if (snapshot) throw new TelemetryParseError('a second GPU listing; give one XML or --query-gpu file (plus compute-app CSVs)');
         snapshot = parseSmiXml(text);
       } else if (isAppsCsv(text)) apps.push(...parseAppsCsv(text));
       else {
         if (snapshot) throw new TelemetryParseError('a second GPU listing; give one XML or --query-gpu file (plus compute-app CSVs)');
+        // Text with no comma in its first line is no CSV at all: say what is accepted rather than how it failed.
+        if (!(head.split('\n')[0] ?? '').includes(',') && !/^\d+\s*$/.test(head.split('\n')[0] ?? '')) throw new TelemetryParseError(`not nvidia-smi output gpuwise reads (${SMI_FORMATS})`);
         snapshot = parseGpuCsv(text);
       }
     } catch (e) {

@@ -336,19 +336,50 @@ export async function listRuns(dir: string, limit: number | null): Promise<Store
  * Throws InputError (one line naming the reference) for an unknown or ambiguous one.
  */
 export async function resolveRunRef(dir: string, ref: string): Promise<string> {
+  return (await resolveRunRefNoted(dir, ref)).id;
+}
+
+/**
+ * As resolveRunRef, and what the user should know about the choice. With `measuredOnly` (compare), `last` and
+ * `last~N` count only runs that measured at least one step: a run that failed before its first step, or was stopped at once, has nothing to
+ * compare, and silently becoming `last` would make `compare last~1 last` meaningless. The runs skipped are named
+ * in `note`; an id still reaches any run.
+ */
+export async function resolveRunRefNoted(dir: string, ref: string, opts: { measuredOnly?: boolean } = {}): Promise<{ id: string; note: string | null }> {
   const path = storePath(dir);
-  const ids = await withStore(dir, false, [] as string[], (db) => db.all('SELECT id FROM run ORDER BY started_at_ms DESC, id DESC').map((r) => String(r.id)));
+  const rows = await withStore(dir, false, [] as { id: string; outcome: string; measured: boolean }[], (db) =>
+    db
+      .all('SELECT id, outcome, median_step_s FROM run ORDER BY started_at_ms DESC, id DESC')
+      .map((r) => ({ id: String(r.id), outcome: String(r.outcome), measured: !opts.measuredOnly || num(r.median_step_s) !== null })),
+  );
+  const ids = rows.map((r) => r.id);
   const last = /^last(?:~(\d+))?$/.exec(ref);
   if (last) {
     const back = Number(last[1] ?? 0);
-    const id = ids[back];
-    if (id === undefined)
-      throw new InputError(ref, ids.length === 0 ? `no runs in ${path} yet` : `the history holds ${ids.length} run(s): ${ref} goes past the oldest`);
-    return id;
+    const comparable = rows.filter((r) => r.measured);
+    const chosen = comparable[back];
+    const skipped = rows.filter((r) => !r.measured && (chosen === undefined || rows.indexOf(r) < rows.indexOf(chosen)));
+    const skippedText = skipped
+      .slice(0, 3)
+      .map((r) => `${r.id} ${r.outcome}`)
+      .join(', ');
+    if (chosen === undefined) {
+      if (rows.length === 0) throw new InputError(ref, `no runs in ${path} yet`);
+      throw new InputError(
+        ref,
+        comparable.length === 0
+          ? `none of the ${rows.length} run(s) in the history measured a step (newest: ${skippedText}): name a run by its id to use it anyway`
+          : `the history holds ${comparable.length} run(s)${opts.measuredOnly ? ' that measured steps' : ''}: ${ref} goes past the oldest${skipped.length ? ` (runs that measured none are not counted: ${skippedText}${skipped.length > 3 ? ', ...' : ''})` : ''}`,
+      );
+    }
+    const note = skipped.length
+      ? `${ref} is ${chosen.id}: skipped ${skipped.length} newer run(s) that measured no step (${skippedText}${skipped.length > 3 ? ', ...' : ''}); name one by its id to use it`
+      : null;
+    return { id: chosen.id, note };
   }
-  if (ids.includes(ref)) return ref;
+  if (ids.includes(ref)) return { id: ref, note: null };
   const matches = ids.filter((id) => id.startsWith(ref));
-  if (matches.length === 1) return matches[0] as string;
+  if (matches.length === 1) return { id: matches[0] as string, note: null };
   if (matches.length > 1)
     throw new InputError(ref, `matches ${matches.length} runs (${matches.slice(0, 3).join(', ')}${matches.length > 3 ? ', ...' : ''}): give more of the id`);
   throw new InputError(ref, `unknown run: not an id in ${path}, nor a run directory or report.json`);

@@ -5,6 +5,7 @@
  * (findings/finding.ts) from the bytes it frees (`memoryGain`): high only when it lets a run that ran out of memory
  * go on, else medium or low by the share of the peak it frees. A snapshot has no rank: `ranks` is empty.
  */
+import { ACCUMULATE_ON_GPU_CODE, ACCUMULATE_ON_GPU_SUMMARY } from '../advice/keepOnGpu.js';
 import type { Category, Phases } from './categorize.js';
 import { hasPythonFrame, sourceLineOf } from './frames.js';
 import type { Allocation, Replay } from './replay.js';
@@ -227,7 +228,7 @@ function recommendationFor(
         evidence: [],
         recommendation: {
           summary: 'Memory not made by forward, backward or the optimizer dominates (inputs, losses, tensors kept by your code): see the largest sources.',
-          code: '# e.g. log `loss.item()` instead of `loss`; `del` large tensors you no longer need',
+          code: `${ACCUMULATE_ON_GPU_CODE}\n# and \`del\` large tensors you no longer need`,
         },
       };
   }
@@ -293,8 +294,8 @@ function keptAcrossSteps(inp: FindingInput, at: number): Finding | null {
     ],
     data: { bytes, allocations: count, step: step + 1 },
     recommendation: {
-      summary: 'Something keeps tensors of a previous iteration alive (a loss kept for logging, outputs stored in a list, a reference held across the loop). Keep Python numbers, or detach and move what you keep to the CPU.',
-      code: 'running_loss += loss.item()  # not: running_loss += loss\nkept.append(out.detach().cpu())  # not: kept.append(out)',
+      summary: `Something keeps tensors of a previous iteration alive (a loss kept for logging, outputs stored in a list, a reference held across the loop). Detach what you keep: ${ACCUMULATE_ON_GPU_SUMMARY}; move kept outputs to the CPU.`,
+      code: `${ACCUMULATE_ON_GPU_CODE}\nkept.append(out.detach().cpu())  # not: kept.append(out)`,
     },
     ranks: [],
     estimatedGain: null,

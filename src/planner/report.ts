@@ -62,6 +62,10 @@ export interface PlanJson {
   };
   savers: { change: string; savedBytes: number; stepTimeDeltaMs: number }[];
   maxBatch?: { microBatch: number; peakAllocatedBytes: number | null; budgetBytes: number };
+  /** The defaults this plan rests on that the user did not give (the GPU, the precision ...), in words. */
+  assumed?: string[];
+  /** When the plan does not fit (`fits: false`): why, and what would. */
+  wouldFit?: { explanation: string; maxMicroBatch: number; changes: string[] };
   search?: { candidates: number; feasible: number; plans: PlanSummaryJson[] };
 }
 

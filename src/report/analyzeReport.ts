@@ -5,7 +5,9 @@
  */
 import { diagnose } from '../advice/engine.js';
 import type { Finding } from '../findings/finding.js';
+import { severityRank } from '../findings/rank.js';
 import type { CollectiveTimings } from '../trace/metrics/collectives.js';
+import { type TraceCoverage, capSeverity } from '../trace/coverage.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
 
 /** 2: `metrics.ranks[].collectives` (one entry per collective, growing with the trace) removed. */
@@ -16,6 +18,8 @@ export interface InputSummary {
   rank: number;
   events: number;
   warnings: string[];
+  /** How much of the trace the findings rest on, or why nothing in it can be judged (trace/coverage.ts). */
+  coverage?: TraceCoverage;
 }
 
 export interface AnalyzeReport {
@@ -24,6 +28,8 @@ export interface AnalyzeReport {
   command: 'analyze';
   version: string;
   inputs: InputSummary[];
+  /** Present when the inputs were split into several runs, or this run's ranks do not add up: what this group is. */
+  run?: { label: string; notes: string[] };
   summary: {
     ranks: number;
     stepsAnalysed: number;
@@ -35,6 +41,8 @@ export interface AnalyzeReport {
   metrics: { ranks: TraceMetrics[] };
 }
 
+const CROSS_RANK_IDS = new Set(['rank-imbalance']);
+
 /** `collectives[i]` belongs to `ranks[i]` (for the cross-rank rules; not printed). */
 export function buildAnalyzeReport(
   version: string,
@@ -42,7 +50,11 @@ export function buildAnalyzeReport(
   ranks: TraceMetrics[],
   collectives: readonly CollectiveTimings[] = [],
 ): AnalyzeReport {
-  const findings = diagnose(ranks, collectives);
+  // A cross-rank finding needs collectives matched across the ranks: compute skew alone may be different runs or data.
+  const matched = diagnose(ranks, collectives).filter((f) => !CROSS_RANK_IDS.has(f.id) || Number(f.data.matchedCollectives ?? 0) > 0);
+  // A trace cut inside its GPU activity cannot prove its steps whole: its findings are capped (trace/coverage.ts).
+  const caps = new Map(inputs.flatMap((i) => (i.coverage?.severityCap ? [[i.rank, i.coverage.severityCap] as const] : [])));
+  const findings = capSeverity(matched, caps).sort((a, b) => severityRank(a.severity) - severityRank(b.severity));
   const busy = ranks.length ? ranks.reduce((a, r) => a + r.gpuBusyShare, 0) / ranks.length : 0;
   return {
     schemaVersion: ANALYZE_SCHEMA_VERSION,

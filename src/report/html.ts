@@ -115,7 +115,7 @@ h1{font-size:22px}h2{font-size:18px;margin-top:2em;border-bottom:1px solid #ddd}
 .lbl{font:11px system-ui,sans-serif;fill:#333}.dim{color:#777}
 .legend span{margin-right:14px;font-size:12px}.legend i{display:inline-block;width:10px;height:10px;margin-right:4px}
 .f{border-left:5px solid #999;padding:.2em 1em;margin:1em 0;background:#fafafa}
-.f.high{border-color:#c62828}.f.medium{border-color:#ef6c00}.f.low{border-color:#0277bd}
+.warn{color:#8a4b00}.f.high{border-color:#c62828}.f.medium{border-color:#ef6c00}.f.low{border-color:#0277bd}
 .sev{text-transform:uppercase;font-size:11px;padding:2px 6px;border-radius:3px;background:#eee}
 pre{background:#263238;color:#eceff1;padding:.7em;overflow:auto}code{font-size:12px;color:#555}
 </style></head><body>
@@ -123,6 +123,7 @@ pre{background:#263238;color:#eceff1;padding:.7em;overflow:auto}code{font-size:1
 <p class="dim">${r.inputs.map((i) => esc(i.path)).join(', ')} · report schema ${r.schemaVersion} · gpuwise ${esc(r.version)}</p>
 <h2>Findings</h2>
 ${findings || '<p>No findings.</p>'}
+${r.inputs.flatMap((i) => i.warnings.map((w) => `<p class="warn">${esc(i.path)}: ${esc(w)}</p>`)).join('\n')}
 ${ranks}
 </body></html>
 `;

@@ -13,14 +13,7 @@ function cell(s: string): string {
 export function renderMarkdown(r: AnalyzeReport): string {
   const out: string[] = [];
   out.push(`## gpuwise analyze: ${r.inputs.map((i) => `\`${i.path.split('/').pop()}\``).join(', ')}`, '');
-  out.push('| rank | GPU | steps | median step | GPU busy | top idle cause |', '|---|---|---|---|---|---|');
-  for (const m of r.metrics.ranks) {
-    const top = IDLE_CAUSES.map((c) => [c, m.perStep.idleByCauseNs[c]] as const).sort((a, b) => b[1] - a[1])[0];
-    const topText = top && top[1] > 0 ? `${IDLE_LABELS[top[0]]} (${fmtMs(top[1])}/step)` : 'none';
-    out.push(`| ${m.rank} | ${cell(m.devices[0]?.name ?? '?')} | ${m.steps.length} | ${fmtMs(m.stepTime.medianNs)} | ${fmtPct(m.gpuBusyShare)} | ${cell(topText)} |`);
-  }
-  out.push('');
-  if (r.findings.length === 0) out.push('No findings.');
+  if (r.findings.length === 0) out.push('No findings.', '');
   for (const f of r.findings) {
     const g = f.estimatedGain;
     out.push(`### ${ICON[f.severity]} ${f.severity.toUpperCase()}: ${f.title}`);
@@ -29,6 +22,15 @@ export function renderMarkdown(r: AnalyzeReport): string {
     if (g) out.push(`- _estimate_: ${g.arithmetic}`);
     out.push('', f.recommendation.summary, '', '```python', f.recommendation.code, '```', '');
   }
+  const warnings = r.inputs.flatMap((i) => i.warnings.map((w) => `> ⚠️ \`${i.path.split('/').pop()}\`: ${w}`));
+  if (warnings.length) out.push(...warnings, '');
+  out.push('| rank | GPU | steps | median step | GPU busy | top idle cause |', '|---|---|---|---|---|---|');
+  for (const m of r.metrics.ranks) {
+    const top = IDLE_CAUSES.map((c) => [c, m.perStep.idleByCauseNs[c]] as const).sort((a, b) => b[1] - a[1])[0];
+    const topText = top && top[1] > 0 ? `${IDLE_LABELS[top[0]]} (${fmtMs(top[1])}/step)` : 'none';
+    out.push(`| ${m.rank} | ${cell(m.devices[0]?.name ?? '?')} | ${m.steps.length} | ${fmtMs(m.stepTime.medianNs)} | ${fmtPct(m.gpuBusyShare)} | ${cell(topText)} |`);
+  }
+  out.push('');
   const mem = r.metrics.ranks.flatMap((m) => m.memory);
   if (mem.length) {
     out.push('<details><summary>Memory</summary>', '');

@@ -1,5 +1,6 @@
 /** Renders the analyze report for a terminal (pure: returns a string; colour is the caller's choice). */
 import { fmtBytes, fmtMs, fmtPct } from '../util/format.js';
+import { wrapLine } from '../util/wrap.js';
 import type { Finding, Severity } from '../findings/finding.js';
 import { CATEGORY_NAMES } from '../trace/kernelClass.js';
 import { IDLE_CAUSES, type IdleCause, type TraceMetrics } from '../trace/metrics/types.js';
@@ -91,37 +92,54 @@ function rankSection(m: TraceMetrics, st: Style): string[] {
   return out;
 }
 
-export function renderFinding(f: Finding, st: Style, index: number): string[] {
+/** `width`: wrap evidence and advice to it (the terminal's columns); 0 leaves lines whole. */
+export function renderFinding(
+  f: Pick<Finding, 'id' | 'severity' | 'title' | 'evidence' | 'recommendation'> & Partial<Pick<Finding, 'ranks' | 'estimatedGain'>>,
+  st: Style,
+  index: number,
+  width = 0,
+): string[] {
   const out: string[] = [];
+  const wrap = (line: string, hang: number) => wrapLine(line, width, hang);
   const tag = st.severity(f.severity, f.severity.toUpperCase().padEnd(6));
-  out.push(`${String(index + 1).padStart(2)}. ${tag} ${st.bold(f.title)}  ${st.dim(`[${f.id}${f.ranks.length > 1 ? `, ranks ${f.ranks.join(',')}` : ''}]`)}`);
+  const ranks = f.ranks ?? [];
+  const idText = `[${f.id}${ranks.length > 1 ? `, ranks ${ranks.join(',')}` : ''}]`;
+  const num = `${String(index + 1).padStart(2)}.`;
+  const head = wrap(`${num} ${f.severity.toUpperCase().padEnd(6)} ${f.title}  ${idText}`, 11);
+  if (head.length === 1) out.push(`${num} ${tag} ${st.bold(f.title)}  ${st.dim(idText)}`);
+  else out.push(`${num} ${tag} ${st.bold(head[0]!.slice(num.length + 8))}`, ...head.slice(1).map((l) => st.bold(l)));
   const g = f.estimatedGain;
   if (g) {
     out.push(`    expected: ${fmtMs(g.stepTimeNs)} -> ${fmtMs(g.expectedStepTimeNs)} per step (-${fmtPct(g.savedFraction)}, ${(g.stepTimeNs / g.expectedStepTimeNs).toFixed(2)}x)`);
-    out.push(st.dim(`    how: ${g.arithmetic}`));
+    out.push(...wrap(`    how: ${g.arithmetic}`, 5).map((l) => st.dim(l)));
   }
-  for (const e of f.evidence) out.push(`    · ${e}`);
-  out.push(`    fix: ${f.recommendation.summary}`);
+  for (const e of f.evidence) out.push(...wrap(`    · ${e}`, 2));
+  out.push(...wrap(`    fix: ${f.recommendation.summary}`, 5));
   for (const line of f.recommendation.code.split('\n')) out.push(`      ${st.dim('|')} ${line}`);
   return out;
 }
 
-export function renderTerminal(r: AnalyzeReport, st: Style): string {
+/**
+ * Findings first (the answer), then what the input could support (warnings), then the figures per rank: the same
+ * order as every gpuwise report. `width`: the terminal's columns for wrapping prose (0: no wrapping).
+ */
+export function renderTerminal(r: AnalyzeReport, st: Style, width = 0): string {
   const out: string[] = [];
   const names = r.inputs.map((i) => i.path.split('/').pop()).join(', ');
   out.push(st.bold(`gpuwise analyze · ${names}`), '');
-  for (const m of r.metrics.ranks) {
-    out.push(...rankSection(m, st), '');
-  }
-  const warnings = r.inputs.flatMap((i) => i.warnings.map((w) => `${i.path}: ${w}`));
-  if (warnings.length) out.push(...warnings.map((w) => st.severity('medium', `warning: ${w}`)), '');
   if (r.findings.length === 0) {
-    out.push(st.bold('No findings: nothing in this trace points to a fix worth making.'));
+    out.push(st.bold('No findings: nothing in this trace points to a fix worth making.'), '');
   } else {
     out.push(st.bold(`Findings (${r.findings.length}, most gain first)`), '');
     r.findings.forEach((f, i) => {
-      out.push(...renderFinding(f, st, i), '');
+      out.push(...renderFinding(f, st, i, width), '');
     });
+  }
+  const warnings = r.inputs.flatMap((i) => i.warnings.map((w) => `${i.path}: ${w}`));
+  if (warnings.length) out.push(...warnings.flatMap((w) => wrapLine(`warning: ${w}`, width, 2)).map((l) => st.severity('medium', l)), '');
+  for (const m of r.metrics.ranks) {
+    // Prose rows wrap under their text; bar rows (fixed columns) stay whole.
+    out.push(...rankSection(m, st).flatMap((l) => (l.includes('█') ? [l] : wrapLine(l, width, 13))), '');
   }
   return `${out.join('\n').replace(/\n+$/, '')}\n`;
 }

@@ -7,6 +7,31 @@ import { fitLine, formatBytes, formatNumber, padLeft, padRight, processRows, spa
 import type { ProcessSample, Snapshot } from './sample.js';
 
 export const SORT_KEYS = ['memory', 'sm', 'cpu', 'pid', 'gpu'] as const;
+
+/** nvitop's load thresholds (percent): below the first is light (green), from the second heavy (red), between moderate (yellow). */
+export const GPU_UTIL_THRESHOLDS = [10, 75] as const;
+export const MEMORY_THRESHOLDS = [10, 80] as const;
+export type Load = 'light' | 'moderate' | 'heavy';
+const LOAD_COLOR: Record<Load, string> = { light: '\x1b[32m', moderate: '\x1b[33m', heavy: '\x1b[31m' };
+
+export function loadOf(percent: number, thresholds: readonly [number, number]): Load {
+  return percent < thresholds[0] ? 'light' : percent < thresholds[1] ? 'moderate' : 'heavy';
+}
+
+/** The snapshot with only the GPUs whose index is listed (`monitor -o 0 2`); all of them for an empty list. */
+export function onlyGpus(s: Snapshot, indices: readonly number[]): Snapshot {
+  if (indices.length === 0) return s;
+  return { ...s, gpus: s.gpus.filter((g) => indices.includes(g.index)) };
+}
+
+/** What the keys do, for the key line and the help screen (h or ?). */
+export const MONITOR_KEYS: readonly [string, string][] = [
+  ['q, Ctrl-C', 'quit'],
+  ['s', 'cycle the process order (memory, sm, cpu, pid, gpu)'],
+  ['+ / -', 'refresh faster / slower (100 ms .. 1 s)'],
+  ['space', 'pause or resume (a replay: stop where it is)'],
+  ['h, ?', 'this help; any key closes it'],
+];
 export type SortKey = (typeof SORT_KEYS)[number];
 
 /** Per-GPU rings of recent utilisation and memory-use fractions. */
@@ -62,6 +87,13 @@ export interface MonitorFrameInput {
   rows: number;
   /** Own cost, shown in the header so overhead is visible. */
   sampleMs?: number;
+  /** Colour utilisation and memory by load (nvitop's thresholds and colours). */
+  color?: boolean;
+  /** Show the key help instead of the processes. */
+  help?: boolean;
+  paused?: boolean;
+  /** Playing back a recording: where it is. */
+  replay?: { file: string; sample: number; samples: number; offsetMs: number };
 }
 
 /** Fits `lines` into exactly `rows` lines of at most `cols` columns. */
@@ -74,11 +106,21 @@ export function fitFrame(lines: readonly string[], cols: number, rows: number): 
 export function renderMonitor(i: MonitorFrameInput): string[] {
   const { snapshot: s, cols } = i;
   const lines: string[] = [];
+  const spans: { row: number; from: number; to: number; load: Load }[] = [];
   const rate = i.intervalMs >= 1000 ? `${i.intervalMs / 1000}s` : `${i.intervalMs}ms`;
   const cost = i.sampleMs === undefined ? '' : ` · sample ${i.sampleMs.toFixed(2)} ms`;
-  lines.push(`gpuwise monitor · ${s.hostname ?? ''} · driver ${s.driverVersion ?? '?'} · ${s.source} · every ${rate}${cost}`);
-  lines.push(`keys: q quit · s sort (${i.sort}) · + faster · - slower`);
+  const where = i.replay
+    ? `replay ${i.replay.file} · sample ${i.replay.sample}/${i.replay.samples} at +${(i.replay.offsetMs / 1000).toFixed(1)} s${i.replay.sample >= i.replay.samples ? ' (end)' : ''}`
+    : `every ${rate}${cost}`;
+  lines.push(`gpuwise monitor · ${s.hostname ?? ''} · driver ${s.driverVersion ?? '?'} · ${s.source} · ${where}${i.paused ? ' · PAUSED' : ''}`);
+  lines.push(`keys: q quit · s sort (${i.sort}) · + faster · - slower · space pause · h help`);
   lines.push('');
+  if (i.help) {
+    lines.push('Keys', ...MONITOR_KEYS.map(([k, what]) => `  ${padRight(k, 10)} ${what}`), '');
+    lines.push(`Colours (as nvitop): GPU utilisation green below ${GPU_UTIL_THRESHOLDS[0]}%, yellow below ${GPU_UTIL_THRESHOLDS[1]}%, red above;`);
+    lines.push(`memory green below ${MEMORY_THRESHOLDS[0]}%, yellow below ${MEMORY_THRESHOLDS[1]}%, red above. NO_COLOR or --no-color: none.`);
+    return fitFrame(lines, cols, i.rows);
+  }
   // GPU rows: fixed text plus two sparklines sharing what width is left.
   for (const g of s.gpus) {
     const key = g.uuid || String(g.index);
@@ -92,6 +134,11 @@ export function renderMonitor(i: MonitorFrameInput): string[] {
     const tail = `${padLeft(formatNumber(g.powerWatts, 'W'), 5)} ${padLeft(formatNumber(g.temperatureC, 'C'), 4)}`;
     const fixed = head.length + util.length + mem.length + tail.length + 8;
     const w = Math.max(0, Math.floor((cols - fixed) / 2));
+    const utilFrom = head.length + 1;
+    const memFrom = utilFrom + util.length + 1 + w + 1;
+    if (g.utilizationGpuPercent !== null) spans.push({ row: lines.length, from: utilFrom, to: utilFrom + util.length + 1 + w, load: loadOf(g.utilizationGpuPercent, GPU_UTIL_THRESHOLDS) });
+    if (g.memoryUsedBytes !== null && g.memoryTotalBytes)
+      spans.push({ row: lines.length, from: memFrom, to: memFrom + mem.length + 1 + w, load: loadOf((100 * g.memoryUsedBytes) / g.memoryTotalBytes, MEMORY_THRESHOLDS) });
     lines.push(`${head} ${util} ${sparkline(i.history.utilOf(key), w, 100)} ${mem} ${sparkline(i.history.memOf(key), w, 100)} ${tail}`);
   }
   lines.push('');
@@ -104,7 +151,30 @@ export function renderMonitor(i: MonitorFrameInput): string[] {
   const notes = s.notes.map((n) => `note: ${n}`);
   // Notes stay visible at the bottom: the process table yields rows to them.
   const body = fitFrame(lines, cols, Math.max(0, i.rows - notes.length));
-  return fitFrame([...body, ...notes], cols, i.rows);
+  const frame = fitFrame([...body, ...notes], cols, i.rows);
+  return i.color ? paint(frame, spans) : frame;
+}
+
+/** Colours spans of a fitted frame (positions in UTF-16 units of its plain lines; cut where the line was cut). */
+function paint(frame: string[], spans: readonly { row: number; from: number; to: number; load: Load }[]): string[] {
+  const out = [...frame];
+  const byRow = new Map<number, typeof spans>();
+  for (const sp of spans) byRow.set(sp.row, [...(byRow.get(sp.row) ?? []), sp]);
+  for (const [row, list] of byRow) {
+    const line = frame[row];
+    if (line === undefined) continue;
+    let text = '';
+    let at = 0;
+    for (const sp of [...list].sort((a, b) => a.from - b.from)) {
+      const from = Math.min(sp.from, line.length);
+      const to = Math.min(sp.to, line.length);
+      if (to <= from) continue;
+      text += `${line.slice(at, from)}${LOAD_COLOR[sp.load]}${line.slice(from, to)}\x1b[0m`;
+      at = to;
+    }
+    out[row] = text + line.slice(at);
+  }
+  return out;
 }
 
 /** The screen shown while no GPU can be read (or sampling fails). */

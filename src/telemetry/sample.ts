@@ -10,7 +10,7 @@
 export const SNAPSHOT_SCHEMA_VERSION = 1;
 
 /** Where a snapshot came from. */
-export type SampleSource = 'nvml' | 'nvidia-smi' | 'smi-xml' | 'smi-csv' | 'replay';
+export type SampleSource = 'nvml' | 'nvidia-smi' | 'smi-xml' | 'smi-csv' | 'smi-table' | 'replay';
 
 /** One process that holds a context on one GPU. */
 export interface ProcessSample {

@@ -360,7 +360,8 @@ export class TraceModelBuilder implements TraceSink {
     this.gcGemm.set(i, idx);
   }
 
-  finish(originUs: number, parseWarnings: string[]): TraceModel {
+  /** `endedEarly`: why the parser stopped before the end of the trace, null when it read to the end (see model.ts). */
+  finish(originUs: number, parseWarnings: string[], endedEarly: string | null = null): TraceModel {
     const warnings = [...parseWarnings];
     if (this.dropped.badTime > 0) warnings.push(`${this.dropped.badTime} events without a valid ts/dur were dropped`);
     if (this.dropped.hugeDur > 0) warnings.push(`${this.dropped.hugeDur} events lasting over 24 h (clock glitches) were dropped`);
@@ -409,6 +410,7 @@ export class TraceModelBuilder implements TraceSink {
       eventCounts: this.counts,
       cpuRangeNs: Number.isFinite(this.cpuLo) ? [this.cpuLo, this.cpuHi] : [0, 0],
       warnings,
+      endedEarly,
     };
   }
 }

@@ -125,6 +125,7 @@ export function mergeModels(parts: TraceModel[]): TraceModel {
     eventCounts,
     cpuRangeNs: withCpu.length ? [Math.min(...withCpu.map((p) => p.cpuRangeNs[0])), Math.max(...withCpu.map((p) => p.cpuRangeNs[1]))] : [0, 0],
     warnings: [...new Set(parts.flatMap((p) => p.warnings))],
+    endedEarly: parts.find((p) => p.endedEarly !== null)?.endedEarly ?? null,
   };
 }
 

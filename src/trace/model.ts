@@ -145,4 +145,9 @@ export interface TraceModel {
   eventCounts: Record<string, number>;
   cpuRangeNs: [number, number];
   warnings: string[];
+  /**
+   * Why reading stopped before the end of the trace (the file is cut, a damaged gzip stream, a syntax error), or null
+   * when it was read to its end. A trace that ended early holds its last steps only in part (trace/coverage.ts).
+   */
+  endedEarly: string | null;
 }

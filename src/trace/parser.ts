@@ -43,6 +43,12 @@ export interface ParseSummary {
   sawTraceEvents: boolean;
 }
 
+/** Why a parse ended before the trace did (for `TraceModel.endedEarly`), or null when it read to the end. */
+export function endedEarly(summary: ParseSummary): string | null {
+  if (summary.stoppedAt !== null) return `a syntax error (${summary.stoppedAt})`;
+  return summary.truncated ? 'the input ends before the trace does (cut or damaged file)' : null;
+}
+
 const NEED_MORE = Symbol('need-more');
 /** Largest single item (an event, or a top-level metadata value) held while waiting for its end. */
 const MAX_ITEM_CHARS = 64 * 1024 * 1024;

@@ -88,13 +88,18 @@ describe('bad input: one line naming the file, exit 2, no stack trace', () => {
     });
   }
 
-  it('a truncated JSON trace is analysed with a warning', async () => {
+  it('a truncated JSON trace is analysed with a warning (on the steps it holds whole: none at 60%, so exit 2)', async () => {
     const text = gunzipSync(readFileSync(starved));
-    const p = write('half.json', text.subarray(0, Math.floor(text.length * 0.6)));
-    const r = await runCli(['analyze', '--json', p]);
-    expect(r.code).toBe(0);
-    const j = JSON.parse(r.stdout);
-    expect(j.inputs[0].warnings.join(' ')).toMatch(/truncated/);
+    for (const [share, code] of [
+      [0.6, 2],
+      [0.8, 0],
+    ] as const) {
+      const p = write(`part${share}.json`, text.subarray(0, Math.floor(text.length * share)));
+      const r = await runCli(['analyze', '--json', p]);
+      expect(r.code).toBe(code);
+      const j = JSON.parse(r.stdout);
+      expect(j.inputs[0].warnings.join(' ')).toMatch(/truncated/);
+    }
   });
 
   it('invalid UTF-8 is replaced with a warning', async () => {

@@ -8,7 +8,7 @@ import type { ProbeRecord } from '../../src/run/records.js';
 import type { DoctorReport } from '../../src/doctor/report.js';
 import { InputError } from '../../src/io/inputError.js';
 import { loadRunRef } from '../../src/io/loadRunRef.js';
-import { listRuns, loadRun, newRunId, resolveRunRef, saveRun, storePath } from '../../src/io/runStore.js';
+import { listRuns, loadRun, newRunId, resolveRunRef, resolveRunRefNoted, saveRun, storePath } from '../../src/io/runStore.js';
 import { SKIP_PYTHON } from '../doctor/helpers.js';
 import { GiB, onGpu, probeRecords, reportOf } from './reports.js';
 
@@ -106,6 +106,27 @@ describe.skipIf(SKIP_PYTHON)('run history on real doctor reports', () => {
     expect(await problemOf(resolveRunRef(dir, 'last~3'))).toBe('last~3: the history holds 3 run(s): last~3 goes past the oldest');
     expect(await problemOf(resolveRunRef(dir, 'zzz'))).toBe(`zzz: unknown run: not an id in ${storePath(dir)}, nor a run directory or report.json`);
     expect(await problemOf(resolveRunRef(freshStore(), 'last'))).toMatch(/^last: no runs in .+runs\.sqlite yet$/);
+  });
+
+  it('last skips a run that measured no step, and says so; its id still reaches it (issue 16)', async () => {
+    const dir = freshStore();
+    const ids: string[] = [];
+    for (const r of reports) ids.push(await saveRun(dir, r, ctx));
+    // A fourth run that failed before its first step: nothing to compare.
+    const failed = reportOf(records.filter((r) => r.type !== 'step'));
+    failed.run.startedAtMs = Date.UTC(2026, 10, 21, 7, 3, 0);
+    Object.assign(failed.run, { outcome: 'failed', exitCode: 1 });
+    const failedId = await saveRun(dir, failed, ctx);
+    expect((await listRuns(dir, null))[0]!.medianStepS).toBeNull();
+    const measured = { measuredOnly: true };
+    expect((await resolveRunRefNoted(dir, 'last', measured)).id).toBe(ids[2]);
+    expect((await resolveRunRefNoted(dir, 'last~1', measured)).id).toBe(ids[1]);
+    expect(await resolveRunRef(dir, 'last')).toBe(failedId); // runs show: the newest, whatever it did
+    const loaded = await loadRunRef('last', dir, measured);
+    expect(loaded.id).toBe(ids[2]);
+    expect(loaded.note).toBe(`last is ${ids[2]}: skipped 1 newer run(s) that measured no step (${failedId} failed); name one by its id to use it`);
+    expect((await loadRunRef(failedId, dir)).id).toBe(failedId);
+    expect(await problemOf(resolveRunRefNoted(dir, 'last~3', measured))).toMatch(/holds 3 run\(s\) that measured steps: last~3 goes past the oldest \(runs that measured none are not counted: .* failed\)/);
   });
 
   it('a run directory or report.json works without any store; a foreign JSON file is refused', async () => {

@@ -81,6 +81,28 @@ describe('gpuwise memory', () => {
     expect(await main(['memory', 'diff', '--json', fixturePath('leak_step2.pickle'), fixturePath('leak_step6.pickle')])).toBe(0);
     expect(JSON.parse(out).schemaVersion).toBe(1);
   });
+
+  it('findings first, in the severity style of every report (issue 16)', async () => {
+    expect(await main(['memory', fixturePath('leak_step6.pickle')])).toBe(0);
+    expect(out.indexOf('Findings (1, most severe first)')).toBeLessThan(out.indexOf('Totals'));
+    expect(out).toMatch(/^ 1\. MEDIUM 160 MiB made during earlier steps .* \[kept-across-steps\]$/m);
+    expect(out).toMatch(/^ {4}fix: /m);
+    out = '';
+    expect(await main(['memory', '--md', fixturePath('leak_step6.pickle')])).toBe(0);
+    expect(out.indexOf('🟠 MEDIUM: 160 MiB')).toBeLessThan(out.indexOf('| | Peak | End |'));
+  });
+
+  it('diff --html FILE writes an offline page of what grew (issue 16)', async () => {
+    const page = join(tmp, 'diff.html');
+    expect(await main(['memory', 'diff', '--html', page, fixturePath('leak_step2.pickle'), fixturePath('leak_step6.pickle')])).toBe(0);
+    const html = readFileSync(page, 'utf8');
+    expect(html).toMatch(/^<!doctype html>/);
+    expect(html).toMatch(/<code>[^<]*train\.py:40/);
+    expect(html).not.toMatch(/<script|https?:\/\//);
+    const foreign = tmpFile('notes.html', 'mine');
+    expect(await main(['memory', 'diff', '--html', foreign, fixturePath('leak_step2.pickle'), fixturePath('leak_step6.pickle')])).toBe(2);
+    expect(readFileSync(foreign, 'utf8')).toBe('mine');
+  });
 });
 
 describe('bad input: one line, exit 2, nothing run', () => {

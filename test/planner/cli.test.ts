@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -140,12 +140,15 @@ describe('bad input: one line, exit 2', () => {
       /nolayers.json: num_hidden_layers: missing/,
     ],
     [['--model', gpt2, '--gpu', 'b300'], /--gpu: unknown GPU 'b300'/],
+    // A100-PCIE-40GB, RTX 4090 and B200 are in the catalogue now (gpus/catalogue.ts); unknown names list close ones.
+    [['--model', gpt2, '--gpu', 'RTX 9999'], /--gpu: unknown GPU 'RTX 9999' \(did you mean rtx3090, rtx4090\?\)/],
+    [['--model', gpt2, '--gpu', 'H300'], /unknown GPU 'H300' \(did you mean h100-sxm, h200/],
+    [['--model', gpt2, '--gpu', 'tesla z1'], /unknown GPU 'tesla z1' .*\(known: h100-sxm/],
     [['--model', gpt2, '--precision', 'fp8'], /--precision: 'fp8' is not one of/],
     [['--model', gpt2, '--batch', '0'], /--batch: '0' is not an integer >= 1/],
-    [['--model', llama, '--gpu', 'rtx4090'], /does not fit: needs .* GiB at (forward|backward|optimizer) but the budget is .* GiB/],
     [['--model', llama, '--gpu', 'h100', '--gpus', '8', '--tp', '3'], /--tp 3 x --pp 1 does not divide 8 GPUs/],
-    [['--model', gpt2, '--gpu', 't4'], /has no bf16 support/],
-    [['--model', llama, '--gpu', 'a100-40', '--gpus', '2', '--seq', '4096'], /does not fit: .*; this fits: --strategy \w+ .*--batch \d+/],
+    [['--model', gpt2, '--gpu', 't4', '--precision', 'amp-bf16'], /has no bf16 support/],
+    [['--model', 'gpt2-no-such-model'], /no copy of the Hugging Face model 'gpt2-no-such-model' in .*huggingface-cli download gpt2-no-such-model config\.json/],
   ])('%j', async (args, message) => {
     const r = await cli(...args);
     expect(r.code).toBe(2);
@@ -153,9 +156,84 @@ describe('bad input: one line, exit 2', () => {
     expect(r.err.trimEnd().split('\n')).toHaveLength(1);
     expect(r.err).toMatch(message);
   });
-  it('the impossible plan says what would fit', async () => {
+});
+
+// A plan that does not fit is an answer (issue 16): the full breakdown and what would fit, exit 1, --json included.
+describe('a plan that does not fit', () => {
+  it('prints the breakdown and the largest batch that fits, exit 1', async () => {
     const r = await cli('--model', gpt2, '--gpu', 'h200', '--batch', '64', '--memory-cap', '20GiB');
-    expect(r.code).toBe(2);
-    expect(r.err).toMatch(/--batch \d+ fits/);
+    expect(r.code).toBe(1);
+    expect(r.out).toMatch(/DOES NOT FIT: needs .* GiB at (forward|backward|optimizer) but the budget is 20\.0 GiB/);
+    expect(r.out).toMatch(/max_memory_allocated/);
+    expect(r.out).toMatch(/What would fit\n {2}--batch \d+ /);
+    const j = JSON.parse((await cli('--model', gpt2, '--gpu', 'h200', '--batch', '64', '--memory-cap', '20GiB', '--json')).out) as PlanJson;
+    expect(j.fits).toBe(false);
+    expect(j.wouldFit!.maxMicroBatch).toBeGreaterThan(0);
+    expect(j.memory.components.length).toBeGreaterThan(3);
+  });
+  it('names a layout that fits when no batch does', async () => {
+    const r = await cli('--model', llama, '--gpu', 'a100-40', '--gpus', '2', '--seq', '4096', '--json');
+    expect(r.code).toBe(1);
+    const j = JSON.parse(r.out) as PlanJson;
+    expect(j.wouldFit!.changes.join(' ')).toMatch(/this layout fits: --strategy \w+ .*--batch \d+/);
+  });
+  it('--emit emits nothing and says why on stderr', async () => {
+    const r = await cli('--model', llama, '--gpu', 'rtx4090', '--emit', 'torchrun');
+    expect(r.code).toBe(1);
+    expect(r.out).toBe('');
+    expect(r.err).toMatch(/does not fit, no config emitted: needs .* GiB at optimizer/);
+  });
+});
+
+describe('plan: visible defaults, sizes, Hugging Face ids, reports', () => {
+  it('lists the defaults it assumed: the GPU, and fp16 on a GPU without bf16', async () => {
+    const r = await cli('--model', gpt2);
+    expect(r.out).toMatch(/assumed \(not given\): --gpu h100-sxm; --precision amp-bf16; --seq 1024 \(the model's maximum\); --batch 1; --optimizer adamw/);
+    const t4 = JSON.parse((await cli('--model', gpt2, '--gpu', 't4', '--json')).out) as PlanJson;
+    expect(t4.setup.precision).toBe('amp-fp16');
+    expect(t4.assumed).toContain('--precision amp-fp16 (NVIDIA T4 16GB has no bf16)');
+  });
+  it('--gpu-memory 40 means 40 GiB, not 40 bytes', async () => {
+    const j = JSON.parse((await cli('--model', gpt2, '--gpu-memory', '40', '--gpu-tflops', '300', '--json')).out) as PlanJson;
+    expect(j.hardware.gpu.memoryBytes).toBe(40 * 1024 ** 3);
+    expect(j.fits).toBe(true);
+  });
+  it('reads a Hugging Face model id from the cache under HF_HOME (refs/main names the snapshot)', async () => {
+    const home = mkdtempSync(join(tmpdir(), 'gpuwise-hf-'));
+    const repo = join(home, 'hub', 'models--openai-community--gpt2');
+    mkdirSync(join(repo, 'snapshots', 'abc123'), { recursive: true });
+    mkdirSync(join(repo, 'refs'));
+    writeFileSync(join(repo, 'refs', 'main'), 'abc123\n');
+    copyFileSync(gpt2, join(repo, 'snapshots', 'abc123', 'config.json'));
+    const saved = process.env.HF_HOME;
+    process.env.HF_HOME = home;
+    try {
+      const r = await cli('--model', 'openai-community/gpt2', '--gpu', 'h200', '--json');
+      expect(r.code).toBe(0);
+      expect((JSON.parse(r.out) as PlanJson).model.params).toBe(124_439_808);
+      const missing = await cli('--model', 'meta-llama/Llama-3.1-8B');
+      expect(missing.code).toBe(2);
+      expect(missing.err).toContain(`no copy of the Hugging Face model 'meta-llama/Llama-3.1-8B' in ${join(home, 'hub')}`);
+      expect(missing.err).toContain('https://huggingface.co/meta-llama/Llama-3.1-8B/resolve/main/config.json');
+    } finally {
+      if (saved === undefined) delete process.env.HF_HOME;
+      else process.env.HF_HOME = saved;
+    }
+  });
+  it('--md and --html FILE (never over a foreign file)', async () => {
+    const md = await cli('--model', gpt2, '--gpu', 'h200', '--md');
+    expect(md.out).toMatch(/^## gpuwise plan: gpt2/);
+    expect(md.out).toMatch(/\| \*\*max_memory_allocated\*\* \|/);
+    const dir = mkdtempSync(join(tmpdir(), 'gpuwise-planhtml-'));
+    const out = join(dir, 'plan.html');
+    expect((await cli('--model', gpt2, '--gpu', 'h200', '--html', out)).code).toBe(0);
+    const html = readFileSync(out, 'utf8');
+    expect(html).toMatch(/^<!doctype html>/);
+    expect(html).toMatch(/<svg/);
+    expect(html).not.toMatch(/<script|https?:\/\//);
+    const foreign = join(dir, 'notes.html');
+    writeFileSync(foreign, 'mine');
+    expect((await cli('--model', gpt2, '--html', foreign)).code).toBe(2);
+    expect(readFileSync(foreign, 'utf8')).toBe('mine');
   });
 });

@@ -62,7 +62,7 @@ describe('smi', () => {
       [['smi', '--from', bad], new RegExp(`^gpuwise smi: ${bad}: malformed XML at line \\d+: `)],
       [['smi', '--from', join(dir, 'nope.csv')], /^gpuwise smi: .*nope\.csv: no such file$/],
       [['smi', '--from', fixturePath('query-compute-apps.busy.csv')], /only compute-app listings/],
-      [['smi', '--bogus'], /^gpuwise smi: Unknown option '--bogus'/],
+      [['smi', '--bogus'], /^gpuwise smi: unknown option '--bogus'/],
       [['select', '-n', 'two', '--from', fixturePath('query-gpu.busy.csv')], /--count: 'two' is not a positive whole number/],
       [['select', '--min-free', 'lots', '--from', fixturePath('query-gpu.busy.csv')], /--min-free: 'lots' is not a size/],
     ];
@@ -74,13 +74,14 @@ describe('smi', () => {
     }
   });
 
-  it('no driver: a clear line and exit 2', async () => {
+  // Exit 9 (nvidia-smi's code for no driver), not the usage code 2 (issue 16).
+  it('no driver: a clear line and exit 9', async () => {
     const r = await gpuwise(['smi'], NO_GPU);
-    expect(r.code).toBe(2);
+    expect(r.code).toBe(9);
     expect(oneLine(r.stderr)).toBe(true);
     expect(r.stderr).toMatch(/^gpuwise smi: no NVIDIA GPU can be read here: cannot load .*; nvidia-smi is not installed/);
     const m = await gpuwise(['monitor', '--json-stream', '--count', '1'], NO_GPU);
-    expect(m.code).toBe(2);
+    expect(m.code).toBe(9);
   });
 });
 
@@ -204,7 +205,7 @@ describe('finding koffi at run time', () => {
         ),
       );
     const without = await runAlone({ GPUWISE_NVML_LIB: fake! });
-    expect(without.code).toBe(2);
+    expect(without.code).toBe(9); // no GPU can be read: the no-GPU code (issue 16)
     expect(without.stderr).toMatch(/koffi \(the FFI used to call NVML\) could not be loaded/);
     const withDir = await runAlone({
       GPUWISE_NVML_LIB: fake!,

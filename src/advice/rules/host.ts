@@ -1,6 +1,6 @@
 /** Host-side rules: synchronisations in the loop, launch overhead. */
-
 import { gainFrom } from '../../findings/finding.js';
+import { ACCUMULATE_ON_GPU_CODE } from '../keepOnGpu.js';
 import { fmtMs, fmtPct } from '../../util/format.js';
 import { isCompiled } from './fusion.js';
 import { finding, type RankRule, stepNs } from './rule.js';
@@ -57,9 +57,7 @@ export const hostSync: RankRule = (m) => {
       summary:
         'Keep values on the GPU inside the loop: every .item(), .cpu(), .tolist(), print(tensor), torch.cuda.synchronize() or data-dependent shape (nonzero, boolean masks) waits for all queued work. Log every N steps, and accumulate metrics on the GPU.',
       code: [
-        'running_loss += loss.detach()          # instead of loss.item() every step',
-        'if step % log_every == 0:',
-        '    print((running_loss / log_every).item()); running_loss.zero_()',
+        ACCUMULATE_ON_GPU_CODE,
         '# find hidden syncs: torch.cuda.set_sync_debug_mode("warn")',
       ].join('\n'),
     },

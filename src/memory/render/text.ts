@@ -1,9 +1,11 @@
 /** Terminal and Markdown renderings of a memory report (pure: report in, text out). */
-import type { Finding } from '../findings.js';
+import { PLAIN, type Style, renderFinding } from '../../report/terminal.js';
 import type { LiveSet, MemoryReport } from '../report.js';
 import { fmtBytes, fmtPct, fmtUs } from '../../util/format.js';
 
 const label = (c: string): string => c.replace('_', ' ');
+/** The severity marks of analyze's Markdown (one style in every report). */
+const ICON = { high: '🔴', medium: '🟠', low: '🔵', info: '⚪' } as const;
 
 function since(r: MemoryReport, us: number | null): string {
   return us === null || r.history.firstUs === null ? '' : ` at t=${fmtUs(us - r.history.firstUs)}`;
@@ -29,15 +31,11 @@ function liveLines(live: LiveSet, indent: string): string[] {
   return out;
 }
 
-function findingLines(f: Finding): string[] {
-  const out = [`  [${f.severity}] ${f.title}  (${f.id})`];
-  for (const e of f.evidence) out.push(`      ${e}`);
-  out.push(`    -> ${f.recommendation.summary}`);
-  for (const l of f.recommendation.code.split('\n')) out.push(`         ${l}`);
-  return out;
-}
-
-export function renderText(r: MemoryReport): string {
+/**
+ * Findings first, in the style of every gpuwise report (report/terminal.ts renderFinding: numbered, severity in
+ * capitals, evidence, fix and code); `width` wraps prose to the terminal (0: no wrapping).
+ */
+export function renderText(r: MemoryReport, st: Style = PLAIN, width = 0): string {
   const t = r.totals;
   const h = r.history;
   const out: string[] = [];
@@ -45,6 +43,13 @@ export function renderText(r: MemoryReport): string {
     `gpuwise memory: ${r.input.path}  (device ${r.device}; ${h.entries.toLocaleString('en-US')} history entries${h.durationUs !== null ? ` over ${fmtUs(h.durationUs)}` : ''}${r.input.legacy ? '; legacy segment list' : ''})`,
     '',
   );
+  if (r.findings.length === 0) out.push('No findings.', '');
+  else {
+    out.push(st.bold(`Findings (${r.findings.length}, most severe first)`), '');
+    r.findings.forEach((f, i) => {
+      out.push(...renderFinding(f, st, i, width), '');
+    });
+  }
   const row = (name: string, peak: number | null, end: number | null): string =>
     `  ${name.padEnd(26)}${(peak === null ? '' : fmtBytes(peak)).padStart(12)}${(end === null ? '' : fmtBytes(end)).padStart(12)}`;
   out.push(`  ${'Totals'.padEnd(26)}${'peak'.padStart(12)}${'end'.padStart(12)}`);
@@ -71,11 +76,6 @@ export function renderText(r: MemoryReport): string {
     out.push(...liveLines(o.live, '  '));
   }
   out.push('');
-  if (r.findings.length === 0) out.push('Findings: none.');
-  else {
-    out.push('Findings:');
-    for (const f of r.findings) out.push(...findingLines(f), '');
-  }
   for (const w of r.warnings) out.push(`warning: ${w}`);
   return `${out.join('\n').trimEnd()}\n`;
 }
@@ -94,6 +94,14 @@ export function renderMarkdown(r: MemoryReport): string {
   const t = r.totals;
   const out: string[] = [`## gpuwise memory: \`${r.input.path}\``, ''];
   out.push(`Device ${r.device}, ${r.history.entries} history entries${r.history.durationUs !== null ? ` over ${fmtUs(r.history.durationUs)}` : ''}.`, '');
+  out.push('### Findings', '');
+  if (r.findings.length === 0) out.push('None.', '');
+  for (const f of r.findings) {
+    out.push(`#### ${ICON[f.severity]} ${f.severity.toUpperCase()}: ${f.title} (\`${f.id}\`)`, '');
+    for (const e of f.evidence) out.push(`- ${e}`);
+    out.push('', f.recommendation.summary, '', '```python', ...f.recommendation.code.split('\n'), '```', '');
+  }
+
   out.push('| | Peak | End |', '|---|---:|---:|');
   out.push(`| Allocated | ${fmtBytes(t.peakAllocatedBytes)} | ${fmtBytes(t.finalAllocatedBytes)} |`);
   out.push(`| Requested | ${fmtBytes(t.peakRequestedBytes)} | ${fmtBytes(t.finalRequestedBytes)} |`);
@@ -110,13 +118,6 @@ export function renderMarkdown(r: MemoryReport): string {
       ...mdLive(o.live),
       '',
     );
-  }
-  out.push('### Findings', '');
-  if (r.findings.length === 0) out.push('None.');
-  for (const f of r.findings) {
-    out.push(`- **[${f.severity}] ${f.title}** (\`${f.id}\`)`);
-    for (const e of f.evidence) out.push(`  - ${e}`);
-    out.push(`  - **Do:** ${f.recommendation.summary}`, '', '    ```python', ...f.recommendation.code.split('\n').map((l) => `    ${l}`), '    ```');
   }
   if (r.warnings.length > 0) out.push('', ...r.warnings.map((w) => `> warning: ${w}`));
   return `${out.join('\n')}\n`;

@@ -1,0 +1,10 @@
+/**
+ * One colour rule for every command: colour only on a terminal, never with `--no-color`, with NO_COLOR set to
+ * anything non-empty (no-color.org), or on TERM=dumb.
+ */
+export function useColor(noColorFlag: boolean | undefined, stream: { isTTY?: boolean } = process.stdout, env: NodeJS.ProcessEnv = process.env): boolean {
+  if (noColorFlag) return false;
+  if (env.NO_COLOR !== undefined && env.NO_COLOR !== '') return false;
+  if (env.TERM === 'dumb') return false;
+  return stream.isTTY === true;
+}

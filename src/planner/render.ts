@@ -1,0 +1,112 @@
+/**
+ * `gpuwise plan` as text: the terminal report (a plan, a search, or a plan that does not fit with what would) and
+ * its Markdown form. Pure: takes the `--json` object (report.ts), returns strings.
+ */
+import type { PlanJson } from './report.js';
+
+const gib = (b: number) => `${(b / 1024 ** 3).toFixed(2)} GiB`;
+
+export function layoutText(j: Pick<PlanJson, 'parallelism' | 'setup'>): string {
+  const p = j.parallelism;
+  const parts = [p.dp === 'none' ? 'single replica' : `${p.dp} x${p.dpSize}`];
+  if (p.tp > 1) parts.push(`tp ${p.tp}`);
+  if (p.pp > 1) parts.push(`pp ${p.pp}`);
+  if ((p.dp === 'fsdp' || p.dp === 'hsdp') && !p.reshardAfterForward) parts.push('no reshard');
+  if (p.cpuOffload) parts.push('offload');
+  parts.push(`mb ${j.setup.microBatch}`, `accum ${j.setup.gradAccum}`, `ckpt ${j.setup.checkpointing}`);
+  return parts.join(', ');
+}
+
+function headLines(j: PlanJson): string[] {
+  const lines = [
+    `${j.model.name}: ${j.model.architecture}, ${j.model.params.toLocaleString('en-US')} parameters`,
+    `${j.hardware.nodes} x ${j.hardware.gpusPerNode} ${j.hardware.gpu.name}; ${j.setup.mode} ${j.setup.precision}, ${j.setup.optimizer}, seq ${j.setup.seq}; ${layoutText(j)}; global batch ${j.globalBatch}`,
+  ];
+  if (j.assumed?.length) lines.push(`assumed (not given): ${j.assumed.join('; ')}`);
+  return lines;
+}
+
+function memoryLines(j: PlanJson): string[] {
+  const m = j.memory;
+  return [
+    `Memory per GPU (binding phase: ${m.bindingPhase})`,
+    ...m.components.map((c) => `  ${c.name.padEnd(22)} ${gib(c.bytes).padStart(12)}  ${c.note}`),
+    `  ${'max_memory_allocated'.padEnd(22)} ${gib(m.peakAllocatedBytes).padStart(12)}  forward ${gib(m.phases.forwardBytes)}, backward ${gib(m.phases.backwardBytes)}, optimizer ${gib(m.phases.optimizerBytes)}`,
+    `  ${'max_memory_reserved'.padEnd(22)} ${gib(m.peakReservedBytes).padStart(12)}`,
+    `  ${'nvidia-smi'.padEnd(22)} ${gib(m.deviceUsedBytes).padStart(12)}`,
+    `  ${'budget'.padEnd(22)} ${gib(m.budgetBytes).padStart(12)}  ${m.headroomBytes >= 0 ? `headroom ${gib(m.headroomBytes)}` : `short by ${gib(-m.headroomBytes)}`}`,
+  ];
+}
+
+/** The plan: what it is, its memory by component and phase, its step time, and the memory savers. */
+export function renderPlan(j: PlanJson): string {
+  const lines = [...headLines(j), ''];
+  if (j.wouldFit) lines.push(`DOES NOT FIT: ${j.wouldFit.explanation}`, '');
+  lines.push(...memoryLines(j));
+  if (j.wouldFit) {
+    lines.push('', 'What would fit');
+    if (j.wouldFit.maxMicroBatch > 0) lines.push(`  --batch ${j.wouldFit.maxMicroBatch} (the largest micro-batch that fits this set-up)`);
+    for (const c of j.wouldFit.changes) lines.push(`  ${c}`);
+    if (j.wouldFit.maxMicroBatch === 0 && j.wouldFit.changes.length === 0) lines.push('  nothing with these GPUs: add GPUs or use a larger card');
+    return `${lines.join('\n')}\n`;
+  }
+  if (j.maxBatch) lines.push('', `Largest micro-batch that fits: ${j.maxBatch.microBatch} (peak ${gib(j.maxBatch.peakAllocatedBytes ?? 0)} of ${gib(j.maxBatch.budgetBytes)})`);
+  const t = j.time;
+  lines.push(
+    '',
+    `Step time ${j.stepTimeMs.toFixed(1)} ms (${t.bindingTerm}-bound): compute ${t.computeMs.toFixed(1)}, memory-bound ${t.memoryBoundMs.toFixed(1)}, cpu floor ${t.cpuFloorMs.toFixed(1)}, exposed comm ${t.exposedCommMs.toFixed(1)} of ${t.commMs.toFixed(1)}, bubble ${t.bubbleMs.toFixed(1)} ms`,
+    `  ${Math.round(t.tokensPerSec).toLocaleString('en-US')} tokens/s, MFU ${(t.mfu * 100).toFixed(0)}%; overlap: ${t.overlap}`,
+  );
+  if (j.savers.length > 0) {
+    lines.push('', 'Top memory savers');
+    for (const sv of j.savers) lines.push(`  ${sv.change.padEnd(34)} -${gib(sv.savedBytes)}  step ${sv.stepTimeDeltaMs >= 0 ? '+' : ''}${sv.stepTimeDeltaMs.toFixed(1)} ms`);
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+/** A layout search: the feasible plans ranked by throughput. */
+export function renderSearch(j: PlanJson): string {
+  const srch = j.search;
+  if (!srch || srch.plans.length === 0) return renderPlan(j);
+  const lines = [
+    `${j.model.name} on ${j.hardware.nodes} x ${j.hardware.gpusPerNode} ${j.hardware.gpu.name}: ${srch.feasible} of ${srch.candidates} candidate plans fit`,
+    ...(j.assumed?.length ? [`assumed (not given): ${j.assumed.join('; ')}`] : []),
+    '',
+    `${'#'.padStart(3)}  ${'tokens/s'.padStart(10)}  ${'step ms'.padStart(9)}  ${'peak'.padStart(10)}  ${'binds'.padEnd(13)}  layout`,
+  ];
+  for (const p of srch.plans) {
+    lines.push(
+      `${String(p.rank).padStart(3)}  ${p.tokensPerSec.toLocaleString('en-US').padStart(10)}  ${p.stepTimeMs.toFixed(1).padStart(9)}  ${gib(p.peakAllocatedBytes).padStart(10)}  ${p.bindingTerm.padEnd(13)}  ${layoutText(p)}, global ${p.globalBatch}`,
+    );
+    if (p.savers.length > 0) lines.push(`${' '.repeat(5)}savers: ${p.savers.map((sv) => `${sv.change} -${(sv.savedBytes / 1024 ** 3).toFixed(1)} GiB`).join('; ')}`);
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+/** The same report as Markdown (a pull request, an issue). */
+export function renderPlanMarkdown(j: PlanJson): string {
+  const out = [`## gpuwise plan: ${j.model.name}`, '', ...headLines(j).slice(1).map((l) => `${l}  `), ''];
+  if (j.wouldFit) out.push(`**Does not fit**: ${j.wouldFit.explanation}`, '');
+  out.push(`| memory per GPU (binding: ${j.memory.bindingPhase}) | GiB | note |`, '|---|---:|---|');
+  for (const c of j.memory.components) out.push(`| ${c.name} | ${(c.bytes / 1024 ** 3).toFixed(2)} | ${c.note.replace(/\|/g, '\\|')} |`);
+  out.push(
+    `| **max_memory_allocated** | **${(j.memory.peakAllocatedBytes / 1024 ** 3).toFixed(2)}** | |`,
+    `| max_memory_reserved | ${(j.memory.peakReservedBytes / 1024 ** 3).toFixed(2)} | |`,
+    `| nvidia-smi | ${(j.memory.deviceUsedBytes / 1024 ** 3).toFixed(2)} | |`,
+    `| budget | ${(j.memory.budgetBytes / 1024 ** 3).toFixed(2)} | |`,
+    '',
+  );
+  if (j.wouldFit) {
+    out.push('What would fit:', '');
+    if (j.wouldFit.maxMicroBatch > 0) out.push(`- \`--batch ${j.wouldFit.maxMicroBatch}\``);
+    for (const c of j.wouldFit.changes) out.push(`- ${c}`);
+    out.push('');
+  } else {
+    out.push(`Step time **${j.stepTimeMs.toFixed(1)} ms** (${j.time.bindingTerm}-bound), ${Math.round(j.time.tokensPerSec).toLocaleString('en-US')} tokens/s, MFU ${(j.time.mfu * 100).toFixed(0)}%`, '');
+    if (j.maxBatch) out.push(`Largest micro-batch that fits: **${j.maxBatch.microBatch}**`, '');
+    if (j.search) for (const p of j.search.plans) out.push(`${p.rank}. ${layoutText(p)}, global ${p.globalBatch}: ${p.tokensPerSec.toLocaleString('en-US')} tokens/s, ${p.stepTimeMs.toFixed(1)} ms`);
+    if (j.savers.length) out.push('', 'Memory savers:', '', ...j.savers.map((sv) => `- ${sv.change}: −${(sv.savedBytes / 1024 ** 3).toFixed(2)} GiB`));
+  }
+  out.push('', `<sub>gpuwise plan, schema ${j.schemaVersion}</sub>`);
+  return `${out.join('\n')}\n`;
+}
