@@ -6,6 +6,7 @@ import { compareRuns } from '../history/compare.js';
 import { renderComparisonMarkdown, renderComparisonText } from '../history/render.js';
 import { loadRunRef } from '../io/loadRunRef.js';
 import { storeDir } from '../io/runStore.js';
+import { jsonReport } from './jsonReport.js';
 import { UsageError, parseFlags } from './usage.js';
 
 const HELP = `Usage: gpuwise compare RUN_A RUN_B [--store DIR] [--json | --md]
@@ -49,7 +50,7 @@ export async function run(argv: string[]): Promise<number> {
   const a = await loadRunRef(positionals[0] as string, dir);
   const b = await loadRunRef(positionals[1] as string, dir);
   const c = compareRuns(a, b);
-  if (values.json) process.stdout.write(`${JSON.stringify(c, null, 2)}\n`);
+  if (values.json) process.stdout.write(jsonReport(c));
   else if (values.md) process.stdout.write(renderComparisonMarkdown(c));
   else process.stdout.write(renderComparisonText(c));
   return 0;

@@ -10,6 +10,7 @@ import { renderMarkdown, renderText } from '../memory/render/text.js';
 import { type Analysis, analyze } from '../memory/report.js';
 import { InputError } from '../io/inputError.js';
 import { readSnapshotFile } from '../io/readSnapshot.js';
+import { jsonReport } from './jsonReport.js';
 import { UsageError, parseFlags } from './usage.js';
 
 const HELP = `Usage: gpuwise memory [options] SNAPSHOT
@@ -80,7 +81,7 @@ export async function run(argv: string[]): Promise<number> {
     if (values.html) throw new UsageError('--html is not available for diff yet');
     const [a, b] = await Promise.all([load(positionals[0]!, opts), load(positionals[1]!, opts)]);
     const d = diffSnapshots(a, b, opts.topSources ?? 15);
-    process.stdout.write(values.json ? `${JSON.stringify(d, null, 2)}\n` : values.md ? renderDiffMarkdown(d) : renderDiffText(d));
+    process.stdout.write(values.json ? jsonReport(d) : values.md ? renderDiffMarkdown(d) : renderDiffText(d));
     return 0;
   }
 
@@ -96,7 +97,7 @@ export async function run(argv: string[]): Promise<number> {
     }
     process.stderr.write(`gpuwise memory: wrote ${values.html}\n`);
   }
-  process.stdout.write(values.json ? `${JSON.stringify(report, null, 2)}\n` : values.md ? renderMarkdown(report) : renderText(report));
+  process.stdout.write(values.json ? jsonReport(report) : values.md ? renderMarkdown(report) : renderText(report));
   if (failOn !== undefined && report.findings.some((f) => severityRank(f.severity) <= severityRank(failOn as Severity))) return 1;
   return 0;
 }

@@ -19,6 +19,7 @@ import type {
   Precision,
   TrainingSetup,
 } from '../planner/setup.js';
+import { jsonReport } from './jsonReport.js';
 import { parseBytes, parseFlags, UsageError } from './usage.js';
 
 const HELP = `gpuwise plan --model PATH [options]: predict memory and step time before anything runs
@@ -246,7 +247,7 @@ function runPlan(model: ModelDescription, v: Values): number {
       ...planJson(model, hw, best, bestSavers),
       search: { candidates: res.candidates, feasible: res.feasible, plans: shown.map((x, i) => planSummaryJson(i + 1, x.p, x.savers)) },
     };
-    if (v.json) process.stdout.write(`${JSON.stringify(json, null, 2)}\n`);
+    if (v.json) process.stdout.write(jsonReport(json));
     else process.stdout.write(renderSearch(json));
     return 0;
   }
@@ -267,7 +268,7 @@ function runPlan(model: ModelDescription, v: Values): number {
   const savers = memorySavers({ ...req, setup: plan.setup }, plan);
   const json = planJson(model, hw, plan, savers);
   if (maxBatch) json.maxBatch = maxBatch;
-  if (v.json) process.stdout.write(`${JSON.stringify(json, null, 2)}\n`);
+  if (v.json) process.stdout.write(jsonReport(json));
   else process.stdout.write(renderPlan(json));
   return 0;
 }
