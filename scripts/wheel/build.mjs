@@ -33,6 +33,14 @@ if (!existsSync(esmBundle)) {
   process.exit(2);
 }
 
+// The executable is this Node: it must carry the SEA fuse and be self-contained (a distribution's Node that links
+// a shared libnode would not run where that library is missing).
+const nodeBinary = readFileSync(process.execPath);
+if (!nodeBinary.includes(SEA_FUSE) || nodeBinary.includes('libnode.so')) {
+  console.error(`npm run wheel: ${process.execPath} cannot make a standalone executable (no SEA fuse, or it links libnode.so): use an official Node 20 binary`);
+  process.exit(2);
+}
+
 rmSync(WORK, { recursive: true, force: true });
 const sea = join(WORK, 'sea');
 const stage = join(WORK, 'stage');
