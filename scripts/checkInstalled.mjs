@@ -10,7 +10,7 @@
 // prints (besides findings that must be there); `doctor -- python3 -c ...` with CPU PyTorch and its report.json;
 // the version everywhere equal to package.json's. Exits 1 at the first difference, naming it.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -94,9 +94,9 @@ for (const c of cases) {
   check(r.stdout === reference(c.args), `${c.name} --json: identical to the clone's node dist/gpuwise.mjs`);
 }
 
-// doctor with CPU PyTorch: 8 optimizer steps; the probe comes from the installed package. In the venv the
-// training's own `import gpuwise` is the installed package, whose step() reaches the probe doctor started.
-const script = [
+// doctor with CPU PyTorch: 8 optimizer steps; the probe comes from the installed package. The training's own
+// `import gpuwise` gives the wheel's package in the venv, the probe doctor loaded beside the npm package.
+const loop = [
   'import torch',
   'net = torch.nn.Linear(8, 2)',
   'opt = torch.optim.SGD(net.parameters(), lr=0.1)',
@@ -104,9 +104,8 @@ const script = [
   '    opt.zero_grad()',
   '    net(torch.randn(4, 8)).sum().backward()',
   '    opt.step()',
-  'import gpuwise',
-  'print("trained with gpuwise", gpuwise.__version__)',
-].join('\n');
+];
+const script = [...loop, 'import gpuwise', 'print("trained with gpuwise", gpuwise.__version__)'].join('\n');
 const out = join(place, 'run');
 const d = run(['doctor', '--out', out, '--profile-steps', '0', '--', 'python3', '-c', script]);
 check(d.code === 0, `doctor exit 0 (got ${d.code}${d.code ? `: ${d.stderr.trim().slice(-400)}` : ''})`);
@@ -119,8 +118,18 @@ if (existsSync(join(out, 'report.json'))) {
   check(typeof report.environment.torch === 'string', `doctor report.json: torch ${report.environment.torch}`);
 } else fail('doctor wrote no report.json');
 
+// A gpuwise.py of the user's next to the script is what the script imports, the installed package beside it.
+const mine = join(place, 'mine');
+mkdirSync(mine);
+writeFileSync(join(mine, 'gpuwise.py'), 'WHOSE = "the user\'s own gpuwise.py"\n');
+writeFileSync(join(mine, 'train.py'), ['import gpuwise', 'print(gpuwise.WHOSE)', ...loop].join('\n'));
+const u = run(['doctor', '--out', join(place, 'run-mine'), '--profile-steps', '0', '--', 'python3', join(mine, 'train.py')]);
+check(u.code === 0 && u.stdout.includes("the user's own gpuwise.py"), `doctor beside the user's own gpuwise.py: exit ${u.code}${u.code ? `: ${u.stderr.trim().slice(-300)}` : ''}`);
+
 if (kind === 'wheel') {
   const py = join(dirname(gpuwise[0]), 'python');
+  const m = spawnSync(py, ['-m', 'gpuwise', '--version'], { env, encoding: 'utf8' });
+  check(m.status === 0 && m.stdout.trim() === VERSION, `python -m gpuwise --version prints ${VERSION} (got ${JSON.stringify(m.stdout.trim())})`);
   const meta = spawnSync(py, ['-c', 'import importlib.metadata as m, gpuwise; print(m.version("gpuwise"), gpuwise.__version__); gpuwise.step()'], {
     env,
     encoding: 'utf8',
