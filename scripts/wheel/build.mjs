@@ -117,7 +117,9 @@ cpSync(join(ROOT, 'python', 'gpuwise'), join(stage, 'gpuwise'), {
   recursive: true,
   filter: (src) => basename(src) !== '__pycache__' && !src.endsWith('.pyc'),
 });
-for (const f of ['LICENSE', 'README.md']) if (existsSync(join(ROOT, f))) copyFileSync(join(ROOT, f), join(cli, f));
+// Node's licence and its dependencies' notices go with the Node inside the executable (where this Node has them).
+const nodeLicence = [join(dirname(process.execPath), '..', 'LICENSE'), '/usr/share/doc/nodejs/LICENSE'].find((f) => existsSync(f));
+if (nodeLicence) copyFileSync(nodeLicence, join(cli, 'LICENSE.node'));
 
 const python = process.env.PYTHON || 'python3';
 const out = execFileSync(
