@@ -126,6 +126,15 @@ writeFileSync(join(mine, 'train.py'), ['import gpuwise', 'print(gpuwise.WHOSE)',
 const u = run(['doctor', '--out', join(place, 'run-mine'), '--profile-steps', '0', '--', 'python3', join(mine, 'train.py')]);
 check(u.code === 0 && u.stdout.includes("the user's own gpuwise.py"), `doctor beside the user's own gpuwise.py: exit ${u.code}${u.code ? `: ${u.stderr.trim().slice(-300)}` : ''}`);
 
+// gpuwise.step() from the script's own `import gpuwise` (the wheel's package in the venv) reaches doctor's probe:
+// a loop without an optimizer, 6 marks, 5 timed steps.
+const marks = ['import time, torch, gpuwise', 'net = torch.nn.Linear(8, 2)', 'for _ in range(6):'];
+marks.push('    net(torch.randn(4, 8)).sum().backward()', '    time.sleep(0.005)', '    gpuwise.step()');
+const markOut = join(place, 'run-marks');
+const k = run(['doctor', '--out', markOut, '--profile-steps', '0', '--', 'python3', '-c', marks.join('\n')]);
+const markSteps = existsSync(join(markOut, 'report.json')) ? JSON.parse(readFileSync(join(markOut, 'report.json'), 'utf8')).ranks[0]?.steps : null;
+check(k.code === 0 && markSteps?.steps === 5 && markSteps?.stepSource === 'marker', `doctor counts gpuwise.step() marks: ${JSON.stringify(markSteps?.steps)} steps from ${markSteps?.stepSource}`);
+
 if (kind === 'wheel') {
   const py = join(dirname(gpuwise[0]), 'python');
   const m = spawnSync(py, ['-m', 'gpuwise', '--version'], { env, encoding: 'utf8' });
