@@ -33,6 +33,14 @@ if (!existsSync(esmBundle)) {
   process.exit(2);
 }
 
+// The executable is this Node: it must carry the SEA fuse and be self-contained (a distribution's Node that links
+// a shared libnode would not run where that library is missing).
+const nodeBinary = readFileSync(process.execPath);
+if (!nodeBinary.includes(SEA_FUSE) || nodeBinary.includes('libnode.so')) {
+  console.error(`npm run wheel: ${process.execPath} cannot make a standalone executable (no SEA fuse, or it links libnode.so): use an official Node 20 binary`);
+  process.exit(2);
+}
+
 rmSync(WORK, { recursive: true, force: true });
 const sea = join(WORK, 'sea');
 const stage = join(WORK, 'stage');
@@ -109,7 +117,9 @@ cpSync(join(ROOT, 'python', 'gpuwise'), join(stage, 'gpuwise'), {
   recursive: true,
   filter: (src) => basename(src) !== '__pycache__' && !src.endsWith('.pyc'),
 });
-for (const f of ['LICENSE', 'README.md']) if (existsSync(join(ROOT, f))) copyFileSync(join(ROOT, f), join(cli, f));
+// Node's licence and its dependencies' notices go with the Node inside the executable (where this Node has them).
+const nodeLicence = [join(dirname(process.execPath), '..', 'LICENSE'), '/usr/share/doc/nodejs/LICENSE'].find((f) => existsSync(f));
+if (nodeLicence) copyFileSync(nodeLicence, join(cli, 'LICENSE.node'));
 
 const python = process.env.PYTHON || 'python3';
 const out = execFileSync(

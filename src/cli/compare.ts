@@ -6,6 +6,7 @@ import { compareRuns } from '../history/compare.js';
 import { renderComparisonMarkdown, renderComparisonText } from '../history/render.js';
 import { loadRunRef } from '../io/loadRunRef.js';
 import { storeDir } from '../io/runStore.js';
+import { jsonReport } from './jsonReport.js';
 import { UsageError, parseFlags } from './usage.js';
 
 const HELP = `Usage: gpuwise compare RUN_A RUN_B [--store DIR] [--json | --md]
@@ -51,7 +52,7 @@ export async function run(argv: string[]): Promise<number> {
   // `last` never lands on a run that measured nothing without saying so (io/runStore.ts).
   for (const note of new Set([a.note, b.note])) if (note !== null) process.stderr.write(`gpuwise compare: ${note}\n`);
   const c = compareRuns(a, b);
-  if (values.json) process.stdout.write(`${JSON.stringify(c, null, 2)}\n`);
+  if (values.json) process.stdout.write(jsonReport(c));
   else if (values.md) process.stdout.write(renderComparisonMarkdown(c));
   else process.stdout.write(renderComparisonText(c));
   return 0;

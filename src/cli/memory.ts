@@ -15,6 +15,7 @@ import { useColor } from './color.js';
 import { type Analysis, analyze } from '../memory/report.js';
 import { InputError } from '../io/inputError.js';
 import { readSnapshotFile } from '../io/readSnapshot.js';
+import { jsonReport } from './jsonReport.js';
 import { UsageError, parseFlags } from './usage.js';
 
 const HELP = `Usage: gpuwise memory [options] SNAPSHOT
@@ -87,7 +88,7 @@ export async function run(argv: string[]): Promise<number> {
     if (values.html) checkHtmlTarget(values.html, positionals);
     const [a, b] = await Promise.all([load(positionals[0]!, opts), load(positionals[1]!, opts)]);
     const d = diffSnapshots(a, b, opts.topSources ?? 15);
-    process.stdout.write(values.json ? `${JSON.stringify(d, null, 2)}\n` : values.md ? renderDiffMarkdown(d) : renderDiffText(d));
+    process.stdout.write(values.json ? jsonReport(d) : values.md ? renderDiffMarkdown(d) : renderDiffText(d));
     if (values.html) {
       await writeFile(values.html, renderDiffHtml(d));
       process.stderr.write(`gpuwise memory: wrote ${values.html}\n`);
@@ -109,7 +110,7 @@ export async function run(argv: string[]): Promise<number> {
   }
   const width = process.stdout.isTTY ? (process.stdout.columns ?? 0) : 0;
   process.stdout.write(
-    values.json ? `${JSON.stringify(report, null, 2)}\n` : values.md ? renderMarkdown(report) : renderText(report, useColor(values['no-color']) ? ANSI : PLAIN, width),
+    values.json ? jsonReport(report) : values.md ? renderMarkdown(report) : renderText(report, useColor(values['no-color']) ? ANSI : PLAIN, width),
   );
   if (failOn !== undefined && report.findings.some((f) => severityRank(f.severity) <= severityRank(failOn as Severity))) return 1;
   return 0;

@@ -19,8 +19,18 @@ import { evaluatePlan, maxMicroBatch, memorySavers, type Plan, type PlanRequest,
 import { renderPlan, renderPlanMarkdown, renderSearch } from '../planner/render.js';
 import { type PlanJson, planJson, planSummaryJson } from '../planner/report.js';
 import { closeMatches } from '../util/closeMatches.js';
-import type { Checkpointing, Hardware, Mode, OptimizerKind, Precision, TrainingSetup } from '../planner/setup.js';
+import type {
+  Checkpointing,
+  DataParallel,
+  Hardware,
+  Mode,
+  OptimizerKind,
+  Parallelism,
+  Precision,
+  TrainingSetup,
+} from '../planner/setup.js';
 import { EXIT_FINDINGS, EXIT_OK } from './main.js';
+import { jsonReport } from './jsonReport.js';
 import { parseBytes, parseFlags, UsageError } from './usage.js';
 
 const HELP = `gpuwise plan --model MODEL [options]: predict memory and step time before anything runs
@@ -218,7 +228,7 @@ function buildRequest(model: ModelDescription, v: Values, assumed: string[]): Pl
 
 /** The report a plan gives: text or JSON, and the exit code (1: it does not fit). */
 function output(v: Values, json: PlanJson, render: (j: PlanJson) => string): { json: PlanJson; text: string; code: number } {
-  const text = v.json ? `${JSON.stringify(json, null, 2)}\n` : v.md ? renderPlanMarkdown(json) : render(json);
+  const text = v.json ? jsonReport(json) : v.md ? renderPlanMarkdown(json) : render(json);
   return { json, text, code: json.fits && !json.wouldFit ? EXIT_OK : EXIT_FINDINGS };
 }
 

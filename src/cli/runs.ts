@@ -10,6 +10,7 @@ import { loadRunRef, looksLikePath } from '../io/loadRunRef.js';
 import { checkHtmlTarget } from '../io/reportTarget.js';
 import { listRuns, storeDir, storePath } from '../io/runStore.js';
 import { printDoctorReport, rediagnoseRunDir } from './rediagnose.js';
+import { jsonReport } from './jsonReport.js';
 import { UsageError, parseFlags } from './usage.js';
 
 export const RUNS_SCHEMA_VERSION = 1;
@@ -94,7 +95,7 @@ export async function run(argv: string[]): Promise<number> {
   }
   const runs = await listRuns(dir, limit);
   if (values.json)
-    process.stdout.write(`${JSON.stringify({ schemaVersion: RUNS_SCHEMA_VERSION, tool: 'gpuwise', command: 'runs', store: storePath(dir), runs }, null, 2)}\n`);
+    process.stdout.write(jsonReport({ schemaVersion: RUNS_SCHEMA_VERSION, tool: 'gpuwise', command: 'runs', store: storePath(dir), runs }));
   else process.stdout.write(renderRunsTable(runs, storePath(dir)));
   return 0;
 }

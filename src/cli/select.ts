@@ -7,6 +7,7 @@ import { readSmiFiles } from '../io/readSmiFile.js';
 import { resolveCudaVisibleDevices } from '../telemetry/cudaVisible.js';
 import type { Snapshot } from '../telemetry/sample.js';
 import { selectGpus, visibleDevicesValue } from '../telemetry/select.js';
+import { VERSION } from './main.js';
 import { parseCount, splitCommand } from './telemetryArgs.js';
 import { NO_GPU_HINTS, openLive } from './telemetryLive.js';
 import { parseBytes, parseFlags, UsageError } from './usage.js';
@@ -80,6 +81,7 @@ export async function run(argv: string[]): Promise<number> {
     process.stdout.write(
       `${JSON.stringify({
         schemaVersion: 1,
+        version: VERSION,
         satisfied: sel.satisfied,
         cudaVisibleDevices: sel.satisfied ? value : null,
         chosen: sel.chosen.map((g) => ({

@@ -13,6 +13,7 @@ import { formatBytes, formatNumber, renderSmi, table } from '../telemetry/render
 import { renderSmiHtml, renderSmiMarkdown } from '../telemetry/smiReport.js';
 import type { Snapshot } from '../telemetry/sample.js';
 import type { LiveSampler } from '../telemetry/sampler.js';
+import { jsonReport } from './jsonReport.js';
 import { parseCount, parseDurationMs } from './telemetryArgs.js';
 import { NO_GPU_HINTS, openLive } from './telemetryLive.js';
 import { parseFlags, UsageError } from './usage.js';
@@ -84,7 +85,7 @@ function replay(path: string, atText: string | undefined, json: boolean): number
   if (rec.recoveredFromCrash) process.stderr.write(`gpuwise smi: ${path}: the recorder was killed; read the samples it had committed\n`);
   if (rec.snapshots.length === 0) {
     if (json)
-      out(`${JSON.stringify({ schemaVersion: 1, recording: { file: path, meta: rec.meta, samples: 0 }, summary: [], snapshot: null })}\n`);
+      out(jsonReport({ schemaVersion: 1, recording: { file: path, meta: rec.meta, samples: 0 }, summary: [], snapshot: null }));
     else out(`${path}: a recording with no samples\n`);
     return 0;
   }
@@ -106,7 +107,7 @@ function replay(path: string, atText: string | undefined, json: boolean): number
     recoveredFromCrash: rec.recoveredFromCrash,
   };
   if (json) {
-    out(`${JSON.stringify({ schemaVersion: 1, recording, summary, snapshot: snap }, null, 2)}\n`);
+    out(jsonReport({ schemaVersion: 1, recording, summary, snapshot: snap }));
     return 0;
   }
   const spanS = ((lastSnap.timestampMs ?? 0) - startMs) / 1000;
@@ -171,7 +172,7 @@ export async function run(argv: string[]): Promise<number> {
   }
   out(
     values.json
-      ? `${JSON.stringify(snapshot, null, 2)}\n`
+      ? jsonReport(snapshot)
       : values.md
         ? renderSmiMarkdown(snapshot)
         : renderSmi(snapshot, process.stdout.isTTY ? (process.stdout.columns ?? 160) : 400),
