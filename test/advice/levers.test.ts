@@ -42,6 +42,22 @@ describe('levers measured on an H100: finding, fix, measured step', () => {
     });
   }
 
+  it('sync_refill: 4 syncs a step in a GPU-bound GPT-2 step are host-sync with their refill, not launch-bound; the twin without them confirms the gain', async () => {
+    const before = await run('sync_refill');
+    const ids = before.findings.map((f) => f.id);
+    expect(ids).toContain('host-sync');
+    expect(ids).not.toContain('launch-bound');
+    const f = before.findings.find((x) => x.id === 'host-sync')!;
+    expect(f.evidence.join('\n')).toMatch(/syncs per step drained the queue, each followed by/);
+    expect(before.metrics.perStep.syncRefillNs).toBeGreaterThan(0);
+    const after = await run('sync_refill_fixed');
+    expect(after.findings.map((x) => x.id)).not.toContain('host-sync');
+    const g = f.estimatedGain!;
+    const predictedMs = (g.expectedStepTimeNs / g.stepTimeNs) * measuredMs('sync_refill');
+    const measured = measuredMs('sync_refill_fixed');
+    expect(Math.abs(predictedMs - measured) / measured).toBeLessThan(0.25);
+  });
+
   it('a compiled bf16 run: no high-severity finding, no fusion finding, never "compile the model" again', async () => {
     const { metrics, findings } = await run('gpt2_fusion_compiled');
     expect(metrics.kernelMix.tritonKernels).toBeGreaterThan(0);
