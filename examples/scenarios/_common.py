@@ -27,9 +27,10 @@ def rank() -> int:
     return int(os.environ.get("RANK", "0"))
 
 
-def profile_steps(name: str, step_fn, expect: list, story: str, items_per_step: int = 0, extra_steps: int = 0):
+def profile_steps(name: str, step_fn, expect: list, story: str, items_per_step: int = 0, extra_steps: int = 0, extra_meta: dict = None):
     """Runs step_fn under the profiler for WAIT+WARMUP+ACTIVE steps and writes
-    OUT/name[.rankN].trace.json.gz and its .meta.json."""
+    OUT/name[.rankN].trace.json.gz and its .meta.json (with extra_meta, e.g. the median step measured
+    without the profiler)."""
     d = out_dir()
     suffix = f".rank{rank()}" if "RANK" in os.environ else ""
     path = os.path.join(d, f"{name}{suffix}.trace.json")
@@ -69,6 +70,7 @@ def profile_steps(name: str, step_fn, expect: list, story: str, items_per_step: 
         "peak_alloc": torch.cuda.max_memory_allocated(),
         "peak_reserved": torch.cuda.max_memory_reserved(),
     }
+    meta.update(extra_meta or {})
     with open(os.path.join(d, f"{name}{suffix}.meta.json"), "w") as f:
         json.dump(meta, f, indent=1)
     print(f"{name}{suffix}: {os.path.getsize(path + '.gz') / 1e6:.1f} MB trace, {wall * 1000 / ACTIVE:.1f} ms/step")
@@ -104,12 +106,3 @@ def variant_name(base: str, flags: dict) -> str:
     """`resnet50` + {"amp": True, "channels_last": False} -> `resnet50_amp`: one trace per variant."""
     on = [k for k, v in flags.items() if v]
     return "_".join([base] + on)
-
-
-def write_timing(name: str, ms: float, extra: dict = None) -> None:
-    """OUT/name.timing.json: the median step measured without the profiler (the 'measured after the fix')."""
-    rec = {"scenario": name, "median_step_ms": ms, "device": torch.cuda.get_device_name(), "torch": torch.__version__}
-    rec.update(extra or {})
-    with open(os.path.join(out_dir(), f"{name}.timing.json"), "w") as f:
-        json.dump(rec, f, indent=1)
-    print(f"{name}: median step {ms:.2f} ms (no profiler)")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The issue-15 levers on one GPU: each scenario and its fixed twin, traces + medians measured without the
-# profiler (NAME.timing.json). bash examples/scenarios/run_levers.sh OUT_DIR
+# profiler (median_step_ms in NAME.meta.json). bash examples/scenarios/run_levers.sh OUT_DIR
 set -u
 out=${1:-scenario-out}
 mkdir -p "$out"

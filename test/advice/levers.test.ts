@@ -1,7 +1,7 @@
 /**
  * The levers of issue 15 on real H100 runs: each scenario and its fixed twin (examples/scenarios/
  * resnet_precision.py, gpt_fusion.py) were traced and timed without the profiler on the same GPU
- * (NAME.timing.json). Each finding must be the top one on its scenario, be gone on the twin, and
+ * (median_step_ms in NAME.meta.json). Each finding must be the top one on its scenario, be gone on the twin, and
  * predict the twin's measured step within 25% (the window's expected/current ratio applied to the
  * scenario's own unprofiled step, as doctor re-bases it).
  */
@@ -15,7 +15,7 @@ import type { TraceMetrics } from '../../src/trace/metrics/types.js';
 import { TRACES } from '../helpers/fixtures.js';
 
 const DIR = `${TRACES}scenarios/`;
-const measuredMs = (name: string): number => JSON.parse(readFileSync(`${DIR}${name}.timing.json`, 'utf8')).median_step_ms;
+const measuredMs = (name: string): number => JSON.parse(readFileSync(`${DIR}${name}.meta.json`, 'utf8')).median_step_ms;
 
 async function run(name: string): Promise<{ metrics: TraceMetrics; findings: Finding[] }> {
   const metrics = analyzeTrace(await loadTrace(`${DIR}${name}.trace.json.gz`));
