@@ -7,14 +7,14 @@ import { InputError } from '../io/inputError.js';
 import { describeFsError } from '../io/readTrace.js';
 import { loadTrace } from '../io/loadTrace.js';
 import { checkHtmlTarget } from '../io/reportTarget.js';
-import { ANALYZE_SCHEMA_VERSION, type AnalyzeReport, type InputSummary, buildAnalyzeReport } from '../report/analyzeReport.js';
+import type { AnalyzeReport } from '../report/analyzeReport.js';
+import { type AnalysedInput, analyzeJson, buildAnalyzeRuns } from '../report/analyzeRuns.js';
 import { renderHtml } from '../report/html.js';
 import { renderMarkdown } from '../report/markdown.js';
 import { ANSI, PLAIN, renderTerminal } from '../report/terminal.js';
 import { assessTrace, coverageNote } from '../trace/coverage.js';
-import { type CollectiveTimings, collectiveTimings } from '../trace/metrics/index.js';
-import type { TraceMetrics } from '../trace/metrics/types.js';
-import { type TraceIdentity, describeSplit, groupRuns, identityOf } from '../trace/runGroups.js';
+import { collectiveTimings } from '../trace/metrics/index.js';
+import { identityOf } from '../trace/runGroups.js';
 import { EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, VERSION } from './main.js';
 import { useColor } from './color.js';
 import { progressBar } from './progress.js';
@@ -69,54 +69,41 @@ export async function run(argv: string[]): Promise<number> {
   if (values.html !== undefined) checkHtmlTarget(values.html, files);
 
   const showProgress = !values['no-progress'] && process.stderr.isTTY === true;
-  const inputs: InputSummary[] = [];
-  const ids: TraceIdentity[] = [];
-  const analysed: ({ metrics: TraceMetrics; collectives: CollectiveTimings } | null)[] = [];
+  const inputs: AnalysedInput[] = [];
   for (const file of files) {
     const bar = showProgress ? progressBar(file) : undefined;
     const model = await loadTrace(file, bar?.update).finally(() => bar?.done());
     const { coverage, metrics, model: used } = assessTrace(model);
-    const warnings = [...model.warnings];
     const note = coverageNote(coverage);
-    if (note !== null) warnings.push(note);
-    inputs.push({ path: file, rank: model.rank, events: coverage.events, warnings, coverage });
-    ids.push(identityOf(file, model));
-    analysed.push(metrics === null ? null : { metrics, collectives: collectiveTimings(used, metrics.steps) });
+    inputs.push({
+      summary: { path: file, rank: model.rank, events: coverage.events, warnings: [...model.warnings, ...(note === null ? [] : [note])], coverage },
+      identity: identityOf(file, model),
+      judged: metrics === null ? null : { metrics, collectives: collectiveTimings(used, metrics.steps) },
+    });
   }
   // Only the ranks of one window of one run are compared with each other (trace/runGroups.ts).
-  const groups = groupRuns(ids);
-  const reports = groups.map((g) => {
-    const judged = g.members.filter((i) => analysed[i] !== null);
-    const report = buildAnalyzeReport(
-      VERSION,
-      g.members.map((i) => inputs[i]!),
-      judged.map((i) => analysed[i]!.metrics),
-      judged.map((i) => analysed[i]!.collectives),
-    );
-    if (groups.length > 1 || g.notes.length) report.run = { label: g.label, notes: g.notes };
-    return report;
-  });
-  const judgedAny = analysed.some((a) => a !== null);
-  const split = groups.length > 1 ? describeSplit(ids, groups) : null;
+  const runs = buildAnalyzeRuns(VERSION, inputs);
+  const { reports, split } = runs;
   if (values.html !== undefined && split !== null) throw new UsageError(`--html: ${split}; give the files of one run for an HTML page`);
 
-  if (values.json) {
-    const out = split === null ? reports[0]! : { schemaVersion: ANALYZE_SCHEMA_VERSION, tool: 'gpuwise', command: 'analyze', version: VERSION, split, runs: reports };
-    process.stdout.write(`${JSON.stringify(out, null, 1)}\n`);
-  } else if (judgedAny) {
+  if (values.json) process.stdout.write(`${JSON.stringify(analyzeJson(VERSION, runs), null, 1)}\n`);
+  else if (runs.judgedAny) {
     const style = useColor(values['no-color']) ? ANSI : PLAIN;
-    const parts = reports.map((r, k) => {
+    const width = process.stdout.isTTY ? (process.stdout.columns ?? 0) : 0;
+    // A run none of whose files could be judged prints nothing here (never "No findings"): its lines are on stderr.
+    const parts = reports.flatMap((r, k) => {
+      if (r.metrics.ranks.length === 0) return [];
       const head = split === null ? '' : `Run ${k + 1} of ${reports.length}: ${r.run?.label}${r.run?.notes.length ? ` (${r.run.notes.join('; ')})` : ''}\n\n`;
-      return head + (values.md ? renderMarkdown(r) : renderTerminal(r, style, process.stdout.isTTY ? (process.stdout.columns ?? 0) : 0));
+      return [head + (values.md ? renderMarkdown(r) : renderTerminal(r, style, width))];
     });
     if (split !== null) parts.unshift(`${split}.\n`);
     process.stdout.write(parts.join('\n'));
   }
   if (!values.json) {
-    for (const g of groups) for (const n of g.notes) process.stderr.write(`gpuwise analyze: ${g.label}: warning: ${n}\n`);
-    for (const i of inputs) for (const w of i.warnings) process.stderr.write(`gpuwise analyze: ${i.path}: ${w.startsWith('nothing to judge') ? '' : 'warning: '}${w}\n`);
+    for (const r of reports) for (const n of r.run?.notes ?? []) process.stderr.write(`gpuwise analyze: ${r.run!.label}: warning: ${n}\n`);
+    for (const { summary: i } of inputs) for (const w of i.warnings) process.stderr.write(`gpuwise analyze: ${i.path}: ${w.startsWith('nothing to judge') ? '' : 'warning: '}${w}\n`);
   }
-  if (!judgedAny) return EXIT_BAD_INPUT; // nothing could be judged: never "no findings" for absent data
+  if (!runs.judgedAny) return EXIT_BAD_INPUT; // nothing could be judged: never "no findings" for absent data
   if (values.html !== undefined) {
     await writeFile(values.html, renderHtml(reports[0]!));
     process.stderr.write(`gpuwise analyze: wrote ${values.html}\n`);

@@ -18,14 +18,12 @@ import { whatWouldFit } from '../planner/noFit.js';
 import { evaluatePlan, maxMicroBatch, memorySavers, type Plan, type PlanRequest, searchPlans } from '../planner/plan.js';
 import { renderPlan, renderPlanMarkdown, renderSearch } from '../planner/render.js';
 import { type PlanJson, planJson, planSummaryJson } from '../planner/report.js';
-import { closeMatches } from '../util/closeMatches.js';
+import { wrapText } from '../util/wrap.js';
 import type {
   Checkpointing,
-  DataParallel,
   Hardware,
   Mode,
   OptimizerKind,
-  Parallelism,
   Precision,
   TrainingSetup,
 } from '../planner/setup.js';
@@ -228,7 +226,9 @@ function buildRequest(model: ModelDescription, v: Values, assumed: string[]): Pl
 
 /** The report a plan gives: text or JSON, and the exit code (1: it does not fit). */
 function output(v: Values, json: PlanJson, render: (j: PlanJson) => string): { json: PlanJson; text: string; code: number } {
-  const text = v.json ? jsonReport(json) : v.md ? renderPlanMarkdown(json) : render(json);
+  // The terminal report's long lines (the set-up, the assumptions, what would fit) wrap to the terminal's width.
+  const width = process.stdout.isTTY ? (process.stdout.columns ?? 0) : 0;
+  const text = v.json ? jsonReport(json) : v.md ? renderPlanMarkdown(json) : wrapText(render(json), width, 4);
   return { json, text, code: json.fits && !json.wouldFit ? EXIT_OK : EXIT_FINDINGS };
 }
 

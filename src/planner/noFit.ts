@@ -4,6 +4,9 @@
  */
 import { type Plan, type PlanRequest, fitsIn, maxMicroBatch, memorySavers, planFlags, searchPlans } from './plan.js';
 
+/** GPU counts tried when nothing fits the ones given (8 per node beyond a node). */
+const MORE_GPUS = [2, 4, 8, 16, 32, 64];
+
 export interface WouldFit {
   explanation: string;
   /** The largest micro-batch that fits the same set-up, 0 when none. */
@@ -22,6 +25,19 @@ export function whatWouldFit(req: PlanRequest, plan: Plan): WouldFit {
   if (mb.microBatch === 0 && changes.length === 0) {
     const best = searchPlans(req, { maxMicroBatch: 1 }).plans[0];
     if (best) changes.push(`this layout fits: ${planFlags(best)}`);
+    else {
+      // Nothing fits these GPUs: the fewest more of the same card (within a node, then whole nodes) that would.
+      const hw = req.hardware;
+      const perNode = Math.max(hw.gpusPerNode, 8);
+      for (const [gpus, nodes] of MORE_GPUS.map((n): [number, number] => (n <= perNode ? [n, 1] : [perNode, n / perNode]))) {
+        if (gpus * nodes <= hw.gpusPerNode * hw.nodes) continue;
+        const wider = searchPlans({ ...req, hardware: { ...hw, gpusPerNode: gpus, nodes } }, { maxMicroBatch: 1 }).plans[0];
+        if (wider) {
+          changes.push(`more GPUs: --gpus ${gpus}${nodes > 1 ? ` --nodes ${nodes}` : ''} ${planFlags(wider)} fits`);
+          break;
+        }
+      }
+    }
   }
   return { explanation, maxMicroBatch: mb.microBatch, changes };
 }

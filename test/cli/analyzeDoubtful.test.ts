@@ -124,6 +124,22 @@ describe('a folder of traces is grouped into runs by distributedInfo and time', 
     expect(text.stdout).not.toMatch(/rank-imbalance/);
   });
 
+  it('a folder where one file has nothing to judge: the others are reported, that one never as "No findings"', async () => {
+    const d = join(tmp, 'mixed');
+    mkdirSync(d);
+    copyFileSync(starved, join(d, 'a.trace.json.gz'));
+    writeFileSync(join(d, 'b.json'), '{"traceEvents":[{"name":"x","ph":"X","ts":1,"dur":2,"pid":1,"tid":1}]}');
+    const r = await runCli(['analyze', '--no-color', d]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^2 traces form 2 separate runs/);
+    expect(r.stdout).toMatch(/Run 1 of 2: a single-process trace\n\ngpuwise analyze · a\.trace\.json\.gz/);
+    expect(r.stdout).not.toMatch(/Run 2 of 2|No findings/);
+    expect(r.stderr).toMatch(/b\.json: nothing to judge: not a PyTorch profiler trace/);
+    const j = JSON.parse((await runCli(['analyze', '--json', d])).stdout);
+    expect(j.runs[1].findings).toEqual([]);
+    expect(j.runs[1].inputs[0].coverage.nothingToJudge).toMatch(/not a PyTorch profiler trace/);
+  });
+
   it('examples/traces/scenarios/: each 2-rank DDP run grouped by time, single-process traces alone', async () => {
     const j = JSON.parse((await runCli(['analyze', '--json', `${TRACES}scenarios`])).stdout);
     const ddp = j.runs.filter((r: { run: { label: string } }) => r.run.label.startsWith('ranks'));

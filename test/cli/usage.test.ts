@@ -34,3 +34,13 @@ describe('closeMatches', () => {
     expect(closeMatches('zzz', ['--json', '--md'])).toEqual([]);
   });
 });
+
+describe('wrapLine', () => {
+  it('breaks at spaces within the width, keeps the indent plus the hanging indent, never splits a word', async () => {
+    const { wrapLine } = await import('../../src/util/wrap.js');
+    expect(wrapLine('    fix: alpha beta gamma delta', 20, 5)).toEqual(['    fix: alpha beta', '         gamma delta']);
+    expect(wrapLine('short', 20)).toEqual(['short']);
+    expect(wrapLine('averyveryverylongword x', 10)).toEqual(['averyveryverylongword', 'x']);
+    expect(wrapLine('a b c', 0)).toEqual(['a b c']);
+  });
+});

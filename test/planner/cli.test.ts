@@ -177,6 +177,13 @@ describe('a plan that does not fit', () => {
     const j = JSON.parse(r.out) as PlanJson;
     expect(j.wouldFit!.changes.join(' ')).toMatch(/this layout fits: --strategy \w+ .*--batch \d+/);
   });
+  it('nothing fits the GPUs given: how many more of that card would', async () => {
+    const r = await cli('--model', configPath('llama-3-8b'), '--gpu', 'rtx4090', '--json');
+    expect(r.code).toBe(1);
+    const j = JSON.parse(r.out) as PlanJson;
+    expect(j.wouldFit!.maxMicroBatch).toBe(0);
+    expect(j.wouldFit!.changes).toEqual([expect.stringMatching(/^more GPUs: --gpus \d+ --strategy \w+ .*--batch 1 fits$/)]);
+  });
   it('--emit emits nothing and says why on stderr', async () => {
     const r = await cli('--model', llama, '--gpu', 'rtx4090', '--emit', 'torchrun');
     expect(r.code).toBe(1);
