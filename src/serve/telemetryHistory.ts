@@ -1,0 +1,75 @@
+/**
+ * Live history from `record` files (shell): reads the per-GPU rows of recordings (src/telemetry/recordStore.ts's
+ * `gpu` table, no snapshot blobs) newer than a cut-off, so the Live GPUs page shows history that survived a
+ * restart. A recording another process is still writing (its lock directory exists) is skipped with a note.
+ */
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { sqlite } from '../io/sqlite.js';
+import type { LiveGpu } from './liveFrame.js';
+
+export interface HistorySample {
+  tMs: number;
+  gpus: LiveGpu[];
+}
+
+function gpuOf(r: Record<string, unknown>): LiveGpu {
+  const n = (k: string) => (typeof r[k] === 'number' || typeof r[k] === 'bigint' ? Number(r[k]) : null);
+  return {
+    index: Number(r.gpu),
+    cudaIndex: null,
+    name: `GPU ${Number(r.gpu)}`,
+    uuid: String(r.uuid),
+    lost: Number(r.lost) === 1,
+    utilPercent: n('utilization_gpu_percent'),
+    memUtilPercent: n('utilization_memory_percent'),
+    memUsedBytes: n('memory_used_bytes'),
+    memReservedBytes: null,
+    memTotalBytes: n('memory_total_bytes'),
+    powerW: n('power_watts'),
+    powerLimitW: null,
+    tempC: n('temperature_c'),
+    smClockMhz: n('sm_clock_mhz'),
+    smClockMaxMhz: null,
+    memClockMhz: null,
+    throttle: null,
+  };
+}
+
+/** One recording's samples at or after `sinceMs`, oldest first; throws with a short reason when unreadable. */
+export function readRecordingSeries(path: string, sinceMs: number): HistorySample[] {
+  if (existsSync(`${path}.lock`)) throw new Error('being recorded by another process right now');
+  if (!readFileSync(path).subarray(0, 15).toString('latin1').startsWith('SQLite format 3')) throw new Error('not a SQLite file');
+  const Database = sqlite();
+  const db = new Database(path, { readOnly: true, fileMustExist: true });
+  try {
+    db.exec('PRAGMA locking_mode=EXCLUSIVE'); // WAL without shared memory, as the writer did
+    const rows = db.all('SELECT * FROM gpu WHERE t_ms >= ? ORDER BY sample_id, gpu', [sinceMs]);
+    const out: HistorySample[] = [];
+    let last: HistorySample | null = null;
+    let lastId: unknown = null;
+    for (const r of rows) {
+      if (last === null || r.sample_id !== lastId) {
+        last = { tMs: Number(r.t_ms), gpus: [] };
+        lastId = r.sample_id;
+        out.push(last);
+      }
+      last.gpus.push(gpuOf(r));
+    }
+    return out;
+  } finally {
+    db.close();
+  }
+}
+
+/** The `.sqlite` files of a folder changed at or after `sinceMs`, oldest first. */
+export function recordingsIn(dir: string, sinceMs: number): string[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.sqlite'))
+    .map((f) => join(dir, f))
+    .map((p) => ({ p, m: statSync(p).mtimeMs }))
+    .filter((x) => x.m >= sinceMs)
+    .sort((a, b) => a.m - b.m)
+    .map((x) => x.p);
+}
