@@ -116,7 +116,7 @@ export function tracePage(id: string, label: string, r: AnalyzeReport, traceFile
     .map((f, i) => `<button type="button" data-perfetto="api/report/trace?id=${enc(id)}&amp;file=${i}" data-title="${esc(f.split('/').pop() ?? f)}">Open ${traceFiles.length > 1 ? `rank file ${esc(f.split('/').pop() ?? f)}` : 'the timeline'} in Perfetto UI</button>`)
     .join(' ');
   const body = `<h1>Trace: ${esc(label)}</h1>
-<div class="card"><div class="verdict" id="verdict">${esc(verdict)}</div>
+<div class="card"><div class="verdict ${top?.severity === 'high' ? 'bad' : top?.severity === 'medium' ? 'warn' : 'ok'}" id="verdict">${esc(verdict)}</div>
 <div class="dim">${r.summary.ranks} rank(s), ${r.summary.stepsAnalysed} step(s) analysed, median step ${esc(fmtMs(r.summary.stepTimeMedianNs))}, GPU busy ${esc(fmtPct(r.summary.gpuBusyShare))}</div>
 <div style="margin-top:8px">${perfetto} <span id="perfetto-status" class="dim"></span></div></div>
 <h2>Findings, ranked</h2><div id="findings">${r.findings.length ? r.findings.map((f, i) => findingHtml({ ...f, source: 'trace' }, i)).join('') : '<p class="dim">no findings</p>'}</div>
@@ -129,7 +129,7 @@ export function tracePage(id: string, label: string, r: AnalyzeReport, traceFile
 export const MEMORY_PAGE_JS = `
 (function () {
   var d = JSON.parse(document.getElementById('gw-data').textContent);
-  if (d.tS.length > 1) gw.chart(document.getElementById('chart-memory'), { xLabel: 's', yLabel: 'GiB', series: [{ label: 'allocated' }, { label: 'reserved', dash: true }], data: [d.tS, d.allocGiB, d.resGiB], yFmt: gw.fmt.gib });
+  if (d.tS.length > 1) gw.chart(document.getElementById('chart-memory'), { xLabel: d.xLabel, yLabel: 'GiB', series: [{ label: 'allocated' }, { label: 'reserved', dash: true }], data: [d.tS, d.allocGiB, d.resGiB], yFmt: gw.fmt.gib });
 })();
 `
 
@@ -142,11 +142,13 @@ export function memoryPage(id: string, label: string, r: MemoryReport): string {
   const verdict = r.oom ? `Out of memory: asked ${fmtBytes(r.oom.requestedBytes)} with ${fmtBytes(r.oom.reservedUnallocatedBytes)} cached free (${r.oom.phase})` : top ? top.title : `peak ${fmtBytes(t.peakAllocatedBytes)} allocated`;
   const n = r.timeline.tUs.length;
   const stride = Math.max(1, Math.ceil(n / MEMORY_CHART_POINTS));
+  // Snapshots span milliseconds to hours: the axis in ms below 10 s.
+  const scale = (r.timeline.tUs[n - 1] ?? 0) < 10e6 ? 1e3 : 1e6;
   const tS: number[] = [];
   const allocGiB: number[] = [];
   const resGiB: number[] = [];
   for (let i = 0; i < n; i += stride) {
-    tS.push(r.timeline.tUs[i]! / 1e6);
+    tS.push(r.timeline.tUs[i]! / scale);
     allocGiB.push(r.timeline.allocatedBytes[i]! / 1024 ** 3);
     resGiB.push(r.timeline.reservedBytes[i]! / 1024 ** 3);
   }
@@ -157,5 +159,5 @@ export function memoryPage(id: string, label: string, r: MemoryReport): string {
 <h2>Memory over time</h2><div class="card">${n > 1 ? '<div id="chart-memory" class="chart"></div>' : '<p class="dim">the snapshot holds no allocation history</p>'}</div>
 <h2>Full report</h2><p class="dim">memory's own page (<a href="report-full?id=${enc(id)}">open alone</a>, <a href="api/report?id=${enc(id)}">JSON</a>)</p>
 <iframe class="report" id="full" src="report-full?id=${enc(id)}" title="memory report" onload="try{this.style.height=(this.contentDocument.documentElement.scrollHeight+20)+'px'}catch(e){}"></iframe>`;
-  return page({ title: `Memory ${label}`, section: 'reports', body, data: { tS, allocGiB, resGiB }, scripts: [MEMORY_PAGE_JS] });
+  return page({ title: `Memory ${label}`, section: 'reports', body, data: { tS, allocGiB, resGiB, xLabel: scale === 1e3 ? 'ms since the first entry' : 's since the first entry' }, scripts: [MEMORY_PAGE_JS] });
 }

@@ -1,0 +1,127 @@
+/**
+ * The pages in a real browser (Debian's chromium through puppeteer-core) against a server on fixtures: each page's
+ * content, that its uPlot charts drew (a canvas with the points), that no request leaves the server (offline, no
+ * CDN), and no script error. GPUWISE_SCREENSHOTS=DIR saves a screenshot of each page there.
+ */
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Browser, Page } from 'puppeteer-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { OOM_SNAPSHOT, TRACES, makeRecording, makeRunStore } from './fixtures.js';
+import { browserMissing, launchBrowser } from './browser.js';
+import { type Served, fakeNvml, scratch, serveOn } from './helpers.js';
+
+const missing = browserMissing();
+if (missing) console.warn(`gpuwise serve browser tests: ${missing}`);
+const SHOTS = process.env.GPUWISE_SCREENSHOTS;
+
+describe.skipIf(missing !== null)('pages in chromium', () => {
+  let s: Served;
+  let ids: Record<string, string>;
+  let browser: Browser;
+  let closeBrowser: () => Promise<void>;
+  let page: Page;
+  const errors: string[] = [];
+  const foreign: string[] = [];
+
+  beforeAll(async () => {
+    const store = scratch('browser');
+    ids = await makeRunStore(store);
+    makeRecording(join(store, 'telemetry'), 'earlier.sqlite', 300);
+    const lib = fakeNvml(scratch('nvml'));
+    s = await serveOn(store, { env: { GPUWISE_NVML_LIB: lib ?? '/nonexistent', GPUWISE_NVIDIA_SMI: '/nonexistent' } });
+    ({ browser, close: closeBrowser } = await launchBrowser());
+    page = await browser.newPage();
+    await page.setViewport({ width: 1280, height: 900 });
+    page.on('pageerror', (e) => errors.push(String(e)));
+    page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
+    page.on('request', (r) => {
+      if (!r.url().startsWith(s.url) && !r.url().startsWith('data:') && r.url() !== 'about:blank') foreign.push(r.url());
+    });
+    if (SHOTS) mkdirSync(SHOTS, { recursive: true });
+  }, 120_000);
+  afterAll(async () => {
+    await closeBrowser?.();
+    await s?.close();
+  });
+
+  /** Opens a page; a page with an open event stream (live) never goes network-idle, so it waits for load only. */
+  async function visit(path: string, until: 'networkidle0' | 'load' = 'networkidle0'): Promise<void> {
+    await page.goto(s.url + path, { waitUntil: until, timeout: 30_000 });
+  }
+  async function shoot(name: string): Promise<void> {
+    if (SHOTS) await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+  }
+  /** Points a uPlot chart drew in `sel` (0 when it drew nothing): charts mark themselves with data-drawn. */
+  async function drawn(sel: string): Promise<number> {
+    return page.$eval(sel, (el) => (el.querySelector('canvas') ? Number(el.getAttribute('data-drawn') ?? 0) : 0));
+  }
+  const text = (sel: string) => page.$eval(sel, (el) => (el as HTMLElement).innerText);
+
+  it('Runs: the list, newest first, links to each run', async () => {
+    await visit('runs');
+    const rows = await page.$$eval('#runs tbody tr', (trs) => trs.map((tr) => (tr as HTMLElement).innerText));
+    expect(rows.length).toBe(3);
+    expect(rows[0]).toContain('fp32_matmul.py');
+    expect(rows[2]).toContain('starved_dataloader.py');
+    await shoot('runs');
+  });
+
+  it('a run: verdict first, findings, step-time chart drawn, the full report loaded below', async () => {
+    await visit(`run?id=${ids.starved_dataloader}`);
+    expect(await text('#verdict')).toMatch(/DataLoader/);
+    expect(await page.$$eval('#findings .finding', (x) => x.length)).toBeGreaterThan(0);
+    expect(await drawn('#chart-steps')).toBeGreaterThan(10);
+    const frame = page.frames().find((f) => f.url().includes('run-report'));
+    expect(await frame?.$eval('h1', (h) => h.textContent)).toBe('gpuwise doctor');
+    await shoot('run');
+  });
+
+  it('compare: A against B, and both runs on one chart', async () => {
+    await visit('runs');
+    // The list's form: A = the older run (checked by default), B = the newest.
+    await Promise.all([page.waitForNavigation({ waitUntil: 'networkidle0' }), page.click('#compare-form button[type=submit]')]);
+    expect(page.url()).toContain(`a=${ids.host_sync}`);
+    expect(await text('#compare-findings')).toMatch(/host-sync\s+gone/);
+    expect(await drawn('#chart-compare')).toBeGreaterThan(10);
+    await shoot('compare');
+  });
+
+  it('Reports: a trace opened by path, its findings, breakdown and the Perfetto button', async () => {
+    await visit('reports');
+    await page.type('#open-path', join(TRACES, 'resnet_starved.trace.json.gz'));
+    await Promise.all([page.waitForNavigation({ waitUntil: 'networkidle0' }), page.click('form[action=open] button')]);
+    expect(await text('#verdict')).toMatch(/DataLoader/);
+    expect(await page.$$eval('#step-breakdown .rank-row', (x) => x.length)).toBe(1);
+    expect(await page.$$eval('button[data-perfetto]', (x) => x.length)).toBe(1);
+    const frame = page.frames().find((f) => f.url().includes('report-full'));
+    expect(await frame?.$eval('h1', (h) => h.textContent)).toMatch(/gpuwise analyze/);
+    await shoot('report-trace');
+  });
+
+  it('Reports: a snapshot uploaded from the browser, the OOM explained, the memory chart drawn', async () => {
+    await visit('reports');
+    const input = await page.$('#upload-file');
+    await (input as unknown as { uploadFile(p: string): Promise<void> }).uploadFile(OOM_SNAPSHOT);
+    await Promise.all([page.waitForNavigation({ waitUntil: 'networkidle0' }), page.click('#upload-form button')]);
+    expect(await text('#verdict')).toMatch(/^Out of memory/);
+    expect(await drawn('#chart-memory')).toBeGreaterThan(1);
+    await shoot('report-memory');
+  });
+
+  it('Live GPUs: a card per GPU with its charts drawn from history, then live frames', async () => {
+    await visit('live', 'load');
+    await page.waitForFunction(() => (window as unknown as { gwLive?: { frames(): number } }).gwLive?.frames?.() >= 3, { timeout: 15_000 });
+    await new Promise((r) => setTimeout(r, 400)); // one redraw period
+    expect(await page.$$eval('#gpus .gpu', (x) => x.length)).toBe(2);
+    expect(await drawn('#gpus .gpu[data-gpu="0"] .util')).toBeGreaterThan(300);
+    expect(await page.$$eval('#procs tbody tr', (x) => x.length)).toBe(21);
+    expect(await text('#live-status')).toMatch(/sampling through nvml/);
+    await shoot('live');
+  });
+
+  it('loaded nothing from another origin and raised no script error', () => {
+    expect(foreign).toEqual([]);
+    expect(errors).toEqual([]);
+  });
+});
