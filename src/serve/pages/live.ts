@@ -8,7 +8,9 @@ import { page } from './layout.js';
 
 export const LIVE_PAGE_JS = `
 (function () {
-  var MAX_POINTS = 4000, REDRAW_MS = 250;
+  // Charts redraw when a new sample moves them by about a pixel: every 250 ms over 15 minutes, every few seconds
+  // over a day (the figures above the charts still change with every frame).
+  var MAX_POINTS = 4000, REDRAW_MIN_MS = 250, REDRAW_MAX_MS = 5000, redrawMs = REDRAW_MIN_MS;
   var cfg = JSON.parse(document.getElementById('gw-data').textContent);
   var cards = document.getElementById('gpus'), statusEl = document.getElementById('live-status'), procBody = document.querySelector('#procs tbody');
   var t = [], gpus = {}, order = [], dirty = false, follow = true, lastDraw = 0, frames = 0;
@@ -44,6 +46,8 @@ export const LIVE_PAGE_JS = `
     h.gpus.forEach(function (s) { var g = gpuEntry(s.index, s.name); g.util = s.utilPercent.slice(); g.mem = s.memUsedBytes.slice(); g.power = s.powerW.slice(); g.total = s.memTotalBytes; g.card.querySelector('.name').textContent = s.name; });
     order.forEach(function (i) { var g = gpus[i]; while (g.util.length < t.length) { g.util.unshift(null); g.mem.unshift(null); g.power.unshift(null); } });
     document.getElementById('history-points').textContent = String(t.length);
+    var spanMs = t.length > 1 ? (t[t.length - 1] - t[0]) * 1000 : 0, px = cards.getBoundingClientRect().width || 1000;
+    redrawMs = Math.min(REDRAW_MAX_MS, Math.max(REDRAW_MIN_MS, spanMs / px));
     dirty = true; draw(true);
   }
   function figs(g) {
@@ -81,7 +85,7 @@ export const LIVE_PAGE_JS = `
   }
   function draw(force) {
     var now = performance.now();
-    if (!dirty || (!force && now - lastDraw < REDRAW_MS)) return;
+    if (!dirty || (!force && now - lastDraw < redrawMs)) return;
     lastDraw = now; dirty = false;
     order.forEach(function (i) {
       var g = gpus[i];
@@ -90,7 +94,7 @@ export const LIVE_PAGE_JS = `
       g.card.querySelector('.util').setAttribute('data-drawn', String(t.length));
     });
   }
-  setInterval(function () { draw(false); }, REDRAW_MS);
+  setInterval(function () { draw(false); }, REDRAW_MIN_MS);
   document.getElementById('follow').addEventListener('change', function (e) { follow = e.target.checked; dirty = true; draw(true); });
   function connect() {
     var es = new EventSource('api/live/stream');
