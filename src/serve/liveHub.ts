@@ -65,6 +65,8 @@ export class LiveHub {
   private dropped = 0;
   private readonly notes: string[] = [];
   private readonly listeners = new Set<(s: Snapshot) => void>();
+  /** Adds what probes report to a frame before it is sent (runs in progress: allocator memory per process). */
+  annotate: ((f: LiveFrame) => void) | null = null;
 
   constructor(private readonly o: LiveHubOptions) {
     this.ring = new SeriesRing(o.capacity ?? 86_400);
@@ -140,6 +142,7 @@ export class LiveHub {
   onSnapshot(snap: Snapshot): void {
     const now = Date.now();
     const frame = frameOf(snap, now);
+    this.annotate?.(frame);
     this.samples++;
     this.ring.push(frame.tMs, frame.gpus);
     const json = JSON.stringify(frame);

@@ -23,6 +23,7 @@ import { saveRun } from '../io/runStore.js';
 import { analyze as analyzeSnapshot } from '../memory/report.js';
 import type { Snapshot } from '../telemetry/sample.js';
 import { analyzeTrace, collectiveTimings } from '../trace/metrics/index.js';
+import type { LiveFrame } from './liveFrame.js';
 import type { LiveHub } from './liveHub.js';
 import { RefusedError } from './openReports.js';
 import { esc, page } from './pages/layout.js';
@@ -80,6 +81,24 @@ export class LiveRuns {
   ) {
     this.sweeper = setInterval(() => this.sweep(), 60_000);
     this.sweeper.unref();
+    if (hub) hub.annotate = (f) => this.annotate(f);
+  }
+
+  /** The Live GPUs page shows, beside NVML's figure, the allocator memory a run in progress reports for its process. */
+  private annotate(f: LiveFrame): void {
+    if (this.runs.size === 0) return;
+    const byPid = new Map<number, { allocatedBytes: number; reservedBytes: number }>();
+    for (const r of this.runs.values())
+      for (let i = r.records.length - 1; i >= 0; i--) {
+        const x = r.records[i]!;
+        if (x.type !== 'step' || !x.memory) continue;
+        if (!byPid.has(x.pid)) byPid.set(x.pid, { allocatedBytes: x.memory.allocatedBytes, reservedBytes: x.memory.reservedBytes });
+        break;
+      }
+    for (const p of f.processes) {
+      const m = byPid.get(p.pid);
+      if (m) Object.assign(p, m);
+    }
   }
 
   private sweep(): void {
