@@ -23,9 +23,14 @@ export function loadAssets(): Map<string, Asset> {
     js = __GPUWISE_UPLOT_JS__;
     css = __GPUWISE_UPLOT_CSS__;
   } else {
-    const require = createRequire(import.meta.url);
-    js = readFileSync(require.resolve('uplot/dist/uPlot.iife.min.js'), 'utf8');
-    css = readFileSync(require.resolve('uplot/dist/uPlot.min.css'), 'utf8');
+    try {
+      const require = createRequire(import.meta.url);
+      js = readFileSync(require.resolve('uplot/dist/uPlot.iife.min.js'), 'utf8');
+      css = readFileSync(require.resolve('uplot/dist/uPlot.min.css'), 'utf8');
+    } catch (e) {
+      // A bundle built without the two defines, and no node_modules beside it: the pages would draw no chart.
+      throw new Error(`uPlot is missing from this build (define __GPUWISE_UPLOT_JS__ and __GPUWISE_UPLOT_CSS__ as scripts/build.mjs does): ${(e as Error).message}`);
+    }
   }
   return new Map([
     ['uplot.js', { type: 'text/javascript; charset=utf-8', body: js }],

@@ -184,20 +184,23 @@ describe('Live GPUs', () => {
     expect(thin.tS.length).toBeLessThanOrEqual(50);
   });
 
-  it('caps viewers and keeps answering', async () => {
-    const live = s.live as unknown as { o: { maxViewers?: number } };
-    live.o.maxViewers = s.live.viewerCount + 1;
-    const first = sseEvents(u('api/live/stream'), 1);
-    await first;
-    // The first stream was closed by the reader; the server noticed, so a new one fits again.
-    await new Promise((r) => setTimeout(r, 100));
-    const streams = [http(u('api/live/stream')).catch(() => null)];
-    await new Promise((r) => setTimeout(r, 200));
-    const refused = await http(u('api/live/stream'));
-    expect(refused.status).toBe(503);
-    live.o.maxViewers = 64;
-    void streams;
-    expect((await http(u('api/live/status'))).status).toBe(200);
+  it('caps viewers: past the cap a stream is refused (503) and the server keeps answering', async () => {
+    const small = await serveOn(scratch('cap'), { env: { GPUWISE_NVML_LIB: lib ?? '/nonexistent', GPUWISE_NVIDIA_SMI: '/nonexistent' }, maxViewers: 2, telemetryDir: null });
+    try {
+      const open = [sseEvents(`${small.url}api/live/stream`, 1000, 'message', 3000).catch(() => null), sseEvents(`${small.url}api/live/stream`, 1000, 'message', 3000).catch(() => null)];
+      await new Promise((r) => setTimeout(r, 300));
+      expect(small.live.viewerCount).toBe(2);
+      const refused = await http(`${small.url}api/live/stream`);
+      expect(refused.status).toBe(503);
+      expect(JSON.parse(refused.body).error).toBe('too many live viewers');
+      expect((await http(`${small.url}live`)).status).toBe(200);
+      await Promise.all(open);
+      // The two readers gave up (timed out): their slots are free again.
+      await new Promise((r) => setTimeout(r, 100));
+      expect(small.live.viewerCount).toBe(0);
+    } finally {
+      await small.close();
+    }
   });
 });
 
