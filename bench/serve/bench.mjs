@@ -165,6 +165,7 @@ CREATE TABLE gpu (sample_id INTEGER NOT NULL, t_ms INTEGER NOT NULL, gpu INTEGER
   const metrics = await page.metrics();
   const lag = probe.lag.sort((a, b) => a - b);
   const pct = (q) => +lag[Math.min(lag.length - 1, Math.floor(q * lag.length))].toFixed(1);
+  await page.screenshot({ path: join(out, 'live-day.png'), fullPage: false });
   // A click while the page follows 10 Hz frames: how long until the browser handles it.
   const clickMs = await page.evaluate(
     () =>
@@ -190,7 +191,6 @@ CREATE TABLE gpu (sample_id INTEGER NOT NULL, t_ms INTEGER NOT NULL, gpu INTEGER
     clickHandledMs: +clickMs.toFixed(1),
     jsHeapUsedMiB: +(metrics.JSHeapUsedSize / 1048576).toFixed(1),
   };
-  await page.screenshot({ path: join(out, 'live-day.png'), fullPage: false });
   console.log('browser with a day of history:', JSON.stringify(results.browser));
   await browser.close();
   p.kill('SIGTERM');

@@ -14,7 +14,9 @@ export const LIVE_PAGE_JS = `
   var cfg = JSON.parse(document.getElementById('gw-data').textContent);
   var cards = document.getElementById('gpus'), statusEl = document.getElementById('live-status'), procBody = document.querySelector('#procs tbody');
   var t = [], gpus = {}, order = [], dirty = false, follow = true, lastDraw = 0, frames = 0;
+  var GIB = 1073741824;
   function fmtB(v) { return v == null ? 'n/a' : gw.fmt.bytes(v); }
+  function gib(v) { return v == null ? null : v / GIB; }
   function esc(s) { return String(s).replace(/[&<>"']/g, function (c) { return { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }[c]; }); }
   function gpuEntry(index, name) {
     var g = gpus[index];
@@ -32,8 +34,9 @@ export const LIVE_PAGE_JS = `
     // A drag selects a time range (uPlot zooms to it): stop following new samples until 'follow' is ticked again.
     var hooks = { setSelect: [function (u) { if (u.select.width > 0) { follow = false; document.getElementById('follow').checked = false; } }] };
     g.uU = gw.chart(g.card.querySelector('.util'), { time: true, yLabel: 'utilisation %', series: [{ label: 'GPU util %' }], data: [t, g.util], height: 150, yRange: [0, 100], yFmt: gw.fmt.pct, hooks: hooks, sync: 'gw-live' });
-    g.uM = gw.chart(g.card.querySelector('.mem'), { time: true, yLabel: 'memory', series: [{ label: 'used', color: '#17a398' }], data: [t, g.mem], height: 150, yFmt: gw.fmt.bytes,
-      yRange: g.total ? [0, g.total] : undefined, hooks: hooks, sync: 'gw-live' });
+    // Memory in GiB (round ticks), from 0 to the GPU's total.
+    g.uM = gw.chart(g.card.querySelector('.mem'), { time: true, yLabel: 'memory used', series: [{ label: 'used', color: '#17a398' }], data: [t, g.mem], height: 150, yFmt: gw.fmt.gib,
+      yRange: g.total ? [0, g.total / GIB] : undefined, hooks: hooks, sync: 'gw-live' });
   }
   function thin() {
     // Halve the older half: the page holds at most MAX_POINTS per series however long it stays open.
@@ -43,7 +46,7 @@ export const LIVE_PAGE_JS = `
   }
   function loadHistory(h) {
     t = h.tS.slice();
-    h.gpus.forEach(function (s) { var g = gpuEntry(s.index, s.name); g.util = s.utilPercent.slice(); g.mem = s.memUsedBytes.slice(); g.power = s.powerW.slice(); g.total = s.memTotalBytes; g.card.querySelector('.name').textContent = s.name; });
+    h.gpus.forEach(function (s) { var g = gpuEntry(s.index, s.name); g.util = s.utilPercent.slice(); g.mem = s.memUsedBytes.map(gib); g.power = s.powerW.slice(); g.total = s.memTotalBytes; g.card.querySelector('.name').textContent = s.name; });
     order.forEach(function (i) { var g = gpus[i]; while (g.util.length < t.length) { g.util.unshift(null); g.mem.unshift(null); g.power.unshift(null); } });
     document.getElementById('history-points').textContent = String(t.length);
     var spanMs = t.length > 1 ? (t[t.length - 1] - t[0]) * 1000 : 0, px = cards.getBoundingClientRect().width || 1000;
@@ -68,7 +71,7 @@ export const LIVE_PAGE_JS = `
     var seen = {};
     f.gpus.forEach(function (x) {
       var g = gpuEntry(x.index, x.name); seen[x.index] = 1;
-      g.util.push(x.utilPercent); g.mem.push(x.memUsedBytes); g.power.push(x.powerW); g.total = x.memTotalBytes || g.total;
+      g.util.push(x.utilPercent); g.mem.push(gib(x.memUsedBytes)); g.power.push(x.powerW); g.total = x.memTotalBytes || g.total;
       g.card.querySelector('.name').textContent = x.name + (x.cudaIndex != null ? ' (cuda:' + x.cudaIndex + ')' : '');
       g.card.querySelector('.figs').innerHTML = figs(x);
     });
