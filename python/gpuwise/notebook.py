@@ -186,17 +186,20 @@ class _Streamer(threading.Thread):
         self.done = threading.Event()
         self.error = None
 
+    CHUNK = 4 << 20  # the server takes bodies up to 8 MB
+
     def flush(self):
         if not os.path.exists(self.path):
             return
-        with open(self.path, "rb") as f:
-            f.seek(self.offset)
-            data = f.read()
-        end = data.rfind(b"\n") + 1
-        if end <= 0:
-            return
-        self.srv.request("api/runs/live/records?id=" + urllib.parse.quote(self.run_id), data[:end], "application/x-ndjson")
-        self.offset += end
+        while True:
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                data = f.read(self.CHUNK)
+            end = data.rfind(b"\n") + 1
+            if end <= 0:
+                return
+            self.srv.request("api/runs/live/records?id=" + urllib.parse.quote(self.run_id), data[:end], "application/x-ndjson")
+            self.offset += end
 
     def run(self):
         while not self.done.wait(1.0):
@@ -337,7 +340,8 @@ def doctor_cell(shell, line, cell):
     _display('<div style="font-size:12px;color:#666">gpuwise doctor: profiling this cell (<a href="%s" target="_blank">follow it live</a>)</div>' % html.escape(live_src, quote=True), "gpuwise doctor: profiling this cell")
 
     p = _probe_for_cell(env)
-    streamer = _Streamer(srv, run_id, os.path.join(run_dir, "probe-%d.jsonl" % os.getpid()))
+    records = os.path.join(run_dir, "probe-%d.jsonl" % os.getpid())
+    streamer = _Streamer(srv, run_id, records)
     streamer.start()
     error = None
     try:
@@ -347,7 +351,10 @@ def doctor_cell(shell, line, cell):
         _finish_probe(p, error)
         if p.oom_snapshot:
             _LAST_OOM_SNAPSHOT = p.oom_snapshot
-        streamer.finish()
+        try:
+            streamer.finish()
+        except Exception as e:
+            raise GpuwiseNotebookError("the records could not be handed to gpuwise serve (%s); they are in %s" % (e, records))
     exit_code = 0
     if error is not None:
         exit_code = 0 if isinstance(error, SystemExit) and p.ended and not p.exception else 1
@@ -355,7 +362,10 @@ def doctor_cell(shell, line, cell):
     notes = []
     if p.step == 0:
         notes.append("no training step was seen in the cell (no optimizer step, no DataLoader batch, no gpuwise.step())")
-    out = srv.post_json("api/runs/live/end?id=" + urllib.parse.quote(run_id), {"exitCode": exit_code, "notes": notes, "cwd": os.getcwd()})
+    try:
+        out = srv.post_json("api/runs/live/end?id=" + urllib.parse.quote(run_id), {"exitCode": exit_code, "notes": notes, "cwd": os.getcwd()})
+    except (OSError, ValueError) as e:
+        raise GpuwiseNotebookError("gpuwise serve did not build the report (%s); the records are in %s" % (e, records))
     saved = "saved as run %s (gpuwise runs show %s)" % (out["runId"], out["runId"]) if out.get("runId") else "not saved in the history: %s" % out.get("saveError")
     _display(
         _inline_page(out["html"], "gpuwise doctor report") + '<div style="font-size:12px;color:#666">gpuwise doctor: %s; run directory %s</div>' % (html.escape(saved), html.escape(run_dir)),

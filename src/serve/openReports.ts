@@ -140,6 +140,8 @@ export class OpenReports {
       } catch (e) {
         throw new InputError(path, describeFsError(e));
       }
+      // A FIFO or a device would block the server's one thread on a read: only files and folders are opened.
+      if (!st.isDirectory() && !st.isFile()) throw new InputError(path, 'is not a regular file or a folder');
       const kind: OpenedKind = st.isDirectory() ? 'trace' : detectKind(path);
       const id = this.newId();
       let item: OpenedReport;

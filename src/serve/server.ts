@@ -6,6 +6,7 @@
  * (streamed to the store with their own cap), a viewer cap on the live streams, one analysis at a time.
  */
 import { randomBytes } from 'node:crypto';
+import { createReadStream, statSync } from 'node:fs';
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -149,7 +150,6 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
         const item = reports.get(param(url, 'id'));
         const file = item?.kind === 'trace' ? item.files[Number(url.searchParams.get('file') ?? 0)] : undefined;
         if (file === undefined) return fail(res, url, 404, 'no such trace');
-        const { createReadStream, statSync } = await import('node:fs');
         res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(statSync(file).size), 'cache-control': 'no-store' });
         createReadStream(file).on('error', () => res.destroy()).pipe(res);
         return;

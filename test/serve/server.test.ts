@@ -4,6 +4,7 @@
  * tests as the live GPUs. Checks what each page says, the access rule, the limits, and that nothing is written
  * outside the store.
  */
+import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -141,6 +142,12 @@ describe('Reports', () => {
     const passwd = await openPath('/etc/passwd');
     expect(passwd.status).toBe(400);
     expect(passwd.body).toContain('/etc/passwd: neither a torch.profiler trace');
+    // A FIFO would block the server's thread on its first read: refused before any read.
+    const fifo = join(scratch('fifo'), 'trace.json');
+    execFileSync('mkfifo', [fifo]);
+    const blocked = await openPath(fifo);
+    expect(blocked.status).toBe(400);
+    expect(blocked.body).toContain('trace.json: is not a regular file or a folder');
     const missing = await openPath('/nonexistent/trace.json');
     expect(missing.body).toMatch(/\/nonexistent\/trace\.json: (no such file|not found)/i);
   });
