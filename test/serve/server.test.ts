@@ -62,6 +62,9 @@ describe('Runs', () => {
     expect(r.body.indexOf(top.title.replace(/&/g, '&amp;'))).toBeGreaterThan(verdict);
     expect(verdict).toBeLessThan(r.body.indexOf('Findings, ranked'));
     for (const f of report.findings) expect(r.body).toContain(`data-id="${f.id}"`);
+    // The planner's what-ifs calibrated on the run (the H200 runs have a model summary and allocator peaks).
+    expect(report.whatIfs.length).toBeGreaterThan(0);
+    for (const w of report.whatIfs) expect(r.body).toContain(w.title.replace(/&/g, '&amp;'));
     const full = await http(u(`run-report?id=${ids.starved_dataloader}`));
     expect(full.body).toBe(renderDoctorHtml(report));
     // A unique prefix and last~N work as on the command line.

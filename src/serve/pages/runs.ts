@@ -141,6 +141,18 @@ export const RUN_PAGE_JS = `
 })();
 `
 
+/** The planner's what-ifs calibrated on the run, one row each (the full report below explains each). */
+function whatIfsHtml(r: DoctorReport): string {
+  const w = r.whatIfs ?? [];
+  if (w.length === 0) return r.whatIfProblem ? `<h2>What if</h2><p class="dim">${esc(r.whatIfProblem)}</p>` : '';
+  return `<h2>What if</h2><table id="what-ifs"><thead><tr><th>change</th><th>fits</th><th class="num">throughput</th><th>fix</th></tr></thead><tbody>${w
+    .map(
+      (x) =>
+        `<tr><td>${esc(x.title)}</td><td class="${x.fits ? 'ok' : 'bad'}">${x.fits ? 'yes' : 'no'}</td><td class="num">${x.throughputFactor === null ? 'n/a' : `${x.throughputFactor.toFixed(2)}x`}</td><td>${esc(x.recommendation?.summary ?? '')}</td></tr>`,
+    )
+    .join('')}</tbody></table>`;
+}
+
 function verdictClass(r: DoctorReport): string {
   const o = outcomeClass(r.run.outcome);
   if (o !== 'ok') return o;
@@ -161,6 +173,7 @@ export function runPage(r: DoctorReport, o: RunPageOptions): string {
 <div class="card"><div class="verdict ${verdictClass(r)}" id="verdict">${esc(verdictText(r))}</div>
 <div class="dim">${esc(r.run.outcomeText)} <code>${esc(r.run.command.join(' '))}</code></div><div style="margin-top:8px">${figuresHtml(r)}</div></div>
 <h2>Findings, ranked</h2><div id="findings">${findings}</div>
+${whatIfsHtml(r)}
 <h2>Step time</h2><div class="card">${charts.steps.length ? '<div id="chart-steps" class="chart"></div>' : '<p class="dim">no per-step timeline</p>'}</div>
 ${charts.gpus.length ? '<h2>GPU memory and utilisation over time</h2><div class="card grid" id="chart-gpus"></div>' : '<div id="chart-gpus"></div>'}
 <h2>Full report</h2><p class="dim">doctor's own page (<a href="run-report?id=${enc(o.id)}">open alone</a>, <a href="api/run?id=${enc(o.id)}">JSON</a>)</p>
