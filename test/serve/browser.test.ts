@@ -3,9 +3,11 @@
  * content, that its uPlot charts drew (a canvas with the points), that no request leaves the server (offline, no
  * CDN), and no script error. GPUWISE_SCREENSHOTS=DIR saves a screenshot of each page there.
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, statSync } from 'node:fs';
+import { createServer, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import type { Browser, Page } from 'puppeteer-core';
+import type { Browser, HTTPRequest, Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OOM_SNAPSHOT, TRACES, makeRecording, makeRunStore } from './fixtures.js';
 import { browserMissing, launchBrowser } from './browser.js';
@@ -36,7 +38,8 @@ describe.skipIf(missing !== null)('pages in chromium', () => {
     page.on('pageerror', (e) => errors.push(String(e)));
     page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
     page.on('request', (r) => {
-      if (!r.url().startsWith(s.url) && !r.url().startsWith('data:') && r.url() !== 'about:blank') foreign.push(r.url());
+      const u = r.url();
+      if (!u.startsWith(s.url) && !u.startsWith('data:') && u !== 'about:blank' && !/^http:\/\/127\.0\.0\.1:\d+\/user\/me\/proxy\//.test(u)) foreign.push(u);
     });
     if (SHOTS) mkdirSync(SHOTS, { recursive: true });
   }, 120_000);
@@ -97,6 +100,72 @@ describe.skipIf(missing !== null)('pages in chromium', () => {
     const frame = page.frames().find((f) => f.url().includes('report-full'));
     expect(await frame?.$eval('h1', (h) => h.textContent)).toMatch(/gpuwise analyze/);
     await shoot('report-trace');
+  });
+
+  it("Reports: the Perfetto button hands the trace's bytes to Perfetto's window by postMessage after its PONG", async () => {
+    await visit('reports');
+    const path = join(TRACES, 'resnet_starved.trace.json.gz');
+    await page.type('#open-path', path);
+    await Promise.all([page.waitForNavigation({ waitUntil: 'networkidle0' }), page.click('form[action=open] button')]);
+    // Perfetto's window is stood in for (no network in tests): it records what it is sent and answers PING with
+    // PONG from Perfetto's origin, as ui.perfetto.dev does.
+    await page.evaluate(() => {
+      const w = window as unknown as { __sent: unknown[]; open: (u: string) => unknown };
+      w.__sent = [];
+      w.open = (u: string) => ({
+        url: u,
+        postMessage(msg: unknown, origin: string) {
+          w.__sent.push({ msg: msg === 'PING' ? 'PING' : { bytes: (msg as { perfetto: { buffer: ArrayBuffer } }).perfetto.buffer.byteLength, title: (msg as { perfetto: { title: string } }).perfetto.title }, origin });
+          if (msg === 'PING') setTimeout(() => window.dispatchEvent(new MessageEvent('message', { data: 'PONG', origin: 'https://ui.perfetto.dev' })), 0);
+        },
+      });
+    });
+    await page.click('button[data-perfetto]');
+    await page.waitForFunction(() => (document.getElementById('perfetto-status')?.textContent ?? '').includes('opened'), { timeout: 15_000 });
+    const sent = (await page.evaluate(() => (window as unknown as { __sent: { msg: unknown; origin: string }[] }).__sent)) as { msg: unknown; origin: string }[];
+    expect(sent.every((x) => x.origin === 'https://ui.perfetto.dev')).toBe(true);
+    const trace = sent.find((x) => typeof x.msg === 'object');
+    expect(trace?.msg).toEqual({ bytes: statSync(path).size, title: 'resnet_starved.trace.json.gz' });
+  });
+
+  it('works under a path prefix, as behind jupyter-server-proxy (every URL relative)', async () => {
+    // A minimal reverse proxy: /user/me/proxy/PORT/... -> the server's /...
+    const target = new URL(s.url);
+    const prefix = `/user/me/proxy/${target.port}/`;
+    const proxy = createServer((req, res) => {
+      if (!req.url?.startsWith(prefix)) {
+        res.writeHead(404).end();
+        return;
+      }
+      const up = request({ host: target.hostname, port: target.port, method: req.method, path: `/${req.url.slice(prefix.length)}`, headers: req.headers }, (r) => {
+        res.writeHead(r.statusCode ?? 502, r.headers);
+        r.pipe(res);
+      });
+      req.pipe(up);
+      res.on('close', () => up.destroy());
+    });
+    await new Promise<void>((ok) => proxy.listen(0, '127.0.0.1', () => ok()));
+    const base = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}${prefix}`;
+    try {
+      const seen: string[] = [];
+      const track = (r: HTTPRequest) => seen.push(r.url());
+      page.on('request', track);
+      await page.goto(`${base}live-panel`, { waitUntil: 'load' });
+      await page.waitForFunction(() => ((window as unknown as { gwLive?: { frames(): number } }).gwLive?.frames() ?? 0) >= 2, { timeout: 15_000 });
+      page.off('request', track);
+      expect(await page.$$eval('#gpus .gpu canvas', (x) => x.length)).toBeGreaterThan(0);
+      expect(await page.$('nav')).toBeNull(); // the panel a notebook embeds
+      expect(seen.length).toBeGreaterThan(3);
+      expect(seen.filter((u) => !u.startsWith(base))).toEqual([]);
+      await page.goto(`${base}runs`, { waitUntil: 'networkidle0' });
+      await Promise.all([page.waitForNavigation({ waitUntil: 'networkidle0' }), page.click('#runs tbody tr a')]);
+      expect(page.url().startsWith(`${base}run?id=`)).toBe(true);
+      expect(await drawn('#chart-steps')).toBeGreaterThan(10);
+    } finally {
+      await page.goto('about:blank');
+      proxy.closeAllConnections();
+      await new Promise((ok) => proxy.close(() => ok(null)));
+    }
   });
 
   it('Reports: a snapshot uploaded from the browser, the OOM explained, the memory chart drawn', async () => {

@@ -68,7 +68,7 @@ export function page(o: PageOptions): string {
   const scripts = o.scripts?.length ? `<script src="assets/uplot.js"></script><script src="assets/charts.js"></script>${o.scripts.map((s) => `<script>${s}</script>`).join('')}` : '';
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
-<title>${esc(o.title)} · gpuwise</title>
+<title>${esc(o.title)} · gpuwise</title><link rel="icon" href="data:,">
 <link rel="stylesheet" href="assets/uplot.css"><style>${CSS}</style></head>
 <body>${nav}<main>${o.body}</main>${data}${scripts}</body></html>
 `;
