@@ -57,10 +57,11 @@ const LIVE_RUN_JS = `
 (function () {
   var d = JSON.parse(document.getElementById('gw-data').textContent);
   var xs = [], ys = [], ws = [], u = null, n = 0, status = document.getElementById('run-status');
-  function add(s) { if (s.stepTimeS == null) return; xs.push(s.step); ys.push(s.stepTimeS * 1000); ws.push(s.dataWaitS * 1000); n++; }
+  function add(s) { n = Math.max(n, s.step); if (s.stepTimeS == null || s.step <= 1) return; // step 1 is warm-up (allocation, autotuning)
+    xs.push(s.step); ys.push(s.stepTimeS * 1000); ws.push(s.dataWaitS * 1000); }
   d.steps.forEach(add);
   function draw() {
-    if (!u && xs.length) u = gw.chart(document.getElementById('chart-steps'), { xLabel: 'step', yLabel: 'ms', series: [{ label: 'step time' }, { label: 'DataLoader wait', dash: true }], data: [xs, ys, ws], yFmt: gw.fmt.ms });
+    if (!u && xs.length) u = gw.chart(document.getElementById('chart-steps'), { xLabel: 'step (the first, warm-up, left out)', yLabel: 'step time', series: [{ label: 'step time' }, { label: 'DataLoader wait', dash: true }], data: [xs, ys, ws], yFmt: gw.fmt.ms });
     else if (u) { u.setData([xs, ys, ws]); document.getElementById('chart-steps').setAttribute('data-drawn', String(xs.length)); }
     document.getElementById('steps-seen').textContent = String(n);
   }

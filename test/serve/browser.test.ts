@@ -3,13 +3,13 @@
  * content, that its uPlot charts drew (a canvas with the points), that no request leaves the server (offline, no
  * CDN), and no script error. GPUWISE_SCREENSHOTS=DIR saves a screenshot of each page there.
  */
-import { mkdirSync, statSync } from 'node:fs';
+import { mkdirSync, readFileSync, statSync } from 'node:fs';
 import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Browser, HTTPRequest, Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { OOM_SNAPSHOT, TRACES, makeRecording, makeRunStore } from './fixtures.js';
+import { OOM_SNAPSHOT, RUNS, TRACES, makeRecording, makeRunStore } from './fixtures.js';
 import { browserMissing, launchBrowser } from './browser.js';
 import { type Served, fakeNvml, scratch, serveOn } from './helpers.js';
 
@@ -187,6 +187,24 @@ describe.skipIf(missing !== null)('pages in chromium', () => {
     expect(await page.$$eval('#procs tbody tr', (x) => x.length)).toBe(21);
     expect(await text('#live-status')).toMatch(/sampling through nvml/);
     await shoot('live');
+  });
+
+  it('a run in progress: its page draws the steps as a client hands them over, then links the saved report', async () => {
+    const lines = readFileSync(join(RUNS, 'starved_dataloader', 'probe.jsonl'), 'utf8').split('\n').filter(Boolean);
+    const post = (path: string, body: string) => fetch(s.url + path, { method: 'POST', body }).then((r) => r.json());
+    const { id } = await post('api/runs/live/start', JSON.stringify({ command: ['%%gpuwise doctor', 'starved'] }));
+    await visit(`run?id=${id}`, 'load');
+    const steps = lines.filter((l) => l.includes('"type":"step"'));
+    await post(`api/runs/live/records?id=${id}`, `${lines.filter((l) => !l.includes('"type":"step"')).join('\n')}\n`);
+    for (let i = 0; i < steps.length; i += 10) await post(`api/runs/live/records?id=${id}`, `${steps.slice(i, i + 10).join('\n')}\n`);
+    // Every step with a time is a point, but the first (warm-up), as in the report's chart.
+    const timed = steps.filter((l) => JSON.parse(l).stepTimeS !== null && JSON.parse(l).step > 1).length;
+    await page.waitForFunction((n) => Number(document.getElementById('chart-steps')?.getAttribute('data-drawn') ?? 0) >= n, { timeout: 15_000 }, timed);
+    expect(await text('#steps-seen')).toBe(String(Math.max(...steps.map((l) => JSON.parse(l).step))));
+    await shoot('run-in-progress');
+    const end = await post(`api/runs/live/end?id=${id}`, JSON.stringify({ exitCode: 0 }));
+    await page.waitForSelector('#run-status a', { timeout: 15_000 });
+    expect(await page.$eval('#run-status a', (a) => a.getAttribute('href'))).toBe(`run?id=${encodeURIComponent(end.runId)}`);
   });
 
   it('loaded nothing from another origin and raised no script error', () => {

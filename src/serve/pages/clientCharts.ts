@@ -13,7 +13,7 @@ export const CHARTS_JS = `
    * Returns the uPlot instance (drag to zoom, double-click to reset: uPlot's own behaviour).
    */
   function chart(el, o) {
-    var series = [{ label: o.xLabel || '' }];
+    var series = [{ label: o.time ? 'time' : o.xName || 'step' }];
     o.series.forEach(function (s, i) {
       series.push({ label: s.label, stroke: s.color || color(i), width: 1.5, dash: s.dash ? [5, 4] : undefined, spanGaps: false,
         value: o.yFmt ? function (u, v) { return v == null ? '-' : o.yFmt(v); } : undefined });
@@ -37,7 +37,7 @@ export const CHARTS_JS = `
     if (a >= 1048576) return (v / 1048576).toFixed(0) + ' MiB';
     return (v / 1024).toFixed(0) + ' KiB';
   }
-  function ms(v) { return v >= 1000 ? (v / 1000).toFixed(2) + ' s' : v >= 10 ? v.toFixed(0) + ' ms' : v.toFixed(2) + ' ms'; }
+  function ms(v) { return v === 0 ? '0' : v >= 1000 ? (v / 1000).toFixed(2) + ' s' : v >= 10 ? v.toFixed(0) + ' ms' : v.toFixed(2) + ' ms'; }
   function pct(v) { return v.toFixed(0) + '%'; }
   function gib(v) { return (Math.abs(v) >= 10 || v === 0 ? v.toFixed(0) : v.toFixed(1)) + ' GiB'; }
   window.gw = { chart: chart, color: color, fmt: { bytes: bytes, ms: ms, pct: pct, gib: gib } };

@@ -129,7 +129,7 @@ export function tracePage(id: string, label: string, r: AnalyzeReport, traceFile
 export const MEMORY_PAGE_JS = `
 (function () {
   var d = JSON.parse(document.getElementById('gw-data').textContent);
-  if (d.tS.length > 1) gw.chart(document.getElementById('chart-memory'), { xLabel: d.xLabel, yLabel: 'GiB', series: [{ label: 'allocated' }, { label: 'reserved', dash: true }], data: [d.tS, d.allocGiB, d.resGiB], yFmt: gw.fmt.gib });
+  if (d.tS.length > 1) gw.chart(document.getElementById('chart-memory'), { xLabel: d.xLabel, xName: d.xName, yLabel: 'GiB', series: [{ label: 'allocated' }, { label: 'reserved', dash: true }], data: [d.tS, d.allocGiB, d.resGiB], yFmt: gw.fmt.gib });
 })();
 `
 
@@ -159,5 +159,5 @@ export function memoryPage(id: string, label: string, r: MemoryReport): string {
 <h2>Memory over time</h2><div class="card">${n > 1 ? '<div id="chart-memory" class="chart"></div>' : '<p class="dim">the snapshot holds no allocation history</p>'}</div>
 <h2>Full report</h2><p class="dim">memory's own page (<a href="report-full?id=${enc(id)}">open alone</a>, <a href="api/report?id=${enc(id)}">JSON</a>)</p>
 <iframe class="report" id="full" src="report-full?id=${enc(id)}" title="memory report" onload="try{this.style.height=(this.contentDocument.documentElement.scrollHeight+20)+'px'}catch(e){}"></iframe>`;
-  return page({ title: `Memory ${label}`, section: 'reports', body, data: { tS, allocGiB, resGiB, xLabel: scale === 1e3 ? 'ms since the first entry' : 's since the first entry' }, scripts: [MEMORY_PAGE_JS] });
+  return page({ title: `Memory ${label}`, section: 'reports', body, data: { tS, allocGiB, resGiB, xLabel: scale === 1e3 ? 'ms since the first entry' : 's since the first entry', xName: scale === 1e3 ? 'ms' : 's' }, scripts: [MEMORY_PAGE_JS] });
 }

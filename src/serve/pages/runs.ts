@@ -128,12 +128,12 @@ export const RUN_PAGE_JS = `
       data.push(s.stepMs); series.push({ label: s.label + ' step', color: gw.color(i) });
       if (s.waitMs.some(function (v) { return v > 0; })) { data.push(s.waitMs); series.push({ label: s.label + ' DataLoader wait', color: gw.color(i), dash: true }); }
     });
-    gw.chart(document.getElementById('chart-steps'), { xLabel: 'step', yLabel: 'ms', series: series, data: data, yFmt: gw.fmt.ms });
+    gw.chart(document.getElementById('chart-steps'), { xLabel: 'step (the first, warm-up, left out)', yLabel: 'step time', series: series, data: data, yFmt: gw.fmt.ms });
   }
   c.gpus.forEach(function (g, i) {
     var el = document.createElement('div'); el.className = 'chart gpu-chart';
     document.getElementById('chart-gpus').appendChild(el);
-    gw.chart(el, { xLabel: 's since start', yLabel: g.label, series: [{ label: 'memory used (GiB)' }, { label: 'utilisation %', dash: true }],
+    gw.chart(el, { xLabel: 's since start', xName: 's', yLabel: g.label, series: [{ label: 'memory used (GiB)' }, { label: 'utilisation %', dash: true }],
       data: [g.tS, g.usedGiB, g.util], height: 160 });
   });
   var f = document.getElementById('full');
@@ -196,7 +196,7 @@ export const COMPARE_PAGE_JS = `
   var ma = {}, mb = {};
   a.step.forEach(function (s, i) { ma[s] = a.stepMs[i]; }); b.step.forEach(function (s, i) { mb[s] = b.stepMs[i]; });
   for (var s = 2; s <= n; s++) { xs.push(s); ya.push(s in ma ? ma[s] : null); yb.push(s in mb ? mb[s] : null); }
-  gw.chart(document.getElementById('chart-compare'), { xLabel: 'step', yLabel: 'ms', series: [{ label: 'A ' + d.aLabel }, { label: 'B ' + d.bLabel }], data: [xs, ya, yb], yFmt: gw.fmt.ms });
+  gw.chart(document.getElementById('chart-compare'), { xLabel: 'step', yLabel: 'step time', series: [{ label: 'A ' + d.aLabel }, { label: 'B ' + d.bLabel }], data: [xs, ya, yb], yFmt: gw.fmt.ms });
 })();
 `
 
