@@ -47,6 +47,14 @@ export interface LiveStatus {
 }
 
 const DAY_MS = 86_400_000;
+
+function mtimeOf(path: string): number {
+  try {
+    return statSync(path).mtimeMs;
+  } catch {
+    return 0;
+  }
+}
 const RETRY_MS = 10_000;
 
 export class LiveHub {
@@ -75,21 +83,21 @@ export class LiveHub {
   /** Loads the history of the last day, then starts sampling. */
   async start(): Promise<void> {
     const since = Date.now() - DAY_MS;
-    const files = [...(this.o.historyFiles ?? [])];
+    const given = this.o.historyFiles ?? [];
+    const files = [...given];
     if (this.o.telemetryDir !== null) {
       this.removeOld(this.o.telemetryDir);
       files.push(...recordingsIn(this.o.telemetryDir, since).filter((f) => !files.includes(f)));
     }
-    const samples = [];
-    for (const f of files) {
+    // Oldest file first, each streamed into the ring (which keeps time ascending and drops overlaps).
+    const byAge = files.map((f) => ({ f, m: mtimeOf(f) })).sort((a, b) => a.m - b.m);
+    for (const { f } of byAge) {
       try {
-        samples.push(...readRecordingSeries(f, this.o.historyFiles?.includes(f) ? 0 : since));
+        readRecordingSeries(f, given.includes(f) ? 0 : since, (s) => this.ring.push(s.tMs, s.gpus));
       } catch (e) {
         this.notes.push(`${f}: not read (${(e as Error).message})`);
       }
     }
-    samples.sort((a, b) => a.tMs - b.tMs);
-    for (const s of samples) this.ring.push(s.tMs, s.gpus);
     this.heartbeat = setInterval(() => this.broadcastRaw(': keep-alive\n\n'), 15_000);
     this.heartbeat.unref();
     await this.tick();
