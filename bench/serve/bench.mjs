@@ -121,7 +121,20 @@ CREATE TABLE gpu (sample_id INTEGER NOT NULL, t_ms INTEGER NOT NULL, gpu INTEGER
   ins.finalize();
   db.close();
 
+  const tServe = performance.now();
   const { p, url } = await startServe(['--interval', '100ms', '--store', join(work, 'store-browser'), '--history', file, '--no-record']);
+  // The server reads the day's history before it samples: wait for its first live sample, so the page timings below
+  // are the browser's alone.
+  let statusMaxMs = 0;
+  for (;;) {
+    const q0 = performance.now();
+    const st = await fetch(`${url}api/live/status`).then((r) => r.json());
+    statusMaxMs = Math.max(statusMaxMs, performance.now() - q0);
+    if (st.samples > 0) break;
+    await sleep(100);
+  }
+  const serverHistoryLoadMs = Math.round(performance.now() - tServe);
+  const serverRssAfterHistoryMiB = rssMiB(p.pid);
   const { default: puppeteer } = await import('puppeteer-core');
   const browser = await puppeteer.launch({
     executablePath: process.env.GPUWISE_CHROMIUM ?? '/usr/bin/chromium',
@@ -179,6 +192,9 @@ CREATE TABLE gpu (sample_id INTEGER NOT NULL, t_ms INTEGER NOT NULL, gpu INTEGER
   results.browser = {
     historySamples: 86_400,
     gpus: 8,
+    serverHistoryLoadMs,
+    serverRssAfterHistoryMiB,
+    serverSlowestAnswerWhileLoadingMs: Math.round(statusMaxMs),
     firstDrawMs,
     dayRangeDrawMs: dayDrawMs,
     pointsPerSeriesShown: probe.points,

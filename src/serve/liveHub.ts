@@ -93,7 +93,7 @@ export class LiveHub {
     const byAge = files.map((f) => ({ f, m: mtimeOf(f) })).sort((a, b) => a.m - b.m);
     for (const { f } of byAge) {
       try {
-        readRecordingSeries(f, given.includes(f) ? 0 : since, (s) => this.ring.push(s.tMs, s.gpus));
+        await readRecordingSeries(f, given.includes(f) ? 0 : since, (s) => this.ring.push(s.tMs, s.gpus));
       } catch (e) {
         this.notes.push(`${f}: not read (${(e as Error).message})`);
       }

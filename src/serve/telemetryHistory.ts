@@ -41,9 +41,10 @@ const CHUNK_SAMPLES = 2_000;
 
 /**
  * Hands one recording's samples at or after `sinceMs` to `onSample`, oldest first, a chunk of samples at a time (a
- * day at 1 Hz of 8 GPUs is 700 000 rows: never all in memory). Throws with a short reason when unreadable.
+ * day at 1 Hz of 8 GPUs is 700 000 rows: never all in memory), yielding to the event loop between chunks. Throws
+ * with a short reason when unreadable.
  */
-export function readRecordingSeries(path: string, sinceMs: number, onSample: (s: HistorySample) => void): number {
+export async function readRecordingSeries(path: string, sinceMs: number, onSample: (s: HistorySample) => void): Promise<number> {
   if (existsSync(`${path}.lock`)) throw new Error('being recorded by another process right now');
   if (!readFileSync(path).subarray(0, 15).toString('latin1').startsWith('SQLite format 3')) throw new Error('not a SQLite file');
   const Database = sqlite();
@@ -70,6 +71,8 @@ export function readRecordingSeries(path: string, sinceMs: number, onSample: (s:
         last.gpus.push(gpuOf(r));
       }
       if (last !== null) onSample(last);
+      // Between chunks the server answers its requests (a day of history takes seconds to read).
+      await new Promise((ok) => setImmediate(ok));
     }
     return n;
   } finally {
