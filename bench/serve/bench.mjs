@@ -96,21 +96,25 @@ if (ONLY !== 'browser') {
 
 // ---- (2) the browser with a day of 1 Hz history ----------------------------------------------------------------
 if (ONLY !== 'server') {
-  // A day of 1 Hz samples of 8 GPUs in the `record` schema's gpu table (what the history reader reads).
+  // A day of 1 Hz samples of 8 GPUs in the `record` schema (the sample and gpu tables the history reader reads).
   const require = createRequire(join(ROOT, 'package.json'));
   const { Database } = require('node-sqlite3-wasm');
   const file = join(work, 'day.sqlite');
   const db = new Database(file);
   db.exec(`CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE sample (id INTEGER PRIMARY KEY, t_ms INTEGER NOT NULL, snapshot_deflate BLOB NOT NULL);
 CREATE TABLE gpu (sample_id INTEGER NOT NULL, t_ms INTEGER NOT NULL, gpu INTEGER NOT NULL, uuid TEXT NOT NULL, lost INTEGER NOT NULL,
   memory_total_bytes INTEGER, memory_used_bytes INTEGER, utilization_gpu_percent REAL, utilization_memory_percent REAL,
   power_watts REAL, temperature_c REAL, sm_clock_mhz REAL, PRIMARY KEY (sample_id, gpu));`);
   db.run("INSERT INTO meta VALUES ('schemaVersion', '1')");
   const end = Date.now() - 2000;
   const ins = db.prepare('INSERT INTO gpu VALUES (?, ?, ?, ?, 0, ?, ?, ?, 20, ?, 40, 1500)');
+  // The snapshot blobs `record` keeps are left empty here: the history reader never reads them.
+  const insSample = db.prepare("INSERT INTO sample VALUES (?, ?, x'')");
   db.exec('BEGIN');
   for (let k = 0; k < 86_400; k++) {
     const t = end - (86_399 - k) * 1000;
+    insSample.run([k + 1, t]);
     for (let g = 0; g < 8; g++) {
       // A training day: utilisation and memory that move (a sine per GPU), so the charts draw real lines.
       const u = 50 + 45 * Math.sin(k / 600 + g);
@@ -119,6 +123,7 @@ CREATE TABLE gpu (sample_id INTEGER NOT NULL, t_ms INTEGER NOT NULL, gpu INTEGER
   }
   db.exec('COMMIT');
   ins.finalize();
+  insSample.finalize();
   db.close();
 
   const tServe = performance.now();

@@ -52,7 +52,8 @@ export async function readRecordingSeries(path: string, sinceMs: number, onSampl
   let n = 0;
   try {
     db.exec('PRAGMA locking_mode=EXCLUSIVE'); // WAL without shared memory, as the writer did
-    const range = db.get('SELECT MIN(sample_id) AS lo, MAX(sample_id) AS hi FROM gpu WHERE t_ms >= ?', [sinceMs]);
+    // The sample table has one row per sample (the gpu table one per GPU): the cheaper scan for the range.
+    const range = db.get('SELECT MIN(id) AS lo, MAX(id) AS hi FROM sample WHERE t_ms >= ?', [sinceMs]);
     if (range === null || range.lo === null) return 0;
     for (let lo = Number(range.lo); lo <= Number(range.hi); lo += CHUNK_SAMPLES) {
       const rows = db.all(
