@@ -25,9 +25,8 @@ import type { Snapshot } from '../telemetry/sample.js';
 import { analyzeTrace, collectiveTimings } from '../trace/metrics/index.js';
 import type { LiveFrame } from './liveFrame.js';
 import type { LiveHub } from './liveHub.js';
-import { RefusedError } from './openReports.js';
-import { esc, page } from './pages/layout.js';
-import { readBody } from './server.js';
+import { type LiveStep, runInProgressPage } from './pages/runs.js';
+import { RefusedError, readBody } from './requestBody.js';
 
 export const MAX_RUNS = 8;
 export const MAX_RECORDS = 200_000;
@@ -48,29 +47,10 @@ export interface LiveRun {
   stopSampling: () => void;
 }
 
-/** What a viewer of a run in progress receives for each step. */
+/** What a viewer of a run in progress receives for each step (a LiveStep). */
 function stepEvent(r: StepRecord): string {
   return JSON.stringify({ step: r.step, stepTimeS: r.stepTimeS, dataWaitS: r.dataWaitS, pid: r.pid, rank: r.rank, reservedBytes: r.memory?.reservedBytes ?? null, allocatedBytes: r.memory?.allocatedBytes ?? null });
 }
-
-const LIVE_RUN_JS = `
-(function () {
-  var d = JSON.parse(document.getElementById('gw-data').textContent);
-  var xs = [], ys = [], ws = [], u = null, n = 0, status = document.getElementById('run-status');
-  function add(s) { n = Math.max(n, s.step); if (s.stepTimeS == null || s.step <= 1) return; // step 1 is warm-up (allocation, autotuning)
-    xs.push(s.step); ys.push(s.stepTimeS * 1000); ws.push(s.dataWaitS * 1000); }
-  d.steps.forEach(add);
-  function draw() {
-    if (!u && xs.length) u = gw.chart(document.getElementById('chart-steps'), { xLabel: 'step (the first, warm-up, left out)', yLabel: 'step time', series: [{ label: 'step time' }, { label: 'DataLoader wait', dash: true }], data: [xs, ys, ws], yFmt: gw.fmt.ms });
-    else if (u) { u.setData([xs, ys, ws]); document.getElementById('chart-steps').setAttribute('data-drawn', String(xs.length)); }
-    document.getElementById('steps-seen').textContent = String(n);
-  }
-  draw();
-  var es = new EventSource('api/runs/live/stream?id=' + encodeURIComponent(d.id));
-  es.addEventListener('step', function (e) { add(JSON.parse(e.data)); draw(); });
-  es.addEventListener('end', function (e) { var x = JSON.parse(e.data); es.close(); status.innerHTML = 'finished: <a href="run?id=' + encodeURIComponent(x.runId) + '">the report</a>'; });
-})();
-`
 
 export class LiveRuns {
   private readonly runs = new Map<string, LiveRun>();
@@ -127,9 +107,7 @@ export class LiveRuns {
 
   page(r: LiveRun): string {
     const steps = r.records.filter((x): x is StepRecord => x.type === 'step').slice(-5000);
-    const body = `<h1>Run in progress</h1><div class="card"><div class="verdict" id="run-status">running: <span id="steps-seen">0</span> steps so far</div><div class="dim"><code>${esc(r.command.join(' '))}</code></div></div>
-<h2>Step time</h2><div class="card"><div id="chart-steps" class="chart"></div></div><p class="dim">The findings come when the run ends: they need the profiler window and the whole run.</p>`;
-    return page({ title: 'Run in progress', section: 'runs', body, data: { id: r.id, steps: steps.map((s) => JSON.parse(stepEvent(s))) }, scripts: [LIVE_RUN_JS] });
+    return runInProgressPage(r.id, r.command, steps.map((s) => JSON.parse(stepEvent(s)) as LiveStep));
   }
 
   subscribe(r: LiveRun, res: ServerResponse): boolean {

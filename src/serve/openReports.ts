@@ -19,18 +19,9 @@ import { type MemoryReport, analyze as analyzeSnapshot } from '../memory/report.
 import { type AnalyzeReport, type InputSummary, buildAnalyzeReport } from '../report/analyzeReport.js';
 import { type CollectiveTimings, type TraceMetrics, analyzeTrace, collectiveTimings } from '../trace/metrics/index.js';
 import type { OpenedKind, OpenedReportRow } from './pages/reports.js';
+import { RefusedError } from './requestBody.js';
 
 export type OpenedReport = OpenedReportRow & ({ kind: 'trace'; report: AnalyzeReport; files: string[] } | { kind: 'snapshot'; report: MemoryReport; files: string[] });
-
-/** The request asked for more than the server takes: the caller answers with `status`. */
-export class RefusedError extends Error {
-  constructor(
-    readonly status: 413 | 503 | 400,
-    message: string,
-  ) {
-    super(message);
-  }
-}
 
 const TRACE_NAME = /\.json(\.gz)?$/i;
 const SNAPSHOT_NAME = /\.(pickle|pkl)(\.gz)?$/i;

@@ -20,11 +20,12 @@ import { type AccessRequest, TOKEN_COOKIE, decideAccess, isLoopbackBind } from '
 import { type Asset, loadAssets } from './assets.js';
 import type { LiveHub } from './liveHub.js';
 import type { LiveRuns } from './liveRuns.js';
-import { OpenReports, RefusedError } from './openReports.js';
+import { OpenReports } from './openReports.js';
 import { errorPage } from './pages/layout.js';
 import { livePage } from './pages/live.js';
 import { memoryPage, reportsIndexPage, tracePage } from './pages/reports.js';
 import { comparePage, runPage, runsListPage } from './pages/runs.js';
+import { RefusedError, readBody } from './requestBody.js';
 
 export const SERVE_SCHEMA_VERSION = 1;
 
@@ -50,9 +51,6 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-/** Bodies other than uploads (forms, probe records) are at most this large. */
-const MAX_SMALL_BODY = 8 << 20;
-
 function send(res: ServerResponse, status: number, type: string, body: string | Buffer, headers: Record<string, string> = {}): void {
   res.writeHead(status, { 'content-type': type, 'content-length': String(Buffer.byteLength(body)), 'cache-control': 'no-store', ...headers });
   res.end(body);
@@ -77,25 +75,6 @@ function fail(res: ServerResponse, url: URL, status: number, message: string): v
   }
   if (wantsJson(url)) sendJson(res, status, { error: message });
   else sendHtml(res, status, errorPage(status, message));
-}
-
-/** Reads a small request body; refuses past `max` bytes. */
-export function readBody(req: IncomingMessage, max = MAX_SMALL_BODY): Promise<Buffer> {
-  return new Promise((ok, no) => {
-    const parts: Buffer[] = [];
-    let n = 0;
-    req.on('data', (c: Buffer) => {
-      n += c.length;
-      if (n > max) {
-        no(new RefusedError(413, `request body over ${max} bytes`));
-        req.destroy();
-        return;
-      }
-      parts.push(c);
-    });
-    req.on('end', () => ok(Buffer.concat(parts)));
-    req.on('error', no);
-  });
 }
 
 function param(url: URL, name: string): string {

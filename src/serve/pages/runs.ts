@@ -239,3 +239,40 @@ ${c.environment.length ? `<h2>Environment</h2><table><tbody>${c.environment.map(
     scripts: [COMPARE_PAGE_JS],
   });
 }
+
+export const LIVE_RUN_JS = `
+(function () {
+  var d = JSON.parse(document.getElementById('gw-data').textContent);
+  var xs = [], ys = [], ws = [], u = null, n = 0, status = document.getElementById('run-status');
+  function add(s) { n = Math.max(n, s.step); if (s.stepTimeS == null || s.step <= 1) return; // step 1 is warm-up (allocation, autotuning)
+    xs.push(s.step); ys.push(s.stepTimeS * 1000); ws.push(s.dataWaitS * 1000); }
+  d.steps.forEach(add);
+  function draw() {
+    if (!u && xs.length) u = gw.chart(document.getElementById('chart-steps'), { xLabel: 'step (the first, warm-up, left out)', yLabel: 'step time', series: [{ label: 'step time' }, { label: 'DataLoader wait', dash: true }], data: [xs, ys, ws], yFmt: gw.fmt.ms });
+    else if (u) { u.setData([xs, ys, ws]); document.getElementById('chart-steps').setAttribute('data-drawn', String(xs.length)); }
+    document.getElementById('steps-seen').textContent = String(n);
+  }
+  draw();
+  var es = new EventSource('api/runs/live/stream?id=' + encodeURIComponent(d.id));
+  es.addEventListener('step', function (e) { add(JSON.parse(e.data)); draw(); });
+  es.addEventListener('end', function (e) { var x = JSON.parse(e.data); es.close(); status.innerHTML = 'finished: <a href="run?id=' + encodeURIComponent(x.runId) + '">the report</a>'; });
+})();
+`
+
+/** One step of a run in progress, as its page receives it. */
+export interface LiveStep {
+  step: number;
+  stepTimeS: number | null;
+  dataWaitS: number;
+  pid: number;
+  rank: number | null;
+  reservedBytes: number | null;
+  allocatedBytes: number | null;
+}
+
+/** The page of a run in progress: its steps so far, then each new one from the run's event stream. */
+export function runInProgressPage(id: string, command: string[], steps: LiveStep[]): string {
+  const body = `<h1>Run in progress</h1><div class="card"><div class="verdict" id="run-status">running: <span id="steps-seen">0</span> steps so far</div><div class="dim"><code>${esc(command.join(' '))}</code></div></div>
+<h2>Step time</h2><div class="card"><div id="chart-steps" class="chart"></div></div><p class="dim">The findings come when the run ends: they need the profiler window and the whole run.</p>`;
+  return page({ title: 'Run in progress', section: 'runs', body, data: { id, steps }, scripts: [LIVE_RUN_JS] });
+}
