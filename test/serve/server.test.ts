@@ -214,6 +214,29 @@ describe('Live GPUs', () => {
   });
 });
 
+describe('a viewer that cannot keep up', () => {
+  it('misses frames instead of queueing them: what waits for one viewer stays under the cap', async () => {
+    const small = await serveOn(scratch('slow'), { env: { GPUWISE_NVML_LIB: '/nonexistent', GPUWISE_NVIDIA_SMI: '/nonexistent' }, telemetryDir: null, maxBufferedBytes: 64 << 10 });
+    try {
+      const got = sseEvents(`${small.url}api/live/stream`, 1_000_000, 'message', 3000).catch((e: Error) => e.message);
+      await new Promise((r) => setTimeout(r, 200));
+      expect(small.live.viewerCount).toBe(1);
+      // 500 samples in one turn of the event loop: nothing reaches the socket meanwhile, so the queue would grow by
+      // 500 frames of a real nvidia-smi sample; past 64 KiB the viewer misses them instead.
+      const snap = smiSample();
+      for (let i = 0; i < 500; i++) small.live.onSnapshot({ ...snap, timestampMs: Date.now() + i });
+      const status = small.live.status();
+      const frameBytes = JSON.stringify(small.live.latest()).length;
+      expect(status.droppedFrames).toBeGreaterThan(400);
+      expect(status.droppedFrames).toBeLessThan(500 - (64 << 10) / (frameBytes + 10) + 2);
+      // The viewer got every frame that was queued, and no more.
+      expect(Number(/^only (\d+) of/.exec(String(await got))?.[1])).toBe(500 - status.droppedFrames);
+    } finally {
+      await small.close();
+    }
+  });
+});
+
 describe('safety and limits', () => {
   it('refuses a request whose Host is not loopback (DNS rebinding) and a cross-site POST', async () => {
     const r = await http(u('runs'), { headers: { host: 'attacker.example' } });
