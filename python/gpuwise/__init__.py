@@ -23,3 +23,17 @@ def step():
     if probe is None:
         from . import probe
     probe.mark_step()
+
+
+def load_ipython_extension(ipython):
+    """`%load_ext gpuwise`: the `%gpuwise monitor` and `%%gpuwise doctor` magics (gpuwise/notebook.py)."""
+    from gpuwise import notebook
+
+    notebook.load(ipython)
+
+
+def memory_report(path=None):
+    """In a notebook: explain a CUDA memory snapshot inline (gpuwise/notebook.py)."""
+    from gpuwise import notebook
+
+    return notebook.memory_report(path)

@@ -26,6 +26,7 @@ const COMMANDS: Record<string, Command> = {
   tune: { summary: 'find the largest batch that fits in a few trial runs, with the throughput of each', load: () => import('./tune.js') },
   runs: { summary: 'list the runs doctor saved in the local history, or show one again', load: () => import('./runs.js') },
   compare: { summary: 'what changed between two doctor runs: step time, memory, findings', load: () => import('./compare.js') },
+  serve: { summary: 'local web dashboard: run history, trace and snapshot reports, live GPUs', load: () => import('./serve.js') },
   exporter: { summary: 'Prometheus endpoint with dcgm-exporter metric names, plus per-process metrics', load: () => import('./exporter.js') },
 };
 

@@ -1,0 +1,40 @@
+/**
+ * The static assets every page loads by relative URL (shell): uPlot's script and style sheet, and the pages'
+ * shared chart code. uPlot is bundled: scripts/build.mjs inlines its two files into dist/gpuwise.mjs
+ * (__GPUWISE_UPLOT_JS__ / __GPUWISE_UPLOT_CSS__), so the dashboard works offline and needs no CDN; from the
+ * sources (tests, tsx) they are read from node_modules.
+ */
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { CHARTS_JS } from './pages/clientCharts.js';
+
+declare const __GPUWISE_UPLOT_JS__: string | undefined;
+declare const __GPUWISE_UPLOT_CSS__: string | undefined;
+
+export interface Asset {
+  type: string;
+  body: string;
+}
+
+export function loadAssets(): Map<string, Asset> {
+  let js: string;
+  let css: string;
+  if (typeof __GPUWISE_UPLOT_JS__ === 'string' && typeof __GPUWISE_UPLOT_CSS__ === 'string') {
+    js = __GPUWISE_UPLOT_JS__;
+    css = __GPUWISE_UPLOT_CSS__;
+  } else {
+    try {
+      const require = createRequire(import.meta.url);
+      js = readFileSync(require.resolve('uplot/dist/uPlot.iife.min.js'), 'utf8');
+      css = readFileSync(require.resolve('uplot/dist/uPlot.min.css'), 'utf8');
+    } catch (e) {
+      // A bundle built without the two defines, and no node_modules beside it: the pages would draw no chart.
+      throw new Error(`uPlot is missing from this build (define __GPUWISE_UPLOT_JS__ and __GPUWISE_UPLOT_CSS__ as scripts/build.mjs does): ${(e as Error).message}`);
+    }
+  }
+  return new Map([
+    ['uplot.js', { type: 'text/javascript; charset=utf-8', body: js }],
+    ['uplot.css', { type: 'text/css; charset=utf-8', body: css }],
+    ['charts.js', { type: 'text/javascript; charset=utf-8', body: CHARTS_JS }],
+  ]);
+}

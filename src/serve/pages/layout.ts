@@ -1,0 +1,80 @@
+/**
+ * The page shell every `gpuwise serve` page shares (pure: strings in, HTML out): navigation, styles, and the
+ * uPlot assets referenced by relative URL. Every link is relative to the server's root and every page lives one
+ * level below it, so the pages work unchanged behind a path prefix (jupyter-server-proxy's /proxy/PORT/).
+ */
+import { esc } from '../../report/html.js';
+
+export { esc };
+
+export type Section = 'runs' | 'reports' | 'live';
+
+export interface PageOptions {
+  title: string;
+  section: Section | null;
+  body: string;
+  /** Page scripts run after uPlot has loaded (inline, no external origin). */
+  scripts?: string[];
+  /** Data for the page scripts, embedded as JSON (read with `JSON.parse(document.getElementById('gw-data').textContent)`). */
+  data?: unknown;
+  /** Leave the navigation out (the panel a notebook embeds). */
+  bare?: boolean;
+}
+
+/** JSON that is safe inside a <script> element: no `</script>` or `<!--` can close or comment it out. */
+export function scriptJson(v: unknown): string {
+  return JSON.stringify(v).replace(/</g, '\\u003c').replace(/\u2028/g, '\\u2028').replace(/\u2029/g, '\\u2029');
+}
+
+const CSS = `
+:root{--fg:#1d2330;--dim:#6b7385;--line:#dfe3ea;--bg:#f6f7f9;--card:#fff;--accent:#2f6fde;--bad:#c0392b;--warn:#b9770e;--ok:#1e8449}
+*{box-sizing:border-box}
+body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:var(--fg);background:var(--bg)}
+nav{display:flex;gap:4px;align-items:center;padding:8px 16px;background:#1d2330;color:#fff}
+nav b{margin-right:16px;letter-spacing:.02em}
+nav a{color:#c9d3e6;text-decoration:none;padding:4px 10px;border-radius:4px}
+nav a.on,nav a:hover{background:#37415a;color:#fff}
+main{max-width:1200px;margin:0 auto;padding:16px}
+h1{font-size:20px;margin:4px 0 12px}h2{font-size:16px;margin:20px 0 8px}
+.card{background:var(--card);border:1px solid var(--line);border-radius:6px;padding:12px 14px;margin:0 0 12px}
+table{border-collapse:collapse;width:100%;background:var(--card)}
+th,td{text-align:left;padding:5px 8px;border-bottom:1px solid var(--line);vertical-align:top}
+th{font-weight:600;color:var(--dim);font-size:12px;text-transform:uppercase;letter-spacing:.03em}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
+a{color:var(--accent)}
+.dim{color:var(--dim)}.bad{color:var(--bad)}.warn{color:var(--warn)}.ok{color:var(--ok)}
+.sev{display:inline-block;min-width:58px;text-align:center;font-size:11px;font-weight:700;border-radius:3px;padding:1px 6px;color:#fff}
+.sev-high{background:var(--bad)}.sev-medium{background:var(--warn)}.sev-low{background:#7f8c8d}.sev-info{background:#95a5a6}
+.verdict{font-size:17px;font-weight:600}
+.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(360px,1fr));gap:12px}
+.fig{display:inline-block;margin:0 18px 6px 0}.fig b{display:block;font-size:18px}
+pre{white-space:pre-wrap;background:#f0f2f5;padding:8px;border-radius:4px;overflow:auto}
+code{font-size:12px}
+iframe.report{width:100%;border:1px solid var(--line);border-radius:6px;background:#fff;min-height:400px}
+.chart{min-height:180px}
+form.inline{display:flex;gap:8px;align-items:center;flex-wrap:wrap}
+input[type=text]{min-width:420px;padding:5px}
+button{padding:5px 12px}
+.bar{height:6px;background:#e5e8ee;border-radius:3px;overflow:hidden}.bar>i{display:block;height:100%;background:var(--accent)}
+`;
+
+export function page(o: PageOptions): string {
+  const nav = o.bare
+    ? ''
+    : `<nav><b>gpuwise</b>${(['runs', 'reports', 'live'] as const)
+        .map((s) => `<a href="${s}"${o.section === s ? ' class="on"' : ''}>${{ runs: 'Runs', reports: 'Reports', live: 'Live GPUs' }[s]}</a>`)
+        .join('')}</nav>`;
+  const data = o.data === undefined ? '' : `<script type="application/json" id="gw-data">${scriptJson(o.data)}</script>`;
+  const scripts = o.scripts?.length ? `<script src="assets/uplot.js"></script><script src="assets/charts.js"></script>${o.scripts.map((s) => `<script>${s}</script>`).join('')}` : '';
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
+<title>${esc(o.title)} · gpuwise</title><link rel="icon" href="data:,">
+<link rel="stylesheet" href="assets/uplot.css"><style>${CSS}</style></head>
+<body>${nav}<main>${o.body}</main>${data}${scripts}</body></html>
+`;
+}
+
+/** The page for a request the server refuses or cannot answer: one line, no stack. */
+export function errorPage(status: number, message: string): string {
+  return page({ title: `${status}`, section: null, body: `<h1>${status}</h1><p class="bad">${esc(message)}</p><p><a href="runs">Runs</a></p>` });
+}

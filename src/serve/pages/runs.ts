@@ -1,0 +1,278 @@
+/**
+ * The Runs pages (pure): the history list, one run verdict first, and the compare of two runs. They take the
+ * history's rows and doctor reports (the same JSON `gpuwise runs --json` and `runs show --json` print) and
+ * return HTML; the full report below a run's verdict is doctor's own `--html` page, embedded, so one design
+ * serves both.
+ */
+import type { EstimatedGain, Finding } from '../../advice/finding.js';
+import type { DoctorReport } from '../../doctor/report.js';
+import type { Change, RunComparison } from '../../history/compare.js';
+import { findingsText, type RunRow, shortCommand, throughputText, whenText } from '../../history/render.js';
+import { fmtBytes, fmtMs, fmtPct } from '../../util/format.js';
+import { esc, page } from './layout.js';
+
+/** The history's rows as the list shows them (a StoredRun has these fields). */
+export interface RunListRow extends RunRow {
+  durationS: number | null;
+}
+
+const enc = encodeURIComponent;
+
+function stepText(s: number | null): string {
+  return s === null ? 'n/a' : fmtMs(s * 1e9);
+}
+
+function peakText(r: RunRow): string {
+  const b = r.peakReservedBytes ?? r.maxProcessNvmlBytes;
+  return b === null ? 'n/a' : fmtBytes(b);
+}
+
+function outcomeClass(outcome: string): string {
+  return outcome === 'completed' || outcome === 'stopped-after-steps' ? 'ok' : outcome === 'interrupted' ? 'warn' : 'bad';
+}
+
+export function runsListPage(rows: RunListRow[], store: string, live: { id: string; command: string[] }[] = []): string {
+  const liveRows = live.length
+    ? `<div class="card"><b>In progress</b><ul>${live.map((l) => `<li><a href="run?id=${enc(l.id)}">${esc(shortCommand(l.command, 80))}</a> <span class="dim">(live)</span></li>`).join('')}</ul></div>`
+    : '';
+  const body =
+    rows.length === 0
+      ? `<p class="dim">No runs in ${esc(store)} yet. <code>gpuwise doctor -- python train.py</code> saves each run here.</p>`
+      : `<form method="get" action="compare" id="compare-form">
+<table id="runs"><thead><tr><th>A</th><th>B</th><th>run</th><th>started</th><th>outcome</th><th>command</th><th class="num">median step</th><th class="num">throughput</th><th class="num">peak memory</th><th>findings</th></tr></thead><tbody>
+${rows
+  .map(
+    (r, i) =>
+      `<tr><td><input type="radio" name="a" value="${esc(r.id)}"${i === 1 ? ' checked' : ''}></td><td><input type="radio" name="b" value="${esc(r.id)}"${i === 0 ? ' checked' : ''}></td><td><a href="run?id=${enc(r.id)}">${esc(r.id)}</a></td><td>${esc(whenText(r.startedAtMs))}</td><td class="${outcomeClass(r.outcome)}">${esc(r.outcome)}</td><td><code>${esc(shortCommand(r.command, 60))}</code></td><td class="num">${esc(stepText(r.medianStepS))}</td><td class="num">${esc(throughputText(r))}</td><td class="num">${esc(peakText(r))}</td><td>${esc(findingsText(r.findings))}</td></tr>`,
+  )
+  .join('\n')}
+</tbody></table>
+<p><button type="submit"${rows.length < 2 ? ' disabled' : ''}>Compare A → B</button> <span class="dim">${rows.length} run(s) in ${esc(store)}</span></p></form>`;
+  return page({ title: 'Runs', section: 'runs', body: `<h1>Runs</h1>${liveRows}${body}` });
+}
+
+/** What the finding cards show: analyze's, memory's and doctor's findings all have these fields. */
+export type ShownFinding = Pick<Finding, 'id' | 'severity' | 'title' | 'evidence' | 'recommendation'> & { estimatedGain?: EstimatedGain | null; source?: string };
+
+function gainText(f: ShownFinding): string {
+  const g = f.estimatedGain;
+  if (!g) return '';
+  return `expected ${fmtMs(g.stepTimeNs)} → ${fmtMs(g.expectedStepTimeNs)} per step (−${fmtPct(g.savedFraction)})`;
+}
+
+export function findingHtml(f: ShownFinding, i: number): string {
+  return `<div class="card finding" data-id="${esc(f.id)}"><div><span class="sev sev-${f.severity}">${f.severity.toUpperCase()}</span> <b>${i + 1}. ${esc(f.title)}</b> <span class="dim">[${esc(f.id)}${f.source ? `, ${esc(f.source)}` : ''}]</span></div>
+${f.estimatedGain ? `<div>${esc(gainText(f))}</div><div class="dim">${esc(f.estimatedGain.arithmetic)}</div>` : ''}
+<ul>${f.evidence.map((e) => `<li>${esc(e)}</li>`).join('')}</ul>
+<div><b>Fix:</b> ${esc(f.recommendation.summary)}</div>${f.recommendation.code ? `<pre><code>${esc(f.recommendation.code)}</code></pre>` : ''}</div>`;
+}
+
+/** The one line a person reads first: how the run ended and what limits it most. */
+export function verdictText(r: DoctorReport): string {
+  const top = r.findings[0];
+  if (r.run.outcome === 'out-of-memory' || r.run.outcome === 'crashed' || r.run.outcome === 'failed') return r.run.outcomeText;
+  if (!top) return `${r.run.outcomeText} Nothing to fix was found.`;
+  return `${top.title}${top.estimatedGain ? ` (fixing it: −${fmtPct(top.estimatedGain.savedFraction)} step time)` : ''}`;
+}
+
+/** Chart data the run page draws with uPlot: step time per step (per process) and GPU memory/utilisation over time. */
+export interface RunChartData {
+  steps: { label: string; step: number[]; stepMs: (number | null)[]; waitMs: number[] }[];
+  gpus: { label: string; tS: number[]; usedGiB: (number | null)[]; util: (number | null)[] }[];
+}
+
+export function runChartData(r: DoctorReport): RunChartData {
+  return {
+    steps: r.ranks
+      .filter((x) => x.stepTimeline && x.stepTimeline.step.length > 1)
+      .map((x) => {
+        const tl = x.stepTimeline!;
+        // The first step is warm-up (allocation, autotuning): left out, as the report's own chart does.
+        return {
+          label: x.rankFromEnv ? `rank ${x.rank}` : `pid ${x.pid}`,
+          step: tl.step.slice(1),
+          stepMs: tl.stepTimeS.slice(1).map((v) => (v === null ? null : v * 1e3)),
+          waitMs: tl.dataWaitS.slice(1).map((v) => v * 1e3),
+        };
+      }),
+    gpus: (r.gpus ?? []).map((g) => ({
+      label: `GPU ${g.index}`,
+      tS: g.timeline.tS,
+      usedGiB: g.timeline.usedBytes.map((v) => (v === null ? null : v / 1024 ** 3)),
+      util: g.timeline.utilizationPercent,
+    })),
+  };
+}
+
+function figuresHtml(r: DoctorReport): string {
+  const figs: [string, string][] = [];
+  for (const x of r.ranks.slice(0, 4)) {
+    const who = r.ranks.length > 1 ? ` (${x.rankFromEnv ? `rank ${x.rank}` : `pid ${x.pid}`})` : '';
+    figs.push([`median step${who}`, stepText(x.steps.medianS)]);
+    if (x.steps.samplesPerS !== null) figs.push([`samples/s${who}`, x.steps.samplesPerS.toFixed(x.steps.samplesPerS < 100 ? 1 : 0)]);
+    if (x.steps.dataWaitShare !== null) figs.push([`DataLoader wait${who}`, fmtPct(x.steps.dataWaitShare)]);
+    if (x.allocator) figs.push([`peak reserved${who}`, fmtBytes(x.allocator.peakReservedBytes)]);
+  }
+  figs.push(['duration', `${r.run.durationS.toFixed(1)} s`]);
+  return figs.map(([k, v]) => `<span class="fig"><span class="dim">${esc(k)}</span><b>${esc(v)}</b></span>`).join('');
+}
+
+export const RUN_PAGE_JS = `
+(function () {
+  var d = JSON.parse(document.getElementById('gw-data').textContent);
+  var c = d.charts;
+  if (c.steps.length) {
+    var xs = c.steps[0].step, data = [xs], series = [];
+    c.steps.forEach(function (s, i) {
+      if (s.step.length !== xs.length) return;
+      data.push(s.stepMs); series.push({ label: s.label + ' step', color: gw.color(i) });
+      if (s.waitMs.some(function (v) { return v > 0; })) { data.push(s.waitMs); series.push({ label: s.label + ' DataLoader wait', color: gw.color(i), dash: true }); }
+    });
+    gw.chart(document.getElementById('chart-steps'), { xLabel: 'step (the first, warm-up, left out)', yLabel: 'step time', series: series, data: data, yFmt: gw.fmt.ms });
+  }
+  c.gpus.forEach(function (g, i) {
+    var el = document.createElement('div'); el.className = 'chart gpu-chart';
+    document.getElementById('chart-gpus').appendChild(el);
+    gw.chart(el, { xLabel: 's since start', xName: 's', yLabel: g.label, series: [{ label: 'memory used (GiB)' }, { label: 'utilisation %', dash: true }],
+      data: [g.tS, g.usedGiB, g.util], height: 160 });
+  });
+  var f = document.getElementById('full');
+  if (f) f.addEventListener('load', function () { try { f.style.height = (f.contentDocument.documentElement.scrollHeight + 20) + 'px'; } catch (e) {} });
+})();
+`
+
+/** The planner's what-ifs calibrated on the run, one row each (the full report below explains each). */
+function whatIfsHtml(r: DoctorReport): string {
+  const w = r.whatIfs ?? [];
+  if (w.length === 0) return r.whatIfProblem ? `<h2>What if</h2><p class="dim">${esc(r.whatIfProblem)}</p>` : '';
+  return `<h2>What if</h2><table id="what-ifs"><thead><tr><th>change</th><th>fits</th><th class="num">throughput</th><th>fix</th></tr></thead><tbody>${w
+    .map(
+      (x) =>
+        `<tr><td>${esc(x.title)}</td><td class="${x.fits ? 'ok' : 'bad'}">${x.fits ? 'yes' : 'no'}</td><td class="num">${x.throughputFactor === null ? 'n/a' : `${x.throughputFactor.toFixed(2)}x`}</td><td>${esc(x.recommendation?.summary ?? '')}</td></tr>`,
+    )
+    .join('')}</tbody></table>`;
+}
+
+function verdictClass(r: DoctorReport): string {
+  const o = outcomeClass(r.run.outcome);
+  if (o !== 'ok') return o;
+  const sev = r.findings[0]?.severity;
+  return sev === 'high' ? 'bad' : sev === 'medium' ? 'warn' : 'ok';
+}
+
+export interface RunPageOptions {
+  id: string;
+  /** A run still in progress: the page follows its stream instead of showing a finished report. */
+  live?: boolean;
+}
+
+export function runPage(r: DoctorReport, o: RunPageOptions): string {
+  const charts = runChartData(r);
+  const findings = r.findings.length ? r.findings.map(findingHtml).join('\n') : '<p class="dim">no findings</p>';
+  const body = `<h1>Run ${esc(o.id)}</h1>
+<div class="card"><div class="verdict ${verdictClass(r)}" id="verdict">${esc(verdictText(r))}</div>
+<div class="dim">${esc(r.run.outcomeText)} <code>${esc(r.run.command.join(' '))}</code></div><div style="margin-top:8px">${figuresHtml(r)}</div></div>
+<h2>Findings, ranked</h2><div id="findings">${findings}</div>
+${whatIfsHtml(r)}
+<h2>Step time</h2><div class="card">${charts.steps.length ? '<div id="chart-steps" class="chart"></div>' : '<p class="dim">no per-step timeline</p>'}</div>
+${charts.gpus.length ? '<h2>GPU memory and utilisation over time</h2><div class="card grid" id="chart-gpus"></div>' : '<div id="chart-gpus"></div>'}
+<h2>Full report</h2><p class="dim">doctor's own page (<a href="run-report?id=${enc(o.id)}">open alone</a>, <a href="api/run?id=${enc(o.id)}">JSON</a>)</p>
+<iframe class="report" id="full" src="run-report?id=${enc(o.id)}" title="doctor report"></iframe>`;
+  return page({ title: `Run ${o.id}`, section: 'runs', body, data: { charts }, scripts: [RUN_PAGE_JS] });
+}
+
+function changeCell(c: Change, fmt: (v: number) => string): string {
+  const pct = c.change === null ? '' : ` <span class="${c.change < 0 ? 'ok' : 'dim'}">(${c.change >= 0 ? '+' : ''}${(c.change * 100).toFixed(0)}%)</span>`;
+  return `<td class="num">${c.before === null ? 'n/a' : esc(fmt(c.before))}</td><td class="num">${c.after === null ? 'n/a' : esc(fmt(c.after))}${pct}</td>`;
+}
+
+export const COMPARE_PAGE_JS = `
+(function () {
+  var d = JSON.parse(document.getElementById('gw-data').textContent);
+  var a = d.a.steps[0], b = d.b.steps[0];
+  if (!a || !b) return;
+  // Both runs on one axis of step numbers (their own steps; a missing step is a gap).
+  var n = Math.max(a.step[a.step.length - 1], b.step[b.step.length - 1]), xs = [], ya = [], yb = [];
+  var ma = {}, mb = {};
+  a.step.forEach(function (s, i) { ma[s] = a.stepMs[i]; }); b.step.forEach(function (s, i) { mb[s] = b.stepMs[i]; });
+  for (var s = 2; s <= n; s++) { xs.push(s); ya.push(s in ma ? ma[s] : null); yb.push(s in mb ? mb[s] : null); }
+  gw.chart(document.getElementById('chart-compare'), { xLabel: 'step', yLabel: 'step time', series: [{ label: 'A ' + d.aLabel }, { label: 'B ' + d.bLabel }], data: [xs, ya, yb], yFmt: gw.fmt.ms });
+})();
+`
+
+export function comparePage(c: RunComparison, a: DoctorReport, b: DoctorReport): string {
+  const s = (v: number) => fmtMs(v * 1e9);
+  const rows: [string, Change, (v: number) => string][] = [
+    ['median step', c.stepTime.medianS, s],
+    ['mean step', c.stepTime.meanS, s],
+    ['p90 step', c.stepTime.p90S, s],
+    ['samples/s', c.throughput.samplesPerS, (v) => v.toFixed(1)],
+    ['tokens/s', c.throughput.tokensPerS, (v) => v.toFixed(0)],
+    ['DataLoader wait', c.dataWaitShare, (v) => fmtPct(v)],
+    ['peak allocated', c.memory.peakAllocatedBytes, fmtBytes],
+    ['peak reserved', c.memory.peakReservedBytes, fmtBytes],
+    ['GPU memory seen by NVML', c.memory.maxProcessNvmlBytes, fmtBytes],
+  ];
+  const runCell = (r: RunComparison['a']) =>
+    `${r.id ? `<a href="run?id=${enc(r.id)}">${esc(r.label)}</a>` : esc(r.label)} <span class="dim">${esc(whenText(r.startedAtMs))}</span> <span class="${outcomeClass(r.outcome)}">${esc(r.outcome)}</span><br><code>${esc(r.command.join(' '))}</code>`;
+  const body = `<h1>Compare</h1>
+<div class="card"><div><b>A</b> ${runCell(c.a)}</div><div style="margin-top:6px"><b>B</b> ${runCell(c.b)}</div></div>
+<table id="compare-figures"><thead><tr><th>figure</th><th class="num">A</th><th class="num">B</th></tr></thead><tbody>
+${rows
+  .filter(([, ch]) => ch.before !== null || ch.after !== null)
+  .map(([label, ch, fmt]) => `<tr><td>${esc(label)}</td>${changeCell(ch, fmt)}</tr>`)
+  .join('\n')}</tbody></table>
+<h2>Findings</h2><table id="compare-findings"><thead><tr><th>finding</th><th>status</th><th>A</th><th>B</th></tr></thead><tbody>
+${c.findings
+  .map(
+    (f) =>
+      `<tr><td>${esc(f.id)}</td><td class="${f.status === 'gone' ? 'ok' : f.status === 'new' ? 'bad' : 'dim'}">${f.status}</td><td>${f.before ? `<span class="sev sev-${f.before.severity}">${f.before.severity}</span> ${esc(f.before.title)}` : ''}</td><td>${f.after ? `<span class="sev sev-${f.after.severity}">${f.after.severity}</span> ${esc(f.after.title)}` : ''}</td></tr>`,
+  )
+  .join('\n')}</tbody></table>
+${c.environment.length ? `<h2>Environment</h2><table><tbody>${c.environment.map((e) => `<tr><td>${esc(e.field)}</td><td>${esc(e.before ?? 'n/a')}</td><td>${esc(e.after ?? 'n/a')}</td></tr>`).join('')}</tbody></table>` : ''}
+<h2>Step time, both runs</h2><div class="card"><div id="chart-compare" class="chart"></div></div>`;
+  return page({
+    title: 'Compare',
+    section: 'runs',
+    body,
+    data: { a: runChartData(a), b: runChartData(b), aLabel: c.a.label, bLabel: c.b.label },
+    scripts: [COMPARE_PAGE_JS],
+  });
+}
+
+export const LIVE_RUN_JS = `
+(function () {
+  var d = JSON.parse(document.getElementById('gw-data').textContent);
+  var xs = [], ys = [], ws = [], u = null, n = 0, status = document.getElementById('run-status');
+  function add(s) { n = Math.max(n, s.step); if (s.stepTimeS == null || s.step <= 1) return; // step 1 is warm-up (allocation, autotuning)
+    xs.push(s.step); ys.push(s.stepTimeS * 1000); ws.push(s.dataWaitS * 1000); }
+  d.steps.forEach(add);
+  function draw() {
+    if (!u && xs.length) u = gw.chart(document.getElementById('chart-steps'), { xLabel: 'step (the first, warm-up, left out)', yLabel: 'step time', series: [{ label: 'step time' }, { label: 'DataLoader wait', dash: true }], data: [xs, ys, ws], yFmt: gw.fmt.ms });
+    else if (u) { u.setData([xs, ys, ws]); document.getElementById('chart-steps').setAttribute('data-drawn', String(xs.length)); }
+    document.getElementById('steps-seen').textContent = String(n);
+  }
+  draw();
+  var es = new EventSource('api/runs/live/stream?id=' + encodeURIComponent(d.id));
+  es.addEventListener('step', function (e) { add(JSON.parse(e.data)); draw(); });
+  es.addEventListener('end', function (e) { var x = JSON.parse(e.data); es.close(); status.innerHTML = 'finished: <a href="run?id=' + encodeURIComponent(x.runId) + '">the report</a>'; });
+})();
+`
+
+/** One step of a run in progress, as its page receives it. */
+export interface LiveStep {
+  step: number;
+  stepTimeS: number | null;
+  dataWaitS: number;
+  pid: number;
+  rank: number | null;
+  reservedBytes: number | null;
+  allocatedBytes: number | null;
+}
+
+/** The page of a run in progress: its steps so far, then each new one from the run's event stream. */
+export function runInProgressPage(id: string, command: string[], steps: LiveStep[]): string {
+  const body = `<h1>Run in progress</h1><div class="card"><div class="verdict" id="run-status">running: <span id="steps-seen">0</span> steps so far</div><div class="dim"><code>${esc(command.join(' '))}</code></div></div>
+<h2>Step time</h2><div class="card"><div id="chart-steps" class="chart"></div></div><p class="dim">The findings come when the run ends: they need the profiler window and the whole run.</p>`;
+  return page({ title: 'Run in progress', section: 'runs', body, data: { id, steps }, scripts: [LIVE_RUN_JS] });
+}
