@@ -4,7 +4,7 @@
  * return HTML; the full report below a run's verdict is doctor's own `--html` page, embedded, so one design
  * serves both.
  */
-import type { EstimatedGain, Finding } from '../../advice/finding.js';
+import type { EstimatedGain, Finding } from '../../findings/finding.js';
 import type { DoctorReport } from '../../doctor/report.js';
 import type { Change, RunComparison } from '../../history/compare.js';
 import { findingsText, type RunRow, shortCommand, throughputText, whenText } from '../../history/render.js';
