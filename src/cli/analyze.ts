@@ -1,9 +1,10 @@
 /** `gpuwise analyze <trace|dir>...`: diagnose torch.profiler traces. */
-import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { readdir, stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import { SEVERITIES, type Severity, severityRank } from '../advice/finding.js';
 import { InputError } from '../io/inputError.js';
 import { describeFsError } from '../io/readTrace.js';
+import { checkHtmlTarget, writeReportFile } from '../io/reportTarget.js';
 import { loadTrace } from '../io/loadTrace.js';
 import { type AnalyzeReport, type InputSummary, buildAnalyzeReport } from '../report/analyzeReport.js';
 import { renderHtml } from '../report/html.js';
@@ -55,7 +56,7 @@ export async function run(argv: string[]): Promise<number> {
   if (failOn !== undefined && !SEVERITIES.includes(failOn as Severity)) throw new UsageError(`--fail-on: '${failOn}' is not one of ${SEVERITIES.join(', ')}`);
 
   const files = await collectTraceFiles(positionals);
-  if (values.html !== undefined) await checkOutputPath(values.html, files);
+  if (values.html !== undefined) checkHtmlTarget(values.html, files);
 
   const showProgress = !values['no-progress'] && process.stderr.isTTY === true;
   const inputs: InputSummary[] = [];
@@ -92,7 +93,7 @@ export async function run(argv: string[]): Promise<number> {
   else process.stdout.write(renderTerminal(report, process.stdout.isTTY && !process.env.NO_COLOR ? ANSI : PLAIN));
   if (!values.json && !values.md) for (const i of inputs) for (const w of i.warnings) process.stderr.write(`gpuwise analyze: ${i.path}: warning: ${w}\n`);
   if (values.html !== undefined) {
-    await writeFile(values.html, renderHtml(report));
+    writeReportFile(values.html, renderHtml(report), files, '--html');
     process.stderr.write(`gpuwise analyze: wrote ${values.html}\n`);
   }
   return exitCode(report, failOn as Severity | undefined);
@@ -130,15 +131,3 @@ export async function collectTraceFiles(paths: string[]): Promise<string[]> {
   return out;
 }
 
-/** Never overwrite an input, nor a file that is not an earlier gpuwise report. */
-async function checkOutputPath(path: string, inputs: string[]): Promise<void> {
-  const target = resolve(path);
-  if (inputs.some((i) => resolve(i) === target)) throw new InputError(path, 'is one of the input traces: choose another --html file');
-  let existing: string | null = null;
-  try {
-    existing = (await readFile(path)).subarray(0, 4096).toString('utf8');
-  } catch {
-    return;
-  }
-  if (!existing.startsWith('<!doctype html>') || !existing.includes('gpuwise')) throw new InputError(path, 'exists and is not a gpuwise report: refusing to overwrite it');
-}

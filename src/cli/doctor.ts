@@ -15,7 +15,7 @@ import { type ProbeRecord, rankOf } from '../doctor/records.js';
 import { InputError } from '../io/inputError.js';
 import { loadTrace } from '../io/loadTrace.js';
 import { readSnapshotFile } from '../io/readSnapshot.js';
-import { checkHtmlTarget } from '../io/reportTarget.js';
+import { checkHtmlTarget, writeReportFile } from '../io/reportTarget.js';
 import { analyze as analyzeSnapshot } from '../memory/report.js';
 import { analyzeTrace, collectiveTimings } from '../trace/metrics/index.js';
 import { VERSION } from './main.js';
@@ -171,7 +171,7 @@ export async function run(argv: string[]): Promise<number> {
   else process.stdout.write(`\n${renderDoctorText(report)}`);
   if (values.html !== undefined) {
     try {
-      writeFileSync(values.html, html ?? renderDoctorHtml(report));
+      writeReportFile(values.html, html ?? renderDoctorHtml(report), cmd.slice(1), '--html');
       process.stderr.write(`gpuwise doctor: wrote ${values.html}\n`);
     } catch (e) {
       process.stderr.write(`gpuwise doctor: warning: ${values.html} not written (${(e as Error).message}); the same page is ${join(runDir, 'report.html')}\n`);

@@ -249,7 +249,10 @@ class Collector {
   notes(): string[] {
     const out = [...this.problems];
     if (this.oversized > 0) out.push(`${this.oversized} probe line(s) longer than ${MAX_RECORD_BYTES >> 20} MB were skipped`);
-    if (this.sample.droppedOther > 0) out.push(`${this.sample.droppedOther} probe record(s) past the first ${DEFAULT_RECORD_LIMITS.otherRecords} non-step records were not kept`);
+    if (this.sample.droppedOther > 0)
+      out.push(
+        `${this.sample.droppedOther} probe record(s) past the first ${DEFAULT_RECORD_LIMITS.otherRecords} non-step records were not kept`,
+      );
     return out;
   }
 
@@ -338,7 +341,11 @@ async function startGpuSampling(): Promise<GpuSampling> {
   }
 }
 
-function startChild(cmd: string[], env: NodeJS.ProcessEnv, stdio: 'inherit' | ['inherit' | 'ignore', number, number]): Promise<ChildProcess> {
+function startChild(
+  cmd: string[],
+  env: NodeJS.ProcessEnv,
+  stdio: 'inherit' | ['inherit' | 'ignore', number, number],
+): Promise<ChildProcess> {
   return new Promise((ok, fail) => {
     // Own process group: signals are forwarded to the whole job (launchers, ranks, workers) and
     // stragglers can be cleaned up after the main process ends.
@@ -516,10 +523,16 @@ export async function startProbeRun(opts: ProbeRunOptions): Promise<ProbeRun> {
     collector.readFallbackFiles(runDir);
     const endedAtMs = Date.now();
     const notes = collector.notes();
-    if (socketPath === null) notes.push('no Unix socket could be opened for the probes (TMPDIR, /tmp and the run directory refused it): records came from the probes\' files');
-    if (internalError !== null) notes.push(`gpuwise hit an internal error during the run (${internalError}); the figures may be incomplete`);
+    if (socketPath === null)
+      notes.push(
+        "no Unix socket could be opened for the probes (TMPDIR, /tmp and the run directory refused it): records came from the probes' files",
+      );
+    if (internalError !== null)
+      notes.push(`gpuwise hit an internal error during the run (${internalError}); the figures may be incomplete`);
     if (collector.sample.sampled())
-      notes.push('step statistics are taken over a sample of the steps (the first and last 2000 and an even spread between); probe.jsonl in the run directory holds every record');
+      notes.push(
+        'step statistics are taken over a sample of the steps (the first and last 2000 and an even spread between); probe.jsonl in the run directory holds every record',
+      );
     return {
       exit,
       forwardedSignal,

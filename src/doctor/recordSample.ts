@@ -91,7 +91,9 @@ class ProcessSteps {
     const ring = [...this.tail.slice(this.tailStart), ...this.tail.slice(0, this.tailStart)];
     return [...this.head, ...this.middle, ...ring].map(({ record }) => {
       const t = this.gpu.get(record.step);
-      return Array.isArray(record.gpuStepTimes) || t !== undefined ? { ...record, gpuStepTimes: t === undefined ? [] : [[record.step, t]] } : record;
+      return Array.isArray(record.gpuStepTimes) || t !== undefined
+        ? { ...record, gpuStepTimes: t === undefined ? [] : [[record.step, t]] }
+        : record;
     });
   }
 }

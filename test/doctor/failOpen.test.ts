@@ -40,7 +40,11 @@ describe('doctor fails open', () => {
     const out = outDir();
     // The command removes doctor's run directory itself, then keeps sending records and exits 5.
     const script = join(tmp, 'rm-then-send.sh');
-    writeFileSync(script, `#!/bin/sh\nrm -rf "$GPUWISE_RUN_DIR"\nexec ${JSON.stringify(process.execPath)} ${JSON.stringify(SENDER)} --steps 300 --exit 5\n`, { mode: 0o755 });
+    writeFileSync(
+      script,
+      `#!/bin/sh\nrm -rf "$GPUWISE_RUN_DIR"\nexec ${JSON.stringify(process.execPath)} ${JSON.stringify(SENDER)} --steps 300 --exit 5\n`,
+      { mode: 0o755 },
+    );
     const r = await runBounded(bundle, ['doctor', '--out', out, '--', script], { timeoutMs: 60_000, env: env() });
     expect(r.timedOut).toBe(false);
     expect(r.code).toBe(5);
@@ -60,7 +64,7 @@ describe('doctor fails open', () => {
       return ok;
     })();
 
-  it.skipIf(!canMount)('a full disk (a 300 KB tmpfs as --out): exit status is the command\'s, no half-written report.json', async () => {
+  it.skipIf(!canMount)("a full disk (a 300 KB tmpfs as --out): exit status is the command's, no half-written report.json", async () => {
     const mnt = join(tmp, 'full');
     mkdirSync(mnt);
     expect(spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=300k', 'tmpfs', mnt]).status).toBe(0);
@@ -92,7 +96,9 @@ describe('doctor fails open', () => {
     expect(rep.ranks[0]?.steps.medianS).toBeCloseTo(0.0103, 4);
     expect(rep.notes.join('\n')).toContain('sample of the steps');
     // probe.jsonl keeps every record
-    const lines = readFileSync(join(out, 'probe.jsonl'), 'utf8').split('\n').filter((l) => l.includes('"type":"step"')).length;
+    const lines = readFileSync(join(out, 'probe.jsonl'), 'utf8')
+      .split('\n')
+      .filter((l) => l.includes('"type":"step"')).length;
     expect(lines).toBe(300000);
     // Before: about 0.9 KB a step record held in memory (300 000 -> ~400 MB); now a bounded sample.
     expect(r.peakRssMiB).toBeLessThan(250);
@@ -112,13 +118,21 @@ describe('doctor fails open', () => {
     expect(r.peakRssMiB).toBeLessThan(250);
   });
 
-  it('--json: the command\'s own stdout goes to stderr, stdout holds only the report', async () => {
+  it("--json: the command's own stdout goes to stderr, stdout holds only the report", async () => {
     const out = outDir();
-    const r = await runProcess(process.execPath, [bundle, 'doctor', '--out', out, '--json', '--', 'sh', '-c', 'echo hello from the job; exit 6'], env());
+    const r = await runProcess(
+      process.execPath,
+      [bundle, 'doctor', '--out', out, '--json', '--', 'sh', '-c', 'echo hello from the job; exit 6'],
+      env(),
+    );
     expect(r.code).toBe(6);
     expect(() => JSON.parse(r.stdout)).not.toThrow();
     expect(r.stderr).toContain('hello from the job');
-    const md = await runProcess(process.execPath, [bundle, 'doctor', '--out', outDir(), '--md', '--', 'sh', '-c', 'echo hello from the job'], env());
+    const md = await runProcess(
+      process.execPath,
+      [bundle, 'doctor', '--out', outDir(), '--md', '--', 'sh', '-c', 'echo hello from the job'],
+      env(),
+    );
     expect(md.stdout.split('\n')).not.toContain('hello from the job');
     expect(md.stderr).toContain('hello from the job');
   });
