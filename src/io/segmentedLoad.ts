@@ -215,7 +215,12 @@ async function* plainSegments(path: string, source: TraceSource, reuse: boolean)
  * which reports the problem exactly.
  */
 async function* inflatedSegments(path: string, source: TraceSource, workerUrl: URL): AsyncGenerator<Segment> {
-  const options: InflaterOptions = { path, segmentBytes: ONE_THREAD_SEGMENT_BYTES, inFlight: INFLATE_IN_FLIGHT, maxPendingBytes: MAX_PENDING_BYTES };
+  const options: InflaterOptions = {
+    path,
+    segmentBytes: ONE_THREAD_SEGMENT_BYTES,
+    inFlight: INFLATE_IN_FLIGHT,
+    maxPendingBytes: MAX_PENDING_BYTES,
+  };
   const worker = newWorker(workerUrl, { [INFLATE_WORKER_FLAG]: true, ...options });
   const inbox: FromInflater[] = [];
   let problem: string | null = null;
