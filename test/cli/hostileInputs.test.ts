@@ -128,3 +128,21 @@ describe('nvidia-smi files, model configs, run reports', () => {
     );
   });
 });
+
+describe('tune', () => {
+  it('a trial that prints 300 MB at once is not held in memory (before: 710 MB)', async () => {
+    const out = join(tmp, 'tune-burst');
+    // The burst goes to stderr, where tune looks for out-of-memory messages while the trial runs.
+    const script = 'head -c 300000000 /dev/zero | tr "\\0" x >&2; exit 1';
+    const r = await runBounded(
+      bundle,
+      ['tune', '--out', out, '--param', 'b=1..2', '--max-trials', '1', '--', 'sh', '-c', script, 'sh', '{b}'],
+      {
+        timeoutMs: 120_000,
+      },
+    );
+    expect(r.timedOut).toBe(false);
+    expect(r.code).toBe(1);
+    expect(r.peakRssMiB as number).toBeLessThan(250);
+  }, 150_000);
+});
