@@ -57,10 +57,17 @@ export function isGzip(bytes: Uint8Array): boolean {
   return bytes[0] === 0x1f && bytes[1] === 0x8b;
 }
 
-/** Inflates gzip bytes to at most `maxBytes`; one InputError when they are damaged or inflate to more. */
+/**
+ * Inflates gzip bytes to at most `maxBytes`; one InputError when they are damaged or inflate to more. The output is
+ * one buffer of the size the gzip trailer announces (when within the bound), not chunks joined at the end, which
+ * briefly needs twice the size; a wrong announcement only costs the chunked path.
+ */
 export function gunzipLimited(path: string, gz: Uint8Array, maxBytes: number, what: string): Buffer {
+  const announced = gz.length >= 18 ? new DataView(gz.buffer, gz.byteOffset, gz.byteLength).getUint32(gz.length - 4, true) : 0;
+  // (A truncated file has no trailer: an announcement past the bound is not trusted either way.)
+  const chunkSize = announced > 0 && announced <= maxBytes ? announced + 1 : 1 << 20;
   try {
-    return gunzipSync(gz, { maxOutputLength: maxBytes });
+    return gunzipSync(gz, { maxOutputLength: maxBytes, chunkSize });
   } catch (e) {
     const err = e as NodeJS.ErrnoException;
     if (err.code === 'ERR_BUFFER_TOO_LARGE' || /maxOutputLength|larger than/i.test(err.message))
@@ -72,8 +79,9 @@ export function gunzipLimited(path: string, gz: Uint8Array, maxBytes: number, wh
 /** The first bytes gzip data inflates to (at most `n`), without inflating the rest; null when they cannot be read. */
 export function gunzipHead(gz: Uint8Array, n: number): Buffer | null {
   try {
-    // A prefix of the stream, flushed as far as it goes: enough input for `n` bytes of output at any sane ratio.
-    return gunzipSync(gz.subarray(0, Math.min(gz.length, n + 64 * 1024)), { finishFlush: 2 /* Z_SYNC_FLUSH */ }).subarray(0, n);
+    // A 1 KB prefix of the stream, flushed as far as it goes: enough for the first bytes of any real file, and at
+    // most about 1 MB of output however it was compressed (a null when the gzip header alone is longer).
+    return gunzipSync(gz.subarray(0, Math.min(gz.length, 1024)), { finishFlush: 2 /* Z_SYNC_FLUSH */ }).subarray(0, n);
   } catch {
     return null;
   }
