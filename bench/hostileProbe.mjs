@@ -34,6 +34,11 @@ const xml = gunzipSync(readFileSync(join(root, 'test/fixtures/telemetry/nvidia-s
 const htmlDir = join(dir, 'html-dir');
 mkdirSync(htmlDir);
 const trace = join(root, 'examples/traces/resnet_starved.trace.json.gz');
+function gapTrace() {
+  const text = gunzipSync(readFileSync(join(root, 'examples/traces/gpt2_amp.trace.json.gz')));
+  const at = text.indexOf('},{', text.length >> 1) + 2;
+  return put('gap.trace.json.gz', gzipSync(Buffer.concat([text.subarray(0, at), Buffer.alloc(60 << 20, 0x20), text.subarray(at)])));
+}
 
 const cases = [
   [
@@ -63,12 +68,13 @@ const cases = [
   ['compare /dev/zero /dev/zero', ['compare', '/dev/zero', '/dev/zero'], false],
   ['plan --search --gpus 1e12', ['plan', '--model', join(root, 'test/fixtures/planner/configs/gpt2'), '--search', '--gpus', '1e12'], false],
   ['analyze --html into a directory', ['analyze', trace, '--html', htmlDir], true],
+  ['analyze: 60 MB whitespace gap (gzip), GPUWISE_THREADS=3', ['analyze', gapTrace(), '--json'], true, { GPUWISE_THREADS: '3' }],
 ];
 
 const boundedBundle =
   readFileSync(bundle, 'utf8').includes('MAX_STACK_SLOTS') || readFileSync(bundle, 'utf8').includes('more than the planner searches');
 console.log(`bundle: ${bundle}`);
-for (const [name, args, safe] of cases) {
+for (const [name, args, safe, env = {}] of cases) {
   if (!safe && !boundedBundle && !all) {
     console.log(`${name.padEnd(58)} skipped (unbounded in this bundle; --all runs it)`);
     continue;
@@ -77,7 +83,7 @@ for (const [name, args, safe] of cases) {
   rmSync(rss, { force: true });
   const t0 = performance.now();
   const r = spawnSync(process.execPath, ['--import', join(root, 'test/helpers/rssOnExit.mjs'), bundle, ...args], {
-    env: { ...process.env, GPUWISE_TEST_RSS_FILE: rss, GPUWISE_STORE: join(dir, 'store') },
+    env: { ...process.env, ...env, GPUWISE_TEST_RSS_FILE: rss, GPUWISE_STORE: join(dir, 'store') },
     encoding: 'utf8',
     timeout: 300_000,
     maxBuffer: 1 << 28,

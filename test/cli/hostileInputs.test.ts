@@ -3,10 +3,10 @@
  * and peak memory bounded (test/helpers/bounded.ts): one clear line, exit 2, never "internal error", a stack
  * trace, a hang or gigabytes. Figures before and after are in docs/telemetry.md and the issue's closing note.
  */
-import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, truncateSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, truncateSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { constants, createGzip, gzipSync } from 'node:zlib';
+import { constants, createGzip, gunzipSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildBundle } from '../cliBundle.js';
 import { runBounded } from '../helpers/bounded.js';
@@ -144,5 +144,22 @@ describe('tune', () => {
     expect(r.timedOut).toBe(false);
     expect(r.code).toBe(1);
     expect(r.peakRssMiB as number).toBeLessThan(250);
+  }, 150_000);
+});
+
+describe('traces', () => {
+  it('a 60 MB whitespace gap in a gzip trace is searched for a cut in linear time (before: 21 s with 3 threads)', async () => {
+    const text = gunzipSync(readFileSync(join(REPO, 'examples', 'traces', 'gpt2_amp.trace.json.gz')));
+    const at = text.indexOf('},{', text.length >> 1) + 2;
+    const p = file('gap.trace.json.gz', gzipSync(Buffer.concat([text.subarray(0, at), Buffer.alloc(60 << 20, 0x20), text.subarray(at)])));
+    for (const threads of ['1', '3']) {
+      const r = await runBounded(bundle, ['analyze', p, '--json'], {
+        timeoutMs: 60_000,
+        env: { ...process.env, GPUWISE_THREADS: threads },
+      });
+      expect(r.code).toBe(0);
+      expect(r.wallMs).toBeLessThan(15_000);
+      expect(r.peakRssMiB as number).toBeLessThan(700);
+    }
   }, 150_000);
 });
