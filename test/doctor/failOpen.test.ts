@@ -20,6 +20,11 @@ const SENDER = join(REPO, 'bench', 'doctor', 'sendRecords.mjs');
 const env = (extra: Record<string, string | undefined> = {}) => pyEnv({ GPUWISE_STORE: join(tmp, 'store'), ...extra });
 let n = 0;
 const outDir = () => join(tmp, `run${n++}`);
+/** Removes the run directory a fallback put in /tmp (named on stderr). */
+const cleanUpRunDir = (stderr: string) => {
+  const m = /this run's directory is (\S+)/.exec(stderr);
+  if (m?.[1]?.startsWith('/tmp/gpuwise-runs/')) rmSync(m[1], { recursive: true, force: true });
+};
 /** A TMPDIR that is a file: nothing can be created in it. */
 const badTmp = () => {
   const f = join(tmp, 'tmpdir-is-a-file');
@@ -148,6 +153,7 @@ describe('doctor fails open', () => {
         env: env({ TMPDIR: badTmp() }),
         cwd,
       });
+      cleanUpRunDir(r.stderr);
       expect(r.code).toBe(7);
       expect(r.stderr).toMatch(/gpuwise-runs cannot be created .*this run's directory is \/tmp\/gpuwise-runs\//);
       expect(r.stdout).toContain('20 steps');
@@ -160,6 +166,7 @@ describe('doctor fails open', () => {
         env: env({ TMPDIR: badTmp() }),
         cwd,
       });
+      cleanUpRunDir(r.stderr);
       expect(r.code).toBe(7);
       expect(r.stdout).toContain('20 steps');
     }
