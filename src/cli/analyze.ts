@@ -1,12 +1,12 @@
 /** `gpuwise analyze <trace|dir>...`: diagnose torch.profiler traces. */
-import { readdir, stat, writeFile } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SEVERITIES, type Severity } from '../findings/finding.js';
 import { severityRank } from '../findings/rank.js';
 import { InputError } from '../io/inputError.js';
 import { describeFsError } from '../io/readTrace.js';
+import { checkHtmlTarget, writeReportFile } from '../io/reportTarget.js';
 import { loadTrace } from '../io/loadTrace.js';
-import { checkHtmlTarget } from '../io/reportTarget.js';
 import type { AnalyzeReport } from '../report/analyzeReport.js';
 import { type AnalysedInput, analyzeJson, buildAnalyzeRuns } from '../report/analyzeRuns.js';
 import { renderHtml } from '../report/html.js';
@@ -105,7 +105,7 @@ export async function run(argv: string[]): Promise<number> {
   }
   if (!runs.judgedAny) return EXIT_BAD_INPUT; // nothing could be judged: never "no findings" for absent data
   if (values.html !== undefined) {
-    await writeFile(values.html, renderHtml(reports[0]!));
+    writeReportFile(values.html, renderHtml(reports[0]!), files, '--html');
     process.stderr.write(`gpuwise analyze: wrote ${values.html}\n`);
   }
   return Math.max(...reports.map((r) => exitCode(r, failOn as Severity | undefined)));
@@ -142,3 +142,4 @@ export async function collectTraceFiles(paths: string[]): Promise<string[]> {
   }
   return out;
 }
+

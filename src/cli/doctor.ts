@@ -15,7 +15,7 @@ import type { DoctorReport } from '../doctor/report.js';
 import { type ProbeRecord, rankOf } from '../run/records.js';
 import { InputError } from '../io/inputError.js';
 import { analyseSnapshotFiles, analyseTraceFiles, type CaptureRef } from '../io/captures.js';
-import { checkHtmlTarget } from '../io/reportTarget.js';
+import { checkHtmlTarget, writeReportFile } from '../io/reportTarget.js';
 import { VERSION } from './main.js';
 import { type ProbeRun, makeRunDir, startProbeRun } from './probeRun.js';
 import { printDoctorReport, rediagnoseRunDir } from './rediagnose.js';
@@ -148,12 +148,13 @@ export async function run(argv: string[]): Promise<number> {
 
   let probeRun: ProbeRun;
   try {
-    probeRun = await startProbeRun({ cmd, runDir, env: probeEnv });
+    // Under --json/--md stdout holds the report alone (`doctor --json -- ... | jq`): the command's output goes to stderr.
+    probeRun = await startProbeRun({ cmd, runDir, env: probeEnv, output: values.json || values.md ? 'stderr' : undefined });
   } catch (e) {
     if (created) rmSync(runDir, { recursive: true, force: true }); // created by this run, holds nothing
     throw e;
   }
-  const { exit, forwardedSignal, records, skippedLines, gpuSamples, gpuUnavailableReason, endedAtMs: ended } = await probeRun.done;
+  const { exit, forwardedSignal, records, stepRecordsByPid, skippedLines, notes, gpuSamples, gpuUnavailableReason, endedAtMs: ended } = await probeRun.done;
   const parsed = { records, skippedLines };
   const captured = capturesOf(parsed.records);
   const [traces, snapshots] = [await analyseTraceFiles(captured.traces), await analyseSnapshotFiles(captured.snapshots)];
@@ -166,31 +167,38 @@ export async function run(argv: string[]): Promise<number> {
     exit,
     forwardedSignal,
     records: parsed.records,
+    stepRecordsByPid,
     skippedLines: parsed.skippedLines,
     traces,
     snapshots,
     gpuSamples,
     gpuUnavailableReason,
-    notes: [],
+    notes,
   };
   const report = buildDoctorReport(input);
-  if (report.planModel) writeFileSync(join(runDir, 'model.json'), `${JSON.stringify(report.planModel, null, 2)}\n`, { flag: 'wx' });
-  writeFileSync(join(runDir, 'report.json'), `${JSON.stringify(report, null, 2)}\n`, { flag: 'wx' });
-  // The Markdown and HTML copies are a convenience: failing to write them must not cost the run its exit status.
+  // The run directory may be gone or full (removed mid-run, a full disk): the report still reaches stdout and the
+  // exit status stays the command's.
   let html: string | null = null;
+  let reportKept = false;
   try {
+    if (report.planModel) writeFileSync(join(runDir, 'model.json'), `${JSON.stringify(report.planModel, null, 2)}\n`, { flag: 'wx' });
+    writeFileSync(join(runDir, 'report.json'), `${JSON.stringify(report, null, 2)}\n`, { flag: 'wx' });
+    reportKept = true;
+    // The Markdown and HTML copies are a convenience: failing to write them must not cost the run its exit status.
     html = renderDoctorHtml(report);
     writeFileSync(join(runDir, 'report.md'), renderDoctorMarkdown(report), { flag: 'wx' });
     writeFileSync(join(runDir, 'report.html'), html, { flag: 'wx' });
   } catch (e) {
-    process.stderr.write(`gpuwise doctor: warning: report.md/report.html not written in ${runDir}: ${(e as Error).message}\n`);
+    process.stderr.write(`gpuwise doctor: warning: the report was not kept in ${runDir}: ${(e as Error).message}\n`);
+    // A half-written report.json (a full disk) would read as a damaged run later: leave none.
+    if (!reportKept && (e as NodeJS.ErrnoException).code !== 'EEXIST') rmSync(join(runDir, 'report.json'), { force: true });
   }
   if (values.json) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
   else if (values.md) process.stdout.write(`\n${renderDoctorMarkdown(report)}`);
   else process.stdout.write(`\n${renderDoctorText(report)}`);
   if (values.html !== undefined) {
     try {
-      writeFileSync(values.html, html ?? renderDoctorHtml(report));
+      writeReportFile(values.html, html ?? renderDoctorHtml(report), cmd.slice(1), '--html');
       process.stderr.write(`gpuwise doctor: wrote ${values.html}\n`);
     } catch (e) {
       process.stderr.write(`gpuwise doctor: warning: ${values.html} not written (${(e as Error).message}); the same page is ${join(runDir, 'report.html')}\n`);

@@ -5,12 +5,13 @@
  * (telemetry/sampler.ts).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readSync, readdirSync, rmSync, writeSync } from 'node:fs';
 import { type Server, type Socket, createServer } from 'node:net';
 import { constants as osConstants, tmpdir } from 'node:os';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ChildExit } from '../doctor/report.js';
+import { DEFAULT_RECORD_LIMITS, RecordSample } from '../doctor/recordSample.js';
 import { type ProbeRecord, parseProbeLines } from '../doctor/records.js';
 import { InputError } from '../io/inputError.js';
 import type { Snapshot } from '../telemetry/sample.js';
@@ -50,68 +51,261 @@ export function makeRunDir(out: string | undefined, now: Date, prefix = ''): { r
       if (entries.length > 0) throw new InputError(out, 'exists and is not empty (gpuwise never overwrites a run; choose another --out)');
       return { runDir: dir, created: false };
     }
-    mkdirSync(dir, { recursive: true });
+    try {
+      mkdirSync(dir, { recursive: true });
+    } catch (e) {
+      throw new InputError(out, `cannot be created (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+    }
     return { runDir: dir, created: true };
   }
-  const base = resolve('gpuwise-runs', `${prefix}${stamp(now)}`);
-  let dir = base;
-  for (let i = 2; existsSync(dir); i++) dir = `${base}-${i}`;
-  mkdirSync(dir, { recursive: true });
-  return { runDir: dir, created: true };
+  // ./gpuwise-runs, else (a read-only or full current directory) the temporary directory, else /tmp: a place
+  // for gpuwise's records must never be the reason the training does not start.
+  let firstProblem: string | null = null;
+  for (const parent of [resolve('gpuwise-runs'), join(tmpdir(), 'gpuwise-runs'), '/tmp/gpuwise-runs']) {
+    const base = join(parent, `${prefix}${stamp(now)}`);
+    let dir = base;
+    try {
+      for (let i = 2; existsSync(dir); i++) dir = `${base}-${i}`;
+      mkdirSync(dir, { recursive: true });
+    } catch (e) {
+      firstProblem ??= `${parent} cannot be created (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`;
+      continue;
+    }
+    if (firstProblem !== null) process.stderr.write(`gpuwise: warning: ${firstProblem}; this run's directory is ${dir}\n`);
+    return { runDir: dir, created: true };
+  }
+  throw new InputError('gpuwise-runs', `no run directory could be created (${firstProblem}); give one with --out`);
 }
 
-/** Collects JSON lines from every probe connection into probe.jsonl (and memory). */
+/** The longest probe record read (a model record with a large config is well under 1 MB); longer lines are skipped. */
+export const MAX_RECORD_BYTES = 8 << 20;
+
+/**
+ * Cuts a byte stream into lines without ever holding more than `maxLineBytes` of one: a line past the limit
+ * (a probe gone wrong, or anything else writing to the socket) is counted and skipped up to its newline.
+ */
+export class LineCutter {
+  private parts: Buffer[] = [];
+  private partsBytes = 0;
+  private skipping = false;
+  /** Lines longer than the limit. */
+  oversized = 0;
+
+  constructor(
+    private readonly onLine: (line: Buffer) => void,
+    private readonly maxLineBytes = MAX_RECORD_BYTES,
+  ) {}
+
+  push(chunk: Buffer): void {
+    let from = 0;
+    for (;;) {
+      const nl = chunk.indexOf(10, from);
+      if (nl < 0) {
+        this.hold(chunk.subarray(from));
+        return;
+      }
+      this.hold(chunk.subarray(from, nl + 1));
+      if (!this.skipping) this.onLine(this.parts.length === 1 ? (this.parts[0] as Buffer) : Buffer.concat(this.parts, this.partsBytes));
+      this.skipping = false;
+      this.parts = [];
+      this.partsBytes = 0;
+      from = nl + 1;
+    }
+  }
+
+  /** The last line of a stream that did not end with a newline (a process killed mid-write). */
+  end(): void {
+    if (!this.skipping && this.partsBytes > 0) this.onLine(Buffer.concat([...this.parts, Buffer.from('\n')]));
+    this.parts = [];
+    this.partsBytes = 0;
+    this.skipping = false;
+  }
+
+  private hold(b: Buffer): void {
+    if (this.skipping || b.length === 0) return;
+    if (this.partsBytes + b.length > this.maxLineBytes) {
+      this.oversized++;
+      this.skipping = true;
+      this.parts = [];
+      this.partsBytes = 0;
+      return;
+    }
+    // A copy: the socket may reuse its buffers.
+    this.parts.push(Buffer.from(b));
+    this.partsBytes += b.length;
+  }
+}
+
+/** What the collector could not keep, in words for the report's notes. */
+function fsProblem(e: unknown): string {
+  const err = e as NodeJS.ErrnoException;
+  return err.code ? `${err.code}: ${err.message.replace(/^\w+: /, '')}` : String((e as Error)?.message ?? e);
+}
+
+/**
+ * Collects JSON lines from every probe connection: each line is appended to probe.jsonl as it arrives (no
+ * buffering beyond the line being read) and added to a bounded in-memory sample (doctor/recordSample.ts).
+ * Nothing here may stop the training: a failed write (the run directory removed, a full disk) is noted, the
+ * file is given up and collecting goes on in memory.
+ */
 class Collector {
-  readonly lines: string[] = [];
+  readonly sample = new RecordSample();
+  skippedLines = 0;
+  private oversized = 0;
+  private readonly problems: string[] = [];
+  private logFd: number | null = null;
+  private logBytes = 0;
   private readonly conns = new Set<Socket>();
   private readonly server: Server;
 
   constructor(
-    readonly socketPath: string,
-    private readonly logPath: string,
-    private readonly onLines?: (complete: string) => void,
+    logPath: string,
+    private readonly onRecord?: (r: ProbeRecord) => void,
   ) {
+    try {
+      this.logFd = openSync(logPath, 'a');
+    } catch (e) {
+      this.problems.push(`probe.jsonl could not be created (${fsProblem(e)}): the records were kept in memory only`);
+    }
     this.server = createServer((c) => {
       this.conns.add(c);
-      let pending = '';
-      c.setEncoding('utf8');
-      c.on('data', (chunk: string) => {
-        pending += chunk;
-        const cut = pending.lastIndexOf('\n');
-        if (cut < 0) return;
-        const complete = pending.slice(0, cut + 1);
-        pending = pending.slice(cut + 1);
-        this.take(complete);
-      });
+      const cutter = new LineCutter((line) => this.take(line, true));
+      c.on('data', (chunk: Buffer) => cutter.push(chunk));
       c.on('close', () => {
-        if (pending) this.take(`${pending}\n`);
+        cutter.end();
+        this.oversized += cutter.oversized;
         this.conns.delete(c);
       });
       c.on('error', () => undefined);
     });
   }
 
-  private take(complete: string): void {
-    this.lines.push(complete);
-    writeFileSync(this.logPath, complete, { flag: 'a' });
-    this.onLines?.(complete);
+  /** One complete line (with its newline): parsed and kept in the sample; when `log` (it came from the socket), also written to probe.jsonl and passed to `onRecord`. */
+  take(line: Buffer, log: boolean): void {
+    if (log && this.logFd !== null) {
+      try {
+        let off = 0;
+        while (off < line.length) off += writeSync(this.logFd, line, off, line.length - off);
+        this.logBytes += line.length;
+      } catch (e) {
+        this.problems.push(`probe.jsonl stopped after ${this.logBytes} bytes (${fsProblem(e)}): later records were kept in memory only`);
+        try {
+          closeSync(this.logFd);
+        } catch {
+          // already unusable
+        }
+        this.logFd = null;
+      }
+    }
+    const parsed = parseProbeLines(line.toString('utf8'));
+    this.skippedLines += parsed.skippedLines;
+    for (const r of parsed.records) {
+      this.sample.add(r);
+      try {
+        if (log) this.onRecord?.(r);
+      } catch {
+        // a caller's callback must not stop the collection
+      }
+    }
   }
 
-  listen(): Promise<void> {
+  /** Reads the probes' fallback files (records written while no collector listened) through the same limits. */
+  readFallbackFiles(runDir: string): void {
+    let names: string[];
+    try {
+      names = readdirSync(runDir).filter((f) => /^probe-\d+\.jsonl$/.test(f));
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') this.problems.push(`${runDir} could not be read (${fsProblem(e)})`);
+      else this.problems.push(`the run directory ${runDir} was removed during the run: only the records sent to doctor were kept`);
+      return;
+    }
+    const buf = Buffer.alloc(1 << 20);
+    for (const name of names) {
+      const cutter = new LineCutter((line) => this.take(line, false));
+      let fd: number;
+      try {
+        fd = openSync(join(runDir, name), 'r');
+      } catch (e) {
+        this.problems.push(`${name} could not be read (${fsProblem(e)})`);
+        continue;
+      }
+      try {
+        for (;;) {
+          const n = readSync(fd, buf, 0, buf.length, null);
+          if (n <= 0) break;
+          cutter.push(buf.subarray(0, n));
+        }
+        cutter.end();
+      } catch (e) {
+        this.problems.push(`${name} could not be read to its end (${fsProblem(e)})`);
+      } finally {
+        closeSync(fd);
+      }
+      this.oversized += cutter.oversized;
+    }
+  }
+
+  /** What could not be kept, for the report's notes. */
+  notes(): string[] {
+    const out = [...this.problems];
+    if (this.oversized > 0) out.push(`${this.oversized} probe line(s) longer than ${MAX_RECORD_BYTES >> 20} MB were skipped`);
+    if (this.sample.droppedOther > 0)
+      out.push(
+        `${this.sample.droppedOther} probe record(s) past the first ${DEFAULT_RECORD_LIMITS.otherRecords} non-step records were not kept`,
+      );
+    return out;
+  }
+
+  listen(socketPath: string): Promise<void> {
     return new Promise((ok, fail) => {
-      this.server.once('error', fail);
-      this.server.listen(this.socketPath, () => ok());
+      const onError = (e: Error) => fail(e);
+      this.server.once('error', onError);
+      this.server.listen(socketPath, () => {
+        this.server.off('error', onError);
+        this.server.on('error', () => undefined);
+        ok();
+      });
     });
   }
 
-  /** Waits (at most `graceMs`) for the probes' connections to end, then closes. */
-  async close(graceMs: number): Promise<void> {
+  /** Waits (at most `graceMs`) for the probes' connections to end, then closes (and removes `socketPath`). */
+  async close(graceMs: number, socketPath: string | null): Promise<void> {
     const until = Date.now() + graceMs;
     while (this.conns.size > 0 && Date.now() < until) await sleep(20);
     for (const c of this.conns) c.destroy();
-    await new Promise<void>((ok) => this.server.close(() => ok()));
-    rmSync(this.socketPath, { force: true });
+    if (this.server.listening) await new Promise<void>((ok) => this.server.close(() => ok()));
+    if (socketPath) rmSync(socketPath, { force: true });
+    if (this.logFd !== null) {
+      try {
+        closeSync(this.logFd);
+      } catch (e) {
+        this.problems.push(`probe.jsonl could not be closed (${fsProblem(e)})`);
+      }
+      this.logFd = null;
+    }
   }
+}
+
+/**
+ * Where the collector listens: a Unix socket in the temporary directory, else /tmp, else the run directory
+ * (an unusable TMPDIR must not stop the run); null when none works, and the probes write their records to
+ * files in the run directory instead.
+ */
+async function listenSomewhere(collector: Collector, runDir: string): Promise<string | null> {
+  const name = `gpuwise-${process.pid}-${Math.random().toString(36).slice(2, 8)}.sock`;
+  const dirs: string[] = [];
+  for (const d of [tmpdir(), '/tmp', runDir]) if (!dirs.includes(d)) dirs.push(d);
+  for (const d of dirs) {
+    const path = join(d, name);
+    if (Buffer.byteLength(path) > 100) continue; // sun_path holds 108 bytes
+    try {
+      await collector.listen(path);
+      return path;
+    } catch {
+      // next place
+    }
+  }
+  return null;
 }
 
 export const sleep = (ms: number) => new Promise<void>((ok) => setTimeout(ok, ms));
@@ -147,7 +341,11 @@ async function startGpuSampling(): Promise<GpuSampling> {
   }
 }
 
-function startChild(cmd: string[], env: NodeJS.ProcessEnv, stdio: 'inherit' | ['ignore', number, number]): Promise<ChildProcess> {
+function startChild(
+  cmd: string[],
+  env: NodeJS.ProcessEnv,
+  stdio: 'inherit' | ['inherit' | 'ignore', number, number],
+): Promise<ChildProcess> {
   return new Promise((ok, fail) => {
     // Own process group: signals are forwarded to the whole job (launchers, ranks, workers) and
     // stragglers can be cleaned up after the main process ends.
@@ -189,12 +387,6 @@ async function reapGroup(pgid: number): Promise<void> {
   if (groupAlive(pgid)) killGroup(pgid, 'SIGKILL');
 }
 
-function readFallbackRecords(runDir: string): string[] {
-  return readdirSync(runDir)
-    .filter((f) => /^probe-\d+\.jsonl$/.test(f))
-    .map((f) => readFileSync(join(runDir, f), 'utf8'));
-}
-
 export interface ProbeRunOptions {
   /** The command and its arguments, run unchanged. */
   cmd: string[];
@@ -202,8 +394,11 @@ export interface ProbeRunOptions {
   runDir: string;
   /** Probe settings added to the environment (GPUWISE_MAX_STEPS, GPUWISE_PROFILE_STEPS, ...). */
   env?: Record<string, string>;
-  /** Where the command's stdout and stderr go: inherited (default), or these files (created, never overwritten). */
-  output?: { stdoutPath: string; stderrPath: string };
+  /**
+   * Where the command's stdout and stderr go: inherited (default); `stderr`: both to gpuwise's stderr (so that
+   * gpuwise's stdout holds only its report: `doctor --json | jq`); or these files (created, never overwritten).
+   */
+  output?: { stdoutPath: string; stderrPath: string } | 'stderr';
   /** Sample the GPUs once a second with the telemetry sampler (default true). */
   sampleGpus?: boolean;
   /** Each record as it arrives on the socket (records written to fallback files are read only at the end). */
@@ -212,12 +407,17 @@ export interface ProbeRunOptions {
 
 export interface ProbeRunResult {
   exit: ChildExit;
-  /** The signal forwarded to the command's process group (SIGINT/SIGTERM received by gpuwise). */
+  /** The signal forwarded to the command's process group (SIGINT, SIGTERM, SIGHUP or SIGQUIT received by gpuwise). */
   forwardedSignal: string | null;
   /** Why gpuwise ended the command itself (`stop()`), null when it ended on its own or by a forwarded signal. */
   stoppedBy: string | null;
+  /** Every non-step record and a bounded sample of each process's step records (doctor/recordSample.ts). */
   records: ProbeRecord[];
+  /** Step records received per process id, all of them (`records` may hold a sample). */
+  stepRecordsByPid: Record<number, number>;
   skippedLines: number;
+  /** What the collector could not keep (a failed write to the run directory, oversized lines), for the report. */
+  notes: string[];
   gpuSamples: Snapshot[] | null;
   gpuUnavailableReason: string | null;
   startedAtMs: number;
@@ -240,41 +440,33 @@ export async function startProbeRun(opts: ProbeRunOptions): Promise<ProbeRun> {
   const { cmd, runDir } = opts;
   const startedAtMs = Date.now();
   const probeDir = probeRoot();
-  const socketPath = join(tmpdir(), `gpuwise-${process.pid}-${Math.random().toString(36).slice(2, 8)}.sock`);
-  const onRecord = opts.onRecord;
-  const collector = new Collector(
-    socketPath,
-    join(runDir, 'probe.jsonl'),
-    onRecord
-      ? (complete) => {
-          for (const r of parseProbeLines(complete).records) onRecord(r);
-        }
-      : undefined,
-  );
-  await collector.listen();
+  const collector = new Collector(join(runDir, 'probe.jsonl'), opts.onRecord);
+  const socketPath = await listenSomewhere(collector, runDir);
 
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     // Only the boot folder: it loads the probe under a private name, so a `gpuwise` module of the user's still wins.
     PYTHONPATH: [join(probeDir, 'gpuwise', 'boot'), process.env.PYTHONPATH].filter((p) => p).join(delimiter),
-    GPUWISE_SOCKET: socketPath,
     GPUWISE_RUN_DIR: runDir,
     ...opts.env,
   };
+  if (socketPath) env.GPUWISE_SOCKET = socketPath;
+  else delete env.GPUWISE_SOCKET;
 
   const gpu: GpuSampling = opts.sampleGpus === false ? { reason: 'not sampled' } : await startGpuSampling();
   let child: ChildProcess;
   const fds: number[] = [];
   try {
-    let stdio: 'inherit' | ['ignore', number, number] = 'inherit';
-    if (opts.output) {
+    let stdio: 'inherit' | ['inherit' | 'ignore', number, number] = 'inherit';
+    if (opts.output === 'stderr') stdio = ['inherit', 2, 2];
+    else if (opts.output) {
       fds.push(openSync(opts.output.stdoutPath, 'wx'), openSync(opts.output.stderrPath, 'wx'));
       stdio = ['ignore', fds[0] as number, fds[1] as number];
     }
     child = await startChild(cmd, env, stdio);
   } catch (e) {
     if ('stop' in gpu) await gpu.stop();
-    await collector.close(0);
+    await collector.close(0, socketPath);
     throw e;
   } finally {
     for (const fd of fds) closeSync(fd); // the child holds its own copies
@@ -288,14 +480,31 @@ export async function startProbeRun(opts: ProbeRunOptions): Promise<ProbeRun> {
   const forward = (sig: NodeJS.Signals) => {
     forwardedSignal = sig;
     forwards++;
-    // A third Ctrl-C means it: kill the job.
+    // A third signal means it: kill the job.
     killGroup(pgid, forwards >= 3 ? 'SIGKILL' : sig);
   };
-  const onInt = () => forward('SIGINT');
-  const onTerm = () => forward('SIGTERM');
-  // gpuwise itself is going away (a bug, a kill): leave no orphan behind.
+  // SIGHUP (the SSH session dropped, the terminal closed) and SIGQUIT reach only gpuwise: the child has its own
+  // process group. Forwarded like SIGINT/SIGTERM so the training and its DataLoader workers are never orphaned.
+  const handlers = FORWARDED.map((sig) => [sig, () => forward(sig)] as const);
+  // gpuwise itself is going away (a kill, a bug): leave no orphan behind.
   const onExit = () => killGroup(pgid, 'SIGKILL');
-  process.on('SIGINT', onInt).on('SIGTERM', onTerm).on('exit', onExit);
+  // A bug in gpuwise while the training runs must not end the training: say so once and keep waiting for it.
+  let internalError: string | null = null;
+  const onUncaught = (e: unknown) => {
+    if (internalError !== null) return;
+    internalError = (e as Error)?.message ?? String(e);
+    try {
+      process.stderr.write(`gpuwise: warning: internal error while the command runs (${internalError}); the command goes on\n`);
+    } catch {
+      // stderr is gone (a closed terminal)
+    }
+  };
+  // Writes to a terminal that went away (SIGHUP) fail with EIO/EPIPE: never a reason to stop.
+  const onStdioError = () => undefined;
+  for (const [sig, h] of handlers) process.on(sig, h);
+  process.on('exit', onExit).on('uncaughtException', onUncaught);
+  process.stdout.on('error', onStdioError);
+  process.stderr.on('error', onStdioError);
 
   const exited = new Promise<ChildExit>((ok) => {
     child.once('exit', (code, signal) => {
@@ -308,17 +517,31 @@ export async function startProbeRun(opts: ProbeRunOptions): Promise<ProbeRun> {
     const exit = await exited;
     if (killTimer) clearTimeout(killTimer);
     await reapGroup(pgid);
-    process.off('SIGINT', onInt).off('SIGTERM', onTerm).off('exit', onExit);
+    for (const [sig, h] of handlers) process.off(sig, h);
+    process.off('exit', onExit).off('uncaughtException', onUncaught);
     if ('stop' in gpu) await gpu.stop();
-    await collector.close(1000);
+    await collector.close(1000, socketPath);
+    collector.readFallbackFiles(runDir);
     const endedAtMs = Date.now();
-    const parsed = parseProbeLines([...collector.lines, ...readFallbackRecords(runDir)].join(''));
+    const notes = collector.notes();
+    if (socketPath === null)
+      notes.push(
+        "no Unix socket could be opened for the probes (TMPDIR, /tmp and the run directory refused it): records came from the probes' files",
+      );
+    if (internalError !== null)
+      notes.push(`gpuwise hit an internal error during the run (${internalError}); the figures may be incomplete`);
+    if (collector.sample.sampled())
+      notes.push(
+        'step statistics are taken over a sample of the steps (the first and last 2000 and an even spread between); probe.jsonl in the run directory holds every record',
+      );
     return {
       exit,
       forwardedSignal,
       stoppedBy,
-      records: parsed.records,
-      skippedLines: parsed.skippedLines,
+      records: collector.sample.records(),
+      stepRecordsByPid: collector.sample.stepCounts(),
+      skippedLines: collector.skippedLines,
+      notes,
       gpuSamples: 'samples' in gpu ? gpu.samples : null,
       gpuUnavailableReason: 'reason' in gpu ? gpu.reason : null,
       startedAtMs,
@@ -338,3 +561,6 @@ export async function startProbeRun(opts: ProbeRunOptions): Promise<ProbeRun> {
     },
   };
 }
+
+/** The signals gpuwise passes on to the command's process group. */
+export const FORWARDED: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'];

@@ -4,6 +4,7 @@
  * predicting it from the measured memory (src/tune/predict.ts) instead of bisecting blindly.
  */
 import { closeSync, mkdirSync, openSync, readSync, rmSync, writeFileSync } from 'node:fs';
+import { StringDecoder } from 'node:string_decoder';
 import { join } from 'node:path';
 import { type SearchSpace, conclude, curveValues, decideNext } from '../tune/predict.js';
 import { checkHtmlTarget } from '../io/reportTarget.js';
@@ -109,29 +110,37 @@ function shellQuote(args: string[]): string {
 class FileTail {
   private offset = 0;
   private text = '';
+  /** UTF-8 split across reads stays whole. */
+  private readonly decoder = new StringDecoder('utf8');
   constructor(private readonly path: string) {}
-  read(): string {
+  /**
+   * Reads what the file gained; each chunk goes to `sink` (--show-output) and only the last 16 KB are kept: a trial
+   * that prints 300 MB at once must not be held in memory (it was: 710 MB).
+   */
+  read(sink?: (text: string) => void): boolean {
     let fd: number;
     try {
       fd = openSync(this.path, 'r');
     } catch {
-      return '';
+      return false;
     }
     const buf = Buffer.alloc(1 << 16);
-    let got = '';
+    let any = false;
     try {
       for (;;) {
         const n = readSync(fd, buf, 0, buf.length, this.offset);
         if (n <= 0) break;
         this.offset += n;
-        got += buf.toString('utf8', 0, n);
+        any = true;
+        const got = this.decoder.write(buf.subarray(0, n));
+        sink?.(got);
+        // Keep the end only: enough for the last lines and a message split across reads.
+        this.text = (this.text + got).slice(-16384);
       }
     } finally {
       closeSync(fd);
     }
-    // Keep the end only: enough for the last lines and a message split across reads.
-    this.text = (this.text + got).slice(-16384);
-    return got;
+    return any;
   }
   lastLines(n: number): string[] {
     return this.text
@@ -189,9 +198,9 @@ async function runTrial(opts: {
       }, opts.timeoutS * 1000)
     : null;
   const poll = () => {
-    const o = out.read();
-    const e = err.read();
-    if (opts.showOutput) process.stderr.write(o + e);
+    const echo = opts.showOutput ? (t: string) => process.stderr.write(t) : undefined;
+    out.read(echo);
+    const e = err.read(echo);
     if (!oomSeen && e && err.matches(OOM_TEXT)) stopForOom();
   };
   const poller = setInterval(poll, 200);

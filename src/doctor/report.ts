@@ -69,6 +69,8 @@ export interface DoctorInput {
   /** Doctor forwarded SIGINT/SIGTERM to the child. */
   forwardedSignal: string | null;
   records: ProbeRecord[];
+  /** Step records received per process id when `records` holds only a sample of them (cli/probeRun.ts); absent: all are in `records`. */
+  stepRecordsByPid?: Record<number, number>;
   skippedLines: number;
   traces: TraceInput[];
   snapshots: SnapshotInput[];
@@ -481,7 +483,7 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
       rankFromEnv: (recs[0] as ProbeRecord).rank !== null,
       pid,
       localRank: h?.localRank ?? null,
-      steps: stepStats(steps, gpuStepTimesOf(recs)),
+      steps: { ...stepStats(steps, gpuStepTimesOf(recs)), steps: input.stepRecordsByPid?.[pid] ?? steps.length },
       allocator: lastMem,
       nvmlUsedBytes: nvml,
       nonAllocatorBytes: nvml !== null && lastMem !== null ? nvml - lastMem.peakReservedBytes : null,

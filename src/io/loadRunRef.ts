@@ -6,6 +6,12 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DoctorReport } from '../doctor/report.js';
 import { parseDoctorReport } from '../doctor/reportCheck.js';
+import { renderDoctorHtml } from '../doctor/html.js';
+import { renderDoctorMarkdown } from '../doctor/markdown.js';
+import { renderDoctorText } from '../doctor/render.js';
+import { compareRuns } from '../history/compare.js';
+import { renderComparisonMarkdown, renderComparisonText } from '../history/render.js';
+import { stripControlChars } from '../util/controlChars.js';
 import { InputError } from './inputError.js';
 import { readTextInput } from './readTextInput.js';
 import { loadRun, resolveRunRefNoted } from './runStore.js';
@@ -25,10 +31,35 @@ export interface LoadedRun {
 /** Reads RUN_DIR/report.json or a report file; InputError with one line when it is not a doctor report. */
 export function readReportFile(path: string): { report: DoctorReport; file: string } {
   const { file, text } = readTextInput(path, 'report.json', 'not a doctor run directory?');
+  let report: DoctorReport;
   try {
-    return { report: parseDoctorReport(text), file };
+    report = parseDoctorReport(text);
   } catch (e) {
     throw new InputError(file, (e as Error).message);
+  }
+  return { report: readableReport(report, file), file };
+}
+
+/**
+ * A report from outside (a file, the history) as every reader will take it: its strings without terminal control
+ * characters (a report.json could recolour or retitle the terminal through `runs show`), and proven readable by
+ * the renderers of `runs show` and `compare`, so a damaged field is one line naming the file, never an internal
+ * error deep in a renderer.
+ */
+export function readableReport(report: DoctorReport, where: string): DoctorReport {
+  try {
+    const clean = stripControlChars(report);
+    renderDoctorText(clean);
+    renderDoctorMarkdown(clean);
+    renderDoctorHtml(clean);
+    const run = { label: where, id: null, report: clean };
+    const c = compareRuns(run, run);
+    renderComparisonText(c);
+    renderComparisonMarkdown(c);
+    JSON.stringify(c);
+    return clean;
+  } catch (e) {
+    throw new InputError(where, `is a damaged gpuwise doctor report (${e instanceof Error ? e.message : String(e)})`);
   }
 }
 
@@ -44,5 +75,6 @@ export async function loadRunRef(ref: string, storeDir: string, opts: { measured
   }
   const { id, note } = await resolveRunRefNoted(storeDir, ref, opts);
   const { report } = await loadRun(storeDir, id);
-  return { label: id, id, report, source: join(storeDir, 'runs.sqlite'), note };
+  const source = join(storeDir, 'runs.sqlite');
+  return { label: id, id, report: readableReport(report, `${source} (run ${id})`), source, note };
 }

@@ -7,29 +7,20 @@
 /** What `--from` accepts, for the line that refuses anything else. */
 export const SMI_FORMATS =
   "accepted: the plain 'nvidia-smi' table, 'nvidia-smi -q -x' XML, 'nvidia-smi --query-gpu=... --format=csv' CSV (plus '--query-compute-apps' CSV)";
-import { readFileSync } from 'node:fs';
-import { gunzipSync } from 'node:zlib';
 import { TelemetryParseError, type Snapshot } from '../telemetry/sample.js';
 import { type AppRow, attachApps, isAppsCsv, parseAppsCsv, parseGpuCsv } from '../telemetry/smiCsv.js';
 import { isSmiTable, parseSmiTable } from '../telemetry/smiTable.js';
 import { parseSmiXml } from '../telemetry/smiXml.js';
 import { InputError } from './inputError.js';
+import { MiB, gunzipLimited, isGzip, readFileLimited } from './readLimited.js';
+
+/** nvidia-smi listings are kilobytes (a few hundred KB for a large host's process table): far above, not a listing. */
+const MAX_SMI_BYTES = 64 * MiB;
+const WHAT = 'an nvidia-smi listing';
 
 function readText(path: string): string {
-  let bytes: Buffer;
-  try {
-    bytes = readFileSync(path);
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    throw new InputError(path, code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'is a directory' : (e as Error).message);
-  }
-  if (bytes[0] === 0x1f && bytes[1] === 0x8b) {
-    try {
-      bytes = gunzipSync(bytes);
-    } catch {
-      throw new InputError(path, 'corrupt gzip data');
-    }
-  }
+  let bytes = readFileLimited(path, MAX_SMI_BYTES, WHAT);
+  if (isGzip(bytes)) bytes = gunzipLimited(path, bytes, MAX_SMI_BYTES, WHAT);
   if (bytes.includes(0)) throw new InputError(path, `binary data, not nvidia-smi output (${SMI_FORMATS})`);
   return bytes.toString('utf8');
 }

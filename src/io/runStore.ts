@@ -12,7 +12,7 @@
  * than STALE_LOCK_MS belongs to a process killed while it held the file (no use lasts that long):
  * it is removed, and SQLite replays the committed transactions from FILE-wal.
  */
-import { existsSync, mkdirSync, readFileSync, rmdirSync, statSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readSync, rmdirSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
@@ -27,7 +27,6 @@ export const RUN_STORE_SCHEMA_VERSION = 1;
 export const STORE_FILE = 'runs.sqlite';
 export const LOCK_WAIT_MS = 10_000;
 export const STALE_LOCK_MS = 60_000;
-
 
 /** Migrations by target version; applied in order inside one transaction each. */
 const MIGRATIONS: Record<number, string> = {
@@ -115,7 +114,14 @@ function clearStaleLock(path: string, nowMs: number): boolean {
 function checkHeader(path: string): void {
   let head: string;
   try {
-    head = readFileSync(path).subarray(0, 16).toString('latin1');
+    // 16 bytes, not the file: a store path naming a huge file or a device must cost nothing.
+    const fd = openSync(path, 'r');
+    try {
+      const buf = Buffer.alloc(16);
+      head = buf.toString('latin1', 0, readSync(fd, buf, 0, 16, 0));
+    } finally {
+      closeSync(fd);
+    }
   } catch (e) {
     throw new InputError(path, `cannot read: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
   }
@@ -123,14 +129,24 @@ function checkHeader(path: string): void {
     throw new InputError(path, 'is not a SQLite file (damaged run history? move it away and gpuwise starts a new one)');
 }
 
+/** The tables of the file; a SQLite file of someone else's (tables but no schema_version) is refused, untouched. */
+function tablesOf(db: Database, path: string): Set<string> {
+  const tables = new Set(db.all("SELECT name FROM sqlite_master WHERE type = 'table'").map((r) => String(r.name)));
+  if (!tables.has('schema_version') && tables.size > 0)
+    throw new InputError(path, 'is a SQLite file but not a gpuwise run history (no schema_version table)');
+  return tables;
+}
+
 /** The applied schema version, after creating or migrating the tables when `write` is set. */
 function prepareSchema(db: Database, path: string, write: boolean): number {
-  const tables = new Set(db.all("SELECT name FROM sqlite_master WHERE type = 'table'").map((r) => String(r.name)));
+  const tables = tablesOf(db, path);
   let version = 0;
   if (tables.has('schema_version')) version = Number(db.get('SELECT MAX(version) AS v FROM schema_version')?.v ?? 0);
-  else if (tables.size > 0) throw new InputError(path, 'is a SQLite file but not a gpuwise run history (no schema_version table)');
   if (version > RUN_STORE_SCHEMA_VERSION)
-    throw new InputError(path, `was written by a newer gpuwise (run history schema ${version}; this one knows ${RUN_STORE_SCHEMA_VERSION})`);
+    throw new InputError(
+      path,
+      `was written by a newer gpuwise (run history schema ${version}; this one knows ${RUN_STORE_SCHEMA_VERSION})`,
+    );
   if (version === RUN_STORE_SCHEMA_VERSION || !write) return version;
   for (let v = version + 1; v <= RUN_STORE_SCHEMA_VERSION; v++) {
     db.exec('BEGIN IMMEDIATE');
@@ -181,6 +197,8 @@ async function withStore<T>(dir: string, write: boolean, absent: T, fn: (db: Dat
     try {
       db.exec('PRAGMA locking_mode=EXCLUSIVE');
       if (write) {
+        // Checked before WAL mode is set: switching a foreign file to WAL changes it.
+        tablesOf(db, path);
         const mode = db.all('PRAGMA journal_mode=WAL')[0]?.journal_mode;
         if (mode !== 'wal') throw new Error(`SQLite refused WAL mode (got ${String(mode)})`);
         db.exec('PRAGMA synchronous=NORMAL');
@@ -199,7 +217,10 @@ async function withStore<T>(dir: string, write: boolean, absent: T, fn: (db: Dat
         continue;
       }
       if (Date.now() >= until)
-        throw new InputError(path, `is locked by another gpuwise (${path}.lock held for ${(lockWaitMs / 1000).toFixed(lockWaitMs < 1000 ? 1 : 0)} s); try again`);
+        throw new InputError(
+          path,
+          `is locked by another gpuwise (${path}.lock held for ${(lockWaitMs / 1000).toFixed(lockWaitMs < 1000 ? 1 : 0)} s); try again`,
+        );
       await sleep(15 + Math.random() * 40 + Math.min(attempt, 10) * 5);
     } finally {
       try {
@@ -230,54 +251,60 @@ export interface SaveContext {
 export async function saveRun(dir: string, report: DoctorReport, ctx: SaveContext, opts: StoreOptions = {}): Promise<string> {
   const f = runFigures(report);
   const blob = deflateRawSync(JSON.stringify(report));
-  return withStore(dir, true, '', (db) => {
-    for (let tries = 0; ; tries++) {
-      const id = newRunId(report.run.startedAtMs);
-      if (db.get('SELECT 1 AS x FROM run WHERE id = ?', [id]) !== null) {
-        if (tries > 20) throw new Error('could not find a free run id');
-        continue;
-      }
-      db.run(
-        `INSERT INTO run (id, started_at_ms, duration_s, command_json, command_line, cwd, hostname, outcome, exit_code, run_dir,
+  return withStore(
+    dir,
+    true,
+    '',
+    (db) => {
+      for (let tries = 0; ; tries++) {
+        const id = newRunId(report.run.startedAtMs);
+        if (db.get('SELECT 1 AS x FROM run WHERE id = ?', [id]) !== null) {
+          if (tries > 20) throw new Error('could not find a free run id');
+          continue;
+        }
+        db.run(
+          `INSERT INTO run (id, started_at_ms, duration_s, command_json, command_line, cwd, hostname, outcome, exit_code, run_dir,
            gpuwise_version, median_step_s, mean_step_s, p90_step_s, samples_per_s, tokens_per_s, data_wait_share,
            peak_allocated_bytes, peak_reserved_bytes, max_process_nvml_bytes, max_gpu_used_bytes, gpu_names, world_size,
            findings_high, findings_medium, findings_low, findings_info, report_schema, report_deflate)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        [
-          id,
-          report.run.startedAtMs,
-          report.run.durationS,
-          JSON.stringify(report.run.command),
-          report.run.command.join(' '),
-          ctx.cwd,
-          report.environment.hostname ?? ctx.hostname,
-          report.run.outcome,
-          report.run.exitCode,
-          report.run.runDir,
-          report.version,
-          f.medianStepS,
-          f.meanStepS,
-          f.p90StepS,
-          f.samplesPerS,
-          f.tokensPerS,
-          f.dataWaitShare,
-          f.peakAllocatedBytes,
-          f.peakReservedBytes,
-          f.maxProcessNvmlBytes,
-          f.maxGpuUsedBytes,
-          f.gpuNames.join(', '),
-          f.worldSize,
-          f.findingsBySeverity.high,
-          f.findingsBySeverity.medium,
-          f.findingsBySeverity.low,
-          f.findingsBySeverity.info,
-          report.schemaVersion,
-          blob,
-        ],
-      );
-      return id;
-    }
-  }, opts);
+          [
+            id,
+            report.run.startedAtMs,
+            report.run.durationS,
+            JSON.stringify(report.run.command),
+            report.run.command.join(' '),
+            ctx.cwd,
+            report.environment.hostname ?? ctx.hostname,
+            report.run.outcome,
+            report.run.exitCode,
+            report.run.runDir,
+            report.version,
+            f.medianStepS,
+            f.meanStepS,
+            f.p90StepS,
+            f.samplesPerS,
+            f.tokensPerS,
+            f.dataWaitShare,
+            f.peakAllocatedBytes,
+            f.peakReservedBytes,
+            f.maxProcessNvmlBytes,
+            f.maxGpuUsedBytes,
+            f.gpuNames.join(', '),
+            f.worldSize,
+            f.findingsBySeverity.high,
+            f.findingsBySeverity.medium,
+            f.findingsBySeverity.low,
+            f.findingsBySeverity.info,
+            report.schemaVersion,
+            blob,
+          ],
+        );
+        return id;
+      }
+    },
+    opts,
+  );
 }
 
 const num = (v: unknown): number | null => (typeof v === 'number' ? v : typeof v === 'bigint' ? Number(v) : null);
@@ -314,7 +341,12 @@ function rowToRun(r: Record<string, unknown>): StoredRun {
     maxGpuUsedBytes: num(r.max_gpu_used_bytes),
     gpuNames: str(r.gpu_names) ? String(r.gpu_names).split(', ') : [],
     worldSize: num(r.world_size),
-    findings: { high: num(r.findings_high) ?? 0, medium: num(r.findings_medium) ?? 0, low: num(r.findings_low) ?? 0, info: num(r.findings_info) ?? 0 },
+    findings: {
+      high: num(r.findings_high) ?? 0,
+      medium: num(r.findings_medium) ?? 0,
+      low: num(r.findings_low) ?? 0,
+      info: num(r.findings_info) ?? 0,
+    },
   };
 }
 
@@ -326,7 +358,10 @@ const LIST_COLUMNS = `id, started_at_ms, duration_s, command_json, command_line,
 export async function listRuns(dir: string, limit: number | null): Promise<StoredRun[]> {
   return withStore(dir, false, [] as StoredRun[], (db) =>
     db
-      .all(`SELECT ${LIST_COLUMNS} FROM run ORDER BY started_at_ms DESC, id DESC${limit === null ? '' : ' LIMIT ?'}`, limit === null ? [] : [limit])
+      .all(
+        `SELECT ${LIST_COLUMNS} FROM run ORDER BY started_at_ms DESC, id DESC${limit === null ? '' : ' LIMIT ?'}`,
+        limit === null ? [] : [limit],
+      )
       .map(rowToRun),
   );
 }
@@ -381,7 +416,10 @@ export async function resolveRunRefNoted(dir: string, ref: string, opts: { measu
   const matches = ids.filter((id) => id.startsWith(ref));
   if (matches.length === 1) return { id: matches[0] as string, note: null };
   if (matches.length > 1)
-    throw new InputError(ref, `matches ${matches.length} runs (${matches.slice(0, 3).join(', ')}${matches.length > 3 ? ', ...' : ''}): give more of the id`);
+    throw new InputError(
+      ref,
+      `matches ${matches.length} runs (${matches.slice(0, 3).join(', ')}${matches.length > 3 ? ', ...' : ''}): give more of the id`,
+    );
   throw new InputError(ref, `unknown run: not an id in ${path}, nor a run directory or report.json`);
 }
 

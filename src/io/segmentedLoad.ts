@@ -8,6 +8,7 @@
  * which gives the exact sequential semantics, warnings and errors included.
  */
 import { closeSync, openSync, readSync } from 'node:fs';
+import { setFlagsFromString } from 'node:v8';
 import { Worker } from 'node:worker_threads';
 import { mergeModels } from '../trace/merge.js';
 import type { TraceModel } from '../trace/model.js';
@@ -106,12 +107,34 @@ async function stopWorker(worker: Worker): Promise<void> {
   const late = new Promise<'late'>((resolve) => {
     timer = setTimeout(() => resolve('late'), STOP_WAIT_MS);
   });
-  if ((await Promise.race([gone, late])) === 'late') await worker.terminate();
+  if ((await Promise.race([gone, late])) === 'late') {
+    if (process.env.GPUWISE_DEBUG) process.stderr.write(`worker ${worker.threadId} did not stop: terminated\n`);
+    // terminate() waits for the thread as well: never longer than this, and a stuck thread then holds nothing up.
+    const given = new Promise<void>((resolve) => setTimeout(resolve, STOP_WAIT_MS).unref());
+    await Promise.race([worker.terminate(), given]);
+    worker.unref();
+  }
   clearTimeout(timer);
 }
 /** Workers whose 'exit' was seen (a stop message would go nowhere). */
 const exited = new WeakSet<Worker>();
 const STOP_WAIT_MS = 10_000;
+/**
+ * Workers' isolates optimise their code on the calling thread, not on V8's background threads. With concurrent
+ * recompilation a worker that ran out of work could end (its event loop empty: Node waits in DrainTasks for the
+ * isolate's background tasks) while a background optimising job of its isolate waited for that same thread to
+ * collect garbage (CollectionBarrier::AwaitCollectionBackground): neither ever moved, `terminate()` hung as well,
+ * and GPUWISE_THREADS >= 3 hung under CPU contention (gdb showed exactly these two stacks). V8 reads the flag
+ * when an isolate is created, so the main thread keeps its concurrent compiler; set once, before any worker.
+ */
+let workerIsolatesSynchronous = false;
+function newWorker(url: URL, workerData: Record<string, unknown>): Worker {
+  if (!workerIsolatesSynchronous) {
+    setFlagsFromString('--no-concurrent-recompilation');
+    workerIsolatesSynchronous = true;
+  }
+  return watchExit(new Worker(url, { workerData }));
+}
 function watchExit(worker: Worker): Worker {
   worker.once('exit', () => exited.add(worker));
   return worker;
@@ -192,8 +215,13 @@ async function* plainSegments(path: string, source: TraceSource, reuse: boolean)
  * which reports the problem exactly.
  */
 async function* inflatedSegments(path: string, source: TraceSource, workerUrl: URL): AsyncGenerator<Segment> {
-  const options: InflaterOptions = { path, segmentBytes: ONE_THREAD_SEGMENT_BYTES, inFlight: INFLATE_IN_FLIGHT, maxPendingBytes: MAX_PENDING_BYTES };
-  const worker = watchExit(new Worker(workerUrl, { workerData: { [INFLATE_WORKER_FLAG]: true, ...options } }));
+  const options: InflaterOptions = {
+    path,
+    segmentBytes: ONE_THREAD_SEGMENT_BYTES,
+    inFlight: INFLATE_IN_FLIGHT,
+    maxPendingBytes: MAX_PENDING_BYTES,
+  };
+  const worker = newWorker(workerUrl, { [INFLATE_WORKER_FLAG]: true, ...options });
   const inbox: FromInflater[] = [];
   let problem: string | null = null;
   let wake: (() => void) | null = null;
@@ -291,7 +319,7 @@ export async function loadTraceInSegments(path: string, options: SegmentedLoadOp
       originUs = firstTimestampUs(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1'));
       if (originUs === null) return fail('no timestamp in the first segment');
       for (let i = 0; i < workers && workerUrl !== null; i++) {
-        const w = watchExit(new Worker(workerUrl, { workerData: { [PARSE_WORKER_FLAG]: true, originUs, source: path } }));
+        const w = newWorker(workerUrl, { [PARSE_WORKER_FLAG]: true, originUs, source: path });
         handles.push(new WorkerHandle(w, fail));
       }
       parsers.push(...handles);

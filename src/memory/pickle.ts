@@ -16,16 +16,7 @@
  */
 
 /** A value as read: dicts become plain objects (keys as strings), lists and tuples arrays. */
-export type PickleValue =
-  | null
-  | boolean
-  | number
-  | bigint
-  | string
-  | Uint8Array
-  | PickleValue[]
-  | PickleDict
-  | PickleObject;
+export type PickleValue = null | boolean | number | bigint | string | Uint8Array | PickleValue[] | PickleDict | PickleObject;
 
 export interface PickleDict {
   [key: string]: PickleValue;
@@ -55,6 +46,16 @@ export const MIN_PROTOCOL = 2;
 export const MAX_PROTOCOL = 5;
 
 const MARK = Symbol('mark');
+/**
+ * Limits of what a snapshot needs, checked before the work: `pickle.dump` writes containers in batches of 1000, so
+ * its stack holds a few thousand slots (the largest tuple and the nesting); a flood of NONE opcodes would otherwise
+ * put 8 bytes of stack per input byte (200 MB of input: 1.6 GB).
+ */
+const MAX_STACK_SLOTS = 1 << 21;
+/** Integers in a snapshot are addresses, sizes and times (at most 9 bytes); a 1 MB LONG4 took minutes as a BigInt. */
+const MAX_LONG_BYTES = 64;
+/** A tuple key of a dict is written out at most this long (shared tuples nest exponentially: 261 bytes, 2^100 leaves). */
+const MAX_KEY_CHARS = 256;
 /** CPython writes lists in APPENDS batches of 1000: only shorter lists are complete after their first APPENDS. */
 const MAX_SHARED_LIST = 1000;
 const MAX_LISTS_PER_HASH = 8;
@@ -97,7 +98,8 @@ class Unpickler {
         case 0x80: {
           // PROTO
           const v = this.u8();
-          if (v < MIN_PROTOCOL || v > MAX_PROTOCOL) throw new PickleError(`unsupported pickle protocol ${v} (expected ${MIN_PROTOCOL} to ${MAX_PROTOCOL})`, at);
+          if (v < MIN_PROTOCOL || v > MAX_PROTOCOL)
+            throw new PickleError(`unsupported pickle protocol ${v} (expected ${MIN_PROTOCOL} to ${MAX_PROTOCOL})`, at);
           break;
         }
         case 0x95: // FRAME: an 8-byte length hint; frames are not needed to read a whole buffer.
@@ -110,6 +112,7 @@ class Unpickler {
           return v;
         }
         case 0x28: // MARK
+          if (this.stack.length >= MAX_STACK_SLOTS) this.tooDeep();
           this.marks.push(this.stack.length);
           this.stack.push(MARK);
           break;
@@ -319,7 +322,7 @@ class Unpickler {
           // STACK_GLOBAL
           const name = this.pop(at);
           const mod = this.pop(at);
-          this.push(new PickleObject(`${String(mod)}.${String(name)}`));
+          this.push(new PickleObject(`${keyText(mod)}.${keyText(name)}`));
           break;
         }
         case 0x52: {
@@ -458,6 +461,8 @@ class Unpickler {
   /** Two's-complement little-endian integer of `n` bytes: a number when exact, else a BigInt. */
   private long(n: number): number | bigint {
     this.lengthFits(n);
+    if (n > MAX_LONG_BYTES)
+      throw new PickleError(`an integer of ${n} bytes (a snapshot's integers take at most ${MAX_LONG_BYTES})`, this.pos);
     const b = this.bytes;
     const p = this.pos;
     this.pos += n;
@@ -491,7 +496,15 @@ class Unpickler {
   }
 
   private push(v: PickleValue): void {
+    if (this.stack.length >= MAX_STACK_SLOTS) this.tooDeep();
     this.stack.push(v);
+  }
+
+  private tooDeep(): never {
+    throw new PickleError(
+      `more than ${MAX_STACK_SLOTS} values on the pickle stack at once (not a pickle written by pickle.dump)`,
+      this.pos - 1,
+    );
   }
 
   private pop(at: number): PickleValue {
@@ -529,6 +542,7 @@ class Unpickler {
 
   private pushMemo(i: number, at: number): void {
     const v = this.get(i, at);
+    if (this.stack.length >= MAX_STACK_SLOTS) this.tooDeep();
     this.ids[this.stack.length] = i;
     this.stack.push(v);
   }
@@ -616,11 +630,31 @@ function setKey(d: PickleDict, k: PickleValue, v: PickleValue): void {
   else d[key] = v;
 }
 
+/** A non-string dict key as text, cut at MAX_KEY_CHARS: the walk stops there however deeply shared the key is. */
 function keyText(k: PickleValue): string {
-  if (typeof k === 'number' || typeof k === 'bigint' || typeof k === 'boolean' || k === null) return String(k);
-  if (Array.isArray(k)) return `(${k.map(keyText).join(', ')})`;
-  if (k instanceof PickleObject) return `<${k.what}>`;
-  return String(k);
+  const out: string[] = [];
+  let chars = 0;
+  const put = (s: string) => {
+    out.push(s);
+    chars += s.length;
+  };
+  const walk = (v: PickleValue) => {
+    if (chars > MAX_KEY_CHARS) return;
+    if (typeof v === 'string') put(v);
+    else if (typeof v === 'number' || typeof v === 'bigint' || typeof v === 'boolean' || v === null) put(String(v));
+    else if (Array.isArray(v)) {
+      put('(');
+      for (let i = 0; i < v.length && chars <= MAX_KEY_CHARS; i++) {
+        if (i > 0) put(', ');
+        walk(v[i] as PickleValue);
+      }
+      put(')');
+    } else if (v instanceof PickleObject) put(`<${v.what}>`);
+    else put(String(v));
+  };
+  walk(k);
+  const text = out.join('');
+  return text.length > MAX_KEY_CHARS ? `${text.slice(0, MAX_KEY_CHARS)}…` : text;
 }
 
 function describe(v: PickleValue): string {

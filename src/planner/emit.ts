@@ -21,6 +21,22 @@ export interface EmitContext {
 
 const RDZV_PORT = 29500;
 
+/**
+ * Text from outside (a model's name from a config or the probe, a GPU name) inside a `#` comment line of a
+ * shell script, YAML or Python: line breaks and other control characters would end the comment and let the
+ * rest run as code, so they become spaces; the length is capped.
+ */
+export function commentText(text: string): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: these are the characters being removed
+  const flat = text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, ' ');
+  return flat.length > 200 ? `${flat.slice(0, 199)}…` : flat;
+}
+
+/** One shell word: as is when it holds only safe characters, else single-quoted (a `'` as `'\\''`). */
+export function shellWord(word: string): string {
+  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
+}
+
 function batchLine(plan: Plan): string {
   const s = plan.setup;
   return `global batch ${plan.globalBatch} = micro-batch ${s.microBatch} x accumulation ${s.gradAccum} x data-parallel ${plan.parallelism.dpSize}`;
@@ -55,11 +71,11 @@ function torchrunArgs(ctx: EmitContext, nodesVar?: string): string[] {
 
 export function emitTorchrun(ctx: EmitContext): string {
   const lines = [
-    `# gpuwise plan: ${ctx.model.name} on ${ctx.hardware.nodes}x${ctx.hardware.gpusPerNode} ${ctx.hardware.gpu.name}`,
+    `# gpuwise plan: ${commentText(`${ctx.model.name} on ${ctx.hardware.nodes}x${ctx.hardware.gpusPerNode} ${ctx.hardware.gpu.name}`)}`,
     `# ${batchLine(ctx.plan)}`,
   ];
   if (ctx.hardware.nodes > 1) lines.push('# run on every node with MASTER_ADDR set to the first node');
-  lines.push([...torchrunArgs(ctx), ctx.script, ...scriptArgs(ctx.plan)].join(' \\\n  '));
+  lines.push([...torchrunArgs(ctx), shellWord(ctx.script), ...scriptArgs(ctx.plan)].join(' \\\n  '));
   return `${lines.join('\n')}\n`;
 }
 
@@ -118,7 +134,7 @@ export function emitAccelerate(ctx: EmitContext): string {
     };
   }
   const head = [
-    `# gpuwise plan: ${ctx.model.name}; ${batchLine(plan)}`,
+    `# gpuwise plan: ${commentText(ctx.model.name)}; ${batchLine(plan)}`,
     `# pass --per_device_train_batch_size ${s.microBatch} (micro-batch) to the script`,
   ];
   if (s.precision === 'bf16' && type !== 'FSDP' && type !== 'DEEPSPEED')
@@ -181,7 +197,7 @@ export function emitFsdp2(ctx: EmitContext): string {
   const param = s.precision === 'amp-fp16' ? 'torch.float16' : s.precision === 'fp32' ? 'torch.float32' : 'torch.bfloat16';
   const offload = p.cpuOffload ? ', offload_policy=CPUOffloadPolicy()' : '';
   const lines = [
-    `# gpuwise plan: FSDP2 for ${model.name} on ${hw.nodes}x${hw.gpusPerNode} ${hw.gpu.name}`,
+    `# gpuwise plan: FSDP2 for ${commentText(`${model.name} on ${hw.nodes}x${hw.gpusPerNode} ${hw.gpu.name}`)}`,
     `# ${batchLine(plan)}`,
     'import os',
     '',
@@ -227,11 +243,11 @@ export function emitSlurm(ctx: EmitContext): string {
     `#SBATCH --gpus-per-node=${perNode}`,
     `#SBATCH --cpus-per-task=${8 * perNode}`,
     '#SBATCH --exclusive',
-    `# gpuwise plan: ${ctx.model.name}; ${batchLine(plan)}`,
+    `# gpuwise plan: ${commentText(ctx.model.name)}; ${batchLine(plan)}`,
     'set -euo pipefail',
     'MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
     'export MASTER_ADDR',
-    `srun ${[...launcher, ctx.script, ...scriptArgs(plan)].join(' \\\n  ')}`,
+    `srun ${[...launcher, shellWord(ctx.script), ...scriptArgs(plan)].join(' \\\n  ')}`,
   ];
   return `${lines.join('\n')}\n`;
 }

@@ -2,6 +2,7 @@
  * The planner's entry points (pure): evaluate one plan, find the largest batch, list memory savers, and
  * search the space of parallel layouts for the best feasible plans.
  */
+import { PlanError } from './errors.js';
 import { CALIBRATION as K } from './calibration.js';
 import { type MemoryPrediction, predictMemory } from './memory.js';
 import type { ModelDescription } from './model.js';
@@ -138,16 +139,27 @@ export interface SearchResult {
   feasible: number;
 }
 
+/** More GPUs than any cluster holds: the search (and `--gpus 1e12`) stops with one line instead of looping for hours. */
+export const MAX_WORLD_GPUS = 1 << 20;
+
+/** The divisors of n in increasing order, in O(sqrt n). */
 function divisors(n: number): number[] {
-  const out: number[] = [];
-  for (let i = 1; i <= n; i++) if (n % i === 0) out.push(i);
-  return out;
+  const low: number[] = [];
+  const high: number[] = [];
+  for (let i = 1; i * i <= n; i++) {
+    if (n % i !== 0) continue;
+    low.push(i);
+    if (i * i !== n) high.push(n / i);
+  }
+  return [...low, ...high.reverse()];
 }
 
 /** Enumerates layouts for the request's model, set-up and hardware; the request's own parallelism is ignored. */
 export function searchPlans(req: PlanRequest, opts: SearchOptions = {}): SearchResult {
   const { model: m, hardware: hw, setup } = req;
   const world = hw.gpusPerNode * hw.nodes;
+  if (!(world <= MAX_WORLD_GPUS))
+    throw new PlanError(`${world} GPUs (${hw.nodes} x ${hw.gpusPerNode}) is more than the planner searches (at most ${MAX_WORLD_GPUS})`);
   const ckpts = opts.checkpointing ?? (setup.mode === 'infer' ? ['none'] : ['none', 'selective', 'full']);
   const maxMb = opts.maxMicroBatch ?? 64;
   const plans: Plan[] = [];

@@ -5,7 +5,7 @@
  * /healthz are served; anything else gets a short 404/405 and the connection stays healthy.
  */
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { renderExposition } from './prometheus.js';
 import type { Snapshot } from './sample.js';
 
@@ -17,13 +17,17 @@ export interface ExporterOptions {
   sample: () => Promise<Snapshot> | Snapshot;
   /** Called with sampling errors (the last good exposition keeps being served). */
   onError?: (e: unknown) => void;
+  /** Open connections at most (default 256): past it the oldest idle one is closed, or a new one refused when none is idle. */
+  maxConnections?: number;
+  /** A connection with no traffic for this long is closed (default 30 s: longer than Prometheus' usual 15 s scrape interval). */
+  idleTimeoutMs?: number;
 }
 
 export interface Exporter {
   url: string;
   server: Server;
-  /** Scrapes answered, samples taken, sampling errors. */
-  stats: { scrapes: number; samples: number; errors: number };
+  /** Scrapes answered, samples taken, sampling errors, connections closed for the cap or idleness. */
+  stats: { scrapes: number; samples: number; errors: number; evicted: number; refused: number; idleClosed: number };
   close(): Promise<void>;
 }
 
@@ -31,7 +35,11 @@ const INDEX =
   '<html><head><title>gpuwise exporter</title></head><body><h1>gpuwise exporter</h1><p><a href="/metrics">Metrics</a></p></body></html>\n';
 
 export async function startExporter(o: ExporterOptions): Promise<Exporter> {
-  const stats = { scrapes: 0, samples: 0, errors: 0 };
+  const stats = { scrapes: 0, samples: 0, errors: 0, evicted: 0, refused: 0, idleClosed: 0 };
+  const maxConnections = o.maxConnections ?? 256;
+  // Connections in the order they opened, and those with a request in progress (never evicted).
+  const conns = new Set<Socket>();
+  const busy = new WeakSet<Socket>();
   let body = '';
   let lastSampleMs = 0;
   let sampleCost = 0;
@@ -58,6 +66,8 @@ export async function startExporter(o: ExporterOptions): Promise<Exporter> {
     if (!stopped) timer = setTimeout(loop, Math.max(0, o.intervalMs - (Date.now() - start)));
   };
   const server = createServer((req, res) => {
+    busy.add(req.socket);
+    res.once('close', () => busy.delete(req.socket));
     const path = (req.url ?? '/').split('?')[0];
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, { Allow: 'GET, HEAD', 'Content-Type': 'text/plain' }).end('method not allowed\n');
@@ -92,6 +102,31 @@ export async function startExporter(o: ExporterOptions): Promise<Exporter> {
     // Malformed HTTP: answer 400 and close, as Node would, without logging a stack.
     if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
     else socket.destroy();
+  });
+  // Idle sockets (never a request, or kept alive and forgotten) must not pile up until file descriptors run out:
+  // a cap with the oldest idle connection evicted first, so a scrape always gets in, and an idle timeout.
+  server.on('connection', (socket: Socket) => {
+    if (conns.size >= maxConnections) {
+      for (const c of conns) {
+        if (busy.has(c)) continue;
+        conns.delete(c);
+        c.destroy();
+        stats.evicted++;
+        break;
+      }
+      if (conns.size >= maxConnections) {
+        stats.refused++;
+        socket.destroy();
+        return;
+      }
+    }
+    conns.add(socket);
+    socket.once('close', () => conns.delete(socket));
+  });
+  server.timeout = o.idleTimeoutMs ?? 30_000;
+  server.on('timeout', (socket: Socket) => {
+    stats.idleClosed++;
+    socket.destroy();
   });
   server.keepAliveTimeout = 5000;
   server.headersTimeout = 10000;

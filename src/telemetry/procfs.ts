@@ -28,9 +28,10 @@ interface PidCache {
   pass: number;
 }
 
+/** UTF-8, as the process wrote its arguments and environment (latin1 turned `café` into `cafÃ©`). */
 function readOrNull(path: string): string | null {
   try {
-    return readFileSync(path, 'latin1');
+    return readFileSync(path, 'utf8');
   } catch {
     return null;
   }

@@ -18,7 +18,13 @@ const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"'
 function decodeEntities(s: string): string {
   if (!s.includes('&')) return s;
   return s.replace(/&(#x[0-9a-fA-F]+|#[0-9]+|[a-z]+);/g, (m, e: string) => {
-    if (e[0] === '#') return String.fromCodePoint(e[1] === 'x' ? Number.parseInt(e.slice(2), 16) : Number(e.slice(1)));
+    if (e[0] === '#') {
+      const code = e[1] === 'x' ? Number.parseInt(e.slice(2), 16) : Number(e.slice(1));
+      // Beyond Unicode (or a surrogate) is not a character: malformed XML, said in one line.
+      if (!(code <= 0x10ffff) || (code >= 0xd800 && code <= 0xdfff))
+        throw new TelemetryParseError(`invalid character reference ${m.slice(0, 24)} in the XML`);
+      return String.fromCodePoint(code);
+    }
     return ENTITIES[e] ?? m;
   });
 }

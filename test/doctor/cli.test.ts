@@ -155,13 +155,13 @@ describe.skipIf(SKIP_PYTHON)('gpuwise doctor on a CPU training script', () => {
     expect(r.stdout).toMatch(/Rank 1 \(pid \d+\)\n {2}steps: 8 steps/);
   });
 
-  it('--json prints the same report as report.json after the command output', async () => {
+  // Issue 16: stdout holds the report alone (`doctor --json ... | jq`); the command's output goes to stderr.
+  it('--json prints the same report as report.json, alone on stdout', async () => {
     const out = outDir();
     const r = await doctor(['--out', out, '--json', '--profile-steps', '0', '--', PYTHON, TINY, '--steps', '4']);
     expect(r.code).toBe(0);
-    const at = r.stdout.indexOf('{\n  "schemaVersion"');
-    expect(at).toBeGreaterThan(0);
-    expect(JSON.parse(r.stdout.slice(at))).toEqual(reportOf(out));
+    expect(JSON.parse(r.stdout)).toEqual(reportOf(out));
+    expect(r.stderr).toContain('tiny_train: done after 4 steps');
   });
 
   it('--steps N stops the training cleanly after N steps', async () => {

@@ -1,3 +1,7 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { emit } from '../../src/planner/emit.js';
@@ -138,5 +142,48 @@ describe('tiny YAML emitter', () => {
   it('round-trips through a real YAML parser, quoting what would change type', () => {
     const obj = { k: '.5', a: 'yes', b: 'plain_text', c: '1.5', d: 3, e: true, f: 'has: colon', g: { h: 'null', i: '' }, j: null };
     expect(parseYaml(toYaml(obj))).toEqual(obj);
+  });
+});
+
+describe('hostile names and scripts (issue 20 item 3)', () => {
+  const hostileName = 'x\ntouch PWNED_NAME\n#\r\u2028touch PWNED_LS';
+  const hostileScript = "my train.py; touch PWNED_SCRIPT $(touch PWNED_SUB) `touch PWNED_BT` 'q'";
+  const evil = (r: PlanRequest) => ({ ...ctx({ ...r, model: { ...r.model, name: hostileName } }), script: hostileScript });
+
+  it('running the emitted torchrun and Slurm scripts with bash runs no injected command; the script stays one argument', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gpuwise-emit-'));
+    try {
+      // Stand-ins for the launchers: each records its arguments, one per line.
+      for (const tool of ['torchrun', 'srun', 'scontrol'])
+        writeFileSync(join(dir, tool), `#!/bin/sh\nfor a in "$@"; do printf '%s\\n' "$a"; done >> ${dir}/${tool}.args\n`, { mode: 0o755 });
+      for (const [format, r] of [
+        ['torchrun', ddp],
+        ['torchrun', fsdp],
+        ['slurm', ddp],
+        ['slurm', fsdp],
+      ] as const) {
+        const script = join(dir, `${format}.sh`);
+        writeFileSync(script, emit(format, evil(r)));
+        const run = spawnSync('bash', [script], {
+          cwd: dir,
+          env: { PATH: `${dir}:/usr/bin:/bin`, SLURM_JOB_NODELIST: 'n1', SLURM_NNODES: '2', SLURM_JOB_ID: '1' },
+        });
+        expect(run.status, `${format}: ${run.stderr}`).toBe(0);
+      }
+      expect(readdirSync(dir).filter((f) => f.startsWith('PWNED'))).toEqual([]);
+      const args = readFileSync(join(dir, 'torchrun.args'), 'utf8').split('\n');
+      expect(args).toContain(hostileScript);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('YAML, JSON and Python outputs keep the name inside their comment', () => {
+    const y = emit('accelerate', evil(fsdp));
+    expect(parseYaml(y)).toMatchObject({ distributed_type: 'FSDP' });
+    for (const line of y.split('\n')) expect(line.includes('touch') ? line.startsWith('#') : true).toBe(true);
+    const py = emit('fsdp2', evil(fsdp));
+    for (const line of py.split('\n')) expect(line.includes('touch') ? line.startsWith('#') : true).toBe(true);
+    expect(() => JSON.parse(emit('deepspeed', evil(ddp)))).not.toThrow();
   });
 });

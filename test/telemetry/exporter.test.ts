@@ -117,3 +117,45 @@ describe('exporter', () => {
     });
   });
 });
+
+describe('exporter connection limits (issue 20 item 8)', () => {
+  it('idle sockets past the cap are evicted oldest first, idle ones time out, and scrapes keep working', async () => {
+    exporter = await startExporter({
+      host: '127.0.0.1',
+      port: 0,
+      intervalMs: 1000,
+      hostname: 'h',
+      sample: base,
+      maxConnections: 40,
+      idleTimeoutMs: 800,
+    });
+    const port = Number(new URL(exporter.url).port);
+    // 300 connections that never send a byte (the probe used 19,990; the cap makes the count irrelevant).
+    let closed = 0;
+    const idle = await Promise.all(
+      Array.from(
+        { length: 300 },
+        () =>
+          new Promise<ReturnType<typeof connect>>((resolve) => {
+            const s = connect(port, '127.0.0.1', () => resolve(s));
+            s.on('close', () => closed++);
+            s.on('error', () => undefined);
+          }),
+      ),
+    );
+    const count = () => new Promise<number>((r) => exporter!.server.getConnections((_e, n) => r(n)));
+    expect(await count()).toBeLessThanOrEqual(40);
+    const agent = new Agent({ keepAlive: false });
+    for (let i = 0; i < 20; i++) {
+      const r = await get(`${exporter.url}/metrics`, agent);
+      expect(r.status).toBe(200);
+      expect(r.body).toContain('gpuwise_exporter_sample_seconds');
+    }
+    expect(exporter.stats.evicted).toBeGreaterThanOrEqual(260);
+    // Idle connections are closed after the idle timeout.
+    await new Promise((r) => setTimeout(r, 2000));
+    expect(await count()).toBe(0);
+    expect(closed).toBe(300);
+    for (const s of idle) s.destroy();
+  }, 20_000);
+});

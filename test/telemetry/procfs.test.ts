@@ -22,6 +22,17 @@ function snapshotWith(pids: number[]): Snapshot {
 }
 
 describe.runIf(existsSync('/proc/self/stat'))('ProcReader', () => {
+  it('decodes command lines as UTF-8 (issue 20 item 11: latin1 turned café into cafÃ©)', async () => {
+    const child = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 1500)', 'café-训练.py']);
+    try {
+      await new Promise((r) => setTimeout(r, 200));
+      const s = new ProcReader().enrich(snapshotWith([child.pid!]));
+      expect(s.gpus[0]!.processes[0]!.command).toContain('café-训练.py');
+    } finally {
+      child.kill();
+    }
+  });
+
   it('reads user, command, RSS, CPU and the torchrun/Slurm environment of a live process', async () => {
     const child = spawn(process.execPath, ['-e', 'const t = Date.now() + 1500; while (Date.now() < t) {}', 'worker-arg'], {
       env: { ...process.env, RANK: '3', LOCAL_RANK: '1', WORLD_SIZE: '4', SLURM_JOB_ID: '4242' },

@@ -1,0 +1,70 @@
+/** The bounded record sample doctor and tune keep in memory (src/doctor/recordSample.ts). */
+import { describe, expect, it } from 'vitest';
+import { RecordSample } from '../../src/doctor/recordSample.js';
+import type { ProbeRecord, StepRecord } from '../../src/doctor/records.js';
+import { stepStats } from '../../src/doctor/report.js';
+
+const step = (pid: number, s: number, gpu: [number, number][] = []): StepRecord => ({
+  v: 1,
+  pid,
+  rank: null,
+  t: s,
+  type: 'step',
+  step: s,
+  stepTimeS: 0.01 + (s % 10) * 0.001,
+  dataWaitS: 0,
+  batches: 1,
+  samples: 8,
+  gpuStepTimes: gpu,
+  memory: null,
+  profiled: false,
+});
+
+describe('RecordSample', () => {
+  it('keeps every record of a short run unchanged', () => {
+    const rs = new RecordSample();
+    const recs: ProbeRecord[] = [];
+    for (let s = 1; s <= 100; s++) recs.push(step(1, s, s > 1 ? [[s - 1, 0.02]] : []));
+    for (const r of recs) rs.add(r);
+    expect(rs.sampled()).toBe(false);
+    expect(rs.stepCounts()).toEqual({ 1: 100 });
+    const kept = rs.records() as StepRecord[];
+    expect(kept.map((r) => r.step)).toEqual(recs.map((r) => (r as StepRecord).step));
+    // each kept step carries its own GPU time (it arrived on the next record)
+    expect(kept[10]?.gpuStepTimes).toEqual([[11, 0.02]]);
+    expect(kept[99]?.gpuStepTimes).toEqual([]);
+  });
+
+  it('bounds a long run: head, tail and an even stride of the middle, with the same statistics', () => {
+    const limits = { headSteps: 50, tailSteps: 50, middleSteps: 200, otherRecords: 10 };
+    const rs = new RecordSample(limits);
+    const all: StepRecord[] = [];
+    for (let s = 1; s <= 200_000; s++) {
+      const r = step(7, s, s > 2 ? [[s - 2, 0.01 + ((s - 2) % 10) * 0.001]] : []);
+      all.push(r);
+      rs.add(r);
+    }
+    for (let i = 0; i < 15; i++) rs.add({ v: 1, pid: 7, rank: null, t: 0, type: 'probe-error', error: 'x', step: i });
+    const kept = rs.records();
+    expect(rs.sampled()).toBe(true);
+    expect(rs.droppedOther).toBe(5);
+    const steps = kept.filter((r): r is StepRecord => r.type === 'step');
+    expect(steps.length).toBeLessThanOrEqual(50 + 50 + 200);
+    expect(steps.length).toBeGreaterThan(200);
+    expect(steps[0]?.step).toBe(1);
+    expect(steps[steps.length - 1]?.step).toBe(200_000);
+    expect(rs.stepCounts()).toEqual({ 7: 200_000 });
+    // the middle is evenly spread: the gaps are one stride
+    const mid = steps.slice(50, -50).map((r) => r.step);
+    const gaps = new Set(mid.slice(1).map((s, i) => s - (mid[i] as number)));
+    expect(gaps.size).toBe(1);
+    // GPU times of the kept steps survive; statistics match the full run's
+    const full = stepStats(all, new Map(all.map((r) => [r.step, 0.01 + (r.step % 10) * 0.001])));
+    const gpu = new Map<number, number>();
+    for (const r of steps) for (const [s, t] of r.gpuStepTimes ?? []) gpu.set(s, t);
+    const sampled = stepStats(steps, gpu);
+    expect(sampled.timing).toBe('gpu');
+    expect(sampled.medianS).toBeCloseTo(full.medianS as number, 3);
+    expect(sampled.meanS).toBeCloseTo(full.meanS as number, 3);
+  });
+});
