@@ -1,5 +1,5 @@
 /** Renders the analyze report for a terminal (pure: returns a string; colour is the caller's choice). */
-import { fmtBytes, fmtMs, fmtPct } from '../util/format.js';
+import { fmtBytes, fmtMs, fmtPct, fmtTflops } from '../util/format.js';
 import { wrapLine } from '../util/wrap.js';
 import type { Finding, Severity } from '../findings/finding.js';
 import { CATEGORY_NAMES } from '../trace/kernelClass.js';
@@ -73,7 +73,7 @@ function rankSection(m: TraceMetrics, st: Style): string[] {
   const mf = m.modelFlops;
   if (mf !== null) {
     out.push(
-      `  model FLOPs  ${mf.achievedTflops.toFixed(0)} TFLOP/s achieved, MFU ${fmtPct(mf.mfu)} of the ${mf.gpu} ${mf.peakPrecision} dense peak ${mf.peakTflops} TFLOP/s ` +
+      `  model FLOPs  ${fmtTflops(mf.achievedTflops)} TFLOP/s achieved, MFU ${fmtPct(mf.mfu)} of the ${mf.gpu} ${mf.peakPrecision} dense peak ${mf.peakTflops} TFLOP/s ` +
         st.dim(`(${(mf.flopsPerStep / 1e12).toFixed(2)} TFLOP of GEMMs per median step; attention kernels and convolutions not counted: a floor)`),
     );
   }

@@ -41,3 +41,8 @@ export function fmtUs(us: number): string {
   if (us >= 1e3) return `${(us / 1e3).toFixed(1)} ms`;
   return `${us.toFixed(0)} us`;
 }
+
+/** TFLOP/s with the digits a small model needs too (0.012, 3.4, 228). */
+export function fmtTflops(t: number): string {
+  return t >= 10 ? t.toFixed(0) : t >= 1 ? t.toFixed(1) : t.toPrecision(2);
+}
