@@ -183,7 +183,6 @@ class Probe(object):
         self.root_ref = None
         self.root_depth = 0
         self.root_watch = []  # handles of the global hooks
-        self.root_hook = None
         self.forward_calls = 0
         self.input_samples = 0  # from the model's input, this step
         self.input_samples_known = True
@@ -192,8 +191,6 @@ class Probe(object):
         self.input_seq_len = None
         self.input_forwards = 0
         self.autocast_dtype = None
-        self.compiled = None
-        self.framework = None
         self.host_step_times = []  # recent host step times (s), for the steady-state test
         self.wait_times = []
         # Profiler window and snapshots
@@ -441,9 +438,9 @@ class Probe(object):
             return None
 
         try:
-            self.root_hook = module.register_forward_pre_hook(on_root_forward, with_kwargs=True)
+            module.register_forward_pre_hook(on_root_forward, with_kwargs=True)
         except TypeError:  # torch < 2.0
-            self.root_hook = module.register_forward_pre_hook(lambda mod, args: on_root_forward(mod, args, {}))
+            module.register_forward_pre_hook(lambda mod, args: on_root_forward(mod, args, {}))
         # torch runs the hooks it had when this call began: this first call is counted here, from its
         # positional arguments (a model called with keywords only gets its batch from the next call on).
         self._on_root_forward(args, {})
