@@ -4,6 +4,7 @@
  * instead of bisecting blindly. Definitions and the evidence for the constants: docs/tune.md.
  */
 import { CALIBRATION } from '../planner/calibration.js';
+import { residentBytes } from '../run/setup.js';
 import { plannerLine } from './plannerHint.js';
 import type { TrialSummary } from './trial.js';
 
@@ -32,8 +33,6 @@ export const TUNE = {
   ncclBufferBytes: CALIBRATION.ncclBufferBytes,
   /** A measured non-allocator figure below this is a sample taken before the peak: ignored. */
   minNonAllocatorBytes: 256 * MiB,
-  /** cuBLAS workspaces: resident, part of the fixed memory. */
-  workspaceBytes: CALIBRATION.cublasWorkspaceBytes,
   /** Goldilocks: the smallest value whose throughput is at least this share of the best measured. */
   goldilocksShare: 0.95,
 } as const;
@@ -94,10 +93,15 @@ export function deviceBudget(trials: TrialSummary[]): DeviceBudget | null {
   };
 }
 
-/** The fixed part known from the model record alone: a lower bound of the line's intercept, so the slope it gives errs high (safe). */
+/**
+ * The fixed part known from the model record alone: the resident bytes of run/setup.ts (weights, buffers, optimizer
+ * state, cuBLAS workspace; the same definition as doctor's per-sample what-ifs), a lower bound of the line's intercept,
+ * so the slope it gives errs high (safe).
+ */
 export function modelRecordLine(t: TrialSummary): MemoryLine | null {
   if (!isMeasured(t) || t.model === null || t.value <= 0) return null;
-  const fixed = t.model.weightBytes + t.model.optimizerStateBytes + TUNE.workspaceBytes;
+  const m = t.model;
+  const fixed = residentBytes({ weightBytes: m.weightBytes, buffersBytes: 0, optimizerStateBytes: m.optimizerStateBytes });
   const peak = t.peakAllocatedBytes as number;
   if (fixed >= peak) return null;
   return { fixedBytes: fixed, perValueBytes: (peak - fixed) / t.value, source: 'one-trial+model', values: [t.value], note: null };

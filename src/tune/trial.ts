@@ -4,6 +4,7 @@
  */
 import { type ChildExit, gpuStepTimesOf } from '../doctor/report.js';
 import { type HelloRecord, type ModelRecord, type ProbeRecord, type StepRecord, rankOf } from '../run/records.js';
+import { modelBytes } from '../run/setup.js';
 import type { Snapshot } from '../telemetry/sample.js';
 
 /** ok: ran its steps; oom: any rank ran out of GPU memory; failed: ended otherwise (not retried). */
@@ -14,10 +15,15 @@ export interface ModelFacts {
   name: string;
   /** Parameters and buffers, bytes (every dtype at its size). */
   weightBytes: number;
+  /** Bytes of the trainable parameters: their gradients take as much (run/setup.ts residentBytes). */
+  trainableBytes: number;
   optimizerClass: string | null;
   optimizerStateBytes: number;
   /** The dtype holding most parameters (`float32`, `bfloat16`, ...). */
   mainDtype: string | null;
+  /** Protocol 2: the autocast dtype of the forward, and whether the model is compiled; null when not told. */
+  autocastDtype: string | null;
+  compiled: boolean | null;
   hfConfig: Record<string, unknown> | null;
 }
 
@@ -73,46 +79,17 @@ export interface TrialInput {
   gpuSamples: Snapshot[] | null;
 }
 
-const DTYPE_BYTES: Record<string, number> = {
-  float64: 8,
-  double: 8,
-  complex64: 8,
-  int64: 8,
-  float32: 4,
-  float: 4,
-  int32: 4,
-  float16: 2,
-  half: 2,
-  bfloat16: 2,
-  int16: 2,
-  int8: 1,
-  uint8: 1,
-  bool: 1,
-  float8_e4m3fn: 1,
-  float8_e5m2: 1,
-};
-
-/** Bytes of one element of a torch dtype name (4 when unknown). */
-export function dtypeBytes(name: string): number {
-  return DTYPE_BYTES[name] ?? 4;
-}
-
 export function modelFacts(m: ModelRecord): ModelFacts {
-  const byDtype = new Map<string, number>();
-  for (const mod of m.modules) for (const [d, n] of Object.entries(mod.dtypes)) byDtype.set(d, (byDtype.get(d) ?? 0) + n);
-  let weightBytes = m.buffers?.bytes ?? 0;
-  let mainDtype: string | null = null;
-  let mainCount = -1;
-  for (const [d, n] of byDtype) {
-    weightBytes += n * dtypeBytes(d);
-    if (n > mainCount) [mainDtype, mainCount] = [d, n];
-  }
+  const b = modelBytes(m);
   return {
     name: m.name,
-    weightBytes,
+    weightBytes: b.weightBytes + b.buffersBytes,
+    trainableBytes: b.trainableBytes,
     optimizerClass: m.optimizer?.class ?? null,
-    optimizerStateBytes: m.optimizer?.stateBytes ?? 0,
-    mainDtype,
+    optimizerStateBytes: b.optimizerStateBytes,
+    mainDtype: b.mainDtype,
+    autocastDtype: m.autocastDtype ?? null,
+    compiled: m.compiled ?? null,
     hfConfig: m.hfConfig,
   };
 }

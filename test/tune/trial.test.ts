@@ -224,15 +224,19 @@ describe('summarizeTrial', () => {
     expect(s.nonAllocatorBytes).toBeCloseTo(13.5 * GiB - 12 * 1.05 * GiB);
   });
 
-  it('model facts: weights and buffers at their dtype sizes, optimizer state, main dtype', () => {
+  it('model facts: weights and buffers at their dtype sizes, trainable bytes, optimizer state, main dtype', () => {
     const m = model(1, null, 8000);
     if (m.type !== 'model') throw new Error('not a model record');
     expect(modelFacts(m)).toEqual({
       name: 'GPT2LMHeadModel',
       weightBytes: 900 * 4 + 100 * 2 + 64,
+      // the gradients of the trainable parameters are resident too (run/setup.ts, one definition with doctor)
+      trainableBytes: expect.any(Number),
       optimizerClass: 'AdamW',
       optimizerStateBytes: 8000,
       mainDtype: 'float32',
+      autocastDtype: null,
+      compiled: null,
       hfConfig: null,
     });
   });
