@@ -13,6 +13,8 @@ import { describeModel, MODEL_SUMMARY_FORMAT } from '../planner/modelSummary.js'
 import type { Snapshot } from '../telemetry/sample.js';
 import type { CollectiveTimings } from '../trace/metrics/collectives.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
+import type { ChildExit } from '../run/exit.js';
+import { gpuStepTimesOf, type StepStats, type StepTimeline, stepStats, stepTimelineOf } from '../run/steps.js';
 import { rebaseFinding } from './rebase.js';
 import {
   type AllocatorMemory,
@@ -23,20 +25,17 @@ import {
   type ProbeRecord,
   rankOf,
   type StepRecord,
-  type StepSource,
 } from '../run/records.js';
 import { buildWhatIfs, type RunSetup, type WhatIf, type WhatIfCalibration, whatIfFindings } from './whatIfs.js';
+
+/** The collector (cli/probeRun.ts) takes the exit type from here. */
+export type { ChildExit } from '../run/exit.js';
 
 export const DOCTOR_SCHEMA_VERSION = 1;
 
 /** How the run ended, most specific first. */
 export type Outcome = 'completed' | 'stopped-after-steps' | 'interrupted' | 'out-of-memory' | 'crashed' | 'failed';
 
-export interface ChildExit {
-  /** The child's exit status; for a death by signal, 128 + the signal number (shell convention). */
-  code: number;
-  signal: string | null;
-}
 
 export interface TraceInput {
   rank: number;
@@ -77,34 +76,6 @@ export interface DoctorInput {
   notes: string[];
 }
 
-export interface StepStats {
-  /** Steps the probe saw. */
-  steps: number;
-  /** Steps in the statistics: all but the first (warm-up), only those with a time, and outside the profiler window (unless no other step was timed). */
-  measuredSteps: number;
-  meanS: number | null;
-  medianS: number | null;
-  p90S: number | null;
-  minS: number | null;
-  maxS: number | null;
-  /** Sum of DataLoader waits / sum of step times, over the measured steps. */
-  dataWaitShare: number | null;
-  samplesPerS: number | null;
-  /** Token positions per second (padding included), when every measured step's batches held token ids. */
-  tokensPerS: number | null;
-  /** Sequence length of the last measured step's token batches. */
-  seqLen: number | null;
-  /**
-   * Where the step times come from: `gpu` (CUDA timing events at step ends: the GPU's pace, even while the host runs
-   * ahead filling the launch queue) or `host` (wall clock between step hooks: without CUDA, or an older probe).
-   */
-  timing: 'gpu' | 'host';
-  /** Median of the host wall-clock step times over the same steps (equal to medianS with host timing). */
-  hostMedianS: number | null;
-  /** What marked the steps (the last step's source, see StepRecord.stepSource); null for an older probe. */
-  stepSource: StepSource | null;
-}
-
 export interface RankSummary {
   /** RANK of the process; 0 for a process without one (`rankFromEnv` false). */
   rank: number;
@@ -130,29 +101,6 @@ export interface RankSummary {
   oom: { step: number; device: number; allocBytes: number; deviceFreeBytes: number; snapshot: string | null } | null;
   probeError: string | null;
   endReason: string | null;
-}
-
-export interface StepTimeline {
-  step: number[];
-  stepTimeS: (number | null)[];
-  dataWaitS: number[];
-}
-
-/** Enough points for any chart; keeps report.json small for runs of millions of steps. */
-export const STEP_TIMELINE_MAX_POINTS = 5000;
-
-/** Every step's time and DataLoader wait, thinned to every k-th step past STEP_TIMELINE_MAX_POINTS. */
-export function stepTimelineOf(steps: StepRecord[]): StepTimeline {
-  const ordered = [...steps].sort((a, b) => a.step - b.step);
-  const stride = Math.max(1, Math.ceil(ordered.length / STEP_TIMELINE_MAX_POINTS));
-  const out: StepTimeline = { step: [], stepTimeS: [], dataWaitS: [] };
-  for (let i = 0; i < ordered.length; i += stride) {
-    const s = ordered[i] as StepRecord;
-    out.step.push(s.step);
-    out.stepTimeS.push(s.stepTimeS !== null && Number.isFinite(s.stepTimeS) ? s.stepTimeS : null);
-    out.dataWaitS.push(s.dataWaitS);
-  }
-  return out;
 }
 
 export interface GpuSummary {
@@ -234,63 +182,6 @@ export interface DoctorReport {
   /** Trace, memory, probe and planner findings, ranked by severity, then estimated gain. */
   findings: RankedFinding[];
   notes: string[];
-}
-
-function quantile(sorted: number[], q: number): number | null {
-  if (sorted.length === 0) return null;
-  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
-  return sorted[i] ?? null;
-}
-
-/** Every `[step, seconds]` GPU step time a rank's records carry (step and end records). */
-export function gpuStepTimesOf(records: readonly ProbeRecord[]): Map<number, number> {
-  const out = new Map<number, number>();
-  for (const r of records)
-    if ((r.type === 'step' || r.type === 'end') && Array.isArray(r.gpuStepTimes))
-      for (const pair of r.gpuStepTimes) if (Array.isArray(pair) && Number.isFinite(pair[0]) && Number.isFinite(pair[1]) && pair[1] >= 0) out.set(pair[0], pair[1]);
-  return out;
-}
-
-export function stepStats(steps: StepRecord[], gpuTimes: ReadonlyMap<number, number> = new Map()): StepStats {
-  const ordered = [...steps].sort((a, b) => a.step - b.step);
-  const hostTimed = ordered.filter((s, i) => i > 0 && s.stepTimeS !== null && Number.isFinite(s.stepTimeS));
-  // GPU times when they cover most steps (a clean end delivers all of them), else host times throughout:
-  // one source for every figure, never a mix.
-  const gpuTimed = ordered.filter((s, i) => i > 0 && gpuTimes.has(s.step));
-  const timing: 'gpu' | 'host' = gpuTimed.length > 0 && gpuTimed.length * 2 >= hostTimed.length ? 'gpu' : 'host';
-  const timed = timing === 'gpu' ? gpuTimed : hostTimed;
-  const timeOf = (s: StepRecord) => (timing === 'gpu' ? (gpuTimes.get(s.step) as number) : (s.stepTimeS as number));
-  // Profiled steps carry the profiler's own cost: left out unless nothing else was timed.
-  const unprofiled = timed.filter((s) => !s.profiled);
-  const measured = unprofiled.length > 0 ? unprofiled : timed;
-  const times = measured.map(timeOf).sort((a, b) => a - b);
-  const hostTimes = measured
-    .map((s) => s.stepTimeS)
-    .filter((t): t is number => t !== null && Number.isFinite(t))
-    .sort((a, b) => a - b);
-  const total = times.reduce((a, b) => a + b, 0);
-  const wait = measured.reduce((a, s) => a + s.dataWaitS, 0);
-  const samplesKnown = measured.length > 0 && measured.every((s) => s.samples !== null);
-  const samples = measured.reduce((a, s) => a + (s.samples ?? 0), 0);
-  const tokensKnown = measured.length > 0 && measured.every((s) => typeof s.tokens === 'number');
-  const tokens = measured.reduce((a, s) => a + (s.tokens ?? 0), 0);
-  const last = ordered[ordered.length - 1];
-  return {
-    steps: ordered.length,
-    measuredSteps: measured.length,
-    meanS: times.length ? total / times.length : null,
-    medianS: quantile(times, 0.5),
-    p90S: quantile(times, 0.9),
-    minS: times[0] ?? null,
-    maxS: times[times.length - 1] ?? null,
-    dataWaitShare: total > 0 ? Math.min(1, wait / total) : null,
-    samplesPerS: samplesKnown && total > 0 ? samples / total : null,
-    tokensPerS: tokensKnown && total > 0 ? tokens / total : null,
-    timing,
-    hostMedianS: quantile(hostTimes, 0.5),
-    seqLen: tokensKnown ? (measured[measured.length - 1]?.seqLen ?? null) : null,
-    stepSource: last?.stepSource ?? null,
-  };
 }
 
 export function summarizeGpus(samples: Snapshot[]): GpuSummary[] {

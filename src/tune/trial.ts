@@ -2,9 +2,10 @@
  * One trial of `gpuwise tune`: the probe's records of one run of the command at one value, reduced to what the
  * search needs (outcome, steady peak memory, step time, throughput) and the model's resident bytes. Pure.
  */
-import { type ChildExit, gpuStepTimesOf } from '../doctor/report.js';
+import type { ChildExit } from '../run/exit.js';
 import { type HelloRecord, type ModelRecord, type ProbeRecord, type StepRecord, rankOf } from '../run/records.js';
 import { modelBytes } from '../run/setup.js';
+import { gpuStepTimesOf, stepStats } from '../run/steps.js';
 import type { Snapshot } from '../telemetry/sample.js';
 
 /** ok: ran its steps; oom: any rank ran out of GPU memory; failed: ended otherwise (not retried). */
@@ -49,7 +50,7 @@ export interface TrialSummary {
   deviceTotalBytes: number | null;
   deviceName: string | null;
   worldSize: number;
-  /** Median step time over the measured steps of the slowest rank (steps 1-2 are warm-up and left out when later ones exist). */
+  /** Median step time over the steady steps of the slowest rank (run/steps.ts: the first step and any warm-up left out). */
   stepTimeS: number | null;
   /** gpu: from the probe's CUDA events (as the GPU ran the steps; exact even in a short run); host: wall clock between step ends. */
   stepTimeFrom: 'gpu' | 'host' | null;
@@ -94,23 +95,6 @@ export function modelFacts(m: ModelRecord): ModelFacts {
   };
 }
 
-function median(xs: number[]): number | null {
-  if (xs.length === 0) return null;
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return s.length % 2 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
-}
-
-/** Steps whose time counts: from step 3 when there are later ones (step 1 warms up, step 2 builds the optimizer's state), else from step 2, else all timed. */
-export function measuredSteps(steps: StepRecord[]): StepRecord[] {
-  const timed = steps.filter((s) => s.stepTimeS !== null && Number.isFinite(s.stepTimeS));
-  for (const from of [3, 2]) {
-    const later = timed.filter((s) => s.step >= from);
-    if (later.length > 0) return later;
-  }
-  return timed;
-}
-
 interface RankFigures {
   rank: number;
   steps: number;
@@ -128,7 +112,8 @@ interface RankFigures {
 
 function rankFigures(pid: number, recs: ProbeRecord[], samples: Snapshot[] | null): RankFigures {
   const steps = recs.filter((r): r is StepRecord => r.type === 'step').sort((a, b) => a.step - b.step);
-  const measured = measuredSteps(steps);
+  // The one definition of step statistics (run/steps.ts): steady steps, GPU times when they cover the steps.
+  const stats = stepStats(steps, gpuStepTimesOf(recs));
   const withMem = steps.filter((s) => s.memory !== null);
   const hello = recs.find((r): r is HelloRecord => r.type === 'hello') ?? null;
   const devIndex = withMem[withMem.length - 1]?.memory?.device ?? hello?.cuda.currentDevice ?? 0;
@@ -140,21 +125,14 @@ function rankFigures(pid: number, recs: ProbeRecord[], samples: Snapshot[] | nul
       for (const p of g.processes) if (p.pid === pid && p.usedMemoryBytes !== null) sum = (sum ?? 0) + p.usedMemoryBytes;
     if (sum !== null) nvml = Math.max(nvml ?? 0, sum);
   }
-  // The GPU's own step times when the probe has them for every measured step: host timing of the first steps of a
-  // short run reflects the launch queue filling, not the GPU's pace.
-  const gpu = gpuStepTimesOf(recs);
-  const gpuTimes = measured.map((s) => gpu.get(s.step)).filter((x): x is number => x !== undefined);
-  const useGpu = measured.length > 0 && gpuTimes.length === measured.length;
-  const samplesKnown = measured.length > 0 && measured.every((s) => s.samples !== null);
-  const tokensKnown = measured.length > 0 && measured.every((s) => typeof s.tokens === 'number');
   return {
     rank: rankOf(recs[0] as ProbeRecord),
     steps: steps.length,
-    stepTimeS: useGpu ? median(gpuTimes) : median(measured.map((s) => s.stepTimeS as number)),
-    stepTimeFrom: measured.length === 0 ? null : useGpu ? 'gpu' : 'host',
-    samplesPerStep: samplesKnown ? median(measured.map((s) => s.samples as number)) : null,
-    tokensPerStep: tokensKnown ? median(measured.map((s) => s.tokens as number)) : null,
-    seqLen: tokensKnown ? (measured[measured.length - 1]?.seqLen ?? null) : null,
+    stepTimeS: stats.medianS,
+    stepTimeFrom: stats.measuredSteps === 0 ? null : stats.timing,
+    samplesPerStep: stats.samplesPerStep ?? null,
+    tokensPerStep: stats.tokensPerStep ?? null,
+    seqLen: stats.seqLen,
     first: withMem[0] ?? null,
     last: withMem[withMem.length - 1] ?? null,
     nvmlBytes: nvml,
