@@ -15,7 +15,7 @@ import type { CollectiveTimings } from '../trace/metrics/collectives.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
 import type { ChildExit } from '../run/exit.js';
 import { gpuStepTimesOf, type StepStats, type StepTimeline, stepStats, stepTimelineOf } from '../run/steps.js';
-import { rebaseFinding } from './rebase.js';
+import { rebaseFinding, restateShare } from './rebase.js';
 import {
   type AllocatorMemory,
   type ExceptionRecord,
@@ -26,7 +26,7 @@ import {
   rankOf,
   type StepRecord,
 } from '../run/records.js';
-import { buildWhatIfs, type RunSetup, type WhatIf, type WhatIfCalibration, whatIfFindings } from './whatIfs.js';
+import { buildWhatIfs, type RunSetup, type WhatIf, type WhatIfCalibration, type WhatIfResult, whatIfFindings } from './whatIfs.js';
 
 /** The collector (cli/probeRun.ts) takes the exit type from here. */
 export type { ChildExit } from '../run/exit.js';
@@ -314,7 +314,7 @@ export function dataLoaderWaitFinding(ranks: RankSummary[]): Finding | null {
   });
 }
 
-function rankFindings(trace: Finding[], memory: Finding[], probe: Finding[], planner: Finding[]): RankedFinding[] {
+export function rankFindings(trace: Finding[], memory: Finding[], probe: Finding[], planner: Finding[]): RankedFinding[] {
   return sortFindings<RankedFinding>([
     ...trace.map((f) => ({ ...f, source: 'trace' as const })),
     ...memory.map((f) => ({ ...f, source: 'memory' as const })),
@@ -337,70 +337,121 @@ export function planModelOf(model: ModelRecord | null): { model: DoctorReport['p
   }
 }
 
-export function buildDoctorReport(input: DoctorInput): DoctorReport {
+/** One process's records, grouped (stage 1). */
+export interface ProcessRecords {
+  pid: number;
+  rank: number;
+  /** RANK was set in the environment (else the one process counts as rank 0). */
+  rankFromEnv: boolean;
+  records: ProbeRecord[];
+  hello: HelloRecord | null;
+  model: ModelRecord | null;
+  steps: StepRecord[];
+}
+
+/** Stage 1: the records grouped by process, in the order the processes first reported. */
+export function groupProcesses(records: readonly ProbeRecord[]): ProcessRecords[] {
   const byPid = new Map<number, ProbeRecord[]>();
-  for (const r of input.records) {
+  for (const r of records) {
     const list = byPid.get(r.pid) ?? [];
     list.push(r);
     byPid.set(r.pid, list);
   }
-  let hello: HelloRecord | null = null;
-  let model: ModelRecord | null = null;
-  let firstSteps: { rank: number; steps: StepRecord[] } | null = null;
-  const ranks: RankSummary[] = [];
-  for (const [pid, recs] of byPid) {
-    const h = recs.find((r): r is HelloRecord => r.type === 'hello') ?? null;
-    if (h && (hello === null || rankOf(h) < rankOf(hello))) hello = h;
-    const m = recs.find((r): r is ModelRecord => r.type === 'model') ?? null;
-    if (m && (model === null || rankOf(m) < rankOf(model))) model = m;
-    const steps = recs.filter((r): r is StepRecord => r.type === 'step');
-    if (steps.length > 0 && (firstSteps === null || rankOf(recs[0] as ProbeRecord) < firstSteps.rank))
-      firstSteps = { rank: rankOf(recs[0] as ProbeRecord), steps };
-    const exc = recs.find((r): r is ExceptionRecord => r.type === 'exception') ?? null;
-    const oom = recs.find((r): r is OomRecord => r.type === 'oom') ?? null;
-    const err = recs.find((r) => r.type === 'probe-error');
-    const end = recs.find((r) => r.type === 'end');
-    const lastMem = [...steps].reverse().find((s) => s.memory !== null)?.memory ?? null;
-    const { max: nvml, timeline: nvmlTimeline } = nvmlUsedByPid(input.gpuSamples, pid);
-    const rank = rankOf(recs[0] as ProbeRecord);
-    ranks.push({
-      rank,
-      rankFromEnv: (recs[0] as ProbeRecord).rank !== null,
+  return [...byPid].map(([pid, recs]) => {
+    const first = recs[0] as ProbeRecord;
+    return {
       pid,
-      localRank: h?.localRank ?? null,
-      steps: stepStats(steps, gpuStepTimesOf(recs)),
-      allocator: lastMem,
-      nvmlUsedBytes: nvml,
-      nonAllocatorBytes: nvml !== null && lastMem !== null ? nvml - lastMem.peakReservedBytes : null,
-      nvmlTimeline,
-      stepTimeline: stepTimelineOf(steps),
-      exception: exc ? { name: exc.exception, message: exc.message, step: exc.step, outOfMemory: exc.outOfMemory } : null,
-      oom: oom
-        ? { step: oom.step, device: oom.device, allocBytes: oom.allocBytes, deviceFreeBytes: oom.deviceFreeBytes, snapshot: oom.snapshot }
-        : null,
-      probeError: err && err.type === 'probe-error' ? err.error : null,
-      endReason: end && end.type === 'end' ? end.reason : null,
-    });
-  }
-  ranks.sort((a, b) => a.rank - b.rank || a.pid - b.pid);
+      rank: rankOf(first),
+      rankFromEnv: first.rank !== null,
+      records: recs,
+      hello: recs.find((r): r is HelloRecord => r.type === 'hello') ?? null,
+      model: recs.find((r): r is ModelRecord => r.type === 'model') ?? null,
+      steps: recs.filter((r): r is StepRecord => r.type === 'step'),
+    };
+  });
+}
 
-  const analysed = input.traces.filter((t) => t.metrics !== null);
-  const metrics = analysed.map((t) => t.metrics!);
-  // analyze's estimates come from the profiled window; re-based on the run's own GPU-timed step (see rebase.ts).
-  const metricsOfRank = (rank: number) => metrics.find((m) => m.rank === rank) ?? input.traces.find((t) => t.rank === rank)?.metrics ?? null;
+/** What the run is, from the lowest rank that told it: its hello, its model, and the rank whose steps the what-ifs use. */
+export interface RunIdentity {
+  hello: HelloRecord | null;
+  model: ModelRecord | null;
+  /** The lowest rank with steps (its memory binds when all ranks are alike), and its steps. */
+  stepsOf: { rank: number; steps: StepRecord[] } | null;
+}
+
+/** Stage 2: the run's identity (lowest rank first). */
+export function runIdentity(processes: readonly ProcessRecords[]): RunIdentity {
+  const lowest = <T>(pick: (p: ProcessRecords) => T | null) =>
+    [...processes].filter((p) => pick(p) !== null).sort((a, b) => a.rank - b.rank)[0];
+  const h = lowest((p) => p.hello);
+  const m = lowest((p) => p.model);
+  const s = lowest((p) => (p.steps.length > 0 ? p.steps : null));
+  return { hello: h?.hello ?? null, model: m?.model ?? null, stepsOf: s ? { rank: s.rank, steps: s.steps } : null };
+}
+
+/** Stage 3: one rank's summary: steady step statistics, memory beside NVML, how it ended. */
+export function summarizeRank(p: ProcessRecords, gpuSamples: Snapshot[] | null): RankSummary {
+  const recs = p.records;
+  const exc = recs.find((r): r is ExceptionRecord => r.type === 'exception') ?? null;
+  const oom = recs.find((r): r is OomRecord => r.type === 'oom') ?? null;
+  const err = recs.find((r) => r.type === 'probe-error');
+  const end = recs.find((r) => r.type === 'end');
+  const lastMem = [...p.steps].reverse().find((s) => s.memory !== null)?.memory ?? null;
+  const { max: nvml, timeline: nvmlTimeline } = nvmlUsedByPid(gpuSamples, p.pid);
+  return {
+    rank: p.rank,
+    rankFromEnv: p.rankFromEnv,
+    pid: p.pid,
+    localRank: p.hello?.localRank ?? null,
+    steps: stepStats(p.steps, gpuStepTimesOf(recs)),
+    allocator: lastMem,
+    nvmlUsedBytes: nvml,
+    nonAllocatorBytes: nvml !== null && lastMem !== null ? nvml - lastMem.peakReservedBytes : null,
+    nvmlTimeline,
+    stepTimeline: stepTimelineOf(p.steps),
+    exception: exc ? { name: exc.exception, message: exc.message, step: exc.step, outOfMemory: exc.outOfMemory } : null,
+    oom: oom
+      ? { step: oom.step, device: oom.device, allocBytes: oom.allocBytes, deviceFreeBytes: oom.deviceFreeBytes, snapshot: oom.snapshot }
+      : null,
+    probeError: err && err.type === 'probe-error' ? err.error : null,
+    endReason: end && end.type === 'end' ? end.reason : null,
+  };
+}
+
+/**
+ * Stage 4: analyze's rules on the windows, each finding re-based on its rank's steady GPU-timed step (rebase.ts) and
+ * stating that one share in its title (the window's figure moves to the evidence).
+ */
+export function traceFindingsOf(traces: readonly TraceInput[], ranks: readonly RankSummary[]): Finding[] {
+  const analysed = traces.filter((t) => t.metrics !== null);
+  const metrics = analysed.map((t) => t.metrics as TraceMetrics);
+  if (metrics.length === 0) return [];
+  const metricsOfRank = (rank: number) => metrics.find((m) => m.rank === rank) ?? null;
   const runStepNsOfRank = (rank: number) => {
     const st = ranks.find((r) => r.rank === rank)?.steps;
     return st && st.timing === 'gpu' && st.medianS !== null ? st.medianS * 1e9 : null;
   };
-  const traceFindings = (metrics.length ? diagnose(metrics, analysed.every((t) => t.collectives !== null) ? analysed.map((t) => t.collectives!) : []) : []).map((f) => rebaseFinding(f, metricsOfRank, runStepNsOfRank));
-  const memoryFindings: Finding[] = input.snapshots.flatMap((s) => (s.report?.findings ?? []).map((f) => ({ ...f, ranks: [s.rank] })));
+  const collectives = analysed.every((t) => t.collectives !== null) ? analysed.map((t) => t.collectives as CollectiveTimings) : [];
+  return diagnose(metrics, collectives).map((f) => restateShare(f, rebaseFinding(f, metricsOfRank, runStepNsOfRank)));
+}
+
+/** Stage 5: memory's findings on each snapshot, on the snapshot's rank. */
+export function memoryFindingsOf(snapshots: readonly SnapshotInput[]): Finding[] {
+  return snapshots.flatMap((s) => (s.report?.findings ?? []).map((f) => ({ ...f, ranks: [s.rank] })));
+}
+
+/** Stage 6: the probe's own findings (the loop's DataLoader wait, when the trace did not already report it). */
+export function probeFindingsOf(traceFindings: readonly Finding[], ranks: RankSummary[]): Finding[] {
   const dlWait = traceFindings.some((f) => f.id === 'dataloader-bound') ? null : dataLoaderWaitFinding(ranks);
-  const probeFindings = dlWait ? [dlWait] : [];
-  const { outcome, text } = outcomeOf(input, ranks);
+  return dlWait ? [dlWait] : [];
+}
+
+/** Stage 7: the notes: what was left out, what could not be analysed, what switched itself off. */
+export function notesOf(input: DoctorInput, processes: readonly ProcessRecords[], ranks: readonly RankSummary[]): string[] {
   const notes = [...input.notes];
   if (input.skippedLines > 0)
     notes.push(`${input.skippedLines} probe line(s) left out: not JSON (a process killed mid-write) or not a record this gpuwise understands`);
-  if (byPid.size === 0)
+  if (processes.length === 0)
     notes.push(
       'the probe sent nothing: the command did not run Python with torch, or no step happened (no optimizer step, DataLoader batch or gpuwise.step())',
     );
@@ -409,32 +460,68 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
       notes.push(
         `${t.path}: analyze found no profiled steps in it (torch older than 2.0 writes CPU-only traces in a format without event categories)`,
       );
-  for (const r of ranks)
+  for (const r of ranks) {
     if (r.probeError) notes.push(`probe on rank ${r.rank} switched itself off after an internal error: ${r.probeError}`);
+    if (r.steps.settled === false)
+      notes.push(
+        `rank ${r.rank}: the step times never settled (no run of steps at the pace of the run's second half): the statistics use the second half`,
+      );
+  }
+  return notes;
+}
 
+/** Stage 8: the what-ifs on the lowest rank with steps, their findings, and the trace findings they merged into. */
+export function whatIfStage(
+  id: RunIdentity,
+  planModel: DoctorReport['planModel'],
+  ranks: readonly RankSummary[],
+  traces: readonly TraceInput[],
+  outcome: Outcome,
+  traceFindings: Finding[],
+): { result: WhatIfResult; findings: Finding[]; traceFindings: Finding[] } {
+  const rank = id.stepsOf?.rank ?? 0;
+  const steps = ranks.find((r) => r.rank === rank)?.steps;
+  const metrics = traces.filter((t) => t.metrics !== null).map((t) => t.metrics as TraceMetrics);
+  const result = buildWhatIfs({
+    hello: id.hello,
+    model: id.model,
+    planModel,
+    steps: id.stepsOf?.steps ?? [],
+    medianStepS: steps?.medianS ?? null,
+    worldSize: id.hello?.worldSize ?? null,
+    metrics: metrics.find((m) => m.rank === rank) ?? metrics[0] ?? null,
+    outOfMemory: outcome === 'out-of-memory',
+  });
+  const planned = whatIfFindings(result, traceFindings, steps?.medianS ?? null, rank);
+  return { result, findings: planned.findings, traceFindings: traceFindings.map((f) => planned.merged.find((m) => m.id === f.id) ?? f) };
+}
+
+/**
+ * The doctor report, as a pipeline of the stages above: group the records by process, tell the run's identity,
+ * summarise each rank, collect the trace, memory and probe findings, the outcome and the notes, run the what-ifs, rank
+ * everything and assemble.
+ */
+export function buildDoctorReport(input: DoctorInput): DoctorReport {
+  const processes = groupProcesses(input.records);
+  const id = runIdentity(processes);
+  const ranks = processes.map((p) => summarizeRank(p, input.gpuSamples)).sort((a, b) => a.rank - b.rank || a.pid - b.pid);
+  const traceFindings = traceFindingsOf(input.traces, ranks);
+  const memoryFindings = memoryFindingsOf(input.snapshots);
+  const probeFindings = probeFindingsOf(traceFindings, ranks);
+  const { outcome, text } = outcomeOf(input, ranks);
+  const notes = notesOf(input, processes, ranks);
+  const plan = planModelOf(id.model);
+  const whatIf = whatIfStage(id, plan.model, ranks, input.traces, outcome, traceFindings);
+  const { model, hello } = id;
+  if (plan.model && model && Math.abs(plan.model.paramCount - model.totalParamCount) > 0.01 * plan.model.paramCount)
+    notes.push(
+      `the model's config gives ${plan.model.paramCount} parameters, the probe counted ${model.totalParamCount}: model.json describes the config's model`,
+    );
   let modelOut: DoctorReport['model'] = null;
   if (model) {
     const { v: _v, type: _type, pid: _pid, rank: _rank, t: _t, ...rest } = model;
     modelOut = rest;
   }
-  const plan = planModelOf(model);
-  const rank0 = ranks.find((r) => r.rank === (firstSteps?.rank ?? 0));
-  const whatIf = buildWhatIfs({
-    hello,
-    model,
-    planModel: plan.model,
-    steps: firstSteps?.steps ?? [],
-    medianStepS: rank0?.steps.medianS ?? null,
-    worldSize: hello?.worldSize ?? null,
-    metrics: metrics.find((m) => m.rank === (firstSteps?.rank ?? 0)) ?? metrics[0] ?? null,
-    outOfMemory: outcome === 'out-of-memory',
-  });
-  const planned = whatIfFindings(whatIf, traceFindings, rank0?.steps.medianS ?? null, firstSteps?.rank ?? 0);
-  const traceMerged = traceFindings.map((f) => planned.merged.find((m) => m.id === f.id) ?? f);
-  if (plan.model && model && Math.abs(plan.model.paramCount - model.totalParamCount) > 0.01 * plan.model.paramCount)
-    notes.push(
-      `the model's config gives ${plan.model.paramCount} parameters, the probe counted ${model.totalParamCount}: model.json describes the config's model`,
-    );
   return {
     schemaVersion: DOCTOR_SCHEMA_VERSION,
     tool: 'gpuwise',
@@ -460,7 +547,7 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
       worldSize: hello?.worldSize ?? null,
       devices: hello?.cuda.devices ?? [],
       stepHook: hello?.stepHook ?? null,
-      probeSilent: byPid.size === 0,
+      probeSilent: processes.length === 0,
     },
     ranks,
     gpus: input.gpuSamples ? summarizeGpus(input.gpuSamples) : (input.recordedGpus?.gpus ?? null),
@@ -472,10 +559,10 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
       traces: input.traces.map((t) => ({ rank: t.rank, path: t.path, error: t.error })),
       snapshots: input.snapshots.map((s) => ({ rank: s.rank, path: s.path, kind: s.kind, error: s.error })),
     },
-    whatIfs: whatIf.whatIfs,
-    whatIfBasis: whatIf.setup || whatIf.calibration ? { setup: whatIf.setup, calibration: whatIf.calibration } : null,
-    whatIfProblem: whatIf.problem,
-    findings: rankFindings(traceMerged, memoryFindings, probeFindings, planned.findings),
+    whatIfs: whatIf.result.whatIfs,
+    whatIfBasis: whatIf.result.setup || whatIf.result.calibration ? { setup: whatIf.result.setup, calibration: whatIf.result.calibration } : null,
+    whatIfProblem: whatIf.result.problem,
+    findings: rankFindings(whatIf.traceFindings, memoryFindings, probeFindings, whatIf.findings),
     notes,
   };
 }

@@ -291,6 +291,33 @@ describe('doctor report what-ifs', () => {
     });
     expect(setupOnly.setup).toMatchObject({ precision: 'amp-bf16', checkpointing: 'full' });
     expect(Math.abs(setupOnly.calibration?.errorFraction ?? 1)).toBeLessThan(0.05);
+    // a guess, labelled so, with its evidence
+    const ck = setupOnly.setup?.inferences?.find((i) => i.name === 'checkpointing');
+    expect(ck).toMatchObject({ value: 'full', how: 'guessed' });
+    expect(ck?.evidence).toMatch(/the planner predicts [\d.]+ GiB without checkpointing, [\d.]+ GiB with full checkpointing: the peak matches/);
+    expect(setupOnly.setup?.assumptions).toContain(ck?.evidence);
+  });
+
+  it('a compiled model is known as such, and its low peak is not read as checkpointing', () => {
+    const run = find((r) => r.model === 'gpt2' && r.ckpt && r.batch === 8);
+    const compiledModel = { ...modelRecord(run, gpt2Config, 'GPT2LMHeadModel'), v: 2, compiled: true, compiledEvidence: 'OptimizedModule' };
+    const res = buildWhatIfs({
+      hello: hello(),
+      model: compiledModel,
+      planModel: modelFor('gpt2'),
+      steps: steps(run),
+      medianStepS: run.step_s,
+      worldSize: null,
+      metrics: ampMetrics,
+      outOfMemory: false,
+    });
+    expect(res.setup).toMatchObject({ compiled: true, checkpointing: 'none' });
+    expect(res.setup?.inferences?.find((i) => i.name === 'compiled')).toMatchObject({ value: true, how: 'measured' });
+    expect(res.setup?.inferences?.find((i) => i.name === 'checkpointing')?.evidence).toMatch(/compiled \(fusion lowers the peak\), so checkpointing is not inferred/);
+    // Inductor's kernels in the window tell it too, without the probe's field
+    const triton = { ...ampMetrics, topKernels: [{ name: 'triton_poi_fused_add_mul_0', category: 'elementwise', count: 1, totalNs: 1, meanNs: 1 }] } as unknown as TraceMetrics;
+    const fromTrace = buildWhatIfs({ ...{ hello: hello(), planModel: modelFor('gpt2'), steps: steps(run), medianStepS: run.step_s, worldSize: null, outOfMemory: false }, model: modelRecord(run, gpt2Config, 'GPT2LMHeadModel'), metrics: triton });
+    expect(fromTrace.setup).toMatchObject({ compiled: true, checkpointing: 'none' });
   });
 
   it('a model without a block layout (ResNet-50) gets the measured-per-sample model', () => {
