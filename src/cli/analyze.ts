@@ -12,7 +12,7 @@ import { renderMarkdown } from '../report/markdown.js';
 import { ANSI, PLAIN, renderTerminal } from '../report/terminal.js';
 import { type CollectiveTimings, analyzeTrace, collectiveTimings } from '../trace/metrics/index.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
-import { EXIT_FINDINGS, EXIT_OK, VERSION } from './main.js';
+import { EXIT_FINDINGS, EXIT_OK, VERSION } from './version.js';
 import { progressBar } from './progress.js';
 import { UsageError, parseFlags } from './usage.js';
 

@@ -5,7 +5,7 @@
  * has compiled the sampling code).
  */
 import { readSmiFiles } from '../io/readSmiFile.js';
-import { readRecording } from '../telemetry/recordStore.js';
+import { readRecording } from '../io/recordStore.js';
 import { summarizeRecording } from '../telemetry/recordSummary.js';
 import { formatBytes, formatNumber, renderSmi, table } from '../telemetry/render.js';
 import type { Snapshot } from '../telemetry/sample.js';

@@ -36,7 +36,7 @@ import {
   residentBytes,
 } from '../run/setup.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
-import { fmtBytes } from '../util/format.js';
+import { fmtBytes, fmtGiB } from '../util/format.js';
 
 /** One inference about the run's set-up, for the report: the value, how it is known, and the evidence. */
 export interface SetupInference {
@@ -139,8 +139,7 @@ export interface WhatIfInput {
   outOfMemory: boolean;
 }
 
-const GiB = 1024 ** 3;
-const gib = (b: number) => `${(b / GiB).toFixed(1)} GiB`;
+const gib = (b: number) => fmtGiB(b);
 const pct = (f: number) => `${f >= 0 ? '+' : ''}${(f * 100).toFixed(1)}%`;
 const times = (f: number) => `${f.toFixed(f >= 10 ? 0 : f >= 2 ? 1 : 2)}x`;
 /** Below this throughput gain a what-if is not worth a finding. */

@@ -19,6 +19,7 @@
  * negative offset could make small steps take no time).
  */
 import { evaluatePlan, fitsIn, type Plan, type PlanRequest } from './plan.js';
+import { fmtGiB } from '../util/format.js';
 
 /** Where a what-if's numbers come from. `planner`: the planner alone (no measured peak to calibrate on). */
 export type WhatIfBasis = 'planner-calibrated' | 'planner' | 'measured-per-sample';
@@ -74,7 +75,7 @@ export function calibratePlanner(req: PlanRequest, measuredPeakBytes: number | n
     if (measuredStepS >= predictedStepS) stepOffsetS = measuredStepS - predictedStepS;
     else stepScale = measuredStepS / predictedStepS;
   }
-  const gib = (b: number) => `${(b / 1024 ** 3).toFixed(2)} GiB`;
+  const gib = (b: number) => fmtGiB(b, 2);
   const method =
     measuredPeakBytes === null
       ? 'uncalibrated: no measured peak to calibrate on'

@@ -23,6 +23,7 @@ import type { Checkpointing, OptimizerKind, Precision } from '../planner/setup.j
 import type { TraceMetrics } from '../trace/metrics/types.js';
 import { dtypeBytes } from '../util/dtype.js';
 import type { ModelRecord } from './records.js';
+import { fmtGiB } from '../util/format.js';
 
 export type Known = 'measured' | 'guessed' | 'unknown';
 
@@ -167,7 +168,7 @@ export function inferCheckpointing(
 ): Inferred<Checkpointing> {
   if (measuredPeakBytes === null || !(measuredPeakBytes > 0))
     return { value: 'none', how: 'unknown', evidence: 'no measured peak: assumed no checkpointing' };
-  const gib = (b: number) => `${(b / 1024 ** 3).toFixed(1)} GiB`;
+  const gib = (b: number) => fmtGiB(b);
   const none = predict('none');
   const full = predict('full');
   const errNone = Math.abs(none - measuredPeakBytes);

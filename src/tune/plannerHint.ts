@@ -9,7 +9,7 @@ import { predictMemory } from '../planner/memory.js';
 import type { ModelDescription } from '../planner/model.js';
 import type { Checkpointing, Parallelism } from '../planner/setup.js';
 import { inferCheckpointing, inferCompiled, inferOptimizer, inferPrecision } from '../run/setup.js';
-import type { DeviceBudget, MemoryLine } from './predict.js';
+import type { DeviceBudget, MemoryLine } from './line.js';
 import type { TrialSummary } from './trial.js';
 
 /** The planner's prediction at the trial's value may differ from the measured peak by this much for a set-up to count. */

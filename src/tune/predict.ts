@@ -6,7 +6,10 @@
 import { CALIBRATION } from '../planner/calibration.js';
 import { residentBytes } from '../run/setup.js';
 import { plannerLine } from './plannerHint.js';
+import type { DeviceBudget, MemoryLine } from './line.js';
 import type { TrialSummary } from './trial.js';
+
+export type { DeviceBudget, MemoryLine } from './line.js';
 
 const MiB = 1024 ** 2;
 
@@ -48,32 +51,6 @@ export interface SearchSpace {
   multipleOf: number;
   /** Trials of the search (the --curve points come on top). */
   maxTrials: number;
-}
-
-export interface DeviceBudget {
-  totalBytes: number;
-  /** GPU memory of the process outside PyTorch's allocator (CUDA context, NCCL, libraries). */
-  nonAllocatorBytes: number;
-  nonAllocatorSource: 'nvml' | 'calibration';
-  /** What the allocator may hold at the peak: (total - non-allocator) / slack. */
-  allocatorLimitBytes: number;
-}
-
-/** peak allocated(value) = fixedBytes + perValueBytes x value. */
-export interface MemoryLine {
-  fixedBytes: number;
-  perValueBytes: number;
-  /**
-   * two-trials: through the peaks of the two largest measured values; one-trial+planner: the planner's line for the
-   * model's Hugging Face config, scaled to the measured peak; one-trial+model: the fixed part from the model record
-   * (weights, buffers, optimizer state, cuBLAS workspace) and the measured peak; one-trial: no model record, the
-   * fixed part taken as 0 (the steepest line through the measured peak: safe, and corrected by the next trial).
-   */
-  source: 'two-trials' | 'one-trial+planner' | 'one-trial+model' | 'one-trial';
-  /** The values whose measurements made the line. */
-  values: number[];
-  /** For one-trial+planner: the set-up the planner matched (precision, checkpointing). */
-  note: string | null;
 }
 
 const isMeasured = (t: TrialSummary) => t.outcome === 'ok' && t.peakAllocatedBytes !== null && t.peakAllocatedBytes > 0;
