@@ -500,16 +500,20 @@ function plannerWhatIfs(setup: RunSetup, model: ModelDescription, hw: Hardware, 
   if (setup.precision === 'fp32' && hw.gpu.bf16Tflops > 0) {
     const amp = at({ precision: 'amp-bf16' });
     const ampMax = maxOf({ precision: 'amp-bf16' });
+    // fp32 only guessed (no window, no autocast record): the what-if stays in the table, but no advice rests on a guess.
+    const guessed = setup.inferences?.find((i) => i.name === 'precision')?.how === 'guessed';
     out.push(
       item(
         'amp-bf16',
-        `bf16 autocast: predicted ${gib(amp.peak)} at batch ${b0} (now ${gib(base.peak)})${thr(amp)}; batch ${ampMax} fits`,
-        `fp32 weights with the forward under torch.autocast(bfloat16): matmuls on tensor cores, bf16 activations (${estimate}; the calibration measured in fp32 is carried over).`,
+        `${guessed ? 'if the run is fp32 (a guess), ' : ''}bf16 autocast: predicted ${gib(amp.peak)} at batch ${b0} (now ${gib(base.peak)})${thr(amp)}; batch ${ampMax} fits`,
+        `fp32 weights with the forward under torch.autocast(bfloat16): matmuls on tensor cores, bf16 activations (${estimate}; the calibration measured in fp32 is carried over).${guessed ? ' The run may already use autocast: without a profiler window or the probe seeing autocast, fp32 is a guess, so this is no advice.' : ''}`,
         amp,
-        {
-          summary: 'Run the forward pass under bf16 autocast (weights and optimizer stay fp32).',
-          code: 'with torch.autocast("cuda", dtype=torch.bfloat16):\n    loss = model(**batch).loss\nloss.backward()',
-        },
+        guessed
+          ? null
+          : {
+              summary: 'Run the forward pass under bf16 autocast (weights and optimizer stay fp32).',
+              code: 'with torch.autocast("cuda", dtype=torch.bfloat16):\n    loss = model(**batch).loss\nloss.backward()',
+            },
       ),
     );
   }
