@@ -460,6 +460,12 @@ export function notesOf(input: DoctorInput, processes: readonly ProcessRecords[]
       notes.push(
         `${t.path}: analyze found no profiled steps in it (torch older than 2.0 writes CPU-only traces in a format without event categories)`,
       );
+  for (const p of processes)
+    for (const r of p.records)
+      if (r.type === 'profile-start' && r.settled === false)
+        notes.push(
+          `rank ${p.rank}: the profiled window started at step ${r.step} before the step times settled (${r.reason === 'cap' ? 'the wait reached its cap' : 'a fixed step'}${r.warmupSteps !== undefined ? `, after ${r.warmupSteps} steps` : ''}): its figures may include warm-up; the run's own statistics use its steady steps`,
+        );
   for (const r of ranks) {
     if (r.probeError) notes.push(`probe on rank ${r.rank} switched itself off after an internal error: ${r.probeError}`);
     if (r.steps.settled === false)

@@ -95,6 +95,15 @@ describe('stages of the doctor report', () => {
     expect(notesOf(doctorInput(steps), processes, ranks).join('\n')).toMatch(/rank 0: the step times never settled/);
   });
 
+  it('notesOf: says when the profiled window started before the steps settled (protocol 2)', () => {
+    const records = recordsOf('host_sync').map((r) =>
+      r.type === 'profile-start' ? { ...r, v: 2, reason: 'cap' as const, settled: false, warmupSteps: 9 } : r,
+    );
+    const processes = groupProcesses(records);
+    const notes = notesOf(doctorInput(records), processes, processes.map((p) => summarizeRank(p, null)));
+    expect(notes.join('\n')).toMatch(/rank 0: the profiled window started at step 10 before the step times settled \(the wait reached its cap, after 9 steps\)/);
+  });
+
   it('rankFindings: advice never ranks above a defect of similar gain, nor above high', () => {
     const defect = finding({ id: 'host-sync', title: '', ranks: [0], evidence: [], data: {}, recommendation: { summary: '', code: '' }, estimatedGain: gainFrom(100, 20, '') });
     const advice = adviceFinding({ id: 'whatif-bigger-batch', title: '', ranks: [0], evidence: [], data: {}, recommendation: { summary: '', code: '' }, estimatedGain: gainFrom(100, 23, '') });
