@@ -4,6 +4,7 @@
  * instead of bisecting blindly. Definitions and the evidence for the constants: docs/tune.md.
  */
 import { CALIBRATION } from '../planner/calibration.js';
+import { type MemoryModel, perSampleMemoryModel } from '../run/memoryModel.js';
 import { residentBytes } from '../run/setup.js';
 import { plannerLine } from './plannerHint.js';
 import type { DeviceBudget, MemoryLine } from './line.js';
@@ -119,6 +120,19 @@ export function fitMemoryLine(trials: TrialSummary[], budget: DeviceBudget | nul
       values: [last.value],
       note: 'no model record: fixed part taken as 0',
     }
+  );
+}
+
+/**
+ * The line as the run model's MemoryModel (run/memoryModel.ts): the per-sample line doctor's what-ifs use, fitting the
+ * allocator's share of the device (total - memory outside the allocator) by the planner's 2% rule, which is the same
+ * test as peak <= allocatorLimitBytes.
+ */
+export function lineMemoryModel(line: MemoryLine, budget: DeviceBudget): MemoryModel {
+  return perSampleMemoryModel(
+    { fixedBytes: line.fixedBytes, perSampleBytes: line.perValueBytes },
+    budget.totalBytes - budget.nonAllocatorBytes,
+    `tune's line (${line.source}): ${line.fixedBytes.toFixed(0)} B + ${line.perValueBytes.toFixed(0)} B per value`,
   );
 }
 
@@ -293,7 +307,7 @@ export function conclude(space: SearchSpace, trials: TrialSummary[], margin: num
     const v = roundDown(Math.min(maxOk, largestWithin(line, allowedAllocated)), m);
     if (v >= space.lo) {
       recommended = v;
-      recommendedPeakBytes = (line.fixedBytes + line.perValueBytes * v) * rr + budget.nonAllocatorBytes;
+      recommendedPeakBytes = lineMemoryModel(line, budget).peak(v) * rr + budget.nonAllocatorBytes;
     }
   } else if (maxOk !== null) {
     const v = roundDown(Math.floor(maxOk * (1 - margin)), m);
