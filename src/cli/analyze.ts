@@ -15,7 +15,7 @@ import { ANSI, PLAIN, renderTerminal } from '../report/terminal.js';
 import { assessTrace, coverageNote } from '../trace/coverage.js';
 import { collectiveTimings } from '../trace/metrics/index.js';
 import { identityOf } from '../trace/runGroups.js';
-import { EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, VERSION } from './main.js';
+import { EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, VERSION } from './version.js';
 import { useColor } from './color.js';
 import { progressBar } from './progress.js';
 import { UsageError, parseFlags } from './usage.js';

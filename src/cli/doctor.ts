@@ -16,7 +16,7 @@ import { type ProbeRecord, rankOf } from '../run/records.js';
 import { InputError } from '../io/inputError.js';
 import { analyseSnapshotFiles, analyseTraceFiles, type CaptureRef } from '../io/captures.js';
 import { checkHtmlTarget, writeReportFile } from '../io/reportTarget.js';
-import { VERSION } from './main.js';
+import { VERSION } from './version.js';
 import { type ProbeRun, makeRunDir, startProbeRun } from './probeRun.js';
 import { printDoctorReport, rediagnoseRunDir } from './rediagnose.js';
 import { splitCommand } from './telemetryArgs.js';

@@ -5,12 +5,9 @@
 import { InputError } from '../io/inputError.js';
 import { NoGpuError } from './noGpuError.js';
 import { UsageError } from './usage.js';
+import { EXIT_BAD_INPUT, EXIT_NO_GPU, EXIT_OK, VERSION } from './version.js';
 
-export const EXIT_OK = 0;
-export const EXIT_FINDINGS = 1;
-export const EXIT_BAD_INPUT = 2;
-/** No GPU can be read (no driver, NVML or nvidia-smi): nvidia-smi's own code for a missing driver. */
-export const EXIT_NO_GPU = 9;
+export { EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_NO_GPU, EXIT_OK, VERSION } from './version.js';
 
 type Command = { summary: string; load: () => Promise<{ run(argv: string[]): Promise<number> }> };
 
@@ -68,6 +65,3 @@ export async function main(argv: string[]): Promise<number> {
     return 70;
   }
 }
-
-declare const __GPUWISE_VERSION__: string | undefined;
-export const VERSION = typeof __GPUWISE_VERSION__ === 'string' ? __GPUWISE_VERSION__ : '0.0.0-dev';

@@ -2,7 +2,7 @@
  * `gpuwise monitor`: the live terminal view (alternate screen, redrawn in place, resize-safe) or, with
  * `--json-stream`, one JSON snapshot per line (NDJSON) on stdout.
  */
-import { readRecording } from '../telemetry/recordStore.js';
+import { readRecording } from '../io/recordStore.js';
 import { History, onlyGpus, renderMonitor, renderNoGpu, SORT_KEYS, type SortKey } from '../telemetry/monitorView.js';
 import type { Snapshot } from '../telemetry/sample.js';
 import { LiveSampler, NoGpu, openLiveSource } from '../telemetry/sampler.js';

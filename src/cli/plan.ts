@@ -27,7 +27,7 @@ import type {
   Precision,
   TrainingSetup,
 } from '../planner/setup.js';
-import { EXIT_FINDINGS, EXIT_OK } from './main.js';
+import { EXIT_FINDINGS, EXIT_OK } from './version.js';
 import { jsonReport } from './jsonReport.js';
 import { parseBytes, parseFlags, UsageError } from './usage.js';
 

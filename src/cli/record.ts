@@ -4,8 +4,8 @@
  * Each sample is committed on its own, so a kill -9 loses at most the sample being written.
  */
 import { spawn } from 'node:child_process';
-import { RecordWriter } from '../telemetry/recordStore.js';
-import { VERSION } from './main.js';
+import { RecordWriter } from '../io/recordStore.js';
+import { VERSION } from './version.js';
 import { parseDurationMs, parseIntervalMs, splitCommand } from './telemetryArgs.js';
 import { NO_GPU_HINTS, openLive } from './telemetryLive.js';
 import { parseFlags, UsageError } from './usage.js';

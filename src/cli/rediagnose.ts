@@ -11,7 +11,7 @@ import { renderDoctorText } from '../doctor/render.js';
 import { buildDoctorReport, type DoctorReport } from '../doctor/report.js';
 import { analyseSnapshotFiles, analyseTraceFiles, type CaptureRef } from '../io/captures.js';
 import { type CapturedFile, readRunDir } from '../io/runDir.js';
-import { VERSION } from './main.js';
+import { VERSION } from './version.js';
 
 function refOf(f: CapturedFile): CaptureRef {
   return {

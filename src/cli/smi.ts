@@ -7,7 +7,7 @@
 import { writeFileSync } from 'node:fs';
 import { readSmiFiles } from '../io/readSmiFile.js';
 import { checkHtmlTarget } from '../io/reportTarget.js';
-import { readRecording } from '../telemetry/recordStore.js';
+import { readRecording } from '../io/recordStore.js';
 import { summarizeRecording } from '../telemetry/recordSummary.js';
 import { formatBytes, formatNumber, renderSmi, table } from '../telemetry/render.js';
 import { renderSmiHtml, renderSmiMarkdown } from '../telemetry/smiReport.js';

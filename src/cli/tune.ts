@@ -12,10 +12,11 @@ import { renderTuneHtml } from '../tune/html.js';
 import { renderTuneMarkdown } from '../tune/markdown.js';
 import { type TuneTrial, buildTuneReport, renderTuneText } from '../tune/report.js';
 import { OOM_TEXT, type TrialSummary, summarizeTrial } from '../tune/trial.js';
-import { VERSION } from './main.js';
+import { VERSION } from './version.js';
 import { type ProbeRun, makeRunDir, startProbeRun } from './probeRun.js';
 import { splitCommand } from './telemetryArgs.js';
 import { UsageError, parseFlags } from './usage.js';
+import { fmtGiB } from '../util/format.js';
 
 const HELP = `Usage: gpuwise tune --param NAME=LO..HI [options] -- CMD ... {NAME} ...
 
@@ -225,7 +226,7 @@ async function runTrial(opts: {
 function fmtTrialLine(t: TrialSummary): string {
   if (t.outcome !== 'ok') return `${t.outcome === 'oom' ? 'OOM' : t.outcome.toUpperCase()}: ${t.detail}`;
   const parts = [`OK (${t.detail})`];
-  if (t.peakAllocatedBytes !== null) parts.push(`peak ${(t.peakAllocatedBytes / 1024 ** 3).toFixed(2)} GiB allocated`);
+  if (t.peakAllocatedBytes !== null) parts.push(`peak ${fmtGiB(t.peakAllocatedBytes, 2)} allocated`);
   if (t.stepTimeS !== null) parts.push(`${(t.stepTimeS * 1e3).toFixed(1)} ms/step`);
   if (t.samplesPerS !== null) parts.push(`${t.samplesPerS >= 100 ? Math.round(t.samplesPerS) : t.samplesPerS.toPrecision(3)} samples/s`);
   else if (t.tokensPerS !== null) parts.push(`${Math.round(t.tokensPerS)} tokens/s`);

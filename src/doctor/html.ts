@@ -18,6 +18,9 @@ import {
   planModelLine,
   rankLabel,
   rankShort,
+  findingKindLabel,
+  setupFacts,
+  setupGuesses,
   stepSourceNote,
 } from './renderParts.js';
 import type { DoctorReport } from './report.js';
@@ -234,7 +237,7 @@ function findingsHtml(r: DoctorReport): string {
   return r.findings
     .map((f, i) => {
       const gain = expectedGainText(f);
-      return `<section class="f ${esc(f.severity)}"><h3>${i + 1}. <span class="sev">${esc(f.severity)}</span> ${esc(f.title)} <code>${esc(f.id)}</code> <span class="dim">from the ${esc(f.source ?? '?')}${f.ranks?.length ? ` · rank${f.ranks.length > 1 ? 's' : ''} ${esc(f.ranks.join(', '))}` : ''}</span></h3>
+      return `<section class="f ${esc(f.severity)}"><h3>${i + 1}. <span class="sev">${esc(f.severity)}</span> ${esc(f.title)} <code>${esc(f.id)}</code> <span class="dim">from the ${esc(f.source ?? '?')}${esc(findingKindLabel(f))}${f.ranks?.length ? ` · rank${f.ranks.length > 1 ? 's' : ''} ${esc(f.ranks.join(', '))}` : ''}</span></h3>
 ${gain ? `<p class="gain">${esc(gain)}${f.estimatedGain ? `<br><span class="dim">${esc(f.estimatedGain.arithmetic)}</span>` : ''}</p>` : ''}
 <ul>${f.evidence.map((e) => `<li>${esc(e)}</li>`).join('')}</ul>
 <p>${esc(f.recommendation.summary)}</p>${f.recommendation.code ? `<pre>${esc(f.recommendation.code)}</pre>` : ''}</section>`;
@@ -334,7 +337,10 @@ export function renderDoctorHtml(r: DoctorReport): string {
   parts.push('<h2>Findings</h2>', findingsHtml(r));
   const whatIfs = whatIfsOf(r);
   if (whatIfs.length)
-    parts.push('<h2>What-ifs (planner, calibrated on this run)</h2>', `<ul>${whatIfs.map((w) => `<li><b>${esc(w.title)}</b>: ${esc(w.text)}</li>`).join('')}</ul>`);
+    parts.push(
+      '<h2>What-ifs (planner, calibrated on this run)</h2>',
+      `<ul>${whatIfs.map((w) => `<li><b>${esc(w.title)}</b>: ${esc(w.text)}</li>`).join('')}${[...setupFacts(r), ...setupGuesses(r)].map((l) => `<li><i>${esc(l)}</i></li>`).join('')}</ul>`,
+    );
   const pl = planModelLine(r);
   if (pl) parts.push('<h2>Model</h2>', `<p>${esc(pl.replace(/`/g, ''))}</p>`);
 

@@ -16,6 +16,9 @@ import {
   planModelLine,
   rankLabel,
   rankShort,
+  findingKindLabel,
+  setupFacts,
+  setupGuesses,
   stepSourceNote,
 } from './renderParts.js';
 import type { DoctorReport } from './report.js';
@@ -135,7 +138,7 @@ export function renderDoctorMarkdown(r: DoctorReport): string {
   r.findings.forEach((f, i) => {
     const gain = expectedGainText(f);
     out.push(`#### ${i + 1}. ${ICON[f.severity] ?? ''} ${f.severity.toUpperCase()}: ${f.title}`);
-    out.push(`${code(f.id)} · from the ${f.source ?? '?'}${f.ranks?.length ? ` · rank${f.ranks.length > 1 ? 's' : ''} ${f.ranks.join(', ')}` : ''}${gain ? ` · ${gain}` : ''}`, '');
+    out.push(`${code(f.id)} · from the ${f.source ?? '?'}${findingKindLabel(f)}${f.ranks?.length ? ` · rank${f.ranks.length > 1 ? 's' : ''} ${f.ranks.join(', ')}` : ''}${gain ? ` · ${gain}` : ''}`, '');
     for (const e of f.evidence) out.push(`- ${e}`);
     if (f.estimatedGain) out.push(`- _estimate_: ${f.estimatedGain.arithmetic}`);
     out.push('', f.recommendation.summary, '');
@@ -146,6 +149,7 @@ export function renderDoctorMarkdown(r: DoctorReport): string {
   if (whatIfs.length) {
     out.push('### What-ifs (planner, calibrated on this run)', '');
     for (const w of whatIfs) out.push(`- **${w.title}**: ${w.text}`);
+    for (const line of [...setupFacts(r), ...setupGuesses(r)]) out.push(`- _${line}_`);
     out.push('');
   }
 

@@ -11,7 +11,7 @@
  */
 import { type EstimatedGain, type Finding, withGain } from '../findings/finding.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
-import { fmtMs } from '../util/format.js';
+import { fmtMs, fmtPct } from '../util/format.js';
 
 /** The window's step must exceed the run's by this share before re-basing (noise between steps is smaller). */
 const MIN_PROFILER_COST_SHARE = 0.02;
@@ -64,4 +64,28 @@ export function rebaseFinding(f: Finding, metricsOfRank: (rank: number) => Trace
   const estimatedGain = rebaseGain(f.estimatedGain, m, run, SAVES_GPU_TIME.has(f.id));
   if (estimatedGain === f.estimatedGain) return f;
   return withGain(f, estimatedGain);
+}
+
+/**
+ * One number per finding: when re-basing changed the finding's share of the step and its title states the window's
+ * share (as the rules write it, fmtPct), the title states the run's instead and the window's figure goes to the
+ * evidence. A title whose percentage is something else (memory fullness, a count) is left as it is.
+ */
+export function restateShare(windowFinding: Finding, rebased: Finding): Finding {
+  const w = windowFinding.estimatedGain;
+  const r = rebased.estimatedGain;
+  if (w === null || r === null || w === r) return rebased;
+  // the rules write shares with fmtPct: the window's share, as written, is what the title states
+  const wText = fmtPct(w.savedFraction);
+  const rText = fmtPct(r.savedFraction);
+  const stated = new RegExp(`(^|[^0-9.])${wText.replace(/[.%]/g, (c) => `\\${c}`)}`);
+  if (wText === rText || !stated.test(rebased.title)) return rebased;
+  return {
+    ...rebased,
+    title: rebased.title.replace(stated, (_m, before: string) => `${before}${rText}`),
+    evidence: [
+      ...rebased.evidence,
+      `${rText} is the share of the run's steady ${fmtMs(r.stepTimeNs)} step; in the profiled window it was ${wText} of a ${fmtMs(w.stepTimeNs)} step (the profiler's own cost lengthens it)`,
+    ],
+  };
 }

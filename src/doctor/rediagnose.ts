@@ -4,7 +4,8 @@
  * them when there is one (the records do not carry them), else they are read off the records and the report's notes
  * say what was inferred.
  */
-import type { ChildExit, DoctorInput, DoctorReport, SnapshotInput, TraceInput } from './report.js';
+import { type ChildExit, exitFromRecords } from '../run/exit.js';
+import type { DoctorInput, DoctorReport, SnapshotInput, TraceInput } from './report.js';
 import { type ProbeRecord, rankOf } from '../run/records.js';
 
 export interface RecordedRunInput {
@@ -19,24 +20,6 @@ export interface RecordedRunInput {
   savedReportProblem: string | null;
   /** This gpuwise's version (the report is rebuilt with its rules). */
   version: string;
-}
-
-/** The exit status the records imply, when no report.json kept the real one; the note says how it was read. */
-export function exitFromRecords(records: readonly ProbeRecord[]): { exit: ChildExit; note: string } {
-  const pids = new Set(records.map((r) => r.pid));
-  const ends = records.filter((r) => r.type === 'end');
-  const crash = records.find((r) => r.type === 'exception' && r.exception !== 'KeyboardInterrupt');
-  const interrupted = ends.some((r) => r.type === 'end' && r.reason === 'interrupted');
-  const unended = [...pids].filter((pid) => !ends.some((e) => e.pid === pid));
-  const how = 'the exit status is not in the run directory (no report.json): ';
-  if (crash) return { exit: { code: 1, signal: null }, note: `${how}an exception ended the run, counted as exit code 1` };
-  if (interrupted) return { exit: { code: 130, signal: null }, note: `${how}the probe saw an interrupt, counted as exit code 130` };
-  if (unended.length > 0)
-    return {
-      exit: { code: 1, signal: null },
-      note: `${how}process(es) ${unended.join(', ')} ended without the probe's end record (killed, or cut short): counted as a failure`,
-    };
-  return { exit: { code: 0, signal: null }, note: `${how}every process ended cleanly in the probe's records, counted as exit code 0` };
 }
 
 export function recordedRunInput(run: RecordedRunInput): DoctorInput {

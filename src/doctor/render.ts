@@ -1,7 +1,7 @@
 /** The doctor report as terminal text (pure). */
 import { fmtBytes, fmtMs, fmtPct, fmtTflops } from '../util/format.js';
 import type { DoctorReport, RankSummary } from './report.js';
-import { stepSourceNote } from './renderParts.js';
+import { findingKindLabel, setupFacts, setupGuesses, stepSourceNote } from './renderParts.js';
 
 const s2ns = (s: number) => s * 1e9;
 
@@ -122,14 +122,15 @@ export function renderDoctorText(r: DoctorReport): string {
     if (c) out.push(`  calibration: ${c.text}`);
     if (r.whatIfProblem) out.push(`  none: ${r.whatIfProblem}`);
     for (const w of r.whatIfs) out.push(`  - ${w.title}${w.basis === 'planner' ? ' (planner only)' : ''}`);
-    for (const a of su?.assumptions ?? []) out.push(`  assumed: ${a}`);
+    for (const fact of setupFacts(r)) out.push(`  ${fact}`);
+    for (const g of setupGuesses(r)) out.push(`  ${g}`);
   }
   out.push('');
   out.push('Findings');
   if (r.findings.length === 0) out.push('  none');
   r.findings.forEach((f, i) => {
     const gain = f.estimatedGain ? ` (about ${fmtPct(f.estimatedGain.savedFraction)} of the step)` : '';
-    out.push(`  ${i + 1}. ${f.severity.toUpperCase().padEnd(6)} ${f.title}${gain} [${f.source}]`);
+    out.push(`  ${i + 1}. ${f.severity.toUpperCase().padEnd(6)} ${f.title}${gain} [${f.source}${findingKindLabel(f)}]`);
     for (const ev of f.evidence.slice(0, 3)) out.push(`       ${ev}`);
     out.push(`       fix: ${f.recommendation.summary}`);
   });

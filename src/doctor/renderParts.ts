@@ -103,3 +103,25 @@ export function durationText(s: number): string {
   if (s < 7200) return `${Math.floor(s / 60)} min ${Math.round(s % 60)} s`;
   return `${Math.floor(s / 3600)} h ${Math.round((s % 3600) / 60)} min`;
 }
+
+/**
+ * The set-up inferences that are guesses, each with its evidence ("guessed: ..."), for every format; older reports
+ * without `inferences` give their assumptions.
+ */
+export function setupGuesses(r: DoctorReport): string[] {
+  const su = r.whatIfBasis?.setup;
+  if (!su) return [];
+  return (su.assumptions ?? []).map((a) => `guessed: ${a}`);
+}
+
+/** Known facts of the set-up worth a word beside the batch: a compiled model. */
+export function setupFacts(r: DoctorReport): string[] {
+  const su = r.whatIfBasis?.setup;
+  const compiled = su?.inferences?.find((i) => i.name === 'compiled' && i.value === true);
+  return compiled ? [`compiled: ${compiled.evidence}`] : [];
+}
+
+/** How a finding is labelled beside its source: what-ifs are advice to weigh. */
+export function findingKindLabel(f: { kind?: string }): string {
+  return f.kind === 'advice' ? ', advice to weigh' : '';
+}

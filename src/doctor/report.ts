@@ -13,10 +13,12 @@ import { describeModel, MODEL_SUMMARY_FORMAT } from '../planner/modelSummary.js'
 import type { Snapshot } from '../telemetry/sample.js';
 import type { CollectiveTimings } from '../trace/metrics/collectives.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
+import type { ChildExit } from '../run/exit.js';
+import { gpuStepTimesOf, type StepStats, type StepTimeline, stepStats, stepTimelineOf } from '../run/steps.js';
 import { inFramework } from '../advice/framework.js';
 import { modelFlopsAtStep } from '../trace/metrics/modelFlops.js';
 import type { ModelFlops } from '../trace/metrics/types.js';
-import { rebaseFinding } from './rebase.js';
+import { rebaseFinding, restateShare } from './rebase.js';
 import {
   type AllocatorMemory,
   type ExceptionRecord,
@@ -26,20 +28,17 @@ import {
   type ProbeRecord,
   rankOf,
   type StepRecord,
-  type StepSource,
 } from '../run/records.js';
-import { buildWhatIfs, type RunSetup, type WhatIf, type WhatIfCalibration, whatIfFindings } from './whatIfs.js';
+import { buildWhatIfs, type RunSetup, type WhatIf, type WhatIfCalibration, type WhatIfResult, whatIfFindings } from './whatIfs.js';
+
+/** The collector (cli/probeRun.ts) takes the exit type from here. */
+export type { ChildExit } from '../run/exit.js';
 
 export const DOCTOR_SCHEMA_VERSION = 1;
 
 /** How the run ended, most specific first. */
 export type Outcome = 'completed' | 'stopped-after-steps' | 'interrupted' | 'out-of-memory' | 'crashed' | 'failed';
 
-export interface ChildExit {
-  /** The child's exit status; for a death by signal, 128 + the signal number (shell convention). */
-  code: number;
-  signal: string | null;
-}
 
 export interface TraceInput {
   rank: number;
@@ -82,34 +81,6 @@ export interface DoctorInput {
   notes: string[];
 }
 
-export interface StepStats {
-  /** Steps the probe saw. */
-  steps: number;
-  /** Steps in the statistics: all but the first (warm-up), only those with a time, and outside the profiler window (unless no other step was timed). */
-  measuredSteps: number;
-  meanS: number | null;
-  medianS: number | null;
-  p90S: number | null;
-  minS: number | null;
-  maxS: number | null;
-  /** Sum of DataLoader waits / sum of step times, over the measured steps. */
-  dataWaitShare: number | null;
-  samplesPerS: number | null;
-  /** Token positions per second (padding included), when every measured step's batches held token ids. */
-  tokensPerS: number | null;
-  /** Sequence length of the last measured step's token batches. */
-  seqLen: number | null;
-  /**
-   * Where the step times come from: `gpu` (CUDA timing events at step ends: the GPU's pace, even while the host runs
-   * ahead filling the launch queue) or `host` (wall clock between step hooks: without CUDA, or an older probe).
-   */
-  timing: 'gpu' | 'host';
-  /** Median of the host wall-clock step times over the same steps (equal to medianS with host timing). */
-  hostMedianS: number | null;
-  /** What marked the steps (the last step's source, see StepRecord.stepSource); null for an older probe. */
-  stepSource: StepSource | null;
-}
-
 export interface RankSummary {
   /** RANK of the process; 0 for a process without one (`rankFromEnv` false). */
   rank: number;
@@ -135,29 +106,6 @@ export interface RankSummary {
   oom: { step: number; device: number; allocBytes: number; deviceFreeBytes: number; snapshot: string | null } | null;
   probeError: string | null;
   endReason: string | null;
-}
-
-export interface StepTimeline {
-  step: number[];
-  stepTimeS: (number | null)[];
-  dataWaitS: number[];
-}
-
-/** Enough points for any chart; keeps report.json small for runs of millions of steps. */
-export const STEP_TIMELINE_MAX_POINTS = 5000;
-
-/** Every step's time and DataLoader wait, thinned to every k-th step past STEP_TIMELINE_MAX_POINTS. */
-export function stepTimelineOf(steps: StepRecord[]): StepTimeline {
-  const ordered = [...steps].sort((a, b) => a.step - b.step);
-  const stride = Math.max(1, Math.ceil(ordered.length / STEP_TIMELINE_MAX_POINTS));
-  const out: StepTimeline = { step: [], stepTimeS: [], dataWaitS: [] };
-  for (let i = 0; i < ordered.length; i += stride) {
-    const s = ordered[i] as StepRecord;
-    out.step.push(s.step);
-    out.stepTimeS.push(s.stepTimeS !== null && Number.isFinite(s.stepTimeS) ? s.stepTimeS : null);
-    out.dataWaitS.push(s.dataWaitS);
-  }
-  return out;
 }
 
 export interface GpuSummary {
@@ -240,63 +188,6 @@ export interface DoctorReport {
   /** Trace, memory, probe and planner findings, ranked by severity, then estimated gain. */
   findings: RankedFinding[];
   notes: string[];
-}
-
-function quantile(sorted: number[], q: number): number | null {
-  if (sorted.length === 0) return null;
-  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
-  return sorted[i] ?? null;
-}
-
-/** Every `[step, seconds]` GPU step time a rank's records carry (step and end records). */
-export function gpuStepTimesOf(records: readonly ProbeRecord[]): Map<number, number> {
-  const out = new Map<number, number>();
-  for (const r of records)
-    if ((r.type === 'step' || r.type === 'end') && Array.isArray(r.gpuStepTimes))
-      for (const pair of r.gpuStepTimes) if (Array.isArray(pair) && Number.isFinite(pair[0]) && Number.isFinite(pair[1]) && pair[1] >= 0) out.set(pair[0], pair[1]);
-  return out;
-}
-
-export function stepStats(steps: StepRecord[], gpuTimes: ReadonlyMap<number, number> = new Map()): StepStats {
-  const ordered = [...steps].sort((a, b) => a.step - b.step);
-  const hostTimed = ordered.filter((s, i) => i > 0 && s.stepTimeS !== null && Number.isFinite(s.stepTimeS));
-  // GPU times when they cover most steps (a clean end delivers all of them), else host times throughout:
-  // one source for every figure, never a mix.
-  const gpuTimed = ordered.filter((s, i) => i > 0 && gpuTimes.has(s.step));
-  const timing: 'gpu' | 'host' = gpuTimed.length > 0 && gpuTimed.length * 2 >= hostTimed.length ? 'gpu' : 'host';
-  const timed = timing === 'gpu' ? gpuTimed : hostTimed;
-  const timeOf = (s: StepRecord) => (timing === 'gpu' ? (gpuTimes.get(s.step) as number) : (s.stepTimeS as number));
-  // Profiled steps carry the profiler's own cost: left out unless nothing else was timed.
-  const unprofiled = timed.filter((s) => !s.profiled);
-  const measured = unprofiled.length > 0 ? unprofiled : timed;
-  const times = measured.map(timeOf).sort((a, b) => a - b);
-  const hostTimes = measured
-    .map((s) => s.stepTimeS)
-    .filter((t): t is number => t !== null && Number.isFinite(t))
-    .sort((a, b) => a - b);
-  const total = times.reduce((a, b) => a + b, 0);
-  const wait = measured.reduce((a, s) => a + s.dataWaitS, 0);
-  const samplesKnown = measured.length > 0 && measured.every((s) => s.samples !== null);
-  const samples = measured.reduce((a, s) => a + (s.samples ?? 0), 0);
-  const tokensKnown = measured.length > 0 && measured.every((s) => typeof s.tokens === 'number');
-  const tokens = measured.reduce((a, s) => a + (s.tokens ?? 0), 0);
-  const last = ordered[ordered.length - 1];
-  return {
-    steps: ordered.length,
-    measuredSteps: measured.length,
-    meanS: times.length ? total / times.length : null,
-    medianS: quantile(times, 0.5),
-    p90S: quantile(times, 0.9),
-    minS: times[0] ?? null,
-    maxS: times[times.length - 1] ?? null,
-    dataWaitShare: total > 0 ? Math.min(1, wait / total) : null,
-    samplesPerS: samplesKnown && total > 0 ? samples / total : null,
-    tokensPerS: tokensKnown && total > 0 ? tokens / total : null,
-    timing,
-    hostMedianS: quantile(hostTimes, 0.5),
-    seqLen: tokensKnown ? (measured[measured.length - 1]?.seqLen ?? null) : null,
-    stepSource: last?.stepSource ?? null,
-  };
 }
 
 export function summarizeGpus(samples: Snapshot[]): GpuSummary[] {
@@ -429,7 +320,7 @@ export function dataLoaderWaitFinding(ranks: RankSummary[]): Finding | null {
   });
 }
 
-function rankFindings(trace: Finding[], memory: Finding[], probe: Finding[], planner: Finding[]): RankedFinding[] {
+export function rankFindings(trace: Finding[], memory: Finding[], probe: Finding[], planner: Finding[]): RankedFinding[] {
   return sortFindings<RankedFinding>([
     ...trace.map((f) => ({ ...f, source: 'trace' as const })),
     ...memory.map((f) => ({ ...f, source: 'memory' as const })),
@@ -452,72 +343,131 @@ export function planModelOf(model: ModelRecord | null): { model: DoctorReport['p
   }
 }
 
-export function buildDoctorReport(input: DoctorInput): DoctorReport {
+/** One process's records, grouped (stage 1). */
+export interface ProcessRecords {
+  pid: number;
+  rank: number;
+  /** RANK was set in the environment (else the one process counts as rank 0). */
+  rankFromEnv: boolean;
+  records: ProbeRecord[];
+  hello: HelloRecord | null;
+  model: ModelRecord | null;
+  steps: StepRecord[];
+}
+
+/** Stage 1: the records grouped by process, in the order the processes first reported. */
+export function groupProcesses(records: readonly ProbeRecord[]): ProcessRecords[] {
   const byPid = new Map<number, ProbeRecord[]>();
-  for (const r of input.records) {
+  for (const r of records) {
     const list = byPid.get(r.pid) ?? [];
     list.push(r);
     byPid.set(r.pid, list);
   }
-  let hello: HelloRecord | null = null;
-  let model: ModelRecord | null = null;
-  let firstSteps: { rank: number; steps: StepRecord[] } | null = null;
-  const ranks: RankSummary[] = [];
-  for (const [pid, recs] of byPid) {
-    const h = recs.find((r): r is HelloRecord => r.type === 'hello') ?? null;
-    if (h && (hello === null || rankOf(h) < rankOf(hello))) hello = h;
-    const m = recs.find((r): r is ModelRecord => r.type === 'model') ?? null;
-    if (m && (model === null || rankOf(m) < rankOf(model))) model = m;
-    const steps = recs.filter((r): r is StepRecord => r.type === 'step');
-    if (steps.length > 0 && (firstSteps === null || rankOf(recs[0] as ProbeRecord) < firstSteps.rank))
-      firstSteps = { rank: rankOf(recs[0] as ProbeRecord), steps };
-    const exc = recs.find((r): r is ExceptionRecord => r.type === 'exception') ?? null;
-    const oom = recs.find((r): r is OomRecord => r.type === 'oom') ?? null;
-    const err = recs.find((r) => r.type === 'probe-error');
-    const end = recs.find((r) => r.type === 'end');
-    const lastMem = [...steps].reverse().find((s) => s.memory !== null)?.memory ?? null;
-    const { max: nvml, timeline: nvmlTimeline } = nvmlUsedByPid(input.gpuSamples, pid);
-    const rank = rankOf(recs[0] as ProbeRecord);
-    ranks.push({
-      rank,
-      rankFromEnv: (recs[0] as ProbeRecord).rank !== null,
+  return [...byPid].map(([pid, recs]) => {
+    const first = recs[0] as ProbeRecord;
+    return {
       pid,
-      localRank: h?.localRank ?? null,
-      steps: { ...stepStats(steps, gpuStepTimesOf(recs)), steps: input.stepRecordsByPid?.[pid] ?? steps.length },
-      allocator: lastMem,
-      nvmlUsedBytes: nvml,
-      nonAllocatorBytes: nvml !== null && lastMem !== null ? nvml - lastMem.peakReservedBytes : null,
-      nvmlTimeline,
-      stepTimeline: stepTimelineOf(steps),
-      exception: exc ? { name: exc.exception, message: exc.message, step: exc.step, outOfMemory: exc.outOfMemory } : null,
-      oom: oom
-        ? { step: oom.step, device: oom.device, allocBytes: oom.allocBytes, deviceFreeBytes: oom.deviceFreeBytes, snapshot: oom.snapshot }
-        : null,
-      probeError: err && err.type === 'probe-error' ? err.error : null,
-      endReason: end && end.type === 'end' ? end.reason : null,
-    });
-  }
-  ranks.sort((a, b) => a.rank - b.rank || a.pid - b.pid);
+      rank: rankOf(first),
+      rankFromEnv: first.rank !== null,
+      records: recs,
+      hello: recs.find((r): r is HelloRecord => r.type === 'hello') ?? null,
+      model: recs.find((r): r is ModelRecord => r.type === 'model') ?? null,
+      steps: recs.filter((r): r is StepRecord => r.type === 'step'),
+    };
+  });
+}
 
-  const analysed = input.traces.filter((t) => t.metrics !== null);
-  const metrics = analysed.map((t) => t.metrics!);
-  // analyze's estimates come from the profiled window; re-based on the run's own GPU-timed step (see rebase.ts).
-  const metricsOfRank = (rank: number) => metrics.find((m) => m.rank === rank) ?? input.traces.find((t) => t.rank === rank)?.metrics ?? null;
-  const runStepNsOfRank = (rank: number) => {
-    const st = ranks.find((r) => r.rank === rank)?.steps;
-    return st && st.timing === 'gpu' && st.medianS !== null ? st.medianS * 1e9 : null;
+/** What the run is, from the lowest rank that told it: its hello, its model, and the rank whose steps the what-ifs use. */
+export interface RunIdentity {
+  hello: HelloRecord | null;
+  model: ModelRecord | null;
+  /** The lowest rank with steps (its memory binds when all ranks are alike), and its steps. */
+  stepsOf: { rank: number; steps: StepRecord[] } | null;
+}
+
+/** Stage 2: the run's identity (lowest rank first). */
+export function runIdentity(processes: readonly ProcessRecords[]): RunIdentity {
+  const lowest = <T>(pick: (p: ProcessRecords) => T | null) =>
+    [...processes].filter((p) => pick(p) !== null).sort((a, b) => a.rank - b.rank)[0];
+  const h = lowest((p) => p.hello);
+  const m = lowest((p) => p.model);
+  const s = lowest((p) => (p.steps.length > 0 ? p.steps : null));
+  return { hello: h?.hello ?? null, model: m?.model ?? null, stepsOf: s ? { rank: s.rank, steps: s.steps } : null };
+}
+
+/** Stage 3: one rank's summary: steady step statistics, memory beside NVML, how it ended. */
+export function summarizeRank(p: ProcessRecords, gpuSamples: Snapshot[] | null): RankSummary {
+  const recs = p.records;
+  const exc = recs.find((r): r is ExceptionRecord => r.type === 'exception') ?? null;
+  const oom = recs.find((r): r is OomRecord => r.type === 'oom') ?? null;
+  const err = recs.find((r) => r.type === 'probe-error');
+  const end = recs.find((r) => r.type === 'end');
+  const lastMem = [...p.steps].reverse().find((s) => s.memory !== null)?.memory ?? null;
+  const { max: nvml, timeline: nvmlTimeline } = nvmlUsedByPid(gpuSamples, p.pid);
+  return {
+    rank: p.rank,
+    rankFromEnv: p.rankFromEnv,
+    pid: p.pid,
+    localRank: p.hello?.localRank ?? null,
+    steps: stepStats(p.steps, gpuStepTimesOf(recs)),
+    allocator: lastMem,
+    nvmlUsedBytes: nvml,
+    nonAllocatorBytes: nvml !== null && lastMem !== null ? nvml - lastMem.peakReservedBytes : null,
+    nvmlTimeline,
+    stepTimeline: stepTimelineOf(p.steps),
+    exception: exc ? { name: exc.exception, message: exc.message, step: exc.step, outOfMemory: exc.outOfMemory } : null,
+    oom: oom
+      ? { step: oom.step, device: oom.device, allocBytes: oom.allocBytes, deviceFreeBytes: oom.deviceFreeBytes, snapshot: oom.snapshot }
+      : null,
+    probeError: err && err.type === 'probe-error' ? err.error : null,
+    endReason: end && end.type === 'end' ? end.reason : null,
   };
-  const traceFindings = (metrics.length ? diagnose(metrics, analysed.every((t) => t.collectives !== null) ? analysed.map((t) => t.collectives!) : []) : []).map((f) => inFramework(rebaseFinding(f, metricsOfRank, runStepNsOfRank), (model as ModelRecord | null)?.framework))
-    // The probe knows a compiled model even when the trace shows no Triton kernels (another backend): no "compile it".
-    .filter((f) => !(f.id === 'fusion' && (model as ModelRecord | null)?.compiled === true));
-  const memoryFindings: Finding[] = input.snapshots.flatMap((s) => (s.report?.findings ?? []).map((f) => ({ ...f, ranks: [s.rank] })));
+}
+
+/**
+ * Stage 4: analyze's rules on the windows, each finding re-based on its rank's steady GPU-timed step (rebase.ts) and
+ * stating that one share in its title (the window's figure moves to the evidence).
+ */
+/** The run's own GPU-timed median step of a rank (outside the profiled window), null when not GPU-timed. */
+function runStepNsOf(ranks: readonly RankSummary[], rank: number): number | null {
+  const st = ranks.find((r) => r.rank === rank)?.steps;
+  return st && st.timing === 'gpu' && st.medianS !== null ? st.medianS * 1e9 : null;
+}
+
+/**
+ * Stage 4: analyze's rules on the windows, re-based on the run's steady step; a fix led by the training framework's
+ * own switch when the probe saw one; no fusion finding for a model the probe knows is compiled (another backend than
+ * Inductor leaves no Triton kernels in the trace).
+ */
+export function traceFindingsOf(traces: readonly TraceInput[], ranks: readonly RankSummary[], model: ModelRecord | null = null): Finding[] {
+  const analysed = traces.filter((t) => t.metrics !== null);
+  const metrics = analysed.map((t) => t.metrics as TraceMetrics);
+  if (metrics.length === 0) return [];
+  const metricsOfRank = (rank: number) => metrics.find((m) => m.rank === rank) ?? null;
+  const runStepNsOfRank = (rank: number) => runStepNsOf(ranks, rank);
+  const collectives = analysed.every((t) => t.collectives !== null) ? analysed.map((t) => t.collectives as CollectiveTimings) : [];
+  return diagnose(metrics, collectives)
+    .filter((f) => !(f.id === 'fusion' && model?.compiled === true))
+    .map((f) => inFramework(restateShare(f, rebaseFinding(f, metricsOfRank, runStepNsOfRank)), model?.framework));
+}
+
+/** Stage 5: memory's findings on each snapshot, on the snapshot's rank. */
+export function memoryFindingsOf(snapshots: readonly SnapshotInput[]): Finding[] {
+  return snapshots.flatMap((s) => (s.report?.findings ?? []).map((f) => ({ ...f, ranks: [s.rank] })));
+}
+
+/** Stage 6: the probe's own findings (the loop's DataLoader wait, when the trace did not already report it). */
+export function probeFindingsOf(traceFindings: readonly Finding[], ranks: RankSummary[]): Finding[] {
   const dlWait = traceFindings.some((f) => f.id === 'dataloader-bound') ? null : dataLoaderWaitFinding(ranks);
-  const probeFindings = dlWait ? [dlWait] : [];
-  const { outcome, text } = outcomeOf(input, ranks);
+  return dlWait ? [dlWait] : [];
+}
+
+/** Stage 7: the notes: what was left out, what could not be analysed, what switched itself off. */
+export function notesOf(input: DoctorInput, processes: readonly ProcessRecords[], ranks: readonly RankSummary[]): string[] {
   const notes = [...input.notes];
   if (input.skippedLines > 0)
     notes.push(`${input.skippedLines} probe line(s) left out: not JSON (a process killed mid-write) or not a record this gpuwise understands`);
-  if (byPid.size === 0)
+  if (processes.length === 0)
     notes.push(
       'the probe sent nothing: the command did not run Python with torch, or no step happened (no optimizer step, DataLoader batch or gpuwise.step())',
     );
@@ -526,32 +476,74 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
       notes.push(
         `${t.path}: analyze found no profiled steps in it (torch older than 2.0 writes CPU-only traces in a format without event categories)`,
       );
-  for (const r of ranks)
+  for (const p of processes)
+    for (const r of p.records)
+      if (r.type === 'profile-start' && r.settled === false)
+        notes.push(
+          `rank ${p.rank}: the profiled window started at step ${r.step} before the step times settled (${r.reason === 'cap' ? 'the wait reached its cap' : 'a fixed step'}${r.warmupSteps !== undefined ? `, after ${r.warmupSteps} steps` : ''}): its figures may include warm-up; the run's own statistics use its steady steps`,
+        );
+  for (const r of ranks) {
     if (r.probeError) notes.push(`probe on rank ${r.rank} switched itself off after an internal error: ${r.probeError}`);
+    if (r.steps.settled === false)
+      notes.push(
+        `rank ${r.rank}: the step times never settled (no run of steps at the pace of the run's second half): the statistics use the second half`,
+      );
+  }
+  return notes;
+}
 
+/** Stage 8: the what-ifs on the lowest rank with steps, their findings, and the trace findings they merged into. */
+export function whatIfStage(
+  id: RunIdentity,
+  planModel: DoctorReport['planModel'],
+  ranks: readonly RankSummary[],
+  traces: readonly TraceInput[],
+  outcome: Outcome,
+  traceFindings: Finding[],
+): { result: WhatIfResult; findings: Finding[]; traceFindings: Finding[] } {
+  const rank = id.stepsOf?.rank ?? 0;
+  const steps = ranks.find((r) => r.rank === rank)?.steps;
+  const metrics = traces.filter((t) => t.metrics !== null).map((t) => t.metrics as TraceMetrics);
+  const result = buildWhatIfs({
+    hello: id.hello,
+    model: id.model,
+    planModel,
+    steps: id.stepsOf?.steps ?? [],
+    medianStepS: steps?.medianS ?? null,
+    worldSize: id.hello?.worldSize ?? null,
+    metrics: metrics.find((m) => m.rank === rank) ?? metrics[0] ?? null,
+    outOfMemory: outcome === 'out-of-memory',
+  });
+  const planned = whatIfFindings(result, traceFindings, steps?.medianS ?? null, rank);
+  return { result, findings: planned.findings, traceFindings: traceFindings.map((f) => planned.merged.find((m) => m.id === f.id) ?? f) };
+}
+
+/**
+ * The doctor report, as a pipeline of the stages above: group the records by process, tell the run's identity,
+ * summarise each rank, collect the trace, memory and probe findings, the outcome and the notes, run the what-ifs, rank
+ * everything and assemble.
+ */
+export function buildDoctorReport(input: DoctorInput): DoctorReport {
+  const processes = groupProcesses(input.records);
+  const id = runIdentity(processes);
+  const ranks = processes.map((p) => summarizeRank(p, input.gpuSamples)).sort((a, b) => a.rank - b.rank || a.pid - b.pid);
+  const traceFindings = traceFindingsOf(input.traces, ranks, id.model);
+  const memoryFindings = memoryFindingsOf(input.snapshots);
+  const probeFindings = probeFindingsOf(traceFindings, ranks);
+  const { outcome, text } = outcomeOf(input, ranks);
+  const notes = notesOf(input, processes, ranks);
+  const plan = planModelOf(id.model);
+  const whatIf = whatIfStage(id, plan.model, ranks, input.traces, outcome, traceFindings);
+  const { model, hello } = id;
+  if (plan.model && model && Math.abs(plan.model.paramCount - model.totalParamCount) > 0.01 * plan.model.paramCount)
+    notes.push(
+      `the model's config gives ${plan.model.paramCount} parameters, the probe counted ${model.totalParamCount}: model.json describes the config's model`,
+    );
   let modelOut: DoctorReport['model'] = null;
   if (model) {
     const { v: _v, type: _type, pid: _pid, rank: _rank, t: _t, ...rest } = model;
     modelOut = rest;
   }
-  const plan = planModelOf(model);
-  const rank0 = ranks.find((r) => r.rank === (firstSteps?.rank ?? 0));
-  const whatIf = buildWhatIfs({
-    hello,
-    model,
-    planModel: plan.model,
-    steps: firstSteps?.steps ?? [],
-    medianStepS: rank0?.steps.medianS ?? null,
-    worldSize: hello?.worldSize ?? null,
-    metrics: metrics.find((m) => m.rank === (firstSteps?.rank ?? 0)) ?? metrics[0] ?? null,
-    outOfMemory: outcome === 'out-of-memory',
-  });
-  const planned = whatIfFindings(whatIf, traceFindings, rank0?.steps.medianS ?? null, firstSteps?.rank ?? 0);
-  const traceMerged = traceFindings.map((f) => planned.merged.find((m) => m.id === f.id) ?? f);
-  if (plan.model && model && Math.abs(plan.model.paramCount - model.totalParamCount) > 0.01 * plan.model.paramCount)
-    notes.push(
-      `the model's config gives ${plan.model.paramCount} parameters, the probe counted ${model.totalParamCount}: model.json describes the config's model`,
-    );
   return {
     schemaVersion: DOCTOR_SCHEMA_VERSION,
     tool: 'gpuwise',
@@ -577,7 +569,7 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
       worldSize: hello?.worldSize ?? null,
       devices: hello?.cuda.devices ?? [],
       stepHook: hello?.stepHook ?? null,
-      probeSilent: byPid.size === 0,
+      probeSilent: processes.length === 0,
     },
     ranks,
     gpus: input.gpuSamples ? summarizeGpus(input.gpuSamples) : (input.recordedGpus?.gpus ?? null),
@@ -588,15 +580,15 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
     profile: {
       traces: input.traces.map((t) => {
         const mf = t.metrics?.modelFlops ?? null;
-        const run = runStepNsOfRank(t.rank);
+        const run = runStepNsOf(ranks, t.rank);
         return { rank: t.rank, path: t.path, error: t.error, modelFlops: mf && run !== null ? modelFlopsAtStep(mf, run) : mf };
       }),
       snapshots: input.snapshots.map((s) => ({ rank: s.rank, path: s.path, kind: s.kind, error: s.error })),
     },
-    whatIfs: whatIf.whatIfs,
-    whatIfBasis: whatIf.setup || whatIf.calibration ? { setup: whatIf.setup, calibration: whatIf.calibration } : null,
-    whatIfProblem: whatIf.problem,
-    findings: rankFindings(traceMerged, memoryFindings, probeFindings, planned.findings),
+    whatIfs: whatIf.result.whatIfs,
+    whatIfBasis: whatIf.result.setup || whatIf.result.calibration ? { setup: whatIf.result.setup, calibration: whatIf.result.calibration } : null,
+    whatIfProblem: whatIf.result.problem,
+    findings: rankFindings(whatIf.traceFindings, memoryFindings, probeFindings, whatIf.findings),
     notes,
   };
 }

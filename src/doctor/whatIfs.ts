@@ -1,32 +1,50 @@
 /**
- * Planner what-ifs calibrated on the run doctor watched (pure). From the probe's records it infers the run's
- * set-up (micro-batch, accumulation, sequence, precision, optimizer, GPU, ranks), calibrates a memory model on
- * the measured peak (planner/fromRun.ts) and answers: the largest batch that fits, twice the batch, bf16
- * autocast for an fp32 run, activation checkpointing when memory binds, FSDP over the run's (or the visible)
- * GPUs, and gradient accumulation to keep the effective batch when the batch must shrink. Each what-if says
- * where its numbers come from (`basis`); the ones that promise more throughput become findings (source
- * `planner`), merged into the trace's own finding when that already says the same (`gpu-underused`,
- * `no-tensor-cores`).
+ * What-ifs calibrated on the run doctor watched (pure). From the probe's records it infers the run's set-up once
+ * (run/setup.ts: micro-batch, accumulation, sequence, precision, optimizer, compiled, checkpointing, parallel layout,
+ * GPU), builds a MemoryModel of the run (run/memoryModel.ts: the planner calibrated on the measured peak, or the
+ * per-sample line of any module), and evaluates the what-if specs against it: the largest batch that fits and twice
+ * the batch (facts), a bigger batch worth weighing (advice: the batch that reaches the claimed gain, with what else
+ * changes), bf16 autocast for an fp32 run, activation checkpointing when memory binds, FSDP over the run's (or the
+ * visible) GPUs, and gradient accumulation to keep the effective batch when the batch must shrink. Each what-if says
+ * where its numbers come from (`basis`); the ones that promise more throughput become findings (source `planner`),
+ * merged into the trace's own finding when that already says the same (`gpu-underused`, `no-tensor-cores`).
  */
-import { type Finding, finding, gainFrom } from '../findings/finding.js';
+import { adviceFinding, type Finding, gainFrom } from '../findings/finding.js';
+import { type GpuSpec, gpuById, lookupGpu } from '../gpus/catalogue.js';
 import {
   calibratedPeakBytes,
   calibratedStepS,
   calibratePlanner,
   fitsBudget,
-  largestFitting,
   type PlannerCalibration,
-  perSampleModel,
-  perSamplePeakBytes,
   type WhatIfBasis,
 } from '../planner/fromRun.js';
-import { type GpuSpec, gpuById, lookupGpu } from '../gpus/catalogue.js';
 import type { ModelDescription } from '../planner/model.js';
 import { budgetBytes, evaluatePlan, type Plan, type PlanRequest } from '../planner/plan.js';
 import type { Checkpointing, Hardware, OptimizerKind, Parallelism, Precision, TrainingSetup } from '../planner/setup.js';
-import type { TraceMetrics } from '../trace/metrics/types.js';
-import { fmtBytes } from '../util/format.js';
+import { largestBatch, type MemoryModel, perSampleLineFrom, perSampleMemoryModel, plannerMemoryModel } from '../run/memoryModel.js';
 import type { HelloRecord, ModelRecord, StepRecord } from '../run/records.js';
+import {
+  type Inferred,
+  inferCheckpointing,
+  inferCompiled,
+  inferOptimizer,
+  inferParallelism,
+  inferPrecision,
+  type Known,
+  modelBytes,
+  residentBytes,
+} from '../run/setup.js';
+import type { TraceMetrics } from '../trace/metrics/types.js';
+import { fmtBytes, fmtGiB } from '../util/format.js';
+
+/** One inference about the run's set-up, for the report: the value, how it is known, and the evidence. */
+export interface SetupInference {
+  name: 'precision' | 'optimizer' | 'compiled' | 'checkpointing' | 'parallelism';
+  value: string | boolean | null;
+  how: Known;
+  evidence: string;
+}
 
 /** The run's set-up as doctor inferred it; null where the records do not tell. */
 export interface RunSetup {
@@ -50,12 +68,16 @@ export interface RunSetup {
   measuredPeakAllocatedBytes: number | null;
   /** Median step time (the report's statistics). */
   measuredStepS: number | null;
-  /** What was assumed rather than read (one line each). */
+  /** What was assumed rather than read (one line each): the guessed inferences and the rest. */
   assumptions: string[];
+  /** Every set-up inference with how it is known (measured, guessed, unknown) and its evidence. Added in 0.2. */
+  inferences?: SetupInference[];
+  /** The model is compiled (torch.compile): known from the probe or Inductor kernels; null when not told. Added in 0.2. */
+  compiled?: boolean | null;
 }
 
 export interface WhatIf {
-  /** `max-batch`, `double-batch`, `amp-bf16`, `checkpointing`, `fsdp`, `grad-accum`. */
+  /** `max-batch` and `double-batch` (facts), `bigger-batch` (advice), `amp-bf16`, `checkpointing`, `fsdp`, `grad-accum`. */
   id: string;
   /** One line with the numbers: "batch 48 fits: predicted 71.0 GiB of 80.0 GiB". */
   title: string;
@@ -117,76 +139,13 @@ export interface WhatIfInput {
   outOfMemory: boolean;
 }
 
-const GiB = 1024 ** 3;
-const gib = (b: number) => `${(b / GiB).toFixed(1)} GiB`;
+const gib = (b: number) => fmtGiB(b);
 const pct = (f: number) => `${f >= 0 ? '+' : ''}${(f * 100).toFixed(1)}%`;
 const times = (f: number) => `${f.toFixed(f >= 10 ? 0 : f >= 2 ? 1 : 2)}x`;
 /** Below this throughput gain a what-if is not worth a finding. */
 export const WHATIF_MIN_GAIN = 1.05;
-/** Largest micro-batch a what-if considers. */
-const BATCH_LIMIT = 1 << 16;
-
-const DTYPE_BYTES: Record<string, number> = {
-  float32: 4,
-  float: 4,
-  float64: 8,
-  double: 8,
-  float16: 2,
-  half: 2,
-  bfloat16: 2,
-  int8: 1,
-  uint8: 1,
-};
-const dtypeBytes = (d: string) => DTYPE_BYTES[d] ?? (d.startsWith('float8') ? 1 : 4);
-
-/** Parameter counts per dtype over the model's modules (trainable and total). */
-function paramDtypes(model: ModelRecord): { total: Map<string, number>; trainableBytes: number; weightBytes: number } {
-  const total = new Map<string, number>();
-  let trainableBytes = 0;
-  let weightBytes = 0;
-  for (const m of model.modules) {
-    const share = m.paramCount > 0 ? m.trainableParamCount / m.paramCount : 0;
-    for (const [d, n] of Object.entries(m.dtypes)) {
-      total.set(d, (total.get(d) ?? 0) + n);
-      weightBytes += n * dtypeBytes(d);
-      trainableBytes += n * share * dtypeBytes(d);
-    }
-  }
-  return { total, trainableBytes, weightBytes };
-}
-
-function optimizerKind(model: ModelRecord | null): OptimizerKind | null {
-  const o = model?.optimizer;
-  if (!o) return null;
-  const c = o.class.toLowerCase();
-  if (/8bit/.test(c) && /adam/.test(c)) return 'adamw-8bit';
-  if (c === 'adamw' || c === 'fusedadam' || c === 'adamwfp32') return 'adamw';
-  if (c === 'adam') return 'adam';
-  if (c === 'sgd') return o.stateBytes > 0 ? 'sgd-momentum' : 'sgd';
-  if (c === 'adafactor') return 'adafactor';
-  return null;
-}
-
-/** Precision from the parameters' dtypes and, for fp32 weights, the matmuls' precision in the trace. */
-function inferPrecision(model: ModelRecord | null, metrics: TraceMetrics | null, notes: string[]): Precision | null {
-  if (!model) return null;
-  const { total } = paramDtypes(model);
-  const top = [...total].sort((a, b) => b[1] - a[1])[0]?.[0];
-  if (top === 'bfloat16') return 'bf16';
-  if (top !== 'float32') return null; // fp16 or other weights: not a set-up the planner models
-  if (!metrics) {
-    notes.push('precision: fp32 weights and no profiler window to tell autocast from fp32: assumed fp32');
-    return 'fp32';
-  }
-  const p = metrics.precision;
-  const known = p.tensorCore16Ns + p.tensorCoreTf32Ns + p.tensorCore8Ns + p.fp32Ns;
-  if (known > 0 && p.tensorCore16Ns > 0.5 * known) {
-    const half = metrics.gemmShapes.some((g) => g.dtype !== null && /Half|float16/.test(g.dtype) && !/BFloat16|bfloat16/.test(g.dtype));
-    const bf = metrics.gemmShapes.some((g) => g.dtype !== null && /BFloat16|bfloat16/.test(g.dtype));
-    return half && !bf ? 'amp-fp16' : 'amp-bf16';
-  }
-  return 'fp32';
-}
+/** The bigger batch named is the smallest of 2x and 4x the run's batch that reaches this share of the best claimed gain. */
+const BIGGER_BATCH_SHARE_OF_GAIN = 0.9;
 
 /** The run's set-up from the records; the assumptions it had to make are listed in it. */
 export function inferRunSetup(input: WhatIfInput): RunSetup {
@@ -204,8 +163,10 @@ export function inferRunSetup(input: WhatIfInput): RunSetup {
   }
   const seqStep = [...steps].reverse().find((s) => typeof s.seqLen === 'number');
   const seq = seqStep?.seqLen ?? null;
-  const precision = inferPrecision(input.model, input.metrics, assumptions);
-  const optimizer = optimizerKind(input.model);
+  const bytes = input.model ? modelBytes(input.model) : null;
+  const precision = bytes ? inferPrecision(bytes, input.model?.autocastDtype, input.metrics) : null;
+  const optimizer = inferOptimizer(input.model?.optimizer?.class ?? null, input.model?.optimizer?.stateBytes ?? 0);
+  const compiled = inferCompiled(input.model, input.metrics);
   const devices = input.hello?.cuda.devices ?? [];
   const cur = input.hello?.cuda.currentDevice ?? 0;
   const device = devices.find((d) => d.index === cur) ?? devices[0] ?? null;
@@ -215,15 +176,24 @@ export function inferRunSetup(input: WhatIfInput): RunSetup {
     if (gpuCatalogId === null)
       assumptions.push(`GPU ${device.name} is not in the planner's catalogue: memory from the device, no step-time estimate`);
   }
-  const peaks = steps.map((s) => s.memory?.peakAllocatedBytes ?? 0).filter((b) => b > 0);
+  const peak = steps.reduce((m, s) => Math.max(m, s.memory?.peakAllocatedBytes ?? 0), 0);
   const worldSize = Math.max(1, input.worldSize ?? 1);
-  if (worldSize > 1) assumptions.push(`${worldSize} ranks: assumed DistributedDataParallel (one replica per GPU)`);
+  const parallelism = inferParallelism(worldSize, input.metrics);
+  const inferences: SetupInference[] = [];
+  const note = (name: SetupInference['name'], i: Inferred<string | boolean | null>) => {
+    inferences.push({ name, value: i.value, how: i.how, evidence: i.evidence });
+    if (i.how === 'guessed') assumptions.push(i.evidence);
+  };
+  if (precision) note('precision', precision);
+  note('optimizer', optimizer);
+  note('compiled', compiled);
+  note('parallelism', parallelism);
   return {
     microBatch,
     gradAccum,
     seq,
-    precision,
-    optimizer,
+    precision: precision?.value ?? null,
+    optimizer: optimizer.value,
     optimizerClass: input.model?.optimizer?.class ?? null,
     checkpointing: 'none',
     gpuName: device?.name ?? null,
@@ -231,9 +201,11 @@ export function inferRunSetup(input: WhatIfInput): RunSetup {
     gpuMemoryBytes: device?.totalMemoryBytes ?? null,
     worldSize,
     visibleGpus: devices.length,
-    measuredPeakAllocatedBytes: peaks.length ? Math.max(...peaks) : null,
+    measuredPeakAllocatedBytes: peak > 0 ? peak : null,
     measuredStepS: input.medianStepS,
     assumptions,
+    inferences,
+    compiled: compiled.value,
   };
 }
 
@@ -265,7 +237,157 @@ function hardwareOf(setup: RunSetup): Hardware | null {
   };
 }
 
-/** A what-if evaluation: the plan, its calibrated peak and step time. */
+/** What the batch what-ifs need from a memory model and a throughput estimate, whatever their basis. */
+interface BatchContext {
+  setup: RunSetup;
+  /** The run's per-GPU micro-batch. */
+  b0: number;
+  memory: MemoryModel;
+  /** Samples/s relative to the run at micro-batch b (the run's accumulation); null without an estimate. */
+  factor(batch: number): number | null;
+  /** Predicted seconds per optimizer step at micro-batch b; null without a time model. */
+  stepS(batch: number): number | null;
+  /** Where the numbers come from, for the texts ("calibrated on this run", "measured per sample: ..."). */
+  estimate: string;
+  outOfMemory: boolean;
+}
+
+function whatIfAt(
+  ctx: BatchContext,
+  id: string,
+  title: string,
+  text: string,
+  batch: number,
+  gradAccum: number,
+  recommendation: WhatIf['recommendation'],
+): WhatIf {
+  const peak = ctx.memory.peak(batch, gradAccum);
+  return {
+    id,
+    title,
+    text,
+    basis: ctx.memory.basis,
+    predictedPeakBytes: Math.round(peak),
+    budgetBytes: ctx.memory.budgetBytes,
+    fits: ctx.memory.fits(batch, gradAccum),
+    batch,
+    gradAccum,
+    gpus: ctx.setup.worldSize,
+    throughputFactor: gradAccum === ctx.setup.gradAccum ? ctx.factor(batch) : null,
+    stepTimeS: gradAccum === ctx.setup.gradAccum ? ctx.stepS(batch) : null,
+    recommendation,
+  };
+}
+
+/**
+ * The batch what-ifs, the same specs for every memory model: the largest batch that fits and twice the batch (facts,
+ * no advice), a bigger batch worth weighing (advice), and gradient accumulation when the run's batch does not fit.
+ * The bigger batch is the smallest of 2x and 4x the run's that reaches BIGGER_BATCH_SHARE_OF_GAIN of the best claimed
+ * gain (the estimate does not grow past MAX_CLAIMED_BATCH_SCALE x the batch, so a larger one claims nothing more),
+ * and says what else changes: the learning rate, the steps per epoch, the optimisation.
+ */
+function batchWhatIfs(ctx: BatchContext): WhatIf[] {
+  const { b0, setup, memory } = ctx;
+  const out: WhatIf[] = [];
+  const bMax = largestBatch(memory);
+  const thr = (b: number) => {
+    const f = ctx.factor(b);
+    return f === null ? '' : `, about ${times(f)} the samples/s`;
+  };
+  if (bMax > b0)
+    out.push(
+      whatIfAt(
+        ctx,
+        'max-batch',
+        `batch ${bMax} is the largest that fits: predicted ${gib(memory.peak(bMax))} of ${gib(memory.budgetBytes)}`,
+        `The largest per-GPU micro-batch whose predicted peak stays within the budget by the planner's fit rule (2% margin${memory.basis === 'measured-per-sample' ? '' : ', plus the hole fragmentation leaves for the largest blocks'}); the run used ${b0} (${ctx.estimate}). A fact about memory, not advice: throughput estimates stop at ${MAX_CLAIMED_BATCH_SCALE}x the batch.`,
+        bMax,
+        setup.gradAccum,
+        null,
+      ),
+    );
+  else if (bMax === b0)
+    out.push(
+      whatIfAt(
+        ctx,
+        'max-batch',
+        `batch ${b0} is the largest that fits: predicted ${gib(memory.peak(b0))} of ${gib(memory.budgetBytes)}`,
+        `Batch ${b0 + 1} would need ${gib(memory.peak(b0 + 1))} (${ctx.estimate}, with the planner's 2% margin).`,
+        b0,
+        setup.gradAccum,
+        null,
+      ),
+    );
+  out.push(
+    whatIfAt(
+      ctx,
+      'double-batch',
+      `batch ${2 * b0}: predicted ${gib(memory.peak(2 * b0))} of ${gib(memory.budgetBytes)}, ${memory.fits(2 * b0) ? 'fits' : 'does not fit'}${thr(2 * b0)}`,
+      `Twice the run's per-GPU batch (${ctx.estimate}).`,
+      2 * b0,
+      setup.gradAccum,
+      null,
+    ),
+  );
+
+  const candidates = [2 * b0, MAX_CLAIMED_BATCH_SCALE * b0].filter((b) => b <= bMax);
+  if (candidates.length === 0 && bMax > b0) candidates.push(bMax);
+  const scored = candidates.map((b) => ({ b, f: ctx.factor(b) })).filter((c): c is { b: number; f: number } => c.f !== null);
+  const best = Math.max(0, ...scored.map((c) => c.f));
+  const pick = scored.find((c) => c.f - 1 >= BIGGER_BATCH_SHARE_OF_GAIN * (best - 1));
+  if (pick && pick.f >= WHATIF_MIN_GAIN) {
+    const b = pick.b;
+    const k = b / b0;
+    const kText = Number.isInteger(k) ? `${k}x` : `${k.toFixed(1)}x`;
+    // With accumulation, the same optimizer step is kept by accumulating fewer micro-batches: training is unchanged.
+    const sameGlobal = setup.gradAccum > 1 && Number.isInteger(k) && setup.gradAccum % k === 0;
+    const changes = sameGlobal
+      ? `With ${setup.gradAccum / k} accumulation steps instead of ${setup.gradAccum} the optimizer step stays the same (${b0 * setup.gradAccum} samples): nothing else changes.`
+      : `What else changes: the effective batch grows ${kText}, so scale the learning rate (${kText} for SGD by the linear rule, about ${Math.sqrt(k).toFixed(1)}x for Adam-type optimizers) and revisit its warm-up; an epoch takes ${kText} fewer steps; and a larger batch can change what the model converges to: check the loss curve against the current run.`;
+    out.push(
+      whatIfAt(
+        ctx,
+        'bigger-batch',
+        `batch ${b} (${kText} the run's ${b0}): predicted ${gib(memory.peak(b))} of ${gib(memory.budgetBytes)}${thr(b)}`,
+        `A bigger per-GPU batch fills the GPU better: GPU busy time and per-sample loading and copies grow with the batch, the other idle time does not (${ctx.estimate}). ${b} is the smallest of 2x and ${MAX_CLAIMED_BATCH_SCALE}x the batch that reaches ${times(pick.f)}; the largest that fits is ${bMax}, but the estimate claims nothing more past ${MAX_CLAIMED_BATCH_SCALE}x. ${changes} Advice to weigh, an estimate: verify it with one run.`,
+        b,
+        setup.gradAccum,
+        sameGlobal
+          ? {
+              summary: `Use micro-batch ${b} with ${setup.gradAccum / k} accumulation steps (was ${b0} x ${setup.gradAccum}): the same optimizer step, fewer, fuller micro-steps.`,
+              code: `DataLoader(dataset, batch_size=${b}, ...)   # was ${b0}; accumulate ${setup.gradAccum / k} micro-batches instead of ${setup.gradAccum}`,
+            }
+          : {
+              summary: `Weigh raising the per-GPU batch from ${b0} to ${b} (${kText}): scale the learning rate with it and expect ${kText} fewer steps per epoch; keep it only if the loss curve holds.`,
+              code: `DataLoader(dataset, batch_size=${b}, ...)   # was ${b0}\nlr = base_lr * ${k}   # linear rule (SGD); about base_lr * ${Math.sqrt(k).toFixed(2)} for Adam-type`,
+            },
+      ),
+    );
+  }
+
+  if ((!memory.fits(b0) || ctx.outOfMemory) && bMax > 0 && bMax < b0 * setup.gradAccum) {
+    const effective = b0 * setup.gradAccum;
+    const accum = Math.ceil(effective / bMax);
+    const micro = Math.floor(effective / accum);
+    out.push(
+      whatIfAt(
+        ctx,
+        'grad-accum',
+        `batch ${micro} x ${accum} accumulation steps keeps the effective batch (${micro * accum} of ${effective}): predicted ${gib(memory.peak(micro, accum))} of ${gib(memory.budgetBytes)}`,
+        `The run's batch ${b0}${setup.gradAccum > 1 ? ` x ${setup.gradAccum}` : ''} is ${ctx.outOfMemory ? 'what ran out of memory' : 'over the budget with the 2% margin'}; a smaller micro-batch with accumulation gives the same optimizer step (${ctx.estimate}).`,
+        micro,
+        accum,
+        {
+          summary: `Use micro-batch ${micro} with ${accum} accumulation steps (under DDP, skip the all-reduce with no_sync() on all but the last).`,
+          code: `for i, batch in enumerate(loader):   # batch_size=${micro}\n    loss = model(**batch).loss / ${accum}\n    loss.backward()\n    if (i + 1) % ${accum} == 0:\n        opt.step(); opt.zero_grad(set_to_none=True)`,
+        },
+      ),
+    );
+  }
+  return out;
+}
+
+/** A planner evaluation of a what-if set-up: the plan, its calibrated peak and step time. */
 interface Eval {
   plan: Plan;
   peak: number;
@@ -296,20 +418,16 @@ function plannerWhatIfs(setup: RunSetup, model: ModelDescription, hw: Hardware, 
     mode: 'train',
   };
   const measured = setup.measuredPeakAllocatedBytes;
-  // Checkpointing is not visible in the records: when the planner without it is far above the measured peak and
-  // with it much closer, the run most likely checkpoints.
-  if (measured !== null) {
-    const err = (c: Checkpointing) =>
-      Math.abs(
-        evaluatePlan({ model, hardware: hw, setup: { ...baseSetup, checkpointing: c }, parallelism: basePar }).memory.peakAllocatedBytes -
-          measured,
-      );
-    if (err('full') < 0.5 * err('none')) {
-      baseSetup.checkpointing = 'full';
-      setup.checkpointing = 'full';
-      setup.assumptions.push('activation checkpointing inferred from the measured memory (the peak matches full checkpointing)');
-    }
-  }
+  const compiled = inferCompiled(input.model, input.metrics);
+  const ck = inferCheckpointing(
+    measured,
+    (c) => evaluatePlan({ model, hardware: hw, setup: { ...baseSetup, checkpointing: c }, parallelism: basePar }).memory.peakAllocatedBytes,
+    compiled,
+  );
+  baseSetup.checkpointing = ck.value;
+  setup.checkpointing = ck.value;
+  setup.inferences?.push({ name: 'checkpointing', value: ck.value, how: ck.how, evidence: ck.evidence });
+  if (ck.value !== 'none') setup.assumptions.push(ck.evidence);
   const baseReq: PlanRequest = { model, hardware: hw, setup: baseSetup, parallelism: basePar };
   const cal = calibratePlanner(baseReq, input.outOfMemory && measured === null ? null : measured, setup.measuredStepS);
   const basis: WhatIfBasis = cal.basis;
@@ -342,10 +460,23 @@ function plannerWhatIfs(setup: RunSetup, model: ModelDescription, hw: Hardware, 
     const t = batchOnly ? traceFactor(input.metrics, p.setup.microBatch / b0) : null;
     return t === null ? f : Math.min(f, t);
   };
-  const maxOf = (s: Partial<TrainingSetup>, p: Partial<Parallelism> = {}) =>
-    largestFitting((b) => at({ ...s, microBatch: b }, p).fits, BATCH_LIMIT);
-  const out: WhatIf[] = [];
   const estimate = basis === 'planner-calibrated' ? 'calibrated on this run' : 'planner only, not calibrated';
+  const memory = plannerMemoryModel(
+    cal,
+    (b, accum) => evaluatePlan({ ...baseReq, setup: { ...baseSetup, microBatch: b, gradAccum: accum ?? baseSetup.gradAccum } }),
+    cal.method,
+  );
+  const out: WhatIf[] = batchWhatIfs({
+    setup,
+    b0,
+    memory,
+    factor: (b) => factor(at({ microBatch: b })),
+    stepS: (b) => at({ microBatch: b }).stepS,
+    estimate,
+    outOfMemory: input.outOfMemory,
+  });
+  const maxOf = (s: Partial<TrainingSetup>, p: Partial<Parallelism> = {}) => largestBatch({ fits: (b) => at({ ...s, microBatch: b }, p).fits });
+  const bMax = largestBatch(memory);
   const item = (id: string, title: string, text: string, e: Eval, recommendation: WhatIf['recommendation']): WhatIf => ({
     id,
     title,
@@ -366,63 +497,28 @@ function plannerWhatIfs(setup: RunSetup, model: ModelDescription, hw: Hardware, 
     return f === null ? '' : `, ${times(f)} the samples/s`;
   };
 
-  const bMax = maxOf({});
-  const maxEval = bMax > 0 ? at({ microBatch: bMax }) : null;
-  if (maxEval && bMax > b0)
-    out.push(
-      item(
-        'max-batch',
-        `batch ${bMax} fits: predicted ${gib(maxEval.peak)} of ${gib(maxEval.plan.budgetBytes)}${thr(maxEval)}`,
-        `The largest per-GPU micro-batch whose predicted peak (${estimate}) stays within the budget by the planner's fit rule (2% margin, plus the hole fragmentation leaves for the largest blocks); the run used ${b0}. An estimate: verify it with one run.`,
-        maxEval,
-        {
-          summary: `Raise the per-GPU batch from ${b0} to ${bMax} (scale the learning rate, or keep the global batch with fewer accumulation steps).`,
-          code: `DataLoader(dataset, batch_size=${bMax}, ...)   # was ${b0}; lr ~ base_lr * ${(bMax / b0).toFixed(2)} (linear) or sqrt for Adam`,
-        },
-      ),
-    );
-  else if (maxEval && bMax === b0)
-    out.push(
-      item(
-        'max-batch',
-        `batch ${b0} is the largest that fits: predicted ${gib(maxEval.peak)} of ${gib(maxEval.plan.budgetBytes)}`,
-        `Batch ${b0 + 1} would need ${gib(at({ microBatch: b0 + 1 }).peak)} (${estimate}, with the planner's 2% margin).`,
-        maxEval,
-        null,
-      ),
-    );
-
-  const dbl = at({ microBatch: 2 * b0 });
-  out.push(
-    item(
-      'double-batch',
-      `batch ${2 * b0}: predicted ${gib(dbl.peak)} of ${gib(dbl.plan.budgetBytes)}, ${dbl.fits ? 'fits' : 'does not fit'}${thr(dbl)}`,
-      `Twice the run's per-GPU batch (${estimate}).`,
-      dbl,
-      dbl.fits
-        ? { summary: `Double the per-GPU batch to ${2 * b0}.`, code: `DataLoader(dataset, batch_size=${2 * b0}, ...)   # was ${b0}` }
-        : null,
-    ),
-  );
-
   if (setup.precision === 'fp32' && hw.gpu.bf16Tflops > 0) {
     const amp = at({ precision: 'amp-bf16' });
     const ampMax = maxOf({ precision: 'amp-bf16' });
+    // fp32 only guessed (no window, no autocast record): the what-if stays in the table, but no advice rests on a guess.
+    const guessed = setup.inferences?.find((i) => i.name === 'precision')?.how === 'guessed';
     out.push(
       item(
         'amp-bf16',
-        `bf16 autocast: predicted ${gib(amp.peak)} at batch ${b0} (now ${gib(base.peak)})${thr(amp)}; batch ${ampMax} fits`,
-        `fp32 weights with the forward under torch.autocast(bfloat16): matmuls on tensor cores, bf16 activations (${estimate}; the calibration measured in fp32 is carried over).`,
+        `${guessed ? 'if the run is fp32 (a guess), ' : ''}bf16 autocast: predicted ${gib(amp.peak)} at batch ${b0} (now ${gib(base.peak)})${thr(amp)}; batch ${ampMax} fits`,
+        `fp32 weights with the forward under torch.autocast(bfloat16): matmuls on tensor cores, bf16 activations (${estimate}; the calibration measured in fp32 is carried over).${guessed ? ' The run may already use autocast: without a profiler window or the probe seeing autocast, fp32 is a guess, so this is no advice.' : ''}`,
         amp,
-        {
-          summary: 'Run the forward pass under bf16 autocast (weights and optimizer stay fp32).',
-          code: 'with torch.autocast("cuda", dtype=torch.bfloat16):\n    loss = model(**batch).loss\nloss.backward()',
-        },
+        guessed
+          ? null
+          : {
+              summary: 'Run the forward pass under bf16 autocast (weights and optimizer stay fp32).',
+              code: 'with torch.autocast("cuda", dtype=torch.bfloat16):\n    loss = model(**batch).loss\nloss.backward()',
+            },
       ),
     );
   }
 
-  const memoryBinds = !dbl.fits || !base.fits;
+  const memoryBinds = !memory.fits(2 * b0) || !base.fits;
   if (memoryBinds && setup.checkpointing === 'none') {
     const ckMax = maxOf({ checkpointing: 'full' });
     if (ckMax > Math.max(bMax, 0)) {
@@ -474,25 +570,6 @@ function plannerWhatIfs(setup: RunSetup, model: ModelDescription, hw: Hardware, 
     }
   }
 
-  if ((!base.fits || input.outOfMemory) && bMax > 0 && bMax < b0 * setup.gradAccum) {
-    const effective = b0 * setup.gradAccum;
-    const accum = Math.ceil(effective / bMax);
-    const micro = Math.floor(effective / accum);
-    const g = at({ microBatch: micro, gradAccum: accum });
-    out.push(
-      item(
-        'grad-accum',
-        `batch ${micro} x ${accum} accumulation steps keeps the effective batch (${micro * accum} of ${effective}): predicted ${gib(g.peak)} of ${gib(g.plan.budgetBytes)}`,
-        `The run's batch ${b0}${setup.gradAccum > 1 ? ` x ${setup.gradAccum}` : ''} is ${input.outOfMemory ? 'what ran out of memory' : 'over the budget with the 2% margin'}; a smaller micro-batch with accumulation gives the same optimizer step (${estimate}).`,
-        g,
-        {
-          summary: `Use micro-batch ${micro} with ${accum} accumulation steps (under DDP, skip the all-reduce with no_sync() on all but the last).`,
-          code: `for i, batch in enumerate(loader):   # batch_size=${micro}\n    loss = model(**batch).loss / ${accum}\n    loss.backward()\n    if (i + 1) % ${accum} == 0:\n        opt.step(); opt.zero_grad(set_to_none=True)`,
-        },
-      ),
-    );
-  }
-
   const calText =
     cal.basis === 'planner'
       ? `no measured peak: the planner's own prediction at the run's set-up is ${gib(cal.predictedPeakBytes)}`
@@ -536,118 +613,44 @@ function traceFactor(metrics: TraceMetrics | null, kIn: number): number | null {
 
 function perSampleWhatIfs(setup: RunSetup, model: ModelRecord, hw: Hardware, input: WhatIfInput, why: string): WhatIfResult {
   const b0 = setup.microBatch as number;
-  const { trainableBytes, weightBytes } = paramDtypes(model);
-  const staticBytes = weightBytes + trainableBytes + (model.optimizer?.stateBytes ?? 0) + model.buffers.bytes;
-  const m = perSampleModel(staticBytes, setup.measuredPeakAllocatedBytes as number, b0);
-  if (!m)
+  const resident = residentBytes(modelBytes(model));
+  const line = perSampleLineFrom(resident, setup.measuredPeakAllocatedBytes as number, b0);
+  if (!line)
     return {
       setup,
       calibration: null,
       whatIfs: [],
-      problem: `the measured peak is not above the model's static memory (${fmtBytes(staticBytes)}): no per-sample model`,
+      problem: `the measured peak is not above the model's resident memory (${fmtBytes(resident)}): no per-sample model`,
     };
-  const budget = budgetBytes(hw, setup.worldSize);
-  const eval_ = (b: number) => {
-    const peak = perSamplePeakBytes(m, b);
-    return { peak, fits: fitsBudget(peak, budget) };
-  };
-  const note = `measured per sample: static ${gib(m.staticBytes)} (weights, gradients, optimizer state, buffers) + ${fmtBytes(m.perSampleBytes)} per sample${m.perSampleShare < 0.3 ? `; the batch-dependent part is only ${(m.perSampleShare * 100).toFixed(0)}% of the peak, so the extrapolation is rough` : ''}`;
-  const mk = (id: string, title: string, text: string, b: number, accum: number, rec: WhatIf['recommendation']): WhatIf => {
-    const e = eval_(b);
-    return {
-      id,
-      title,
-      text,
-      basis: 'measured-per-sample',
-      predictedPeakBytes: Math.round(e.peak),
-      budgetBytes: budget,
-      fits: e.fits,
-      batch: b,
-      gradAccum: accum,
-      gpus: setup.worldSize,
-      throughputFactor: accum === setup.gradAccum ? traceFactor(input.metrics, b / b0) : null,
-      stepTimeS: null,
-      recommendation: rec,
-    };
-  };
-  const out: WhatIf[] = [];
-  const bMax = largestFitting((b) => eval_(b).fits, BATCH_LIMIT);
-  const thr = (b: number) => {
-    const f = traceFactor(input.metrics, b / b0);
-    return f === null ? '' : `, about ${times(f)} the samples/s`;
-  };
-  if (bMax > b0)
-    out.push(
-      mk(
-        'max-batch',
-        `batch ${bMax} fits: predicted ${gib(eval_(bMax).peak)} of ${gib(budget)}${thr(bMax)}`,
-        `The largest per-GPU batch under the budget with the planner's 2% margin, from an affine model of this run (${note}). Throughput assumes GPU busy, loading and copy time grow with the batch and other idle time does not (claimed up to ${MAX_CLAIMED_BATCH_SCALE}x the batch). An estimate: verify it with one run.`,
-        bMax,
-        setup.gradAccum,
-        {
-          summary: `Raise the per-GPU batch from ${b0} to ${bMax} (scale the learning rate).`,
-          code: `DataLoader(dataset, batch_size=${bMax}, ...)   # was ${b0}`,
-        },
-      ),
-    );
-  else if (bMax === b0)
-    out.push(
-      mk(
-        'max-batch',
-        `batch ${b0} is the largest that fits: predicted ${gib(eval_(b0).peak)} of ${gib(budget)}`,
-        `From an affine model of this run (${note}).`,
-        b0,
-        setup.gradAccum,
-        null,
-      ),
-    );
-  const dbl = eval_(2 * b0);
-  out.push(
-    mk(
-      'double-batch',
-      `batch ${2 * b0}: predicted ${gib(dbl.peak)} of ${gib(budget)}, ${dbl.fits ? 'fits' : 'does not fit'}${thr(2 * b0)}`,
-      `Twice the run's per-GPU batch (${note}).`,
-      2 * b0,
-      setup.gradAccum,
-      dbl.fits
-        ? { summary: `Double the per-GPU batch to ${2 * b0}.`, code: `DataLoader(dataset, batch_size=${2 * b0}, ...)   # was ${b0}` }
-        : null,
-    ),
-  );
-  if ((!eval_(b0).fits || input.outOfMemory) && bMax > 0 && bMax < b0 * setup.gradAccum) {
-    const effective = b0 * setup.gradAccum;
-    const accum = Math.ceil(effective / bMax);
-    const micro = Math.floor(effective / accum);
-    out.push(
-      mk(
-        'grad-accum',
-        `batch ${micro} x ${accum} accumulation steps keeps the effective batch (${micro * accum} of ${effective}): predicted ${gib(eval_(micro).peak)} of ${gib(budget)}`,
-        `A smaller micro-batch with accumulation gives the same optimizer step (${note}).`,
-        micro,
-        accum,
-        {
-          summary: `Use micro-batch ${micro} with ${accum} accumulation steps.`,
-          code: `# batch_size=${micro}; loss = loss / ${accum}; step the optimizer every ${accum} batches`,
-        },
-      ),
-    );
-  }
+  const measured = setup.measuredPeakAllocatedBytes as number;
+  const share = (measured - line.fixedBytes) / measured;
+  const note = `measured per sample: resident ${gib(line.fixedBytes)} (weights, buffers, optimizer state, cuBLAS workspace) + ${fmtBytes(line.perSampleBytes)} per sample${share < 0.3 ? `; the batch-dependent part is only ${(share * 100).toFixed(0)}% of the peak, so the extrapolation is rough` : ''}`;
+  const memory = perSampleMemoryModel(line, budgetBytes(hw, setup.worldSize), note);
+  const whatIfs = batchWhatIfs({
+    setup,
+    b0,
+    memory,
+    factor: (b) => traceFactor(input.metrics, b / b0),
+    stepS: () => null,
+    estimate: note,
+    outOfMemory: input.outOfMemory,
+  });
   return {
     setup,
     calibration: {
       basis: 'measured-per-sample',
       text: `${why}; ${note}`,
       predictedPeakBytes: null,
-      measuredPeakBytes: m.measuredPeakBytes,
+      measuredPeakBytes: measured,
       errorFraction: null,
-      method: 'peak = static + per-sample bytes x micro-batch, from the one measured peak',
+      method: 'peak = resident + per-sample bytes x micro-batch, from the one measured peak',
       predictedStepS: null,
       measuredStepS: setup.measuredStepS,
       stepErrorFraction: null,
-      staticBytes: m.staticBytes,
-      perSampleBytes: m.perSampleBytes,
+      staticBytes: line.fixedBytes,
+      perSampleBytes: line.perSampleBytes,
     },
-    whatIfs: out,
+    whatIfs,
     problem: null,
   };
 }
@@ -685,21 +688,13 @@ export function whatIfFindings(
   const findings: Finding[] = [];
   const merged: Finding[] = [];
   const mergeInto: Record<string, string> = {
-    'max-batch': 'gpu-underused',
-    'double-batch': 'gpu-underused',
+    'bigger-batch': 'gpu-underused',
     'amp-bf16': 'no-tensor-cores',
   };
-  const best = new Map<string, WhatIf>();
   for (const w of result.whatIfs) {
     if (!w.fits || w.throughputFactor === null || w.throughputFactor < WHATIF_MIN_GAIN || !w.recommendation) continue;
-    // one finding for the batch: the larger of max-batch and double-batch
-    const key = w.id === 'double-batch' ? 'max-batch' : w.id;
-    const prev = best.get(key);
-    if (!prev || (w.throughputFactor ?? 0) > (prev.throughputFactor ?? 0)) best.set(key, w);
-  }
-  for (const [key, w] of best) {
-    const factor = w.throughputFactor as number;
-    const target = mergeInto[key] ? traceFindings.find((f) => f.id === mergeInto[key]) : undefined;
+    const factor = w.throughputFactor;
+    const target = mergeInto[w.id] ? traceFindings.find((f) => f.id === mergeInto[w.id]) : undefined;
     const evidence = `planner what-if (${w.basis}): ${w.title}`;
     if (target) {
       merged.push({
@@ -718,10 +713,9 @@ export function whatIfFindings(
             `samples/s x${factor.toFixed(2)} predicted: the same samples in ${(100 / factor).toFixed(0)}% of the time (${w.basis})`,
           )
         : null;
-    const rec = w.recommendation as { summary: string; code: string };
     findings.push(
-      finding({
-        id: `whatif-${key}`,
+      adviceFinding({
+        id: `whatif-${w.id}`,
         title: w.title,
         ranks: [rank],
         evidence: [w.text, ...(result.calibration ? [`${w.basis}: ${result.calibration.text}`] : [])],
@@ -734,7 +728,7 @@ export function whatIfFindings(
           budgetBytes: w.budgetBytes,
           throughputFactor: factor,
         },
-        recommendation: rec,
+        recommendation: w.recommendation,
         estimatedGain: gain,
       }),
     );

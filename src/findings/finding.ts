@@ -47,6 +47,11 @@ export interface Finding {
   estimatedGain: EstimatedGain | null;
   /** Memory findings only: the bytes the change frees (their severity comes from it). */
   memoryGain?: MemoryGain | null;
+  /**
+   * `advice`: a change of set-up to weigh (a bigger batch, another parallel layout: doctor's what-ifs), not a defect
+   * to fix; absent for defects. Advice is at most medium and ranks after a defect of similar gain (rank.ts).
+   */
+  kind?: 'advice';
 }
 
 export const FRAMEWORKS = ['transformers', 'lightning', 'accelerate'] as const;
@@ -95,9 +100,20 @@ export function finding(p: FindingParts): Finding {
   return { ...p, severity };
 }
 
+/**
+ * A finding that is advice to weigh (findings/rank.ts ranks it after defects of similar gain): severity from the gain
+ * as for any finding, but never above medium: a set-up change changes more than the step time (a bigger batch changes
+ * the optimisation), so it is weighed, not applied as a fix.
+ */
+export function adviceFinding(p: Omit<FindingParts, 'kind'>): Finding {
+  const f = finding({ ...p, kind: 'advice' });
+  return f.severity === 'high' ? { ...f, severity: 'medium' } : f;
+}
+
 /** The same finding with a new gain, its severity following it. */
 export function withGain(f: Finding, estimatedGain: EstimatedGain | null): Finding {
-  return finding({ ...withoutSeverity(f), estimatedGain });
+  const parts = { ...withoutSeverity(f), estimatedGain };
+  return f.kind === 'advice' ? adviceFinding(parts) : finding(parts);
 }
 
 function withoutSeverity(f: Finding): FindingParts {

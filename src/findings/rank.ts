@@ -14,11 +14,22 @@ export function stepGainOf(f: Pick<Finding, 'estimatedGain'>): number {
   return f.estimatedGain?.savedFraction ?? 0;
 }
 
-/** Severity first, then the step saved, then the memory freed; a stable sort keeps the sources' order for ties. */
+/** An advice (kind `advice`) within this share of the step of a defect's gain ranks after it. */
+export const ADVICE_SIMILAR_GAIN = 0.05;
+
+/** The gain used for ordering: an advice's is lowered by ADVICE_SIMILAR_GAIN, so a defect of similar gain comes first. */
+function orderGainOf(f: Finding): number {
+  return stepGainOf(f) - (f.kind === 'advice' ? ADVICE_SIMILAR_GAIN : 0);
+}
+
+/**
+ * Severity first, then the step saved (an advice counted ADVICE_SIMILAR_GAIN lower), then the memory freed; a stable
+ * sort keeps the sources' order for ties.
+ */
 export function compareFindings(a: Finding, b: Finding): number {
   return (
     severityRank(a.severity) - severityRank(b.severity) ||
-    stepGainOf(b) - stepGainOf(a) ||
+    orderGainOf(b) - orderGainOf(a) ||
     (b.memoryGain?.savedFraction ?? 0) - (a.memoryGain?.savedFraction ?? 0)
   );
 }

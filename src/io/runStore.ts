@@ -6,7 +6,7 @@
  * 'select id, outcome, median_step_s from run'`) and the whole doctor report, raw-deflated.
  *
  * Concurrency: the engine's VFS locks by creating the directory FILE.lock (a mutex: it has no shared
- * memory, so WAL runs in `locking_mode=EXCLUSIVE`, as in telemetry/recordStore.ts). Every use holds
+ * memory, so WAL runs in `locking_mode=EXCLUSIVE`, as in io/recordStore.ts). Every use holds
  * the file for milliseconds (open, one transaction, close, which checkpoints the WAL), so a second
  * process that finds the lock taken waits and retries for up to LOCK_WAIT_MS. A lock directory older
  * than STALE_LOCK_MS belongs to a process killed while it held the file (no use lasts that long):

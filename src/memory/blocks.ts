@@ -12,8 +12,13 @@
  *
  * Skipped (rounded sizes stay) for expandable segments and BigInt addresses.
  */
-import { type Allocation, roundedBlockBytes } from './replay.js';
+import type { Allocation } from './allocation.js';
 import type { Segment, Trace } from './snapshot.js';
+
+/** The allocator's rounding: at least 512 bytes, in multiples of 512 (`kMinBlockSize`). */
+export function roundedBlockBytes(requested: number): number {
+  return requested < 512 ? 512 : Math.ceil(requested / 512) * 512;
+}
 
 const SMALL_REQUEST = 1 << 20; // kSmallSize: requests up to 1 MiB use the small pool
 const MIN_BLOCK = 512; // kMinBlockSize

@@ -15,10 +15,11 @@
  * free in `zero_grad` marks a gradient.
  */
 import { type StackPhase, hasPythonFrame, isGradAccumulation, phaseOf } from './frames.js';
-import type { Allocation, Replay } from './replay.js';
+import type { Allocation, Category } from './allocation.js';
+import type { Replay } from './replay.js';
 
-export const CATEGORIES = ['parameters', 'gradients', 'optimizer_state', 'activations', 'autograd_temporaries', 'other'] as const;
-export type Category = (typeof CATEGORIES)[number];
+export { CATEGORIES, type Category } from './allocation.js';
+
 
 /** Phase of each entry after filling the backward thread's frameless entries. */
 export interface Phases {

@@ -10,7 +10,7 @@ import type { Category, Phases } from './categorize.js';
 import { hasPythonFrame, sourceLineOf } from './frames.js';
 import type { Allocation, Replay } from './replay.js';
 import type { Trace } from './snapshot.js';
-import type { MemoryReport } from './report.js';
+import type { MemoryReport } from './reportTypes.js';
 import { type Finding, finding, type MemoryGain, memoryGainFrom } from '../findings/finding.js';
 import { fmtBytes } from '../util/format.js';
 

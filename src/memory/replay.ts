@@ -9,29 +9,11 @@
  * allocated. Reserved bytes at the start are the final reserved bytes minus
  * every segment change in the history.
  */
-import { type BlockSizeCheck, simulateBlockSizes } from './blocks.js';
-import type { Category } from './categorize.js';
+import type { Allocation } from './allocation.js';
+import { type BlockSizeCheck, roundedBlockBytes, simulateBlockSizes } from './blocks.js';
 import { type Address, type Frame, type Snapshot, Trace, addrKey } from './snapshot.js';
 
-export interface Allocation {
-  addr: Address;
-  /** Bytes requested (what the trace records). */
-  requestedBytes: number;
-  /** Bytes of the block: from the final state for blocks still allocated, else replayed (blocks.ts) or, failing that, the request rounded up to 512. */
-  blockBytes: number;
-  /** Index of its `alloc` entry; -1 when it was allocated before the history starts. */
-  allocIndex: number;
-  /** Index of its `free_requested` entry; `trace.length` when still allocated at the end. */
-  freeIndex: number;
-  /** Allocation stack (empty when unknown, e.g. allocated before the history). */
-  frames: readonly Frame[];
-  /** Stack of the free, when freed in the history. */
-  freeFrames: readonly Frame[];
-  /** Producer's category, when the trace has one. */
-  producerCategory: string | null;
-  /** What the allocation is (categorize.ts); 'other' until categorised. */
-  category: Category;
-}
+export type { Allocation } from './allocation.js';
 
 export interface Replay {
   device: number;
@@ -51,10 +33,6 @@ export interface Replay {
   warnings: string[];
 }
 
-/** The allocator's rounding: at least 512 bytes, in multiples of 512 (`kMinBlockSize`). */
-export function roundedBlockBytes(requested: number): number {
-  return requested < 512 ? 512 : Math.ceil(requested / 512) * 512;
-}
 
 /** The device whose history (or, without history, whose segments) is largest. */
 export function busiestDevice(snap: Snapshot): number {

@@ -10,8 +10,8 @@
  *    measurements support: calibrated at the smallest measured batch, this predicts the other batches of the
  *    same model within 1.5% (median 0.6%; test/doctor/whatIfs.test.ts), against 1.5% / 9.8% uncalibrated.
  *    When the batch-dependent part is under 5% of either figure, the difference is added as an offset instead.
- *  - measured-per-sample (any nn.Module): peak = static + perSample x micro-batch, with static = weights +
- *    gradients + optimizer state + buffers as the probe counted them, and perSample from the one measured peak.
+ *  - measured-per-sample (any nn.Module): peak = resident + perSample x micro-batch, from the one measured peak
+ *    (run/memoryModel.ts, with the resident bytes of run/setup.ts).
  *
  * Step time: the planner's prediction plus the run's measured excess (measured - predicted at the run's own
  * set-up): time the model does not know (Python, data loading, launches) is taken as a fixed cost per step.
@@ -19,6 +19,7 @@
  * negative offset could make small steps take no time).
  */
 import { evaluatePlan, fitsIn, type Plan, type PlanRequest } from './plan.js';
+import { fmtGiB } from '../util/format.js';
 
 /** Where a what-if's numbers come from. `planner`: the planner alone (no measured peak to calibrate on). */
 export type WhatIfBasis = 'planner-calibrated' | 'planner' | 'measured-per-sample';
@@ -74,7 +75,7 @@ export function calibratePlanner(req: PlanRequest, measuredPeakBytes: number | n
     if (measuredStepS >= predictedStepS) stepOffsetS = measuredStepS - predictedStepS;
     else stepScale = measuredStepS / predictedStepS;
   }
-  const gib = (b: number) => `${(b / 1024 ** 3).toFixed(2)} GiB`;
+  const gib = (b: number) => fmtGiB(b, 2);
   const method =
     measuredPeakBytes === null
       ? 'uncalibrated: no measured peak to calibrate on'
@@ -122,51 +123,4 @@ export function calibratedStepS(cal: PlannerCalibration, plan: Plan): number | n
  */
 export function fitsBudget(peakBytes: number, budgetBytes: number, fragmentationBytes = 0): boolean {
   return fitsIn({ peakAllocatedBytes: peakBytes, fragmentationBytes }, budgetBytes);
-}
-
-/** Largest positive integer for which `fits` holds (0 when 1 does not), for a predicate monotone in the batch. */
-export function largestFitting(fits: (batch: number) => boolean, limit = 1 << 16): number {
-  let lo = 0;
-  let hi = 1;
-  while (hi <= limit && fits(hi)) {
-    lo = hi;
-    hi *= 2;
-  }
-  if (hi > limit) return lo;
-  while (hi - lo > 1) {
-    const mid = Math.floor((lo + hi) / 2);
-    if (fits(mid)) lo = mid;
-    else hi = mid;
-  }
-  return lo;
-}
-
-export interface PerSampleModel {
-  basis: 'measured-per-sample';
-  /** Weights + gradients + optimizer state + buffers, as counted from the live model. */
-  staticBytes: number;
-  /** (measured peak - static) / micro-batch. */
-  perSampleBytes: number;
-  measuredPeakBytes: number;
-  microBatch: number;
-  /** Share of the measured peak that grows with the batch; small shares make the extrapolation uncertain. */
-  perSampleShare: number;
-}
-
-/** The affine model of one measured run; null when the peak is not above the static bytes. */
-export function perSampleModel(staticBytes: number, measuredPeakBytes: number, microBatch: number): PerSampleModel | null {
-  if (!(microBatch > 0) || !(measuredPeakBytes > staticBytes)) return null;
-  const perSampleBytes = (measuredPeakBytes - staticBytes) / microBatch;
-  return {
-    basis: 'measured-per-sample',
-    staticBytes,
-    perSampleBytes,
-    measuredPeakBytes,
-    microBatch,
-    perSampleShare: (measuredPeakBytes - staticBytes) / measuredPeakBytes,
-  };
-}
-
-export function perSamplePeakBytes(m: PerSampleModel, microBatch: number): number {
-  return m.staticBytes + m.perSampleBytes * microBatch;
 }

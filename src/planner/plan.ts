@@ -8,6 +8,7 @@ import { type MemoryPrediction, predictMemory } from './memory.js';
 import type { ModelDescription } from './model.js';
 import type { Checkpointing, DataParallel, Hardware, Parallelism, TrainingSetup } from './setup.js';
 import { predictStepTime, type StepTime } from './time.js';
+import { fmtGiB } from '../util/format.js';
 
 export interface PlanRequest {
   model: ModelDescription;
@@ -228,7 +229,7 @@ export function planFlags(plan: Plan): string {
 
 /** Why nothing fits, and the nearest thing that would: one line for the user. */
 export function explainNoFit(req: PlanRequest, plan: Plan): string {
-  const gib = (b: number) => `${(b / 1024 ** 3).toFixed(1)} GiB`;
+  const gib = (b: number) => fmtGiB(b);
   const parts = [`needs ${gib(plan.memory.peakAllocatedBytes)} at ${plan.memory.bindingPhase} but the budget is ${gib(plan.budgetBytes)}`];
   const mb = maxMicroBatch(req);
   if (mb.microBatch > 0) parts.push(`--batch ${mb.microBatch} fits`);

@@ -6,11 +6,11 @@ import { fmtBytes, fmtMs, fmtPct } from '../util/format.js';
 import { CATEGORY_NAMES } from '../trace/kernelClass.js';
 import { IDLE_CAUSES, type TraceMetrics } from '../trace/metrics/types.js';
 import type { AnalyzeReport } from './analyzeReport.js';
+import { escapeHtml } from '../util/html.js';
 import { IDLE_LABELS } from './terminal.js';
 
-export function esc(s: string): string {
-  return s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
-}
+/** The one HTML escaping (util/html.ts), under the short name the page builders use. */
+export const esc = escapeHtml;
 
 const COLORS: Record<string, string> = {
   busy: '#2e7d32',

@@ -9,7 +9,7 @@
 import { mkdirSync, rmSync, statSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import { join } from 'node:path';
-import { RecordWriter } from '../telemetry/recordStore.js';
+import { RecordWriter } from '../io/recordStore.js';
 import type { Snapshot } from '../telemetry/sample.js';
 import { type GpuSource, LiveSampler, NoGpu, openLiveSource } from '../telemetry/sampler.js';
 import { type LiveFrame, type LiveHistory, SeriesRing, frameOf } from './liveFrame.js';

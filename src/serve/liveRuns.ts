@@ -12,7 +12,7 @@
  */
 import { hostname } from 'node:os';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { VERSION } from '../cli/main.js';
+import { VERSION } from '../cli/version.js';
 import { renderDoctorHtml } from '../doctor/html.js';
 import { type ProbeRecord, type StepRecord, parseProbeLines, rankOf } from '../doctor/records.js';
 import { renderDoctorText } from '../doctor/render.js';

@@ -10,7 +10,7 @@ import type { IncomingMessage } from 'node:http';
 import { basename, join } from 'node:path';
 import { constants as zc, gunzipSync } from 'node:zlib';
 import { collectTraceFiles } from '../cli/analyze.js';
-import { VERSION } from '../cli/main.js';
+import { VERSION } from '../cli/version.js';
 import { InputError } from '../io/inputError.js';
 import { loadTrace } from '../io/loadTrace.js';
 import { readSnapshotFile } from '../io/readSnapshot.js';

@@ -1,5 +1,5 @@
 /**
- * Live history from `record` files (shell): reads the per-GPU rows of recordings (src/telemetry/recordStore.ts's
+ * Live history from `record` files (shell): reads the per-GPU rows of recordings (src/io/recordStore.ts's
  * `gpu` table, no snapshot blobs) newer than a cut-off, so the Live GPUs page shows history that survived a
  * restart. A recording another process is still writing (its lock directory exists) is skipped with a note.
  */

@@ -4,7 +4,8 @@
  * with their launches, to compact per-device op logs (see model.ts for why).
  */
 import type { RawEvent, TraceSink } from './event.js';
-import { CopyKind, KernelCategory, RuntimeKind, categoriseKernel, copyKind, dtypeBytes, runtimeKind } from './kernelClass.js';
+import { dtypeBytes } from '../util/dtype.js';
+import { CopyKind, KernelCategory, RuntimeKind, categoriseKernel, copyKind, runtimeKind } from './kernelClass.js';
 import { OpLinker } from './linker.js';
 import type { CpuSpan, DeviceProperties, DistributedInfo, GemmOp, MemoryPeak, StepMarker, TraceModel } from './model.js';
 import { type ChunkStore, OpKind, emptyGpuOp } from './opLog.js';

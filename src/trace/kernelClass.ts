@@ -129,12 +129,3 @@ export function runtimeKind(name: string): RuntimeKind {
   return RuntimeKind.other;
 }
 
-/** Bytes per element of NCCL/torch dtype names found in collective args. */
-export function dtypeBytes(dtype: string | null): number {
-  if (dtype === null) return 4;
-  const d = dtype.toLowerCase();
-  if (/bfloat16|half|float16|bf16|f16|short|int16/.test(d)) return 2;
-  if (/double|float64|int64|long|f64/.test(d)) return 8;
-  if (/int8|uint8|byte|char|bool|fp8|e4m3|e5m2/.test(d)) return 1;
-  return 4;
-}

@@ -7,32 +7,20 @@
 import { describeModel } from '../planner/modelSummary.js';
 import { predictMemory } from '../planner/memory.js';
 import type { ModelDescription } from '../planner/model.js';
-import type { Checkpointing, OptimizerKind, Parallelism, Precision } from '../planner/setup.js';
-import type { DeviceBudget, MemoryLine } from './predict.js';
+import type { Checkpointing, Parallelism } from '../planner/setup.js';
+import { inferCheckpointing, inferCompiled, inferOptimizer, inferPrecision } from '../run/setup.js';
+import type { DeviceBudget, MemoryLine } from './line.js';
 import type { TrialSummary } from './trial.js';
 
 /** The planner's prediction at the trial's value may differ from the measured peak by this much for a set-up to count. */
 export const PLANNER_MATCH = 0.06;
 
-function optimizerKind(cls: string | null, stateBytes: number): OptimizerKind | null {
-  switch (cls) {
-    case 'AdamW':
-      return 'adamw';
-    case 'Adam':
-      return 'adam';
-    case 'SGD':
-      return stateBytes > 0 ? 'sgd-momentum' : 'sgd';
-    case 'Adafactor':
-      return 'adafactor';
-    default:
-      return null;
-  }
-}
-
 /**
- * Among the set-ups the records cannot tell apart (fp32 or autocast, checkpointing or not), those whose predicted peak
- * at the trial's value is within PLANNER_MATCH of the measurement; of these the one predicting the smallest largest
- * value (the safe side). Null when none matches or the planner cannot describe the run.
+ * The set-up from the one set-up inference of run/setup.ts (optimizer kind, precision, compiled, checkpointing); where
+ * the records leave the precision open (fp32 weights, no autocast record), each candidate with the checkpointing
+ * inferred for it, kept when its predicted peak at the trial's value is within PLANNER_MATCH of the measurement; of
+ * these the one predicting the smallest largest value (the safe side). Null when none matches or the planner cannot
+ * describe the run.
  */
 export function plannerLine(t: TrialSummary, budget: DeviceBudget | null): MemoryLine | null {
   const facts = t.model;
@@ -44,34 +32,35 @@ export function plannerLine(t: TrialSummary, budget: DeviceBudget | null): Memor
   } catch {
     return null;
   }
-  const optimizer = optimizerKind(facts.optimizerClass, facts.optimizerStateBytes);
-  const precisions: Precision[] = facts.mainDtype === 'bfloat16' ? ['bf16'] : facts.mainDtype === 'float32' ? ['fp32', 'amp-bf16'] : [];
+  const optimizer = inferOptimizer(facts.optimizerClass, facts.optimizerStateBytes).value;
+  const precisions = inferPrecision({ mainDtype: facts.mainDtype }, facts.autocastDtype, null).candidates;
+  const compiled = inferCompiled({ compiled: facts.compiled, compiledEvidence: null }, null);
   if (optimizer === null || precisions.length === 0) return null;
   const world = Math.max(1, t.worldSize);
   const par: Parallelism = { dp: world > 1 ? 'ddp' : 'none', dpSize: world, tp: 1, pp: 1, reshardAfterForward: true, cpuOffload: false };
   const seq = t.seqLen;
   let best: (MemoryLine & { predicted: number }) | null = null;
-  for (const precision of precisions)
-    for (const checkpointing of ['none', 'full'] as Checkpointing[]) {
-      const at = (b: number) =>
-        predictMemory(model, { microBatch: b, seq, precision, optimizer, checkpointing, gradAccum: 1, mode: 'train' }, par)
-          .peakAllocatedBytes;
-      const p1 = at(t.value);
-      if (!(p1 > 0) || Math.abs(p1 - peak) / peak > PLANNER_MATCH) continue;
-      // The slope where the batch's activations bind (well above the trial's value), scaled to the measurement.
-      const [bA, bB] = [4 * t.value, 8 * t.value];
-      const slope = (at(bB) - at(bA)) / (bB - bA);
-      if (!(slope > 0)) continue;
-      const k = peak / p1;
-      const line: MemoryLine = {
-        fixedBytes: k * (at(bB) - slope * bB),
-        perValueBytes: k * slope,
-        source: 'one-trial+planner',
-        values: [t.value],
-        note: `${precision}, checkpointing ${checkpointing}, seq ${seq}`,
-      };
-      const predicted = (budget.allocatorLimitBytes - line.fixedBytes) / line.perValueBytes;
-      if (best === null || predicted < best.predicted) best = { ...line, predicted };
+  for (const precision of precisions) {
+    const predict = (b: number, checkpointing: Checkpointing) =>
+      predictMemory(model, { microBatch: b, seq, precision, optimizer, checkpointing, gradAccum: 1, mode: 'train' }, par).peakAllocatedBytes;
+    const checkpointing = inferCheckpointing(peak, (c) => predict(t.value, c), compiled).value;
+    const at = (b: number) => predict(b, checkpointing);
+    const p1 = at(t.value);
+    if (!(p1 > 0) || Math.abs(p1 - peak) / peak > PLANNER_MATCH) continue;
+    // The slope where the batch's activations bind (well above the trial's value), scaled to the measurement.
+    const [bA, bB] = [4 * t.value, 8 * t.value];
+    const slope = (at(bB) - at(bA)) / (bB - bA);
+    if (!(slope > 0)) continue;
+    const k = peak / p1;
+    const line: MemoryLine = {
+      fixedBytes: k * (at(bB) - slope * bB),
+      perValueBytes: k * slope,
+      source: 'one-trial+planner',
+      values: [t.value],
+      note: `${precision}, checkpointing ${checkpointing}, seq ${seq}`,
+    };
+    const predicted = (budget.allocatorLimitBytes - line.fixedBytes) / line.perValueBytes;
+    if (best === null || predicted < best.predicted) best = { ...line, predicted };
     }
   if (best === null) return null;
   const { predicted: _p, ...line } = best;

@@ -4,8 +4,13 @@
  * instead of bisecting blindly. Definitions and the evidence for the constants: docs/tune.md.
  */
 import { CALIBRATION } from '../planner/calibration.js';
+import { type MemoryModel, perSampleMemoryModel } from '../run/memoryModel.js';
+import { residentBytes } from '../run/setup.js';
 import { plannerLine } from './plannerHint.js';
+import type { DeviceBudget, MemoryLine } from './line.js';
 import type { TrialSummary } from './trial.js';
+
+export type { DeviceBudget, MemoryLine } from './line.js';
 
 const MiB = 1024 ** 2;
 
@@ -32,8 +37,6 @@ export const TUNE = {
   ncclBufferBytes: CALIBRATION.ncclBufferBytes,
   /** A measured non-allocator figure below this is a sample taken before the peak: ignored. */
   minNonAllocatorBytes: 256 * MiB,
-  /** cuBLAS workspaces: resident, part of the fixed memory. */
-  workspaceBytes: CALIBRATION.cublasWorkspaceBytes,
   /** Goldilocks: the smallest value whose throughput is at least this share of the best measured. */
   goldilocksShare: 0.95,
 } as const;
@@ -49,32 +52,6 @@ export interface SearchSpace {
   multipleOf: number;
   /** Trials of the search (the --curve points come on top). */
   maxTrials: number;
-}
-
-export interface DeviceBudget {
-  totalBytes: number;
-  /** GPU memory of the process outside PyTorch's allocator (CUDA context, NCCL, libraries). */
-  nonAllocatorBytes: number;
-  nonAllocatorSource: 'nvml' | 'calibration';
-  /** What the allocator may hold at the peak: (total - non-allocator) / slack. */
-  allocatorLimitBytes: number;
-}
-
-/** peak allocated(value) = fixedBytes + perValueBytes x value. */
-export interface MemoryLine {
-  fixedBytes: number;
-  perValueBytes: number;
-  /**
-   * two-trials: through the peaks of the two largest measured values; one-trial+planner: the planner's line for the
-   * model's Hugging Face config, scaled to the measured peak; one-trial+model: the fixed part from the model record
-   * (weights, buffers, optimizer state, cuBLAS workspace) and the measured peak; one-trial: no model record, the
-   * fixed part taken as 0 (the steepest line through the measured peak: safe, and corrected by the next trial).
-   */
-  source: 'two-trials' | 'one-trial+planner' | 'one-trial+model' | 'one-trial';
-  /** The values whose measurements made the line. */
-  values: number[];
-  /** For one-trial+planner: the set-up the planner matched (precision, checkpointing). */
-  note: string | null;
 }
 
 const isMeasured = (t: TrialSummary) => t.outcome === 'ok' && t.peakAllocatedBytes !== null && t.peakAllocatedBytes > 0;
@@ -94,10 +71,15 @@ export function deviceBudget(trials: TrialSummary[]): DeviceBudget | null {
   };
 }
 
-/** The fixed part known from the model record alone: a lower bound of the line's intercept, so the slope it gives errs high (safe). */
+/**
+ * The fixed part known from the model record alone: the resident bytes of run/setup.ts (weights, buffers, optimizer
+ * state, cuBLAS workspace; the same definition as doctor's per-sample what-ifs), a lower bound of the line's intercept,
+ * so the slope it gives errs high (safe).
+ */
 export function modelRecordLine(t: TrialSummary): MemoryLine | null {
   if (!isMeasured(t) || t.model === null || t.value <= 0) return null;
-  const fixed = t.model.weightBytes + t.model.optimizerStateBytes + TUNE.workspaceBytes;
+  const m = t.model;
+  const fixed = residentBytes({ weightBytes: m.weightBytes, buffersBytes: 0, optimizerStateBytes: m.optimizerStateBytes });
   const peak = t.peakAllocatedBytes as number;
   if (fixed >= peak) return null;
   return { fixedBytes: fixed, perValueBytes: (peak - fixed) / t.value, source: 'one-trial+model', values: [t.value], note: null };
@@ -138,6 +120,19 @@ export function fitMemoryLine(trials: TrialSummary[], budget: DeviceBudget | nul
       values: [last.value],
       note: 'no model record: fixed part taken as 0',
     }
+  );
+}
+
+/**
+ * The line as the run model's MemoryModel (run/memoryModel.ts): the per-sample line doctor's what-ifs use, fitting the
+ * allocator's share of the device (total - memory outside the allocator) by the planner's 2% rule, which is the same
+ * test as peak <= allocatorLimitBytes.
+ */
+export function lineMemoryModel(line: MemoryLine, budget: DeviceBudget): MemoryModel {
+  return perSampleMemoryModel(
+    { fixedBytes: line.fixedBytes, perSampleBytes: line.perValueBytes },
+    budget.totalBytes - budget.nonAllocatorBytes,
+    `tune's line (${line.source}): ${line.fixedBytes.toFixed(0)} B + ${line.perValueBytes.toFixed(0)} B per value`,
   );
 }
 
@@ -312,7 +307,7 @@ export function conclude(space: SearchSpace, trials: TrialSummary[], margin: num
     const v = roundDown(Math.min(maxOk, largestWithin(line, allowedAllocated)), m);
     if (v >= space.lo) {
       recommended = v;
-      recommendedPeakBytes = (line.fixedBytes + line.perValueBytes * v) * rr + budget.nonAllocatorBytes;
+      recommendedPeakBytes = lineMemoryModel(line, budget).peak(v) * rr + budget.nonAllocatorBytes;
     }
   } else if (maxOk !== null) {
     const v = roundDown(Math.floor(maxOk * (1 - margin)), m);

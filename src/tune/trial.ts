@@ -2,8 +2,10 @@
  * One trial of `gpuwise tune`: the probe's records of one run of the command at one value, reduced to what the
  * search needs (outcome, steady peak memory, step time, throughput) and the model's resident bytes. Pure.
  */
-import { type ChildExit, gpuStepTimesOf } from '../doctor/report.js';
+import type { ChildExit } from '../run/exit.js';
 import { type HelloRecord, type ModelRecord, type ProbeRecord, type StepRecord, rankOf } from '../run/records.js';
+import { modelBytes } from '../run/setup.js';
+import { gpuStepTimesOf, stepStats } from '../run/steps.js';
 import type { Snapshot } from '../telemetry/sample.js';
 
 /** ok: ran its steps; oom: any rank ran out of GPU memory; failed: ended otherwise (not retried). */
@@ -14,10 +16,15 @@ export interface ModelFacts {
   name: string;
   /** Parameters and buffers, bytes (every dtype at its size). */
   weightBytes: number;
+  /** Bytes of the trainable parameters: their gradients take as much (run/setup.ts residentBytes). */
+  trainableBytes: number;
   optimizerClass: string | null;
   optimizerStateBytes: number;
   /** The dtype holding most parameters (`float32`, `bfloat16`, ...). */
   mainDtype: string | null;
+  /** Protocol 2: the autocast dtype of the forward, and whether the model is compiled; null when not told. */
+  autocastDtype: string | null;
+  compiled: boolean | null;
   hfConfig: Record<string, unknown> | null;
 }
 
@@ -43,7 +50,7 @@ export interface TrialSummary {
   deviceTotalBytes: number | null;
   deviceName: string | null;
   worldSize: number;
-  /** Median step time over the measured steps of the slowest rank (steps 1-2 are warm-up and left out when later ones exist). */
+  /** Median step time over the steady steps of the slowest rank (run/steps.ts: the first step and any warm-up left out). */
   stepTimeS: number | null;
   /** gpu: from the probe's CUDA events (as the GPU ran the steps; exact even in a short run); host: wall clock between step ends. */
   stepTimeFrom: 'gpu' | 'host' | null;
@@ -73,65 +80,19 @@ export interface TrialInput {
   gpuSamples: Snapshot[] | null;
 }
 
-const DTYPE_BYTES: Record<string, number> = {
-  float64: 8,
-  double: 8,
-  complex64: 8,
-  int64: 8,
-  float32: 4,
-  float: 4,
-  int32: 4,
-  float16: 2,
-  half: 2,
-  bfloat16: 2,
-  int16: 2,
-  int8: 1,
-  uint8: 1,
-  bool: 1,
-  float8_e4m3fn: 1,
-  float8_e5m2: 1,
-};
-
-/** Bytes of one element of a torch dtype name (4 when unknown). */
-export function dtypeBytes(name: string): number {
-  return DTYPE_BYTES[name] ?? 4;
-}
-
 export function modelFacts(m: ModelRecord): ModelFacts {
-  const byDtype = new Map<string, number>();
-  for (const mod of m.modules) for (const [d, n] of Object.entries(mod.dtypes)) byDtype.set(d, (byDtype.get(d) ?? 0) + n);
-  let weightBytes = m.buffers?.bytes ?? 0;
-  let mainDtype: string | null = null;
-  let mainCount = -1;
-  for (const [d, n] of byDtype) {
-    weightBytes += n * dtypeBytes(d);
-    if (n > mainCount) [mainDtype, mainCount] = [d, n];
-  }
+  const b = modelBytes(m);
   return {
     name: m.name,
-    weightBytes,
+    weightBytes: b.weightBytes + b.buffersBytes,
+    trainableBytes: b.trainableBytes,
     optimizerClass: m.optimizer?.class ?? null,
-    optimizerStateBytes: m.optimizer?.stateBytes ?? 0,
-    mainDtype,
+    optimizerStateBytes: b.optimizerStateBytes,
+    mainDtype: b.mainDtype,
+    autocastDtype: m.autocastDtype ?? null,
+    compiled: m.compiled ?? null,
     hfConfig: m.hfConfig,
   };
-}
-
-function median(xs: number[]): number | null {
-  if (xs.length === 0) return null;
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return s.length % 2 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
-}
-
-/** Steps whose time counts: from step 3 when there are later ones (step 1 warms up, step 2 builds the optimizer's state), else from step 2, else all timed. */
-export function measuredSteps(steps: StepRecord[]): StepRecord[] {
-  const timed = steps.filter((s) => s.stepTimeS !== null && Number.isFinite(s.stepTimeS));
-  for (const from of [3, 2]) {
-    const later = timed.filter((s) => s.step >= from);
-    if (later.length > 0) return later;
-  }
-  return timed;
 }
 
 interface RankFigures {
@@ -151,7 +112,8 @@ interface RankFigures {
 
 function rankFigures(pid: number, recs: ProbeRecord[], samples: Snapshot[] | null): RankFigures {
   const steps = recs.filter((r): r is StepRecord => r.type === 'step').sort((a, b) => a.step - b.step);
-  const measured = measuredSteps(steps);
+  // The one definition of step statistics (run/steps.ts): steady steps, GPU times when they cover the steps.
+  const stats = stepStats(steps, gpuStepTimesOf(recs));
   const withMem = steps.filter((s) => s.memory !== null);
   const hello = recs.find((r): r is HelloRecord => r.type === 'hello') ?? null;
   const devIndex = withMem[withMem.length - 1]?.memory?.device ?? hello?.cuda.currentDevice ?? 0;
@@ -163,21 +125,14 @@ function rankFigures(pid: number, recs: ProbeRecord[], samples: Snapshot[] | nul
       for (const p of g.processes) if (p.pid === pid && p.usedMemoryBytes !== null) sum = (sum ?? 0) + p.usedMemoryBytes;
     if (sum !== null) nvml = Math.max(nvml ?? 0, sum);
   }
-  // The GPU's own step times when the probe has them for every measured step: host timing of the first steps of a
-  // short run reflects the launch queue filling, not the GPU's pace.
-  const gpu = gpuStepTimesOf(recs);
-  const gpuTimes = measured.map((s) => gpu.get(s.step)).filter((x): x is number => x !== undefined);
-  const useGpu = measured.length > 0 && gpuTimes.length === measured.length;
-  const samplesKnown = measured.length > 0 && measured.every((s) => s.samples !== null);
-  const tokensKnown = measured.length > 0 && measured.every((s) => typeof s.tokens === 'number');
   return {
     rank: rankOf(recs[0] as ProbeRecord),
     steps: steps.length,
-    stepTimeS: useGpu ? median(gpuTimes) : median(measured.map((s) => s.stepTimeS as number)),
-    stepTimeFrom: measured.length === 0 ? null : useGpu ? 'gpu' : 'host',
-    samplesPerStep: samplesKnown ? median(measured.map((s) => s.samples as number)) : null,
-    tokensPerStep: tokensKnown ? median(measured.map((s) => s.tokens as number)) : null,
-    seqLen: tokensKnown ? (measured[measured.length - 1]?.seqLen ?? null) : null,
+    stepTimeS: stats.medianS,
+    stepTimeFrom: stats.measuredSteps === 0 ? null : stats.timing,
+    samplesPerStep: stats.samplesPerStep ?? null,
+    tokensPerStep: stats.tokensPerStep ?? null,
+    seqLen: stats.seqLen,
     first: withMem[0] ?? null,
     last: withMem[withMem.length - 1] ?? null,
     nvmlBytes: nvml,

@@ -15,6 +15,11 @@ export function fmtPct(x: number): string {
   return `${p >= 10 || p === 0 ? p.toFixed(0) : p.toFixed(1)}%`;
 }
 
+/** Bytes in GiB with a fixed number of decimals ("71.0 GiB"): the unit plans and what-ifs compare budgets in. */
+export function fmtGiB(bytes: number, digits = 1): string {
+  return `${(bytes / 1024 ** 3).toFixed(digits)} GiB`;
+}
+
 export function fmtBytes(b: number): string {
   const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
   let v = b;

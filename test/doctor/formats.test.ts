@@ -3,7 +3,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { byteUnit, niceStep, renderDoctorHtml, thin } from '../../src/doctor/html.js';
 import { renderDoctorMarkdown, sparkline } from '../../src/doctor/markdown.js';
 import type { ProbeRecord, StepRecord } from '../../src/run/records.js';
-import { type DoctorReport, STEP_TIMELINE_MAX_POINTS, stepTimelineOf } from '../../src/doctor/report.js';
+import type { DoctorReport } from '../../src/doctor/report.js';
+import { STEP_TIMELINE_MAX_POINTS, stepTimelineOf } from '../../src/run/steps.js';
 import { doctorReportProblem } from '../../src/doctor/reportCheck.js';
 import { fmtMs } from '../../src/util/format.js';
 import { onGpu, probeRecords, reportOf } from '../history/reports.js';
@@ -91,7 +92,9 @@ describe.skipIf(SKIP_PYTHON)('doctor report as Markdown and HTML (real probe rec
     expect(oldHtml).toContain('no per-step timeline');
     expect(oldHtml).toContain('<li><b>batch 48 fits</b>: predicted 71 GiB of 80</li>');
     const oldMd = renderDoctorMarkdown(old);
-    expect(oldMd).toContain('### What-ifs (planner, calibrated on this run)\n\n- **batch 48 fits**: predicted 71 GiB of 80\n\n');
+    // the what-ifs, then the set-up's guesses labelled as such (every format shows them)
+    expect(oldMd).toContain('### What-ifs (planner, calibrated on this run)\n\n- **batch 48 fits**: predicted 71 GiB of 80\n');
+    expect(oldMd).toMatch(/- \*\*batch 48 fits\*\*: predicted 71 GiB of 80\n(- _guessed: [^\n]+_\n)*\n/);
   });
 });
 

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { RecordSample } from '../../src/doctor/recordSample.js';
 import type { ProbeRecord, StepRecord } from '../../src/doctor/records.js';
-import { stepStats } from '../../src/doctor/report.js';
+import { stepStats } from '../../src/run/steps.js';
 
 const step = (pid: number, s: number, gpu: [number, number][] = []): StepRecord => ({
   v: 1,

@@ -4,7 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { doctorInput } from './input.js';
 import { describeModel } from '../../src/planner/modelSummary.js';
 import { type ModelRecord, type ProbeRecord, type StepRecord, parseProbeLines } from '../../src/run/records.js';
-import { buildDoctorReport, dataLoaderWaitFinding, gpuStepTimesOf, planModelOf, stepStats } from '../../src/doctor/report.js';
+import { buildDoctorReport, dataLoaderWaitFinding, planModelOf } from '../../src/doctor/report.js';
+import { gpuStepTimesOf, stepStats } from '../../src/run/steps.js';
 import { renderDoctorText } from '../../src/doctor/render.js';
 import { emptyGpu, emptyProcess, type Snapshot } from '../../src/telemetry/sample.js';
 
@@ -49,9 +50,12 @@ describe('stepStats', () => {
     expect(s.samplesPerS).toBeCloseTo(24 / 0.6, 9);
   });
 
-  it('leaves out the profiled steps, unless they are all there is', () => {
+  it('leaves out the profiled steps and the one after the window (it writes the trace), unless they are all there is', () => {
     const p = { profiled: true };
-    expect(stepStats([step(1, 1, 0), step(2, 0.1, 0), step(3, 0.9, 0, p), step(4, 0.8, 0, p), step(5, 0.3, 0)])).toMatchObject({ measuredSteps: 2, maxS: 0.3 });
+    expect(stepStats([step(1, 1, 0), step(2, 0.1, 0), step(3, 0.9, 0, p), step(4, 0.8, 0, p), step(5, 2.0, 0), step(6, 0.3, 0)])).toMatchObject({
+      measuredSteps: 2,
+      maxS: 0.3,
+    });
     expect(stepStats([step(1, 1, 0), step(2, 0.9, 0, p), step(3, 0.8, 0, p)])).toMatchObject({ measuredSteps: 2, maxS: 0.9 });
   });
 

@@ -11,7 +11,9 @@ import type { HelloRecord, ModelRecord, StepRecord } from '../../src/run/records
 import { renderDoctorText } from '../../src/doctor/render.js';
 import { buildDoctorReport } from '../../src/doctor/report.js';
 import { buildWhatIfs, type WhatIfInput, whatIfFindings } from '../../src/doctor/whatIfs.js';
-import { calibratedPeakBytes, calibratePlanner, perSampleModel, perSamplePeakBytes } from '../../src/planner/fromRun.js';
+import { calibratedPeakBytes, calibratePlanner } from '../../src/planner/fromRun.js';
+import { perSampleLineFrom, perSampleMemoryModel } from '../../src/run/memoryModel.js';
+import { residentBytes } from '../../src/run/setup.js';
 import { gpuById } from '../../src/gpus/catalogue.js';
 import { evaluatePlan } from '../../src/planner/plan.js';
 import type { TraceMetrics } from '../../src/trace/metrics/types.js';
@@ -87,17 +89,24 @@ describe('calibration on one measured batch predicts the others', () => {
 
   it('measured-per-sample: ResNet-50 (no block layout), calibrated at batch 32', () => {
     const errs: number[] = [];
+    const safe: boolean[] = [];
     for (const [base, others] of batchSeries((r) => r.model === 'resnet50')) {
-      // fp32 weights and gradients; SGD(momentum=0.9) keeps one fp32 buffer per parameter, AdamW two.
-      // BatchNorm's running statistics (about 0.2 MB) are left out: negligible here.
-      const staticBytes = base.params * (4 + 4 + (base.opt === 'adamw' ? 8 : 4));
-      const m = perSampleModel(staticBytes, base.peak_alloc_step, base.batch)!;
-      for (const r of others) errs.push((perSamplePeakBytes(m, r.batch) - r.peak_alloc_step) / r.peak_alloc_step);
+      // fp32 weights; SGD(momentum=0.9) keeps one fp32 buffer per parameter, AdamW two; the resident part leaves the
+      // gradients out (run/setup.ts: a lower bound, so the line errs on the safe side). BatchNorm's statistics are left out.
+      const resident = residentBytes({ weightBytes: base.params * 4, buffersBytes: 0, optimizerStateBytes: base.params * (base.opt === 'adamw' ? 8 : 4) });
+      const m = perSampleMemoryModel(perSampleLineFrom(resident, base.peak_alloc_step, base.batch)!, 1e15, '');
+      for (const r of others) {
+        errs.push((m.peak(r.batch) - r.peak_alloc_step) / r.peak_alloc_step);
+        safe.push(m.peak(r.batch) >= r.peak_alloc_step);
+      }
     }
     const s = stats(errs);
     console.log(`resnet50 per-sample: n=${s.n} median ${(s.median * 100).toFixed(2)}% max ${(s.max * 100).toFixed(2)}%`);
     expect(s.n).toBe(6);
-    expect(s.max).toBeLessThan(0.03);
+    // +0.9% to +4.7%: never under the measurement (counting the gradients gave 0.0% to +2.7%, but over-promises
+    // GPT-2's batch: test/tune/search.test.ts; the settled definition is in run/setup.ts)
+    expect(s.max).toBeLessThan(0.05);
+    expect(safe.every(Boolean)).toBe(true);
   });
 });
 
@@ -220,20 +229,30 @@ describe('doctor report what-ifs', () => {
     // 139.8 GiB card, ~1.8 GiB per sample: far more than 16 (measured 28 GiB at 16).
     expect(max?.batch).toBeGreaterThan(60);
     expect((max?.predictedPeakBytes ?? 0) * 1.02).toBeLessThanOrEqual(max?.budgetBytes ?? 0);
-    expect(max?.title).toMatch(new RegExp(`^batch ${max?.batch} fits: predicted [\\d.]+ GiB of 13\\d\\.\\d GiB`));
+    // The largest batch is a fact in the table (no advice): claims stop at 4x the batch.
+    expect(max?.title).toMatch(new RegExp(`^batch ${max?.batch} is the largest that fits: predicted [\\d.]+ GiB of 13\\d\\.\\d GiB`));
+    expect(max?.recommendation).toBeNull();
+    // The planner sees this fp32 step bound by compute: 2x and 4x the batch gain under 5%, so no bigger-batch advice
+    // (it used to offer batch 81, 20x the run's, for its 5.1%).
+    expect(max?.throughputFactor).toBeLessThan(1.06);
+    expect(rep.whatIfs.map((w) => w.id)).not.toContain('bigger-batch');
     const amp = rep.whatIfs.find((w) => w.id === 'amp-bf16');
     expect(amp?.predictedPeakBytes).toBeLessThan(run.peak_alloc_step);
     expect(amp?.throughputFactor).toBeGreaterThan(1.5);
     // Single GPU, one visible: no FSDP; the batch fits: no accumulation.
     expect(rep.whatIfs.map((w) => w.id)).not.toContain('fsdp');
     expect(rep.whatIfs.map((w) => w.id)).not.toContain('grad-accum');
-    // Gains become ranked planner findings (no trace here to merge with).
+    // Without a window or an autocast record fp32 is only a guess: the amp what-if stays in the table, labelled, but
+    // no advice (finding) rests on it; with the probe's autocast record saying fp32 weights run in fp32 it would.
+    expect(amp?.title).toMatch(/^if the run is fp32 \(a guess\), bf16 autocast/);
+    expect(amp?.recommendation).toBeNull();
     const planner = rep.findings.filter((f) => f.source === 'planner').map((f) => f.id);
-    expect(planner).toEqual(expect.arrayContaining(['whatif-max-batch', 'whatif-amp-bf16']));
+    expect(planner).toEqual([]);
+    expect(renderDoctorText(rep)).toMatch(/guessed: fp32 parameters and no profiler window or autocast record/);
     const text = renderDoctorText(rep);
     expect(text).toContain('What if (estimates)');
     expect(text).toMatch(/calibration: the planner predicted/);
-    expect(text).toMatch(/- batch \d+ fits: predicted/);
+    expect(text).toMatch(/- batch \d+ is the largest that fits: predicted/);
   });
 
   it('FSDP over the visible GPUs gives a larger per-GPU batch than one GPU, and says so', () => {
@@ -276,6 +295,33 @@ describe('doctor report what-ifs', () => {
     });
     expect(setupOnly.setup).toMatchObject({ precision: 'amp-bf16', checkpointing: 'full' });
     expect(Math.abs(setupOnly.calibration?.errorFraction ?? 1)).toBeLessThan(0.05);
+    // a guess, labelled so, with its evidence
+    const ck = setupOnly.setup?.inferences?.find((i) => i.name === 'checkpointing');
+    expect(ck).toMatchObject({ value: 'full', how: 'guessed' });
+    expect(ck?.evidence).toMatch(/the planner predicts [\d.]+ GiB without checkpointing, [\d.]+ GiB with full checkpointing: the peak matches/);
+    expect(setupOnly.setup?.assumptions).toContain(ck?.evidence);
+  });
+
+  it('a compiled model is known as such, and its low peak is not read as checkpointing', () => {
+    const run = find((r) => r.model === 'gpt2' && r.ckpt && r.batch === 8);
+    const compiledModel = { ...modelRecord(run, gpt2Config, 'GPT2LMHeadModel'), v: 2, compiled: true, compiledEvidence: 'OptimizedModule' };
+    const res = buildWhatIfs({
+      hello: hello(),
+      model: compiledModel,
+      planModel: modelFor('gpt2'),
+      steps: steps(run),
+      medianStepS: run.step_s,
+      worldSize: null,
+      metrics: ampMetrics,
+      outOfMemory: false,
+    });
+    expect(res.setup).toMatchObject({ compiled: true, checkpointing: 'none' });
+    expect(res.setup?.inferences?.find((i) => i.name === 'compiled')).toMatchObject({ value: true, how: 'measured' });
+    expect(res.setup?.inferences?.find((i) => i.name === 'checkpointing')?.evidence).toMatch(/compiled \(fusion lowers the peak\), so checkpointing is not inferred/);
+    // Inductor's kernels in the window tell it too, without the probe's field
+    const triton = { ...ampMetrics, topKernels: [{ name: 'triton_poi_fused_add_mul_0', category: 'elementwise', count: 1, totalNs: 1, meanNs: 1 }] } as unknown as TraceMetrics;
+    const fromTrace = buildWhatIfs({ ...{ hello: hello(), planModel: modelFor('gpt2'), steps: steps(run), medianStepS: run.step_s, worldSize: null, outOfMemory: false }, model: modelRecord(run, gpt2Config, 'GPT2LMHeadModel'), metrics: triton });
+    expect(fromTrace.setup).toMatchObject({ compiled: true, checkpointing: 'none' });
   });
 
   it('a model without a block layout (ResNet-50) gets the measured-per-sample model', () => {
@@ -398,15 +444,24 @@ describe('whatIfFindings', () => {
     outOfMemory: false,
   };
 
-  it('turns a larger batch into a finding with the trace arithmetic (busy grows, idle does not)', () => {
+  it('turns a bigger batch into advice with the trace arithmetic (busy grows, idle does not)', () => {
     const res = buildWhatIfs(input);
     const max = res.whatIfs.find((w) => w.id === 'max-batch');
     const k = Math.min(4, (max?.batch ?? 0) / 32); // claims stop at 4x the batch
     expect(max?.throughputFactor).toBeCloseTo((k * 100) / (k * 50 + 50), 9);
+    // 2x gives 1.33x, 4x gives 1.6x: 4x is the smallest that reaches 90% of the best gain; the largest that fits is more
+    const bigger = res.whatIfs.find((w) => w.id === 'bigger-batch');
+    expect(bigger?.batch).toBe(128);
+    expect(max?.batch).toBeGreaterThan(128);
+    expect(bigger?.title).toMatch(/^batch 128 \(4x the run's 32\): .* about 1\.60x the samples\/s$/);
     const { findings, merged } = whatIfFindings(res, [], 0.1, 0);
     expect(merged).toEqual([]);
-    expect(findings.map((f) => f.id)).toEqual(['whatif-max-batch']);
-    expect(findings[0]?.severity).toBe('high');
+    expect(findings.map((f) => f.id)).toEqual(['whatif-bigger-batch']);
+    // 37.5% of the step by its gain, but a batch change is advice to weigh: at most medium.
+    expect(findings[0]?.estimatedGain?.savedFraction).toBeCloseTo(0.375, 3);
+    expect(findings[0]?.severity).toBe('medium');
+    expect(findings[0]?.kind).toBe('advice');
+    expect(findings[0]?.recommendation.summary).toMatch(/^Weigh raising the per-GPU batch from 32 to 128 \(4x\): scale the learning rate/);
   });
 
   it('claims nothing for a bigger batch when the idle time is the DataLoader (it grows with the batch too)', () => {
@@ -417,6 +472,7 @@ describe('whatIfFindings', () => {
     const res = buildWhatIfs({ ...input, metrics: starved });
     const max = res.whatIfs.find((w) => w.id === 'max-batch');
     expect(max?.throughputFactor).toBeLessThan(1.02);
+    expect(res.whatIfs.map((w) => w.id)).not.toContain('bigger-batch');
     expect(whatIfFindings(res, [], 0.1, 0).findings).toEqual([]);
   });
 
@@ -426,6 +482,6 @@ describe('whatIfFindings', () => {
     const { findings, merged } = whatIfFindings(res, [underused], 0.1, 0);
     expect(findings).toEqual([]);
     expect(merged[0]?.id).toBe('gpu-underused');
-    expect(merged[0]?.evidence[1]).toMatch(/^planner what-if \(measured-per-sample\): batch \d+ fits/);
+    expect(merged[0]?.evidence[1]).toMatch(/^planner what-if \(measured-per-sample\): batch 128 \(4x the run's 32\)/);
   });
 });

@@ -11,7 +11,7 @@ import { parseProbeLines } from '../../src/doctor/records.js';
 import { buildDoctorReport } from '../../src/doctor/report.js';
 import { loadTrace } from '../../src/io/loadTrace.js';
 import { saveRun } from '../../src/io/runStore.js';
-import { RecordWriter } from '../../src/telemetry/recordStore.js';
+import { RecordWriter } from '../../src/io/recordStore.js';
 import { parseSmiXml } from '../../src/telemetry/smiXml.js';
 import { analyzeTrace, collectiveTimings } from '../../src/trace/metrics/index.js';
 import { doctorInput } from '../doctor/input.js';

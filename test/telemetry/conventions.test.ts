@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { takeOnly } from '../../src/cli/monitor.js';
 import { GPU_UTIL_THRESHOLDS, History, loadOf, renderMonitor } from '../../src/telemetry/monitorView.js';
-import { RecordWriter } from '../../src/telemetry/recordStore.js';
+import { RecordWriter } from '../../src/io/recordStore.js';
 import { parseSmiTable } from '../../src/telemetry/smiTable.js';
 import { parseSmiXml } from '../../src/telemetry/smiXml.js';
 import { buildBundle, gpuwise } from '../cliBundle.js';

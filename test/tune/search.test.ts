@@ -13,6 +13,7 @@ import {
   fitMemoryLine,
   goldilocks,
   largestWithin,
+  lineMemoryModel,
   modelRecordLine,
   type SearchSpace,
 } from '../../src/tune/predict.js';
@@ -177,6 +178,19 @@ describe('memory lines', () => {
     const t = simulateTrial(c, card, truth, 4);
     expect(plannerLine({ ...t, samplesPerStep: 16 }, deviceBudget([t]))).toBeNull();
     expect(plannerLine(simulateTrial(curve('resnet50 fp32 sgd'), card, truth, 32), deviceBudget([t]))).toBeNull();
+  });
+
+  it("is the run model's per-sample MemoryModel: its fit rule agrees with the line's limit on every curve", () => {
+    for (const c of curves) {
+      const t = simulateTrial(c, card, truth, c.points[0]?.batch as number);
+      const budget = deviceBudget([t]);
+      const line = fitMemoryLine([t], budget);
+      if (!line || !budget || t.outcome !== 'ok') continue;
+      const model = lineMemoryModel(line, budget);
+      const n = largestWithin(line, budget.allocatorLimitBytes);
+      expect([c.id, model.fits(n), model.fits(n + 1)]).toEqual([c.id, true, false]);
+      expect(model.peak(n)).toBeCloseTo(line.fixedBytes + line.perValueBytes * n, 0);
+    }
   });
 
   it('without a model record: the steepest line through the measured peak (fixed part 0), never past the limit', () => {

@@ -161,9 +161,14 @@ export function simulateTrial(c: Curve, card: Card, truth: Truth, b: number): Tr
       ? {
           name: c.model,
           weightBytes: c.weightBytes,
+          // every parameter trains: gradients as large as the weights (buffers are a rounding error here)
+          trainableBytes: c.weightBytes,
           optimizerClass: c.opt === 'adamw' ? 'AdamW' : 'SGD',
           optimizerStateBytes: stateBytesPerParam * c.params,
           mainDtype: bf16 ? 'bfloat16' : 'float32',
+          // a probe of protocol 1: no autocast or compile record, so fp32 and autocast stay open
+          autocastDtype: null,
+          compiled: null,
           hfConfig: c.model === 'gpt2' ? GPT2_CONFIG : c.model === 'bert-base' ? BERT_CONFIG : null,
         }
       : null,

@@ -147,9 +147,15 @@ describe('summarizeTrial', () => {
     };
     const s = summarizeTrial(input([...withGpu, end]));
     expect(s.stepTimeFrom).toBe('gpu');
-    expect(s.stepTimeS).toBeCloseTo(0.085); // median of steps 3-6
-    // Without the end record step 6 has no GPU time: host timing for all.
-    expect(summarizeTrial(input(withGpu))).toMatchObject({ stepTimeFrom: 'host', stepTimeS: 0.1 });
+    // Steps 3-6 are steady (step 2's 0.5 s is warm-up); their median by the nearest-rank rule of run/steps.ts, the one
+    // definition doctor uses too (tune used to average the two middle values: 0.085).
+    expect(s.stepTimeS).toBeCloseTo(0.08);
+    // Without the end record steps 2-4 have GPU times, 3 of the 5 timed steps: the one rule (GPU times when they cover
+    // at least half the steps, as doctor) keeps the GPU's pace; too few steps to tell warm-up apart.
+    expect(summarizeTrial(input(withGpu))).toMatchObject({ stepTimeFrom: 'gpu', stepTimeS: 0.09 });
+    // With GPU times for under half the steps: host timing for all.
+    const fewGpu = recs.map((r) => (r.type === 'step' && r.step === 5 ? { ...r, gpuStepTimes: [[3, 0.08]] as [number, number][] } : r));
+    expect(summarizeTrial(input(fewGpu))).toMatchObject({ stepTimeFrom: 'host', stepTimeS: 0.1 });
   });
 
   it('out of memory on rank 1 makes the whole trial out of memory, whatever rank 0 did', () => {
@@ -224,15 +230,19 @@ describe('summarizeTrial', () => {
     expect(s.nonAllocatorBytes).toBeCloseTo(13.5 * GiB - 12 * 1.05 * GiB);
   });
 
-  it('model facts: weights and buffers at their dtype sizes, optimizer state, main dtype', () => {
+  it('model facts: weights and buffers at their dtype sizes, trainable bytes, optimizer state, main dtype', () => {
     const m = model(1, null, 8000);
     if (m.type !== 'model') throw new Error('not a model record');
     expect(modelFacts(m)).toEqual({
       name: 'GPT2LMHeadModel',
       weightBytes: 900 * 4 + 100 * 2 + 64,
+      // the gradients of the trainable parameters are resident too (run/setup.ts, one definition with doctor)
+      trainableBytes: expect.any(Number),
       optimizerClass: 'AdamW',
       optimizerStateBytes: 8000,
       mainDtype: 'float32',
+      autocastDtype: null,
+      compiled: null,
       hfConfig: null,
     });
   });

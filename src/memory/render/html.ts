@@ -4,6 +4,7 @@
  * peak as stacked bars by category with the top source lines, and the OOM
  * panel. Charts are inline SVG built here: no script, no CDN.
  */
+import { escapeHtml } from '../../util/html.js';
 import type { LiveSet, MemoryReport } from '../report.js';
 import { fmtBytes, fmtPct, fmtUs } from '../../util/format.js';
 
@@ -16,9 +17,7 @@ const COLORS: Record<string, string> = {
   other: '#bab0ac',
 };
 
-function esc(s: string): string {
-  return s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-}
+const esc = escapeHtml;
 
 function timelineSvg(r: MemoryReport): string {
   const tl = r.timeline;

@@ -13,9 +13,9 @@
 import { existsSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
-import { InputError } from '../io/inputError.js';
-import { type Database, type Statement, sqlite } from '../io/sqlite.js';
-import type { Snapshot } from './sample.js';
+import { InputError } from './inputError.js';
+import { type Database, type Statement, sqlite } from './sqlite.js';
+import type { Snapshot } from '../telemetry/sample.js';
 
 export const RECORD_SCHEMA_VERSION = 1;
 

@@ -1,0 +1,118 @@
+/**
+ * The architecture as a check (ARCHITECTURE.md): the pure core imports no Node built-in and no shell module, directly
+ * or through another module; the module graph has no cycle (static and lazy imports alike). Reads the sources'
+ * import statements: the same graph esbuild and tsc see, without building anything.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { builtinModules } from 'node:module';
+import { dirname, join, relative, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const SRC = resolve(__dirname, '..', '..', 'src');
+
+/** Folders of the pure core: data in, data out; they could run in a browser. */
+const CORE = ['trace', 'advice', 'findings', 'gpus', 'report', 'planner', 'memory', 'doctor', 'history', 'tune', 'run', 'util', 'telemetry'];
+/**
+ * Shell modules still inside a core folder, each named: telemetry's device and process readers. They are shells by
+ * their nature (NVML through koffi, /proc, child processes, an HTTP server, a sampling loop over them) and are due to
+ * move to the shell side; no core module may import them.
+ */
+const SHELLS_IN_CORE = new Set([
+  'telemetry/koffiLoader.ts',
+  'telemetry/nvml.ts',
+  'telemetry/smiFallback.ts',
+  'telemetry/procfs.ts',
+  'telemetry/sampler.ts',
+  'telemetry/exporterServer.ts',
+]);
+
+const BUILTINS = new Set([...builtinModules, ...builtinModules.map((m) => `node:${m}`)]);
+
+function sources(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) return sources(p);
+    return e.name.endsWith('.ts') && !e.name.endsWith('.as.ts') && !e.name.endsWith('.d.ts') ? [p] : [];
+  });
+}
+
+interface Edge {
+  to: string;
+  /** `import type` / `export type`: gone at run time, but still a dependency of the design. */
+  typeOnly: boolean;
+}
+
+/** Every module specifier a file imports or re-exports, statically or lazily (`import('...')`). */
+function importsOf(file: string): Edge[] {
+  const text = readFileSync(file, 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
+  const out: Edge[] = [];
+  for (const m of text.matchAll(/^\s*(import|export)\s+(type\s+)?[^'"]*?\sfrom\s+['"]([^'"]+)['"]/gm))
+    out.push({ to: m[3] as string, typeOnly: Boolean(m[2]) });
+  for (const m of text.matchAll(/^\s*import\s+['"]([^'"]+)['"]/gm)) out.push({ to: m[1] as string, typeOnly: false });
+  for (const m of text.matchAll(/\bimport\(\s*['"]([^'"]+)['"]\s*\)/g)) out.push({ to: m[1] as string, typeOnly: false });
+  return out;
+}
+
+const files = sources(SRC);
+const rel = (f: string) => relative(SRC, f);
+const graph = new Map<string, { spec: string; target: string | null; typeOnly: boolean }[]>();
+for (const f of files)
+  graph.set(
+    rel(f),
+    importsOf(f).map(({ to, typeOnly }) => ({
+      spec: to,
+      typeOnly,
+      target: to.startsWith('.') ? rel(resolve(dirname(f), to.replace(/\.js$/, '.ts'))) : null,
+    })),
+  );
+
+const isCore = (f: string) => CORE.includes(f.split('/')[0] as string) && !SHELLS_IN_CORE.has(f);
+
+describe('the pure core', () => {
+  it('has its modules where the test looks (the graph is read)', () => {
+    expect(graph.size).toBeGreaterThan(100);
+    expect(graph.get('doctor/report.ts')?.some((e) => e.target === 'run/steps.ts')).toBe(true);
+  });
+
+  it('imports no Node built-in, no npm package and no shell module, in any core folder', () => {
+    const bad: string[] = [];
+    for (const [f, edges] of graph) {
+      if (!isCore(f)) continue;
+      for (const e of edges) {
+        if (e.target === null) {
+          if (!e.typeOnly) bad.push(`${f} imports ${BUILTINS.has(e.spec) ? 'the Node built-in' : 'the package'} ${e.spec}`);
+        } else if (!isCore(e.target) && !e.typeOnly) bad.push(`${f} imports the shell module ${e.target}`);
+      }
+    }
+    expect(bad).toEqual([]);
+  });
+
+  it('advice reaches the planner only through the GPU catalogue', () => {
+    const bad = [...graph].flatMap(([f, edges]) =>
+      f.startsWith('advice/') ? edges.filter((e) => e.target?.startsWith('planner/')).map((e) => `${f} -> ${e.target}`) : [],
+    );
+    expect(bad).toEqual([]);
+  });
+});
+
+describe('the module graph', () => {
+  it('has no import cycle', () => {
+    const cycles: string[] = [];
+    const state = new Map<string, 'open' | 'done'>();
+    const stack: string[] = [];
+    const visit = (f: string) => {
+      state.set(f, 'open');
+      stack.push(f);
+      for (const e of graph.get(f) ?? []) {
+        if (e.target === null || !graph.has(e.target)) continue;
+        const s = state.get(e.target);
+        if (s === 'open') cycles.push([...stack.slice(stack.indexOf(e.target)), e.target].join(' -> '));
+        else if (s === undefined) visit(e.target);
+      }
+      stack.pop();
+      state.set(f, 'done');
+    };
+    for (const f of graph.keys()) if (!state.has(f)) visit(f);
+    expect(cycles).toEqual([]);
+  });
+});

@@ -1,0 +1,116 @@
+/**
+ * buildDoctorReport's stages, each alone, on the real records and windows of the H200 runs (examples/doctor/runs/h200).
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import {
+  groupProcesses,
+  notesOf,
+  probeFindingsOf,
+  rankFindings,
+  runIdentity,
+  summarizeRank,
+  traceFindingsOf,
+  type TraceInput,
+} from '../../src/doctor/report.js';
+import { adviceFinding, finding, gainFrom } from '../../src/findings/finding.js';
+import { loadTrace } from '../../src/io/loadTrace.js';
+import { parseProbeLines, type StepRecord } from '../../src/run/records.js';
+import { analyzeTrace } from '../../src/trace/metrics/index.js';
+import { doctorInput } from './input.js';
+
+const RUNS = join(__dirname, '..', '..', 'examples', 'doctor', 'runs', 'h200');
+const recordsOf = (name: string) => parseProbeLines(readFileSync(join(RUNS, name, 'probe.jsonl'), 'utf8')).records;
+
+describe('stages of the doctor report', () => {
+  it('groupProcesses and runIdentity: two DDP ranks, the lowest tells the run', () => {
+    const processes = groupProcesses(recordsOf('accum_no_sync'));
+    expect(processes.map((p) => [p.rank, p.rankFromEnv, p.steps.length])).toEqual([
+      [0, true, 30],
+      [1, true, 30],
+    ]);
+    const id = runIdentity([...processes].reverse());
+    expect(id.hello?.rank).toBe(0);
+    expect(id.stepsOf?.rank).toBe(0);
+  });
+
+  it('summarizeRank: steady steps only (no warm-up, no profiler window or the step that wrote the trace)', () => {
+    const [p] = groupProcesses(recordsOf('starved_dataloader'));
+    const r = summarizeRank(p!, null);
+    expect(r.steps).toMatchObject({ steps: 40, timing: 'gpu', steadyFromStep: 2, settled: true });
+    // 40 steps: step 1 (warm-up), 10-14 (profiled) and 15 (1.84 s writing the trace) left out
+    expect(r.steps.measuredSteps).toBe(33);
+    // the mean is now the steady pace, not pulled up by the trace export: throughput = batch / steady step
+    expect(r.steps.meanS! / r.steps.medianS!).toBeLessThan(1.02);
+    expect(r.steps.samplesPerS).toBeCloseTo(64 / r.steps.meanS!, 6);
+  });
+
+  it("summarizeRank on a sampled list of step records: the count stays the run's", () => {
+    const [p] = groupProcesses(recordsOf('host_sync'));
+    const sampled = { ...p!, steps: p!.steps.filter((s: StepRecord) => s.step % 3 === 1 || s.step === 40) };
+    const r = summarizeRank(sampled, null);
+    expect(r.steps.steps).toBe(40);
+    expect(r.steps.medianS).toBeCloseTo(summarizeRank(p!, null).steps.medianS!, 3);
+  });
+
+  it('traceFindingsOf: one number per finding, the window figure in the evidence', async () => {
+    const path = join(RUNS, 'starved_dataloader', 'trace.json.gz');
+    const traces: TraceInput[] = [{ rank: 0, path, metrics: analyzeTrace(await loadTrace(path)), collectives: null, error: null }];
+    const [p] = groupProcesses(recordsOf('starved_dataloader'));
+    const fs = traceFindingsOf(traces, [summarizeRank(p!, null)]);
+    const dl = fs.find((f) => f.id === 'dataloader-bound')!;
+    const share = Math.round(dl.estimatedGain!.savedFraction * 100);
+    expect(dl.title).toBe(`The GPU waits on the DataLoader ${share}% of each step`);
+    expect(dl.evidence.at(-1)).toMatch(new RegExp(`^${share}% is the share of the run's steady 202 ms step; in the profiled window it was 86% of a 231 ms step`));
+  });
+
+  it('probeFindingsOf: the loop-measured DataLoader wait, only when the trace did not report it', () => {
+    const [p] = groupProcesses(recordsOf('starved_dataloader'));
+    const ranks = [summarizeRank(p!, null)];
+    const [f] = probeFindingsOf([], ranks);
+    expect(f?.id).toBe('dataloader-wait');
+    expect(f?.title).toBe(`The training loop waits on the DataLoader ${((f?.estimatedGain?.savedFraction ?? 0) * 100).toFixed(0)}% of the time`);
+    expect(probeFindingsOf([{ ...f!, id: 'dataloader-bound' }], ranks)).toEqual([]);
+  });
+
+  it('notesOf: says when step times never settled', () => {
+    const steps = Array.from({ length: 12 }, (_, i) => i + 1).map((n) => ({
+      v: 1,
+      type: 'step' as const,
+      pid: 9,
+      rank: null,
+      t: n,
+      step: n,
+      stepTimeS: 0.8 ** n, // 20% faster every step to the end: never at the pace of its second half
+      dataWaitS: 0,
+      batches: 1,
+      samples: 8,
+      memory: null,
+      profiled: false,
+    }));
+    const processes = groupProcesses(steps);
+    const ranks = processes.map((p) => summarizeRank(p, null));
+    expect(ranks[0]?.steps.settled).toBe(false);
+    expect(notesOf(doctorInput(steps), processes, ranks).join('\n')).toMatch(/rank 0: the step times never settled/);
+  });
+
+  it('notesOf: says when the profiled window started before the steps settled (protocol 2)', () => {
+    const records = recordsOf('host_sync').map((r) =>
+      r.type === 'profile-start' ? { ...r, v: 2, reason: 'cap' as const, settled: false, warmupSteps: 9 } : r,
+    );
+    const processes = groupProcesses(records);
+    const notes = notesOf(doctorInput(records), processes, processes.map((p) => summarizeRank(p, null)));
+    expect(notes.join('\n')).toMatch(/rank 0: the profiled window started at step 10 before the step times settled \(the wait reached its cap, after 9 steps\)/);
+  });
+
+  it('rankFindings: advice never ranks above a defect of similar gain, nor above high', () => {
+    const defect = finding({ id: 'host-sync', title: '', ranks: [0], evidence: [], data: {}, recommendation: { summary: '', code: '' }, estimatedGain: gainFrom(100, 20, '') });
+    const advice = adviceFinding({ id: 'whatif-bigger-batch', title: '', ranks: [0], evidence: [], data: {}, recommendation: { summary: '', code: '' }, estimatedGain: gainFrom(100, 23, '') });
+    const bigAdvice = adviceFinding({ ...advice, id: 'whatif-fsdp', estimatedGain: gainFrom(100, 90, '') });
+    const high = finding({ ...defect, id: 'dataloader-bound', estimatedGain: gainFrom(100, 26, '') });
+    expect(bigAdvice.severity).toBe('medium');
+    const order = rankFindings([defect, high], [], [], [advice, bigAdvice]).map((f) => f.id);
+    expect(order).toEqual(['dataloader-bound', 'whatif-fsdp', 'host-sync', 'whatif-bigger-batch']);
+  });
+});
