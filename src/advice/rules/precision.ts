@@ -80,7 +80,7 @@ export const mixedPrecision: RankRule = (m) => {
   ].join('\n');
   return finding({
     id: 'mixed-precision',
-    title: `The step runs in fp32/TF32: bf16 autocast${convNet ? ' with channels_last' : ''} would halve its matmul and memory-bound time (${fmtPct(saved / step)} of the step)`,
+    title: `The step runs in fp32/TF32: bf16 autocast${convNet ? ' with channels_last' : ''} would halve its matmul and memory-bound time`,
     ranks: [m.rank],
     evidence: [
       `matmul time by precision per step: TF32 ${fmtMs(tf32)}, fp32 ${fmtMs(simt)}, bf16/fp16 ${fmtMs(half)} (${gpu.name}: bf16 ${rate16} vs TF32 ${gpu.tf32Tflops} vs fp32 ${gpu.fp32Tflops} dense TFLOP/s)`,
@@ -123,7 +123,7 @@ export const channelsLast: RankRule = (m) => {
   if (saved / step < MIN_SHARE) return null;
   return finding({
     id: 'channels-last',
-    title: `A convolutional net under autocast runs in NCHW: cuDNN transposes around every convolution (${fmtPct(saved / step)} of the step)`,
+    title: `A convolutional net under autocast runs in NCHW: cuDNN transposes around every convolution (${fmtMs(mix.nchwTransposeNs)} of transposes a step)`,
     ranks: [m.rank],
     evidence: [
       `nchwToNhwc / nhwcToNchw transposes: ${fmtMs(mix.nchwTransposeNs)} per step (convolutions themselves: ${fmtMs(conv)})`,
