@@ -8,7 +8,7 @@
 import { gainFrom } from '../../findings/finding.js';
 import { type GpuSpec, lookupGpu } from '../../gpus/catalogue.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
-import { fmtMs, fmtPct } from '../../util/format.js';
+import { fmtMs } from '../../util/format.js';
 import { finding, matmulNs, type RankRule, stepNs } from './rule.js';
 
 /** Already mixed precision: at least this share of the known-precision matmul time on 16/8-bit tensor cores. */
