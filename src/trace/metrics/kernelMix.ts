@@ -28,6 +28,8 @@ const GRAD_SCALER = /amp_update_scale|non_finite_check_and_unscale/;
 /** Per-step kernel mix from the kernels of the analysed steps (totals over `steps` steps). */
 export function kernelMix(kernels: readonly NamedKernelTime[], steps: number): KernelMix {
   const n = Math.max(1, steps);
+  // Integer nanosecond and count totals first, divided once at the end: the sum is then the same in any order of
+  // names (a parse on several threads numbers them differently).
   const mix: KernelMix = {
     memoryBoundFp32Ns: 0,
     memoryBoundHalfNs: 0,
@@ -42,14 +44,14 @@ export function kernelMix(kernels: readonly NamedKernelTime[], steps: number): K
     gradScalerKernels: 0,
   };
   for (const k of kernels) {
-    const t = k.totalNs / n;
+    const t = k.totalNs;
     const name = k.name;
     if (TRITON.test(name)) {
       mix.tritonNs += t;
-      mix.tritonKernels += k.count / n;
+      mix.tritonKernels += k.count;
     }
-    if (GRAD_SCALER.test(name)) mix.gradScalerKernels += k.count / n;
-    if (FP16.test(name)) mix.fp16Kernels += k.count / n;
+    if (GRAD_SCALER.test(name)) mix.gradScalerKernels += k.count;
+    if (FP16.test(name)) mix.fp16Kernels += k.count;
     if (k.category === KernelCategory.elementwise || k.category === KernelCategory.reduction) {
       if (TRANSPOSE.test(name)) mix.nchwTransposeNs += t;
       else if (HALF.test(name)) mix.memoryBoundHalfNs += t;
@@ -62,5 +64,6 @@ export function kernelMix(kernels: readonly NamedKernelTime[], steps: number): K
       }
     }
   }
+  for (const key of Object.keys(mix) as (keyof KernelMix)[]) mix[key] /= n;
   return mix;
 }
