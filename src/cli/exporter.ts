@@ -1,6 +1,6 @@
 /** `gpuwise exporter`: serve Prometheus metrics of the live GPUs (dcgm-exporter names) until stopped. */
 import { hostname } from 'node:os';
-import { startExporter } from '../telemetry/exporterServer.js';
+import { startExporter } from '../live/exporterServer.js';
 import { parseIntervalMs } from './telemetryArgs.js';
 import { NO_GPU_HINTS, openLive } from './telemetryLive.js';
 import { parseFlags, UsageError } from './usage.js';

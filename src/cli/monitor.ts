@@ -5,7 +5,7 @@
 import { readRecording } from '../io/recordStore.js';
 import { History, onlyGpus, renderMonitor, renderNoGpu, SORT_KEYS, type SortKey } from '../telemetry/monitorView.js';
 import type { Snapshot } from '../telemetry/sample.js';
-import { LiveSampler, NoGpu, openLiveSource } from '../telemetry/sampler.js';
+import { LiveSampler, NoGpu, openLiveSource } from '../live/sampler.js';
 import { useColor } from './color.js';
 import { NoGpuError } from './noGpuError.js';
 import { parseCount, parseIntervalMs } from './telemetryArgs.js';

@@ -2,7 +2,7 @@
  * Runs one command with gpuwise's Python probe (shell, shared by `doctor` and `tune`): the run directory,
  * the Unix-socket collector, the child in its own process group (signals forwarded, stragglers reaped),
  * the records the probes wrote to files when no collector listened, and optional GPU sampling
- * (telemetry/sampler.ts).
+ * (live/sampler.ts).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readSync, readdirSync, rmSync, writeSync } from 'node:fs';
@@ -315,7 +315,7 @@ type GpuSampling = { samples: Snapshot[]; stop: () => Promise<void> } | { reason
 /** Samples every GPU once a second while the command runs; a reason when there is none. */
 async function startGpuSampling(): Promise<GpuSampling> {
   try {
-    const { openLiveSource, LiveSampler } = await import('../telemetry/sampler.js');
+    const { openLiveSource, LiveSampler } = await import('../live/sampler.js');
     const source = await openLiveSource();
     const sampler = new LiveSampler(source);
     const samples: Snapshot[] = [];

@@ -12,7 +12,7 @@ import { summarizeRecording } from '../telemetry/recordSummary.js';
 import { formatBytes, formatNumber, renderSmi, table } from '../telemetry/render.js';
 import { renderSmiHtml, renderSmiMarkdown } from '../telemetry/smiReport.js';
 import type { Snapshot } from '../telemetry/sample.js';
-import type { LiveSampler } from '../telemetry/sampler.js';
+import type { LiveSampler } from '../live/sampler.js';
 import { jsonReport } from './jsonReport.js';
 import { parseCount, parseDurationMs } from './telemetryArgs.js';
 import { NO_GPU_HINTS, openLive } from './telemetryLive.js';

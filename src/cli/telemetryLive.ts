@@ -1,5 +1,5 @@
 /** Opening the live GPUs for a one-shot command: a clear line and exit 9 (EXIT_NO_GPU) when there is none. */
-import { LiveSampler, NoGpu, openLiveSource } from '../telemetry/sampler.js';
+import { LiveSampler, NoGpu, openLiveSource } from '../live/sampler.js';
 import { NoGpuError } from './noGpuError.js';
 
 export { NoGpuError };

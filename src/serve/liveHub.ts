@@ -1,6 +1,6 @@
 /**
  * The Live GPUs hub (shell): one sampler for every viewer. It samples the GPUs through the source `monitor`
- * uses (NVML through koffi, else nvidia-smi; src/telemetry/sampler.ts), turns each sample into one frame
+ * uses (NVML through koffi, else nvidia-smi; src/live/sampler.ts), turns each sample into one frame
  * serialised once, keeps the charted figures in a fixed-size ring, sends each frame to every open page over
  * Server-Sent Events, and writes one sample a second into a `record` file in the store, so the history survives
  * a restart. Memory is bounded: the ring is allocated once, a viewer that reads too slowly misses frames instead
@@ -11,7 +11,7 @@ import type { ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { RecordWriter } from '../io/recordStore.js';
 import type { Snapshot } from '../telemetry/sample.js';
-import { type GpuSource, LiveSampler, NoGpu, openLiveSource } from '../telemetry/sampler.js';
+import { type GpuSource, LiveSampler, NoGpu, openLiveSource } from '../live/sampler.js';
 import { type LiveFrame, type LiveHistory, SeriesRing, frameOf } from './liveFrame.js';
 import { readRecordingSeries, recordingsIn } from './telemetryHistory.js';
 

@@ -12,19 +12,8 @@ const SRC = resolve(__dirname, '..', '..', 'src');
 
 /** Folders of the pure core: data in, data out; they could run in a browser. */
 const CORE = ['trace', 'advice', 'findings', 'gpus', 'report', 'planner', 'memory', 'doctor', 'history', 'tune', 'run', 'util', 'telemetry'];
-/**
- * Shell modules still inside a core folder, each named: telemetry's device and process readers. They are shells by
- * their nature (NVML through koffi, /proc, child processes, an HTTP server, a sampling loop over them) and are due to
- * move to the shell side; no core module may import them.
- */
-const SHELLS_IN_CORE = new Set([
-  'telemetry/koffiLoader.ts',
-  'telemetry/nvml.ts',
-  'telemetry/smiFallback.ts',
-  'telemetry/procfs.ts',
-  'telemetry/sampler.ts',
-  'telemetry/exporterServer.ts',
-]);
+/** Shell modules inside a core folder, each named (none since telemetry's readers moved to live/). */
+const SHELLS_IN_CORE = new Set<string>([]);
 
 const BUILTINS = new Set([...builtinModules, ...builtinModules.map((m) => `node:${m}`)]);
 

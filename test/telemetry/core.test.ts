@@ -396,7 +396,7 @@ describe('NVML struct decoding', () => {
 
 describe('LiveSampler', () => {
   it('works CUDA ordinals out again when the GPUs change between samples', async () => {
-    const { LiveSampler } = await import('../../src/telemetry/sampler.js');
+    const { LiveSampler } = await import('../../src/live/sampler.js');
     const snap = (gpus: [number, string][]): Snapshot => ({
       schemaVersion: 1,
       source: 'nvml',

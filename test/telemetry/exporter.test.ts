@@ -2,7 +2,7 @@
 import { request, Agent } from 'node:http';
 import { connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type Exporter, startExporter } from '../../src/telemetry/exporterServer.js';
+import { type Exporter, startExporter } from '../../src/live/exporterServer.js';
 import type { Snapshot } from '../../src/telemetry/sample.js';
 import { attachApps, parseAppsCsv, parseGpuCsv } from '../../src/telemetry/smiCsv.js';
 import { fixture } from './fixtures.js';

@@ -6,7 +6,7 @@
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { NvmlSource, NvmlUnavailable } from '../../src/telemetry/nvml.js';
+import { NvmlSource, NvmlUnavailable } from '../../src/live/nvml.js';
 import { MIB } from '../../src/telemetry/sample.js';
 import { fixturePath } from './fixtures.js';
 import { cleanScratch, makeScratch } from './scratch.js';

@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readlinkSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { describe, expect, it } from 'vitest';
-import { ProcReader } from '../../src/telemetry/procfs.js';
+import { ProcReader } from '../../src/live/procfs.js';
 import { emptyGpu, emptyProcess, SNAPSHOT_SCHEMA_VERSION, type Snapshot } from '../../src/telemetry/sample.js';
 
 function snapshotWith(pids: number[]): Snapshot {

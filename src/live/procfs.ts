@@ -9,8 +9,8 @@
  * host details are missing.
  */
 import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
-import { cpuPercent, type ProcStat, parseCmdline, parseJobEnv, parsePasswd, parseProcStat, parseProcStatus } from './procParse.js';
-import type { Snapshot } from './sample.js';
+import { cpuPercent, type ProcStat, parseCmdline, parseJobEnv, parsePasswd, parseProcStat, parseProcStatus } from '../telemetry/procParse.js';
+import type { Snapshot } from '../telemetry/sample.js';
 
 interface PidCache {
   user: string | null;

@@ -6,8 +6,8 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { renderExposition } from './prometheus.js';
-import type { Snapshot } from './sample.js';
+import { renderExposition } from '../telemetry/prometheus.js';
+import type { Snapshot } from '../telemetry/sample.js';
 
 export interface ExporterOptions {
   host: string;

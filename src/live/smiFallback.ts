@@ -5,8 +5,8 @@
  * not know every field), it retries with the basic fields.
  */
 import { execFile } from 'node:child_process';
-import { GPU_QUERY_FIELDS, APPS_QUERY_FIELDS, attachApps, parseAppsCsv, parseGpuCsv } from './smiCsv.js';
-import type { Snapshot } from './sample.js';
+import { GPU_QUERY_FIELDS, APPS_QUERY_FIELDS, attachApps, parseAppsCsv, parseGpuCsv } from '../telemetry/smiCsv.js';
+import type { Snapshot } from '../telemetry/sample.js';
 
 const BASIC_FIELD_COUNT = 22;
 

@@ -5,10 +5,10 @@
  * library (default libnvidia-ml.so.1); GPUWISE_NVIDIA_SMI names the nvidia-smi binary.
  */
 import { hostname } from 'node:os';
-import { type CudaVisibility, resolveCudaVisibleDevices, type VisibleDevice } from './cudaVisible.js';
+import { type CudaVisibility, resolveCudaVisibleDevices, type VisibleDevice } from '../telemetry/cudaVisible.js';
 import { NvmlSource, NvmlUnavailable } from './nvml.js';
 import { ProcReader } from './procfs.js';
-import type { Snapshot } from './sample.js';
+import type { Snapshot } from '../telemetry/sample.js';
 import { SmiSource } from './smiFallback.js';
 
 export interface GpuSource {

@@ -44,9 +44,9 @@ import {
   TEMPERATURE_GPU,
   TEMPERATURE_V1_SIZE,
   TEMPERATURE_V1_VERSION,
-} from './nvmlStructs.js';
-import { emptyGpu, emptyProcess, type GpuSample, type ProcessSample, SNAPSHOT_SCHEMA_VERSION, type Snapshot } from './sample.js';
-import { decodeClockEventReasons } from './smiValues.js';
+} from '../telemetry/nvmlStructs.js';
+import { emptyGpu, emptyProcess, type GpuSample, type ProcessSample, SNAPSHOT_SCHEMA_VERSION, type Snapshot } from '../telemetry/sample.js';
+import { decodeClockEventReasons } from '../telemetry/smiValues.js';
 
 /** Power limit, PCIe link, ECC counters, compute/MIG mode: read this often. */
 const RARE_INTERVAL_MS = 10_000;
