@@ -291,7 +291,14 @@ function runPlan(model: ModelDescription, v: Values): { json: PlanJson | null; t
 }
 
 function writeEmit(format: EmitFormat, model: ModelDescription, plan: Plan, hw: Hardware, v: Values): { json: null; text: string; code: number } {
-  return { json: null, text: emit(format, { model, plan, hardware: hw, script: s(v, 'script') ?? 'train.py' }), code: EXIT_OK };
+  try {
+    return { json: null, text: emit(format, { model, plan, hardware: hw, script: s(v, 'script') ?? 'train.py' }), code: EXIT_OK };
+  } catch (e) {
+    // The planner says why it cannot emit; the flags to change are the CLI's words.
+    if (e instanceof PlanError)
+      throw new UsageError(`--emit ${format}: ${e.message}${format === 'accelerate' ? '; use --emit torchrun' : format === 'fsdp2' ? ' (--strategy fsdp)' : ''}`);
+    throw e;
+  }
 }
 
 /** --emit on a plan that does not fit: no config on stdout; the reason and what would fit on stderr, exit 1. */

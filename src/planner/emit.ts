@@ -85,7 +85,7 @@ export function emitAccelerate(ctx: EmitContext): string {
   const s = plan.setup;
   if (p.tp > 1 || p.pp > 1)
     throw new PlanError(
-      '--emit accelerate: the plan uses tensor or pipeline parallelism, which accelerate configs do not express; use --emit torchrun',
+      'the plan uses tensor or pipeline parallelism, which accelerate configs do not express: a torchrun launch does',
     );
   const world = p.dpSize;
   const type = p.dp === 'none' ? 'NO' : p.dp === 'ddp' ? 'MULTI_GPU' : p.dp === 'fsdp' || p.dp === 'hsdp' ? 'FSDP' : 'DEEPSPEED';
@@ -148,7 +148,7 @@ export function emitDeepSpeed(ctx: EmitContext): string {
   const s = plan.setup;
   if (p.tp > 1 || p.pp > 1)
     throw new PlanError(
-      '--emit deepspeed: the plan uses tensor or pipeline parallelism; DeepSpeed configs here cover data parallelism and ZeRO only',
+      'the plan uses tensor or pipeline parallelism; DeepSpeed configs here cover data parallelism and ZeRO only',
     );
   const stage = p.dp === 'zero1' ? 1 : p.dp === 'zero2' ? 2 : p.dp === 'fsdp' || p.dp === 'hsdp' ? 3 : 0;
   const h2 = model.hidden * model.hidden;
@@ -189,7 +189,7 @@ export function emitFsdp2(ctx: EmitContext): string {
   const { plan, hardware: hw, model } = ctx;
   const p = plan.parallelism;
   const s = plan.setup;
-  if (p.dp !== 'fsdp' && p.dp !== 'hsdp') throw new PlanError(`--emit fsdp2: the plan uses '${p.dp}', not FSDP; add --strategy fsdp`);
+  if (p.dp !== 'fsdp' && p.dp !== 'hsdp') throw new PlanError(`the plan uses '${p.dp}', not FSDP: plan with the FSDP strategy first`);
   const hsdp = p.dp === 'hsdp';
   const mesh = hsdp
     ? `init_device_mesh("cuda", (${p.dpSize / (p.hsdpShardSize ?? p.dpSize / hw.nodes)}, ${p.hsdpShardSize ?? p.dpSize / hw.nodes}), mesh_dim_names=("dp_replicate", "dp_shard"))`

@@ -115,7 +115,7 @@ describe('FSDP2 snippet', () => {
     // Python indentation is consistent: every indented line is a multiple of 4 spaces.
     for (const line of code.split('\n')) expect((/^ */.exec(line)?.[0].length ?? 0) % 4).toBe(0);
   });
-  it('refuses a non-FSDP plan', () => expect(() => emit('fsdp2', ctx(ddp))).toThrow(/add --strategy fsdp/));
+  it('refuses a non-FSDP plan (the core names no flag: the CLI adds them)', () => expect(() => emit('fsdp2', ctx(ddp))).toThrow(/not FSDP: plan with the FSDP strategy first/));
 });
 
 describe('sbatch', () => {
