@@ -161,13 +161,7 @@ class Probe(object):
         self.step = 0
         self.primary_optimizer = None  # weakref to the optimizer whose steps count
         self.last_boundary = None  # perf_counter() at the end of the previous step
-        self.data_wait_s = 0.0
-        self.batches = 0
-        self.samples = 0
-        self.samples_known = True
-        self.tokens = 0
-        self.tokens_known = True
-        self.seq_len = None
+        self._reset_step_counters()  # what the current step has seen: DataLoader waits, batches, the model's input
         self.batch_calls = 0
         # GPU step times: a timing event recorded at each step end on the current stream; the time
         # between two completed events is the step as the GPU ran it (idle gaps included), which
@@ -184,12 +178,6 @@ class Probe(object):
         self.root_depth = 0
         self.root_watch = []  # handles of the global hooks
         self.forward_calls = 0
-        self.input_samples = 0  # from the model's input, this step
-        self.input_samples_known = True
-        self.input_tokens = 0
-        self.input_tokens_known = True
-        self.input_seq_len = None
-        self.input_forwards = 0
         self.autocast_dtype = None
         self.host_step_times = []  # recent host step times (s), for the steady-state test
         self.wait_times = []
@@ -514,6 +502,7 @@ class Probe(object):
         self._reset_step_counters()
 
     def _reset_step_counters(self):
+        """The current step's counts: the DataLoader's waits and batches, and the batches the model's input showed."""
         self.data_wait_s = 0.0
         self.batches = 0
         self.samples = 0
