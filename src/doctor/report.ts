@@ -457,9 +457,58 @@ export function memoryFindingsOf(snapshots: readonly SnapshotInput[]): Finding[]
 }
 
 /** Stage 6: the probe's own findings (the loop's DataLoader wait, when the trace did not already report it). */
-export function probeFindingsOf(traceFindings: readonly Finding[], ranks: RankSummary[]): Finding[] {
+export function probeFindingsOf(traceFindings: readonly Finding[], ranks: RankSummary[], model: ModelRecord | null = null): Finding[] {
   const dlWait = traceFindings.some((f) => f.id === 'dataloader-bound') ? null : dataLoaderWaitFinding(ranks);
-  return dlWait ? [dlWait] : [];
+  const weights = halfMasterWeightsFinding(model);
+  return [...(dlWait ? [dlWait] : []), ...(weights ? [weights] : [])];
+}
+
+/** Half-precision weights and optimizer state past this share of the parameters: no fp32 master copy exists. */
+const HALF_WEIGHTS_MIN_SHARE = 0.9;
+const HALF_DTYPES = new Set(['bfloat16', 'float16']);
+
+/**
+ * The model's weights and the optimizer's state are bf16/fp16 (`model.to(torch.bfloat16)` before the optimizer):
+ * updates smaller than the weight's last bit (lr x update below about 1/256 of the weight in bf16) are lost, so
+ * training stalls or drifts. Autocast keeps fp32 master weights and runs the matmuls in bf16 all the same. No time
+ * gain: a correctness word (severity info).
+ */
+export function halfMasterWeightsFinding(model: ModelRecord | null): Finding | null {
+  const opt = model?.optimizer;
+  if (!model || !opt) return null;
+  let half = 0;
+  let all = 0;
+  for (const m of model.modules)
+    for (const [dtype, n] of Object.entries(m.dtypes)) {
+      all += n;
+      if (HALF_DTYPES.has(dtype)) half += n;
+    }
+  const stateHalf = Object.entries(opt.stateDtypes).reduce((a, [d, b]) => a + (HALF_DTYPES.has(d) ? b : 0), 0);
+  const stateAll = Object.values(opt.stateDtypes).reduce((a, b) => a + b, 0);
+  // An optimizer that keeps fp32 state for half weights (a mixed-precision optimizer) holds the master copy itself.
+  if (all === 0 || half / all < HALF_WEIGHTS_MIN_SHARE || (stateAll > 0 && stateHalf / stateAll < HALF_WEIGHTS_MIN_SHARE)) return null;
+  const dtype = Object.entries(model.modules[0]?.dtypes ?? {}).find(([d]) => HALF_DTYPES.has(d))?.[0] ?? 'bfloat16';
+  return finding({
+    id: 'half-master-weights',
+    title: `The weights and ${opt.class}'s state are ${dtype}: no fp32 master copy, small updates are lost`,
+    ranks: [model.rank ?? 0],
+    evidence: [
+      `${((half / all) * 100).toFixed(0)}% of ${all.toLocaleString('en-US')} parameters in bf16/fp16; ${opt.class} state ${stateAll > 0 ? `${((stateHalf / stateAll) * 100).toFixed(0)}% bf16/fp16` : 'not created yet'}`,
+    ],
+    data: { halfParamShare: half / all, optimizer: opt.class },
+    recommendation: {
+      summary:
+        'Keep the parameters and the optimizer state in fp32 and run the forward under bf16 autocast: the matmuls still run on bf16 tensor cores, and the optimizer adds each update to an fp32 weight. (Pure-bf16 training needs an optimizer that keeps fp32 state or compensates the rounding.)',
+      code: [
+        'model = Model().cuda()                      # fp32 weights: no model.to(torch.bfloat16)',
+        'opt = torch.optim.AdamW(model.parameters(), lr=lr, fused=True)',
+        'with torch.autocast("cuda", dtype=torch.bfloat16):',
+        '    loss = loss_fn(model(x), y)',
+      ].join('\n'),
+      frameworks: { transformers: 'load the model in fp32 and pass TrainingArguments(..., bf16=True)', lightning: 'Trainer(..., precision="bf16-mixed")  # not "bf16-true"' },
+    },
+    estimatedGain: null,
+  });
 }
 
 /** Stage 7: the notes: what was left out, what could not be analysed, what switched itself off. */
@@ -529,7 +578,7 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
   const ranks = processes.map((p) => summarizeRank(p, input.gpuSamples)).sort((a, b) => a.rank - b.rank || a.pid - b.pid);
   const traceFindings = traceFindingsOf(input.traces, ranks, id.model);
   const memoryFindings = memoryFindingsOf(input.snapshots);
-  const probeFindings = probeFindingsOf(traceFindings, ranks);
+  const probeFindings = probeFindingsOf(traceFindings, ranks, id.model);
   const { outcome, text } = outcomeOf(input, ranks);
   const notes = notesOf(input, processes, ranks);
   const plan = planModelOf(id.model);

@@ -172,3 +172,24 @@ describe.skipIf(SKIP_PYTHON)('probe steps without torch.optim or a DataLoader (C
     expect(model(records)).toMatchObject({ name: 'Net', compiled: true, compiledEvidence: 'OptimizedModule (torch.compile(model))' });
   });
 });
+
+describe.skipIf(SKIP_PYTHON)('half-precision master weights (CPU torch)', () => {
+  const script = (toHalf: boolean) => [
+    'import torch',
+    `net = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Linear(8, 2))${toHalf ? '.to(torch.bfloat16)' : ''}`,
+    'opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)',
+    'for i in range(4):',
+    `    net(torch.randn(4, 8${toHalf ? ', dtype=torch.bfloat16' : ''})).float().sum().backward()`,
+    '    opt.step()',
+  ];
+
+  it('a model cast to bf16 with a plain optimizer gets the word; fp32 weights do not', async () => {
+    const { halfMasterWeightsFinding } = await import('../../src/doctor/report.js');
+    const half = model((await probe(script(true), { GPUWISE_PROFILE_STEPS: '0' })).records);
+    expect(half.optimizer.stateDtypes).toHaveProperty('bfloat16');
+    const f = halfMasterWeightsFinding(half);
+    expect(f).toMatchObject({ id: 'half-master-weights', severity: 'info' });
+    expect(f!.title).toMatch(/SGD's state are bfloat16/);
+    expect(halfMasterWeightsFinding(model((await probe(script(false), { GPUWISE_PROFILE_STEPS: '0' })).records))).toBeNull();
+  });
+});
