@@ -19,5 +19,9 @@ doctor lightning_resnet python3 $d/lightning_resnet.py
 doctor lightning_resnet_bf16_cl python3 $d/lightning_resnet.py --precision bf16-mixed --channels-last
 doctor hf_trainer_gpt2 python3 $d/hf_trainer_gpt2.py
 doctor hf_trainer_gpt2_bf16 python3 $d/hf_trainer_gpt2.py --bf16
+doctor accelerate_gpt2 python3 $d/accelerate_gpt2.py
+doctor accelerate_gpt2_bf16 python3 $d/accelerate_gpt2.py --mixed-precision bf16
+doctor dataparallel_resnet python3 $d/dataparallel_resnet.py
+doctor dataparallel_resnet_amp_cl python3 $d/dataparallel_resnet.py --amp --channels-last
 python3 $d/summarize.py "$out" > "$out/summary.json"
 cat "$out/summary.json"
