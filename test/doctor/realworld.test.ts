@@ -27,6 +27,8 @@ const CASES = [
   { name: 'nanogpt_style', source: 'optimizer', top: 'fusion', followed: 'nanogpt_style_compiled' },
   { name: 'lightning_resnet', source: 'optimizer', top: 'mixed-precision', followed: 'lightning_resnet_bf16_cl' },
   { name: 'hf_trainer_gpt2', source: 'optimizer', top: 'no-tensor-cores', followed: 'hf_trainer_gpt2_bf16' },
+  { name: 'accelerate_gpt2', source: 'optimizer', top: 'no-tensor-cores', followed: 'accelerate_gpt2_bf16' },
+  { name: 'dataparallel_resnet', source: 'optimizer', top: 'mixed-precision', followed: 'dataparallel_resnet_amp_cl' },
 ] as const;
 
 describe('doctor on the real-code corpus (H100 runs, replayed with --from)', () => {
@@ -51,6 +53,7 @@ describe('doctor on the real-code corpus (H100 runs, replayed with --from)', () 
   it('phrases the fix in the framework whose loop ran', async () => {
     expect((await fromDir('lightning_resnet')).findings[0]!.recommendation.summary).toMatch(/Lightning: Trainer\(\.\.\., precision="bf16-mixed"\)/);
     expect((await fromDir('hf_trainer_gpt2')).findings[0]!.recommendation.code).toMatch(/^# Hugging Face Trainer:\nTrainingArguments\(\.\.\., bf16=True/);
+    expect((await fromDir('accelerate_gpt2')).findings[0]!.recommendation.code).toMatch(/^# Accelerate:\naccelerate launch --mixed_precision bf16/);
     const plain = (await fromDir('nanogpt_style')).findings[0]!.recommendation.code;
     expect(plain).not.toMatch(/Trainer|Lightning/);
   });
@@ -64,6 +67,10 @@ describe('doctor on the real-code corpus (H100 runs, replayed with --from)', () 
     expect(mf.achievedTflops).toBeLessThan(260);
     expect(mf.peakPrecision).toBe('bf16');
     expect(mf.mfu).toBeCloseTo(mf.achievedTflops / 989.4, 5);
+  });
+
+  it('says nothing of DataParallel on one GPU (it only calls the module there)', async () => {
+    expect((await fromDir('dataparallel_resnet')).findings.map((f) => f.id)).not.toContain('dataparallel');
   });
 
   it('reads the batch from the model input when no DataLoader feeds it (nanoGPT get_batch: 2 x 12 sequences of 1024)', async () => {
