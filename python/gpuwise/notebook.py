@@ -255,10 +255,8 @@ def _probe_for_cell(env):
 
 def _wrap_existing_optimizers(p, torch):
     """torch < 2.0 has no global optimizer hook: the probe wraps an optimizer class's `step` when one is built. In a
-    notebook the optimizer is often built in an earlier cell, before the probe: wrap the classes that exist now, the
-    same way (one wrapper per class, marked, reporting to the kernel's one probe object)."""
-    import functools
-
+    notebook the optimizer is often built in an earlier cell, before the probe: wrap the classes that exist now, with
+    the probe's own wrapper (one per class, reporting to the kernel's one probe object)."""
     todo, seen = [torch.optim.Optimizer], set()
     while todo:
         cls = todo.pop()
@@ -266,19 +264,7 @@ def _wrap_existing_optimizers(p, torch):
             continue
         seen.add(cls)
         todo.extend(cls.__subclasses__())
-        owner = next((c for c in cls.__mro__ if "step" in c.__dict__), None)
-        if owner is None or owner is torch.optim.Optimizer or owner.__dict__.get("_gpuwise_wrapped"):
-            continue
-        step = owner.__dict__["step"]
-
-        def step_wrapper(self_opt, *args, _step=step, **kwargs):
-            out = _step(self_opt, *args, **kwargs)
-            p._guarded(p._on_optimizer_step, self_opt)
-            return out
-
-        functools.update_wrapper(step_wrapper, step)
-        owner.step = step_wrapper
-        owner._gpuwise_wrapped = True
+        p.wrap_optimizer_step(cls)
     p.optimizer_built = True
 
 

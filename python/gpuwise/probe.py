@@ -309,29 +309,33 @@ class Probe(object):
         Optimizer = torch.optim.Optimizer
         original_init = Optimizer.__init__
 
-        def wrap_class(cls):
-            # The class in the MRO whose `step` runs (a user's subclass may inherit AdamW's).
-            owner = next((c for c in cls.__mro__ if "step" in c.__dict__), None)
-            if owner is None or owner.__dict__.get("_gpuwise_wrapped"):
-                return
-            step = owner.__dict__["step"]
-
-            def step_wrapper(self_opt, *args, **kwargs):
-                out = step(self_opt, *args, **kwargs)
-                probe._guarded(probe._on_optimizer_step, self_opt)
-                return out
-
-            # Keeps torch's own markers (1.x sets `hooked` on the profiled step) and the name.
-            functools.update_wrapper(step_wrapper, step)
-            owner.step = step_wrapper
-            owner._gpuwise_wrapped = True
-
         def __init__(self_opt, *args, **kwargs):
             probe.optimizer_built = True
             original_init(self_opt, *args, **kwargs)
-            probe._guarded(wrap_class, type(self_opt))
+            probe._guarded(probe.wrap_optimizer_step, type(self_opt))
 
         Optimizer.__init__ = __init__
+
+    def wrap_optimizer_step(self, cls):
+        """Wraps the `step` that instances of optimizer class `cls` run (torch < 2.0 has no global step hook); once
+        per defining class, marked. Also used by the notebook for classes built before the probe existed."""
+        torch = self.torch
+        # The class in the MRO whose `step` runs (a user's subclass may inherit AdamW's); the base class's is abstract.
+        owner = next((c for c in cls.__mro__ if "step" in c.__dict__), None)
+        if owner is None or owner is torch.optim.Optimizer or owner.__dict__.get("_gpuwise_wrapped"):
+            return
+        step = owner.__dict__["step"]
+        probe = self
+
+        def step_wrapper(self_opt, *args, **kwargs):
+            out = step(self_opt, *args, **kwargs)
+            probe._guarded(probe._on_optimizer_step, self_opt)
+            return out
+
+        # Keeps torch's own markers (1.x sets `hooked` on the profiled step) and the name.
+        functools.update_wrapper(step_wrapper, step)
+        owner.step = step_wrapper
+        owner._gpuwise_wrapped = True
 
     # ---------- hooks ----------
 

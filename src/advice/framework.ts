@@ -5,6 +5,13 @@
  */
 import type { Finding, Framework } from '../findings/finding.js';
 
+/** bf16 mixed precision in each framework's own switch (the fixes of no-tensor-cores and mixed-precision). */
+export const BF16_AUTOCAST_SWITCHES: Partial<Record<Framework, string>> = {
+  transformers: 'TrainingArguments(..., bf16=True)',
+  lightning: 'Trainer(..., precision="bf16-mixed")',
+  accelerate: 'accelerate launch --mixed_precision bf16 train.py   # or Accelerator(mixed_precision="bf16")',
+};
+
 const LABEL: Record<Framework, string> = {
   transformers: 'Hugging Face Trainer',
   lightning: 'PyTorch Lightning',

@@ -26,42 +26,41 @@ function busiestDeviceBusyNs(m: TraceMetrics): number {
   return byDevice.size ? Math.max(...byDevice.values()) / n : m.perStep.busyNs;
 }
 
-/**
- * Findings whose fix shortens the GPU's own work (kernels run faster or disappear), not the idle around it: on a
- * host-bound window the GPU work left after the fix, not the GPU work now, is the floor of the expected step.
- */
-const SAVES_GPU_TIME = new Set(['mixed-precision', 'channels-last', 'fusion', 'no-tensor-cores', 'misaligned-shapes']);
-
-export function rebaseGain(gain: EstimatedGain, metrics: TraceMetrics, runStepNs: number, savesGpuTime = false): EstimatedGain {
+export function rebaseGain(gain: EstimatedGain, metrics: TraceMetrics, runStepNs: number): EstimatedGain {
   const windowStepNs = gain.stepTimeNs;
   const profilerNs = windowStepNs - runStepNs;
   if (!(runStepNs > 0) || !(profilerNs > windowStepNs * MIN_PROFILER_COST_SHARE)) return gain;
   const busyNow = busiestDeviceBusyNs(metrics);
   // The GPU work the estimate keeps: all of it for idle-time fixes, less what the fix saves for GPU-time ones.
-  const busyNs = savesGpuTime ? Math.max(0, busyNow - (windowStepNs - gain.expectedStepTimeNs)) : busyNow;
+  const busyNs = gain.savesGpuWork ? Math.max(0, busyNow - (windowStepNs - gain.expectedStepTimeNs)) : busyNow;
   const gpuBound = busyNow >= GPU_BOUND_SHARE * windowStepNs;
   const expectedNs = gpuBound
     ? Math.min(runStepNs, gain.expectedStepTimeNs * (runStepNs / windowStepNs))
     : Math.min(runStepNs, Math.max(gain.expectedStepTimeNs - profilerNs, Math.min(gain.expectedStepTimeNs, busyNs)));
   const how = gpuBound
     ? `the GPU is busy ${fmtMs(busyNow)} of it, so the cost is on the GPU timeline: expect ${fmtMs(gain.expectedStepTimeNs)} x ${fmtMs(runStepNs)} / ${fmtMs(windowStepNs)} = ${fmtMs(expectedNs)}`
-    : `host time, so expect max(${fmtMs(gain.expectedStepTimeNs)} - ${fmtMs(profilerNs)}, min(that, GPU busy ${savesGpuTime ? `after the fix ${fmtMs(busyNs)}` : fmtMs(busyNs)})) = ${fmtMs(expectedNs)}`;
+    : `host time, so expect max(${fmtMs(gain.expectedStepTimeNs)} - ${fmtMs(profilerNs)}, min(that, GPU busy ${gain.savesGpuWork ? `after the fix ${fmtMs(busyNs)}` : fmtMs(busyNs)})) = ${fmtMs(expectedNs)}`;
   return {
     stepTimeNs: runStepNs,
     expectedStepTimeNs: expectedNs,
     savedFraction: Math.max(0, 1 - expectedNs / runStepNs),
     arithmetic: `${gain.arithmetic}. On this run: the step is ${fmtMs(runStepNs)} outside the profiled window and ${fmtMs(windowStepNs)} inside it (the profiler's own cost ${fmtMs(profilerNs)}); ${how}`,
+    ...(gain.savesGpuWork ? { savesGpuWork: true as const } : {}),
   };
 }
 
 /** Re-bases a trace finding's gain on its first rank's run step; severity follows the new gain. */
-export function rebaseFinding(f: Finding, metricsOfRank: (rank: number) => TraceMetrics | null, runStepNsOfRank: (rank: number) => number | null): Finding {
+export function rebaseFinding(
+  f: Finding,
+  metricsOfRank: (rank: number) => TraceMetrics | null,
+  runStepNsOfRank: (rank: number) => number | null,
+): Finding {
   if (f.estimatedGain === null) return f;
   const rank = f.ranks[0] ?? 0;
   const m = metricsOfRank(rank);
   const run = runStepNsOfRank(rank);
   if (m === null || run === null) return f;
-  const estimatedGain = rebaseGain(f.estimatedGain, m, run, SAVES_GPU_TIME.has(f.id));
+  const estimatedGain = rebaseGain(f.estimatedGain, m, run);
   if (estimatedGain === f.estimatedGain) return f;
   return withGain(f, estimatedGain);
 }

@@ -5,20 +5,13 @@
  * memory's analysis, so a run diagnosed by doctor reads like `analyze` and `memory` on its files.
  */
 import { diagnose } from '../advice/engine.js';
+import { inFramework } from '../advice/framework.js';
 import { type Finding, finding } from '../findings/finding.js';
 import { sortFindings } from '../findings/rank.js';
 import type { MemoryReport } from '../memory/report.js';
 import type { ModelDescription } from '../planner/model.js';
 import { describeModel, MODEL_SUMMARY_FORMAT } from '../planner/modelSummary.js';
-import type { Snapshot } from '../telemetry/sample.js';
-import type { CollectiveTimings } from '../trace/metrics/collectives.js';
-import type { TraceMetrics } from '../trace/metrics/types.js';
 import type { ChildExit } from '../run/exit.js';
-import { gpuStepTimesOf, type StepStats, type StepTimeline, stepStats, stepTimelineOf } from '../run/steps.js';
-import { inFramework } from '../advice/framework.js';
-import { modelFlopsAtStep } from '../trace/metrics/modelFlops.js';
-import type { ModelFlops } from '../trace/metrics/types.js';
-import { rebaseFinding, restateShare } from './rebase.js';
 import {
   type AllocatorMemory,
   type ExceptionRecord,
@@ -29,6 +22,12 @@ import {
   rankOf,
   type StepRecord,
 } from '../run/records.js';
+import { gpuStepTimesOf, type StepStats, type StepTimeline, stepStats, stepTimelineOf } from '../run/steps.js';
+import type { Snapshot } from '../telemetry/sample.js';
+import type { CollectiveTimings } from '../trace/metrics/collectives.js';
+import { modelFlopsAtStep } from '../trace/metrics/modelFlops.js';
+import type { ModelFlops, TraceMetrics } from '../trace/metrics/types.js';
+import { rebaseFinding, restateShare } from './rebase.js';
 import { buildWhatIfs, type RunSetup, type WhatIf, type WhatIfCalibration, type WhatIfResult, whatIfFindings } from './whatIfs.js';
 
 /** The collector (cli/probeRun.ts) takes the exit type from here. */
@@ -38,7 +37,6 @@ export const DOCTOR_SCHEMA_VERSION = 1;
 
 /** How the run ended, most specific first. */
 export type Outcome = 'completed' | 'stopped-after-steps' | 'interrupted' | 'out-of-memory' | 'crashed' | 'failed';
-
 
 export interface TraceInput {
   rank: number;
@@ -505,7 +503,10 @@ export function halfMasterWeightsFinding(model: ModelRecord | null): Finding | n
         'with torch.autocast("cuda", dtype=torch.bfloat16):',
         '    loss = loss_fn(model(x), y)',
       ].join('\n'),
-      frameworks: { transformers: 'load the model in fp32 and pass TrainingArguments(..., bf16=True)', lightning: 'Trainer(..., precision="bf16-mixed")  # not "bf16-true"' },
+      frameworks: {
+        transformers: 'load the model in fp32 and pass TrainingArguments(..., bf16=True)',
+        lightning: 'Trainer(..., precision="bf16-mixed")  # not "bf16-true"',
+      },
     },
     estimatedGain: null,
   });
@@ -515,7 +516,9 @@ export function halfMasterWeightsFinding(model: ModelRecord | null): Finding | n
 export function notesOf(input: DoctorInput, processes: readonly ProcessRecords[], ranks: readonly RankSummary[]): string[] {
   const notes = [...input.notes];
   if (input.skippedLines > 0)
-    notes.push(`${input.skippedLines} probe line(s) left out: not JSON (a process killed mid-write) or not a record this gpuwise understands`);
+    notes.push(
+      `${input.skippedLines} probe line(s) left out: not JSON (a process killed mid-write) or not a record this gpuwise understands`,
+    );
   if (processes.length === 0)
     notes.push(
       'the probe sent nothing: the command did not run Python with torch, or no step happened (no optimizer step, DataLoader batch or gpuwise.step())',
@@ -635,7 +638,8 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
       snapshots: input.snapshots.map((s) => ({ rank: s.rank, path: s.path, kind: s.kind, error: s.error })),
     },
     whatIfs: whatIf.result.whatIfs,
-    whatIfBasis: whatIf.result.setup || whatIf.result.calibration ? { setup: whatIf.result.setup, calibration: whatIf.result.calibration } : null,
+    whatIfBasis:
+      whatIf.result.setup || whatIf.result.calibration ? { setup: whatIf.result.setup, calibration: whatIf.result.calibration } : null,
     whatIfProblem: whatIf.result.problem,
     findings: rankFindings(whatIf.traceFindings, memoryFindings, probeFindings, whatIf.findings),
     notes,

@@ -17,6 +17,11 @@ export interface EstimatedGain {
   savedFraction: number;
   /** How the expected step time was computed, in words and numbers. */
   arithmetic: string;
+  /**
+   * The fix shortens the GPU's own work (kernels run faster or go), not the idle around it; doctor's re-basing then
+   * takes the GPU work left after the fix, not the work now, as the floor of the expected step. Absent otherwise.
+   */
+  savesGpuWork?: true;
 }
 
 /** What a memory change frees (memory findings: they save bytes, not step time). */
@@ -122,10 +127,17 @@ function withoutSeverity(f: Finding): FindingParts {
 }
 
 /** Builds a gain from the current step and the time saved, clamping to sane bounds. */
-export function gainFrom(stepTimeNs: number, savedNs: number, arithmetic: string): EstimatedGain | null {
+export function gainFrom(
+  stepTimeNs: number,
+  savedNs: number,
+  arithmetic: string,
+  opts: { savesGpuWork?: boolean } = {},
+): EstimatedGain | null {
   if (!(stepTimeNs > 0) || !(savedNs > 0)) return null;
   const saved = Math.min(savedNs, stepTimeNs * 0.99);
-  return { stepTimeNs, expectedStepTimeNs: stepTimeNs - saved, savedFraction: saved / stepTimeNs, arithmetic };
+  const gain: EstimatedGain = { stepTimeNs, expectedStepTimeNs: stepTimeNs - saved, savedFraction: saved / stepTimeNs, arithmetic };
+  if (opts.savesGpuWork) gain.savesGpuWork = true;
+  return gain;
 }
 
 /** Builds a memory gain; null when nothing is freed. */

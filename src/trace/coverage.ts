@@ -19,7 +19,7 @@
  */
 import type { Finding, Severity } from '../findings/finding.js';
 import { analyzeTrace } from './metrics/index.js';
-import { StepWindowBuilder } from './metrics/steps.js';
+import { findStep, StepWindowBuilder } from './metrics/steps.js';
 import type { TraceMetrics } from './metrics/types.js';
 import type { TraceModel } from './model.js';
 import { forEachOp } from './opLog.js';
@@ -139,7 +139,8 @@ export function assessTrace(model: TraceModel): AssessedTrace {
 
 function producerOf(model: TraceModel): TraceProducer {
   const counts = model.eventCounts;
-  if (model.devices.length > 0 || model.distributed !== null || KINETO_CATEGORIES.some((c) => (counts[c] ?? 0) > 0)) return 'pytorch-profiler';
+  if (model.devices.length > 0 || model.distributed !== null || KINETO_CATEGORIES.some((c) => (counts[c] ?? 0) > 0))
+    return 'pytorch-profiler';
   if (TENSORFLOW_CATEGORIES.some((c) => (counts[c] ?? 0) > 0)) return 'tensorflow';
   return 'unknown';
 }
@@ -148,7 +149,11 @@ function producerOf(model: TraceModel): TraceProducer {
  * The step markers of a trace that ended early whose windows hold GPU work and end before every device's activity
  * stops (null: the trace has no markers, so no window can be known whole).
  */
-function wholeSteps(model: TraceModel): { markers: TraceModel['steps'] | null; leftOut: TraceCoverage['stepsLeftOut']; gpuReadToNs: number } {
+function wholeSteps(model: TraceModel): {
+  markers: TraceModel['steps'] | null;
+  leftOut: TraceCoverage['stepsLeftOut'];
+  gpuReadToNs: number;
+} {
   const windows = new StepWindowBuilder(model);
   const readTo = new Map<number, number>();
   const opsIn = new Array<number>(model.steps.length).fill(0);
@@ -156,7 +161,7 @@ function wholeSteps(model: TraceModel): { markers: TraceModel['steps'] | null; l
     windows.add(op);
     if (op.startNs > (readTo.get(log.device) ?? Number.NEGATIVE_INFINITY)) readTo.set(log.device, op.startNs);
     // As the windows do: an op belongs to the step whose CPU span launched it.
-    const s = stepContaining(model.steps, Number.isNaN(op.launch.startNs) ? op.startNs : op.launch.startNs);
+    const s = findStep(model.steps, Number.isNaN(op.launch.startNs) ? op.startNs : op.launch.startNs);
     if (s >= 0) opsIn[s]!++;
   });
   const gpuReadToNs = Math.min(...readTo.values());
@@ -172,20 +177,6 @@ function wholeSteps(model: TraceModel): { markers: TraceModel['steps'] | null; l
   return { markers, leftOut, gpuReadToNs };
 }
 
-/** Index of the marker whose CPU span holds t (markers sorted, not overlapping), or -1. */
-function stepContaining(markers: TraceModel['steps'], t: number): number {
-  let lo = 0;
-  let hi = markers.length - 1;
-  while (lo <= hi) {
-    const mid = (lo + hi) >> 1;
-    const m = markers[mid]!;
-    if (t < m.startNs) hi = mid - 1;
-    else if (t >= m.endNs) lo = mid + 1;
-    else return mid;
-  }
-  return -1;
-}
-
 /** One line saying how much of a trace the findings rest on (for reports), or null for a whole trace with steps, used whole. */
 export function coverageNote(c: TraceCoverage): string | null {
   if (c.nothingToJudge !== null) return `nothing to judge: ${c.nothingToJudge}`;
@@ -194,7 +185,8 @@ export function coverageNote(c: TraceCoverage): string | null {
       ? 'no ProfilerStep markers: the whole trace is taken as one step, so "per step" means per trace (profile with a schedule and call prof.step() every step)'
       : null;
   }
-  if (c.severityCap === null) return `${c.endedEarly}: read ${c.events} events, all of its GPU activity among them: the ${c.stepsUsed.length} steps are whole`;
+  if (c.severityCap === null)
+    return `${c.endedEarly}: read ${c.events} events, all of its GPU activity among them: the ${c.stepsUsed.length} steps are whole`;
   const cut = c.stepsLeftOut.filter((s) => s.reason !== 'no GPU work').length;
   const empty = c.stepsLeftOut.length - cut;
   const leftOut = [cut ? `${cut} cut` : '', empty ? `${empty} without GPU work` : ''].filter(Boolean).join(', ') || 'none';
@@ -211,6 +203,8 @@ export function capSeverity(findings: Finding[], capByRank: ReadonlyMap<number, 
     const caps = f.ranks.map((r) => capByRank.get(r)).filter((c): c is Severity => c !== undefined);
     if (caps.length === 0) return f;
     const cap = caps.reduce((a, b) => (order.indexOf(a) > order.indexOf(b) ? a : b));
-    return order.indexOf(f.severity) < order.indexOf(cap) ? { ...f, severity: cap, evidence: [...f.evidence, `rated ${cap}, not ${f.severity}: the trace ends inside its GPU activity`] } : f;
+    return order.indexOf(f.severity) < order.indexOf(cap)
+      ? { ...f, severity: cap, evidence: [...f.evidence, `rated ${cap}, not ${f.severity}: the trace ends inside its GPU activity`] }
+      : f;
   });
 }

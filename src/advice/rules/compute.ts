@@ -4,6 +4,7 @@ import { gainFrom } from '../../findings/finding.js';
 import { type GpuSpec, lookupGpu } from '../../gpus/catalogue.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtBytes, fmtMs, fmtPct } from '../../util/format.js';
+import { BF16_AUTOCAST_SWITCHES } from '../framework.js';
 import { finding, matmulNs, type RankRule, stepNs } from './rule.js';
 
 const FP32_MIN_SHARE_OF_MATMUL = 0.1;
@@ -95,13 +96,9 @@ export const noTensorCores: RankRule = (m) => {
         'torch.backends.cuda.matmul.allow_tf32 = True  # torch.set_float32_matmul_precision("high")',
         'torch.backends.cudnn.allow_tf32 = True',
       ].join('\n'),
-      frameworks: {
-        transformers: 'TrainingArguments(..., bf16=True)   # or tf32=True to keep fp32 weights and activations',
-        lightning: 'Trainer(..., precision="bf16-mixed")',
-        accelerate: 'accelerate launch --mixed_precision bf16 train.py',
-      },
+      frameworks: BF16_AUTOCAST_SWITCHES,
     },
-    estimatedGain: gainFrom(step, saved, arithmetic),
+    estimatedGain: gainFrom(step, saved, arithmetic, { savesGpuWork: true }),
   });
 };
 
@@ -152,6 +149,7 @@ export const misalignedShapes: RankRule = (m) => {
       step,
       saved,
       `misaligned GEMMs take ${fmtMs(badNs)} per step; at the rate aligned GEMMs reach in this trace they would take ${fmtMs(badNs - saved)}: ${fmtMs(saved)} saved`,
+      { savesGpuWork: true },
     ),
   });
 };

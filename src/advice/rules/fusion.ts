@@ -67,6 +67,7 @@ export const fusion: RankRule = (m) => {
       step,
       saved,
       `fusable kernel time ${fmtMs(fusable)} x ${FUSION_SAVED_SHARE} (what compile removed on a GPT-2 step) = ${fmtMs(saved)} saved per step`,
+      { savesGpuWork: true },
     ),
   });
 };

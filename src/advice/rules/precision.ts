@@ -9,6 +9,7 @@ import { gainFrom } from '../../findings/finding.js';
 import { type GpuSpec, lookupGpu } from '../../gpus/catalogue.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtMs } from '../../util/format.js';
+import { BF16_AUTOCAST_SWITCHES } from '../framework.js';
 import { finding, matmulNs, type RankRule, stepNs } from './rule.js';
 
 /** Already mixed precision: at least this share of the known-precision matmul time on 16/8-bit tensor cores. */
@@ -26,12 +27,6 @@ const CONV_NET_SHARE = 0.2;
  * (batch 128, H100, examples/traces/scenarios/resnet50_amp*): 41.7 ms -> 14.9 ms per step, 64% saved.
  */
 const NCHW_NORM_POOL_SAVED = 0.64;
-
-const FRAMEWORK_PRECISION = {
-  transformers: 'TrainingArguments(..., bf16=True)',
-  lightning: 'Trainer(..., precision="bf16-mixed")',
-  accelerate: 'accelerate launch --mixed_precision bf16 train.py   # or Accelerator(mixed_precision="bf16")',
-};
 
 function gpuOf(m: TraceMetrics): GpuSpec | null {
   const name = m.devices[0]?.name;
@@ -100,12 +95,13 @@ export const mixedPrecision: RankRule = (m) => {
     recommendation: {
       summary: `Train under ${bf16 ? 'bf16' : 'fp16'} autocast (mixed precision): matmuls and convolutions run at the ${bf16 ? 'bf16' : 'fp16'} tensor-core rate (${(1 / tf32Ratio).toFixed(1)}x TF32 here) and activations take half the memory traffic${convNet ? "; put the model and its input in channels_last, or cuDNN transposes every bf16 convolution's input and output" : ''}.`,
       code,
-      frameworks: FRAMEWORK_PRECISION,
+      frameworks: BF16_AUTOCAST_SWITCHES,
     },
     estimatedGain: gainFrom(
       step,
       saved,
       `TF32 matmuls ${fmtMs(tf32)} x (1 - ${tf32Ratio.toFixed(2)}) + fp32 matmuls ${fmtMs(simt)} x (1 - ${fp32Ratio.toFixed(3)}) + fp32 memory-bound ${fmtMs(mix.memoryBoundFp32Ns)} x ${MEMORY_BOUND_HALF_FACTOR}${transposeSaved > 0 ? ` + layout transposes ${fmtMs(transposeSaved)}` : ''} = ${fmtMs(saved)} saved per step (the optimizer's fp32 update unchanged)`,
+      { savesGpuWork: true },
     ),
   });
 };
@@ -142,6 +138,7 @@ export const channelsLast: RankRule = (m) => {
       step,
       saved,
       `transposes ${fmtMs(mix.nchwTransposeNs)} removed + NCHW bf16 normalisation/pooling ${fmtMs(nchwHalf)} x ${NCHW_NORM_POOL_SAVED} (measured on ResNet-50) = ${fmtMs(saved)} saved per step`,
+      { savesGpuWork: true },
     ),
   });
 };
@@ -154,7 +151,7 @@ export const fp16WithoutScaler: RankRule = (m) => {
   const bf16 = Number(m.devices[0]?.computeCapability ?? '0') >= 8;
   return finding({
     id: 'fp16-without-grad-scaler',
-    title: 'fp16 training without a GradScaler: gradients below fp16\'s range become zero',
+    title: "fp16 training without a GradScaler: gradients below fp16's range become zero",
     ranks: [m.rank],
     evidence: [
       `${mix.fp16Kernels.toFixed(0)} fp16 (c10::Half) kernels per step and none of the GradScaler's (unscale / update-scale) kernels`,
@@ -162,7 +159,7 @@ export const fp16WithoutScaler: RankRule = (m) => {
     data: { fp16KernelsPerStep: mix.fp16Kernels, gradScalerKernelsPerStep: mix.gradScalerKernels },
     recommendation: {
       summary: bf16
-        ? 'This GPU has bf16, which has fp32\'s range and needs no loss scaling: autocast to bfloat16. To stay in fp16, scale the loss with torch.amp.GradScaler.'
+        ? "This GPU has bf16, which has fp32's range and needs no loss scaling: autocast to bfloat16. To stay in fp16, scale the loss with torch.amp.GradScaler."
         : 'Scale the loss with torch.amp.GradScaler so small gradients survive in fp16.',
       code: [
         'scaler = torch.amp.GradScaler("cuda")',
@@ -171,7 +168,11 @@ export const fp16WithoutScaler: RankRule = (m) => {
         'scaler.scale(loss).backward()',
         'scaler.step(opt); scaler.update()',
       ].join('\n'),
-      frameworks: { transformers: 'TrainingArguments(..., fp16=True)  # the Trainer scales the loss itself', lightning: 'Trainer(..., precision="16-mixed")', accelerate: 'accelerate launch --mixed_precision fp16 train.py' },
+      frameworks: {
+        transformers: 'TrainingArguments(..., fp16=True)  # the Trainer scales the loss itself',
+        lightning: 'Trainer(..., precision="16-mixed")',
+        accelerate: 'accelerate launch --mixed_precision fp16 train.py',
+      },
     },
     estimatedGain: null,
   });

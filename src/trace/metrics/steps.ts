@@ -62,7 +62,7 @@ export class StepWindowBuilder {
 }
 
 /** Index of the marker whose CPU span contains t (markers sorted, non-overlapping), or -1. */
-function findStep(markers: { startNs: number; endNs: number }[], t: number): number {
+export function findStep(markers: readonly { startNs: number; endNs: number }[], t: number): number {
   let lo = 0;
   let hi = markers.length - 1;
   while (lo <= hi) {
