@@ -20,6 +20,7 @@ Rules it keeps:
 - the profiler window opens once steps have settled (STEADY_WINDOW steps whose median is within
   STEADY_TOLERANCE of the ones before, the DataLoader wait no longer falling), at step
   GPUWISE_PROFILE_AT at the earliest, and at STEADY_CAP_FACTOR times that at the latest;
+  in a distributed run rank 0 chooses and every rank profiles the same steps (_aligned_reason);
 - only processes that step (or crash after importing torch) send anything, so a torchrun
   launcher or DataLoader workers stay silent.
 
@@ -57,6 +58,10 @@ FALLBACK_AFTER = 64
 STEADY_WINDOW = 5
 STEADY_TOLERANCE = 0.10
 STEADY_CAP_FACTOR = 5
+# A distributed run's window starts this many steps after rank 0 chose it: ranks in lockstep are at most a step or
+# two apart, so every rank reads the plan before its first step.
+WINDOW_LEAD = 3
+WINDOW_PLAN_FILE = "profile-window.json"
 # Step sources by precedence: a source counts steps until a higher one shows up.
 SOURCE_RANK = {"forward": 1, "backward": 2, "batch": 3, "optimizer": 4, "marker": 5}
 
@@ -185,6 +190,8 @@ class Probe(object):
         self.prof = None
         self.prof_step_fn = None
         self.prof_first_step = None
+        self.window_plan = None  # (first step, reason) of a distributed run's common window
+        self.own_ready_at = None  # the step at which this rank would have opened its window alone
         self.history_on = False
         self.oom_snapshot = None
         self.exception = None
@@ -762,7 +769,8 @@ class Probe(object):
             return
         nxt = self.step + 1
         if self.prof is None and self.prof_first_step is None:
-            reason = self._window_reason(nxt)
+            aligned = self.world_size is not None and self.world_size > 1 and not self.profile_fixed
+            reason = self._aligned_reason(nxt) if aligned else self._window_reason(nxt)
             if reason is not None:
                 self._start_profiler(nxt, reason)
         elif self.prof is not None:
@@ -795,6 +803,40 @@ class Probe(object):
         if wait_before - wait_recent > max(STEADY_TOLERANCE * wait_before, 0.01 * sum(t[STEADY_WINDOW:])):
             return None
         return "settled"
+
+    def _aligned_reason(self, nxt):
+        """The window of a distributed run: every rank profiles the same steps, or the rank that is profiled (its
+        CPU slowed by the profiler) makes the others wait in their collectives, and the windows show that wait as
+        exposed communication and rank imbalance. Rank 0 decides as a single process would and writes the first
+        step, WINDOW_LEAD steps ahead, into the run directory (shared by the ranks of one node); the others poll
+        for it at each step (one stat) and fall back to their own choice when it never comes (rank 0 without the
+        probe, another node)."""
+        if self.window_plan is None:
+            if self.rank == 0:
+                reason = self._window_reason(nxt)
+                if reason is None:
+                    return None
+                # A --steps limit that leaves just room for the window: every rank computes the same step.
+                last_room = self.max_steps is not None and nxt + WINDOW_LEAD + self.profile_steps > self.max_steps
+                self.window_plan = (nxt if last_room else nxt + WINDOW_LEAD, reason)
+                _write_json_atomic(os.path.join(self.run_dir, WINDOW_PLAN_FILE), {"step": self.window_plan[0], "reason": reason})
+            else:
+                plan = _read_window_plan(os.path.join(self.run_dir, WINDOW_PLAN_FILE))
+                if plan is not None:
+                    self.window_plan = plan
+                else:
+                    own = self._window_reason(nxt)
+                    if own is None:
+                        return None
+                    # Ranks in lockstep settle within a step or two of each other: a plan that has not come
+                    # STEADY_WINDOW + 2 leads after this rank was ready will not come.
+                    if self.own_ready_at is None:
+                        self.own_ready_at = nxt
+                    last_room = self.max_steps is not None and nxt + self.profile_steps > self.max_steps
+                    late = nxt >= self.own_ready_at + STEADY_WINDOW + 2 * WINDOW_LEAD
+                    return own if last_room or late else None
+        first, reason = self.window_plan
+        return reason if nxt >= first else None
 
     def _setup_facts(self, roots):
         """What the model record adds to the summary: compiled or not (and how it is known), the training
@@ -842,7 +884,7 @@ class Probe(object):
         self.prof_first_step = first_step
         self._send(
             "profile-start",
-            {"step": first_step, "steps": self.profile_steps, "cuda": cuda_on, "reason": reason, "settled": reason in ("settled", "fixed"), "warmupSteps": first_step - 1},
+            {"step": first_step, "steps": self.profile_steps, "cuda": cuda_on, "reason": reason, "settled": reason in ("settled", "fixed"), "warmupSteps": first_step - 1, "aligned": self.window_plan is not None},
         )
         self._enter_step(first_step)
 
@@ -1000,6 +1042,29 @@ def _framework():
         return None, None
     top = {"transformers": "transformers", "lightning": "lightning" if "lightning" in sys.modules else "pytorch_lightning", "accelerate": "accelerate"}[found]
     return found, getattr(sys.modules.get(top), "__version__", None)
+
+
+def _write_json_atomic(path, obj):
+    import json
+
+    tmp = "%s.%d.tmp" % (path, os.getpid())
+    with open(tmp, "w") as f:
+        json.dump(obj, f)
+    os.replace(tmp, path)
+
+
+def _read_window_plan(path):
+    """(first step, reason) from rank 0's plan, or None while there is none (or it cannot be read yet)."""
+    if not os.path.exists(path):
+        return None
+    import json
+
+    try:
+        with open(path) as f:
+            d = json.load(f)
+        return (int(d["step"]), str(d["reason"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def _median(xs):
