@@ -5,6 +5,7 @@
  * (sharing.ts) from a saved report.json as a live run builds them from the samples.
  */
 import type { GpuSample, ProcessSample, Snapshot } from '../telemetry/sample.js';
+import { withoutControlChars } from '../util/controlChars.js';
 
 /**
  * A process counts as running work in a sample when NVML gave it more than this share of the sample's second on the
@@ -154,13 +155,13 @@ export function withJobPids(list: readonly GpuProcess[], jobPids: ReadonlyMap<nu
 /** How a process is named in every format: `rank 1 (pid 4242)`, `pid 4242 (this run)`, `pid 999 python serve.py (alice)`. */
 export function gpuProcessLabel(p: Pick<GpuProcess, 'pid' | 'job' | 'rank' | 'name' | 'command' | 'user'>): string {
   if (p.job) return p.rank !== null ? `rank ${p.rank} (pid ${p.pid})` : `pid ${p.pid} (this run)`;
-  const what = shortCommand(p.command) ?? p.name;
-  return `pid ${p.pid}${what ? ` ${what}` : ''}${p.user ? ` (${p.user})` : ''}`;
+  const what = shortCommand(p.command) ?? (p.name === null ? null : withoutControlChars(p.name));
+  return `pid ${p.pid}${what ? ` ${what}` : ''}${p.user ? ` (${withoutControlChars(p.user)})` : ''}`;
 }
 
 /** A command line cut to 60 characters: enough to recognise it, short enough for a table cell. */
 function shortCommand(c: string | null): string | null {
   if (c === null || c.trim() === '') return null;
-  const t = c.trim();
+  const t = withoutControlChars(c).trim();
   return t.length > 60 ? `${t.slice(0, 57)}...` : t;
 }
