@@ -531,6 +531,8 @@ export function halfMasterWeightsFinding(model: ModelRecord | null): Finding | n
   });
 }
 
+const lastMemory = (p: ProcessRecords) => [...p.steps].reverse().find((s) => s.memory !== null)?.memory ?? null;
+
 /** The run's pids and their RANK (null for a process without one): how the GPU samples tell the job's processes. */
 export function jobPidsOf(processes: readonly ProcessRecords[]): Map<number, number | null> {
   return new Map(processes.map((p) => [p.pid, p.rankFromEnv ? p.rank : null]));
@@ -560,7 +562,8 @@ export function sharingFindingsOf(gpus: readonly GpuSummary[] | null, processes:
       gpuStepTimes: gpuStepTimesOf(p.records),
       timing: st?.timing ?? 'host',
       medianS: st?.medianS ?? null,
-      device: [...p.steps].reverse().find((s) => s.memory !== null)?.memory?.device ?? null,
+      device: lastMemory(p)?.device ?? null,
+      peakAllocatedBytes: lastMemory(p)?.peakAllocatedBytes ?? 0,
     };
   });
   const share = ranksShareGpuFinding(gpus ?? [], procs);

@@ -32,8 +32,9 @@ export interface SharingProcess {
   /** The timing its statistics use, and their median step. */
   timing: 'gpu' | 'host';
   medianS: number | null;
-  /** Last step's allocator device (the process's current CUDA device). */
+  /** Last step's allocator device (the process's current CUDA device) and its peak allocated bytes there (0 unknown). */
   device: number | null;
+  peakAllocatedBytes: number;
 }
 
 /** What the rules read of a GPU summary (report.ts GpuSummary has it all). */
@@ -346,7 +347,9 @@ function fromProbe(ranks: readonly SharingProcess[]): Finding | null {
   for (const r of ranks) {
     const dev = r.device ?? r.hello?.cuda.currentDevice ?? null;
     const visible = r.hello?.cuda.devices.length ?? 0;
-    if (dev === null || visible < 2 || !r.hello) continue;
+    // A rank that placed its model with .to(local_rank) but never called set_device reports cuda:0 as current, with
+    // nothing allocated there: its work is elsewhere. Only a current device that holds the rank's tensors counts.
+    if (dev === null || visible < 2 || !r.hello || !(r.peakAllocatedBytes > 0)) continue;
     const key = `${r.hello.hostname}\u0000${dev}`;
     byKey.set(key, [...(byKey.get(key) ?? []), r]);
   }

@@ -215,14 +215,22 @@ describe('ranks-share-gpu', () => {
     expect(buildDoctorReport(doctorInput(ddp())).findings.find((x) => x.id === 'ranks-share-gpu')).toBeUndefined();
   });
 
-  it('without NVML: rank 1 reporting cuda:0 of 2 visible (no set_device) is found from the probe', () => {
-    const records = ddp().map((x): ProbeRecord => {
+  /** The real DDP records with rank 1 reporting cuda:0 as its current device (no set_device); `allocated`: its tensors there. */
+  const onCuda0 = (allocated: boolean) =>
+    ddp().map((x): ProbeRecord => {
       if (x.pid !== r1) return x;
       if (x.type === 'hello') return { ...x, cuda: { ...(x as HelloRecord).cuda, currentDevice: 0 } };
-      if (x.type === 'step' && x.memory) return { ...x, memory: { ...(x as StepRecord).memory!, device: 0 } };
+      if (x.type === 'step' && x.memory)
+        return { ...x, memory: { ...(x as StepRecord).memory!, device: 0, ...(allocated ? {} : { allocatedBytes: 0, peakAllocatedBytes: 0, reservedBytes: 0, peakReservedBytes: 0 }) } };
       return x;
     });
-    const f = buildDoctorReport(doctorInput(records)).findings.find((x) => x.id === 'ranks-share-gpu');
+
+  it('without NVML: current device cuda:0 but nothing allocated there (model placed with .to(local_rank)): nothing', () => {
+    expect(buildDoctorReport(doctorInput(onCuda0(false))).findings.find((x) => x.id === 'ranks-share-gpu')).toBeUndefined();
+  });
+
+  it('without NVML: rank 1 reporting cuda:0 of 2 visible (no set_device) is found from the probe', () => {
+    const f = buildDoctorReport(doctorInput(onCuda0(true))).findings.find((x) => x.id === 'ranks-share-gpu');
     expect(f?.title).toBe('Ranks 0, 1 all run on cuda:0 while cuda:1 stays idle');
     expect(f?.data.source).toBe('probe');
     expect(f?.evidence[0]).toBe('probe: rank 0 (LOCAL_RANK 0) on cuda:0 of 2 visible, rank 1 (LOCAL_RANK 1) on cuda:0 of 2 visible');
