@@ -147,6 +147,23 @@ export function gpuProcessesOf(
   return out;
 }
 
+/** Is this entry of a report read back a process row every reader can walk (a damaged or foreign report may hold anything)? */
+export function isGpuProcess(v: unknown): v is GpuProcess {
+  if (typeof v !== 'object' || v === null) return false;
+  const p = v as Record<string, unknown>;
+  const tl = p.timeline as Record<string, unknown> | null | undefined;
+  return (
+    typeof p.pid === 'number' &&
+    typeof p.samples === 'number' &&
+    typeof p.activeSamples === 'number' &&
+    typeof tl === 'object' &&
+    tl !== null &&
+    Array.isArray(tl.tS) &&
+    Array.isArray(tl.usedBytes) &&
+    Array.isArray(tl.smUtilPercent)
+  );
+}
+
 /** The same processes, with `job` and `rank` told again from the run's pids (a saved report re-read with its records). */
 export function withJobPids(list: readonly GpuProcess[], jobPids: ReadonlyMap<number, number | null>): GpuProcess[] {
   return list.map((p) => ({ ...p, job: jobPids.has(p.pid), rank: jobPids.get(p.pid) ?? null }));

@@ -5,7 +5,7 @@
  */
 import { fmtBytes, fmtMs, fmtPct } from '../util/format.js';
 import { withoutControlChars } from '../util/controlChars.js';
-import { type GpuProcess, gpuProcessLabel } from './gpuProcesses.js';
+import { gpuProcessLabel, isGpuProcess } from './gpuProcesses.js';
 import type { DoctorReport, GpuSummary, RankSummary } from './report.js';
 
 export const s2ns = (s: number) => s * 1e9;
@@ -140,7 +140,7 @@ export function gpuProcessRows(r: DoctorReport): string[][] {
   for (const g of r.gpus ?? []) {
     const list = (g as GpuSummary).processes;
     if (!Array.isArray(list)) continue;
-    for (const p of list as GpuProcess[]) {
+    for (const p of (list as unknown[]).filter(isGpuProcess)) {
       rows.push([
         String(g.index),
         withoutControlChars(`${gpuProcessLabel(p)}${p.job ? '' : ', not this run'}`),

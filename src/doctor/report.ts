@@ -28,7 +28,7 @@ import type { CollectiveTimings } from '../trace/metrics/collectives.js';
 import { modelFlopsAtStep } from '../trace/metrics/modelFlops.js';
 import type { ModelFlops, TraceMetrics } from '../trace/metrics/types.js';
 import { withDataParallelMemory } from './dataParallelMemory.js';
-import { type GpuProcess, gpuProcessesOf, withJobPids } from './gpuProcesses.js';
+import { type GpuProcess, gpuProcessesOf, isGpuProcess, withJobPids } from './gpuProcesses.js';
 import { rebaseFinding, restateShare } from './rebase.js';
 import { gpuSharedFindings, ranksShareGpuFinding, type SharingProcess } from './sharing.js';
 import { buildWhatIfs, type RunSetup, type WhatIf, type WhatIfCalibration, type WhatIfResult, whatIfFindings } from './whatIfs.js';
@@ -543,7 +543,9 @@ export function gpusOf(input: DoctorInput, processes: readonly ProcessRecords[])
   const jobPids = jobPidsOf(processes);
   if (input.gpuSamples) return summarizeGpus(input.gpuSamples, jobPids);
   const saved = input.recordedGpus?.gpus ?? null;
-  return saved ? saved.map((g) => (g.processes ? { ...g, processes: withJobPids(g.processes, jobPids) } : g)) : null;
+  return saved
+    ? saved.map((g) => (Array.isArray(g.processes) ? { ...g, processes: withJobPids(g.processes.filter(isGpuProcess), jobPids) } : g))
+    : null;
 }
 
 /**

@@ -77,6 +77,18 @@ describe('processes on each GPU', () => {
     expect(doctorReportProblem(JSON.parse(JSON.stringify(r)))).toBeNull();
   });
 
+  it('a report read back with damaged process rows: the rows are skipped, every format and --from still work', () => {
+    const { records, samples } = foreignRun(9, 16);
+    const saved = JSON.parse(JSON.stringify(reportOf(records, samples))) as DoctorReport;
+    (saved.gpus![0]!.processes as unknown[]).push(null, { pid: 'x' }, { pid: 1, samples: 1, activeSamples: 1, timeline: null });
+    expect(renderDoctorMarkdown(saved).match(/^\| 0 \| pid /gm)).toHaveLength(2);
+    expect(() => renderDoctorHtml(saved)).not.toThrow();
+    const again = buildDoctorReport(
+      recordedRunInput({ dir: '/runs/x', records, skippedLines: 0, recordNotes: [], traces: [], snapshots: [], savedReport: saved, savedReportProblem: null, version: 'test' }),
+    );
+    expect(again.gpus?.[0]?.processes?.map((p) => p.pid)).toEqual([TRAINER, OTHER]);
+  });
+
   it('a command line with terminal control characters is printed without them', () => {
     const { records, samples } = foreignRun(9, 16);
     for (const s of samples) for (const p of s.gpus[0]!.processes) if (p.pid === OTHER) p.command = 'python \u001b]0;pwned\u0007evil.py';
