@@ -19,6 +19,9 @@ import {
   rankLabel,
   rankShort,
   findingKindLabel,
+  GPU_PROCESS_COLUMNS,
+  GPU_PROCESS_NOTE,
+  gpuProcessRows,
   setupFacts,
   setupGuesses,
   stepSourceNote,
@@ -332,6 +335,8 @@ export function renderDoctorHtml(r: DoctorReport): string {
       '<h3>GPU utilisation over time</h3>',
       utilChart(r),
     );
+    const procRows = gpuProcessRows(r);
+    if (procRows.length) parts.push('<h3>Processes on the GPUs</h3>', table(GPU_PROCESS_COLUMNS, procRows), `<p class="dim">${esc(GPU_PROCESS_NOTE)}</p>`);
   } else parts.push(`<p class="dim">GPUs not sampled${r.gpuUnavailableReason ? ` (${esc(r.gpuUnavailableReason)})` : ''}</p>`);
 
   parts.push('<h2>Findings</h2>', findingsHtml(r));

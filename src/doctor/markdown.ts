@@ -17,6 +17,9 @@ import {
   rankLabel,
   rankShort,
   findingKindLabel,
+  GPU_PROCESS_COLUMNS,
+  GPU_PROCESS_NOTE,
+  gpuProcessRows,
   setupFacts,
   setupGuesses,
   stepSourceNote,
@@ -131,6 +134,12 @@ export function renderDoctorMarkdown(r: DoctorReport): string {
     for (const x of perRank)
       out.push(`- ${rankShort(x)}: GPU memory of its process over time (max ${fmtBytesOr(x.nvmlUsedBytes)}) ${code(sparkline(x.nvmlTimeline.usedBytes, 32))}`);
     out.push('');
+    const procRows = gpuProcessRows(r);
+    if (procRows.length) {
+      out.push('#### Processes on the GPUs', '', `| ${GPU_PROCESS_COLUMNS.join(' | ')} |`, `|${GPU_PROCESS_COLUMNS.map(() => '---').join('|')}|`);
+      for (const row of procRows) out.push(`| ${row.map(cell).join(' | ')} |`);
+      out.push('', GPU_PROCESS_NOTE, '');
+    }
   } else out.push(`Not sampled${r.gpuUnavailableReason ? ` (${r.gpuUnavailableReason})` : ''}.`, '');
 
   out.push('### Findings', '');

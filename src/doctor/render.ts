@@ -1,7 +1,7 @@
 /** The doctor report as terminal text (pure). */
 import { fmtBytes, fmtMs, fmtPct, fmtTflops } from '../util/format.js';
 import type { DoctorReport, RankSummary } from './report.js';
-import { findingKindLabel, setupFacts, setupGuesses, stepSourceNote } from './renderParts.js';
+import { findingKindLabel, gpuProcessRows, setupFacts, setupGuesses, stepSourceNote } from './renderParts.js';
 
 const s2ns = (s: number) => s * 1e9;
 
@@ -87,10 +87,15 @@ export function renderDoctorText(r: DoctorReport): string {
   if (r.gpus) {
     out.push('');
     out.push('GPUs (sampled every second)');
-    for (const g of r.gpus)
+    const procRows = gpuProcessRows(r);
+    for (const g of r.gpus) {
       out.push(
         `  GPU ${g.index} ${g.name}: max used ${g.maxUsedBytes === null ? 'n/a' : fmtBytes(g.maxUsedBytes)}${g.totalBytes ? ` of ${fmtBytes(g.totalBytes)}` : ''}, utilisation mean ${g.meanUtilizationPercent === null ? 'n/a' : `${g.meanUtilizationPercent.toFixed(0)}%`} (max ${g.maxUtilizationPercent ?? 'n/a'}%), ${g.samples} samples`,
       );
+      // one line per process seen on it: who, how long, memory peak/mean, SM share, samples with work
+      for (const [gi, who, present, peak, mean, sm, work] of procRows)
+        if (gi === String(g.index)) out.push(`    ${who}: ${present}, memory peak ${peak} (mean ${mean}), SM share mean ${sm}, running work in ${work}`);
+    }
   } else if (r.gpuUnavailableReason) {
     out.push('');
     out.push(`GPUs: not sampled (${r.gpuUnavailableReason})`);

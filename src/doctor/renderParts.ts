@@ -4,7 +4,9 @@
  * stored report may predate a field added to schema 1.
  */
 import { fmtBytes, fmtMs, fmtPct } from '../util/format.js';
-import type { DoctorReport, RankSummary } from './report.js';
+import { withoutControlChars } from '../util/controlChars.js';
+import { gpuProcessLabel, isGpuProcess } from './gpuProcesses.js';
+import type { DoctorReport, GpuSummary, RankSummary } from './report.js';
 
 export const s2ns = (s: number) => s * 1e9;
 
@@ -125,3 +127,34 @@ export function setupFacts(r: DoctorReport): string[] {
 export function findingKindLabel(f: { kind?: string }): string {
   return f.kind === 'advice' ? ', advice to weigh' : '';
 }
+
+/** The columns of the per-GPU process table, the same in every format. */
+export const GPU_PROCESS_COLUMNS = ['GPU', 'process', 'present', 'memory peak', 'memory mean', 'SM share mean', 'running work'];
+
+/**
+ * One row per process seen on a GPU (the job's own first): who it is, how long it was there, its memory and SM share
+ * over the samples where it was present. Empty for a report without process figures (older, or not sampled).
+ */
+export function gpuProcessRows(r: DoctorReport): string[][] {
+  const rows: string[][] = [];
+  for (const g of r.gpus ?? []) {
+    const list = (g as GpuSummary).processes;
+    if (!Array.isArray(list)) continue;
+    for (const p of (list as unknown[]).filter(isGpuProcess)) {
+      rows.push([
+        String(g.index),
+        withoutControlChars(`${gpuProcessLabel(p)}${p.job ? '' : ', not this run'}`),
+        `${Number.isFinite(p.presentS) ? p.presentS.toFixed(0) : '?'} s (${Number.isFinite(p.firstS) ? p.firstS.toFixed(0) : '?'}-${Number.isFinite(p.lastS) ? p.lastS.toFixed(0) : '?'} s)`,
+        fmtBytesOr(p.peakUsedBytes),
+        fmtBytesOr(p.meanUsedBytes),
+        typeof p.meanSmUtilPercent === 'number' ? `${p.meanSmUtilPercent.toFixed(0)}%` : 'n/a',
+        `${p.activeSamples} of ${p.samples} samples`,
+      ]);
+    }
+  }
+  return rows;
+}
+
+/** What the process table means, under it in every format. */
+export const GPU_PROCESS_NOTE =
+  'Every process NVML listed on a GPU over the run: present = the time its samples cover (seconds since the first sample); memory and SM share (nvmlDeviceGetProcessUtilization; a process alone on a GPU gets the GPU\'s utilisation) over the samples where it was present; running work = samples with an SM share above 5%.';

@@ -27,7 +27,10 @@ import type { Snapshot } from '../telemetry/sample.js';
 import type { CollectiveTimings } from '../trace/metrics/collectives.js';
 import { modelFlopsAtStep } from '../trace/metrics/modelFlops.js';
 import type { ModelFlops, TraceMetrics } from '../trace/metrics/types.js';
+import { withDataParallelMemory } from './dataParallelMemory.js';
+import { type GpuProcess, gpuProcessesOf, isGpuProcess, withJobPids } from './gpuProcesses.js';
 import { rebaseFinding, restateShare } from './rebase.js';
+import { gpuSharedFindings, ranksShareGpuFinding, type SharingProcess } from './sharing.js';
 import { buildWhatIfs, type RunSetup, type WhatIf, type WhatIfCalibration, type WhatIfResult, whatIfFindings } from './whatIfs.js';
 
 /** The collector (cli/probeRun.ts) takes the exit type from here. */
@@ -108,6 +111,8 @@ export interface RankSummary {
 
 export interface GpuSummary {
   index: number;
+  /** The ordinal CUDA gave this GPU under the run's CUDA_VISIBLE_DEVICES; null when hidden from the job. Added in 0.3. */
+  cudaIndex?: number | null;
   name: string;
   totalBytes: number | null;
   samples: number;
@@ -116,14 +121,19 @@ export interface GpuSummary {
   maxUtilizationPercent: number | null;
   /** Every sample: seconds since the first sample of the run, memory used, utilisation (null = not available). */
   timeline: { tS: number[]; usedBytes: (number | null)[]; utilizationPercent: (number | null)[] };
+  /** Wall clock of `tS` = 0 (the run's first sample), ms since the Unix epoch: aligns the samples with the probe's records. Added in 0.3. */
+  firstSampleAtMs?: number | null;
+  /** Every process seen on this GPU over the run (gpuProcesses.ts): the job's own first. Added in 0.3. */
+  processes?: GpuProcess[];
 }
 
 export interface RankedFinding extends Finding {
   /**
    * trace: analyze's rules on the captured window; memory: the snapshot; probe: the per-step records;
-   * planner: a what-if calibrated on the run (whatIfs.ts).
+   * planner: a what-if calibrated on the run (whatIfs.ts); telemetry: the GPU samples beside the step records
+   * (sharing.ts; added in 0.3).
    */
-  source: 'trace' | 'memory' | 'probe' | 'planner';
+  source: 'trace' | 'memory' | 'probe' | 'planner' | 'telemetry';
 }
 
 /** Below this share of step time, waiting on the DataLoader is not worth a finding (same as analyze's medium threshold). */
@@ -188,14 +198,17 @@ export interface DoctorReport {
   notes: string[];
 }
 
-export function summarizeGpus(samples: Snapshot[]): GpuSummary[] {
+export function summarizeGpus(samples: Snapshot[], jobPids: ReadonlyMap<number, number | null> = new Map()): GpuSummary[] {
   const by = new Map<number, GpuSummary & { utilSum: number; utilN: number }>();
+  const processes = gpuProcessesOf(samples, (s) => secondsSince(samples, s), jobPids);
+  const firstSampleAtMs = samples[0]?.timestampMs ?? null;
   for (const s of samples) {
     for (const g of s.gpus) {
       let e = by.get(g.index);
       if (!e) {
         e = {
           index: g.index,
+          cudaIndex: g.cudaIndex,
           name: g.name,
           totalBytes: g.memoryTotalBytes,
           samples: 0,
@@ -222,7 +235,12 @@ export function summarizeGpus(samples: Snapshot[]): GpuSummary[] {
   }
   return [...by.values()]
     .sort((a, b) => a.index - b.index)
-    .map(({ utilSum, utilN, ...g }) => ({ ...g, meanUtilizationPercent: utilN ? utilSum / utilN : null }));
+    .map(({ utilSum, utilN, ...g }) => ({
+      ...g,
+      meanUtilizationPercent: utilN ? utilSum / utilN : null,
+      firstSampleAtMs,
+      processes: processes.get(g.index) ?? [],
+    }));
 }
 
 function secondsSince(samples: Snapshot[], s: Snapshot): number {
@@ -318,11 +336,12 @@ export function dataLoaderWaitFinding(ranks: RankSummary[]): Finding | null {
   });
 }
 
-export function rankFindings(trace: Finding[], memory: Finding[], probe: Finding[], planner: Finding[]): RankedFinding[] {
+export function rankFindings(trace: Finding[], memory: Finding[], probe: Finding[], planner: Finding[], telemetry: Finding[] = []): RankedFinding[] {
   return sortFindings<RankedFinding>([
     ...trace.map((f) => ({ ...f, source: 'trace' as const })),
     ...memory.map((f) => ({ ...f, source: 'memory' as const })),
     ...probe.map((f) => ({ ...f, source: 'probe' as const })),
+    ...telemetry.map((f) => ({ ...f, source: 'telemetry' as const })),
     ...planner.map((f) => ({ ...f, source: 'planner' as const })),
   ]);
 }
@@ -512,6 +531,47 @@ export function halfMasterWeightsFinding(model: ModelRecord | null): Finding | n
   });
 }
 
+const lastMemory = (p: ProcessRecords) => [...p.steps].reverse().find((s) => s.memory !== null)?.memory ?? null;
+
+/** The run's pids and their RANK (null for a process without one): how the GPU samples tell the job's processes. */
+export function jobPidsOf(processes: readonly ProcessRecords[]): Map<number, number | null> {
+  return new Map(processes.map((p) => [p.pid, p.rankFromEnv ? p.rank : null]));
+}
+
+/** The GPU summaries: from this run's samples, or those a re-diagnosed run's report kept, with the job's pids told again. */
+export function gpusOf(input: DoctorInput, processes: readonly ProcessRecords[]): GpuSummary[] | null {
+  const jobPids = jobPidsOf(processes);
+  if (input.gpuSamples) return summarizeGpus(input.gpuSamples, jobPids);
+  const saved = input.recordedGpus?.gpus ?? null;
+  return saved
+    ? saved.map((g) => (Array.isArray(g.processes) ? { ...g, processes: withJobPids(g.processes.filter(isGpuProcess), jobPids) } : g))
+    : null;
+}
+
+/**
+ * Stage 6b: GPUs shared while the run trained (sharing.ts): another process's work beside a training process
+ * (`gpu-shared`), ranks of one job on one GPU while others stay idle (`ranks-share-gpu`).
+ */
+export function sharingFindingsOf(gpus: readonly GpuSummary[] | null, processes: readonly ProcessRecords[], ranks: readonly RankSummary[]): Finding[] {
+  const procs: SharingProcess[] = processes.map((p) => {
+    const st = ranks.find((r) => r.pid === p.pid)?.steps;
+    return {
+      pid: p.pid,
+      rank: p.rank,
+      rankFromEnv: p.rankFromEnv,
+      hello: p.hello,
+      steps: p.steps,
+      gpuStepTimes: gpuStepTimesOf(p.records),
+      timing: st?.timing ?? 'host',
+      medianS: st?.medianS ?? null,
+      device: lastMemory(p)?.device ?? null,
+      peakAllocatedBytes: lastMemory(p)?.peakAllocatedBytes ?? 0,
+    };
+  });
+  const share = ranksShareGpuFinding(gpus ?? [], procs);
+  return [...(share ? [share] : []), ...gpuSharedFindings(gpus ?? [], procs)];
+}
+
 /** Stage 7: the notes: what was left out, what could not be analysed, what switched itself off. */
 export function notesOf(input: DoctorInput, processes: readonly ProcessRecords[], ranks: readonly RankSummary[]): string[] {
   const notes = [...input.notes];
@@ -579,9 +639,12 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
   const processes = groupProcesses(input.records);
   const id = runIdentity(processes);
   const ranks = processes.map((p) => summarizeRank(p, input.gpuSamples)).sort((a, b) => a.rank - b.rank || a.pid - b.pid);
-  const traceFindings = traceFindingsOf(input.traces, ranks, id.model);
+  const gpus = gpusOf(input, processes);
+  const pidOfRank = (rank: number) => ranks.find((r) => r.rank === rank)?.pid ?? null;
+  const traceFindings = traceFindingsOf(input.traces, ranks, id.model).map((f) => withDataParallelMemory(f, gpus ?? [], pidOfRank));
   const memoryFindings = memoryFindingsOf(input.snapshots);
   const probeFindings = probeFindingsOf(traceFindings, ranks, id.model);
+  const telemetryFindings = sharingFindingsOf(gpus, processes, ranks);
   const { outcome, text } = outcomeOf(input, ranks);
   const notes = notesOf(input, processes, ranks);
   const plan = planModelOf(id.model);
@@ -624,7 +687,7 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
       probeSilent: processes.length === 0,
     },
     ranks,
-    gpus: input.gpuSamples ? summarizeGpus(input.gpuSamples) : (input.recordedGpus?.gpus ?? null),
+    gpus,
     gpuUnavailableReason: input.gpuUnavailableReason,
     model: modelOut,
     planModel: plan.model,
@@ -641,7 +704,7 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
     whatIfBasis:
       whatIf.result.setup || whatIf.result.calibration ? { setup: whatIf.result.setup, calibration: whatIf.result.calibration } : null,
     whatIfProblem: whatIf.result.problem,
-    findings: rankFindings(whatIf.traceFindings, memoryFindings, probeFindings, whatIf.findings),
+    findings: rankFindings(whatIf.traceFindings, memoryFindings, probeFindings, whatIf.findings, telemetryFindings),
     notes,
   };
 }

@@ -29,6 +29,7 @@ export const dataParallel: RankRule = (m) => {
     }
   }
   const expected = Math.max(busiest, 0);
+  const perDevice = deviceBusy(m);
   return finding({
     id: 'dataparallel',
     title: `torch.nn.DataParallel on ${m.structure.dataParallelDevices} GPUs: one process drives them all`,
@@ -36,8 +37,13 @@ export const dataParallel: RankRule = (m) => {
     evidence: [
       'DataParallel.forward found: every step replicates the model, scatters inputs and gathers outputs from GPU 0, from one Python thread per GPU under the GIL',
       `kernels ran on ${m.structure.dataParallelDevices} devices from one process; GPU busy ${fmtPct(m.gpuBusyShare)} on average`,
+      ...imbalanceEvidence(perDevice),
     ],
-    data: { devices: m.structure.dataParallelDevices, gpuBusyShare: m.gpuBusyShare },
+    data: {
+      devices: m.structure.dataParallelDevices,
+      gpuBusyShare: m.gpuBusyShare,
+      ...Object.fromEntries(perDevice.map((d) => [`busyShareDevice${d.device}`, d.busyShare])),
+    },
     recommendation: {
       summary:
         'Use DistributedDataParallel with one process per GPU, launched by torchrun. PyTorch itself recommends DDP over DataParallel even on one machine.',
@@ -56,6 +62,60 @@ export const dataParallel: RankRule = (m) => {
     ),
   });
 };
+
+/** One device's work in the window: busy share of the steps and kernel time per step by category. */
+interface DeviceBusy {
+  device: number;
+  busyShare: number;
+  busyNsPerStep: number;
+  nsPerStepByCategory: Record<string, number>;
+}
+
+/** Each device's busy share over the window's steps (the timeline's union of its kernels and copies). */
+export function deviceBusy(m: TraceMetrics): DeviceBusy[] {
+  const by = new Map<number, DeviceBusy>();
+  let dur = 0;
+  for (const s of m.steps) {
+    dur += s.durNs;
+    for (const d of s.devices) {
+      const e = by.get(d.device) ?? { device: d.device, busyShare: 0, busyNsPerStep: 0, nsPerStepByCategory: {} };
+      e.busyNsPerStep += d.busyNs;
+      for (const [k, ns] of Object.entries(d.kernelNsByCategory)) e.nsPerStepByCategory[k] = (e.nsPerStepByCategory[k] ?? 0) + ns;
+      by.set(d.device, e);
+    }
+  }
+  const n = Math.max(1, m.steps.length);
+  return [...by.values()]
+    .sort((a, b) => a.device - b.device)
+    .map((e) => ({
+      ...e,
+      busyShare: dur > 0 ? e.busyNsPerStep / dur : 0,
+      busyNsPerStep: e.busyNsPerStep / n,
+      nsPerStepByCategory: Object.fromEntries(Object.entries(e.nsPerStepByCategory).map(([k, ns]) => [k, ns / n])),
+    }));
+}
+
+/**
+ * GPU 0 (DataParallel's output device) against the others: its busy share, and the kernel categories where it works
+ * longest beyond the others' mean (the gather, the loss, the optimizer step on the master weights).
+ */
+function imbalanceEvidence(devices: readonly DeviceBusy[]): string[] {
+  const [first, ...rest] = devices;
+  if (!first || rest.length === 0) return [];
+  const mean = (f: (d: DeviceBusy) => number) => rest.reduce((a, d) => a + f(d), 0) / rest.length;
+  const extra = Object.keys(first.nsPerStepByCategory)
+    .map((k) => ({ k, ns: (first.nsPerStepByCategory[k] ?? 0) - mean((d) => d.nsPerStepByCategory[k] ?? 0) }))
+    .filter((x) => x.ns > 0.02 * first.busyNsPerStep)
+    .sort((a, b) => b.ns - a.ns)
+    .slice(0, 3);
+  const othersBusy = mean((d) => d.busyNsPerStep);
+  return [
+    `busy per GPU in the window: ${devices.map((d) => `GPU ${d.device} ${fmtPct(d.busyShare)} (${fmtMs(d.busyNsPerStep)} a step)`).join(', ')}${othersBusy > 0 ? `; GPU ${first.device} works ${(first.busyNsPerStep / othersBusy).toFixed(2)}x the others' mean` : ''}`,
+    ...(extra.length
+      ? [`GPU ${first.device}'s extra kernel time a step, by kind: ${extra.map((x) => `${x.k} +${fmtMs(x.ns)}`).join(', ')} (the gather, the loss and the optimizer run there while the other GPUs wait)`]
+      : []),
+  ];
+}
 
 export const ddpAccumWithoutNoSync: RankRule = (m) => {
   const s = m.structure;
