@@ -91,7 +91,10 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   const store = o.storeDir;
 
   async function loadStoredRun(ref: string) {
-    const id = await resolveRunRef(store, ref);
+    // A run that was followed live keeps its live id: it leads to the run it was saved as.
+    const endedAs = o.liveRuns.endedAs(ref);
+    if (endedAs === null) throw new RefusedError(404, 'this run ended but was not saved in the history (its client said why)');
+    const id = await resolveRunRef(store, endedAs ?? ref);
     return { id, ...(await loadRun(store, id)) };
   }
 

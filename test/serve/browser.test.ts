@@ -205,6 +205,8 @@ describe.skipIf(missing !== null)('pages in chromium', () => {
     const end = await post(`api/runs/live/end?id=${id}`, JSON.stringify({ exitCode: 0 }));
     await page.waitForSelector('#run-status a', { timeout: 15_000 });
     expect(await page.$eval('#run-status a', (a) => a.getAttribute('href'))).toBe(`run?id=${encodeURIComponent(end.runId)}`);
+    // Then the saved report replaces the live view.
+    await page.waitForFunction((runId) => location.search === `?id=${encodeURIComponent(runId)}` && document.getElementById('verdict') !== null, { timeout: 15_000 }, end.runId);
   });
 
   it('loaded nothing from another origin and raised no script error', () => {

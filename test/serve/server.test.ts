@@ -314,7 +314,9 @@ describe('a run in progress', () => {
     expect(end.html).toContain('<html');
     const saved = await loadRun(store, end.runId);
     expect(saved.report.run.command).toEqual(['%%gpuwise doctor', 'host_sync']);
-    expect((await http(u(`run?id=${start.id}`))).status).toBe(404);
+    // The live id now leads to the saved run; an id that never ran leads nowhere.
+    expect(JSON.parse((await http(u(`api/run?id=${start.id}`))).body).run).toEqual(saved.report.run);
+    expect((await http(u('api/run?id=live-nosuchrun'))).status).toBe(404);
   });
 });
 

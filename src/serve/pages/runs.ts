@@ -31,9 +31,9 @@ function outcomeClass(outcome: string): string {
   return outcome === 'completed' || outcome === 'stopped-after-steps' ? 'ok' : outcome === 'interrupted' ? 'warn' : 'bad';
 }
 
-export function runsListPage(rows: RunListRow[], store: string, live: { id: string; command: string[] }[] = []): string {
+export function runsListPage(rows: RunListRow[], store: string, live: { id: string; command: string[]; client?: string; steps?: number }[] = []): string {
   const liveRows = live.length
-    ? `<div class="card"><b>In progress</b><ul>${live.map((l) => `<li><a href="run?id=${enc(l.id)}">${esc(shortCommand(l.command, 80))}</a> <span class="dim">(live)</span></li>`).join('')}</ul></div>`
+    ? `<div class="card" id="in-progress"><b>In progress</b><ul>${live.map((l) => `<li><a href="run?id=${enc(l.id)}">${esc(shortCommand(l.command, 80))}</a> <span class="dim">(live${l.client ? `, ${esc(l.client)}` : ''}${l.steps !== undefined ? `, ${l.steps} steps` : ''})</span></li>`).join('')}</ul></div>`
     : '';
   const body =
     rows.length === 0
@@ -255,7 +255,13 @@ export const LIVE_RUN_JS = `
   draw();
   var es = new EventSource('api/runs/live/stream?id=' + encodeURIComponent(d.id));
   es.addEventListener('step', function (e) { add(JSON.parse(e.data)); draw(); });
-  es.addEventListener('end', function (e) { var x = JSON.parse(e.data); es.close(); status.innerHTML = 'finished: <a href="run?id=' + encodeURIComponent(x.runId) + '">the report</a>'; });
+  es.addEventListener('end', function (e) {
+    var x = JSON.parse(e.data); es.close();
+    if (x.runId == null) { status.textContent = 'finished; the run was not saved in the history (its client says why)'; return; }
+    status.innerHTML = 'finished: <a href="run?id=' + encodeURIComponent(x.runId) + '">the report</a>';
+    // The report replaces the live view (a reload of this page also leads there).
+    setTimeout(function () { location.replace('run?id=' + encodeURIComponent(x.runId)); }, 1500);
+  });
 })();
 `
 
@@ -271,8 +277,8 @@ export interface LiveStep {
 }
 
 /** The page of a run in progress: its steps so far, then each new one from the run's event stream. */
-export function runInProgressPage(id: string, command: string[], steps: LiveStep[]): string {
-  const body = `<h1>Run in progress</h1><div class="card"><div class="verdict" id="run-status">running: <span id="steps-seen">0</span> steps so far</div><div class="dim"><code>${esc(command.join(' '))}</code></div></div>
+export function runInProgressPage(id: string, command: string[], steps: LiveStep[], client = 'notebook'): string {
+  const body = `<h1>Run in progress <span class="dim">(${esc(client === 'doctor' ? 'gpuwise doctor' : 'notebook cell')})</span></h1><div class="card"><div class="verdict" id="run-status">running: <span id="steps-seen">0</span> steps so far</div><div class="dim"><code>${esc(command.join(' '))}</code></div></div>
 <h2>Step time</h2><div class="card"><div id="chart-steps" class="chart"></div></div><p class="dim">The findings come when the run ends: they need the profiler window and the whole run.</p>`;
   return page({ title: 'Run in progress', section: 'runs', body, data: { id, steps }, scripts: [LIVE_RUN_JS] });
 }
