@@ -201,6 +201,10 @@ describe.skipIf(missing !== null)('pages in chromium', () => {
     const timed = steps.filter((l) => JSON.parse(l).stepTimeS !== null && JSON.parse(l).step > 1).length;
     await page.waitForFunction((n) => Number(document.getElementById('chart-steps')?.getAttribute('data-drawn') ?? 0) >= n, { timeout: 15_000 }, timed);
     expect(await text('#steps-seen')).toBe(String(Math.max(...steps.map((l) => JSON.parse(l).step))));
+    // The allocator's memory after each step that reports it (CUDA), on its own chart.
+    const withMemory = steps.filter((l) => JSON.parse(l).memory?.reservedBytes != null).length;
+    expect(withMemory).toBeGreaterThan(0);
+    await page.waitForFunction((n) => Number(document.getElementById('chart-memory')?.getAttribute('data-drawn') ?? 0) >= n, { timeout: 15_000 }, withMemory);
     await shoot('run-in-progress');
     const end = await post(`api/runs/live/end?id=${id}`, JSON.stringify({ exitCode: 0 }));
     await page.waitForSelector('#run-status a', { timeout: 15_000 });

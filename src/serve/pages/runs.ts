@@ -244,12 +244,19 @@ export const LIVE_RUN_JS = `
 (function () {
   var d = JSON.parse(document.getElementById('gw-data').textContent);
   var xs = [], ys = [], ws = [], u = null, n = 0, status = document.getElementById('run-status');
-  function add(s) { n = Math.max(n, s.step); if (s.stepTimeS == null || s.step <= 1) return; // step 1 is warm-up (allocation, autotuning)
+  var mx = [], mr = [], ma = [], um = null, memEl = document.getElementById('chart-memory');
+  function add(s) { n = Math.max(n, s.step);
+    // The allocator's memory (CUDA only) after each step, step 1 included: it is where memory grows.
+    if (s.reservedBytes != null) { mx.push(s.step); mr.push(s.reservedBytes / 1073741824); ma.push(s.allocatedBytes == null ? null : s.allocatedBytes / 1073741824); }
+    if (s.stepTimeS == null || s.step <= 1) return; // step 1 is warm-up (allocation, autotuning)
     xs.push(s.step); ys.push(s.stepTimeS * 1000); ws.push(s.dataWaitS * 1000); }
   d.steps.forEach(add);
   function draw() {
     if (!u && xs.length) u = gw.chart(document.getElementById('chart-steps'), { xLabel: 'step (the first, warm-up, left out)', yLabel: 'step time', series: [{ label: 'step time' }, { label: 'DataLoader wait', dash: true }], data: [xs, ys, ws], yFmt: gw.fmt.ms });
     else if (u) { u.setData([xs, ys, ws]); document.getElementById('chart-steps').setAttribute('data-drawn', String(xs.length)); }
+    if (mx.length) { memEl.parentNode.hidden = false;
+      if (!um) um = gw.chart(memEl, { xLabel: 'step', yLabel: 'allocator', series: [{ label: 'reserved' }, { label: 'allocated', dash: true }], data: [mx, mr, ma], yFmt: gw.fmt.gib, height: 160 });
+      else { um.setData([mx, mr, ma]); memEl.setAttribute('data-drawn', String(mx.length)); } }
     document.getElementById('steps-seen').textContent = String(n);
   }
   draw();
@@ -279,6 +286,8 @@ export interface LiveStep {
 /** The page of a run in progress: its steps so far, then each new one from the run's event stream. */
 export function runInProgressPage(id: string, command: string[], steps: LiveStep[], client = 'notebook'): string {
   const body = `<h1>Run in progress <span class="dim">(${esc(client === 'doctor' ? 'gpuwise doctor' : 'notebook cell')})</span></h1><div class="card"><div class="verdict" id="run-status">running: <span id="steps-seen">0</span> steps so far</div><div class="dim"><code>${esc(command.join(' '))}</code></div></div>
-<h2>Step time</h2><div class="card"><div id="chart-steps" class="chart"></div></div><p class="dim">The findings come when the run ends: they need the profiler window and the whole run.</p>`;
+<h2>Step time</h2><div class="card"><div id="chart-steps" class="chart"></div></div>
+<div hidden><h2>Memory (the allocator's, after each step)</h2><div class="card"><div id="chart-memory" class="chart"></div></div></div>
+<p class="dim">The findings come when the run ends: they need the profiler window and the whole run.</p>`;
   return page({ title: 'Run in progress', section: 'runs', body, data: { id, steps }, scripts: [LIVE_RUN_JS] });
 }
