@@ -8,7 +8,8 @@ import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { type DoctorInput, buildDoctorReport } from '../doctor/report.js';
-import { renderDoctorHtml } from '../doctor/html.js';
+import { inlineAssets } from '../serve/assets.js';
+import { renderDoctorHtml } from '../serve/pages/runs.js';
 import { renderDoctorMarkdown } from '../doctor/markdown.js';
 import { renderDoctorText } from '../doctor/render.js';
 import type { DoctorReport } from '../doctor/report.js';
@@ -192,7 +193,7 @@ export async function run(argv: string[]): Promise<number> {
     writeFileSync(join(runDir, 'report.json'), `${JSON.stringify(report, null, 2)}\n`, { flag: 'wx' });
     reportKept = true;
     // The Markdown and HTML copies are a convenience: failing to write them must not cost the run its exit status.
-    html = renderDoctorHtml(report);
+    html = renderDoctorHtml(report, inlineAssets());
     writeFileSync(join(runDir, 'report.md'), renderDoctorMarkdown(report), { flag: 'wx' });
     writeFileSync(join(runDir, 'report.html'), html, { flag: 'wx' });
   } catch (e) {
@@ -205,7 +206,7 @@ export async function run(argv: string[]): Promise<number> {
   else process.stdout.write(`\n${renderDoctorText(report)}`);
   if (values.html !== undefined) {
     try {
-      writeReportFile(values.html, html ?? renderDoctorHtml(report), cmd.slice(1), '--html');
+      writeReportFile(values.html, html ?? renderDoctorHtml(report, inlineAssets()), cmd.slice(1), '--html');
       process.stderr.write(`gpuwise doctor: wrote ${values.html}\n`);
     } catch (e) {
       process.stderr.write(`gpuwise doctor: warning: ${values.html} not written (${(e as Error).message}); the same page is ${join(runDir, 'report.html')}\n`);

@@ -16,7 +16,8 @@
 import { hostname } from 'node:os';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { VERSION } from '../cli/version.js';
-import { renderDoctorHtml } from '../doctor/html.js';
+import { inlineAssets } from './assets.js';
+import { renderDoctorHtml } from './pages/runs.js';
 import { type ProbeRecord, type StepRecord, parseProbeLines, rankOf } from '../doctor/records.js';
 import { renderDoctorText } from '../doctor/render.js';
 import { type DoctorReport, type SnapshotInput, type TraceInput, buildDoctorReport } from '../doctor/report.js';
@@ -232,7 +233,7 @@ export class LiveRuns {
       this.send(run, 'end', JSON.stringify({ runId }));
       this.drop(run);
       this.markEnded(run.id, runId);
-      return json(200, { runId, saveError, report, html: renderDoctorHtml(report), text: renderDoctorText(report) });
+      return json(200, { runId, saveError, report, html: renderDoctorHtml(report, inlineAssets()), text: renderDoctorText(report) });
     }
     throw new RefusedError(400, `unknown action '${action}'`);
   }
