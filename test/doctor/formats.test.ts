@@ -84,7 +84,7 @@ describe.skipIf(SKIP_PYTHON)('doctor report as Markdown and HTML (real probe rec
     const c = chartsOf(html);
     expect(c.gpus.map((x) => x.label)).toEqual(['GPU 0', 'GPU 1']);
     expect(c.gpus[0]?.tS).toHaveLength(8);
-    expect(Math.max(...(c.gpus[0]?.usedGiB as number[]))).toBeCloseTo(30.75, 2);
+    expect(Math.max(...((c.gpus[0]?.usedGiB ?? []) as number[]))).toBeCloseTo(30.75, 2);
     expect(c.gpus[0]?.util.slice(1).every((v) => v === 93)).toBe(true);
     expect(html).toContain('<td>30.8 GiB of 141 GiB</td>');
     expect(html).toContain('id="chart-gpus"');

@@ -115,8 +115,9 @@ describe.skipIf(missing !== null)('pages in chromium', () => {
     await offline.goto(`file://${file}`, { waitUntil: 'load' });
     expect(await offline.$$eval('canvas', (x) => x.length)).toBe(0);
     expect(await offline.$$eval('noscript + *, main table', (x) => x.length)).toBeGreaterThan(4);
-    const visibleRows = await offline.evaluate(() => [...document.querySelectorAll('main table tr')].filter((tr) => (tr as HTMLElement).offsetHeight > 0).length);
+    const visibleRows = await offline.evaluate(() => Array.from(document.querySelectorAll('main table tr')).filter((tr) => (tr as HTMLElement).offsetHeight > 0).length);
     expect(visibleRows).toBeGreaterThan(30);
+    // biome-ignore lint/performance/useDomNodeTextContent: the text as rendered, what a reader without JS sees
     expect(await offline.evaluate(() => document.body.innerText)).toContain('step time per step (pid');
     await offline.close();
   });

@@ -311,7 +311,7 @@ ${whatIfsHtml(r)}
 ${stepsSection(r, charts)}
 ${memorySection(r, charts)}
 <h2>Environment</h2>${table(null, [...environmentRows(r), ...(ml ? [['model', ml] as [string, string]] : [])], 'environment')}
-${pl ? `<h2>Model</h2><p>${esc(pl.replace(/\`/g, ''))}</p>` : ''}
+${pl ? `<h2>Model</h2><p>${esc(pl.replace(/`/g, ''))}</p>` : ''}
 ${capturesSection(r)}
 ${r.notes?.length ? `<h2>Notes</h2><ul>${r.notes.map((n) => `<li>${esc(n)}</li>`).join('')}</ul>` : ''}
 <p class="dim">ran ${esc(durationText(r.run.durationS))} from ${esc(new Date(r.run.startedAtMs).toISOString())} · run directory <code>${esc(r.run.runDir)}</code> · doctor report schema ${r.schemaVersion} · gpuwise ${esc(r.version)}${
