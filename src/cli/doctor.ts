@@ -37,7 +37,8 @@ Options:
   --out DIR      run directory (default ./gpuwise-runs/DATE-TIME); must be new or empty
   --json         the report as JSON on stdout (schemaVersion 1)
   --md           the report as Markdown on stdout
-  --html FILE    also write the report as one self-contained HTML page (charts, no script)
+  --html FILE    also write the report as one self-contained HTML page (the page gpuwise serve shows
+                 for the run, uPlot inline: opens offline)
   --store DIR    the run history to save the run in (default: $GPUWISE_STORE, else ~/.gpuwise)
   --no-serve     do not stream the run to a gpuwise serve running on that store (by default its Runs
                  page follows the run live)
