@@ -8,7 +8,8 @@ import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { type DoctorInput, buildDoctorReport } from '../doctor/report.js';
-import { renderDoctorHtml } from '../doctor/html.js';
+import { inlineAssets } from '../serve/assets.js';
+import { renderDoctorHtml } from '../serve/pages/runs.js';
 import { renderDoctorMarkdown } from '../doctor/markdown.js';
 import { renderDoctorText } from '../doctor/render.js';
 import type { DoctorReport } from '../doctor/report.js';
@@ -16,6 +17,7 @@ import { type ProbeRecord, rankOf } from '../run/records.js';
 import { InputError } from '../io/inputError.js';
 import { analyseSnapshotFiles, analyseTraceFiles, type CaptureRef } from '../io/captures.js';
 import { checkHtmlTarget, writeReportFile } from '../io/reportTarget.js';
+import { type RunFeed, startRunFeed } from '../serve/runFeed.js';
 import { VERSION } from './version.js';
 import { type ProbeRun, makeRunDir, startProbeRun } from './probeRun.js';
 import { printDoctorReport, rediagnoseRunDir } from './rediagnose.js';
@@ -35,8 +37,11 @@ Options:
   --out DIR      run directory (default ./gpuwise-runs/DATE-TIME); must be new or empty
   --json         the report as JSON on stdout (schemaVersion 1)
   --md           the report as Markdown on stdout
-  --html FILE    also write the report as one self-contained HTML page (charts, no script)
+  --html FILE    also write the report as one self-contained HTML page (the page gpuwise serve shows
+                 for the run, uPlot inline: opens offline)
   --store DIR    the run history to save the run in (default: $GPUWISE_STORE, else ~/.gpuwise)
+  --no-serve     do not stream the run to a gpuwise serve running on that store (by default its Runs
+                 page follows the run live)
   --profile-at N first profiled step (default: the first steady step, 10 to 50); --profile-steps K steps (default 5, 0 = off)
   -h, --help     this help
 
@@ -57,6 +62,7 @@ const OPTIONS = {
   md: { type: 'boolean' },
   html: { type: 'string' },
   store: { type: 'string' },
+  'no-serve': { type: 'boolean' },
   'profile-at': { type: 'string' },
   'profile-steps': { type: 'string' },
   from: { type: 'string' },
@@ -120,7 +126,7 @@ export async function run(argv: string[]): Promise<number> {
   const format = { json: values.json, md: values.md, html: values.html };
   if (values.from !== undefined) {
     if (cmd.length > 0) throw new UsageError('--from re-diagnoses a recorded run: give no command (gpuwise doctor --from RUN_DIR)');
-    for (const flag of ['steps', 'out', 'store', 'profile-at', 'profile-steps'] as const)
+    for (const flag of ['steps', 'out', 'store', 'profile-at', 'profile-steps', 'no-serve'] as const)
       if (values[flag] !== undefined) throw new UsageError(`--${flag} is for a new run, not for --from`);
     if (values.html !== undefined) checkHtmlTarget(values.html, [values.from]);
     printDoctorReport(await rediagnoseRunDir(values.from), format, 'gpuwise doctor');
@@ -146,11 +152,14 @@ export async function run(argv: string[]): Promise<number> {
   if (profileAt !== undefined) probeEnv.GPUWISE_PROFILE_AT = String(profileAt);
   if (profileSteps !== undefined) probeEnv.GPUWISE_PROFILE_STEPS = String(profileSteps);
 
+  // A `gpuwise serve` on the run's store follows the run live (fail-open: it never slows or stops the run).
+  const feed = values['no-serve'] ? null : await feedServe(values.store, cmd, runDir, started.getTime());
   let probeRun: ProbeRun;
   try {
     // Under --json/--md stdout holds the report alone (`doctor --json -- ... | jq`): the command's output goes to stderr.
-    probeRun = await startProbeRun({ cmd, runDir, env: probeEnv, output: values.json || values.md ? 'stderr' : undefined });
+    probeRun = await startProbeRun({ cmd, runDir, env: probeEnv, output: values.json || values.md ? 'stderr' : undefined, onRecord: feed ? (r) => feed.push(r) : undefined });
   } catch (e) {
+    await feed?.finish(2, null, null);
     if (created) rmSync(runDir, { recursive: true, force: true }); // created by this run, holds nothing
     throw e;
   }
@@ -185,7 +194,7 @@ export async function run(argv: string[]): Promise<number> {
     writeFileSync(join(runDir, 'report.json'), `${JSON.stringify(report, null, 2)}\n`, { flag: 'wx' });
     reportKept = true;
     // The Markdown and HTML copies are a convenience: failing to write them must not cost the run its exit status.
-    html = renderDoctorHtml(report);
+    html = renderDoctorHtml(report, inlineAssets());
     writeFileSync(join(runDir, 'report.md'), renderDoctorMarkdown(report), { flag: 'wx' });
     writeFileSync(join(runDir, 'report.html'), html, { flag: 'wx' });
   } catch (e) {
@@ -198,18 +207,36 @@ export async function run(argv: string[]): Promise<number> {
   else process.stdout.write(`\n${renderDoctorText(report)}`);
   if (values.html !== undefined) {
     try {
-      writeReportFile(values.html, html ?? renderDoctorHtml(report), cmd.slice(1), '--html');
+      writeReportFile(values.html, html ?? renderDoctorHtml(report, inlineAssets()), cmd.slice(1), '--html');
       process.stderr.write(`gpuwise doctor: wrote ${values.html}\n`);
     } catch (e) {
       process.stderr.write(`gpuwise doctor: warning: ${values.html} not written (${(e as Error).message}); the same page is ${join(runDir, 'report.html')}\n`);
     }
   }
-  await saveToHistory(report, values.store);
+  const savedAs = await saveToHistory(report, values.store);
+  await feed?.finish(exit.code, exit.signal, savedAs);
   return exit.code;
 }
 
-/** Saves the run in the history; a store that cannot be written costs one warning line, never the exit code. */
-async function saveToHistory(report: DoctorReport, storeFlag: string | undefined): Promise<void> {
+/** The live feed to the servers of the store; null when none runs or the store cannot be named. */
+async function feedServe(storeFlag: string | undefined, cmd: string[], runDir: string, startedAtMs: number): Promise<RunFeed | null> {
+  try {
+    const { storeDir } = await import('../io/runStore.js');
+    const dir = storeDir(storeFlag);
+    return startRunFeed(dir, { command: cmd, runDir, startedAtMs, pid: process.pid }, (line) => {
+      try {
+        process.stderr.write(`${line}\n`);
+      } catch {
+        // stderr is gone: the note is not worth more
+      }
+    });
+  } catch {
+    return null;
+  }
+}
+
+/** Saves the run in the history; a store that cannot be written costs one warning line, never the exit code. Returns the run's id. */
+async function saveToHistory(report: DoctorReport, storeFlag: string | undefined): Promise<string | null> {
   let where = storeFlag ?? process.env.GPUWISE_STORE ?? '~/.gpuwise';
   try {
     const { saveRun, storeDir, storePath } = await import('../io/runStore.js');
@@ -217,9 +244,11 @@ async function saveToHistory(report: DoctorReport, storeFlag: string | undefined
     where = storePath(dir);
     const id = await saveRun(dir, report, { cwd: process.cwd(), hostname: hostname() });
     process.stderr.write(`gpuwise doctor: saved as run ${id} in ${where} (gpuwise runs; gpuwise compare last~1 last)\n`);
+    return id;
   } catch (e) {
     process.stderr.write(
       `gpuwise doctor: warning: run not saved in the history (${e instanceof InputError ? e.message : `${where}: ${(e as Error)?.message ?? String(e)}`}); the run directory ${report.run.runDir} has it all\n`,
     );
+    return null;
   }
 }

@@ -4,7 +4,8 @@
  * build's rules (doctor/rediagnose.ts). Nothing is written into the run directory.
  */
 import { writeFileSync } from 'node:fs';
-import { renderDoctorHtml } from '../doctor/html.js';
+import { inlineAssets } from '../serve/assets.js';
+import { renderDoctorHtml } from '../serve/pages/runs.js';
 import { renderDoctorMarkdown } from '../doctor/markdown.js';
 import { recordedRunInput } from '../doctor/rediagnose.js';
 import { renderDoctorText } from '../doctor/render.js';
@@ -54,7 +55,7 @@ export function printDoctorReport(report: DoctorReport, format: ReportFormat, to
   else if (format.md) process.stdout.write(renderDoctorMarkdown(report));
   else if (format.html === undefined) process.stdout.write(renderDoctorText(report));
   if (format.html !== undefined) {
-    writeFileSync(format.html, renderDoctorHtml(report));
+    writeFileSync(format.html, renderDoctorHtml(report, inlineAssets()));
     process.stderr.write(`${tool}: wrote ${format.html}\n`);
   }
 }

@@ -5,6 +5,7 @@
 import { join } from 'node:path';
 import { storeDir as resolveStoreDir } from '../io/runStore.js';
 import { isLoopbackBind } from '../serve/access.js';
+import { removeDiscovery, writeDiscovery } from '../serve/discovery.js';
 import { LiveHub } from '../serve/liveHub.js';
 import { LiveRuns } from '../serve/liveRuns.js';
 import { startServer } from '../serve/server.js';
@@ -29,6 +30,9 @@ Options:
   --max-upload SIZE  largest upload accepted (default 2GiB; e.g. 512MiB)
   --token T          the access token (default: random; also $GPUWISE_SERVE_TOKEN)
   -h, --help         this help
+
+A \`gpuwise doctor\` on the same store shows here live while it runs (DIR/serve-PID.json tells it where;
+doctor --no-serve opts out).
 
 Prints one line, "gpuwise serve: URL", then serves until interrupted (Ctrl-C). Exit status: 0; 2 for bad
 usage or a port that cannot be opened.
@@ -78,6 +82,15 @@ export async function run(argv: string[]): Promise<number> {
       throw new UsageError(`cannot listen on ${host}:${port}: ${code === 'EADDRINUSE' ? 'the port is in use' : (e as Error).message}`);
     throw e;
   }
+  // The discovery file lets a `gpuwise doctor` on this store stream its run here (serve/discovery.ts).
+  let discovery: string | null = null;
+  try {
+    discovery = writeDiscovery(dir, { url: server.url, token: server.token, pid: process.pid, startedAtMs: Date.now() });
+  } catch (e) {
+    process.stderr.write(`gpuwise serve: note: ${dir} has no discovery file (${(e as Error).message}): doctor runs will not show here live\n`);
+  }
+  const forget = () => discovery && removeDiscovery(discovery);
+  process.once('exit', forget);
   const loopback = isLoopbackBind(host);
   process.stdout.write(`gpuwise serve: ${server.tokenUrl}\n`);
   if (!loopback) process.stderr.write(`gpuwise serve: listening on ${host}: every request needs the token above (it is in the URL; the page then keeps it in a cookie)\n`);
@@ -87,6 +100,7 @@ export async function run(argv: string[]): Promise<number> {
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
   });
+  forget();
   await server.close();
   return 0;
 }

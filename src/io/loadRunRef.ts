@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DoctorReport } from '../doctor/report.js';
 import { parseDoctorReport } from '../doctor/reportCheck.js';
-import { renderDoctorHtml } from '../doctor/html.js';
+import { renderDoctorHtml } from '../serve/pages/runs.js';
 import { renderDoctorMarkdown } from '../doctor/markdown.js';
 import { renderDoctorText } from '../doctor/render.js';
 import { compareRuns } from '../history/compare.js';
@@ -51,7 +51,7 @@ export function readableReport(report: DoctorReport, where: string): DoctorRepor
     const clean = stripControlChars(report);
     renderDoctorText(clean);
     renderDoctorMarkdown(clean);
-    renderDoctorHtml(clean);
+    renderDoctorHtml(clean, { uplotJs: '', uplotCss: '' }); // the page around the report; uPlot plays no part in the check
     const run = { label: where, id: null, report: clean };
     const c = compareRuns(run, run);
     renderComparisonText(c);

@@ -5,15 +5,19 @@
  * builder, the profiler window and snapshots read by the same readers), saves it in the history and answers
  * with the report.
  *
- * Endpoints (POST, JSON or NDJSON bodies): `start` {command, runDir, pid?} -> {id}; `records?id=` probe records
- * as JSON lines; `end?id=` {exitCode, signal?, notes?} -> {runId, report, html, text}.
+ * Endpoints (POST, JSON or NDJSON bodies): `start` {command, runDir, pid?, client?} -> {id}; `records?id=` probe
+ * records as JSON lines; `end?id=` {exitCode, signal?, notes?} -> {runId, report, html, text}. A client that builds
+ * and saves the report itself (`gpuwise doctor`, through runFeed.ts) ends with {exitCode, savedRunId}: the server
+ * then builds nothing and points the run's viewers at the saved run. An ended run's id keeps leading to its saved
+ * run (`run?id=`, `api/run?id=`) for the last ENDED_KEPT runs.
  * Bounded: at most MAX_RUNS runs in progress, MAX_RECORDS records each (step records past it are thinned by the
  * report's own timeline rule), and a run nobody fed for ABANDON_MS is dropped.
  */
 import { hostname } from 'node:os';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { VERSION } from '../cli/version.js';
-import { renderDoctorHtml } from '../doctor/html.js';
+import { inlineAssets } from './assets.js';
+import { renderDoctorHtml } from './pages/runs.js';
 import { type ProbeRecord, type StepRecord, parseProbeLines, rankOf } from '../doctor/records.js';
 import { renderDoctorText } from '../doctor/render.js';
 import { type DoctorReport, type SnapshotInput, type TraceInput, buildDoctorReport } from '../doctor/report.js';
@@ -31,6 +35,7 @@ import { RefusedError, readBody } from './requestBody.js';
 export const MAX_RUNS = 8;
 export const MAX_RECORDS = 200_000;
 export const ABANDON_MS = 3_600_000;
+const ENDED_KEPT = 64;
 /** GPU samples kept per run in progress (an hour at 1 Hz; the report's charts thin them anyway). */
 const MAX_GPU_SAMPLES = 3_600;
 
@@ -39,7 +44,12 @@ export interface LiveRun {
   command: string[];
   runDir: string;
   startedAtMs: number;
+  /** Who feeds it: 'notebook' (the default) or 'doctor' (a CLI run that saves its own report). */
+  client: string;
+  pid: number | null;
   lastFedMs: number;
+  steps: number;
+  lastStep: number | null;
   records: ProbeRecord[];
   skippedLines: number;
   gpuSamples: Snapshot[];
@@ -54,6 +64,8 @@ function stepEvent(r: StepRecord): string {
 
 export class LiveRuns {
   private readonly runs = new Map<string, LiveRun>();
+  /** Ended runs: live id -> the id the run was saved under (null: not saved). */
+  private readonly ended = new Map<string, string | null>();
   private readonly sweeper: NodeJS.Timeout;
 
   constructor(
@@ -97,17 +109,38 @@ export class LiveRuns {
     return this.runs.get(id) ?? null;
   }
 
-  inProgress(): { id: string; command: string[]; startedAtMs: number }[] {
-    return [...this.runs.values()].map((r) => ({ id: r.id, command: r.command, startedAtMs: r.startedAtMs }));
+  /** The saved run an ended live run became: undefined when `id` is no ended run, null when it was not saved. */
+  endedAs(id: string): string | null | undefined {
+    return this.ended.get(id);
+  }
+
+  private markEnded(id: string, runId: string | null): void {
+    this.ended.set(id, runId);
+    if (this.ended.size > ENDED_KEPT) this.ended.delete(this.ended.keys().next().value as string);
+  }
+
+  inProgress(): { id: string; command: string[]; startedAtMs: number; client: string; pid: number | null; steps: number }[] {
+    return [...this.runs.values()].map((r) => ({ id: r.id, command: r.command, startedAtMs: r.startedAtMs, client: r.client, pid: r.pid, steps: r.steps }));
   }
 
   state(r: LiveRun): unknown {
-    return { id: r.id, inProgress: true, command: r.command, runDir: r.runDir, startedAtMs: r.startedAtMs, records: r.records.length };
+    return {
+      id: r.id,
+      inProgress: true,
+      client: r.client,
+      pid: r.pid,
+      command: r.command,
+      runDir: r.runDir,
+      startedAtMs: r.startedAtMs,
+      records: r.records.length,
+      steps: r.steps,
+      lastStep: r.lastStep,
+    };
   }
 
   page(r: LiveRun): string {
     const steps = r.records.filter((x): x is StepRecord => x.type === 'step').slice(-5000);
-    return runInProgressPage(r.id, r.command, steps.map((s) => JSON.parse(stepEvent(s)) as LiveStep));
+    return runInProgressPage(r.id, r.command, steps.map((s) => JSON.parse(stepEvent(s)) as LiveStep), r.client);
   }
 
   subscribe(r: LiveRun, res: ServerResponse): boolean {
@@ -133,20 +166,26 @@ export class LiveRuns {
       if (this.runs.size >= MAX_RUNS) throw new RefusedError(503, `${MAX_RUNS} runs already in progress`);
       const body = parseJsonBody(await readBody(req, 1 << 20));
       const command = Array.isArray(body.command) ? body.command.map(String).slice(0, 200) : ['(notebook cell)'];
+      const client = body.client === 'doctor' ? 'doctor' : 'notebook';
       const id = `live-${Date.now().toString(36)}${Math.floor(Math.random() * 36 ** 4).toString(36)}`;
       const run: LiveRun = {
         id,
         command,
         runDir: typeof body.runDir === 'string' ? body.runDir : '',
         startedAtMs: typeof body.startedAtMs === 'number' ? body.startedAtMs : Date.now(),
+        client,
+        pid: typeof body.pid === 'number' && Number.isInteger(body.pid) ? body.pid : null,
         lastFedMs: Date.now(),
+        steps: 0,
+        lastStep: null,
         records: [],
         skippedLines: 0,
         gpuSamples: [],
         viewers: new Set(),
         stopSampling: () => undefined,
       };
-      if (this.hub) run.stopSampling = this.hub.onSample((s) => run.gpuSamples.length < MAX_GPU_SAMPLES && run.gpuSamples.push(s));
+      // doctor samples the GPUs itself for its report.
+      if (this.hub && client !== 'doctor') run.stopSampling = this.hub.onSample((s) => run.gpuSamples.length < MAX_GPU_SAMPLES && run.gpuSamples.push(s));
       this.runs.set(id, run);
       return json(200, { id });
     }
@@ -162,7 +201,11 @@ export class LiveRuns {
           continue;
         }
         run.records.push(r);
-        if (r.type === 'step') this.send(run, 'step', stepEvent(r));
+        if (r.type === 'step') {
+          run.steps++;
+          run.lastStep = Math.max(run.lastStep ?? r.step, r.step);
+          this.send(run, 'step', stepEvent(r));
+        }
       }
       return json(200, { accepted: records.length, skipped: skippedLines });
     }
@@ -171,6 +214,14 @@ export class LiveRuns {
       const code = typeof body.exitCode === 'number' ? body.exitCode : 0;
       const notes = Array.isArray(body.notes) ? body.notes.map(String).slice(0, 20) : [];
       run.stopSampling();
+      if ('savedRunId' in body) {
+        // The client built and saved the report itself (doctor): nothing to build, the viewers go to the saved run.
+        const savedRunId = typeof body.savedRunId === 'string' && /^[A-Za-z0-9._-]{1,80}$/.test(body.savedRunId) ? body.savedRunId : null;
+        this.send(run, 'end', JSON.stringify({ runId: savedRunId }));
+        this.drop(run);
+        this.markEnded(run.id, savedRunId);
+        return json(200, { runId: savedRunId });
+      }
       const report = await this.report(run, code, notes);
       let runId: string | null = null;
       let saveError: string | null = null;
@@ -181,7 +232,8 @@ export class LiveRuns {
       }
       this.send(run, 'end', JSON.stringify({ runId }));
       this.drop(run);
-      return json(200, { runId, saveError, report, html: renderDoctorHtml(report), text: renderDoctorText(report) });
+      this.markEnded(run.id, runId);
+      return json(200, { runId, saveError, report, html: renderDoctorHtml(report, inlineAssets()), text: renderDoctorText(report) });
     }
     throw new RefusedError(400, `unknown action '${action}'`);
   }

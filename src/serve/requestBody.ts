@@ -4,7 +4,7 @@ import type { IncomingMessage } from 'node:http';
 /** The request asked for more than the server takes, or for nothing it has: the server answers with `status`. */
 export class RefusedError extends Error {
   constructor(
-    readonly status: 413 | 503 | 400,
+    readonly status: 413 | 503 | 400 | 404,
     message: string,
   ) {
     super(message);

@@ -10,21 +10,21 @@ import { createReadStream, statSync } from 'node:fs';
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { renderDoctorHtml } from '../doctor/html.js';
+
 import { compareRuns } from '../history/compare.js';
 import { InputError } from '../io/inputError.js';
 import { listRuns, loadRun, resolveRunRef, storePath } from '../io/runStore.js';
 import { renderHtml as renderMemoryHtml } from '../memory/render/html.js';
 import { renderHtml as renderAnalyzeHtml } from '../report/html.js';
 import { type AccessRequest, TOKEN_COOKIE, decideAccess, isLoopbackBind } from './access.js';
-import { type Asset, loadAssets } from './assets.js';
+import { type Asset, inlineAssets, loadAssets } from './assets.js';
 import type { LiveHub } from './liveHub.js';
 import type { LiveRuns } from './liveRuns.js';
 import { OpenReports } from './openReports.js';
 import { errorPage } from './pages/layout.js';
 import { livePage } from './pages/live.js';
 import { memoryPage, reportsIndexPage, tracePage } from './pages/reports.js';
-import { comparePage, runPage, runsListPage } from './pages/runs.js';
+import { comparePage, renderDoctorHtml, runPage, runsListPage } from './pages/runs.js';
 import { RefusedError, readBody } from './requestBody.js';
 
 export const SERVE_SCHEMA_VERSION = 1;
@@ -91,7 +91,10 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   const store = o.storeDir;
 
   async function loadStoredRun(ref: string) {
-    const id = await resolveRunRef(store, ref);
+    // A run that was followed live keeps its live id: it leads to the run it was saved as.
+    const endedAs = o.liveRuns.endedAs(ref);
+    if (endedAs === null) throw new RefusedError(404, 'this run ended but was not saved in the history (its client said why)');
+    const id = await resolveRunRef(store, endedAs ?? ref);
     return { id, ...(await loadRun(store, id)) };
   }
 
@@ -110,7 +113,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
         const r = await loadStoredRun(id);
         return sendHtml(res, 200, runPage(r.report, { id: r.id }));
       }
-      if (p === '/run-report') return sendHtml(res, 200, renderDoctorHtml((await loadStoredRun(param(url, 'id'))).report));
+      if (p === '/run-report') return sendHtml(res, 200, renderDoctorHtml((await loadStoredRun(param(url, 'id'))).report, inlineAssets()));
       if (p === '/compare') {
         const [a, b] = [await loadStoredRun(param(url, 'a')), await loadStoredRun(param(url, 'b'))];
         const c = compareRuns({ label: a.id, id: a.id, report: a.report }, { label: b.id, id: b.id, report: b.report });

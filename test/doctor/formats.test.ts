@@ -1,16 +1,20 @@
 /** The doctor report as Markdown and HTML, from real probe records of tiny_train.py (CPU torch). */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { byteUnit, niceStep, renderDoctorHtml, thin } from '../../src/doctor/html.js';
 import { renderDoctorMarkdown, sparkline } from '../../src/doctor/markdown.js';
 import type { ProbeRecord, StepRecord } from '../../src/run/records.js';
 import type { DoctorReport } from '../../src/doctor/report.js';
 import { STEP_TIMELINE_MAX_POINTS, stepTimelineOf } from '../../src/run/steps.js';
 import { doctorReportProblem } from '../../src/doctor/reportCheck.js';
+import { inlineAssets } from '../../src/serve/assets.js';
+import { type RunChartData, renderDoctorHtml, runPage } from '../../src/serve/pages/runs.js';
 import { fmtMs } from '../../src/util/format.js';
 import { onGpu, probeRecords, reportOf } from '../history/reports.js';
 import { SKIP_PYTHON } from './helpers.js';
 
-const svgs = (html: string) => html.match(/<svg[^>]*aria-label="([^"]+)"/g)?.map((s) => /aria-label="([^"]+)"/.exec(s)?.[1]) ?? [];
+const fileOf = (r: DoctorReport) => renderDoctorHtml(r, inlineAssets());
+/** The chart data a page embeds for its script. */
+const chartsOf = (html: string) => (JSON.parse(/<script type="application\/json" id="gw-data">([^<]*)<\/script>/.exec(html)?.[1] ?? 'null') as { charts: RunChartData }).charts;
+const noscripts = (html: string) => [...html.matchAll(/<noscript>([\s\S]*?)<\/noscript>/g)].map((m) => m[1] ?? '');
 
 describe.skipIf(SKIP_PYTHON)('doctor report as Markdown and HTML (real probe records)', () => {
   let records: ProbeRecord[];
@@ -45,30 +49,46 @@ describe.skipIf(SKIP_PYTHON)('doctor report as Markdown and HTML (real probe rec
     expect(md).toContain('Not sampled (no GPU in the test)');
   });
 
-  it('HTML: one offline page, no script, the step chart per rank', () => {
-    const html = renderDoctorHtml(cpu);
+  it('HTML: the serve run page as one offline file, uPlot inline, the step chart per rank, tables without JS', () => {
+    const html = fileOf(cpu);
     expect(html.startsWith('<!doctype html>')).toBe(true);
-    expect(html).not.toMatch(/<script|src="http|href="http/i);
-    expect(svgs(html)).toEqual(['step time per step']);
-    // One point per step after the warm-up step: 11 steps, a path of 11 points for the step time and 11 for the wait.
-    const paths = [...html.matchAll(/<path d="([^"]+)"/g)].map((m) => (m[1]?.match(/[ML]/g) ?? []).length);
-    expect(paths).toEqual([11, 11]);
+    // Everything inline: no script, style sheet or link that would need a server or the network.
+    expect(html).not.toMatch(/<script[^>]* src=|<link rel="stylesheet"|src="http|href="http/i);
+    expect(html).toContain(inlineAssets().uplotJs.slice(0, 200));
+    expect(html).toContain('window.gw = ');
+    // One point per step after the warm-up step: 11 steps, step time and DataLoader wait.
+    const c = chartsOf(html);
+    expect(c.steps).toHaveLength(1);
+    expect(c.steps[0]?.step).toEqual([2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+    expect(c.steps[0]?.stepMs.every((v) => v !== null && v > 0)).toBe(true);
+    expect(c.steps[0]?.waitMs.every((v) => v > 0)).toBe(true);
+    expect(html).toContain('<div id="chart-steps" class="chart"></div>');
     expect(html).toContain(`<td>${fmtMs((cpu.ranks[0]?.steps.medianS ?? 0) * 1e9)}</td>`);
+    // Without JavaScript the chart's figures read as a table: all 11 points (12 at most are shown).
+    const [steps] = noscripts(html);
+    expect(steps?.match(/<tr><td>\d+<\/td>/g)).toHaveLength(11);
+    // The same sections as the dashboard's run page: one design.
+    const served = runPage(cpu, { id: 'x' });
+    for (const id of ['findings', 'steps', 'environment']) {
+      const part = (h: string) => h.slice(h.indexOf(`id="${id}"`), h.indexOf('</', h.indexOf(`id="${id}"`) + 200));
+      expect(part(html)).toBe(part(served));
+    }
+    expect(html).not.toContain('<nav><b>gpuwise</b><a href=');
+    expect(served).toContain('<script src="assets/uplot.js">');
   });
 
-  it('with GPUs: memory and utilisation over time, allocator beside NVML in words and as levels', () => {
+  it('with GPUs: memory and utilisation over time per GPU, allocator beside NVML in words', () => {
     const g = onGpu(records, 30);
     const r = reportOf(g.records, { gpuSamples: g.samples, gpuUnavailableReason: null });
-    const html = renderDoctorHtml(r);
-    expect(svgs(html)).toEqual(['step time per step', 'GPU memory used over time', 'GPU utilisation over time']);
-    expect(html).toContain('GPU 0 used (NVML)');
-    expect(html).toContain('GPU 1 used (NVML)');
-    expect(html).toMatch(/pid \d+ process \(NVML\)/);
-    expect(html).toMatch(/pid \d+ peak reserved: 30\.0 GiB/);
-    // Round memory ticks up to the GPU's 141 GiB: 0, 50, 100, 150 GiB, and the total as a level.
-    const memSvg = html.slice(html.indexOf('aria-label="GPU memory used over time"'));
-    for (const tick of ['>0<', '>50 GiB<', '>100 GiB<', '>150 GiB<']) expect(memSvg).toContain(tick);
-    expect(memSvg).toContain('GPU total 141 GiB');
+    const html = fileOf(r);
+    const c = chartsOf(html);
+    expect(c.gpus.map((x) => x.label)).toEqual(['GPU 0', 'GPU 1']);
+    expect(c.gpus[0]?.tS).toHaveLength(8);
+    expect(Math.max(...((c.gpus[0]?.usedGiB ?? []) as number[]))).toBeCloseTo(30.75, 2);
+    expect(c.gpus[0]?.util.slice(1).every((v) => v === 93)).toBe(true);
+    expect(html).toContain('<td>30.8 GiB of 141 GiB</td>');
+    expect(html).toContain('id="chart-gpus"');
+    expect(noscripts(html).filter((n) => n.includes('over time (the chart needs JavaScript)'))).toHaveLength(2);
     // NVML saw 30.5 GiB for the process at most; the allocator reserved 30 GiB: 512 MiB of context and other.
     const line = 'reserved 30.0 GiB + CUDA context and other 512 MiB = 30.5 GiB seen by NVML';
     expect(html).toContain(line);
@@ -80,17 +100,19 @@ describe.skipIf(SKIP_PYTHON)('doctor report as Markdown and HTML (real probe rec
 
   it('escapes what the user typed and renders an older report and what-ifs', () => {
     const r = reportOf(records, { command: ['python', 'train.py', '--tag', '<script>alert(1)</script>'] });
-    const html = renderDoctorHtml(r);
-    expect(html).not.toContain('<script>');
+    const html = fileOf(r);
+    expect(html).not.toContain('<script>alert');
+    expect(html).not.toContain('</script>alert');
     expect(html).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
     // A report saved before stepTimeline existed, with what-ifs (one malformed entry left out).
     const saved = JSON.parse(JSON.stringify(r)) as Omit<DoctorReport, 'whatIfs'> & { whatIfs: unknown[] };
     for (const x of saved.ranks) delete x.stepTimeline;
     saved.whatIfs = [{ title: 'batch 48 fits', text: 'predicted 71 GiB of 80' }, { title: 3 }];
     const old = saved as unknown as DoctorReport;
-    const oldHtml = renderDoctorHtml(old);
+    const oldHtml = fileOf(old);
     expect(oldHtml).toContain('no per-step timeline');
-    expect(oldHtml).toContain('<li><b>batch 48 fits</b>: predicted 71 GiB of 80</li>');
+    expect(oldHtml).toContain('<td>batch 48 fits</td>');
+    expect(oldHtml).toContain('<td>predicted 71 GiB of 80</td>');
     const oldMd = renderDoctorMarkdown(old);
     // the what-ifs, then the set-up's guesses labelled as such (every format shows them)
     expect(oldMd).toContain('### What-ifs (planner, calibrated on this run)\n\n- **batch 48 fits**: predicted 71 GiB of 80\n');
@@ -99,20 +121,6 @@ describe.skipIf(SKIP_PYTHON)('doctor report as Markdown and HTML (real probe rec
 });
 
 describe('chart helpers', () => {
-  it('thinning keeps every spike and the order of the points', () => {
-    const xs = Array.from({ length: 10_000 }, (_, i) => i);
-    const ys = xs.map((i) => (i === 7777 ? 500 : i % 7));
-    const t = thin(xs, ys, 900);
-    expect(t.xs).toHaveLength(900);
-    expect(Math.max(...(t.ys as number[]))).toBe(500);
-    expect([...t.xs].sort((a, b) => a - b)).toEqual(t.xs);
-  });
-
-  it('axis steps are round numbers, memory in its binary unit', () => {
-    expect([niceStep(141, 4), niceStep(0.118, 4), niceStep(59, 5), niceStep(9, 4)]).toEqual([50, 0.05, 20, 2.5]);
-    expect([byteUnit(500), byteUnit(3 * 1024 ** 2), byteUnit(141 * 1024 ** 3)]).toEqual([1, 1024 ** 2, 1024 ** 3]);
-  });
-
   it('a sparkline is the maximum of each bucket, scaled to the top', () => {
     expect(sparkline([0, 1, 2, 3, 4, 5, 6, 7])).toBe('▁▂▃▄▅▆▇█');
     expect(sparkline([null, 10, null], 48, 10)).toBe('·█·');

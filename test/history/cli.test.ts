@@ -131,7 +131,7 @@ describe.skipIf(SKIP_PYTHON)('doctor, runs and compare on a starved DataLoader a
     expect(readFileSync(html, 'utf8')).toBe(readFileSync(join(fixed, 'report.html'), 'utf8'));
     expect(fixedRun.stderr).toContain(`gpuwise doctor: wrote ${html}`);
     // An existing gpuwise page may be replaced by the next run.
-    expect(readFileSync(html, 'utf8')).toMatch(/^<!doctype html>[\s\S]*aria-label="step time per step"/);
+    expect(readFileSync(html, 'utf8')).toMatch(/^<!doctype html>[\s\S]*<div id="chart-steps" class="chart"><\/div>[\s\S]*"charts":{"steps":\[{"label":"pid \d+","step":\[2,/);
   });
 
   it('gpuwise runs lists both, newest first', async () => {

@@ -7,7 +7,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { renderDoctorHtml } from '../../src/doctor/html.js';
+import { renderDoctorHtml } from '../../src/serve/pages/runs.js';
 import { renderDoctorMarkdown } from '../../src/doctor/markdown.js';
 import { renderDoctorText } from '../../src/doctor/render.js';
 import { buildDoctorReport } from '../../src/doctor/report.js';
@@ -121,7 +121,7 @@ describe('mutated real records never break the report', () => {
         expect(report.run.exitCode).toBe(7);
         renderDoctorText(report);
         renderDoctorMarkdown(report);
-        renderDoctorHtml(report);
+        renderDoctorHtml(report, { uplotJs: '', uplotCss: '' });
         // what the history stores must read back as a report
         expect(doctorReportProblem(JSON.parse(JSON.stringify(report)))).toBeNull();
       }),

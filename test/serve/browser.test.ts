@@ -3,12 +3,18 @@
  * content, that its uPlot charts drew (a canvas with the points), that no request leaves the server (offline, no
  * CDN), and no script error. GPUWISE_SCREENSHOTS=DIR saves a screenshot of each page there.
  */
-import { mkdirSync, readFileSync, statSync } from 'node:fs';
+import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Browser, HTTPRequest, Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { DoctorReport } from '../../src/doctor/report.js';
+import { loadRun } from '../../src/io/runStore.js';
+import { parseProbeLines } from '../../src/run/records.js';
+import { inlineAssets } from '../../src/serve/assets.js';
+import { renderDoctorHtml } from '../../src/serve/pages/runs.js';
+import { onGpu, reportOf } from '../history/reports.js';
 import { OOM_SNAPSHOT, RUNS, TRACES, makeRecording, makeRunStore } from './fixtures.js';
 import { browserMissing, launchBrowser } from './browser.js';
 import { type Served, fakeNvml, scratch, serveOn } from './helpers.js';
@@ -70,14 +76,50 @@ describe.skipIf(missing !== null)('pages in chromium', () => {
     await shoot('runs');
   });
 
-  it('a run: verdict first, findings, step-time chart drawn, the full report loaded below', async () => {
+  it('a run: verdict first, findings, step-time chart drawn, then the whole report: tables, environment, captures', async () => {
     await visit(`run?id=${ids.starved_dataloader}`);
     expect(await text('#verdict')).toMatch(/DataLoader/);
     expect(await page.$$eval('#findings .finding', (x) => x.length)).toBeGreaterThan(0);
     expect(await drawn('#chart-steps')).toBeGreaterThan(10);
-    const frame = page.frames().find((f) => f.url().includes('run-report'));
-    expect(await frame?.$eval('h1', (h) => h.textContent)).toBe('gpuwise doctor');
+    expect(await page.$$eval('#steps tbody tr', (x) => x.length)).toBe(1);
+    expect(await text('#environment')).toMatch(/torch/);
+    expect(await page.$$eval('iframe', (x) => x.length)).toBe(0);
     await shoot('run');
+  });
+
+  it("the run's --html file: the same page offline (file://, uPlot inline), its charts drawn, nothing fetched; tables without JS", async () => {
+    const { report } = await loadRun(s.store, ids.starved_dataloader!);
+    const r = JSON.parse(JSON.stringify(report)) as DoctorReport;
+    const g = onGpu(parseProbeLines(readFileSync(join(RUNS, 'starved_dataloader', 'probe.jsonl'), 'utf8')).records, 30);
+    const withGpus = reportOf(g.records, { gpuSamples: g.samples, gpuUnavailableReason: null, command: r.run.command });
+    const dir = scratch('html-file');
+    const file = join(dir, 'report.html');
+    writeFileSync(file, renderDoctorHtml(withGpus, inlineAssets()));
+    const offline = await browser.newPage();
+    const fetched: string[] = [];
+    const errs: string[] = [];
+    offline.on('request', (q) => q.url() !== `file://${file}` && !q.url().startsWith('data:') && fetched.push(q.url()));
+    offline.on('pageerror', (e) => errs.push(String(e)));
+    await offline.setViewport({ width: 1280, height: 900 });
+    await offline.goto(`file://${file}`, { waitUntil: 'load' });
+    const drawnIn = (sel: string) => offline.$$eval(sel, (els) => els.map((el) => (el.querySelector('canvas') ? Number(el.getAttribute('data-drawn') ?? 0) : 0)));
+    const steps = withGpus.ranks[0]!.stepTimeline!.step.length - 1;
+    expect(await drawnIn('#chart-steps')).toEqual([steps]);
+    expect(await drawnIn('#chart-gpus .chart')).toEqual([8, 8]);
+    expect(await offline.$eval('#verdict', (e) => e.textContent)).toMatch(/DataLoader/);
+    expect(fetched).toEqual([]);
+    expect(errs).toEqual([]);
+    if (SHOTS) await offline.screenshot({ path: join(SHOTS, 'doctor-html-file.png'), fullPage: true });
+    // Without JavaScript: no chart, but the <noscript> tables of their figures, and every other table.
+    await offline.setJavaScriptEnabled(false);
+    await offline.goto(`file://${file}`, { waitUntil: 'load' });
+    expect(await offline.$$eval('canvas', (x) => x.length)).toBe(0);
+    expect(await offline.$$eval('noscript + *, main table', (x) => x.length)).toBeGreaterThan(4);
+    const visibleRows = await offline.evaluate(() => Array.from(document.querySelectorAll('main table tr')).filter((tr) => (tr as HTMLElement).offsetHeight > 0).length);
+    expect(visibleRows).toBeGreaterThan(30);
+    // biome-ignore lint/performance/useDomNodeTextContent: the text as rendered, what a reader without JS sees
+    expect(await offline.evaluate(() => document.body.innerText)).toContain('step time per step (pid');
+    await offline.close();
   });
 
   it('compare: A against B, and both runs on one chart', async () => {
@@ -201,10 +243,16 @@ describe.skipIf(missing !== null)('pages in chromium', () => {
     const timed = steps.filter((l) => JSON.parse(l).stepTimeS !== null && JSON.parse(l).step > 1).length;
     await page.waitForFunction((n) => Number(document.getElementById('chart-steps')?.getAttribute('data-drawn') ?? 0) >= n, { timeout: 15_000 }, timed);
     expect(await text('#steps-seen')).toBe(String(Math.max(...steps.map((l) => JSON.parse(l).step))));
+    // The allocator's memory after each step that reports it (CUDA), on its own chart.
+    const withMemory = steps.filter((l) => JSON.parse(l).memory?.reservedBytes != null).length;
+    expect(withMemory).toBeGreaterThan(0);
+    await page.waitForFunction((n) => Number(document.getElementById('chart-memory')?.getAttribute('data-drawn') ?? 0) >= n, { timeout: 15_000 }, withMemory);
     await shoot('run-in-progress');
     const end = await post(`api/runs/live/end?id=${id}`, JSON.stringify({ exitCode: 0 }));
     await page.waitForSelector('#run-status a', { timeout: 15_000 });
     expect(await page.$eval('#run-status a', (a) => a.getAttribute('href'))).toBe(`run?id=${encodeURIComponent(end.runId)}`);
+    // Then the saved report replaces the live view.
+    await page.waitForFunction((runId) => location.search === `?id=${encodeURIComponent(runId)}` && document.getElementById('verdict') !== null, { timeout: 15_000 }, end.runId);
   });
 
   it('loaded nothing from another origin and raised no script error', () => {

@@ -8,7 +8,8 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { renderDoctorHtml } from '../../src/doctor/html.js';
+import { inlineAssets } from '../../src/serve/assets.js';
+import { renderDoctorHtml } from '../../src/serve/pages/runs.js';
 import { loadRun } from '../../src/io/runStore.js';
 import { escapeHtml } from '../../src/util/html.js';
 import { LIVE_SCHEMA_VERSION, type LiveFrame, type LiveHistory } from '../../src/serve/liveFrame.js';
@@ -79,7 +80,7 @@ describe('Runs', () => {
     expect(report.whatIfs.length).toBeGreaterThan(0);
     for (const w of report.whatIfs) expect(r.body).toContain(escapeHtml(w.title));
     const full = await http(u(`run-report?id=${ids.starved_dataloader}`));
-    expect(full.body).toBe(renderDoctorHtml(report));
+    expect(full.body).toBe(renderDoctorHtml(report, inlineAssets()));
     // A unique prefix and last~N work as on the command line.
     expect((await http(u(`run?id=${ids.starved_dataloader!.slice(0, 12)}`))).status).toBe(200);
     expect((await http(u('run?id=last~2'))).body).toContain(`Run ${ids.starved_dataloader}`);
@@ -314,7 +315,9 @@ describe('a run in progress', () => {
     expect(end.html).toContain('<html');
     const saved = await loadRun(store, end.runId);
     expect(saved.report.run.command).toEqual(['%%gpuwise doctor', 'host_sync']);
-    expect((await http(u(`run?id=${start.id}`))).status).toBe(404);
+    // The live id now leads to the saved run; an id that never ran leads nowhere.
+    expect(JSON.parse((await http(u(`api/run?id=${start.id}`))).body).run).toEqual(saved.report.run);
+    expect((await http(u('api/run?id=live-nosuchrun'))).status).toBe(404);
   });
 });
 

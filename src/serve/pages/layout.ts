@@ -4,8 +4,23 @@
  * level below it, so the pages work unchanged behind a path prefix (jupyter-server-proxy's /proxy/PORT/).
  */
 import { esc } from '../../report/html.js';
+import { CHARTS_JS } from './clientCharts.js';
 
 export { esc };
+
+/**
+ * What a page needs inline to stand alone as one file (the `--html` reports): uPlot's script and style sheet. The
+ * pages are pure, so the shell that reads them (serve/assets.ts) hands them over.
+ */
+export interface InlineAssets {
+  uplotJs: string;
+  uplotCss: string;
+}
+
+/** Script text that cannot close its <script> element early (`<\/script` means the same in JS strings and regexes). */
+function inlineScript(js: string): string {
+  return `<script>${js.replace(/<\/script/gi, '<\\/script')}</script>`;
+}
 
 export type Section = 'runs' | 'reports' | 'live';
 
@@ -19,6 +34,11 @@ export interface PageOptions {
   data?: unknown;
   /** Leave the navigation out (the panel a notebook embeds). */
   bare?: boolean;
+  /**
+   * One self-contained file (a `--html` report): uPlot, the chart code and the styles inline, no navigation (there
+   * is no server behind it), a title bar naming the report instead.
+   */
+  standalone?: { assets: InlineAssets; what: string };
 }
 
 /** JSON that is safe inside a <script> element: no `</script>` or `<!--` can close or comment it out. */
@@ -32,6 +52,8 @@ const CSS = `
 body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:var(--fg);background:var(--bg)}
 nav{display:flex;gap:4px;align-items:center;padding:8px 16px;background:#1d2330;color:#fff}
 nav b{margin-right:16px;letter-spacing:.02em}
+nav span{color:#c9d3e6}
+noscript table{margin:6px 0}
 nav a{color:#c9d3e6;text-decoration:none;padding:4px 10px;border-radius:4px}
 nav a.on,nav a:hover{background:#37415a;color:#fff}
 main{max-width:1200px;margin:0 auto;padding:16px}
@@ -59,17 +81,23 @@ button{padding:5px 12px}
 `;
 
 export function page(o: PageOptions): string {
-  const nav = o.bare
+  const nav = o.standalone
+    ? `<nav><b>gpuwise</b><span>${esc(o.standalone.what)}</span></nav>`
+    : o.bare
     ? ''
     : `<nav><b>gpuwise</b>${(['runs', 'reports', 'live'] as const)
         .map((s) => `<a href="${s}"${o.section === s ? ' class="on"' : ''}>${{ runs: 'Runs', reports: 'Reports', live: 'Live GPUs' }[s]}</a>`)
         .join('')}</nav>`;
   const data = o.data === undefined ? '' : `<script type="application/json" id="gw-data">${scriptJson(o.data)}</script>`;
-  const scripts = o.scripts?.length ? `<script src="assets/uplot.js"></script><script src="assets/charts.js"></script>${o.scripts.map((s) => `<script>${s}</script>`).join('')}` : '';
+  const libs = o.standalone
+    ? `${inlineScript(o.standalone.assets.uplotJs)}${inlineScript(CHARTS_JS)}`
+    : '<script src="assets/uplot.js"></script><script src="assets/charts.js"></script>';
+  const scripts = o.scripts?.length ? `${libs}${o.scripts.map((s) => `<script>${s}</script>`).join('')}` : '';
+  const uplotCss = o.standalone ? `<style>${o.standalone.assets.uplotCss.replace(/<\/style/gi, '')}</style>` : '<link rel="stylesheet" href="assets/uplot.css">';
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <title>${esc(o.title)} · gpuwise</title><link rel="icon" href="data:,">
-<link rel="stylesheet" href="assets/uplot.css"><style>${CSS}</style></head>
+${uplotCss}<style>${CSS}</style></head>
 <body>${nav}<main>${o.body}</main>${data}${scripts}</body></html>
 `;
 }

@@ -1,15 +1,17 @@
 /**
  * The Runs pages (pure): the history list, one run verdict first, and the compare of two runs. They take the
  * history's rows and doctor reports (the same JSON `gpuwise runs --json` and `runs show --json` print) and
- * return HTML; the full report below a run's verdict is doctor's own `--html` page, embedded, so one design
- * serves both.
+ * return HTML. A run's page is also doctor's `--html` file (renderDoctorHtml: the same page with uPlot inlined), so
+ * one design serves both.
  */
 import type { EstimatedGain, Finding } from '../../findings/finding.js';
 import type { DoctorReport } from '../../doctor/report.js';
 import type { Change, RunComparison } from '../../history/compare.js';
 import { findingsText, type RunRow, shortCommand, throughputText, whenText } from '../../history/render.js';
 import { fmtBytes, fmtMs, fmtPct } from '../../util/format.js';
-import { esc, page } from './layout.js';
+import { durationText, environmentRows, fmtBytesOr, GPU_PROCESS_COLUMNS, GPU_PROCESS_NOTE, gpuProcessRows, fmtRate, fmtStepS, modelLine, nvmlBesideAllocator, planModelLine, rankLabel, rankShort, setupFacts, setupGuesses, stepSourceNote } from '../../doctor/renderParts.js';
+import { whatIfsOf } from '../../doctor/reportCheck.js';
+import { type InlineAssets, esc, page } from './layout.js';
 
 /** The history's rows as the list shows them (a StoredRun has these fields). */
 export interface RunListRow extends RunRow {
@@ -31,9 +33,9 @@ function outcomeClass(outcome: string): string {
   return outcome === 'completed' || outcome === 'stopped-after-steps' ? 'ok' : outcome === 'interrupted' ? 'warn' : 'bad';
 }
 
-export function runsListPage(rows: RunListRow[], store: string, live: { id: string; command: string[] }[] = []): string {
+export function runsListPage(rows: RunListRow[], store: string, live: { id: string; command: string[]; client?: string; steps?: number }[] = []): string {
   const liveRows = live.length
-    ? `<div class="card"><b>In progress</b><ul>${live.map((l) => `<li><a href="run?id=${enc(l.id)}">${esc(shortCommand(l.command, 80))}</a> <span class="dim">(live)</span></li>`).join('')}</ul></div>`
+    ? `<div class="card" id="in-progress"><b>In progress</b><ul>${live.map((l) => `<li><a href="run?id=${enc(l.id)}">${esc(shortCommand(l.command, 80))}</a> <span class="dim">(live${l.client ? `, ${esc(l.client)}` : ''}${l.steps !== undefined ? `, ${l.steps} steps` : ''})</span></li>`).join('')}</ul></div>`
     : '';
   const body =
     rows.length === 0
@@ -52,7 +54,7 @@ ${rows
 }
 
 /** What the finding cards show: analyze's, memory's and doctor's findings all have these fields. */
-export type ShownFinding = Pick<Finding, 'id' | 'severity' | 'title' | 'evidence' | 'recommendation'> & { estimatedGain?: EstimatedGain | null; source?: string };
+export type ShownFinding = Pick<Finding, 'id' | 'severity' | 'title' | 'evidence' | 'recommendation'> & { estimatedGain?: EstimatedGain | null; source?: string; ranks?: number[] };
 
 function gainText(f: ShownFinding): string {
   const g = f.estimatedGain;
@@ -61,7 +63,7 @@ function gainText(f: ShownFinding): string {
 }
 
 export function findingHtml(f: ShownFinding, i: number): string {
-  return `<div class="card finding" data-id="${esc(f.id)}"><div><span class="sev sev-${f.severity}">${f.severity.toUpperCase()}</span> <b>${i + 1}. ${esc(f.title)}</b> <span class="dim">[${esc(f.id)}${f.source ? `, ${esc(f.source)}` : ''}]</span></div>
+  return `<div class="card finding" data-id="${esc(f.id)}"><div><span class="sev sev-${f.severity}">${f.severity.toUpperCase()}</span> <b>${i + 1}. ${esc(f.title)}</b> <span class="dim">[${esc(f.id)}${f.source ? `, ${esc(f.source)}` : ''}${f.ranks?.length ? `, rank${f.ranks.length > 1 ? 's' : ''} ${esc(f.ranks.join(', '))}` : ''}]</span></div>
 ${f.estimatedGain ? `<div>${esc(gainText(f))}</div><div class="dim">${esc(f.estimatedGain.arithmetic)}</div>` : ''}
 <ul>${f.evidence.map((e) => `<li>${esc(e)}</li>`).join('')}</ul>
 <div><b>Fix:</b> ${esc(f.recommendation.summary)}</div>${f.recommendation.code ? `<pre><code>${esc(f.recommendation.code)}</code></pre>` : ''}</div>`;
@@ -136,21 +138,21 @@ export const RUN_PAGE_JS = `
     gw.chart(el, { xLabel: 's since start', xName: 's', yLabel: g.label, series: [{ label: 'memory used (GiB)' }, { label: 'utilisation %', dash: true }],
       data: [g.tS, g.usedGiB, g.util], height: 160 });
   });
-  var f = document.getElementById('full');
-  if (f) f.addEventListener('load', function () { try { f.style.height = (f.contentDocument.documentElement.scrollHeight + 20) + 'px'; } catch (e) {} });
 })();
 `
 
-/** The planner's what-ifs calibrated on the run, one row each (the full report below explains each). */
+/** The planner's what-ifs calibrated on the run, one row each, with what the run's setup showed and suggests. */
 function whatIfsHtml(r: DoctorReport): string {
-  const w = r.whatIfs ?? [];
+  // A saved report is read back loosely: only the entries with a title and a text (whatIfsOf), the rest optional.
+  const w = whatIfsOf(r) as (ReturnType<typeof whatIfsOf>[number] & Partial<NonNullable<DoctorReport['whatIfs']>[number]>)[];
+  const setup = [...setupFacts(r), ...setupGuesses(r)];
   if (w.length === 0) return r.whatIfProblem ? `<h2>What if</h2><p class="dim">${esc(r.whatIfProblem)}</p>` : '';
-  return `<h2>What if</h2><table id="what-ifs"><thead><tr><th>change</th><th>fits</th><th class="num">throughput</th><th>fix</th></tr></thead><tbody>${w
+  return `<h2>What if <span class="dim">(the planner, calibrated on this run)</span></h2><table id="what-ifs"><thead><tr><th>change</th><th>fits</th><th class="num">throughput</th><th>what it gives</th><th>fix</th></tr></thead><tbody>${w
     .map(
       (x) =>
-        `<tr><td>${esc(x.title)}</td><td class="${x.fits ? 'ok' : 'bad'}">${x.fits ? 'yes' : 'no'}</td><td class="num">${x.throughputFactor === null ? 'n/a' : `${x.throughputFactor.toFixed(2)}x`}</td><td>${esc(x.recommendation?.summary ?? '')}</td></tr>`,
+        `<tr><td>${esc(x.title)}</td><td class="${x.fits === false ? 'bad' : 'ok'}">${x.fits === false ? 'no' : x.fits ? 'yes' : 'n/a'}</td><td class="num">${typeof x.throughputFactor === 'number' ? `${x.throughputFactor.toFixed(2)}x` : 'n/a'}</td><td>${esc(x.text)}</td><td>${esc(typeof x.recommendation?.summary === 'string' ? x.recommendation.summary : '')}</td></tr>`,
     )
-    .join('')}</tbody></table>`;
+    .join('')}</tbody></table>${setup.length ? `<ul class="dim">${setup.map((l) => `<li>${esc(l)}</li>`).join('')}</ul>` : ''}`;
 }
 
 function verdictClass(r: DoctorReport): string {
@@ -160,25 +162,176 @@ function verdictClass(r: DoctorReport): string {
   return sev === 'high' ? 'bad' : sev === 'medium' ? 'warn' : 'ok';
 }
 
-export interface RunPageOptions {
-  id: string;
-  /** A run still in progress: the page follows its stream instead of showing a finished report. */
-  live?: boolean;
+function table(head: string[] | null, rows: string[][], id?: string): string {
+  return `<table${id ? ` id="${id}"` : ''}>${head ? `<thead><tr>${head.map((h) => `<th>${esc(h)}</th>`).join('')}</tr></thead>` : ''}<tbody>${rows.map((r) => `<tr>${r.map((c) => `<td>${esc(c)}</td>`).join('')}</tr>`).join('')}</tbody></table>`;
 }
 
+/** At most `n` evenly spread indexes of `len` (the first and the last included): the rows a <noscript> table shows. */
+function spread(len: number, n: number): number[] {
+  if (len <= n) return [...Array(len).keys()];
+  return [...Array(n).keys()].map((i) => Math.round((i * (len - 1)) / (n - 1)));
+}
+
+/** The figures of a chart as a short table, for a reader without JavaScript. */
+function noscriptTable(caption: string, head: string[], rows: string[][]): string {
+  return `<noscript><p class="dim">${esc(caption)}</p>${table(head, rows)}</noscript>`;
+}
+
+function stepsSection(r: DoctorReport, charts: RunChartData): string {
+  if (r.ranks.length === 0) return '<h2>Step time</h2><p class="dim">no process of the command reported a step</p>';
+  const rows = r.ranks.map((x) => {
+    const s = x.steps;
+    return [
+      rankShort(x),
+      String(s.steps),
+      String(s.measuredSteps),
+      fmtStepS(s.medianS),
+      fmtStepS(s.meanS),
+      fmtStepS(s.p90S),
+      fmtStepS(s.minS),
+      fmtStepS(s.maxS),
+      s.dataWaitShare === null ? 'n/a' : fmtPct(s.dataWaitShare),
+      fmtRate(s.samplesPerS),
+      s.tokensPerS === null || s.tokensPerS === undefined ? 'n/a' : `${fmtRate(s.tokensPerS)} (seq ${s.seqLen ?? '?'})`,
+    ];
+  });
+  const notes = r.ranks.flatMap((x) => {
+    const n = stepSourceNote(x);
+    return n ? [`<p class="dim">${esc(rankShort(x))}: ${esc(n)}</p>`] : [];
+  });
+  const first = charts.steps[0];
+  const chart = first
+    ? `<div id="chart-steps" class="chart"></div>${noscriptTable(
+        `step time per step (${first.label}; the chart needs JavaScript)`,
+        ['step', 'step time', 'DataLoader wait'],
+        spread(first.step.length, 12).map((i) => [String(first.step[i]), first.stepMs[i] == null ? 'n/a' : fmtMs((first.stepMs[i] as number) * 1e6), fmtMs((first.waitMs[i] ?? 0) * 1e6)]),
+      )}`
+    : '<p class="dim">no per-step timeline (fewer than two steps, or a report from an older gpuwise)</p>';
+  return `<h2>Step time</h2>${table(['process', 'steps', 'measured', 'median', 'mean', 'p90', 'min', 'max', 'DataLoader wait', 'samples/s', 'tokens/s'], rows, 'steps')}
+<p class="dim">Statistics leave out the first step (warm-up) and the profiled steps.</p>${notes.join('')}
+<div class="card">${chart}</div>`;
+}
+
+function memorySection(r: DoctorReport, charts: RunChartData): string {
+  const parts: string[] = ['<h2>GPU memory</h2>'];
+  const withMem = r.ranks.filter((x) => x.allocator || x.nvmlUsedBytes !== null);
+  if (withMem.length)
+    parts.push(
+      table(
+        ['process', 'device', 'allocated (peak)', 'reserved (peak)', 'seen by NVML', 'allocation retries', 'OOMs'],
+        withMem.map((x) => {
+          const a = x.allocator;
+          return [
+            rankShort(x),
+            a ? `cuda:${a.device}` : '?',
+            a ? `${fmtBytes(a.allocatedBytes)} (${fmtBytes(a.peakAllocatedBytes)})` : 'n/a',
+            a ? `${fmtBytes(a.reservedBytes)} (${fmtBytes(a.peakReservedBytes)})` : 'n/a',
+            fmtBytesOr(x.nvmlUsedBytes),
+            a ? String(a.allocRetries) : 'n/a',
+            a ? String(a.ooms) : 'n/a',
+          ];
+        }),
+        'memory',
+      ),
+    );
+  for (const x of withMem) {
+    const line = nvmlBesideAllocator(x);
+    if (line) parts.push(`<p>${esc(rankShort(x))}: ${esc(line)}</p>`);
+  }
+  for (const x of r.ranks) {
+    if (x.oom)
+      parts.push(
+        `<p class="bad">${esc(rankLabel(x))}: out of memory in step ${x.oom.step}: asked ${esc(fmtBytes(x.oom.allocBytes))} with ${esc(fmtBytes(x.oom.deviceFreeBytes))} free${x.oom.snapshot ? `; snapshot <code>${esc(x.oom.snapshot)}</code>` : ''}</p>`,
+      );
+    if (x.exception)
+      parts.push(`<p class="bad">${esc(rankLabel(x))}: exception in step ${x.exception.step + 1}: <code>${esc(`${x.exception.name}: ${x.exception.message.split('\n')[0] ?? ''}`)}</code></p>`);
+  }
+  if (!r.gpus?.length) {
+    parts.push(`<p class="dim">GPUs not sampled${r.gpuUnavailableReason ? ` (${esc(r.gpuUnavailableReason)})` : ''}</p>`);
+    return parts.join('\n');
+  }
+  parts.push(
+    table(
+      ['GPU', 'name', 'samples', 'memory used (max)', 'utilisation mean', 'utilisation max'],
+      r.gpus.map((g) => [
+        String(g.index),
+        g.name,
+        String(g.samples),
+        `${fmtBytesOr(g.maxUsedBytes)}${g.totalBytes ? ` of ${fmtBytes(g.totalBytes)}` : ''}`,
+        g.meanUtilizationPercent === null ? 'n/a' : `${g.meanUtilizationPercent.toFixed(0)}%`,
+        g.maxUtilizationPercent === null ? 'n/a' : `${g.maxUtilizationPercent}%`,
+      ]),
+      'gpus',
+    ),
+    '<h3>GPU memory and utilisation over time</h3><div class="card grid" id="chart-gpus"></div>',
+    ...charts.gpus.map((g) =>
+      noscriptTable(
+        `${g.label} over time (the chart needs JavaScript)`,
+        ['s since start', 'memory used', 'utilisation'],
+        spread(g.tS.length, 12).map((i) => [String(Math.round(g.tS[i] ?? 0)), g.usedGiB[i] == null ? 'n/a' : `${(g.usedGiB[i] as number).toFixed(1)} GiB`, g.util[i] == null ? 'n/a' : `${g.util[i]}%`]),
+      ),
+    ),
+  );
+  const procRows = gpuProcessRows(r);
+  if (procRows.length) parts.push('<h3>Processes on the GPUs</h3>', table(GPU_PROCESS_COLUMNS, procRows, 'gpu-processes'), `<p class="dim">${esc(GPU_PROCESS_NOTE)}</p>`);
+  return parts.join('\n');
+}
+
+function capturesSection(r: DoctorReport): string {
+  const items: string[] = [];
+  const traces = r.profile?.traces ?? [];
+  if (traces.length === 0) items.push('<li>no profiler trace (the run ended before the profiled steps, or profiling was off)</li>');
+  for (const t of traces) items.push(`<li>trace (rank ${t.rank}) <code>${esc(t.path)}</code>${t.error ? `: not analysed (${esc(t.error)})` : ''}</li>`);
+  for (const x of r.profile?.snapshots ?? [])
+    items.push(`<li>${x.kind === 'oom' ? 'out-of-memory snapshot' : 'memory snapshot'} (rank ${x.rank}) <code>${esc(x.path)}</code>${x.error ? `: not analysed (${esc(x.error)})` : ''}</li>`);
+  return `<h2>Captured window</h2><ul>${items.join('')}</ul>`;
+}
+
+export interface RunPageOptions {
+  /** The run's id in the history (links to its JSON); null for a report written to a file. */
+  id: string | null;
+  /** One self-contained file (`doctor --html`, `runs show --html`, the notebook's cell): everything inline. */
+  standalone?: InlineAssets;
+}
+
+/**
+ * A doctor report as a page: the run page of `gpuwise serve` and, standalone, the `--html` file. Verdict first,
+ * then the findings ranked, the what-ifs, step time (table and chart), GPU memory and utilisation (tables and
+ * charts), environment, model, the captured window, notes.
+ */
 export function runPage(r: DoctorReport, o: RunPageOptions): string {
   const charts = runChartData(r);
   const findings = r.findings.length ? r.findings.map(findingHtml).join('\n') : '<p class="dim">no findings</p>';
-  const body = `<h1>Run ${esc(o.id)}</h1>
+  const ml = modelLine(r);
+  const pl = planModelLine(r);
+  const title = o.id === null ? 'gpuwise doctor' : `Run ${o.id}`;
+  const body = `<h1>${esc(title)}</h1>
 <div class="card"><div class="verdict ${verdictClass(r)}" id="verdict">${esc(verdictText(r))}</div>
 <div class="dim">${esc(r.run.outcomeText)} <code>${esc(r.run.command.join(' '))}</code></div><div style="margin-top:8px">${figuresHtml(r)}</div></div>
 <h2>Findings, ranked</h2><div id="findings">${findings}</div>
 ${whatIfsHtml(r)}
-<h2>Step time</h2><div class="card">${charts.steps.length ? '<div id="chart-steps" class="chart"></div>' : '<p class="dim">no per-step timeline</p>'}</div>
-${charts.gpus.length ? '<h2>GPU memory and utilisation over time</h2><div class="card grid" id="chart-gpus"></div>' : '<div id="chart-gpus"></div>'}
-<h2>Full report</h2><p class="dim">doctor's own page (<a href="run-report?id=${enc(o.id)}">open alone</a>, <a href="api/run?id=${enc(o.id)}">JSON</a>)</p>
-<iframe class="report" id="full" src="run-report?id=${enc(o.id)}" title="doctor report"></iframe>`;
-  return page({ title: `Run ${o.id}`, section: 'runs', body, data: { charts }, scripts: [RUN_PAGE_JS] });
+${stepsSection(r, charts)}
+${memorySection(r, charts)}
+<h2>Environment</h2>${table(null, [...environmentRows(r), ...(ml ? [['model', ml] as [string, string]] : [])], 'environment')}
+${pl ? `<h2>Model</h2><p>${esc(pl.replace(/`/g, ''))}</p>` : ''}
+${capturesSection(r)}
+${r.notes?.length ? `<h2>Notes</h2><ul>${r.notes.map((n) => `<li>${esc(n)}</li>`).join('')}</ul>` : ''}
+<p class="dim">ran ${esc(durationText(r.run.durationS))} from ${esc(new Date(r.run.startedAtMs).toISOString())} · run directory <code>${esc(r.run.runDir)}</code> · doctor report schema ${r.schemaVersion} · gpuwise ${esc(r.version)}${
+    o.id === null || o.standalone ? '' : ` · <a href="run-report?id=${enc(o.id)}">this page as one file</a> · <a href="api/run?id=${enc(o.id)}">JSON</a>`
+  }</p>`;
+  return page({
+    title: o.id === null ? `doctor: ${r.run.command.join(' ')}` : title,
+    section: 'runs',
+    body,
+    data: { charts },
+    scripts: [RUN_PAGE_JS],
+    standalone: o.standalone ? { assets: o.standalone, what: 'doctor report' } : undefined,
+  });
+}
+
+/** The doctor report as one self-contained HTML file (doctor --html, runs show --html, the run directory's report.html). */
+export function renderDoctorHtml(r: DoctorReport, assets: InlineAssets): string {
+  return runPage(r, { id: null, standalone: assets });
 }
 
 function changeCell(c: Change, fmt: (v: number) => string): string {
@@ -244,18 +397,31 @@ export const LIVE_RUN_JS = `
 (function () {
   var d = JSON.parse(document.getElementById('gw-data').textContent);
   var xs = [], ys = [], ws = [], u = null, n = 0, status = document.getElementById('run-status');
-  function add(s) { n = Math.max(n, s.step); if (s.stepTimeS == null || s.step <= 1) return; // step 1 is warm-up (allocation, autotuning)
+  var mx = [], mr = [], ma = [], um = null, memEl = document.getElementById('chart-memory');
+  function add(s) { n = Math.max(n, s.step);
+    // The allocator's memory (CUDA only) after each step, step 1 included: it is where memory grows.
+    if (s.reservedBytes != null) { mx.push(s.step); mr.push(s.reservedBytes / 1073741824); ma.push(s.allocatedBytes == null ? null : s.allocatedBytes / 1073741824); }
+    if (s.stepTimeS == null || s.step <= 1) return; // step 1 is warm-up (allocation, autotuning)
     xs.push(s.step); ys.push(s.stepTimeS * 1000); ws.push(s.dataWaitS * 1000); }
   d.steps.forEach(add);
   function draw() {
     if (!u && xs.length) u = gw.chart(document.getElementById('chart-steps'), { xLabel: 'step (the first, warm-up, left out)', yLabel: 'step time', series: [{ label: 'step time' }, { label: 'DataLoader wait', dash: true }], data: [xs, ys, ws], yFmt: gw.fmt.ms });
     else if (u) { u.setData([xs, ys, ws]); document.getElementById('chart-steps').setAttribute('data-drawn', String(xs.length)); }
+    if (mx.length) { memEl.parentNode.hidden = false;
+      if (!um) um = gw.chart(memEl, { xLabel: 'step', yLabel: 'allocator', series: [{ label: 'reserved' }, { label: 'allocated', dash: true }], data: [mx, mr, ma], yFmt: gw.fmt.gib, height: 160 });
+      else { um.setData([mx, mr, ma]); memEl.setAttribute('data-drawn', String(mx.length)); } }
     document.getElementById('steps-seen').textContent = String(n);
   }
   draw();
   var es = new EventSource('api/runs/live/stream?id=' + encodeURIComponent(d.id));
   es.addEventListener('step', function (e) { add(JSON.parse(e.data)); draw(); });
-  es.addEventListener('end', function (e) { var x = JSON.parse(e.data); es.close(); status.innerHTML = 'finished: <a href="run?id=' + encodeURIComponent(x.runId) + '">the report</a>'; });
+  es.addEventListener('end', function (e) {
+    var x = JSON.parse(e.data); es.close();
+    if (x.runId == null) { status.textContent = 'finished; the run was not saved in the history (its client says why)'; return; }
+    status.innerHTML = 'finished: <a href="run?id=' + encodeURIComponent(x.runId) + '">the report</a>';
+    // The report replaces the live view (a reload of this page also leads there).
+    setTimeout(function () { location.replace('run?id=' + encodeURIComponent(x.runId)); }, 1500);
+  });
 })();
 `
 
@@ -271,8 +437,10 @@ export interface LiveStep {
 }
 
 /** The page of a run in progress: its steps so far, then each new one from the run's event stream. */
-export function runInProgressPage(id: string, command: string[], steps: LiveStep[]): string {
-  const body = `<h1>Run in progress</h1><div class="card"><div class="verdict" id="run-status">running: <span id="steps-seen">0</span> steps so far</div><div class="dim"><code>${esc(command.join(' '))}</code></div></div>
-<h2>Step time</h2><div class="card"><div id="chart-steps" class="chart"></div></div><p class="dim">The findings come when the run ends: they need the profiler window and the whole run.</p>`;
+export function runInProgressPage(id: string, command: string[], steps: LiveStep[], client = 'notebook'): string {
+  const body = `<h1>Run in progress <span class="dim">(${esc(client === 'doctor' ? 'gpuwise doctor' : 'notebook cell')})</span></h1><div class="card"><div class="verdict" id="run-status">running: <span id="steps-seen">0</span> steps so far</div><div class="dim"><code>${esc(command.join(' '))}</code></div></div>
+<h2>Step time</h2><div class="card"><div id="chart-steps" class="chart"></div></div>
+<div hidden><h2>Memory (the allocator's, after each step)</h2><div class="card"><div id="chart-memory" class="chart"></div></div></div>
+<p class="dim">The findings come when the run ends: they need the profiler window and the whole run.</p>`;
   return page({ title: 'Run in progress', section: 'runs', body, data: { id, steps }, scripts: [LIVE_RUN_JS] });
 }
