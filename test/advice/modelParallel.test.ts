@@ -1,0 +1,218 @@
+/**
+ * model-parallel-bubble: a model split by hand over GPUs in one process. The cross-device figures
+ * (trace/metrics/crossDevice.ts) are checked against unions computed here from the raw events, on hand-built
+ * traces whose timelines are known, and on the real DataParallel and DDP traces, where the rule must stay silent.
+ */
+import { readFileSync } from 'node:fs';
+import { gunzipSync } from 'node:zlib';
+import { describe, expect, it } from 'vitest';
+import { diagnose } from '../../src/advice/engine.js';
+import { MICRO_BATCHES_PER_STAGE } from '../../src/advice/rules/modelParallel.js';
+import type { TraceMetrics } from '../../src/trace/metrics/types.js';
+import { metricsOf, tracePath } from '../helpers/fixtures.js';
+import { SynthTrace, metricsOfText } from '../helpers/synth.js';
+
+type Iv = [number, number];
+
+/** Union of intervals, clipped to [lo, hi). */
+function union(ivs: Iv[], lo: number, hi: number): Iv[] {
+  const c = ivs
+    .map(([a, b]) => [Math.max(a, lo), Math.min(b, hi)] as Iv)
+    .filter(([a, b]) => b > a)
+    .sort((x, y) => x[0] - y[0]);
+  const out: Iv[] = [];
+  for (const [a, b] of c) {
+    const last = out[out.length - 1];
+    if (last && a <= last[1]) last[1] = Math.max(last[1], b);
+    else out.push([a, b]);
+  }
+  return out;
+}
+const len = (u: Iv[]) => u.reduce((s, [a, b]) => s + b - a, 0);
+function intersect(x: Iv[], y: Iv[]): Iv[] {
+  const out: Iv[] = [];
+  for (const [a, b] of x) for (const [c, d] of y) if (Math.min(b, d) > Math.max(a, c)) out.push([Math.max(a, c), Math.min(b, d)]);
+  return out;
+}
+
+/**
+ * The figures computed the slow, obvious way from a trace's GPU events (µs as written), inside the metrics' own step
+ * windows: per device the union of its ops, the union over devices, and the pairwise overlap (two devices here).
+ */
+function independent(events: { cat: string; ph?: string; pid?: unknown; ts: number; dur?: number; args?: Record<string, unknown> }[], m: TraceMetrics, originUs: number) {
+  const gpu = events.filter((e) => e.ph === 'X' && (e.cat === 'kernel' || e.cat === 'gpu_memcpy' || e.cat === 'gpu_memset'));
+  const devOf = (e: (typeof gpu)[number]) => (typeof e.args?.device === 'number' ? (e.args.device as number) : (e.pid as number));
+  const ids = [...new Set(gpu.map(devOf))].sort((a, b) => a - b);
+  return m.steps.map((s) => {
+    const lo = s.startNs / 1e3 + originUs;
+    const hi = s.endNs / 1e3 + originUs;
+    const per = ids.map((id) => union(gpu.filter((e) => devOf(e) === id).map((e) => [e.ts, e.ts + (e.dur ?? 0)] as Iv), lo, hi));
+    const any = union(per.flat(), lo, hi);
+    const both = ids.length === 2 ? union(intersect(per[0]!, per[1]!), lo, hi) : [];
+    return { busyUs: per.map(len), anyUs: len(any), bothUs: len(both) };
+  });
+}
+
+const MS = 1000;
+/** Two GPUs, `steps` steps of 100 ms: forward on GPU 0 then GPU 1, backward back, the optimizer on both at once. */
+function splitTrace(opts: { pipelined: boolean; dataParallel?: boolean; steps?: number }): SynthTrace {
+  const t = new SynthTrace();
+  t.meta.deviceProperties = [0, 1].map((id) => ({ id, name: 'NVIDIA H200', totalGlobalMem: 150e9, computeMajor: 9, computeMinor: 0, numSms: 132 }));
+  const peer = (t0: number, from: number, to: number, dur: number, launchTs: number) => {
+    // Kineto's peer copy: no `device` arg, the device in pid (and inDevice).
+    t.events.push({ ph: 'X', cat: 'cuda_runtime', name: 'cudaMemcpyAsync', pid: 100, tid: 100, ts: launchTs, dur: 4, args: { correlation: 90000 + t.events.length } });
+    const corr = t.events[t.events.length - 1]!.args!.correlation;
+    t.events.push({
+      ph: 'X',
+      cat: 'gpu_memcpy',
+      name: 'Memcpy PtoP (Device -> Device)',
+      pid: from,
+      tid: 7,
+      ts: t0,
+      dur,
+      args: { fromDevice: from, inDevice: from, toDevice: to, stream: 7, correlation: corr, bytes: 16 << 20 },
+    });
+  };
+  for (let i = 0; i < (opts.steps ?? 3); i++) {
+    const T = 1_000_000 + i * 100 * MS;
+    t.step(i + 1, T, 63 * MS);
+    if (opts.dataParallel) t.cpu('DataParallel.forward', T + 1, 20 * MS, 'user_annotation');
+    const k = (dev: number, ts: number, dur: number, name = 'sm90_xmma_gemm_bf16bf16_bf16f32') => t.kernel(name, T + 10, ts, dur, { device: dev });
+    if (!opts.pipelined) {
+      for (let j = 0; j < 5; j++) k(0, T + 1 * MS + j * 2 * MS, 2 * MS);
+      peer(T + 11 * MS, 0, 1, 0.5 * MS, T + 20);
+      for (let j = 0; j < 5; j++) k(1, T + 11.5 * MS + j * 2 * MS, 2 * MS);
+      for (let j = 0; j < 5; j++) k(1, T + 21.5 * MS + j * 4 * MS, 4 * MS);
+      peer(T + 41.5 * MS, 1, 0, 0.5 * MS, T + 30);
+      for (let j = 0; j < 5; j++) k(0, T + 42 * MS + j * 4 * MS, 4 * MS);
+    } else {
+      // 8 micro-batches: GPU 1 runs micro-batch j while GPU 0 runs j+1 (forward), and the reverse in backward.
+      for (let j = 0; j < 8; j++) {
+        k(0, T + 1 * MS + j * 1.25 * MS, 1.25 * MS);
+        k(1, T + 2.25 * MS + j * 1.25 * MS, 1.25 * MS);
+        peer(T + 2.25 * MS + j * 1.25 * MS, 0, 1, 0.05 * MS, T + 20);
+      }
+      for (let j = 0; j < 8; j++) {
+        k(1, T + 12 * MS + j * 2.5 * MS, 2.5 * MS);
+        k(0, T + 14.5 * MS + j * 2.5 * MS, 2.5 * MS);
+      }
+    }
+    const optAt = opts.pipelined ? 34.5 * MS : 62 * MS;
+    k(0, T + optAt, 2 * MS, 'multi_tensor_apply_kernel');
+    k(1, T + optAt, 2 * MS, 'multi_tensor_apply_kernel');
+  }
+  return t;
+}
+
+function originUsOf(events: { ts: number }[]): number {
+  return Math.floor(events[0]!.ts);
+}
+
+describe('cross-device figures', () => {
+  it('a naive split: busy per device, concurrency and bubble equal the unions of the raw events', () => {
+    const t = splitTrace({ pipelined: false });
+    const m = metricsOfText(t.toJSON());
+    const cd = m.crossDevice!;
+    expect(cd.devices).toEqual([0, 1]);
+    const ind = independent(t.events, m, originUsOf(t.events));
+    cd.steps.forEach((s, i) => {
+      expect(s.busyNsByDevice[0]! / 1e3).toBeCloseTo(ind[i]!.busyUs[0]!, 3);
+      expect(s.busyNsByDevice[1]! / 1e3).toBeCloseTo(ind[i]!.busyUs[1]!, 3);
+      expect(s.anyBusyNs / 1e3).toBeCloseTo(ind[i]!.anyUs, 3);
+      expect(s.concurrentNs / 1e3).toBeCloseTo(ind[i]!.bothUs, 3);
+      expect(s.soloNs).toBeCloseTo(s.anyBusyNs - s.concurrentNs, 3);
+      expect(s.peerCopies).toBe(2);
+      expect(s.peerCopyBytes).toBe(2 * (16 << 20));
+      // The same busy time timeline.ts finds per device.
+      expect(s.busyNsByDevice).toEqual(m.steps[i]!.devices.map((d) => d.busyNs));
+    });
+    const sumBusy = ind.reduce((a, s) => a + s.busyUs[0]! + s.busyUs[1]!, 0);
+    const any = ind.reduce((a, s) => a + s.anyUs, 0);
+    expect(cd.bubbleShare).toBeCloseTo(1 - sumBusy / (2 * any), 6);
+    // The timeline drawn above: 32.5 ms busy each, 63 ms with one or both busy, 2 ms both (the optimizer).
+    expect(cd.perStep.busyNsByDevice[0]! / 1e6).toBeCloseTo(32.5, 3);
+    expect(cd.perStep.anyBusyNs / 1e6).toBeCloseTo(63, 3);
+    expect(cd.perStep.concurrentNs / 1e6).toBeCloseTo(2, 3);
+  });
+
+  it('the pipelined twin overlaps the GPUs: lower bubble, same raw-event check', () => {
+    const t = splitTrace({ pipelined: true });
+    const m = metricsOfText(t.toJSON());
+    const ind = independent(t.events, m, originUsOf(t.events));
+    m.crossDevice!.steps.forEach((s, i) => {
+      expect(s.anyBusyNs / 1e3).toBeCloseTo(ind[i]!.anyUs, 3);
+      expect(s.concurrentNs / 1e3).toBeCloseTo(ind[i]!.bothUs, 3);
+    });
+    const naive = metricsOfText(splitTrace({ pipelined: false }).toJSON());
+    expect(m.crossDevice!.bubbleShare).toBeLessThan(naive.crossDevice!.bubbleShare / 2);
+  });
+
+  it('one device per process (DDP ranks, a single GPU): no cross-device figures', async () => {
+    for (const name of ['scenarios/ddp_comm_bound.rank0', 'scenarios/ddp_small_buckets.rank1', 'resnet_starved']) {
+      expect((await metricsOf(name)).crossDevice, name).toBeNull();
+    }
+  });
+
+  it('the real DataParallel trace: busy per device and concurrency equal the unions of its raw events', async () => {
+    const m = await metricsOf('scenarios/dataparallel');
+    const doc = JSON.parse(gunzipSync(readFileSync(tracePath('scenarios/dataparallel'))).toString('utf8'));
+    const events = doc.traceEvents as { cat: string; ph?: string; ts: number }[];
+    // Times are kept relative to the first whole microsecond the file gives (its first timestamp, in file order).
+    const origin = Math.floor(events.find((e) => typeof e.ts === 'number')!.ts);
+    const ind = independent(events, m, origin);
+    const cd = m.crossDevice!;
+    cd.steps.forEach((s, i) => {
+      expect(Math.abs(s.busyNsByDevice[0]! / 1e3 - ind[i]!.busyUs[0]!)).toBeLessThan(0.01);
+      expect(Math.abs(s.busyNsByDevice[1]! / 1e3 - ind[i]!.busyUs[1]!)).toBeLessThan(0.01);
+      expect(Math.abs(s.anyBusyNs / 1e3 - ind[i]!.anyUs)).toBeLessThan(0.01);
+      expect(Math.abs(s.concurrentNs / 1e3 - ind[i]!.bothUs)).toBeLessThan(0.01);
+    });
+    // DataParallel's replicas do run side by side.
+    expect(cd.perStep.concurrentNs / cd.perStep.anyBusyNs).toBeGreaterThan(0.3);
+  });
+});
+
+describe('model-parallel-bubble', () => {
+  it('fires on a naive split, with the pipelining arithmetic of the figures', () => {
+    const m = metricsOfText(splitTrace({ pipelined: false }).toJSON());
+    const fs = diagnose([m]);
+    const f = fs.find((x) => x.id === 'model-parallel-bubble')!;
+    expect(f, fs.map((x) => x.id).join(',')).toBeDefined();
+    expect(fs[0]!.id).toBe('model-parallel-bubble');
+    expect(f.data.bubbleShare).toBeCloseTo(m.crossDevice!.bubbleShare, 9);
+    expect(f.evidence.join('\n')).toMatch(/bubble: 1 - sum of busy 65\.0 ms \/ \(2 GPUs x 63\.0 ms\) = 48%/);
+    // Expected step, rebuilt from the drawn timeline: 2 stages, 8 micro-batches; forward+backward 30.5 ms per GPU,
+    // optimizer 2 ms, 11 kernels a step on the busiest GPU at 2 us per extra micro-batch, and the time no GPU works.
+    const mb = MICRO_BATCHES_PER_STAGE * 2;
+    const step = m.perStep.durNs;
+    const allIdle = step - m.crossDevice!.perStep.anyBusyNs;
+    const expected = ((mb + 1) / mb) * 30.5e6 + 2e6 + (mb - 1) * 11 * 2_000 + allIdle;
+    expect(f.estimatedGain!.expectedStepTimeNs).toBeCloseTo(expected, -2);
+    expect(f.estimatedGain!.arithmetic).toMatch(/\(8 \+ 2 - 1\) \/ 8 x busiest stage's forward and backward 30\.5 ms/);
+    expect(f.severity).toBe('high');
+    expect(f.recommendation.code).toMatch(/split\(/);
+    expect(f.recommendation.summary).toMatch(/DistributedDataParallel/);
+    // Data parallelism: (30.5 - 0.5 copy) x 2 / 2 + both optimizers + idle.
+    expect(f.data.dataParallelComputeNs as number).toBeCloseTo(30e6 + 4e6 + allIdle, -2);
+    // The idle is the bubble, which a bigger batch would not shrink.
+    expect(fs.map((x) => x.id)).not.toContain('gpu-underused');
+  });
+
+  it('stays silent on the pipelined twin', () => {
+    const fs = diagnose([metricsOfText(splitTrace({ pipelined: true }).toJSON())]);
+    expect(fs.map((x) => x.id)).not.toContain('model-parallel-bubble');
+  });
+
+  it('stays silent under DataParallel, which has its own rule, even with the same timeline', () => {
+    const fs = diagnose([metricsOfText(splitTrace({ pipelined: false, dataParallel: true }).toJSON())]);
+    expect(fs.map((x) => x.id)).not.toContain('model-parallel-bubble');
+    expect(fs.map((x) => x.id)).toContain('dataparallel');
+  });
+
+  it('stays silent on the real DataParallel and DDP traces', async () => {
+    for (const name of ['scenarios/dataparallel', 'scenarios/ddp_comm_bound.rank0', 'scenarios/ddp_comm_bound.rank1', 'scenarios/ddp_imbalance.rank0']) {
+      const fs = diagnose([await metricsOf(name)]);
+      expect(fs.map((x) => x.id), name).not.toContain('model-parallel-bubble');
+    }
+  });
+});
