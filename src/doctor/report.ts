@@ -28,7 +28,8 @@ import type { CollectiveTimings } from '../trace/metrics/collectives.js';
 import { modelFlopsAtStep } from '../trace/metrics/modelFlops.js';
 import type { ModelFlops, TraceMetrics } from '../trace/metrics/types.js';
 import { rebaseFinding, restateShare } from './rebase.js';
-import { buildWhatIfs, type RunSetup, type WhatIf, type WhatIfCalibration, type WhatIfResult, whatIfFindings } from './whatIfs.js';
+import { withDataParallelFix } from './dataParallelFix.js';
+import { buildWhatIfs, hardwareOf, type RunSetup, type WhatIf, type WhatIfCalibration, type WhatIfResult, whatIfFindings } from './whatIfs.js';
 
 /** The collector (cli/probeRun.ts) takes the exit type from here. */
 export type { ChildExit } from '../run/exit.js';
@@ -567,7 +568,16 @@ export function whatIfStage(
     outOfMemory: outcome === 'out-of-memory',
   });
   const planned = whatIfFindings(result, traceFindings, steps?.medianS ?? null, rank);
-  return { result, findings: planned.findings, traceFindings: traceFindings.map((f) => planned.merged.find((m) => m.id === f.id) ?? f) };
+  const hw = result.setup ? hardwareOf(result.setup) : null;
+  const led = (f: Finding): Finding => {
+    const m = metrics.find((x) => x.rank === (f.ranks[0] ?? rank));
+    return m ? withDataParallelFix(f, m, id.model, result.setup, hw, planModel) : f;
+  };
+  return {
+    result,
+    findings: planned.findings,
+    traceFindings: traceFindings.map((f) => led(planned.merged.find((m) => m.id === f.id) ?? f)),
+  };
 }
 
 /**

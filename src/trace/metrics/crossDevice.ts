@@ -82,7 +82,9 @@ class Sweep {
     ids: readonly number[],
     private readonly windows: readonly StepWindow[],
   ) {
-    ids.forEach((id, k) => this.slot.set(id, k));
+    ids.forEach((id, k) => {
+      this.slot.set(id, k);
+    });
     this.open = ids.map(() => false);
     this.segEnd = new Float64Array(ids.length);
     this.steps = windows.map(() => ({
