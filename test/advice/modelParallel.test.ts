@@ -7,9 +7,9 @@ import { readFileSync } from 'node:fs';
 import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { diagnose } from '../../src/advice/engine.js';
-import { MICRO_BATCHES_PER_STAGE } from '../../src/advice/rules/modelParallel.js';
 import type { TraceMetrics } from '../../src/trace/metrics/types.js';
-import { metricsOf, tracePath } from '../helpers/fixtures.js';
+import { modelParallelFigures, pipelinedStepNs } from '../../src/advice/rules/modelParallel.js';
+import { TRACES, metricsOf, tracePath } from '../helpers/fixtures.js';
 import { splitTrace } from '../helpers/splitTrace.js';
 import { metricsOfText } from '../helpers/synth.js';
 
@@ -131,14 +131,16 @@ describe('model-parallel-bubble', () => {
     expect(fs[0]!.id).toBe('model-parallel-bubble');
     expect(f.data.bubbleShare).toBeCloseTo(m.crossDevice!.bubbleShare, 9);
     expect(f.evidence.join('\n')).toMatch(/bubble: 1 - sum of busy 65\.0 ms \/ \(2 GPUs x 63\.0 ms\) = 48%/);
-    // Expected step, rebuilt from the drawn timeline: 2 stages, 8 micro-batches; forward+backward 30.5 ms per GPU,
-    // optimizer 2 ms, 11 kernels a step on the busiest GPU at 2 us per extra micro-batch, and the time no GPU works.
-    const mb = MICRO_BATCHES_PER_STAGE * 2;
+    // Expected step, rebuilt from the drawn timeline: 2 stages; forward+backward 30.5 ms per GPU, optimizer 2 ms,
+    // 22 kernels a step re-issued by the host per micro-batch at 5 us, and the time no GPU works. 16 micro-batches
+    // (8 per stage) is the best of 2, 4, 8, 16 here: the kernels are few and long.
     const step = m.perStep.durNs;
     const allIdle = step - m.crossDevice!.perStep.anyBusyNs;
-    const expected = ((mb + 1) / mb) * 30.5e6 + 2e6 + (mb - 1) * 11 * 2_000 + allIdle;
-    expect(f.estimatedGain!.expectedStepTimeNs).toBeCloseTo(expected, -2);
-    expect(f.estimatedGain!.arithmetic).toMatch(/\(8 \+ 2 - 1\) \/ 8 x busiest stage's forward and backward 30\.5 ms/);
+    const at = (mb: number) => ((mb + 1) / mb) * 30.5e6 + 2e6 + mb * 22 * 5_000 + allIdle;
+    expect(at(16)).toBeLessThan(Math.min(at(2), at(4), at(8)));
+    expect(f.estimatedGain!.expectedStepTimeNs).toBeCloseTo(at(16), -2);
+    expect(f.data.microBatches).toBe(16);
+    expect(f.estimatedGain!.arithmetic).toMatch(/\(16 \+ 2 - 1\) \/ 16 x the busiest stage's forward and backward 30\.5 ms/);
     expect(f.severity).toBe('high');
     expect(f.recommendation.code).toMatch(/split\(/);
     expect(f.recommendation.summary).toMatch(/DistributedDataParallel/);
@@ -164,5 +166,75 @@ describe('model-parallel-bubble', () => {
       const fs = diagnose([await metricsOf(name)]);
       expect(fs.map((x) => x.id), name).not.toContain('model-parallel-bubble');
     }
+  });
+});
+
+/**
+ * examples/scenarios/model_parallel.py on 2x H200: the naive split, its pipelined twin (8 micro-batches) and the DDP
+ * twin, each traced and timed outside the profiler (median_step_ms); model_parallel.micro_sweep.json has the pipelined
+ * step for 1-16 micro-batches. The expected steps are the window's expected/current ratio applied to the naive split's
+ * own unprofiled step, as doctor re-bases them; 25% is the issue's target.
+ */
+describe('model-parallel-bubble on the H200 scenario traces', () => {
+  const DIR = `${TRACES}scenarios/`;
+  const measuredMs = (name: string): number => JSON.parse(readFileSync(`${DIR}${name}.meta.json`, 'utf8')).median_step_ms;
+  const sweep: Record<string, number> = JSON.parse(readFileSync(`${DIR}model_parallel.micro_sweep.json`, 'utf8')).median_step_ms;
+
+  it('the naive split: the top finding, its bubble share from the per-device busy times of the raw events', async () => {
+    const m = await metricsOf('scenarios/model_parallel');
+    const doc = JSON.parse(gunzipSync(readFileSync(tracePath('scenarios/model_parallel'))).toString('utf8'));
+    const events = doc.traceEvents as { cat: string; ph?: string; ts: number }[];
+    const ind = independent(events, m, Math.floor(events.find((e) => typeof e.ts === 'number')!.ts));
+    const sumBusy = ind.reduce((a, s) => a + s.busyUs[0]! + s.busyUs[1]!, 0);
+    const any = ind.reduce((a, s) => a + s.anyUs, 0);
+    const bubble = 1 - sumBusy / (2 * any);
+    const fs = diagnose([m]);
+    expect(fs[0]!.id, fs.map((f) => f.id).join(',')).toBe('model-parallel-bubble');
+    const f = fs[0]!;
+    expect(f.data.bubbleShare as number).toBeCloseTo(bubble, 4);
+    // The GPUs take turns: close to the 50% of strict turns (only the optimizer steps overlap).
+    expect(bubble).toBeGreaterThan(0.4);
+    expect(f.data.peerCopiesPerStep).toBe(2);
+    expect(fs.map((x) => x.id)).not.toContain('gpu-underused');
+  });
+
+  it('the pipelined twin: a lower bubble share and no finding', async () => {
+    const naive = await metricsOf('scenarios/model_parallel');
+    const twin = await metricsOf('scenarios/model_parallel_pipelined');
+    expect(twin.crossDevice!.bubbleShare).toBeLessThan(naive.crossDevice!.bubbleShare);
+    expect(twin.crossDevice!.perStep.concurrentNs).toBeGreaterThan(2 * naive.crossDevice!.perStep.concurrentNs);
+    expect(twin.crossDevice!.perStep.peerCopies).toBe(16);
+    expect(diagnose([twin]).map((f) => f.id)).not.toContain('model-parallel-bubble');
+  });
+
+  it('the DDP twin: one device per rank, no finding', async () => {
+    for (const r of ['rank0', 'rank1']) {
+      const m = await metricsOf(`scenarios/model_parallel_ddp.${r}`);
+      expect(m.crossDevice).toBeNull();
+      expect(diagnose([m]).map((f) => f.id)).not.toContain('model-parallel-bubble');
+    }
+  });
+
+  it('the expected pipelined step against the measured twins (within 25%)', async () => {
+    const m = await metricsOf('scenarios/model_parallel');
+    const f = diagnose([m]).find((x) => x.id === 'model-parallel-bubble')!;
+    const g = f.estimatedGain!;
+    const naiveMs = measuredMs('model_parallel');
+    const rebased = (ns: number) => (ns / g.stepTimeNs) * naiveMs;
+    const predicted = rebased(g.expectedStepTimeNs);
+    const mb = f.data.microBatches as number;
+    // The finding's own count, against the sweep's step at that count.
+    const atCount = sweep[String(mb)]!;
+    expect(Math.abs(predicted - atCount) / atCount, `${mb} micro-batches: predicted ${predicted.toFixed(1)} ms, measured ${atCount.toFixed(1)} ms`).toBeLessThan(0.25);
+    // The shipped twin (8 micro-batches) against the finding's expected step, and against the model at 8 (the count the
+    // host cost was not fitted on).
+    const twin = measuredMs('model_parallel_pipelined');
+    expect(Math.abs(predicted - twin) / twin, `predicted ${predicted.toFixed(1)} ms, twin ${twin.toFixed(1)} ms`).toBeLessThan(0.25);
+    const at8 = rebased(pipelinedStepNs(modelParallelFigures(m)!, 8).expectedNs);
+    expect(Math.abs(at8 - twin) / twin, `8 micro-batches: predicted ${at8.toFixed(1)} ms, measured ${twin.toFixed(1)} ms`).toBeLessThan(0.1);
+    // Pipelining does shorten the step, and the finding names the best count the sweep found too.
+    expect(predicted).toBeLessThan(naiveMs);
+    const bestMeasured = Object.entries(sweep).reduce((a, b) => (b[1] < a[1] ? b : a))[0];
+    expect(String(mb)).toBe(bestMeasured);
   });
 });

@@ -107,3 +107,24 @@ describe('data parallelism for a split model that fits on one GPU', () => {
     expect(withDataParallelFix(bubble, metrics, null, setupOf(1e9), hw, null)).toBe(bubble);
   });
 });
+
+describe('the H200 scenario: the naive split and its DDP twin', () => {
+  it('leads with DDP, whose expected step is within 25% of the DDP twin measured', async () => {
+    const { readFileSync } = await import('node:fs');
+    const { TRACES, metricsOf } = await import('../helpers/fixtures.js');
+    const meta = (n: string) => JSON.parse(readFileSync(`${TRACES}scenarios/${n}.meta.json`, 'utf8'));
+    const m = await metricsOf('scenarios/model_parallel');
+    const f0 = diagnose([m]).find((x) => x.id === 'model-parallel-bubble')!;
+    // The scenario's model as the probe would count it: 12 blocks of Linear(2048, 8192) + Linear(8192, 2048), then
+    // Linear(2048, 1000), fp32, AdamW (two fp32 states a parameter); its measured peak on GPU 0.
+    const params = 12 * (2048 * 8192 + 8192 + 8192 * 2048 + 2048) + 2048 * 1000 + 1000;
+    const setup = setupOf(meta('model_parallel').peak_alloc);
+    const f = withDataParallelFix(f0, m, modelOf(params), setup, hardwareOf(setup)!, null);
+    expect(f.data.dataParallelLayout).toBe('ddp');
+    expect(f.recommendation.code).toMatch(/^# torchrun --nproc_per_node 2/);
+    const g = f.estimatedGain!;
+    const predicted = (g.expectedStepTimeNs / g.stepTimeNs) * meta('model_parallel').median_step_ms;
+    const measured = meta('model_parallel_ddp.rank0').median_step_ms;
+    expect(Math.abs(predicted - measured) / measured, `predicted ${predicted.toFixed(1)} ms, DDP measured ${measured.toFixed(1)} ms`).toBeLessThan(0.25);
+  });
+});

@@ -12,14 +12,16 @@ import { finding, type RankRule, stepNs } from './rule.js';
 
 /** Fires at this share of the bubble a strict turn-taking split has (1 - 1/n): 30% for two GPUs, whose worst is 50%. */
 const BUBBLE_MIN_OF_SERIAL = 0.6;
-/** Micro-batches per pipeline stage (GPipe's rule of thumb: the fill and drain bubble is (p-1)/(m+p-1), 11% at 4 per stage for 2 stages). */
-export const MICRO_BATCHES_PER_STAGE = 4;
+/** Micro-batch counts tried: 1, 2, 4 and 8 per stage (a count per stage keeps every stage's share of the fill equal). */
+export const MICRO_BATCHES_PER_STAGE = [1, 2, 4, 8] as const;
 /**
- * GPU time a kernel costs beyond its share of the work, paid again by every extra micro-batch (the gap between
- * back-to-back kernels and the tail of small grids, 1-3 us on Hopper). Smaller GEMMs also run somewhat less
- * efficiently; that is not modelled.
+ * Host time per kernel launched, outside the profiler: each micro-batch has the host issue the forward and backward
+ * kernels of every stage again (Python, autograd, dispatch and launch). Measured on examples/scenarios/model_parallel.py
+ * on 2x H200 (torch 2.11, eager, unprofiled): the step with m = 2 and 4 micro-batches (26.2 and 24.8 ms) gives 1.27 ms
+ * per micro-batch for its 254 kernels a step, 5 us each; with it m = 8 predicts 28.9 ms, measured 29.1 ms. It also
+ * covers what each micro-batch costs on the GPU (smaller GEMMs, gradients accumulated once per micro-batch).
  */
-const KERNEL_FIXED_NS = 2_000;
+const HOST_NS_PER_KERNEL = 5_000;
 
 /** What the rule and the doctor's data-parallel fix read: the split's figures, per step. */
 export interface ModelParallelFigures {
@@ -35,7 +37,6 @@ export interface ModelParallelFigures {
   /** Time no device of the process works (host, loading): no change of layout removes it. */
   allIdleNs: number;
   stepNs: number;
-  cpuLaunchNs: number;
 }
 
 /** The figures when the trace shows a hand-made model split with a bubble worth a finding; null otherwise. */
@@ -65,7 +66,6 @@ export function modelParallelFigures(m: TraceMetrics): ModelParallelFigures | nu
     bubbleShare: cd.bubbleShare,
     allIdleNs: Math.max(0, step - cd.perStep.anyBusyNs),
     stepNs: step,
-    cpuLaunchNs: m.launch.cpuLaunchNs / Math.max(1, m.steps.length),
   };
 }
 
@@ -76,34 +76,48 @@ export interface PipelineEstimate {
   expectedNs: number;
   fillNs: number;
   optimizerNs: number;
-  lossNs: number;
-  hostFloorNs: number;
+  perMicroBatchNs: number;
   arithmetic: string;
 }
 
 /**
  * p stages, m micro-batches: the forward and backward work of the busiest stage, stretched by the fill and drain
- * ((m + p - 1) / m), then its optimizer step (once per step, all devices at once); each extra micro-batch pays the
- * busiest stage's kernels' fixed cost again; the host must issue m times the launches (a floor); the time no device
- * works stays. Peer copies run on their source device's queue, so they are already in its busy time.
+ * ((m + p - 1) / m), then its optimizer step (once per step, all devices at once); every micro-batch has the host issue
+ * the step's kernels again (HOST_NS_PER_KERNEL each); the time no device works stays. Peer copies run on their source
+ * device's queue, so they are already in its busy time.
  */
-export function pipelineEstimate(f: ModelParallelFigures): PipelineEstimate {
+export function pipelinedStepNs(f: ModelParallelFigures, mb: number): Omit<PipelineEstimate, 'arithmetic'> & { busiest: number; workNs: number } {
   const p = f.devices.length;
-  const mb = MICRO_BATCHES_PER_STAGE * p;
   const work = f.busyNs.map((b, i) => Math.max(0, b - f.optimizerNs[i]!));
   const k = work.indexOf(Math.max(...work));
   const fill = ((mb + p - 1) / mb) * work[k]!;
   const opt = Math.max(...f.optimizerNs);
-  const loss = (mb - 1) * f.kernels[k]! * KERNEL_FIXED_NS;
-  const hostFloor = mb * f.cpuLaunchNs;
-  const gpu = fill + opt + loss;
-  const expected = Math.max(gpu, hostFloor) + f.allIdleNs;
+  const perMicro = f.kernels.reduce((a, b) => a + b, 0) * HOST_NS_PER_KERNEL;
+  return {
+    stages: p,
+    microBatches: mb,
+    expectedNs: fill + opt + mb * perMicro + f.allIdleNs,
+    fillNs: fill,
+    optimizerNs: opt,
+    perMicroBatchNs: perMicro,
+    busiest: f.devices[k]!,
+    workNs: work[k]!,
+  };
+}
+
+/** The micro-batch count (1, 2, 4 or 8 per stage) with the shortest expected step, and its arithmetic. */
+export function pipelineEstimate(f: ModelParallelFigures): PipelineEstimate {
+  const p = f.devices.length;
+  const options = MICRO_BATCHES_PER_STAGE.map((k) => pipelinedStepNs(f, k * p));
+  const best = options.reduce((a, b) => (b.expectedNs < a.expectedNs ? b : a));
+  const mb = best.microBatches;
+  const kernels = f.kernels.reduce((a, b) => a + b, 0);
   const arithmetic =
-    `${p} stages, ${mb} micro-batches (${MICRO_BATCHES_PER_STAGE} per stage): (${mb} + ${p} - 1) / ${mb} x busiest stage's forward and backward ${fmtMs(work[k]!)} (GPU ${f.devices[k]}) = ${fmtMs(fill)}` +
-    ` + optimizer ${fmtMs(opt)} + ${mb - 1} extra micro-batches x ${f.kernels[k]!.toFixed(0)} kernels x ~${fmtMs(KERNEL_FIXED_NS)} = ${fmtMs(loss)}` +
-    `${hostFloor > gpu ? `; the host must issue ${mb}x the launches (${fmtMs(hostFloor)}), which binds` : ''}` +
-    ` + time no GPU works ${fmtMs(f.allIdleNs)} = ${fmtMs(expected)} (now ${fmtMs(f.stepNs)}); smaller GEMMs per micro-batch may run somewhat less efficiently, not counted`;
-  return { stages: p, microBatches: mb, expectedNs: expected, fillNs: fill, optimizerNs: opt, lossNs: loss, hostFloorNs: hostFloor, arithmetic };
+    `${p} stages, ${mb} micro-batches: (${mb} + ${p} - 1) / ${mb} x the busiest stage's forward and backward ${fmtMs(best.workNs)} (GPU ${best.busiest}) = ${fmtMs(best.fillNs)}` +
+    ` + optimizer ${fmtMs(best.optimizerNs)} + ${mb} micro-batches x ${kernels.toFixed(0)} kernels a step x ~${fmtMs(HOST_NS_PER_KERNEL)} of host time each = ${fmtMs(mb * best.perMicroBatchNs)}` +
+    ` + time no GPU works ${fmtMs(f.allIdleNs)} = ${fmtMs(best.expectedNs)} (now ${fmtMs(f.stepNs)}); ${mb} is the best of ${options.map((o) => `${o.microBatches}: ${fmtMs(o.expectedNs)}`).join(', ')}` +
+    ' (more micro-batches shrink the bubble but each costs the host a pass over the kernels)';
+  return { stages: p, microBatches: mb, expectedNs: best.expectedNs, fillNs: best.fillNs, optimizerNs: best.optimizerNs, perMicroBatchNs: best.perMicroBatchNs, arithmetic };
 }
 
 /**
@@ -122,7 +136,7 @@ export function dataParallelComputeNs(f: ModelParallelFigures): number {
 
 export const PIPELINE_CODE = [
   '# One process, stage k on cuda:k: feed stage 2 micro-batch i while stage 1 runs i+1 (launches are asynchronous,',
-  '# each GPU works through its own queue). MICRO = 4 per stage; the loss and backward stay as they are.',
+  '# each GPU works through its own queue). MICRO: the count named above; the loss and backward stay as they are.',
   'def forward(x, micro=MICRO):',
   '    chunks = iter(x.split(x.shape[0] // micro))',
   '    prev = stage1(next(chunks)).to("cuda:1")',
@@ -140,6 +154,8 @@ export const modelParallelBubble: RankRule = (m) => {
   const f = modelParallelFigures(m);
   if (!f) return null;
   const est = pipelineEstimate(f);
+  // Already micro-batched (or host-bound): when no count of micro-batches shortens the step, there is no fix to offer.
+  if (!(est.expectedNs < f.stepNs)) return null;
   const dp = dataParallelComputeNs(f);
   const n = f.devices.length;
   const gpus = f.devices.join(', ');
@@ -175,7 +191,7 @@ export const modelParallelBubble: RankRule = (m) => {
     data,
     recommendation: {
       summary:
-        `Pipeline the stages: split each batch into ${est.microBatches} micro-batches (${MICRO_BATCHES_PER_STAGE} per stage) so that each GPU works on one micro-batch while the next GPU works on the previous one, in this process (CUDA launches are asynchronous) or one stage per rank with torch.distributed.pipelining (GPipe or 1F1B schedules). ` +
+        `Pipeline the stages: split each batch into ${est.microBatches} micro-batches so that each GPU works on one micro-batch while the next GPU works on the previous one, in this process (CUDA launches are asynchronous) or one stage per rank with torch.distributed.pipelining (GPipe or 1F1B schedules). ` +
         `If the whole model fits on one GPU, data parallelism over the same ${n} GPUs removes the bubble altogether: DistributedDataParallel, one process per GPU, each on 1/${n} of the batch (FSDP2 fully_shard when it fits only sharded): about ${fmtMs(dp)} per step plus the gradient all-reduce, against ${fmtMs(est.expectedNs)} pipelined.`,
       code: PIPELINE_CODE,
     },
