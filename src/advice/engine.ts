@@ -14,6 +14,7 @@ import { fusion } from './rules/fusion.js';
 import { hostSync, launchBound } from './rules/host.js';
 import { dataloaderBound, pageableH2d } from './rules/input.js';
 import { memoryNearLimit } from './rules/memory.js';
+import { modelParallelBubble } from './rules/modelParallel.js';
 import { channelsLast, fp16WithoutScaler, mixedPrecision } from './rules/precision.js';
 import type { CrossRankRule, RankRule } from './rules/rule.js';
 
@@ -30,6 +31,7 @@ export const RANK_RULES: readonly RankRule[] = [
   misalignedShapes,
   gpuUnderused,
   dataParallel,
+  modelParallelBubble,
   ddpAccumWithoutNoSync,
   smallCommBuckets,
   commBound,

@@ -30,8 +30,9 @@ import type { ModelFlops, TraceMetrics } from '../trace/metrics/types.js';
 import { withDataParallelMemory } from './dataParallelMemory.js';
 import { type GpuProcess, gpuProcessesOf, isGpuProcess, withJobPids } from './gpuProcesses.js';
 import { rebaseFinding, restateShare } from './rebase.js';
+import { withDataParallelFix } from './dataParallelFix.js';
 import { gpuSharedFindings, ranksShareGpuFinding, type SharingProcess } from './sharing.js';
-import { buildWhatIfs, type RunSetup, type WhatIf, type WhatIfCalibration, type WhatIfResult, whatIfFindings } from './whatIfs.js';
+import { buildWhatIfs, hardwareOf, type RunSetup, type WhatIf, type WhatIfCalibration, type WhatIfResult, whatIfFindings } from './whatIfs.js';
 
 /** The collector (cli/probeRun.ts) takes the exit type from here. */
 export type { ChildExit } from '../run/exit.js';
@@ -627,7 +628,16 @@ export function whatIfStage(
     outOfMemory: outcome === 'out-of-memory',
   });
   const planned = whatIfFindings(result, traceFindings, steps?.medianS ?? null, rank);
-  return { result, findings: planned.findings, traceFindings: traceFindings.map((f) => planned.merged.find((m) => m.id === f.id) ?? f) };
+  const hw = result.setup ? hardwareOf(result.setup) : null;
+  const led = (f: Finding): Finding => {
+    const m = metrics.find((x) => x.rank === (f.ranks[0] ?? rank));
+    return m ? withDataParallelFix(f, m, id.model, result.setup, hw, planModel) : f;
+  };
+  return {
+    result,
+    findings: planned.findings,
+    traceFindings: traceFindings.map((f) => led(planned.merged.find((m) => m.id === f.id) ?? f)),
+  };
 }
 
 /**

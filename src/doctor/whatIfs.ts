@@ -209,7 +209,8 @@ export function inferRunSetup(input: WhatIfInput): RunSetup {
   };
 }
 
-function hardwareOf(setup: RunSetup): Hardware | null {
+/** The hardware the planner sees for the run: its GPU from the catalogue (with the device's own memory), or memory only. */
+export function hardwareOf(setup: RunSetup): Hardware | null {
   if (setup.gpuMemoryBytes === null) return null;
   let gpu: GpuSpec;
   if (setup.gpuCatalogId !== null) gpu = { ...gpuById(setup.gpuCatalogId), memoryBytes: setup.gpuMemoryBytes };

@@ -391,7 +391,7 @@ export class OpReader {
   private readonly nameIds: Int32Array | undefined;
 
   constructor(
-    private readonly log: OpLog,
+    readonly log: OpLog,
     private readonly launches: ReadonlyMap<number, LaunchCall>,
     from: RunStart | null = null,
     private readonly chunks: LogChunks = chunksOf(log),
@@ -630,9 +630,14 @@ export function forEachOp(logs: readonly OpLog[], launches: ReadonlyMap<number, 
  * equal starts keep the order they were written in (logs in the order given,
  * then records: a stable sort by start, without the sort). A run is opened
  * only when the merge reaches its first start, so the readers open at once are
- * the runs that overlap in time, not all of them.
+ * the runs that overlap in time, not all of them. Logs of several devices merge
+ * the same way (`log.device` says whose op it is): the cross-device figures.
  */
-export function forEachOpByStart(logs: readonly OpLog[], launches: ReadonlyMap<number, LaunchCall>, visit: (op: GpuOp) => void): void {
+export function forEachOpByStart(
+  logs: readonly OpLog[],
+  launches: ReadonlyMap<number, LaunchCall>,
+  visit: (op: GpuOp, log: OpLog) => void,
+): void {
   const due = logs.flatMap((log, order) => log.runs.map((run) => ({ log, order, run })));
   due.sort((a, b) => a.run.firstStartNs - b.run.firstStartNs || a.order - b.order || a.run.firstIndex - b.run.firstIndex);
   const open = (d: (typeof due)[number]) => {
@@ -642,7 +647,7 @@ export function forEachOpByStart(logs: readonly OpLog[], launches: ReadonlyMap<n
   };
   if (due.length === 1) {
     const r = open(due[0]!);
-    while (r.next()) visit(r.op);
+    while (r.next()) visit(r.op, r.log);
     return;
   }
   // A binary heap of readers keyed by their current op's start, then the order of their logs and their place in it.
@@ -681,7 +686,7 @@ export function forEachOpByStart(logs: readonly OpLog[], launches: ReadonlyMap<n
     }
     if (heap.length === 0) return;
     const top = heap[0]!;
-    visit(top.op);
+    visit(top.op, top.log);
     if (!top.next()) {
       const last = heap.pop()!;
       if (heap.length === 0) continue;

@@ -7,7 +7,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { diagnose } from '../../src/advice/engine.js';
 import { ACTIVE_SM_PERCENT } from '../../src/doctor/gpuProcesses.js';
-import { renderDoctorHtml } from '../../src/doctor/html.js';
+import { renderDoctorHtml } from '../../src/serve/pages/runs.js';
+import { inlineAssets } from '../../src/serve/assets.js';
 import { renderDoctorMarkdown } from '../../src/doctor/markdown.js';
 import { recordedRunInput } from '../../src/doctor/rediagnose.js';
 import { renderDoctorText } from '../../src/doctor/render.js';
@@ -70,10 +71,9 @@ describe('processes on each GPU', () => {
     const md = renderDoctorMarkdown(r);
     expect(md).toContain('#### Processes on the GPUs');
     expect(md).toMatch(/\| 0 \| pid 5001 \(this run\) \| 23 s \(2-24 s\) \|/);
-    const html = renderDoctorHtml(r);
+    const html = renderDoctorHtml(r, inlineAssets());
     expect(html).toContain('<h3>Processes on the GPUs</h3>');
     expect(html).toContain('<td>pid 4242 python serve.py --port 8000 (alice), not this run</td>');
-    expect(html).not.toMatch(/<script/i);
     expect(doctorReportProblem(JSON.parse(JSON.stringify(r)))).toBeNull();
   });
 
@@ -82,7 +82,7 @@ describe('processes on each GPU', () => {
     const saved = JSON.parse(JSON.stringify(reportOf(records, samples))) as DoctorReport;
     (saved.gpus![0]!.processes as unknown[]).push(null, { pid: 'x' }, { pid: 1, samples: 1, activeSamples: 1, timeline: null });
     expect(renderDoctorMarkdown(saved).match(/^\| 0 \| pid /gm)).toHaveLength(2);
-    expect(() => renderDoctorHtml(saved)).not.toThrow();
+    expect(() => renderDoctorHtml(saved, inlineAssets())).not.toThrow();
     const again = buildDoctorReport(
       recordedRunInput({ dir: '/runs/x', records, skippedLines: 0, recordNotes: [], traces: [], snapshots: [], savedReport: saved, savedReportProblem: null, version: 'test' }),
     );

@@ -5,6 +5,7 @@ import { type GpuSpec, lookupGpu } from '../../gpus/catalogue.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtBytes, fmtMs, fmtPct } from '../../util/format.js';
 import { BF16_AUTOCAST_SWITCHES } from '../framework.js';
+import { modelParallelFigures } from './modelParallel.js';
 import { finding, matmulNs, type RankRule, stepNs } from './rule.js';
 
 const FP32_MIN_SHARE_OF_MATMUL = 0.1;
@@ -171,6 +172,8 @@ export const gpuUnderused: RankRule = (m) => {
   const idle = m.perStep.idleNs;
   // A bigger batch does not help a GPU that waits for data: leave that to dataloader-bound.
   if (idle > 0 && m.perStep.idleByCauseNs.dataloader / idle > 0.5) return null;
+  // A model split over GPUs idles each one while another works: that bubble grows with the batch (model-parallel-bubble).
+  if (modelParallelFigures(m)) return null;
   const scale = Math.max(1, Math.min(MAX_BATCH_SCALE, Math.floor((MEMORY_HEADROOM * total) / Math.max(mem.peakReservedBytes, 1))));
   if (scale < 2) return null;
   // Per-sample time with a k-times batch: busy work scales with k, the per-step overhead (idle) does not.

@@ -3,6 +3,7 @@ import { CATEGORY_NAMES } from '../kernelClass.js';
 import type { CpuSpan, TraceModel } from '../model.js';
 import { forEachOp } from '../opLog.js';
 import { HostSpanCollector, type HostSpans } from './hostSpans.js';
+import { crossDeviceStats } from './crossDevice.js';
 import { coveredLen, unionOf } from './intervals.js';
 import { kernelMix } from './kernelMix.js';
 import { commStats, kernelFigures, median } from './kernels.js';
@@ -115,6 +116,7 @@ export function analyzeTrace(model: TraceModel): TraceMetrics {
     comm: commStats(model, windows, commNs / nSteps / devicesPerStep, exposedNs / nSteps / devicesPerStep),
     memory,
     topKernels: k.topKernels,
+    crossDevice: crossDeviceStats(model, windows),
     timeline: timeline.timeline,
     examples: {
       syncCalls: syncCalls(model, windows),

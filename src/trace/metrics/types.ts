@@ -159,6 +159,40 @@ export interface MemoryStats {
   deviceTotalBytes: number | null;
 }
 
+/** One step of the devices one process drives (crossDevice.ts); device figures in `CrossDeviceStats.devices` order. */
+export interface CrossDeviceStep {
+  step: number;
+  /** Each device's busy time: the union of its kernels, copies and memsets (as DeviceTime.busyNs). */
+  busyNsByDevice: number[];
+  /** Time at least one of the devices was busy (the union over devices). */
+  anyBusyNs: number;
+  /** Time two or more were busy at once. */
+  concurrentNs: number;
+  /** Time exactly one was busy (anyBusyNs - concurrentNs). */
+  soloNs: number;
+  /** Peer-to-peer copies (Kineto's `Memcpy PtoP`: between two devices), summed on the device that ran them. */
+  peerCopyNsByDevice: number[];
+  peerCopies: number;
+  peerCopyBytes: number;
+}
+
+/**
+ * The GPUs one process drives, side by side (a model split by hand over devices, DataParallel); null for a process
+ * with one GPU. Definitions in docs/analyze.md.
+ */
+export interface CrossDeviceStats {
+  /** Device ids that ran work in the analysed steps, ascending. */
+  devices: number[];
+  steps: CrossDeviceStep[];
+  /** Means over the steps. */
+  perStep: Omit<CrossDeviceStep, 'step'>;
+  /**
+   * Share of device time spent idle while another device of the process works: 1 - sum(busy_i) / (n x anyBusy), over
+   * the steps. 0 when the devices always work together, 1 - 1/n when they strictly take turns.
+   */
+  bubbleShare: number;
+}
+
 export interface TimelineBucket {
   startNs: number;
   busyShare: number;
@@ -198,6 +232,8 @@ export interface TraceMetrics {
   comm: CommStats;
   memory: MemoryStats[];
   topKernels: KernelStat[];
+  /** Devices driven by this one process, side by side; null with one device (added in schema 2). */
+  crossDevice: CrossDeviceStats | null;
   /** Busy share over time for the first device with kernels (for charts). */
   timeline: TimelineBucket[];
   /** Dataloader waits, sync calls, etc. with examples for evidence. */
