@@ -11,6 +11,7 @@ import { type DoctorInput, buildDoctorReport } from '../doctor/report.js';
 import { renderDoctorHtml } from '../doctor/html.js';
 import { renderDoctorMarkdown } from '../doctor/markdown.js';
 import { renderDoctorText } from '../doctor/render.js';
+import { StallTracker, innermostFrames } from '../doctor/hang.js';
 import type { DoctorReport } from '../doctor/report.js';
 import { type ProbeRecord, rankOf } from '../run/records.js';
 import { InputError } from '../io/inputError.js';
@@ -38,6 +39,8 @@ Options:
   --html FILE    also write the report as one self-contained HTML page (charts, no script)
   --store DIR    the run history to save the run in (default: $GPUWISE_STORE, else ~/.gpuwise)
   --profile-at N first profiled step (default: the first steady step, 10 to 50); --profile-steps K steps (default 5, 0 = off)
+  --hang-timeout S  stop the job when every training rank has made no progress for S seconds
+                 (default 600, 0 = never); the report's outcome is then "hung", exit status 124
   -h, --help     this help
 
 --from RUN_DIR re-diagnoses a recorded run: the report is rebuilt from the run directory's probe
@@ -46,7 +49,8 @@ nothing is written there. A run recorded on a GPU machine can so be read again a
 
 Every run is saved in the run history (gpuwise runs, gpuwise compare last~1 last); the run
 directory also gets report.json, report.md and report.html.
-Exit status: CMD's own (128+N when it died of signal N); 2 for bad usage or a CMD that cannot start.
+Exit status: CMD's own (128+N when it died of signal N); 124 when doctor stopped a hung job;
+2 for bad usage or a CMD that cannot start.
 Environment for the probe: see docs/doctor.md.
 `;
 
@@ -59,6 +63,7 @@ const OPTIONS = {
   store: { type: 'string' },
   'profile-at': { type: 'string' },
   'profile-steps': { type: 'string' },
+  'hang-timeout': { type: 'string' },
   from: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -120,7 +125,7 @@ export async function run(argv: string[]): Promise<number> {
   const format = { json: values.json, md: values.md, html: values.html };
   if (values.from !== undefined) {
     if (cmd.length > 0) throw new UsageError('--from re-diagnoses a recorded run: give no command (gpuwise doctor --from RUN_DIR)');
-    for (const flag of ['steps', 'out', 'store', 'profile-at', 'profile-steps'] as const)
+    for (const flag of ['steps', 'out', 'store', 'profile-at', 'profile-steps', 'hang-timeout'] as const)
       if (values[flag] !== undefined) throw new UsageError(`--${flag} is for a new run, not for --from`);
     if (values.html !== undefined) checkHtmlTarget(values.html, [values.from]);
     printDoctorReport(await rediagnoseRunDir(values.from), format, 'gpuwise doctor');
@@ -130,6 +135,7 @@ export async function run(argv: string[]): Promise<number> {
   const maxSteps = intFlag(values.steps, '--steps', 1);
   const profileAt = intFlag(values['profile-at'], '--profile-at', 1);
   const profileSteps = intFlag(values['profile-steps'], '--profile-steps', 0);
+  const hangTimeoutS = intFlag(values['hang-timeout'], '--hang-timeout', 0) ?? DEFAULT_HANG_TIMEOUT_S;
   // Checked before the run: a refused --html must not cost a training run.
   if (values.html !== undefined) checkHtmlTarget(values.html, cmd.slice(1));
   const fallback = shippedExampleWithoutTorch(cmd);
@@ -147,14 +153,31 @@ export async function run(argv: string[]): Promise<number> {
   if (profileSteps !== undefined) probeEnv.GPUWISE_PROFILE_STEPS = String(profileSteps);
 
   let probeRun: ProbeRun;
+  const stalls = new StallTracker();
   try {
     // Under --json/--md stdout holds the report alone (`doctor --json -- ... | jq`): the command's output goes to stderr.
-    probeRun = await startProbeRun({ cmd, runDir, env: probeEnv, output: values.json || values.md ? 'stderr' : undefined });
+    probeRun = await startProbeRun({
+      cmd,
+      runDir,
+      env: probeEnv,
+      output: values.json || values.md ? 'stderr' : undefined,
+      onRecord: (r) => {
+        stalls.add(r);
+        if (r.type === 'stall')
+          process.stderr.write(
+            `gpuwise doctor: warning: ${r.rank === null ? `pid ${r.pid}` : `rank ${r.rank} (pid ${r.pid})`} has made no progress for ${r.sinceStepS.toFixed(0)} s in step ${r.step} (at ${innermostFrames(r.stack, 1)[0] ?? '?'})\n`,
+          );
+      },
+      onProcessGone: (pid) => stalls.gone(pid),
+    });
   } catch (e) {
     if (created) rmSync(runDir, { recursive: true, force: true }); // created by this run, holds nothing
     throw e;
   }
-  const { exit, forwardedSignal, records, stepRecordsByPid, skippedLines, notes, gpuSamples, gpuUnavailableReason, endedAtMs: ended } = await probeRun.done;
+  const stopHung = watchForHang(probeRun, stalls, hangTimeoutS);
+  const done = await probeRun.done;
+  clearInterval(stopHung.timer);
+  const { exit, forwardedSignal, records, stepRecordsByPid, skippedLines, notes, gpuSamples, gpuUnavailableReason, endedAtMs: ended } = done;
   const parsed = { records, skippedLines };
   const captured = capturesOf(parsed.records);
   const [traces, snapshots] = [await analyseTraceFiles(captured.traces), await analyseSnapshotFiles(captured.snapshots)];
@@ -166,6 +189,8 @@ export async function run(argv: string[]): Promise<number> {
     endedAtMs: ended,
     exit,
     forwardedSignal,
+    hang: stopHung.stopped ? { timeoutS: hangTimeoutS, atMs: done.stoppedAtMs } : null,
+    disconnectedAtMs: done.disconnectedAtMs,
     records: parsed.records,
     stepRecordsByPid,
     skippedLines: parsed.skippedLines,
@@ -205,7 +230,39 @@ export async function run(argv: string[]): Promise<number> {
     }
   }
   await saveToHistory(report, values.store);
-  return exit.code;
+  // A job doctor stopped because it hung: the status `timeout` uses, not the SIGTERM doctor itself sent.
+  return stopHung.stopped && report.run.outcome === 'hung' ? HUNG_EXIT_CODE : exit.code;
+}
+
+/** --hang-timeout's default: ten minutes with every rank stalled (a slow step has long been reported by then). */
+const DEFAULT_HANG_TIMEOUT_S = 600;
+/** doctor's exit status after stopping a hung job, as timeout(1)'s. */
+export const HUNG_EXIT_CODE = 124;
+
+/**
+ * Checks once a second whether every training rank has been stalled (or gone) for `timeoutS`; then says so in one
+ * line and stops the job (SIGTERM to its process group, SIGKILL after 3 s). 0 = never.
+ */
+function watchForHang(run: ProbeRun, stalls: StallTracker, timeoutS: number): { timer: NodeJS.Timeout | undefined; stopped: boolean } {
+  const state: { timer: NodeJS.Timeout | undefined; stopped: boolean } = { timer: undefined, stopped: false };
+  if (timeoutS <= 0) return state;
+  state.timer = setInterval(
+    () => {
+      const forS = stalls.stalledForS(Date.now() / 1000);
+      if (forS === null || forS < timeoutS || state.stopped) return;
+      state.stopped = true;
+      clearInterval(state.timer);
+      const open = stalls.stalls();
+      const steps = open.map((s) => `${s.rank === null ? `pid ${s.pid}` : `rank ${s.rank}`} in step ${s.step}`).join(', ');
+      process.stderr.write(
+        `gpuwise doctor: every training rank has made no progress for ${forS.toFixed(0)} s (--hang-timeout ${timeoutS}): stopping the job (SIGTERM to its process group); ${steps}\n`,
+      );
+      run.stop('hang');
+    },
+    Math.min(1000, Math.max(100, timeoutS * 250)),
+  );
+  state.timer.unref();
+  return state;
 }
 
 /** Saves the run in the history; a store that cannot be written costs one warning line, never the exit code. */

@@ -8,7 +8,9 @@ import { esc } from '../report/html.js';
 import { fmtBytes, fmtMs, fmtPct } from '../util/format.js';
 import {
   durationText,
+  distributedTable,
   environmentRows,
+  hangLines,
   expectedGainText,
   fmtBytesOr,
   fmtRate,
@@ -281,6 +283,13 @@ export function renderDoctorHtml(r: DoctorReport): string {
     }
     parts.push('<h3>Step time per step</h3>', stepChart(r));
   }
+  const dt = distributedTable(r);
+  if (dt) {
+    parts.push('<h2>Ranks compared</h2>', `<p>${esc(dt.summary)}</p>`, table(dt.head, dt.rows));
+    if (dt.why.length) parts.push(`<ul>${dt.why.map((w) => `<li>${esc(w)}</li>`).join('')}</ul>`);
+  }
+  const hl = hangLines(r);
+  if (hl) parts.push(`<h2>${r.run.outcome === 'hung' ? 'Hang' : 'Stalls'}</h2>`, `<p class="bad">${esc(hl.head)}</p>`, `<ul>${hl.ranks.map((l) => `<li><code>${esc(l)}</code></li>`).join('')}</ul>`);
 
   parts.push('<h2>GPU memory</h2>');
   const withMem = r.ranks.filter((x) => x.allocator || x.nvmlUsedBytes !== null);

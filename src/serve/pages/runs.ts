@@ -70,7 +70,7 @@ ${f.estimatedGain ? `<div>${esc(gainText(f))}</div><div class="dim">${esc(f.esti
 /** The one line a person reads first: how the run ended and what limits it most. */
 export function verdictText(r: DoctorReport): string {
   const top = r.findings[0];
-  if (r.run.outcome === 'out-of-memory' || r.run.outcome === 'crashed' || r.run.outcome === 'failed') return r.run.outcomeText;
+  if (r.run.outcome === 'out-of-memory' || r.run.outcome === 'crashed' || r.run.outcome === 'failed' || r.run.outcome === 'hung') return r.run.outcomeText;
   if (!top) return `${r.run.outcomeText} Nothing to fix was found.`;
   return `${top.title}${top.estimatedGain ? ` (fixing it: −${fmtPct(top.estimatedGain.savedFraction)} step time)` : ''}`;
 }
