@@ -268,9 +268,9 @@ function nvmlUsedByPid(samples: Snapshot[] | null, pid: number): { max: number |
   return { max, timeline };
 }
 
-/** The rank as the outcome names it: `rank R`, or `pid P` for a process without RANK. */
-function who(f: { rank: number; pid: number; rankFromEnv: boolean }): string {
-  return f.rankFromEnv ? `rank ${f.rank}` : `pid ${f.pid}`;
+/** The rank as the outcome names it: `rank R`, or `pid P` for a process without RANK beside others. */
+function who(f: { rank: number; pid: number; rankFromEnv: boolean }, processes: number): string {
+  return f.rankFromEnv || processes < 2 ? `rank ${f.rank}` : `pid ${f.pid}`;
 }
 
 /** "; then rank 0 ended without an end record (...)": the other processes, as consequences of the first failure. */
@@ -300,7 +300,7 @@ export function outcomeOf(
   const hangTail =
     input.hang && hang ? `; the others then made no progress and doctor stopped the job after ${input.hang.timeoutS ?? '?'} s (--hang-timeout)` : '';
   if (first?.kind === 'out-of-memory')
-    return { outcome: 'out-of-memory', text: `ran out of GPU memory on ${who(first)} in step ${first.step} (exit code ${code})${after}${hangTail}` };
+    return { outcome: 'out-of-memory', text: `ran out of GPU memory on ${who(first, ranks.length)} in step ${first.step} (exit code ${code})${after}${hangTail}` };
   if (input.forwardedSignal !== null)
     return {
       outcome: 'interrupted',
@@ -313,12 +313,12 @@ export function outcomeOf(
         outcome: 'crashed',
         text: `crashed before the first training step (pid ${first.pid}${first.rankFromEnv ? `, rank ${first.rank}` : ''}): ${first.error} (exit code ${code})`,
       };
-    return { outcome: 'crashed', text: `crashed on ${who(first)} in step ${first.step}: ${first.error} (exit code ${code})${after}${hangTail}` };
+    return { outcome: 'crashed', text: `crashed on ${who(first, ranks.length)} in step ${first.step}: ${first.error} (exit code ${code})${after}${hangTail}` };
   }
   if (first?.kind === 'killed' && (code !== 0 || ranks.length > 1))
     return {
       outcome: 'failed',
-      text: `${who(first)} died in step ${first.step} without an end record (killed by a signal: SIGKILL, the OOM killer, a segfault)${after}${hangTail}; exit code ${code}${input.exit.signal ? ` (${input.exit.signal})` : ''}`,
+      text: `${who(first, ranks.length)} died in step ${first.step} without an end record (killed by a signal: SIGKILL, the OOM killer, a segfault)${after}${hangTail}; exit code ${code}${input.exit.signal ? ` (${input.exit.signal})` : ''}`,
     };
   if (input.hang) {
     const behind = hang?.behindRanks ?? [];
