@@ -42,14 +42,33 @@ export interface HangAnalysis {
   ranks: StalledRank[];
 }
 
-/** Each process's last stall record, when it came after its last step (a stall it did not recover from). */
+/**
+ * Each process's last stall record when nothing followed it: no step at or past the stalled step, no end. Read by step
+ * numbers and times, not record order (the collector keeps steps apart from the other records).
+ */
 export function openStalls(records: readonly ProbeRecord[]): StallRecord[] {
-  const last = new Map<number, StallRecord | null>();
+  const lastStall = new Map<number, StallRecord>();
+  const lastStep = new Map<number, number>();
+  const ended = new Map<number, number>();
   for (const r of records) {
-    if (r.type === 'stall') last.set(r.pid, r);
-    else if (r.type === 'step' || r.type === 'end') last.set(r.pid, null);
+    if (r.type === 'stall' && r.t >= (lastStall.get(r.pid)?.t ?? Number.NEGATIVE_INFINITY)) lastStall.set(r.pid, r);
+    else if (r.type === 'step') lastStep.set(r.pid, Math.max(lastStep.get(r.pid) ?? 0, r.step));
+    else if (r.type === 'end') ended.set(r.pid, r.t);
   }
-  return [...last.values()].filter((s): s is StallRecord => s !== null);
+  return [...lastStall.values()].filter((s) => (lastStep.get(s.pid) ?? 0) < s.step && !((ended.get(s.pid) ?? Number.NEGATIVE_INFINITY) >= s.t));
+}
+
+/** Stalls a process recovered from (a step at or past the stalled step came later): the longest of each, by step. */
+export function recoveredStalls(records: readonly ProbeRecord[]): StallRecord[] {
+  const lastStep = new Map<number, number>();
+  for (const r of records) if (r.type === 'step') lastStep.set(r.pid, Math.max(lastStep.get(r.pid) ?? 0, r.step));
+  const longest = new Map<string, StallRecord>();
+  for (const r of records)
+    if (r.type === 'stall' && (lastStep.get(r.pid) ?? 0) >= r.step) {
+      const key = `${r.pid}:${r.step}`;
+      if (r.sinceStepS > (longest.get(key)?.sinceStepS ?? -1)) longest.set(key, r);
+    }
+  return [...longest.values()].sort((a, b) => a.t - b.t);
 }
 
 /** Which stalled ranks are behind, and why. */

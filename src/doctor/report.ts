@@ -29,7 +29,7 @@ import { modelFlopsAtStep } from '../trace/metrics/modelFlops.js';
 import type { ModelFlops, TraceMetrics } from '../trace/metrics/types.js';
 import { type DistributedView, distributedView, withProbeImbalance } from './distributed.js';
 import { type Ending, endingOf, type FirstFailure } from './ending.js';
-import { type HangAnalysis, hangAnalysis, innermostFrames, openStalls } from './hang.js';
+import { type HangAnalysis, hangAnalysis, innermostFrames, openStalls, recoveredStalls } from './hang.js';
 import { rebaseFinding, restateShare } from './rebase.js';
 import { buildWhatIfs, type RunSetup, type WhatIf, type WhatIfCalibration, type WhatIfResult, whatIfFindings } from './whatIfs.js';
 
@@ -592,20 +592,10 @@ export function notesOf(input: DoctorInput, processes: readonly ProcessRecords[]
           `rank ${p.rank}: the profiled window started at step ${r.step} before the step times settled (${r.reason === 'cap' ? 'the wait reached its cap' : 'a fixed step'}${r.warmupSteps !== undefined ? `, after ${r.warmupSteps} steps` : ''}): its figures may include warm-up; the run's own statistics use its steady steps`,
         );
   // A stall the rank recovered from (a step came after it) is worth a word; one still open is in run.hang.
-  for (const p of processes) {
-    let worst: { step: number; s: number; frame: string } | null = null;
-    let open = false;
-    for (const r of p.records) {
-      if (r.type === 'stall') {
-        open = true;
-        if (!worst || r.sinceStepS > worst.s) worst = { step: r.step, s: r.sinceStepS, frame: innermostFrames(r.stack, 1)[0] ?? '?' };
-      } else if ((r.type === 'step' || r.type === 'end') && open && worst) {
-        notes.push(`rank ${p.rank}: no progress for ${worst.s.toFixed(0)} s in step ${worst.step} (at ${worst.frame}), then it went on`);
-        open = false;
-        worst = null;
-      }
-    }
-  }
+  for (const st of recoveredStalls(input.records))
+    notes.push(
+      `rank ${st.rank ?? 0}: no progress for ${st.sinceStepS.toFixed(0)} s in step ${st.step} (at ${innermostFrames(st.stack, 1)[0] ?? '?'}), then it went on`,
+    );
   for (const r of ranks) {
     if (r.probeError) notes.push(`probe on rank ${r.rank} switched itself off after an internal error: ${r.probeError}`);
     if (r.steps.settled === false)
