@@ -10,7 +10,7 @@
  * The probe sees the first on every step; the trace (when every rank has a window) sees the second.
  */
 import { IMBALANCE_MIN_SHARE, rankImbalanceRecommendation } from '../advice/rules/distributed.js';
-import { type Finding, finding, gainFrom } from '../findings/finding.js';
+import { type EstimatedGain, type Finding, finding, gainFrom, withGain } from '../findings/finding.js';
 import type { HelloRecord } from '../run/records.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
 import { fmtMs, fmtPct } from '../util/format.js';
@@ -45,7 +45,10 @@ export interface DistributedView {
   skew: number | null;
   slowestRank: number | null;
   fastestRank: number | null;
-  /** (Largest - smallest DataLoader wait per step) / the slowest median step: what the others wait for in collectives. */
+  /**
+   * (Largest - smallest DataLoader wait per step) / the mean step of the rank that waits longest: what the others wait
+   * for in collectives, as a share of the step.
+   */
   dataWaitSpread: number | null;
   /**
    * The rank the others wait for, when the data names one: the slowest by median when the skew reaches
@@ -108,6 +111,7 @@ export function distributedView(
     samplesPerS: r.samplesPerS,
     window: windowOf(metricsOf(r.rank)),
   }));
+  const meanOf = new Map(training.map((r) => [r.rank, r.meanS ?? 0]));
   const byMedian = [...views].sort((a, b) => (a.medianStepS ?? 0) - (b.medianStepS ?? 0));
   const fastest = byMedian[0] as RankView;
   const slowest = byMedian[byMedian.length - 1] as RankView;
@@ -116,10 +120,12 @@ export function distributedView(
   const waits = views.filter((v) => v.dataWaitPerStepS !== null);
   let dataWaitSpread: number | null = null;
   let mostWait: RankView | null = null;
-  if (waits.length === views.length && slowS > 0) {
+  if (waits.length === views.length) {
     const sorted = [...waits].sort((a, b) => (a.dataWaitPerStepS as number) - (b.dataWaitPerStepS as number));
     mostWait = sorted[sorted.length - 1] as RankView;
-    dataWaitSpread = ((mostWait.dataWaitPerStepS as number) - (sorted[0]?.dataWaitPerStepS as number)) / slowS;
+    // Per step waits are share x mean step: over the same rank's mean step, one unit (its median may differ a lot).
+    const meanS = meanOf.get(mostWait.rank) ?? 0;
+    if (meanS > 0) dataWaitSpread = ((mostWait.dataWaitPerStepS as number) - (sorted[0]?.dataWaitPerStepS as number)) / meanS;
   }
   let straggler: DistributedView['straggler'] = null;
   if (skew !== null && skew >= IMBALANCE_MIN_SHARE) straggler = { rank: slowest.rank, by: 'step-time' };
@@ -169,32 +175,50 @@ function whyOf(r: RankView, others: RankView[], stepS: number): string[] {
 const lineOf = (v: RankView) =>
   `rank ${v.rank}: median step ${v.medianStepS === null ? 'n/a' : fmtMs(v.medianStepS * 1e9)}, DataLoader wait ${v.dataWaitPerStepS === null ? 'n/a' : `${fmtMs(v.dataWaitPerStepS * 1e9)} a step`} (probe, every steady step)`;
 
-/**
- * The probe-timed side of rank-imbalance. When the trace rule fired, its finding gets these figures as evidence (and
- * data); else, when the probe's figures reach IMBALANCE_MIN_SHARE, a finding of the same id from them. Returns the
- * trace findings (one possibly extended) and the probe finding, if any.
- */
-export function withProbeImbalance(view: DistributedView | null, traceFindings: Finding[]): { trace: Finding[]; probe: Finding | null } {
-  if (view === null) return { trace: traceFindings, probe: null };
-  const skewLine = `probe-timed over the run: skew ${view.skew === null ? 'n/a' : fmtPct(view.skew)} (rank ${view.slowestRank} slowest), DataLoader wait spread ${view.dataWaitSpread === null ? 'n/a' : fmtPct(view.dataWaitSpread)} of the step`;
-  const existing = traceFindings.find((f) => f.id === 'rank-imbalance');
-  if (existing) {
-    const extended: Finding = {
-      ...existing,
-      evidence: [...existing.evidence, skewLine, ...view.ranks.map(lineOf), ...view.why.map((w) => `rank ${view.straggler?.rank ?? view.slowestRank}: ${w}`)],
-      data: { ...existing.data, probeSkew: view.skew, probeSlowestRank: view.slowestRank, probeDataWaitSpread: view.dataWaitSpread },
-    };
-    return { trace: traceFindings.map((f) => (f === existing ? extended : f)), probe: null };
-  }
-  const st = view.straggler;
-  if (st === null) return { trace: traceFindings, probe: null };
-  const slowS = Math.max(...view.ranks.map((v) => v.medianStepS ?? 0));
+/** The probe-timed gain of balancing the ranks: the larger of the median skew and the DataLoader wait spread. */
+function probeGain(view: DistributedView): EstimatedGain | null {
   const medians = view.ranks.map((v) => v.medianStepS ?? 0);
+  const slowS = Math.max(...medians);
   const meanS = medians.reduce((a, b) => a + b, 0) / medians.length;
   const stepNs = slowS * 1e9;
   const bySkew = (slowS - meanS) * 1e9;
   const byWait = (view.dataWaitSpread ?? 0) * stepNs;
   const savedNs = Math.max(bySkew, byWait);
+  return gainFrom(
+    stepNs,
+    savedNs,
+    `balanced ranks: the slowest median ${fmtMs(stepNs)} down to the mean median ${fmtMs(meanS * 1e9)} (${fmtMs(bySkew)}), or the DataLoader wait spread ${fmtPct(view.dataWaitSpread ?? 0)} of the step (${fmtMs(byWait)}) no longer waited for in collectives: the larger, ${fmtMs(savedNs)}`,
+  );
+}
+
+/**
+ * The probe-timed side of rank-imbalance. When the trace rule fired, its finding gets these figures as evidence (and
+ * data), and the probe's gain when that is the larger (the probe times every steady step; a window is a few steps
+ * with the profiler's own cost, and ranks profiled at different steps wait for each other in it); else, when the view
+ * names a straggler, a finding of the same id from the probe. Returns the trace findings (one possibly extended) and
+ * the probe finding, if any.
+ */
+export function withProbeImbalance(view: DistributedView | null, traceFindings: Finding[]): { trace: Finding[]; probe: Finding | null } {
+  if (view === null) return { trace: traceFindings, probe: null };
+  const skewLine = `probe-timed over the run: skew ${view.skew === null ? 'n/a' : fmtPct(view.skew)} (rank ${view.slowestRank} slowest), DataLoader wait spread ${view.dataWaitSpread === null ? 'n/a' : fmtPct(view.dataWaitSpread)} of the step`;
+  const st = view.straggler;
+  const gain = st ? probeGain(view) : null;
+  const existing = traceFindings.find((f) => f.id === 'rank-imbalance');
+  if (existing) {
+    let extended: Finding = {
+      ...existing,
+      evidence: [...existing.evidence, skewLine, ...view.ranks.map(lineOf), ...view.why.map((w) => `rank ${st?.rank ?? view.slowestRank}: ${w}`)],
+      data: { ...existing.data, probeSkew: view.skew, probeSlowestRank: view.slowestRank, probeDataWaitSpread: view.dataWaitSpread },
+    };
+    const windowShare = existing.estimatedGain?.savedFraction ?? 0;
+    if (gain && gain.savedFraction > windowShare)
+      extended = withGain(extended, {
+        ...gain,
+        arithmetic: `${gain.arithmetic} (probe, every steady step; the window's own estimate was ${fmtPct(windowShare)}: ${existing.estimatedGain?.arithmetic ?? 'none'})`,
+      });
+    return { trace: traceFindings.map((f) => (f === existing ? extended : f)), probe: null };
+  }
+  if (st === null || gain === null) return { trace: traceFindings, probe: null };
   const title =
     st.by === 'step-time'
       ? `Rank ${st.rank} is slower: its median step is ${fmtPct(view.skew ?? 0)} longer than the fastest rank's`
@@ -206,11 +230,7 @@ export function withProbeImbalance(view: DistributedView | null, traceFindings: 
     evidence: [skewLine, ...view.ranks.map(lineOf), ...view.why.map((w) => `rank ${st.rank}: ${w}`)],
     data: { straggler: st.rank, by: st.by, probeSkew: view.skew, probeSlowestRank: view.slowestRank, probeDataWaitSpread: view.dataWaitSpread },
     recommendation: rankImbalanceRecommendation(st.rank),
-    estimatedGain: gainFrom(
-      stepNs,
-      savedNs,
-      `balanced ranks: the slowest median ${fmtMs(stepNs)} down to the mean median ${fmtMs(meanS * 1e9)} (${fmtMs(bySkew)}), or the DataLoader wait spread ${fmtMs(byWait)} no longer waited for: the larger, ${fmtMs(savedNs)}`,
-    ),
+    estimatedGain: gain,
   });
-  return { trace: traceFindings, probe: probe.estimatedGain ? probe : null };
+  return { trace: traceFindings, probe };
 }

@@ -11,10 +11,25 @@ import type { ProbeRecord } from '../run/records.js';
 
 /** Messages and exception names of a collective that failed because a peer went away, or of a termination. */
 const CONSEQUENCE =
-  /closed by peer|reset by peer|broken pipe|communicator (was|has been) aborted|collective operation timeout|watchdog caught|NCCL communicator|DistBackendError|DistNetworkError|SignalException|terminated by signal|Socket Timeout|Connection refused/i;
+  /ChildFailedError|closed by peer|reset by peer|broken pipe|communicator (was|has been) aborted|collective operation timeout|watchdog caught|NCCL communicator|DistBackendError|DistNetworkError|SignalException|terminated by signal|Socket Timeout|Connection refused/i;
 
 export function isConsequence(name: string, message: string): boolean {
   return CONSEQUENCE.test(name) || CONSEQUENCE.test(message);
+}
+
+/**
+ * torchrun's own account of a failed job (its ChildFailedError message): the rank of the "Root Cause (first observed
+ * failure)", its exit code, and the signal that killed it. null when the message has none.
+ */
+export function launcherRootCause(message: string): { rank: number; exitCode: number | null; signal: string | null } | null {
+  const i = message.indexOf('Root Cause');
+  if (i < 0) return null;
+  const part = message.slice(i);
+  const rank = /\brank\s*:\s*(\d+)/.exec(part);
+  if (!rank) return null;
+  const code = /exitcode\s*:\s*(-?\d+)/.exec(part);
+  const sig = /Signal \d+ \((SIG[A-Z]+)\)/.exec(part);
+  return { rank: Number(rank[1]), exitCode: code ? Number(code[1]) : null, signal: sig ? (sig[1] as string) : null };
 }
 
 export interface ProcessRecordsIn {
@@ -56,7 +71,8 @@ interface Classified {
 }
 
 export function firstLine(s: string, max = 200): string {
-  const line = s.split('\n').find((l) => l.trim() !== '') ?? '';
+  // The first line that says something: not a rule of '=' or '-' (torchrun's reports open with one).
+  const line = s.split('\n').find((l) => /[A-Za-z0-9]/.test(l)) ?? '';
   return line.length > max ? `${line.slice(0, max - 3)}...` : line;
 }
 
@@ -73,6 +89,8 @@ function classify(p: ProcessRecordsIn, disconnectedAtS: number | null, stopAtS: 
     if (exc.outOfMemory) return { p, kind: 'out-of-memory', step: exc.step + 1, error, tS: exc.t, exactTime: true, how: `ran out of memory (${error})` };
     if (exc.exception === 'KeyboardInterrupt')
       return { p, kind: 'interrupted', step: exc.step + 1, error, tS: exc.t, exactTime: true, how: 'was interrupted (KeyboardInterrupt: a SIGINT from the launcher)' };
+    if (exc.exception === 'ChildFailedError' || launcherRootCause(exc.message))
+      return { p, kind: 'consequence', step: exc.step + 1, error, tS: exc.t, exactTime: true, how: `(the launcher) reported the failure (${exc.exception})` };
     if (isConsequence(exc.exception, exc.message))
       return { p, kind: 'consequence', step: exc.step + 1, error, tS: exc.t, exactTime: true, how: `failed in a collective once its peer was gone (${error})` };
     return { p, kind: 'exception', step: exc.step + 1, error, tS: exc.t, exactTime: true, how: `raised ${error}` };
@@ -111,10 +129,17 @@ export function endingOf(
     return classify(p, d === undefined ? null : d / 1000, stopAtMs === null ? null : stopAtMs / 1000);
   });
   const own = all.filter((c) => c.kind === 'exception' || c.kind === 'out-of-memory' || (c.kind === 'killed' && c.exactTime)).sort(byTime);
-  const bounded = all.filter((c) => c.kind === 'killed' && !c.exactTime).sort(byTime);
+  // A vanished process known only by its last record: the one the launcher names as the root cause first.
+  const named = all
+    .flatMap((c) => (c.kind === 'consequence' && c.error !== null ? [launcherRootCause(recordMessage(c.p) ?? '')] : []))
+    .find((x) => x !== null);
+  const bounded = all
+    .filter((c) => c.kind === 'killed' && !c.exactTime)
+    .sort((a, b) => Number(b.p.rank === named?.rank && b.p.rankFromEnv) - Number(a.p.rank === named?.rank && a.p.rankFromEnv) || byTime(a, b));
   const consequences = all.filter((c) => c.kind === 'consequence').sort(byTime);
   const first = own[0] ?? bounded[0] ?? consequences[0] ?? null;
   if (first === null) return { first: null, after: [] };
+  const told = named && first.kind === 'killed' && first.p.rankFromEnv && first.p.rank === named.rank ? named : null;
   const after = all
     .filter((c) => c !== first && c.kind !== 'clean')
     .sort(byTime)
@@ -126,9 +151,16 @@ export function endingOf(
       rankFromEnv: first.p.rankFromEnv,
       kind: first.kind as EndKind,
       step: first.step,
-      error: first.error,
+      error: told
+        ? `the launcher's root cause: exit code ${told.exitCode ?? '?'}${told.signal ? ` (${told.signal})` : ''}`
+        : first.error,
       tS: first.tS,
     },
     after,
   };
+}
+
+function recordMessage(p: ProcessRecordsIn): string | null {
+  const exc = p.records.find((r) => r.type === 'exception');
+  return exc && exc.type === 'exception' ? exc.message : null;
 }

@@ -318,7 +318,7 @@ export function outcomeOf(
   if (first?.kind === 'killed' && (code !== 0 || ranks.length > 1))
     return {
       outcome: 'failed',
-      text: `${who(first, ranks.length)} died in step ${first.step} without an end record (killed by a signal: SIGKILL, the OOM killer, a segfault)${after}${hangTail}; exit code ${code}${input.exit.signal ? ` (${input.exit.signal})` : ''}`,
+      text: `${who(first, ranks.length)} died in step ${first.step} without an end record (${first.error ?? 'killed by a signal: SIGKILL, the OOM killer, a segfault'})${after}${hangTail}; exit code ${code}${input.exit.signal ? ` (${input.exit.signal})` : ''}`,
     };
   if (input.hang) {
     const behind = hang?.behindRanks ?? [];

@@ -4,12 +4,15 @@
  * probe-timed rank-imbalance (distributed.ts). The same cases run for real in ranks.test.ts (gloo on CPU); here each
  * rule is pinned on records whose times are chosen, including the orders a live run cannot be made to produce.
  */
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { distributedView, withProbeImbalance } from '../../src/doctor/distributed.js';
 import { hangAnalysis, openStalls, StallTracker } from '../../src/doctor/hang.js';
-import { buildDoctorReport } from '../../src/doctor/report.js';
+import { buildDoctorReport, type DoctorReport } from '../../src/doctor/report.js';
 import { finding } from '../../src/findings/finding.js';
 import type { ProbeRecord, StallRecord, StepRecord } from '../../src/run/records.js';
+import { runCli } from '../helpers/cli.js';
+import { REPO } from './helpers.js';
 import { doctorInput } from './input.js';
 
 const base = (pid: number, rank: number, t: number) => ({ v: 3, pid, rank, t });
@@ -184,7 +187,62 @@ describe('the per-rank view and rank-imbalance', () => {
     expect(out.trace[0]?.data).toMatchObject({ straggler: 1, probeSlowestRank: 1 });
   });
 
+  it("the trace's rank-imbalance takes the probe's gain when the window's is smaller (a profiler-distorted window)", () => {
+    const v = distributedView([rank(0, 0.1, 0), rank(1, 0.1, 0.4)], noHello, noWindow);
+    const trace = finding({
+      id: 'rank-imbalance',
+      title: 't',
+      ranks: [0, 1],
+      evidence: ['from the trace'],
+      data: {},
+      recommendation: { summary: 's', code: '' },
+      estimatedGain: { stepTimeNs: 1e8, expectedStepTimeNs: 1e8, savedFraction: 0, arithmetic: 'window: nothing' },
+    });
+    const f = withProbeImbalance(v, [trace]).trace[0];
+    expect(f?.estimatedGain?.savedFraction).toBeCloseTo(0.4, 9);
+    expect(f?.severity).toBe('high');
+    expect(f?.estimatedGain?.arithmetic).toMatch(/the window's own estimate was 0%: window: nothing\)$/);
+  });
+
   it('one training rank: no view', () => {
     expect(distributedView([rank(0, 0.1, 0), { ...rank(1, 0.1, 0), measuredSteps: 0, medianS: null }], noHello, noWindow)).toBeNull();
+  });
+});
+
+describe('recorded on 2x H200 under torchrun (examples/doctor/runs/h200-ranks, re-diagnosed with --from)', () => {
+  const RUNS = join(REPO, 'examples', 'doctor', 'runs', 'h200-ranks');
+  const from = async (name: string) => {
+    const r = await runCli(['doctor', '--from', join(RUNS, name), '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    return JSON.parse(r.stdout) as DoctorReport;
+  };
+
+  it('rank 1 raised: the cause; rank 0 terminated and torchrun\'s ChildFailedError are what followed', async () => {
+    const r = await from('ddp_crash_rank1');
+    expect(r.run.outcome).toBe('crashed');
+    expect(r.run.outcomeText).toMatch(/^crashed on rank 1 in step 21: RuntimeError: rank 1: a bad batch at step 20 \(drill\) \(exit code 1\); after it rank 0 ended without an end record/);
+    expect(r.run.outcomeText).toMatch(/pid \d+ \(the launcher\) reported the failure \(ChildFailedError\)/);
+  });
+
+  it('rank 1 killed by SIGKILL, neither it nor rank 0 with an end record: torchrun\'s root cause names rank 1', async () => {
+    const r = await from('ddp_kill_rank1');
+    expect(r.run.outcome).toBe('failed');
+    expect(r.run.firstFailure).toMatchObject({ rank: 1, kind: 'killed', step: 21, error: "the launcher's root cause: exit code -9 (SIGKILL)" });
+    expect(r.run.outcomeText).toMatch(/^rank 1 died in step 21 without an end record \(the launcher's root cause: exit code -9 \(SIGKILL\)\); after it rank 0 /);
+  });
+
+  it("rank 1's slower DataLoader: equal medians, rank 1 named by its wait; rank-imbalance from the probe", async () => {
+    const r = await from('ddp_resnet_slow_rank1');
+    const d = r.distributed;
+    expect(d?.ranks.map((v) => [v.rank, v.device?.index, v.device?.name, v.window])).toEqual([
+      [0, 0, 'NVIDIA H200', null],
+      [1, 1, 'NVIDIA H200', null],
+    ]);
+    expect(d?.skew).toBeLessThan(0.02); // lockstep: both medians 48 ms
+    expect(d?.straggler).toEqual({ rank: 1, by: 'dataloader-wait' });
+    expect(d?.why).toEqual(['more DataLoader wait: 26.1 ms a step against 3.57 ms on rank 0']);
+    const f = r.findings.find((x) => x.id === 'rank-imbalance');
+    expect(f).toMatchObject({ source: 'probe', severity: 'high', data: { straggler: 1 } });
+    expect(f?.estimatedGain?.savedFraction).toBeCloseTo(d?.dataWaitSpread ?? 0, 9);
   });
 });
