@@ -8,7 +8,7 @@ No dependency beyond torch; the probe never imports torch itself.
 """
 
 __version__ = "0.2.0"
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3
 
 
 def step():

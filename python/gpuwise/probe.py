@@ -31,7 +31,14 @@ GPUWISE_PROFILE_STEPS (default 5, 0 = no profiler window), GPUWISE_GPU_TIMING=0 
 events: host step times only), GPUWISE_MAX_STEPS (stop cleanly with
 exit status 0 after that many steps), GPUWISE_MEMORY_HISTORY=1 (record allocation history from
 CUDA start instead of only in the window), GPUWISE_PROBE_FAULT=step|batch (test knob: raise
-inside the probe's hook at step 2 / the second batch).
+inside the probe's hook at step 2 / the second batch), GPUWISE_STALL_S (the watchdog's floor, default
+30 s; 0 = no watchdog), GPUWISE_STALL_REPEAT_S (how often a stall is reported again, default 60 s).
+
+The watchdog: a daemon thread, started with the clock, that wakes about once a second and reads four
+counters the hooks already keep (steps, batches, forwards, backward passes). When none has moved for
+max(GPUWISE_STALL_S, 10 x the median step) it sends a `stall` record with the stepping thread's
+Python stack, and again every GPUWISE_STALL_REPEAT_S while it lasts. It costs the training loop
+nothing per step, and any error of its own ends it silently.
 """
 import atexit
 import functools
@@ -62,6 +69,9 @@ STEADY_CAP_FACTOR = 5
 # two apart, so every rank reads the plan before its first step.
 WINDOW_LEAD = 3
 WINDOW_PLAN_FILE = "profile-window.json"
+# The watchdog: a stall is no progress for max(floor, STALL_STEP_FACTOR x the median step); frames kept of its stack.
+STALL_STEP_FACTOR = 10
+STALL_STACK_FRAMES = 30
 # Step sources by precedence: a source counts steps until a higher one shows up.
 SOURCE_RANK = {"forward": 1, "backward": 2, "batch": 3, "optimizer": 4, "marker": 5}
 
@@ -130,6 +140,13 @@ def _int_env(env, name, default, minimum):
     return max(minimum, v)
 
 
+def _float_env(env, name, default):
+    try:
+        return float(env.get(name, "") or default)
+    except ValueError:
+        return default
+
+
 def _first_int(env, names):
     for n in names:
         v = env.get(n)
@@ -157,6 +174,9 @@ class Probe(object):
         self.max_steps = _int_env(env, "GPUWISE_MAX_STEPS", 0, 0) or None
         self.memory_history_always = env.get("GPUWISE_MEMORY_HISTORY") == "1"
         self.fault = env.get("GPUWISE_PROBE_FAULT") or None
+        self.stall_floor_s = _float_env(env, "GPUWISE_STALL_S", 30.0)
+        self.stall_repeat_s = max(0.05, _float_env(env, "GPUWISE_STALL_REPEAT_S", 60.0))
+        self.watchdog = None
         self.torch = None
         self.disabled = False
         self.ended = False
@@ -195,6 +215,15 @@ class Probe(object):
         self.history_on = False
         self.oom_snapshot = None
         self.exception = None
+        try:
+            # A forked child (a DataLoader worker) has no watchdog, and the lock may have been held by it at the fork.
+            os.register_at_fork(after_in_child=self._after_fork)
+        except Exception:
+            pass
+
+    def _after_fork(self):
+        self.lock = threading.RLock()
+        self.watchdog = None
 
     # ---------- fail-open plumbing ----------
 
@@ -227,11 +256,65 @@ class Probe(object):
         except Exception:
             pass
 
-    def _send(self, kind, fields):
+    def _send(self, kind, fields, wait_s=None):
         rec = {"v": PROTOCOL_VERSION, "type": kind, "pid": os.getpid(), "rank": self.rank, "t": time.time()}
         rec.update(fields)
-        with self.lock:
+        if wait_s is None:
+            with self.lock:
+                self.sink.send(rec)
+            return
+        # From the watchdog: never wait long on a main thread that is itself stuck sending.
+        if not self.lock.acquire(timeout=wait_s):
+            return
+        try:
             self.sink.send(rec)
+        finally:
+            self.lock.release()
+
+    # ---------- the watchdog ----------
+
+    def _ensure_watchdog(self):
+        if self.watchdog is not None or self.stall_floor_s <= 0:
+            return
+        ident = threading.get_ident()  # the thread that steps (the main thread, as a rule)
+        t = threading.Thread(target=self._watchdog_loop, args=(ident,), name="gpuwise-watchdog", daemon=True)
+        self.watchdog = t
+        t.start()
+
+    def _stall_threshold(self):
+        times = list(self.host_step_times)
+        return max(self.stall_floor_s, STALL_STEP_FACTOR * _median(times)) if times else self.stall_floor_s
+
+    def _watchdog_loop(self, ident):
+        try:
+            poll = min(1.0, max(0.05, self.stall_floor_s / 10.0))
+            seen = None
+            since = time.perf_counter()
+            sent_at = None
+            while not self.disabled and not self.ended:
+                time.sleep(poll)
+                progress = (self.step, self.batch_calls, self.forward_calls, self.backward_calls)
+                now = time.perf_counter()
+                if progress != seen:
+                    seen, since, sent_at = progress, now, None
+                    continue
+                threshold = self._stall_threshold()
+                if now - since < threshold or (sent_at is not None and now - sent_at < self.stall_repeat_s):
+                    continue
+                frame = sys._current_frames().get(ident)
+                if frame is None:
+                    return  # the stepping thread is gone
+                stack = _format_stack(frame)
+                frame = None
+                last = self.last_boundary if self.last_boundary is not None else since
+                self._send(
+                    "stall",
+                    {"step": self.step + 1, "sinceStepS": max(0.0, now - last), "thresholdS": threshold, "stack": stack},
+                    wait_s=2.0,
+                )
+                sent_at = now
+        except Exception:
+            return  # fail-open: the watchdog ends silently, the probe and the training go on
 
     # ---------- installation ----------
 
@@ -349,6 +432,7 @@ class Probe(object):
     def _on_batch(self, t0, wait_s, batch):
         if self.last_boundary is None:
             self.last_boundary = t0  # the loop starts with its first batch
+            self._ensure_watchdog()
         self.batch_calls += 1
         if self.fault == "batch" and self.batch_calls == 2:
             raise RuntimeError("fault injected by GPUWISE_PROBE_FAULT=batch")
@@ -511,6 +595,7 @@ class Probe(object):
         self.step_source = source
         self.last_boundary = now
         self._reset_step_counters()
+        self._ensure_watchdog()
 
     def _reset_step_counters(self):
         """The current step's counts: the DataLoader's waits and batches, and the batches the model's input showed."""
@@ -536,6 +621,7 @@ class Probe(object):
             raise RuntimeError("fault injected by GPUWISE_PROBE_FAULT=step")
         if not self.announced:
             self._announce()
+            self._ensure_watchdog()
             optimizer = self.primary_optimizer() if self.primary_optimizer is not None else None
             roots = _model_roots(self.torch, optimizer)
             if not roots and self.root_ref is not None and self.root_ref() is not None:
@@ -1065,6 +1151,17 @@ def _read_window_plan(path):
         return (int(d["step"]), str(d["reason"]))
     except (OSError, ValueError, KeyError, TypeError):
         return None
+
+
+def _format_stack(frame):
+    """A thread's Python stack as `file:line function`, innermost last, its innermost STALL_STACK_FRAMES frames."""
+    out = []
+    f = frame
+    while f is not None and len(out) < STALL_STACK_FRAMES:
+        out.append("%s:%d %s" % (f.f_code.co_filename, f.f_lineno, f.f_code.co_name))
+        f = f.f_back
+    out.reverse()
+    return out
 
 
 def _median(xs):

@@ -12,6 +12,7 @@ import { inlineAssets } from '../serve/assets.js';
 import { renderDoctorHtml } from '../serve/pages/runs.js';
 import { renderDoctorMarkdown } from '../doctor/markdown.js';
 import { renderDoctorText } from '../doctor/render.js';
+import { StallTracker, innermostFrames } from '../doctor/hang.js';
 import type { DoctorReport } from '../doctor/report.js';
 import { type ProbeRecord, rankOf } from '../run/records.js';
 import { InputError } from '../io/inputError.js';
@@ -43,6 +44,8 @@ Options:
   --no-serve     do not stream the run to a gpuwise serve running on that store (by default its Runs
                  page follows the run live)
   --profile-at N first profiled step (default: the first steady step, 10 to 50); --profile-steps K steps (default 5, 0 = off)
+  --hang-timeout S  stop the job when every training rank has made no progress for S seconds
+                 (default 600, 0 = never); the report's outcome is then "hung", exit status 124
   -h, --help     this help
 
 --from RUN_DIR re-diagnoses a recorded run: the report is rebuilt from the run directory's probe
@@ -51,7 +54,8 @@ nothing is written there. A run recorded on a GPU machine can so be read again a
 
 Every run is saved in the run history (gpuwise runs, gpuwise compare last~1 last); the run
 directory also gets report.json, report.md and report.html.
-Exit status: CMD's own (128+N when it died of signal N); 2 for bad usage or a CMD that cannot start.
+Exit status: CMD's own (128+N when it died of signal N); 124 when doctor stopped a hung job;
+2 for bad usage or a CMD that cannot start.
 Environment for the probe: see docs/doctor.md.
 `;
 
@@ -65,6 +69,7 @@ const OPTIONS = {
   'no-serve': { type: 'boolean' },
   'profile-at': { type: 'string' },
   'profile-steps': { type: 'string' },
+  'hang-timeout': { type: 'string' },
   from: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -126,7 +131,7 @@ export async function run(argv: string[]): Promise<number> {
   const format = { json: values.json, md: values.md, html: values.html };
   if (values.from !== undefined) {
     if (cmd.length > 0) throw new UsageError('--from re-diagnoses a recorded run: give no command (gpuwise doctor --from RUN_DIR)');
-    for (const flag of ['steps', 'out', 'store', 'profile-at', 'profile-steps', 'no-serve'] as const)
+    for (const flag of ['steps', 'out', 'store', 'profile-at', 'profile-steps', 'no-serve', 'hang-timeout'] as const)
       if (values[flag] !== undefined) throw new UsageError(`--${flag} is for a new run, not for --from`);
     if (values.html !== undefined) checkHtmlTarget(values.html, [values.from]);
     printDoctorReport(await rediagnoseRunDir(values.from), format, 'gpuwise doctor');
@@ -136,6 +141,7 @@ export async function run(argv: string[]): Promise<number> {
   const maxSteps = intFlag(values.steps, '--steps', 1);
   const profileAt = intFlag(values['profile-at'], '--profile-at', 1);
   const profileSteps = intFlag(values['profile-steps'], '--profile-steps', 0);
+  const hangTimeoutS = intFlag(values['hang-timeout'], '--hang-timeout', 0) ?? DEFAULT_HANG_TIMEOUT_S;
   // Checked before the run: a refused --html must not cost a training run.
   if (values.html !== undefined) checkHtmlTarget(values.html, cmd.slice(1));
   const fallback = shippedExampleWithoutTorch(cmd);
@@ -155,15 +161,33 @@ export async function run(argv: string[]): Promise<number> {
   // A `gpuwise serve` on the run's store follows the run live (fail-open: it never slows or stops the run).
   const feed = values['no-serve'] ? null : await feedServe(values.store, cmd, runDir, started.getTime());
   let probeRun: ProbeRun;
+  const stalls = new StallTracker();
   try {
     // Under --json/--md stdout holds the report alone (`doctor --json -- ... | jq`): the command's output goes to stderr.
-    probeRun = await startProbeRun({ cmd, runDir, env: probeEnv, output: values.json || values.md ? 'stderr' : undefined, onRecord: feed ? (r) => feed.push(r) : undefined });
+    probeRun = await startProbeRun({
+      cmd,
+      runDir,
+      env: probeEnv,
+      output: values.json || values.md ? 'stderr' : undefined,
+      onRecord: (r) => {
+        feed?.push(r);
+        stalls.add(r);
+        if (r.type === 'stall')
+          process.stderr.write(
+            `gpuwise doctor: warning: ${r.rank === null ? `pid ${r.pid}` : `rank ${r.rank} (pid ${r.pid})`} has made no progress for ${r.sinceStepS.toFixed(0)} s in step ${r.step} (at ${innermostFrames(r.stack, 1)[0] ?? '?'})\n`,
+          );
+      },
+      onProcessGone: (pid) => stalls.gone(pid),
+    });
   } catch (e) {
     await feed?.finish(2, null, null);
     if (created) rmSync(runDir, { recursive: true, force: true }); // created by this run, holds nothing
     throw e;
   }
-  const { exit, forwardedSignal, records, stepRecordsByPid, skippedLines, notes, gpuSamples, gpuUnavailableReason, endedAtMs: ended } = await probeRun.done;
+  const stopHung = watchForHang(probeRun, stalls, hangTimeoutS);
+  const done = await probeRun.done;
+  clearInterval(stopHung.timer);
+  const { exit, forwardedSignal, records, stepRecordsByPid, skippedLines, notes, gpuSamples, gpuUnavailableReason, endedAtMs: ended } = done;
   const parsed = { records, skippedLines };
   const captured = capturesOf(parsed.records);
   const [traces, snapshots] = [await analyseTraceFiles(captured.traces), await analyseSnapshotFiles(captured.snapshots)];
@@ -175,6 +199,8 @@ export async function run(argv: string[]): Promise<number> {
     endedAtMs: ended,
     exit,
     forwardedSignal,
+    hang: stopHung.stopped ? { timeoutS: hangTimeoutS, atMs: done.stoppedAtMs } : null,
+    disconnectedAtMs: done.disconnectedAtMs,
     records: parsed.records,
     stepRecordsByPid,
     skippedLines: parsed.skippedLines,
@@ -215,7 +241,39 @@ export async function run(argv: string[]): Promise<number> {
   }
   const savedAs = await saveToHistory(report, values.store);
   await feed?.finish(exit.code, exit.signal, savedAs);
-  return exit.code;
+  // A job doctor stopped because it hung: the status `timeout` uses, not the SIGTERM doctor itself sent.
+  return stopHung.stopped && report.run.outcome === 'hung' ? HUNG_EXIT_CODE : exit.code;
+}
+
+/** --hang-timeout's default: ten minutes with every rank stalled (a slow step has long been reported by then). */
+const DEFAULT_HANG_TIMEOUT_S = 600;
+/** doctor's exit status after stopping a hung job, as timeout(1)'s. */
+export const HUNG_EXIT_CODE = 124;
+
+/**
+ * Checks once a second whether every training rank has been stalled (or gone) for `timeoutS`; then says so in one
+ * line and stops the job (SIGTERM to its process group, SIGKILL after 3 s). 0 = never.
+ */
+function watchForHang(run: ProbeRun, stalls: StallTracker, timeoutS: number): { timer: NodeJS.Timeout | undefined; stopped: boolean } {
+  const state: { timer: NodeJS.Timeout | undefined; stopped: boolean } = { timer: undefined, stopped: false };
+  if (timeoutS <= 0) return state;
+  state.timer = setInterval(
+    () => {
+      const forS = stalls.stalledForS(Date.now() / 1000);
+      if (forS === null || forS < timeoutS || state.stopped) return;
+      state.stopped = true;
+      clearInterval(state.timer);
+      const open = stalls.stalls();
+      const steps = open.map((s) => `${s.rank === null ? `pid ${s.pid}` : `rank ${s.rank}`} in step ${s.step}`).join(', ');
+      process.stderr.write(
+        `gpuwise doctor: every training rank has made no progress for ${forS.toFixed(0)} s (--hang-timeout ${timeoutS}): stopping the job (SIGTERM to its process group); ${steps}\n`,
+      );
+      run.stop('hang');
+    },
+    Math.min(1000, Math.max(100, timeoutS * 250)),
+  );
+  state.timer.unref();
+  return state;
 }
 
 /** The live feed to the servers of the store; null when none runs or the store cannot be named. */

@@ -157,10 +157,14 @@ class Collector {
   private logBytes = 0;
   private readonly conns = new Set<Socket>();
   private readonly server: Server;
+  /** When each probe's connection closed (Unix ms, by pid): its process ended, end record or not. */
+  readonly disconnectedAtMs: Record<number, number> = {};
+  private closing = false;
 
   constructor(
     logPath: string,
     private readonly onRecord?: (r: ProbeRecord) => void,
+    private readonly onGone?: (pid: number) => void,
   ) {
     try {
       this.logFd = openSync(logPath, 'a');
@@ -169,19 +173,30 @@ class Collector {
     }
     this.server = createServer((c) => {
       this.conns.add(c);
-      const cutter = new LineCutter((line) => this.take(line, true));
+      const pids = new Set<number>();
+      const cutter = new LineCutter((line) => this.take(line, true, pids));
       c.on('data', (chunk: Buffer) => cutter.push(chunk));
       c.on('close', () => {
         cutter.end();
         this.oversized += cutter.oversized;
         this.conns.delete(c);
+        // Only a close while collecting: connections doctor itself ends at the close are not a process ending.
+        if (!this.closing)
+          for (const pid of pids) {
+            this.disconnectedAtMs[pid] ??= Date.now();
+            try {
+              this.onGone?.(pid);
+            } catch {
+              // a caller's callback must not stop the collection
+            }
+          }
       });
       c.on('error', () => undefined);
     });
   }
 
   /** One complete line (with its newline): parsed and kept in the sample; when `log` (it came from the socket), also written to probe.jsonl and passed to `onRecord`. */
-  take(line: Buffer, log: boolean): void {
+  take(line: Buffer, log: boolean, pids?: Set<number>): void {
     if (log && this.logFd !== null) {
       try {
         let off = 0;
@@ -200,6 +215,7 @@ class Collector {
     const parsed = parseProbeLines(line.toString('utf8'));
     this.skippedLines += parsed.skippedLines;
     for (const r of parsed.records) {
+      pids?.add(r.pid);
       this.sample.add(r);
       try {
         if (log) this.onRecord?.(r);
@@ -272,6 +288,7 @@ class Collector {
   async close(graceMs: number, socketPath: string | null): Promise<void> {
     const until = Date.now() + graceMs;
     while (this.conns.size > 0 && Date.now() < until) await sleep(20);
+    this.closing = true;
     for (const c of this.conns) c.destroy();
     if (this.server.listening) await new Promise<void>((ok) => this.server.close(() => ok()));
     if (socketPath) rmSync(socketPath, { force: true });
@@ -403,6 +420,8 @@ export interface ProbeRunOptions {
   sampleGpus?: boolean;
   /** Each record as it arrives on the socket (records written to fallback files are read only at the end). */
   onRecord?: (r: ProbeRecord) => void;
+  /** A probe's connection closed while the command runs: that process ended. */
+  onProcessGone?: (pid: number) => void;
 }
 
 export interface ProbeRunResult {
@@ -418,6 +437,10 @@ export interface ProbeRunResult {
   skippedLines: number;
   /** What the collector could not keep (a failed write to the run directory, oversized lines), for the report. */
   notes: string[];
+  /** When each probe's connection closed during the run (Unix ms, by pid): the process ended. */
+  disconnectedAtMs: Record<number, number>;
+  /** When gpuwise stopped the command itself (`stop()`), Unix ms; null when it did not. */
+  stoppedAtMs: number | null;
   gpuSamples: Snapshot[] | null;
   gpuUnavailableReason: string | null;
   startedAtMs: number;
@@ -440,7 +463,7 @@ export async function startProbeRun(opts: ProbeRunOptions): Promise<ProbeRun> {
   const { cmd, runDir } = opts;
   const startedAtMs = Date.now();
   const probeDir = probeRoot();
-  const collector = new Collector(join(runDir, 'probe.jsonl'), opts.onRecord);
+  const collector = new Collector(join(runDir, 'probe.jsonl'), opts.onRecord, opts.onProcessGone);
   const socketPath = await listenSomewhere(collector, runDir);
 
   const env: NodeJS.ProcessEnv = {
@@ -475,6 +498,7 @@ export async function startProbeRun(opts: ProbeRunOptions): Promise<ProbeRun> {
 
   let forwardedSignal: string | null = null;
   let stoppedBy: string | null = null;
+  let stoppedAtMs: number | null = null;
   let forwards = 0;
   let killTimer: NodeJS.Timeout | null = null;
   const forward = (sig: NodeJS.Signals) => {
@@ -542,6 +566,8 @@ export async function startProbeRun(opts: ProbeRunOptions): Promise<ProbeRun> {
       stepRecordsByPid: collector.sample.stepCounts(),
       skippedLines: collector.skippedLines,
       notes,
+      disconnectedAtMs: { ...collector.disconnectedAtMs },
+      stoppedAtMs,
       gpuSamples: 'samples' in gpu ? gpu.samples : null,
       gpuUnavailableReason: 'reason' in gpu ? gpu.reason : null,
       startedAtMs,
@@ -555,6 +581,7 @@ export async function startProbeRun(opts: ProbeRunOptions): Promise<ProbeRun> {
     stop(reason: string, graceMs = 3000) {
       if (stoppedBy !== null) return;
       stoppedBy = reason;
+      stoppedAtMs = Date.now();
       killGroup(pgid, 'SIGTERM');
       killTimer = setTimeout(() => killGroup(pgid, 'SIGKILL'), graceMs);
       killTimer.unref();

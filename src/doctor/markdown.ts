@@ -6,7 +6,9 @@
 import { fmtBytes, fmtPct } from '../util/format.js';
 import {
   durationText,
+  distributedTable,
   environmentRows,
+  hangLines,
   expectedGainText,
   fmtBytesOr,
   fmtRate,
@@ -118,6 +120,22 @@ export function renderDoctorMarkdown(r: DoctorReport): string {
       if (x.exception)
         out.push(`**${rankLabel(x)}: exception in step ${x.exception.step + 1}**: ${code(`${x.exception.name}: ${x.exception.message.split('\n')[0] ?? ''}`)}`, '');
     }
+  }
+
+  const dt = distributedTable(r);
+  if (dt) {
+    out.push('### Ranks compared', '', dt.summary, '');
+    out.push(`| ${dt.head.join(' | ')} |`, `|${dt.head.map(() => '---').join('|')}|`);
+    for (const row of dt.rows) out.push(`| ${row.map(cell).join(' | ')} |`);
+    out.push('');
+    for (const w of dt.why) out.push(`- ${w}`);
+    if (dt.why.length) out.push('');
+  }
+  const hl = hangLines(r);
+  if (hl) {
+    out.push(`### ${r.run.outcome === 'hung' ? 'Hang' : 'Stalls'}`, '', hl.head, '');
+    for (const l of hl.ranks) out.push(`- ${code(l)}`);
+    out.push('');
   }
 
   out.push('### GPUs over time', '');

@@ -5,6 +5,7 @@
  * say what was inferred.
  */
 import { type ChildExit, exitFromRecords } from '../run/exit.js';
+import { openStalls } from './hang.js';
 import type { DoctorInput, DoctorReport, SnapshotInput, TraceInput } from './report.js';
 import { type ProbeRecord, rankOf } from '../run/records.js';
 
@@ -38,6 +39,20 @@ export function recordedRunInput(run: RecordedRunInput): DoctorInput {
     exit = inferred.exit;
     notes.push(inferred.note);
   }
+  // A hang doctor stopped: from the saved report; without one, when every process left without an end record was stalled.
+  let hang: DoctorInput['hang'] = null;
+  if (saved?.run.outcome === 'hung') hang = { timeoutS: saved.run.hang?.timeoutS ?? null, atMs: saved.run.hang?.stoppedAtMs ?? null };
+  else if (!saved) {
+    const stalled = new Set(openStalls(run.records).map((s) => s.pid));
+    const unended = [...new Set(run.records.map((r) => r.pid))].filter((pid) => !run.records.some((r) => r.pid === pid && r.type === 'end'));
+    if (stalled.size > 0 && unended.every((pid) => stalled.has(pid))) {
+      hang = { timeoutS: null, atMs: null };
+      notes.push('every process without an end record was stalled at its last record: taken as a hang that was stopped');
+    }
+  }
+  // When each process ended, as the live run saw it (its connection closing): who failed first.
+  const disconnectedAtMs: Record<number, number> = {};
+  for (const r of saved?.ranks ?? []) if (typeof r.endedAtS === 'number') disconnectedAtMs[r.pid] = r.endedAtS * 1000;
   return {
     version: run.version,
     command: saved?.run.command ?? (hello && hello.type === 'hello' ? ['python', ...hello.argv] : []),
@@ -45,7 +60,9 @@ export function recordedRunInput(run: RecordedRunInput): DoctorInput {
     startedAtMs: saved?.run.startedAtMs ?? (times.length ? Math.min(...times) * 1000 : 0),
     endedAtMs: saved ? saved.run.startedAtMs + saved.run.durationS * 1000 : times.length ? Math.max(...times) * 1000 : 0,
     exit,
-    forwardedSignal: null,
+    forwardedSignal: saved?.run.outcome === 'interrupted' && saved.run.signal ? saved.run.signal : null,
+    hang,
+    disconnectedAtMs,
     records: run.records,
     skippedLines: run.skippedLines,
     traces: run.traces,

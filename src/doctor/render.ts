@@ -1,7 +1,7 @@
 /** The doctor report as terminal text (pure). */
 import { fmtBytes, fmtMs, fmtPct, fmtTflops } from '../util/format.js';
 import type { DoctorReport, RankSummary } from './report.js';
-import { findingKindLabel, gpuProcessRows, setupFacts, setupGuesses, stepSourceNote } from './renderParts.js';
+import { distributedTable, findingKindLabel, gpuProcessRows, hangLines, setupFacts, setupGuesses, stepSourceNote } from './renderParts.js';
 
 const s2ns = (s: number) => s * 1e9;
 
@@ -83,6 +83,22 @@ export function renderDoctorText(r: DoctorReport): string {
       );
     if (r0.exception)
       out.push(`  exception in step ${r0.exception.step + 1}: ${r0.exception.name}: ${r0.exception.message.split('\n')[0] ?? ''}`);
+  }
+  const dt = distributedTable(r);
+  if (dt) {
+    out.push('');
+    out.push(`Ranks compared: ${dt.summary}`);
+    const widths = dt.head.map((h, i) => Math.max(h.length, ...dt.rows.map((row) => (row[i] ?? '').length)));
+    const line = (cells: string[]) => `  ${cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd()}`;
+    out.push(line(dt.head));
+    for (const row of dt.rows) out.push(line(row));
+    for (const w of dt.why) out.push(`  ${w}`);
+  }
+  const hl = hangLines(r);
+  if (hl) {
+    out.push('');
+    out.push(hl.head);
+    for (const l of hl.ranks) out.push(`  ${l}`);
   }
   if (r.gpus) {
     out.push('');

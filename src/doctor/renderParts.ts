@@ -158,3 +158,46 @@ export function gpuProcessRows(r: DoctorReport): string[][] {
 /** What the process table means, under it in every format. */
 export const GPU_PROCESS_NOTE =
   'Every process NVML listed on a GPU over the run: present = the time its samples cover (seconds since the first sample); memory and SM share (nvmlDeviceGetProcessUtilization; a process alone on a GPU gets the GPU\'s utilisation) over the samples where it was present; running work = samples with an SM share above 5%.';
+
+/** The per-rank table of a multi-rank run (report.distributed), the same cells in every format; null without one. */
+export function distributedTable(r: DoctorReport): { head: string[]; rows: string[][]; summary: string; why: string[] } | null {
+  const d = r.distributed;
+  if (!d || !Array.isArray(d.ranks) || d.ranks.length === 0) return null;
+  const pct = (x: number | null | undefined) => (typeof x === 'number' && Number.isFinite(x) ? fmtPct(x) : 'n/a');
+  const head = ['rank', 'GPU', 'median step', 'p90', 'DataLoader wait', 'samples/s', 'comm exposed', 'comm overlap'];
+  const rows = d.ranks.map((v) => [
+    String(v.rank),
+    v.device ? `cuda:${v.device.index} ${v.device.name}` : 'cpu',
+    fmtStepS(v.medianStepS),
+    fmtStepS(v.p90StepS),
+    pct(v.dataWaitShare),
+    fmtRate(v.samplesPerS),
+    v.window ? pct(v.window.commExposedShare) : 'no window',
+    v.window ? pct(v.window.commOverlapShare) : 'no window',
+  ]);
+  const skew = typeof d.skew === 'number' ? `skew ${fmtPct(d.skew)} (slowest median / fastest - 1), slowest rank ${d.slowestRank}` : 'skew n/a';
+  const strag = d.straggler
+    ? d.straggler.by === 'step-time'
+      ? `; rank ${d.straggler.rank} is the straggler`
+      : `; rank ${d.straggler.rank} waits longest on its DataLoader (spread ${pct(d.dataWaitSpread)} of the step): the others wait for it in collectives`
+    : '';
+  const subject = d.straggler?.rank ?? d.slowestRank;
+  return { head, rows, summary: `${skew}${strag}`, why: (d.why ?? []).map((w) => `rank ${subject}: ${w}`) };
+}
+
+/** The stalled ranks of a hang (report.run.hang): one line each with the step and the innermost frames. */
+export function hangLines(r: DoctorReport, frames = 4): { head: string; ranks: string[] } | null {
+  const h = r.run.hang;
+  if (!h || !Array.isArray(h.ranks)) return null;
+  const behind = new Set(h.behindRanks ?? []);
+  const head = `${r.run.outcome === 'hung' ? 'Hung' : 'Stalled at the end'}: ${h.why}`;
+  const ranks = h.ranks.map(
+    (s) =>
+      `rank ${s.rank} (pid ${s.pid})${behind.has(s.rank) ? ' BEHIND' : ''}: step ${s.step}, no progress for ${s.stalledS.toFixed(0)} s, ${s.inCollective ? 'inside a collective' : 'not in a collective'}; innermost: ${s.stack
+        .slice(-frames)
+        .map((f) => f.replace(/^.*[/\\]/, ''))
+        .reverse()
+        .join(' < ')}`,
+  );
+  return { head, ranks };
+}

@@ -29,6 +29,9 @@ import { modelFlopsAtStep } from '../trace/metrics/modelFlops.js';
 import type { ModelFlops, TraceMetrics } from '../trace/metrics/types.js';
 import { withDataParallelMemory } from './dataParallelMemory.js';
 import { type GpuProcess, gpuProcessesOf, isGpuProcess, withJobPids } from './gpuProcesses.js';
+import { type DistributedView, distributedView, withProbeImbalance } from './distributed.js';
+import { type Ending, endingOf, type FirstFailure } from './ending.js';
+import { type HangAnalysis, hangAnalysis, innermostFrames, openStalls, recoveredStalls } from './hang.js';
 import { rebaseFinding, restateShare } from './rebase.js';
 import { withDataParallelFix } from './dataParallelFix.js';
 import { gpuSharedFindings, ranksShareGpuFinding, type SharingProcess } from './sharing.js';
@@ -40,7 +43,7 @@ export type { ChildExit } from '../run/exit.js';
 export const DOCTOR_SCHEMA_VERSION = 1;
 
 /** How the run ended, most specific first. */
-export type Outcome = 'completed' | 'stopped-after-steps' | 'interrupted' | 'out-of-memory' | 'crashed' | 'failed';
+export type Outcome = 'completed' | 'stopped-after-steps' | 'interrupted' | 'out-of-memory' | 'crashed' | 'failed' | 'hung';
 
 export interface TraceInput {
   rank: number;
@@ -69,6 +72,13 @@ export interface DoctorInput {
   exit: ChildExit;
   /** Doctor forwarded SIGINT/SIGTERM to the child. */
   forwardedSignal: string | null;
+  /**
+   * Doctor stopped the job because every training rank had been stalled (or gone) for `timeoutS` (--hang-timeout), at
+   * `atMs` (null when not known: a re-diagnosed run); absent or null when it did not.
+   */
+  hang?: { timeoutS: number | null; atMs: number | null } | null;
+  /** When each process's connection to the collector closed (Unix ms, by pid): the process ended. Live runs only. */
+  disconnectedAtMs?: Record<number, number>;
   records: ProbeRecord[];
   /** Step records received per process id when `records` holds only a sample of them (cli/probeRun.ts); absent: all are in `records`. */
   stepRecordsByPid?: Record<number, number>;
@@ -108,6 +118,8 @@ export interface RankSummary {
   oom: { step: number; device: number; allocBytes: number; deviceFreeBytes: number; snapshot: string | null } | null;
   probeError: string | null;
   endReason: string | null;
+  /** When the process ended (its connection to doctor closed), Unix seconds; absent when not known (files, --from). */
+  endedAtS?: number;
 }
 
 export interface GpuSummary {
@@ -155,6 +167,13 @@ export interface DoctorReport {
     outcome: Outcome;
     /** One sentence on how the run ended. */
     outcomeText: string;
+    /**
+     * The process that failed first (by time), when one did: the cause; absent otherwise. `after`: how the other
+     * processes that did not end cleanly ended (stopped by the launcher, failed in a collective: consequences).
+     */
+    firstFailure?: FirstFailure & { after: Ending['after'] };
+    /** Outcome `hung` (or stalls left open at the end): the stalled ranks, their stacks, and which are behind. */
+    hang?: HangAnalysis;
   };
   environment: {
     python: string | null;
@@ -171,6 +190,8 @@ export interface DoctorReport {
     probeSilent: boolean;
   };
   ranks: RankSummary[];
+  /** The per-rank view of a run of two or more training ranks (distributed.ts); absent otherwise. */
+  distributed?: DistributedView;
   gpus: GpuSummary[] | null;
   gpuUnavailableReason: string | null;
   model: Omit<ModelRecord, 'v' | 'type' | 'pid' | 'rank' | 't'> | null;
@@ -266,29 +287,69 @@ function nvmlUsedByPid(samples: Snapshot[] | null, pid: number): { max: number |
   return { max, timeline };
 }
 
-function outcomeOf(input: DoctorInput, ranks: RankSummary[]): { outcome: Outcome; text: string } {
-  const oomRank = ranks.find((r) => r.oom !== null || r.exception?.outOfMemory);
-  const crashed = ranks.find((r) => r.exception !== null && r.exception.name !== 'KeyboardInterrupt');
+/** The rank as the outcome names it: `rank R`, or `pid P` for a process without RANK beside others. */
+function who(f: { rank: number; pid: number; rankFromEnv: boolean }, processes: number): string {
+  return f.rankFromEnv || processes < 2 ? `rank ${f.rank}` : `pid ${f.pid}`;
+}
+
+/** "; then rank 0 ended without an end record (...)": the other processes, as consequences of the first failure. */
+function afterText(ending: Ending, byPid: ReadonlyMap<number, RankSummary>): string {
+  if (ending.after.length === 0) return '';
+  const name = (a: { rank: number; pid: number }) => {
+    const r = byPid.get(a.pid);
+    return r && !r.rankFromEnv ? `pid ${a.pid}` : `rank ${a.rank}`;
+  };
+  return `; after it ${ending.after.map((a) => `${name(a)} ${a.how}`).join('; ')}`;
+}
+
+/**
+ * The outcome stage: how the run ended. The first failure by time is the cause (ending.ts), the other ranks' ends are named as
+ * what followed; a hang doctor stopped is `hung` unless a rank failed before it.
+ */
+export function outcomeOf(
+  input: DoctorInput,
+  ranks: RankSummary[],
+  ending: Ending = { first: null, after: [] },
+  hang: HangAnalysis | null = null,
+): { outcome: Outcome; text: string } {
   const code = input.exit.code;
-  if (oomRank) {
-    const step = oomRank.oom?.step ?? (oomRank.exception ? oomRank.exception.step + 1 : 0);
-    return { outcome: 'out-of-memory', text: `ran out of GPU memory on rank ${oomRank.rank} in step ${step} (exit code ${code})` };
-  }
-  if (input.forwardedSignal !== null || ranks.some((r) => r.exception?.name === 'KeyboardInterrupt'))
+  const first = ending.first;
+  const byPid = new Map(ranks.map((r) => [r.pid, r]));
+  const after = afterText(ending, byPid);
+  const hangTail =
+    input.hang && hang ? `; the others then made no progress and doctor stopped the job after ${input.hang.timeoutS ?? '?'} s (--hang-timeout)` : '';
+  if (first?.kind === 'out-of-memory')
+    return { outcome: 'out-of-memory', text: `ran out of GPU memory on ${who(first, ranks.length)} in step ${first.step} (exit code ${code})${after}${hangTail}` };
+  if (input.forwardedSignal !== null)
     return {
       outcome: 'interrupted',
-      text: `interrupted (${input.forwardedSignal ?? 'SIGINT'} passed to the command); exit code ${code}; the report covers the steps before`,
+      text: `interrupted (${input.forwardedSignal} passed to the command); exit code ${code}; the report covers the steps before`,
     };
-  if (crashed?.exception && crashed.steps.steps === 0)
+  if (first?.kind === 'exception') {
+    const r = byPid.get(first.pid);
+    if (r && r.steps.steps === 0 && ending.after.length === 0)
+      return {
+        outcome: 'crashed',
+        text: `crashed before the first training step (pid ${first.pid}${first.rankFromEnv ? `, rank ${first.rank}` : ''}): ${first.error} (exit code ${code})`,
+      };
+    return { outcome: 'crashed', text: `crashed on ${who(first, ranks.length)} in step ${first.step}: ${first.error} (exit code ${code})${after}${hangTail}` };
+  }
+  if (first?.kind === 'killed' && (code !== 0 || ranks.length > 1))
     return {
-      outcome: 'crashed',
-      text: `crashed before the first training step (pid ${crashed.pid}${crashed.rankFromEnv ? `, rank ${crashed.rank}` : ''}): ${crashed.exception.name}: ${firstLine(crashed.exception.message)} (exit code ${code})`,
+      outcome: 'failed',
+      text: `${who(first, ranks.length)} died in step ${first.step} without an end record (${first.error ?? 'killed by a signal: SIGKILL, the OOM killer, a segfault'})${after}${hangTail}; exit code ${code}${input.exit.signal ? ` (${input.exit.signal})` : ''}`,
     };
-  if (crashed?.exception)
+  if (input.hang) {
+    const behind = hang?.behindRanks ?? [];
     return {
-      outcome: 'crashed',
-      text: `crashed on rank ${crashed.rank} in step ${crashed.exception.step + 1}: ${crashed.exception.name}: ${firstLine(crashed.exception.message)} (exit code ${code})`,
+      outcome: 'hung',
+      text: `hung: every training rank made no progress for ${input.hang.timeoutS ?? '?'} s and doctor stopped the job (--hang-timeout)${
+        behind.length ? `; behind: rank${behind.length > 1 ? 's' : ''} ${behind.join(', ')} (${hang?.why})` : ''
+      }`,
     };
+  }
+  if (ranks.some((r) => r.exception?.name === 'KeyboardInterrupt'))
+    return { outcome: 'interrupted', text: `interrupted (SIGINT passed to the command); exit code ${code}; the report covers the steps before` };
   if (code !== 0)
     return {
       outcome: 'failed',
@@ -297,11 +358,6 @@ function outcomeOf(input: DoctorInput, ranks: RankSummary[]): { outcome: Outcome
   if (ranks.length > 0 && ranks.every((r) => r.endReason === 'max-steps'))
     return { outcome: 'stopped-after-steps', text: `stopped cleanly after ${ranks[0]?.steps.steps ?? 0} steps (--steps)` };
   return { outcome: 'completed', text: 'completed (exit code 0)' };
-}
-
-function firstLine(s: string): string {
-  const line = s.split('\n').find((l) => l.trim() !== '') ?? '';
-  return line.length > 200 ? `${line.slice(0, 197)}...` : line;
 }
 
 /**
@@ -414,7 +470,7 @@ export function runIdentity(processes: readonly ProcessRecords[]): RunIdentity {
 }
 
 /** Stage 3: one rank's summary: steady step statistics, memory beside NVML, how it ended. */
-export function summarizeRank(p: ProcessRecords, gpuSamples: Snapshot[] | null): RankSummary {
+export function summarizeRank(p: ProcessRecords, gpuSamples: Snapshot[] | null, disconnectedAtMs?: Record<number, number>): RankSummary {
   const recs = p.records;
   const exc = recs.find((r): r is ExceptionRecord => r.type === 'exception') ?? null;
   const oom = recs.find((r): r is OomRecord => r.type === 'oom') ?? null;
@@ -439,6 +495,7 @@ export function summarizeRank(p: ProcessRecords, gpuSamples: Snapshot[] | null):
       : null,
     probeError: err && err.type === 'probe-error' ? err.error : null,
     endReason: end && end.type === 'end' ? end.reason : null,
+    ...(disconnectedAtMs?.[p.pid] !== undefined ? { endedAtS: (disconnectedAtMs[p.pid] as number) / 1000 } : {}),
   };
 }
 
@@ -595,6 +652,11 @@ export function notesOf(input: DoctorInput, processes: readonly ProcessRecords[]
         notes.push(
           `rank ${p.rank}: the profiled window started at step ${r.step} before the step times settled (${r.reason === 'cap' ? 'the wait reached its cap' : 'a fixed step'}${r.warmupSteps !== undefined ? `, after ${r.warmupSteps} steps` : ''}): its figures may include warm-up; the run's own statistics use its steady steps`,
         );
+  // A stall the rank recovered from (a step came after it) is worth a word; one still open is in run.hang.
+  for (const st of recoveredStalls(input.records))
+    notes.push(
+      `rank ${st.rank ?? 0}: no progress for ${st.sinceStepS.toFixed(0)} s in step ${st.step} (at ${innermostFrames(st.stack, 1)[0] ?? '?'}), then it went on`,
+    );
   for (const r of ranks) {
     if (r.probeError) notes.push(`probe on rank ${r.rank} switched itself off after an internal error: ${r.probeError}`);
     if (r.steps.settled === false)
@@ -603,6 +665,19 @@ export function notesOf(input: DoctorInput, processes: readonly ProcessRecords[]
       );
   }
   return notes;
+}
+
+/** Stage 4b: the per-rank view of a run of two or more training ranks (distributed.ts), each rank with its own window. */
+export function distributedStage(
+  processes: readonly ProcessRecords[],
+  ranks: readonly RankSummary[],
+  traces: readonly TraceInput[],
+): DistributedView | null {
+  return distributedView(
+    ranks.map((r) => ({ rank: r.rank, pid: r.pid, ...r.steps })),
+    (pid) => processes.find((p) => p.pid === pid)?.hello ?? null,
+    (rank) => traces.find((t) => t.rank === rank && t.metrics !== null)?.metrics ?? null,
+  );
 }
 
 /** Stage 8: the what-ifs on the lowest rank with steps, their findings, and the trace findings they merged into. */
@@ -648,14 +723,21 @@ export function whatIfStage(
 export function buildDoctorReport(input: DoctorInput): DoctorReport {
   const processes = groupProcesses(input.records);
   const id = runIdentity(processes);
-  const ranks = processes.map((p) => summarizeRank(p, input.gpuSamples)).sort((a, b) => a.rank - b.rank || a.pid - b.pid);
+  const ranks = processes
+    .map((p) => summarizeRank(p, input.gpuSamples, input.disconnectedAtMs))
+    .sort((a, b) => a.rank - b.rank || a.pid - b.pid);
   const gpus = gpusOf(input, processes);
   const pidOfRank = (rank: number) => ranks.find((r) => r.rank === rank)?.pid ?? null;
-  const traceFindings = traceFindingsOf(input.traces, ranks, id.model).map((f) => withDataParallelMemory(f, gpus ?? [], pidOfRank));
+  const distributed = distributedStage(processes, ranks, input.traces);
+  const imbalance = withProbeImbalance(distributed, traceFindingsOf(input.traces, ranks, id.model));
+  const traceFindings = imbalance.trace.map((f) => withDataParallelMemory(f, gpus ?? [], pidOfRank));
   const memoryFindings = memoryFindingsOf(input.snapshots);
-  const probeFindings = probeFindingsOf(traceFindings, ranks, id.model);
+  const probeFindings = [...probeFindingsOf(traceFindings, ranks, id.model), ...(imbalance.probe ? [imbalance.probe] : [])];
   const telemetryFindings = sharingFindingsOf(gpus, processes, ranks);
-  const { outcome, text } = outcomeOf(input, ranks);
+  const ending = endingOf(processes, input.disconnectedAtMs, input.hang?.atMs ?? null);
+  const stalls = openStalls(input.records);
+  const hang = hangAnalysis(stalls, input.hang ? input.hang.timeoutS : null, input.hang?.atMs ?? null);
+  const { outcome, text } = outcomeOf(input, ranks, ending, hang);
   const notes = notesOf(input, processes, ranks);
   const plan = planModelOf(id.model);
   const whatIf = whatIfStage(id, plan.model, ranks, input.traces, outcome, traceFindings);
@@ -683,6 +765,8 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
       signal: input.exit.signal,
       outcome,
       outcomeText: text,
+      ...(ending.first ? { firstFailure: { ...ending.first, after: ending.after } } : {}),
+      ...(hang ? { hang } : {}),
     },
     environment: {
       python: hello?.python ?? null,
@@ -697,6 +781,7 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
       probeSilent: processes.length === 0,
     },
     ranks,
+    ...(distributed ? { distributed } : {}),
     gpus,
     gpuUnavailableReason: input.gpuUnavailableReason,
     model: modelOut,

@@ -1,8 +1,9 @@
 /**
  * The probe's wire format (pure): one JSON object per line (python/gpuwise/probe.py writes them), sent to doctor's
- * Unix socket or appended to `probe-PID.jsonl` files, and its validation at the edge. Protocol versions 1 and 2 are
+ * Unix socket or appended to `probe-PID.jsonl` files, and its validation at the edge. Protocol versions 1 to 3 are
  * read (2 adds the step sources `backward`, `forward`, `time`, `step.batchSource`, the model's `compiled`,
- * `framework` and `autocastDtype`, and why the profiler window started). Every record is checked once, field by
+ * `framework` and `autocastDtype`, and why the profiler window started; 3 adds the `stall` record of the probe's
+ * watchdog). Every record is checked once, field by
  * field, in `parseProbeLines`: a record that is not understood is left out with a note saying why, so the code after
  * it trusts the types and a malformed record can never end a report in an internal error.
  */
@@ -23,7 +24,7 @@ import {
 } from './validate.js';
 
 /** The newest protocol version this gpuwise reads; every version from 1 to it is accepted. */
-export const PROBE_PROTOCOL_VERSION = 2;
+export const PROBE_PROTOCOL_VERSION = 3;
 
 interface Base {
   /** Protocol version. */
@@ -189,6 +190,23 @@ export interface ProfileStartRecord extends Base {
   warmupSteps?: number;
 }
 
+/**
+ * Protocol 3: the probe's watchdog saw the main thread make no progress (no step, DataLoader batch, forward of the
+ * outermost module or backward pass) for `thresholdS`; sent again at most every 60 s while it lasts, with the grown
+ * `sinceStepS`.
+ */
+export interface StallRecord extends Base {
+  type: 'stall';
+  /** The step the main thread is in (steps done + 1). */
+  step: number;
+  /** Seconds since the last step ended (or since the first step started, before any ended). */
+  sinceStepS: number;
+  /** The threshold that applied: max(GPUWISE_STALL_S, 10 x the median step). */
+  thresholdS: number;
+  /** The main thread's Python stack, `file:line function`, innermost last, at most 30 frames. */
+  stack: string[];
+}
+
 export type StepSource = 'optimizer' | 'marker' | 'batch' | 'backward' | 'forward' | 'time';
 
 export type ProbeRecord =
@@ -200,9 +218,10 @@ export type ProbeRecord =
   | OomRecord
   | ExceptionRecord
   | EndRecord
-  | ProbeErrorRecord;
+  | ProbeErrorRecord
+  | StallRecord;
 
-const TYPES: ReadonlySet<string> = new Set(['hello', 'step', 'model', 'profile-start', 'profile-end', 'oom', 'exception', 'end', 'probe-error']);
+const TYPES: ReadonlySet<string> = new Set(['hello', 'step', 'model', 'profile-start', 'profile-end', 'oom', 'exception', 'end', 'probe-error', 'stall']);
 
 const rankField = nullable(int(0));
 const base = { v: int(1), pid: int(0), rank: rankField, t: num() } as const;
@@ -336,6 +355,7 @@ const SCHEMAS: Record<ProbeRecord['type'], Check<unknown>> = (() => {
       dropped,
     ),
     'probe-error': obj({ ...base, type: str, error: str, step: num() }, dropped),
+    stall: obj({ ...base, type: str, step: int(0), sinceStepS: num(0), thresholdS: num(0), stack: arrayOf(str) }, dropped),
   };
 })();
 

@@ -29,6 +29,8 @@ export function pyEnv(extra: Record<string, string | undefined>): NodeJS.Process
     'GPUWISE_PROBE_FAULT',
     'GPUWISE_PROFILE_AT',
     'GPUWISE_PROFILE_STEPS',
+    'GPUWISE_STALL_S',
+    'GPUWISE_STALL_REPEAT_S',
   ])
     if (!(k in extra)) delete env[k];
   return env;

@@ -109,7 +109,7 @@ describe.skipIf(SKIP_PYTHON)('probe (CPU torch)', () => {
     const { records, skippedLines } = parseProbeLines(text);
     expect(skippedLines).toBe(0);
     expect(records.map((x) => x.type)).toEqual(['hello', 'model', 'step', 'step', 'step', 'step', 'step', 'step', 'end']);
-    expect(records.every((x) => x.v === 2 && x.pid === records[0]?.pid)).toBe(true);
+    expect(records.every((x) => x.v === 3 && x.pid === records[0]?.pid)).toBe(true);
     expect(fallbackRecords(dir)).toEqual([]);
   });
 

@@ -46,7 +46,7 @@ describe('parseProbeLines', () => {
   it('leaves out what it does not understand, saying why', () => {
     const [hello, model, step] = lines('host_sync').map((l) => JSON.parse(l));
     const bad = [
-      JSON.stringify({ ...hello, v: 3 }),
+      JSON.stringify({ ...hello, v: 4 }),
       JSON.stringify({ ...step, stepTimeS: 'fast' }),
       JSON.stringify({ ...step, step: 2, memory: { device: 0 } }),
       JSON.stringify({ ...step, step: 3, stepSource: 'vibes', gpuStepTimes: 'x' }),
@@ -59,7 +59,7 @@ describe('parseProbeLines', () => {
     expect(parsed.records[0]).not.toHaveProperty('gpuStepTimes');
     expect(parsed.skippedLines).toBe(5);
     const notes = parsed.notes.join('\n');
-    expect(notes).toMatch(/protocol version this gpuwise does not read .*: 1 \(first: 'hello' record with v 3\)/);
+    expect(notes).toMatch(/protocol version this gpuwise does not read .*: 1 \(first: 'hello' record with v 4\)/);
     expect(notes).toMatch(/malformed field: 2 \(first: 'step' record of pid 1116: stepTimeS: expected a number >= 0, got string\)/);
     expect(notes).toMatch(/type this gpuwise does not know .*: 1/);
     expect(notes).toMatch(/not JSON .*: 1/);

@@ -11,8 +11,19 @@ const SMALL_BUCKET_BYTES = 4 * 1024 * 1024;
 const SMALL_BUCKET_MIN_PER_STEP = 10;
 /** Launch and protocol latency of one NCCL collective within a node (LL/LL128 small messages). */
 const COLLECTIVE_LATENCY_NS = 30_000;
-/** Collective waits below this share of the step are ordinary jitter between ranks. */
-const IMBALANCE_MIN_SHARE = 0.1;
+/** Collective waits below this share of the step are ordinary jitter between ranks (doctor's probe-timed imbalance uses it too). */
+export const IMBALANCE_MIN_SHARE = 0.1;
+
+/** What to do about a straggler: one recommendation for the trace's rank-imbalance and doctor's probe-timed one. */
+export function rankImbalanceRecommendation(straggler: number): { summary: string; code: string } {
+  return {
+    summary: `Find what makes rank ${straggler} slower: uneven batches (variable sequence lengths: bucket or pack them), a slower or throttled GPU (gpuwise smi: clocks, temperature), a busier host, or extra work on one rank (logging, evaluation, checkpointing on rank 0 only).`,
+    code: [
+      '# equalise work per rank, e.g. pack variable-length sequences to a fixed token budget',
+      'if dist.get_rank() == 0: ...   # keep rank-0-only work (logging, eval) out of the timed loop or make it async',
+    ].join('\n'),
+  };
+}
 
 export const dataParallel: RankRule = (m) => {
   // On one GPU DataParallel only calls the module (torchvision-style scripts wrap it whatever the GPU count): the
@@ -276,13 +287,7 @@ export const rankImbalance: CrossRankRule = (ranks: TraceMetrics[], collectives:
       `${matched} collectives matched across ranks by ${collectives[0]?.matchedBy === 'order' ? 'order' : 'process group and sequence number'}`,
     ],
     data: { straggler, maxComputeNs: maxBusy, minComputeNs: minBusy, maxWaitNsPerStep: maxWait, matchedCollectives: matched },
-    recommendation: {
-      summary: `Find what makes rank ${straggler} slower: uneven batches (variable sequence lengths: bucket or pack them), a slower or throttled GPU (gpuwise smi: clocks, temperature), a busier host, or extra work on one rank (logging, evaluation, checkpointing on rank 0 only).`,
-      code: [
-        '# equalise work per rank, e.g. pack variable-length sequences to a fixed token budget',
-        'if dist.get_rank() == 0: ...   # keep rank-0-only work (logging, eval) out of the timed loop or make it async',
-      ].join('\n'),
-    },
+    recommendation: rankImbalanceRecommendation(straggler),
     estimatedGain: gainFrom(
       step,
       saved,

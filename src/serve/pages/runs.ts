@@ -9,7 +9,7 @@ import type { DoctorReport } from '../../doctor/report.js';
 import type { Change, RunComparison } from '../../history/compare.js';
 import { findingsText, type RunRow, shortCommand, throughputText, whenText } from '../../history/render.js';
 import { fmtBytes, fmtMs, fmtPct } from '../../util/format.js';
-import { durationText, environmentRows, fmtBytesOr, GPU_PROCESS_COLUMNS, GPU_PROCESS_NOTE, gpuProcessRows, fmtRate, fmtStepS, modelLine, nvmlBesideAllocator, planModelLine, rankLabel, rankShort, setupFacts, setupGuesses, stepSourceNote } from '../../doctor/renderParts.js';
+import { distributedTable, durationText, environmentRows, fmtBytesOr, GPU_PROCESS_COLUMNS, hangLines, GPU_PROCESS_NOTE, gpuProcessRows, fmtRate, fmtStepS, modelLine, nvmlBesideAllocator, planModelLine, rankLabel, rankShort, setupFacts, setupGuesses, stepSourceNote } from '../../doctor/renderParts.js';
 import { whatIfsOf } from '../../doctor/reportCheck.js';
 import { type InlineAssets, esc, page } from './layout.js';
 
@@ -72,7 +72,7 @@ ${f.estimatedGain ? `<div>${esc(gainText(f))}</div><div class="dim">${esc(f.esti
 /** The one line a person reads first: how the run ended and what limits it most. */
 export function verdictText(r: DoctorReport): string {
   const top = r.findings[0];
-  if (r.run.outcome === 'out-of-memory' || r.run.outcome === 'crashed' || r.run.outcome === 'failed') return r.run.outcomeText;
+  if (r.run.outcome === 'out-of-memory' || r.run.outcome === 'crashed' || r.run.outcome === 'failed' || r.run.outcome === 'hung') return r.run.outcomeText;
   if (!top) return `${r.run.outcomeText} Nothing to fix was found.`;
   return `${top.title}${top.estimatedGain ? ` (fixing it: −${fmtPct(top.estimatedGain.savedFraction)} step time)` : ''}`;
 }
@@ -175,6 +175,19 @@ function spread(len: number, n: number): number[] {
 /** The figures of a chart as a short table, for a reader without JavaScript. */
 function noscriptTable(caption: string, head: string[], rows: string[][]): string {
   return `<noscript><p class="dim">${esc(caption)}</p>${table(head, rows)}</noscript>`;
+}
+
+/** The ranks of a multi-rank run side by side, and the stalled ranks of a hang. */
+function ranksSection(r: DoctorReport): string {
+  const parts: string[] = [];
+  const dt = distributedTable(r);
+  if (dt) {
+    parts.push('<h2>Ranks compared</h2>', `<p>${esc(dt.summary)}</p>`, table(dt.head, dt.rows, 'ranks'));
+    if (dt.why.length) parts.push(`<ul>${dt.why.map((w) => `<li>${esc(w)}</li>`).join('')}</ul>`);
+  }
+  const hl = hangLines(r);
+  if (hl) parts.push(`<h2>${r.run.outcome === 'hung' ? 'Hang' : 'Stalls'}</h2>`, `<p class="bad">${esc(hl.head)}</p>`, `<ul>${hl.ranks.map((l) => `<li><code>${esc(l)}</code></li>`).join('')}</ul>`);
+  return parts.join('\n');
 }
 
 function stepsSection(r: DoctorReport, charts: RunChartData): string {
@@ -311,6 +324,7 @@ export function runPage(r: DoctorReport, o: RunPageOptions): string {
 <h2>Findings, ranked</h2><div id="findings">${findings}</div>
 ${whatIfsHtml(r)}
 ${stepsSection(r, charts)}
+${ranksSection(r)}
 ${memorySection(r, charts)}
 <h2>Environment</h2>${table(null, [...environmentRows(r), ...(ml ? [['model', ml] as [string, string]] : [])], 'environment')}
 ${pl ? `<h2>Model</h2><p>${esc(pl.replace(/`/g, ''))}</p>` : ''}
