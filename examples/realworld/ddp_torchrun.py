@@ -5,7 +5,7 @@ torchrun it runs as one process on one GPU, as such scripts often allow.
 
   torchrun --nproc_per_node 2 ddp_torchrun.py                     # fp32
   torchrun --nproc_per_node 2 ddp_torchrun.py --amp --channels-last  # the advice followed
-Drills: --slow-rank R (rank R's loader is slower), --crash-rank R / --kill-rank R / --hang-rank R with
+Drills (with --backend gloo --one-gpu on a one-GPU machine): --slow-rank R (rank R's loader is slower), --crash-rank R / --kill-rank R / --hang-rank R with
 --at-step N (an exception, SIGKILL, a sleep before the step: the other ranks then wait in the all-reduce).
 --seconds S: train for S seconds instead of --steps (two jobs sharing one GPU)."""
 import argparse
@@ -33,12 +33,14 @@ ap.add_argument("--kill-rank", type=int, default=-1)
 ap.add_argument("--hang-rank", type=int, default=-1)
 ap.add_argument("--at-step", type=int, default=20)
 ap.add_argument("--snapshot", default="/tmp/ddp_snapshot.pt")
+ap.add_argument("--backend", default="nccl", help="gloo lets the drills run two ranks on one GPU")
+ap.add_argument("--one-gpu", action="store_true", help="every rank on cuda:0 (drills on a one-GPU machine)")
 a = ap.parse_args()
 
 distributed = "LOCAL_RANK" in os.environ
 if distributed:
-    dist.init_process_group("nccl")
-    local_rank, rank = int(os.environ["LOCAL_RANK"]), int(os.environ["RANK"])
+    dist.init_process_group(a.backend)
+    local_rank, rank = (0 if a.one_gpu else int(os.environ["LOCAL_RANK"])), int(os.environ["RANK"])
     torch.cuda.set_device(local_rank)
 else:
     local_rank = rank = 0

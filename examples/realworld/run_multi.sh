@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The multi-GPU corpus under gpuwise doctor on a machine with 2 GPUs (issue 19), each script as a user would run
 # it, then with the advice followed. bash examples/realworld/run_multi.sh OUT PART [CLI]   (from the repository root)
-# PART: scenarios | ddp | frameworks | drills | shared | all. Expected diagnoses, written before the runs, are in
+# PART: scenarios | ddp | frameworks | drills | shared | onegpu (drills and shared on one GPU) | all. Expected diagnoses, written before the runs, are in
 # examples/realworld/README.md ("Several GPUs").
 set -u
 out=${1:-.gpu-out/multi}
@@ -39,5 +39,20 @@ fi
 if want drills; then
   doctor ddp_crash_rank1 120 $tr $d/ddp_torchrun.py --crash-rank 1 --at-step 20
   doctor ddp_kill_rank1 120 $tr $d/ddp_torchrun.py --kill-rank 1 --at-step 20
+fi
+if want onegpu; then
+  # Two processes of one job on one GPU, the second started 15 s later (each has steps alone and contended).
+  doctor shared_gpu_two_procs 150 sh -c "python3 $d/ddp_torchrun.py --seconds 40 & sleep 15; python3 $d/ddp_torchrun.py --seconds 40; wait"
+  # Another user's job on the GPU (not under doctor) for the first ~35 s of ours.
+  timeout 100 python3 $d/ddp_torchrun.py --seconds 35 > "$out/foreign.log" 2>&1 &
+  sleep 2
+  doctor shared_gpu_foreign 150 python3 $d/ddp_torchrun.py --seconds 60
+  wait
+  doctor shared_gpu_alone 100 python3 $d/ddp_torchrun.py --seconds 25
+  # The drills with two gloo ranks on the one GPU.
+  g="--backend gloo --one-gpu --at-step 20"
+  doctor gloo_crash_rank1 120 $tr $d/ddp_torchrun.py $g --crash-rank 1
+  doctor gloo_kill_rank1 120 $tr $d/ddp_torchrun.py $g --kill-rank 1
+  GPUWISE_STALL_S=10 timeout 150 node "$cli" doctor --hang-timeout 30 --out "$out/gloo_hang_rank1" -- $tr $d/ddp_torchrun.py $g --hang-rank 1 > "$out/gloo_hang_rank1.log" 2>&1; echo "gloo_hang_rank1: doctor exit $?"
 fi
 ls "$out"
