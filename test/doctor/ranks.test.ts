@@ -78,7 +78,7 @@ describe.skipIf(SKIP_PYTHON)('gpuwise doctor on two DDP ranks (gloo on CPU)', ()
     expect(readFileSync(join(out, 'report.md'), 'utf8')).toContain('### Ranks compared');
     const html = readFileSync(join(out, 'report.html'), 'utf8');
     expect(html).toContain('<h2>Ranks compared</h2>');
-    expect(html).not.toMatch(/<script/i);
+    expect(html).toContain('<table id="ranks">');
   });
 
   it('a rank that raises is the cause; the other rank failing in its collective afterwards is not', async () => {
