@@ -8,10 +8,14 @@ import type { ProbeRecord, StallRecord } from '../run/records.js';
 
 /** Frames of a rank waiting for the others: torch.distributed's collectives, c10d, DDP's own synchronisation. */
 const COLLECTIVE_FRAME =
-  /torch[/\\]distributed[/\\]|c10d|\b(all_reduce|all_gather\w*|reduce_scatter\w*|all_to_all\w*|barrier|broadcast\w*|monitored_barrier|_sync_params\w*)\b/;
+  /torch[/\\]distributed[/\\]|c10d|broadcast_coalesced|_sync_buffers|\b(all_reduce|all_gather\w*|reduce_scatter\w*|all_to_all\w*|barrier|broadcast\w*|monitored_barrier|_sync_params\w*)\b/;
+
+/** How many of a stack's innermost frames may show the collective it waits in (a wrapper, the call, a helper). */
+const INNERMOST_FRAMES = 3;
 
 export function inCollective(stack: readonly string[]): boolean {
-  return stack.some((f) => COLLECTIVE_FRAME.test(f));
+  // The innermost frames only: every frame under DDP's forward or a training loop's all_reduce helper is not a wait.
+  return stack.slice(-INNERMOST_FRAMES).some((f) => COLLECTIVE_FRAME.test(f));
 }
 
 /** The innermost frames, shortened to the file's name: `tiny_train.py:91 main`. */

@@ -521,7 +521,11 @@ export function traceFindingsOf(traces: readonly TraceInput[], ranks: readonly R
   const metricsOfRank = (rank: number) => metrics.find((m) => m.rank === rank) ?? null;
   const runStepNsOfRank = (rank: number) => runStepNsOf(ranks, rank);
   const collectives = analysed.every((t) => t.collectives !== null) ? analysed.map((t) => t.collectives as CollectiveTimings) : [];
-  return diagnose(metrics, collectives)
+  // Processes that are not ranks of one job (no RANK: two scripts under one doctor, each rank 0) are diagnosed
+  // apart: the cross-rank rules would compare unrelated processes.
+  const oneJob = new Set(analysed.map((t) => t.rank)).size === analysed.length;
+  const found = oneJob ? diagnose(metrics, collectives) : metrics.flatMap((m, i) => diagnose([m], collectives.length ? [collectives[i] as CollectiveTimings] : []));
+  return found
     .filter((f) => !(f.id === 'fusion' && model?.compiled === true))
     .map((f) => inFramework(restateShare(f, rebaseFinding(f, metricsOfRank, runStepNsOfRank)), model?.framework));
 }
@@ -674,7 +678,7 @@ export function distributedStage(
   traces: readonly TraceInput[],
 ): DistributedView | null {
   return distributedView(
-    ranks.map((r) => ({ rank: r.rank, pid: r.pid, ...r.steps })),
+    ranks.filter((r) => r.rankFromEnv).map((r) => ({ rank: r.rank, pid: r.pid, ...r.steps })),
     (pid) => processes.find((p) => p.pid === pid)?.hello ?? null,
     (rank) => traces.find((t) => t.rank === rank && t.metrics !== null)?.metrics ?? null,
   );

@@ -235,7 +235,9 @@ export function gpuSharedFindings(gpus: readonly SharingGpu[], procs: readonly S
     const worst = [...assessed].sort((a, b) => (b.gain?.savedFraction ?? 0) - (a.gain?.savedFraction ?? 0))[0] as Assessed;
     const others = [...new Map(assessed.flatMap((a) => a.split.others).map((o) => [o.pid, o])).values()];
     const sameRun = others.every((o) => o.job);
-    const who = others.length === 1 ? gpuProcessLabel(others[0] as GpuProcess) : `${others.length} other processes`;
+    // The title speaks of the worst-hit process and the processes that ran beside it (not of itself).
+    const beside = worst.split.others;
+    const who = beside.length === 1 ? gpuProcessLabel(beside[0] as GpuProcess) : `${beside.length} other processes`;
     const title =
       worst.basis === 'measured' && worst.slowdown !== null
         ? `GPU ${g.index} is shared: ${trainerLabel(worst.split.trainer)}'s steps took ${fmtPct(Math.max(0, worst.slowdown))} longer while ${who} ran work on it`

@@ -272,6 +272,10 @@ export const rankImbalance: CrossRankRule = (ranks: TraceMetrics[], collectives:
   const minWait = Math.min(...waitPerStep);
   // Balanced ranks wait about equally (jitter goes both ways); imbalance is the difference.
   const skew = Math.max(maxBusy - minBusy, maxWait - minWait);
+  // Ranks that never meet in a collective do not wait for each other (two independent jobs, traces without
+  // communication): a difference in their compute is not an imbalance. Without the collectives' timings, the
+  // communication kernels tell whether they met.
+  if (maps.length > 0 ? matched === 0 : ranks.every((r) => r.perStep.kernelNsByCategory.communication === 0)) return null;
   if (step <= 0 || skew / step < IMBALANCE_MIN_SHARE) return null;
   const straggler = ranks[busy.indexOf(maxBusy)]!.rank;
   const saved = Math.max(maxBusy - meanBusy, maxWait - minWait);
