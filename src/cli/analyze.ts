@@ -9,8 +9,9 @@ import { checkHtmlTarget, writeReportFile } from '../io/reportTarget.js';
 import { loadTrace } from '../io/loadTrace.js';
 import type { AnalyzeReport } from '../report/analyzeReport.js';
 import { type AnalysedInput, analyzeJson, buildAnalyzeRuns } from '../report/analyzeRuns.js';
-import { renderHtml } from '../report/html.js';
 import { renderMarkdown } from '../report/markdown.js';
+import { inlineAssets } from '../serve/assets.js';
+import { renderAnalyzeHtml } from '../serve/pages/analyze.js';
 import { ANSI, PLAIN, renderTerminal } from '../report/terminal.js';
 import { assessTrace, coverageNote } from '../trace/coverage.js';
 import { collectiveTimings } from '../trace/metrics/index.js';
@@ -105,7 +106,7 @@ export async function run(argv: string[]): Promise<number> {
   }
   if (!runs.judgedAny) return EXIT_BAD_INPUT; // nothing could be judged: never "no findings" for absent data
   if (values.html !== undefined) {
-    writeReportFile(values.html, renderHtml(reports[0]!), files, '--html');
+    writeReportFile(values.html, renderAnalyzeHtml(reports[0]!, inlineAssets()), files, '--html');
     process.stderr.write(`gpuwise analyze: wrote ${values.html}\n`);
   }
   return Math.max(...reports.map((r) => exitCode(r, failOn as Severity | undefined)));

@@ -7,8 +7,8 @@ import { SEVERITIES, type Severity } from '../findings/finding.js';
 import { severityRank } from '../findings/rank.js';
 import { checkHtmlTarget } from '../io/reportTarget.js';
 import { diffSnapshots, renderDiffMarkdown, renderDiffText } from '../memory/diff.js';
-import { renderDiffHtml } from '../memory/render/diffHtml.js';
-import { renderHtml } from '../memory/render/html.js';
+import { inlineAssets } from '../serve/assets.js';
+import { renderMemoryDiffHtml, renderMemoryHtml } from '../serve/pages/memory.js';
 import { renderMarkdown, renderText } from '../memory/render/text.js';
 import { ANSI, PLAIN } from '../report/terminal.js';
 import { useColor } from './color.js';
@@ -90,7 +90,7 @@ export async function run(argv: string[]): Promise<number> {
     const d = diffSnapshots(a, b, opts.topSources ?? 15);
     process.stdout.write(values.json ? jsonReport(d) : values.md ? renderDiffMarkdown(d) : renderDiffText(d));
     if (values.html) {
-      await writeFile(values.html, renderDiffHtml(d));
+      await writeFile(values.html, renderMemoryDiffHtml(d, inlineAssets()));
       process.stderr.write(`gpuwise memory: wrote ${values.html}\n`);
     }
     return 0;
@@ -101,7 +101,7 @@ export async function run(argv: string[]): Promise<number> {
   const { report } = await load(path, opts);
   if (values.html) {
     try {
-      await writeFile(values.html, renderHtml(report), { flag: 'wx' });
+      await writeFile(values.html, renderMemoryHtml(report, inlineAssets()), { flag: 'wx' });
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
       throw new InputError(values.html, code === 'EEXIST' ? 'already exists (gpuwise never overwrites a file; choose another name)' : (e as Error).message);

@@ -11,7 +11,8 @@ import { PlanError } from '../planner/errors.js';
 import { customGpu, DEFAULT_CUSTOM_BANDWIDTH_GBS } from '../planner/customGpu.js';
 import { GPUS, type GpuSpec } from '../planner/gpus.js';
 import { gpuFromArg } from './gpuArg.js';
-import { renderPlanHtml } from '../planner/html.js';
+import { inlineAssets } from '../serve/assets.js';
+import { renderPlanHtml } from '../serve/pages/plan.js';
 import { defaultStrategy, parallelismFor, STRATEGIES, type Strategy } from '../planner/layout.js';
 import type { ModelDescription } from '../planner/model.js';
 import { whatWouldFit } from '../planner/noFit.js';
@@ -150,7 +151,7 @@ export async function run(argv: string[]): Promise<number> {
   }
   process.stdout.write(result.text);
   if (values.html !== undefined && result.json !== null) {
-    writeFileSync(values.html, renderPlanHtml(result.json));
+    writeFileSync(values.html, renderPlanHtml(result.json, inlineAssets()));
     process.stderr.write(`gpuwise plan: wrote ${values.html}\n`);
   }
   return result.code;

@@ -14,8 +14,6 @@ import { join } from 'node:path';
 import { compareRuns } from '../history/compare.js';
 import { InputError } from '../io/inputError.js';
 import { listRuns, loadRun, resolveRunRef, storePath } from '../io/runStore.js';
-import { renderHtml as renderMemoryHtml } from '../memory/render/html.js';
-import { renderHtml as renderAnalyzeHtml } from '../report/html.js';
 import { type AccessRequest, TOKEN_COOKIE, decideAccess, isLoopbackBind } from './access.js';
 import { type Asset, inlineAssets, loadAssets } from './assets.js';
 import type { LiveHub } from './liveHub.js';
@@ -23,7 +21,9 @@ import type { LiveRuns } from './liveRuns.js';
 import { OpenReports } from './openReports.js';
 import { errorPage } from './pages/layout.js';
 import { livePage } from './pages/live.js';
-import { memoryPage, reportsIndexPage, tracePage } from './pages/reports.js';
+import { analyzePage } from './pages/analyze.js';
+import { memoryPage } from './pages/memory.js';
+import { reportsIndexPage } from './pages/reports.js';
 import { comparePage, renderDoctorHtml, runPage, runsListPage } from './pages/runs.js';
 import { RefusedError, readBody } from './requestBody.js';
 
@@ -124,9 +124,10 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
         const item = reports.get(param(url, 'id'));
         if (item === null) return fail(res, url, 404, 'no such report (the server keeps the 16 most recent; open the file again)');
         if (p === '/api/report') return sendJson(res, 200, item.report);
-        if (item.kind === 'trace')
-          return sendHtml(res, 200, p === '/report' ? tracePage(item.id, item.label, item.report, item.files) : renderAnalyzeHtml(item.report));
-        return sendHtml(res, 200, p === '/report' ? memoryPage(item.id, item.label, item.report) : renderMemoryHtml(item.report));
+        // report-full: the same page as one file, what `analyze --html` / `memory --html` write.
+        const standalone = p === '/report-full' ? inlineAssets() : undefined;
+        if (item.kind === 'trace') return sendHtml(res, 200, analyzePage(item.report, { id: item.id, label: item.label, traceFiles: item.files, standalone }));
+        return sendHtml(res, 200, memoryPage(item.report, { id: item.id, label: item.label, standalone }));
       }
       if (p === '/api/report/trace') {
         const item = reports.get(param(url, 'id'));

@@ -14,8 +14,16 @@ import { loadRun } from '../../src/io/runStore.js';
 import { parseProbeLines } from '../../src/run/records.js';
 import { inlineAssets } from '../../src/serve/assets.js';
 import { renderDoctorHtml } from '../../src/serve/pages/runs.js';
+import { diffSnapshots } from '../../src/memory/diff.js';
+import type { PlanJson } from '../../src/planner/report.js';
+import type { AnalyzeReport } from '../../src/report/analyzeReport.js';
+import { renderAnalyzeHtml } from '../../src/serve/pages/analyze.js';
+import { renderMemoryDiffHtml, renderMemoryHtml } from '../../src/serve/pages/memory.js';
+import { renderPlanHtml } from '../../src/serve/pages/plan.js';
+import { runCli } from '../helpers/cli.js';
+import { analyzeFixture } from '../memory/helpers.js';
 import { onGpu, reportOf } from '../history/reports.js';
-import { OOM_SNAPSHOT, RUNS, TRACES, makeRecording, makeRunStore } from './fixtures.js';
+import { OOM_SNAPSHOT, ROOT, RUNS, TRACES, makeRecording, makeRunStore } from './fixtures.js';
 import { browserMissing, launchBrowser } from './browser.js';
 import { type Served, fakeNvml, scratch, serveOn } from './helpers.js';
 
@@ -122,6 +130,57 @@ describe.skipIf(missing !== null)('pages in chromium', () => {
     await offline.close();
   });
 
+  it('the analyze, memory, memory diff and plan --html files: offline from file://, charts drawn, nothing fetched; read with JS off', async () => {
+    const dir = scratch('report-files');
+    const analyzed = async (args: string[], code = 0) => {
+      const r = await runCli(args);
+      expect(r.code).toBe(code);
+      return JSON.parse(r.stdout);
+    };
+    const ddp = (await analyzed(['analyze', '--json', join(TRACES, 'ddp_gpt2')])) as AnalyzeReport;
+    const oom = analyzeFixture('oom_activations.pickle.gz').report;
+    const gpt2 = join(ROOT, 'test', 'fixtures', 'planner', 'configs', 'gpt2', 'config.json');
+    const files: { name: string; html: string; charts: Record<string, number>; text: RegExp; rows: number }[] = [
+      {
+        name: 'analyze.html',
+        html: renderAnalyzeHtml(ddp, inlineAssets()),
+        charts: { '#chart-steps-0': ddp.metrics.ranks[0]!.steps.length, '#chart-steps-1': ddp.metrics.ranks[1]!.steps.length, '#chart-busy-0': ddp.metrics.ranks[0]!.timeline.length, '#chart-busy-1': ddp.metrics.ranks[1]!.timeline.length },
+        text: /Rank 1 of 2/,
+        rows: 40,
+      },
+      { name: 'memory.html', html: renderMemoryHtml(oom, inlineAssets()), charts: { '#chart-memory': oom.timeline.tUs.length }, text: /Live at the failure/, rows: 15 },
+      { name: 'diff.html', html: renderMemoryDiffHtml(diffSnapshots(analyzeFixture('leak_step2.pickle'), analyzeFixture('leak_step6.pickle')), inlineAssets()), charts: {}, text: /train\.py:40/, rows: 10 },
+      { name: 'plan.html', html: renderPlanHtml((await analyzed(['plan', '--model', gpt2, '--gpu', 'h200', '--json'])) as PlanJson, inlineAssets()), charts: {}, text: /Step time by term/, rows: 10 },
+    ];
+    for (const f of files) {
+      const file = join(dir, f.name);
+      writeFileSync(file, f.html);
+      const offline = await browser.newPage();
+      const fetched: string[] = [];
+      const errs: string[] = [];
+      offline.on('request', (q) => q.url() !== `file://${file}` && !q.url().startsWith('data:') && fetched.push(q.url()));
+      offline.on('pageerror', (e) => errs.push(String(e)));
+      offline.on('console', (m) => m.type() === 'error' && errs.push(m.text()));
+      await offline.setViewport({ width: 1280, height: 900 });
+      await offline.goto(`file://${file}`, { waitUntil: 'load' });
+      for (const [sel, n] of Object.entries(f.charts)) expect([f.name, sel, await offline.$eval(sel, (el) => (el.querySelector('canvas') ? Number(el.getAttribute('data-drawn') ?? 0) : 0))]).toEqual([f.name, sel, n]);
+      expect(await offline.$$eval('canvas', (x) => x.length)).toBeGreaterThanOrEqual(Object.keys(f.charts).length);
+      expect([f.name, fetched, errs]).toEqual([f.name, [], []]);
+      if (SHOTS) await offline.screenshot({ path: join(SHOTS, f.name.replace('.html', '-file.png')), fullPage: true });
+      // JavaScript off: no chart, but every figure as a table (the <noscript> ones of the charts included).
+      await offline.setJavaScriptEnabled(false);
+      await offline.goto(`file://${file}`, { waitUntil: 'load' });
+      expect(await offline.$$eval('canvas', (x) => x.length)).toBe(0);
+      const visibleRows = await offline.evaluate(() => Array.from(document.querySelectorAll('main table tr')).filter((tr) => (tr as HTMLElement).offsetHeight > 0).length);
+      expect([f.name, visibleRows >= f.rows]).toEqual([f.name, true]);
+      // biome-ignore lint/performance/useDomNodeTextContent: the text as rendered, what a reader without JS sees
+      const shown = await offline.evaluate(() => document.body.innerText);
+      expect(shown).toMatch(f.text);
+      if (Object.keys(f.charts).length) expect(shown).toMatch(/the chart needs JavaScript/);
+      await offline.close();
+    }
+  });
+
   it('compare: A against B, and both runs on one chart', async () => {
     await visit('runs');
     // The list's form: A = the older run (checked by default), B = the newest.
@@ -139,8 +198,11 @@ describe.skipIf(missing !== null)('pages in chromium', () => {
     expect(await text('#verdict')).toMatch(/DataLoader/);
     expect(await page.$$eval('#step-breakdown .rank-row', (x) => x.length)).toBe(1);
     expect(await page.$$eval('button[data-perfetto]', (x) => x.length)).toBe(1);
-    const frame = page.frames().find((f) => f.url().includes('report-full'));
-    expect(await frame?.$eval('h1', (h) => h.textContent)).toMatch(/gpuwise analyze/);
+    // analyze's report itself, on the page (no iframe): the rank's section with its charts drawn.
+    expect(await page.$$eval('iframe', (x) => x.length)).toBe(0);
+    expect(await text('#rank-0 h2')).toMatch(/^Rank 0 · NVIDIA/);
+    expect(await drawn('#chart-steps-0')).toBe(3);
+    expect(await drawn('#chart-busy-0')).toBeGreaterThan(100);
     await shoot('report-trace');
   });
 
@@ -217,6 +279,9 @@ describe.skipIf(missing !== null)('pages in chromium', () => {
     await Promise.all([page.waitForNavigation({ waitUntil: 'networkidle0' }), page.click('#upload-form button')]);
     expect(await text('#verdict')).toMatch(/^Out of memory/);
     expect(await drawn('#chart-memory')).toBeGreaterThan(1);
+    expect(await text('#oom')).toMatch(/Live at the failure/);
+    expect(await page.$$eval('#live-peak .sources tbody tr', (x) => x.length)).toBeGreaterThan(0);
+    expect(await page.$$eval('iframe', (x) => x.length)).toBe(0);
     await shoot('report-memory');
   });
 

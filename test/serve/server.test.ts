@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inlineAssets } from '../../src/serve/assets.js';
 import { renderDoctorHtml } from '../../src/serve/pages/runs.js';
+import { renderAnalyzeHtml } from '../../src/serve/pages/analyze.js';
 import { loadRun } from '../../src/io/runStore.js';
 import { escapeHtml } from '../../src/util/html.js';
 import { LIVE_SCHEMA_VERSION, type LiveFrame, type LiveHistory } from '../../src/serve/liveFrame.js';
@@ -123,6 +124,8 @@ describe('Reports', () => {
     const bytes = await fetch(u(`api/report/trace?id=${id}&file=0`)).then((x) => x.arrayBuffer());
     expect(Buffer.from(bytes).equals(readFileSync(path))).toBe(true);
     expect((await http(u('reports'))).body).toContain('resnet_starved.trace.json.gz');
+    // report-full is the page as one file: exactly what `analyze --html` writes for this report.
+    expect((await http(u(`report-full?id=${id}`))).body).toBe(renderAnalyzeHtml(json, inlineAssets()));
   });
 
   it('opens a folder of rank traces as one multi-rank report', async () => {

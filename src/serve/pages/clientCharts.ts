@@ -9,24 +9,55 @@ export const CHARTS_JS = `
   function color(i) { return PALETTE[i % PALETTE.length]; }
   function width(el) { return Math.max(280, Math.floor(el.getBoundingClientRect().width || 600)); }
   /**
-   * gw.chart(el, {xLabel, yLabel, time, series: [{label, dash}], data: [xs, ys1, ...], yFmt, height})
+   * gw.chart(el, {xLabel, yLabel, time, series: [{label, dash, color, fill}], data: [xs, ys1, ...], yFmt, height,
+   *   yRange, bars, stacked, marks: [{x, label}]})
+   * bars: one bar per x (steps); stacked: each series sits on the ones before it (drawn tallest first, so each
+   * part paints over the one above it; the legend shows each part's own value); marks: dashed vertical lines.
    * Returns the uPlot instance (drag to zoom, double-click to reset: uPlot's own behaviour).
    */
   function chart(el, o) {
+    var data = o.data, order = o.series.map(function (_, i) { return i; });
+    if (o.stacked) {
+      var acc = data[0].map(function () { return 0; }), cum = [];
+      for (var k = 1; k < data.length; k++) { acc = acc.map(function (a, j) { return a + (data[k][j] || 0); }); cum.push(acc); }
+      order.reverse();
+      data = [data[0]].concat(order.map(function (i) { return cum[i]; }));
+    }
     var series = [{ label: o.time ? 'time' : o.xName || 'step' }];
-    o.series.forEach(function (s, i) {
-      series.push({ label: s.label, stroke: s.color || color(i), width: 1.5, dash: s.dash ? [5, 4] : undefined, spanGaps: false,
-        value: o.yFmt ? function (u, v) { return v == null ? '-' : o.yFmt(v); } : undefined });
+    order.forEach(function (i) {
+      var s = o.series[i], c = s.color || color(i);
+      var raw = o.stacked ? o.data[i + 1] : null;
+      series.push({ label: s.label, stroke: c, width: o.bars ? 0 : 1.5, dash: s.dash ? [5, 4] : undefined, spanGaps: false,
+        fill: o.bars ? c : s.fill, paths: o.bars ? uPlot.paths.bars({ size: [0.8, 60], align: 0 }) : undefined,
+        value: !o.yFmt && !raw ? undefined : function (u, v, si, idx) { if (raw && idx != null) v = raw[idx]; return v == null ? '-' : o.yFmt ? o.yFmt(v) : String(+v.toFixed(3)); } });
     });
+    var xs = data[0];
     var opts = {
       width: width(el), height: o.height || 200, series: series,
-      scales: { x: { time: !!o.time }, y: o.yRange ? { range: o.yRange } : {} },
-      axes: [{ label: o.time ? undefined : o.xLabel }, { label: o.yLabel, size: 64, values: o.yFmt ? function (u, vs) { return vs.map(o.yFmt); } : undefined }],
+      scales: { x: o.bars ? { time: false, range: function () { return [xs[0] - 0.6, xs[xs.length - 1] + 0.6]; } } : { time: !!o.time },
+        y: o.yRange ? { range: o.yRange } : o.bars ? { range: function (u, min, max) { return [0, max * 1.05 || 1]; } } : {} },
+      axes: [o.bars ? { label: o.xLabel, incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000] } : { label: o.time ? undefined : o.xLabel }, { label: o.yLabel, size: 64, values: o.yFmt ? function (u, vs) { return vs.map(o.yFmt); } : undefined }],
       cursor: o.sync ? { drag: { x: true, y: false }, sync: { key: o.sync } } : { drag: { x: true, y: false } },
-      hooks: o.hooks || {},
+      hooks: Object.assign({}, o.hooks),
     };
-    var u = new uPlot(opts, o.data, el);
-    el.setAttribute('data-drawn', String(o.data[0].length));
+    if (o.marks && o.marks.length) {
+      opts.hooks.draw = (opts.hooks.draw || []).concat([function (u) {
+        var ctx = u.ctx; ctx.save(); ctx.strokeStyle = '#c0392b'; ctx.fillStyle = '#c0392b'; ctx.setLineDash([4, 3]); ctx.lineWidth = 1.5;
+        ctx.font = (11 * devicePixelRatio) + 'px system-ui,sans-serif';
+        o.marks.forEach(function (m, i) {
+          var x = u.valToPos(m.x, 'x', true);
+          if (x < u.bbox.left || x > u.bbox.left + u.bbox.width) return;
+          ctx.beginPath(); ctx.moveTo(x, u.bbox.top); ctx.lineTo(x, u.bbox.top + u.bbox.height); ctx.stroke();
+          // Labels near the right edge go to the left of their line, so they stay inside the plot.
+          var right = x > u.bbox.left + u.bbox.width * 0.75;
+          ctx.textAlign = right ? 'right' : 'left';
+          ctx.fillText(m.label, right ? x - 4 : x + 4, u.bbox.top + (12 + 14 * i) * devicePixelRatio);
+        });
+        ctx.restore();
+      }]);
+    }
+    var u = new uPlot(opts, data, el);
+    el.setAttribute('data-drawn', String(xs.length));
     window.addEventListener('resize', function () { u.setSize({ width: width(el), height: o.height || 200 }); });
     return u;
   }

@@ -3,10 +3,11 @@
  * uPlot assets referenced by relative URL. Every link is relative to the server's root and every page lives one
  * level below it, so the pages work unchanged behind a path prefix (jupyter-server-proxy's /proxy/PORT/).
  */
-import { esc } from '../../report/html.js';
+import { escapeHtml } from '../../util/html.js';
 import { CHARTS_JS } from './clientCharts.js';
 
-export { esc };
+/** The one HTML escaping (util/html.ts), under the short name the page builders use. */
+export const esc = escapeHtml;
 
 /**
  * What a page needs inline to stand alone as one file (the `--html` reports): uPlot's script and style sheet. The
@@ -60,7 +61,7 @@ main{max-width:1200px;margin:0 auto;padding:16px}
 h1{font-size:20px;margin:4px 0 12px}h2{font-size:16px;margin:20px 0 8px}
 .card{background:var(--card);border:1px solid var(--line);border-radius:6px;padding:12px 14px;margin:0 0 12px}
 table{border-collapse:collapse;width:100%;background:var(--card)}
-th,td{text-align:left;padding:5px 8px;border-bottom:1px solid var(--line);vertical-align:top}
+th,td{text-align:left;padding:5px 8px;border-bottom:1px solid var(--line);vertical-align:top;overflow-wrap:anywhere}
 th{font-weight:600;color:var(--dim);font-size:12px;text-transform:uppercase;letter-spacing:.03em}
 td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
 a{color:var(--accent)}
@@ -78,6 +79,12 @@ form.inline{display:flex;gap:8px;align-items:center;flex-wrap:wrap}
 input[type=text]{min-width:420px;padding:5px}
 button{padding:5px 12px}
 .bar{height:6px;background:#e5e8ee;border-radius:3px;overflow:hidden}.bar>i{display:block;height:100%;background:var(--accent)}
+.stack{display:flex;height:16px;background:#e5e8ee;border-radius:3px;overflow:hidden;margin:4px 0}.stack>i{display:block;height:100%}
+.sw{display:inline-block;width:10px;height:10px;margin-right:5px;border-radius:2px}
+.hb{height:10px;border-radius:2px;background:var(--accent)}.hb.grow{background:var(--bad)}.hb.shrink{background:var(--ok)}
+td.bar-cell{width:28%}
+.oom{border:2px solid var(--bad)}
+h3{font-size:14px;margin:14px 0 6px}
 `;
 
 export function page(o: PageOptions): string {
@@ -93,13 +100,34 @@ export function page(o: PageOptions): string {
     ? `${inlineScript(o.standalone.assets.uplotJs)}${inlineScript(CHARTS_JS)}`
     : '<script src="assets/uplot.js"></script><script src="assets/charts.js"></script>';
   const scripts = o.scripts?.length ? `${libs}${o.scripts.map((s) => `<script>${s}</script>`).join('')}` : '';
-  const uplotCss = o.standalone ? `<style>${o.standalone.assets.uplotCss.replace(/<\/style/gi, '')}</style>` : '<link rel="stylesheet" href="assets/uplot.css">';
+  // A standalone page without charts (plan, memory diff) carries no uPlot at all.
+  const uplotCss = o.standalone
+    ? o.scripts?.length
+      ? `<style>${o.standalone.assets.uplotCss.replace(/<\/style/gi, '')}</style>`
+      : ''
+    : '<link rel="stylesheet" href="assets/uplot.css">';
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <title>${esc(o.title)} · gpuwise</title><link rel="icon" href="data:,">
 ${uplotCss}<style>${CSS}</style></head>
 <body>${nav}<main>${o.body}</main>${data}${scripts}</body></html>
 `;
+}
+
+/** A table of text cells (each escaped); `head` null for a two-column list of figures. */
+export function table(head: string[] | null, rows: string[][], id?: string): string {
+  return `<table${id ? ` id="${id}"` : ''}>${head ? `<thead><tr>${head.map((h) => `<th>${esc(h)}</th>`).join('')}</tr></thead>` : ''}<tbody>${rows.map((r) => `<tr>${r.map((c) => `<td>${esc(c)}</td>`).join('')}</tr>`).join('')}</tbody></table>`;
+}
+
+/** At most `n` evenly spread indexes of `len` (the first and the last included): the rows a <noscript> table shows. */
+export function spread(len: number, n: number): number[] {
+  if (len <= n) return [...Array(len).keys()];
+  return [...Array(n).keys()].map((i) => Math.round((i * (len - 1)) / (n - 1)));
+}
+
+/** The figures of a chart as a short table, for a reader without JavaScript. */
+export function noscriptTable(caption: string, head: string[], rows: string[][]): string {
+  return `<noscript><p class="dim">${esc(caption)}</p>${table(head, rows)}</noscript>`;
 }
 
 /** The page for a request the server refuses or cannot answer: one line, no stack. */

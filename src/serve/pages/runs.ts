@@ -11,7 +11,7 @@ import { findingsText, type RunRow, shortCommand, throughputText, whenText } fro
 import { fmtBytes, fmtMs, fmtPct } from '../../util/format.js';
 import { distributedTable, durationText, environmentRows, fmtBytesOr, GPU_PROCESS_COLUMNS, hangLines, GPU_PROCESS_NOTE, gpuProcessRows, fmtRate, fmtStepS, modelLine, nvmlBesideAllocator, planModelLine, rankLabel, rankShort, setupFacts, setupGuesses, stepSourceNote } from '../../doctor/renderParts.js';
 import { whatIfsOf } from '../../doctor/reportCheck.js';
-import { type InlineAssets, esc, page } from './layout.js';
+import { type InlineAssets, esc, noscriptTable, page, spread, table } from './layout.js';
 
 /** The history's rows as the list shows them (a StoredRun has these fields). */
 export interface RunListRow extends RunRow {
@@ -160,21 +160,6 @@ function verdictClass(r: DoctorReport): string {
   if (o !== 'ok') return o;
   const sev = r.findings[0]?.severity;
   return sev === 'high' ? 'bad' : sev === 'medium' ? 'warn' : 'ok';
-}
-
-function table(head: string[] | null, rows: string[][], id?: string): string {
-  return `<table${id ? ` id="${id}"` : ''}>${head ? `<thead><tr>${head.map((h) => `<th>${esc(h)}</th>`).join('')}</tr></thead>` : ''}<tbody>${rows.map((r) => `<tr>${r.map((c) => `<td>${esc(c)}</td>`).join('')}</tr>`).join('')}</tbody></table>`;
-}
-
-/** At most `n` evenly spread indexes of `len` (the first and the last included): the rows a <noscript> table shows. */
-function spread(len: number, n: number): number[] {
-  if (len <= n) return [...Array(len).keys()];
-  return [...Array(n).keys()].map((i) => Math.round((i * (len - 1)) / (n - 1)));
-}
-
-/** The figures of a chart as a short table, for a reader without JavaScript. */
-function noscriptTable(caption: string, head: string[], rows: string[][]): string {
-  return `<noscript><p class="dim">${esc(caption)}</p>${table(head, rows)}</noscript>`;
 }
 
 /** The ranks of a multi-rank run side by side, and the stalled ranks of a hang. */
