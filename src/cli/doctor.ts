@@ -13,7 +13,7 @@ import { renderDoctorHtml } from '../serve/pages/runs.js';
 import { renderDoctorMarkdown } from '../doctor/markdown.js';
 import { renderDoctorText } from '../doctor/render.js';
 import type { DoctorReport } from '../doctor/report.js';
-import { type ProbeRecord, rankOf } from '../run/records.js';
+import { analysedWindowEnds, type ProbeRecord, rankOf } from '../run/records.js';
 import { InputError } from '../io/inputError.js';
 import { analyseSnapshotFiles, analyseTraceFiles, type CaptureRef } from '../io/captures.js';
 import { checkHtmlTarget, writeReportFile } from '../io/reportTarget.js';
@@ -106,7 +106,9 @@ function intFlag(text: string | undefined, flag: string, min: number): number | 
 function capturesOf(records: ProbeRecord[]): { traces: CaptureRef[]; snapshots: (CaptureRef & { kind: 'window' | 'oom' })[] } {
   const traces: CaptureRef[] = [];
   const snapshots: (CaptureRef & { kind: 'window' | 'oom' })[] = [];
+  const windows = new Set<ProbeRecord>(analysedWindowEnds(records));
   for (const r of records) {
+    if (r.type === 'profile-end' && !windows.has(r)) continue;
     if (r.type === 'profile-end' && r.trace !== null) traces.push({ rank: rankOf(r), path: r.trace, label: r.trace });
     if (r.type === 'profile-end' && r.snapshot) snapshots.push({ rank: rankOf(r), path: r.snapshot, label: r.snapshot, kind: 'window' });
     if (r.type === 'oom' && r.snapshot) snapshots.push({ rank: rankOf(r), path: r.snapshot, label: r.snapshot, kind: 'oom' });

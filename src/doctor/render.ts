@@ -7,6 +7,7 @@ const s2ns = (s: number) => s * 1e9;
 
 function stepLine(r: RankSummary): string {
   const st = r.steps;
+  if (st.steps === 0) return 'no step identified (see the notes)';
   if (st.medianS === null) return `${st.steps} step(s) seen; too few to time (the first step is warm-up)`;
   const parts = [
     `${st.steps} steps${st.timing === 'gpu' ? ' (timed on the GPU)' : ''}`,
