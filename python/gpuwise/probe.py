@@ -1003,13 +1003,14 @@ class Probe(object):
             except Exception:
                 pass
             self.prof_step_fn = None
-        prof.stop()
         timed = self.time_state == "open"
+        profiled_s = time.perf_counter() - self.time_opened_at if timed else None  # before stop(), which processes the events
+        prof.stop()
         # A time window has no steps, and files of its own: a step window may still come after it.
         suffix = "-time" if timed else ""
         if timed:
             self.time_state = "done"
-            fields = {"firstStep": None, "lastStep": None, "reason": "time", "durationS": time.perf_counter() - self.time_opened_at}
+            fields = {"firstStep": None, "lastStep": None, "reason": "time", "durationS": profiled_s}
         else:
             fields = {"firstStep": self.prof_first_step, "lastStep": self.step}
         fields.update({"trace": None, "snapshot": None})

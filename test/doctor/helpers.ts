@@ -29,6 +29,9 @@ export function pyEnv(extra: Record<string, string | undefined>): NodeJS.Process
     'GPUWISE_PROBE_FAULT',
     'GPUWISE_PROFILE_AT',
     'GPUWISE_PROFILE_STEPS',
+    'GPUWISE_TIME_WINDOW_AFTER_S',
+    'GPUWISE_TIME_WINDOW_S',
+    'GPUWISE_TIME_WINDOW_CPU',
   ])
     if (!(k in extra)) delete env[k];
   return env;
