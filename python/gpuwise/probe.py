@@ -1075,8 +1075,8 @@ class Probe(object):
         sig = getattr(signal, _TIME_WINDOW_SIGNAL, None)
         if sig is None or threading.current_thread() is not threading.main_thread():
             return
-        if signal.getsignal(sig) not in (signal.SIG_DFL, None):
-            return  # the script's or a library's: leave it
+        if signal.getsignal(sig) != signal.SIG_DFL:
+            return  # the script's, or a C library's (None): leave it
         probe = self
 
         def on_signal(signum, frame):
@@ -1148,17 +1148,22 @@ class Probe(object):
         from torch.profiler import ProfilerActivity, profile
 
         quiet_s = time.perf_counter() - max(self.time_armed_at, self.last_activity or 0.0)
-        self._announce()
-        if self.model_sent is None:
-            self._send_model("time")
         activities = [ProfilerActivity.CPU]
         cuda_on = torch.cuda.is_initialized()
         if cuda_on:
             activities.append(ProfilerActivity.CUDA)
-            if not self.history_on:
-                self._start_history()
-        self.prof = profile(activities=activities, record_shapes=True)
-        self.prof.start()
+        prof = profile(activities=activities, record_shapes=True)
+        try:
+            prof.start()
+        except RuntimeError:
+            self.time_state = "done"  # the script profiles itself: its profiler stays, no window of ours
+            return
+        self.prof = prof
+        if cuda_on and not self.history_on:
+            self._start_history()
+        self._announce()
+        if self.model_sent is None:
+            self._send_model("time")
         self.time_opened_at = time.perf_counter()
         self.time_state = "open"  # after time_opened_at: the watcher reads it then
         # No ProfilerStep span: analyze takes a trace without step markers as one step.

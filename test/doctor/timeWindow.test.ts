@@ -82,6 +82,17 @@ describe.skipIf(SKIP_PYTHON)('the time window of a run without steps (CPU torch)
     expect(off.records).toEqual([]); // CPU only and no step: the probe stays silent, as before
   });
 
+  it('leaves the signal to a script that takes it, and the profiler to a script that profiles itself', async () => {
+    const taken = await probe(['import signal, sys', ...FUNCTIONAL_LOOP(0).slice(0, 1), 'signal.signal(signal.SIGRTMAX, lambda s, f: print("mine"))', ...FUNCTIONAL_LOOP(2).slice(1)], TIME_ENV);
+    expect([taken.stderr, taken.code, taken.records]).toEqual(['', 0, []]);
+    const own = await probe(
+      [...FUNCTIONAL_LOOP(0).slice(0, 3), 'with torch.profiler.profile() as p:', ...FUNCTIONAL_LOOP(2).slice(3).map((l) => `    ${l}`)],
+      TIME_ENV,
+    );
+    expect([own.stderr, own.code]).toEqual(['', 0]);
+    expect(own.records.some((r) => r.type === 'profile-start' || r.type === 'probe-error')).toBe(false);
+  });
+
   it('keeps the step window when the steps start after a time window (set-up before the training)', async () => {
     const { records, stderr } = await probe(
       [
