@@ -9,14 +9,24 @@ Rules it keeps:
 - steps come from the best source the loop offers, in this order: `gpuwise.step()` marks; the calls
   of the first optimizer that steps (a global optimizer step hook; on torch older than 2.0 the
   optimizer class's `step` is wrapped instead); DataLoader batches; backward passes
-  (`torch.autograd.backward`, which `Tensor.backward` calls); forward calls of the outermost module.
+  (`torch.autograd.backward`, which `Tensor.backward` calls); forward calls of the outermost module;
+  replays of the first CUDA graph replayed (`torch.cuda.CUDAGraph.replay`).
   A lower source counts steps only until a higher one appears, and only once the higher ones had
   their chance (an optimizer that exists but has not stepped in FALLBACK_AFTER calls is taken to
-  drive nothing: a hand-written update, inference);
+  drive nothing: a hand-written update, inference); graph replays also take over from a higher source
+  that fell silent for GRAPH_TAKEOVER replays (a whole training step captured in a graph);
+- no step at all (real work without any of these): once CUDA is initialised and nothing step-like
+  happened for GPUWISE_TIME_WINDOW_AFTER_S, a time window of GPUWISE_TIME_WINDOW_S is profiled and
+  analysed as one step. torch.profiler records the CPU ops of the thread that starts it only (a start
+  from a watcher thread recorded none of the main thread's ops on torch 1.13), so the watcher thread
+  asks the main thread to start and stop it: a Python signal handler, run by the interpreter on the main
+  thread between bytecodes, triggered with `_thread.interrupt_main(signum)` (no OS signal is sent);
 - the outermost module is found from its calls: global forward hooks watch the first module calls
   (depth 0 = a call no other module made), then step aside for one pre-hook on that module, which
-  reads the batch (leading dimension of its first tensor argument, tokens for integer inputs) and
-  the autocast state whatever built the batch (`get_batch()`, slicing, a DataLoader);
+  reads the batch (leading dimension of its first tensor argument, tokens for integer inputs; the
+  second dimension when the model is sequence-first: an RNN or Transformer module with
+  `batch_first=False`) and the autocast state whatever built the batch (`get_batch()`, slicing, a
+  DataLoader);
 - the profiler window opens once steps have settled (STEADY_WINDOW steps whose median is within
   STEADY_TOLERANCE of the ones before, the DataLoader wait no longer falling), at step
   GPUWISE_PROFILE_AT at the earliest, and at STEADY_CAP_FACTOR times that at the latest;
@@ -27,7 +37,9 @@ Rules it keeps:
 Environment: GPUWISE_SOCKET (collector's Unix socket), GPUWISE_RUN_DIR (files: traces,
 snapshots, and the records when no collector listens), GPUWISE_PROFILE_AT (the window's first step,
 taken as given; without it the window opens at steady state, from step 10),
-GPUWISE_PROFILE_STEPS (default 5, 0 = no profiler window), GPUWISE_GPU_TIMING=0 (no CUDA timing
+GPUWISE_PROFILE_STEPS (default 5, 0 = no profiler window), GPUWISE_TIME_WINDOW_AFTER_S (default 20;
+0 = never) and GPUWISE_TIME_WINDOW_S (default 5): the time window of a run without steps,
+GPUWISE_TIME_WINDOW_CPU=1 (test knob: arm it at `import torch`, without CUDA), GPUWISE_GPU_TIMING=0 (no CUDA timing
 events: host step times only), GPUWISE_MAX_STEPS (stop cleanly with
 exit status 0 after that many steps), GPUWISE_MEMORY_HISTORY=1 (record allocation history from
 CUDA start instead of only in the window), GPUWISE_PROBE_FAULT=step|batch (test knob: raise
@@ -73,7 +85,13 @@ WINDOW_PLAN_FILE = "profile-window.json"
 STALL_STEP_FACTOR = 10
 STALL_STACK_FRAMES = 30
 # Step sources by precedence: a source counts steps until a higher one shows up.
-SOURCE_RANK = {"forward": 1, "backward": 2, "batch": 3, "optimizer": 4, "marker": 5}
+SOURCE_RANK = {"graph": 0, "forward": 1, "backward": 2, "batch": 3, "optimizer": 4, "marker": 5}
+# Replays of the first CUDA graph with no step of a higher source between them: the graph is the loop.
+GRAPH_TAKEOVER = 8
+# The time window's trigger: a Python handler for this signal, triggered on the main thread without sending it.
+_TIME_WINDOW_SIGNAL = "SIGRTMAX"
+# Modules that read a `batch_first` flag: their input is [seq, batch, ...] when it is False (torch's default).
+_SEQ_FIRST_CLASSES = ("RNNBase", "RNN", "LSTM", "GRU", "Transformer", "TransformerEncoderLayer", "TransformerDecoderLayer", "MultiheadAttention")
 
 
 def mark_step():
@@ -142,9 +160,10 @@ def _int_env(env, name, default, minimum):
 
 def _float_env(env, name, default):
     try:
-        return float(env.get(name, "") or default)
+        v = float(env.get(name, "") or default)
     except ValueError:
         return default
+    return max(0.0, v)
 
 
 def _first_int(env, names):
@@ -181,6 +200,7 @@ class Probe(object):
         self.disabled = False
         self.ended = False
         self.announced = False
+        self.model_sent = None  # None, "time" (with the time window), "step" (at the first step)
         self.lock = threading.RLock()
         # Step bookkeeping
         self.step = 0
@@ -204,6 +224,23 @@ class Probe(object):
         self.root_watch = []  # handles of the global hooks
         self.forward_calls = 0
         self.autocast_dtype = None
+        # How the batch is read off the outermost module's input: (dimension, what showed it), set when the root is found.
+        self.batch_dim = 0
+        self.batch_dim_evidence = None
+        self.root_input_shape = None  # the first root call's first tensor's shape (to check the batch dimension)
+        # CUDA graph replays: the first graph replayed, and its replays since another source ended a step.
+        self.primary_graph = None
+        self.graph_replays = 0
+        self.replays_since_other = 0
+        # The time window of a run without steps (see the module docstring).
+        self.time_after_s = _float_env(env, "GPUWISE_TIME_WINDOW_AFTER_S", 20.0)
+        self.time_window_s = _float_env(env, "GPUWISE_TIME_WINDOW_S", 5.0)
+        self.time_cpu = env.get("GPUWISE_TIME_WINDOW_CPU") == "1"
+        self.time_signal = None  # the signal number whose handler is ours, once installed
+        self.time_armed_at = None  # perf_counter() when the watcher started (CUDA initialised)
+        self.time_state = None  # None, "open" (profiling), "done"
+        self.time_opened_at = None
+        self.last_activity = None  # perf_counter() of the last step-like event (batch, forward, backward, replay ...)
         self.host_step_times = []  # recent host step times (s), for the steady-state test
         self.wait_times = []
         # Profiler window and snapshots
@@ -379,6 +416,10 @@ class Probe(object):
         backward.__wrapped__ = original_backward
         torch.autograd.backward = backward
         self._watch_roots(torch)
+        self._wrap_graph_replay(torch)
+        self._install_time_window()
+        if self.time_cpu:
+            self._arm_time_window()  # test knob: any torch process counts as device work
 
         # CUDA: attach the OOM observer (and history) as soon as CUDA initialises.
         lazy_call = getattr(torch.cuda, "_lazy_call", None)
@@ -430,6 +471,7 @@ class Probe(object):
     # ---------- hooks ----------
 
     def _on_batch(self, t0, wait_s, batch):
+        self.last_activity = t0
         if self.last_boundary is None:
             self.last_boundary = t0  # the loop starts with its first batch
             self._ensure_watchdog()
@@ -461,14 +503,15 @@ class Probe(object):
 
     def _on_backward(self):
         now = time.perf_counter()
+        self.last_activity = now
         self.backward_calls += 1
         self.root_depth = 0  # a forward that raised left the watch's depth behind: a backward ends it
         if not self._takes_over("backward"):
             return
         if self.optimizer_built and not self.optimizer_stepped and self.backward_calls <= FALLBACK_AFTER:
             return  # an optimizer exists: give it the chance to step (gradient accumulation)
-        if self.step_source is None or self.step_source == "forward":
-            if self.last_boundary is None or self.step_source == "forward":
+        if self.step_source in (None, "forward", "graph"):
+            if self.last_boundary is None or self.step_source in ("forward", "graph"):
                 # The first backward ends no step: the clock starts here (a whole step lies between two).
                 self._start_clock(now, "backward")
                 return
@@ -513,7 +556,10 @@ class Probe(object):
             h.remove()
         self.root_watch = []
         self.root_ref = weakref.ref(module)
+        self.batch_dim, self.batch_dim_evidence, seq_module = _batch_dim_of(module)
         probe = self
+        if seq_module is not None and seq_module is not module:
+            self._check_batch_dim(seq_module)
 
         def on_root_forward(mod, args, kwargs):
             if not probe.disabled and not _compiling(probe.torch):
@@ -531,6 +577,7 @@ class Probe(object):
     def _on_root_forward(self, args, kwargs):
         torch = self.torch
         now = time.perf_counter()
+        self.last_activity = now
         self.forward_calls += 1
         if self.autocast_dtype is None:
             self.autocast_dtype = _autocast_dtype(torch)
@@ -540,12 +587,16 @@ class Probe(object):
             # Samples of the training forwards only when steps are training steps (an evaluation pass
             # between them is not the step's work); every forward when forwards are the steps.
             first = _first_tensor(torch, args, kwargs)
-            n = _batch_size(torch, first)
+            if self.root_input_shape is None and isinstance(first, torch.Tensor):
+                self.root_input_shape = tuple(int(d) for d in first.shape)
+            # A sequence-first model's input is [seq, batch, ...]: the batch is its second dimension.
+            dim = self.batch_dim if isinstance(first, torch.Tensor) and first.dim() > self.batch_dim else 0
+            n = _batch_size(torch, first, dim)
             if n is None:
                 self.input_samples_known = False
             else:
                 self.input_samples += n
-            tok = _batch_tokens(torch, kwargs.get("input_ids") if isinstance(kwargs, dict) and "input_ids" in kwargs else first)
+            tok = _batch_tokens(torch, kwargs.get("input_ids") if isinstance(kwargs, dict) and "input_ids" in kwargs else first, dim)
             if tok is None:
                 self.input_tokens_known = False
             else:
@@ -553,19 +604,46 @@ class Probe(object):
                 self.input_seq_len = tok[1]
             self.input_forwards += 1
 
+    def _check_batch_dim(self, seq_module):
+        """A one-shot pre-hook on the sequence-first module: a model may transpose its [batch, seq] input before it."""
+        probe = self
+        handles = []
+
+        def on_call(mod, args):
+            if _compiling(probe.torch) or probe.disabled:
+                return None
+            for h in handles:
+                h.remove()  # torch iterates over a copy of the hooks: removing inside one is safe
+            del handles[:]
+            probe._guarded(probe._confirm_batch_dim, type(mod).__name__, args)
+            return None
+
+        handles.append(seq_module.register_forward_pre_hook(on_call))
+
+    def _confirm_batch_dim(self, name, args):
+        x = _first_tensor(self.torch, args, {})
+        r = self.root_input_shape
+        if x is None or r is None or x.dim() < 2 or len(r) < 2 or r[0] == r[1]:
+            return  # nothing to compare, or a square input: the flag stands
+        if int(x.shape[1]) == r[0]:
+            # Its batch (dimension 1) is the model input's dimension 0: the model transposed a batch-first input.
+            self.batch_dim = 0
+            self.batch_dim_evidence = "%s, fed the input's dimension 0 as its batch (transposed inside the model)" % self.batch_dim_evidence
+
     def _forward_step(self, now):
         # Forward calls are the steps only for loops with nothing better: no batches, no backward.
         if self.batch_calls or self.backward_calls or not self._takes_over("forward"):
             return
         if self.optimizer_built and not self.optimizer_stepped and self.forward_calls <= FALLBACK_AFTER:
             return
-        if self.step_source is None:
+        if self.step_source in (None, "graph"):
             self._start_clock(now, "forward")  # the step runs from one forward's start to the next's
             return
         self._end_step(now, "forward")
 
     def _on_optimizer_step(self, optimizer):
         now = time.perf_counter()
+        self.last_activity = now
         self.optimizer_stepped = True
         if self.step_source == "marker":
             return  # the script marks its steps itself
@@ -579,6 +657,7 @@ class Probe(object):
 
     def _on_marker(self):
         now = time.perf_counter()
+        self.last_activity = now
         if self.step_source != "marker":
             # Any other source that started the clock (a backward pass, a forward) did so mid-step.
             restart = self.step_source is not None
@@ -615,20 +694,18 @@ class Probe(object):
 
     def _end_step(self, now, source):
         self.step_source = source
+        if source != "graph":
+            self.replays_since_other = 0
         self.step += 1
         step_time = None if self.last_boundary is None else now - self.last_boundary
         if self.fault == "step" and self.step == 2:
             raise RuntimeError("fault injected by GPUWISE_PROBE_FAULT=step")
         if not self.announced:
             self._announce()
-            self._ensure_watchdog()
-            optimizer = self.primary_optimizer() if self.primary_optimizer is not None else None
-            roots = _model_roots(self.torch, optimizer)
-            if not roots and self.root_ref is not None and self.root_ref() is not None:
-                roots = [_unwrap(self.torch, self.root_ref())]
-            summary = _model_summary(self.torch, roots, optimizer)
-            summary.update(self._setup_facts(roots))
-            self._send("model", summary)
+        if self.watchdog is None:
+            self._ensure_watchdog()  # from the first step: a stall is no progress after training began
+        if self.model_sent != "step":
+            self._send_model("step")  # also after a time window's record: the training's optimizer and model now
         # The batch: the DataLoader's when one fed this step, else the outermost module's input.
         samples = tokens = seq_len = batch_source = None
         if self.batches > 0:
@@ -678,6 +755,21 @@ class Probe(object):
             # ends where the next fetch started: that fetch's wait belongs to the next step.)
             self.last_boundary = time.perf_counter()
 
+    def _send_model(self, when):
+        optimizer = self.primary_optimizer() if self.primary_optimizer is not None else None
+        roots = _model_roots(self.torch, optimizer)
+        if not roots and self.root_ref is not None and self.root_ref() is not None:
+            roots = [_unwrap(self.torch, self.root_ref())]
+        summary = _model_summary(self.torch, roots, optimizer)
+        summary.update(self._setup_facts(roots))
+        if self.root_ref is not None:
+            summary["batchDim"] = self.batch_dim
+            summary["batchDimEvidence"] = self.batch_dim_evidence
+        if when == "time" and not summary["found"]:
+            return  # a loop of functions: no model to describe (yet)
+        self.model_sent = when
+        self._send("model", summary)
+
     def _on_cuda_init(self):
         torch = self.torch
         attach = getattr(torch._C, "_cuda_attach_out_of_memory_observer", None)
@@ -685,6 +777,7 @@ class Probe(object):
             attach(lambda device, alloc, device_alloc, device_free: self._guarded(self._on_oom, device, alloc, device_alloc, device_free))
         if self.memory_history_always:
             self._start_history()
+        self._arm_time_window()
 
     def _on_oom(self, device, alloc_bytes, device_allocated_bytes, device_free_bytes):
         path = None
@@ -851,8 +944,8 @@ class Probe(object):
 
     def _profiler_boundary(self):
         """Called after step `self.step` ended. The window covers steps profile_at .. profile_at+K-1."""
-        if self.profile_steps <= 0 or not self.run_dir:
-            return
+        if self.profile_steps <= 0 or not self.run_dir or self.time_state == "open":
+            return  # a time window that is open ends at its time (the steps started during it)
         nxt = self.step + 1
         if self.prof is None and self.prof_first_step is None:
             aligned = self.world_size is not None and self.world_size > 1 and not self.profile_fixed
@@ -990,19 +1083,174 @@ class Probe(object):
             except Exception:
                 pass
             self.prof_step_fn = None
+        timed = self.time_state == "open"
+        profiled_s = time.perf_counter() - self.time_opened_at if timed else None  # before stop(), which processes the events
         prof.stop()
-        fields = {"firstStep": self.prof_first_step, "lastStep": self.step, "trace": None, "snapshot": None}
+        # A time window has no steps, and files of its own: a step window may still come after it.
+        suffix = "-time" if timed else ""
+        if timed:
+            self.time_state = "done"
+            fields = {"firstStep": None, "lastStep": None, "reason": "time", "durationS": profiled_s}
+        else:
+            fields = {"firstStep": self.prof_first_step, "lastStep": self.step}
+        fields.update({"trace": None, "snapshot": None})
         if export and self.run_dir:
-            path = os.path.join(self.run_dir, "trace-%s.json" % self.tag)
+            path = os.path.join(self.run_dir, "trace-%s%s.json" % (self.tag, suffix))
             prof.export_chrome_trace(path)
             fields["trace"] = path
         if self.history_on and self.run_dir:
-            path = os.path.join(self.run_dir, "snapshot-%s.pickle" % self.tag)
+            path = os.path.join(self.run_dir, "snapshot-%s%s.pickle" % (self.tag, suffix))
             self.torch.cuda.memory._dump_snapshot(path)
             fields["snapshot"] = path
             if not self.memory_history_always:
                 self._stop_history()
         self._send("profile-end", fields)
+
+    # ---------- graph replays and the time window ----------
+
+    def _wrap_graph_replay(self, torch):
+        """Counts `torch.cuda.CUDAGraph.replay` calls (a Python method over the C graph in every torch with graphs)."""
+        cls = getattr(getattr(torch, "cuda", None), "CUDAGraph", None)
+        original = getattr(cls, "replay", None)
+        if cls is None or original is None or getattr(original, "_gpuwise_wrapped", False):
+            return
+        probe = self
+
+        def replay(graph, *args, **kwargs):
+            out = original(graph, *args, **kwargs)
+            if not probe.disabled:
+                probe._guarded(probe._on_graph_replay, graph)
+            return out
+
+        functools.update_wrapper(replay, original)
+        replay._gpuwise_wrapped = True
+        cls.replay = replay
+
+    def _on_graph_replay(self, graph):
+        now = time.perf_counter()
+        self.last_activity = now
+        self.graph_replays += 1
+        if self.primary_graph is None:
+            self.primary_graph = weakref.ref(graph)
+        elif self.primary_graph() is not graph:
+            return  # several graphs a step (forward and backward graphs): the first one's replays mark the steps
+        if self.step_source == "graph":
+            self._end_step(now, "graph")
+            return
+        self.replays_since_other += 1
+        if self.step_source is None:
+            if self.optimizer_built and not self.optimizer_stepped and self.graph_replays <= FALLBACK_AFTER:
+                return
+            self._start_clock(now, "graph")
+        elif self.replays_since_other >= GRAPH_TAKEOVER:
+            # The higher source fell silent while the graph kept replaying: the whole step was captured in it.
+            self._start_clock(now, "graph")
+
+    def _install_time_window(self):
+        """Our handler for a real-time signal nobody handles, on the main thread (where signal.signal must run)."""
+        if self.time_after_s <= 0 or self.time_window_s <= 0 or self.profile_steps <= 0 or not self.run_dir:
+            return
+        import signal
+
+        sig = getattr(signal, _TIME_WINDOW_SIGNAL, None)
+        if sig is None or threading.current_thread() is not threading.main_thread():
+            return
+        if signal.getsignal(sig) != signal.SIG_DFL:
+            return  # the script's, or a C library's (None): leave it
+        probe = self
+
+        def on_signal(signum, frame):
+            probe._on_time_signal(frame)
+
+        signal.signal(sig, on_signal)
+        try:
+            signal.siginterrupt(sig, False)  # if it is ever sent for real, system calls restart
+        except (AttributeError, OSError, ValueError):
+            pass
+        self.time_signal = sig
+        self.time_handler = on_signal
+        self.time_requested = False
+
+    def _arm_time_window(self):
+        """Starts the watcher thread once the process has device work (CUDA initialised)."""
+        if self.time_signal is None or self.time_armed_at is not None:
+            return
+        self.time_armed_at = time.perf_counter()
+        threading.Thread(target=self._time_watch, name="gpuwise-time-window", daemon=True).start()
+
+    def _time_watch(self):
+        # Reads the probe's state without the lock (single attribute reads under the GIL); acts only through the
+        # main thread. Never raises: a failure here leaves the run without a time window, nothing else.
+        try:
+            import signal
+
+            poll_s = max(0.05, min(0.5, self.time_after_s / 4, self.time_window_s / 4))
+            while not self.disabled and not self.ended and self.time_state != "done":
+                time.sleep(poll_s)
+                if self.time_state is None:
+                    if self.step > 0:
+                        return  # steps were found: the step window does the work
+                    quiet_since = max(self.time_armed_at, self.last_activity or 0.0)
+                    if self.prof is not None or time.perf_counter() - quiet_since < self.time_after_s:
+                        continue
+                elif time.perf_counter() - self.time_opened_at < self.time_window_s:
+                    continue
+                if signal.getsignal(self.time_signal) is not self.time_handler:
+                    return  # the script took the signal over since
+                self.time_requested = True
+                _interrupt_main(self.time_signal)
+        except Exception:
+            return
+
+    def _on_time_signal(self, frame):
+        """On the main thread, between two bytecodes of whatever it runs (see _time_watch)."""
+        if self.disabled or not self.time_requested:
+            return
+        # Never in the middle of the probe's own code (a record half built): the watcher asks again.
+        f = frame
+        while f is not None:
+            if f.f_globals.get("__name__") == __name__:
+                return
+            f = f.f_back
+        self.time_requested = False
+        self._guarded(self._time_window_tick)
+
+    def _time_window_tick(self):
+        if self.time_state is None:
+            if self.step > 0 or self.prof is not None:
+                return
+            self._start_time_window()
+        elif self.time_state == "open":
+            self._stop_profiler(export=True)
+
+    def _start_time_window(self):
+        torch = self.torch
+        from torch.profiler import ProfilerActivity, profile
+
+        quiet_s = time.perf_counter() - max(self.time_armed_at, self.last_activity or 0.0)
+        activities = [ProfilerActivity.CPU]
+        cuda_on = torch.cuda.is_initialized()
+        if cuda_on:
+            activities.append(ProfilerActivity.CUDA)
+        prof = profile(activities=activities, record_shapes=True)
+        try:
+            prof.start()
+        except RuntimeError:
+            self.time_state = "done"  # the script profiles itself: its profiler stays, no window of ours
+            return
+        self.prof = prof
+        if cuda_on and not self.history_on:
+            self._start_history()
+        self._announce()
+        if self.model_sent is None:
+            self._send_model("time")
+        self.time_opened_at = time.perf_counter()
+        self.time_state = "open"  # after time_opened_at: the watcher reads it then
+        # No ProfilerStep span: analyze takes a trace without step markers as one step.
+        self._send(
+            "profile-start",
+            {"step": None, "steps": 0, "cuda": cuda_on, "reason": "time", "durationS": self.time_window_s, "quietS": quiet_s, "aligned": False},
+        )
 
     def _start_history(self):
         rec = self.torch.cuda.memory._record_memory_history
@@ -1130,6 +1378,36 @@ def _framework():
     return found, getattr(sys.modules.get(top), "__version__", None)
 
 
+def _interrupt_main(sig):
+    """Runs the Python handler of `sig` on the main thread at its next bytecode, without sending a signal (3.10+);
+    older Pythons get the signal itself, restarting system calls (siginterrupt False)."""
+    import _thread
+
+    try:
+        _thread.interrupt_main(sig)
+    except TypeError:
+        import signal
+
+        signal.pthread_kill(threading.main_thread().ident, sig)
+
+
+def _batch_dim_of(root):
+    """(dimension of the batch in the root's input, what showed it, the sequence-first module): 1 when the first module of the model that reads
+    a `batch_first` flag (the root itself, an RNN, LSTM, GRU, a Transformer layer, MultiheadAttention) has it False,
+    as torch's default: its input is [seq, batch, ...]. One walk over the modules, when the root is found."""
+    try:
+        for _, m in root.named_modules():
+            flag = getattr(m, "batch_first", None)
+            if not isinstance(flag, bool):
+                continue
+            if m is not root and not any(c.__name__ in _SEQ_FIRST_CLASSES for c in type(m).__mro__):
+                continue
+            return (0 if flag else 1), "%s(batch_first=%s)" % (type(m).__name__, flag), (None if flag else m)
+    except Exception:
+        pass
+    return 0, None, None
+
+
 def _write_json_atomic(path, obj):
     import json
 
@@ -1170,11 +1448,11 @@ def _median(xs):
     return 0.0 if n == 0 else (ys[n // 2] if n % 2 else 0.5 * (ys[n // 2 - 1] + ys[n // 2]))
 
 
-def _batch_size(torch, batch):
-    """Leading dimension of the first tensor in the batch, or None when it cannot be told."""
+def _batch_size(torch, batch, dim=0):
+    """Dimension `dim` (the leading one by default) of the first tensor in the batch, or None when it cannot be told."""
     for _ in range(4):
         if isinstance(batch, torch.Tensor):
-            return int(batch.shape[0]) if batch.dim() > 0 else None
+            return int(batch.shape[dim]) if batch.dim() > dim else None
         if isinstance(batch, (list, tuple)) and batch:
             batch = batch[0]
         elif isinstance(batch, dict) and batch:
@@ -1184,9 +1462,10 @@ def _batch_size(torch, batch):
     return None
 
 
-def _batch_tokens(torch, batch):
+def _batch_tokens(torch, batch, batch_dim=0):
     """(token positions, sequence length) when the batch holds token ids: a dict's `input_ids`, or the
-    first 2-D integer tensor found (samples x sequence); None otherwise. Shapes only: no GPU sync."""
+    first 2-D integer tensor found (samples x sequence, or sequence x samples when `batch_dim` is 1);
+    None otherwise. Shapes only: no GPU sync."""
     t = None
     if isinstance(batch, dict):
         t = batch.get("input_ids")
@@ -1205,7 +1484,7 @@ def _batch_tokens(torch, batch):
             elif isinstance(x, dict):
                 todo.extend(list(x.values())[:4])
     if isinstance(t, torch.Tensor) and t.dim() == 2:
-        return int(t.numel()), int(t.shape[1])
+        return int(t.numel()), int(t.shape[1 - batch_dim])
     return None
 
 

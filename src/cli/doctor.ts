@@ -14,7 +14,7 @@ import { renderDoctorMarkdown } from '../doctor/markdown.js';
 import { renderDoctorText } from '../doctor/render.js';
 import { StallTracker, innermostFrames } from '../doctor/hang.js';
 import type { DoctorReport } from '../doctor/report.js';
-import { type ProbeRecord, rankOf } from '../run/records.js';
+import { analysedWindowEnds, type ProbeRecord, rankOf } from '../run/records.js';
 import { InputError } from '../io/inputError.js';
 import { analyseSnapshotFiles, analyseTraceFiles, type CaptureRef } from '../io/captures.js';
 import { checkHtmlTarget, writeReportFile } from '../io/reportTarget.js';
@@ -111,7 +111,9 @@ function intFlag(text: string | undefined, flag: string, min: number): number | 
 function capturesOf(records: ProbeRecord[]): { traces: CaptureRef[]; snapshots: (CaptureRef & { kind: 'window' | 'oom' })[] } {
   const traces: CaptureRef[] = [];
   const snapshots: (CaptureRef & { kind: 'window' | 'oom' })[] = [];
+  const windows = new Set<ProbeRecord>(analysedWindowEnds(records));
   for (const r of records) {
+    if (r.type === 'profile-end' && !windows.has(r)) continue;
     if (r.type === 'profile-end' && r.trace !== null) traces.push({ rank: rankOf(r), path: r.trace, label: r.trace });
     if (r.type === 'profile-end' && r.snapshot) snapshots.push({ rank: rankOf(r), path: r.snapshot, label: r.snapshot, kind: 'window' });
     if (r.type === 'oom' && r.snapshot) snapshots.push({ rank: rankOf(r), path: r.snapshot, label: r.snapshot, kind: 'oom' });

@@ -1,12 +1,13 @@
 /** The doctor report as terminal text (pure). */
 import { fmtBytes, fmtMs, fmtPct, fmtTflops } from '../util/format.js';
 import type { DoctorReport, RankSummary } from './report.js';
-import { distributedTable, findingKindLabel, gpuProcessRows, hangLines, setupFacts, setupGuesses, stepSourceNote } from './renderParts.js';
+import { batchDimText, distributedTable, findingKindLabel, gpuProcessRows, hangLines, setupFacts, setupGuesses, stepSourceNote } from './renderParts.js';
 
 const s2ns = (s: number) => s * 1e9;
 
 function stepLine(r: RankSummary): string {
   const st = r.steps;
+  if (st.steps === 0) return 'no step identified (see the notes)';
   if (st.medianS === null) return `${st.steps} step(s) seen; too few to time (the first step is warm-up)`;
   const parts = [
     `${st.steps} steps${st.timing === 'gpu' ? ' (timed on the GPU)' : ''}`,
@@ -48,8 +49,9 @@ export function renderDoctorText(r: DoctorReport): string {
     const dtypes = new Map<string, number>();
     for (const mod of m.modules) for (const [d, n] of Object.entries(mod.dtypes)) dtypes.set(d, (dtypes.get(d) ?? 0) + n);
     const dt = [...dtypes].map(([d, n]) => `${d} ${fmtPct(n / Math.max(1, m.totalParamCount))}`).join(', ');
+    const batch = batchDimText(m);
     out.push(
-      `  model ${m.name}: ${m.paramCount.toLocaleString('en-US')} trainable parameters (${dt}); ${m.optimizer ? `optimizer ${m.optimizer.class}, state ${fmtBytes(m.optimizer.stateBytes)}` : 'no optimizer'}`,
+      `  model ${m.name}: ${m.paramCount.toLocaleString('en-US')} trainable parameters (${dt}); ${m.optimizer ? `optimizer ${m.optimizer.class}, state ${fmtBytes(m.optimizer.stateBytes)}` : 'no optimizer'}${batch ? `; ${batch}` : ''}`,
     );
   }
   if (r.planModel)

@@ -84,7 +84,15 @@ export function modelLine(r: DoctorReport): string | null {
   for (const mod of m.modules ?? []) for (const [d, n] of Object.entries(mod.dtypes ?? {})) dtypes.set(d, (dtypes.get(d) ?? 0) + n);
   const dt = [...dtypes].map(([d, n]) => `${d} ${fmtPct(n / Math.max(1, m.totalParamCount))}`).join(', ');
   const opt = m.optimizer ? `optimizer ${m.optimizer.class}, state ${fmtBytes(m.optimizer.stateBytes)}` : 'no optimizer';
-  return `${m.name}: ${m.paramCount.toLocaleString('en-US')} trainable parameters${dt ? ` (${dt})` : ''}; ${opt}`;
+  const batch = batchDimText(m);
+  return `${m.name}: ${m.paramCount.toLocaleString('en-US')} trainable parameters${dt ? ` (${dt})` : ''}; ${opt}${batch ? `; ${batch}` : ''}`;
+}
+
+/** How the batch was read off the model's input, when a module's `batch_first` flag decided it (probe 0.2+). */
+export function batchDimText(m: Pick<NonNullable<DoctorReport['model']>, 'batchDim' | 'batchDimEvidence'>): string | null {
+  if (typeof m.batchDim !== 'number' || typeof m.batchDimEvidence !== 'string') return null;
+  const layout = m.batchDim === 1 ? ': [seq, batch, ...]' : '';
+  return `batch read from dimension ${m.batchDim} of the model's input (${m.batchDimEvidence}${layout})`;
 }
 
 export function planModelLine(r: DoctorReport): string | null {

@@ -17,8 +17,11 @@ import {
   type ExceptionRecord,
   type HelloRecord,
   type ModelRecord,
+  analysedWindowEnds,
   type OomRecord,
   type ProbeRecord,
+  type ProfileEndRecord,
+  type ProfileStartRecord,
   rankOf,
   type StepRecord,
 } from '../run/records.js';
@@ -445,7 +448,8 @@ export function groupProcesses(records: readonly ProbeRecord[]): ProcessRecords[
       rankFromEnv: first.rank !== null,
       records: recs,
       hello: recs.find((r): r is HelloRecord => r.type === 'hello') ?? null,
-      model: recs.find((r): r is ModelRecord => r.type === 'model') ?? null,
+      // The last: a probe that sent one with a time window sends the training's own at the first step.
+      model: recs.findLast((r): r is ModelRecord => r.type === 'model') ?? null,
       steps: recs.filter((r): r is StepRecord => r.type === 'step'),
     };
   });
@@ -645,6 +649,7 @@ export function notesOf(input: DoctorInput, processes: readonly ProcessRecords[]
     notes.push(
       'the probe sent nothing: the command did not run Python with torch, or no step happened (no optimizer step, DataLoader batch or gpuwise.step())',
     );
+  notes.unshift(...timeWindowNotes(processes));
   for (const t of input.traces)
     if (t.metrics !== null && t.metrics.steps.length === 0)
       notes.push(
@@ -682,6 +687,29 @@ export function distributedStage(
     (pid) => processes.find((p) => p.pid === pid)?.hello ?? null,
     (rank) => traces.find((t) => t.rank === rank && t.metrics !== null)?.metrics ?? null,
   );
+}
+
+/**
+ * A time window analysed in place of a step window: say plainly that no step was identified, what the window covers,
+ * and what to add to the loop.
+ */
+export function timeWindowNotes(processes: readonly ProcessRecords[]): string[] {
+  const windows = new Set<ProbeRecord>(analysedWindowEnds(processes.flatMap((p) => p.records)));
+  const notes: string[] = [];
+  for (const p of processes) {
+    const end = p.records.find((r): r is ProfileEndRecord => r.type === 'profile-end' && r.reason === 'time' && windows.has(r));
+    if (!end) continue;
+    const start = p.records.find((r): r is ProfileStartRecord => r.type === 'profile-start' && r.reason === 'time');
+    const who = p.rankFromEnv ? `rank ${p.rank}` : `process ${p.pid}`;
+    const len = end.durationS !== undefined ? `${end.durationS.toFixed(1)} s` : 'a';
+    const quiet = start?.quietS !== undefined ? ` after ${start.quietS.toFixed(start.quietS < 10 ? 1 : 0)} s of device work without one` : '';
+    notes.push(
+      p.steps.length === 0
+        ? `${who}: no training step was identified (no optimizer step, DataLoader batch, backward pass, forward call of a module, CUDA graph replay or gpuwise.step()), so the probe profiled a ${len} time window${quiet} and its findings take that whole window as one step ("per step" means per window); no step time, throughput or what-if. Call gpuwise.step() at the end of each iteration ("import gpuwise"; it does nothing outside doctor) to get them`
+        : `${who}: the profiled window is a ${len} time window taken before the first step was identified${quiet}; the steps came too late or too few for a step window: it may show set-up rather than training`,
+    );
+  }
+  return notes;
 }
 
 /** Stage 8: the what-ifs on the lowest rank with steps, their findings, and the trace findings they merged into. */

@@ -7,7 +7,7 @@
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { type ProbeRecord, parseProbeLines, rankOf } from '../run/records.js';
+import { analysedWindowEnds, type ProbeRecord, parseProbeLines, rankOf } from '../run/records.js';
 import { parseDoctorReport } from '../doctor/reportCheck.js';
 import type { DoctorReport } from '../doctor/report.js';
 import { InputError } from './inputError.js';
@@ -89,12 +89,13 @@ export function readRunDir(dir: string): RecordedRun {
         : `damaged: none of its ${lines} line(s) is a probe record this gpuwise reads${recordNotes[0] ? ` (${recordNotes[0]})` : ''}`,
     );
   const files = new Set(entries);
-  const profileEnds = records.filter((r) => r.type === 'profile-end');
+  const profileEnds = analysedWindowEnds(records);
+  const windows = new Set<ProbeRecord>(profileEnds);
   const lowest = Math.min(...profileEnds.map(rankOf), Number.POSITIVE_INFINITY);
   const traces: CapturedFile[] = [];
   const snapshots: CapturedFile[] = [];
   for (const r of records) {
-    if (r.type === 'profile-end') {
+    if (r.type === 'profile-end' && windows.has(r)) {
       const low = rankOf(r) === lowest;
       if (typeof r.trace === 'string') traces.push({ rank: rankOf(r), recorded: r.trace, kind: 'trace', path: locate(dir, files, r.trace, 'trace.json', low) });
       if (typeof r.snapshot === 'string')

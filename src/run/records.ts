@@ -1,9 +1,9 @@
 /**
  * The probe's wire format (pure): one JSON object per line (python/gpuwise/probe.py writes them), sent to doctor's
  * Unix socket or appended to `probe-PID.jsonl` files, and its validation at the edge. Protocol versions 1 to 3 are
- * read (2 adds the step sources `backward`, `forward`, `time`, `step.batchSource`, the model's `compiled`,
- * `framework` and `autocastDtype`, and why the profiler window started; 3 adds the `stall` record of the probe's
- * watchdog). Every record is checked once, field by
+ * read (2 adds the step sources `backward`, `forward`, `graph`, `time`, `step.batchSource`, the model's `compiled`,
+ * `framework`, `autocastDtype` and `batchDim`, why the profiler window started, and the time window of a run without
+ * steps; 3 adds the `stall` record of the probe's watchdog). Every record is checked once, field by
  * field, in `parseProbeLines`: a record that is not understood is left out with a note saying why, so the code after
  * it trusts the types and a malformed record can never end a report in an internal error.
  */
@@ -93,8 +93,9 @@ export interface StepRecord extends Base {
   /**
    * What marked this step: `optimizer` (the first optimizer's step), `marker` (the script called `gpuwise.step()`),
    * `batch` (no optimizer stepped for many batches: each DataLoader batch is a step); protocol 2 adds `backward`
-   * (autograd backward passes), `forward` (calls of the outermost module) and `time` (no step found: fixed time
-   * slices). Absent from probes before 0.2.
+   * (autograd backward passes), `forward` (calls of the outermost module), `graph` (replays of the first CUDA graph
+   * replayed) and `time` (reserved: a run without steps sends no step record, only a time window). Absent from probes
+   * before 0.2.
    */
   stepSource?: StepSource;
   /**
@@ -135,14 +136,27 @@ export interface ModelRecord extends Base {
   frameworkVersion?: string | null;
   /** The autocast dtype active during the model's forward (`bfloat16`, `float16`), when seen. */
   autocastDtype?: string | null;
+  /**
+   * The dimension of the outermost module's first tensor argument read as the batch (`model-input` batches): 0, or 1
+   * for a sequence-first model (`[seq, batch, ...]`); null or absent when the outermost module was not found (or an
+   * older probe, which always read 0).
+   */
+  batchDim?: number | null;
+  /** What decided it: the first module reading a `batch_first` flag (`LSTM(batch_first=False)`); null: none (the leading dimension). */
+  batchDimEvidence?: string | null;
 }
 
 export interface ProfileEndRecord extends Base {
   type: 'profile-end';
-  firstStep: number;
-  lastStep: number;
+  /** The window's steps; null for a time window (no step was found). */
+  firstStep: number | null;
+  lastStep: number | null;
   trace: string | null;
   snapshot: string | null;
+  /** `time`: a time window of a run without steps (profile-start's reason); absent for a step window. */
+  reason?: 'time';
+  /** How long a time window profiled (seconds). */
+  durationS?: number;
 }
 
 export interface OomRecord extends Base {
@@ -180,11 +194,19 @@ export interface ProbeErrorRecord extends Base {
 
 export interface ProfileStartRecord extends Base {
   type: 'profile-start';
-  step: number;
+  /** The window's first step; null for a time window. */
+  step: number | null;
   steps: number;
   cuda: boolean;
-  /** Protocol 2: why the window started here: step times `settled`, the `cap` was reached first, or a `fixed` step (GPUWISE_PROFILE_AT). */
-  reason?: 'settled' | 'cap' | 'fixed';
+  /**
+   * Protocol 2: why the window started here: step times `settled`, the `cap` was reached first, a `fixed` step
+   * (GPUWISE_PROFILE_AT), or `time`: no step was found after GPUWISE_TIME_WINDOW_AFTER_S of device work, so the
+   * probe profiles `durationS` seconds (no ProfilerStep span: analysed as one step).
+   */
+  reason?: 'settled' | 'cap' | 'fixed' | 'time';
+  /** A time window's planned length, and how long nothing step-like had happened before it (seconds). */
+  durationS?: number;
+  quietS?: number;
   settled?: boolean;
   /** Steps run before the window. */
   warmupSteps?: number;
@@ -207,7 +229,7 @@ export interface StallRecord extends Base {
   stack: string[];
 }
 
-export type StepSource = 'optimizer' | 'marker' | 'batch' | 'backward' | 'forward' | 'time';
+export type StepSource = 'optimizer' | 'marker' | 'batch' | 'backward' | 'forward' | 'graph' | 'time';
 
 export type ProbeRecord =
   | HelloRecord
@@ -285,7 +307,7 @@ const SCHEMAS: Record<ProbeRecord['type'], Check<unknown>> = (() => {
         samples: nullable(num(0)),
         tokens: optional(nullable(num(0))),
         seqLen: optional(nullable(int(0))),
-        stepSource: optional(oneOf(['optimizer', 'marker', 'batch', 'backward', 'forward', 'time'] as const)),
+        stepSource: optional(oneOf(['optimizer', 'marker', 'batch', 'backward', 'forward', 'graph', 'time'] as const)),
         batchSource: optional(nullable(oneOf(['dataloader', 'model-input'] as const))),
         gpuStepTimes: optional(stepTimes),
         memory: nullable(allocator),
@@ -312,6 +334,8 @@ const SCHEMAS: Record<ProbeRecord['type'], Check<unknown>> = (() => {
         framework: optional(nullable(str)),
         frameworkVersion: optional(nullable(str)),
         autocastDtype: optional(nullable(str)),
+        batchDim: optional(nullable(int(0))),
+        batchDimEvidence: optional(nullable(str)),
       },
       dropped,
     ),
@@ -319,16 +343,30 @@ const SCHEMAS: Record<ProbeRecord['type'], Check<unknown>> = (() => {
       {
         ...base,
         type: str,
-        step: num(),
+        step: nullable(num()),
         steps: num(0),
         cuda: bool,
-        reason: optional(oneOf(['settled', 'cap', 'fixed'] as const)),
+        reason: optional(oneOf(['settled', 'cap', 'fixed', 'time'] as const)),
+        durationS: optional(num(0)),
+        quietS: optional(num(0)),
         settled: optional(bool),
         warmupSteps: optional(int(0)),
       },
       dropped,
     ),
-    'profile-end': obj({ ...base, type: str, firstStep: num(), lastStep: num(), trace: nullable(str), snapshot: nullable(str) }, dropped),
+    'profile-end': obj(
+      {
+        ...base,
+        type: str,
+        firstStep: nullable(num()),
+        lastStep: nullable(num()),
+        trace: nullable(str),
+        snapshot: nullable(str),
+        reason: optional(oneOf(['time'] as const)),
+        durationS: optional(num(0)),
+      },
+      dropped,
+    ),
     oom: obj(
       {
         ...base,
@@ -433,6 +471,16 @@ export function parseProbeLines(text: string): ParsedRecords {
     records.push(checked.record);
   }
   return { records, skippedLines, notes: log.notes() };
+}
+
+/**
+ * The windows to analyse: every step window, and a process's time window only when that process has no step window
+ * (steps that started after a time window make it a capture of the set-up, not of the training).
+ */
+export function analysedWindowEnds(records: readonly ProbeRecord[]): ProfileEndRecord[] {
+  const ends = records.filter((r): r is ProfileEndRecord => r.type === 'profile-end');
+  const withSteps = new Set(ends.filter((r) => r.reason !== 'time').map((r) => r.pid));
+  return ends.filter((r) => r.reason !== 'time' || !withSteps.has(r.pid));
 }
 
 /** The rank a record belongs to: RANK when set, else 0 (one process). */

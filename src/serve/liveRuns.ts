@@ -18,7 +18,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { VERSION } from '../cli/version.js';
 import { inlineAssets } from './assets.js';
 import { renderDoctorHtml } from './pages/runs.js';
-import { type ProbeRecord, type StepRecord, parseProbeLines, rankOf } from '../doctor/records.js';
+import { analysedWindowEnds, type ProbeRecord, type StepRecord, parseProbeLines, rankOf } from '../doctor/records.js';
 import { renderDoctorText } from '../doctor/render.js';
 import { type DoctorReport, type SnapshotInput, type TraceInput, buildDoctorReport } from '../doctor/report.js';
 import { loadTrace } from '../io/loadTrace.js';
@@ -242,7 +242,9 @@ export class LiveRuns {
   private async report(run: LiveRun, exitCode: number, notes: string[]): Promise<DoctorReport> {
     const traces: TraceInput[] = [];
     const snapshots: SnapshotInput[] = [];
+    const windows = new Set<ProbeRecord>(analysedWindowEnds(run.records));
     for (const r of run.records) {
+      if (r.type === 'profile-end' && !windows.has(r)) continue;
       if (r.type === 'profile-end' && r.trace !== null) {
         try {
           const model = await loadTrace(r.trace);

@@ -31,6 +31,9 @@ export function pyEnv(extra: Record<string, string | undefined>): NodeJS.Process
     'GPUWISE_PROFILE_STEPS',
     'GPUWISE_STALL_S',
     'GPUWISE_STALL_REPEAT_S',
+    'GPUWISE_TIME_WINDOW_AFTER_S',
+    'GPUWISE_TIME_WINDOW_S',
+    'GPUWISE_TIME_WINDOW_CPU',
   ])
     if (!(k in extra)) delete env[k];
   return env;

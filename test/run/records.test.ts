@@ -63,7 +63,7 @@ describe('parseProbeLines', () => {
     expect(notes).toMatch(/malformed field: 2 \(first: 'step' record of pid 1116: stepTimeS: expected a number >= 0, got string\)/);
     expect(notes).toMatch(/type this gpuwise does not know .*: 1/);
     expect(notes).toMatch(/not JSON .*: 1/);
-    expect(notes).toMatch(/optional probe fields ignored .*stepSource: expected one of optimizer, marker, batch, backward, forward, time/);
+    expect(notes).toMatch(/optional probe fields ignored .*stepSource: expected one of optimizer, marker, batch, backward, forward, graph, time/);
   });
 });
 

@@ -1,0 +1,114 @@
+/**
+ * The batch of a sequence-first model (issue 14): an LSTM language model on `[seq, batch]` token ids (the
+ * word_language_model style of examples/realworld/manual_sgd_lstm.py) has its batch read from dimension 1, its twin
+ * with `batch_first=True` from dimension 0, and a model that transposes a batch-first input before its sequence-first
+ * LSTM keeps dimension 0. Run for real with the CPU PyTorch; the report shows how the batch was read.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { delimiter, join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { buildDoctorReport } from '../../src/doctor/report.js';
+import { renderDoctorText } from '../../src/doctor/render.js';
+import { renderDoctorMarkdown } from '../../src/doctor/markdown.js';
+import type { ProbeRecord } from '../../src/run/records.js';
+import { BOOT, PROBE_ROOT, PYTHON, SKIP_PYTHON, fallbackRecords, pyEnv, runProcess } from './helpers.js';
+
+const tmp = mkdtempSync(join(tmpdir(), 'gpuwise-batch-dim-'));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+let n = 0;
+
+// biome-ignore lint/suspicious/noExplicitAny: records are read field by field, as JSON
+type Any = any;
+
+async function probe(script: string[]): Promise<{ records: ProbeRecord[]; stderr: string }> {
+  const dir = mkdtempSync(join(tmp, `run${n++}-`));
+  const r = await runProcess(PYTHON, ['-c', script.join('\n')], pyEnv({ PYTHONPATH: [BOOT, PROBE_ROOT].join(delimiter), GPUWISE_RUN_DIR: dir, GPUWISE_PROFILE_STEPS: '0' }));
+  return { records: fallbackRecords(dir), stderr: r.stderr };
+}
+
+/**
+ * A 2-layer LSTM LM updated by hand (manual_sgd_lstm.py, smaller): batch 20, sequence 35. `layout` decides how the
+ * batches are sliced and what the LSTM is told; `transpose` feeds [batch, seq] and transposes inside the model.
+ */
+const lstmLm = (layout: 'seq-first' | 'batch-first' | 'transposed') => [
+  'import torch, torch.nn as nn',
+  'ntokens, bsz, bptt = 500, 20, 35',
+  'class RNNModel(nn.Module):',
+  '    def __init__(self):',
+  '        super().__init__()',
+  '        self.encoder = nn.Embedding(ntokens, 16)',
+  `        self.rnn = nn.LSTM(16, 16, 2, batch_first=${layout === 'batch-first' ? 'True' : 'False'})`,
+  '        self.decoder = nn.Linear(16, ntokens)',
+  '    def forward(self, x):',
+  `        e = self.encoder(${layout === 'transposed' ? 'x.t()' : 'x'})`,
+  '        out, _ = self.rnn(e)',
+  '        return self.decoder(out).view(-1, ntokens)',
+  'model = RNNModel()',
+  'crit = nn.CrossEntropyLoss()',
+  // batchify: [seq total, batch]; slices [bptt, bsz]; batch-first layouts get them transposed
+  'data = torch.randint(0, ntokens, (bptt * 12 + 1, bsz))',
+  'for i in range(0, bptt * 12, bptt):',
+  `    x = data[i : i + bptt]${layout === 'seq-first' ? '' : '.t().contiguous()'}`,
+  '    y = torch.randint(0, ntokens, (bptt * bsz,))',
+  '    model.zero_grad()',
+  '    crit(model(x), y).backward()',
+  '    for p in model.parameters():',
+  '        p.data.add_(p.grad, alpha=-0.1)',
+];
+
+const stepsOf = (recs: ProbeRecord[]): Any[] => recs.filter((r) => r.type === 'step');
+const modelOf = (recs: ProbeRecord[]): Any => recs.find((r) => r.type === 'model');
+
+describe.skipIf(SKIP_PYTHON)('the batch of a sequence-first model (CPU torch)', () => {
+  it('reads batch 20 and sequence 35 off [35, 20] token ids fed to an LSTM(batch_first=False)', async () => {
+    const { records, stderr } = await probe(lstmLm('seq-first'));
+    expect(stderr).toBe('');
+    const s = stepsOf(records);
+    expect(s.length).toBe(11); // 12 backward passes, the first starts the clock
+    for (const x of s) expect([x.samples, x.tokens, x.seqLen, x.batchSource]).toEqual([20, 700, 35, 'model-input']);
+    expect(modelOf(records)).toMatchObject({ name: 'RNNModel', batchDim: 1, batchDimEvidence: 'LSTM(batch_first=False)' });
+  });
+
+  it('reads the same batch off the batch_first=True twin ([20, 35], dimension 0)', async () => {
+    const { records, stderr } = await probe(lstmLm('batch-first'));
+    expect(stderr).toBe('');
+    for (const x of stepsOf(records)) expect([x.samples, x.tokens, x.seqLen]).toEqual([20, 700, 35]);
+    expect(modelOf(records)).toMatchObject({ batchDim: 0, batchDimEvidence: 'LSTM(batch_first=True)' });
+  });
+
+  it('keeps dimension 0 when the model transposes a batch-first input before its sequence-first LSTM', async () => {
+    const { records, stderr } = await probe(lstmLm('transposed'));
+    expect(stderr).toBe('');
+    const s = stepsOf(records);
+    // The LSTM's first call showed its batch is the input's dimension 0; step 1 was counted before that call.
+    for (const x of s.slice(1)) expect([x.samples, x.tokens, x.seqLen]).toEqual([20, 700, 35]);
+    expect(modelOf(records)).toMatchObject({ batchDim: 0 });
+    expect(modelOf(records).batchDimEvidence).toMatch(/^LSTM\(batch_first=False\), fed the input's dimension 0 as its batch/);
+  });
+
+  it('says in the report how the batch was read', async () => {
+    const { records } = await probe(lstmLm('seq-first'));
+    const t = Date.now();
+    const report = buildDoctorReport({
+      version: 'test',
+      command: ['python', 'lm.py'],
+      runDir: '/tmp/run',
+      startedAtMs: t,
+      endedAtMs: t + 1000,
+      exit: { code: 0, signal: null },
+      forwardedSignal: null,
+      records,
+      skippedLines: 0,
+      traces: [],
+      snapshots: [],
+      gpuSamples: null,
+      gpuUnavailableReason: 'test',
+      notes: [],
+    });
+    expect(report.model?.batchDim).toBe(1);
+    const line = /batch read from dimension 1 of the model's input \(LSTM\(batch_first=False\): \[seq, batch, \.\.\.\]\)/;
+    expect(renderDoctorText(report)).toMatch(line);
+    expect(renderDoctorMarkdown(report)).toMatch(line);
+  });
+});
