@@ -171,14 +171,14 @@ describe('model-parallel-bubble', () => {
 
 /**
  * examples/scenarios/model_parallel.py on 2x H200: the naive split, its pipelined twin (8 micro-batches) and the DDP
- * twin, each traced and timed outside the profiler (median_step_ms); model_parallel.micro_sweep.json has the pipelined
+ * twin, each traced and timed outside the profiler (median_step_ms); model_parallel.micro_sweep.meta.json has the pipelined
  * step for 1-16 micro-batches. The expected steps are the window's expected/current ratio applied to the naive split's
  * own unprofiled step, as doctor re-bases them; 25% is the issue's target.
  */
 describe('model-parallel-bubble on the H200 scenario traces', () => {
   const DIR = `${TRACES}scenarios/`;
   const measuredMs = (name: string): number => JSON.parse(readFileSync(`${DIR}${name}.meta.json`, 'utf8')).median_step_ms;
-  const sweep: Record<string, number> = JSON.parse(readFileSync(`${DIR}model_parallel.micro_sweep.json`, 'utf8')).median_step_ms;
+  const sweep: Record<string, number> = JSON.parse(readFileSync(`${DIR}model_parallel.micro_sweep.meta.json`, 'utf8')).median_step_ms;
 
   it('the naive split: the top finding, its bubble share from the per-device busy times of the raw events', async () => {
     const m = await metricsOf('scenarios/model_parallel');

@@ -105,7 +105,8 @@ describe.skipIf(SKIP_PYTHON)('gpuwise doctor on two DDP ranks (gloo on CPU)', ()
     expect(rep.run.firstFailure?.after.map((a) => a.rank)).toEqual([0]);
     // Each process's end as the collector saw it (its connection closing) orders them; rank 1 went first.
     const [r0, r1] = rep.ranks;
-    expect(r1?.endedAtS).toBeLessThan(r0?.endedAtS as number);
+    // (within the collector clock's millisecond: the launcher terminates rank 0 at once, so the two may tie)
+    expect(r1?.endedAtS).toBeLessThanOrEqual(r0?.endedAtS as number);
   });
 
   it('a rank that hangs before a collective: stall warnings, the job stopped, outcome hung naming rank 1 and its stack', async () => {
