@@ -143,7 +143,7 @@ describe('a folder of traces is grouped into runs by distributedInfo and time', 
   it('examples/traces/scenarios/: each 2-rank DDP run grouped by time, single-process traces alone', async () => {
     const j = JSON.parse((await runCli(['analyze', '--json', `${TRACES}scenarios`])).stdout);
     const ddp = j.runs.filter((r: { run: { label: string } }) => r.run.label.startsWith('ranks'));
-    expect(ddp).toHaveLength(4);
+    expect(ddp).toHaveLength(5) // ddp_* scenarios and model_parallel_ddp;
     for (const run of ddp) {
       expect(run.run.label).toBe('ranks 0-1 of 2 (nccl)');
       const names = run.inputs.map((i: { path: string }) => (i.path.split('/').pop() ?? '').replace(/\.rank\d.*/, ''));
