@@ -64,11 +64,13 @@ export interface CollectiveKernels {
   seqText: Map<number, string>;
 }
 
-/** A matrix-multiply CPU op with its shapes, linked to its kernels by External id. */
+/** A matrix-multiply or convolution CPU op with its shapes, linked to its kernels by External id. */
 export interface GemmOp {
   name: string;
   dims: number[][];
   dtype: string | null;
+  /** A convolution's FLOPs per call (convFlops.ts), worked out while parsing from its args; null for a matrix multiply. */
+  convFlops: number | null;
 }
 
 export interface MemoryPeak {
@@ -101,7 +103,7 @@ export interface GpuActivity {
   syncCalls: SyncCalls;
 }
 
-/** GEMM CPU-op calls by External id (sorted), to find the shape behind a kernel's launch. */
+/** GEMM and convolution CPU-op calls by External id (sorted), to find the shape behind a kernel's launch. */
 export interface GemmCalls {
   count: number;
   externalId: Float64Array;

@@ -107,6 +107,7 @@ export function analyzeTrace(model: TraceModel): TraceMetrics {
     kernelMix: kernelMix(k.byName, steps.length),
     modelFlops: modelFlops(
       k.gemmShapes,
+      k.convolutions,
       k.precision,
       perStep.kernelNsByCategory,
       steps.length,

@@ -124,19 +124,23 @@ export interface KernelMix {
 }
 
 /**
- * Model FLOPs utilisation from the matmuls the trace records with shapes (GEMMs and batched GEMMs:
- * 2·M·N·K each). Attention kernels without shapes (flash/SDPA) and convolutions are not counted, so
- * this is a floor; null when matmuls without shapes dominate (a convolutional net) or the GPU is unknown.
+ * Model FLOPs utilisation from the matmuls and convolutions the trace records with shapes (GEMMs and
+ * batched GEMMs: 2·M·N·K each; cuDNN convolutions forward and backward: convFlops.ts). Attention
+ * kernels without shapes (flash/SDPA) are not counted, so this is a floor; null when matmuls without
+ * shapes dominate or the GPU is unknown.
  */
 export interface ModelFlops {
   flopsPerStep: number;
+  /** Of which GEMMs and convolutions (added in schema 2, after flopsPerStep). */
+  gemmFlopsPerStep: number;
+  convFlopsPerStep: number;
   achievedTflops: number;
   /** The GPU's dense peak for the precision most matmul time ran in, and which one it is. */
   peakTflops: number;
   peakPrecision: 'bf16' | 'fp16' | 'tf32' | 'fp32' | 'fp8';
   gpu: string;
   mfu: number;
-  /** Share of the matmul kernel time whose FLOPs are counted (GEMMs with shapes). */
+  /** Share of the matmul kernel time whose FLOPs are counted (GEMMs with shapes, convolutions). */
   coveredShare: number;
 }
 
