@@ -5,7 +5,7 @@
  * memory's analysis, so a run diagnosed by doctor reads like `analyze` and `memory` on its files.
  */
 import { diagnose } from '../advice/engine.js';
-import { inFramework } from '../advice/framework.js';
+import { frameworkNamedBy, inFramework, inTraceFramework } from '../advice/framework.js';
 import { type Finding, finding } from '../findings/finding.js';
 import { sortFindings } from '../findings/rank.js';
 import type { MemoryReport } from '../memory/report.js';
@@ -464,9 +464,12 @@ export function traceFindingsOf(traces: readonly TraceInput[], ranks: readonly R
   const metricsOfRank = (rank: number) => metrics.find((m) => m.rank === rank) ?? null;
   const runStepNsOfRank = (rank: number) => runStepNsOf(ranks, rank);
   const collectives = analysed.every((t) => t.collectives !== null) ? analysed.map((t) => t.collectives as CollectiveTimings) : [];
+  // The probe's framework (the call stack at a step) first; else the one the trace names, as analyze does.
+  const named = model?.framework ? null : frameworkNamedBy(metrics);
   return diagnose(metrics, collectives)
     .filter((f) => !(f.id === 'fusion' && model?.compiled === true))
-    .map((f) => inFramework(restateShare(f, rebaseFinding(f, metricsOfRank, runStepNsOfRank)), model?.framework));
+    .map((f) => restateShare(f, rebaseFinding(f, metricsOfRank, runStepNsOfRank)))
+    .map((f) => (named ? inTraceFramework(f, named) : inFramework(f, model?.framework)));
 }
 
 /** Stage 5: memory's findings on each snapshot, on the snapshot's rank. */

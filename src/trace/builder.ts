@@ -7,6 +7,7 @@ import type { RawEvent, TraceSink } from './event.js';
 import { dtypeBytes } from '../util/dtype.js';
 import { CopyKind, KernelCategory, RuntimeKind, categoriseKernel, copyKind, runtimeKind } from './kernelClass.js';
 import { CONV_OPS, convFlops } from './convFlops.js';
+import { type FrameworkEvidence, type TraceFramework, frameworkOfFrame, frameworkOfLabel } from './framework.js';
 import { OpLinker } from './linker.js';
 import type { CpuSpan, DeviceProperties, DistributedInfo, GemmOp, MemoryPeak, StepMarker, TraceModel } from './model.js';
 import { type ChunkStore, OpKind, emptyGpuOp } from './opLog.js';
@@ -95,6 +96,7 @@ export class TraceModelBuilder implements TraceSink {
   private gemmOps: GemmOp[] = [];
   private gemmKeys = new Map<string, number>();
   private memPeaks = new Map<number, MemoryPeak>();
+  private frameworks: FrameworkEvidence[] = [];
   private counts: Record<string, number> = {};
   private cpuLo = Number.POSITIVE_INFINITY;
   private cpuHi = Number.NEGATIVE_INFINITY;
@@ -172,9 +174,10 @@ export class TraceModelBuilder implements TraceSink {
     }
   }
 
-  /** Skips what no analysis reads: flows, Python frames, and CPU ops other than the few kept below. */
+  /** Skips what no analysis reads: flows, Python frames but those that name a training framework, and CPU ops other than the few kept below. */
   wants(ph: string, cat: string, name: string): boolean {
-    if (ph === 's' || ph === 'f' || cat === 'python_function') return false;
+    if (ph === 's' || ph === 'f') return false;
+    if (cat === 'python_function') return frameworkOfFrame(name) !== null;
     return cat !== 'cpu_op' || isKeptCpuOp(name);
   }
 
@@ -216,6 +219,9 @@ export class TraceModelBuilder implements TraceSink {
       case 'cpu_op':
       case 'user_annotation':
         this.onCpuOp(ev);
+        return;
+      case 'python_function':
+        this.onFramework(frameworkOfFrame(ev.name), ev.name);
         return;
       default:
         return;
@@ -326,6 +332,10 @@ export class TraceModelBuilder implements TraceSink {
       else if (SYNC_OP_RE.test(name)) this.syncOps.push(this.span(name, ts, end, ev.tid));
       return;
     }
+    if (c0 === 91 /* [ */) {
+      this.onFramework(frameworkOfLabel(name), name);
+      return;
+    }
     if (c0 === 101 /* e */ && DATALOADER_RE.test(name)) this.dataLoader.push(this.span(name, ts, end, ev.tid));
     else if (c0 === 79 /* O */ && OPTIMIZER_RE.test(name)) this.optimizerSteps.push(this.span(name, ts, end, ev.tid));
     else if (name === 'DataParallel.forward' || name.startsWith('torch::autograd::Broadcast') || name === 'Broadcast' || name === 'ReduceAddCoalesced') {
@@ -342,6 +352,11 @@ export class TraceModelBuilder implements TraceSink {
         this.ccEnd.set(i, end);
       }
     }
+  }
+
+  /** The first event that named each framework (framework.ts). */
+  private onFramework(framework: TraceFramework | null, name: string): void {
+    if (framework !== null && !this.frameworks.some((f) => f.framework === framework)) this.frameworks.push({ framework, name: detach(name) });
   }
 
   private onGemmOp(ev: RawEvent): void {
@@ -413,6 +428,7 @@ export class TraceModelBuilder implements TraceSink {
         seq: this.cSeq.take(this.cN),
         seqText: this.cSeqText,
       },
+      frameworks: this.frameworks,
       memoryPeaks: [...this.memPeaks.values()].sort((a, b) => a.device - b.device),
       eventCounts: this.counts,
       cpuRangeNs: Number.isFinite(this.cpuLo) ? [this.cpuLo, this.cpuHi] : [0, 0],
@@ -435,6 +451,8 @@ function isKeptCpuOp(name: string): boolean {
       return OPTIMIZER_RE.test(name);
     case 68 /* D */:
       return name === 'DataParallel.forward' || name === 'DistributedDataParallel.forward';
+    case 91 /* [ */:
+      return frameworkOfLabel(name) !== null;
     default:
       return CPU_COLLECTIVE_RE.test(name);
   }

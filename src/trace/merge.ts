@@ -119,6 +119,8 @@ export function mergeModels(parts: TraceModel[]): TraceModel {
     },
     cpuAllReduceStartsNs: Float64Array.from(parts.flatMap((p) => [...p.cpuAllReduceStartsNs])).sort(),
     collectives,
+    // Each framework's first evidence in file order, as one builder would keep it.
+    frameworks: parts.flatMap((p) => p.frameworks).filter((f, i, all) => all.findIndex((g) => g.framework === f.framework) === i),
     gemmOps,
     gemmCalls,
     memoryPeaks: [...peaks.values()].sort((a, b) => a.device - b.device),

@@ -9,6 +9,7 @@
  * instants, runtime calls) costs no memory at all. Everything here is plain
  * data; building happens in `builder.ts`.
  */
+import type { FrameworkEvidence } from './framework.js';
 import type { LaunchCall, OpLog } from './opLog.js';
 
 export interface DeviceProperties {
@@ -140,6 +141,8 @@ export interface TraceModel {
   /** Starts of CPU-side all-reduce ops (`nccl:all_reduce`, `c10d::allreduce_`, gloo), sorted. */
   cpuAllReduceStartsNs: Float64Array;
   collectives: CollectiveKernels;
+  /** The first event naming each training framework (trace/framework.ts); empty for most traces. */
+  frameworks: FrameworkEvidence[];
   gemmOps: GemmOp[];
   gemmCalls: GemmCalls;
   memoryPeaks: MemoryPeak[];

@@ -3,6 +3,7 @@
  * this is what `--json` prints under `ranks[].metrics`, and what the rules in
  * advice/ read. Every duration is in ns; definitions are in docs/analyze.md.
  */
+import type { TraceFramework } from '../framework.js';
 import type { CategoryName } from '../kernelClass.js';
 
 export const IDLE_CAUSES = ['dataloader', 'hostSync', 'h2dCopy', 'communication', 'launch', 'other'] as const;
@@ -257,5 +258,10 @@ export interface TraceMetrics {
     /** Micro-steps (forwards) followed by an all-reduce before the next forward, among those that were not the last of their step. */
     accumulationMicroStepsWithAllReduce: number;
     accumulationMicroSteps: number;
+    /**
+     * The training framework the trace names (Python frames of `with_stack=True`, Lightning's profiler labels:
+     * trace/framework.ts) and the event that named it; null when it names none (added in schema 2).
+     */
+    framework: { name: TraceFramework; evidence: string } | null;
   };
 }
