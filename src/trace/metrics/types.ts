@@ -122,6 +122,14 @@ export interface KernelMix {
   /** Kernels in fp16 (c10::Half), and the GradScaler's unscale / update kernels, per step. */
   fp16Kernels: number;
   gradScalerKernels: number;
+  /**
+   * The kernel time a compiler could fuse (elementwise, reduction, optimizer and other kernels that are not Triton's),
+   * by what it does, for the fusion rule (added in schema 2): casts and copies (`copy_kernel`: autocast's weight
+   * casts, `.contiguous()`), normalisations (layer/RMS/group/batch norm, forward and backward), softmax and the loss
+   * over the vocabulary, other reductions (`reduce_kernel`: bias gradients, sums), the optimizer's multi-tensor
+   * kernels, and the rest: pointwise ops (add, mul, GELU, tanh, dropout, fill, index, concatenation).
+   */
+  fusable: { castNs: number; pointwiseNs: number; normNs: number; softmaxNs: number; reduceNs: number; optimizerNs: number };
 }
 
 /**
