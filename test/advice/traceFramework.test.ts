@@ -41,9 +41,8 @@ function withEvents(run: keyof typeof TRACE, cat: 'python_function' | 'user_anno
   const t = traceOf(run);
   const steps = t.traceEvents.filter((e) => e.cat === 'user_annotation' && /^ProfilerStep#/.test(e.name ?? ''));
   for (const s of steps)
-    names.forEach((name, i) =>
-      t.traceEvents.push({ ph: 'X', cat, name, pid: s.pid, tid: s.tid, ts: s.ts! + 1 + i, dur: 10, args: cat === 'python_function' ? { 'Python id': i } : {} }),
-    );
+    for (const [i, name] of names.entries())
+      t.traceEvents.push({ ph: 'X', cat, name, pid: s.pid, tid: s.tid, ts: s.ts! + 1 + i, dur: 10, args: cat === 'python_function' ? { 'Python id': i } : {} });
   return JSON.stringify(t);
 }
 
