@@ -36,3 +36,21 @@ export function inFramework(f: Finding, framework: string | null | undefined): F
     },
   };
 }
+
+/**
+ * analyze's path (no probe): the framework the trace itself names (trace/framework.ts: a Python frame of its package,
+ * Lightning's profiler labels), with the event that named it in the evidence.
+ */
+export function inTraceFramework(f: Finding, named: { name: string; evidence: string } | null | undefined): Finding {
+  if (!named || !isFramework(named.name)) return f;
+  const led = inFramework(f, named.name);
+  if (led === f) return f;
+  return { ...led, evidence: [...led.evidence, `${LABEL[named.name]} runs this loop: the trace names it (\`${named.evidence}\`).`] };
+}
+
+/** The framework the traces of a run name (the first rank that names one). */
+export function frameworkNamedBy(
+  ranks: readonly { structure: { framework?: { name: string; evidence: string } | null } }[],
+): { name: string; evidence: string } | null {
+  return ranks.find((m) => m.structure.framework)?.structure.framework ?? null;
+}

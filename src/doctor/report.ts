@@ -5,7 +5,7 @@
  * memory's analysis, so a run diagnosed by doctor reads like `analyze` and `memory` on its files.
  */
 import { diagnose } from '../advice/engine.js';
-import { inFramework } from '../advice/framework.js';
+import { frameworkNamedBy, inFramework, inTraceFramework } from '../advice/framework.js';
 import { type Finding, finding } from '../findings/finding.js';
 import { sortFindings } from '../findings/rank.js';
 import type { MemoryReport } from '../memory/report.js';
@@ -529,9 +529,12 @@ export function traceFindingsOf(traces: readonly TraceInput[], ranks: readonly R
   // apart: the cross-rank rules would compare unrelated processes.
   const oneJob = new Set(analysed.map((t) => t.rank)).size === analysed.length;
   const found = oneJob ? diagnose(metrics, collectives) : metrics.flatMap((m, i) => diagnose([m], collectives.length ? [collectives[i] as CollectiveTimings] : []));
+  // The probe's framework (the call stack at a step) first; else the one the trace names, as analyze does.
+  const named = model?.framework ? null : frameworkNamedBy(metrics);
   return found
     .filter((f) => !(f.id === 'fusion' && model?.compiled === true))
-    .map((f) => inFramework(restateShare(f, rebaseFinding(f, metricsOfRank, runStepNsOfRank)), model?.framework));
+    .map((f) => restateShare(f, rebaseFinding(f, metricsOfRank, runStepNsOfRank)))
+    .map((f) => (named ? inTraceFramework(f, named) : inFramework(f, model?.framework)));
 }
 
 /** Stage 5: memory's findings on each snapshot, on the snapshot's rank. */

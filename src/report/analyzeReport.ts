@@ -4,6 +4,7 @@
  * bump SCHEMA_VERSION on any incompatible change.
  */
 import { diagnose } from '../advice/engine.js';
+import { frameworkNamedBy, inTraceFramework } from '../advice/framework.js';
 import type { Finding } from '../findings/finding.js';
 import { severityRank } from '../findings/rank.js';
 import type { CollectiveTimings } from '../trace/metrics/collectives.js';
@@ -54,7 +55,11 @@ export function buildAnalyzeReport(
   const matched = diagnose(ranks, collectives).filter((f) => !CROSS_RANK_IDS.has(f.id) || Number(f.data.matchedCollectives ?? 0) > 0);
   // A trace cut inside its GPU activity cannot prove its steps whole: its findings are capped (trace/coverage.ts).
   const caps = new Map(inputs.flatMap((i) => (i.coverage?.severityCap ? [[i.rank, i.coverage.severityCap] as const] : [])));
-  const findings = capSeverity(matched, caps).sort((a, b) => severityRank(a.severity) - severityRank(b.severity));
+  // A fix led by the framework's own switch when the trace names the framework (doctor learns it from the probe).
+  const named = frameworkNamedBy(ranks);
+  const findings = capSeverity(matched, caps)
+    .map((f) => inTraceFramework(f, named))
+    .sort((a, b) => severityRank(a.severity) - severityRank(b.severity));
   const busy = ranks.length ? ranks.reduce((a, r) => a + r.gpuBusyShare, 0) / ranks.length : 0;
   return {
     schemaVersion: ANALYZE_SCHEMA_VERSION,

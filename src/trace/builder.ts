@@ -6,6 +6,8 @@
 import type { RawEvent, TraceSink } from './event.js';
 import { dtypeBytes } from '../util/dtype.js';
 import { CopyKind, KernelCategory, RuntimeKind, categoriseKernel, copyKind, runtimeKind } from './kernelClass.js';
+import { CONV_OPS, convFlops } from './convFlops.js';
+import { type FrameworkEvidence, type TraceFramework, frameworkOfFrame, frameworkOfLabel } from './framework.js';
 import { OpLinker } from './linker.js';
 import type { CpuSpan, DeviceProperties, DistributedInfo, GemmOp, MemoryPeak, StepMarker, TraceModel } from './model.js';
 import { type ChunkStore, OpKind, emptyGpuOp } from './opLog.js';
@@ -18,6 +20,7 @@ const DATALOADER_RE = /^enumerate\((DataLoader|DataPipe)\)#.*__next__/;
 const OPTIMIZER_RE = /^Optimizer\.step#/;
 const SYNC_OP_RE = /^aten::(item|_local_scalar_dense|nonzero|is_nonzero|equal|allclose|unique|_unique2|masked_select|tolist)$/;
 const GEMM_OP_RE = /^aten::(mm|addmm|bmm|baddbmm|matmul|linear|_scaled_mm|addbmm|_addmm_activation)$/;
+const CONV_OP_NAMES = new Set<string>(CONV_OPS);
 /** CPU-side collectives: `c10d::`/gloo ops hold the host; NCCL's `nccl:*` ops are kept only for all-reduce starts. */
 const CPU_COLLECTIVE_RE = /^(nccl:|gloo:|c10d::)/;
 const ALL_REDUCE_RE = /all_?reduce/i;
@@ -93,6 +96,7 @@ export class TraceModelBuilder implements TraceSink {
   private gemmOps: GemmOp[] = [];
   private gemmKeys = new Map<string, number>();
   private memPeaks = new Map<number, MemoryPeak>();
+  private frameworks: FrameworkEvidence[] = [];
   private counts: Record<string, number> = {};
   private cpuLo = Number.POSITIVE_INFINITY;
   private cpuHi = Number.NEGATIVE_INFINITY;
@@ -170,9 +174,10 @@ export class TraceModelBuilder implements TraceSink {
     }
   }
 
-  /** Skips what no analysis reads: flows, Python frames, and CPU ops other than the few kept below. */
+  /** Skips what no analysis reads: flows, Python frames but those that name a training framework, and CPU ops other than the few kept below. */
   wants(ph: string, cat: string, name: string): boolean {
-    if (ph === 's' || ph === 'f' || cat === 'python_function') return false;
+    if (ph === 's' || ph === 'f') return false;
+    if (cat === 'python_function') return frameworkOfFrame(name) !== null;
     return cat !== 'cpu_op' || isKeptCpuOp(name);
   }
 
@@ -214,6 +219,9 @@ export class TraceModelBuilder implements TraceSink {
       case 'cpu_op':
       case 'user_annotation':
         this.onCpuOp(ev);
+        return;
+      case 'python_function':
+        this.onFramework(frameworkOfFrame(ev.name), ev.name);
         return;
       default:
         return;
@@ -320,8 +328,12 @@ export class TraceModelBuilder implements TraceSink {
       }
     }
     if (c0 === 97 /* a */) {
-      if (GEMM_OP_RE.test(name)) this.onGemmOp(ev);
+      if (GEMM_OP_RE.test(name) || CONV_OP_NAMES.has(name)) this.onGemmOp(ev);
       else if (SYNC_OP_RE.test(name)) this.syncOps.push(this.span(name, ts, end, ev.tid));
+      return;
+    }
+    if (c0 === 91 /* [ */) {
+      this.onFramework(frameworkOfLabel(name), name);
       return;
     }
     if (c0 === 101 /* e */ && DATALOADER_RE.test(name)) this.dataLoader.push(this.span(name, ts, end, ev.tid));
@@ -342,18 +354,27 @@ export class TraceModelBuilder implements TraceSink {
     }
   }
 
+  /** The first event that named each framework (framework.ts). */
+  private onFramework(framework: TraceFramework | null, name: string): void {
+    if (framework !== null && !this.frameworks.some((f) => f.framework === framework)) this.frameworks.push({ framework, name: detach(name) });
+  }
+
   private onGemmOp(ev: RawEvent): void {
     const dims = ev.args.inputDims;
     if (dims === null || ev.args.externalId < 0) return;
     const types = ev.args.inputType;
     const dtype = types?.find((t) => typeof t === 'string' && t !== '') as string | undefined;
     const numericDims = dims.map((d) => (Array.isArray(d) ? d.map(Number) : []));
+    const isConv = CONV_OP_NAMES.has(ev.name);
+    const flops = isConv ? convFlops(ev.name, numericDims, ev.args.concreteInputs) : null;
+    // A convolution without its count (no Concrete Inputs before torch 2.1) is left unlinked: nothing reads it.
+    if (isConv && flops === null) return;
     // Identical (op, shapes, dtype) share one record: a 10,000-step trace has few distinct GEMMs.
-    const key = `${ev.name}|${JSON.stringify(numericDims)}|${dtype ?? ''}`;
+    const key = gemmOpKey(ev.name, numericDims, dtype ?? null, flops);
     let idx = this.gemmKeys.get(key);
     if (idx === undefined) {
       idx = this.gemmOps.length;
-      this.gemmOps.push({ name: this.intern(ev.name), dims: numericDims, dtype: this.internOrNull(dtype ?? null) });
+      this.gemmOps.push({ name: this.intern(ev.name), dims: numericDims, dtype: this.internOrNull(dtype ?? null), convFlops: flops });
       this.gemmKeys.set(key, idx);
     }
     const i = this.gcN++;
@@ -407,6 +428,7 @@ export class TraceModelBuilder implements TraceSink {
         seq: this.cSeq.take(this.cN),
         seqText: this.cSeqText,
       },
+      frameworks: this.frameworks,
       memoryPeaks: [...this.memPeaks.values()].sort((a, b) => a.device - b.device),
       eventCounts: this.counts,
       cpuRangeNs: Number.isFinite(this.cpuLo) ? [this.cpuLo, this.cpuHi] : [0, 0],
@@ -416,22 +438,32 @@ export class TraceModelBuilder implements TraceSink {
   }
 }
 
-/** The CPU ops onCpuOp keeps (steps, GEMMs, syncs, DataLoader, optimizer, data-parallel forwards, collectives). */
+/** The CPU ops onCpuOp keeps (steps, GEMMs and convolutions, syncs, DataLoader, optimizer, data-parallel forwards, collectives). */
 function isKeptCpuOp(name: string): boolean {
   switch (name.charCodeAt(0)) {
     case 80 /* P */:
       return STEP_RE.test(name);
     case 97 /* a */:
-      return GEMM_OP_RE.test(name) || SYNC_OP_RE.test(name);
+      return GEMM_OP_RE.test(name) || SYNC_OP_RE.test(name) || CONV_OP_NAMES.has(name);
     case 101 /* e */:
       return DATALOADER_RE.test(name);
     case 79 /* O */:
       return OPTIMIZER_RE.test(name);
     case 68 /* D */:
       return name === 'DataParallel.forward' || name === 'DistributedDataParallel.forward';
+    case 91 /* [ */:
+      return frameworkOfLabel(name) !== null;
     default:
       return CPU_COLLECTIVE_RE.test(name);
   }
+}
+
+/**
+ * The one record of identical (op, shapes, dtype) calls; a convolution's FLOPs stand for its stride and padding
+ * (the same shapes with another stride are another record).
+ */
+export function gemmOpKey(name: string, dims: number[][], dtype: string | null, convFlops: number | null): string {
+  return `${name}|${JSON.stringify(dims)}|${dtype ?? ''}${convFlops === null ? '' : `|${convFlops}`}`;
 }
 
 /** GEMM calls sorted by External id (a repeated id keeps its last shape, as a map would). */

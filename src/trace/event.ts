@@ -30,6 +30,8 @@ export interface EventArgs {
   /** Shapes and dtypes on CPU ops (record_shapes=True). */
   inputDims: unknown[] | null;
   inputType: unknown[] | null;
+  /** Scalar inputs as text (torch >= 2.1 with record_shapes): a convolution's stride, padding, dilation, groups. */
+  concreteInputs: unknown[] | null;
   /** `[memory]` instant events (profile_memory=True). */
   totalAllocated: number;
   totalReserved: number;
@@ -75,6 +77,7 @@ export function resetArgs(a: EventArgs): void {
   a.seq = null;
   a.inputDims = null;
   a.inputType = null;
+  a.concreteInputs = null;
   a.totalAllocated = -1;
   a.totalReserved = -1;
   a.deviceType = -1;

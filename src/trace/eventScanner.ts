@@ -62,6 +62,7 @@ const ARG_FIELDS: Record<keyof EventArgs, readonly [slot: number, kind: number]>
   seq: [12, ARG_ID],
   inputDims: [0, ARG_VALUE],
   inputType: [0, ARG_VALUE],
+  concreteInputs: [0, ARG_VALUE],
   totalAllocated: [13, ARG_NUMBER],
   totalReserved: [14, ARG_NUMBER],
   deviceType: [15, ARG_NUMBER],
@@ -229,6 +230,7 @@ export class EventScanner {
           // Every field is in the record but the shapes (events with shapes go to the parser).
           a.inputDims = null;
           a.inputType = null;
+          a.concreteInputs = null;
           a.correlation = r[i]!;
           a.externalId = r[i + 1]!;
           a.bytes = r[i + 2]!;

@@ -3,7 +3,7 @@
  * the model one parser would have built. Segments share the time origin, so
  * only names and indices need remapping.
  */
-import { sortGemmCalls } from './builder.js';
+import { gemmOpKey, sortGemmCalls } from './builder.js';
 import type { CpuSpan, GpuActivity, MemoryPeak, TraceModel } from './model.js';
 import type { LaunchCall, OpLog } from './opLog.js';
 
@@ -58,7 +58,7 @@ export function mergeModels(parts: TraceModel[]): TraceModel {
   for (const p of parts) {
     // The same GEMM shape seen by several parts is one record, as with one builder.
     const gemmRemap = p.gemmOps.map((op) => {
-      const key = `${op.name}|${JSON.stringify(op.dims)}|${op.dtype ?? ''}`;
+      const key = gemmOpKey(op.name, op.dims, op.dtype, op.convFlops);
       let idx = gemmKeys.get(key);
       if (idx === undefined) {
         idx = gemmOps.length;
@@ -119,6 +119,8 @@ export function mergeModels(parts: TraceModel[]): TraceModel {
     },
     cpuAllReduceStartsNs: Float64Array.from(parts.flatMap((p) => [...p.cpuAllReduceStartsNs])).sort(),
     collectives,
+    // Each framework's first evidence in file order, as one builder would keep it.
+    frameworks: parts.flatMap((p) => p.frameworks).filter((f, i, all) => all.findIndex((g) => g.framework === f.framework) === i),
     gemmOps,
     gemmCalls,
     memoryPeaks: [...peaks.values()].sort((a, b) => a.device - b.device),

@@ -9,6 +9,7 @@
  * instants, runtime calls) costs no memory at all. Everything here is plain
  * data; building happens in `builder.ts`.
  */
+import type { FrameworkEvidence } from './framework.js';
 import type { LaunchCall, OpLog } from './opLog.js';
 
 export interface DeviceProperties {
@@ -64,11 +65,13 @@ export interface CollectiveKernels {
   seqText: Map<number, string>;
 }
 
-/** A matrix-multiply CPU op with its shapes, linked to its kernels by External id. */
+/** A matrix-multiply or convolution CPU op with its shapes, linked to its kernels by External id. */
 export interface GemmOp {
   name: string;
   dims: number[][];
   dtype: string | null;
+  /** A convolution's FLOPs per call (convFlops.ts), worked out while parsing from its args; null for a matrix multiply. */
+  convFlops: number | null;
 }
 
 export interface MemoryPeak {
@@ -101,7 +104,7 @@ export interface GpuActivity {
   syncCalls: SyncCalls;
 }
 
-/** GEMM CPU-op calls by External id (sorted), to find the shape behind a kernel's launch. */
+/** GEMM and convolution CPU-op calls by External id (sorted), to find the shape behind a kernel's launch. */
 export interface GemmCalls {
   count: number;
   externalId: Float64Array;
@@ -138,6 +141,8 @@ export interface TraceModel {
   /** Starts of CPU-side all-reduce ops (`nccl:all_reduce`, `c10d::allreduce_`, gloo), sorted. */
   cpuAllReduceStartsNs: Float64Array;
   collectives: CollectiveKernels;
+  /** The first event naming each training framework (trace/framework.ts); empty for most traces. */
+  frameworks: FrameworkEvidence[];
   gemmOps: GemmOp[];
   gemmCalls: GemmCalls;
   memoryPeaks: MemoryPeak[];

@@ -108,6 +108,7 @@ export const ARG_KEYS: ReadonlyArray<readonly [key: string, code: number, field:
   ['Total Reserved', 22, 'totalReserved'],
   ['Device Type', 23, 'deviceType'],
   ['Device Id', 24, 'deviceId'],
+  ['Concrete Inputs', 25, 'concreteInputs'],
 ];
 /** ARG_KEYS grouped by key length, so a key is matched in place without slicing it out. */
 const ARG_KEYS_BY_LEN: Array<Array<(typeof ARG_KEYS)[number]>> = [];
@@ -136,9 +137,12 @@ for (const ph of 'XiIMCsfBEbentPOND') PHASES[ph.charCodeAt(0)] = ph;
 const CATS_BY_LEN: string[][] = [];
 for (const c of KNOWN_CATS) (CATS_BY_LEN[c.length] ??= []).push(c);
 
-/** CPU ops whose args matter: matrix multiplies (shapes, dtypes) and collectives. */
+/**
+ * CPU ops whose args matter: matrix multiplies and the convolution ops whose kernels cuDNN runs (shapes, dtypes,
+ * a convolution's stride and padding) and collectives.
+ */
 export const CPU_OP_WITH_ARGS =
-  /^(aten::(mm|addmm|bmm|baddbmm|matmul|linear|_scaled_mm|addbmm|_addmm_activation)$|record_param_comms|c10d::|nccl:)/;
+  /^(aten::(mm|addmm|bmm|baddbmm|matmul|linear|_scaled_mm|addbmm|_addmm_activation|cudnn_convolution|cudnn_convolution_transpose|convolution_backward)$|record_param_comms|c10d::|nccl:)/;
 
 /** The opening of a CPU op up to its name's quote, as torch and as JSON.stringify write it. */
 const CPU_OP_KINETO = '"ph": "X", "cat": "cpu_op", "name": "';
@@ -1099,6 +1103,11 @@ export class TraceJsonParser {
         case 24:
           a.deviceId = this.readScalarNumber();
           break;
+        case 25: {
+          const v = this.parseValue();
+          a.concreteInputs = Array.isArray(v) ? v : null;
+          break;
+        }
         default: {
           // Most skipped args are plain integers: step over the digits in place.
           let d = c;

@@ -140,6 +140,9 @@ const EDGE_CASES: Record<string, string> = {
   'args before cat and name': ',{"args":{"correlation":4,"device":0},"ph":"X","ts":5,"dur":1,"pid":0,"tid":7,"cat":"kernel","name":"k"}',
   'repeated keys': ',{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":5,"dur":1,"args":{"correlation":4},"args":{"device":2},"ts":7}',
   'shapes of a GEMM': ',{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":5,"dur":9,"args":{"External id":3,"Input Dims":[[16,50257],[50257,8]],"Input type":["float","float"]}}',
+  'a convolution with Concrete Inputs': ',{"ph":"X","cat":"cpu_op","name":"aten::cudnn_convolution","pid":1,"tid":1,"ts":5,"dur":9,"args":{"External id":15,"Concrete Inputs":["","","[3, 3]","[2, 2]","[1, 1]","1","False","False","True"],"Input type":["float","float","ScalarList"],"Input Dims":[[128,3,224,224],[64,3,7,7],[]]}}',
+  'Python frames, one naming a framework': ',{"ph":"X","cat":"python_function","name":"transformers/trainer.py(2245): _inner_training_loop","pid":1,"tid":1,"ts":5,"dur":9,"args":{"Python parent id":3,"Python id":4}},{"ph":"X","cat":"python_function","name":"torch/nn/modules/module.py(1751): _call_impl","pid":1,"tid":1,"ts":6,"dur":1,"args":{"Python id":5}}',
+  'a Lightning label': ',{"ph":"X","cat":"user_annotation","name":"[LightningModule]ResNetModule.training_step","pid":1,"tid":1,"ts":5,"dur":9,"args":{"External id":7}},{"ph":"X","cat":"cpu_op","name":"[Strategy]SingleDeviceStrategy.training_step","pid":1,"tid":1,"ts":5,"dur":9}',
   'flows and skipped ops': ',{"ph":"f","id":3,"pid":0,"tid":7,"ts":5,"cat":"ac2g","name":"ac2g","bp":"e"},{"ph":"X","cat":"cpu_op","name":"aten::add","pid":1,"tid":1,"ts":5,"dur":1,"args":{"x":{"y":{"z":"}"}}}}',
   'memory events': ',{"ph":"i","cat":"cpu_instant_event","s":"t","name":"[memory]","pid":1,"tid":1,"ts":5,"args":{"Total Reserved":26258440192,"Total Allocated":22099493888,"Bytes":-131072,"Device Id":0,"Device Type":1,"Addr":140514116501504}}',
   'collective strings': ',{"ph":"X","cat":"kernel","name":"ncclDevKernel_AllReduce","pid":0,"tid":7,"ts":5,"dur":1,"args":{"Collective name":"allreduce","dtype":"BFloat16","In msg nelems":1024,"Process Group Name":"0","Process Group Description":"default_pg","Seq":12,"Group size":2}}',
@@ -173,6 +176,9 @@ describe('event scanner on edge cases', () => {
     expect(decoded(EDGE_CASES['whitespace everywhere']!)).toBe(1);
     expect(decoded(EDGE_CASES['collective strings']!)).toBe(1);
     expect(decoded(EDGE_CASES['flows and skipped ops']!)).toBe(2);
+    // Python frames are read by the scanner itself (the one naming a framework reaches the sink, the other is skipped).
+    expect(decoded(EDGE_CASES['Python frames, one naming a framework']!)).toBe(2);
+    expect(byParser(Buffer.from(EDGE_CASES['Python frames, one naming a framework']!), 0)).toMatchObject({ calls: [expect.stringContaining('transformers/trainer.py')] });
     for (const bad of ['end of traceEvents', 'an element that is not an object', 'a syntax error', 'a cut event', 'deep nesting in a skipped op']) {
       expect(byScanner(Buffer.from(EDGE_CASES[bad]!), 0).outcome.kind, bad).toBe('declined');
     }

@@ -2,7 +2,7 @@
 
 import { gainFrom } from '../../findings/finding.js';
 import { type GpuSpec, lookupGpu } from '../../gpus/catalogue.js';
-import type { TraceMetrics } from '../../trace/metrics/types.js';
+import type { GemmShapeStat, TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtBytes, fmtMs, fmtPct } from '../../util/format.js';
 import { BF16_AUTOCAST_SWITCHES } from '../framework.js';
 import { modelParallelFigures } from './modelParallel.js';
@@ -103,14 +103,15 @@ export const noTensorCores: RankRule = (m) => {
   });
 };
 
-export const misalignedShapes: RankRule = (m) => {
-  const step = stepNs(m);
+/**
+ * The GEMMs whose dimensions miss the tensor-core alignment, and the time per step padding them would save: each at
+ * the rate aligned GEMMs of the same dtype reached in this very trace. The fusion rule reads it too (compile pads them).
+ */
+export function misalignedGemms(m: TraceMetrics): { bad: GemmShapeStat[]; badNs: number; savedNs: number; lines: string[] } {
   const nSteps = Math.max(1, m.steps.length);
   const shapes = m.gemmShapes;
   const bad = shapes.filter((g) => g.misalignedDims.length > 0);
-  if (step <= 0 || bad.length === 0) return null;
   const badNs = bad.reduce((a, g) => a + g.gpuNs, 0) / nSteps;
-  if (badNs / step < MISALIGNED_MIN_SHARE) return null;
   // The rate to expect once padded: what aligned GEMMs of the same dtype achieved in this very trace.
   const rateFor = (dtype: string | null): number | null => {
     const good = shapes.filter((g) => g.misalignedDims.length === 0 && g.dtype === dtype);
@@ -130,6 +131,14 @@ export const misalignedShapes: RankRule = (m) => {
         (rate ? ` vs ${(rate / 1e3).toFixed(0)} TFLOP/s for aligned GEMMs here` : ''),
     );
   }
+  return { bad, badNs, savedNs: saved, lines };
+}
+
+export const misalignedShapes: RankRule = (m) => {
+  const step = stepNs(m);
+  const { bad, badNs, savedNs: saved, lines } = misalignedGemms(m);
+  if (step <= 0 || bad.length === 0) return null;
+  if (badNs / step < MISALIGNED_MIN_SHARE) return null;
   const dims = [...new Set(bad.flatMap((g) => g.misalignedDims.map((d) => Number(d.split('=')[1]))))].sort((a, b) => b - a);
   const example = dims[0] ?? 0;
   const padded = Math.ceil(example / 64) * 64;

@@ -7,6 +7,7 @@ import { crossDeviceStats } from './crossDevice.js';
 import { coveredLen, unionOf } from './intervals.js';
 import { kernelMix } from './kernelMix.js';
 import { commStats, kernelFigures, median } from './kernels.js';
+import { pickFramework } from '../framework.js';
 import { modelFlops } from './modelFlops.js';
 import { type StepWindow, StepWindowBuilder } from './steps.js';
 import { analyseTimeline, emptyCategories, emptyIdle } from './timeline.js';
@@ -107,6 +108,7 @@ export function analyzeTrace(model: TraceModel): TraceMetrics {
     kernelMix: kernelMix(k.byName, steps.length),
     modelFlops: modelFlops(
       k.gemmShapes,
+      k.convolutions,
       k.precision,
       perStep.kernelNsByCategory,
       steps.length,
@@ -222,6 +224,7 @@ function structure(model: TraceModel, windows: StepWindow[]): TraceMetrics['stru
     optimizerStepsPerStep: optimizerSteps.length / nSteps,
     accumulationMicroStepsWithAllReduce: microWithAllReduce,
     accumulationMicroSteps: micro,
+    framework: pickFramework(model.frameworks),
   };
 }
 

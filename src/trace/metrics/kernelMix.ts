@@ -24,6 +24,13 @@ const NORM_POOL = /batch_norm|bn_fw|bn_bw|bn_bw_|instance_norm|group_norm|max_po
 const CHANNELS_LAST = /channels_last|nhwc|NHWC/;
 const TRITON = /^triton_|\btriton_(poi|red|per|tem)_/;
 const GRAD_SCALER = /amp_update_scale|non_finite_check_and_unscale/;
+/** What a fusable kernel does, first match wins (see KernelMix.fusable). */
+const MULTI_TENSOR = /multi_tensor_apply|fused_adam|fused_sgd|_foreach_/;
+const CAST_COPY = /copy_kernel|direct_copy|_to_copy/;
+const NORM = /layer_norm|GammaBeta|rms_?norm|RMSNorm|group_norm|batch_norm|instance_norm|bn_fw|bn_bw|welford/i;
+const SOFTMAX_LOSS = /softmax|nll_loss|cross_entropy/i;
+const REDUCE = /reduce_kernel|sum_kernel|mean_kernel|argmax|cumsum/;
+const FUSABLE = new Set<number>([KernelCategory.elementwise, KernelCategory.reduction, KernelCategory.optimizer, KernelCategory.other]);
 
 /** Per-step kernel mix from the kernels of the analysed steps (totals over `steps` steps). */
 export function kernelMix(kernels: readonly NamedKernelTime[], steps: number): KernelMix {
@@ -42,13 +49,23 @@ export function kernelMix(kernels: readonly NamedKernelTime[], steps: number): K
     tritonKernels: 0,
     fp16Kernels: 0,
     gradScalerKernels: 0,
+    fusable: { castNs: 0, pointwiseNs: 0, normNs: 0, softmaxNs: 0, reduceNs: 0, optimizerNs: 0 },
   };
+  const fu = mix.fusable;
   for (const k of kernels) {
     const t = k.totalNs;
     const name = k.name;
     if (TRITON.test(name)) {
       mix.tritonNs += t;
       mix.tritonKernels += k.count;
+    }
+    else if (FUSABLE.has(k.category)) {
+      if (MULTI_TENSOR.test(name)) fu.optimizerNs += t;
+      else if (CAST_COPY.test(name)) fu.castNs += t;
+      else if (NORM.test(name)) fu.normNs += t;
+      else if (SOFTMAX_LOSS.test(name)) fu.softmaxNs += t;
+      else if (REDUCE.test(name)) fu.reduceNs += t;
+      else fu.pointwiseNs += t;
     }
     if (GRAD_SCALER.test(name)) mix.gradScalerKernels += k.count;
     if (FP16.test(name)) mix.fp16Kernels += k.count;
@@ -64,6 +81,7 @@ export function kernelMix(kernels: readonly NamedKernelTime[], steps: number): K
       }
     }
   }
-  for (const key of Object.keys(mix) as (keyof KernelMix)[]) mix[key] /= n;
+  for (const key of Object.keys(mix) as (keyof KernelMix)[]) if (key !== 'fusable') mix[key] /= n;
+  for (const key of Object.keys(fu) as (keyof KernelMix['fusable'])[]) fu[key] /= n;
   return mix;
 }

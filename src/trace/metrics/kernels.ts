@@ -45,6 +45,16 @@ export interface KernelFigures {
   pageableH2dExample: { name: string; atNs: number; bytes: number; durNs: number } | null;
   /** Every distinct kernel name with its totals over the windows (for kernelMix; not in the JSON). */
   byName: NamedKernelTime[];
+  /** Convolutions with a FLOP count (convFlops.ts) over the windows, for modelFlops (not in the JSON). */
+  convolutions: ConvolutionTotals;
+}
+
+export interface ConvolutionTotals {
+  /** Convolution CPU ops with kernels in the windows, and their FLOPs. */
+  calls: number;
+  flops: number;
+  /** Their matmul-class kernel time (cuDNN's layout transposes and other helpers left out, as from matmul time). */
+  matmulNs: number;
 }
 
 const MATMUL_CATEGORIES = new Set<number>([KernelCategory.gemm, KernelCategory.conv, KernelCategory.attention]);
@@ -74,6 +84,8 @@ export function kernelFigures(model: TraceModel, windows: StepWindow[], topLimit
   const gemmNs = new Float64Array(model.gemmOps.length);
   const gemmCallCount = new Int32Array(model.gemmOps.length);
   const gemmCallSeen = new Uint8Array(gemmCalls.count);
+  // Convolutions: calls, FLOPs, matmul kernel ns (a typed array, as `sums`).
+  const conv = new Float64Array(3);
   // Kernel time by occupancy value (few distinct: blocks / SMs), in integer ns: the weighted mean is then the same
   // in any order of ops (parsing on several threads merges them in another order).
   const smDurNs = new ValueSums();
@@ -115,12 +127,27 @@ export function kernelFigures(model: TraceModel, windows: StepWindow[], topLimit
     if (op.smShare >= 0) smDurNs.add(op.smShare, d);
     const g = l.externalId >= 0 ? gemmCallIndex(gemmCalls, l.externalId) : -1;
     const gemm = g >= 0 ? gemmCalls.gemm[g]! : -1;
-    if (MATMUL_CATEGORIES.has(op.category)) {
+    const convFlops = gemm >= 0 ? model.gemmOps[gemm]!.convFlops : null;
+    const matmul = MATMUL_CATEGORIES.has(op.category);
+    if (convFlops !== null) {
+      // A convolution: its FLOPs once per call, its matmul kernels' time; it has no GEMM shape.
+      if (gemmCallSeen[g] === 0) {
+        gemmCallSeen[g] = 1;
+        conv[0]! += 1;
+        conv[1]! += convFlops;
+      }
+      if (matmul) conv[2]! += d;
+    }
+    if (matmul) {
       // The precision depends on the kernel name and the op's dtype only: worked out once per pair (regular expressions).
+      // A convolution's kernel is read by its name alone, as before convolutions were linked to their ops.
       const pairKey = op.nameId * (model.gemmOps.length + 1) + gemm + 1;
       let p = precisionByPair.get(pairKey);
       if (p === undefined)
-        precisionByPair.set(pairKey, (p = matmulPrecision(model.names[op.nameId]!, gemm >= 0 ? model.gemmOps[gemm]!.dtype : null)));
+        precisionByPair.set(
+          pairKey,
+          (p = matmulPrecision(model.names[op.nameId]!, gemm >= 0 && convFlops === null ? model.gemmOps[gemm]!.dtype : null)),
+        );
       byPrecision[p]! += d;
       if (p === MatmulPrecision.fp32) {
         let f = fp32ByName.get(op.nameId);
@@ -129,7 +156,7 @@ export function kernelFigures(model: TraceModel, windows: StepWindow[], topLimit
         f.total += d;
       }
     }
-    if (gemm >= 0) {
+    if (gemm >= 0 && convFlops === null) {
       gemmNs[gemm]! += d;
       if (gemmCallSeen[g] === 0) {
         gemmCallSeen[g] = 1;
@@ -191,6 +218,7 @@ export function kernelFigures(model: TraceModel, windows: StepWindow[], topLimit
       .slice(0, topLimit)
       .map(([id, e]) => stat(id, CATEGORY_NAMES[e.cat]!, e)),
     smEfficiency: smDurNs.weightedMean(),
+    convolutions: { calls: conv[0]!, flops: conv[1]!, matmulNs: conv[2]! },
     byName: [...byName.entries()].map(([id, e]) => ({ name: model.names[id]!, category: e.cat, count: e.count, totalNs: e.total })),
     pageableH2dExample: ex === null ? null : { name: model.names[ex.nameId]!, atNs: ex.startNs, bytes: ex.bytes, durNs: ex.durNs },
   };

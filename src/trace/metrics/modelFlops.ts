@@ -1,17 +1,19 @@
 /**
- * Achieved model TFLOP/s and MFU from the trace alone: the FLOPs of the matmuls recorded with their
- * shapes (record_shapes) over the step time, against the GPU's dense peak for the precision the
- * matmuls ran in. A floor: attention kernels without shapes and convolutions add FLOPs it does not
- * count, so it is given only when the counted matmuls carry most of the matmul time.
+ * Achieved model TFLOP/s and MFU from the trace alone: the FLOPs of the matmuls and convolutions
+ * recorded with their shapes (record_shapes) over the step time, against the GPU's dense peak for the
+ * precision the matmuls ran in. A floor: attention kernels without shapes add FLOPs it does not count,
+ * so it is given only when the counted ops carry most of the matmul time.
  */
 import { lookupGpu } from '../../gpus/catalogue.js';
+import type { ConvolutionTotals } from './kernels.js';
 import type { GemmShapeStat, ModelFlops, NsByCategory, PrecisionStats } from './types.js';
 
-/** Below this share of matmul time with known FLOPs the figure would mislead (convolutional nets). */
+/** Below this share of matmul time with known FLOPs the figure would mislead (convolutions of an older torch without Concrete Inputs). */
 const MIN_COVERED_SHARE = 0.5;
 
 export function modelFlops(
   gemmShapes: readonly GemmShapeStat[],
+  convolutions: ConvolutionTotals,
   precision: PrecisionStats,
   kernelNsPerStep: NsByCategory,
   steps: number,
@@ -21,8 +23,10 @@ export function modelFlops(
   const n = Math.max(1, steps);
   const gpu = deviceName ? lookupGpu(deviceName) : null;
   if (gpu === null || stepNs <= 0) return null;
-  const flopsPerStep = gemmShapes.reduce((a, g) => a + g.flopsPerCall * g.calls, 0) / n;
-  const countedNs = gemmShapes.reduce((a, g) => a + g.gpuNs, 0) / n;
+  const gemmFlopsPerStep = gemmShapes.reduce((a, g) => a + g.flopsPerCall * g.calls, 0) / n;
+  const convFlopsPerStep = convolutions.flops / n;
+  const flopsPerStep = gemmFlopsPerStep + convFlopsPerStep;
+  const countedNs = (gemmShapes.reduce((a, g) => a + g.gpuNs, 0) + convolutions.matmulNs) / n;
   const matmulNs = kernelNsPerStep.gemm + kernelNsPerStep.attention + kernelNsPerStep.conv;
   if (flopsPerStep <= 0 || matmulNs <= 0) return null;
   const coveredShare = Math.min(1, countedNs / matmulNs);
@@ -36,7 +40,7 @@ export function modelFlops(
   const [peakPrecision, , peakTflops] = classes.reduce((best, c) => (c[1] > best[1] ? c : best));
   if (!(peakTflops > 0)) return null;
   const achievedTflops = flopsPerStep / stepNs / 1e3;
-  return { flopsPerStep, achievedTflops, peakTflops, peakPrecision, gpu: gpu.name, mfu: achievedTflops / peakTflops, coveredShare };
+  return { flopsPerStep, gemmFlopsPerStep, convFlopsPerStep, achievedTflops, peakTflops, peakPrecision, gpu: gpu.name, mfu: achievedTflops / peakTflops, coveredShare };
 }
 
 /**

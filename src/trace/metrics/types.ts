@@ -3,6 +3,7 @@
  * this is what `--json` prints under `ranks[].metrics`, and what the rules in
  * advice/ read. Every duration is in ns; definitions are in docs/analyze.md.
  */
+import type { TraceFramework } from '../framework.js';
 import type { CategoryName } from '../kernelClass.js';
 
 export const IDLE_CAUSES = ['dataloader', 'hostSync', 'h2dCopy', 'communication', 'launch', 'other'] as const;
@@ -121,22 +122,34 @@ export interface KernelMix {
   /** Kernels in fp16 (c10::Half), and the GradScaler's unscale / update kernels, per step. */
   fp16Kernels: number;
   gradScalerKernels: number;
+  /**
+   * The kernel time a compiler could fuse (elementwise, reduction, optimizer and other kernels that are not Triton's),
+   * by what it does, for the fusion rule (added in schema 2): casts and copies (`copy_kernel`: autocast's weight
+   * casts, `.contiguous()`), normalisations (layer/RMS/group/batch norm, forward and backward), softmax and the loss
+   * over the vocabulary, other reductions (`reduce_kernel`: bias gradients, sums), the optimizer's multi-tensor
+   * kernels, and the rest: pointwise ops (add, mul, GELU, tanh, dropout, fill, index, concatenation).
+   */
+  fusable: { castNs: number; pointwiseNs: number; normNs: number; softmaxNs: number; reduceNs: number; optimizerNs: number };
 }
 
 /**
- * Model FLOPs utilisation from the matmuls the trace records with shapes (GEMMs and batched GEMMs:
- * 2·M·N·K each). Attention kernels without shapes (flash/SDPA) and convolutions are not counted, so
- * this is a floor; null when matmuls without shapes dominate (a convolutional net) or the GPU is unknown.
+ * Model FLOPs utilisation from the matmuls and convolutions the trace records with shapes (GEMMs and
+ * batched GEMMs: 2·M·N·K each; cuDNN convolutions forward and backward: convFlops.ts). Attention
+ * kernels without shapes (flash/SDPA) are not counted, so this is a floor; null when matmuls without
+ * shapes dominate or the GPU is unknown.
  */
 export interface ModelFlops {
   flopsPerStep: number;
+  /** Of which GEMMs and convolutions (added in schema 2, after flopsPerStep). */
+  gemmFlopsPerStep: number;
+  convFlopsPerStep: number;
   achievedTflops: number;
   /** The GPU's dense peak for the precision most matmul time ran in, and which one it is. */
   peakTflops: number;
   peakPrecision: 'bf16' | 'fp16' | 'tf32' | 'fp32' | 'fp8';
   gpu: string;
   mfu: number;
-  /** Share of the matmul kernel time whose FLOPs are counted (GEMMs with shapes). */
+  /** Share of the matmul kernel time whose FLOPs are counted (GEMMs with shapes, convolutions). */
   coveredShare: number;
 }
 
@@ -253,5 +266,10 @@ export interface TraceMetrics {
     /** Micro-steps (forwards) followed by an all-reduce before the next forward, among those that were not the last of their step. */
     accumulationMicroStepsWithAllReduce: number;
     accumulationMicroSteps: number;
+    /**
+     * The training framework the trace names (Python frames of `with_stack=True`, Lightning's profiler labels:
+     * trace/framework.ts) and the event that named it; null when it names none (added in schema 2).
+     */
+    framework: { name: TraceFramework; evidence: string } | null;
   };
 }
