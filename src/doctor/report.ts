@@ -679,6 +679,27 @@ export function notesOf(input: DoctorInput, processes: readonly ProcessRecords[]
   return notes;
 }
 
+/** Findings read off the time one rank waits for another: wrong when the ranks' windows cover different steps. */
+const WAIT_BASED_IDS = new Set(['rank-imbalance', 'comm-bound']);
+
+/**
+ * Ranks whose profiler windows started at different steps (recorded before the probe aligned them, or ranks that
+ * could not read rank 0's plan): the rank being profiled is slowed by the profiler and the others wait for it in
+ * their collectives, so the windows' exposed communication and imbalance are the profiler's. On 2x H200 such windows
+ * showed "communication not hidden: 76%" in a DDP run whose steps took 38 ms. Returns the note, or null.
+ */
+export function windowsApart(processes: readonly ProcessRecords[]): string | null {
+  const starts: { rank: number; step: number }[] = [];
+  for (const p of processes) {
+    if (!p.rankFromEnv) continue;
+    const s = p.records.filter((r): r is ProfileStartRecord => r.type === 'profile-start' && typeof r.step === 'number').pop();
+    if (s) starts.push({ rank: p.rank, step: s.step as number });
+  }
+  if (new Set(starts.map((s) => s.step)).size < 2) return null;
+  const list = starts.sort((a, b) => a.rank - b.rank).map((s) => `rank ${s.rank} from step ${s.step}`).join(', ');
+  return `the ranks' profiler windows cover different steps (${list}): the profiled rank runs slower and the others wait for it in their collectives, so comm-bound and rank-imbalance from the windows are left out (the per-rank view and the probe's imbalance use every step's timing)`;
+}
+
 /** Stage 4b: the per-rank view of a run of two or more training ranks (distributed.ts), each rank with its own window. */
 export function distributedStage(
   processes: readonly ProcessRecords[],
@@ -764,7 +785,11 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
   const gpus = gpusOf(input, processes);
   const pidOfRank = (rank: number) => ranks.find((r) => r.rank === rank)?.pid ?? null;
   const distributed = distributedStage(processes, ranks, input.traces);
-  const imbalance = withProbeImbalance(distributed, traceFindingsOf(input.traces, ranks, id.model));
+  const apart = windowsApart(processes);
+  const imbalance = withProbeImbalance(
+    distributed,
+    traceFindingsOf(input.traces, ranks, id.model).filter((f) => !(apart && WAIT_BASED_IDS.has(f.id))),
+  );
   const traceFindings = imbalance.trace.map((f) => withDataParallelMemory(f, gpus ?? [], pidOfRank));
   const memoryFindings = memoryFindingsOf(input.snapshots);
   const probeFindings = [...probeFindingsOf(traceFindings, ranks, id.model), ...(imbalance.probe ? [imbalance.probe] : [])];
@@ -774,6 +799,7 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
   const hang = hangAnalysis(stalls, input.hang ? input.hang.timeoutS : null, input.hang?.atMs ?? null);
   const { outcome, text } = outcomeOf(input, ranks, ending, hang);
   const notes = notesOf(input, processes, ranks);
+  if (apart) notes.push(apart);
   const plan = planModelOf(id.model);
   const whatIf = whatIfStage(id, plan.model, ranks, input.traces, outcome, traceFindings);
   const { model, hello } = id;

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { distributedView, withProbeImbalance } from '../../src/doctor/distributed.js';
 import { hangAnalysis, openStalls, StallTracker } from '../../src/doctor/hang.js';
 import { buildDoctorReport, type DoctorReport } from '../../src/doctor/report.js';
-import { finding } from '../../src/findings/finding.js';
+import { finding, gainFrom, withGain } from '../../src/findings/finding.js';
 import type { ProbeRecord, StallRecord, StepRecord } from '../../src/run/records.js';
 import { runCli } from '../helpers/cli.js';
 import { REPO } from './helpers.js';
@@ -168,7 +168,7 @@ describe('the per-rank view and rank-imbalance', () => {
     expect(probe?.severity).toBe('high');
   });
 
-  it("balanced ranks: no straggler, no finding; the trace rule's finding gets the probe's figures", () => {
+  it("balanced ranks: no straggler, no finding; the trace rule's finding gets the probe's figures and loses its gain", () => {
     const v = distributedView([rank(0, 0.1, 0.01), rank(1, 0.101, 0.01)], noHello, noWindow);
     expect(v?.straggler).toBeNull();
     const trace = finding({
@@ -180,8 +180,13 @@ describe('the per-rank view and rank-imbalance', () => {
       recommendation: { summary: 's', code: '' },
       estimatedGain: null,
     });
-    const out = withProbeImbalance(v, [trace]);
+    const out = withProbeImbalance(v, [withGain(trace, gainFrom(100e6, 40e6, 'the window: 40 ms of waiting'))]);
     expect(out.probe).toBeNull();
+    // The run's steps contradict the window (2x H200 DDP: 49.5 ms of window imbalance, medians 2.4% apart):
+    // information without a gain.
+    expect(out.trace[0]?.estimatedGain).toBeNull();
+    expect(out.trace[0]?.severity).toBe('info');
+    expect(out.trace[0]?.evidence.at(-1)).toMatch(/the window's imbalance comes from the profiler's own cost/);
     expect(out.trace[0]?.evidence[0]).toBe('from the trace');
     expect(out.trace[0]?.evidence[1]).toMatch(/^probe-timed over the run: skew 1\.0% \(rank 1 slowest\)/);
     expect(out.trace[0]?.data).toMatchObject({ straggler: 1, probeSlowestRank: 1 });
@@ -229,6 +234,14 @@ describe('recorded on 2x H200 under torchrun (examples/doctor/runs/h200-ranks, r
     expect(r.run.outcome).toBe('failed');
     expect(r.run.firstFailure).toMatchObject({ rank: 1, kind: 'killed', step: 21, error: "the launcher's root cause: exit code -9 (SIGKILL)" });
     expect(r.run.outcomeText).toMatch(/^rank 1 died in step 21 without an end record \(the launcher's root cause: exit code -9 \(SIGKILL\)\); after it rank 0 /);
+  });
+
+  it('windows that started at different steps (recorded before the probe aligned them): said, and no wait-based finding from them', async () => {
+    const r = await from('ddp_resnet_slow_rank1');
+    expect(r.notes).toContain(
+      "the ranks' profiler windows cover different steps (rank 0 from step 12, rank 1 from step 13): the profiled rank runs slower and the others wait for it in their collectives, so comm-bound and rank-imbalance from the windows are left out (the per-rank view and the probe's imbalance use every step's timing)",
+    );
+    expect(r.findings.filter((f) => f.source === 'trace' && (f.id === 'comm-bound' || f.id === 'rank-imbalance'))).toEqual([]);
   });
 
   it("rank 1's slower DataLoader: equal medians, rank 1 named by its wait; rank-imbalance from the probe", async () => {
