@@ -15,6 +15,7 @@ const metas = readdirSync(DIR).filter((f) => f.endsWith('.meta.json'));
 const scenarios = new Map<string, { files: string[]; expect: string[] }>();
 for (const f of metas) {
   const meta = JSON.parse(readFileSync(DIR + f, 'utf8'));
+  if (!Array.isArray(meta.expect_findings)) continue; // a sweep's medians (model_parallel.micro_sweep), no trace of its own
   const entry = scenarios.get(meta.scenario) ?? { files: [] as string[], expect: meta.expect_findings as string[] };
   entry.files.push(DIR + f.replace('.meta.json', '.trace.json.gz'));
   scenarios.set(meta.scenario, entry);
