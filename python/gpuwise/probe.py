@@ -150,6 +150,14 @@ class _TorchImportHook(object):
         return spec
 
 
+def _thread_cpu():
+    """(thread id, CPU seconds of the calling thread): a syscall of about a microsecond, no GPU work; None if unknown."""
+    try:
+        return (threading.get_ident(), time.thread_time())
+    except Exception:  # a platform without a per-thread CPU clock
+        return None
+
+
 def _int_env(env, name, default, minimum):
     try:
         v = int(env.get(name, "") or default)
@@ -206,6 +214,9 @@ class Probe(object):
         self.step = 0
         self.primary_optimizer = None  # weakref to the optimizer whose steps count
         self.last_boundary = None  # perf_counter() at the end of the previous step
+        # The stepping thread's CPU time at that boundary, (thread id, thread_time()): the host's own work per step
+        # (a DataLoader queue wait or a GIL wait sleeps and does not count; a spin-waiting CUDA sync does).
+        self.last_cpu = None
         self._reset_step_counters()  # what the current step has seen: DataLoader waits, batches, the model's input
         self.batch_calls = 0
         # GPU step times: a timing event recorded at each step end on the current stream; the time
@@ -474,6 +485,7 @@ class Probe(object):
         self.last_activity = t0
         if self.last_boundary is None:
             self.last_boundary = t0  # the loop starts with its first batch
+            self.last_cpu = _thread_cpu()
             self._ensure_watchdog()
         self.batch_calls += 1
         if self.fault == "batch" and self.batch_calls == 2:
@@ -673,6 +685,7 @@ class Probe(object):
         """`source` starts counting: what was seen before belongs to no step."""
         self.step_source = source
         self.last_boundary = now
+        self.last_cpu = _thread_cpu()
         self._reset_step_counters()
         self._ensure_watchdog()
 
@@ -698,6 +711,9 @@ class Probe(object):
             self.replays_since_other = 0
         self.step += 1
         step_time = None if self.last_boundary is None else now - self.last_boundary
+        cpu = _thread_cpu()
+        # Only a delta on one thread is its CPU time (a step ended on another thread has none).
+        host_cpu = None if cpu is None or self.last_cpu is None or cpu[0] != self.last_cpu[0] else max(0.0, cpu[1] - self.last_cpu[1])
         if self.fault == "step" and self.step == 2:
             raise RuntimeError("fault injected by GPUWISE_PROBE_FAULT=step")
         if not self.announced:
@@ -730,6 +746,7 @@ class Probe(object):
                 "gpuStepTimes": gpu_times,
                 "step": self.step,
                 "stepTimeS": step_time,
+                "hostCpuS": host_cpu,
                 "dataWaitS": self.data_wait_s,
                 "batches": self.batches,
                 "samples": samples,
@@ -742,6 +759,7 @@ class Probe(object):
             },
         )
         self.last_boundary = now
+        self.last_cpu = cpu
         self._reset_step_counters()
         self._profiler_boundary()
         if self.max_steps is not None and self.step >= self.max_steps:
@@ -754,6 +772,7 @@ class Probe(object):
             # The probe's own work at the boundary is not part of the next step. (A batch step
             # ends where the next fetch started: that fetch's wait belongs to the next step.)
             self.last_boundary = time.perf_counter()
+            self.last_cpu = _thread_cpu()
 
     def _send_model(self, when):
         optimizer = self.primary_optimizer() if self.primary_optimizer is not None else None

@@ -9,6 +9,7 @@ import {
   distributedTable,
   environmentRows,
   hangLines,
+  hostCpuNote,
   expectedGainText,
   fmtBytesOr,
   fmtRate,
@@ -86,7 +87,7 @@ export function renderDoctorMarkdown(r: DoctorReport): string {
     out.push('');
     out.push('Statistics leave out the first step (warm-up) and the profiled steps.');
     for (const x of r.ranks) {
-      const note = stepSourceNote(x);
+      const note = [stepSourceNote(x), hostCpuNote(x)].filter((n) => n !== null).join('; ');
       const tl = x.stepTimeline;
       const line = tl && tl.stepTimeS.length > 1 ? sparkline(tl.stepTimeS.slice(1)) : '';
       if (line || note)

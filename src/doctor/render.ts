@@ -2,7 +2,7 @@
 import { flopsSplit } from '../report/flopsText.js';
 import { fmtBytes, fmtMs, fmtPct, fmtTflops } from '../util/format.js';
 import type { DoctorReport, RankSummary } from './report.js';
-import { batchDimText, distributedTable, findingKindLabel, gpuProcessRows, hangLines, setupFacts, setupGuesses, stepSourceNote } from './renderParts.js';
+import { batchDimText, distributedTable, findingKindLabel, gpuProcessRows, hangLines, hostCpuNote, setupFacts, setupGuesses, stepSourceNote } from './renderParts.js';
 
 const s2ns = (s: number) => s * 1e9;
 
@@ -20,6 +20,8 @@ function stepLine(r: RankSummary): string {
   ];
   if (st.samplesPerS !== null) parts.push(`${st.samplesPerS.toFixed(st.samplesPerS >= 100 ? 0 : 1)} samples/s`);
   if (st.tokensPerS !== null) parts.push(`${Math.round(st.tokensPerS).toLocaleString('en-US')} tokens/s (seq ${st.seqLen})`);
+  const host = hostCpuNote(r);
+  if (host) parts.push(host);
   const note = stepSourceNote({ steps: st });
   if (note) parts.push(note);
   return parts.join(', ');

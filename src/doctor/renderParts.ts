@@ -55,6 +55,12 @@ export function stepSourceNote(r: Pick<RankSummary, 'steps'>): string | null {
   return src ? (STEP_SOURCE_NOTE[src] ?? null) : null;
 }
 
+/** The host's own time per step (the stepping thread's CPU time, outside the profiler), when the probe measured it. */
+export function hostCpuNote(r: Pick<RankSummary, 'steps'>): string | null {
+  const s = r.steps.medianHostCpuS;
+  return typeof s === 'number' ? `host (main thread) CPU ${fmtMs(s * 1e9)} a step` : null;
+}
+
 export function environmentRows(r: DoctorReport): [string, string][] {
   const e = r.environment;
   if (e.probeSilent)

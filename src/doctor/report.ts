@@ -35,7 +35,7 @@ import { type GpuProcess, gpuProcessesOf, isGpuProcess, withJobPids } from './gp
 import { type DistributedView, distributedView, withProbeImbalance } from './distributed.js';
 import { type Ending, endingOf, type FirstFailure } from './ending.js';
 import { type HangAnalysis, hangAnalysis, innermostFrames, openStalls, recoveredStalls } from './hang.js';
-import { rebaseFinding, restateShare } from './rebase.js';
+import { type HostTime, rebaseFinding, restateShare } from './rebase.js';
 import { withDataParallelFix } from './dataParallelFix.js';
 import { gpuSharedFindings, ranksShareGpuFinding, type SharingProcess } from './sharing.js';
 import { buildWhatIfs, hardwareOf, type RunSetup, type WhatIf, type WhatIfCalibration, type WhatIfResult, whatIfFindings } from './whatIfs.js';
@@ -513,6 +513,13 @@ function runStepNsOf(ranks: readonly RankSummary[], rank: number): number | null
   return st && st.timing === 'gpu' && st.medianS !== null ? st.medianS * 1e9 : null;
 }
 
+/** The host's CPU time per step of a rank (the probe's, outside the profiler), null when the probe did not measure it. */
+function hostTimeOf(ranks: readonly RankSummary[], rank: number): HostTime | null {
+  const st = ranks.find((r) => r.rank === rank)?.steps;
+  const cpuS = st?.medianHostCpuS;
+  return st && typeof cpuS === 'number' ? { cpuNs: cpuS * 1e9, stepsInFlight: st.medianStepsInFlight ?? null } : null;
+}
+
 /**
  * Stage 4: analyze's rules on the windows, re-based on the run's steady step; a fix led by the training framework's
  * own switch when the probe saw one; no fusion finding for a model the probe knows is compiled (another backend than
@@ -524,6 +531,7 @@ export function traceFindingsOf(traces: readonly TraceInput[], ranks: readonly R
   if (metrics.length === 0) return [];
   const metricsOfRank = (rank: number) => metrics.find((m) => m.rank === rank) ?? null;
   const runStepNsOfRank = (rank: number) => runStepNsOf(ranks, rank);
+  const hostOfRank = (rank: number) => hostTimeOf(ranks, rank);
   const collectives = analysed.every((t) => t.collectives !== null) ? analysed.map((t) => t.collectives as CollectiveTimings) : [];
   // Processes that are not ranks of one job (no RANK: two scripts under one doctor, each rank 0) are diagnosed
   // apart: the cross-rank rules would compare unrelated processes.
@@ -533,7 +541,7 @@ export function traceFindingsOf(traces: readonly TraceInput[], ranks: readonly R
   const named = model?.framework ? null : frameworkNamedBy(metrics);
   return found
     .filter((f) => !(f.id === 'fusion' && model?.compiled === true))
-    .map((f) => restateShare(f, rebaseFinding(f, metricsOfRank, runStepNsOfRank)))
+    .map((f) => restateShare(f, rebaseFinding(f, metricsOfRank, runStepNsOfRank, hostOfRank)))
     .map((f) => (named ? inTraceFramework(f, named) : inFramework(f, model?.framework)));
 }
 

@@ -77,6 +77,13 @@ export interface StepRecord extends Base {
   step: number;
   /** Host wall clock from the end of the previous step (or the first batch) to this optimizer step; null when unknown. */
   stepTimeS: number | null;
+  /**
+   * CPU time of the stepping thread over the same interval (`time.thread_time()`): the host's own work to issue the
+   * step. Sleeps (a DataLoader queue wait, the GIL) do not count; a CUDA synchronisation that spin-waits does (see
+   * doctor's re-basing). Null when unknown (the step ended on another thread); absent from older probes (an
+   * optional field: no protocol bump, an older gpuwise keeps the record and ignores it).
+   */
+  hostCpuS?: number | null;
   /** Time spent inside DataLoader `__next__` during this step. */
   dataWaitS: number;
   batches: number;
@@ -302,6 +309,7 @@ const SCHEMAS: Record<ProbeRecord['type'], Check<unknown>> = (() => {
         type: str,
         step: int(0),
         stepTimeS: nullable(num(0)),
+        hostCpuS: optional(nullable(num(0))),
         dataWaitS: num(0),
         batches: int(0),
         samples: nullable(num(0)),

@@ -50,6 +50,17 @@ export interface StepStats {
    */
   steadyFromStep?: number | null;
   settled?: boolean | null;
+  /**
+   * Median CPU time of the stepping thread per measured step (the probe's `hostCpuS`): the host's own time to issue a
+   * step, outside the profiler. Null when fewer than half the measured steps carry it (an older probe). Added in 0.2.
+   */
+  medianHostCpuS?: number | null;
+  /**
+   * Median number of steps the GPU was behind the host at the measured steps' ends (the step less the last step whose
+   * GPU time the record had): 0, the GPU had done all the work issued; 1, it was still on this step; 2 or more, the
+   * host ran ahead (it waits on the GPU: a full launch queue). Null without GPU timing. Added in 0.2.
+   */
+  medianStepsInFlight?: number | null;
 }
 
 /** Steps whose median must lie within this share of the settled pace for the steady state to start. */
@@ -58,6 +69,20 @@ export const STEADY_TOLERANCE = 0.1;
 export const STEADY_WINDOW = 5;
 /** Below this many timed steps the steady state is not tested: all but the first count. */
 const STEADY_MIN_STEPS = 4;
+
+/**
+ * Steps the GPU was behind the host at each step's end, by step: the step less the last step whose GPU time any record
+ * up to it carried (a record lists the steps whose end event the GPU had reached when it was sent).
+ */
+export function stepsInFlightOf(ordered: readonly StepRecord[]): Map<number, number> {
+  const out = new Map<number, number>();
+  let done = 0;
+  for (const s of ordered) {
+    for (const pair of s.gpuStepTimes ?? []) if (pair[0] > done && pair[0] <= s.step) done = pair[0];
+    if (done > 0) out.set(s.step, s.step - done);
+  }
+  return out;
+}
 
 /** Every `[step, seconds]` GPU step time a rank's records carry (step and end records). */
 export function gpuStepTimesOf(records: readonly ProbeRecord[]): Map<number, number> {
@@ -120,6 +145,9 @@ export function stepStats(steps: readonly StepRecord[], gpuTimes: ReadonlyMap<nu
   const tokens = measured.reduce((a, s) => a + (s.tokens ?? 0), 0);
   const last = ordered[ordered.length - 1];
   const sortedOf = (xs: number[]) => xs.sort((a, b) => a - b);
+  const hostCpu = measured.map((s) => s.hostCpuS).filter((t): t is number => typeof t === 'number' && Number.isFinite(t));
+  const inFlightByStep = stepsInFlightOf(ordered);
+  const inFlight = measured.map((s) => inFlightByStep.get(s.step)).filter((n): n is number => n !== undefined);
   return {
     steps: Math.max(ordered.length, last?.step ?? 0),
     measuredSteps: measured.length,
@@ -139,6 +167,8 @@ export function stepStats(steps: readonly StepRecord[], gpuTimes: ReadonlyMap<nu
     stepSource: last?.stepSource ?? null,
     steadyFromStep: measured[0]?.step ?? null,
     settled: steady.settled,
+    medianHostCpuS: hostCpu.length > 0 && hostCpu.length * 2 >= measured.length ? quantile(sortedOf(hostCpu), 0.5) : null,
+    medianStepsInFlight: timing === 'gpu' && inFlight.length > 0 ? quantile(sortedOf(inFlight), 0.5) : null,
   };
 }
 

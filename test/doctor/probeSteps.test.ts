@@ -55,6 +55,38 @@ describe.skipIf(SKIP_PYTHON)('probe steps without torch.optim or a DataLoader (C
     expect(model(records)).toMatchObject({ name: 'Sequential', paramCount: 100 * 8 + 8 * 12 * 100 + 100, optimizer: null, compiled: false, autocastDtype: '' });
   });
 
+  it("records the stepping thread's CPU time per step (hostCpuS): Python work counts, a sleep does not", async () => {
+    // Each step burns 20 ms of the main thread's CPU time (counted by the thread's own clock, so a busy machine does not
+    // change it) and sleeps 20 ms: the step takes 40 ms or more of wall clock, the host's own work is 20 ms.
+    const { records, stderr, code } = await probe(
+      [
+        'import time, torch',
+        'model = torch.nn.Linear(4, 4)',
+        'opt = torch.optim.SGD(model.parameters(), lr=0.1)',
+        'for i in range(12):',
+        '    t = time.thread_time()',
+        '    while time.thread_time() - t < 0.02:',
+        '        pass',
+        '    time.sleep(0.02)',
+        '    model(torch.ones(2, 4)).sum().backward()',
+        '    opt.step()',
+        '    opt.zero_grad()',
+      ],
+      { GPUWISE_PROFILE_STEPS: '0' },
+    );
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+    const s = steps(records).slice(1); // step 1 runs from the first optimizer step's clock start
+    expect(s.length).toBeGreaterThanOrEqual(10);
+    for (const x of s) {
+      expect(x.stepTimeS).toBeGreaterThanOrEqual(0.04);
+      expect(x.hostCpuS).toBeGreaterThanOrEqual(0.02);
+      // the burn plus a tiny model's step and the probe's own work; the 20 ms asleep is not in it
+      expect(x.hostCpuS).toBeLessThan(0.03);
+      expect(x.hostCpuS).toBeLessThan(x.stepTimeS - 0.015);
+    }
+  });
+
   it('takes steps from forward calls of the outermost module in an evaluation loop, not from its submodules or the loss', async () => {
     const { records, stderr } = await probe(
       [
