@@ -516,8 +516,11 @@ function runStepNsOf(ranks: readonly RankSummary[], rank: number): number | null
 /** The host's CPU time per step of a rank (the probe's, outside the profiler), null when the probe did not measure it. */
 function hostTimeOf(ranks: readonly RankSummary[], rank: number): HostTime | null {
   const st = ranks.find((r) => r.rank === rank)?.steps;
-  const cpuS = st?.medianHostCpuS;
-  return st && typeof cpuS === 'number' ? { cpuNs: cpuS * 1e9, stepsInFlight: st.medianStepsInFlight ?? null } : null;
+  if (!st) return null;
+  const cpuS = st.medianHostCpuS;
+  const inFlight = st.medianStepsInFlight ?? null;
+  if (typeof cpuS !== 'number' && inFlight !== 0) return null;
+  return { cpuNs: typeof cpuS === 'number' ? cpuS * 1e9 : null, stepsInFlight: inFlight };
 }
 
 /**

@@ -21,6 +21,7 @@ import type { TraceMetrics } from '../../src/trace/metrics/types.js';
 import { inlineAssets } from '../../src/serve/assets.js';
 import { renderDoctorHtml } from '../../src/serve/pages/runs.js';
 import { doctorInput } from './input.js';
+import { runCli } from '../helpers/cli.js';
 
 const RUNS = join(__dirname, '..', '..', 'examples', 'doctor', 'runs', 'h100-host');
 
@@ -154,5 +155,28 @@ describe('ResNet-50 on one H100 (examples/doctor/runs/h100-host)', () => {
   it('a host time below the GPU work left after the fix changes nothing', () => {
     const r = report('alone_fp32', withHostCpu(recordsOf('alone_fp32'), 0.012));
     expect(r.findings.find((f) => f.id === 'mixed-precision')!.estimatedGain!.expectedStepTimeNs).toBeCloseTo(20.6e6, -5);
+  });
+});
+
+describe('the same script on another H100, recorded with hostCpuS (examples/doctor/runs/h100-host/*_b64)', () => {
+  const from = async (name: string) => {
+    const r = await runCli(['doctor', '--from', join(RUNS, name), '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    return JSON.parse(r.stdout) as DoctorReport;
+  };
+
+  it('the GPU idles a fifth of the step with no sync: mixed precision keeps the step, and the fixed run agrees', async () => {
+    const fp32 = await from('fp32_b64');
+    const st = fp32.ranks[0]!.steps;
+    // The stepping thread's clock sees 21 ms of a 47.5 ms step: the host's pace is not its CPU time alone.
+    expect(st.medianHostCpuS).toBeGreaterThan(0.015);
+    expect(st.medianHostCpuS).toBeLessThan(0.5 * (st.medianS as number));
+    const mp = fp32.findings.find((f) => f.id === 'mixed-precision')!;
+    expect(mp.severity).toBe('info');
+    expect(mp.estimatedGain!.arithmetic).toMatch(/the host side sets the pace/);
+    // The advice followed (--amp --channels-last) measured its own median step: within 25% of the expectation.
+    const amp = await from('amp_cl_b64');
+    const measured = amp.ranks[0]!.steps.medianS as number;
+    expect(Math.abs(measured / (mp.estimatedGain!.expectedStepTimeNs / 1e9) - 1)).toBeLessThan(0.25);
   });
 });
