@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { doctorInput } from './input.js';
 import { buildDoctorReport } from '../../src/doctor/report.js';
 import { renderDoctorText } from '../../src/doctor/render.js';
 import { renderDoctorMarkdown } from '../../src/doctor/markdown.js';
@@ -89,23 +90,7 @@ describe.skipIf(SKIP_PYTHON)('the batch of a sequence-first model (CPU torch)', 
 
   it('says in the report how the batch was read', async () => {
     const { records } = await probe(lstmLm('seq-first'));
-    const t = Date.now();
-    const report = buildDoctorReport({
-      version: 'test',
-      command: ['python', 'lm.py'],
-      runDir: '/tmp/run',
-      startedAtMs: t,
-      endedAtMs: t + 1000,
-      exit: { code: 0, signal: null },
-      forwardedSignal: null,
-      records,
-      skippedLines: 0,
-      traces: [],
-      snapshots: [],
-      gpuSamples: null,
-      gpuUnavailableReason: 'test',
-      notes: [],
-    });
+    const report = buildDoctorReport(doctorInput(records, { command: ['python', 'lm.py'] }));
     expect(report.model?.batchDim).toBe(1);
     const line = /batch read from dimension 1 of the model's input \(LSTM\(batch_first=False\): \[seq, batch, \.\.\.\]\)/;
     expect(renderDoctorText(report)).toMatch(line);
