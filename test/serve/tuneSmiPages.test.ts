@@ -12,7 +12,6 @@ import { renderSmiHtml } from '../../src/serve/pages/smi.js';
 import { type TuneChartData, renderTuneHtml } from '../../src/serve/pages/tune.js';
 import { processRows, smiGpuTable } from '../../src/telemetry/render.js';
 import { tuneAnswer } from '../../src/tune/markdown.js';
-import type { TuneTrial } from '../../src/tune/report.js';
 import { fmtBytes } from '../../src/util/format.js';
 import { escapeHtml } from '../../src/util/html.js';
 import { REPO } from '../doctor/helpers.js';
@@ -158,7 +157,7 @@ describe('smi --html: the design of the other reports, the tables as `gpuwise sm
     const html = renderSmiHtml(s, assets);
     expect(html).not.toContain(evil);
     expect(html).not.toContain('<script');
-    expect(html).toContain(`python train.py --tag &quot;${escapeHtml(evil).replace(/&quot;/g, '&quot;')}&quot; &amp; echo`);
+    expect(html).toContain(`python train.py --tag &quot;${escapeHtml(evil)}&quot; &amp; echo`);
     expect(html).toContain(`host node${escapeHtml(evil)}`);
   });
 });
