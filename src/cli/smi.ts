@@ -10,7 +10,9 @@ import { checkHtmlTarget } from '../io/reportTarget.js';
 import { readRecording } from '../io/recordStore.js';
 import { summarizeRecording } from '../telemetry/recordSummary.js';
 import { formatBytes, formatNumber, renderSmi, table } from '../telemetry/render.js';
-import { renderSmiHtml, renderSmiMarkdown } from '../telemetry/smiReport.js';
+import { renderSmiMarkdown } from '../telemetry/smiReport.js';
+import { inlineAssets } from '../serve/assets.js';
+import { renderSmiHtml } from '../serve/pages/smi.js';
 import type { Snapshot } from '../telemetry/sample.js';
 import type { LiveSampler } from '../live/sampler.js';
 import { jsonReport } from './jsonReport.js';
@@ -178,7 +180,7 @@ export async function run(argv: string[]): Promise<number> {
         : renderSmi(snapshot, process.stdout.isTTY ? (process.stdout.columns ?? 160) : 400),
   );
   if (values.html !== undefined) {
-    writeFileSync(values.html, renderSmiHtml(snapshot));
+    writeFileSync(values.html, renderSmiHtml(snapshot, inlineAssets()));
     process.stderr.write(`gpuwise smi: wrote ${values.html}\n`);
   }
   return 0;

@@ -8,7 +8,8 @@ import { StringDecoder } from 'node:string_decoder';
 import { join } from 'node:path';
 import { type SearchSpace, conclude, curveValues, decideNext } from '../tune/predict.js';
 import { checkHtmlTarget } from '../io/reportTarget.js';
-import { renderTuneHtml } from '../tune/html.js';
+import { inlineAssets } from '../serve/assets.js';
+import { renderTuneHtml } from '../serve/pages/tune.js';
 import { renderTuneMarkdown } from '../tune/markdown.js';
 import { type TuneTrial, buildTuneReport, renderTuneText } from '../tune/report.js';
 import { OOM_TEXT, type TrialSummary, summarizeTrial } from '../tune/trial.js';
@@ -351,6 +352,6 @@ export async function run(argv: string[]): Promise<number> {
   if (values.json) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
   else if (values.md) process.stdout.write(renderTuneMarkdown(report));
   else process.stdout.write(`\n${renderTuneText(report)}`);
-  if (values.html !== undefined) writeFileSync(values.html, renderTuneHtml(report));
+  if (values.html !== undefined) writeFileSync(values.html, renderTuneHtml(report, inlineAssets()));
   return report.exitCode;
 }

@@ -143,6 +143,22 @@ export function processRows(procs: readonly ProcessSample[]): string[][] {
   ];
 }
 
+/** Which columns of processRows are numbers (right-aligned). */
+export const PROCESS_RIGHT: readonly boolean[] = [true, true, false, true, true, true, true, false, false];
+
+/** The GPU rows as `smi` shows them (the text view and the `--html` page), with which columns are numbers. */
+export function smiGpuTable(s: Snapshot): { rows: string[][]; right: boolean[] } {
+  let rows = gpuRows(s);
+  let right = [true, false, false, true, true, true, true, true, true, false];
+  // Under CUDA_VISIBLE_DEVICES the ordinal a program sees differs from the index: show both.
+  const live = s.source === 'nvml' || s.source === 'nvidia-smi';
+  if (live && s.gpus.some((g) => g.cudaIndex !== g.index)) {
+    rows = rows.map((r, i) => [r[0]!, i === 0 ? 'CUDA' : (s.gpus[i - 1]!.cudaIndex?.toString() ?? 'hidden'), ...r.slice(1)]);
+    right = [true, true, ...right.slice(1)];
+  }
+  return { rows, right };
+}
+
 /** The `gpuwise smi` text view. */
 export function renderSmi(s: Snapshot, width = 160): string {
   const lines: string[] = [];
@@ -153,20 +169,13 @@ export function renderSmi(s: Snapshot, width = 160): string {
   lines.push(head.join('   '), '');
   if (s.gpus.length === 0) lines.push('no GPU');
   else {
-    let rows = gpuRows(s);
-    let right = [true, false, false, true, true, true, true, true, true, false];
-    // Under CUDA_VISIBLE_DEVICES the ordinal a program sees differs from the index: show both.
-    const live = s.source === 'nvml' || s.source === 'nvidia-smi';
-    if (live && s.gpus.some((g) => g.cudaIndex !== g.index)) {
-      rows = rows.map((r, i) => [r[0]!, i === 0 ? 'CUDA' : (s.gpus[i - 1]!.cudaIndex?.toString() ?? 'hidden'), ...r.slice(1)]);
-      right = [true, true, ...right.slice(1)];
-    }
+    const { rows, right } = smiGpuTable(s);
     lines.push(...table(rows, right));
   }
   const procs = s.gpus.flatMap((g) => g.processes);
   lines.push('');
   if (procs.length === 0) lines.push('Processes: none');
-  else lines.push('Processes:', ...table(processRows(procs), [true, true, false, true, true, true, true, false, false]));
+  else lines.push('Processes:', ...table(processRows(procs), PROCESS_RIGHT));
   for (const n of s.notes) lines.push(`note: ${n}`);
   return `${lines.map((l) => clip(l, width)).join('\n')}\n`;
 }

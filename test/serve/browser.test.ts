@@ -20,6 +20,10 @@ import type { AnalyzeReport } from '../../src/report/analyzeReport.js';
 import { renderAnalyzeHtml } from '../../src/serve/pages/analyze.js';
 import { renderMemoryDiffHtml, renderMemoryHtml } from '../../src/serve/pages/memory.js';
 import { renderPlanHtml } from '../../src/serve/pages/plan.js';
+import { renderSmiHtml } from '../../src/serve/pages/smi.js';
+import { renderTuneHtml } from '../../src/serve/pages/tune.js';
+import { readSmiFiles } from '../../src/io/readSmiFile.js';
+import { tuneFixture } from '../tune/simulate.js';
 import { runCli } from '../helpers/cli.js';
 import { analyzeFixture } from '../memory/helpers.js';
 import { onGpu, reportOf } from '../history/reports.js';
@@ -130,7 +134,7 @@ describe.skipIf(missing !== null)('pages in chromium', () => {
     await offline.close();
   });
 
-  it('the analyze, memory, memory diff and plan --html files: offline from file://, charts drawn, nothing fetched; read with JS off', async () => {
+  it('the analyze, memory, memory diff, plan, tune and smi --html files: offline from file://, charts drawn, nothing fetched; read with JS off', async () => {
     const dir = scratch('report-files');
     const analyzed = async (args: string[], code = 0) => {
       const r = await runCli(args);
@@ -140,6 +144,7 @@ describe.skipIf(missing !== null)('pages in chromium', () => {
     const ddp = (await analyzed(['analyze', '--json', join(TRACES, 'ddp_gpt2')])) as AnalyzeReport;
     const oom = analyzeFixture('oom_activations.pickle.gz').report;
     const gpt2 = join(ROOT, 'test', 'fixtures', 'planner', 'configs', 'gpt2', 'config.json');
+    const tuned = tuneFixture();
     const files: { name: string; html: string; charts: Record<string, number>; text: RegExp; rows: number }[] = [
       {
         name: 'analyze.html',
@@ -151,6 +156,15 @@ describe.skipIf(missing !== null)('pages in chromium', () => {
       { name: 'memory.html', html: renderMemoryHtml(oom, inlineAssets()), charts: { '#chart-memory': oom.timeline.tUs.length }, text: /Live at the failure/, rows: 15 },
       { name: 'diff.html', html: renderMemoryDiffHtml(diffSnapshots(analyzeFixture('leak_step2.pickle'), analyzeFixture('leak_step6.pickle')), inlineAssets()), charts: {}, text: /train\.py:40/, rows: 10 },
       { name: 'plan.html', html: renderPlanHtml((await analyzed(['plan', '--model', gpt2, '--gpu', 'h200', '--json'])) as PlanJson, inlineAssets()), charts: {}, text: /Step time by term/, rows: 10 },
+      {
+        name: 'tune.html',
+        html: renderTuneHtml(tuned, inlineAssets()),
+        // The memory chart's x: every value tried and the predicted largest; the throughput chart's: the values that ran.
+        charts: { '#chart-tune-memory': new Set([...tuned.trials.map((t) => t.value), tuned.result.predictedLargest]).size, '#chart-tune-throughput': tuned.trials.filter((t) => t.outcome === 'ok').length },
+        text: /Largest that fits: batch_size=\d+/,
+        rows: tuned.trials.length + 2,
+      },
+      { name: 'smi.html', html: renderSmiHtml(readSmiFiles([join(ROOT, 'test', 'fixtures', 'telemetry', 'nvidia-smi-q.busy.xml.gz')]), inlineAssets()), charts: {}, text: /NVIDIA H200/, rows: 4 },
     ];
     for (const f of files) {
       const file = join(dir, f.name);

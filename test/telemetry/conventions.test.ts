@@ -140,6 +140,9 @@ describe('smi --md and --html FILE', () => {
     const html = readFileSync(out, 'utf8');
     expect(html).toMatch(/^<!doctype html>/);
     expect(html).toContain('<td>python3</td>');
+    // serve's design (src/serve/pages/smi.ts): the title bar of a standalone report, no script for one snapshot.
+    expect(html).toContain('<nav><b>gpuwise</b><span>smi snapshot</span></nav>');
+    expect(html).not.toContain('<script');
     const foreign = join(dir, 'mine.html');
     writeFileSync(foreign, 'mine');
     expect((await gpuwise(['smi', '--html', foreign, ...from])).code).toBe(2);

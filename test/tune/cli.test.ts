@@ -68,9 +68,12 @@ describe('gpuwise tune: usage', () => {
 describe.skipIf(SKIP_PYTHON)('gpuwise tune on a CPU script that runs out of memory above batch 40', () => {
   it('substitutes the value, detects out of memory, bisects without memory figures, writes tune.json', async () => {
     const out = outDir();
+    const html = join(tmp, 'tune-toy.html');
     const r = await tune([
       '--out',
       out,
+      '--html',
+      html,
       '--param',
       'batch_size=1..64',
       '--steps',
@@ -106,6 +109,15 @@ describe.skipIf(SKIP_PYTHON)('gpuwise tune on a CPU script that runs out of memo
     expect(r.stdout).toContain('Largest that fits: batch_size=37 (verified; 49 ran out of memory)');
     expect(r.stdout).toContain('$ /usr/bin/python3');
     expect(rep.notes.join(' ')).toContain('no GPU memory figures');
+    // --html: the page in serve's design (src/serve/pages/tune.ts), uPlot inline; on CPU no memory chart, the
+    // throughput of the four trials that ran drawn.
+    const page = readFileSync(html, 'utf8');
+    expect(page).toContain('<nav><b>gpuwise</b><span>tune</span></nav>');
+    expect(page).toContain('window.gw = ');
+    expect(page).not.toContain('id="chart-tune-memory"');
+    expect(page).toContain('id="chart-tune-throughput"');
+    const trials = page.slice(page.indexOf('<table id="trials">'));
+    expect(trials.slice(0, trials.indexOf('</table>')).match(/<tr><td>\d+<\/td>/g)).toHaveLength(rep.trials.length);
   });
 
   it('--json: the report on stdout (progress on stderr); an OOM seen only on stderr counts too', async () => {

@@ -1,6 +1,5 @@
-/** tune --md and --html (issue 16): the same answer as the terminal, first; every trial; an offline page. */
+/** tune --md (issue 16): the same answer as the terminal, first; every trial. The --html page: test/serve/tuneSmiPages.test.ts. */
 import { describe, expect, it } from 'vitest';
-import { renderTuneHtml } from '../../src/tune/html.js';
 import { renderTuneMarkdown } from '../../src/tune/markdown.js';
 import { conclude } from '../../src/tune/predict.js';
 import { buildTuneReport } from '../../src/tune/report.js';
@@ -15,21 +14,12 @@ function report() {
   return buildTuneReport({ version: '0', space, stepsPerTrial: 8, margin: 0.1, maxTrials: 3, outDir: '/runs', trials, stopReason: 'done', result: conclude(space, trials, 0.1), interrupted: false });
 }
 
-describe('tune --md / --html', () => {
+describe('tune --md', () => {
   it('Markdown: the answer first, then one row per trial', () => {
     const rep = report();
     const md = renderTuneMarkdown(rep);
     expect(md).toMatch(/^## gpuwise tune: batch_size in 1\.\.1024 on NVIDIA H100 80GB HBM3/);
     expect(md.indexOf(`**Largest that fits: batch_size=${rep.result.largestOk}`)).toBeLessThan(md.indexOf('| # |'));
     expect(md.match(/^\| \d+c? \| \d+ \| (ok|oom)/gm)).toHaveLength(rep.trials.length);
-  });
-  it('HTML: one offline page with the charts and every trial', () => {
-    const rep = report();
-    const html = renderTuneHtml(rep);
-    expect(html).toMatch(/^<!doctype html>/);
-    expect(html).toContain('gpuwise');
-    expect(html).not.toMatch(/<script|https?:\/\//);
-    expect(html.match(/<svg/g)).toHaveLength(2);
-    expect(html.match(/<tr><td>\d+c?<\/td>/g)).toHaveLength(rep.trials.length);
   });
 });

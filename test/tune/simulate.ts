@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { conclude, decideNext, type SearchSpace, type TuneResult } from '../../src/tune/predict.js';
+import { type TuneReport, type TuneTrial, buildTuneReport } from '../../src/tune/report.js';
 import type { TrialSummary } from '../../src/tune/trial.js';
 import { REPO } from '../doctor/helpers.js';
 
@@ -212,4 +213,17 @@ export function doublingThenBisecting(start: number, hi: number, fitsAt: (b: num
     else bad = mid;
   }
   return { largest: ok, trials };
+}
+
+/** A tune run: the search (3 trials, one out of memory) and two --curve points, as tune's CLI builds its report. */
+export function tuneFixture(edit: (t: TuneTrial[]) => TuneTrial[] = (t) => t, paramName = 'batch_size'): TuneReport {
+  const space = { name: paramName, lo: 1, hi: 1024, start: 4, multipleOf: 1, maxTrials: 3 };
+  const gpt2 = measuredCurves().find((c) => c.id === 'gpt2 amp_bf16 adamw');
+  if (!gpt2) throw new Error('no GPT-2 curve');
+  const trial = (b: number) => simulateTrial(gpt2, CARDS[2]!, { fragmentation: 1.03, nvml: true }, b);
+  const r = runSearch(space, trial);
+  const search = r.trials.map((t, i) => ({ ...t, index: i + 1, kind: 'search' as const, reason: 'the line predicts it fits', command: ['python', 't.py'], runDir: `/runs/${i}` }));
+  const curve = [16, 32].map((b, i) => ({ ...trial(b), index: search.length + i + 1, kind: 'curve' as const, reason: 'a point of the throughput curve', command: ['python', 't.py'], runDir: `/runs/c${i}` }));
+  const trials = edit([...search, ...curve]);
+  return buildTuneReport({ version: '0', space, stepsPerTrial: 8, margin: 0.1, maxTrials: 3, outDir: '/runs', trials, stopReason: 'the next value could only add 3%', result: conclude(space, trials, 0.1), interrupted: false });
 }

@@ -9,10 +9,13 @@ export const CHARTS_JS = `
   function color(i) { return PALETTE[i % PALETTE.length]; }
   function width(el) { return Math.max(280, Math.floor(el.getBoundingClientRect().width || 600)); }
   /**
-   * gw.chart(el, {xLabel, yLabel, time, series: [{label, dash, color, fill}], data: [xs, ys1, ...], yFmt, height,
-   *   yRange, bars, stacked, marks: [{x, label}]})
+   * gw.chart(el, {xLabel, yLabel, time, series: [{label, dash, color, fill, points, spanGaps}], data: [xs, ys1, ...],
+   *   yFmt, height, yRange, bars, stacked, marks: [{x, label}]})
    * bars: one bar per x (steps); stacked: each series sits on the ones before it (drawn tallest first, so each
-   * part paints over the one above it; the legend shows each part's own value); marks: dashed vertical lines.
+   * part paints over the one above it; the legend shows each part's own value); marks: dashed vertical lines;
+   * points: true draws every point as a dot (a few trials, not a dense series), false none (a computed line;
+   * uPlot's default shows them on sparse data); spanGaps: the line joins
+   * points across x values the series has no figure for.
    * Returns the uPlot instance (drag to zoom, double-click to reset: uPlot's own behaviour).
    */
   function chart(el, o) {
@@ -27,7 +30,8 @@ export const CHARTS_JS = `
     order.forEach(function (i) {
       var s = o.series[i], c = s.color || color(i);
       var raw = o.stacked ? o.data[i + 1] : null;
-      series.push({ label: s.label, stroke: c, width: o.bars ? 0 : 1.5, dash: s.dash ? [5, 4] : undefined, spanGaps: false,
+      series.push({ label: s.label, stroke: c, width: o.bars ? 0 : 1.5, dash: s.dash ? [5, 4] : undefined, spanGaps: !!s.spanGaps,
+        points: s.points === undefined ? undefined : { show: !!s.points, size: 7, fill: c },
         fill: o.bars ? c : s.fill, paths: o.bars ? uPlot.paths.bars({ size: [0.8, 60], align: 0 }) : undefined,
         value: !o.yFmt && !raw ? undefined : function (u, v, si, idx) { if (raw && idx != null) v = raw[idx]; return v == null ? '-' : o.yFmt ? o.yFmt(v) : String(+v.toFixed(3)); } });
     });
