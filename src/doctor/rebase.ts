@@ -80,31 +80,36 @@ export function hostTimeProblem(host: HostTime, metrics: TraceMetrics): string |
     return `the host ran ${host.stepsInFlight} steps ahead of the GPU (it waits on the GPU, and a launch that finds the queue full may spin)`;
   if (host.stepsInFlight >= 1 && metrics.launch.kernelsPerStep > LAUNCH_QUEUE_KERNELS)
     return `the GPU was still on the step at its end and a step launches ${Math.round(metrics.launch.kernelsPerStep)} kernels, more than the launch queue holds: the host may have spun waiting for room in it`;
-  const steps = Math.max(1, metrics.steps.length);
-  const syncNs = metrics.examples.syncCalls.reduce((a, c) => a + c.totalNs, 0) / steps;
+  const syncNs = syncNsPerStep(metrics);
   if (syncNs > HOST_SYNC_MAX_SHARE * metrics.perStep.durNs)
     return `sync calls take ${fmtMs(syncNs)} of the window's ${fmtMs(metrics.perStep.durNs)} step, and a sync may spin while it waits`;
   return null;
 }
 
-/**
- * A fix that shortens the GPU's work (`savesGpuWork`) leaves the host's own time to issue the step: expected =
- * max(expected, host CPU time per step), capped at the step now. Other gains, a host time below the expectation or a
- * CPU time that may hold waits on the GPU (hostTimeProblem: then the arithmetic says so) leave the gain as it is.
- */
 /** GPU idle above this share of the run's step (outside the profiler) means the host side sets the pace. */
 export const HOST_PACE_IDLE_SHARE = 0.1;
 /** Fixes that shorten GPU work and also cut the host's (fewer kernels to launch): the idle floor does not hold them. */
 const ALSO_SAVES_HOST_WORK = new Set(['fusion']);
 
+/** The window's time in sync calls per step. */
+function syncNsPerStep(metrics: TraceMetrics): number {
+  return metrics.examples.syncCalls.reduce((a, c) => a + c.totalNs, 0) / Math.max(1, metrics.steps.length);
+}
+
+/**
+ * A fix that shortens the GPU's work (`savesGpuWork`) leaves the host's own time to issue the step: expected =
+ * max(expected, host CPU time per step), capped at the step now; and when the host side sets the pace (the GPU idles
+ * a tenth of the run's step without syncs, or had finished each step's work at its end) the step itself. Other gains,
+ * a host time below the expectation or a CPU time that may hold waits on the GPU (hostTimeProblem: then the
+ * arithmetic says so) leave the gain as it is.
+ */
 export function floorByHost(gain: EstimatedGain, metrics: TraceMetrics, host: HostTime | null, findingId = ''): EstimatedGain {
   if (!gain.savesGpuWork) return gain;
   // The GPU idles a tenth of the run's step or more while the host issues no sync: the host side (Python, launches,
   // input) sets the pace, and a fix that only shortens GPU work leaves it. On an H100, ResNet-50 fp32 at batch 64:
   // GPU busy 37.0 ms of a 47.5 ms step, mixed precision promised 29.9 ms and measured 50.3 ms. Not for compile-style
   // fixes, which also remove launches (a Trainer GPT-2 with GPU busy 86% of its step went from 74.6 to 40.8 ms).
-  const steps = Math.max(1, metrics.steps.length);
-  const syncNs = metrics.examples.syncCalls.reduce((a, c) => a + c.totalNs, 0) / steps;
+  const syncNs = syncNsPerStep(metrics);
   const idleNs = gain.stepTimeNs - metrics.perStep.busyNs;
   if (
     !ALSO_SAVES_HOST_WORK.has(findingId) &&
