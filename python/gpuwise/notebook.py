@@ -250,7 +250,23 @@ def _probe_for_cell(env):
             p.step_hook = hook
     if p.torch is not None and getattr(p, "step_hook", None) == "optimizer-step-wrapper":
         p._guarded(_wrap_existing_optimizers, p, p.torch)
+    # The cell's allocations are recorded from its start (not only over the profiled window), so an out-of-memory
+    # error anywhere in it is explained by memory_report(): on an H100, a cell run with --profile-steps 0 left an OOM
+    # snapshot without history, and its report had nothing to say. CUDA initialised in an earlier cell never calls
+    # the probe's init hook again, so the history starts here; a cell that initialises CUDA starts it there.
+    p.memory_history_always = True
+    _start_cell_history(p)
     return p
+
+
+def _start_cell_history(p):
+    """Fail-open: a history that cannot be recorded (another backend, an old torch) leaves the rest of the probe on."""
+    torch = p.torch
+    try:
+        if torch is not None and not p.history_on and torch.cuda.is_available() and torch.cuda.is_initialized():
+            p._start_history()
+    except Exception:
+        pass
 
 
 def _wrap_existing_optimizers(p, torch):
@@ -275,6 +291,11 @@ def _finish_probe(p, error):
         p._guarded(p._stop_profiler, True)
         if p.announced and not p.ended:
             p._guarded(p._end, "exit")
+    if p.history_on:
+        try:
+            p._stop_history()  # the OOM snapshot, if any, was written when the error happened
+        except Exception:
+            pass
     p.sink.close()
     p.disabled = True  # between cells the hooks pass through
 
