@@ -105,14 +105,20 @@ function oomFinding(inp: FindingInput): Finding {
       ),
     });
   }
-  const dominant = (cats.find((c) => c.category !== 'other') ?? cats[0])?.category ?? 'other';
+  // A known category leads when it is there (uncategorised memory is often small and mixed); but when tensors made
+  // outside forward, backward and the optimizer hold most of what is live (a notebook's list of 64 GiB tensors on an
+  // H100), naming the optimizer's 1 MiB would send the user the wrong way.
+  const liveTotal = cats.reduce((a, c) => a + c.bytes, 0);
+  const first = cats[0];
+  const dominant =
+    first?.category === 'other' && first.bytes > 0.5 * liveTotal ? 'other' : ((cats.find((c) => c.category !== 'other') ?? first)?.category ?? 'other');
   data.cause = dominant;
   const capacity = oom.reservedBytes + usableFree;
   const rec = recommendationFor(dominant, inp, capacity, data);
   const dominantBytes = cats.find((c) => c.category === dominant)?.bytes ?? 0;
   return finding({
     id: `oom-${dominant.replace('_', '-')}`,
-    title: `Out of memory: ${fmtBytes(req)} requested with ${fmtBytes(oom.allocatedBytes)} allocated; ${dominant.replace('_', ' ')} hold the most`,
+    title: `Out of memory: ${fmtBytes(req)} requested with ${fmtBytes(oom.allocatedBytes)} allocated; ${dominant === 'other' ? 'tensors made outside forward, backward and the optimizer (your code\'s) hold the most' : `${dominant.replace('_', ' ')} hold the most`}`,
     evidence: [...ev, ...rec.evidence],
     data,
     recommendation: rec.recommendation,

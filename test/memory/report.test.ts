@@ -134,6 +134,17 @@ describe('synthetic snapshots with a known truth', () => {
     expect(report.findings.map((x) => x.id)).not.toContain('forward-without-backward');
   });
 
+  // A notebook cell on an H100 (examples/notebook, cell 4): 64 GiB tensors kept in a list until the next one failed,
+  // beside a small model's optimizer state (1 MiB). The finding used to say "optimizer state hold the most".
+  it('names the tensors your code keeps when they hold most of what is live, not the largest known category', () => {
+    const { report } = analyzeFixture('notebook_oom_h100.pickle.gz');
+    const f = report.findings[0]!;
+    expect(report.oom!.requestedBytes).toBe(64 * 1024 * MiB);
+    expect(f.id).toBe('oom-other');
+    expect(f.title).toMatch(/tensors made outside forward, backward and the optimizer \(your code's\) hold the most$/);
+    expect(f.title).not.toMatch(/optimizer state hold/);
+  });
+
   it('without --batch the activation finding asks for it instead of guessing', () => {
     const f = analyzeFixture('oom_activations.pickle.gz').report.findings[0]!;
     expect(f.data.batchThatFits).toBeUndefined();
