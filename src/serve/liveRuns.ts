@@ -264,7 +264,11 @@ export class LiveRuns {
         }
       }
     }
-    const hubProblem = this.hub?.status().problem ?? 'no live sampler in this server';
+    // A hub without a problem took no sample during the run: the run was shorter than the sampling period (the
+    // notebook's out-of-memory cell on an H100 ended within a second and read "no live sampler in this server").
+    const hubProblem = this.hub
+      ? (this.hub.status().problem ?? `the run ended before the first GPU sample (the GPUs are sampled every ${this.hub.status().intervalMs / 1000} s)`)
+      : 'no live sampler in this server';
     return buildDoctorReport({
       version: VERSION,
       command: run.command,
