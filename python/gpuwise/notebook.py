@@ -250,6 +250,9 @@ def _probe_for_cell(env):
             p.step_hook = hook
     if p.torch is not None and getattr(p, "step_hook", None) == "optimizer-step-wrapper":
         p._guarded(_wrap_existing_optimizers, p, p.torch)
+    # An optimizer built in an earlier cell went past the probe's constructor hook: without this the DataLoader's
+    # batches took over as the step source before the optimizer stepped (torch 2.11 on an H100: "no optimizer").
+    p.optimizer_built = True
     # The cell's allocations are recorded from its start (not only over the profiled window), so an out-of-memory
     # error anywhere in it is explained by memory_report(): on an H100, a cell run with --profile-steps 0 left an OOM
     # snapshot without history, and its report had nothing to say. CUDA initialised in an earlier cell never calls
