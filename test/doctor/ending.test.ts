@@ -8,11 +8,10 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { distributedView, withProbeImbalance } from '../../src/doctor/distributed.js';
 import { hangAnalysis, openStalls, StallTracker } from '../../src/doctor/hang.js';
-import { buildDoctorReport, type DoctorReport } from '../../src/doctor/report.js';
+import { buildDoctorReport } from '../../src/doctor/report.js';
 import { finding, gainFrom, withGain } from '../../src/findings/finding.js';
 import type { ProbeRecord, StallRecord, StepRecord } from '../../src/run/records.js';
-import { runCli } from '../helpers/cli.js';
-import { REPO } from './helpers.js';
+import { REPO, rediagnosed } from './helpers.js';
 import { doctorInput } from './input.js';
 
 const base = (pid: number, rank: number, t: number) => ({ v: 3, pid, rank, t });
@@ -216,11 +215,7 @@ describe('the per-rank view and rank-imbalance', () => {
 
 describe('recorded on 2x H200 under torchrun (examples/doctor/runs/h200-ranks, re-diagnosed with --from)', () => {
   const RUNS = join(REPO, 'examples', 'doctor', 'runs', 'h200-ranks');
-  const from = async (name: string) => {
-    const r = await runCli(['doctor', '--from', join(RUNS, name), '--json']);
-    expect(r.code, r.stderr).toBe(0);
-    return JSON.parse(r.stdout) as DoctorReport;
-  };
+  const from = (name: string) => rediagnosed(join(RUNS, name));
 
   it('rank 1 raised: the cause; rank 0 terminated and torchrun\'s ChildFailedError are what followed', async () => {
     const r = await from('ddp_crash_rank1');

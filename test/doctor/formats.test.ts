@@ -6,6 +6,7 @@ import type { DoctorReport } from '../../src/doctor/report.js';
 import { STEP_TIMELINE_MAX_POINTS, stepTimelineOf } from '../../src/run/steps.js';
 import { doctorReportProblem } from '../../src/doctor/reportCheck.js';
 import { inlineAssets } from '../../src/serve/assets.js';
+import { dataOf, noscripts } from '../serve/pageParts.js';
 import { type RunChartData, renderDoctorHtml, runPage } from '../../src/serve/pages/runs.js';
 import { fmtMs } from '../../src/util/format.js';
 import { onGpu, probeRecords, reportOf } from '../history/reports.js';
@@ -13,8 +14,7 @@ import { SKIP_PYTHON } from './helpers.js';
 
 const fileOf = (r: DoctorReport) => renderDoctorHtml(r, inlineAssets());
 /** The chart data a page embeds for its script. */
-const chartsOf = (html: string) => (JSON.parse(/<script type="application\/json" id="gw-data">([^<]*)<\/script>/.exec(html)?.[1] ?? 'null') as { charts: RunChartData }).charts;
-const noscripts = (html: string) => [...html.matchAll(/<noscript>([\s\S]*?)<\/noscript>/g)].map((m) => m[1] ?? '');
+const chartsOf = (html: string) => dataOf<{ charts: RunChartData }>(html).charts;
 
 describe.skipIf(SKIP_PYTHON)('doctor report as Markdown and HTML (real probe records)', () => {
   let records: ProbeRecord[];

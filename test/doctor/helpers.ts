@@ -6,7 +6,10 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { expect } from 'vitest';
+import type { DoctorReport } from '../../src/doctor/report.js';
 import { type ProbeRecord, parseProbeLines } from '../../src/run/records.js';
+import { runCli } from '../helpers/cli.js';
 
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const PYTHON = '/usr/bin/python3';
@@ -79,4 +82,11 @@ export function fallbackRecords(dir: string): ProbeRecord[] {
 
 export function stepsOf(records: ProbeRecord[]): number[] {
   return records.flatMap((r) => (r.type === 'step' ? [r.step] : []));
+}
+
+/** `gpuwise doctor --from DIR --json` through the bundled CLI: the report of a recorded run, re-diagnosed. */
+export async function rediagnosed(dir: string): Promise<DoctorReport> {
+  const r = await runCli(['doctor', '--from', dir, '--json']);
+  expect(r.code, r.stderr).toBe(0);
+  return JSON.parse(r.stdout) as DoctorReport;
 }

@@ -21,7 +21,7 @@ import type { TraceMetrics } from '../../src/trace/metrics/types.js';
 import { inlineAssets } from '../../src/serve/assets.js';
 import { renderDoctorHtml } from '../../src/serve/pages/runs.js';
 import { doctorInput } from './input.js';
-import { runCli } from '../helpers/cli.js';
+import { rediagnosed } from './helpers.js';
 
 const RUNS = join(__dirname, '..', '..', 'examples', 'doctor', 'runs', 'h100-host');
 
@@ -159,11 +159,7 @@ describe('ResNet-50 on one H100 (examples/doctor/runs/h100-host)', () => {
 });
 
 describe('the same script on another H100, recorded with hostCpuS (examples/doctor/runs/h100-host/*_b64)', () => {
-  const from = async (name: string) => {
-    const r = await runCli(['doctor', '--from', join(RUNS, name), '--json']);
-    expect(r.code, r.stderr).toBe(0);
-    return JSON.parse(r.stdout) as DoctorReport;
-  };
+  const from = (name: string) => rediagnosed(join(RUNS, name));
 
   it('the GPU idles a fifth of the step with no sync: mixed precision keeps the step, and the fixed run agrees', async () => {
     const fp32 = await from('fp32_b64');

@@ -4,16 +4,10 @@
  */
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { DoctorReport } from '../../src/doctor/report.js';
-import { runCli } from '../helpers/cli.js';
-import { REPO } from './helpers.js';
+import { REPO, rediagnosed } from './helpers.js';
 
 const RUNS = join(REPO, 'examples', 'doctor', 'runs', 'h100-onegpu');
-const from = async (name: string) => {
-  const r = await runCli(['doctor', '--from', join(RUNS, name), '--json']);
-  expect(r.code, r.stderr).toBe(0);
-  return JSON.parse(r.stdout) as DoctorReport;
-};
+const from = (name: string) => rediagnosed(join(RUNS, name));
 /** The same script alone on the same GPU (shared_gpu_alone, README): its steady median step. */
 const ALONE_MEDIAN_S = 0.0539;
 

@@ -9,16 +9,11 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { DoctorReport } from '../../src/doctor/report.js';
-import { runCli } from '../helpers/cli.js';
-import { REPO } from './helpers.js';
+import { REPO, rediagnosed } from './helpers.js';
 
 const RUNS = join(REPO, 'examples', 'realworld', 'runs');
 
-async function fromDir(name: string): Promise<DoctorReport> {
-  const r = await runCli(['doctor', '--from', join(RUNS, name), '--json']);
-  expect(r.code, r.stderr).toBe(0);
-  return JSON.parse(r.stdout) as DoctorReport;
-}
+const fromDir = (name: string) => rediagnosed(join(RUNS, name));
 
 const CASES = [
   // name, step source the probe must find, expected top finding, the run with the advice followed (or null)

@@ -10,7 +10,6 @@ import { diffSnapshots } from '../../src/memory/diff.js';
 import type { MemoryReport } from '../../src/memory/report.js';
 import type { PlanJson } from '../../src/planner/report.js';
 import type { AnalyzeReport } from '../../src/report/analyzeReport.js';
-import { inlineAssets } from '../../src/serve/assets.js';
 import { type AnalyzeChartData, analyzePage, renderAnalyzeHtml } from '../../src/serve/pages/analyze.js';
 import { type MemoryChartData, memoryPage, renderMemoryDiffHtml, renderMemoryHtml } from '../../src/serve/pages/memory.js';
 import { renderPlanHtml } from '../../src/serve/pages/plan.js';
@@ -20,26 +19,14 @@ import { escapeHtml } from '../../src/util/html.js';
 import { runCli } from '../helpers/cli.js';
 import { TRACES } from '../helpers/fixtures.js';
 import { analyzeFixture } from '../memory/helpers.js';
+import { assets, dataOf, expectStandalone, noscripts } from './pageParts.js';
 
-const assets = inlineAssets();
-const dataOf = <T>(html: string) => JSON.parse(/<script type="application\/json" id="gw-data">([^<]*)<\/script>/.exec(html)?.[1] ?? 'null') as T;
-const noscripts = (html: string) => [...html.matchAll(/<noscript>([\s\S]*?)<\/noscript>/g)].map((m) => m[1] ?? '');
 /** The markup from `id="…"` to the end of its element's first closing tag run: what must be equal served and in the file. */
 const part = (h: string, id: string) => {
   const i = h.indexOf(`id="${id}"`);
   expect(i).toBeGreaterThan(0);
   return h.slice(i, h.indexOf('</table>', i) > 0 ? h.indexOf('</table>', i) : i + 400);
 };
-/** A standalone file: every script and style inline, nothing that a browser would fetch. */
-function expectStandalone(html: string, withCharts: boolean) {
-  expect(html.startsWith('<!doctype html>')).toBe(true);
-  expect(html).not.toMatch(/<script[^>]* src=|<link rel="stylesheet"|src="https?:|href="https?:|<iframe/i);
-  expect(html).not.toContain('<nav><b>gpuwise</b><a href=');
-  if (withCharts) {
-    expect(html).toContain(assets.uplotJs.slice(0, 200));
-    expect(html).toContain('window.gw = ');
-  } else expect(html).not.toContain('<script');
-}
 const json = async <T>(argv: string[], code = 0) => {
   const r = await runCli(argv);
   expect(r.code).toBe(code);

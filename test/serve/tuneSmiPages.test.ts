@@ -7,7 +7,6 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { readSmiFiles } from '../../src/io/readSmiFile.js';
-import { inlineAssets } from '../../src/serve/assets.js';
 import { renderSmiHtml } from '../../src/serve/pages/smi.js';
 import { type TuneChartData, renderTuneHtml } from '../../src/serve/pages/tune.js';
 import { processRows, smiGpuTable } from '../../src/telemetry/render.js';
@@ -16,25 +15,14 @@ import { fmtBytes } from '../../src/util/format.js';
 import { escapeHtml } from '../../src/util/html.js';
 import { REPO } from '../doctor/helpers.js';
 import { tuneFixture } from '../tune/simulate.js';
+import { assets, dataOf, expectStandalone, noscripts } from './pageParts.js';
 
-const assets = inlineAssets();
-const dataOf = <T>(html: string) => JSON.parse(/<script type="application\/json" id="gw-data">([^<]*)<\/script>/.exec(html)?.[1] ?? 'null') as T;
-const noscripts = (html: string) => [...html.matchAll(/<noscript>([\s\S]*?)<\/noscript>/g)].map((m) => m[1] ?? '');
 const rowsOf = (html: string, id: string) => {
   const i = html.indexOf(`<table id="${id}">`);
   expect(i).toBeGreaterThanOrEqual(0);
   const t = html.slice(i, html.indexOf('</table>', i));
   return [...t.matchAll(/<tr[^>]*>([\s\S]*?)<\/tr>/g)].slice(1).map((m) => [...(m[1] ?? '').matchAll(/<td[^>]*>([\s\S]*?)<\/td>/g)].map((c) => c[1] ?? ''));
 };
-function expectStandalone(html: string, withCharts: boolean) {
-  expect(html.startsWith('<!doctype html>')).toBe(true);
-  expect(html).not.toMatch(/<script[^>]* src=|<link rel="stylesheet"|src="https?:|href="https?:|<iframe/i);
-  expect(html).not.toContain('<nav><b>gpuwise</b><a href=');
-  if (withCharts) {
-    expect(html).toContain(assets.uplotJs.slice(0, 200));
-    expect(html).toContain('window.gw = ');
-  } else expect(html).not.toContain('<script');
-}
 
 describe('tune --html: the design of the other reports', () => {
   const rep = tuneFixture();
