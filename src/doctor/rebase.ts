@@ -50,6 +50,7 @@ export function rebaseGain(gain: EstimatedGain, metrics: TraceMetrics, runStepNs
     savedFraction: Math.max(0, 1 - expectedNs / runStepNs),
     arithmetic: `${gain.arithmetic}. On this run: the step is ${fmtMs(runStepNs)} outside the profiled window and ${fmtMs(windowStepNs)} inside it (the profiler's own cost ${fmtMs(profilerNs)}); ${how}`,
     ...(gain.savesGpuWork ? { savesGpuWork: true as const } : {}),
+    ...(gain.savesHostWork ? { savesHostWork: true as const } : {}),
   };
 }
 
@@ -88,8 +89,6 @@ export function hostTimeProblem(host: HostTime, metrics: TraceMetrics): string |
 
 /** GPU idle above this share of the run's step (outside the profiler) means the host side sets the pace. */
 export const HOST_PACE_IDLE_SHARE = 0.1;
-/** Fixes that shorten GPU work and also cut the host's (fewer kernels to launch): the idle floor does not hold them. */
-const ALSO_SAVES_HOST_WORK = new Set(['fusion']);
 
 /** The window's time in sync calls per step. */
 function syncNsPerStep(metrics: TraceMetrics): number {
@@ -103,7 +102,7 @@ function syncNsPerStep(metrics: TraceMetrics): number {
  * a host time below the expectation or a CPU time that may hold waits on the GPU (hostTimeProblem: then the
  * arithmetic says so) leave the gain as it is.
  */
-export function floorByHost(gain: EstimatedGain, metrics: TraceMetrics, host: HostTime | null, findingId = ''): EstimatedGain {
+export function floorByHost(gain: EstimatedGain, metrics: TraceMetrics, host: HostTime | null): EstimatedGain {
   if (!gain.savesGpuWork) return gain;
   // The GPU idles a tenth of the run's step or more while the host issues no sync: the host side (Python, launches,
   // input) sets the pace, and a fix that only shortens GPU work leaves it. On an H100, ResNet-50 fp32 at batch 64:
@@ -112,7 +111,7 @@ export function floorByHost(gain: EstimatedGain, metrics: TraceMetrics, host: Ho
   const syncNs = syncNsPerStep(metrics);
   const idleNs = gain.stepTimeNs - metrics.perStep.busyNs;
   if (
-    !ALSO_SAVES_HOST_WORK.has(findingId) &&
+    !gain.savesHostWork &&
     idleNs >= HOST_PACE_IDLE_SHARE * gain.stepTimeNs &&
     syncNs <= HOST_SYNC_MAX_SHARE * metrics.perStep.durNs &&
     gain.expectedStepTimeNs < gain.stepTimeNs
@@ -170,7 +169,7 @@ export function rebaseFinding(
   const m = metricsOfRank(rank);
   const run = runStepNsOfRank(rank);
   if (m === null || run === null) return f;
-  const estimatedGain = floorByHost(rebaseGain(f.estimatedGain, m, run), m, hostOfRank(rank), f.id);
+  const estimatedGain = floorByHost(rebaseGain(f.estimatedGain, m, run), m, hostOfRank(rank));
   if (estimatedGain === f.estimatedGain) return f;
   return withGain(f, estimatedGain);
 }

@@ -22,6 +22,11 @@ export interface EstimatedGain {
    * takes the GPU work left after the fix, not the work now, as the floor of the expected step. Absent otherwise.
    */
   savesGpuWork?: true;
+  /**
+   * The fix also shortens the host's work (fewer kernels to launch: compiling fuses them), so a host that sets the
+   * pace does not hold its gain back (doctor/rebase.ts floorByHost). Absent otherwise.
+   */
+  savesHostWork?: true;
 }
 
 /** What a memory change frees (memory findings: they save bytes, not step time). */
@@ -131,12 +136,13 @@ export function gainFrom(
   stepTimeNs: number,
   savedNs: number,
   arithmetic: string,
-  opts: { savesGpuWork?: boolean } = {},
+  opts: { savesGpuWork?: boolean; savesHostWork?: boolean } = {},
 ): EstimatedGain | null {
   if (!(stepTimeNs > 0) || !(savedNs > 0)) return null;
   const saved = Math.min(savedNs, stepTimeNs * 0.99);
   const gain: EstimatedGain = { stepTimeNs, expectedStepTimeNs: stepTimeNs - saved, savedFraction: saved / stepTimeNs, arithmetic };
   if (opts.savesGpuWork) gain.savesGpuWork = true;
+  if (opts.savesHostWork) gain.savesHostWork = true;
   return gain;
 }
 

@@ -103,7 +103,7 @@ export const fusion: RankRule = (m) => {
       step,
       saved,
       `what compile removed of each kind on GPT-2 (eager vs compiled traces): (casts + pointwise ${fmtMs(k.castNs + k.pointwiseNs)}) x ${COMPILE_REMOVES.castPointwise} + softmax and loss ${fmtMs(k.softmaxNs)} x ${COMPILE_REMOVES.softmax} + normalisation ${fmtMs(k.normNs)} x ${COMPILE_REMOVES.norm} = ${fmtMs(fused)}${padded > 0 ? ` + misaligned GEMMs padded ${fmtMs(padded)} = ${fmtMs(saved)}` : ''} saved per step (other reductions and the optimizer unchanged)`,
-      { savesGpuWork: true },
+      { savesGpuWork: true, savesHostWork: true },
     ),
   });
 };
