@@ -7,12 +7,13 @@
 import type { Finding } from '../findings/finding.js';
 import { mergeById, sortFindings } from '../findings/rank.js';
 import type { CollectiveTimings } from '../trace/metrics/collectives.js';
+import type { Pipeline } from '../pace/pipeline.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
 import { gpuUnderused, misalignedShapes, noTensorCores } from './rules/compute.js';
 import { commBound, dataParallel, ddpAccumWithoutNoSync, rankImbalance, smallCommBuckets } from './rules/distributed.js';
 import { fusion } from './rules/fusion.js';
 import { hostSync, launchBound } from './rules/host.js';
-import { dataloaderBound, pageableH2d } from './rules/input.js';
+import { dataloaderBound, dataloaderFinding, pageableH2d } from './rules/input.js';
 import { memoryNearLimit } from './rules/memory.js';
 import { modelParallelBubble } from './rules/modelParallel.js';
 import { channelsLast, fp16WithoutScaler, mixedPrecision } from './rules/precision.js';
@@ -39,20 +40,31 @@ export const RANK_RULES: readonly RankRule[] = [
 ];
 export const CROSS_RANK_RULES: readonly CrossRankRule[] = [rankImbalance];
 
-/** `collectives[i]`, rank i's collective timings, lets the rules compare ranks collective by collective. */
-export function diagnose(ranks: TraceMetrics[], collectives: readonly CollectiveTimings[] = []): Finding[] {
+/**
+ * `collectives[i]`, rank i's collective timings, lets the rules compare ranks collective by collective; `paces[i]`,
+ * rank i's pipeline, is what the fixes' gains are judged on: the run's outside the profiler (doctor), by default the
+ * window's own (analyze).
+ */
+export function diagnose(ranks: TraceMetrics[], collectives: readonly CollectiveTimings[] = [], paces: readonly (Pipeline | null)[] = []): Finding[] {
   const perRank: Finding[] = [];
-  for (const m of ranks)
+  ranks.forEach((m, i) => {
     for (const rule of RANK_RULES) {
-      const f = rule(m);
+      const f = rule(m, paces[i] ?? undefined);
       if (f) perRank.push(f);
     }
+  });
   const byId = new Map(mergeById(perRank).map((f) => [f.id, f]));
   if (ranks.length > 1) {
     for (const rule of CROSS_RANK_RULES) {
-      const f = rule(ranks, collectives);
+      const f = rule(ranks, collectives, paces);
       if (f) byId.set(f.id, f);
     }
   }
   return sortFindings([...byId.values()]);
+}
+
+/** The findings a run's pipeline supports without a profiled window (doctor, a rank without one): the DataLoader's. */
+export function diagnoseRun(pace: Pipeline, rank: number): Finding[] {
+  const f = dataloaderFinding(pace, null, rank);
+  return f ? [f] : [];
 }

@@ -10,7 +10,8 @@
  * gradient all-reduce at the catalogue's link bandwidth, counted whole (DDP overlaps most of it with the backward).
  */
 import { dataParallelComputeNs, modelParallelFigures, PIPELINE_CODE } from '../advice/rules/modelParallel.js';
-import { type Finding, finding, gainFrom } from '../findings/finding.js';
+import { type Finding, finding } from '../findings/finding.js';
+import { wholeStepFix, wholeStepGain } from '../pace/gain.js';
 import { fitsBudget } from '../planner/fromRun.js';
 import { budgetBytes, evaluatePlan } from '../planner/plan.js';
 import type { Hardware, Parallelism, TrainingSetup } from '../planner/setup.js';
@@ -19,7 +20,7 @@ import type { ModelRecord } from '../run/records.js';
 import { modelBytes } from '../run/setup.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
 import { fmtGiB, fmtMs } from '../util/format.js';
-import type { RunSetup } from './whatIfs.js';
+import type { RunSetup } from '../run/setup.js';
 
 export interface DataParallelFit {
   layout: 'ddp' | 'fsdp';
@@ -145,6 +146,7 @@ export function withDataParallelFix(
       summary: `The whole model fits on one GPU (${fmtGiB(fit.peakBytes)} of ${fmtGiB(fit.budgetBytes)}): train it data-parallel over the same ${n} GPUs with ${name}, one process per GPU on 1/${n} of the batch: no GPU waits for another (about ${fmtMs(expected)} a step). Else pipeline the split with micro-batches (${f.data.microBatches} of them: about ${fmtMs(pipelined)}).`,
       code: `${fit.layout === 'ddp' ? DDP_CODE(n) : FSDP_CODE(n)}\n\n# or keep the split and pipeline it:\n${PIPELINE_CODE}`,
     },
-    estimatedGain: gainFrom(step, step - expected, arithmetic),
+    fix: wholeStepFix(`${name} over the ${n} GPUs`, step, expected, arithmetic),
+    estimatedGain: wholeStepGain(step, expected, arithmetic),
   });
 }

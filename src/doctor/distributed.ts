@@ -10,7 +10,8 @@
  * The probe sees the first on every step; the trace (when every rank has a window) sees the second.
  */
 import { IMBALANCE_MIN_SHARE, rankImbalanceRecommendation } from '../advice/rules/distributed.js';
-import { type EstimatedGain, type Finding, finding, gainFrom, withGain } from '../findings/finding.js';
+import { type EstimatedGain, type Finding, finding, withGain } from '../findings/finding.js';
+import { wholeStepFix, wholeStepGain } from '../pace/gain.js';
 import type { HelloRecord } from '../run/records.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
 import { fmtMs, fmtPct } from '../util/format.js';
@@ -184,9 +185,9 @@ function probeGain(view: DistributedView): EstimatedGain | null {
   const bySkew = (slowS - meanS) * 1e9;
   const byWait = (view.dataWaitSpread ?? 0) * stepNs;
   const savedNs = Math.max(bySkew, byWait);
-  return gainFrom(
+  return wholeStepGain(
     stepNs,
-    savedNs,
+    stepNs - Math.min(savedNs, 0.99 * stepNs),
     `balanced ranks: the slowest median ${fmtMs(stepNs)} down to the mean median ${fmtMs(meanS * 1e9)} (${fmtMs(bySkew)}), or the DataLoader wait spread ${fmtPct(view.dataWaitSpread ?? 0)} of the step (${fmtMs(byWait)}) no longer waited for in collectives: the larger, ${fmtMs(savedNs)}`,
   );
 }
@@ -251,6 +252,7 @@ export function withProbeImbalance(view: DistributedView | null, traceFindings: 
     evidence: [skewLine, ...view.ranks.map(lineOf), ...view.why.map((w) => `rank ${st.rank}: ${w}`)],
     data: { straggler: st.rank, by: st.by, probeSkew: view.skew, probeSlowestRank: view.slowestRank, probeDataWaitSpread: view.dataWaitSpread },
     recommendation: rankImbalanceRecommendation(st.rank),
+    fix: wholeStepFix(`rank ${st.rank} balanced with the others`, gain.stepTimeNs, gain.expectedStepTimeNs, gain.arithmetic),
     estimatedGain: gain,
   });
   return { trace: traceFindings, probe };

@@ -4,11 +4,14 @@
  * The trace findings come from analyze's rules (advice/engine.ts), the memory findings from
  * memory's analysis, so a run diagnosed by doctor reads like `analyze` and `memory` on its files.
  */
-import { diagnose } from '../advice/engine.js';
+import { diagnose, diagnoseRun } from '../advice/engine.js';
 import { frameworkNamedBy, inFramework, inTraceFramework } from '../advice/framework.js';
 import { type Finding, finding } from '../findings/finding.js';
 import { sortFindings } from '../findings/rank.js';
 import type { MemoryReport } from '../memory/report.js';
+import type { Pipeline } from '../pace/pipeline.js';
+import { type PaceReport, paceReport } from '../pace/plan.js';
+import { epochStartsOf, runPipeline } from '../pace/run.js';
 import type { ModelDescription } from '../planner/model.js';
 import { describeModel, MODEL_SUMMARY_FORMAT } from '../planner/modelSummary.js';
 import type { ChildExit } from '../run/exit.js';
@@ -16,6 +19,7 @@ import {
   type AllocatorMemory,
   type ExceptionRecord,
   type HelloRecord,
+  type LoaderRecord,
   type ModelRecord,
   analysedWindowEnds,
   type OomRecord,
@@ -35,10 +39,10 @@ import { type GpuProcess, gpuProcessesOf, isGpuProcess, withJobPids } from './gp
 import { type DistributedView, distributedView, withProbeImbalance } from './distributed.js';
 import { type Ending, endingOf, type FirstFailure } from './ending.js';
 import { type HangAnalysis, hangAnalysis, innermostFrames, openStalls, recoveredStalls } from './hang.js';
-import { type HostTime, rebaseFinding, restateShare } from './rebase.js';
 import { withDataParallelFix } from './dataParallelFix.js';
 import { gpuSharedFindings, ranksShareGpuFinding, type SharingProcess } from './sharing.js';
-import { buildWhatIfs, hardwareOf, type RunSetup, type WhatIf, type WhatIfCalibration, type WhatIfResult, whatIfFindings } from './whatIfs.js';
+import type { RunSetup } from '../run/setup.js';
+import { buildWhatIfs, hardwareOf, type WhatIf, type WhatIfCalibration, type WhatIfResult, whatIfFindings } from './whatIfs.js';
 
 /** The collector (cli/probeRun.ts) takes the exit type from here. */
 export type { ChildExit } from '../run/exit.js';
@@ -152,9 +156,6 @@ export interface RankedFinding extends Finding {
   source: 'trace' | 'memory' | 'probe' | 'planner' | 'telemetry';
 }
 
-/** Below this share of step time, waiting on the DataLoader is not worth a finding (same as analyze's medium threshold). */
-export const DATALOADER_WAIT_MIN_SHARE = 0.05;
-
 export interface DoctorReport {
   schemaVersion: typeof DOCTOR_SCHEMA_VERSION;
   tool: 'gpuwise';
@@ -220,6 +221,12 @@ export interface DoctorReport {
   whatIfProblem: string | null;
   /** Trace, memory, probe and planner findings, ranked by severity, then estimated gain. */
   findings: RankedFinding[];
+  /**
+   * What sets the pace of the slowest training rank's step (src/pace/): the pipeline's stages, the bound and why, and
+   * the plan: the findings' fixes in order, each with the step expected after it. Null without a timed step. Added
+   * after schema 1's release (absent from older reports).
+   */
+  pace?: (PaceReport & { rank: number }) | null;
   notes: string[];
 }
 
@@ -363,39 +370,6 @@ export function outcomeOf(
   return { outcome: 'completed', text: 'completed (exit code 0)' };
 }
 
-/**
- * The loop's own measurement of DataLoader waits, over every step (not only the profiled window,
- * and also on CPU). Only used when the trace did not already report the DataLoader.
- */
-export function dataLoaderWaitFinding(ranks: RankSummary[]): Finding | null {
-  const worst = ranks
-    .filter((r) => r.steps.dataWaitShare !== null && r.steps.meanS !== null)
-    .sort((a, b) => (b.steps.dataWaitShare ?? 0) - (a.steps.dataWaitShare ?? 0))[0];
-  const share = worst?.steps.dataWaitShare ?? 0;
-  const meanS = worst?.steps.meanS ?? 0;
-  if (!worst || share < DATALOADER_WAIT_MIN_SHARE) return null;
-  const stepNs = meanS * 1e9;
-  return finding({
-    id: 'dataloader-wait',
-    title: `The training loop waits on the DataLoader ${(share * 100).toFixed(0)}% of the time`,
-    ranks: [worst.rank],
-    evidence: [
-      `rank ${worst.rank}: ${(share * 100).toFixed(1)}% of ${worst.steps.measuredSteps} measured steps spent inside DataLoader __next__ (mean step ${(meanS * 1e3).toFixed(1)} ms)`,
-    ],
-    data: { dataWaitShare: share, meanStepS: meanS, measuredSteps: worst.steps.measuredSteps },
-    recommendation: {
-      summary: 'Load batches in parallel with the step: more DataLoader workers, pinned memory, prefetching; or make __getitem__ cheaper.',
-      code: 'DataLoader(dataset, batch_size=..., num_workers=8, pin_memory=True, persistent_workers=True, prefetch_factor=4)',
-    },
-    estimatedGain: {
-      stepTimeNs: stepNs,
-      expectedStepTimeNs: stepNs * (1 - share),
-      savedFraction: share,
-      arithmetic: `mean step ${(meanS * 1e3).toFixed(2)} ms x (1 - wait share ${share.toFixed(3)}) = ${((stepNs * (1 - share)) / 1e6).toFixed(2)} ms, if loading fully overlaps the step`,
-    },
-  });
-}
-
 export function rankFindings(trace: Finding[], memory: Finding[], probe: Finding[], planner: Finding[], telemetry: Finding[] = []): RankedFinding[] {
   return sortFindings<RankedFinding>([
     ...trace.map((f) => ({ ...f, source: 'trace' as const })),
@@ -430,6 +404,8 @@ export interface ProcessRecords {
   hello: HelloRecord | null;
   model: ModelRecord | null;
   steps: StepRecord[];
+  /** The DataLoader's own production, measured in its workers (`loader` records; none from an older probe). */
+  loader: LoaderRecord[];
 }
 
 /** Stage 1: the records grouped by process, in the order the processes first reported. */
@@ -451,6 +427,7 @@ export function groupProcesses(records: readonly ProbeRecord[]): ProcessRecords[
       // The last: a probe that sent one with a time window sends the training's own at the first step.
       model: recs.findLast((r): r is ModelRecord => r.type === 'model') ?? null,
       steps: recs.filter((r): r is StepRecord => r.type === 'step'),
+      loader: recs.filter((r): r is LoaderRecord => r.type === 'loader'),
     };
   });
 }
@@ -487,7 +464,7 @@ export function summarizeRank(p: ProcessRecords, gpuSamples: Snapshot[] | null, 
     rankFromEnv: p.rankFromEnv,
     pid: p.pid,
     localRank: p.hello?.localRank ?? null,
-    steps: stepStats(p.steps, gpuStepTimesOf(recs)),
+    steps: stepStats(p.steps, gpuStepTimesOf(recs), epochStartsOf(p.loader)),
     allocator: lastMem,
     nvmlUsedBytes: nvml,
     nonAllocatorBytes: nvml !== null && lastMem !== null ? nvml - lastMem.peakReservedBytes : null,
@@ -503,48 +480,72 @@ export function summarizeRank(p: ProcessRecords, gpuSamples: Snapshot[] | null, 
   };
 }
 
-/**
- * Stage 4: analyze's rules on the windows, each finding re-based on its rank's steady GPU-timed step (rebase.ts) and
- * stating that one share in its title (the window's figure moves to the evidence).
- */
 /** The run's own GPU-timed median step of a rank (outside the profiled window), null when not GPU-timed. */
 function runStepNsOf(ranks: readonly RankSummary[], rank: number): number | null {
   const st = ranks.find((r) => r.rank === rank)?.steps;
   return st && st.timing === 'gpu' && st.medianS !== null ? st.medianS * 1e9 : null;
 }
 
-/** The host's CPU time per step of a rank (the probe's, outside the profiler), null when the probe did not measure it. */
-function hostTimeOf(ranks: readonly RankSummary[], rank: number): HostTime | null {
-  const st = ranks.find((r) => r.rank === rank)?.steps;
-  if (!st) return null;
-  const cpuS = st.medianHostCpuS;
-  const inFlight = st.medianStepsInFlight ?? null;
-  if (typeof cpuS !== 'number' && inFlight !== 0) return null;
-  return { cpuNs: typeof cpuS === 'number' ? cpuS * 1e9 : null, stepsInFlight: inFlight };
+/** Median DataLoader batches per step of a process's steps; null without steps. */
+function batchesPerStepOf(steps: readonly StepRecord[]): number | null {
+  const b = steps.map((s) => s.batches).filter((n) => n > 0).sort((x, y) => x - y);
+  return b.length ? (b[Math.floor((b.length - 1) / 2)] as number) : null;
 }
 
 /**
- * Stage 4: analyze's rules on the windows, re-based on the run's steady step; a fix led by the training framework's
+ * Stage 4a: each training process's pipeline (src/pace/run.ts), from its unprofiled steps, its DataLoader records and
+ * its rank's window; keyed by pid. What every finding's gain is judged on.
+ */
+export function pacesOf(processes: readonly ProcessRecords[], ranks: readonly RankSummary[], traces: readonly TraceInput[]): Map<number, Pipeline> {
+  const out = new Map<number, Pipeline>();
+  for (const p of processes) {
+    const st = ranks.find((r) => r.pid === p.pid)?.steps;
+    if (!st) continue;
+    const window = traces.find((t) => t.rank === p.rank && t.metrics !== null)?.metrics ?? null;
+    const pace = runPipeline({ steps: st, window, loader: p.loader, batchesPerStep: batchesPerStepOf(p.steps) });
+    if (pace) out.set(p.pid, pace);
+  }
+  return out;
+}
+
+/** The pipeline of a rank: its first process's (processes that are not ranks of one job all count as rank 0). */
+function paceOfRank(paces: ReadonlyMap<number, Pipeline>, ranks: readonly RankSummary[], rank: number): Pipeline | null {
+  for (const r of ranks) if (r.rank === rank && paces.has(r.pid)) return paces.get(r.pid) as Pipeline;
+  return null;
+}
+
+/**
+ * Stage 4: analyze's rules on the windows, their gains judged on each rank's pipeline (the run outside the profiler);
+ * the DataLoader's finding from the pipeline alone for a rank without a window; a fix led by the training framework's
  * own switch when the probe saw one; no fusion finding for a model the probe knows is compiled (another backend than
  * Inductor leaves no Triton kernels in the trace).
  */
-export function traceFindingsOf(traces: readonly TraceInput[], ranks: readonly RankSummary[], model: ModelRecord | null = null): Finding[] {
+export function traceFindingsOf(
+  traces: readonly TraceInput[],
+  ranks: readonly RankSummary[],
+  model: ModelRecord | null = null,
+  paces: ReadonlyMap<number, Pipeline> = new Map(),
+): Finding[] {
   const analysed = traces.filter((t) => t.metrics !== null);
   const metrics = analysed.map((t) => t.metrics as TraceMetrics);
-  if (metrics.length === 0) return [];
-  const metricsOfRank = (rank: number) => metrics.find((m) => m.rank === rank) ?? null;
-  const runStepNsOfRank = (rank: number) => runStepNsOf(ranks, rank);
-  const hostOfRank = (rank: number) => hostTimeOf(ranks, rank);
   const collectives = analysed.every((t) => t.collectives !== null) ? analysed.map((t) => t.collectives as CollectiveTimings) : [];
   // Processes that are not ranks of one job (no RANK: two scripts under one doctor, each rank 0) are diagnosed
   // apart: the cross-rank rules would compare unrelated processes.
   const oneJob = new Set(analysed.map((t) => t.rank)).size === analysed.length;
-  const found = oneJob ? diagnose(metrics, collectives) : metrics.flatMap((m, i) => diagnose([m], collectives.length ? [collectives[i] as CollectiveTimings] : []));
+  const paceOf = (m: TraceMetrics) => paceOfRank(paces, ranks, m.rank);
+  const found = oneJob
+    ? diagnose(metrics, collectives, metrics.map(paceOf))
+    : metrics.flatMap((m, i) => diagnose([m], collectives.length ? [collectives[i] as CollectiveTimings] : [], [paceOf(m)]));
+  // Ranks without a window: what their pipeline alone supports.
+  const windowed = new Set(metrics.map((m) => m.rank));
+  const unwindowed = [...new Set(ranks.filter((r) => !windowed.has(r.rank)).map((r) => r.rank))].flatMap((rank) => {
+    const p = paceOfRank(paces, ranks, rank);
+    return p ? diagnoseRun(p, rank) : [];
+  });
   // The probe's framework (the call stack at a step) first; else the one the trace names, as analyze does.
   const named = model?.framework ? null : frameworkNamedBy(metrics);
-  return found
+  return [...found, ...unwindowed]
     .filter((f) => !(f.id === 'fusion' && model?.compiled === true))
-    .map((f) => restateShare(f, rebaseFinding(f, metricsOfRank, runStepNsOfRank, hostOfRank)))
     .map((f) => (named ? inTraceFramework(f, named) : inFramework(f, model?.framework)));
 }
 
@@ -553,11 +554,10 @@ export function memoryFindingsOf(snapshots: readonly SnapshotInput[]): Finding[]
   return snapshots.flatMap((s) => (s.report?.findings ?? []).map((f) => ({ ...f, ranks: [s.rank] })));
 }
 
-/** Stage 6: the probe's own findings (the loop's DataLoader wait, when the trace did not already report it). */
-export function probeFindingsOf(traceFindings: readonly Finding[], ranks: RankSummary[], model: ModelRecord | null = null): Finding[] {
-  const dlWait = traceFindings.some((f) => f.id === 'dataloader-bound') ? null : dataLoaderWaitFinding(ranks);
+/** Stage 6: the probe's own findings: the model's half-precision master weights. */
+export function probeFindingsOf(model: ModelRecord | null = null): Finding[] {
   const weights = halfMasterWeightsFinding(model);
-  return [...(dlWait ? [dlWait] : []), ...(weights ? [weights] : [])];
+  return weights ? [weights] : [];
 }
 
 /** Half-precision weights and optimizer state past this share of the parameters: no fp32 master copy exists. */
@@ -755,8 +755,10 @@ export function whatIfStage(
   traces: readonly TraceInput[],
   outcome: Outcome,
   traceFindings: Finding[],
+  paces: ReadonlyMap<number, Pipeline> = new Map(),
 ): { result: WhatIfResult; findings: Finding[]; traceFindings: Finding[] } {
   const rank = id.stepsOf?.rank ?? 0;
+  const pace = paceOfRank(paces, ranks, rank);
   const steps = ranks.find((r) => r.rank === rank)?.steps;
   const metrics = traces.filter((t) => t.metrics !== null).map((t) => t.metrics as TraceMetrics);
   const result = buildWhatIfs({
@@ -767,9 +769,10 @@ export function whatIfStage(
     medianStepS: steps?.medianS ?? null,
     worldSize: id.hello?.worldSize ?? null,
     metrics: metrics.find((m) => m.rank === rank) ?? metrics[0] ?? null,
+    pace,
     outOfMemory: outcome === 'out-of-memory',
   });
-  const planned = whatIfFindings(result, traceFindings, steps?.medianS ?? null, rank);
+  const planned = whatIfFindings(result, traceFindings, steps?.medianS ?? null, rank, pace);
   const hw = result.setup ? hardwareOf(result.setup) : null;
   const led = (f: Finding): Finding => {
     const m = metrics.find((x) => x.rank === (f.ranks[0] ?? rank));
@@ -780,6 +783,22 @@ export function whatIfStage(
     findings: planned.findings,
     traceFindings: traceFindings.map((f) => led(planned.merged.find((m) => m.id === f.id) ?? f)),
   };
+}
+
+/**
+ * Stage 9: what sets the pace of the slowest training rank (a synchronous job goes at its pace) and the plan of the
+ * fixes the findings offer on it (defects; advice such as a bigger batch is weighed, not planned).
+ */
+export function paceStage(paces: ReadonlyMap<number, Pipeline>, ranks: readonly RankSummary[], findings: readonly Finding[]): DoctorReport['pace'] {
+  const slowest = ranks
+    .filter((r) => paces.has(r.pid))
+    .sort((a, b) => (paces.get(b.pid)?.stepNs ?? 0) - (paces.get(a.pid)?.stepNs ?? 0))[0];
+  if (!slowest) return null;
+  const p = paces.get(slowest.pid) as Pipeline;
+  const candidates = findings
+    .filter((f) => f.fix && f.kind !== 'advice' && (f.ranks.length === 0 || f.ranks.includes(slowest.rank)))
+    .map((f) => ({ id: f.id, fix: f.fix as NonNullable<Finding['fix']> }));
+  return { rank: slowest.rank, ...paceReport(p, candidates) };
 }
 
 /**
@@ -797,13 +816,14 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
   const pidOfRank = (rank: number) => ranks.find((r) => r.rank === rank)?.pid ?? null;
   const distributed = distributedStage(processes, ranks, input.traces);
   const apart = windowsApart(processes);
+  const paces = pacesOf(processes, ranks, input.traces);
   const imbalance = withProbeImbalance(
     distributed,
-    traceFindingsOf(input.traces, ranks, id.model).filter((f) => !(apart && WAIT_BASED_IDS.has(f.id))),
+    traceFindingsOf(input.traces, ranks, id.model, paces).filter((f) => !(apart && WAIT_BASED_IDS.has(f.id))),
   );
   const traceFindings = imbalance.trace.map((f) => withDataParallelMemory(f, gpus ?? [], pidOfRank));
   const memoryFindings = memoryFindingsOf(input.snapshots);
-  const probeFindings = [...probeFindingsOf(traceFindings, ranks, id.model), ...(imbalance.probe ? [imbalance.probe] : [])];
+  const probeFindings = [...probeFindingsOf(id.model), ...(imbalance.probe ? [imbalance.probe] : [])];
   const telemetryFindings = sharingFindingsOf(gpus, processes, ranks);
   const ending = endingOf(processes, input.disconnectedAtMs, input.hang?.atMs ?? null);
   const stalls = openStalls(input.records);
@@ -812,7 +832,8 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
   const notes = notesOf(input, processes, ranks);
   if (apart) notes.push(apart);
   const plan = planModelOf(id.model);
-  const whatIf = whatIfStage(id, plan.model, ranks, input.traces, outcome, traceFindings);
+  const whatIf = whatIfStage(id, plan.model, ranks, input.traces, outcome, traceFindings, paces);
+  const findings = rankFindings(whatIf.traceFindings, memoryFindings, probeFindings, whatIf.findings, telemetryFindings);
   const { model, hello } = id;
   if (plan.model && model && Math.abs(plan.model.paramCount - model.totalParamCount) > 0.01 * plan.model.paramCount)
     notes.push(
@@ -871,7 +892,8 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
     whatIfBasis:
       whatIf.result.setup || whatIf.result.calibration ? { setup: whatIf.result.setup, calibration: whatIf.result.calibration } : null,
     whatIfProblem: whatIf.result.problem,
-    findings: rankFindings(whatIf.traceFindings, memoryFindings, probeFindings, whatIf.findings, telemetryFindings),
+    findings,
+    pace: paceStage(paces, ranks, findings),
     notes,
   };
 }

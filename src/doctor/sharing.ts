@@ -9,7 +9,8 @@
  * - `ranks-share-gpu`: two or more ranks of one distributed job on one GPU while other GPUs of the job stay empty
  *   (no `torch.cuda.set_device(local_rank)`).
  */
-import { type Finding, finding, gainFrom } from '../findings/finding.js';
+import { type EstimatedGain, type Finding, finding } from '../findings/finding.js';
+import { wholeStepFix, wholeStepGain } from '../pace/gain.js';
 import type { HelloRecord, StepRecord } from '../run/records.js';
 import { fmtBytes, fmtMs, fmtPct } from '../util/format.js';
 import { quantile } from '../util/stats.js';
@@ -175,7 +176,7 @@ function otherLine(o: GpuProcess, g: SharingGpu): string {
 
 interface Assessed {
   split: Split;
-  gain: ReturnType<typeof gainFrom>;
+  gain: EstimatedGain | null;
   basis: 'measured' | 'time-slicing';
   slowdown: number | null;
   evidence: string;
@@ -196,9 +197,9 @@ function assess(sp: Split): Assessed | null {
       basis: 'measured',
       slowdown,
       evidence: `${trainerLabel(sp.trainer)}: median step ${fmtS(medC)} over ${nC} steps while the other process(es) ran work on the GPU, ${fmtS(medA)} over ${nA} steps while they did not: ${slowdown >= 0 ? '+' : ''}${fmtPct(slowdown)} (${left})`,
-      gain: gainFrom(
+      gain: wholeStepGain(
         mean * 1e9,
-        (mean - medA) * 1e9,
+        medA * 1e9,
         `${nC} of ${nC + nA} steps at the contended median ${fmtS(medC)} and ${nA} at the alone median ${fmtS(medA)}: ${fmtS(mean)} a step on average; alone every step would take about ${fmtS(medA)}`,
       ),
     };
@@ -209,9 +210,9 @@ function assess(sp: Split): Assessed | null {
     basis: 'time-slicing',
     slowdown: null,
     evidence: `${trainerLabel(sp.trainer)}: ${nC} steps (median ${fmtS(medC)}) ran while the other process(es) ran work on the GPU and only ${nA} without, so the slowdown cannot be measured on this run; in those seconds the other process(es) took ${sp.othersSharePercent === null ? 'n/a' : pct(sp.othersSharePercent)} of the SM time, this process ${sp.ownSharePercent === null ? 'n/a' : pct(sp.ownSharePercent)}`,
-    gain: gainFrom(
+    gain: wholeStepGain(
       medC * 1e9,
-      medC * other * 1e9,
+      medC * (1 - other) * 1e9,
       `time-slicing estimate, not a measurement (no step ran alone): without MPS the GPU runs one process's kernels at a time, so the ${fmtPct(other)} of the SM time spent on the other process(es) is time this process's kernels wait: ${fmtS(medC)} x (1 - ${other.toFixed(2)}) = ${fmtS(medC * (1 - other))}; an upper bound, reached when this process always has GPU work queued`,
     ),
   };
@@ -263,6 +264,7 @@ export function gpuSharedFindings(gpus: readonly SharingGpu[], procs: readonly S
           sameRun,
         },
         recommendation: sameRun ? sameRunFix(procs) : foreignFix(),
+        ...(worst.gain ? { fix: wholeStepFix(sameRun ? 'one GPU per process' : 'the GPU to this run alone', worst.gain.stepTimeNs, worst.gain.expectedStepTimeNs, worst.gain.arithmetic) } : {}),
         estimatedGain: worst.gain,
       }),
     );
@@ -414,6 +416,7 @@ function shareFinding(
         'model = DistributedDataParallel(model.to(local_rank), device_ids=[local_rank])',
       ].join('\n'),
     },
-    estimatedGain: stepS > 0 ? gainFrom(stepS * 1e9, saved * 1e9, arithmetic) : null,
+    ...(stepS > 0 ? { fix: wholeStepFix('one GPU per rank', stepS * 1e9, (stepS - saved) * 1e9, arithmetic) } : {}),
+    estimatedGain: stepS > 0 ? wholeStepGain(stepS * 1e9, (stepS - saved) * 1e9, arithmetic) : null,
   });
 }

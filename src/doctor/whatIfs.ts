@@ -9,7 +9,10 @@
  * where its numbers come from (`basis`); the ones that promise more throughput become findings (source `planner`),
  * merged into the trace's own finding when that already says the same (`gpu-underused`, `no-tensor-cores`).
  */
-import { adviceFinding, type Finding, gainFrom } from '../findings/finding.js';
+import { adviceFinding, type Finding } from '../findings/finding.js';
+import type { Fix } from '../pace/fix.js';
+import { batchThroughputFactor, gainOf } from '../pace/gain.js';
+import { measuredStep, type Pipeline } from '../pace/pipeline.js';
 import { type GpuSpec, gpuById, lookupGpu } from '../gpus/catalogue.js';
 import {
   calibratedPeakBytes,
@@ -26,55 +29,18 @@ import { largestBatch, type MemoryModel, perSampleLineFrom, perSampleMemoryModel
 import type { HelloRecord, ModelRecord, StepRecord } from '../run/records.js';
 import {
   type Inferred,
+  type RunSetup,
+  type SetupInference,
   inferCheckpointing,
   inferCompiled,
   inferOptimizer,
   inferParallelism,
   inferPrecision,
-  type Known,
   modelBytes,
   residentBytes,
 } from '../run/setup.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
 import { fmtBytes, fmtGiB } from '../util/format.js';
-
-/** One inference about the run's set-up, for the report: the value, how it is known, and the evidence. */
-export interface SetupInference {
-  name: 'precision' | 'optimizer' | 'compiled' | 'checkpointing' | 'parallelism';
-  value: string | boolean | null;
-  how: Known;
-  evidence: string;
-}
-
-/** The run's set-up as doctor inferred it; null where the records do not tell. */
-export interface RunSetup {
-  /** Samples per optimizer step / DataLoader batches per step. */
-  microBatch: number | null;
-  /** DataLoader batches per optimizer step. */
-  gradAccum: number;
-  seq: number | null;
-  precision: Precision | null;
-  optimizer: OptimizerKind | null;
-  optimizerClass: string | null;
-  checkpointing: Checkpointing;
-  gpuName: string | null;
-  /** Catalogue id of the GPU (gpus.ts), null when not in the catalogue (memory from the device, no time model). */
-  gpuCatalogId: string | null;
-  gpuMemoryBytes: number | null;
-  worldSize: number;
-  /** CUDA devices the rank could see. */
-  visibleGpus: number;
-  /** Largest peak allocated bytes a step reported (peaks are since the process started). */
-  measuredPeakAllocatedBytes: number | null;
-  /** Median step time (the report's statistics). */
-  measuredStepS: number | null;
-  /** What was assumed rather than read (one line each): the guessed inferences and the rest. */
-  assumptions: string[];
-  /** Every set-up inference with how it is known (measured, guessed, unknown) and its evidence. Added in 0.2. */
-  inferences?: SetupInference[];
-  /** The model is compiled (torch.compile): known from the probe or Inductor kernels; null when not told. Added in 0.2. */
-  compiled?: boolean | null;
-}
 
 export interface WhatIf {
   /** `max-batch` and `double-batch` (facts), `bigger-batch` (advice), `amp-bf16`, `checkpointing`, `fsdp`, `grad-accum`. */
@@ -134,8 +100,10 @@ export interface WhatIfInput {
   steps: StepRecord[];
   medianStepS: number | null;
   worldSize: number | null;
-  /** The captured window's metrics (precision of the matmuls, busy/idle split), when analysed. */
+  /** The captured window's metrics (precision of the matmuls, compiled kernels, the parallel layout), when analysed. */
   metrics: TraceMetrics | null;
+  /** The rank's pipeline (pace/): how a bigger batch changes its step; null without step times. */
+  pace: Pipeline | null;
   outOfMemory: boolean;
 }
 
@@ -458,7 +426,7 @@ function plannerWhatIfs(setup: RunSetup, model: ModelDescription, hw: Hardware, 
       p.setup.checkpointing === q.setup.checkpointing &&
       p.parallelism.dp === q.parallelism.dp &&
       p.parallelism.dpSize === q.parallelism.dpSize;
-    const t = batchOnly ? traceFactor(input.metrics, p.setup.microBatch / b0) : null;
+    const t = batchOnly ? paceFactor(input.pace, p.setup.microBatch / b0) : null;
     return t === null ? f : Math.min(f, t);
   };
   const estimate = basis === 'planner-calibrated' ? 'calibrated on this run' : 'planner only, not calibrated';
@@ -594,22 +562,16 @@ function calibrationOf(cal: PlannerCalibration, text: string): WhatIfCalibration
   };
 }
 
-/** Throughput claims stop at this batch multiple, as analyze's `gpu-underused` does: the linear model is not measured beyond it. */
+/** Throughput claims stop at this batch multiple, as analyze's `gpu-underused` does: the model is not measured beyond it. */
 const MAX_CLAIMED_BATCH_SCALE = 4;
 
 /**
- * Throughput factor of a k-times batch from the trace: GPU busy time grows with the batch, and so does the idle time
- * spent loading and copying the batch (DataLoader, host-to-device copies: per-sample work); the other idle time
- * (launch gaps, syncs) is per step and does not. k is capped at MAX_CLAIMED_BATCH_SCALE.
+ * Throughput factor of a k-times batch from the run's pipeline (pace/: the one batch model): per-sample work (the
+ * GPU's, the loader's batches, copies) grows with the batch, per-step costs (the host's launches, syncs) do not. k is
+ * capped at MAX_CLAIMED_BATCH_SCALE; null without a pipeline.
  */
-function traceFactor(metrics: TraceMetrics | null, kIn: number): number | null {
-  if (!metrics || !(metrics.perStep.durNs > 0)) return null;
-  const k = Math.min(kIn, MAX_CLAIMED_BATCH_SCALE);
-  const busy = metrics.perStep.busyNs;
-  const idle = Math.max(0, metrics.perStep.durNs - busy);
-  const perSampleIdle = Math.min(idle, metrics.perStep.idleByCauseNs.dataloader + metrics.perStep.idleByCauseNs.h2dCopy);
-  const fixedIdle = idle - perSampleIdle;
-  return (k * (busy + idle)) / (k * (busy + perSampleIdle) + fixedIdle);
+function paceFactor(pace: Pipeline | null, kIn: number): number | null {
+  return pace === null ? null : batchThroughputFactor(pace, Math.min(kIn, MAX_CLAIMED_BATCH_SCALE));
 }
 
 function perSampleWhatIfs(setup: RunSetup, model: ModelRecord, hw: Hardware, input: WhatIfInput, why: string): WhatIfResult {
@@ -631,7 +593,7 @@ function perSampleWhatIfs(setup: RunSetup, model: ModelRecord, hw: Hardware, inp
     setup,
     b0,
     memory,
-    factor: (b) => traceFactor(input.metrics, b / b0),
+    factor: (b) => paceFactor(input.pace, b / b0),
     stepS: () => null,
     estimate: note,
     outOfMemory: input.outOfMemory,
@@ -678,24 +640,32 @@ export function buildWhatIfs(input: WhatIfInput): WhatIfResult {
   return perSampleWhatIfs(setup, input.model, hw, input, why);
 }
 
-/** What-ifs whose throughput gain clears WHATIF_MIN_GAIN, as findings; merged into trace findings that say the same. */
+/** The trace finding a what-if says the same as: the same kind of change to the pipeline (a batch change, bf16 matmuls). */
+function sameChange(w: WhatIf, f: Finding): boolean {
+  const ops = f.fix?.ops ?? [];
+  if (w.id === 'bigger-batch') return ops.some((o) => o.kind === 'batch');
+  if (w.id === 'amp-bf16') return ops.length > 0 && ops.every((o) => o.kind === 'gpu' && (o.work === 'fp32-matmul' || o.work === 'tf32-matmul'));
+  return false;
+}
+
+/**
+ * What-ifs whose throughput gain clears WHATIF_MIN_GAIN, as findings; merged into trace findings that say the same.
+ * `pace`: the rank's pipeline the gain is judged on (else the measured step `stepS` alone).
+ */
 export function whatIfFindings(
   result: WhatIfResult,
   traceFindings: Finding[],
   stepS: number | null,
   /** The rank whose steps and memory the what-ifs were calibrated on. */
   rank: number,
+  pace: Pipeline | null = null,
 ): { findings: Finding[]; merged: Finding[] } {
   const findings: Finding[] = [];
   const merged: Finding[] = [];
-  const mergeInto: Record<string, string> = {
-    'bigger-batch': 'gpu-underused',
-    'amp-bf16': 'no-tensor-cores',
-  };
   for (const w of result.whatIfs) {
     if (!w.fits || w.throughputFactor === null || w.throughputFactor < WHATIF_MIN_GAIN || !w.recommendation) continue;
     const factor = w.throughputFactor;
-    const target = mergeInto[w.id] ? traceFindings.find((f) => f.id === mergeInto[w.id]) : undefined;
+    const target = traceFindings.find((f) => sameChange(w, f));
     const evidence = `planner what-if (${w.basis}): ${w.title}`;
     if (target) {
       merged.push({
@@ -705,15 +675,13 @@ export function whatIfFindings(
       });
       continue;
     }
-    const stepNs = (stepS ?? 0) * 1e9;
-    const gain =
-      stepNs > 0
-        ? gainFrom(
-            stepNs,
-            stepNs * (1 - 1 / factor),
-            `samples/s x${factor.toFixed(2)} predicted: the same samples in ${(100 / factor).toFixed(0)}% of the time (${w.basis})`,
-          )
-        : null;
+    const basis = pace ?? (stepS !== null && stepS > 0 ? measuredStep(stepS * 1e9, 'the median step') : null);
+    // The what-if's own throughput factor, as a change of the whole step per batch of the run's size.
+    const fix: Fix = {
+      label: w.id === 'bigger-batch' ? `batch ${w.batch}` : w.title.split(':')[0] ?? w.id,
+      ops: [{ kind: 'step', factor: 1 / factor }],
+      arithmetic: `samples/s x${factor.toFixed(2)} predicted: the same samples in ${(100 / factor).toFixed(0)}% of the time (${w.basis})`,
+    };
     findings.push(
       adviceFinding({
         id: `whatif-${w.id}`,
@@ -730,7 +698,8 @@ export function whatIfFindings(
           throughputFactor: factor,
         },
         recommendation: w.recommendation,
-        estimatedGain: gain,
+        fix,
+        estimatedGain: basis ? gainOf(basis, fix) : null,
       }),
     );
   }

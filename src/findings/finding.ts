@@ -1,9 +1,12 @@
 /**
- * Findings: what gpuwise tells the user (pure, a leaf: imports nothing of the project). Every finding carries its
+ * Findings: what gpuwise tells the user (pure, nearly a leaf: it imports only the pace model's `Fix` type). Every finding carries its
  * evidence (numbers and example events), the code change to make, and what the change gains with the arithmetic
  * behind it. One type for analyze, doctor, memory, tune and the history, and one factory (`finding`): severity
- * follows the estimated gain alone, never a rule's own judgement.
+ * follows the estimated gain alone, never a rule's own judgement. A step-time gain is made only by the pace model
+ * (src/pace/gain.ts: a fix applied to the step's pipeline); memory gains by memory's findings (`memoryGainFrom`).
  */
+import type { Fix } from '../pace/fix.js';
+
 export type Severity = 'high' | 'medium' | 'low' | 'info';
 export const SEVERITIES: readonly Severity[] = ['high', 'medium', 'low', 'info'];
 
@@ -18,15 +21,11 @@ export interface EstimatedGain {
   /** How the expected step time was computed, in words and numbers. */
   arithmetic: string;
   /**
-   * The fix shortens the GPU's own work (kernels run faster or go), not the idle around it; doctor's re-basing then
-   * takes the GPU work left after the fix, not the work now, as the floor of the expected step. Absent otherwise.
+   * The stage that sets the pace now and once the fix is made (`input`, `host`, `gpu`, `comm`, `serial`: src/pace/).
+   * Added after schema 1 of doctor and 2 of analyze: absent from older reports and from gains not made by the pace model.
    */
-  savesGpuWork?: true;
-  /**
-   * The fix also shortens the host's work (fewer kernels to launch: compiling fuses them), so a host that sets the
-   * pace does not hold its gain back (doctor/rebase.ts floorByHost). Absent otherwise.
-   */
-  savesHostWork?: true;
+  boundNow?: 'input' | 'host' | 'gpu' | 'comm' | 'serial';
+  boundAfter?: 'input' | 'host' | 'gpu' | 'comm' | 'serial';
 }
 
 /** What a memory change frees (memory findings: they save bytes, not step time). */
@@ -55,6 +54,12 @@ export interface Finding {
   data: Record<string, number | string | boolean | null>;
   recommendation: Recommendation;
   estimatedGain: EstimatedGain | null;
+  /**
+   * What the fix changes in the step's pipeline (src/pace/fix.ts), as data: the gain is this fix applied to the
+   * pipeline, and the plan composes the fixes. Absent for findings without a step-time fix. Added after schema 1 of
+   * doctor and 2 of analyze (absent from older reports).
+   */
+  fix?: Fix;
   /** Memory findings only: the bytes the change frees (their severity comes from it). */
   memoryGain?: MemoryGain | null;
   /**
@@ -129,21 +134,6 @@ export function withGain(f: Finding, estimatedGain: EstimatedGain | null): Findi
 function withoutSeverity(f: Finding): FindingParts {
   const { severity: _severity, ...parts } = f;
   return parts;
-}
-
-/** Builds a gain from the current step and the time saved, clamping to sane bounds. */
-export function gainFrom(
-  stepTimeNs: number,
-  savedNs: number,
-  arithmetic: string,
-  opts: { savesGpuWork?: boolean; savesHostWork?: boolean } = {},
-): EstimatedGain | null {
-  if (!(stepTimeNs > 0) || !(savedNs > 0)) return null;
-  const saved = Math.min(savedNs, stepTimeNs * 0.99);
-  const gain: EstimatedGain = { stepTimeNs, expectedStepTimeNs: stepTimeNs - saved, savedFraction: saved / stepTimeNs, arithmetic };
-  if (opts.savesGpuWork) gain.savesGpuWork = true;
-  if (opts.savesHostWork) gain.savesHostWork = true;
-  return gain;
 }
 
 /** Builds a memory gain; null when nothing is freed. */

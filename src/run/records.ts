@@ -3,7 +3,8 @@
  * Unix socket or appended to `probe-PID.jsonl` files, and its validation at the edge. Protocol versions 1 to 3 are
  * read (2 adds the step sources `backward`, `forward`, `graph`, `time`, `step.batchSource`, the model's `compiled`,
  * `framework`, `autocastDtype` and `batchDim`, why the profiler window started, and the time window of a run without
- * steps; 3 adds the `stall` record of the probe's watchdog). Every record is checked once, field by
+ * steps; 3 adds the `stall` record of the probe's watchdog, and later, without a bump, the `loader` record of the
+ * DataLoader's own production). Every record is checked once, field by
  * field, in `parseProbeLines`: a record that is not understood is left out with a note saying why, so the code after
  * it trusts the types and a malformed record can never end a report in an internal error.
  */
@@ -236,6 +237,42 @@ export interface StallRecord extends Base {
   stack: string[];
 }
 
+/**
+ * The DataLoader's own production, measured inside its workers (optional; a probe sends it from protocol 3 on without a
+ * bump: an older gpuwise leaves the record out with a note). Sent by the main process for each DataLoader it iterates,
+ * at most about once a second while batches arrive and at the end of each epoch, covering the batches produced since
+ * its previous `loader` record. With it, doctor's input stage is measured: the loader's capacity (batches a second its
+ * workers deliver) and a worker count for a demand (docs/doctor.md, "What sets the pace").
+ */
+export interface LoaderRecord extends Base {
+  type: 'loader';
+  /** The stepping thread's step count when the record was sent. */
+  step: number;
+  /** Which DataLoader: 0 for the first the process iterated, 1 for the next, ... */
+  loader: number;
+  /** How many times this loader's iterator was created (1 in the first epoch). */
+  epoch: number;
+  /** The step at which this epoch's iterator was created (its first batch belongs to the step after). */
+  epochStartStep: number;
+  /** num_workers (0: batches made in the main process, in the step). */
+  workers: number;
+  persistentWorkers: boolean;
+  /** prefetch_factor; null with num_workers 0. */
+  prefetchFactor: number | null;
+  pinMemory: boolean;
+  /** batch_size; null for a batch_sampler or an iterable dataset that batches itself. */
+  batchSize: number | null;
+  /** CPU cores the process may run on (len(os.sched_getaffinity(0))); null where the platform cannot tell. */
+  cpuCores: number | null;
+  /**
+   * Every batch produced since the previous `loader` record of this loader: `[worker, seconds]`, the worker's id
+   * (0 with num_workers 0: the main process) and its fetch + collate time for the batch (the dataset's __getitem__ or
+   * __getitems__ and the collate function, timed inside the worker; the transfer to the main process and pinning are
+   * not in it).
+   */
+  batches: [number, number][];
+}
+
 export type StepSource = 'optimizer' | 'marker' | 'batch' | 'backward' | 'forward' | 'graph' | 'time';
 
 export type ProbeRecord =
@@ -248,9 +285,10 @@ export type ProbeRecord =
   | ExceptionRecord
   | EndRecord
   | ProbeErrorRecord
-  | StallRecord;
+  | StallRecord
+  | LoaderRecord;
 
-const TYPES: ReadonlySet<string> = new Set(['hello', 'step', 'model', 'profile-start', 'profile-end', 'oom', 'exception', 'end', 'probe-error', 'stall']);
+const TYPES: ReadonlySet<string> = new Set(['hello', 'step', 'model', 'profile-start', 'profile-end', 'oom', 'exception', 'end', 'probe-error', 'stall', 'loader']);
 
 const rankField = nullable(int(0));
 const base = { v: int(1), pid: int(0), rank: rankField, t: num() } as const;
@@ -402,6 +440,29 @@ const SCHEMAS: Record<ProbeRecord['type'], Check<unknown>> = (() => {
     ),
     'probe-error': obj({ ...base, type: str, error: str, step: num() }, dropped),
     stall: obj({ ...base, type: str, step: int(0), sinceStepS: num(0), thresholdS: num(0), stack: arrayOf(str) }, dropped),
+    loader: obj(
+      {
+        ...base,
+        type: str,
+        step: int(0),
+        loader: int(0),
+        epoch: int(1),
+        epochStartStep: int(0),
+        workers: int(0),
+        persistentWorkers: bool,
+        prefetchFactor: nullable(int(0)),
+        pinMemory: bool,
+        batchSize: nullable(int(1)),
+        cpuCores: nullable(int(1)),
+        batches: arrayOf((v, f) => {
+          const pair = arrayOf(num())(v, f);
+          if (pair.length !== 2 || !Number.isSafeInteger(pair[0]) || (pair[0] as number) < 0 || (pair[1] as number) < 0)
+            throw new FieldProblem(f, '[worker >= 0, seconds >= 0]');
+          return pair as [number, number];
+        }),
+      },
+      dropped,
+    ),
   };
 })();
 

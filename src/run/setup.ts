@@ -192,3 +192,41 @@ export function inferParallelism(worldSize: number, metrics: TraceMetrics | null
     return { value: 'ddp', how: 'guessed', evidence: `${worldSize} ranks: assumed DistributedDataParallel (one replica per GPU)` };
   return { value: 'single', how: 'measured', evidence: 'one process' };
 }
+
+/** One inference about the run's set-up, for the report: the value, how it is known, and the evidence. */
+export interface SetupInference {
+  name: 'precision' | 'optimizer' | 'compiled' | 'checkpointing' | 'parallelism';
+  value: string | boolean | null;
+  how: Known;
+  evidence: string;
+}
+
+/** The run's set-up as doctor inferred it; null where the records do not tell. */
+export interface RunSetup {
+  /** Samples per optimizer step / DataLoader batches per step. */
+  microBatch: number | null;
+  /** DataLoader batches per optimizer step. */
+  gradAccum: number;
+  seq: number | null;
+  precision: Precision | null;
+  optimizer: OptimizerKind | null;
+  optimizerClass: string | null;
+  checkpointing: Checkpointing;
+  gpuName: string | null;
+  /** Catalogue id of the GPU (gpus.ts), null when not in the catalogue (memory from the device, no time model). */
+  gpuCatalogId: string | null;
+  gpuMemoryBytes: number | null;
+  worldSize: number;
+  /** CUDA devices the rank could see. */
+  visibleGpus: number;
+  /** Largest peak allocated bytes a step reported (peaks are since the process started). */
+  measuredPeakAllocatedBytes: number | null;
+  /** Median step time (the report's statistics). */
+  measuredStepS: number | null;
+  /** What was assumed rather than read (one line each): the guessed inferences and the rest. */
+  assumptions: string[];
+  /** Every set-up inference with how it is known (measured, guessed, unknown) and its evidence. Added in 0.2. */
+  inferences?: SetupInference[];
+  /** The model is compiled (torch.compile): known from the probe or Inductor kernels; null when not told. Added in 0.2. */
+  compiled?: boolean | null;
+}

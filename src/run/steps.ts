@@ -61,6 +61,68 @@ export interface StepStats {
    * host ran ahead (it waits on the GPU: a full launch queue). Null without GPU timing. Added in 0.2.
    */
   medianStepsInFlight?: number | null;
+  /**
+   * The steps that stalled on the DataLoader and when (stallPatternOf): the mean step carries them, the median does
+   * not. Null with too few steps to tell; absent from older reports.
+   */
+  stalls?: StallPattern | null;
+}
+
+/** A step stalls when its DataLoader wait is at least this share of the median step. */
+export const STALL_MIN_SHARE_OF_MEDIAN = 0.5;
+/** Stalls are periodic when at least this share of the spacings between them is within one step of their median. */
+const PERIODIC_SHARE = 0.6;
+/** Stalls are at epoch starts when at least this share of their waiting falls within EPOCH_START_STEPS of one. */
+const EPOCH_START_SHARE = 0.5;
+const EPOCH_START_STEPS = 2;
+
+/** How the DataLoader waits fall over the steps: a few long stalls, every N steps or at epoch starts, or spread. */
+export interface StallPattern {
+  /** Measured steps that stalled (their wait at least STALL_MIN_SHARE_OF_MEDIAN of the median step). */
+  stalledSteps: number;
+  measuredSteps: number;
+  /** stalledSteps / measuredSteps. */
+  share: number;
+  /** Mean wait of a stalled step (s). */
+  meanStallS: number;
+  /** Share of all the measured steps' DataLoader waiting that the stalls hold. */
+  waitShareInStalls: number;
+  /**
+   * `periodic`: every `everySteps` steps (workers delivering in turn: the pool is slower than the loop); `epoch-starts`:
+   * after the loader's iterator was created (the DataLoader's own records say when); `irregular` otherwise; `none`:
+   * no step stalled.
+   */
+  when: 'periodic' | 'epoch-starts' | 'irregular' | 'none';
+  everySteps: number | null;
+}
+
+/** The stall pattern of measured steps (step number, time and wait, in step order); `epochStarts`: steps an epoch began at. */
+export function stallPatternOf(
+  steps: readonly { step: number; timeS: number; waitS: number }[],
+  epochStarts: readonly number[] = [],
+): StallPattern | null {
+  if (steps.length < STEADY_MIN_STEPS) return null;
+  const median = quantile(steps.map((s) => s.timeS).sort((a, b) => a - b), 0.5) as number;
+  const stalled = steps.filter((s) => s.waitS >= STALL_MIN_SHARE_OF_MEDIAN * median);
+  const totalWait = steps.reduce((a, s) => a + s.waitS, 0);
+  const stallWait = stalled.reduce((a, s) => a + s.waitS, 0);
+  const base = {
+    stalledSteps: stalled.length,
+    measuredSteps: steps.length,
+    share: stalled.length / steps.length,
+    meanStallS: stalled.length ? stallWait / stalled.length : 0,
+    waitShareInStalls: totalWait > 0 ? stallWait / totalWait : 0,
+  };
+  if (stalled.length === 0) return { ...base, when: 'none', everySteps: null };
+  const nearEpoch = stalled.filter((s) => epochStarts.some((e) => s.step >= e && s.step - e <= EPOCH_START_STEPS));
+  if (epochStarts.length > 0 && stallWait > 0 && nearEpoch.reduce((a, s) => a + s.waitS, 0) >= EPOCH_START_SHARE * stallWait)
+    return { ...base, when: 'epoch-starts', everySteps: null };
+  const gaps = stalled.slice(1).map((s, i) => s.step - (stalled[i] as { step: number }).step);
+  if (gaps.length >= 2) {
+    const m = quantile([...gaps].sort((a, b) => a - b), 0.5) as number;
+    if (m >= 2 && gaps.filter((g) => Math.abs(g - m) <= 1).length >= PERIODIC_SHARE * gaps.length) return { ...base, when: 'periodic', everySteps: m };
+  }
+  return { ...base, when: 'irregular', everySteps: null };
 }
 
 /** Steps whose median must lie within this share of the settled pace for the steady state to start. */
@@ -118,7 +180,11 @@ export function steadyStart(times: readonly number[]): { start: number; settled:
   return { start: Math.floor(n / 2), settled: false };
 }
 
-export function stepStats(steps: readonly StepRecord[], gpuTimes: ReadonlyMap<number, number> = new Map()): StepStats {
+/**
+ * `epochStarts`: the steps at which a DataLoader's iterator was created (its `loader` records), to tell stalls at epoch
+ * starts; empty when not known.
+ */
+export function stepStats(steps: readonly StepRecord[], gpuTimes: ReadonlyMap<number, number> = new Map(), epochStarts: readonly number[] = []): StepStats {
   const ordered = [...steps].sort((a, b) => a.step - b.step);
   const hostTimed = ordered.filter((s, i) => i > 0 && s.stepTimeS !== null && Number.isFinite(s.stepTimeS));
   const gpuTimed = ordered.filter((s, i) => i > 0 && gpuTimes.has(s.step));
@@ -169,6 +235,10 @@ export function stepStats(steps: readonly StepRecord[], gpuTimes: ReadonlyMap<nu
     settled: steady.settled,
     medianHostCpuS: hostCpu.length > 0 && hostCpu.length * 2 >= measured.length ? quantile(sortedOf(hostCpu), 0.5) : null,
     medianStepsInFlight: timing === 'gpu' && inFlight.length > 0 ? quantile(sortedOf(inFlight), 0.5) : null,
+    stalls: stallPatternOf(
+      measured.map((s) => ({ step: s.step, timeS: timeOf(s), waitS: s.dataWaitS })),
+      epochStarts,
+    ),
   };
 }
 

@@ -1,12 +1,11 @@
 /** GPU compute rules: fp32 matmuls, misaligned GEMM shapes, an under-used GPU. */
 
-import { gainFrom } from '../../findings/finding.js';
 import { type GpuSpec, lookupGpu } from '../../gpus/catalogue.js';
 import type { GemmShapeStat, TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtBytes, fmtMs, fmtPct } from '../../util/format.js';
 import { BF16_AUTOCAST_SWITCHES } from '../framework.js';
 import { modelParallelFigures } from './modelParallel.js';
-import { finding, matmulNs, type RankRule, stepNs } from './rule.js';
+import { matmulNs, paced, type RankRule, stepNs } from './rule.js';
 
 const FP32_MIN_SHARE_OF_MATMUL = 0.1;
 /**
@@ -54,7 +53,7 @@ const UNDERUSED_MAX_SM_EFFICIENCY = 0.6;
 const MAX_BATCH_SCALE = 4;
 const MEMORY_HEADROOM = 0.8;
 
-export const noTensorCores: RankRule = (m) => {
+export const noTensorCores: RankRule = (m, pace) => {
   const step = stepNs(m);
   const p = m.precision;
   const nSteps = Math.max(1, m.steps.length);
@@ -79,7 +78,7 @@ export const noTensorCores: RankRule = (m) => {
     saved = fp32PerStep * (1 - 1 / TENSOR_CORE_SPEEDUP);
     arithmetic = `fp32 matmul ${fmtMs(fp32PerStep)} x (1 - 1/${TENSOR_CORE_SPEEDUP} assumed tensor-core speed-up) = ${fmtMs(saved)} saved per step`;
   }
-  return finding({
+  return paced(m, pace, {
     id: 'no-tensor-cores',
     title: `Matrix multiplies run in fp32 without tensor cores (${fmtPct(fp32PerStep / step)} of the step)`,
     ranks: [m.rank],
@@ -99,7 +98,10 @@ export const noTensorCores: RankRule = (m) => {
       ].join('\n'),
       frameworks: BF16_AUTOCAST_SWITCHES,
     },
-    estimatedGain: gainFrom(step, saved, arithmetic, { savesGpuWork: true }),
+  }, {
+    label: 'bf16 autocast (tensor cores)',
+    ops: [{ kind: 'gpu', work: 'fp32-matmul', ns: fp32PerStep, factor: Math.max(0, 1 - saved / fp32PerStep) }],
+    arithmetic,
   });
 };
 
@@ -134,7 +136,7 @@ export function misalignedGemms(m: TraceMetrics): { bad: GemmShapeStat[]; badNs:
   return { bad, badNs, savedNs: saved, lines };
 }
 
-export const misalignedShapes: RankRule = (m) => {
+export const misalignedShapes: RankRule = (m, pace) => {
   const step = stepNs(m);
   const { bad, badNs, savedNs: saved, lines } = misalignedGemms(m);
   if (step <= 0 || bad.length === 0) return null;
@@ -142,7 +144,7 @@ export const misalignedShapes: RankRule = (m) => {
   const dims = [...new Set(bad.flatMap((g) => g.misalignedDims.map((d) => Number(d.split('=')[1]))))].sort((a, b) => b - a);
   const example = dims[0] ?? 0;
   const padded = Math.ceil(example / 64) * 64;
-  return finding({
+  return paced(m, pace, {
     id: 'misaligned-shapes',
     title: `GEMMs with dimensions that are not multiples of 8 run on slow kernels (${fmtPct(badNs / step)} of the step)`,
     ranks: [m.rank],
@@ -155,12 +157,10 @@ export const misalignedShapes: RankRule = (m) => {
         '# Hugging Face: model.resize_token_embeddings(len(tokenizer), pad_to_multiple_of=64)',
       ].join('\n'),
     },
-    estimatedGain: gainFrom(
-      step,
-      saved,
-      `misaligned GEMMs take ${fmtMs(badNs)} per step; at the rate aligned GEMMs reach in this trace they would take ${fmtMs(badNs - saved)}: ${fmtMs(saved)} saved`,
-      { savesGpuWork: true },
-    ),
+  }, {
+    label: `dimensions padded to multiples of 64`,
+    ops: [{ kind: 'gpu', work: 'misaligned-gemms', ns: badNs, factor: badNs > 0 ? Math.max(0, 1 - saved / badNs) : 1 }],
+    arithmetic: `misaligned GEMMs take ${fmtMs(badNs)} per step; at the rate aligned GEMMs reach in this trace they would take ${fmtMs(badNs - saved)}: ${fmtMs(saved)} saved`,
   });
 };
 
@@ -169,7 +169,7 @@ function alignLabel(dtype: string | null): string {
   return /^(float|double)$/.test(dtype) ? '4' : '8';
 }
 
-export const gpuUnderused: RankRule = (m) => {
+export const gpuUnderused: RankRule = (m, pace) => {
   const step = stepNs(m);
   const mem = m.memory[0];
   const total = mem?.deviceTotalBytes ?? m.devices[0]?.totalMemoryBytes ?? 0;
@@ -185,11 +185,7 @@ export const gpuUnderused: RankRule = (m) => {
   if (modelParallelFigures(m)) return null;
   const scale = Math.max(1, Math.min(MAX_BATCH_SCALE, Math.floor((MEMORY_HEADROOM * total) / Math.max(mem.peakReservedBytes, 1))));
   if (scale < 2) return null;
-  // Per-sample time with a k-times batch: busy work scales with k, the per-step overhead (idle) does not.
-  const busy = m.perStep.busyNs;
-  const expectedPerOldBatch = busy + idle / scale;
-  const saved = step - expectedPerOldBatch;
-  return finding({
+  return paced(m, pace, {
     id: 'gpu-underused',
     title: `The GPU is under-used and ${fmtPct(1 - memShare)} of its memory is free: a ${scale}x larger batch fits`,
     ranks: [m.rank],
@@ -208,10 +204,9 @@ export const gpuUnderused: RankRule = (m) => {
       summary: `Raise the per-GPU batch about ${scale}x (scale the learning rate accordingly, or keep the global batch with fewer accumulation steps). Use \`gpuwise plan --max-batch\` or \`gpuwise tune\` to find the largest batch that fits.`,
       code: `DataLoader(dataset, batch_size=${scale} * B, ...)   # lr = base_lr * ${scale} (linear scaling) or sqrt(${scale}) for Adam`,
     },
-    estimatedGain: gainFrom(
-      step,
-      saved,
-      `time per current batch with a ${scale}x batch = busy ${fmtMs(busy)} + per-step overhead ${fmtMs(idle)} / ${scale} = ${fmtMs(expectedPerOldBatch)} (now ${fmtMs(step)})`,
-    ),
+  }, {
+    label: `batch x${scale}`,
+    ops: [{ kind: 'batch', k: scale }],
+    arithmetic: `a ${scale}x batch fits in memory (peak reserved ${fmtBytes(mem.peakReservedBytes)} of ${fmtBytes(total)}, ${fmtPct(1 - MEMORY_HEADROOM)} kept free); per-sample work (the GPU's, the loader's batches, copies) grows ${scale}x, per-step costs (launches, syncs) do not`,
   });
 };

@@ -1,10 +1,10 @@
 /** Multi-GPU rules: DataParallel, DDP communication, rank imbalance. */
 
-import { gainFrom } from '../../findings/finding.js';
 import type { CollectiveTimings } from '../../trace/metrics/collectives.js';
+import { windowPipeline } from '../../pace/window.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtBytes, fmtMs, fmtPct } from '../../util/format.js';
-import { type CrossRankRule, finding, type RankRule, stepNs } from './rule.js';
+import { type CrossRankRule, paced, type RankRule, stepNs } from './rule.js';
 
 const COMM_MIN_EXPOSED_SHARE = 0.1;
 const SMALL_BUCKET_BYTES = 4 * 1024 * 1024;
@@ -25,7 +25,7 @@ export function rankImbalanceRecommendation(straggler: number): { summary: strin
   };
 }
 
-export const dataParallel: RankRule = (m) => {
+export const dataParallel: RankRule = (m, pace) => {
   // On one GPU DataParallel only calls the module (torchvision-style scripts wrap it whatever the GPU count): the
   // idle it is blamed for belongs to the other rules. Seen on an H100 (examples/realworld/dataparallel_resnet).
   if (!m.structure.dataParallel || m.structure.dataParallelDevices < 2) return null;
@@ -40,8 +40,9 @@ export const dataParallel: RankRule = (m) => {
     }
   }
   const expected = Math.max(busiest, 0);
+  const gpuNow = windowPipeline(m).stages.gpu.ns ?? 0;
   const perDevice = deviceBusy(m);
-  return finding({
+  return paced(m, pace, {
     id: 'dataparallel',
     title: `torch.nn.DataParallel on ${m.structure.dataParallelDevices} GPUs: one process drives them all`,
     ranks: [m.rank],
@@ -66,11 +67,17 @@ export const dataParallel: RankRule = (m) => {
         'sampler = DistributedSampler(dataset); loader = DataLoader(dataset, sampler=sampler, ...)',
       ].join('\n'),
     },
-    estimatedGain: gainFrom(
-      step,
-      step - expected,
-      `under DDP a step takes about the busiest GPU's compute time ${fmtMs(expected)} (now ${fmtMs(step)})`,
-    ),
+  }, {
+    label: 'DistributedDataParallel, one process per GPU',
+    // Another layout: each GPU runs its own replica's compute, driven by its own process: the replication, scatter and
+    // gather the one host did for all of them go, and so do the GPUs' waits on it.
+    ops: [
+      { kind: 'gpu', work: 'dataparallel', ns: gpuNow, factor: gpuNow > 0 ? expected / gpuNow : 1 },
+      { kind: 'comm', ns: m.comm.exposedNsPerStep },
+      { kind: 'host', work: 'dataparallel', factor: 0 },
+      { kind: 'serial', cost: 'all', factor: 0 },
+    ],
+    arithmetic: `under DDP a step takes about the busiest GPU's compute time ${fmtMs(expected)} (the GPUs' work now ${fmtMs(gpuNow)} a step, the step ${fmtMs(step)} in the window), each process issuing one replica's work`,
   });
 };
 
@@ -128,14 +135,14 @@ function imbalanceEvidence(devices: readonly DeviceBusy[]): string[] {
   ];
 }
 
-export const ddpAccumWithoutNoSync: RankRule = (m) => {
+export const ddpAccumWithoutNoSync: RankRule = (m, pace) => {
   const s = m.structure;
   if (!s.ddp || s.accumulationMicroSteps === 0 || s.accumulationMicroStepsWithAllReduce === 0) return null;
   const step = stepNs(m);
   const share = s.accumulationMicroStepsWithAllReduce / Math.max(1, s.ddpForwardsPerStep * Math.max(1, m.steps.length));
   // Collectives of every micro-step but the last are wasted; they cost their exposed time, at least.
   const saved = (m.comm.exposedNsPerStep + m.comm.commNsPerStep * 0.25) * share;
-  return finding({
+  return paced(m, pace, {
     id: 'ddp-accum-without-no-sync',
     title: `Gradient accumulation all-reduces on every micro-step (${s.accumulationMicroStepsWithAllReduce} of ${s.accumulationMicroSteps} non-final micro-steps)`,
     ranks: [m.rank],
@@ -159,15 +166,18 @@ export const ddpAccumWithoutNoSync: RankRule = (m) => {
         'opt.step(); opt.zero_grad(set_to_none=True)',
       ].join('\n'),
     },
-    estimatedGain: gainFrom(
-      step,
-      saved,
-      `(exposed ${fmtMs(m.comm.exposedNsPerStep)} + 25% of comm ${fmtMs(m.comm.commNsPerStep)}) x ${fmtPct(share)} redundant micro-steps = ${fmtMs(saved)}`,
-    ),
+  }, {
+    label: 'no_sync() on all but the last micro-batch',
+    ops: [
+      { kind: 'comm', ns: m.comm.exposedNsPerStep * share },
+      // The hidden all-reduces still slow the compute they overlap: a quarter of their time, counted as GPU work.
+      { kind: 'gpu', work: 'hidden-collectives', ns: m.comm.commNsPerStep * 0.25 * share, factor: 0 },
+    ],
+    arithmetic: `(exposed ${fmtMs(m.comm.exposedNsPerStep)} + 25% of comm ${fmtMs(m.comm.commNsPerStep)}) x ${fmtPct(share)} redundant micro-steps = ${fmtMs(saved)}`,
   });
 };
 
-export const smallCommBuckets: RankRule = (m) => {
+export const smallCommBuckets: RankRule = (m, pace) => {
   const c = m.comm;
   const step = stepNs(m);
   if (
@@ -181,7 +191,7 @@ export const smallCommBuckets: RankRule = (m) => {
   const target = 100 * 1024 * 1024;
   const fewer = Math.max(1, Math.ceil(perStepBytes / target));
   const saved = Math.min(c.exposedNsPerStep, Math.max(0, c.allReducesPerStep - fewer) * COLLECTIVE_LATENCY_NS);
-  return finding({
+  return paced(m, pace, {
     id: 'small-comm-buckets',
     title: `${c.allReducesPerStep.toFixed(0)} small all-reduces per step (median ${fmtBytes(c.medianMessageBytes)})`,
     ranks: [m.rank],
@@ -195,19 +205,18 @@ export const smallCommBuckets: RankRule = (m) => {
         'Larger gradient buckets mean fewer collectives, each closer to full bandwidth. Also make sure no parameters are excluded from bucketing (find_unused_parameters=False when possible).',
       code: 'model = DistributedDataParallel(model, device_ids=[local_rank], bucket_cap_mb=100, gradient_as_bucket_view=True)',
     },
-    estimatedGain: gainFrom(
-      step,
-      saved,
-      `(${c.allReducesPerStep.toFixed(0)} - ${fewer}) collectives x ~${fmtMs(COLLECTIVE_LATENCY_NS)} latency, at most the exposed ${fmtMs(c.exposedNsPerStep)}: ${fmtMs(saved)}`,
-    ),
+  }, {
+    label: 'larger gradient buckets',
+    ops: [{ kind: 'comm', ns: saved }],
+    arithmetic: `(${c.allReducesPerStep.toFixed(0)} - ${fewer}) collectives x ~${fmtMs(COLLECTIVE_LATENCY_NS)} latency, at most the exposed ${fmtMs(c.exposedNsPerStep)}: ${fmtMs(saved)}`,
   });
 };
 
-export const commBound: RankRule = (m) => {
+export const commBound: RankRule = (m, pace) => {
   const c = m.comm;
   const step = stepNs(m);
   if (step <= 0 || c.exposedNsPerStep / step < COMM_MIN_EXPOSED_SHARE) return null;
-  return finding({
+  return paced(m, pace, {
     id: 'comm-bound',
     title: `Communication not hidden by compute: ${fmtPct(c.exposedNsPerStep / step)} of each step`,
     ranks: [m.rank],
@@ -225,11 +234,10 @@ export const commBound: RankRule = (m) => {
         '# FSDP2: fully_shard(block, reshard_after_forward=True); model.set_modules_to_forward_prefetch([...])',
       ].join('\n'),
     },
-    estimatedGain: gainFrom(
-      step,
-      c.exposedNsPerStep,
-      `if fully overlapped: step ${fmtMs(step)} - exposed ${fmtMs(c.exposedNsPerStep)} = ${fmtMs(step - c.exposedNsPerStep)} (an upper bound)`,
-    ),
+  }, {
+    label: 'communication overlapped',
+    ops: [{ kind: 'comm', ns: c.exposedNsPerStep }],
+    arithmetic: `if fully overlapped, the exposed ${fmtMs(c.exposedNsPerStep)} a step goes (an upper bound)`,
   });
 };
 
@@ -238,7 +246,7 @@ export const commBound: RankRule = (m) => {
  * time is its shortest duration across ranks (they all move the same bytes);
  * what a rank spends beyond that is waiting. The straggler waits least.
  */
-export const rankImbalance: CrossRankRule = (ranks: TraceMetrics[], collectives: readonly CollectiveTimings[]) => {
+export const rankImbalance: CrossRankRule = (ranks: TraceMetrics[], collectives: readonly CollectiveTimings[], paces = []) => {
   if (ranks.length < 2) return null;
   // Without every rank's collectives, only the compute skew is seen.
   const maps = collectives.length === ranks.length ? collectives.map(timingsByKey) : [];
@@ -279,7 +287,9 @@ export const rankImbalance: CrossRankRule = (ranks: TraceMetrics[], collectives:
   if (step <= 0 || skew / step < IMBALANCE_MIN_SHARE) return null;
   const straggler = ranks[busy.indexOf(maxBusy)]!.rank;
   const saved = Math.max(maxBusy - meanBusy, maxWait - minWait);
-  return finding({
+  // Judged on the slowest rank's step: every rank goes at its pace.
+  const slowest = ranks.reduce((a, r, i) => (stepNs(r) > stepNs(ranks[a]!) ? i : a), 0);
+  return paced(ranks[slowest]!, paces[slowest] ?? undefined, {
     id: 'rank-imbalance',
     title: `Rank ${straggler} is slower: the other ranks wait up to ${fmtMs(maxWait)} per step in collectives`,
     ranks: ranks.map((r) => r.rank),
@@ -292,11 +302,10 @@ export const rankImbalance: CrossRankRule = (ranks: TraceMetrics[], collectives:
     ],
     data: { straggler, maxComputeNs: maxBusy, minComputeNs: minBusy, maxWaitNsPerStep: maxWait, matchedCollectives: matched },
     recommendation: rankImbalanceRecommendation(straggler),
-    estimatedGain: gainFrom(
-      step,
-      saved,
-      `balanced ranks would each take the mean compute ${fmtMs(meanBusy)}; the slowest takes ${fmtMs(maxBusy)}, the longest wait is ${fmtMs(maxWait)}: ${fmtMs(saved)} saved`,
-    ),
+  }, {
+    label: `rank ${straggler} balanced with the others`,
+    ops: [{ kind: 'step', factor: Math.max(0, 1 - saved / step) }],
+    arithmetic: `balanced ranks would each take the mean compute ${fmtMs(meanBusy)}; the slowest takes ${fmtMs(maxBusy)}, the longest wait is ${fmtMs(maxWait)}: ${fmtMs(saved)} of the window's ${fmtMs(step)} step saved`,
   });
 };
 

@@ -3,11 +3,10 @@
  * kernel per elementwise op, each reading and writing its tensors from memory); torch.compile fuses them.
  */
 
-import { gainFrom } from '../../findings/finding.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtMs, fmtPct } from '../../util/format.js';
 import { misalignedGemms } from './compute.js';
-import { finding, matmulNs, type RankRule, stepNs } from './rule.js';
+import { matmulNs, paced, type RankRule, stepNs } from './rule.js';
 
 /**
  * The GPU must be busy for its kernel time to matter: below this, input or launch rules apply. Low on purpose: a
@@ -36,6 +35,12 @@ const MIN_FUSABLE_SHARE = 0.25;
  * pointwise ops are 75% of its fusable time against 56-58% in the nanoGPT models.
  */
 const COMPILE_REMOVES = { castPointwise: 0.7, softmax: 0.4, norm: 0.15, reduce: 0, optimizer: 0 } as const;
+/**
+ * What compiling leaves of the host's work a step: the compiled nanoGPT-style GPT-2 launched 698 kernels a step against
+ * 960 eager (examples/traces/scenarios/gpt2_fusion*, H100), and its forward and backward run as a few compiled graphs
+ * instead of one Python dispatch per op; 0.7, the kernel ratio, rounded down.
+ */
+const COMPILE_HOST_KEEPS = 0.7;
 /** A convolutional net's normalisation cannot fuse into its convolutions in training: the factor was not measured there. */
 const MAX_CONV_SHARE = 0.2;
 
@@ -59,7 +64,7 @@ export function compileSavings(m: TraceMetrics): { castPointwise: number; softma
   };
 }
 
-export const fusion: RankRule = (m) => {
+export const fusion: RankRule = (m, pace) => {
   const step = stepNs(m);
   if (step <= 0 || isCompiled(m) || m.gpuBusyShare < MIN_BUSY_SHARE) return null;
   const mm = matmulNs(m);
@@ -75,7 +80,9 @@ export const fusion: RankRule = (m) => {
   const padded = misalignedGemms(m).savedNs;
   const saved = fused + padded;
   const k = c.kinds;
-  return finding({
+  const kindsNs = k.castNs + k.pointwiseNs + k.softmaxNs + k.normNs;
+  const bad = misalignedGemms(m).badNs;
+  return paced(m, pace, {
     id: 'fusion',
     title: `Eager mode: ${fmtPct(fusable / m.perStep.busyNs)} of GPU time goes to unfused elementwise and normalisation kernels between the matmuls`,
     ranks: [m.rank],
@@ -99,11 +106,13 @@ export const fusion: RankRule = (m) => {
         accelerate: 'accelerate launch --dynamo_backend inductor train.py',
       },
     },
-    estimatedGain: gainFrom(
-      step,
-      saved,
-      `what compile removed of each kind on GPT-2 (eager vs compiled traces): (casts + pointwise ${fmtMs(k.castNs + k.pointwiseNs)}) x ${COMPILE_REMOVES.castPointwise} + softmax and loss ${fmtMs(k.softmaxNs)} x ${COMPILE_REMOVES.softmax} + normalisation ${fmtMs(k.normNs)} x ${COMPILE_REMOVES.norm} = ${fmtMs(fused)}${padded > 0 ? ` + misaligned GEMMs padded ${fmtMs(padded)} = ${fmtMs(saved)}` : ''} saved per step (other reductions and the optimizer unchanged)`,
-      { savesGpuWork: true, savesHostWork: true },
-    ),
+  }, {
+    label: 'torch.compile',
+    ops: [
+      { kind: 'gpu', work: 'memory-bound', ns: kindsNs, factor: kindsNs > 0 ? Math.max(0, 1 - fused / kindsNs) : 1 },
+      ...(padded > 0 ? [{ kind: 'gpu' as const, work: 'misaligned-gemms', ns: bad, factor: Math.max(0, 1 - padded / bad) }] : []),
+      { kind: 'host', work: 'launches', factor: COMPILE_HOST_KEEPS },
+    ],
+    arithmetic: `what compile removed of each kind on GPT-2 (eager vs compiled traces): (casts + pointwise ${fmtMs(k.castNs + k.pointwiseNs)}) x ${COMPILE_REMOVES.castPointwise} + softmax and loss ${fmtMs(k.softmaxNs)} x ${COMPILE_REMOVES.softmax} + normalisation ${fmtMs(k.normNs)} x ${COMPILE_REMOVES.norm} = ${fmtMs(fused)}${padded > 0 ? ` + misaligned GEMMs padded ${fmtMs(padded)} = ${fmtMs(saved)}` : ''} of GPU work saved per step (other reductions and the optimizer unchanged); the host issues fewer kernels: ${COMPILE_HOST_KEEPS} of its work is left`,
   });
 };

@@ -1,9 +1,8 @@
 /** Host-side rules: synchronisations in the loop, launch overhead. */
-import { gainFrom } from '../../findings/finding.js';
 import { ACCUMULATE_ON_GPU_CODE } from '../keepOnGpu.js';
 import { fmtMs, fmtPct } from '../../util/format.js';
 import { isCompiled } from './fusion.js';
-import { finding, type RankRule, stepNs } from './rule.js';
+import { paced, type RankRule, stepNs } from './rule.js';
 
 const SYNC_MIN_SHARE = 0.01;
 const LAUNCH_MIN_SHARE = 0.1;
@@ -12,21 +11,17 @@ const SHORT_KERNEL_NS = 20_000;
 /** CUDA graphs / torch.compile remove most, not all, host overhead: we count this share of the launch idle as saved. */
 const LAUNCH_RECOVERABLE = 0.7;
 
-export const hostSync: RankRule = (m) => {
+export const hostSync: RankRule = (m, pace) => {
   const step = stepNs(m);
   const idle = m.perStep.idleByCauseNs.hostSync;
   if (step <= 0 || idle / step < SYNC_MIN_SHARE) return null;
   const nSteps = Math.max(1, m.steps.length);
   const calls = m.examples.syncCalls.filter((c) => c.name !== 'cudaDeviceSynchronize' || c.count > nSteps);
   const culprits = m.examples.syncOps;
-  // Without the syncs the CPU no longer waits and runs ahead: the step becomes the larger of the
-  // GPU's busy time and the host's own (non-blocked) time.
+  // Without the syncs the CPU no longer waits and runs ahead: the drain, the refill and the launch gaps it would fill
+  // go (the pipeline's serial `syncs` cost); the step becomes the larger of the GPU's work and the host's own time.
   const blocked = m.examples.syncCalls.reduce((a, c) => a + c.totalNs, 0) / nSteps;
-  const busy = m.perStep.busyNs;
-  // Only idle the host could fill by running ahead (post-sync and launch gaps) can be won back.
-  const fillable = idle + m.perStep.idleByCauseNs.launch;
-  const expected = Math.max(busy, step - blocked, step - fillable);
-  return finding({
+  return paced(m, pace, {
     id: 'host-sync',
     title: `Host synchronisations drain the GPU queue (${fmtMs(idle)} idle per step)`,
     ranks: [m.rank],
@@ -61,15 +56,14 @@ export const hostSync: RankRule = (m) => {
         '# find hidden syncs: torch.cuda.set_sync_debug_mode("warn")',
       ].join('\n'),
     },
-    estimatedGain: gainFrom(
-      step,
-      step - expected,
-      `the host is blocked ${fmtMs(blocked)} per step; without the syncs it runs ahead, so a step takes max(GPU busy ${fmtMs(busy)}, ${fmtMs(step)} - ${fmtMs(blocked)}, ${fmtMs(step)} - fillable idle ${fmtMs(fillable)}) = ${fmtMs(expected)}`,
-    ),
+  }, {
+    label: 'syncs out of the loop',
+    ops: [{ kind: 'serial', cost: 'syncs', factor: 0 }],
+    arithmetic: `the host is blocked ${fmtMs(blocked)} per step in syncs and the GPU idles ${fmtMs(idle)} after them; without them the host runs ahead and the GPU no longer drains`,
   });
 };
 
-export const launchBound: RankRule = (m) => {
+export const launchBound: RankRule = (m, pace) => {
   const step = stepNs(m);
   const idle = m.perStep.idleByCauseNs.launch;
   const l = m.launch;
@@ -77,7 +71,7 @@ export const launchBound: RankRule = (m) => {
   const manySmall = l.medianKernelNs < SHORT_KERNEL_NS || l.cpuLaunchNs >= 0.5 * l.gpuKernelNs;
   if (!manySmall) return null;
   const saved = idle * LAUNCH_RECOVERABLE;
-  return finding({
+  return paced(m, pace, {
     id: 'launch-bound',
     title: `CPU-bound: the GPU waits for kernel launches ${fmtPct(idle / step)} of each step`,
     ranks: [m.rank],
@@ -114,10 +108,9 @@ export const launchBound: RankRule = (m) => {
           ].join('\n'),
           frameworks: { transformers: 'TrainingArguments(..., torch_compile=True)' },
         },
-    estimatedGain: gainFrom(
-      step,
-      saved,
-      `launch idle ${fmtMs(idle)} x ${LAUNCH_RECOVERABLE} recoverable = ${fmtMs(saved)} saved: step ${fmtMs(step)} -> ${fmtMs(step - saved)}`,
-    ),
+  }, {
+    label: isCompiled(m) ? 'CUDA graphs (mode="reduce-overhead")' : 'fewer launches (compile, CUDA graphs)',
+    ops: [{ kind: 'host', work: 'launches', ns: saved }],
+    arithmetic: `launch idle ${fmtMs(idle)} x ${LAUNCH_RECOVERABLE} recoverable = ${fmtMs(saved)} of the host's work a step`,
   });
 };

@@ -1,54 +1,130 @@
 /** Input pipeline rules: a starved DataLoader, copies from pageable memory. */
 
-import { gainFrom } from '../../findings/finding.js';
+import type { Finding } from '../../findings/finding.js';
+import type { Fix } from '../../pace/fix.js';
+import { gainOf } from '../../pace/gain.js';
+import { type Pipeline, stepOf } from '../../pace/pipeline.js';
+import { windowPipeline } from '../../pace/window.js';
+import type { TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtAt, fmtBytes, fmtMs, fmtPct } from '../../util/format.js';
-import { finding, type RankRule, stepNs } from './rule.js';
+import { finding, paced, type RankRule, stepNs } from './rule.js';
 
-/** Fires when the GPU idles in DataLoader waits for at least this share of the step. */
+/** Fires when the loop waits on the DataLoader at least this share of the step. */
 const DATALOADER_MIN_SHARE = 0.05;
 /** Pinned host-to-device bandwidth assumed when the trace has no pinned copy to measure (PCIe Gen4 x16, practical). */
 const ASSUMED_PINNED_GBS = 20;
 const PAGEABLE_MIN_SHARE = 0.002;
 
-export const dataloaderBound: RankRule = (m) => {
-  const step = stepNs(m);
-  const idle = m.perStep.idleByCauseNs.dataloader;
-  if (step <= 0 || idle / step < DATALOADER_MIN_SHARE) return null;
-  // With loading moved to worker processes and overlapped, the GPU no longer waits; the step cannot drop below the GPU's own busy time.
-  const expected = Math.max(step - idle, m.perStep.busyNs);
+const fmtRate = (perS: number) => Math.round(perS).toLocaleString('en-US');
+
+/**
+ * The loader's capacity in words, when its production was measured in the workers: "4 workers deliver 1,100
+ * samples/s, 275 per worker; the rest of the step takes 1,830/s".
+ */
+export function loaderCapacity(p: Pipeline): string | null {
+  const l = p.loader;
+  if (!l || l.batchNsPerWorker === null || l.workers === null) return null;
+  const unit = l.samplesPerBatch !== null ? 'samples' : 'batches';
+  const perBatch = l.samplesPerBatch ?? 1;
+  const perWorker = (perBatch * 1e9) / l.batchNsPerWorker;
+  const host = p.stages.host.ns ?? 0;
+  const device = (p.stages.gpu.ns ?? 0) + (p.stages.comm.ns ?? 0);
+  const demandNs = Math.max(host, device);
+  const demand = demandNs > 0 ? ` ; the rest of the step takes ${fmtRate((perBatch * l.batchesPerStep * 1e9) / demandNs)}/s` : '';
+  return `${l.workers} worker(s) deliver ${fmtRate(perWorker * Math.max(1, l.workers))} ${unit}/s, ${fmtRate(perWorker)} per worker${demand.replace(' ;', ';')}`;
+}
+
+/** The worker count to recommend: what the demand of the other stages needs, capped by the cores (one for the loop). */
+function workersFor(p: Pipeline): { workers: number; text: string } | null {
+  const l = p.loader;
+  if (!l || l.batchNsPerWorker === null) return null;
+  const need = stepOf({ ...p, loader: { ...l, workersTo: 'enough' } }).workersNeeded;
+  if (need === null) return null;
+  const cap = l.cpuCores !== null ? Math.max(1, l.cpuCores - 1) : null;
+  const workers = cap !== null ? Math.min(need, cap) : need;
+  const capped = cap !== null && need > cap ? `; the process may use ${l.cpuCores} cores, so ${workers} (one for the training loop) is the most: then decode on the GPU (DALI, torchvision.io.decode_jpeg on CUDA) or pre-process the dataset` : '';
+  return { workers, text: `about ${need} workers keep up with the rest of the step (a batch takes ${fmtMs(l.batchNsPerWorker)} in a worker)${capped}` };
+}
+
+const LOADER_CODE = (workers: string, epochStarts: boolean) =>
+  [
+    `loader = DataLoader(dataset, batch_size=B, num_workers=${workers}, pin_memory=True,`,
+    `                    persistent_workers=True, prefetch_factor=${epochStarts ? 4 : 2})`,
+    'for x, y in loader:',
+    '    x = x.to(device, non_blocking=True); y = y.to(device, non_blocking=True)',
+  ].join('\n');
+
+/**
+ * The one DataLoader finding, from the pipeline's evidence: the loop's waits (the probe's over every step in a run,
+ * the GPU's idle in DataLoader.__next__ in a window), the loader's measured capacity when there is one, and when the
+ * waits fall. `m`: the window, for its figures in the evidence (null when doctor has no window for the rank).
+ */
+export function dataloaderFinding(p: Pipeline, m: TraceMetrics | null, rank: number): Finding | null {
+  const step = p.stepNs;
+  const wait = p.inputWaitNs;
+  const epochStarts = p.serial.some((c) => c.kind === 'epoch-starts');
+  if (!(step > 0) || wait / step < DATALOADER_MIN_SHARE) return null;
+  const run = p.source === 'run';
+  const rec = workersFor(p);
+  const capacity = loaderCapacity(p);
+  const l = p.loader;
+  const evidence = [
+    run
+      ? `the training loop waited ${fmtMs(wait)} a step inside DataLoader.__next__ (${fmtPct(wait / step)} of the mean step ${fmtMs(step)}, over every measured step)`
+      : `GPU idle while the main process was inside DataLoader.__next__: ${fmtMs(wait)} per step of ${fmtMs(step)} (${fmtPct(wait / step)})`,
+    ...(m
+      ? [`in the profiled window DataLoader.__next__ takes ${fmtMs(m.examples.dataLoaderWaitNsPerStep)} per step on the CPU; the GPU is busy ${fmtPct(m.gpuBusyShare)} of the time`]
+      : []),
+    ...(p.stalls && p.stalls.stalledSteps > 0 ? [p.stages.input.evidence] : []),
+    ...(capacity ? [capacity] : []),
+    ...(rec ? [rec.text] : []),
+    ...(l && l.workers !== null
+      ? [`DataLoader: num_workers=${l.workers}, persistent_workers=${l.persistentWorkers}, prefetch_factor=${l.prefetchFactor ?? 'n/a'}, pin_memory=${l.pinMemory}${l.cpuCores !== null ? `; ${l.cpuCores} CPU cores available` : ''}`]
+      : []),
+  ];
+  const workers = rec ? String(rec.workers) : '8';
+  const fix: Fix = epochStarts
+    ? {
+        label: 'persistent DataLoader workers',
+        ops: [{ kind: 'serial', cost: 'epoch-starts', factor: 0 }],
+        arithmetic: `${p.serial.find((c) => c.kind === 'epoch-starts')?.evidence ?? 'the waits cluster at epoch starts'}; persistent_workers=True keeps the workers between epochs, prefetch_factor fills their queues ahead`,
+      }
+    : {
+        label: l?.workers !== null && l?.workers !== undefined && rec ? `num_workers ${l.workers} -> ${rec.workers}` : 'more DataLoader workers',
+        ops: [{ kind: 'workers', to: rec ? rec.workers : 'enough' }],
+        arithmetic: rec
+          ? `the loader's measured rate: ${rec.text}`
+          : `with enough workers (and loading overlapped) the loop no longer waits: the DataLoader leaves the critical path`,
+      };
   return finding({
     id: 'dataloader-bound',
-    title: `The GPU waits on the DataLoader ${fmtPct(idle / step)} of each step`,
-    ranks: [m.rank],
-    evidence: [
-      `GPU idle while the main process was inside DataLoader.__next__: ${fmtMs(idle)} per step of ${fmtMs(step)} (${fmtPct(idle / step)})`,
-      `DataLoader.__next__ takes ${fmtMs(m.examples.dataLoaderWaitNsPerStep)} per step on the CPU; the GPU is busy ${fmtPct(m.gpuBusyShare)} of the time`,
-    ],
+    title: run
+      ? `The training loop waits on the DataLoader ${fmtPct(wait / step)} of the time${epochStarts ? (p.stalls?.when === 'epoch-starts' ? ', at the start of each epoch' : `, in stalls every ${p.stalls?.everySteps} steps`) : ''}`
+      : `The GPU waits on the DataLoader ${fmtPct(wait / step)} of each step`,
+    ranks: [rank],
+    evidence,
     data: {
-      dataloaderIdleNsPerStep: idle,
+      dataloaderWaitNsPerStep: wait,
       stepNs: step,
-      dataLoaderNextNsPerStep: m.examples.dataLoaderWaitNsPerStep,
-      gpuBusyShare: m.gpuBusyShare,
+      ...(m ? { dataLoaderNextNsPerStep: m.examples.dataLoaderWaitNsPerStep, gpuBusyShare: m.gpuBusyShare } : {}),
+      ...(l?.workers !== null && l?.workers !== undefined ? { workers: l.workers } : {}),
+      ...(rec ? { workersRecommended: rec.workers } : {}),
+      ...(p.stalls ? { stallShare: p.stalls.share, stallWhen: p.stalls.when } : {}),
     },
     recommendation: {
-      summary:
-        'Load and augment in worker processes, pin host memory, and copy without blocking so loading overlaps compute. If workers still cannot keep up, move decoding/augmentation to the GPU (DALI, torchvision.transforms.v2 on CUDA tensors) or pre-process the dataset.',
-      code: [
-        'loader = DataLoader(dataset, batch_size=B, num_workers=8, pin_memory=True,',
-        '                    persistent_workers=True, prefetch_factor=4)',
-        'for x, y in loader:',
-        '    x = x.to(device, non_blocking=True); y = y.to(device, non_blocking=True)',
-      ].join('\n'),
+      summary: epochStarts
+        ? `The waits come in long stalls ${p.stalls?.when === 'epoch-starts' ? 'at epoch starts' : `every ${p.stalls?.everySteps} steps (epoch starts, most likely)`}: the workers are started again for every epoch. Keep them (persistent_workers=True) and let them fill their queues ahead (prefetch_factor).`
+        : `Load and augment in ${rec ? `${rec.workers} ` : ''}worker processes, pin host memory, and copy without blocking so loading overlaps compute. If workers still cannot keep up, move decoding/augmentation to the GPU (DALI, torchvision.transforms.v2 on CUDA tensors) or pre-process the dataset.`,
+      code: LOADER_CODE(workers, epochStarts),
     },
-    estimatedGain: gainFrom(
-      step,
-      step - expected,
-      `step ${fmtMs(step)} - DataLoader idle ${fmtMs(idle)} = ${fmtMs(expected)} (not below GPU busy time ${fmtMs(m.perStep.busyNs)})`,
-    ),
+    fix,
+    estimatedGain: gainOf(p, fix),
   });
-};
+}
 
-export const pageableH2d: RankRule = (m) => {
+export const dataloaderBound: RankRule = (m, pace) => dataloaderFinding(pace ?? windowPipeline(m), m, m.rank);
+
+export const pageableH2d: RankRule = (m, pace) => {
   const pageable = m.copies.find((c) => c.kind === 'HtoD pageable');
   const step = stepNs(m);
   if (!pageable || step <= 0) return null;
@@ -58,38 +134,40 @@ export const pageableH2d: RankRule = (m) => {
   if ((copyNs + idleNs) / step < PAGEABLE_MIN_SHARE) return null;
   const pinned = m.copies.find((c) => c.kind === 'HtoD pinned');
   const pinnedGBs = Math.max(pinned?.bandwidthGBs ?? 0, ASSUMED_PINNED_GBS);
-  const fasterCopyNs = pageable.bandwidthGBs > 0 ? copyNs * Math.max(0, 1 - pageable.bandwidthGBs / pinnedGBs) : 0;
-  const saved = idleNs + fasterCopyNs;
+  const keep = pageable.bandwidthGBs > 0 ? Math.min(1, pageable.bandwidthGBs / pinnedGBs) : 1;
   const ex = m.examples.pageableH2dExample;
-  return finding({
-    id: 'pageable-h2d',
-    title: `Host-to-device copies from pageable memory (${fmtBytes(pageable.bytes / nSteps)} per step at ${pageable.bandwidthGBs.toFixed(1)} GB/s)`,
-    ranks: [m.rank],
-    evidence: [
-      `${pageable.count} HtoD copies from pageable memory, ${fmtBytes(pageable.bytes)} in ${fmtMs(pageable.durNs)} (${pageable.bandwidthGBs.toFixed(1)} GB/s)`,
-      `GPU idle while the host was inside the copy call: ${fmtMs(idleNs)} per step`,
-      ...(ex ? [`largest: "${ex.name}" ${fmtBytes(ex.bytes)} in ${fmtMs(ex.durNs)} at ${fmtAt(ex.atNs)}`] : []),
-      ...(pinned ? [`pinned copies in the same trace ran at ${pinned.bandwidthGBs.toFixed(1)} GB/s`] : []),
-    ],
-    data: {
-      pageableBytes: pageable.bytes,
-      pageableCopies: pageable.count,
-      pageableGBs: pageable.bandwidthGBs,
-      h2dIdleNsPerStep: idleNs,
-      pinnedGBsAssumed: pinnedGBs,
+  return paced(
+    m,
+    pace,
+    {
+      id: 'pageable-h2d',
+      title: `Host-to-device copies from pageable memory (${fmtBytes(pageable.bytes / nSteps)} per step at ${pageable.bandwidthGBs.toFixed(1)} GB/s)`,
+      ranks: [m.rank],
+      evidence: [
+        `${pageable.count} HtoD copies from pageable memory, ${fmtBytes(pageable.bytes)} in ${fmtMs(pageable.durNs)} (${pageable.bandwidthGBs.toFixed(1)} GB/s)`,
+        `GPU idle while the host was inside the copy call: ${fmtMs(idleNs)} per step`,
+        ...(ex ? [`largest: "${ex.name}" ${fmtBytes(ex.bytes)} in ${fmtMs(ex.durNs)} at ${fmtAt(ex.atNs)}`] : []),
+        ...(pinned ? [`pinned copies in the same trace ran at ${pinned.bandwidthGBs.toFixed(1)} GB/s`] : []),
+      ],
+      data: {
+        pageableBytes: pageable.bytes,
+        pageableCopies: pageable.count,
+        pageableGBs: pageable.bandwidthGBs,
+        h2dIdleNsPerStep: idleNs,
+        pinnedGBsAssumed: pinnedGBs,
+      },
+      recommendation: {
+        summary: 'Pinned (page-locked) host buffers copy at full PCIe speed and let the copy run asynchronously, overlapped with compute.',
+        code: ['DataLoader(..., pin_memory=True)', '# or for your own tensors: x = x.pin_memory()', 'x = x.to(device, non_blocking=True)'].join('\n'),
+      },
     },
-    recommendation: {
-      summary: 'Pinned (page-locked) host buffers copy at full PCIe speed and let the copy run asynchronously, overlapped with compute.',
-      code: [
-        'DataLoader(..., pin_memory=True)',
-        '# or for your own tensors: x = x.pin_memory()',
-        'x = x.to(device, non_blocking=True)',
-      ].join('\n'),
+    {
+      label: 'pinned memory, non-blocking copies',
+      ops: [
+        { kind: 'serial', cost: 'copy', factor: 0 },
+        { kind: 'gpu', work: 'pageable-copies', ns: copyNs, factor: keep },
+      ],
+      arithmetic: `the GPU idle in the copy calls (${fmtMs(idleNs)} a step) goes, and the copies themselves (${fmtMs(copyNs)} a step) run at ${pinnedGBs.toFixed(0)} GB/s pinned instead of ${pageable.bandwidthGBs.toFixed(1)} GB/s`,
     },
-    estimatedGain: gainFrom(
-      step,
-      saved,
-      `copy-call idle ${fmtMs(idleNs)} + copy time ${fmtMs(copyNs)} x (1 - ${pageable.bandwidthGBs.toFixed(1)} / ${pinnedGBs.toFixed(0)} GB/s pinned) = ${fmtMs(saved)} saved per step`,
-    ),
-  });
+  );
 };

@@ -5,10 +5,9 @@
  * and a large bubble. DataParallel also drives several GPUs from one process (its replicas run side by side, and its
  * own rule covers it); a DDP rank with one device has no cross-device figures.
  */
-import { gainFrom } from '../../findings/finding.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtBytes, fmtMs, fmtPct } from '../../util/format.js';
-import { finding, type RankRule, stepNs } from './rule.js';
+import { paced, type RankRule, stepNs } from './rule.js';
 
 /** Fires at this share of the bubble a strict turn-taking split has (1 - 1/n): 30% for two GPUs, whose worst is 50%. */
 const BUBBLE_MIN_OF_SERIAL = 0.6;
@@ -150,7 +149,7 @@ export const PIPELINE_CODE = [
   '# (pipeline(model, mb_args=..., split_spec=...), ScheduleGPipe or Schedule1F1B with n_microbatches=MICRO).',
 ].join('\n');
 
-export const modelParallelBubble: RankRule = (m) => {
+export const modelParallelBubble: RankRule = (m, pace) => {
   const f = modelParallelFigures(m);
   if (!f) return null;
   const est = pipelineEstimate(f);
@@ -178,7 +177,7 @@ export const modelParallelBubble: RankRule = (m) => {
   f.devices.forEach((id, i) => {
     data[`busyNsGpu${id}`] = f.busyNs[i]!;
   });
-  return finding({
+  return paced(m, pace, {
     id: 'model-parallel-bubble',
     title: `A model split over GPUs ${gpus} in one process runs them in turn: ${fmtPct(f.bubbleShare)} of their time each waits for another`,
     ranks: [m.rank],
@@ -195,6 +194,10 @@ export const modelParallelBubble: RankRule = (m) => {
         `If the whole model fits on one GPU, data parallelism over the same ${n} GPUs removes the bubble altogether: DistributedDataParallel, one process per GPU, each on 1/${n} of the batch (FSDP2 fully_shard when it fits only sharded): about ${fmtMs(dp)} per step plus the gradient all-reduce, against ${fmtMs(est.expectedNs)} pipelined.`,
       code: PIPELINE_CODE,
     },
-    estimatedGain: gainFrom(f.stepNs, f.stepNs - est.expectedNs, est.arithmetic),
+  }, {
+    label: `${est.microBatches} micro-batches, pipelined`,
+    // The pipelined step is modelled whole (fill and drain, the host's pass per micro-batch): a ratio of the step.
+    ops: [{ kind: 'step', factor: est.expectedNs / f.stepNs }],
+    arithmetic: est.arithmetic,
   });
 };

@@ -5,12 +5,11 @@
  * and NCHW normalisation kernels in bf16 are slow).
  */
 
-import { gainFrom } from '../../findings/finding.js';
 import { type GpuSpec, lookupGpu } from '../../gpus/catalogue.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtMs } from '../../util/format.js';
 import { BF16_AUTOCAST_SWITCHES } from '../framework.js';
-import { finding, matmulNs, type RankRule, stepNs } from './rule.js';
+import { finding, matmulNs, paced, type RankRule, stepNs } from './rule.js';
 
 /** Already mixed precision: at least this share of the known-precision matmul time on 16/8-bit tensor cores. */
 const HALF_MATMUL_SHARE = 0.5;
@@ -37,7 +36,7 @@ function isConvNet(m: TraceMetrics): boolean {
   return m.perStep.kernelNsByCategory.conv > CONV_NET_SHARE * matmulNs(m) || m.kernelMix.nchwTransposeNs > 0;
 }
 
-export const mixedPrecision: RankRule = (m) => {
+export const mixedPrecision: RankRule = (m, pace) => {
   const step = stepNs(m);
   const p = m.precision;
   const mix = m.kernelMix;
@@ -73,7 +72,7 @@ export const mixedPrecision: RankRule = (m) => {
       : ['# fp16 needs loss scaling: scaler = torch.amp.GradScaler(); scaler.scale(loss).backward(); scaler.step(opt); scaler.update()']),
     ...(convNet ? ['model = model.to(memory_format=torch.channels_last)   # and x = x.to(memory_format=torch.channels_last)'] : []),
   ].join('\n');
-  return finding({
+  return paced(m, pace, {
     id: 'mixed-precision',
     title: `The step runs in fp32/TF32: bf16 autocast${convNet ? ' with channels_last' : ''} would halve its matmul and memory-bound time`,
     ranks: [m.rank],
@@ -97,16 +96,19 @@ export const mixedPrecision: RankRule = (m) => {
       code,
       frameworks: BF16_AUTOCAST_SWITCHES,
     },
-    estimatedGain: gainFrom(
-      step,
-      saved,
-      `TF32 matmuls ${fmtMs(tf32)} x (1 - ${tf32Ratio.toFixed(2)}) + fp32 matmuls ${fmtMs(simt)} x (1 - ${fp32Ratio.toFixed(3)}) + fp32 memory-bound ${fmtMs(mix.memoryBoundFp32Ns)} x ${MEMORY_BOUND_HALF_FACTOR}${transposeSaved > 0 ? ` + layout transposes ${fmtMs(transposeSaved)}` : ''} = ${fmtMs(saved)} saved per step (the optimizer's fp32 update unchanged)`,
-      { savesGpuWork: true },
-    ),
+  }, {
+    label: `${bf16 ? 'bf16' : 'fp16'} autocast${convNet ? ' + channels_last' : ''}`,
+    ops: [
+      { kind: 'gpu', work: 'tf32-matmul', ns: tf32, factor: tf32Ratio },
+      { kind: 'gpu', work: 'fp32-matmul', ns: simt, factor: fp32Ratio },
+      { kind: 'gpu', work: 'memory-bound', ns: mix.memoryBoundFp32Ns, factor: MEMORY_BOUND_HALF_FACTOR },
+      ...(transposeSaved > 0 ? [{ kind: 'gpu' as const, work: 'nchw-transposes', ns: transposeSaved, factor: 0 }] : []),
+    ],
+    arithmetic: `TF32 matmuls ${fmtMs(tf32)} x (1 - ${tf32Ratio.toFixed(2)}) + fp32 matmuls ${fmtMs(simt)} x (1 - ${fp32Ratio.toFixed(3)}) + fp32 memory-bound ${fmtMs(mix.memoryBoundFp32Ns)} x ${MEMORY_BOUND_HALF_FACTOR}${transposeSaved > 0 ? ` + layout transposes ${fmtMs(transposeSaved)}` : ''} = ${fmtMs(saved)} of GPU work saved per step (the optimizer's fp32 update unchanged)`,
   });
 };
 
-export const channelsLast: RankRule = (m) => {
+export const channelsLast: RankRule = (m, pace) => {
   const step = stepNs(m);
   const mix = m.kernelMix;
   const n = Math.max(1, m.steps.length);
@@ -117,7 +119,7 @@ export const channelsLast: RankRule = (m) => {
   const nchwHalf = Math.min(mix.nchwNormPoolNs, mix.halfNormPoolNs);
   const saved = mix.nchwTransposeNs + NCHW_NORM_POOL_SAVED * nchwHalf;
   if (saved / step < MIN_SHARE) return null;
-  return finding({
+  return paced(m, pace, {
     id: 'channels-last',
     title: `A convolutional net under autocast runs in NCHW: cuDNN transposes around every convolution (${fmtMs(mix.nchwTransposeNs)} of transposes a step)`,
     ranks: [m.rank],
@@ -134,12 +136,13 @@ export const channelsLast: RankRule = (m) => {
         'x = x.to(device, memory_format=torch.channels_last, non_blocking=True)',
       ].join('\n'),
     },
-    estimatedGain: gainFrom(
-      step,
-      saved,
-      `transposes ${fmtMs(mix.nchwTransposeNs)} removed + NCHW bf16 normalisation/pooling ${fmtMs(nchwHalf)} x ${NCHW_NORM_POOL_SAVED} (measured on ResNet-50) = ${fmtMs(saved)} saved per step`,
-      { savesGpuWork: true },
-    ),
+  }, {
+    label: 'channels_last',
+    ops: [
+      { kind: 'gpu', work: 'nchw-transposes', ns: mix.nchwTransposeNs, factor: 0 },
+      { kind: 'gpu', work: 'nchw-norm-pool', ns: nchwHalf, factor: 1 - NCHW_NORM_POOL_SAVED },
+    ],
+    arithmetic: `transposes ${fmtMs(mix.nchwTransposeNs)} removed + NCHW bf16 normalisation/pooling ${fmtMs(nchwHalf)} x ${NCHW_NORM_POOL_SAVED} (measured on ResNet-50) = ${fmtMs(saved)} of GPU work saved per step`,
   });
 };
 

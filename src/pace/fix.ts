@@ -1,0 +1,120 @@
+/**
+ * A fix as data (pure): what it changes in the pipeline, never the step it gives. A rule detects its cause and computes
+ * its fix's figures from its evidence (the kernels bf16 speeds up, the syncs per step); `applyFix` changes the pipeline
+ * and `stepOf` (pipeline.ts) answers the new step and the stage that binds next. GPU and host figures are in the
+ * profiled window's ns; the pipeline's `scale` takes them to its own (a run outside the profiler).
+ */
+import { fmtMs } from '../util/format.js';
+import { type Pipeline, type SerialKind, type Stage, type StageName, stageLabel } from './pipeline.js';
+
+export type FixOp =
+  /** The DataLoader's worker count: a number, or `enough` for the demand of the other stages (capped by the cores). */
+  | { kind: 'workers'; to: number | 'enough' }
+  /**
+   * A work item of the GPU (`work` names it: `fp32-matmul`, `memory-bound`, `nchw-transposes`, ...): `ns` of it per
+   * step now, of which `factor` remains. Two fixes naming the same item compose (bf16 halves what fusion then fuses).
+   */
+  | { kind: 'gpu'; work: string; ns: number; factor: number }
+  /** The host's own work per step: `ns` of it (window ns) goes, or all of it is multiplied by `factor`. */
+  | { kind: 'host'; work: string; ns?: number; factor?: number }
+  /** A serial cost of this kind (or every one) multiplied by `factor` (0: gone), or `ns` (window ns) of it removed. */
+  | { kind: 'serial'; cost: SerialKind | 'all'; factor?: number; ns?: number }
+  /** Exposed communication: `ns` of it (window ns) hidden under compute. */
+  | { kind: 'comm'; ns: number }
+  /** The batch k times larger: per-sample work (GPU, the loader's batches, copies) grows k times, per-step costs do not. */
+  | { kind: 'batch'; k: number }
+  /** The whole step multiplied by `factor`: a change measured elsewhere or modelled as a whole (another layout). */
+  | { kind: 'step'; factor: number };
+
+export interface Fix {
+  /** The change in a few words, for the plan ("bf16 autocast + channels_last"). */
+  label: string;
+  ops: FixOp[];
+  /** How the rule computed the ops' figures from its evidence, in words and numbers. */
+  arithmetic: string;
+}
+
+function withStage(p: Pipeline, s: StageName, ns: number | null, evidence?: string): Pipeline {
+  const old = p.stages[s];
+  const stage: Stage = { ...old, ns, ...(evidence ? { evidence } : {}) };
+  return { ...p, stages: { ...p.stages, [s]: stage } };
+}
+
+function applyOp(p: Pipeline, op: FixOp): Pipeline {
+  switch (op.kind) {
+    case 'workers': {
+      if (p.loader && p.loader.batchNsPerWorker !== null) return { ...p, loader: { ...p.loader, workersTo: op.to } };
+      // No per-worker rate: enough workers take the input stage off the critical path, whatever it was.
+      return withStage(p, 'input', null, 'assumed to keep up once the loader has enough workers');
+    }
+    case 'gpu': {
+      const gpu = p.stages.gpu.ns;
+      if (gpu === null) return p;
+      const left = p.work[op.work] ?? 1;
+      const saved = op.ns * left * (1 - op.factor) * p.scale.gpu;
+      return { ...withStage(p, 'gpu', Math.max(0, gpu - saved)), work: { ...p.work, [op.work]: left * op.factor } };
+    }
+    case 'host': {
+      const host = p.stages.host.ns;
+      const key = `host:${op.work}`;
+      const left = p.work[key] ?? 1;
+      const factor = op.factor ?? 1;
+      // Launch gaps are the host's too: what shortens its work shortens them.
+      const serial = p.serial.map((c) => (c.kind === 'gaps' ? { ...c, ns: c.ns * factor } : c));
+      if (host === null) return { ...p, serial, work: { ...p.work, [key]: left * factor } };
+      const next = op.ns !== undefined ? host - op.ns * left * p.scale.host : host * factor;
+      return { ...withStage({ ...p, serial }, 'host', Math.max(0, next)), work: { ...p.work, [key]: left * factor } };
+    }
+    case 'serial':
+      return {
+        ...p,
+        serial: p.serial
+          .map((c) => (c.kind !== op.cost && op.cost !== 'all' ? c : { ...c, ns: op.ns !== undefined ? Math.max(0, c.ns - op.ns) : c.ns * (op.factor ?? 1) }))
+          .filter((c) => c.ns > 0),
+      };
+    case 'comm': {
+      const comm = p.stages.comm.ns;
+      return comm === null ? p : withStage(p, 'comm', Math.max(0, comm - op.ns * p.scale.gpu));
+    }
+    case 'batch': {
+      const k = op.k;
+      const scaled = (s: StageName) => (p.stages[s].ns === null ? null : (p.stages[s].ns as number) * k);
+      let q = withStage(p, 'gpu', scaled('gpu'));
+      if (!(p.loader && p.loader.batchNsPerWorker !== null)) q = withStage(q, 'input', scaled('input'));
+      return {
+        ...q,
+        serial: q.serial.map((c) => (c.kind === 'copy' ? { ...c, ns: c.ns * k } : c)),
+        batchScale: p.batchScale * k,
+      };
+    }
+    case 'step': {
+      const f = op.factor;
+      const stages = Object.fromEntries(Object.entries(p.stages).map(([k, s]) => [k, { ...s, ns: s.ns === null ? null : s.ns * f }])) as Pipeline['stages'];
+      const loader = p.loader && p.loader.batchNsPerWorker !== null ? { ...p.loader, batchNsPerWorker: p.loader.batchNsPerWorker * f } : p.loader;
+      return { ...p, stages, loader, serial: p.serial.map((c) => ({ ...c, ns: c.ns * f })) };
+    }
+  }
+}
+
+/** The pipeline once the fix is made. */
+export function applyFix(p: Pipeline, fix: Fix): Pipeline {
+  return fix.ops.reduce(applyOp, p);
+}
+
+/** What a fix changes, in words ("the GPU -12.0 ms, syncs gone"), for the arithmetic. */
+export function fixEffect(before: Pipeline, after: Pipeline): string {
+  const parts: string[] = [];
+  for (const s of ['input', 'host', 'gpu', 'comm'] as const) {
+    const a = before.stages[s].ns;
+    const b = after.stages[s].ns;
+    if (a !== null && b === null) parts.push(`${stageLabel(before, s)} off the critical path`);
+    else if (a !== null && b !== null && Math.abs(a - b) > 1e3) parts.push(`${stageLabel(before, s)} ${fmtMs(a)} -> ${fmtMs(b)}`);
+  }
+  if (before.loader?.workersTo !== after.loader?.workersTo && after.loader?.workersTo !== undefined)
+    parts.push(`DataLoader workers ${before.loader?.workers ?? '?'} -> ${after.loader?.workersTo === 'enough' ? 'enough for the demand' : after.loader?.workersTo}`);
+  const serialBefore = before.serial.reduce((a, c) => a + c.ns, 0);
+  const serialAfter = after.serial.reduce((a, c) => a + c.ns, 0);
+  if (Math.abs(serialBefore - serialAfter) > 1e3) parts.push(`serial costs ${fmtMs(serialBefore)} -> ${fmtMs(serialAfter)}`);
+  if (after.batchScale !== before.batchScale) parts.push(`batch x${(after.batchScale / before.batchScale).toFixed(after.batchScale / before.batchScale >= 10 ? 0 : 1)}`);
+  return parts.join(', ') || 'no stage changes';
+}

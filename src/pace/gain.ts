@@ -1,0 +1,64 @@
+/**
+ * The one place a step-time gain is made (pure): a fix applied to a pipeline, the expected step read off the result.
+ * Every finding's `estimatedGain` comes from here (memory's findings free bytes, not time), so analyze, doctor, the
+ * what-ifs and the plan give one answer for one fix on one pipeline.
+ */
+import type { EstimatedGain } from '../findings/finding.js';
+import { fmtMs } from '../util/format.js';
+import { applyFix, type Fix, fixEffect } from './fix.js';
+import { measuredStep, type Pipeline, type StageName, stageLabel, stepOf } from './pipeline.js';
+
+/** The bound in words ("the GPU"), for "then the GPU binds". */
+export function boundWords(p: Pipeline, bound: StageName | 'serial'): string {
+  return bound === 'serial' ? 'the serial costs (syncs, copies, gaps)' : bound === 'comm' ? 'communication' : stageLabel(p, bound);
+}
+
+/**
+ * The gain of `fix` on `p`: the step now and the step expected once it is made (per batch of the run's size), with
+ * the rule's arithmetic and the pipeline's. A fix the pipeline leaves nothing of keeps a gain of 0 (severity info),
+ * so the report says why; null only without a step to measure against.
+ */
+export function gainOf(p: Pipeline, fix: Fix): EstimatedGain | null {
+  if (!(p.stepNs > 0)) return null;
+  const before = stepOf(p);
+  const q = applyFix(p, fix);
+  const after = stepOf(q);
+  const now = before.perBatchNs;
+  const expected = Math.min(now, Math.max(after.perBatchNs, now * 0.01));
+  const per = q.batchScale !== p.batchScale ? ` per ${fmtBatch(p.batchScale)} batch (${fmtMs(after.stepNs)} a step of the ${(q.batchScale / p.batchScale).toFixed(1)}x batch)` : '';
+  const arithmetic =
+    p.source === 'step'
+      ? `${fix.arithmetic}: expect ${fmtMs(expected)} a step (now ${fmtMs(now)})`
+      : `${fix.arithmetic}. On the pipeline (${p.source === 'run' ? 'the run outside the profiler' : 'the profiled window'}): ${fixEffect(p, q)}; ` +
+        `now ${before.why}; after it ${after.why}: expect ${fmtMs(expected)}${per} (now ${fmtMs(now)})` +
+        (expected >= now * 0.999 ? `: ${boundWords(p, before.bound)} still sets the pace, so this fix alone leaves the step as it is` : '');
+  return {
+    stepTimeNs: now,
+    expectedStepTimeNs: expected,
+    savedFraction: Math.max(0, 1 - expected / now),
+    arithmetic,
+    ...(p.source === 'step' ? {} : { boundNow: before.bound, boundAfter: after.bound }),
+  };
+}
+
+function fmtBatch(scale: number): string {
+  return scale === 1 ? "the run's" : `${scale}x the run's`;
+}
+
+/** A change measured or modelled as a whole: the step `stepNs` becomes `expectedNs` (measured elsewhere, another layout). */
+export function wholeStepFix(label: string, stepNs: number, expectedNs: number, arithmetic: string): Fix {
+  return { label, ops: [{ kind: 'step', factor: stepNs > 0 ? Math.max(0, expectedNs / stepNs) : 1 }], arithmetic };
+}
+
+/** The gain of a change measured or modelled as a whole, on the measured step alone. */
+export function wholeStepGain(stepNs: number, expectedNs: number, arithmetic: string): EstimatedGain | null {
+  const fix = wholeStepFix('', stepNs, expectedNs, arithmetic);
+  return expectedNs < stepNs ? gainOf(measuredStep(stepNs, 'the measured step'), fix) : null;
+}
+
+/** Samples/s with a k-times batch against now (per-sample work grows k times, per-step costs do not). */
+export function batchThroughputFactor(p: Pipeline, k: number): number {
+  const now = stepOf(p).perBatchNs;
+  const after = stepOf(applyFix(p, { label: `batch x${k}`, ops: [{ kind: 'batch', k }], arithmetic: '' })).perBatchNs;
+  return after > 0 ? now / after : 1;
+}

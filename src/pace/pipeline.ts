@@ -1,0 +1,211 @@
+/**
+ * What sets a training step's pace (pure): the step as a pipeline of stages, each a time per step with where it comes
+ * from, and the one documented way they combine (docs/doctor.md, "What sets the pace").
+ *
+ * Stages that overlap take their max: the DataLoader's workers produce the next batches while the stepping thread
+ * issues this step's work and the GPU runs the work issued before, each behind a queue (prefetched batches, CUDA's
+ * launch queue), so the slowest sets the pace. The device's own time is its compute plus the communication no compute
+ * hides. Serial costs add: a sync empties the GPU's queue and the GPU then waits for the host to get ahead again, a
+ * pageable copy blocks both, a pipeline bubble leaves devices waiting. With stalls (the loop waits for a batch every
+ * few steps) the throughput is the mean step, never the median: the prefetch queue smooths the stalls into the mean.
+ *
+ *   step = max(input, host, gpu + communication) + serial costs
+ *
+ * Each stage says whether it is `measured` (read off the run or the window) or `assumed` (inferred from other
+ * figures), and why, in words; a stage the evidence cannot time is null and never binds. The modelled step is
+ * calibrated on the measured one (`calibration`: measured / modelled), so what the stages do not explain is kept,
+ * in proportion, through every fix.
+ */
+import type { StallPattern } from '../run/steps.js';
+import { fmtMs } from '../util/format.js';
+
+export type Provenance = 'measured' | 'assumed';
+export type StageName = 'input' | 'host' | 'gpu' | 'comm';
+export const STAGE_NAMES: readonly StageName[] = ['input', 'host', 'gpu', 'comm'];
+
+export interface Stage {
+  /** Time per step in ns; null when the evidence cannot time it (it then never binds: `evidence` says why). */
+  ns: number | null;
+  how: Provenance;
+  /** Where the figure comes from, in words. */
+  evidence: string;
+  /** How the stage is named in words ("the GPU", "the host"); set where a stage stands for more than its name. */
+  label?: string;
+}
+
+export type SerialKind = 'syncs' | 'copy' | 'gaps' | 'epoch-starts' | 'other';
+
+/** A cost on the step's critical path: it adds to the step whatever the stages do. */
+export interface SerialCost {
+  kind: SerialKind;
+  ns: number;
+  /** Occurrences per step (syncs that drained the queue), when counted. */
+  perStep: number | null;
+  how: Provenance;
+  evidence: string;
+}
+
+/** What the pipeline knows of the DataLoader, the input stage's parameters. */
+export interface LoaderFacts {
+  /** Worker processes (num_workers); null when not told. */
+  workers: number | null;
+  /** Time one worker takes to produce one batch (fetch + collate), ns; null when not known. */
+  batchNsPerWorker: number | null;
+  /** DataLoader batches per step. */
+  batchesPerStep: number;
+  /** Samples per batch, for rates in samples/s; null when not told. */
+  samplesPerBatch: number | null;
+  /** CPU cores the process may run on (os.sched_getaffinity); null when not told. */
+  cpuCores: number | null;
+  persistentWorkers: boolean | null;
+  prefetchFactor: number | null;
+  pinMemory: boolean | null;
+  how: Provenance;
+  /** Worker count a fix set: a number, or `enough`: as many as the demand of the other stages needs. */
+  workersTo?: number | 'enough';
+}
+
+export interface Pipeline {
+  /** analyze's profiled window, doctor's run outside the profiler, or only a measured step (no stage timed). */
+  source: 'window' | 'run' | 'step';
+  /** The measured mean step now, ns: the basis every share is of. */
+  stepNs: number;
+  stages: Record<StageName, Stage>;
+  serial: SerialCost[];
+  loader: LoaderFacts | null;
+  /**
+   * From the profiled window's ns to this pipeline's, for the GPU and host figures a fix names (1 in a window; in a
+   * run, how much the profiler's own cost lengthened them).
+   */
+  scale: { gpu: number; host: number };
+  /** Measured step / modelled step now: the share the stages leave unexplained, kept through fixes. */
+  calibration: number;
+  /** What is left of each work item a fix named (1 = untouched), so two fixes of the same kernels compose. */
+  work: Record<string, number>;
+  /** The batch as a multiple of the run's (batch fixes): the per-batch step is the step over it. */
+  batchScale: number;
+  /** The loop's wait on the DataLoader per step: the GPU idle in DataLoader.__next__ (window), the probe's mean wait (run). */
+  inputWaitNs: number;
+  /** How the waits fall over the steps (a run's steps only), null when not known. */
+  stalls: StallPattern | null;
+}
+
+export type Bound = StageName | 'serial';
+
+export interface PaceStep {
+  /** Expected step at the pipeline's batch, ns. */
+  stepNs: number;
+  /** The same per batch of the run's size (what throughput compares). */
+  perBatchNs: number;
+  /** The stage that sets the pace. */
+  bound: Bound;
+  /** Why, in words: the binding stage against the others. */
+  why: string;
+  /** Worker count the input stage needs to keep up, when the loader's rate is known. */
+  workersNeeded: number | null;
+}
+
+const STAGE_WORDS: Record<StageName, string> = { input: 'the DataLoader', host: 'the host', gpu: 'the GPU', comm: 'communication' };
+
+export function stageLabel(p: Pipeline, s: StageName): string {
+  return p.stages[s].label ?? STAGE_WORDS[s];
+}
+
+export function serialNs(p: Pipeline): number {
+  return p.serial.reduce((a, c) => a + c.ns, 0);
+}
+
+/** The input stage's time per step: the loader's period at the worker count a fix set, or as built. */
+function inputNs(p: Pipeline, demandNs: number): { ns: number | null; workersNeeded: number | null } {
+  const l = p.loader;
+  const base = p.stages.input.ns;
+  if (!l || l.batchNsPerWorker === null) return { ns: base, workersNeeded: null };
+  const perStep = l.batchNsPerWorker * l.batchesPerStep * p.batchScale;
+  const needed = demandNs > 0 ? Math.max(1, Math.ceil(perStep / demandNs)) : null;
+  const workers = l.workersTo === 'enough' ? Math.min(needed ?? 1, l.cpuCores ?? Number.POSITIVE_INFINITY) : (l.workersTo ?? l.workers);
+  if (workers === null || workers === undefined) return { ns: base, workersNeeded: needed };
+  // Workers produce batches in parallel; with none (0), the main process produces them in the step.
+  return { ns: perStep / Math.max(1, workers), workersNeeded: needed };
+}
+
+/** The step the pipeline sets, the binding stage, and why, in words. */
+export function stepOf(p: Pipeline): PaceStep {
+  const host = p.stages.host.ns;
+  const gpu = p.stages.gpu.ns;
+  const comm = p.stages.comm.ns ?? 0;
+  const device = gpu === null && comm === 0 ? null : (gpu ?? 0) + comm;
+  const others = Math.max(host ?? 0, device ?? 0);
+  const input = inputNs(p, others);
+  const candidates: [Bound, number][] = [];
+  if (input.ns !== null) candidates.push(['input', input.ns]);
+  if (host !== null) candidates.push(['host', host]);
+  if (device !== null) candidates.push([gpu !== null && (gpu ?? 0) >= comm ? 'gpu' : 'comm', device]);
+  const overlapped = Math.max(0, ...candidates.map((c) => c[1]));
+  const serial = serialNs(p);
+  const modelled = overlapped + serial;
+  const stepNs = modelled * p.calibration;
+  let bound: Bound = candidates.reduce<[Bound, number]>((a, c) => (c[1] > a[1] ? c : a), ['serial', -1])[0];
+  if (serial > overlapped || candidates.length === 0) bound = 'serial';
+  const parts = candidates
+    .sort((a, b) => b[1] - a[1])
+    .map(([s, ns]) => `${s === 'comm' || (s === 'gpu' && comm > 0) ? 'the GPU and its exposed communication' : stageLabel(p, s as StageName)} ${fmtMs(ns)}`);
+  const serialText = serial > 0 ? `; serial costs add ${fmtMs(serial)} (${p.serial.map((c) => `${c.kind} ${fmtMs(c.ns)}`).join(', ')})` : '';
+  const unknown = STAGE_NAMES.filter((s) => p.stages[s].ns === null && !(s === 'input' && input.ns !== null) && s !== 'comm').map((s) => stageLabel(p, s));
+  const why =
+    bound === 'serial'
+      ? `the serial costs set the pace: ${fmtMs(serial)} a step against ${parts.join(', ') || 'no timed stage'}`
+      : `${bound === 'input' ? 'the DataLoader' : bound === 'comm' ? 'communication' : stageLabel(p, bound)} sets the pace: ${parts.join(' > ')}${serialText}${unknown.length ? `; not timed: ${unknown.join(', ')}` : ''}`;
+  return { stepNs, perBatchNs: stepNs / p.batchScale, bound, why, workersNeeded: input.workersNeeded };
+}
+
+/** The modelled step before calibration (stages and serial costs only). */
+export function modelledNs(p: Pipeline): number {
+  return stepOf(p).stepNs / p.calibration;
+}
+
+/** A pipeline whose calibration makes stepOf return its measured step. */
+export function calibrated(p: Omit<Pipeline, 'calibration'>): Pipeline {
+  const raw = { ...p, calibration: 1 };
+  const m = stepOf(raw).stepNs;
+  return { ...raw, calibration: m > 0 && p.stepNs > 0 ? p.stepNs / m : 1 };
+}
+
+/** The JSON of a pipeline in reports: its stages, serial costs, the bound and why. */
+export interface PaceSummary {
+  stepNs: number;
+  stages: Record<StageName, Stage>;
+  serial: SerialCost[];
+  loader: LoaderFacts | null;
+  bound: Bound;
+  why: string;
+  /** Measured step / modelled step (1: the stages explain the step). */
+  calibration: number;
+}
+
+export function paceSummary(p: Pipeline): PaceSummary {
+  const s = stepOf(p);
+  return { stepNs: p.stepNs, stages: p.stages, serial: p.serial, loader: p.loader, bound: s.bound, why: s.why, calibration: p.calibration };
+}
+
+/** A pipeline that knows only the measured step (no stage timed): for a change measured or modelled as a whole. */
+export function measuredStep(stepNs: number, evidence: string): Pipeline {
+  const none = (e: string): Stage => ({ ns: null, how: 'assumed', evidence: e });
+  return {
+    source: 'step',
+    stepNs,
+    stages: {
+      input: none('not told apart'),
+      host: none('not told apart'),
+      gpu: { ns: stepNs, how: 'measured', label: 'the whole step', evidence },
+      comm: { ns: 0, how: 'assumed', evidence: 'not told apart' },
+    },
+    serial: [],
+    loader: null,
+    scale: { gpu: 1, host: 1 },
+    calibration: 1,
+    work: {},
+    batchScale: 1,
+    inputWaitNs: 0,
+    stalls: null,
+  };
+}

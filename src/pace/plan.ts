@@ -1,0 +1,96 @@
+/**
+ * A plan (pure): the findings' fixes in the order that gains most, each applied on top of the ones before it, with the
+ * step expected after it and the stage that binds then ("1. num_workers 4 -> 12: 116 -> 70 ms, then the GPU binds;
+ * 2. bf16 autocast + channels_last: -> 42 ms, needs about 11 workers"). Greedy: at each place the fix that shortens
+ * the composed step most; it stops when no fix left gains at least MIN_STEP_GAIN of the step.
+ */
+import { fmtMs } from '../util/format.js';
+import { applyFix, type Fix } from './fix.js';
+import { boundWords } from './gain.js';
+import { type Bound, type PaceSummary, type Pipeline, paceSummary, stepOf } from './pipeline.js';
+
+/** A fix must shorten the composed step by this share to take a place in the plan. */
+export const MIN_STEP_GAIN = 0.01;
+/** Places in a plan at most. */
+export const MAX_PLAN_STEPS = 6;
+
+export interface PlanCandidate {
+  /** The finding the fix comes from. */
+  id: string;
+  fix: Fix;
+}
+
+export interface PlanStep {
+  /** The finding whose fix this is. */
+  id: string;
+  label: string;
+  /** The step before this fix (after the ones before it) and after it, per batch of the run's size, ns. */
+  fromStepNs: number;
+  expectedStepNs: number;
+  /** The stage that binds once it is made, in words too. */
+  bound: Bound;
+  boundText: string;
+  /** DataLoader workers the step then needs, when the loader's rate is known and the run's count is short of it. */
+  workersNeeded: number | null;
+  /** The line as the report prints it (without its number). */
+  text: string;
+}
+
+export interface PacePlan {
+  /** The step now and what binds it. */
+  stepNs: number;
+  bound: Bound;
+  steps: PlanStep[];
+  /** The step expected after every fix of the plan. */
+  expectedStepNs: number;
+}
+
+/** The plan for a pipeline and the fixes on offer. */
+export function planOf(p: Pipeline, candidates: readonly PlanCandidate[]): PacePlan {
+  const start = stepOf(p);
+  let cur = p;
+  let now = start.perBatchNs;
+  const left = [...candidates];
+  const steps: PlanStep[] = [];
+  while (left.length > 0 && steps.length < MAX_PLAN_STEPS) {
+    const tried = left.map((c) => {
+      const q = applyFix(cur, c.fix);
+      return { c, q, s: stepOf(q) };
+    });
+    const best = tried.reduce((a, b) => (b.s.perBatchNs < a.s.perBatchNs ? b : a));
+    if (!(best.s.perBatchNs < now * (1 - MIN_STEP_GAIN))) break;
+    left.splice(left.indexOf(best.c), 1);
+    const l = best.q.loader;
+    const workers = l?.workersTo === 'enough' ? null : typeof l?.workersTo === 'number' ? l.workersTo : (l?.workers ?? null);
+    const need = best.s.workersNeeded !== null && workers !== null && best.s.workersNeeded > workers ? best.s.workersNeeded : null;
+    const boundText = boundWords(best.q, best.s.bound);
+    steps.push({
+      id: best.c.id,
+      label: best.c.fix.label,
+      fromStepNs: now,
+      expectedStepNs: best.s.perBatchNs,
+      bound: best.s.bound,
+      boundText,
+      workersNeeded: need,
+      text: `${best.c.fix.label}: ${fmtMs(now)} -> ${fmtMs(best.s.perBatchNs)}, then ${boundText} binds${need !== null ? `; needs about ${need} DataLoader workers` : ''}`,
+    });
+    cur = best.q;
+    now = best.s.perBatchNs;
+  }
+  return { stepNs: start.perBatchNs, bound: start.bound, steps, expectedStepNs: now };
+}
+
+/** What the reports carry: the pipeline (stages, bound, why) and the plan. */
+export interface PaceReport extends PaceSummary {
+  plan: PacePlan;
+}
+
+export function paceReport(p: Pipeline, candidates: readonly PlanCandidate[]): PaceReport {
+  return { ...paceSummary(p), plan: planOf(p, candidates) };
+}
+
+/** The plan as lines, numbered, for the terminal and Markdown. */
+export function planLines(plan: PacePlan): string[] {
+  if (plan.steps.length === 0) return ['no fix found shortens the step'];
+  return plan.steps.map((s, i) => `${i + 1}. ${s.text}`);
+}

@@ -1,0 +1,217 @@
+/**
+ * The pipeline of a run doctor watched (pure), built from its unprofiled steps: the mean step (the throughput), the
+ * loop's DataLoader waits, the stepping thread's CPU time, the DataLoader's own production when the probe measured it,
+ * and the profiled window for what only a trace shows (the GPU's work and how its idle splits by cause), taken to the
+ * run's scale. docs/doctor.md, "What sets the pace", walks through it.
+ */
+import type { LoaderRecord } from '../run/records.js';
+import type { StepStats } from '../run/steps.js';
+import type { TraceMetrics } from '../trace/metrics/types.js';
+import { fmtMs, fmtPct } from '../util/format.js';
+import { calibrated, type LoaderFacts, type Pipeline, type SerialCost, type Stage } from './pipeline.js';
+import { deviceBusyNs, GPU_BOUND_SHARE, HOST_BINDS_IDLE_SHARE, INPUT_BINDS_SHARE, syncBlockedNs, windowHost, windowPipeline } from './window.js';
+
+/** The window's step must exceed the run's (its waits left out) by this share before the profiler's cost is taken off. */
+const MIN_PROFILER_COST_SHARE = 0.02;
+/** Sync calls above this share of the window's step: the stepping thread's CPU time may hold spins (a sync may spin). */
+export const HOST_SYNC_MAX_SHARE = 0.05;
+/** Stalls this many steps apart or more, holding LONG_STALL_WAIT_SHARE of the waiting, are pauses, not the loader's rate. */
+const LONG_STALL_PERIOD_STEPS = 16;
+const LONG_STALL_WAIT_SHARE = 0.8;
+/** About how many launches CUDA's launch queue holds before a launch call blocks (waits on the GPU). */
+export const LAUNCH_QUEUE_KERNELS = 1000;
+
+export interface RunEvidence {
+  /** The rank's steady step statistics (run/steps.ts). */
+  steps: StepStats;
+  /** The rank's profiled window, when one was analysed. */
+  window: TraceMetrics | null;
+  /** The rank's `loader` records (the DataLoader's own production), empty from an older probe. */
+  loader: readonly LoaderRecord[];
+  /** DataLoader batches per step (the median of the measured steps); null when not told. */
+  batchesPerStep: number | null;
+}
+
+/**
+ * Why the stepping thread's CPU time may hold waits on the GPU rather than the host's own work, or null when it is the
+ * host's work. A wait on the GPU may spin (CUDA's default schedule spins when there are more cores than GPUs), and CPU
+ * time counts a spin: in a sync, and in a launch that finds the launch queue full. A host that waited on a full queue
+ * runs ahead of the GPU by the queue's length: more than a step when a step has fewer kernels than the queue holds.
+ */
+export function hostTimeProblem(stepsInFlight: number | null, window: TraceMetrics | null): string | null {
+  if (stepsInFlight === null) return 'the steps were not timed on the GPU, so whether the host waited on it is unknown';
+  if (stepsInFlight >= 2) return `the host ran ${stepsInFlight} steps ahead of the GPU (it waits on the GPU, and a launch that finds the queue full may spin)`;
+  if (window === null) return null;
+  if (stepsInFlight >= 1 && window.launch.kernelsPerStep > LAUNCH_QUEUE_KERNELS)
+    return `the GPU was still on the step at its end and a step launches ${Math.round(window.launch.kernelsPerStep)} kernels, more than the launch queue holds: the host may have spun waiting for room in it`;
+  const syncNs = syncBlockedNs(window);
+  if (syncNs > HOST_SYNC_MAX_SHARE * window.perStep.durNs)
+    return `sync calls take ${fmtMs(syncNs)} of the window's ${fmtMs(window.perStep.durNs)} step, and a sync may spin while it waits`;
+  return null;
+}
+
+/** The DataLoader the loop iterates most (by batches produced): its facts, with its production measured in the workers. */
+export function loaderFacts(records: readonly LoaderRecord[], batchesPerStep: number | null): LoaderFacts | null {
+  if (records.length === 0) return null;
+  const byLoader = new Map<number, LoaderRecord[]>();
+  for (const r of records) byLoader.set(r.loader, [...(byLoader.get(r.loader) ?? []), r]);
+  const main = [...byLoader.values()].sort((a, b) => b.reduce((n, r) => n + r.batches.length, 0) - a.reduce((n, r) => n + r.batches.length, 0))[0] as LoaderRecord[];
+  const last = main[main.length - 1] as LoaderRecord;
+  const batches = main.flatMap((r) => r.batches);
+  const meanS = batches.length ? batches.reduce((a, b) => a + b[1], 0) / batches.length : null;
+  return {
+    workers: last.workers,
+    batchNsPerWorker: meanS === null ? null : meanS * 1e9,
+    batchesPerStep: batchesPerStep ?? 1,
+    samplesPerBatch: last.batchSize,
+    cpuCores: last.cpuCores,
+    persistentWorkers: last.persistentWorkers,
+    prefetchFactor: last.prefetchFactor,
+    pinMemory: last.pinMemory,
+    how: 'measured',
+  };
+}
+
+/** The steps at which a loader's epochs began, from its records. */
+export function epochStartsOf(records: readonly LoaderRecord[]): number[] {
+  return [...new Set(records.map((r) => r.epochStartStep))].sort((a, b) => a - b);
+}
+
+/** The run's pipeline; null without a mean step. */
+export function runPipeline(ev: RunEvidence): Pipeline | null {
+  const st = ev.steps;
+  if (st.meanS === null || !(st.meanS > 0)) return null;
+  const S = st.meanS * 1e9;
+  const W = Math.min(S, (st.dataWaitShare ?? 0) * S);
+  /** The run's step without its DataLoader waits: the pace of everything else. */
+  const Sx = S - W;
+  const m = ev.window;
+  const stalls = st.stalls ?? null;
+
+  // The GPU and communication: the window's, scaled to the run when the profiler's cost is on the GPU timeline.
+  let gpu: Stage;
+  let comm: Stage;
+  let gpuScale = 1;
+  let serial: SerialCost[] = [];
+  if (m) {
+    const w = windowPipeline(m);
+    const Wwin = m.perStep.durNs;
+    const busy = deviceBusyNs(m);
+    // GPU-bound window: the profiler's own cost then lands on the GPU timeline.
+    const gpuBound = busy >= GPU_BOUND_SHARE * Wwin;
+    if (gpuBound && Wwin > (1 + MIN_PROFILER_COST_SHARE) * Sx) gpuScale = Sx / Wwin;
+    const scaleText = gpuScale !== 1 ? `, x ${fmtMs(Sx)} / ${fmtMs(Wwin)} (the window is GPU-bound, so the profiler's own cost is on the GPU timeline)` : '';
+    gpu = { ...w.stages.gpu, ns: (w.stages.gpu.ns ?? 0) * gpuScale, evidence: `the profiled window's ${w.stages.gpu.evidence}${scaleText}` };
+    comm = { ...w.stages.comm, ns: (w.stages.comm.ns ?? 0) * gpuScale };
+    // The run says how long the GPU idles; the window says why: its idle split by cause, scaled to the run's idle.
+    const deviceRun = (gpu.ns ?? 0) + (comm.ns ?? 0);
+    const idleRun = Math.max(0, Sx - deviceRun);
+    const idleWin = Math.max(0, Wwin - busy - m.perStep.idleByCauseNs.dataloader);
+    const f = idleWin > 0 ? idleRun / idleWin : 0;
+    serial = w.serial
+      .map((c) => ({
+        ...c,
+        ns: c.ns * f,
+        how: 'assumed' as const,
+        evidence: `${c.evidence} in the window; the run idles ${fmtMs(idleRun)} a step outside the profiler (its step less its DataLoader waits, less the GPU's work), split as in the window`,
+      }))
+      .filter((c) => c.ns > 0);
+  } else {
+    gpu = {
+      ns: Sx,
+      how: 'assumed',
+      label: 'the host and the GPU',
+      evidence: `no profiler window tells the host and the GPU apart: the step less its DataLoader wait, ${fmtMs(Sx)}`,
+    };
+    comm = { ns: 0, how: 'assumed', evidence: 'no profiler window: communication not told apart' };
+  }
+
+  // Stalls at epoch starts (the workers start again), or long stalls many steps apart that hold most of the waiting,
+  // are a serial cost: between them the loader keeps up, so its rate is not what they show.
+  const longStalls =
+    stalls !== null &&
+    (stalls.when === 'epoch-starts' ||
+      (stalls.when === 'periodic' && (stalls.everySteps ?? 0) >= LONG_STALL_PERIOD_STEPS && stalls.waitShareInStalls >= LONG_STALL_WAIT_SHARE));
+  let restW = W;
+  if (longStalls && W > 0) {
+    const ns = W * stalls.waitShareInStalls;
+    restW = W - ns;
+    serial.push({
+      kind: 'epoch-starts',
+      ns,
+      perStep: null,
+      how: stalls.when === 'epoch-starts' ? 'measured' : 'assumed',
+      evidence:
+        stalls.when === 'epoch-starts'
+          ? `${stalls.stalledSteps} of ${stalls.measuredSteps} steps stalled ${fmtMs(stalls.meanStallS * 1e9)} each at the start of an epoch (the workers start again): ${fmtMs(ns)} a step on average`
+          : `${stalls.stalledSteps} of ${stalls.measuredSteps} steps stalled ${fmtMs(stalls.meanStallS * 1e9)} each, every ${stalls.everySteps} steps, holding ${fmtPct(stalls.waitShareInStalls)} of the waiting: the start of each epoch, most likely (the workers start again; the DataLoader's own records would tell): ${fmtMs(ns)} a step on average`,
+    });
+  }
+  const serialSum = serial.reduce((a, c) => a + c.ns, 0);
+
+  // The input stage: measured in the workers, else inferred from the loop's waits.
+  const loader = loaderFacts(ev.loader, ev.batchesPerStep);
+  let input: Stage;
+  const waitsText = `the loop waits ${fmtMs(W)} a step on the DataLoader (${fmtPct(W / S)} of the mean step ${fmtMs(S)}, median ${fmtMs((st.medianS ?? 0) * 1e9)})${stallText(stalls)}`;
+  if (loader && loader.batchNsPerWorker !== null) {
+    const period = (loader.batchNsPerWorker * loader.batchesPerStep) / Math.max(1, loader.workers ?? 1);
+    input = {
+      ns: period,
+      how: 'measured',
+      evidence: `${loader.workers ?? '?'} worker(s) each take ${fmtMs(loader.batchNsPerWorker)} to make a batch (fetch + collate, timed in the workers)${loader.batchesPerStep !== 1 ? ` and a step takes ${loader.batchesPerStep} batches` : ''}: a step's batches every ${fmtMs(period)}; ${waitsText}`,
+    };
+  } else if (restW >= INPUT_BINDS_SHARE * S)
+    input = {
+      ns: Math.max(0, S - serialSum),
+      how: 'assumed',
+      evidence: `${waitsText}: the loader delivers about one batch per mean step, so its period is the mean step less the serial costs`,
+    };
+  else input = { ns: null, how: 'assumed', evidence: `${waitsText}: the loader keeps up; its capacity is not measured (an older probe)` };
+
+  // The host: the stepping thread's CPU time where it cannot hold a spin on the GPU.
+  const cpuS = st.medianHostCpuS ?? null;
+  const problem = cpuS === null ? null : hostTimeProblem(st.medianStepsInFlight ?? null, m);
+  let host: Stage =
+    cpuS === null
+      ? { ns: null, how: 'assumed', evidence: "the probe sent no host CPU time (an older probe), and a window's host time carries the profiler's own cost" }
+      : problem === null
+        ? { ns: cpuS * 1e9, how: 'measured', evidence: `the stepping thread's CPU time, ${fmtMs(cpuS * 1e9)} a step (median, outside the profiler)` }
+        : { ns: null, how: 'assumed', evidence: `the stepping thread's CPU time is ${fmtMs(cpuS * 1e9)} a step, not taken as the host's own work: ${problem}` };
+  // The GPU idles a tenth of the run's step or more with no sync, DataLoader wait or copy to explain it: the host side
+  // sets the pace, whatever its thread's clock says (the GIL held by other threads, the scheduler: time it does not see).
+  if (m) {
+    const deviceRun = (gpu.ns ?? 0) + (comm.ns ?? 0);
+    const idleRun = Sx - deviceRun;
+    // Launch gaps a GPU-bound window shows are serial (the host behind in parts of the step), already explained; the
+    // stalls are DataLoader waits, already out of Sx.
+    const explained = serial.filter((c) => c.kind !== 'epoch-starts').reduce((a, c) => a + c.ns, 0);
+    if (idleRun - explained >= HOST_BINDS_IDLE_SHARE * S && syncBlockedNs(m) <= HOST_SYNC_MAX_SHARE * m.perStep.durNs && !(host.ns !== null && host.ns >= Sx - explained)) {
+      host = {
+        ns: Sx - explained,
+        how: 'assumed',
+        evidence: `the GPU works ${fmtMs(deviceRun)} of the run's ${fmtMs(Sx)} step (less its DataLoader waits) and idles ${fmtPct((idleRun - explained) / S)} of it with no sync, copy or DataLoader wait to explain it: the host side sets the pace${cpuS !== null ? ` (its thread's CPU time, ${fmtMs(cpuS * 1e9)}, does not see all of it: the GIL held by other threads, the scheduler)` : ''}`,
+      };
+    }
+  }
+  const hostWin = m ? windowHost(m).ns : null;
+  const hostScale = host.ns !== null && hostWin !== null && hostWin > 0 ? host.ns / hostWin : 1;
+  return calibrated({
+    source: 'run',
+    stepNs: S,
+    stages: { input, host, gpu, comm },
+    serial,
+    loader,
+    scale: { gpu: gpuScale, host: hostScale },
+    work: {},
+    batchScale: 1,
+    inputWaitNs: W,
+    stalls,
+  });
+}
+
+function stallText(s: StepStats['stalls']): string {
+  if (!s || s.when === 'none' || s.stalledSteps === 0) return '';
+  const when =
+    s.when === 'periodic' ? `, every ${s.everySteps} steps` : s.when === 'epoch-starts' ? ', at the start of each epoch' : '';
+  return `; ${fmtPct(s.share)} of the steps stall (${s.stalledSteps} of ${s.measuredSteps}, ${fmtMs(s.meanStallS * 1e9)} each${when}), holding ${fmtPct(s.waitShareInStalls)} of the waiting`;
+}

@@ -1,0 +1,144 @@
+/**
+ * The pipeline of a profiled window, from its own evidence alone (pure): analyze's view of a step, and the reference
+ * doctor scales to the run. The GPU's idle time, split by what the host was doing meanwhile (docs/analyze.md), says
+ * which stage it waited for:
+ * - the GPU stage is its busy time (kernels, copies, memsets; the union over the devices one process drives), less the
+ *   communication no compute hides, which is the communication stage;
+ * - the input stage binds when the GPU waits in DataLoader.__next__ for 5% of the step or more: the loader then
+ *   delivers about one batch a step, its period is the step less the serial costs (assumed);
+ * - the host stage: with syncs, the time the stepping thread was not blocked in them or in the DataLoader (an upper
+ *   bound: the profiler's own cost is host time); without, when the GPU waits for launches 10% of the step or more and
+ *   is busy less than 80% of it, the GPU ran at the host's pace (busy + those gaps); otherwise the window cannot tell
+ *   the host's own time (a GPU busy 80% of the step waits in gaps for its host only in parts of it): the stage stays
+ *   untimed and says so, and the gaps are a serial cost;
+ * - serial costs: the GPU idle after syncs (the drain and the refill until the host is ahead again; with syncs, the
+ *   launch gaps too, since without them the host runs ahead), in copy calls (pageable copies block), in collective
+ *   calls, and launch gaps the host stage does not explain.
+ */
+import type { TraceMetrics } from '../trace/metrics/types.js';
+import { fmtMs, fmtPct } from '../util/format.js';
+import { calibrated, type Pipeline, type SerialCost, type Stage } from './pipeline.js';
+
+/** The GPU waits in DataLoader.__next__ this share of the step or more: the loader sets the pace. */
+export const INPUT_BINDS_SHARE = 0.05;
+/** The GPU waits for launches this share of the step or more (without syncs): the host sets the pace. */
+export const HOST_BINDS_IDLE_SHARE = 0.1;
+/** A window whose GPU is busy this share of its step is GPU-bound: launch gaps in it do not make the host the bound. */
+export const GPU_BOUND_SHARE = 0.8;
+/** Sync calls block the host this share of the step or more: its own time is the rest. */
+const SYNC_BLOCKED_SHARE = 0.01;
+
+/** The time per step the process's devices are busy: the union over the devices it drives. */
+export function deviceBusyNs(m: TraceMetrics): number {
+  return m.crossDevice ? m.crossDevice.perStep.anyBusyNs : m.perStep.busyNs;
+}
+
+/** Time per step the stepping thread was blocked in sync calls. */
+export function syncBlockedNs(m: TraceMetrics): number {
+  return m.examples.syncCalls.reduce((a, c) => a + c.totalNs, 0) / Math.max(1, m.steps.length);
+}
+
+/** How the window says the host's own time per step: from its syncs, its launch gaps, or not at all. */
+export function windowHost(m: TraceMetrics): Stage & { basis: 'syncs' | 'launch-gaps' | 'none' } {
+  const step = m.perStep.durNs;
+  const idle = m.perStep.idleByCauseNs;
+  const blocked = syncBlockedNs(m);
+  const dl = m.examples.dataLoaderWaitNsPerStep;
+  const gaps = idle.launch + idle.other;
+  if (step > 0 && blocked >= SYNC_BLOCKED_SHARE * step)
+    return {
+      basis: 'syncs',
+      ns: Math.max(0, step - blocked - dl),
+      how: 'assumed',
+      evidence: `the stepping thread's time not blocked in syncs (${fmtMs(blocked)} a step) or in the DataLoader (${fmtMs(dl)}): ${fmtMs(Math.max(0, step - blocked - dl))} of the window's ${fmtMs(step)} step, an upper bound of its own work (the profiler's cost is host time)`,
+    };
+  if (step > 0 && gaps >= HOST_BINDS_IDLE_SHARE * step && deviceBusyNs(m) < GPU_BOUND_SHARE * step)
+    return {
+      basis: 'launch-gaps',
+      ns: deviceBusyNs(m) + gaps,
+      how: 'assumed',
+      evidence: `the GPU waited ${fmtMs(gaps)} a step for the host's next launch (${fmtPct(gaps / step)} of the step) and worked ${fmtMs(deviceBusyNs(m))}: it ran at the host's pace`,
+    };
+  return {
+    basis: 'none',
+    ns: null,
+    how: 'assumed',
+    evidence: `the GPU waited only ${fmtMs(gaps)} a step for launches and the host did not block in syncs: the host keeps ahead, and the window cannot tell its own time`,
+  };
+}
+
+const cache = new WeakMap<TraceMetrics, Pipeline>();
+
+/** The window's pipeline (memoised per metrics object: every rule reads the same one). */
+export function windowPipeline(m: TraceMetrics): Pipeline {
+  const hit = cache.get(m);
+  if (hit) return hit;
+  const p = buildWindowPipeline(m);
+  cache.set(m, p);
+  return p;
+}
+
+function buildWindowPipeline(m: TraceMetrics): Pipeline {
+  const step = m.perStep.durNs;
+  const idle = m.perStep.idleByCauseNs;
+  const busy = deviceBusyNs(m);
+  const exposed = Math.min(busy, m.comm.exposedNsPerStep);
+  const devices = m.crossDevice?.devices.length ?? 1;
+  const host = windowHost(m);
+  const gaps = idle.launch + idle.other;
+  const serial: SerialCost[] = [];
+  const syncNs = idle.hostSync + (host.basis === 'syncs' ? gaps : 0);
+  if (syncNs > 0)
+    serial.push({
+      kind: 'syncs',
+      ns: syncNs,
+      perStep: m.perStep.syncDrains > 0 ? m.perStep.syncDrains : null,
+      how: 'measured',
+      evidence: `the GPU idle after the host blocked on it ${fmtMs(idle.hostSync)} a step${host.basis === 'syncs' && gaps > 0 ? `, and ${fmtMs(gaps)} of launch gaps the host would fill running ahead without them` : ''}`,
+    });
+  if (idle.h2dCopy > 0)
+    serial.push({ kind: 'copy', ns: idle.h2dCopy, perStep: null, how: 'measured', evidence: `the GPU idle while the host was in a host-to-device copy call: ${fmtMs(idle.h2dCopy)} a step` });
+  if (host.basis === 'none' && gaps > 0)
+    serial.push({ kind: 'gaps', ns: gaps, perStep: null, how: 'measured', evidence: `the GPU idle between launches: ${fmtMs(gaps)} a step` });
+  if (idle.communication > 0)
+    serial.push({ kind: 'other', ns: idle.communication, perStep: null, how: 'measured', evidence: `the GPU idle while the host was in a collective call: ${fmtMs(idle.communication)} a step` });
+  const serialSum = serial.reduce((a, c) => a + c.ns, 0);
+  const input: Stage =
+    step > 0 && idle.dataloader >= INPUT_BINDS_SHARE * step
+      ? {
+          ns: Math.max(0, step - serialSum),
+          how: 'assumed',
+          evidence: `the GPU waited ${fmtMs(idle.dataloader)} a step (${fmtPct(idle.dataloader / step)}) while the loop was in DataLoader.__next__: the loader delivers about one batch a step, so its period is the step less the serial costs`,
+        }
+      : {
+          ns: null,
+          how: 'assumed',
+          evidence: `the GPU waited ${fmtMs(idle.dataloader)} a step on the DataLoader: it keeps up, and its capacity is not measured in a window`,
+        };
+  const { basis: _basis, ...hostStage } = host;
+  return calibrated({
+    source: 'window',
+    stepNs: step,
+    stages: {
+      input,
+      host: hostStage,
+      gpu: {
+        ns: Math.max(0, busy - exposed),
+        how: 'measured',
+        evidence: `kernels, copies and memsets ${fmtMs(busy)} a step${devices > 1 ? ` (at least one of its ${devices} GPUs busy)` : ''}${exposed > 0 ? `, of which ${fmtMs(exposed)} communication no compute hides` : ''}`,
+      },
+      comm: {
+        ns: exposed,
+        how: 'measured',
+        evidence: m.comm.collectives > 0 ? `collectives ${fmtMs(m.comm.commNsPerStep)} a step, ${fmtMs(exposed)} of it not hidden under compute` : 'no collective in the window',
+      },
+    },
+    serial,
+    loader: null,
+    scale: { gpu: 1, host: 1 },
+    work: {},
+    batchScale: 1,
+    inputWaitNs: idle.dataloader,
+    stalls: null,
+  });
+}
