@@ -18,10 +18,18 @@ export interface RecordSampleLimits {
 
 export const DEFAULT_RECORD_LIMITS: RecordSampleLimits = { headSteps: 2000, tailSteps: 2000, middleSteps: 4096, otherRecords: 20000 };
 
+type Pair = [number, number];
+
 interface Kept {
   record: StepRecord;
   /** Arrival index among this process's step records. */
   index: number;
+  /**
+   * `[step, seconds]` GPU step times that arrived on step records dropped before this one (and after the kept one
+   * before it): they are this record's too, so the GPU times of the kept steps and how far the GPU was behind at each
+   * kept step (run/steps.ts stepsInFlightOf: the running maximum over the pairs received so far) survive the sample.
+   */
+  carry: Pair[];
 }
 
 /** One process's step records. */
@@ -33,68 +41,77 @@ class ProcessSteps {
   private tailStart = 0;
   middle: Kept[] = [];
   stride = 1;
-  /** GPU step times (`[step, seconds]` pairs of later records) of the kept steps, by step number. */
-  readonly gpu = new Map<number, number>();
+  /** Pairs of dropped records that no later record was kept to carry yet. */
+  private pending: Pair[] = [];
   /** How many kept records have each step number (a step number may repeat: restarts, several loops). */
   private readonly keptSteps = new Map<number, number>();
 
   constructor(private readonly limits: RecordSampleLimits) {}
 
   add(r: StepRecord): void {
-    const k: Kept = { record: r, index: this.count++ };
+    const k: Kept = { record: r, index: this.count++, carry: this.pending };
+    this.pending = [];
     this.keep(r.step);
     if (this.head.length < this.limits.headSteps) this.head.push(k);
-    else if (this.limits.tailSteps === 0) this.toMiddle(k);
+    else if (this.limits.tailSteps === 0) this.toMiddle(k, null);
     else if (this.tail.length < this.limits.tailSteps) this.tail.push(k);
     else {
       const old = this.tail[this.tailStart] as Kept;
       this.tail[this.tailStart] = k;
       this.tailStart = (this.tailStart + 1) % this.tail.length;
-      this.toMiddle(old);
+      // the record after the evicted one in arrival order: now the oldest of the tail
+      this.toMiddle(old, this.tail[this.tailStart] as Kept);
     }
-    if (Array.isArray(r.gpuStepTimes))
-      for (const pair of r.gpuStepTimes) if (Array.isArray(pair) && this.keptSteps.has(pair[0])) this.gpu.set(pair[0], pair[1]);
   }
 
   private keep(step: number): void {
     this.keptSteps.set(step, (this.keptSteps.get(step) ?? 0) + 1);
   }
 
-  private drop(step: number): void {
-    const n = (this.keptSteps.get(step) ?? 1) - 1;
-    if (n > 0) this.keptSteps.set(step, n);
-    else {
-      this.keptSteps.delete(step);
-      this.gpu.delete(step);
-    }
+  private drop(k: Kept, next: Kept | null): void {
+    const n = (this.keptSteps.get(k.record.step) ?? 1) - 1;
+    if (n > 0) this.keptSteps.set(k.record.step, n);
+    else this.keptSteps.delete(k.record.step);
+    // What the next kept record must carry: the GPU times of kept steps, and the latest step the GPU had finished.
+    const pairs = [...k.carry, ...((k.record.gpuStepTimes ?? []) as Pair[])];
+    if (pairs.length === 0) return;
+    const latest = pairs.reduce((a, p) => (p[0] > a[0] ? p : a));
+    const moved = pairs.filter((p) => p === latest || this.keptSteps.has(p[0]));
+    if (next) next.carry = [...moved, ...next.carry];
+    else this.pending.push(...moved);
   }
 
-  private toMiddle(k: Kept): void {
+  /** `next`: the kept record after `k` in arrival order when it leaves the tail (null: it is the newest). */
+  private toMiddle(k: Kept, next: Kept | null): void {
     if (k.index % this.stride !== 0) {
-      this.drop(k.record.step);
+      this.drop(k, next);
       return;
     }
     this.middle.push(k);
     while (this.middle.length > this.limits.middleSteps) {
       this.stride *= 2;
       const keep: Kept[] = [];
+      const dropped: Kept[] = [];
       for (const m of this.middle) {
-        if (m.index % this.stride === 0) keep.push(m);
-        else this.drop(m.record.step);
+        if (m.index % this.stride === 0) {
+          // the records dropped since the last one kept go onto it, oldest first
+          for (const d of dropped) this.drop(d, m);
+          dropped.length = 0;
+          keep.push(m);
+        } else dropped.push(m);
       }
+      const after = this.tail.length > 0 ? (this.tail[this.tailStart] as Kept) : null;
+      for (const d of dropped) this.drop(d, after);
       this.middle = keep;
     }
   }
 
-  /** The kept records in arrival order, each carrying its own GPU step time (the pairs of dropped steps are gone). */
+  /** The kept records in arrival order, each with the GPU step times of the dropped records before it. */
   records(): StepRecord[] {
     const ring = [...this.tail.slice(this.tailStart), ...this.tail.slice(0, this.tailStart)];
-    return [...this.head, ...this.middle, ...ring].map(({ record }) => {
-      const t = this.gpu.get(record.step);
-      return Array.isArray(record.gpuStepTimes) || t !== undefined
-        ? { ...record, gpuStepTimes: t === undefined ? [] : [[record.step, t]] }
-        : record;
-    });
+    return [...this.head, ...this.middle, ...ring].map(({ record, carry }) =>
+      carry.length === 0 ? record : { ...record, gpuStepTimes: [...carry, ...(record.gpuStepTimes ?? [])] },
+    );
   }
 }
 

@@ -1,11 +1,13 @@
 /**
  * The doctor input of a recorded run (pure): what `doctor --from RUN_DIR` hands to buildDoctorReport. The probe's
- * records are the run; the command, times, exit status and GPU samples come from the report.json doctor wrote beside
- * them when there is one (the records do not carry them), else they are read off the records and the report's notes
- * say what was inferred.
+ * records are the run, kept through the same bounded sample the live collector keeps (recordSample.ts), so a
+ * re-diagnosis runs the live run's code on the live run's records; the command, times, exit status and GPU samples
+ * come from the report.json doctor wrote beside them when there is one (the records do not carry them), else they are
+ * read off the records and the report's notes say what was inferred.
  */
 import { type ChildExit, exitFromRecords } from '../run/exit.js';
 import { openStalls } from './hang.js';
+import { RecordSample } from './recordSample.js';
 import type { DoctorInput, DoctorReport, SnapshotInput, TraceInput } from './report.js';
 import { type ProbeRecord, rankOf } from '../run/records.js';
 
@@ -25,17 +27,20 @@ export interface RecordedRunInput {
 
 export function recordedRunInput(run: RecordedRunInput): DoctorInput {
   const saved = run.savedReport;
+  const sample = new RecordSample();
+  for (const r of run.records) sample.add(r);
+  const records = sample.records();
   const notes: string[] = [];
   const recordedBy = saved ? ` (recorded by gpuwise ${saved.version})` : '';
   notes.push(`re-diagnosed from ${run.dir} with the rules of gpuwise ${run.version}${recordedBy}: no process ran`);
   if (run.savedReportProblem) notes.push(run.savedReportProblem);
   notes.push(...run.recordNotes);
-  const times = run.records.map((r) => r.t).filter((t) => Number.isFinite(t));
-  const hello = [...run.records].filter((r) => r.type === 'hello').sort((a, b) => rankOf(a) - rankOf(b))[0];
+  const times = records.map((r) => r.t).filter((t) => Number.isFinite(t));
+  const hello = [...records].filter((r) => r.type === 'hello').sort((a, b) => rankOf(a) - rankOf(b))[0];
   let exit: ChildExit;
   if (saved) exit = { code: saved.run.exitCode, signal: saved.run.signal };
   else {
-    const inferred = exitFromRecords(run.records);
+    const inferred = exitFromRecords(records);
     exit = inferred.exit;
     notes.push(inferred.note);
   }
@@ -43,8 +48,8 @@ export function recordedRunInput(run: RecordedRunInput): DoctorInput {
   let hang: DoctorInput['hang'] = null;
   if (saved?.run.outcome === 'hung') hang = { timeoutS: saved.run.hang?.timeoutS ?? null, atMs: saved.run.hang?.stoppedAtMs ?? null };
   else if (!saved) {
-    const stalled = new Set(openStalls(run.records).map((s) => s.pid));
-    const unended = [...new Set(run.records.map((r) => r.pid))].filter((pid) => !run.records.some((r) => r.pid === pid && r.type === 'end'));
+    const stalled = new Set(openStalls(records).map((s) => s.pid));
+    const unended = [...new Set(records.map((r) => r.pid))].filter((pid) => !records.some((r) => r.pid === pid && r.type === 'end'));
     if (stalled.size > 0 && unended.every((pid) => stalled.has(pid))) {
       hang = { timeoutS: null, atMs: null };
       notes.push('every process without an end record was stalled at its last record: taken as a hang that was stopped');
@@ -63,7 +68,8 @@ export function recordedRunInput(run: RecordedRunInput): DoctorInput {
     forwardedSignal: saved?.run.outcome === 'interrupted' && saved.run.signal ? saved.run.signal : null,
     hang,
     disconnectedAtMs,
-    records: run.records,
+    records,
+    stepRecordsByPid: sample.stepCounts(),
     skippedLines: run.skippedLines,
     traces: run.traces,
     snapshots: run.snapshots,

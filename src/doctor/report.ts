@@ -516,7 +516,7 @@ function paceOfRank(paces: ReadonlyMap<number, Pipeline>, ranks: readonly RankSu
 
 /**
  * Stage 4: analyze's rules on the windows, their gains judged on each rank's pipeline (the run outside the profiler);
- * the DataLoader's finding from the pipeline alone for a rank without a window; a fix led by the training framework's
+ * a fix led by the training framework's
  * own switch when the probe saw one; no fusion finding for a model the probe knows is compiled (another backend than
  * Inductor leaves no Triton kernels in the trace).
  */
@@ -536,15 +536,9 @@ export function traceFindingsOf(
   const found = oneJob
     ? diagnose(metrics, collectives, metrics.map(paceOf))
     : metrics.flatMap((m, i) => diagnose([m], collectives.length ? [collectives[i] as CollectiveTimings] : [], [paceOf(m)]));
-  // Ranks without a window: what their pipeline alone supports.
-  const windowed = new Set(metrics.map((m) => m.rank));
-  const unwindowed = [...new Set(ranks.filter((r) => !windowed.has(r.rank)).map((r) => r.rank))].flatMap((rank) => {
-    const p = paceOfRank(paces, ranks, rank);
-    return p ? diagnoseRun(p, rank) : [];
-  });
   // The probe's framework (the call stack at a step) first; else the one the trace names, as analyze does.
   const named = model?.framework ? null : frameworkNamedBy(metrics);
-  return [...found, ...unwindowed]
+  return found
     .filter((f) => !(f.id === 'fusion' && model?.compiled === true))
     .map((f) => (named ? inTraceFramework(f, named) : inFramework(f, model?.framework)));
 }
@@ -554,10 +548,23 @@ export function memoryFindingsOf(snapshots: readonly SnapshotInput[]): Finding[]
   return snapshots.flatMap((s) => (s.report?.findings ?? []).map((f) => ({ ...f, ranks: [s.rank] })));
 }
 
-/** Stage 6: the probe's own findings: the model's half-precision master weights. */
-export function probeFindingsOf(model: ModelRecord | null = null): Finding[] {
+/**
+ * Stage 6: the probe's own findings: for a rank without a window, what its pipeline alone supports (the DataLoader's
+ * waits); the model's half-precision master weights.
+ */
+export function probeFindingsOf(
+  model: ModelRecord | null = null,
+  ranks: readonly RankSummary[] = [],
+  traces: readonly TraceInput[] = [],
+  paces: ReadonlyMap<number, Pipeline> = new Map(),
+): Finding[] {
+  const windowed = new Set(traces.filter((t) => t.metrics !== null).map((t) => t.rank));
+  const unwindowed = [...new Set(ranks.filter((r) => !windowed.has(r.rank)).map((r) => r.rank))].flatMap((rank) => {
+    const p = paceOfRank(paces, ranks, rank);
+    return p ? diagnoseRun(p, rank) : [];
+  });
   const weights = halfMasterWeightsFinding(model);
-  return weights ? [weights] : [];
+  return [...unwindowed, ...(weights ? [weights] : [])];
 }
 
 /** Half-precision weights and optimizer state past this share of the parameters: no fp32 master copy exists. */
@@ -823,7 +830,7 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
   );
   const traceFindings = imbalance.trace.map((f) => withDataParallelMemory(f, gpus ?? [], pidOfRank));
   const memoryFindings = memoryFindingsOf(input.snapshots);
-  const probeFindings = [...probeFindingsOf(id.model), ...(imbalance.probe ? [imbalance.probe] : [])];
+  const probeFindings = [...probeFindingsOf(id.model, ranks, input.traces, paces), ...(imbalance.probe ? [imbalance.probe] : [])];
   const telemetryFindings = sharingFindingsOf(gpus, processes, ranks);
   const ending = endingOf(processes, input.disconnectedAtMs, input.hang?.atMs ?? null);
   const stalls = openStalls(input.records);

@@ -24,7 +24,7 @@ import {
 } from '../planner/fromRun.js';
 import type { ModelDescription } from '../planner/model.js';
 import { budgetBytes, evaluatePlan, type Plan, type PlanRequest } from '../planner/plan.js';
-import type { Checkpointing, Hardware, OptimizerKind, Parallelism, Precision, TrainingSetup } from '../planner/setup.js';
+import type { Hardware, OptimizerKind, Parallelism, Precision, TrainingSetup } from '../planner/setup.js';
 import { largestBatch, type MemoryModel, perSampleLineFrom, perSampleMemoryModel, plannerMemoryModel } from '../run/memoryModel.js';
 import type { HelloRecord, ModelRecord, StepRecord } from '../run/records.js';
 import {
@@ -568,10 +568,11 @@ const MAX_CLAIMED_BATCH_SCALE = 4;
 /**
  * Throughput factor of a k-times batch from the run's pipeline (pace/: the one batch model): per-sample work (the
  * GPU's, the loader's batches, copies) grows with the batch, per-step costs (the host's launches, syncs) do not. k is
- * capped at MAX_CLAIMED_BATCH_SCALE; null without a pipeline.
+ * capped at MAX_CLAIMED_BATCH_SCALE; null without a pipeline whose GPU work is timed apart (a profiled window): without
+ * one, per-sample and per-step costs cannot be told apart.
  */
 function paceFactor(pace: Pipeline | null, kIn: number): number | null {
-  return pace === null ? null : batchThroughputFactor(pace, Math.min(kIn, MAX_CLAIMED_BATCH_SCALE));
+  return pace?.deviceTimed ? batchThroughputFactor(pace, Math.min(kIn, MAX_CLAIMED_BATCH_SCALE)) : null;
 }
 
 function perSampleWhatIfs(setup: RunSetup, model: ModelRecord, hw: Hardware, input: WhatIfInput, why: string): WhatIfResult {

@@ -35,7 +35,7 @@ export function gainOf(p: Pipeline, fix: Fix): EstimatedGain | null {
   return {
     stepTimeNs: now,
     expectedStepTimeNs: expected,
-    savedFraction: Math.max(0, 1 - expected / now),
+    savedFraction: Math.max(0, (now - expected) / now),
     arithmetic,
     ...(p.source === 'step' ? {} : { boundNow: before.bound, boundAfter: after.bound }),
   };

@@ -84,6 +84,8 @@ export interface Pipeline {
   work: Record<string, number>;
   /** The batch as a multiple of the run's (batch fixes): the per-batch step is the step over it. */
   batchScale: number;
+  /** The GPU's own work is timed apart from the host's (a profiled window): what per-sample and per-step costs need. */
+  deviceTimed: boolean;
   /** The loop's wait on the DataLoader per step: the GPU idle in DataLoader.__next__ (window), the probe's mean wait (run). */
   inputWaitNs: number;
   /** How the waits fall over the steps (a run's steps only), null when not known. */
@@ -205,6 +207,7 @@ export function measuredStep(stepNs: number, evidence: string): Pipeline {
     calibration: 1,
     work: {},
     batchScale: 1,
+    deviceTimed: false,
     inputWaitNs: 0,
     stalls: null,
   };

@@ -204,6 +204,7 @@ export function runPipeline(ev: RunEvidence): Pipeline | null {
     scale: { gpu: gpuScale, host: hostScale },
     work: {},
     batchScale: 1,
+    deviceTimed: m !== null,
     inputWaitNs: W,
     stalls,
   });

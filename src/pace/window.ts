@@ -38,32 +38,46 @@ export function syncBlockedNs(m: TraceMetrics): number {
   return m.examples.syncCalls.reduce((a, c) => a + c.totalNs, 0) / Math.max(1, m.steps.length);
 }
 
-/** How the window says the host's own time per step: from its syncs, its launch gaps, or not at all. */
+/** The stepping thread blocks in syncs a share of the step worth counting: its own time is the rest. */
+export function hostSyncs(m: TraceMetrics): boolean {
+  return m.perStep.durNs > 0 && syncBlockedNs(m) >= SYNC_BLOCKED_SHARE * m.perStep.durNs;
+}
+
+/**
+ * How the window says the host's own time per step: from its syncs or its launch gaps in a window whose GPU waits for
+ * its host, or not at all in a GPU-bound one (the host's time there is at most the step less its blocked time, and
+ * that bound carries the profiler's cost: it is said, not used).
+ */
 export function windowHost(m: TraceMetrics): Stage & { basis: 'syncs' | 'launch-gaps' | 'none' } {
   const step = m.perStep.durNs;
   const idle = m.perStep.idleByCauseNs;
   const blocked = syncBlockedNs(m);
   const dl = m.examples.dataLoaderWaitNsPerStep;
   const gaps = idle.launch + idle.other;
-  if (step > 0 && blocked >= SYNC_BLOCKED_SHARE * step)
+  const busy = deviceBusyNs(m);
+  const gpuBound = busy >= GPU_BOUND_SHARE * step;
+  const notBlocked = Math.max(0, step - blocked - dl);
+  if (hostSyncs(m) && !gpuBound)
     return {
       basis: 'syncs',
-      ns: Math.max(0, step - blocked - dl),
+      ns: notBlocked,
       how: 'assumed',
-      evidence: `the stepping thread's time not blocked in syncs (${fmtMs(blocked)} a step) or in the DataLoader (${fmtMs(dl)}): ${fmtMs(Math.max(0, step - blocked - dl))} of the window's ${fmtMs(step)} step, an upper bound of its own work (the profiler's cost is host time)`,
+      evidence: `the stepping thread's time not blocked in syncs (${fmtMs(blocked)} a step) or in the DataLoader (${fmtMs(dl)}): ${fmtMs(notBlocked)} of the window's ${fmtMs(step)} step, an upper bound of its own work (the profiler's cost is host time)`,
     };
-  if (step > 0 && gaps >= HOST_BINDS_IDLE_SHARE * step && deviceBusyNs(m) < GPU_BOUND_SHARE * step)
+  if (step > 0 && gaps >= HOST_BINDS_IDLE_SHARE * step && !gpuBound)
     return {
       basis: 'launch-gaps',
-      ns: deviceBusyNs(m) + gaps,
+      ns: busy + gaps,
       how: 'assumed',
-      evidence: `the GPU waited ${fmtMs(gaps)} a step for the host's next launch (${fmtPct(gaps / step)} of the step) and worked ${fmtMs(deviceBusyNs(m))}: it ran at the host's pace`,
+      evidence: `the GPU waited ${fmtMs(gaps)} a step for the host's next launch (${fmtPct(gaps / step)} of the step) and worked ${fmtMs(busy)}: it ran at the host's pace`,
     };
   return {
     basis: 'none',
     ns: null,
     how: 'assumed',
-    evidence: `the GPU waited only ${fmtMs(gaps)} a step for launches and the host did not block in syncs: the host keeps ahead, and the window cannot tell its own time`,
+    evidence: gpuBound
+      ? `the GPU is busy ${fmtPct(busy / Math.max(1, step))} of the step: the host keeps ahead, and the window cannot tell its own time${hostSyncs(m) ? ` (at most the ${fmtMs(notBlocked)} it was not blocked in syncs, the profiler's own cost included)` : ''}`
+      : `the GPU waited only ${fmtMs(gaps)} a step for launches and the host did not block in syncs: the host keeps ahead, and the window cannot tell its own time`,
   };
 }
 
@@ -87,18 +101,20 @@ function buildWindowPipeline(m: TraceMetrics): Pipeline {
   const host = windowHost(m);
   const gaps = idle.launch + idle.other;
   const serial: SerialCost[] = [];
-  const syncNs = idle.hostSync + (host.basis === 'syncs' ? gaps : 0);
+  // With syncs, the launch gaps belong to them: without the syncs the host runs ahead and fills them.
+  const syncs = hostSyncs(m);
+  const syncNs = idle.hostSync + (syncs ? gaps : 0);
   if (syncNs > 0)
     serial.push({
       kind: 'syncs',
       ns: syncNs,
       perStep: m.perStep.syncDrains > 0 ? m.perStep.syncDrains : null,
       how: 'measured',
-      evidence: `the GPU idle after the host blocked on it ${fmtMs(idle.hostSync)} a step${host.basis === 'syncs' && gaps > 0 ? `, and ${fmtMs(gaps)} of launch gaps the host would fill running ahead without them` : ''}`,
+      evidence: `the GPU idle after the host blocked on it ${fmtMs(idle.hostSync)} a step${syncs && gaps > 0 ? `, and ${fmtMs(gaps)} of launch gaps the host would fill running ahead without them` : ''}`,
     });
   if (idle.h2dCopy > 0)
     serial.push({ kind: 'copy', ns: idle.h2dCopy, perStep: null, how: 'measured', evidence: `the GPU idle while the host was in a host-to-device copy call: ${fmtMs(idle.h2dCopy)} a step` });
-  if (host.basis === 'none' && gaps > 0)
+  if (host.basis === 'none' && !syncs && gaps > 0)
     serial.push({ kind: 'gaps', ns: gaps, perStep: null, how: 'measured', evidence: `the GPU idle between launches: ${fmtMs(gaps)} a step` });
   if (idle.communication > 0)
     serial.push({ kind: 'other', ns: idle.communication, perStep: null, how: 'measured', evidence: `the GPU idle while the host was in a collective call: ${fmtMs(idle.communication)} a step` });
@@ -138,6 +154,7 @@ function buildWindowPipeline(m: TraceMetrics): Pipeline {
     scale: { gpu: 1, host: 1 },
     work: {},
     batchScale: 1,
+    deviceTimed: true,
     inputWaitNs: idle.dataloader,
     stalls: null,
   });

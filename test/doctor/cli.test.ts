@@ -138,7 +138,7 @@ describe.skipIf(SKIP_PYTHON)('gpuwise doctor on a CPU training script', () => {
     expect(rep.profile.traces).toHaveLength(1);
     expect(existsSync(rep.profile.traces[0]?.path ?? '')).toBe(true);
     // 16 samples x 2 ms of dataset sleep per step is most of a CPU step of this tiny model.
-    expect(rep.findings.map((f) => f.id)).toContain('dataloader-wait');
+    expect(rep.findings.map((f) => f.id)).toContain('dataloader-bound');
   });
 
   it('reports every rank of a two-process DistributedDataParallel run (gloo on CPU)', async () => {

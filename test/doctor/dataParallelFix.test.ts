@@ -5,7 +5,8 @@
 import { describe, expect, it } from 'vitest';
 import { diagnose } from '../../src/advice/engine.js';
 import { dataParallelFit, gradientAllReduceNs, withDataParallelFix } from '../../src/doctor/dataParallelFix.js';
-import { hardwareOf, type RunSetup } from '../../src/doctor/whatIfs.js';
+import type { RunSetup } from '../../src/run/setup.js';
+import { hardwareOf } from '../../src/doctor/whatIfs.js';
 import { gpuById } from '../../src/gpus/catalogue.js';
 import type { ModelRecord } from '../../src/run/records.js';
 import { splitTrace } from '../helpers/splitTrace.js';

@@ -9,7 +9,8 @@ import { describe, expect, it } from 'vitest';
 import { distributedView, withProbeImbalance } from '../../src/doctor/distributed.js';
 import { hangAnalysis, openStalls, StallTracker } from '../../src/doctor/hang.js';
 import { buildDoctorReport } from '../../src/doctor/report.js';
-import { finding, gainFrom, withGain } from '../../src/findings/finding.js';
+import { finding, withGain } from '../../src/findings/finding.js';
+import { wholeStepGain } from '../../src/pace/gain.js';
 import type { ProbeRecord, StallRecord, StepRecord } from '../../src/run/records.js';
 import { REPO, rediagnosed } from './helpers.js';
 import { doctorInput } from './input.js';
@@ -179,7 +180,7 @@ describe('the per-rank view and rank-imbalance', () => {
       recommendation: { summary: 's', code: '' },
       estimatedGain: null,
     });
-    const out = withProbeImbalance(v, [withGain(trace, gainFrom(100e6, 40e6, 'the window: 40 ms of waiting'))]);
+    const out = withProbeImbalance(v, [withGain(trace, wholeStepGain(100e6, 60e6, 'the window: 40 ms of waiting'))]);
     expect(out.probe).toBeNull();
     // The run's steps contradict the window (2x H200 DDP: 49.5 ms of window imbalance, medians 2.4% apart):
     // information without a gain.

@@ -41,11 +41,11 @@ describe.skipIf(SKIP_PYTHON)('doctor report as Markdown and HTML (real probe rec
     expect(md).toContain(`| ${s?.steps} | ${s?.measuredSteps} | ${fmtMs((s?.medianS ?? 0) * 1e9)} |`);
     expect(md).toContain(`| torch | ${cpu.environment.torch} |`);
     expect(md).toMatch(/step time over the run \(steps 2\.\.12\) `[▁▂▃▄▅▆▇█]{11}`/);
-    // 16 samples x 3 ms of dataset sleep is most of this tiny model's step: the probe's finding, with its code.
-    const f = cpu.findings.find((x) => x.id === 'dataloader-wait');
+    // 16 samples x 3 ms of dataset sleep is most of this tiny model's step: the DataLoader's finding, with its code.
+    const f = cpu.findings.find((x) => x.id === 'dataloader-bound');
     expect(f).toBeDefined();
     expect(md).toContain(`: ${f?.title}`);
-    expect(md).toContain('```python\nDataLoader(dataset');
+    expect(md).toContain('```python\nloader = DataLoader(dataset');
     expect(md).toContain('Not sampled (no GPU in the test)');
   });
 

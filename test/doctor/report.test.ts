@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { doctorInput } from './input.js';
 import { describeModel } from '../../src/planner/modelSummary.js';
 import { type ModelRecord, type ProbeRecord, type StepRecord, parseProbeLines } from '../../src/run/records.js';
-import { buildDoctorReport, dataLoaderWaitFinding, planModelOf } from '../../src/doctor/report.js';
+import { buildDoctorReport, planModelOf } from '../../src/doctor/report.js';
 import { gpuStepTimesOf, stepStats } from '../../src/run/steps.js';
 import { renderDoctorText } from '../../src/doctor/render.js';
 import { emptyGpu, emptyProcess, type Snapshot } from '../../src/telemetry/sample.js';
@@ -158,12 +158,15 @@ describe('buildDoctorReport', () => {
     expect(renderDoctorText(r)).toContain('seen by NVML: reserved 30.0 GiB + CUDA context and other 768 MiB = 30.8 GiB');
   });
 
-  it('the DataLoader wait finding carries its arithmetic and ranks by gain', () => {
+  it('the DataLoader finding comes from the run alone (no window), carries its arithmetic and ranks by gain', () => {
     const r = buildDoctorReport(input(steps));
-    expect(r.findings[0]).toMatchObject({ id: 'dataloader-wait', source: 'probe', severity: 'high' });
+    expect(r.findings[0]).toMatchObject({ id: 'dataloader-bound', source: 'probe', severity: 'high' });
+    // No window tells the host and the GPU apart: with enough workers the step is its time less its wait.
     expect(r.findings[0]?.estimatedGain?.savedFraction).toBeCloseTo(0.4, 12);
+    expect(r.findings[0]?.title).toBe('The training loop waits on the DataLoader 40% of the time');
+    expect(r.pace?.plan.steps.map((s) => s.id)).toEqual(['dataloader-bound']);
     // Below 5% of the step, no finding.
-    expect(dataLoaderWaitFinding(buildDoctorReport(input([1, 2, 3].map((i) => step(i, 0.1, 0.004)))).ranks)).toBeNull();
+    expect(buildDoctorReport(input([1, 2, 3, 4].map((i) => step(i, 0.1, 0.004)))).findings.map((f) => f.id)).not.toContain('dataloader-bound');
   });
 
   it('says when the probe never reported', () => {

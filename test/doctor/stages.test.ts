@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import {
   groupProcesses,
   notesOf,
+  pacesOf,
   probeFindingsOf,
   rankFindings,
   runIdentity,
@@ -14,7 +15,8 @@ import {
   traceFindingsOf,
   type TraceInput,
 } from '../../src/doctor/report.js';
-import { adviceFinding, finding, gainFrom } from '../../src/findings/finding.js';
+import { adviceFinding, finding } from '../../src/findings/finding.js';
+import { wholeStepGain } from '../../src/pace/gain.js';
 import { loadTrace } from '../../src/io/loadTrace.js';
 import { parseProbeLines, type StepRecord } from '../../src/run/records.js';
 import { analyzeTrace } from '../../src/trace/metrics/index.js';
@@ -54,24 +56,29 @@ describe('stages of the doctor report', () => {
     expect(r.steps.medianS).toBeCloseTo(summarizeRank(p!, null).steps.medianS!, 3);
   });
 
-  it('traceFindingsOf: one number per finding, the window figure in the evidence', async () => {
+  it('traceFindingsOf: the gains judged on the run (its mean step, its waits), the window figures in the evidence', async () => {
     const path = join(RUNS, 'starved_dataloader', 'trace.json.gz');
     const traces: TraceInput[] = [{ rank: 0, path, metrics: analyzeTrace(await loadTrace(path)), collectives: null, error: null }];
-    const [p] = groupProcesses(recordsOf('starved_dataloader'));
-    const fs = traceFindingsOf(traces, [summarizeRank(p!, null)]);
+    const processes = groupProcesses(recordsOf('starved_dataloader'));
+    const ranks = processes.map((p) => summarizeRank(p, null));
+    const fs = traceFindingsOf(traces, ranks, null, pacesOf(processes, ranks, traces));
     const dl = fs.find((f) => f.id === 'dataloader-bound')!;
-    const share = Math.round(dl.estimatedGain!.savedFraction * 100);
-    expect(dl.title).toBe(`The GPU waits on the DataLoader ${share}% of each step`);
-    expect(dl.evidence.at(-1)).toMatch(new RegExp(`^${share}% is the share of the run's steady 202 ms step; in the profiled window it was 86% of a 231 ms step`));
+    const st = ranks[0]!.steps;
+    // One number: the run's wait over its mean step, the basis of the gain too.
+    expect(dl.title).toBe(`The training loop waits on the DataLoader ${Math.round((st.dataWaitShare ?? 0) * 100)}% of the time`);
+    expect(dl.estimatedGain?.stepTimeNs).toBeCloseTo((st.meanS ?? 0) * 1e9, 0);
+    expect(dl.evidence.join('\n')).toMatch(/in the profiled window DataLoader\.__next__ takes [\d.]+ ms per step on the CPU/);
   });
 
-  it('probeFindingsOf: the loop-measured DataLoader wait, only when the trace did not report it', () => {
-    const [p] = groupProcesses(recordsOf('starved_dataloader'));
-    const ranks = [summarizeRank(p!, null)];
-    const [f] = probeFindingsOf([], ranks);
-    expect(f?.id).toBe('dataloader-wait');
-    expect(f?.title).toBe(`The training loop waits on the DataLoader ${((f?.estimatedGain?.savedFraction ?? 0) * 100).toFixed(0)}% of the time`);
-    expect(probeFindingsOf([{ ...f!, id: 'dataloader-bound' }], ranks)).toEqual([]);
+  it('probeFindingsOf: the DataLoader finding from the run alone, for a rank without a window', () => {
+    const processes = groupProcesses(recordsOf('starved_dataloader'));
+    const ranks = processes.map((p) => summarizeRank(p, null));
+    const [f] = probeFindingsOf(null, ranks, [], pacesOf(processes, ranks, []));
+    expect(f?.id).toBe('dataloader-bound');
+    expect(f?.title).toBe(`The training loop waits on the DataLoader ${Math.round((ranks[0]!.steps.dataWaitShare ?? 0) * 100)}% of the time`);
+    // with the rank's window, it is the trace's finding (traceFindingsOf)
+    const traces: TraceInput[] = [{ rank: 0, path: 'w', metrics: {} as TraceInput['metrics'], collectives: null, error: null }];
+    expect(probeFindingsOf(null, ranks, traces, pacesOf(processes, ranks, []))).toEqual([]);
   });
 
   it('notesOf: says when step times never settled', () => {
@@ -105,10 +112,10 @@ describe('stages of the doctor report', () => {
   });
 
   it('rankFindings: advice never ranks above a defect of similar gain, nor above high', () => {
-    const defect = finding({ id: 'host-sync', title: '', ranks: [0], evidence: [], data: {}, recommendation: { summary: '', code: '' }, estimatedGain: gainFrom(100, 20, '') });
-    const advice = adviceFinding({ id: 'whatif-bigger-batch', title: '', ranks: [0], evidence: [], data: {}, recommendation: { summary: '', code: '' }, estimatedGain: gainFrom(100, 23, '') });
-    const bigAdvice = adviceFinding({ ...advice, id: 'whatif-fsdp', estimatedGain: gainFrom(100, 90, '') });
-    const high = finding({ ...defect, id: 'dataloader-bound', estimatedGain: gainFrom(100, 26, '') });
+    const defect = finding({ id: 'host-sync', title: '', ranks: [0], evidence: [], data: {}, recommendation: { summary: '', code: '' }, estimatedGain: wholeStepGain(100, 100 - 20, '') });
+    const advice = adviceFinding({ id: 'whatif-bigger-batch', title: '', ranks: [0], evidence: [], data: {}, recommendation: { summary: '', code: '' }, estimatedGain: wholeStepGain(100, 100 - 23, '') });
+    const bigAdvice = adviceFinding({ ...advice, id: 'whatif-fsdp', estimatedGain: wholeStepGain(100, 100 - 90, '') });
+    const high = finding({ ...defect, id: 'dataloader-bound', estimatedGain: wholeStepGain(100, 100 - 26, '') });
     expect(bigAdvice.severity).toBe('medium');
     const order = rankFindings([defect, high], [], [], [advice, bigAdvice]).map((f) => f.id);
     expect(order).toEqual(['dataloader-bound', 'whatif-fsdp', 'host-sync', 'whatif-bigger-batch']);

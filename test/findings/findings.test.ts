@@ -1,6 +1,7 @@
 /** The one Finding factory (severity from the gain only) and the one ranking and merging. */
 import { describe, expect, it } from 'vitest';
-import { type Finding, type FindingParts, finding, gainFrom, memoryGainFrom, withGain } from '../../src/findings/finding.js';
+import { type Finding, type FindingParts, finding, memoryGainFrom, withGain } from '../../src/findings/finding.js';
+import { wholeStepGain } from '../../src/pace/gain.js';
 import { mergeById, sortFindings } from '../../src/findings/rank.js';
 
 const parts = (id: string, saved: number | null, ranks = [0]): FindingParts => ({
@@ -10,7 +11,7 @@ const parts = (id: string, saved: number | null, ranks = [0]): FindingParts => (
   evidence: [],
   data: {},
   recommendation: { summary: '', code: '' },
-  estimatedGain: saved === null ? null : gainFrom(100, saved, 'x'),
+  estimatedGain: saved === null ? null : wholeStepGain(100, 100 - saved, 'x'),
 });
 
 describe('finding: severity from the gain only', () => {
@@ -31,7 +32,7 @@ describe('finding: severity from the gain only', () => {
   });
   it('withGain re-derives the severity', () => {
     const f = finding(parts('a', 30));
-    expect(withGain(f, gainFrom(100, 10, 'y')).severity).toBe('medium');
+    expect(withGain(f, wholeStepGain(100, 100 - 10, 'y')).severity).toBe('medium');
   });
 });
 

@@ -159,7 +159,7 @@ describe.skipIf(SKIP_PYTHON)('doctor, runs and compare on a starved DataLoader a
     const r = await gpuwise(['compare', 'last~1', 'last'], store);
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/ {2}median step [\d.]+ ms -> [\d.]+ ms \(-\d+%, [\d.]+x faster\)\n/);
-    expect(r.stdout).toMatch(/ {2}gone: HIGH dataloader-wait: The training loop waits on the DataLoader \d+% of the time/);
+    expect(r.stdout).toMatch(/ {2}gone: HIGH dataloader-bound: The training loop waits on the DataLoader \d+% of the time/);
     expect(r.stdout).toContain('  command: --loader-delay-ms 20 -> --loader-delay-ms 0\n');
     const c = JSON.parse((await gpuwise(['compare', 'last~1', 'last', '--json'], store)).stdout) as RunComparison;
     const before = reportOf(starved).ranks[0]?.steps;
@@ -168,7 +168,7 @@ describe.skipIf(SKIP_PYTHON)('doctor, runs and compare on a starved DataLoader a
     // 16 samples x 20 ms of sleep per step, gone: far more than half the step.
     expect(c.stepTime.medianS.change).toBeLessThan(-0.5);
     expect(c.dataWaitShare.after).toBeLessThan(0.05);
-    expect(c.findings).toEqual([expect.objectContaining({ id: 'dataloader-wait', status: 'gone' })]);
+    expect(c.findings).toEqual([expect.objectContaining({ id: 'dataloader-bound', status: 'gone' })]);
     // The same from the run directories, without any store.
     const byDir = JSON.parse((await gpuwise(['compare', starved, join(fixed, 'report.json'), '--json'], fresh('nostore'))).stdout) as RunComparison;
     expect(byDir.stepTime).toEqual(c.stepTime);

@@ -138,7 +138,6 @@ function imbalanceEvidence(devices: readonly DeviceBusy[]): string[] {
 export const ddpAccumWithoutNoSync: RankRule = (m, pace) => {
   const s = m.structure;
   if (!s.ddp || s.accumulationMicroSteps === 0 || s.accumulationMicroStepsWithAllReduce === 0) return null;
-  const step = stepNs(m);
   const share = s.accumulationMicroStepsWithAllReduce / Math.max(1, s.ddpForwardsPerStep * Math.max(1, m.steps.length));
   // Collectives of every micro-step but the last are wasted; they cost their exposed time, at least.
   const saved = (m.comm.exposedNsPerStep + m.comm.commNsPerStep * 0.25) * share;
@@ -179,7 +178,6 @@ export const ddpAccumWithoutNoSync: RankRule = (m, pace) => {
 
 export const smallCommBuckets: RankRule = (m, pace) => {
   const c = m.comm;
-  const step = stepNs(m);
   if (
     c.collectives === 0 ||
     c.medianMessageBytes <= 0 ||
