@@ -54,10 +54,10 @@ describe('doctor --from RUN_DIR on the recorded H200 runs', () => {
   it('prints every format doctor has (terminal, Markdown, HTML)', async () => {
     const dir = join(RUNS, 'starved_dataloader');
     const text = await runCli(['doctor', '--from', dir]);
-    expect(text.stdout).toMatch(/HIGH +The GPU waits on the DataLoader/);
+    expect(text.stdout).toMatch(/HIGH +The training loop waits on the DataLoader/);
     const md = await runCli(['doctor', '--from', dir, '--md']);
     expect(md.stdout).toMatch(/^#/m);
-    expect(md.stdout).toMatch(/HIGH: The GPU waits on the DataLoader/);
+    expect(md.stdout).toMatch(/HIGH: The training loop waits on the DataLoader/);
     const out = join(makeScratch('from-html'), 'r.html');
     const html = await runCli(['doctor', '--from', dir, '--html', out]);
     expect(html.code).toBe(0);
@@ -145,7 +145,7 @@ describe("the README's first command without PyTorch", () => {
     expect(code).toBe(0);
     expect(stderr).toMatch(/python3 has no PyTorch \(ModuleNotFoundError: No module named 'torch'\), so .*tiny_train\.py cannot run here/);
     expect(stderr).toMatch(/re-diagnosed from its run directory with gpuwise doctor --from .*runs\/h200\/starved_dataloader/);
-    expect(stdout).toMatch(/HIGH +The GPU waits on the DataLoader/);
+    expect(stdout).toMatch(/HIGH +The training loop waits on the DataLoader/);
     expect(stdout).toMatch(/no PyTorch/); // the report's notes say it too
     const missing = await runCli(['doctor', '--json', '--', join(bin, 'nowhere', 'python3'), tiny]);
     expect(missing.code).toBe(0);

@@ -16,19 +16,22 @@ const RUNS = join(REPO, 'examples', 'realworld', 'runs');
 const fromDir = (name: string) => rediagnosed(join(RUNS, name));
 
 const CASES = [
-  // name, step source the probe must find, expected top finding, the run with the advice followed (or null)
-  { name: 'manual_sgd_lstm', source: 'backward', top: 'launch-bound', followed: null },
-  { name: 'eval_inference', source: 'forward', top: 'mixed-precision', followed: 'eval_inference_bf16_cl' },
-  { name: 'nanogpt_style', source: 'optimizer', top: 'fusion', followed: 'nanogpt_style_compiled' },
-  { name: 'lightning_resnet', source: 'optimizer', top: 'mixed-precision', followed: 'lightning_resnet_bf16_cl' },
-  { name: 'hf_trainer_gpt2', source: 'optimizer', top: 'no-tensor-cores', followed: 'hf_trainer_gpt2_bf16' },
-  { name: 'accelerate_gpt2', source: 'optimizer', top: 'no-tensor-cores', followed: 'accelerate_gpt2_bf16' },
-  { name: 'dataparallel_resnet', source: 'optimizer', top: 'mixed-precision', followed: 'dataparallel_resnet_amp_cl' },
+  // name, step source the probe must find, expected top finding, the finding whose advice was followed and the run
+  // with it (or null)
+  { name: 'manual_sgd_lstm', source: 'backward', top: 'launch-bound', lever: null, followed: null },
+  { name: 'eval_inference', source: 'forward', top: 'mixed-precision', lever: 'mixed-precision', followed: 'eval_inference_bf16_cl' },
+  { name: 'nanogpt_style', source: 'optimizer', top: 'fusion', lever: 'fusion', followed: 'nanogpt_style_compiled' },
+  { name: 'lightning_resnet', source: 'optimizer', top: 'mixed-precision', lever: 'mixed-precision', followed: 'lightning_resnet_bf16_cl' },
+  { name: 'hf_trainer_gpt2', source: 'optimizer', top: 'no-tensor-cores', lever: 'no-tensor-cores', followed: 'hf_trainer_gpt2_bf16' },
+  { name: 'accelerate_gpt2', source: 'optimizer', top: 'no-tensor-cores', lever: 'no-tensor-cores', followed: 'accelerate_gpt2_bf16' },
+  // Expected mixed-precision first before the runs; the runs say otherwise: 2 workers stall the loop every 4 steps (mean
+  // 92.1 ms, median 72.4 ms), and with --amp --channels-last the mean step went to 94.9 ms: the DataLoader sets the pace.
+  { name: 'dataparallel_resnet', source: 'optimizer', top: 'dataloader-bound', lever: 'mixed-precision', followed: 'dataparallel_resnet_amp_cl' },
 ] as const;
 
 describe('doctor on the real-code corpus (H100 runs, replayed with --from)', () => {
   for (const c of CASES)
-    it(`${c.name}: steps from ${c.source}, throughput, top finding ${c.top}${c.followed ? ', and the measured step after the fix' : ''}`, async () => {
+    it(`${c.name}: steps from ${c.source}, throughput, top finding ${c.top}${c.followed ? `, and the measured step after ${c.lever}` : ''}`, async () => {
       const r = await fromDir(c.name);
       const st = r.ranks[0]!.steps;
       expect(st.stepSource).toBe(c.source);
@@ -40,8 +43,8 @@ describe('doctor on the real-code corpus (H100 runs, replayed with --from)', () 
       const saved = JSON.parse(readFileSync(join(RUNS, c.name, 'report.json'), 'utf8')) as DoctorReport;
       expect(r.findings.map((f) => [f.id, f.severity])).toEqual(saved.findings.map((f) => [f.id, f.severity]));
       if (c.followed === null) return;
-      const expected = r.findings[0]!.estimatedGain!.expectedStepTimeNs / 1e6;
-      const after = (await fromDir(c.followed)).ranks[0]!.steps.medianS! * 1e3;
+      const expected = r.findings.find((f) => f.id === c.lever)!.estimatedGain!.expectedStepTimeNs / 1e6;
+      const after = (await fromDir(c.followed)).ranks[0]!.steps.meanS! * 1e3;
       expect(Math.abs(expected - after) / after, `expected ${expected.toFixed(1)} ms, measured ${after.toFixed(1)} ms`).toBeLessThan(0.25);
     });
 

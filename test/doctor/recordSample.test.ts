@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { RecordSample } from '../../src/doctor/recordSample.js';
 import type { ProbeRecord, StepRecord } from '../../src/doctor/records.js';
-import { stepStats } from '../../src/run/steps.js';
+import { gpuStepTimesOf, stepStats, stepsInFlightOf } from '../../src/run/steps.js';
 
 const step = (pid: number, s: number, gpu: [number, number][] = []): StepRecord => ({
   v: 1,
@@ -28,11 +28,29 @@ describe('RecordSample', () => {
     for (const r of recs) rs.add(r);
     expect(rs.sampled()).toBe(false);
     expect(rs.stepCounts()).toEqual({ 1: 100 });
-    const kept = rs.records() as StepRecord[];
-    expect(kept.map((r) => r.step)).toEqual(recs.map((r) => (r as StepRecord).step));
-    // each kept step carries its own GPU time (it arrived on the next record)
-    expect(kept[10]?.gpuStepTimes).toEqual([[11, 0.02]]);
-    expect(kept[99]?.gpuStepTimes).toEqual([]);
+    // unchanged, GPU times included: each record carries what it carried when it arrived (an earlier build put each
+    // step's own time on it, which said the GPU was never behind: 0 steps in flight live, 1 from the same run's files)
+    expect(rs.records()).toEqual(recs);
+  });
+
+  it('keeps how far the GPU was behind at each kept step when it drops records', () => {
+    const limits = { headSteps: 20, tailSteps: 20, middleSteps: 40, otherRecords: 10 };
+    const rs = new RecordSample(limits);
+    const all: StepRecord[] = [];
+    // the GPU's times arrive two steps late, as in the real records
+    for (let s = 1; s <= 5000; s++) {
+      const r = step(3, s, s > 2 ? [[s - 2, 0.01]] : []);
+      all.push(r);
+      rs.add(r);
+    }
+    expect(rs.sampled()).toBe(true);
+    const kept = rs.records().filter((r): r is StepRecord => r.type === 'step');
+    const full = stepsInFlightOf(all);
+    const sampled = stepsInFlightOf(kept);
+    for (const r of kept) expect(sampled.get(r.step), `step ${r.step}`).toBe(full.get(r.step));
+    // and every kept step still has its GPU time
+    const times = gpuStepTimesOf(kept);
+    for (const r of kept.slice(0, -2)) expect(times.get(r.step), `step ${r.step}`).toBe(0.01);
   });
 
   it('bounds a long run: head, tail and an even stride of the middle, with the same statistics', () => {
