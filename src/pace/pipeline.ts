@@ -117,6 +117,11 @@ export function serialNs(p: Pipeline): number {
   return p.serial.reduce((a, c) => a + c.ns, 0);
 }
 
+/** The most DataLoader workers the process's cores allow: one core stays with the training loop. */
+export function workerCap(l: LoaderFacts): number {
+  return l.cpuCores !== null ? Math.max(1, l.cpuCores - 1) : Number.POSITIVE_INFINITY;
+}
+
 /** The input stage's time per step: the loader's period at the worker count a fix set, or as built. */
 function inputNs(p: Pipeline, demandNs: number): { ns: number | null; workersNeeded: number | null } {
   const l = p.loader;
@@ -124,7 +129,7 @@ function inputNs(p: Pipeline, demandNs: number): { ns: number | null; workersNee
   if (!l || l.batchNsPerWorker === null) return { ns: base, workersNeeded: null };
   const perStep = l.batchNsPerWorker * l.batchesPerStep * p.batchScale;
   const needed = demandNs > 0 ? Math.max(1, Math.ceil(perStep / demandNs)) : null;
-  const workers = l.workersTo === 'enough' ? Math.min(needed ?? 1, l.cpuCores ?? Number.POSITIVE_INFINITY) : (l.workersTo ?? l.workers);
+  const workers = l.workersTo === 'enough' ? Math.min(needed ?? 1, workerCap(l)) : (l.workersTo ?? l.workers);
   if (workers === null || workers === undefined) return { ns: base, workersNeeded: needed };
   // Workers produce batches in parallel; with none (0), the main process produces them in the step.
   return { ns: perStep / Math.max(1, workers), workersNeeded: needed };

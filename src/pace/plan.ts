@@ -60,9 +60,11 @@ export function planOf(p: Pipeline, candidates: readonly PlanCandidate[]): PaceP
     const best = tried.reduce((a, b) => (b.s.perBatchNs < a.s.perBatchNs ? b : a));
     if (!(best.s.perBatchNs < now * (1 - MIN_STEP_GAIN))) break;
     left.splice(left.indexOf(best.c), 1);
+    // The workers the loader needs now, when its rate is known and the run's count is short of it.
     const l = best.q.loader;
-    const workers = l?.workersTo === 'enough' ? null : typeof l?.workersTo === 'number' ? l.workersTo : (l?.workers ?? null);
-    const need = best.s.workersNeeded !== null && workers !== null && best.s.workersNeeded > workers ? best.s.workersNeeded : null;
+    const have = typeof l?.workersTo === 'number' ? l.workersTo : (l?.workers ?? null);
+    const setsWorkers = best.c.fix.ops.some((o) => o.kind === 'workers');
+    const need = !setsWorkers && best.s.workersNeeded !== null && have !== null && best.s.workersNeeded > have ? best.s.workersNeeded : null;
     const boundText = boundWords(best.q, best.s.bound);
     steps.push({
       id: best.c.id,

@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 const SRC = resolve(__dirname, '..', '..', 'src');
 
 /** Folders of the pure core: data in, data out; they could run in a browser. */
-const CORE = ['trace', 'advice', 'findings', 'gpus', 'report', 'planner', 'memory', 'doctor', 'history', 'tune', 'run', 'util', 'telemetry'];
+const CORE = ['trace', 'advice', 'findings', 'gpus', 'report', 'planner', 'memory', 'doctor', 'history', 'tune', 'run', 'util', 'telemetry', 'pace'];
 /** Shell modules inside a core folder, each named (none since telemetry's readers moved to live/). */
 const SHELLS_IN_CORE = new Set<string>([]);
 
@@ -79,6 +79,27 @@ describe('the pure core', () => {
   it('advice reaches the planner only through the GPU catalogue', () => {
     const bad = [...graph].flatMap(([f, edges]) =>
       f.startsWith('advice/') ? edges.filter((e) => e.target?.startsWith('planner/')).map((e) => `${f} -> ${e.target}`) : [],
+    );
+    expect(bad).toEqual([]);
+  });
+});
+
+describe('one model of the step\'s pace (src/pace/)', () => {
+  it('makes every step-time gain: no module outside pace/ builds an EstimatedGain', () => {
+    // A gain is built by writing its expected step (an object literal's `expectedStepTimeNs:` with a value, not a type).
+    const bad = files
+      .filter((f) => !rel(f).startsWith('pace/'))
+      .flatMap((f) => {
+        const text = readFileSync(f, 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/.*$/gm, '');
+        return [...text.matchAll(/\bexpectedStepTimeNs\s*:\s*(?![\s]|number\b)[^;,}\n]*/g)].map((m) => `${rel(f)}: ${m[0]}`);
+      });
+    expect(bad).toEqual([]);
+  });
+
+  it('the rules reach it, and it reaches no rule (the fixes are data the rules hand over)', () => {
+    expect([...graph.keys()].filter((f) => f.startsWith('pace/')).length).toBeGreaterThanOrEqual(5);
+    const bad = [...graph].flatMap(([f, edges]) =>
+      f.startsWith('pace/') ? edges.filter((e) => e.target?.startsWith('advice/') || e.target?.startsWith('doctor/')).map((e) => `${f} -> ${e.target}`) : [],
     );
     expect(bad).toEqual([]);
   });

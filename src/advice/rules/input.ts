@@ -3,7 +3,7 @@
 import type { Finding } from '../../findings/finding.js';
 import type { Fix } from '../../pace/fix.js';
 import { gainOf } from '../../pace/gain.js';
-import { type Pipeline, stepOf } from '../../pace/pipeline.js';
+import { type Pipeline, stepOf, workerCap } from '../../pace/pipeline.js';
 import { windowPipeline } from '../../pace/window.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtAt, fmtBytes, fmtMs, fmtPct } from '../../util/format.js';
@@ -40,9 +40,8 @@ function workersFor(p: Pipeline): { workers: number; text: string } | null {
   if (!l || l.batchNsPerWorker === null) return null;
   const need = stepOf({ ...p, loader: { ...l, workersTo: 'enough' } }).workersNeeded;
   if (need === null) return null;
-  const cap = l.cpuCores !== null ? Math.max(1, l.cpuCores - 1) : null;
-  const workers = cap !== null ? Math.min(need, cap) : need;
-  const capped = cap !== null && need > cap ? `; the process may use ${l.cpuCores} cores, so ${workers} (one for the training loop) is the most: then decode on the GPU (DALI, torchvision.io.decode_jpeg on CUDA) or pre-process the dataset` : '';
+  const workers = Math.min(need, workerCap(l));
+  const capped = need > workers ? `; the process may use ${l.cpuCores} cores, so ${workers} (one for the training loop) is the most: then decode on the GPU (DALI, torchvision.io.decode_jpeg on CUDA) or pre-process the dataset` : '';
   return { workers, text: `about ${need} workers keep up with the rest of the step (a batch takes ${fmtMs(l.batchNsPerWorker)} in a worker)${capped}` };
 }
 
@@ -91,7 +90,8 @@ export function dataloaderFinding(p: Pipeline, m: TraceMetrics | null, rank: num
       }
     : {
         label: l?.workers !== null && l?.workers !== undefined && rec ? `num_workers ${l.workers} -> ${rec.workers}` : 'more DataLoader workers',
-        ops: [{ kind: 'workers', to: rec ? rec.workers : 'enough' }],
+        // Enough workers for whatever the other stages demand: the plan says how many once other fixes speed them up.
+        ops: [{ kind: 'workers', to: 'enough' }],
         arithmetic: rec
           ? `the loader's measured rate: ${rec.text}`
           : `with enough workers (and loading overlapped) the loop no longer waits: the DataLoader leaves the critical path`,

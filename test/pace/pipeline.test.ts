@@ -1,0 +1,160 @@
+/**
+ * The pace model (src/pace/): how stages combine into the step, what a fix changes, the plan. Hand-built pipelines
+ * carry the figures of the issue's runs on an H200 (issue 25), stated where they are used; the real traces and runs
+ * are in test/doctor (fixedRuns, hostPace, realworld).
+ */
+import { describe, expect, it } from 'vitest';
+import { applyFix, type Fix } from '../../src/pace/fix.js';
+import { gainOf } from '../../src/pace/gain.js';
+import { calibrated, type LoaderFacts, type Pipeline, type Stage, stepOf } from '../../src/pace/pipeline.js';
+import { planLines, planOf } from '../../src/pace/plan.js';
+
+const ms = 1e6;
+const stage = (ns: number | null, evidence = 'by hand'): Stage => ({ ns, how: 'assumed', evidence });
+
+/** A run pipeline built by hand: stages in ms, serial syncs in ms, the loader's facts. */
+function pipe(o: { stepMs: number; input?: number | null; host?: number | null; gpu: number; comm?: number; syncs?: number; loader?: LoaderFacts | null }): Pipeline {
+  return calibrated({
+    source: 'run',
+    stepNs: o.stepMs * ms,
+    stages: { input: stage(o.input === undefined || o.input === null ? null : o.input * ms), host: stage(o.host === undefined || o.host === null ? null : o.host * ms), gpu: stage(o.gpu * ms), comm: stage((o.comm ?? 0) * ms) },
+    serial: o.syncs ? [{ kind: 'syncs', ns: o.syncs * ms, perStep: 1, how: 'measured', evidence: 'by hand' }] : [],
+    loader: o.loader ?? null,
+    scale: { gpu: 1, host: 1 },
+    work: {},
+    batchScale: 1,
+    deviceTimed: true,
+    inputWaitNs: 0,
+    stalls: null,
+  });
+}
+
+/** The issue's ResNet-50 reading JPEGs: 4 workers, each 464 ms a batch (the mean step 116 ms x 4), the GPU 70 ms a step. */
+const jpegLoader: LoaderFacts = {
+  workers: 4,
+  batchNsPerWorker: 464 * ms,
+  batchesPerStep: 1,
+  samplesPerBatch: 256,
+  cpuCores: 32,
+  persistentWorkers: false,
+  prefetchFactor: 2,
+  pinMemory: true,
+  how: 'measured',
+};
+const workers: Fix = { label: 'num_workers 4 -> 7', ops: [{ kind: 'workers', to: 'enough' }], arithmetic: 'w' };
+/** bf16 autocast + channels_last on the issue's run: 116 -> 108 ms followed alone, 50 ms with 12 workers: the GPU ~42 ms. */
+const bf16: Fix = { label: 'bf16 autocast + channels_last', ops: [{ kind: 'gpu', work: 'fp32-matmul', ns: 56 * ms, factor: 0.5 }], arithmetic: 'b' };
+
+describe('stepOf: overlapped stages take their max, serial costs add', () => {
+  it('the slowest stage binds, and says so against the others', () => {
+    const p = pipe({ stepMs: 131, input: 50, host: 55, gpu: 120, comm: 8, syncs: 3 });
+    const s = stepOf(p);
+    expect(s.bound).toBe('gpu');
+    expect(s.stepNs / ms).toBeCloseTo(131, 6);
+    // 120 + 8 on the device, + 3 of syncs: the modelled step, so nothing left unexplained
+    expect(p.calibration).toBeCloseTo(131 / 131, 9);
+    expect(s.why).toMatch(/^the GPU sets the pace: the GPU and its exposed communication 128 ms > the host 55\.0 ms > the DataLoader 50\.0 ms; serial costs add 3\.00 ms/);
+  });
+
+  it('a stage the evidence cannot time never binds, and is named as such', () => {
+    const s = stepOf(pipe({ stepMs: 40, gpu: 38 }));
+    expect(s.bound).toBe('gpu');
+    expect(s.why).toMatch(/not timed: the DataLoader, the host$/);
+  });
+
+  it('what the stages leave unexplained is kept in proportion through a fix (the calibration)', () => {
+    const p = pipe({ stepMs: 44, gpu: 40 });
+    expect(p.calibration).toBeCloseTo(1.1, 9);
+    expect(stepOf(applyFix(p, bf16)).stepNs / ms).toBeCloseTo((40 - 28) * 1.1, 6);
+  });
+});
+
+describe('a sync at the end of every step (the issue\'s eager GPT-2 that calls loss.item())', () => {
+  // 0 steps in flight at every step end, whatever bounds the step: the host's own time is 55 ms, the GPU's 128 ms.
+  const p = pipe({ stepMs: 131, host: 55, gpu: 128, syncs: 3 });
+  const compile: Fix = { label: 'torch.compile', ops: [{ kind: 'gpu', work: 'memory-bound', ns: 40 * ms, factor: 0.375 }, { kind: 'host', work: 'launches', factor: 0.7 }], arithmetic: 'c' };
+
+  it('is GPU-bound, and fusion keeps its gain (measured 128 -> 103 ms)', () => {
+    expect(stepOf(p).bound).toBe('gpu');
+    const g = gainOf(p, compile)!;
+    expect(g.expectedStepTimeNs / ms).toBeCloseTo(131 - 25, 6);
+    expect(g.boundAfter).toBe('gpu');
+    expect(Math.abs(g.expectedStepTimeNs / ms / (103 + 3) - 1)).toBeLessThan(0.05);
+  });
+
+  it('removing the sync removes the serial drain, not the GPU work', () => {
+    const g = gainOf(p, { label: 'no .item()', ops: [{ kind: 'serial', cost: 'syncs', factor: 0 }], arithmetic: 's' })!;
+    expect(g.expectedStepTimeNs / ms).toBeCloseTo(128, 6);
+  });
+});
+
+describe('fixes compose', () => {
+  it('two fixes of the same work item: the second acts on what the first left', () => {
+    const p = pipe({ stepMs: 100, gpu: 100 });
+    const half: Fix = { label: 'bf16', ops: [{ kind: 'gpu', work: 'memory-bound', ns: 40 * ms, factor: 0.5 }], arithmetic: '' };
+    const fuse: Fix = { label: 'compile', ops: [{ kind: 'gpu', work: 'memory-bound', ns: 40 * ms, factor: 0.3 }], arithmetic: '' };
+    // bf16 leaves 20 ms of it; fusion then removes 70% of those 20 ms, not of the 40
+    expect(stepOf(applyFix(applyFix(p, half), fuse)).stepNs / ms).toBeCloseTo(100 - 20 - 14, 6);
+    expect(stepOf(applyFix(applyFix(p, fuse), half)).stepNs / ms).toBeCloseTo(100 - 28 - 6, 6);
+  });
+
+  it('a bigger batch: per-sample work grows, the host\'s per-step work does not (a host-bound step gains all of it)', () => {
+    const p = pipe({ stepMs: 16.5, host: 16.5, gpu: 2.8 });
+    const g = gainOf(p, { label: 'batch x4', ops: [{ kind: 'batch', k: 4 }], arithmetic: '' })!;
+    // per batch of the run's size: max(16.5, 4 x 2.8) / 4
+    expect(g.expectedStepTimeNs / ms).toBeCloseTo(16.5 / 4, 6);
+    expect(g.arithmetic).toMatch(/per the run's batch \(16\.5 ms a step of the 4\.0x batch\)/);
+  });
+
+  it('a whole-step change (measured elsewhere, another layout) scales every stage', () => {
+    const p = pipe({ stepMs: 50, input: 20, host: 30, gpu: 45, syncs: 5 });
+    const q = applyFix(p, { label: 'x', ops: [{ kind: 'step', factor: 0.5 }], arithmetic: '' });
+    expect(stepOf(q).stepNs / ms).toBeCloseTo(25, 6);
+    expect(q.stages.host.ns! / ms).toBeCloseTo(15, 6);
+  });
+});
+
+describe('the plan (the issue\'s ResNet-50 reading JPEGs through 4 workers, H200)', () => {
+  // Measured: mean 116 ms; 12 workers alone 70 ms; bf16 alone 108 ms; both 50 ms.
+  const p = pipe({ stepMs: 116, input: 116, gpu: 70, loader: jpegLoader });
+
+  it('the DataLoader binds: bf16 alone gains nothing, more workers take the step to the GPU\'s', () => {
+    expect(stepOf(p).bound).toBe('input');
+    expect(gainOf(p, bf16)!.savedFraction).toBe(0);
+    const w = gainOf(p, workers)!;
+    expect(w.expectedStepTimeNs / ms).toBeCloseTo(70, 6);
+    expect(w.boundAfter).toBe('gpu');
+  });
+
+  it('orders the fixes by what each gains on top of the ones before it, and says what binds after each', () => {
+    const plan = planOf(p, [
+      { id: 'mixed-precision', fix: bf16 },
+      { id: 'dataloader-bound', fix: workers },
+    ]);
+    expect(plan.steps.map((s) => s.id)).toEqual(['dataloader-bound', 'mixed-precision']);
+    expect(plan.steps.map((s) => Math.round(s.expectedStepNs / ms))).toEqual([70, 42]);
+    expect(planLines(plan)).toEqual([
+      '1. num_workers 4 -> 7: 116 ms -> 70.0 ms, then the GPU binds',
+      // 464 ms a batch in a worker over a 42 ms step: 12 workers keep up
+      '2. bf16 autocast + channels_last: 70.0 ms -> 42.0 ms, then the GPU binds; needs about 12 DataLoader workers',
+    ]);
+    expect(plan.expectedStepNs / ms).toBeCloseTo(42, 6);
+  });
+
+  it('the cores cap the workers: past them the DataLoader binds again', () => {
+    const few = pipe({ stepMs: 116, input: 116, gpu: 70, loader: { ...jpegLoader, cpuCores: 8 } });
+    const plan = planOf(few, [
+      { id: 'dataloader-bound', fix: workers },
+      { id: 'mixed-precision', fix: bf16 },
+    ]);
+    // 7 workers (8 cores, one for the loop): 464 / 7 = 66.3 ms a batch, below the GPU's 70; with bf16 the loader binds
+    expect(plan.steps.map((s) => [s.id, Math.round(s.expectedStepNs / ms), s.bound])).toEqual([
+      ['dataloader-bound', 70, 'gpu'],
+      ['mixed-precision', 66, 'input'],
+    ]);
+  });
+
+  it('stops when no fix left shortens the step', () => {
+    expect(planOf(pipe({ stepMs: 100, host: 100, gpu: 50 }), [{ id: 'mixed-precision', fix: bf16 }]).steps).toEqual([]);
+  });
+});
