@@ -3,6 +3,8 @@
  * as the terminal report; the series over time are drawn as one-line sparklines since Markdown has
  * no charts (the HTML page has them).
  */
+import { planLines } from '../pace/plan.js';
+import { paceHeadline, paceRows } from '../pace/report.js';
 import { fmtBytes, fmtPct } from '../util/format.js';
 import {
   durationText,
@@ -196,6 +198,14 @@ export function renderDoctorMarkdown(r: DoctorReport): string {
   if (r.notes?.length) {
     out.push('### Notes', '');
     for (const n of r.notes) out.push(`- ${n}`);
+    out.push('');
+  }
+  // The report ends with what sets the pace and the plan (pace/).
+  if (r.pace) {
+    out.push('### What sets the pace', '', paceHeadline(r.pace, r.ranks.length), '', '| stage | per step | how | evidence |', '|---|---|---|---|');
+    for (const row of paceRows(r.pace)) out.push(`| ${row.map(cell).join(' | ')} |`);
+    out.push('', '### Plan', '', "Each fix on top of the ones before it; steps per batch of the run's size.", '');
+    for (const l of planLines(r.pace.plan)) out.push(l);
     out.push('');
   }
   out.push(`<sub>gpuwise ${r.version}, doctor report schema ${r.schemaVersion}</sub>`);

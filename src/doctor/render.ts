@@ -1,4 +1,6 @@
 /** The doctor report as terminal text (pure). */
+import { planLines } from '../pace/plan.js';
+import { paceHeadline, paceRows } from '../pace/report.js';
 import { flopsSplit } from '../report/flopsText.js';
 import { fmtBytes, fmtMs, fmtPct, fmtTflops } from '../util/format.js';
 import type { DoctorReport, RankSummary } from './report.js';
@@ -164,6 +166,15 @@ export function renderDoctorText(r: DoctorReport): string {
     out.push('');
     out.push('Notes');
     for (const n of r.notes) out.push(`  - ${n}`);
+  }
+  // The report ends with what sets the pace and the plan (pace/).
+  if (r.pace) {
+    out.push('');
+    out.push(`What sets the pace: ${paceHeadline(r.pace, r.ranks.length)}`);
+    for (const [what, time, how, evidence] of paceRows(r.pace)) out.push(`  ${what}: ${time} (${how}): ${evidence}`);
+    out.push('');
+    out.push('Plan (each fix on top of the ones before it; steps per batch of the run\'s size)');
+    for (const l of planLines(r.pace.plan)) out.push(`  ${l}`);
   }
   return `${out.join('\n')}\n`;
 }

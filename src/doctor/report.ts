@@ -10,7 +10,7 @@ import { type Finding, finding } from '../findings/finding.js';
 import { sortFindings } from '../findings/rank.js';
 import type { MemoryReport } from '../memory/report.js';
 import type { Pipeline } from '../pace/pipeline.js';
-import { type PaceReport, paceReport } from '../pace/plan.js';
+import { type PaceReport, paceReportOf } from '../pace/report.js';
 import { epochStartsOf, runPipeline } from '../pace/run.js';
 import type { ModelDescription } from '../planner/model.js';
 import { describeModel, MODEL_SUMMARY_FORMAT } from '../planner/modelSummary.js';
@@ -226,7 +226,7 @@ export interface DoctorReport {
    * the plan: the findings' fixes in order, each with the step expected after it. Null without a timed step. Added
    * after schema 1's release (absent from older reports).
    */
-  pace?: (PaceReport & { rank: number }) | null;
+  pace?: PaceReport | null;
   notes: string[];
 }
 
@@ -792,20 +792,14 @@ export function whatIfStage(
   };
 }
 
-/**
- * Stage 9: what sets the pace of the slowest training rank (a synchronous job goes at its pace) and the plan of the
- * fixes the findings offer on it (defects; advice such as a bigger batch is weighed, not planned).
- */
+/** Stage 9: what sets the pace of the slowest training rank and the plan of the findings' fixes on it (pace/report.ts). */
 export function paceStage(paces: ReadonlyMap<number, Pipeline>, ranks: readonly RankSummary[], findings: readonly Finding[]): DoctorReport['pace'] {
-  const slowest = ranks
-    .filter((r) => paces.has(r.pid))
-    .sort((a, b) => (paces.get(b.pid)?.stepNs ?? 0) - (paces.get(a.pid)?.stepNs ?? 0))[0];
-  if (!slowest) return null;
-  const p = paces.get(slowest.pid) as Pipeline;
-  const candidates = findings
-    .filter((f) => f.fix && f.kind !== 'advice' && (f.ranks.length === 0 || f.ranks.includes(slowest.rank)))
-    .map((f) => ({ id: f.id, fix: f.fix as NonNullable<Finding['fix']> }));
-  return { rank: slowest.rank, ...paceReport(p, candidates) };
+  const byRank = new Map<number, Pipeline>();
+  for (const r of ranks) {
+    const p = paces.get(r.pid);
+    if (p && !byRank.has(r.rank)) byRank.set(r.rank, p);
+  }
+  return paceReportOf(byRank, findings);
 }
 
 /**

@@ -7,7 +7,7 @@
 import { fmtMs } from '../util/format.js';
 import { applyFix, type Fix } from './fix.js';
 import { boundWords } from './gain.js';
-import { type Bound, type PaceSummary, type Pipeline, paceSummary, stepOf } from './pipeline.js';
+import { type Bound, type Pipeline, stepOf } from './pipeline.js';
 
 /** A fix must shorten the composed step by this share to take a place in the plan. */
 export const MIN_STEP_GAIN = 0.01;
@@ -80,15 +80,6 @@ export function planOf(p: Pipeline, candidates: readonly PlanCandidate[]): PaceP
     now = best.s.perBatchNs;
   }
   return { stepNs: start.perBatchNs, bound: start.bound, steps, expectedStepNs: now };
-}
-
-/** What the reports carry: the pipeline (stages, bound, why) and the plan. */
-export interface PaceReport extends PaceSummary {
-  plan: PacePlan;
-}
-
-export function paceReport(p: Pipeline, candidates: readonly PlanCandidate[]): PaceReport {
-  return { ...paceSummary(p), plan: planOf(p, candidates) };
 }
 
 /** The plan as lines, numbered, for the terminal and Markdown. */

@@ -77,7 +77,7 @@ export function windowHost(m: TraceMetrics): Stage & { basis: 'syncs' | 'launch-
     how: 'assumed',
     evidence: gpuBound
       ? `the GPU is busy ${fmtPct(busy / Math.max(1, step))} of the step: the host keeps ahead, and the window cannot tell its own time${hostSyncs(m) ? ` (at most the ${fmtMs(notBlocked)} it was not blocked in syncs, the profiler's own cost included)` : ''}`
-      : `the GPU waited only ${fmtMs(gaps)} a step for launches and the host did not block in syncs: the host keeps ahead, and the window cannot tell its own time`,
+      : `the GPU waited only ${fmtMs(gaps)} a step for launches and the host was blocked in syncs under 1% of the step: the host keeps ahead, and the window cannot tell its own time`,
   };
 }
 

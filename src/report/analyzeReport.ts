@@ -7,6 +7,8 @@ import { diagnose } from '../advice/engine.js';
 import { frameworkNamedBy, inTraceFramework } from '../advice/framework.js';
 import type { Finding } from '../findings/finding.js';
 import { severityRank } from '../findings/rank.js';
+import { type PaceReport, paceReportOf } from '../pace/report.js';
+import { windowPipeline } from '../pace/window.js';
 import type { CollectiveTimings } from '../trace/metrics/collectives.js';
 import { type TraceCoverage, capSeverity } from '../trace/coverage.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
@@ -39,6 +41,12 @@ export interface AnalyzeReport {
     topFinding: string | null;
   };
   findings: Finding[];
+  /**
+   * What sets the pace of the slowest rank's step in the window (src/pace/: its stages, each measured or assumed, the
+   * bound and why) and the plan of the findings' fixes on it; null without a step. Added within schema 2 (absent
+   * from older reports).
+   */
+  pace?: PaceReport | null;
   metrics: { ranks: TraceMetrics[] };
 }
 
@@ -75,6 +83,7 @@ export function buildAnalyzeReport(
       topFinding: findings[0]?.id ?? null,
     },
     findings,
+    pace: paceReportOf(new Map(ranks.filter((m) => m.perStep.durNs > 0).map((m) => [m.rank, windowPipeline(m)])), findings),
     metrics: { ranks },
   };
 }

@@ -3,6 +3,8 @@ import { fmtBytes, fmtMs, fmtPct } from '../util/format.js';
 import { IDLE_CAUSES } from '../trace/metrics/types.js';
 import type { AnalyzeReport } from './analyzeReport.js';
 import { IDLE_LABELS } from './terminal.js';
+import { planLines } from '../pace/plan.js';
+import { paceHeadline, paceRows } from '../pace/report.js';
 
 const ICON = { high: '🔴', medium: '🟠', low: '🔵', info: '⚪' } as const;
 
@@ -36,6 +38,11 @@ export function renderMarkdown(r: AnalyzeReport): string {
     out.push('<details><summary>Memory</summary>', '');
     for (const x of mem) out.push(`- GPU ${x.device}: peak allocated ${fmtBytes(x.peakAllocatedBytes)}, reserved ${fmtBytes(x.peakReservedBytes)}`);
     out.push('', '</details>', '');
+  }
+  if (r.pace) {
+    out.push('### What sets the pace', '', paceHeadline(r.pace, r.metrics.ranks.length), '', '| stage | per step | how | evidence |', '|---|---|---|---|');
+    for (const row of paceRows(r.pace)) out.push(`| ${row.map(cell).join(' | ')} |`);
+    out.push('', '### Plan', '', 'Each fix on top of the ones before it.', '', ...planLines(r.pace.plan), '');
   }
   out.push(`<sub>gpuwise ${r.version}, report schema ${r.schemaVersion}</sub>`);
   return `${out.join('\n')}\n`;

@@ -5,6 +5,8 @@ import { wrapLine } from '../util/wrap.js';
 import type { Finding, Severity } from '../findings/finding.js';
 import { CATEGORY_NAMES } from '../trace/kernelClass.js';
 import { IDLE_CAUSES, type IdleCause, type TraceMetrics } from '../trace/metrics/types.js';
+import { planLines } from '../pace/plan.js';
+import { paceHeadline, paceRows } from '../pace/report.js';
 import type { AnalyzeReport } from './analyzeReport.js';
 
 export interface Style {
@@ -141,6 +143,13 @@ export function renderTerminal(r: AnalyzeReport, st: Style, width = 0): string {
   for (const m of r.metrics.ranks) {
     // Prose rows wrap under their text; bar rows (fixed columns) stay whole.
     out.push(...rankSection(m, st).flatMap((l) => (l.includes('█') ? [l] : wrapLine(l, width, 13))), '');
+  }
+  // It ends with what sets the pace in the window and the plan (pace/).
+  if (r.pace) {
+    out.push(...wrapLine(st.bold(`What sets the pace: ${paceHeadline(r.pace, r.metrics.ranks.length)}`), width, 2));
+    for (const [what, time, how, evidence] of paceRows(r.pace)) out.push(...wrapLine(`  ${what}: ${time} (${how}): ${evidence}`, width, 4));
+    out.push('', st.bold('Plan (each fix on top of the ones before it)'));
+    for (const l of planLines(r.pace.plan)) out.push(...wrapLine(`  ${l}`, width, 5));
   }
   return `${out.join('\n').replace(/\n+$/, '')}\n`;
 }

@@ -11,6 +11,7 @@ import { IDLE_LABELS } from '../../report/terminal.js';
 import { fmtBytes, fmtMs, fmtPct, fmtTflops } from '../../util/format.js';
 import { type InlineAssets, esc, noscriptTable, page, spread, table } from './layout.js';
 import { findingHtml } from './runs.js';
+import { paceHtml } from './pace.js';
 
 const enc = encodeURIComponent;
 
@@ -257,6 +258,7 @@ ${warnings.length + notes.length ? `<ul id="warnings">${[...notes, ...warnings].
 <h2>Step breakdown per rank</h2>${stepBreakdownHtml(r)}
 ${r.metrics.ranks.map((m, i) => rankSection(m, charts.ranks[i]!)).join('\n')}
 <h2>Inputs</h2>${inputs}
+${paceHtml(r.pace, r.metrics.ranks.length)}
 <p class="dim">analyze report schema ${r.schemaVersion} · gpuwise ${esc(r.version)}${o.standalone || o.id === null ? '' : ` · <a href="report-full?id=${enc(o.id)}">this page as one file</a> · <a href="api/report?id=${enc(o.id)}">JSON</a>`}</p>`;
   return page({
     title: o.standalone ? `analyze: ${r.inputs.map((i) => i.path.split('/').pop()).join(', ')}` : `Trace ${o.label}`,

@@ -11,6 +11,7 @@ import { findingsText, type RunRow, shortCommand, throughputText, whenText } fro
 import { fmtBytes, fmtMs, fmtPct } from '../../util/format.js';
 import { distributedTable, durationText, environmentRows, fmtBytesOr, GPU_PROCESS_COLUMNS, hangLines, GPU_PROCESS_NOTE, gpuProcessRows, fmtRate, fmtStepS, modelLine, nvmlBesideAllocator, planModelLine, rankLabel, rankShort, setupFacts, setupGuesses, stepSourceNote, hostCpuNote } from '../../doctor/renderParts.js';
 import { whatIfsOf } from '../../doctor/reportCheck.js';
+import { paceHtml } from './pace.js';
 import { type InlineAssets, esc, noscriptTable, page, spread, table } from './layout.js';
 
 /** The history's rows as the list shows them (a StoredRun has these fields). */
@@ -295,7 +296,7 @@ export interface RunPageOptions {
 /**
  * A doctor report as a page: the run page of `gpuwise serve` and, standalone, the `--html` file. Verdict first,
  * then the findings ranked, the what-ifs, step time (table and chart), GPU memory and utilisation (tables and
- * charts), environment, model, the captured window, notes.
+ * charts), environment, model, the captured window, notes, and what sets the pace with the plan.
  */
 export function runPage(r: DoctorReport, o: RunPageOptions): string {
   const charts = runChartData(r);
@@ -315,6 +316,7 @@ ${memorySection(r, charts)}
 ${pl ? `<h2>Model</h2><p>${esc(pl.replace(/`/g, ''))}</p>` : ''}
 ${capturesSection(r)}
 ${r.notes?.length ? `<h2>Notes</h2><ul>${r.notes.map((n) => `<li>${esc(n)}</li>`).join('')}</ul>` : ''}
+${paceHtml(r.pace, r.ranks.length)}
 <p class="dim">ran ${esc(durationText(r.run.durationS))} from ${esc(new Date(r.run.startedAtMs).toISOString())} · run directory <code>${esc(r.run.runDir)}</code> · doctor report schema ${r.schemaVersion} · gpuwise ${esc(r.version)}${
     o.id === null || o.standalone ? '' : ` · <a href="run-report?id=${enc(o.id)}">this page as one file</a> · <a href="api/run?id=${enc(o.id)}">JSON</a>`
   }</p>`;
