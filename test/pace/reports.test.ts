@@ -42,7 +42,9 @@ describe('doctor: the pace and the plan', () => {
     expect(p.stages.input.how).toBe('assumed');
     expect(p.plan.steps[0]).toMatchObject({ id: 'dataloader-bound', bound: 'gpu' });
     // each step of the plan starts where the one before it ended
-    p.plan.steps.slice(1).forEach((s, i) => expect(s.fromStepNs).toBe(p.plan.steps[i]!.expectedStepNs));
+    p.plan.steps.slice(1).forEach((s, i) => {
+      expect(s.fromStepNs).toBe(p.plan.steps[i]!.expectedStepNs);
+    });
   });
 
   it('every format ends with it', () => {
