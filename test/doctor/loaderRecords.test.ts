@@ -1,0 +1,106 @@
+/**
+ * The DataLoader's own production, measured in its workers (the `loader` record, run/records.ts): the input stage is
+ * then measured, the report states the loader's capacity, recommends a worker count for the demand, and tells stalls at
+ * epoch starts. The probe does not send the record yet: these records are SYNTHETIC, appended to copies of real run
+ * directories, with production times chosen to match what the real runs measured (stated in each test).
+ */
+import { copyFileSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { parseProbeLines } from '../../src/run/records.js';
+import { cleanScratch, makeScratch } from '../telemetry/scratch.js';
+import { REPO, rediagnosed } from './helpers.js';
+
+afterAll(cleanScratch);
+
+/** A copy of a committed run directory with `loader` records appended to its probe file. */
+function withLoaderRecords(run: string, records: object[]): string {
+  const src = join(REPO, 'examples', run);
+  const dir = makeScratch('loader');
+  for (const f of readdirSync(src)) copyFileSync(join(src, f), join(dir, f));
+  const probe = join(dir, 'probe.jsonl');
+  writeFileSync(probe, readFileSync(probe, 'utf8') + records.map((r) => `${JSON.stringify(r)}\n`).join(''));
+  return dir;
+}
+
+const loader = (o: { pid: number; step: number; epoch?: number; epochStartStep?: number; workers: number; batches: [number, number][]; cpuCores?: number; persistent?: boolean; batchSize?: number }) => ({
+  v: 3,
+  type: 'loader',
+  pid: o.pid,
+  rank: null,
+  t: 1_800_000_000 + o.step,
+  step: o.step,
+  loader: 0,
+  epoch: o.epoch ?? 1,
+  epochStartStep: o.epochStartStep ?? 0,
+  workers: o.workers,
+  persistentWorkers: o.persistent ?? false,
+  prefetchFactor: 2,
+  pinMemory: true,
+  batchSize: o.batchSize ?? 128,
+  cpuCores: o.cpuCores ?? 8,
+  batches: o.batches,
+});
+
+describe('the loader record', () => {
+  it('is read and checked like every record', () => {
+    const good = loader({ pid: 1, step: 10, workers: 2, batches: [[0, 0.18], [1, 0.19]] });
+    expect(parseProbeLines(JSON.stringify(good)).records).toHaveLength(1);
+    const bad = parseProbeLines(JSON.stringify({ ...good, batches: [[-1, 0.2]] }));
+    expect(bad.records).toHaveLength(0);
+    expect(bad.notes[0]).toMatch(/'loader' record of pid 1: batches\[0\]: expected \[worker >= 0, seconds >= 0\]/);
+  });
+
+  // The torchvision-style ResNet-50 of the real-code corpus (H100): 2 workers, the loop stalls every 4 steps, mean step
+  // 92.1 ms, the GPU 71.4 ms a step. Synthetic production: 184 ms a batch in a worker (2 workers: one per 92 ms).
+  const dp = (cpuCores = 8) =>
+    withLoaderRecords('realworld/runs/dataparallel_resnet', [
+      ...[10, 20, 30, 40, 50, 60].map((step) =>
+        loader({ pid: 636, step, workers: 2, cpuCores, batches: Array.from({ length: 10 }, (_, i) => [i % 2, 0.184 * (1 + ((i % 3) - 1) * 0.03)] as [number, number]) }),
+      ),
+    ]);
+
+  it('makes the input stage measured: the capacity in words, a worker count for the demand, the plan', async () => {
+    const r = await rediagnosed(dp());
+    const p = r.pace!;
+    expect(p.stages.input.how).toBe('measured');
+    expect(p.stages.input.ns! / 1e6).toBeCloseTo(92, 0);
+    expect(p.loader).toMatchObject({ workers: 2, cpuCores: 8, how: 'measured' });
+    const f = r.findings.find((x) => x.id === 'dataloader-bound')!;
+    // 128 samples per 184 ms in a worker: 696 a second each, 1,391 for both; the GPU takes 128 per 71.4 ms
+    expect(f.evidence.join('\n')).toMatch(/\n2 worker\(s\) deliver 1,3\d\d samples\/s, 69\d per worker; the rest of the step takes 1,79\d\/s\n/);
+    expect(f.evidence.join('\n')).toMatch(/about 3 workers keep up with the rest of the step \(a batch takes 18\d ms in a worker\)/);
+    expect(f.recommendation.code).toMatch(/num_workers=3/);
+    expect(f.fix?.label).toBe('num_workers 2 -> 3');
+    // the plan: the workers first, then bf16 speeds the GPU up and the loader needs more of them
+    expect(p.plan.steps.map((s) => s.id)).toEqual(['dataloader-bound', 'mixed-precision']);
+    expect(p.plan.steps[0]?.text).toMatch(/^num_workers 2 -> 3: 92\.1 ms -> 71\.\d ms, then the GPU binds$/);
+    expect(p.plan.steps[1]?.text).toMatch(/^bf16 autocast \+ channels_last: 71\.\d ms -> 36\.\d ms, then the GPU binds; needs about 6 DataLoader workers$/);
+  });
+
+  it('caps the workers at the cores (one left for the loop), and says what then', async () => {
+    const r = await rediagnosed(dp(3));
+    const f = r.findings.find((x) => x.id === 'dataloader-bound')!;
+    expect(f.evidence.join('\n')).toMatch(/the process may use 3 cores, so 2 \(one for the training loop\) is the most: then decode on the GPU/);
+    // no more workers than the run has: the DataLoader still binds
+    expect(f.severity).toBe('info');
+  });
+
+  // ResNet-50 fp32 at batch 64 on an H100 (h100-host/fp32_b64): the loop stalls about 100 ms every 32 steps. Synthetic
+  // records say an epoch (2,048 images) began every 32 steps, and the workers keep up between them (30 ms a batch).
+  it('tells stalls at epoch starts: persistent workers, not more of them', async () => {
+    const epochs = Array.from({ length: 11 }, (_, e) =>
+      loader({ pid: 500, step: 32 * (e + 1), epoch: e + 1, epochStartStep: 32 * e, workers: 4, batchSize: 64, batches: Array.from({ length: 32 }, (_, i) => [i % 4, 0.03] as [number, number]) }),
+    );
+    const pid = parseProbeLines(readFileSync(join(REPO, 'examples/doctor/runs/h100-host/fp32_b64/probe.jsonl'), 'utf8')).records[0]!.pid;
+    const r = await rediagnosed(withLoaderRecords('doctor/runs/h100-host/fp32_b64', epochs.map((x) => ({ ...x, pid }))));
+    expect(r.ranks[0]?.steps.stalls).toMatchObject({ when: 'epoch-starts' });
+    const f = r.findings.find((x) => x.id === 'dataloader-bound')!;
+    expect(f.title).toMatch(/, at the start of each epoch$/);
+    expect(f.recommendation.summary).toMatch(/persistent_workers=True/);
+    expect(f.fix?.ops).toEqual([{ kind: 'serial', cost: 'epoch-starts', factor: 0 }]);
+    expect(r.pace?.serial.find((c) => c.kind === 'epoch-starts')?.how).toBe('measured');
+    // 4 workers at 30 ms a batch: the loader keeps up between the stalls (7.5 ms a batch against a 47 ms step)
+    expect(r.pace?.stages.input.ns! / 1e6).toBeCloseTo(7.5, 1);
+  });
+});
