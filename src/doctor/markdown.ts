@@ -12,6 +12,7 @@ import {
   environmentRows,
   hangLines,
   hostCpuNote,
+  stallNote,
   expectedGainText,
   fmtBytesOr,
   fmtRate,
@@ -89,7 +90,7 @@ export function renderDoctorMarkdown(r: DoctorReport): string {
     out.push('');
     out.push('Statistics leave out the first step (warm-up) and the profiled steps.');
     for (const x of r.ranks) {
-      const note = [stepSourceNote(x), hostCpuNote(x)].filter((n) => n !== null).join('; ');
+      const note = [stepSourceNote(x), hostCpuNote(x), stallNote(x)].filter((n) => n !== null).join('; ');
       const tl = x.stepTimeline;
       const line = tl && tl.stepTimeS.length > 1 ? sparkline(tl.stepTimeS.slice(1)) : '';
       if (line || note)

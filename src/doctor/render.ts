@@ -4,7 +4,7 @@ import { paceHeadline, paceRows } from '../pace/report.js';
 import { flopsSplit } from '../report/flopsText.js';
 import { fmtBytes, fmtMs, fmtPct, fmtTflops } from '../util/format.js';
 import type { DoctorReport, RankSummary } from './report.js';
-import { batchDimText, distributedTable, findingKindLabel, gpuProcessRows, hangLines, hostCpuNote, setupFacts, setupGuesses, stepSourceNote } from './renderParts.js';
+import { batchDimText, distributedTable, findingKindLabel, gpuProcessRows, hangLines, hostCpuNote, setupFacts, stallNote, setupGuesses, stepSourceNote } from './renderParts.js';
 
 const s2ns = (s: number) => s * 1e9;
 
@@ -74,6 +74,8 @@ export function renderDoctorText(r: DoctorReport): string {
     );
     out.push(`  steps: ${stepLine(r0)}`);
     if (r0.steps.dataWaitShare !== null) out.push(`  DataLoader wait: ${fmtPct(r0.steps.dataWaitShare)} of step time`);
+    const stalls = stallNote(r0);
+    if (stalls) out.push(`  stalls: ${stalls}`);
     const a = r0.allocator;
     if (a) {
       out.push(

@@ -61,6 +61,18 @@ export function hostCpuNote(r: Pick<RankSummary, 'steps'>): string | null {
   return typeof s === 'number' ? `host (main thread) CPU ${fmtMs(s * 1e9)} a step` : null;
 }
 
+/**
+ * The steps that stalled on the DataLoader, in words: the mean step (the throughput) carries them, the median does
+ * not. Null when none stalled (or an older report).
+ */
+export function stallNote(r: Pick<RankSummary, 'steps'>): string | null {
+  const st = r.steps;
+  const s = st.stalls;
+  if (!s || s.stalledSteps === 0 || st.meanS === null || st.medianS === null) return null;
+  const when = s.when === 'periodic' ? `, every ${s.everySteps} steps` : s.when === 'epoch-starts' ? ', at the start of each epoch' : '';
+  return `${fmtPct(s.share)} of the steps (${s.stalledSteps} of ${s.measuredSteps}) stall ${fmtMs(s.meanStallS * 1e9)} on the DataLoader${when}: the mean step ${fmtMs(st.meanS * 1e9)} (the throughput) carries them, the median ${fmtMs(st.medianS * 1e9)} does not`;
+}
+
 export function environmentRows(r: DoctorReport): [string, string][] {
   const e = r.environment;
   if (e.probeSilent)

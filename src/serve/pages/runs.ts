@@ -9,7 +9,7 @@ import type { DoctorReport } from '../../doctor/report.js';
 import type { Change, RunComparison } from '../../history/compare.js';
 import { findingsText, type RunRow, shortCommand, throughputText, whenText } from '../../history/render.js';
 import { fmtBytes, fmtMs, fmtPct } from '../../util/format.js';
-import { distributedTable, durationText, environmentRows, fmtBytesOr, GPU_PROCESS_COLUMNS, hangLines, GPU_PROCESS_NOTE, gpuProcessRows, fmtRate, fmtStepS, modelLine, nvmlBesideAllocator, planModelLine, rankLabel, rankShort, setupFacts, setupGuesses, stepSourceNote, hostCpuNote } from '../../doctor/renderParts.js';
+import { distributedTable, durationText, environmentRows, fmtBytesOr, GPU_PROCESS_COLUMNS, hangLines, GPU_PROCESS_NOTE, gpuProcessRows, fmtRate, fmtStepS, modelLine, nvmlBesideAllocator, planModelLine, rankLabel, rankShort, setupFacts, setupGuesses, stepSourceNote, hostCpuNote, stallNote } from '../../doctor/renderParts.js';
 import { whatIfsOf } from '../../doctor/reportCheck.js';
 import { paceHtml } from './pace.js';
 import { type InlineAssets, esc, noscriptTable, page, spread, table } from './layout.js';
@@ -195,7 +195,7 @@ function stepsSection(r: DoctorReport, charts: RunChartData): string {
     ];
   });
   const notes = r.ranks.flatMap((x) => {
-    const n = [stepSourceNote(x), hostCpuNote(x)].filter((t) => t !== null).join('; ');
+    const n = [stepSourceNote(x), hostCpuNote(x), stallNote(x)].filter((t) => t !== null).join('; ');
     return n ? [`<p class="dim">${esc(rankShort(x))}: ${esc(n)}</p>`] : [];
   });
   const first = charts.steps[0];
