@@ -104,7 +104,8 @@ export function dataloaderFinding(p: Pipeline, m: TraceMetrics | null, rank: num
     ranks: [rank],
     evidence,
     data: {
-      dataloaderWaitNsPerStep: wait,
+      // a window's GPU idle in __next__, or a run's loop wait: two figures, two names
+      ...(run ? { dataloaderWaitNsPerStep: wait } : { dataloaderIdleNsPerStep: wait }),
       stepNs: step,
       ...(m ? { dataLoaderNextNsPerStep: m.examples.dataLoaderWaitNsPerStep, gpuBusyShare: m.gpuBusyShare } : {}),
       ...(l?.workers !== null && l?.workers !== undefined ? { workers: l.workers } : {}),
