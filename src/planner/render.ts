@@ -30,7 +30,7 @@ function memoryLines(j: PlanJson): string[] {
   const m = j.memory;
   return [
     `Memory per GPU (binding phase: ${m.bindingPhase})`,
-    ...m.components.map((c) => `  ${c.name.padEnd(22)} ${gib(c.bytes).padStart(12)}  ${c.note}`),
+    ...m.components.map((c) => `  ${c.label.padEnd(22)} ${gib(c.bytes).padStart(12)}  ${c.note}`),
     `  ${'max_memory_allocated'.padEnd(22)} ${gib(m.peakAllocatedBytes).padStart(12)}  forward ${gib(m.phases.forwardBytes)}, backward ${gib(m.phases.backwardBytes)}, optimizer ${gib(m.phases.optimizerBytes)}`,
     `  ${'max_memory_reserved'.padEnd(22)} ${gib(m.peakReservedBytes).padStart(12)}`,
     `  ${'nvidia-smi'.padEnd(22)} ${gib(m.deviceUsedBytes).padStart(12)}`,
@@ -88,7 +88,7 @@ export function renderPlanMarkdown(j: PlanJson): string {
   const out = [`## gpuwise plan: ${j.model.name}`, '', ...headLines(j).slice(1).map((l) => `${l}  `), ''];
   if (j.wouldFit) out.push(`**Does not fit**: ${j.wouldFit.explanation}`, '');
   out.push(`| memory per GPU (binding: ${j.memory.bindingPhase}) | GiB | note |`, '|---|---:|---|');
-  for (const c of j.memory.components) out.push(`| ${c.name} | ${(c.bytes / 1024 ** 3).toFixed(2)} | ${c.note.replace(/\|/g, '\\|')} |`);
+  for (const c of j.memory.components) out.push(`| ${c.label} | ${(c.bytes / 1024 ** 3).toFixed(2)} | ${c.note.replace(/\|/g, '\\|')} |`);
   out.push(
     `| **max_memory_allocated** | **${(j.memory.peakAllocatedBytes / 1024 ** 3).toFixed(2)}** | |`,
     `| max_memory_reserved | ${(j.memory.peakReservedBytes / 1024 ** 3).toFixed(2)} | |`,

@@ -42,7 +42,8 @@ export interface PlanJson {
     deviceUsedBytes: number;
     bindingPhase: Phase;
     phases: { forwardBytes: number; backwardBytes: number; optimizerBytes: number };
-    components: { name: string; bytes: number; note: string }[];
+    /** `name` is the stable key, `label` the same in words (what the human reports print). */
+    components: { name: string; label: string; bytes: number; note: string }[];
     budgetBytes: number;
     headroomBytes: number;
   };
@@ -84,7 +85,7 @@ export interface PlanSummaryJson {
 }
 
 function componentsJson(c: MemoryComponent[]) {
-  return c.map(({ name, bytes, note }) => ({ name, bytes, note }));
+  return c.map(({ name, label, bytes, note }) => ({ name, label, bytes, note }));
 }
 
 export function planJson(model: ModelDescription, hw: Hardware, plan: Plan, savers: MemorySaver[]): PlanJson {

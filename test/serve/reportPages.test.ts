@@ -185,7 +185,7 @@ describe('plan --html', () => {
     const html = renderPlanHtml(j, assets);
     expectStandalone(html, false);
     expect(html).toMatch(/id="verdict">Fits: step \d+\.\d ms/);
-    for (const c of j.memory.components) expect(html).toContain(`<td>${escapeHtml(c.name)}</td>`);
+    for (const c of j.memory.components) expect(html).toContain(`<td>${escapeHtml(c.label)}</td>`);
     expect(html).toContain('id="time"');
     const tooBig = await json<PlanJson>(['plan', '--model', gpt2, '--gpu', 'h200', '--batch', '4096', '--json'], 1); // exit 1: does not fit
     expect(tooBig.wouldFit).toBeTruthy();

@@ -187,7 +187,7 @@ export function renderMemoryDiffHtml(d: MemoryDiff, assets: InlineAssets): strin
   const body = `<h1>gpuwise memory diff</h1>
 <div class="card"><div class="verdict ${grew > 0 ? 'warn' : 'ok'}" id="verdict">live at the end ${esc(fmtSignedBytes(grew))} from A to B</div>
 <div class="dim">A: <code>${esc(d.a)}</code></div><div class="dim">B: <code>${esc(d.b)}</code></div></div>
-${table(['', 'A', 'B', 'B − A'], d.totals.map((t) => [t.key, fmtBytes(t.aBytes), fmtBytes(t.bBytes), fmtSignedBytes(t.deltaBytes)]), 'totals')}
+${table(['', 'A', 'B', 'B − A'], d.totals.map((t) => [t.label, fmtBytes(t.aBytes), fmtBytes(t.bBytes), fmtSignedBytes(t.deltaBytes)]), 'totals')}
 ${diffSection('Live at the end', d.final, 'diff-final')}
 ${diffSection('Live at the allocated peak', d.peak, 'diff-peak')}
 <p class="dim">memory diff schema ${d.schemaVersion}</p>`;

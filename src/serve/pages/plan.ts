@@ -17,10 +17,10 @@ function memoryBar(j: PlanJson): string {
   const m = j.memory;
   const sum = m.components.reduce((a, c) => a + c.bytes, 0);
   const scale = Math.max(m.budgetBytes, m.peakReservedBytes, sum, 1);
-  const parts = m.components.map((c, i) => `<i title="${esc(c.name)}: ${esc(gib(c.bytes))}" style="width:${((100 * c.bytes) / scale).toFixed(2)}%;background:${colorOf(i)}"></i>`).join('');
+  const parts = m.components.map((c, i) => `<i title="${esc(c.label)}: ${esc(gib(c.bytes))}" style="width:${((100 * c.bytes) / scale).toFixed(2)}%;background:${colorOf(i)}"></i>`).join('');
   const budgetPct = ((100 * m.budgetBytes) / scale).toFixed(2);
   return `<div style="position:relative"><div class="stack" style="height:28px">${parts}</div><div title="budget ${esc(gib(m.budgetBytes))}" style="position:absolute;top:-3px;bottom:-3px;left:${budgetPct}%;border-left:2px solid #000"></div></div>
-<div class="dim" style="font-size:12px">${m.components.map((c, i) => `<span class="sw" style="background:${colorOf(i)}"></span>${esc(c.name)} ${esc(gib(c.bytes))}`).join(' &nbsp; ')} &nbsp; │ budget ${esc(gib(m.budgetBytes))}</div>`;
+<div class="dim" style="font-size:12px">${m.components.map((c, i) => `<span class="sw" style="background:${colorOf(i)}"></span>${esc(c.label)} ${esc(gib(c.bytes))}`).join(' &nbsp; ')} &nbsp; │ budget ${esc(gib(m.budgetBytes))}</div>`;
 }
 
 function timeTable(j: PlanJson): string {
@@ -55,7 +55,7 @@ export function renderPlanHtml(j: PlanJson, assets: InlineAssets): string {
   const components = table(
     ['component', 'per GPU', 'note'],
     [
-      ...m.components.map((c) => [c.name, gib(c.bytes), c.note]),
+      ...m.components.map((c) => [c.label, gib(c.bytes), c.note]),
       ['max_memory_allocated', gib(m.peakAllocatedBytes), `forward ${gib(m.phases.forwardBytes)}, backward ${gib(m.phases.backwardBytes)}, optimizer ${gib(m.phases.optimizerBytes)}`],
       ['max_memory_reserved', gib(m.peakReservedBytes), ''],
       ['nvidia-smi', gib(m.deviceUsedBytes), ''],
