@@ -10,7 +10,7 @@ import { EMIT_FORMATS, type EmitFormat, emit } from '../planner/emit.js';
 import { PlanError } from '../planner/errors.js';
 import { customGpu, DEFAULT_CUSTOM_BANDWIDTH_GBS } from '../planner/customGpu.js';
 import { GPUS, type GpuSpec } from '../planner/gpus.js';
-import { gpuFromArg } from './gpuArg.js';
+import { gpuAssumption, gpuFromArg } from './gpuArg.js';
 import { inlineAssets } from '../serve/assets.js';
 import { renderPlanHtml } from '../serve/pages/plan.js';
 import { defaultStrategy, parallelismFor, STRATEGIES, type Strategy } from '../planner/layout.js';
@@ -170,8 +170,12 @@ function buildHardware(v: Values, assumed: string[]): Hardware {
     if (bw === undefined) assumed.push(`--gpu-bandwidth ${DEFAULT_CUSTOM_BANDWIDTH_GBS} (GB/s)`);
     gpu = customGpu(parseBytes(mem, '--gpu-memory'), tflops, bw);
   } else {
-    if (s(v, 'gpu') === undefined) assumed.push('--gpu h100-sxm');
-    gpu = gpuFromArg(s(v, 'gpu') ?? 'h100-sxm', '--gpu', 'give --gpu-memory and --gpu-tflops');
+    const name = s(v, 'gpu');
+    if (name === undefined) assumed.push('--gpu h100-sxm');
+    const match = gpuFromArg(name ?? 'h100-sxm', '--gpu', 'give --gpu-memory and --gpu-tflops');
+    const reading = name === undefined ? null : gpuAssumption(name, '--gpu', match);
+    if (reading !== null) assumed.push(reading);
+    gpu = match.gpu;
   }
   const cap = s(v, 'memory-cap');
   return {
@@ -259,7 +263,7 @@ function runPlan(model: ModelDescription, v: Values): { json: PlanJson | null; t
       return emitFormat ? emitRefused(json) : output(v, json, renderPlan);
     }
     const shown = res.plans.slice(0, top).map((p) => ({ p, savers: memorySavers({ ...req, setup: p.setup, parallelism: p.parallelism }, p) }));
-    if (emitFormat) return writeEmit(emitFormat, model, best, hw, v);
+    if (emitFormat) return writeEmit(emitFormat, model, best, hw, v, assumed);
     const json: PlanJson = {
       ...planJson(model, hw, best, shown[0]?.savers ?? []),
       search: { candidates: res.candidates, feasible: res.feasible, plans: shown.map((x, i) => planSummaryJson(i + 1, x.p, x.savers)) },
@@ -284,16 +288,26 @@ function runPlan(model: ModelDescription, v: Values): { json: PlanJson | null; t
     const json = notFitting(req, plan, assumed);
     return emitFormat ? emitRefused(json) : output(v, json, renderPlan);
   }
-  if (emitFormat) return writeEmit(emitFormat, model, plan, hw, v);
+  if (emitFormat) return writeEmit(emitFormat, model, plan, hw, v, assumed);
   const json = planJson(model, hw, plan, memorySavers({ ...req, setup: plan.setup }, plan));
   if (maxBatch) json.maxBatch = maxBatch;
   if (assumed.length) json.assumed = assumed;
   return output(v, json, renderPlan);
 }
 
-function writeEmit(format: EmitFormat, model: ModelDescription, plan: Plan, hw: Hardware, v: Values): { json: null; text: string; code: number } {
+function writeEmit(
+  format: EmitFormat,
+  model: ModelDescription,
+  plan: Plan,
+  hw: Hardware,
+  v: Values,
+  assumed: string[],
+): { json: null; text: string; code: number } {
   try {
-    return { json: null, text: emit(format, { model, plan, hardware: hw, script: s(v, 'script') ?? 'train.py' }), code: EXIT_OK };
+    const text = emit(format, { model, plan, hardware: hw, script: s(v, 'script') ?? 'train.py' });
+    // The config is the output; what it rests on that the user did not give goes beside it, on stderr.
+    if (assumed.length) process.stderr.write(`gpuwise plan: assumed (not given): ${assumed.join('; ')}\n`);
+    return { json: null, text, code: EXIT_OK };
   } catch (e) {
     // The planner says why it cannot emit; the flags to change are the CLI's words.
     if (e instanceof PlanError)

@@ -200,6 +200,27 @@ describe('plan: visible defaults, sizes, Hugging Face ids, reports', () => {
     expect(t4.setup.precision).toBe('amp-fp16');
     expect(t4.assumed).toContain('--precision amp-fp16 (NVIDIA T4 16GB has no bf16)');
   });
+  // Issue 24 item 7: a GPU name that does not pin down one card is read as one and every output says so.
+  it('the H100 NVL is its own 94 GB card; an ambiguous --gpu is listed under assumed in every format', async () => {
+    const nvl = JSON.parse((await cli('--model', gpt2, '--gpu', 'NVIDIA H100 NVL', '--json')).out) as PlanJson;
+    expect(nvl.hardware.gpu.id).toBe('h100-nvl');
+    expect(nvl.hardware.gpu.memoryBytes).toBeGreaterThan(93 * 1024 ** 3);
+    expect((nvl.assumed ?? []).join(' ')).not.toMatch(/--gpu/);
+    const reading = "--gpu a100-80 ('a100' read as NVIDIA A100 SXM4 80GB, its usual meaning; also a100-40, a100-pcie-80, a100-pcie-40: give the id that matches)";
+    const j = JSON.parse((await cli('--model', gpt2, '--gpu', 'a100', '--json')).out) as PlanJson;
+    expect(j.assumed).toContain(reading);
+    expect((await cli('--model', gpt2, '--gpu', 'a100')).out).toContain(reading);
+    expect((await cli('--model', gpt2, '--gpu', 'a100', '--md')).out).toContain(reading);
+    expect((await cli('--model', gpt2, '--gpu', 'a100', '--gpus', '8', '--search', '--global-batch', '64')).out).toContain(reading);
+    const page = join(mkdtempSync(join(tmpdir(), 'gpuwise-plangpu-')), 'plan.html');
+    await cli('--model', gpt2, '--gpu', 'a100', '--html', page);
+    expect(readFileSync(page, 'utf8')).toContain(reading.replace(/'/g, '&#39;'));
+    const emitted = await cli('--model', gpt2, '--gpu', 'A100 80GB', '--emit', 'torchrun');
+    expect(emitted.out).toMatch(/^# gpuwise plan/);
+    expect(emitted.err).toContain("--gpu a100-80 ('A100 80GB' is not in the catalogue by name: read as the closest, NVIDIA A100 SXM4 80GB; also a100-pcie-80");
+    // an exact name adds nothing
+    expect(JSON.parse((await cli('--model', gpt2, '--gpu', 'a100-pcie-40', '--json')).out).assumed.join(' ')).not.toMatch(/--gpu/);
+  });
   it('--gpu-memory 40 means 40 GiB, not 40 bytes', async () => {
     const j = JSON.parse((await cli('--model', gpt2, '--gpu-memory', '40', '--gpu-tflops', '300', '--json')).out) as PlanJson;
     expect(j.hardware.gpu.memoryBytes).toBe(40 * 1024 ** 3);
