@@ -266,7 +266,20 @@ function runPlan(model: ModelDescription, v: Values): { json: PlanJson | null; t
     if (emitFormat) return writeEmit(emitFormat, model, best, hw, v, assumed);
     const json: PlanJson = {
       ...planJson(model, hw, best, shown[0]?.savers ?? []),
-      search: { candidates: res.candidates, feasible: res.feasible, plans: shown.map((x, i) => planSummaryJson(i + 1, x.p, x.savers)) },
+      search: {
+        candidates: res.candidates,
+        feasible: res.feasible,
+        plans: shown.map((x, i) => planSummaryJson(i + 1, x.p, x.savers)),
+        ...(res.choice
+          ? {
+              choice: {
+                tolerance: res.choice.tolerance,
+                tiedPlans: res.choice.tied,
+                fastest: planSummaryJson(res.plans.indexOf(res.choice.fastest) + 1, res.choice.fastest, []),
+              },
+            }
+          : {}),
+      },
     };
     if (assumed.length) json.assumed = assumed;
     return output(v, json, renderSearch);

@@ -64,13 +64,27 @@ export function renderPlan(j: PlanJson): string {
   return `${lines.join('\n')}\n`;
 }
 
-/** A layout search: the feasible plans ranked by throughput. */
+/** Why a search's first plan is first, in one line: the fastest, or the simplest of those tied with the fastest. */
+export function searchChoiceText(j: PlanJson): string | null {
+  const c = j.search?.choice;
+  const best = j.search?.plans[0];
+  if (!c || !best) return null;
+  const within = `${Math.round(c.tolerance * 100)}%`;
+  if (c.tiedPlans <= 1) return `chosen: ${layoutText(best)}: the fastest predicted; no other layout within ${within}`;
+  const others = `${c.tiedPlans - 1} other${c.tiedPlans > 2 ? 's' : ''}`;
+  const faster = c.fastest.tokensPerSec / best.tokensPerSec - 1;
+  const fastest = c.fastest.rank === best.rank ? 'and is the fastest' : `(the fastest, #${c.fastest.rank} ${layoutText(c.fastest)}, is ${(faster * 100).toFixed(1)}% faster)`;
+  return `chosen: ${layoutText(best)}: ties within ${within} with ${others} ${fastest}; the simplest of them`;
+}
+
+/** A layout search: the feasible plans ranked by throughput, ties to the simplest. */
 export function renderSearch(j: PlanJson): string {
   const srch = j.search;
   if (!srch || srch.plans.length === 0) return renderPlan(j);
   const lines = [
     `${j.model.name} on ${j.hardware.nodes} x ${j.hardware.gpusPerNode} ${j.hardware.gpu.name}: ${srch.feasible} of ${srch.candidates} candidate plans fit`,
     ...(j.assumed?.length ? [`assumed (not given): ${j.assumed.join('; ')}`] : []),
+    ...(searchChoiceText(j) !== null ? [searchChoiceText(j) as string] : []),
     '',
     `${'#'.padStart(3)}  ${'tokens/s'.padStart(10)}  ${'step ms'.padStart(9)}  ${'peak'.padStart(10)}  ${'binds'.padEnd(13)}  layout`,
   ];
@@ -104,7 +118,11 @@ export function renderPlanMarkdown(j: PlanJson): string {
   } else {
     out.push(`Step time **${j.stepTimeMs.toFixed(1)} ms** (${j.time.bindingTerm}-bound), ${Math.round(j.time.tokensPerSec).toLocaleString('en-US')} tokens/s, MFU ${(j.time.mfu * 100).toFixed(0)}%`, '');
     if (j.maxBatch) out.push(`Largest micro-batch that fits: **${j.maxBatch.microBatch}**`, '');
-    if (j.search) for (const p of j.search.plans) out.push(`${p.rank}. ${layoutText(p)}, global ${p.globalBatch}: ${p.tokensPerSec.toLocaleString('en-US')} tokens/s, ${p.stepTimeMs.toFixed(1)} ms`);
+    if (j.search) {
+      const choice = searchChoiceText(j);
+      if (choice !== null) out.push(`${choice[0]?.toUpperCase()}${choice.slice(1)}.`, '');
+      for (const p of j.search.plans) out.push(`${p.rank}. ${layoutText(p)}, global ${p.globalBatch}: ${p.tokensPerSec.toLocaleString('en-US')} tokens/s, ${p.stepTimeMs.toFixed(1)} ms`);
+    }
     if (j.savers.length) out.push('', 'Memory savers:', '', ...j.savers.map((sv) => `- ${sv.change}: −${(sv.savedBytes / 1024 ** 3).toFixed(2)} GiB`));
   }
   out.push('', `<sub>gpuwise plan, schema ${j.schemaVersion}</sub>`);

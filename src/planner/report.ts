@@ -67,7 +67,17 @@ export interface PlanJson {
   assumed?: string[];
   /** When the plan does not fit (`fits: false`): why, and what would. */
   wouldFit?: { explanation: string; maxMicroBatch: number; changes: string[] };
-  search?: { candidates: number; feasible: number; plans: PlanSummaryJson[] };
+  search?: { candidates: number; feasible: number; plans: PlanSummaryJson[]; choice?: SearchChoiceJson };
+}
+
+/** Why the search put plans[0] first: the plans that tie with the fastest, of which it is the simplest. */
+export interface SearchChoiceJson {
+  /** Relative throughput difference within which plans tie (0.02: 2%). */
+  tolerance: number;
+  /** Plans within the tolerance of the fastest one, plans[0] included. */
+  tiedPlans: number;
+  /** The fastest plan predicted (its rank in the search's order; savers not listed). */
+  fastest: PlanSummaryJson;
 }
 
 export interface PlanSummaryJson {

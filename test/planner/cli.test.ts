@@ -52,7 +52,7 @@ describe('gpuwise plan --json', () => {
     expect(j.maxBatch?.budgetBytes).toBe(20 * 1024 ** 3);
     expect(j.setup.microBatch).toBe(j.maxBatch?.microBatch);
   });
-  it('--search ranks feasible plans by throughput', async () => {
+  it('--search ranks feasible plans by throughput, ties to the simplest', async () => {
     const r = await cli(
       '--model',
       llama,
@@ -73,9 +73,30 @@ describe('gpuwise plan --json', () => {
     const j = JSON.parse(r.out) as PlanJson;
     const plans = j.search?.plans ?? [];
     expect(plans.length).toBe(5);
-    for (let i = 1; i < plans.length; i++) expect(plans[i - 1]!.tokensPerSec).toBeGreaterThanOrEqual(plans[i]!.tokensPerSec);
+    // fastest first, except that a tie (2%) goes to the simplest: none more than 2% faster than one ranked above it
+    let slowest = Number.POSITIVE_INFINITY;
+    for (const p of plans) {
+      expect(p.tokensPerSec * 0.98).toBeLessThanOrEqual(slowest + 1);
+      slowest = Math.min(slowest, p.tokensPerSec);
+    }
     for (const p of plans) expect(p.globalBatch).toBe(64);
     expect(plans[0]!.savers.length).toBeLessThanOrEqual(3);
+  });
+  // Issue 24 item 8: the choice among tied layouts is the simplest, said in one line in every format, and emitted.
+  it('--search explains its choice in every format and --emit writes the chosen plan', async () => {
+    const args = ['--model', gpt2, '--gpu', 'h100-sxm', '--gpus', '8', '--search', '--global-batch', '256'];
+    const j = JSON.parse((await cli(...args, '--json')).out) as PlanJson;
+    expect(j.search!.choice).toMatchObject({ tolerance: 0.02, tiedPlans: 32, fastest: { rank: 20 } });
+    expect([j.parallelism.dp, j.setup.microBatch, j.setup.gradAccum]).toEqual(['zero1', 32, 1]);
+    const line = 'chosen: zero1 x8, mb 32, accum 1, ckpt none: ties within 2% with 31 others (the fastest, #20 fsdp x8, mb 4, accum 8, ckpt none, is 0.2% faster); the simplest of them';
+    expect((await cli(...args)).out.split('\n')).toContain(line);
+    expect((await cli(...args, '--md')).out).toContain(`C${line.slice(1)}.`);
+    const page = join(mkdtempSync(join(tmpdir(), 'gpuwise-plansearch-')), 'plan.html');
+    await cli(...args, '--html', page);
+    expect(readFileSync(page, 'utf8')).toContain(`<p id="search-choice">${line}</p>`);
+    const emitted = (await cli(...args, '--emit', 'torchrun')).out;
+    expect(emitted).toMatch(/--micro-batch 32 \\\n {2}--grad-accum 1 \\/);
+    expect(emitted).toMatch(/--strategy zero1/);
   });
   it('terminal output names the binding phase and the three predictions', async () => {
     const r = await cli(

@@ -4,7 +4,7 @@
  * time by term, the memory savers, the layouts a search found. No time series, so no chart script: the bars are
  * plain HTML and the page reads the same with JavaScript off.
  */
-import { layoutText } from '../../planner/render.js';
+import { layoutText, searchChoiceText } from '../../planner/render.js';
 import type { PlanJson } from '../../planner/report.js';
 import { type InlineAssets, esc, page, table } from './layout.js';
 
@@ -68,7 +68,7 @@ export function renderPlanHtml(j: PlanJson, assets: InlineAssets): string {
       ? `<h2>Memory savers</h2>${table(['change', 'saves', 'step time'], j.savers.map((s) => [s.change, `−${gib(s.savedBytes)}`, `${s.stepTimeDeltaMs >= 0 ? '+' : ''}${s.stepTimeDeltaMs.toFixed(1)} ms`]), 'savers')}`
       : '';
   const search = j.search?.plans.length
-    ? `<h2>Layouts that fit (${j.search.feasible} of ${j.search.candidates})</h2>${table(
+    ? `<h2>Layouts that fit (${j.search.feasible} of ${j.search.candidates})</h2>${searchChoiceText(j) !== null ? `<p id="search-choice">${esc(searchChoiceText(j) as string)}</p>` : ''}${table(
         ['#', 'tokens/s', 'step', 'peak', 'binds', 'layout'],
         j.search.plans.map((p) => [String(p.rank), p.tokensPerSec.toLocaleString('en-US'), `${p.stepTimeMs.toFixed(1)} ms`, gib(p.peakAllocatedBytes), p.bindingTerm, `${layoutText(p)}, global ${p.globalBatch}`]),
         'search',
