@@ -17,9 +17,19 @@ export function layoutText(j: Pick<PlanJson, 'parallelism' | 'setup'>): string {
   return parts.join(', ');
 }
 
+/** Where the model's description came from, in words ("config shipped with gpuwise (openai-community/gpt2)"). */
+export function modelSourceText(j: PlanJson): string | null {
+  const s = j.model.source;
+  if (!s) return null;
+  if (s.kind === 'shipped') return `config shipped with gpuwise (${s.hubId}'s published config.json; none in the Hugging Face cache)`;
+  if (s.kind === 'hf-cache') return `config of ${s.hubId} from the Hugging Face cache (${s.path})`;
+  return `config ${s.path}`;
+}
+
 function headLines(j: PlanJson): string[] {
+  const source = modelSourceText(j);
   const lines = [
-    `${j.model.name}: ${j.model.architecture}, ${j.model.params.toLocaleString('en-US')} parameters`,
+    `${j.model.name}: ${j.model.architecture}, ${j.model.params.toLocaleString('en-US')} parameters${source ? `; ${source}` : ''}`,
     `${j.hardware.nodes} x ${j.hardware.gpusPerNode} ${j.hardware.gpu.name}; ${j.setup.mode} ${j.setup.precision}, ${j.setup.optimizer}, seq ${j.setup.seq}; ${layoutText(j)}; global batch ${j.globalBatch}`,
   ];
   if (j.assumed?.length) lines.push(`assumed (not given): ${j.assumed.join('; ')}`);

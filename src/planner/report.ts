@@ -23,6 +23,8 @@ export interface PlanJson {
     kvHeads: number;
     vocab: number;
     paramGroups: { name: string; count: number }[];
+    /** Where the description came from (set by the CLI, which reads it). */
+    source?: ModelSourceJson;
   };
   hardware: {
     gpu: Pick<GpuSpec, 'id' | 'name' | 'memoryBytes' | 'bf16Tflops' | 'fp32Tflops' | 'memoryBandwidth' | 'source'>;
@@ -78,6 +80,16 @@ export interface SearchChoiceJson {
   tiedPlans: number;
   /** The fastest plan predicted (its rank in the search's order; savers not listed). */
   fastest: PlanSummaryJson;
+}
+
+/**
+ * `file`: a path the user gave (`path`); `hf-cache`: the config.json of `hubId` in the Hugging Face cache (`path`);
+ * `shipped`: `hubId`'s published config, shipped with gpuwise (no file).
+ */
+export interface ModelSourceJson {
+  kind: 'file' | 'hf-cache' | 'shipped';
+  path: string | null;
+  hubId: string | null;
 }
 
 export interface PlanSummaryJson {
