@@ -162,13 +162,14 @@ export async function run(argv: string[]): Promise<number> {
 }
 
 type Values = Record<string, string | boolean | undefined>;
+const s = (v: Values, k: string) => v[k] as string | undefined;
 
+/** `model.source` of the report: where the model's description was read. */
 function sourceJson(src: ModelSource): ModelSourceJson {
   if (src.kind === 'file') return { kind: 'file', path: src.path, hubId: null };
   if (src.kind === 'hf-cache') return { kind: 'hf-cache', path: src.path, hubId: src.hubId };
   return { kind: 'shipped', path: null, hubId: src.hubId };
 }
-const s = (v: Values, k: string) => v[k] as string | undefined;
 
 function buildHardware(v: Values, assumed: string[]): Hardware {
   let gpu: GpuSpec;

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { findKnownModel, knownModelNames } from '../planner/knownModels.js';
 import { closeMatches } from '../util/closeMatches.js';
 import { InputError } from './inputError.js';
+
 /** `org/name` or a bare `name`, as the Hub spells ids. */
 const MODEL_ID = /^[A-Za-z0-9][\w.-]*(\/[A-Za-z0-9][\w.-]*)?$/;
 
