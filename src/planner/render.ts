@@ -109,7 +109,8 @@ export function renderSearch(j: PlanJson): string {
 
 /** The same report as Markdown (a pull request, an issue). */
 export function renderPlanMarkdown(j: PlanJson): string {
-  const out = [`## gpuwise plan: ${j.model.name}`, '', ...headLines(j).slice(1).map((l) => `${l}  `), ''];
+  const source = modelSourceText(j);
+  const out = [`## gpuwise plan: ${j.model.name}`, '', ...(source ? [`${source[0]?.toUpperCase()}${source.slice(1)}  `] : []), ...headLines(j).slice(1).map((l) => `${l}  `), ''];
   if (j.wouldFit) out.push(`**Does not fit**: ${j.wouldFit.explanation}`, '');
   out.push(`| memory per GPU (binding: ${j.memory.bindingPhase}) | GiB | note |`, '|---|---:|---|');
   for (const c of j.memory.components) out.push(`| ${c.label} | ${(c.bytes / 1024 ** 3).toFixed(2)} | ${c.note.replace(/\|/g, '\\|')} |`);

@@ -305,7 +305,7 @@ describe('plan: visible defaults, sizes, Hugging Face ids, reports', () => {
         const said = "config shipped with gpuwise (openai-community/gpt2's published config.json; none in the Hugging Face cache)";
         const text = (await cli('--model', 'gpt2', '--gpu', 'h200')).out;
         expect(text.split('\n')[0]).toBe(`openai-community/gpt2 (124.4M): GPT2LMHeadModel, 124,439,808 parameters; ${said}`);
-        expect((await cli('--model', 'gpt2', '--gpu', 'h200', '--md')).out).toContain(said);
+        expect((await cli('--model', 'gpt2', '--gpu', 'h200', '--md')).out).toContain(`C${said.slice(1)}`);
         const page = join(mkdtempSync(join(tmpdir(), 'gpuwise-planshipped-')), 'plan.html');
         expect((await cli('--model', 'gpt2', '--gpu', 'h200', '--html', page)).code).toBe(0);
         expect(readFileSync(page, 'utf8')).toContain(said.replace("'", '&#39;'));
