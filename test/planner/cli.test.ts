@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -5,6 +6,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { main } from '../../src/cli/main.js';
 import { findKnownModel } from '../../src/planner/knownModels.js';
 import type { PlanJson } from '../../src/planner/report.js';
+import { buildBundle } from '../cliBundle.js';
 import { configPath } from './helpers.js';
 
 async function cli(...args: string[]): Promise<{ code: number; out: string; err: string }> {
@@ -336,6 +338,18 @@ describe('plan: visible defaults, sizes, Hugging Face ids, reports', () => {
         expect((await cli('--model', 'resnet-50')).err).toMatch(/'resnet' is a convolutional network: the planner describes a model as transformer blocks .*gpuwise doctor/);
       });
     });
+    it('the bundle carries them: run from an empty folder, no file of the repository read', async () => {
+      const bundle = await buildBundle('gpuwise-plan-shipped');
+      const cwd = mkdtempSync(join(tmpdir(), 'gpuwise-plancwd-'));
+      const r = spawnSync(process.execPath, [bundle, 'plan', '--model', 'llama-3.1-8b', '--gpu', 'h200', '--gpus', '4', '--strategy', 'fsdp', '--json'], {
+        cwd,
+        env: { ...process.env, HF_HUB_CACHE: empty, HF_HOME: empty },
+        encoding: 'utf8',
+      });
+      expect([r.status, r.stderr]).toEqual([0, '']);
+      const j = JSON.parse(r.stdout) as PlanJson;
+      expect([j.model.source?.kind, j.model.params]).toEqual(['shipped', 8_030_261_248]);
+    }, 60_000);
     it('the Hugging Face cache comes first, under the name typed or the model\'s hub id', async () => {
       const hub = mkdtempSync(join(tmpdir(), 'gpuwise-hfhub-'));
       const snap = join(hub, 'models--openai-community--gpt2', 'snapshots', 'abc');
