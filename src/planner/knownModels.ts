@@ -54,6 +54,22 @@ const llama = (fields: Record<string, unknown>): Config => ({
 
 const llama3Rope = { factor: 8.0, low_freq_factor: 1.0, high_freq_factor: 4.0, original_max_position_embeddings: 8192, rope_type: 'llama3' };
 
+/** Mistral 7B's layout; its versions differ in the vocabulary, the RoPE base and the sliding window. */
+const mistral7b = (fields: Record<string, unknown>): Config => ({
+  model_type: 'mistral',
+  architectures: ['MistralForCausalLM'],
+  hidden_act: 'silu',
+  hidden_size: 4096,
+  intermediate_size: 14336,
+  max_position_embeddings: 32768,
+  num_attention_heads: 32,
+  num_hidden_layers: 32,
+  num_key_value_heads: 8,
+  rms_norm_eps: 1e-5,
+  tie_word_embeddings: false,
+  ...fields,
+});
+
 const qwen2 = (fields: Record<string, unknown>): Config => ({
   model_type: 'qwen2',
   architectures: ['Qwen2ForCausalLM'],
@@ -151,43 +167,13 @@ export const KNOWN_MODELS: readonly KnownModel[] = [
     hubAliases: [],
     nicknames: [],
     usualFor: [{ name: 'mistral-7b', note: 'v0.3 (mistralai/Mistral-7B-v0.3) has a 32,768-token vocabulary' }],
-    config: {
-      model_type: 'mistral',
-      architectures: ['MistralForCausalLM'],
-      hidden_act: 'silu',
-      hidden_size: 4096,
-      intermediate_size: 14336,
-      max_position_embeddings: 32768,
-      num_attention_heads: 32,
-      num_hidden_layers: 32,
-      num_key_value_heads: 8,
-      rms_norm_eps: 1e-5,
-      rope_theta: 10000.0,
-      sliding_window: 4096,
-      tie_word_embeddings: false,
-      vocab_size: 32000,
-    },
+    config: mistral7b({ rope_theta: 10000.0, sliding_window: 4096, vocab_size: 32000 }),
   },
   {
     hubId: 'mistralai/Mistral-7B-v0.3',
     hubAliases: [],
     nicknames: [],
-    config: {
-      model_type: 'mistral',
-      architectures: ['MistralForCausalLM'],
-      hidden_act: 'silu',
-      hidden_size: 4096,
-      intermediate_size: 14336,
-      max_position_embeddings: 32768,
-      num_attention_heads: 32,
-      num_hidden_layers: 32,
-      num_key_value_heads: 8,
-      rms_norm_eps: 1e-5,
-      rope_theta: 1000000.0,
-      sliding_window: null,
-      tie_word_embeddings: false,
-      vocab_size: 32768,
-    },
+    config: mistral7b({ rope_theta: 1000000.0, sliding_window: null, vocab_size: 32768 }),
   },
   {
     hubId: 'mistralai/Mixtral-8x7B-v0.1',
