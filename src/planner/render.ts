@@ -91,10 +91,11 @@ export function searchChoiceText(j: PlanJson): string | null {
 export function renderSearch(j: PlanJson): string {
   const srch = j.search;
   if (!srch || srch.plans.length === 0) return renderPlan(j);
+  const choice = searchChoiceText(j);
   const lines = [
     `${j.model.name} on ${j.hardware.nodes} x ${j.hardware.gpusPerNode} ${j.hardware.gpu.name}: ${srch.feasible} of ${srch.candidates} candidate plans fit`,
     ...(j.assumed?.length ? [`assumed (not given): ${j.assumed.join('; ')}`] : []),
-    ...(searchChoiceText(j) !== null ? [searchChoiceText(j) as string] : []),
+    ...(choice !== null ? [choice] : []),
     '',
     `${'#'.padStart(3)}  ${'tokens/s'.padStart(10)}  ${'step ms'.padStart(9)}  ${'peak'.padStart(10)}  ${'binds'.padEnd(13)}  layout`,
   ];

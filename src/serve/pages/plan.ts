@@ -40,6 +40,8 @@ function timeTable(j: PlanJson): string {
 
 export function renderPlanHtml(j: PlanJson, assets: InlineAssets): string {
   const m = j.memory;
+  const source = modelSourceText(j);
+  const choice = searchChoiceText(j);
   const verdict = j.wouldFit
     ? `<div class="verdict bad" id="verdict">Does not fit: ${esc(j.wouldFit.explanation)}</div>`
     : `<div class="verdict ok" id="verdict">Fits: step ${j.stepTimeMs.toFixed(1)} ms (${esc(j.time.bindingTerm)}-bound), ${Math.round(j.time.tokensPerSec).toLocaleString('en-US')} tokens/s, MFU ${(j.time.mfu * 100).toFixed(0)}%${j.maxBatch ? `; largest micro-batch ${j.maxBatch.microBatch}` : ''}</div>`;
@@ -68,7 +70,7 @@ export function renderPlanHtml(j: PlanJson, assets: InlineAssets): string {
       ? `<h2>Memory savers</h2>${table(['change', 'saves', 'step time'], j.savers.map((s) => [s.change, `−${gib(s.savedBytes)}`, `${s.stepTimeDeltaMs >= 0 ? '+' : ''}${s.stepTimeDeltaMs.toFixed(1)} ms`]), 'savers')}`
       : '';
   const search = j.search?.plans.length
-    ? `<h2>Layouts that fit (${j.search.feasible} of ${j.search.candidates})</h2>${searchChoiceText(j) !== null ? `<p id="search-choice">${esc(searchChoiceText(j) as string)}</p>` : ''}${table(
+    ? `<h2>Layouts that fit (${j.search.feasible} of ${j.search.candidates})</h2>${choice === null ? '' : `<p id="search-choice">${esc(choice)}</p>`}${table(
         ['#', 'tokens/s', 'step', 'peak', 'binds', 'layout'],
         j.search.plans.map((p) => [String(p.rank), p.tokensPerSec.toLocaleString('en-US'), `${p.stepTimeMs.toFixed(1)} ms`, gib(p.peakAllocatedBytes), p.bindingTerm, `${layoutText(p)}, global ${p.globalBatch}`]),
         'search',
@@ -76,7 +78,7 @@ export function renderPlanHtml(j: PlanJson, assets: InlineAssets): string {
     : '';
   const body = `<h1>gpuwise plan: ${esc(j.model.name)}</h1>
 <div class="card">${verdict}
-<div class="dim">${esc(j.model.architecture)}, ${j.model.params.toLocaleString('en-US')} parameters${modelSourceText(j) !== null ? ` · ${esc(modelSourceText(j) as string)}` : ''} · ${j.hardware.nodes} × ${j.hardware.gpusPerNode} ${esc(j.hardware.gpu.name)} · ${esc(`${j.setup.mode} ${j.setup.precision}, ${j.setup.optimizer}, seq ${j.setup.seq}; ${layoutText(j)}; global batch ${j.globalBatch}`)}</div>
+<div class="dim">${esc(j.model.architecture)}, ${j.model.params.toLocaleString('en-US')} parameters${source === null ? '' : ` · ${esc(source)}`} · ${j.hardware.nodes} × ${j.hardware.gpusPerNode} ${esc(j.hardware.gpu.name)} · ${esc(`${j.setup.mode} ${j.setup.precision}, ${j.setup.optimizer}, seq ${j.setup.seq}; ${layoutText(j)}; global batch ${j.globalBatch}`)}</div>
 ${j.assumed?.length ? `<div class="dim">assumed (not given): ${esc(j.assumed.join('; '))}</div>` : ''}</div>
 ${wouldFit}
 <h2>Memory per GPU <span class="dim">(binding phase: ${esc(m.bindingPhase)})</span></h2><div class="card">${memoryBar(j)}</div>
