@@ -83,8 +83,9 @@ export function searchChoiceText(j: PlanJson): string | null {
   if (c.tiedPlans <= 1) return `chosen: ${layoutText(best)}: the fastest predicted; no other layout within ${within}`;
   const others = `${c.tiedPlans - 1} other${c.tiedPlans > 2 ? 's' : ''}`;
   const faster = c.fastest.tokensPerSec / best.tokensPerSec - 1;
-  const fastest = c.fastest.rank === best.rank ? 'and is the fastest' : `(the fastest, #${c.fastest.rank} ${layoutText(c.fastest)}, is ${(faster * 100).toFixed(1)}% faster)`;
-  return `chosen: ${layoutText(best)}: ties within ${within} with ${others} ${fastest}; the simplest of them`;
+  if (c.fastest.rank === best.rank) return `chosen: ${layoutText(best)}: ties within ${within} with ${others}; the fastest and the simplest of them`;
+  const fastest = `the fastest, #${c.fastest.rank} ${layoutText(c.fastest)}, is ${(faster * 100).toFixed(1)}% faster`;
+  return `chosen: ${layoutText(best)}: ties within ${within} with ${others} (${fastest}); the simplest of them`;
 }
 
 /** A layout search: the feasible plans ranked by throughput, ties to the simplest. */

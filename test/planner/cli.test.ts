@@ -100,6 +100,9 @@ describe('gpuwise plan --json', () => {
     const emitted = (await cli(...args, '--emit', 'torchrun')).out;
     expect(emitted).toMatch(/--micro-batch 32 \\\n {2}--grad-accum 1 \\/);
     expect(emitted).toMatch(/--strategy zero1/);
+    // when the simplest of the tie is also the fastest, the line says so
+    const one = (await cli('--model', gpt2, '--gpu', 'h200', '--search')).out;
+    expect(one).toMatch(/^chosen: single replica, mb 64, accum 1, ckpt none: ties within 2% with \d+ others; the fastest and the simplest of them$/m);
   });
   it('terminal output names the binding phase and the three predictions', async () => {
     const r = await cli(
