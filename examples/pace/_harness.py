@@ -102,14 +102,15 @@ def model_flags(ap, amp="none"):
     ap.add_argument("--compile", action="store_true", help="torch.compile the model")
 
 
-def autocast(a, dev):
+def autocast(amp, dev):
+    """torch.autocast for amp "bf16" or "fp16"; nothing for "none"."""
     import contextlib
 
     import torch
 
-    if a.amp == "none":
+    if amp == "none":
         return contextlib.nullcontext()
-    return torch.autocast(dev.type, dtype=torch.bfloat16 if a.amp == "bf16" else torch.float16)
+    return torch.autocast(dev.type, dtype=torch.bfloat16 if amp == "bf16" else torch.float16)
 
 
 def compile_model(model):

@@ -51,7 +51,7 @@ for images, target in H.forever(loader):
     target = target.to(dev, non_blocking=a.pin_memory)
     if a.channels_last:
         images = images.contiguous(memory_format=torch.channels_last)
-    with H.autocast(a, dev):
+    with H.autocast(a.amp, dev):
         loss = F.cross_entropy(model(images), target)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()

@@ -75,7 +75,7 @@ for epoch in range(epochs):
         input, target = input.to(dev, non_blocking=a.pin_memory), target.to(dev, non_blocking=a.pin_memory)
         if a.channels_last:
             input = input.contiguous(memory_format=torch.channels_last)
-        with H.autocast(a, dev):
+        with H.autocast(a.amp, dev):
             output = model(input)
             loss = loss_fn(output, target)
         losses.update(loss.item(), input.size(0))
