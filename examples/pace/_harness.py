@@ -51,6 +51,12 @@ def script_name(path):
     return os.path.splitext(os.path.basename(path))[0]
 
 
+def skip(path, why):
+    """Ends the script as skipped (SKIP_EXIT) with one line saying why."""
+    print(f"{script_name(path)}: skipped: {why}", file=sys.stderr)
+    sys.exit(SKIP_EXIT)
+
+
 def require(path, *modules):
     """Exits SKIP_EXIT with one line when a module the script needs is missing (the CPU python of CI has
     torch but not torchvision, timm, lightning or transformers)."""
@@ -61,8 +67,7 @@ def require(path, *modules):
         except ImportError:
             missing.append(m)
     if missing:
-        print(f"{script_name(path)}: skipped: needs {', '.join(missing)}, not importable by {sys.executable}", file=sys.stderr)
-        sys.exit(SKIP_EXIT)
+        skip(path, f"needs {', '.join(missing)}, not importable by {sys.executable}")
 
 
 def device(a):
