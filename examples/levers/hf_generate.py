@@ -63,6 +63,6 @@ per_token = new_tokens[clock.warmup :]
 decode_s = [t / max(1, n) for t, n in zip(calls_s, per_token)]
 figures = H.stats(decode_s, samples=0, timing="cuda-events" if clock.cuda else "host")
 figures["samples_per_s"] = round(a.batch * len(calls_s) / sum(calls_s), 3) if calls_s else None  # sequences a second
-H.emit(__file__, a, figures, step_unit="decode step (generate() time / new tokens)",
+H.emit(__file__, a, figures, samples_per_step=a.batch, step_unit="decode step (generate() time / new tokens)",
        tokens_per_s=round(a.batch * sum(per_token) / sum(calls_s), 1) if calls_s else None,
        generate_ms=round(sum(calls_s) / len(calls_s) * 1e3, 2) if calls_s else None, transformers=transformers.__version__)

@@ -8,7 +8,9 @@ the step times are the intervals between consecutive events as the GPU reached t
 a step that waited for its batch is long even though the host launched it quickly; on the CPU, host wall
 clock. The first --warmup steps are left out. mean_step_ms is the throughput (the mean, not the median: a
 loop that stalls every few steps is as slow as its mean); wall_mean_step_ms checks it against the host's
-clock over the same steps, synchronised at the end."""
+clock over the same steps, synchronised at the end. Steps that ran while a profiler was on (doctor's
+window) are left out of the figures and counted in profiled_steps_left_out, so a run under doctor reports
+its unprofiled steps as a plain run does (wall_mean_step_ms keeps them)."""
 import argparse
 import importlib
 import json
@@ -143,6 +145,9 @@ class StepClock:
         self.host = [time.perf_counter()]
         self.events = []
         self.samples = []
+        self.profiled = []  # per step: a profiler was on at its start or at its end
+        self._profiling = getattr(torch._C._autograd, "_profiler_enabled", lambda: False)
+        self._was_profiling = self._profiling()
         if self.cuda:
             self._event()
 
@@ -157,6 +162,9 @@ class StepClock:
         self.samples.append(samples)
         if self.cuda:
             self._event()
+        now = self._profiling()
+        self.profiled.append(now or self._was_profiling)
+        self._was_profiling = now
 
     @property
     def steps(self):
@@ -167,25 +175,30 @@ class StepClock:
         k = min(n, self.steps)
         return (self.host[-1] - self.host[-1 - k]) / k * 1e3 if k else 0.0
 
-    def durations_s(self):
-        """Each measured step's time, in seconds (GPU intervals on CUDA)."""
+    def _all_s(self):
+        """Every step's time after the warm-up, in seconds (GPU intervals on CUDA, after a sync)."""
         if self.cuda:
             self.torch.cuda.synchronize()
             ends = self.events
-            all_s = [ends[i - 1].elapsed_time(ends[i]) / 1e3 for i in range(1, len(ends))]
-        else:
-            all_s = [self.host[i] - self.host[i - 1] for i in range(1, len(self.host))]
-        return all_s[self.warmup :]
+            return [ends[i - 1].elapsed_time(ends[i]) / 1e3 for i in range(1 + self.warmup, len(ends))]
+        return [self.host[i] - self.host[i - 1] for i in range(1 + self.warmup, len(self.host))]
+
+    def durations_s(self):
+        """The measured steps' times in seconds: after the warm-up, unprofiled."""
+        return [t for t, p in zip(self._all_s(), self.profiled[self.warmup :]) if not p]
 
     def summary(self):
-        d = self.durations_s()
-        end = time.perf_counter()  # after the sync above: the GPU has finished every step
-        measured = self.samples[self.warmup :]
-        wall_s = end - self.host[self.warmup] if d else 0.0
-        return stats(d, sum(measured), timing="cuda-events" if self.cuda else "host", wall_s=wall_s)
+        all_s = self._all_s()
+        end = time.perf_counter()  # after the sync: the GPU has finished every step
+        kept = [(t, n) for t, n, p in zip(all_s, self.samples[self.warmup :], self.profiled[self.warmup :]) if not p]
+        out = stats([t for t, _ in kept], sum(n for _, n in kept), timing="cuda-events" if self.cuda else "host")
+        if all_s:
+            out["wall_mean_step_ms"] = round((end - self.host[self.warmup]) / len(all_s) * 1e3, 3)
+        out["profiled_steps_left_out"] = len(all_s) - len(kept)
+        return out
 
 
-def stats(durations_s, samples, timing, wall_s=None):
+def stats(durations_s, samples, timing):
     """The JSON line's figures from measured step times (seconds) and the samples those steps took."""
     n = len(durations_s)
     if n == 0:
@@ -196,7 +209,7 @@ def stats(durations_s, samples, timing, wall_s=None):
     def pct(q):
         return s[min(n - 1, max(0, math.ceil(q * n) - 1))]  # nearest rank
 
-    out = {
+    return {
         "steps": n,
         "mean_step_ms": round(total / n * 1e3, 3),
         "median_step_ms": round((s[(n - 1) // 2] + s[n // 2]) / 2 * 1e3, 3),
@@ -205,9 +218,6 @@ def stats(durations_s, samples, timing, wall_s=None):
         "samples_per_s": round(samples / total, 2) if total > 0 else None,
         "timing": timing,
     }
-    if wall_s:
-        out["wall_mean_step_ms"] = round(wall_s / n * 1e3, 3)
-    return out
 
 
 def emit(path, a, figures, **extra):
