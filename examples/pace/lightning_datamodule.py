@@ -20,12 +20,14 @@ ap.add_argument("--channels-last", action="store_true")
 ap.add_argument("--compile", action="store_true", help="torch.compile the LightningModule")
 ap.add_argument("--batch", type=int, default=128)
 a = H.parse(ap)
+H.require(__file__, "torchvision")
 try:  # the unified package first, then the standalone one, as users have either
     import lightning as L
 except ImportError:
-    H.require(__file__, "pytorch_lightning")
-    import pytorch_lightning as L
-H.require(__file__, "torchvision")
+    try:
+        import pytorch_lightning as L
+    except ImportError:
+        H.skip(__file__, f"needs lightning (or pytorch_lightning), not importable by {sys.executable}")
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402

@@ -71,6 +71,10 @@ PARTS_part3="gpt_attention hf_generate compiled_cnn"
 ORDER="$PARTS_part1 $PARTS_part2 $PARTS_part3"
 
 if [[ $# -gt 0 && $1 != all && $1 != part[123] && -z ${SCRIPT[$1]:-} ]]; then
+  if ! command -v "${1%% *}" > /dev/null; then # a mistyped NAME must not run everything with a broken GPUWISE
+    echo "run.sh: $1: not a script of the corpus (${!SCRIPT[*]}), a part (part1|part2|part3|all) nor a command" >&2
+    exit 2
+  fi
   gpuwise=$1
   shift
 fi
