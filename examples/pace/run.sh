@@ -37,8 +37,8 @@ declare -A SCRIPT=(
 declare -A PLAN=(
   [jpeg_resnet]="base=;workers12=--workers 12;bf16_cl=--workers 12 --amp bf16 --channels-last;persistent=--workers 12 --amp bf16 --channels-last --persistent-workers"
   [timm_style]="base=;workers14=--workers 14;persistent=--workers 14 --persistent-workers"
-  [lightning_datamodule]="base=;bf16_cl=--precision bf16-mixed --channels-last;workers6=--precision bf16-mixed --channels-last --workers 6;pinned=--precision bf16-mixed --channels-last --workers 6 --pin-memory"
-  [fakedata_resnet]="base=;workers12=--workers 12;bf16_cl=--workers 12 --amp bf16 --channels-last"
+  [lightning_datamodule]="base=;bf16_cl=--precision bf16-mixed --channels-last;pinned=--precision bf16-mixed --channels-last --pin-memory"
+  [fakedata_resnet]="base=;workers12=--workers 12;bf16_cl=--workers 12 --amp bf16 --channels-last;pinned=--workers 12 --amp bf16 --channels-last --pin-memory"
   [memmap_gpt]="base=;compile=--compile"
   [gpu_bound]="base=;bf16=--amp bf16"
   [gpt_attention]="base=;sdpa=--attn sdpa;sdpa_compile=--attn sdpa --compile"
@@ -48,6 +48,9 @@ declare -A PLAN=(
 )
 # Runs that test a claim rather than follow the plan (CHECKS=1): measured from the baseline, labelled check_*.
 declare -A CHECK=(
+  [jpeg_resnet]="check_bf16_alone=--amp bf16 --channels-last"
+  [fakedata_resnet]="check_bf16_alone=--amp bf16 --channels-last"
+  [lightning_datamodule]="check_workers6=--precision bf16-mixed --channels-last --pin-memory --workers 6"
   [memmap_gpt]="check_item_every10=--log-every 10;check_compile_fused=--compile --fused-adamw"
   [gpu_bound]="check_bf16_compile=--amp bf16 --compile;check_tf32=--tf32"
   [gpt_attention]="check_manual_compile=--attn manual --compile"
@@ -61,7 +64,7 @@ declare -A PLAIN_STEPS=(
 )
 # Rough H200 minutes for the doctor run plus the plan's plain runs (startup, compile and data included).
 declare -A MINUTES=(
-  [jpeg_resnet]=1.9 [timm_style]=2.3 [lightning_datamodule]=2.5 [fakedata_resnet]=1.9 [memmap_gpt]=2.5
+  [jpeg_resnet]=1.9 [timm_style]=2.3 [lightning_datamodule]=2.0 [fakedata_resnet]=2.2 [memmap_gpt]=2.5
   [gpu_bound]=1.8 [gpt_attention]=2.6 [hf_generate]=3.1 [gan_fakedata]=1.5 [compiled_cnn]=2.5
 )
 declare -A NEEDS=([jpeg_resnet]=jpeg [timm_style]=jpeg [lightning_datamodule]=images [memmap_gpt]=tokens [gpt_attention]=tokens)
