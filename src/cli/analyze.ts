@@ -12,7 +12,8 @@ import { type AnalysedInput, analyzeJson, buildAnalyzeRuns } from '../report/ana
 import { renderMarkdown } from '../report/markdown.js';
 import { inlineAssets } from '../serve/assets.js';
 import { renderAnalyzeHtml } from '../serve/pages/analyze.js';
-import { ANSI, PLAIN, renderTerminal } from '../report/terminal.js';
+import { ANSI, PLAIN } from '../report/style.js';
+import { renderTerminal } from '../report/terminal.js';
 import { assessTrace, coverageNote } from '../trace/coverage.js';
 import { collectiveTimings } from '../trace/metrics/index.js';
 import { identityOf } from '../trace/runGroups.js';

@@ -10,7 +10,7 @@ import { diffSnapshots, renderDiffMarkdown, renderDiffText } from '../memory/dif
 import { inlineAssets } from '../serve/assets.js';
 import { renderMemoryDiffHtml, renderMemoryHtml } from '../serve/pages/memory.js';
 import { renderMarkdown, renderText } from '../memory/render/text.js';
-import { ANSI, PLAIN } from '../report/terminal.js';
+import { ANSI, PLAIN } from '../report/style.js';
 import { useColor } from './color.js';
 import { type Analysis, analyze } from '../memory/report.js';
 import { InputError } from '../io/inputError.js';

@@ -1,8 +1,10 @@
 /** The doctor report as terminal text (pure). */
+import { findingLines } from '../report/findingText.js';
 import { flopsSplit } from '../report/flopsText.js';
+import { PLAIN, type Style } from '../report/style.js';
 import { fmtBytes, fmtMs, fmtPct, fmtTflops } from '../util/format.js';
 import type { DoctorReport, RankSummary } from './report.js';
-import { batchDimText, distributedTable, findingKindLabel, gpuProcessRows, hangLines, hostCpuNote, setupFacts, setupGuesses, stepSourceNote } from './renderParts.js';
+import { batchDimText, distributedTable, gpuProcessRows, hangLines, hostCpuNote, setupFacts, setupGuesses, stepSourceNote } from './renderParts.js';
 
 const s2ns = (s: number) => s * 1e9;
 
@@ -27,7 +29,11 @@ function stepLine(r: RankSummary): string {
   return parts.join(', ');
 }
 
-export function renderDoctorText(r: DoctorReport): string {
+/**
+ * `style`: plain or colour (the caller's choice, as analyze's); `width`: wrap the findings' prose to the terminal's
+ * columns (0: lines whole).
+ */
+export function renderDoctorText(r: DoctorReport, style: Style = PLAIN, width = 0): string {
   const out: string[] = [];
   const e = r.environment;
   out.push(`gpuwise doctor: ${r.run.command.join(' ')}`);
@@ -155,10 +161,7 @@ export function renderDoctorText(r: DoctorReport): string {
   out.push('Findings');
   if (r.findings.length === 0) out.push('  none');
   r.findings.forEach((f, i) => {
-    const gain = f.estimatedGain ? ` (about ${fmtPct(f.estimatedGain.savedFraction)} of the step)` : '';
-    out.push(`  ${i + 1}. ${f.severity.toUpperCase().padEnd(6)} ${f.title}${gain} [${f.source}${findingKindLabel(f)}]`);
-    for (const ev of f.evidence.slice(0, 3)) out.push(`       ${ev}`);
-    out.push(`       fix: ${f.recommendation.summary}`);
+    out.push(...(i === 0 ? [] : ['']), ...findingLines(f, style, i, width));
   });
   if (r.notes.length) {
     out.push('');

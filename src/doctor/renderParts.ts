@@ -107,12 +107,6 @@ export function planModelLine(r: DoctorReport): string | null {
   return r.planModelProblem ? `no model.json for plan: ${r.planModelProblem}` : null;
 }
 
-export function expectedGainText(f: DoctorReport['findings'][number]): string | null {
-  const g = f.estimatedGain;
-  if (!g) return null;
-  return `expected ${fmtMs(g.stepTimeNs)} → ${fmtMs(g.expectedStepTimeNs)} per step (−${fmtPct(g.savedFraction)})`;
-}
-
 export function durationText(s: number): string {
   if (!Number.isFinite(s)) return 'n/a';
   if (s < 120) return `${s.toFixed(1)} s`;
@@ -135,11 +129,6 @@ export function setupFacts(r: DoctorReport): string[] {
   const su = r.whatIfBasis?.setup;
   const compiled = su?.inferences?.find((i) => i.name === 'compiled' && i.value === true);
   return compiled ? [`compiled: ${compiled.evidence}`] : [];
-}
-
-/** How a finding is labelled beside its source: what-ifs are advice to weigh. */
-export function findingKindLabel(f: { kind?: string }): string {
-  return f.kind === 'advice' ? ', advice to weigh' : '';
 }
 
 /** The columns of the per-GPU process table, the same in every format. */

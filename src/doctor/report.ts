@@ -377,7 +377,7 @@ export function dataLoaderWaitFinding(ranks: RankSummary[]): Finding | null {
   const stepNs = meanS * 1e9;
   return finding({
     id: 'dataloader-wait',
-    title: `The training loop waits on the DataLoader ${(share * 100).toFixed(0)}% of the time`,
+    title: 'The training loop waits on the DataLoader',
     ranks: [worst.rank],
     evidence: [
       `rank ${worst.rank}: ${(share * 100).toFixed(1)}% of ${worst.steps.measuredSteps} measured steps spent inside DataLoader __next__ (mean step ${(meanS * 1e3).toFixed(1)} ms)`,

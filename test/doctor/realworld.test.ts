@@ -46,7 +46,7 @@ describe('doctor on the real-code corpus (H100 runs, replayed with --from)', () 
     });
 
   it('phrases the fix in the framework whose loop ran', async () => {
-    expect((await fromDir('lightning_resnet')).findings[0]!.recommendation.summary).toMatch(/Lightning: Trainer\(\.\.\., precision="bf16-mixed"\)/);
+    expect((await fromDir('lightning_resnet')).findings[0]!.recommendation.code).toMatch(/^# PyTorch Lightning:\nTrainer\(\.\.\., precision="bf16-mixed"\)/);
     expect((await fromDir('hf_trainer_gpt2')).findings[0]!.recommendation.code).toMatch(/^# Hugging Face Trainer:\nTrainingArguments\(\.\.\., bf16=True/);
     expect((await fromDir('accelerate_gpt2')).findings[0]!.recommendation.code).toMatch(/^# Accelerate:\naccelerate launch --mixed_precision bf16/);
     const plain = (await fromDir('nanogpt_style')).findings[0]!.recommendation.code;
