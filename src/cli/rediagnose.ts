@@ -13,6 +13,8 @@ import { buildDoctorReport, type DoctorReport } from '../doctor/report.js';
 import { analyseSnapshotFiles, analyseTraceFiles, type CaptureRef } from '../io/captures.js';
 import { type CapturedFile, readRunDir } from '../io/runDir.js';
 import { VERSION } from './version.js';
+import { PLAIN } from '../report/style.js';
+import { terminalWidth } from './color.js';
 
 function refOf(f: CapturedFile): CaptureRef {
   return {
@@ -53,7 +55,7 @@ export interface ReportFormat {
 export function printDoctorReport(report: DoctorReport, format: ReportFormat, tool: string): void {
   if (format.json) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
   else if (format.md) process.stdout.write(renderDoctorMarkdown(report));
-  else if (format.html === undefined) process.stdout.write(renderDoctorText(report));
+  else if (format.html === undefined) process.stdout.write(renderDoctorText(report, PLAIN, terminalWidth()));
   if (format.html !== undefined) {
     writeFileSync(format.html, renderDoctorHtml(report, inlineAssets()));
     process.stderr.write(`${tool}: wrote ${format.html}\n`);
