@@ -212,6 +212,8 @@ export async function run(argv: string[]): Promise<number> {
     snapshots,
     gpuSamples,
     gpuUnavailableReason,
+    // written below, with report.json, when the model has a config plan reads
+    planModelFile: join(runDir, 'model.json'),
     notes,
   };
   const report = buildDoctorReport(input);

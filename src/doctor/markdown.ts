@@ -151,7 +151,7 @@ export function renderDoctorMarkdown(r: DoctorReport): string {
       for (const row of procRows) out.push(`| ${row.map(cell).join(' | ')} |`);
       out.push('', GPU_PROCESS_NOTE, '');
     }
-  } else out.push(`Not sampled${r.gpuUnavailableReason ? ` (${r.gpuUnavailableReason})` : ''}.`, '');
+  } else out.push(`No GPU samples${r.gpuUnavailableReason ? ` (${r.gpuUnavailableReason})` : ''}.`, '');
 
   out.push('### Findings', '');
   if (r.findings.length === 0) out.push('No findings.', '');

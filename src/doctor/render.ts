@@ -4,7 +4,7 @@ import { flopsSplit } from '../report/flopsText.js';
 import { PLAIN, type Style } from '../report/style.js';
 import { fmtBytes, fmtMs, fmtPct, fmtTflops } from '../util/format.js';
 import type { DoctorReport, RankSummary } from './report.js';
-import { batchDimText, distributedTable, gpuProcessRows, hangLines, hostCpuNote, setupFacts, setupGuesses, stepSourceNote } from './renderParts.js';
+import { batchDimText, distributedTable, gpuProcessRows, planModelLine, hangLines, hostCpuNote, setupFacts, setupGuesses, stepSourceNote } from './renderParts.js';
 
 const s2ns = (s: number) => s * 1e9;
 
@@ -63,10 +63,8 @@ export function renderDoctorText(r: DoctorReport, style: Style = PLAIN, width = 
       `  model ${m.name}: ${m.paramCount.toLocaleString('en-US')} trainable parameters (${dt}); ${m.optimizer ? `optimizer ${m.optimizer.class}, state ${fmtBytes(m.optimizer.stateBytes)}` : 'no optimizer'}${batch ? `; ${batch}` : ''}`,
     );
   }
-  if (r.planModel)
-    out.push(
-      `  model.json written for \`gpuwise plan --model ${r.run.runDir}/model.json\` (${r.planModel.family}, ${r.planModel.layers} layers, hidden ${r.planModel.hidden})`,
-    );
+  const planLine = r.planModel ? planModelLine(r) : null;
+  if (planLine) out.push(`  ${planLine}`);
   for (const r0 of r.ranks) {
     out.push('');
     out.push(
@@ -125,7 +123,7 @@ export function renderDoctorText(r: DoctorReport, style: Style = PLAIN, width = 
     }
   } else if (r.gpuUnavailableReason) {
     out.push('');
-    out.push(`GPUs: not sampled (${r.gpuUnavailableReason})`);
+    out.push(`GPUs: no samples (${r.gpuUnavailableReason})`);
   }
   out.push('');
   out.push('Captured window');

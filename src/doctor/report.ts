@@ -93,6 +93,12 @@ export interface DoctorInput {
   gpuUnavailableReason: string | null;
   /** A re-diagnosed run (doctor --from): the GPU summaries its first report kept, used when there are no samples. */
   recordedGpus?: { gpus: GpuSummary[]; driver: string | null } | null;
+  /**
+   * The model.json beside the run that `gpuwise plan --model` reads: the file a live doctor writes into the run
+   * directory, or the one a re-diagnosed directory holds; null or absent when there is none (the report then names
+   * no plan command: a suggestion's input must exist).
+   */
+  planModelFile?: string | null;
   notes: string[];
 }
 
@@ -205,6 +211,11 @@ export interface DoctorReport {
    */
   planModel: ({ format: typeof MODEL_SUMMARY_FORMAT } & ModelDescription) | null;
   planModelProblem: string | null;
+  /**
+   * Where that model.json is (DoctorInput.planModelFile); null when it is not there (a re-diagnosed directory without
+   * one). Added to schema 1 after its first release: absent from older reports, whose live runs wrote RUN_DIR/model.json.
+   */
+  planModelFile?: string | null;
   profile: {
     /** `modelFlops`: the window's GEMM FLOPs per step over the run's own GPU-timed median step (null when unknown). */
     traces: { rank: number; path: string; error: string | null; modelFlops: ModelFlops | null }[];
@@ -859,6 +870,7 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
     model: modelOut,
     planModel: plan.model,
     planModelProblem: plan.problem,
+    planModelFile: plan.model ? (input.planModelFile ?? null) : null,
     profile: {
       traces: input.traces.map((t) => {
         const mf = t.metrics?.modelFlops ?? null;

@@ -241,7 +241,7 @@ function memorySection(r: DoctorReport, charts: RunChartData): string {
       parts.push(`<p class="bad">${esc(rankLabel(x))}: exception in step ${x.exception.step + 1}: <code>${esc(`${x.exception.name}: ${x.exception.message.split('\n')[0] ?? ''}`)}</code></p>`);
   }
   if (!r.gpus?.length) {
-    parts.push(`<p class="dim">GPUs not sampled${r.gpuUnavailableReason ? ` (${esc(r.gpuUnavailableReason)})` : ''}</p>`);
+    parts.push(`<p class="dim">No GPU samples${r.gpuUnavailableReason ? ` (${esc(r.gpuUnavailableReason)})` : ''}</p>`);
     return parts.join('\n');
   }
   parts.push(
