@@ -5,6 +5,9 @@
  * memory's analysis, so a run diagnosed by doctor reads like `analyze` and `memory` on its files.
  */
 import { diagnose } from '../advice/engine.js';
+import type { RunContext } from '../advice/rules/rule.js';
+import type { Precision } from '../planner/setup.js';
+import { askedPrecision, type Inferred } from '../run/setup.js';
 import { frameworkNamedBy, inFramework, inTraceFramework } from '../advice/framework.js';
 import { type Finding, finding } from '../findings/finding.js';
 import { sortFindings } from '../findings/rank.js';
@@ -539,7 +542,32 @@ function hostTimeOf(ranks: readonly RankSummary[], rank: number): HostTime | nul
  * own switch when the probe saw one; no fusion finding for a model the probe knows is compiled (another backend than
  * Inductor leaves no Triton kernels in the trace).
  */
-export function traceFindingsOf(traces: readonly TraceInput[], ranks: readonly RankSummary[], model: ModelRecord | null = null): Finding[] {
+/**
+ * Stage 2b: the precision the run asked for, from how it was launched (run/setup.ts askedPrecision): accelerate's
+ * state in the model record, else a flag of the command or of a process's arguments. The set-up inference and the
+ * precision rules read it.
+ */
+export function askedPrecisionOf(command: readonly string[], processes: readonly ProcessRecords[], model: ModelRecord | null): Inferred<Precision | null> {
+  return askedPrecision({
+    command,
+    argv: processes.flatMap((p) => (p.hello ? [p.hello.argv] : [])),
+    acceleratePrecision: model?.acceleratePrecision ?? null,
+  });
+}
+
+/** What the trace rules may know of the run beyond its traces: the half precision it asked for. */
+export function runContextOf(asked: Inferred<Precision | null> | null): RunContext {
+  const v = asked?.value ?? null;
+  const dtype = v === 'amp-bf16' || v === 'bf16' ? 'bfloat16' : v === 'amp-fp16' ? 'float16' : null;
+  return { askedHalf: asked && dtype ? { dtype, evidence: asked.evidence } : null };
+}
+
+export function traceFindingsOf(
+  traces: readonly TraceInput[],
+  ranks: readonly RankSummary[],
+  model: ModelRecord | null = null,
+  asked: Inferred<Precision | null> | null = null,
+): Finding[] {
   const analysed = traces.filter((t) => t.metrics !== null);
   const metrics = analysed.map((t) => t.metrics as TraceMetrics);
   if (metrics.length === 0) return [];
@@ -550,7 +578,10 @@ export function traceFindingsOf(traces: readonly TraceInput[], ranks: readonly R
   // Processes that are not ranks of one job (no RANK: two scripts under one doctor, each rank 0) are diagnosed
   // apart: the cross-rank rules would compare unrelated processes.
   const oneJob = new Set(analysed.map((t) => t.rank)).size === analysed.length;
-  const found = oneJob ? diagnose(metrics, collectives) : metrics.flatMap((m, i) => diagnose([m], collectives.length ? [collectives[i] as CollectiveTimings] : []));
+  const ctx = runContextOf(asked);
+  const found = oneJob
+    ? diagnose(metrics, collectives, ctx)
+    : metrics.flatMap((m, i) => diagnose([m], collectives.length ? [collectives[i] as CollectiveTimings] : [], ctx));
   // The probe's framework (the call stack at a step) first; else the one the trace names, as analyze does.
   const named = model?.framework ? null : frameworkNamedBy(metrics);
   return found
@@ -766,6 +797,7 @@ export function whatIfStage(
   traces: readonly TraceInput[],
   outcome: Outcome,
   traceFindings: Finding[],
+  asked: Inferred<Precision | null> | null = null,
 ): { result: WhatIfResult; findings: Finding[]; traceFindings: Finding[] } {
   const rank = id.stepsOf?.rank ?? 0;
   const steps = ranks.find((r) => r.rank === rank)?.steps;
@@ -779,6 +811,7 @@ export function whatIfStage(
     worldSize: id.hello?.worldSize ?? null,
     metrics: metrics.find((m) => m.rank === rank) ?? metrics[0] ?? null,
     outOfMemory: outcome === 'out-of-memory',
+    askedPrecision: asked,
   });
   const planned = whatIfFindings(result, traceFindings, steps?.medianS ?? null, rank);
   const hw = result.setup ? hardwareOf(result.setup) : null;
@@ -807,10 +840,11 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
   const gpus = gpusOf(input, processes);
   const pidOfRank = (rank: number) => ranks.find((r) => r.rank === rank)?.pid ?? null;
   const distributed = distributedStage(processes, ranks, input.traces);
+  const asked = askedPrecisionOf(input.command, processes, id.model);
   const apart = windowsApart(processes);
   const imbalance = withProbeImbalance(
     distributed,
-    traceFindingsOf(input.traces, ranks, id.model).filter((f) => !(apart && WAIT_BASED_IDS.has(f.id))),
+    traceFindingsOf(input.traces, ranks, id.model, asked).filter((f) => !(apart && WAIT_BASED_IDS.has(f.id))),
   );
   const traceFindings = imbalance.trace.map((f) => withDataParallelMemory(f, gpus ?? [], pidOfRank));
   const memoryFindings = memoryFindingsOf(input.snapshots);
@@ -823,7 +857,7 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
   const notes = notesOf(input, processes, ranks);
   if (apart) notes.push(apart);
   const plan = planModelOf(id.model);
-  const whatIf = whatIfStage(id, plan.model, ranks, input.traces, outcome, traceFindings);
+  const whatIf = whatIfStage(id, plan.model, ranks, input.traces, outcome, traceFindings, asked);
   const { model, hello } = id;
   if (plan.model && model && Math.abs(plan.model.paramCount - model.totalParamCount) > 0.01 * plan.model.paramCount)
     notes.push(

@@ -64,6 +64,19 @@ describe('doctor on the real-code corpus (H100 runs, replayed with --from)', () 
     expect(mf.mfu).toBeCloseTo(mf.achievedTflops / 989.4, 5);
   });
 
+  it('a run that asks for bf16 is not told to use bf16 (accelerate_gpt2_bf16: --mixed-precision bf16, autocast inside the forward, no window)', async () => {
+    const r = await fromDir('accelerate_gpt2_bf16');
+    const setup = r.whatIfBasis!.setup!;
+    expect(setup.precision).toBe('amp-bf16');
+    const p = setup.inferences!.find((i) => i.name === 'precision')!;
+    expect(p).toMatchObject({ how: 'guessed' });
+    expect(p.evidence).toMatch(/the command asks for it: --mixed-precision bf16/);
+    expect(r.whatIfs.map((w) => w.id)).not.toContain('amp-bf16');
+    expect(r.findings.map((f) => f.id)).not.toContain('whatif-amp-bf16');
+    // the planner at bf16 meets the measured step (72.9 ms); at fp32 it predicted 197 ms (+171%)
+    expect(Math.abs(r.whatIfBasis!.calibration!.stepErrorFraction!)).toBeLessThan(0.1);
+  });
+
   it('says nothing of DataParallel on one GPU (it only calls the module there)', async () => {
     expect((await fromDir('dataparallel_resnet')).findings.map((f) => f.id)).not.toContain('dataparallel');
   });

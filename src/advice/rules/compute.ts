@@ -6,7 +6,8 @@ import type { GemmShapeStat, TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtBytes, fmtMs, fmtPct } from '../../util/format.js';
 import { BF16_AUTOCAST_SWITCHES } from '../framework.js';
 import { modelParallelFigures } from './modelParallel.js';
-import { finding, matmulNs, type RankRule, stepNs } from './rule.js';
+import { autocastNotReaching } from './precision.js';
+import { type FindingParts, finding, matmulNs, type RankRule, stepNs } from './rule.js';
 
 const FP32_MIN_SHARE_OF_MATMUL = 0.1;
 /**
@@ -54,7 +55,7 @@ const UNDERUSED_MAX_SM_EFFICIENCY = 0.6;
 const MAX_BATCH_SCALE = 4;
 const MEMORY_HEADROOM = 0.8;
 
-export const noTensorCores: RankRule = (m) => {
+export const noTensorCores: RankRule = (m, ctx) => {
   const step = stepNs(m);
   const p = m.precision;
   const nSteps = Math.max(1, m.steps.length);
@@ -79,7 +80,7 @@ export const noTensorCores: RankRule = (m) => {
     saved = fp32PerStep * (1 - 1 / TENSOR_CORE_SPEEDUP);
     arithmetic = `fp32 matmul ${fmtMs(fp32PerStep)} x (1 - 1/${TENSOR_CORE_SPEEDUP} assumed tensor-core speed-up) = ${fmtMs(saved)} saved per step`;
   }
-  return finding({
+  const parts: FindingParts = {
     id: 'no-tensor-cores',
     title: 'Matrix multiplies run in fp32 without tensor cores',
     ranks: [m.rank],
@@ -100,7 +101,8 @@ export const noTensorCores: RankRule = (m) => {
       frameworks: BF16_AUTOCAST_SWITCHES,
     },
     estimatedGain: gainFrom(step, saved, arithmetic, { savesGpuWork: true }),
-  });
+  };
+  return finding(ctx?.askedHalf ? autocastNotReaching(parts, ctx.askedHalf) : parts);
 };
 
 /**
