@@ -60,7 +60,7 @@ ${rows
 export function findingHtml(f: ShownFinding, i: number): string {
   const p = findingParts(f);
   return `<div class="card finding" data-id="${esc(p.id)}"><div><span class="sev sev-${p.severity}">${p.severity.toUpperCase()}</span> <b>${i + 1}. ${esc(p.title)}</b> <span class="dim">[${esc([p.id, ...p.tags].join(', '))}]</span></div>
-${p.gain ? `<div class="gain"><b>${p.gain.label}:</b> ${esc(p.gain.text)}</div>` : ''}${p.how ? `<div class="dim">how: ${esc(p.how)}</div>` : ''}
+${p.gain ? `<div><b>${p.gain.label}:</b> ${esc(p.gain.text)}</div>` : ''}${p.how ? `<div class="dim">how: ${esc(p.how)}</div>` : ''}
 <ul>${p.evidence.map((e) => `<li>${esc(e)}</li>`).join('')}</ul>
 <div><b>fix:</b> ${esc(p.fix)}</div>${p.code ? `<pre><code>${esc(p.code)}</code></pre>` : ''}</div>`;
 }
