@@ -26,7 +26,8 @@ Rules it keeps:
   reads the batch (leading dimension of its first tensor argument, tokens for integer inputs; the
   second dimension when the model is sequence-first: an RNN or Transformer module with
   `batch_first=False`) and the autocast state whatever built the batch (`get_batch()`, slicing, a
-  DataLoader);
+  DataLoader); accelerate (and a Hugging Face Trainer through it) enters autocast inside the forward
+  it wraps, after that hook, so the model record also carries accelerate's own mixed-precision setting;
 - the profiler window opens once steps have settled (STEADY_WINDOW steps whose median is within
   STEADY_TOLERANCE of the ones before, the DataLoader wait no longer falling), at step
   GPUWISE_PROFILE_AT at the earliest, and at STEADY_CAP_FACTOR times that at the latest;
