@@ -80,7 +80,7 @@ export const fusion: RankRule = (m) => {
     title: 'Eager mode: unfused elementwise and normalisation kernels run between the matmuls',
     ranks: [m.rank],
     evidence: [
-      `unfused elementwise, normalisation and cast kernels: ${fmtMs(fusable)} per step, ${fmtPct(fusable / m.perStep.busyNs)} of GPU busy time`,
+      `fusable kernels (by kind below): ${fmtMs(fusable)} per step, ${fmtPct(fusable / m.perStep.busyNs)} of GPU busy time`,
       `GPU busy ${fmtPct(m.gpuBusyShare)} of the step; matmul/attention kernels ${fmtMs(mm)}, elementwise ${fmtMs(m.perStep.kernelNsByCategory.elementwise)}, reductions/normalisation ${fmtMs(m.perStep.kernelNsByCategory.reduction)}, optimizer and casts ${fmtMs(m.perStep.kernelNsByCategory.optimizer)} per step`,
       `no compiler-generated (Triton) kernels in the trace: the model runs eagerly, one kernel per op, ${m.launch.kernelsPerStep.toFixed(0)} kernels per step`,
       `fusable time by kind per step: casts ${fmtMs(k.castNs)}, pointwise ops ${fmtMs(k.pointwiseNs)}, softmax and loss ${fmtMs(k.softmaxNs)}, normalisation ${fmtMs(k.normNs)}, other reductions ${fmtMs(k.reduceNs)}, optimizer ${fmtMs(k.optimizerNs)}`,
