@@ -16,7 +16,7 @@ import { dataloaderBound, pageableH2d } from './rules/input.js';
 import { memoryNearLimit } from './rules/memory.js';
 import { modelParallelBubble } from './rules/modelParallel.js';
 import { channelsLast, fp16WithoutScaler, mixedPrecision } from './rules/precision.js';
-import type { CrossRankRule, RankRule } from './rules/rule.js';
+import type { CrossRankRule, RankRule, RunContext } from './rules/rule.js';
 
 export const RANK_RULES: readonly RankRule[] = [
   dataloaderBound,
@@ -39,12 +39,15 @@ export const RANK_RULES: readonly RankRule[] = [
 ];
 export const CROSS_RANK_RULES: readonly CrossRankRule[] = [rankImbalance];
 
-/** `collectives[i]`, rank i's collective timings, lets the rules compare ranks collective by collective. */
-export function diagnose(ranks: TraceMetrics[], collectives: readonly CollectiveTimings[] = []): Finding[] {
+/**
+ * `collectives[i]`, rank i's collective timings, lets the rules compare ranks collective by collective; `ctx`, what
+ * doctor knows of the run beyond the traces (absent for analyze).
+ */
+export function diagnose(ranks: TraceMetrics[], collectives: readonly CollectiveTimings[] = [], ctx?: RunContext): Finding[] {
   const perRank: Finding[] = [];
   for (const m of ranks)
     for (const rule of RANK_RULES) {
-      const f = rule(m);
+      const f = rule(m, ctx);
       if (f) perRank.push(f);
     }
   const byId = new Map(mergeById(perRank).map((f) => [f.id, f]));

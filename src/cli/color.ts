@@ -8,3 +8,8 @@ export function useColor(noColorFlag: boolean | undefined, stream: { isTTY?: boo
   if (env.TERM === 'dumb') return false;
   return stream.isTTY === true;
 }
+
+/** The terminal's columns to wrap prose to; 0 (no wrapping) when the output is piped. */
+export function terminalWidth(stream: { isTTY?: boolean; columns?: number } = process.stdout): number {
+  return stream.isTTY ? (stream.columns ?? 0) : 0;
+}

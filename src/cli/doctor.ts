@@ -22,6 +22,8 @@ import { type RunFeed, startRunFeed } from '../serve/runFeed.js';
 import { VERSION } from './version.js';
 import { type ProbeRun, makeRunDir, startProbeRun } from './probeRun.js';
 import { printDoctorReport, rediagnoseRunDir } from './rediagnose.js';
+import { terminalWidth } from './color.js';
+import { PLAIN } from '../report/style.js';
 import { splitCommand } from './telemetryArgs.js';
 import { UsageError, parseFlags } from './usage.js';
 
@@ -210,6 +212,8 @@ export async function run(argv: string[]): Promise<number> {
     snapshots,
     gpuSamples,
     gpuUnavailableReason,
+    // written below, with report.json, when the model has a config plan reads
+    planModelFile: join(runDir, 'model.json'),
     notes,
   };
   const report = buildDoctorReport(input);
@@ -232,7 +236,7 @@ export async function run(argv: string[]): Promise<number> {
   }
   if (values.json) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
   else if (values.md) process.stdout.write(`\n${renderDoctorMarkdown(report)}`);
-  else process.stdout.write(`\n${renderDoctorText(report)}`);
+  else process.stdout.write(`\n${renderDoctorText(report, PLAIN, terminalWidth())}`);
   if (values.html !== undefined) {
     try {
       writeReportFile(values.html, html ?? renderDoctorHtml(report, inlineAssets()), cmd.slice(1), '--html');

@@ -10,8 +10,8 @@ import { diffSnapshots, renderDiffMarkdown, renderDiffText } from '../memory/dif
 import { inlineAssets } from '../serve/assets.js';
 import { renderMemoryDiffHtml, renderMemoryHtml } from '../serve/pages/memory.js';
 import { renderMarkdown, renderText } from '../memory/render/text.js';
-import { ANSI, PLAIN } from '../report/terminal.js';
-import { useColor } from './color.js';
+import { ANSI, PLAIN } from '../report/style.js';
+import { terminalWidth, useColor } from './color.js';
 import { type Analysis, analyze } from '../memory/report.js';
 import { InputError } from '../io/inputError.js';
 import { readSnapshotFile } from '../io/readSnapshot.js';
@@ -108,7 +108,7 @@ export async function run(argv: string[]): Promise<number> {
     }
     process.stderr.write(`gpuwise memory: wrote ${values.html}\n`);
   }
-  const width = process.stdout.isTTY ? (process.stdout.columns ?? 0) : 0;
+  const width = terminalWidth();
   process.stdout.write(
     values.json ? jsonReport(report) : values.md ? renderMarkdown(report) : renderText(report, useColor(values['no-color']) ? ANSI : PLAIN, width),
   );

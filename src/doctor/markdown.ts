@@ -10,7 +10,6 @@ import {
   environmentRows,
   hangLines,
   hostCpuNote,
-  expectedGainText,
   fmtBytesOr,
   fmtRate,
   fmtStepS,
@@ -19,7 +18,6 @@ import {
   planModelLine,
   rankLabel,
   rankShort,
-  findingKindLabel,
   GPU_PROCESS_COLUMNS,
   GPU_PROCESS_NOTE,
   gpuProcessRows,
@@ -27,20 +25,14 @@ import {
   setupGuesses,
   stepSourceNote,
 } from './renderParts.js';
+import { findingMarkdown, mdCode as code } from '../report/findingText.js';
 import type { DoctorReport } from './report.js';
 import { whatIfsOf } from './reportCheck.js';
 
-const ICON: Record<string, string> = { high: '🔴', medium: '🟠', low: '🔵', info: '⚪' };
 const BARS = '▁▂▃▄▅▆▇█';
 
 function cell(s: string): string {
   return s.replace(/\|/g, '\\|').replace(/\n/g, ' ');
-}
-
-/** Inline code that survives backticks in the text. */
-function code(s: string): string {
-  const fence = s.includes('`') ? '``' : '`';
-  return `${fence}${fence === '``' ? ` ${s} ` : s}${fence}`;
 }
 
 /** A sparkline of at most `width` characters (each the maximum of its bucket); '·' where nothing is known. */
@@ -159,18 +151,12 @@ export function renderDoctorMarkdown(r: DoctorReport): string {
       for (const row of procRows) out.push(`| ${row.map(cell).join(' | ')} |`);
       out.push('', GPU_PROCESS_NOTE, '');
     }
-  } else out.push(`Not sampled${r.gpuUnavailableReason ? ` (${r.gpuUnavailableReason})` : ''}.`, '');
+  } else out.push(`No GPU samples${r.gpuUnavailableReason ? ` (${r.gpuUnavailableReason})` : ''}.`, '');
 
   out.push('### Findings', '');
   if (r.findings.length === 0) out.push('No findings.', '');
   r.findings.forEach((f, i) => {
-    const gain = expectedGainText(f);
-    out.push(`#### ${i + 1}. ${ICON[f.severity] ?? ''} ${f.severity.toUpperCase()}: ${f.title}`);
-    out.push(`${code(f.id)} · from the ${f.source ?? '?'}${findingKindLabel(f)}${f.ranks?.length ? ` · rank${f.ranks.length > 1 ? 's' : ''} ${f.ranks.join(', ')}` : ''}${gain ? ` · ${gain}` : ''}`, '');
-    for (const e of f.evidence) out.push(`- ${e}`);
-    if (f.estimatedGain) out.push(`- _estimate_: ${f.estimatedGain.arithmetic}`);
-    out.push('', f.recommendation.summary, '');
-    if (f.recommendation.code) out.push('```python', f.recommendation.code, '```', '');
+    out.push(...findingMarkdown(f, i, '####'));
   });
 
   const whatIfs = whatIfsOf(r);

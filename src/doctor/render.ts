@@ -1,8 +1,10 @@
 /** The doctor report as terminal text (pure). */
+import { findingLines } from '../report/findingText.js';
 import { flopsSplit } from '../report/flopsText.js';
+import { PLAIN, type Style } from '../report/style.js';
 import { fmtBytes, fmtMs, fmtPct, fmtTflops } from '../util/format.js';
 import type { DoctorReport, RankSummary } from './report.js';
-import { batchDimText, distributedTable, findingKindLabel, gpuProcessRows, hangLines, hostCpuNote, setupFacts, setupGuesses, stepSourceNote } from './renderParts.js';
+import { batchDimText, distributedTable, gpuProcessRows, planModelLine, hangLines, hostCpuNote, setupFacts, setupGuesses, stepSourceNote } from './renderParts.js';
 
 const s2ns = (s: number) => s * 1e9;
 
@@ -27,7 +29,11 @@ function stepLine(r: RankSummary): string {
   return parts.join(', ');
 }
 
-export function renderDoctorText(r: DoctorReport): string {
+/**
+ * `style`: plain or colour (the caller's choice, as analyze's); `width`: wrap the findings' prose to the terminal's
+ * columns (0: lines whole).
+ */
+export function renderDoctorText(r: DoctorReport, style: Style = PLAIN, width = 0): string {
   const out: string[] = [];
   const e = r.environment;
   out.push(`gpuwise doctor: ${r.run.command.join(' ')}`);
@@ -57,10 +63,8 @@ export function renderDoctorText(r: DoctorReport): string {
       `  model ${m.name}: ${m.paramCount.toLocaleString('en-US')} trainable parameters (${dt}); ${m.optimizer ? `optimizer ${m.optimizer.class}, state ${fmtBytes(m.optimizer.stateBytes)}` : 'no optimizer'}${batch ? `; ${batch}` : ''}`,
     );
   }
-  if (r.planModel)
-    out.push(
-      `  model.json written for \`gpuwise plan --model ${r.run.runDir}/model.json\` (${r.planModel.family}, ${r.planModel.layers} layers, hidden ${r.planModel.hidden})`,
-    );
+  const planLine = r.planModel ? planModelLine(r) : null;
+  if (planLine) out.push(`  ${planLine}`);
   for (const r0 of r.ranks) {
     out.push('');
     out.push(
@@ -119,7 +123,7 @@ export function renderDoctorText(r: DoctorReport): string {
     }
   } else if (r.gpuUnavailableReason) {
     out.push('');
-    out.push(`GPUs: not sampled (${r.gpuUnavailableReason})`);
+    out.push(`GPUs: no samples (${r.gpuUnavailableReason})`);
   }
   out.push('');
   out.push('Captured window');
@@ -155,10 +159,7 @@ export function renderDoctorText(r: DoctorReport): string {
   out.push('Findings');
   if (r.findings.length === 0) out.push('  none');
   r.findings.forEach((f, i) => {
-    const gain = f.estimatedGain ? ` (about ${fmtPct(f.estimatedGain.savedFraction)} of the step)` : '';
-    out.push(`  ${i + 1}. ${f.severity.toUpperCase().padEnd(6)} ${f.title}${gain} [${f.source}${findingKindLabel(f)}]`);
-    for (const ev of f.evidence.slice(0, 3)) out.push(`       ${ev}`);
-    out.push(`       fix: ${f.recommendation.summary}`);
+    out.push(...(i === 0 ? [] : ['']), ...findingLines(f, style, i, width));
   });
   if (r.notes.length) {
     out.push('');

@@ -101,16 +101,19 @@ export function batchDimText(m: Pick<NonNullable<DoctorReport['model']>, 'batchD
   return `batch read from dimension ${m.batchDim} of the model's input (${m.batchDimEvidence}${layout})`;
 }
 
+/**
+ * The model handed to `gpuwise plan`: the command to run when its model.json exists (written by the live run, or
+ * found in a re-diagnosed directory), else the description alone (a suggestion's input must exist).
+ */
 export function planModelLine(r: DoctorReport): string | null {
   const p = r.planModel;
-  if (p) return `model.json for \`gpuwise plan --model ${r.run.runDir}/model.json\` (${p.family}, ${p.layers} layers, hidden ${p.hidden})`;
-  return r.planModelProblem ? `no model.json for plan: ${r.planModelProblem}` : null;
-}
-
-export function expectedGainText(f: DoctorReport['findings'][number]): string | null {
-  const g = f.estimatedGain;
-  if (!g) return null;
-  return `expected ${fmtMs(g.stepTimeNs)} → ${fmtMs(g.expectedStepTimeNs)} per step (−${fmtPct(g.savedFraction)})`;
+  if (!p) return r.planModelProblem ? `no model.json for plan: ${r.planModelProblem}` : null;
+  const what = `${p.family}, ${p.layers} layers, hidden ${p.hidden}`;
+  // older reports have no planModelFile: their live run wrote RUN_DIR/model.json
+  const file = r.planModelFile === undefined ? `${r.run.runDir.replace(/\/+$/, '')}/model.json` : r.planModelFile;
+  return file
+    ? `model.json for \`gpuwise plan --model ${file}\` (${what})`
+    : `the model as plan reads it: ${what} (planModel in the --json report; no model.json in this run directory)`;
 }
 
 export function durationText(s: number): string {
@@ -135,11 +138,6 @@ export function setupFacts(r: DoctorReport): string[] {
   const su = r.whatIfBasis?.setup;
   const compiled = su?.inferences?.find((i) => i.name === 'compiled' && i.value === true);
   return compiled ? [`compiled: ${compiled.evidence}`] : [];
-}
-
-/** How a finding is labelled beside its source: what-ifs are advice to weigh. */
-export function findingKindLabel(f: { kind?: string }): string {
-  return f.kind === 'advice' ? ', advice to weigh' : '';
 }
 
 /** The columns of the per-GPU process table, the same in every format. */

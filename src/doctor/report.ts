@@ -5,6 +5,9 @@
  * memory's analysis, so a run diagnosed by doctor reads like `analyze` and `memory` on its files.
  */
 import { diagnose } from '../advice/engine.js';
+import type { RunContext } from '../advice/rules/rule.js';
+import type { Precision } from '../planner/setup.js';
+import { askedPrecision, type Inferred } from '../run/setup.js';
 import { frameworkNamedBy, inFramework, inTraceFramework } from '../advice/framework.js';
 import { type Finding, finding } from '../findings/finding.js';
 import { sortFindings } from '../findings/rank.js';
@@ -93,6 +96,12 @@ export interface DoctorInput {
   gpuUnavailableReason: string | null;
   /** A re-diagnosed run (doctor --from): the GPU summaries its first report kept, used when there are no samples. */
   recordedGpus?: { gpus: GpuSummary[]; driver: string | null } | null;
+  /**
+   * The model.json beside the run that `gpuwise plan --model` reads: the file a live doctor writes into the run
+   * directory, or the one a re-diagnosed directory holds; null or absent when there is none (the report then names
+   * no plan command: a suggestion's input must exist).
+   */
+  planModelFile?: string | null;
   notes: string[];
 }
 
@@ -205,6 +214,11 @@ export interface DoctorReport {
    */
   planModel: ({ format: typeof MODEL_SUMMARY_FORMAT } & ModelDescription) | null;
   planModelProblem: string | null;
+  /**
+   * Where that model.json is (DoctorInput.planModelFile); null when it is not there (a re-diagnosed directory without
+   * one). Added to schema 1 after its first release: absent from older reports, whose live runs wrote RUN_DIR/model.json.
+   */
+  planModelFile?: string | null;
   profile: {
     /** `modelFlops`: the window's GEMM FLOPs per step over the run's own GPU-timed median step (null when unknown). */
     traces: { rank: number; path: string; error: string | null; modelFlops: ModelFlops | null }[];
@@ -377,7 +391,7 @@ export function dataLoaderWaitFinding(ranks: RankSummary[]): Finding | null {
   const stepNs = meanS * 1e9;
   return finding({
     id: 'dataloader-wait',
-    title: `The training loop waits on the DataLoader ${(share * 100).toFixed(0)}% of the time`,
+    title: 'The training loop waits on the DataLoader',
     ranks: [worst.rank],
     evidence: [
       `rank ${worst.rank}: ${(share * 100).toFixed(1)}% of ${worst.steps.measuredSteps} measured steps spent inside DataLoader __next__ (mean step ${(meanS * 1e3).toFixed(1)} ms)`,
@@ -528,7 +542,32 @@ function hostTimeOf(ranks: readonly RankSummary[], rank: number): HostTime | nul
  * own switch when the probe saw one; no fusion finding for a model the probe knows is compiled (another backend than
  * Inductor leaves no Triton kernels in the trace).
  */
-export function traceFindingsOf(traces: readonly TraceInput[], ranks: readonly RankSummary[], model: ModelRecord | null = null): Finding[] {
+/**
+ * Stage 2b: the precision the run asked for, from how it was launched (run/setup.ts askedPrecision): accelerate's
+ * state in the model record, else a flag of the command or of a process's arguments. The set-up inference and the
+ * precision rules read it.
+ */
+export function askedPrecisionOf(command: readonly string[], processes: readonly ProcessRecords[], model: ModelRecord | null): Inferred<Precision | null> {
+  return askedPrecision({
+    command,
+    argv: processes.flatMap((p) => (p.hello ? [p.hello.argv] : [])),
+    acceleratePrecision: model?.acceleratePrecision ?? null,
+  });
+}
+
+/** What the trace rules may know of the run beyond its traces: the half precision it asked for. */
+export function runContextOf(asked: Inferred<Precision | null> | null): RunContext {
+  const v = asked?.value ?? null;
+  const dtype = v === 'amp-bf16' || v === 'bf16' ? 'bfloat16' : v === 'amp-fp16' ? 'float16' : null;
+  return { askedHalf: asked && dtype ? { dtype, evidence: asked.evidence } : null };
+}
+
+export function traceFindingsOf(
+  traces: readonly TraceInput[],
+  ranks: readonly RankSummary[],
+  model: ModelRecord | null = null,
+  asked: Inferred<Precision | null> | null = null,
+): Finding[] {
   const analysed = traces.filter((t) => t.metrics !== null);
   const metrics = analysed.map((t) => t.metrics as TraceMetrics);
   if (metrics.length === 0) return [];
@@ -539,7 +578,10 @@ export function traceFindingsOf(traces: readonly TraceInput[], ranks: readonly R
   // Processes that are not ranks of one job (no RANK: two scripts under one doctor, each rank 0) are diagnosed
   // apart: the cross-rank rules would compare unrelated processes.
   const oneJob = new Set(analysed.map((t) => t.rank)).size === analysed.length;
-  const found = oneJob ? diagnose(metrics, collectives) : metrics.flatMap((m, i) => diagnose([m], collectives.length ? [collectives[i] as CollectiveTimings] : []));
+  const ctx = runContextOf(asked);
+  const found = oneJob
+    ? diagnose(metrics, collectives, ctx)
+    : metrics.flatMap((m, i) => diagnose([m], collectives.length ? [collectives[i] as CollectiveTimings] : [], ctx));
   // The probe's framework (the call stack at a step) first; else the one the trace names, as analyze does.
   const named = model?.framework ? null : frameworkNamedBy(metrics);
   return found
@@ -755,6 +797,7 @@ export function whatIfStage(
   traces: readonly TraceInput[],
   outcome: Outcome,
   traceFindings: Finding[],
+  asked: Inferred<Precision | null> | null = null,
 ): { result: WhatIfResult; findings: Finding[]; traceFindings: Finding[] } {
   const rank = id.stepsOf?.rank ?? 0;
   const steps = ranks.find((r) => r.rank === rank)?.steps;
@@ -768,6 +811,7 @@ export function whatIfStage(
     worldSize: id.hello?.worldSize ?? null,
     metrics: metrics.find((m) => m.rank === rank) ?? metrics[0] ?? null,
     outOfMemory: outcome === 'out-of-memory',
+    askedPrecision: asked,
   });
   const planned = whatIfFindings(result, traceFindings, steps?.medianS ?? null, rank);
   const hw = result.setup ? hardwareOf(result.setup) : null;
@@ -796,10 +840,11 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
   const gpus = gpusOf(input, processes);
   const pidOfRank = (rank: number) => ranks.find((r) => r.rank === rank)?.pid ?? null;
   const distributed = distributedStage(processes, ranks, input.traces);
+  const asked = askedPrecisionOf(input.command, processes, id.model);
   const apart = windowsApart(processes);
   const imbalance = withProbeImbalance(
     distributed,
-    traceFindingsOf(input.traces, ranks, id.model).filter((f) => !(apart && WAIT_BASED_IDS.has(f.id))),
+    traceFindingsOf(input.traces, ranks, id.model, asked).filter((f) => !(apart && WAIT_BASED_IDS.has(f.id))),
   );
   const traceFindings = imbalance.trace.map((f) => withDataParallelMemory(f, gpus ?? [], pidOfRank));
   const memoryFindings = memoryFindingsOf(input.snapshots);
@@ -812,7 +857,7 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
   const notes = notesOf(input, processes, ranks);
   if (apart) notes.push(apart);
   const plan = planModelOf(id.model);
-  const whatIf = whatIfStage(id, plan.model, ranks, input.traces, outcome, traceFindings);
+  const whatIf = whatIfStage(id, plan.model, ranks, input.traces, outcome, traceFindings, asked);
   const { model, hello } = id;
   if (plan.model && model && Math.abs(plan.model.paramCount - model.totalParamCount) > 0.01 * plan.model.paramCount)
     notes.push(
@@ -859,6 +904,7 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
     model: modelOut,
     planModel: plan.model,
     planModelProblem: plan.problem,
+    planModelFile: plan.model ? (input.planModelFile ?? null) : null,
     profile: {
       traces: input.traces.map((t) => {
         const mf = t.metrics?.modelFlops ?? null;

@@ -137,6 +137,8 @@ export interface WhatIfInput {
   /** The captured window's metrics (precision of the matmuls, busy/idle split), when analysed. */
   metrics: TraceMetrics | null;
   outOfMemory: boolean;
+  /** The precision the run's launch asked for (run/setup.ts askedPrecision); absent or null when not read. */
+  askedPrecision?: Inferred<Precision | null> | null;
 }
 
 const gib = (b: number) => fmtGiB(b);
@@ -164,7 +166,7 @@ export function inferRunSetup(input: WhatIfInput): RunSetup {
   const seqStep = [...steps].reverse().find((s) => typeof s.seqLen === 'number');
   const seq = seqStep?.seqLen ?? null;
   const bytes = input.model ? modelBytes(input.model) : null;
-  const precision = bytes ? inferPrecision(bytes, input.model?.autocastDtype, input.metrics) : null;
+  const precision = bytes ? inferPrecision(bytes, input.model?.autocastDtype, input.metrics, input.askedPrecision ?? null) : null;
   const optimizer = inferOptimizer(input.model?.optimizer?.class ?? null, input.model?.optimizer?.stateBytes ?? 0);
   const compiled = inferCompiled(input.model, input.metrics);
   const devices = input.hello?.cuda.devices ?? [];

@@ -2,8 +2,8 @@
  * A recorded doctor run directory, read back for `doctor --from` and `runs show --rediagnose` (shell): the probe's
  * records (probe.jsonl and the probes' fallback files probe-PID.jsonl), the profiler windows and snapshots the records
  * name (found in the directory by their file name, plain or gzipped: a directory copied from a GPU machine keeps its
- * files, not their absolute paths), and the report.json doctor wrote, if any (the run's command, times, exit status
- * and GPU samples, which the records do not carry). A missing, empty, foreign or damaged directory is one InputError.
+ * files, not their absolute paths), the report.json doctor wrote, if any (the run's command, times, exit status
+ * and GPU samples, which the records do not carry), and the model.json it wrote for `gpuwise plan`, if kept. A missing, empty, foreign or damaged directory is one InputError.
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
@@ -35,6 +35,8 @@ export interface RecordedRun {
   savedReport: DoctorReport | null;
   /** Why report.json was not used (present but unreadable); null when absent or used. */
   savedReportProblem: string | null;
+  /** RUN_DIR/model.json (the model `gpuwise plan --model` reads) when the directory holds one; null otherwise. */
+  modelJson: string | null;
 }
 
 const PROBE_FILE = /^probe(-\d+)?\.jsonl$/;
@@ -114,5 +116,6 @@ export function readRunDir(dir: string): RecordedRun {
       savedReportProblem = `report.json ${(e as Error).message}: the run's command, times and exit status are taken from the records`;
     }
   }
-  return { dir, records, skippedLines, recordNotes, probeFiles, traces, snapshots, savedReport, savedReportProblem };
+  const modelJson = files.has('model.json') ? join(dir, 'model.json') : null;
+  return { dir, records, skippedLines, recordNotes, probeFiles, traces, snapshots, savedReport, savedReportProblem, modelJson };
 }

@@ -2,24 +2,11 @@
 import { flopsSplit } from './flopsText.js';
 import { fmtBytes, fmtMs, fmtPct, fmtTflops } from '../util/format.js';
 import { wrapLine } from '../util/wrap.js';
-import type { Finding, Severity } from '../findings/finding.js';
 import { CATEGORY_NAMES } from '../trace/kernelClass.js';
 import { IDLE_CAUSES, type IdleCause, type TraceMetrics } from '../trace/metrics/types.js';
 import type { AnalyzeReport } from './analyzeReport.js';
-
-export interface Style {
-  bold(s: string): string;
-  dim(s: string): string;
-  severity(s: Severity, text: string): string;
-}
-
-export const PLAIN: Style = { bold: (s) => s, dim: (s) => s, severity: (_s, t) => t };
-
-export const ANSI: Style = {
-  bold: (s) => `\x1b[1m${s}\x1b[22m`,
-  dim: (s) => `\x1b[2m${s}\x1b[22m`,
-  severity: (s, t) => `${{ high: '\x1b[1;31m', medium: '\x1b[33m', low: '\x1b[36m', info: '\x1b[2m' }[s]}${t}\x1b[0m`,
-};
+import { findingLines } from './findingText.js';
+import type { Style } from './style.js';
 
 export const IDLE_LABELS: Record<IdleCause, string> = {
   dataloader: 'waiting for DataLoader',
@@ -93,33 +80,6 @@ function rankSection(m: TraceMetrics, st: Style): string[] {
   return out;
 }
 
-/** `width`: wrap evidence and advice to it (the terminal's columns); 0 leaves lines whole. */
-export function renderFinding(
-  f: Pick<Finding, 'id' | 'severity' | 'title' | 'evidence' | 'recommendation'> & Partial<Pick<Finding, 'ranks' | 'estimatedGain'>>,
-  st: Style,
-  index: number,
-  width = 0,
-): string[] {
-  const out: string[] = [];
-  const wrap = (line: string, hang: number) => wrapLine(line, width, hang);
-  const tag = st.severity(f.severity, f.severity.toUpperCase().padEnd(6));
-  const ranks = f.ranks ?? [];
-  const idText = `[${f.id}${ranks.length > 1 ? `, ranks ${ranks.join(',')}` : ''}]`;
-  const num = `${String(index + 1).padStart(2)}.`;
-  const head = wrap(`${num} ${f.severity.toUpperCase().padEnd(6)} ${f.title}  ${idText}`, 11);
-  if (head.length === 1) out.push(`${num} ${tag} ${st.bold(f.title)}  ${st.dim(idText)}`);
-  else out.push(`${num} ${tag} ${st.bold(head[0]!.slice(num.length + 8))}`, ...head.slice(1).map((l) => st.bold(l)));
-  const g = f.estimatedGain;
-  if (g) {
-    out.push(`    expected: ${fmtMs(g.stepTimeNs)} -> ${fmtMs(g.expectedStepTimeNs)} per step (-${fmtPct(g.savedFraction)}, ${(g.stepTimeNs / g.expectedStepTimeNs).toFixed(2)}x)`);
-    out.push(...wrap(`    how: ${g.arithmetic}`, 5).map((l) => st.dim(l)));
-  }
-  for (const e of f.evidence) out.push(...wrap(`    · ${e}`, 2));
-  out.push(...wrap(`    fix: ${f.recommendation.summary}`, 5));
-  for (const line of f.recommendation.code.split('\n')) out.push(`      ${st.dim('|')} ${line}`);
-  return out;
-}
-
 /**
  * Findings first (the answer), then what the input could support (warnings), then the figures per rank: the same
  * order as every gpuwise report. `width`: the terminal's columns for wrapping prose (0: no wrapping).
@@ -133,7 +93,7 @@ export function renderTerminal(r: AnalyzeReport, st: Style, width = 0): string {
   } else {
     out.push(st.bold(`Findings (${r.findings.length}, most gain first)`), '');
     r.findings.forEach((f, i) => {
-      out.push(...renderFinding(f, st, i, width), '');
+      out.push(...findingLines(f, st, i, width), '');
     });
   }
   const warnings = r.inputs.flatMap((i) => i.warnings.map((w) => `${i.path}: ${w}`));

@@ -46,7 +46,7 @@ describe.skipIf(SKIP_PYTHON)('doctor report as Markdown and HTML (real probe rec
     expect(f).toBeDefined();
     expect(md).toContain(`: ${f?.title}`);
     expect(md).toContain('```python\nDataLoader(dataset');
-    expect(md).toContain('Not sampled (no GPU in the test)');
+    expect(md).toContain('No GPU samples (no GPU in the test)');
   });
 
   it('HTML: the serve run page as one offline file, uPlot inline, the step chart per rank, tables without JS', () => {

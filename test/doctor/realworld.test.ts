@@ -46,7 +46,7 @@ describe('doctor on the real-code corpus (H100 runs, replayed with --from)', () 
     });
 
   it('phrases the fix in the framework whose loop ran', async () => {
-    expect((await fromDir('lightning_resnet')).findings[0]!.recommendation.summary).toMatch(/Lightning: Trainer\(\.\.\., precision="bf16-mixed"\)/);
+    expect((await fromDir('lightning_resnet')).findings[0]!.recommendation.code).toMatch(/^# PyTorch Lightning:\nTrainer\(\.\.\., precision="bf16-mixed"\)/);
     expect((await fromDir('hf_trainer_gpt2')).findings[0]!.recommendation.code).toMatch(/^# Hugging Face Trainer:\nTrainingArguments\(\.\.\., bf16=True/);
     expect((await fromDir('accelerate_gpt2')).findings[0]!.recommendation.code).toMatch(/^# Accelerate:\naccelerate launch --mixed_precision bf16/);
     const plain = (await fromDir('nanogpt_style')).findings[0]!.recommendation.code;
@@ -62,6 +62,19 @@ describe('doctor on the real-code corpus (H100 runs, replayed with --from)', () 
     expect(mf.achievedTflops).toBeLessThan(260);
     expect(mf.peakPrecision).toBe('bf16');
     expect(mf.mfu).toBeCloseTo(mf.achievedTflops / 989.4, 5);
+  });
+
+  it('a run that asks for bf16 is not told to use bf16 (accelerate_gpt2_bf16: --mixed-precision bf16, autocast inside the forward, no window)', async () => {
+    const r = await fromDir('accelerate_gpt2_bf16');
+    const setup = r.whatIfBasis!.setup!;
+    expect(setup.precision).toBe('amp-bf16');
+    const p = setup.inferences!.find((i) => i.name === 'precision')!;
+    expect(p).toMatchObject({ how: 'guessed' });
+    expect(p.evidence).toMatch(/the command asks for it: --mixed-precision bf16/);
+    expect(r.whatIfs.map((w) => w.id)).not.toContain('amp-bf16');
+    expect(r.findings.map((f) => f.id)).not.toContain('whatif-amp-bf16');
+    // the planner at bf16 meets the measured step (72.9 ms); at fp32 it predicted 197 ms (+171%)
+    expect(Math.abs(r.whatIfBasis!.calibration!.stepErrorFraction!)).toBeLessThan(0.1);
   });
 
   it('says nothing of DataParallel on one GPU (it only calls the module there)', async () => {

@@ -6,7 +6,8 @@ import type { GemmShapeStat, TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtBytes, fmtMs, fmtPct } from '../../util/format.js';
 import { BF16_AUTOCAST_SWITCHES } from '../framework.js';
 import { modelParallelFigures } from './modelParallel.js';
-import { finding, matmulNs, type RankRule, stepNs } from './rule.js';
+import { autocastNotReaching } from './precision.js';
+import { type FindingParts, finding, matmulNs, type RankRule, stepNs } from './rule.js';
 
 const FP32_MIN_SHARE_OF_MATMUL = 0.1;
 /**
@@ -54,7 +55,7 @@ const UNDERUSED_MAX_SM_EFFICIENCY = 0.6;
 const MAX_BATCH_SCALE = 4;
 const MEMORY_HEADROOM = 0.8;
 
-export const noTensorCores: RankRule = (m) => {
+export const noTensorCores: RankRule = (m, ctx) => {
   const step = stepNs(m);
   const p = m.precision;
   const nSteps = Math.max(1, m.steps.length);
@@ -79,12 +80,12 @@ export const noTensorCores: RankRule = (m) => {
     saved = fp32PerStep * (1 - 1 / TENSOR_CORE_SPEEDUP);
     arithmetic = `fp32 matmul ${fmtMs(fp32PerStep)} x (1 - 1/${TENSOR_CORE_SPEEDUP} assumed tensor-core speed-up) = ${fmtMs(saved)} saved per step`;
   }
-  return finding({
+  const parts: FindingParts = {
     id: 'no-tensor-cores',
-    title: `Matrix multiplies run in fp32 without tensor cores (${fmtPct(fp32PerStep / step)} of the step)`,
+    title: 'Matrix multiplies run in fp32 without tensor cores',
     ranks: [m.rank],
     evidence: [
-      `fp32 (SIMT) matmul kernels: ${fmtMs(fp32PerStep)} per step, ${fmtPct(fp32PerStep / Math.max(mm, 1))} of matmul time; tensor-core share of matmul time ${p.tensorCoreShare === null ? 'n/a' : fmtPct(p.tensorCoreShare)}`,
+      `fp32 (SIMT) matmul kernels: ${fmtMs(fp32PerStep)} per step (${fmtPct(fp32PerStep / step)} of the ${fmtMs(step)} step), ${fmtPct(fp32PerStep / Math.max(mm, 1))} of matmul time; tensor-core share of matmul time ${p.tensorCoreShare === null ? 'n/a' : fmtPct(p.tensorCoreShare)}`,
       ...p.topFp32Kernels.slice(0, 3).map((k) => `${k.name.slice(0, 90)}: ${k.count} calls, ${fmtMs(k.totalNs)}`),
     ],
     data: { fp32MatmulNsPerStep: fp32PerStep, tensorCoreShare: p.tensorCoreShare, matmulNsPerStep: mm },
@@ -100,7 +101,8 @@ export const noTensorCores: RankRule = (m) => {
       frameworks: BF16_AUTOCAST_SWITCHES,
     },
     estimatedGain: gainFrom(step, saved, arithmetic, { savesGpuWork: true }),
-  });
+  };
+  return finding(ctx?.askedHalf ? autocastNotReaching(parts, ctx.askedHalf) : parts);
 };
 
 /**
@@ -144,9 +146,9 @@ export const misalignedShapes: RankRule = (m) => {
   const padded = Math.ceil(example / 64) * 64;
   return finding({
     id: 'misaligned-shapes',
-    title: `GEMMs with dimensions that are not multiples of 8 run on slow kernels (${fmtPct(badNs / step)} of the step)`,
+    title: 'GEMMs with dimensions that are not multiples of 8 run on slow kernels',
     ranks: [m.rank],
-    evidence: lines,
+    evidence: [`GEMMs with a misaligned dimension: ${fmtMs(badNs)} per step (${fmtPct(badNs / step)} of the ${fmtMs(step)} step)`, ...lines],
     data: { misalignedGemmNsPerStep: badNs, shapes: bad.length, worstDim: example, paddedTo: padded },
     recommendation: {
       summary: `Pad the offending dimensions to a multiple of 64 (at least 8 for bf16/fp16): e.g. ${example} -> ${padded}. For a vocabulary, pad the embedding and output layer and ignore the extra logits; for hidden sizes and batch x sequence pick multiples of 64.`,
@@ -195,7 +197,7 @@ export const gpuUnderused: RankRule = (m) => {
     ranks: [m.rank],
     evidence: [
       `GPU busy ${fmtPct(m.gpuBusyShare)} of the step${m.smEfficiency !== null ? `; estimated SM efficiency ${fmtPct(m.smEfficiency)}` : ''}`,
-      `peak reserved memory ${fmtBytes(mem.peakReservedBytes)} of ${fmtBytes(total)} (${fmtPct(memShare)})`,
+      `peak reserved memory ${fmtBytes(mem.peakReservedBytes)} of ${fmtBytes(total)} (${fmtPct(memShare)} used, ${fmtPct(1 - memShare)} free)`,
     ],
     data: {
       gpuBusyShare: m.gpuBusyShare,

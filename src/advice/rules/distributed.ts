@@ -209,10 +209,10 @@ export const commBound: RankRule = (m) => {
   if (step <= 0 || c.exposedNsPerStep / step < COMM_MIN_EXPOSED_SHARE) return null;
   return finding({
     id: 'comm-bound',
-    title: `Communication not hidden by compute: ${fmtPct(c.exposedNsPerStep / step)} of each step`,
+    title: 'Communication is not hidden by compute',
     ranks: [m.rank],
     evidence: [
-      `collective kernels ${fmtMs(c.commNsPerStep)} per step; ${fmtMs(c.exposedNsPerStep)} run while no compute kernel runs (overlap ${c.overlapShare === null ? 'n/a' : fmtPct(c.overlapShare)})`,
+      `collective kernels ${fmtMs(c.commNsPerStep)} per step; ${fmtMs(c.exposedNsPerStep)} (${fmtPct(c.exposedNsPerStep / step)} of the ${fmtMs(step)} step) run while no compute kernel runs (overlap ${c.overlapShare === null ? 'n/a' : fmtPct(c.overlapShare)})`,
       `${c.collectives} collectives moving ${fmtBytes(c.bytes)}, median ${fmtBytes(c.medianMessageBytes)}`,
     ],
     data: { commNsPerStep: c.commNsPerStep, exposedNsPerStep: c.exposedNsPerStep, overlapShare: c.overlapShare },

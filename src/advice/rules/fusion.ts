@@ -77,9 +77,10 @@ export const fusion: RankRule = (m) => {
   const k = c.kinds;
   return finding({
     id: 'fusion',
-    title: `Eager mode: ${fmtPct(fusable / m.perStep.busyNs)} of GPU time goes to unfused elementwise and normalisation kernels between the matmuls`,
+    title: 'Eager mode: unfused elementwise and normalisation kernels run between the matmuls',
     ranks: [m.rank],
     evidence: [
+      `fusable kernels (by kind below): ${fmtMs(fusable)} per step, ${fmtPct(fusable / m.perStep.busyNs)} of GPU busy time`,
       `GPU busy ${fmtPct(m.gpuBusyShare)} of the step; matmul/attention kernels ${fmtMs(mm)}, elementwise ${fmtMs(m.perStep.kernelNsByCategory.elementwise)}, reductions/normalisation ${fmtMs(m.perStep.kernelNsByCategory.reduction)}, optimizer and casts ${fmtMs(m.perStep.kernelNsByCategory.optimizer)} per step`,
       `no compiler-generated (Triton) kernels in the trace: the model runs eagerly, one kernel per op, ${m.launch.kernelsPerStep.toFixed(0)} kernels per step`,
       `fusable time by kind per step: casts ${fmtMs(k.castNs)}, pointwise ops ${fmtMs(k.pointwiseNs)}, softmax and loss ${fmtMs(k.softmaxNs)}, normalisation ${fmtMs(k.normNs)}, other reductions ${fmtMs(k.reduceNs)}, optimizer ${fmtMs(k.optimizerNs)}`,

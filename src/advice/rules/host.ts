@@ -79,10 +79,10 @@ export const launchBound: RankRule = (m) => {
   const saved = idle * LAUNCH_RECOVERABLE;
   return finding({
     id: 'launch-bound',
-    title: `CPU-bound: the GPU waits for kernel launches ${fmtPct(idle / step)} of each step`,
+    title: 'CPU-bound: the GPU waits for kernel launches',
     ranks: [m.rank],
     evidence: [
-      `GPU idle because the next kernel had not been launched yet: ${fmtMs(idle)} per step of ${fmtMs(step)}`,
+      `GPU idle because the next kernel had not been launched yet: ${fmtMs(idle)} per step of ${fmtMs(step)} (${fmtPct(idle / step)})`,
       `${l.kernelsPerStep.toFixed(0)} kernels per step, median kernel ${fmtMs(l.medianKernelNs)}; ${fmtPct(l.shorterThanLaunchFraction)} of kernels ran shorter than their launch call`,
       `CPU time in launch calls ${fmtMs(l.cpuLaunchNs)} vs GPU kernel time ${fmtMs(l.gpuKernelNs)} over the analysed steps; the GPU starts a kernel ${fmtMs(l.medianLaunchToStartNs)} after its launch returns (median)`,
     ],

@@ -18,7 +18,7 @@ export const dataloaderBound: RankRule = (m) => {
   const expected = Math.max(step - idle, m.perStep.busyNs);
   return finding({
     id: 'dataloader-bound',
-    title: `The GPU waits on the DataLoader ${fmtPct(idle / step)} of each step`,
+    title: 'The GPU waits on the DataLoader',
     ranks: [m.rank],
     evidence: [
       `GPU idle while the main process was inside DataLoader.__next__: ${fmtMs(idle)} per step of ${fmtMs(step)} (${fmtPct(idle / step)})`,

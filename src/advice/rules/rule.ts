@@ -4,8 +4,18 @@ import type { TraceMetrics } from '../../trace/metrics/types.js';
 
 export { type FindingParts, finding } from '../../findings/finding.js';
 
-/** A rule reads one rank's metrics and returns at most one finding. */
-export type RankRule = (m: TraceMetrics) => Finding | null;
+/**
+ * What doctor knows of the run beyond its trace (analyze has only the trace): the half precision the run asked for,
+ * read off its launch (run/setup.ts askedPrecision: accelerate's state, a launcher's or script's flag), and what
+ * showed it. A precision rule that sees fp32 matmuls in such a run says that autocast does not reach them, instead of
+ * recommending the mixed precision the run already asks for.
+ */
+export interface RunContext {
+  askedHalf: { dtype: 'bfloat16' | 'float16'; evidence: string } | null;
+}
+
+/** A rule reads one rank's metrics (and, under doctor, the run's context) and returns at most one finding. */
+export type RankRule = (m: TraceMetrics, ctx?: RunContext) => Finding | null;
 /** A rule that compares ranks (runs only with two or more); `collectives[i]` is rank i's, or empty when not given. */
 export type CrossRankRule = (ranks: TraceMetrics[], collectives: readonly CollectiveTimings[]) => Finding | null;
 

@@ -4,7 +4,7 @@
  * return HTML. A run's page is also doctor's `--html` file (renderDoctorHtml: the same page with uPlot inlined), so
  * one design serves both.
  */
-import type { EstimatedGain, Finding } from '../../findings/finding.js';
+import { findingParts, type ShownFinding } from '../../report/findingText.js';
 import type { DoctorReport } from '../../doctor/report.js';
 import type { Change, RunComparison } from '../../history/compare.js';
 import { findingsText, type RunRow, shortCommand, throughputText, whenText } from '../../history/render.js';
@@ -53,20 +53,16 @@ ${rows
   return page({ title: 'Runs', section: 'runs', body: `<h1>Runs</h1>${liveRows}${body}` });
 }
 
-/** What the finding cards show: analyze's, memory's and doctor's findings all have these fields. */
-export type ShownFinding = Pick<Finding, 'id' | 'severity' | 'title' | 'evidence' | 'recommendation'> & { estimatedGain?: EstimatedGain | null; source?: string; ranks?: number[] };
-
-function gainText(f: ShownFinding): string {
-  const g = f.estimatedGain;
-  if (!g) return '';
-  return `expected ${fmtMs(g.stepTimeNs)} → ${fmtMs(g.expectedStepTimeNs)} per step (−${fmtPct(g.savedFraction)})`;
-}
-
+/**
+ * A finding's card: the parts of report/findingText.ts (the one format of a finding) in its order: severity and
+ * title with the tag, what the fix gives, how, the evidence, the fix and its code.
+ */
 export function findingHtml(f: ShownFinding, i: number): string {
-  return `<div class="card finding" data-id="${esc(f.id)}"><div><span class="sev sev-${f.severity}">${f.severity.toUpperCase()}</span> <b>${i + 1}. ${esc(f.title)}</b> <span class="dim">[${esc(f.id)}${f.source ? `, ${esc(f.source)}` : ''}${f.ranks?.length ? `, rank${f.ranks.length > 1 ? 's' : ''} ${esc(f.ranks.join(', '))}` : ''}]</span></div>
-${f.estimatedGain ? `<div>${esc(gainText(f))}</div><div class="dim">${esc(f.estimatedGain.arithmetic)}</div>` : ''}
-<ul>${f.evidence.map((e) => `<li>${esc(e)}</li>`).join('')}</ul>
-<div><b>Fix:</b> ${esc(f.recommendation.summary)}</div>${f.recommendation.code ? `<pre><code>${esc(f.recommendation.code)}</code></pre>` : ''}</div>`;
+  const p = findingParts(f);
+  return `<div class="card finding" data-id="${esc(p.id)}"><div><span class="sev sev-${p.severity}">${p.severity.toUpperCase()}</span> <b>${i + 1}. ${esc(p.title)}</b> <span class="dim">[${esc([p.id, ...p.tags].join(', '))}]</span></div>
+${p.gain ? `<div><b>${p.gain.label}:</b> ${esc(p.gain.text)}</div>` : ''}${p.how ? `<div class="dim">how: ${esc(p.how)}</div>` : ''}
+<ul>${p.evidence.map((e) => `<li>${esc(e)}</li>`).join('')}</ul>
+<div><b>fix:</b> ${esc(p.fix)}</div>${p.code ? `<pre><code>${esc(p.code)}</code></pre>` : ''}</div>`;
 }
 
 /** The one line a person reads first: how the run ended and what limits it most. */
@@ -245,7 +241,7 @@ function memorySection(r: DoctorReport, charts: RunChartData): string {
       parts.push(`<p class="bad">${esc(rankLabel(x))}: exception in step ${x.exception.step + 1}: <code>${esc(`${x.exception.name}: ${x.exception.message.split('\n')[0] ?? ''}`)}</code></p>`);
   }
   if (!r.gpus?.length) {
-    parts.push(`<p class="dim">GPUs not sampled${r.gpuUnavailableReason ? ` (${esc(r.gpuUnavailableReason)})` : ''}</p>`);
+    parts.push(`<p class="dim">No GPU samples${r.gpuUnavailableReason ? ` (${esc(r.gpuUnavailableReason)})` : ''}</p>`);
     return parts.join('\n');
   }
   parts.push(
