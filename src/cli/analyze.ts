@@ -53,7 +53,6 @@ export async function run(argv: string[]): Promise<number> {
       html: { type: 'string' },
       'fail-on': { type: 'string' },
       'no-progress': { type: 'boolean' },
-      'no-color': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });

@@ -48,7 +48,6 @@ const OPTIONS = {
   device: { type: 'string' },
   top: { type: 'string' },
   'fail-on': { type: 'string' },
-  'no-color': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 

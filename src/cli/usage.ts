@@ -1,5 +1,6 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { closeMatches } from '../util/closeMatches.js';
+import { COLOR_OPTIONS } from './color.js';
 
 /** Wrong flags or arguments: reported as one line, exit 2. */
 export class UsageError extends Error {
@@ -8,13 +9,14 @@ export class UsageError extends Error {
 
 /**
  * util.parseArgs with its errors turned into one line each (UsageError, no stack): an unknown flag names the
- * closest known ones, a flag without its value says so.
+ * closest known ones, a flag without its value says so. Every command also takes `--no-color` (color.ts).
  */
-export function parseFlags<T extends ParseArgsConfig>(config: T): ReturnType<typeof parseArgs<T>> {
+export function parseFlags<T extends ParseArgsConfig>(config: T): ReturnType<typeof parseArgs<T>> & { values: { 'no-color'?: boolean } } {
+  const withColor = { ...config, options: { ...COLOR_OPTIONS, ...config.options } };
   try {
-    return parseArgs(config);
+    return parseArgs(withColor) as ReturnType<typeof parseArgs<T>> & { values: { 'no-color'?: boolean } };
   } catch (e) {
-    throw new UsageError(describeFlagError(e as Error & { code?: string }, config));
+    throw new UsageError(describeFlagError(e as Error & { code?: string }, withColor));
   }
 }
 
