@@ -19,7 +19,7 @@ import { identityOf } from '../trace/runGroups.js';
 import { EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, VERSION } from './version.js';
 import { useColor } from './color.js';
 import { progressBar } from './progress.js';
-import { UsageError, parseFlags } from './usage.js';
+import { UsageError, htmlTookInput, parseFlags } from './usage.js';
 
 const HELP = `Usage: gpuwise analyze [options] <trace|dir>...
 
@@ -60,7 +60,7 @@ export async function run(argv: string[]): Promise<number> {
     process.stdout.write(`${HELP}\n`);
     return EXIT_OK;
   }
-  if (positionals.length === 0) throw new UsageError('give at least one trace file or directory (see --help)');
+  if (positionals.length === 0) throw htmlTookInput('analyze', values.html, positionals, 'trace') ?? new UsageError('give at least one trace file or directory (see --help)');
   if (values.json && values.md) throw new UsageError('--json and --md are exclusive');
   const failOn = values['fail-on'];
   if (failOn !== undefined && !SEVERITIES.includes(failOn as Severity)) throw new UsageError(`--fail-on: '${failOn}' is not one of ${SEVERITIES.join(', ')}`);
