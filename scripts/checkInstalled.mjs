@@ -169,7 +169,9 @@ outputs('doctor --from', ['doctor', '--from', recorded], {
 // 3. The live GPUs: readings, or the one-line hint that there is no GPU (NVML loaded through koffi either way).
 for (const args of [['smi'], ['monitor', '--json-stream', '--count', '1']]) {
   const r = run(args);
-  const noGpu = r.code === 9 && /no NVIDIA GPU can be read here/.test(r.stderr) && r.stderr.trim().split('\n').length === 1;
+  // One line of gpuwise's (npx may add warnings of npm's own configuration).
+  const lines = r.stderr.trim().split('\n').filter((l) => !l.startsWith('npm warn'));
+  const noGpu = r.code === 9 && lines.length === 1 && /no NVIDIA GPU can be read here/.test(lines[0]);
   check((r.code === 0 && r.stdout.length > 0) || noGpu, `${shown(args)}: GPU readings or the no-GPU hint`, `exit ${r.code}: ${tail(r.stderr, 300)}`);
 }
 
