@@ -10,7 +10,6 @@ export type InputKind =
   | 'trace'
   | 'snapshot'
   | 'doctor-report'
-  | 'gpuwise-report'
   | 'model-config'
   | 'probe-records'
   | 'nvidia-smi'
@@ -21,7 +20,6 @@ const KIND_NAMES: Record<InputKind, string> = {
   trace: 'a torch.profiler trace',
   snapshot: 'a Python pickle (what torch.cuda.memory._dump_snapshot writes)',
   'doctor-report': 'a gpuwise doctor report',
-  'gpuwise-report': 'a gpuwise --json report',
   'model-config': 'a Hugging Face model config',
   'probe-records': "the probe records of a doctor run",
   'nvidia-smi': 'nvidia-smi output',
@@ -45,7 +43,8 @@ export function inputKindOf(head: Uint8Array): InputKind | null {
   if (/\| NVIDIA-SMI \d/.test(t.slice(0, 400)) || /^[^\n]*\b(memory\.total|utilization\.gpu|used_memory) \[/.test(t)) return 'nvidia-smi';
   if (!t.startsWith('{')) return null;
   if (/^\{\s*"v"\s*:\s*\d+\s*,\s*"type"\s*:/.test(t)) return 'probe-records';
-  if (/"tool"\s*:\s*"gpuwise"/.test(t)) return /"command"\s*:\s*"doctor"/.test(t) ? 'doctor-report' : 'gpuwise-report';
+  // Another command's --json report is left to the reader, whose line names that command.
+  if (/"tool"\s*:\s*"gpuwise"/.test(t)) return /"command"\s*:\s*"doctor"/.test(t) ? 'doctor-report' : null;
   if (/"(traceEvents|deviceProperties|distributedInfo)"\s*:/.test(t)) return 'trace';
   if (/"(model_type|architectures)"\s*:/.test(t)) return 'model-config';
   return null;
@@ -80,6 +79,6 @@ export function readerOf(kind: InputKind, path: string, dir: string): string | n
 export function otherKindProblem(kind: InputKind, expected: InputKind, path: string, dir: string): string | null {
   if (kind === expected) return null;
   const reader = readerOf(kind, path, dir);
-  const hint = reader !== null ? `: ${reader} reads it` : kind === 'gpuwise-report' ? ': give the file it was made from' : '';
+  const hint = reader !== null ? `: ${reader} reads it` : '';
   return `${inputKindName(kind)}, not ${inputKindName(expected)}${hint}`;
 }
