@@ -20,7 +20,7 @@ import { identityOf } from '../trace/runGroups.js';
 import { EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, VERSION } from './version.js';
 import { terminalWidth, useColor } from './color.js';
 import { progressBar } from './progress.js';
-import { UsageError, parseFlags } from './usage.js';
+import { UsageError, htmlTookInput, parseFlags } from './usage.js';
 
 const HELP = `Usage: gpuwise analyze [options] <trace|dir>...
 
@@ -54,7 +54,6 @@ export async function run(argv: string[]): Promise<number> {
       html: { type: 'string' },
       'fail-on': { type: 'string' },
       'no-progress': { type: 'boolean' },
-      'no-color': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -62,7 +61,7 @@ export async function run(argv: string[]): Promise<number> {
     process.stdout.write(`${HELP}\n`);
     return EXIT_OK;
   }
-  if (positionals.length === 0) throw new UsageError('give at least one trace file or directory (see --help)');
+  if (positionals.length === 0) throw htmlTookInput('analyze', values.html, positionals, 'trace') ?? new UsageError('give at least one trace file or directory (see --help)');
   if (values.json && values.md) throw new UsageError('--json and --md are exclusive');
   const failOn = values['fail-on'];
   if (failOn !== undefined && !SEVERITIES.includes(failOn as Severity)) throw new UsageError(`--fail-on: '${failOn}' is not one of ${SEVERITIES.join(', ')}`);

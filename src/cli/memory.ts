@@ -16,7 +16,7 @@ import { type Analysis, analyze } from '../memory/report.js';
 import { InputError } from '../io/inputError.js';
 import { readSnapshotFile } from '../io/readSnapshot.js';
 import { jsonReport } from './jsonReport.js';
-import { UsageError, parseFlags } from './usage.js';
+import { UsageError, htmlTookInput, parseFlags } from './usage.js';
 
 const HELP = `Usage: gpuwise memory [options] SNAPSHOT
        gpuwise memory diff [options] A B
@@ -48,7 +48,6 @@ const OPTIONS = {
   device: { type: 'string' },
   top: { type: 'string' },
   'fail-on': { type: 'string' },
-  'no-color': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -96,7 +95,11 @@ export async function run(argv: string[]): Promise<number> {
     return 0;
   }
 
-  if (positionals.length !== 1) throw new UsageError(positionals.length === 0 ? 'missing SNAPSHOT (see gpuwise memory --help)' : 'give one SNAPSHOT (or use `gpuwise memory diff A B`)');
+  if (positionals.length !== 1)
+    throw (
+      htmlTookInput('memory', values.html, positionals, 'snapshot') ??
+      new UsageError(positionals.length === 0 ? 'missing SNAPSHOT (see gpuwise memory --help)' : 'give one SNAPSHOT (or use `gpuwise memory diff A B`)')
+    );
   const path = positionals[0]!;
   const { report } = await load(path, opts);
   if (values.html) {

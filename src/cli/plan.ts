@@ -68,7 +68,6 @@ Output:
   --json                  machine-readable output (schemaVersion 1)
   --md                    Markdown (for an issue or a pull request)
   --html FILE             also write a self-contained HTML page to FILE
-  --no-color              accepted for symmetry (plan prints no colour)
 
 Every default the plan rests on is printed ("assumed"). Exit codes: 0 the plan fits, 1 it does not
 (the full breakdown and what would fit are printed, --json included), 2 bad input or usage.
@@ -130,7 +129,6 @@ export async function run(argv: string[]): Promise<number> {
       json: { type: 'boolean' },
       md: { type: 'boolean' },
       html: { type: 'string' },
-      'no-color': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });

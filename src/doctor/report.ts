@@ -69,6 +69,17 @@ export interface SnapshotInput {
   error: string | null;
 }
 
+/** The Python a command runs, as doctor checked it (cli/commandPython.ts). */
+export interface CommandPython {
+  /** As the command names it: python3, /opt/env/bin/python, or a script's `#!` interpreter. */
+  python: string;
+  /** That Python's sys.executable; null when it did not say. */
+  executable: string | null;
+  /** torch.__version__; null when `import torch` failed (then `importError`, the error's last line). */
+  torch: string | null;
+  importError: string | null;
+}
+
 export interface DoctorInput {
   version: string;
   command: string[];
@@ -102,6 +113,8 @@ export interface DoctorInput {
    * no plan command: a suggestion's input must exist).
    */
   planModelFile?: string | null;
+  /** The command's Python and its PyTorch, checked when the probe sent nothing; absent when not checked. */
+  python?: CommandPython | null;
   notes: string[];
 }
 
@@ -694,6 +707,14 @@ export function sharingFindingsOf(gpus: readonly GpuSummary[] | null, processes:
   return [...(share ? [share] : []), ...gpuSharedFindings(gpus ?? [], procs)];
 }
 
+/** Why the probe sent nothing: the command's Python has no PyTorch (which Python, and the import's error), or in general. */
+function nothingSentNote(python: CommandPython | null): string {
+  if (python === null || python.torch !== null)
+    return 'the probe sent nothing: the command did not run Python with torch, or no step happened (no optimizer step, DataLoader batch or gpuwise.step())';
+  const which = python.executable !== null && python.executable !== python.python ? `${python.python} (${python.executable})` : python.python;
+  return `${which} has no PyTorch (${python.importError}): the probe reports from PyTorch, so it had nothing to send; run doctor with the Python of the environment that trains, or install torch into this one`;
+}
+
 /** Stage 7: the notes: what was left out, what could not be analysed, what switched itself off. */
 export function notesOf(input: DoctorInput, processes: readonly ProcessRecords[], ranks: readonly RankSummary[]): string[] {
   const notes = [...input.notes];
@@ -701,10 +722,7 @@ export function notesOf(input: DoctorInput, processes: readonly ProcessRecords[]
     notes.push(
       `${input.skippedLines} probe line(s) left out: not JSON (a process killed mid-write) or not a record this gpuwise understands`,
     );
-  if (processes.length === 0)
-    notes.push(
-      'the probe sent nothing: the command did not run Python with torch, or no step happened (no optimizer step, DataLoader batch or gpuwise.step())',
-    );
+  if (processes.length === 0) notes.push(nothingSentNote(input.python ?? null));
   notes.unshift(...timeWindowNotes(processes));
   for (const t of input.traces)
     if (t.metrics !== null && t.metrics.steps.length === 0)

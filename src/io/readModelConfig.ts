@@ -9,9 +9,18 @@ import { describeModel } from '../planner/modelSummary.js';
 import type { ModelSource } from './hfModelId.js';
 import { InputError } from './inputError.js';
 import { readTextInput } from './readTextInput.js';
+import { asOtherInput } from './otherInput.js';
 
 export function readModelConfig(path: string): { file: string; model: ModelDescription } {
   const { file, text } = readTextInput(path, 'config.json', 'expected a Hugging Face config.json');
+  try {
+    return { file, model: describeConfig(file, text) };
+  } catch (e) {
+    throw asOtherInput(e, file, 'model-config'); // a trace, a snapshot, a report...: said as what it is
+  }
+}
+
+function describeConfig(file: string, text: string): ModelDescription {
   let json: unknown;
   try {
     json = JSON.parse(text);
@@ -19,7 +28,7 @@ export function readModelConfig(path: string): { file: string; model: ModelDescr
     throw new InputError(file, `not valid JSON (${(e as Error).message})`);
   }
   try {
-    return { file, model: describeModel(json) };
+    return describeModel(json);
   } catch (e) {
     if (e instanceof ConfigError) throw new InputError(file, e.message);
     throw e;

@@ -11,6 +11,7 @@ import { analysedWindowEnds, type ProbeRecord, parseProbeLines, rankOf } from '.
 import { parseDoctorReport } from '../doctor/reportCheck.js';
 import type { DoctorReport } from '../doctor/report.js';
 import { InputError } from './inputError.js';
+import { asOtherInput } from './otherInput.js';
 
 export interface CapturedFile {
   rank: number;
@@ -60,7 +61,8 @@ export function readRunDir(dir: string): RecordedRun {
   } catch (e) {
     throw new InputError(dir, (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such directory' : (e as Error).message);
   }
-  if (!isDir) throw new InputError(dir, 'not a directory (give the run directory doctor wrote: it holds probe.jsonl)');
+  // A trace, a report.json, probe.jsonl itself...: said as what it is.
+  if (!isDir) throw asOtherInput(new InputError(dir, 'not a directory (give the run directory doctor wrote: it holds probe.jsonl)'), dir, 'run-directory');
   let entries: string[];
   try {
     entries = readdirSync(dir);
