@@ -3,7 +3,7 @@
  * as the terminal report; the series over time are drawn as one-line sparklines since Markdown has
  * no charts (the HTML page has them).
  */
-import { fmtBytes, fmtPct } from '../util/format.js';
+import { fmtBytes, fmtPct, fmtRate } from '../util/format.js';
 import {
   durationText,
   distributedTable,
@@ -12,7 +12,6 @@ import {
   hostCpuNote,
   expectedGainText,
   fmtBytesOr,
-  fmtRate,
   fmtStepS,
   modelLine,
   nvmlBesideAllocator,

@@ -47,6 +47,12 @@ export function fmtUs(us: number): string {
   return `${us.toFixed(0)} us`;
 }
 
+/** A rate per second (samples/s, tokens/s): whole and grouped from 100 ("15,221"), one decimal below ("87.1"). */
+export function fmtRate(perS: number | null | undefined): string {
+  if (typeof perS !== 'number' || !Number.isFinite(perS)) return 'n/a';
+  return perS >= 100 ? Math.round(perS).toLocaleString('en-US') : perS.toFixed(1);
+}
+
 /** TFLOP/s with the digits a small model needs too (0.012, 3.4, 228). */
 export function fmtTflops(t: number): string {
   return t >= 10 ? t.toFixed(0) : t >= 1 ? t.toFixed(1) : t.toPrecision(2);

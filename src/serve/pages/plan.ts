@@ -6,7 +6,7 @@
  */
 import { layoutText } from '../../planner/render.js';
 import type { PlanJson } from '../../planner/report.js';
-import { type InlineAssets, esc, page, table } from './layout.js';
+import { type InlineAssets, esc, page, scrollBox, table } from './layout.js';
 
 const gib = (b: number) => `${(b / 1024 ** 3).toFixed(2)} GiB`;
 const COLORS = ['#1565c0', '#6a1b9a', '#00897b', '#ef6c00', '#558b2f', '#8e44ad', '#f9a825', '#757575', '#283593', '#e53935'];
@@ -33,9 +33,9 @@ function timeTable(j: PlanJson): string {
     ['pipeline bubble', t.bubbleMs],
   ];
   const max = Math.max(1e-9, ...terms.map(([, v]) => v));
-  return `<table id="time"><thead><tr><th>term</th><th class="num">ms</th><th></th></tr></thead><tbody>${terms
+  return `${scrollBox(`<table id="time"><thead><tr><th>term</th><th class="num">ms</th><th></th></tr></thead><tbody>${terms
     .map(([k, v]) => `<tr><td>${esc(k)}</td><td class="num">${v.toFixed(1)}</td><td class="bar-cell"><div class="hb" style="width:${((100 * v) / max).toFixed(1)}%"></div></td></tr>`)
-    .join('')}</tbody></table><p class="dim">overlap: ${esc(t.overlap)}</p>`;
+    .join('')}</tbody></table>`)}<p class="dim">overlap: ${esc(t.overlap)}</p>`;
 }
 
 export function renderPlanHtml(j: PlanJson, assets: InlineAssets): string {

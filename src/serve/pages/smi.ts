@@ -7,16 +7,16 @@
 import { PROCESS_RIGHT, formatBytes, processRows, smiGpuTable } from '../../telemetry/render.js';
 import type { Snapshot } from '../../telemetry/sample.js';
 import { smiHeadText } from '../../telemetry/smiReport.js';
-import { type InlineAssets, esc, page } from './layout.js';
+import { type InlineAssets, esc, page, scrollBox } from './layout.js';
 
 /** A table whose number columns are right-aligned, as the terminal aligns them. */
 function alignedTable(rows: string[][], right: readonly boolean[], id: string, rowClass: (i: number) => string = () => ''): string {
   const [head, ...body] = rows;
   if (!head) return '';
   const cls = (i: number) => (right[i] ? ' class="num"' : '');
-  return `<table id="${id}"><thead><tr>${head.map((h, i) => `<th${cls(i)}>${esc(h)}</th>`).join('')}</tr></thead><tbody>${body
+  return scrollBox(`<table id="${id}"><thead><tr>${head.map((h, i) => `<th${cls(i)}>${esc(h)}</th>`).join('')}</tr></thead><tbody>${body
     .map((r, j) => `<tr${rowClass(j) ? ` class="${rowClass(j)}"` : ''}>${r.map((c, i) => `<td${cls(i)}>${esc(c)}</td>`).join('')}</tr>`)
-    .join('')}</tbody></table>`;
+    .join('')}</tbody></table>`);
 }
 
 export function renderSmiHtml(s: Snapshot, assets: InlineAssets): string {

@@ -152,6 +152,7 @@ export function renderTuneHtml(r: TuneReport, assets: InlineAssets): string {
       t.detail,
     ]),
     'trials',
+    ['num', 'num', 'text', 'num', 'num', 'num', 'num', 'text', 'text'],
   );
   const body = `<h1>gpuwise tune: ${esc(`${name} in ${r.param.lo}..${r.param.hi}${dev}`)}</h1>
 <div class="card">${verdict}
