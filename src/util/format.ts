@@ -31,9 +31,18 @@ export function fmtBytes(b: number): string {
   return `${v.toFixed(v >= 100 || u === 0 ? 0 : Math.abs(v) >= 10 ? 1 : 2)} ${units[u]}`;
 }
 
-/** Trace-relative time in ms, as the profiler UIs show it. */
-export function fmtAt(ns: number): string {
-  return `t=${(ns / 1e6).toFixed(3)} ms`;
+/**
+ * A GPU's memory, one figure for one GPU in every report: GiB with one decimal, of the memory CUDA can use (what
+ * torch's `total_memory` and a trace's `totalGlobalMem` say, and NVML's total less what the driver reserves):
+ * "139.8 GiB" for an H200, whatever its name says it was sold as ("141GB").
+ */
+export function fmtGpuMemory(bytes: number): string {
+  return fmtGiB(bytes, 1);
+}
+
+/** Where a total over the analysed steps stands beside per-step figures: "over the 3-step window". */
+export function fmtWindow(steps: number): string {
+  return `over the ${steps}-step window`;
 }
 
 export function fmtSignedBytes(b: number): string {

@@ -8,8 +8,9 @@ import { CATEGORY_NAMES } from '../../trace/kernelClass.js';
 import { IDLE_CAUSES, type TraceMetrics } from '../../trace/metrics/types.js';
 import type { AnalyzeReport } from '../../report/analyzeReport.js';
 import { IDLE_LABELS } from '../../report/terminal.js';
-import { fmtBytes, fmtMs, fmtPct, fmtTflops } from '../../util/format.js';
+import { fmtBytes, fmtGpuMemory, fmtMs, fmtPct, fmtWindow } from '../../util/format.js';
 import { type InlineAssets, esc, noscriptTable, page, scrollBox, spread, table } from './layout.js';
+import { flopsSplit, mfuText } from '../../report/flopsText.js';
 import { findingHtml, verdictGainText } from './runs.js';
 
 const enc = encodeURIComponent;
@@ -124,37 +125,38 @@ function precisionTable(m: TraceMetrics): string {
     ['tensor-core share of known-precision matmul time', p.tensorCoreShare === null ? 'n/a' : fmtPct(p.tensorCoreShare)],
   ];
   const fp32 = p.topFp32Kernels.length
-    ? `<p class="dim">the fp32 matmul kernels taking most time</p>${table(['kernel', 'count', 'total', 'mean'], p.topFp32Kernels.map((k) => [k.name, String(k.count), fmtMs(k.totalNs), fmtMs(k.meanNs)]), undefined, ['long', 'num', 'num', 'num'])}`
+    ? `<p class="dim">the fp32 matmul kernels taking most time (count and total ${fmtWindow(m.steps.length)})</p>${table(['kernel', 'count', 'total', 'mean'], p.topFp32Kernels.map((k) => [k.name, String(k.count), fmtMs(k.totalNs), fmtMs(k.meanNs)]), undefined, ['long', 'num', 'num', 'num'])}`
     : '';
-  return `${table(['matmul time (GEMM, convolution, attention) by precision', ''], rows, undefined, ['text', 'num'])}${fp32}`;
+  return `${table([`matmul time (GEMM, convolution, attention) by precision, ${fmtWindow(m.steps.length)}`, ''], rows, undefined, ['text', 'num'])}${fp32}`;
 }
 
 function otherFigures(m: TraceMetrics): string {
   const l = m.launch;
+  const win = fmtWindow(m.steps.length);
   const rows: string[][] = [
-    ['launches', `${l.kernelsPerStep.toFixed(0)} kernels/step, median kernel ${fmtMs(l.medianKernelNs)}, CPU in launch calls ${fmtMs(l.cpuLaunchNs)} vs GPU kernels ${fmtMs(l.gpuKernelNs)}, CPU ahead by ${fmtMs(l.medianLaunchToStartNs)} (median), ${fmtPct(l.shorterThanLaunchFraction)} of kernels shorter than their launch`],
+    ['launches', `${l.kernelsPerStep.toFixed(0)} kernels per step, median kernel ${fmtMs(l.medianKernelNs)}, CPU ahead by ${fmtMs(l.medianLaunchToStartNs)} (median), ${fmtPct(l.shorterThanLaunchFraction)} of kernels shorter than their launch; ${win}: CPU in launch calls ${fmtMs(l.cpuLaunchNs)} vs GPU kernels ${fmtMs(l.gpuKernelNs)}`],
   ];
   const mf = m.modelFlops;
   if (mf !== null)
     rows.push([
       'model FLOPs',
-      `${fmtTflops(mf.achievedTflops)} TFLOP/s achieved, MFU ${fmtPct(mf.mfu)} of the ${mf.gpu} ${mf.peakPrecision} dense peak ${mf.peakTflops} TFLOP/s (${(mf.flopsPerStep / 1e12).toFixed(2)} TFLOP of GEMMs per median step; attention kernels and convolutions not counted: a floor)`,
+      `${mfuText(mf)} (${flopsSplit(mf)} per median step; attention kernels without shapes not counted: a floor)`,
     ]);
-  for (const c of m.copies) rows.push([`memcpy ${c.kind}`, `${c.count} copies, ${fmtBytes(c.bytes)}, ${fmtMs(c.durNs)}, ${c.bandwidthGBs.toFixed(1)} GB/s`]);
+  for (const c of m.copies) rows.push([`memcpy ${c.kind}`, `${win}: ${c.count} copies, ${fmtBytes(c.bytes)}, ${fmtMs(c.durNs)}, ${c.bandwidthGBs.toFixed(1)} GB/s`]);
   if (m.comm.collectives > 0)
     rows.push([
       'communication',
-      `${m.comm.collectives} collectives, ${fmtMs(m.comm.commNsPerStep)}/step, exposed ${fmtMs(m.comm.exposedNsPerStep)}/step, overlap ${m.comm.overlapShare === null ? 'n/a' : fmtPct(m.comm.overlapShare)}, median message ${fmtBytes(m.comm.medianMessageBytes)}`,
+      `${m.comm.collectives} collectives ${win}, ${fmtMs(m.comm.commNsPerStep)} per step, exposed ${fmtMs(m.comm.exposedNsPerStep)} per step, overlap ${m.comm.overlapShare === null ? 'n/a' : fmtPct(m.comm.overlapShare)}, median message ${fmtBytes(m.comm.medianMessageBytes)}`,
     ]);
   if (m.crossDevice) rows.push(['devices side by side', `${m.crossDevice.devices.length} GPUs driven by this process, pipeline bubble ${fmtPct(m.crossDevice.bubbleShare)} of a step`]);
   for (const x of m.memory)
-    rows.push([`memory, GPU ${x.device}`, `peak allocated ${fmtBytes(x.peakAllocatedBytes)}, peak reserved ${fmtBytes(x.peakReservedBytes)}${x.deviceTotalBytes ? ` of ${fmtBytes(x.deviceTotalBytes)}` : ''}`]);
+    rows.push([`memory, GPU ${x.device}`, `peak allocated ${fmtBytes(x.peakAllocatedBytes)}, peak reserved ${fmtBytes(x.peakReservedBytes)}${x.deviceTotalBytes ? ` of ${fmtGpuMemory(x.deviceTotalBytes)}` : ''}`]);
   return table(null, rows);
 }
 
 function rankSection(m: TraceMetrics, d: AnalyzeChartData['ranks'][number]): string {
   const dev = m.devices[0];
-  const head = `Rank ${m.rank}${m.worldSize > 1 ? ` of ${m.worldSize}` : ''}${dev ? ` · ${dev.name} (sm_${dev.computeCapability.replace('.', '')}, ${fmtBytes(dev.totalMemoryBytes)})` : ''}`;
+  const head = `Rank ${m.rank}${m.worldSize > 1 ? ` of ${m.worldSize}` : ''}${dev ? ` · ${dev.name} (sm_${dev.computeCapability.replace('.', '')}, ${fmtGpuMemory(dev.totalMemoryBytes)})` : ''}`;
   const figs: [string, string][] = [
     ['median step', fmtMs(m.stepTime.medianNs)],
     ['mean', fmtMs(m.stepTime.meanNs)],
@@ -189,8 +191,8 @@ function rankSection(m: TraceMetrics, d: AnalyzeChartData['ranks'][number]): str
 <h3>GPU time by kind <span class="dim">(kernel durations per step)</span></h3>${kindsTable(m)}
 <h3>Matmul precision</h3>${precisionTable(m)}
 <h3>Launches, copies, communication, memory</h3>${otherFigures(m)}
-${m.topKernels.length ? `<h3>Top kernels</h3>${table(['kernel', 'kind', 'count', 'total', 'mean'], m.topKernels.map((k) => [k.name, k.category, String(k.count), fmtMs(k.totalNs), fmtMs(k.meanNs)]), undefined, ['long', 'text', 'num', 'num', 'num'])}` : ''}
-${shapes.length ? `<h3>GEMM shapes</h3>${table(['op', 'batch × M × N × K', 'dtype', 'calls', 'GPU time', 'TFLOP/s', 'misaligned'], shapes.map((g) => [g.op, `${g.batch} × ${g.m} × ${g.n} × ${g.k}`, g.dtype ?? '?', String(g.calls), fmtMs(g.gpuNs), g.tflops.toFixed(1), g.misalignedDims.join(', ')]), undefined, ['long', 'num', 'text', 'num', 'num', 'num', 'text'])}` : ''}
+${m.topKernels.length ? `<h3>Top kernels <span class="dim">(count and total ${esc(fmtWindow(m.steps.length))})</span></h3>${table(['kernel', 'kind', 'count', 'total', 'mean'], m.topKernels.map((k) => [k.name, k.category, String(k.count), fmtMs(k.totalNs), fmtMs(k.meanNs)]), undefined, ['long', 'text', 'num', 'num', 'num'])}` : ''}
+${shapes.length ? `<h3>GEMM shapes <span class="dim">(calls and GPU time ${esc(fmtWindow(m.steps.length))})</span></h3>${table(['op', 'batch × M × N × K', 'dtype', 'calls', 'GPU time', 'TFLOP/s', 'misaligned'], shapes.map((g) => [g.op, `${g.batch} × ${g.m} × ${g.n} × ${g.k}`, g.dtype ?? '?', String(g.calls), fmtMs(g.gpuNs), g.tflops.toFixed(1), g.misalignedDims.join(', ')]), undefined, ['long', 'num', 'text', 'num', 'num', 'num', 'text'])}` : ''}
 </section>`;
 }
 

@@ -54,7 +54,8 @@ export const LIVE_PAGE_JS = `
     dirty = true; draw(true);
   }
   function figs(g) {
-    var used = g.memUsedBytes, total = g.memTotalBytes, pct = used != null && total ? 100 * used / total : null;
+    // The memory CUDA can use: NVML's total less the driver's reservation (telemetry/sample.ts usableMemoryBytes).
+    var used = g.memUsedBytes, total = g.memTotalBytes == null ? null : g.memTotalBytes - (g.memReservedBytes || 0), pct = used != null && total ? 100 * used / total : null;
     var thr = g.throttle == null ? 'n/a' : g.throttle.length ? g.throttle.join(', ') : 'none';
     return '<span class="fig"><span class="dim">util</span><b>' + (g.utilPercent == null ? 'n/a' : g.utilPercent + '%') + '</b></span>' +
       '<span class="fig"><span class="dim">memory used</span><b>' + fmtB(used) + (total ? ' / ' + fmtB(total) : '') + '</b></span>' +

@@ -8,7 +8,7 @@ import type { EstimatedGain, Finding } from '../../findings/finding.js';
 import type { DoctorReport } from '../../doctor/report.js';
 import type { RunComparison } from '../../history/compare.js';
 import { type ComparedFigure, findingsText, memoryFigures, type RunRow, shortCommand, stepFigures, throughputText, whenText } from '../../history/render.js';
-import { fmtBytes, fmtMs, fmtPct, fmtRate } from '../../util/format.js';
+import { fmtBytes, fmtGpuMemory, fmtMs, fmtPct, fmtRate } from '../../util/format.js';
 import { distributedTable, durationText, environmentRows, fmtBytesOr, GPU_PROCESS_COLUMNS, hangLines, GPU_PROCESS_NOTE, gpuProcessRows, fmtStepS, modelLine, nvmlBesideAllocator, planModelLine, rankLabel, rankShort, setupFacts, setupGuesses, stepSourceNote, hostCpuNote } from '../../doctor/renderParts.js';
 import { whatIfsOf } from '../../doctor/reportCheck.js';
 import { type ColumnKind, type InlineAssets, esc, noscriptTable, page, scrollBox, spread, table } from './layout.js';
@@ -264,7 +264,7 @@ function memorySection(r: DoctorReport, charts: RunChartData): string {
         String(g.index),
         g.name,
         String(g.samples),
-        `${fmtBytesOr(g.maxUsedBytes)}${g.totalBytes ? ` of ${fmtBytes(g.totalBytes)}` : ''}`,
+        `${fmtBytesOr(g.maxUsedBytes)}${g.totalBytes ? ` of ${fmtGpuMemory(g.totalBytes)}` : ''}`,
         g.meanUtilizationPercent === null ? 'n/a' : `${g.meanUtilizationPercent.toFixed(0)}%`,
         g.maxUtilizationPercent === null ? 'n/a' : `${g.maxUtilizationPercent}%`,
       ]),

@@ -5,7 +5,7 @@
  * the view over time.
  */
 import { PROCESS_RIGHT, formatBytes, processRows, smiGpuTable } from '../../telemetry/render.js';
-import type { Snapshot } from '../../telemetry/sample.js';
+import { type Snapshot, usableMemoryBytes } from '../../telemetry/sample.js';
 import { smiHeadText } from '../../telemetry/smiReport.js';
 import { type InlineAssets, esc, page, scrollBox } from './layout.js';
 
@@ -23,7 +23,7 @@ export function renderSmiHtml(s: Snapshot, assets: InlineAssets): string {
   const procs = s.gpus.flatMap((g) => g.processes);
   const lost = s.gpus.filter((g) => g.lost).length;
   const used = s.gpus.reduce((a, g) => a + (g.memoryUsedBytes ?? 0), 0);
-  const total = s.gpus.reduce((a, g) => a + (g.memoryTotalBytes ?? 0), 0);
+  const total = s.gpus.reduce((a, g) => a + (usableMemoryBytes(g) ?? 0), 0);
   const summary = s.gpus.length
     ? `${s.gpus.length} GPU${s.gpus.length > 1 ? 's' : ''}${lost ? `, ${lost} lost` : ''}, ${procs.length} process${procs.length === 1 ? '' : 'es'}${total > 0 ? `, ${formatBytes(used)} of ${formatBytes(total)} memory used` : ''}`
     : 'no GPU';
