@@ -5,7 +5,7 @@
  * identifier cell (`td.long`: kernel names, source paths, commands) that keeps a readable width. Pages: every
  * `--html` file (analyze, a doctor run, memory, memory diff, plan, tune, smi), made from the shipped examples and
  * fixtures, and serve's Runs, a run, Reports (the list, a trace, a snapshot), Compare and Live GPUs.
- * GPUWISE_SCREENSHOTS=DIR saves each page at each width there (NAME-WIDTH.png), to look at.
+ * GPUWISE_SCREENSHOTS=DIR saves each page at each width there (NAME-WIDTH-K.png, in tiles 1000 px tall), to look at.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -117,6 +117,12 @@ describe.skipIf(missing !== null)('tables at 1400 and 800 px in chromium: words 
     await s?.close();
   });
 
+  /** The page in tiles 1000 px tall (NAME-1.png, NAME-2.png...): a tall page in one image is too small to read. */
+  async function shoot(name: string): Promise<void> {
+    const { w, h } = await page.evaluate(() => ({ w: document.documentElement.scrollWidth, h: document.documentElement.scrollHeight }));
+    for (let y = 0, k = 1; y < h; y += 1000, k++) await page.screenshot({ path: join(SHOTS!, `${name}-${k}.png`), clip: { x: 0, y, width: w, height: Math.min(1000, h - y) }, captureBeyondViewport: true });
+  }
+
   /** Opens `url` at each width and returns the problems found at each, screenshots taken on request. */
   async function check(name: string, url: () => string, ready?: () => Promise<unknown>): Promise<string[]> {
     const found: string[] = [];
@@ -125,7 +131,7 @@ describe.skipIf(missing !== null)('tables at 1400 and 800 px in chromium: words 
       await page.goto(url(), { waitUntil: ready ? 'load' : 'networkidle0', timeout: 30_000 });
       await ready?.();
       for (const p of await page.evaluate(layoutProblems, LONG_MIN_EM)) found.push(`${name} at ${width} px: ${p}`);
-      if (SHOTS) await page.screenshot({ path: join(SHOTS, `${name}-${width}.png`), fullPage: true });
+      if (SHOTS) await shoot(`${name}-${width}`);
     }
     return found;
   }

@@ -99,7 +99,7 @@ function whereAStepGoes(m: TraceMetrics): string {
   const total = m.perStep.busyNs + m.perStep.idleNs || 1;
   const rows = PARTS.map((k) => [k, k === 'busy' ? m.perStep.busyNs : m.perStep.idleByCauseNs[k]] as const)
     .filter(([k, v]) => v > 0 || k === 'busy')
-    .map(([k, v]) => `<tr><td><span class="sw" style="background:${PART_COLORS[k]}"></span>${esc(partLabel(k))}</td><td class="num">${esc(fmtMs(v))}</td><td class="num">${esc(fmtPct(v / total))}</td><td class="bar-cell">${shareBar(v / total, PART_COLORS[k])}</td></tr>`);
+    .map(([k, v]) => `<tr><td class="key"><span class="sw" style="background:${PART_COLORS[k]}"></span>${esc(partLabel(k))}</td><td class="num">${esc(fmtMs(v))}</td><td class="num">${esc(fmtPct(v / total))}</td><td class="bar-cell">${shareBar(v / total, PART_COLORS[k])}</td></tr>`);
   return scrollBox(`<table class="parts"><thead><tr><th>mean per step</th><th class="num">time</th><th class="num">share</th><th></th></tr></thead><tbody>${rows.join('')}</tbody></table>`);
 }
 
@@ -110,7 +110,7 @@ function kindsTable(m: TraceMetrics): string {
   if (cats.length === 0) return '<p class="dim">no kernels in the analysed steps</p>';
   const total = cats.reduce((a, x) => a + x.v, 0) || 1;
   return scrollBox(`<table class="kinds"><thead><tr><th>kind</th><th class="num">per step</th><th class="num">share</th><th></th></tr></thead><tbody>${cats
-    .map((x) => `<tr><td><span class="sw" style="background:${x.color}"></span>${esc(x.c)}</td><td class="num">${esc(fmtMs(x.v))}</td><td class="num">${esc(fmtPct(x.v / total))}</td><td class="bar-cell">${shareBar(x.v / total, x.color)}</td></tr>`)
+    .map((x) => `<tr><td class="key"><span class="sw" style="background:${x.color}"></span>${esc(x.c)}</td><td class="num">${esc(fmtMs(x.v))}</td><td class="num">${esc(fmtPct(x.v / total))}</td><td class="bar-cell">${shareBar(x.v / total, x.color)}</td></tr>`)
     .join('')}</tbody></table>`);
 }
 

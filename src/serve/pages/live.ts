@@ -58,7 +58,7 @@ export const LIVE_PAGE_JS = `
     var used = g.memUsedBytes, total = g.memTotalBytes == null ? null : g.memTotalBytes - (g.memReservedBytes || 0), pct = used != null && total ? 100 * used / total : null;
     var thr = g.throttle == null ? 'n/a' : g.throttle.length ? g.throttle.join(', ') : 'none';
     return '<span class="fig"><span class="dim">util</span><b>' + (g.utilPercent == null ? 'n/a' : g.utilPercent + '%') + '</b></span>' +
-      '<span class="fig"><span class="dim">memory used</span><b>' + fmtB(used) + (total ? ' / ' + fmtB(total) : '') + '</b></span>' +
+      '<span class="fig"><span class="dim">memory used</span><b>' + fmtB(used) + (total ? ' / ' + gw.fmt.gpuMemory(total) : '') + '</b></span>' +
       '<span class="fig"><span class="dim">power</span><b>' + (g.powerW == null ? 'n/a' : g.powerW.toFixed(0) + ' W') + (g.powerLimitW ? ' / ' + g.powerLimitW.toFixed(0) + ' W' : '') + '</b></span>' +
       '<span class="fig"><span class="dim">temp</span><b>' + (g.tempC == null ? 'n/a' : g.tempC + ' °C') + '</b></span>' +
       '<span class="fig"><span class="dim">SM clock</span><b>' + (g.smClockMhz == null ? 'n/a' : g.smClockMhz + (g.smClockMaxMhz ? ' / ' + g.smClockMaxMhz : '') + ' MHz') + '</b></span>' +

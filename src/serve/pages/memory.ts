@@ -82,14 +82,14 @@ function liveHtml(live: LiveSet, id: string): string {
   const share = (b: number) => b / live.bytes;
   const bar = live.byCategory.map((c) => `<i title="${esc(catLabel(c.category))} ${esc(fmtBytes(c.bytes))}" style="width:${(share(c.bytes) * 100).toFixed(2)}%;background:${color(c.category)}"></i>`).join('');
   const cats = scrollBox(`<table class="categories"><thead><tr><th>category</th><th class="num">bytes</th><th class="num">share</th><th class="num">allocations</th></tr></thead><tbody>${live.byCategory
-    .map((c) => `<tr><td><span class="sw" style="background:${color(c.category)}"></span>${esc(catLabel(c.category))}</td><td class="num">${esc(fmtBytes(c.bytes))}</td><td class="num">${esc(fmtPct(share(c.bytes)))}</td><td class="num">${c.allocations}</td></tr>`)
+    .map((c) => `<tr><td class="key"><span class="sw" style="background:${color(c.category)}"></span>${esc(catLabel(c.category))}</td><td class="num">${esc(fmtBytes(c.bytes))}</td><td class="num">${esc(fmtPct(share(c.bytes)))}</td><td class="num">${c.allocations}</td></tr>`)
     .join('')}</tbody></table>`);
   const max = Math.max(1, ...live.bySource.map((s) => s.bytes));
   const sources = live.bySource.length
     ? `<h3>Largest sources <span class="dim">(first frame outside torch and the standard library)</span></h3>${scrollBox(`<table class="sources"><thead><tr><th>source line</th><th>function</th><th>category</th><th class="num">bytes</th><th class="num">allocations</th><th></th></tr></thead><tbody>${live.bySource
         .map(
           (s) =>
-            `<tr><td class="long" title="${esc(s.source)}"><code>${esc(s.shortSource)}</code></td><td class="long"><code>${esc(s.function)}</code></td><td><span class="sw" style="background:${color(s.category)}"></span>${esc(catLabel(s.category))}</td><td class="num">${esc(fmtBytes(s.bytes))}</td><td class="num">${s.allocations}</td><td class="bar-cell"><div class="hb" style="width:${((100 * s.bytes) / max).toFixed(1)}%;background:${color(s.category)}"></div></td></tr>`,
+            `<tr><td class="long" title="${esc(s.source)}"><code>${esc(s.shortSource)}</code></td><td><code>${esc(s.function)}</code></td><td class="key"><span class="sw" style="background:${color(s.category)}"></span>${esc(catLabel(s.category))}</td><td class="num">${esc(fmtBytes(s.bytes))}</td><td class="num">${s.allocations}</td><td class="bar-cell"><div class="hb" style="width:${((100 * s.bytes) / max).toFixed(1)}%;background:${color(s.category)}"></div></td></tr>`,
         )
         .join('')}</tbody></table>`)}`
     : '';
@@ -127,6 +127,7 @@ export function memoryPage(r: MemoryReport, o: MemoryPageOptions): string {
       ['largest free block', '', fmtBytes(t.finalLargestFreeBlockBytes)],
     ],
     'totals',
+    ['text', 'num', 'num'],
   );
   const oom = r.oom
     ? `<h2>Out of memory${esc(since(r, r.oom.timeUs))}${r.oom.count > 1 ? ` (first of ${r.oom.count})` : ''}, during ${esc(r.oom.phase)}</h2>

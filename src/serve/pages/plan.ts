@@ -62,16 +62,18 @@ export function renderPlanHtml(j: PlanJson, assets: InlineAssets): string {
       ['budget', gib(m.budgetBytes), m.headroomBytes >= 0 ? `headroom ${gib(m.headroomBytes)}` : `short by ${gib(-m.headroomBytes)}`],
     ],
     'memory',
+    ['text', 'num', 'text'],
   );
   const savers =
     !j.wouldFit && j.savers.length
-      ? `<h2>Memory savers</h2>${table(['change', 'saves', 'step time'], j.savers.map((s) => [s.change, `−${gib(s.savedBytes)}`, `${s.stepTimeDeltaMs >= 0 ? '+' : ''}${s.stepTimeDeltaMs.toFixed(1)} ms`]), 'savers')}`
+      ? `<h2>Memory savers</h2>${table(['change', 'saves', 'step time'], j.savers.map((s) => [s.change, `−${gib(s.savedBytes)}`, `${s.stepTimeDeltaMs >= 0 ? '+' : ''}${s.stepTimeDeltaMs.toFixed(1)} ms`]), 'savers', ['text', 'num', 'num'])}`
       : '';
   const search = j.search?.plans.length
     ? `<h2>Layouts that fit (${j.search.feasible} of ${j.search.candidates})</h2>${table(
         ['#', 'tokens/s', 'step', 'peak', 'binds', 'layout'],
         j.search.plans.map((p) => [String(p.rank), p.tokensPerSec.toLocaleString('en-US'), `${p.stepTimeMs.toFixed(1)} ms`, gib(p.peakAllocatedBytes), p.bindingTerm, `${layoutText(p)}, global ${p.globalBatch}`]),
         'search',
+        ['num', 'num', 'num', 'num', 'text', 'text'],
       )}`
     : '';
   const body = `<h1>gpuwise plan: ${esc(j.model.name)}</h1>
