@@ -3,7 +3,7 @@
  * as the terminal report; the series over time are drawn as one-line sparklines since Markdown has
  * no charts (the HTML page has them).
  */
-import { fmtBytes, fmtPct } from '../util/format.js';
+import { fmtBytes, fmtGpuMemory, fmtPct, fmtRate } from '../util/format.js';
 import {
   durationText,
   distributedTable,
@@ -11,7 +11,6 @@ import {
   hangLines,
   hostCpuNote,
   fmtBytesOr,
-  fmtRate,
   fmtStepS,
   modelLine,
   nvmlBesideAllocator,
@@ -137,7 +136,7 @@ export function renderDoctorMarkdown(r: DoctorReport): string {
     for (const g of r.gpus) {
       const tl = g.timeline ?? { usedBytes: [], utilizationPercent: [] };
       out.push(
-        `| ${g.index} | ${cell(g.name)} | ${g.samples} | ${fmtBytesOr(g.maxUsedBytes)}${g.totalBytes ? ` of ${fmtBytes(g.totalBytes)}` : ''} | ${g.meanUtilizationPercent === null ? 'n/a' : `${g.meanUtilizationPercent.toFixed(0)}%`} (${g.maxUtilizationPercent ?? 'n/a'}%) | ${code(sparkline(tl.usedBytes, 32, g.totalBytes ?? undefined) || '-')} | ${code(sparkline(tl.utilizationPercent, 32, 100) || '-')} |`,
+        `| ${g.index} | ${cell(g.name)} | ${g.samples} | ${fmtBytesOr(g.maxUsedBytes)}${g.totalBytes ? ` of ${fmtGpuMemory(g.totalBytes)}` : ''} | ${g.meanUtilizationPercent === null ? 'n/a' : `${g.meanUtilizationPercent.toFixed(0)}%`} (${g.maxUtilizationPercent ?? 'n/a'}%) | ${code(sparkline(tl.usedBytes, 32, g.totalBytes ?? undefined) || '-')} | ${code(sparkline(tl.utilizationPercent, 32, 100) || '-')} |`,
       );
     }
     out.push('', 'Sampled about once a second; memory sparklines are scaled to the GPU\'s total memory, utilisation to 100%.');

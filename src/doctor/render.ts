@@ -1,8 +1,8 @@
 /** The doctor report as terminal text (pure). */
 import { findingLines } from '../report/findingText.js';
-import { flopsSplit } from '../report/flopsText.js';
+import { flopsSplit, mfuText } from '../report/flopsText.js';
 import { PLAIN, type Style } from '../report/style.js';
-import { fmtBytes, fmtMs, fmtPct, fmtTflops } from '../util/format.js';
+import { fmtBytes, fmtGpuMemory, fmtMs, fmtPct } from '../util/format.js';
 import type { DoctorReport, RankSummary } from './report.js';
 import { batchDimText, distributedTable, gpuProcessRows, planModelLine, hangLines, hostCpuNote, setupFacts, setupGuesses, stepSourceNote } from './renderParts.js';
 
@@ -50,7 +50,7 @@ export function renderDoctorText(r: DoctorReport, style: Style = PLAIN, width = 
       `  Python ${e.python ?? '?'}, torch ${e.torch ?? '?'}, CUDA ${e.cuda ?? 'none'}${e.cudnn ? `, cuDNN ${e.cudnn}` : ''}${e.driver ? `, driver ${e.driver}` : ''}, host ${e.hostname ?? '?'}`,
     );
     if (e.worldSize !== null) out.push(`  world size ${e.worldSize}`);
-    for (const d of e.devices) out.push(`  cuda:${d.index} ${d.name} (${fmtBytes(d.totalMemoryBytes)}, sm ${d.capability})`);
+    for (const d of e.devices) out.push(`  cuda:${d.index} ${d.name} (${fmtGpuMemory(d.totalMemoryBytes)}, sm ${d.capability})`);
     if (e.devices.length === 0) out.push('  no CUDA device in use: CPU run');
   }
   if (r.model) {
@@ -115,7 +115,7 @@ export function renderDoctorText(r: DoctorReport, style: Style = PLAIN, width = 
     const procRows = gpuProcessRows(r);
     for (const g of r.gpus) {
       out.push(
-        `  GPU ${g.index} ${g.name}: max used ${g.maxUsedBytes === null ? 'n/a' : fmtBytes(g.maxUsedBytes)}${g.totalBytes ? ` of ${fmtBytes(g.totalBytes)}` : ''}, utilisation mean ${g.meanUtilizationPercent === null ? 'n/a' : `${g.meanUtilizationPercent.toFixed(0)}%`} (max ${g.maxUtilizationPercent ?? 'n/a'}%), ${g.samples} samples`,
+        `  GPU ${g.index} ${g.name}: max used ${g.maxUsedBytes === null ? 'n/a' : fmtBytes(g.maxUsedBytes)}${g.totalBytes ? ` of ${fmtGpuMemory(g.totalBytes)}` : ''}, utilisation mean ${g.meanUtilizationPercent === null ? 'n/a' : `${g.meanUtilizationPercent.toFixed(0)}%`} (max ${g.maxUtilizationPercent ?? 'n/a'}%), ${g.samples} samples`,
       );
       // one line per process seen on it: who, how long, memory peak/mean, SM share, samples with work
       for (const [gi, who, present, peak, mean, sm, work] of procRows)
@@ -133,7 +133,7 @@ export function renderDoctorText(r: DoctorReport, style: Style = PLAIN, width = 
     const mf = t.modelFlops;
     if (mf)
       out.push(
-        `  model FLOPs ${fmtTflops(mf.achievedTflops)} TFLOP/s on the run's step, MFU ${fmtPct(mf.mfu)} of the ${mf.gpu} ${mf.peakPrecision} dense peak ${mf.peakTflops} TFLOP/s (${flopsSplit(mf)} a step; attention kernels without shapes not counted)`,
+        `  model FLOPs ${mfuText(mf, "on the run's step")} (${flopsSplit(mf)} a step; attention kernels without shapes not counted)`,
       );
   }
   for (const s of r.profile.snapshots)

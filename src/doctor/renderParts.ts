@@ -3,7 +3,7 @@
  * for the same figure in every format. Everything here reads the report defensively, since a
  * stored report may predate a field added to schema 1.
  */
-import { fmtBytes, fmtMs, fmtPct } from '../util/format.js';
+import { fmtBytes, fmtGpuMemory, fmtMs, fmtPct, fmtRate } from '../util/format.js';
 import { withoutControlChars } from '../util/controlChars.js';
 import { gpuProcessLabel, isGpuProcess } from './gpuProcesses.js';
 import type { DoctorReport, GpuSummary, RankSummary } from './report.js';
@@ -12,11 +12,6 @@ export const s2ns = (s: number) => s * 1e9;
 
 export function fmtStepS(s: number | null | undefined): string {
   return typeof s === 'number' && Number.isFinite(s) ? fmtMs(s2ns(s)) : 'n/a';
-}
-
-export function fmtRate(perS: number | null | undefined): string {
-  if (typeof perS !== 'number' || !Number.isFinite(perS)) return 'n/a';
-  return perS >= 100 ? Math.round(perS).toLocaleString('en-US') : perS.toFixed(1);
 }
 
 export function fmtBytesOr(b: number | null | undefined, none = 'n/a'): string {
@@ -76,7 +71,7 @@ export function environmentRows(r: DoctorReport): [string, string][] {
   const devices = e.devices ?? [];
   rows.push([
     'devices',
-    devices.length ? devices.map((d) => `cuda:${d.index} ${d.name} (${fmtBytes(d.totalMemoryBytes)}, sm ${d.capability})`).join('; ') : 'no CUDA device in use: CPU run',
+    devices.length ? devices.map((d) => `cuda:${d.index} ${d.name} (${fmtGpuMemory(d.totalMemoryBytes)}, sm ${d.capability})`).join('; ') : 'no CUDA device in use: CPU run',
   ]);
   if (e.stepHook) rows.push(['step hook', e.stepHook]);
   return rows;

@@ -29,7 +29,7 @@ import {
   type StepRecord,
 } from '../run/records.js';
 import { gpuStepTimesOf, type StepStats, type StepTimeline, stepStats, stepTimelineOf } from '../run/steps.js';
-import type { Snapshot } from '../telemetry/sample.js';
+import { type Snapshot, usableMemoryBytes } from '../telemetry/sample.js';
 import type { CollectiveTimings } from '../trace/metrics/collectives.js';
 import { modelFlopsAtStep } from '../trace/metrics/modelFlops.js';
 import type { ModelFlops, TraceMetrics } from '../trace/metrics/types.js';
@@ -152,6 +152,7 @@ export interface GpuSummary {
   /** The ordinal CUDA gave this GPU under the run's CUDA_VISIBLE_DEVICES; null when hidden from the job. Added in 0.3. */
   cudaIndex?: number | null;
   name: string;
+  /** The memory CUDA can use (telemetry/sample.ts usableMemoryBytes; NVML's total before 0.3, its reserved part included). */
   totalBytes: number | null;
   samples: number;
   maxUsedBytes: number | null;
@@ -262,7 +263,7 @@ export function summarizeGpus(samples: Snapshot[], jobPids: ReadonlyMap<number, 
           index: g.index,
           cudaIndex: g.cudaIndex,
           name: g.name,
-          totalBytes: g.memoryTotalBytes,
+          totalBytes: usableMemoryBytes(g),
           samples: 0,
           maxUsedBytes: null,
           meanUtilizationPercent: null,

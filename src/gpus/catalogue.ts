@@ -10,6 +10,15 @@
  * `closeGpuMatches`; a report says "not in the catalogue").
  */
 
+/**
+ * A catalogue entry as a report names it. Its name carries the memory it is sold with ("NVIDIA H200 141GB": 10^9
+ * bytes, rounded), which is not the memory CUDA can use (139.8 GiB, the one figure reports give for a GPU): the
+ * name is said to be the catalogue's, so the "141GB" in it reads as a name, not as a second memory figure.
+ */
+export function catalogueName(name: string): string {
+  return `the catalogue's ${name}`;
+}
+
 export interface GpuSpec {
   /** Canonical id (`h100-sxm`), what `--gpu` takes. */
   id: string;

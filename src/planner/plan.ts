@@ -43,6 +43,14 @@ export function budgetBytes(hw: Hardware, world: number): number {
   return hw.memoryCapBytes !== undefined ? Math.min(hw.memoryCapBytes, card) : card;
 }
 
+/**
+ * "of a 139.1 GiB budget": a peak against what the allocator may use on a GPU (its memory less the CUDA context),
+ * said as a budget so it is not read as a second figure for the GPU's memory (139.8 GiB on an H200).
+ */
+export function ofBudgetText(budgetBytes: number): string {
+  return `of a ${fmtGiB(budgetBytes)} budget`;
+}
+
 /** The fit rule: the peak with its slack, plus the hole fragmentation leaves for the largest blocks, within the budget. */
 export function fitsIn(memory: { peakAllocatedBytes: number; fragmentationBytes: number }, budget: number): boolean {
   return memory.peakAllocatedBytes * K.fitSlack + memory.fragmentationBytes <= budget;

@@ -2,6 +2,7 @@
  * `gpuwise plan` as text: the terminal report (a plan, a search, or a plan that does not fit with what would) and
  * its Markdown form. Pure: takes the `--json` object (report.ts), returns strings.
  */
+import { fmtGpuMemory } from '../util/format.js';
 import type { PlanJson } from './report.js';
 
 const gib = (b: number) => `${(b / 1024 ** 3).toFixed(2)} GiB`;
@@ -26,11 +27,20 @@ export function modelSourceText(j: PlanJson): string | null {
   return `config ${s.path}`;
 }
 
+/**
+ * "1 x 8 NVIDIA H200 141GB (catalogue entry, 139.8 GiB each)": the entry's name carries the memory it is sold with,
+ * the figure beside it is the one reports give for the GPU (util/format.ts fmtGpuMemory).
+ */
+export function hardwareText(j: Pick<PlanJson, 'hardware'>): string {
+  const h = j.hardware;
+  return `${h.nodes} x ${h.gpusPerNode} ${h.gpu.name} (catalogue entry, ${fmtGpuMemory(h.gpu.memoryBytes)} each)`;
+}
+
 function headLines(j: PlanJson): string[] {
   const source = modelSourceText(j);
   const lines = [
     `${j.model.name}: ${j.model.architecture}, ${j.model.params.toLocaleString('en-US')} parameters${source ? `; ${source}` : ''}`,
-    `${j.hardware.nodes} x ${j.hardware.gpusPerNode} ${j.hardware.gpu.name}; ${j.setup.mode} ${j.setup.precision}, ${j.setup.optimizer}, seq ${j.setup.seq}; ${layoutText(j)}; global batch ${j.globalBatch}`,
+    `${hardwareText(j)}; ${j.setup.mode} ${j.setup.precision}, ${j.setup.optimizer}, seq ${j.setup.seq}; ${layoutText(j)}; global batch ${j.globalBatch}`,
   ];
   if (j.assumed?.length) lines.push(`assumed (not given): ${j.assumed.join('; ')}`);
   return lines;
@@ -94,7 +104,7 @@ export function renderSearch(j: PlanJson): string {
   if (!srch || srch.plans.length === 0) return renderPlan(j);
   const choice = searchChoiceText(j);
   const lines = [
-    `${j.model.name} on ${j.hardware.nodes} x ${j.hardware.gpusPerNode} ${j.hardware.gpu.name}: ${srch.feasible} of ${srch.candidates} candidate plans fit`,
+    `${j.model.name} on ${hardwareText(j)}: ${srch.feasible} of ${srch.candidates} candidate plans fit`,
     ...(j.assumed?.length ? [`assumed (not given): ${j.assumed.join('; ')}`] : []),
     ...(choice !== null ? [choice] : []),
     '',

@@ -1,6 +1,6 @@
 /** Renders the analyze report for a terminal (pure: returns a string; colour is the caller's choice). */
-import { flopsSplit } from './flopsText.js';
-import { fmtBytes, fmtMs, fmtPct, fmtTflops } from '../util/format.js';
+import { flopsSplit, mfuText } from './flopsText.js';
+import { fmtBytes, fmtGpuMemory, fmtMs, fmtPct, fmtWindow } from '../util/format.js';
 import { wrapLine } from '../util/wrap.js';
 import { CATEGORY_NAMES } from '../trace/kernelClass.js';
 import { IDLE_CAUSES, type IdleCause, type TraceMetrics } from '../trace/metrics/types.js';
@@ -28,7 +28,7 @@ function rankSection(m: TraceMetrics, st: Style): string[] {
   const step = m.perStep.durNs;
   out.push(
     st.bold(`Rank ${m.rank}${m.worldSize > 1 ? ` of ${m.worldSize}` : ''}`) +
-      (dev ? ` · ${dev.name} (sm_${dev.computeCapability.replace('.', '')}, ${fmtBytes(dev.totalMemoryBytes)})` : '') +
+      (dev ? ` · ${dev.name} (sm_${dev.computeCapability.replace('.', '')}, ${fmtGpuMemory(dev.totalMemoryBytes)})` : '') +
       ` · ${m.steps.length} step${m.steps.length === 1 ? '' : 's'}${m.stepsFromMarkers ? '' : ' (no ProfilerStep markers: whole trace as one window)'}`,
   );
   out.push(
@@ -49,31 +49,33 @@ function rankSection(m: TraceMetrics, st: Style): string[] {
     for (const [c, v] of [...cats].sort((a, b) => b[1] - a[1])) out.push(`    ${c.padEnd(14)} ${fmtMs(v).padStart(10)} ${fmtPct(v / catTotal).padStart(5)}  ${bar(v / catTotal, 30)}`);
   }
   const p = m.precision;
+  // Kernel and copy totals are over the analysed steps, beside the per-step figures above: each line says which.
+  const win = fmtWindow(m.steps.length);
   out.push('');
   out.push(
     `  matmuls      tensor cores ${p.tensorCoreShare === null ? 'n/a' : fmtPct(p.tensorCoreShare)} of known-precision matmul time` +
-      ` (bf16/fp16 ${fmtMs(p.tensorCore16Ns)}, tf32 ${fmtMs(p.tensorCoreTf32Ns)}, fp8/int8 ${fmtMs(p.tensorCore8Ns)}, fp32 ${fmtMs(p.fp32Ns)})`,
+      ` (${win}: bf16/fp16 ${fmtMs(p.tensorCore16Ns)}, tf32 ${fmtMs(p.tensorCoreTf32Ns)}, fp8/int8 ${fmtMs(p.tensorCore8Ns)}, fp32 ${fmtMs(p.fp32Ns)})`,
   );
   const l = m.launch;
   out.push(
-    `  launches     ${l.kernelsPerStep.toFixed(0)} kernels/step, median kernel ${fmtMs(l.medianKernelNs)}, CPU in launch calls ${fmtMs(l.cpuLaunchNs)} vs GPU kernels ${fmtMs(l.gpuKernelNs)}, CPU ahead by ${fmtMs(l.medianLaunchToStartNs)} (median)`,
+    `  launches     ${l.kernelsPerStep.toFixed(0)} kernels per step, median kernel ${fmtMs(l.medianKernelNs)}, CPU ahead by ${fmtMs(l.medianLaunchToStartNs)} (median); ${win}: CPU in launch calls ${fmtMs(l.cpuLaunchNs)} vs GPU kernels ${fmtMs(l.gpuKernelNs)}`,
   );
   const mf = m.modelFlops;
   if (mf !== null) {
     out.push(
-      `  model FLOPs  ${fmtTflops(mf.achievedTflops)} TFLOP/s achieved, MFU ${fmtPct(mf.mfu)} of the ${mf.gpu} ${mf.peakPrecision} dense peak ${mf.peakTflops} TFLOP/s ` +
+      `  model FLOPs  ${mfuText(mf)} ` +
         st.dim(`(${flopsSplit(mf)} per median step; attention kernels without shapes not counted: a floor)`),
     );
   }
-  for (const c of m.copies) out.push(`  memcpy       ${c.kind.padEnd(14)} ${String(c.count).padStart(6)} copies ${fmtBytes(c.bytes).padStart(10)} ${fmtMs(c.durNs).padStart(10)} ${c.bandwidthGBs.toFixed(1).padStart(7)} GB/s`);
+  for (const c of m.copies) out.push(`  memcpy       ${c.kind.padEnd(14)} ${String(c.count).padStart(6)} copies ${fmtBytes(c.bytes).padStart(10)} ${fmtMs(c.durNs).padStart(10)} ${c.bandwidthGBs.toFixed(1).padStart(7)} GB/s  ${win}`);
   if (m.comm.collectives > 0) {
     out.push(
-      `  comm         ${m.comm.collectives} collectives, ${fmtMs(m.comm.commNsPerStep)}/step, exposed ${fmtMs(m.comm.exposedNsPerStep)}/step, overlap ${m.comm.overlapShare === null ? 'n/a' : fmtPct(m.comm.overlapShare)}, median message ${fmtBytes(m.comm.medianMessageBytes)}`,
+      `  comm         ${m.comm.collectives} collectives ${win}, ${fmtMs(m.comm.commNsPerStep)} per step, exposed ${fmtMs(m.comm.exposedNsPerStep)} per step, overlap ${m.comm.overlapShare === null ? 'n/a' : fmtPct(m.comm.overlapShare)}, median message ${fmtBytes(m.comm.medianMessageBytes)}`,
     );
   }
   for (const mem of m.memory) {
     out.push(
-      `  memory       GPU ${mem.device}: peak allocated ${fmtBytes(mem.peakAllocatedBytes)}, peak reserved ${fmtBytes(mem.peakReservedBytes)}${mem.deviceTotalBytes ? ` of ${fmtBytes(mem.deviceTotalBytes)}` : ''}`,
+      `  memory       GPU ${mem.device}: peak allocated ${fmtBytes(mem.peakAllocatedBytes)}, peak reserved ${fmtBytes(mem.peakReservedBytes)}${mem.deviceTotalBytes ? ` of ${fmtGpuMemory(mem.deviceTotalBytes)}` : ''}`,
     );
   }
   if (step <= 0) out.push(st.dim('  (no GPU activity in the analysed window)'));

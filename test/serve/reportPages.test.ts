@@ -73,9 +73,9 @@ describe('analyze: the Reports trace page and analyze --html are one page', () =
     expect(ns[0]?.match(/<tr><td>\d+<\/td>/g)).toHaveLength(m.steps.length);
     expect(ns[1]?.match(/<tr><td>\d+<\/td>/g)).toHaveLength(12);
     // Kernel kinds, precision, top kernels and GEMM shapes, as tables.
-    for (const k of m.topKernels.slice(0, 3)) expect(file).toContain(`<td>${escapeHtml(k.name)}</td>`);
+    for (const k of m.topKernels.slice(0, 3)) expect(file).toContain(`<td class="long">${escapeHtml(k.name)}</td>`);
     expect(file).toContain('tensor-core share of known-precision matmul time');
-    expect(file).toContain(`<td>${escapeHtml(m.gemmShapes[0]!.op)}</td>`);
+    expect(file).toContain(`<td class="long">${escapeHtml(m.gemmShapes[0]!.op)}</td>`);
   });
 
   it('the served page has the same sections, plus what needs the server (Perfetto, JSON) and no iframe', () => {

@@ -1,7 +1,7 @@
 /** GPU compute rules: fp32 matmuls, misaligned GEMM shapes, an under-used GPU. */
 
 import { gainFrom } from '../../findings/finding.js';
-import { type GpuSpec, lookupGpu } from '../../gpus/catalogue.js';
+import { catalogueName, type GpuSpec, lookupGpu } from '../../gpus/catalogue.js';
 import type { GemmShapeStat, TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtBytes, fmtMs, fmtPct } from '../../util/format.js';
 import { BF16_AUTOCAST_SWITCHES } from '../framework.js';
@@ -44,7 +44,7 @@ function halfGemmRate(m: TraceMetrics): { flopPerNs: number; basis: string } | n
   const tflops = gpu.bf16Tflops * TENSOR_CORE_EFFICIENCY;
   return {
     flopPerNs: tflops * 1e3,
-    basis: `${tflops.toFixed(0)} TFLOP/s = ${TENSOR_CORE_EFFICIENCY} x the ${gpu.name} bf16 dense peak ${gpu.bf16Tflops}`,
+    basis: `${tflops.toFixed(0)} TFLOP/s = ${TENSOR_CORE_EFFICIENCY} x ${catalogueName(gpu.name)}'s bf16 dense peak ${gpu.bf16Tflops}`,
   };
 }
 const MISALIGNED_MIN_SHARE = 0.01;

@@ -1,9 +1,9 @@
 /** Host-side rules: synchronisations in the loop, launch overhead. */
 import { gainFrom } from '../../findings/finding.js';
 import { ACCUMULATE_ON_GPU_CODE } from '../keepOnGpu.js';
-import { fmtMs, fmtPct } from '../../util/format.js';
+import { fmtMs, fmtPct, fmtWindow } from '../../util/format.js';
 import { isCompiled } from './fusion.js';
-import { finding, type RankRule, stepNs } from './rule.js';
+import { finding, type RankRule, stepNs, whenInSteps } from './rule.js';
 
 const SYNC_MIN_SHARE = 0.01;
 const LAUNCH_MIN_SHARE = 0.1;
@@ -34,17 +34,17 @@ export const hostSync: RankRule = (m) => {
       `GPU idle after the host blocked on the GPU: ${fmtMs(idle)} per step of ${fmtMs(step)} (${fmtPct(idle / step)})`,
       ...(m.perStep.syncRefillNs > 0 && m.perStep.syncDrains > 0
         ? [
-            `${m.perStep.syncDrains.toFixed(1)} syncs per step drained the queue, each followed by ${fmtMs(m.perStep.syncRefillNs / m.perStep.syncDrains)} of launch gaps until the CPU was ahead again: the refill is the syncs' cost, not a launch bottleneck (the CPU does run ahead between syncs)`,
+            `${m.perStep.syncDrains.toFixed(1)} syncs per step drained the queue (each a host wait: a sync call or a copy into pageable memory, the profiler's own included), each followed by ${fmtMs(m.perStep.syncRefillNs / m.perStep.syncDrains)} of launch gaps until the CPU was ahead again: the refill is the syncs' cost, not a launch bottleneck (the CPU does run ahead between syncs)`,
           ]
         : []),
       ...calls
         .slice(0, 3)
-        .map((c) => `${c.name}: ${c.count} calls (${(c.count / nSteps).toFixed(1)} per step), ${fmtMs(c.totalNs)} blocked`),
+        .map((c) => `${c.name}: ${(c.count / nSteps).toFixed(1)} calls per step, ${fmtMs(c.totalNs / nSteps)} blocked per step`),
       ...culprits
         .slice(0, 3)
         .map(
           (c) =>
-            `${c.name} forced a sync ${c.count} times (${(c.count / nSteps).toFixed(1)} per step), first at t=${(c.firstAtNs / 1e6).toFixed(3)} ms`,
+            `${c.name} forced a sync ${(c.count / nSteps).toFixed(1)} times per step, first ${whenInSteps(m, c.firstAtNs)}`,
         ),
     ],
     data: {
@@ -84,7 +84,7 @@ export const launchBound: RankRule = (m) => {
     evidence: [
       `GPU idle because the next kernel had not been launched yet: ${fmtMs(idle)} per step of ${fmtMs(step)} (${fmtPct(idle / step)})`,
       `${l.kernelsPerStep.toFixed(0)} kernels per step, median kernel ${fmtMs(l.medianKernelNs)}; ${fmtPct(l.shorterThanLaunchFraction)} of kernels ran shorter than their launch call`,
-      `CPU time in launch calls ${fmtMs(l.cpuLaunchNs)} vs GPU kernel time ${fmtMs(l.gpuKernelNs)} over the analysed steps; the GPU starts a kernel ${fmtMs(l.medianLaunchToStartNs)} after its launch returns (median)`,
+      `CPU time in launch calls ${fmtMs(l.cpuLaunchNs)} vs GPU kernel time ${fmtMs(l.gpuKernelNs)} ${fmtWindow(m.steps.length)}; the GPU starts a kernel ${fmtMs(l.medianLaunchToStartNs)} after its launch returns (median)`,
     ],
     data: {
       launchIdleNsPerStep: idle,

@@ -1,8 +1,8 @@
 /** Input pipeline rules: a starved DataLoader, copies from pageable memory. */
 
 import { gainFrom } from '../../findings/finding.js';
-import { fmtAt, fmtBytes, fmtMs, fmtPct } from '../../util/format.js';
-import { finding, type RankRule, stepNs } from './rule.js';
+import { fmtBytes, fmtMs, fmtPct, fmtWindow } from '../../util/format.js';
+import { finding, type RankRule, stepNs, whenInSteps } from './rule.js';
 
 /** Fires when the GPU idles in DataLoader waits for at least this share of the step. */
 const DATALOADER_MIN_SHARE = 0.05;
@@ -66,9 +66,9 @@ export const pageableH2d: RankRule = (m) => {
     title: `Host-to-device copies from pageable memory (${fmtBytes(pageable.bytes / nSteps)} per step at ${pageable.bandwidthGBs.toFixed(1)} GB/s)`,
     ranks: [m.rank],
     evidence: [
-      `${pageable.count} HtoD copies from pageable memory, ${fmtBytes(pageable.bytes)} in ${fmtMs(pageable.durNs)} (${pageable.bandwidthGBs.toFixed(1)} GB/s)`,
+      `${pageable.count} HtoD copies from pageable memory ${fmtWindow(m.steps.length)}, ${fmtBytes(pageable.bytes)} in ${fmtMs(pageable.durNs)} (${pageable.bandwidthGBs.toFixed(1)} GB/s)`,
       `GPU idle while the host was inside the copy call: ${fmtMs(idleNs)} per step`,
-      ...(ex ? [`largest: "${ex.name}" ${fmtBytes(ex.bytes)} in ${fmtMs(ex.durNs)} at ${fmtAt(ex.atNs)}`] : []),
+      ...(ex ? [`largest: "${ex.name}" ${fmtBytes(ex.bytes)} in ${fmtMs(ex.durNs)} ${whenInSteps(m, ex.atNs)}`] : []),
       ...(pinned ? [`pinned copies in the same trace ran at ${pinned.bandwidthGBs.toFixed(1)} GB/s`] : []),
     ],
     data: {

@@ -6,7 +6,7 @@
  */
 
 import { gainFrom } from '../../findings/finding.js';
-import { type GpuSpec, lookupGpu } from '../../gpus/catalogue.js';
+import { catalogueName, type GpuSpec, lookupGpu } from '../../gpus/catalogue.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtMs } from '../../util/format.js';
 import { BF16_AUTOCAST_SWITCHES } from '../framework.js';
@@ -102,7 +102,7 @@ export const mixedPrecision: RankRule = (m, ctx) => {
     title: `The step runs in fp32/TF32: bf16 autocast${convNet ? ' with channels_last' : ''} would halve its matmul and memory-bound time`,
     ranks: [m.rank],
     evidence: [
-      `matmul time by precision per step: TF32 ${fmtMs(tf32)}, fp32 ${fmtMs(simt)}, bf16/fp16 ${fmtMs(half)} (${gpu.name}: bf16 ${rate16} vs TF32 ${gpu.tf32Tflops} vs fp32 ${gpu.fp32Tflops} dense TFLOP/s)`,
+      `matmul time by precision per step: TF32 ${fmtMs(tf32)}, fp32 ${fmtMs(simt)}, bf16/fp16 ${fmtMs(half)} (${catalogueName(gpu.name)}: bf16 ${rate16} vs TF32 ${gpu.tf32Tflops} vs fp32 ${gpu.fp32Tflops} dense TFLOP/s)`,
       `memory-bound kernels (elementwise, normalisation, losses) in fp32: ${fmtMs(mix.memoryBoundFp32Ns)} per step; in bf16/fp16: ${fmtMs(mix.memoryBoundHalfNs)}`,
       ...(convNet && mix.nchwTransposeNs > 0
         ? [`NCHW<->NHWC layout transposes around the convolutions: ${fmtMs(mix.nchwTransposeNs)} per step`]

@@ -1,6 +1,7 @@
 import type { Finding } from '../../findings/finding.js';
 import type { CollectiveTimings } from '../../trace/metrics/collectives.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
+import { fmtMs } from '../../util/format.js';
 
 export { type FindingParts, finding } from '../../findings/finding.js';
 
@@ -25,6 +26,19 @@ export type CrossRankRule = (ranks: TraceMetrics[], collectives: readonly Collec
  */
 export function stepNs(m: TraceMetrics): number {
   return m.perStep.durNs;
+}
+
+/**
+ * When something happened, said by the analysed step it fell in ("in step 5, 12.3 ms after it began"): a trace's
+ * own clock starts anywhere (even after the event: a negative time), a step is what the reader can find.
+ */
+export function whenInSteps(m: TraceMetrics, atNs: number): string {
+  const s = m.steps.find((x) => atNs >= x.startNs && atNs < x.endNs);
+  if (s) return `in step ${s.step}, ${fmtMs(atNs - s.startNs)} after it began`;
+  const first = m.steps[0];
+  const last = m.steps[m.steps.length - 1];
+  if (first && atNs < first.startNs) return `${fmtMs(first.startNs - atNs)} before the first analysed step`;
+  return last ? `${fmtMs(atNs - last.endNs)} after the last analysed step` : 'outside the analysed steps';
 }
 
 export function matmulNs(m: TraceMetrics): number {

@@ -6,12 +6,13 @@
  */
 import { findingParts, type ShownFinding } from '../../report/findingText.js';
 import type { DoctorReport } from '../../doctor/report.js';
-import type { Change, RunComparison } from '../../history/compare.js';
-import { findingsText, type RunRow, shortCommand, throughputText, whenText } from '../../history/render.js';
-import { fmtBytes, fmtMs, fmtPct } from '../../util/format.js';
-import { distributedTable, durationText, environmentRows, fmtBytesOr, GPU_PROCESS_COLUMNS, hangLines, GPU_PROCESS_NOTE, gpuProcessRows, fmtRate, fmtStepS, modelLine, nvmlBesideAllocator, planModelLine, rankLabel, rankShort, setupFacts, setupGuesses, stepSourceNote, hostCpuNote } from '../../doctor/renderParts.js';
+import type { EstimatedGain } from '../../findings/finding.js';
+import type { RunComparison } from '../../history/compare.js';
+import { type ComparedFigure, findingsText, memoryFigures, type RunRow, shortCommand, stepFigures, throughputText, whenText } from '../../history/render.js';
+import { fmtBytes, fmtGpuMemory, fmtMs, fmtPct, fmtRate } from '../../util/format.js';
+import { distributedTable, durationText, environmentRows, fmtBytesOr, GPU_PROCESS_COLUMNS, hangLines, GPU_PROCESS_NOTE, gpuProcessRows, fmtStepS, modelLine, nvmlBesideAllocator, planModelLine, rankLabel, rankShort, setupFacts, setupGuesses, stepSourceNote, hostCpuNote } from '../../doctor/renderParts.js';
 import { whatIfsOf } from '../../doctor/reportCheck.js';
-import { type InlineAssets, esc, noscriptTable, page, spread, table } from './layout.js';
+import { type ColumnKind, type InlineAssets, esc, noscriptTable, page, scrollBox, spread, table } from './layout.js';
 
 /** The history's rows as the list shows them (a StoredRun has these fields). */
 export interface RunListRow extends RunRow {
@@ -41,14 +42,14 @@ export function runsListPage(rows: RunListRow[], store: string, live: { id: stri
     rows.length === 0
       ? `<p class="dim">No runs in ${esc(store)} yet. <code>gpuwise doctor -- python train.py</code> saves each run here.</p>`
       : `<form method="get" action="compare" id="compare-form">
-<table id="runs"><thead><tr><th>A</th><th>B</th><th>run</th><th>started</th><th>outcome</th><th>command</th><th class="num">median step</th><th class="num">throughput</th><th class="num">peak memory</th><th>findings</th></tr></thead><tbody>
+<div class="tw"><table id="runs"><thead><tr><th>A</th><th>B</th><th>run</th><th>started</th><th>outcome</th><th>command</th><th class="num">median step</th><th class="num">throughput</th><th class="num">peak memory</th><th>findings</th></tr></thead><tbody>
 ${rows
   .map(
     (r, i) =>
-      `<tr><td><input type="radio" name="a" value="${esc(r.id)}"${i === 1 ? ' checked' : ''}></td><td><input type="radio" name="b" value="${esc(r.id)}"${i === 0 ? ' checked' : ''}></td><td><a href="run?id=${enc(r.id)}">${esc(r.id)}</a></td><td>${esc(whenText(r.startedAtMs))}</td><td class="${outcomeClass(r.outcome)}">${esc(r.outcome)}</td><td><code>${esc(shortCommand(r.command, 60))}</code></td><td class="num">${esc(stepText(r.medianStepS))}</td><td class="num">${esc(throughputText(r))}</td><td class="num">${esc(peakText(r))}</td><td>${esc(findingsText(r.findings))}</td></tr>`,
+      `<tr><td><input type="radio" name="a" value="${esc(r.id)}"${i === 1 ? ' checked' : ''}></td><td><input type="radio" name="b" value="${esc(r.id)}"${i === 0 ? ' checked' : ''}></td><td><a href="run?id=${enc(r.id)}">${esc(r.id)}</a></td><td>${esc(whenText(r.startedAtMs))}</td><td class="${outcomeClass(r.outcome)}">${esc(r.outcome)}</td><td class="long"><code>${esc(shortCommand(r.command, 60))}</code></td><td class="num">${esc(stepText(r.medianStepS))}</td><td class="num">${esc(throughputText(r))}</td><td class="num">${esc(peakText(r))}</td><td>${esc(findingsText(r.findings))}</td></tr>`,
   )
   .join('\n')}
-</tbody></table>
+</tbody></table></div>
 <p><button type="submit"${rows.length < 2 ? ' disabled' : ''}>Compare A → B</button> <span class="dim">${rows.length} run(s) in ${esc(store)}</span></p></form>`;
   return page({ title: 'Runs', section: 'runs', body: `<h1>Runs</h1>${liveRows}${body}` });
 }
@@ -65,12 +66,20 @@ ${p.gain ? `<div><b>${p.gain.label}:</b> ${esc(p.gain.text)}</div>` : ''}${p.how
 <div><b>fix:</b> ${esc(p.fix)}</div>${p.code ? `<pre><code>${esc(p.code)}</code></pre>` : ''}</div>`;
 }
 
+/**
+ * What fixing the top finding gives, as a verdict says it: the step before and after. A share saved rounds to
+ * "−100%" when the step is nearly all waiting, which reads as a step of no time; the expected step cannot.
+ */
+export function verdictGainText(g: EstimatedGain): string {
+  return `fixing it: ${fmtMs(g.stepTimeNs)} → ${fmtMs(g.expectedStepTimeNs)} per step`;
+}
+
 /** The one line a person reads first: how the run ended and what limits it most. */
 export function verdictText(r: DoctorReport): string {
   const top = r.findings[0];
   if (r.run.outcome === 'out-of-memory' || r.run.outcome === 'crashed' || r.run.outcome === 'failed' || r.run.outcome === 'hung') return r.run.outcomeText;
   if (!top) return `${r.run.outcomeText} Nothing to fix was found.`;
-  return `${top.title}${top.estimatedGain ? ` (fixing it: −${fmtPct(top.estimatedGain.savedFraction)} step time)` : ''}`;
+  return `${top.title}${top.estimatedGain ? ` (${verdictGainText(top.estimatedGain)})` : ''}`;
 }
 
 /** Chart data the run page draws with uPlot: step time per step (per process) and GPU memory/utilisation over time. */
@@ -143,12 +152,12 @@ function whatIfsHtml(r: DoctorReport): string {
   const w = whatIfsOf(r) as (ReturnType<typeof whatIfsOf>[number] & Partial<NonNullable<DoctorReport['whatIfs']>[number]>)[];
   const setup = [...setupFacts(r), ...setupGuesses(r)];
   if (w.length === 0) return r.whatIfProblem ? `<h2>What if</h2><p class="dim">${esc(r.whatIfProblem)}</p>` : '';
-  return `<h2>What if <span class="dim">(the planner, calibrated on this run)</span></h2><table id="what-ifs"><thead><tr><th>change</th><th>fits</th><th class="num">throughput</th><th>what it gives</th><th>fix</th></tr></thead><tbody>${w
+  return `<h2>What if <span class="dim">(the planner, calibrated on this run)</span></h2>${scrollBox(`<table id="what-ifs"><thead><tr><th>change</th><th>fits</th><th class="num">throughput</th><th>what it gives</th><th>fix</th></tr></thead><tbody>${w
     .map(
       (x) =>
         `<tr><td>${esc(x.title)}</td><td class="${x.fits === false ? 'bad' : 'ok'}">${x.fits === false ? 'no' : x.fits ? 'yes' : 'n/a'}</td><td class="num">${typeof x.throughputFactor === 'number' ? `${x.throughputFactor.toFixed(2)}x` : 'n/a'}</td><td>${esc(x.text)}</td><td>${esc(typeof x.recommendation?.summary === 'string' ? x.recommendation.summary : '')}</td></tr>`,
     )
-    .join('')}</tbody></table>${setup.length ? `<ul class="dim">${setup.map((l) => `<li>${esc(l)}</li>`).join('')}</ul>` : ''}`;
+    .join('')}</tbody></table>`)}${setup.length ? `<ul class="dim">${setup.map((l) => `<li>${esc(l)}</li>`).join('')}</ul>` : ''}`;
 }
 
 function verdictClass(r: DoctorReport): string {
@@ -201,7 +210,7 @@ function stepsSection(r: DoctorReport, charts: RunChartData): string {
         spread(first.step.length, 12).map((i) => [String(first.step[i]), first.stepMs[i] == null ? 'n/a' : fmtMs((first.stepMs[i] as number) * 1e6), fmtMs((first.waitMs[i] ?? 0) * 1e6)]),
       )}`
     : '<p class="dim">no per-step timeline (fewer than two steps, or a report from an older gpuwise)</p>';
-  return `<h2>Step time</h2>${table(['process', 'steps', 'measured', 'median', 'mean', 'p90', 'min', 'max', 'DataLoader wait', 'samples/s', 'tokens/s'], rows, 'steps')}
+  return `<h2>Step time</h2>${table(['process', 'steps', 'measured', 'median', 'mean', 'p90', 'min', 'max', 'DataLoader wait', 'samples/s', 'tokens/s'], rows, 'steps', ['text', ...Array<ColumnKind>(10).fill('num')])}
 <p class="dim">Statistics leave out the first step (warm-up) and the profiled steps.</p>${notes.join('')}
 <div class="card">${chart}</div>`;
 }
@@ -226,6 +235,7 @@ function memorySection(r: DoctorReport, charts: RunChartData): string {
           ];
         }),
         'memory',
+        ['text', 'text', 'num', 'num', 'num', 'num', 'num'],
       ),
     );
   for (const x of withMem) {
@@ -251,11 +261,12 @@ function memorySection(r: DoctorReport, charts: RunChartData): string {
         String(g.index),
         g.name,
         String(g.samples),
-        `${fmtBytesOr(g.maxUsedBytes)}${g.totalBytes ? ` of ${fmtBytes(g.totalBytes)}` : ''}`,
+        `${fmtBytesOr(g.maxUsedBytes)}${g.totalBytes ? ` of ${fmtGpuMemory(g.totalBytes)}` : ''}`,
         g.meanUtilizationPercent === null ? 'n/a' : `${g.meanUtilizationPercent.toFixed(0)}%`,
         g.maxUtilizationPercent === null ? 'n/a' : `${g.maxUtilizationPercent}%`,
       ]),
       'gpus',
+      ['num', 'text', 'num', 'num', 'num', 'num'],
     ),
     '<h3>GPU memory and utilisation over time</h3><div class="card grid" id="chart-gpus"></div>',
     ...charts.gpus.map((g) =>
@@ -329,9 +340,10 @@ export function renderDoctorHtml(r: DoctorReport, assets: InlineAssets): string 
   return runPage(r, { id: null, standalone: assets });
 }
 
-function changeCell(c: Change, fmt: (v: number) => string): string {
-  const pct = c.change === null ? '' : ` <span class="${c.change < 0 ? 'ok' : 'dim'}">(${c.change >= 0 ? '+' : ''}${(c.change * 100).toFixed(0)}%)</span>`;
-  return `<td class="num">${c.before === null ? 'n/a' : esc(fmt(c.before))}</td><td class="num">${c.after === null ? 'n/a' : esc(fmt(c.after))}${pct}</td>`;
+/** A compared figure's row, worded as `gpuwise compare` words it (history/render.ts). */
+function figureRow(f: ComparedFigure): string {
+  const cls = f.better === true ? 'ok' : f.better === false ? 'bad' : 'dim';
+  return `<tr><td>${esc(f.label)}${f.unit ? ` <span class="dim">(${esc(f.unit)})</span>` : ''}</td><td class="num">${esc(f.before)}</td><td class="num">${esc(f.after)}</td><td class="num ${cls}">${esc(f.change ?? '')}</td></tr>`;
 }
 
 export const COMPARE_PAGE_JS = `
@@ -349,35 +361,20 @@ export const COMPARE_PAGE_JS = `
 `
 
 export function comparePage(c: RunComparison, a: DoctorReport, b: DoctorReport): string {
-  const s = (v: number) => fmtMs(v * 1e9);
-  const rows: [string, Change, (v: number) => string][] = [
-    ['median step', c.stepTime.medianS, s],
-    ['mean step', c.stepTime.meanS, s],
-    ['p90 step', c.stepTime.p90S, s],
-    ['samples/s', c.throughput.samplesPerS, (v) => v.toFixed(1)],
-    ['tokens/s', c.throughput.tokensPerS, (v) => v.toFixed(0)],
-    ['DataLoader wait', c.dataWaitShare, (v) => fmtPct(v)],
-    ['peak allocated', c.memory.peakAllocatedBytes, fmtBytes],
-    ['peak reserved', c.memory.peakReservedBytes, fmtBytes],
-    ['GPU memory seen by NVML', c.memory.maxProcessNvmlBytes, fmtBytes],
-  ];
   const runCell = (r: RunComparison['a']) =>
     `${r.id ? `<a href="run?id=${enc(r.id)}">${esc(r.label)}</a>` : esc(r.label)} <span class="dim">${esc(whenText(r.startedAtMs))}</span> <span class="${outcomeClass(r.outcome)}">${esc(r.outcome)}</span><br><code>${esc(r.command.join(' '))}</code>`;
   const body = `<h1>Compare</h1>
 <div class="card"><div><b>A</b> ${runCell(c.a)}</div><div style="margin-top:6px"><b>B</b> ${runCell(c.b)}</div></div>
-<table id="compare-figures"><thead><tr><th>figure</th><th class="num">A</th><th class="num">B</th></tr></thead><tbody>
-${rows
-  .filter(([, ch]) => ch.before !== null || ch.after !== null)
-  .map(([label, ch, fmt]) => `<tr><td>${esc(label)}</td>${changeCell(ch, fmt)}</tr>`)
-  .join('\n')}</tbody></table>
-<h2>Findings</h2><table id="compare-findings"><thead><tr><th>finding</th><th>status</th><th>A</th><th>B</th></tr></thead><tbody>
+<div class="tw"><table id="compare-figures"><thead><tr><th>figure</th><th class="num">A</th><th class="num">B</th><th class="num">change</th></tr></thead><tbody>
+${[...stepFigures(c), ...memoryFigures(c)].map(figureRow).join('\n')}</tbody></table></div>
+<h2>Findings</h2><div class="tw"><table id="compare-findings"><thead><tr><th>finding</th><th>status</th><th>A</th><th>B</th></tr></thead><tbody>
 ${c.findings
   .map(
     (f) =>
       `<tr><td>${esc(f.id)}</td><td class="${f.status === 'gone' ? 'ok' : f.status === 'new' ? 'bad' : 'dim'}">${f.status}</td><td>${f.before ? `<span class="sev sev-${f.before.severity}">${f.before.severity}</span> ${esc(f.before.title)}` : ''}</td><td>${f.after ? `<span class="sev sev-${f.after.severity}">${f.after.severity}</span> ${esc(f.after.title)}` : ''}</td></tr>`,
   )
-  .join('\n')}</tbody></table>
-${c.environment.length ? `<h2>Environment</h2><table><tbody>${c.environment.map((e) => `<tr><td>${esc(e.field)}</td><td>${esc(e.before ?? 'n/a')}</td><td>${esc(e.after ?? 'n/a')}</td></tr>`).join('')}</tbody></table>` : ''}
+  .join('\n')}</tbody></table></div>
+${c.environment.length ? `<h2>Environment</h2>${scrollBox(`<table><tbody>${c.environment.map((e) => `<tr><td>${esc(e.field)}</td><td>${esc(e.before ?? 'n/a')}</td><td>${esc(e.after ?? 'n/a')}</td></tr>`).join('')}</tbody></table>`)}` : ''}
 <h2>Step time, both runs</h2><div class="card"><div id="chart-compare" class="chart"></div></div>`;
   return page({
     title: 'Compare',
