@@ -28,7 +28,7 @@ import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { closeSync, cpSync, existsSync, lstatSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, readlinkSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { constants as osConstants, tmpdir } from 'node:os';
-import { basename, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
@@ -71,29 +71,82 @@ function caseCommand(python, script, outPath, errPath) {
   return ['sh', '-c', `exec "$0" "$@" </dev/null >${shQuote(outPath)} 2>${shQuote(errPath)}`, python, script];
 }
 
-/** Runs argv in its own process group; the whole group is killed after `timeoutS` (SIGTERM first, so doctor can pass it on). */
-function runOnce(argv, cwd, env, stdoutPath, stderrPath, timeoutS) {
+/**
+ * The plain run's parent: a small Python that starts the command as Node's spawn (and so doctor) does, in a new
+ * session with every signal at its default and none blocked, waits for it and writes how it ended (Node reports a
+ * death by a signal it has no name for, such as SIGRTMAX, as exit code 0). A SIGTERM it receives goes on to the
+ * command's process group.
+ */
+const REAPER = `
+import os, signal, sys
+status_path, argv = sys.argv[1], sys.argv[2:]
+pid = os.fork()
+if pid == 0:
+    try:
+        os.setsid()
+        for s in signal.valid_signals():
+            try:
+                signal.signal(s, signal.SIG_DFL)
+            except (OSError, ValueError):
+                pass
+        signal.pthread_sigmask(signal.SIG_SETMASK, [])
+        os.execvp(argv[0], argv)
+    finally:
+        os._exit(127)
+with open(status_path + ".pid", "w") as f:
+    f.write(str(pid))
+def forward(signum, frame):
+    try:
+        os.killpg(pid, signum)
+    except OSError:
+        pass
+signal.signal(signal.SIGTERM, forward)
+_, status = os.waitpid(pid, 0)
+if os.WIFSIGNALED(status):
+    n = os.WTERMSIG(status)
+    try:
+        name = signal.Signals(n).name
+    except ValueError:
+        name = "SIG%d" % n
+    line = "%d %s" % (128 + n, name)
+else:
+    line = "%d -" % os.waitstatus_to_exitcode(status)
+with open(status_path, "w") as f:
+    f.write(line)
+`;
+
+const killGroup = (pgid, sig) => {
+  try {
+    process.kill(-pgid, sig);
+  } catch {
+    // gone already
+  }
+};
+
+/**
+ * Runs argv in its own process group with its output in two files; the group is killed after `timeoutS` (SIGTERM
+ * first, so doctor or the reaper can pass it on, SIGKILL 5 s later). `innerGroup` names a file holding the pid of
+ * another process group to end with it (the reaper's command).
+ */
+function runOnce(argv, cwd, env, stdoutPath, stderrPath, timeoutS, innerGroup = null) {
   return new Promise((ok) => {
     const fds = [openSync(stdoutPath, 'w'), openSync(stderrPath, 'w')];
     const started = process.hrtime.bigint();
     const child = spawn(argv[0], argv.slice(1), { cwd, env, stdio: ['ignore', fds[0], fds[1]], detached: true });
     for (const fd of fds) closeSync(fd);
     let timedOut = false;
-    const kill = (sig) => {
-      try {
-        process.kill(-child.pid, sig);
-      } catch {
-        // gone already
-      }
+    const killAll = (sig) => {
+      killGroup(child.pid, sig);
+      if (innerGroup && existsSync(innerGroup)) killGroup(Number(readFileSync(innerGroup, 'utf8')), sig);
     };
     const timer = setTimeout(() => {
       timedOut = true;
-      kill('SIGTERM');
-      setTimeout(() => kill('SIGKILL'), 5000).unref();
+      killGroup(child.pid, 'SIGTERM');
+      setTimeout(() => killAll('SIGKILL'), 5000).unref();
     }, timeoutS * 1000);
     const finish = (code, signal) => {
       clearTimeout(timer);
-      kill('SIGKILL'); // whatever the script left behind in its group
+      killAll('SIGKILL'); // whatever the script left behind in its group
       const wallS = Number(process.hrtime.bigint() - started) / 1e9;
       ok({ code: code ?? 128 + (osConstants.signals[signal] ?? 0), signal: signal ?? null, timedOut, wallS: Math.round(wallS * 100) / 100 });
     };
@@ -103,6 +156,15 @@ function runOnce(argv, cwd, env, stdoutPath, stderrPath, timeoutS) {
     });
     child.once('exit', finish);
   });
+}
+
+/** The plain run: the command under the reaper, its exit read from the status file the reaper wrote. */
+async function runPlain(command, cwd, env, stdoutPath, stderrPath, timeoutS, python, statusPath) {
+  const argv = [python, '-S', '-c', REAPER, statusPath, ...command];
+  const exit = await runOnce(argv, cwd, env, stdoutPath, stderrPath, timeoutS, `${statusPath}.pid`);
+  if (!existsSync(statusPath)) return exit; // the reaper itself was killed (a time-out)
+  const [code, signal] = readFileSync(statusPath, 'utf8').split(' ');
+  return { ...exit, code: Number(code), signal: signal === '-' ? null : signal };
 }
 
 /** Every file and folder under `dir` (relative paths, sorted): size and sha256 of files, targets of links. */
@@ -157,8 +219,13 @@ function textDifference(a, b) {
     const i = la.findIndex((l, k) => l !== lb[k]);
     parts.push(`the same lines in another order (from line ${i + 1})`);
   }
-  if (onlyDoctor.length > 0) parts.push(`doctor only (${onlyDoctor.length}): ${onlyDoctor.slice(0, 3).map((l) => `«${clip(l)}»`).join(' ')}`);
-  if (onlyPlain.length > 0) parts.push(`plain only (${onlyPlain.length}): ${onlyPlain.slice(0, 3).map((l) => `«${clip(l)}»`).join(' ')}`);
+  // The first two lines and the last one: where a traceback starts and the exception it ends with.
+  const some = (lines) => {
+    const q = (l) => `«${clip(l)}»`;
+    return lines.length > 3 ? `${q(lines[0])} ${q(lines[1])} ... ${q(lines[lines.length - 1])}` : lines.map(q).join(' ');
+  };
+  if (onlyDoctor.length > 0) parts.push(`doctor only (${onlyDoctor.length}): ${some(onlyDoctor)}`);
+  if (onlyPlain.length > 0) parts.push(`plain only (${onlyPlain.length}): ${some(onlyPlain)}`);
   return parts.join('; ');
 }
 
@@ -245,7 +312,7 @@ async function runSide(side, c, ctx, base) {
     exit = { ...exit, signal: exit.signal ?? probe.signal };
     doctorStderr = readFileSync(join(base, 'doctor-own.stderr'), 'utf8');
   } else {
-    exit = await runOnce(command, work, ctx.env, outPath, errPath, ctx.timeoutS);
+    exit = await runPlain(command, work, ctx.env, join(base, `${side}.reaper.out`), join(base, `${side}.reaper.err`), ctx.timeoutS, ctx.python, join(base, `${side}.status`));
   }
   const result = {
     exit,
@@ -445,4 +512,3 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
   });
 }
 
-export { basename };

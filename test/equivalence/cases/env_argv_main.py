@@ -23,5 +23,5 @@ print("orig_argv:", [os.path.basename(a) for a in getattr(sys, "orig_argv", [])]
 print("flags:", sys.flags)
 print("warnoptions:", sys.warnoptions, "xoptions:", sys._xoptions)
 print("main names:", sorted(vars(main)))
-print("main spec:", main.__spec__, "loader:", type(main.__loader__).__name__, "file:", main.__file__)
+print("main spec:", main.__spec__, "loader:", type(main.__loader__).__name__, "file:", os.path.basename(main.__file__), os.path.isabs(main.__file__))
 print("builtins:", type(main.__builtins__).__name__, "cached:", getattr(main, "__cached__", "absent"))

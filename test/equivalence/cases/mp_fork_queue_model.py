@@ -8,7 +8,7 @@ import torch
 import torch.multiprocessing as mp
 
 
-def finetune(model, data, out):
+def finetune(model, data, out, received):
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     for x, y in data:
         loss = torch.nn.functional.mse_loss(model(x), y)
@@ -17,6 +17,7 @@ def finetune(model, data, out):
         opt.step()
     out.put(model)
     out.put("%.6f" % loss.item())
+    received.wait(30)  # the parent takes the tensors' shared memory from this process: stay until it has
 
 
 if __name__ == "__main__":
@@ -33,12 +34,14 @@ if __name__ == "__main__":
     print("loss %.6f" % loss.item(), flush=True)
     ctx = mp.get_context("fork")
     out = ctx.Queue()
-    child = ctx.Process(target=finetune, args=(model, data, out))
+    received = ctx.Event()
+    child = ctx.Process(target=finetune, args=(model, data, out, received))
     child.start()
     try:
-        tuned = out.get(timeout=20)
-        print("tuned model back: %s %.6f, child loss %s" % (type(tuned).__name__, tuned(torch.ones(1, 8)).item(), out.get(timeout=20)))
+        tuned = out.get(timeout=10)
+        print("tuned model back: %s %.6f, child loss %s" % (type(tuned).__name__, tuned(torch.ones(1, 8)).item(), out.get(timeout=10)))
     except queue_mod.Empty:
         print("nothing came back from the child")
+    received.set()
     child.join()
     print("child exit code", child.exitcode)

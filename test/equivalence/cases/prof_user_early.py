@@ -1,7 +1,8 @@
-"""The user's own torch.profiler.profile over training steps 2 to 14, which overlaps the steps where doctor's probe
-would open its own profiler window (step 10 at the earliest).
+"""The user's own torch.profiler.profile over training steps 2 to 56, started before doctor's probe would open its
+window (step 10 at the earliest) and stopped after it must have (step 50 at the latest).
 
-Only one profiler can run on a thread: the user's must start, stay and stop as without doctor.
+Only one profiler can run on a thread: the user's must start, stay and stop as without doctor, and the probe must
+neither fail nor stop it.
 """
 import torch
 from torch.profiler import ProfilerActivity, profile
@@ -22,7 +23,7 @@ for epoch in range(8):
         opt.zero_grad()
         loss.backward()
         opt.step()
-        if step == 14:
+        if step == 56:
             prof.stop()
 print("loss %.6f" % loss.item())
 names = [e.name for e in prof.events()]

@@ -1,5 +1,6 @@
-"""An exception in a DataLoader worker's __getitem__ (2 workers) in the second epoch: the re-raised error in the
-main process, with the worker's original traceback, and the exit status are compared.
+"""An exception in a DataLoader worker's __getitem__ in the second epoch: the re-raised error in the main process,
+with the worker's original traceback, and the exit status are compared. One worker: with two, whether the failed
+batch arrives before or after the next one (a race) changes the main process's traceback.
 """
 import torch
 
@@ -21,7 +22,7 @@ torch.manual_seed(0)
 model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
 opt = torch.optim.SGD(model.parameters(), lr=0.05)
 data = Data()
-loader = torch.utils.data.DataLoader(data, batch_size=8, num_workers=2)
+loader = torch.utils.data.DataLoader(data, batch_size=8, num_workers=1)
 for epoch in range(4):
     data.epoch = epoch
     for x, y in loader:
