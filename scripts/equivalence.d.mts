@@ -42,6 +42,8 @@ export interface CaseResult {
   differs: Aspect[];
   /** One line per differing aspect, in the same order. */
   details: string[];
+  /** For each differing stream, the non-blank lines only one run printed (the first 60 of each, 300 characters each). */
+  lines: Partial<Record<'stdout' | 'stderr', { doctorOnly: string[]; plainOnly: string[] }>>;
   /** The reason the case printed with `skip: ` (an optional package or a device missing here), else null. */
   skipped: string | null;
   /** The differences the case documents as allowed (`# equivalence: allow KIND REGEX -- why`). */

@@ -9,9 +9,10 @@
  *     [--jobs N] [--json OUT] [--only a,b] [--timeout S] [--self-check] [--keep]
  *
  * How doctor's own output is kept apart from the script's: the command doctor runs is
- * `sh -c 'exec PY SCRIPT </dev/null >FILE 2>FILE'`, and the plain run is the very same command; the script's streams
- * land in files of their own, doctor's report and notes on doctor's streams (kept for reading, never compared).
- * The probe writes into the script's stderr, so any line of the probe's there is a difference.
+ * `sh -c 'exec PY SCRIPT </dev/null >FILE 2>FILE'`, and the plain run is the very same command (started as doctor
+ * starts it: see REAPER); the script's streams land in files of their own, doctor's report and notes on doctor's
+ * streams (kept for reading, never compared). The probe writes into the script's stderr, so any line of the
+ * probe's there is a difference.
  *
  * A case may document an allowed difference in its docstring, one per line, as
  *   # equivalence: allow stdout-line|stderr-line|file REGEX -- why
@@ -196,7 +197,14 @@ function dropLines(text, patterns) {
   return { text: kept.join('\n'), dropped: lines.length - kept.length };
 }
 
-/** What differs between two texts, in a few words: the lines only one side has, or the first line that differs. */
+/** Lines of each differing stream kept in the JSON, and the characters kept of each. */
+const KEPT_LINES = 60;
+const KEPT_LINE_CHARS = 300;
+
+/**
+ * What differs between two texts: the lines only one side printed (as multisets: order aside), in a few words for
+ * the table (a traceback's first two lines and the exception it ends with), and bounded lists for the JSON.
+ */
 function textDifference(a, b) {
   const la = a.split('\n');
   const lb = b.split('\n');
@@ -209,7 +217,7 @@ function textDifference(a, b) {
   const cb = count(lb);
   const only = (x, y) => {
     const out = [];
-    for (const [l, n] of x) for (let i = (y.get(l) ?? 0); i < n; i++) out.push(l);
+    for (const [l, n] of x) for (let i = y.get(l) ?? 0; i < n; i++) if (l.trim() !== '') out.push(l);
     return out;
   };
   const onlyPlain = only(ca, cb);
@@ -217,16 +225,16 @@ function textDifference(a, b) {
   const parts = [];
   if (onlyPlain.length === 0 && onlyDoctor.length === 0) {
     const i = la.findIndex((l, k) => l !== lb[k]);
-    parts.push(`the same lines in another order (from line ${i + 1})`);
+    parts.push(`the same lines in another order or blank lines apart (from line ${i + 1})`);
   }
-  // The first two lines and the last one: where a traceback starts and the exception it ends with.
   const some = (lines) => {
     const q = (l) => `«${clip(l)}»`;
     return lines.length > 3 ? `${q(lines[0])} ${q(lines[1])} ... ${q(lines[lines.length - 1])}` : lines.map(q).join(' ');
   };
   if (onlyDoctor.length > 0) parts.push(`doctor only (${onlyDoctor.length}): ${some(onlyDoctor)}`);
   if (onlyPlain.length > 0) parts.push(`plain only (${onlyPlain.length}): ${some(onlyPlain)}`);
-  return parts.join('; ');
+  const kept = (lines) => lines.slice(0, KEPT_LINES).map((l) => clip(l, KEPT_LINE_CHARS));
+  return { summary: parts.join('; '), lines: { doctorOnly: kept(onlyDoctor), plainOnly: kept(onlyPlain) } };
 }
 
 /** The comparison of one case's two runs: the aspects that differ and a line on each. */
@@ -239,14 +247,17 @@ export function compareRuns(plain, doctor, allowances) {
     details.push(`exit: plain ${exitText(plain.exit)}, doctor ${exitText(doctor.exit)}`);
   }
   const dropped = { stdout: 0, stderr: 0 };
+  const lines = {};
   for (const stream of ['stdout', 'stderr']) {
     const patterns = allowances.filter((a) => a.kind === `${stream}-line`).map((a) => a.pattern);
     const a = dropLines(plain[stream], patterns);
     const b = dropLines(doctor[stream], patterns);
     dropped[stream] = a.dropped + b.dropped;
     if (a.text !== b.text) {
+      const diff = textDifference(a.text, b.text);
       differs.push(stream);
-      details.push(`${stream}: ${textDifference(a.text, b.text)}`);
+      details.push(`${stream}: ${diff.summary}`);
+      lines[stream] = diff.lines;
     }
   }
   const filePatterns = allowances.filter((a) => a.kind === 'file').map((a) => a.pattern);
@@ -264,7 +275,7 @@ export function compareRuns(plain, doctor, allowances) {
     differs.push('files');
     details.push(`files: ${fileNotes.slice(0, 4).join('; ')}${fileNotes.length > 4 ? `; ${fileNotes.length - 4} more` : ''}`);
   }
-  return { equal: differs.length === 0, differs, details, droppedLines: dropped };
+  return { equal: differs.length === 0, differs, details, lines, droppedLines: dropped };
 }
 
 /** What doctor's report says of the probe: processes that sent records, steps, profiler windows, probe errors. */
@@ -340,6 +351,7 @@ async function runCase(c, ctx) {
     equal: cmp.equal,
     differs: cmp.differs,
     details: cmp.details,
+    lines: cmp.lines,
     skipped: skip ? skip[1] : null,
     allowed: allowances.map((a) => ({ kind: a.kind, pattern: a.source, reason: a.reason })),
     droppedLines: cmp.droppedLines,

@@ -1,5 +1,5 @@
-"""The legacy torch.autograd.profiler.profile around training steps 8 to 20 (record_function labels inside), then
-training on to step 64.
+"""The legacy torch.autograd.profiler.profile around training steps 5 to 56 (record_function labels inside), over
+the steps where doctor's probe opens its window (10 at the earliest, 50 at the latest), then training on to step 64.
 """
 import torch
 
@@ -9,7 +9,7 @@ opt = torch.optim.Adam(model.parameters(), lr=0.01)
 data = [(torch.randn(8, 8), torch.randn(8, 1)) for _ in range(8)]
 events = None
 for step in range(64):
-    if step == 8:
+    if step == 5:
         legacy = torch.autograd.profiler.profile()
         legacy.__enter__()
     x, y = data[step % 8]
@@ -18,7 +18,7 @@ for step in range(64):
         opt.zero_grad()
         loss.backward()
         opt.step()
-    if step == 20:
+    if step == 56:
         legacy.__exit__(None, None, None)
         events = [e.name for e in legacy.function_events]
 print("loss %.6f" % loss.item())
