@@ -50,6 +50,7 @@ export interface CaseResult {
   allowed: { kind: 'stdout-line' | 'stderr-line' | 'file'; pattern: string; reason: string }[];
   droppedLines: { stdout: number; stderr: number };
   plain: RunExit & { stderrTail: string };
+  /** The run under doctor (with --self-check: the plain command's second run, without `probe`). */
   doctor: RunExit & { stderrTail: string; probe: ProbeSummary | null; ownStderrTail: string };
   /** Files and folders the plain run left in its working directory (the case's own file included). */
   files: number;

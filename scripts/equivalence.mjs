@@ -444,7 +444,7 @@ export function renderTable(report) {
     const what = r.equal ? (r.skipped !== null ? `(skipped: ${r.skipped})` : '') : r.details.join(' | ');
     return [r.name, ex(r.plain), ex(r.doctor), r.equal ? 'yes' : 'NO', probe, what];
   });
-  const head = ['case', 'plain', 'doctor', 'same', 'steps', 'what differs'];
+  const head = ['case', 'plain', report.mode === 'self-check' ? 'plain 2' : 'doctor', 'same', 'steps', 'what differs'];
   const widths = head.slice(0, 5).map((h, i) => Math.max(h.length, ...rows.map((row) => row[i].length)));
   const line = (cells) => cells.map((c, i) => (i < 5 ? c.padEnd(widths[i]) : c)).join('  ').trimEnd();
   const s = report.summary;
