@@ -409,12 +409,16 @@ export async function runSuite(opts) {
   const tmp = mkdtempSync(join(tmpdir(), 'gpuwise-equivalence-'));
   const started = Date.now();
   const ctx = { python: opts.python, cli: resolve(opts.cli), env, timeoutS: opts.timeoutS, selfCheck: opts.selfCheck, keep: opts.keep, tmp };
-  const results = await pool(cases, opts.jobs, async (c) => {
-    const r = await runCase(c, ctx);
-    opts.onCase?.(r);
-    return r;
-  });
-  if (!opts.keep) rmSync(tmp, { recursive: true, force: true });
+  let results;
+  try {
+    results = await pool(cases, opts.jobs, async (c) => {
+      const r = await runCase(c, ctx);
+      opts.onCase?.(r);
+      return r;
+    });
+  } finally {
+    if (!opts.keep) rmSync(tmp, { recursive: true, force: true });
+  }
   const versions = await versionsOf(opts.python, env);
   return {
     schemaVersion: SCHEMA_VERSION,
