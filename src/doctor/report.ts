@@ -25,7 +25,7 @@ import {
   rankOf,
   type StepRecord,
 } from '../run/records.js';
-import { gpuStepTimesOf, type StepStats, type StepTimeline, stepStats, stepTimelineOf } from '../run/steps.js';
+import { batchOfSteps, gpuStepTimesOf, type StepStats, type StepTimeline, stepStats, stepTimelineOf } from '../run/steps.js';
 import type { Snapshot } from '../telemetry/sample.js';
 import type { CollectiveTimings } from '../trace/metrics/collectives.js';
 import { modelFlopsAtStep } from '../trace/metrics/modelFlops.js';
@@ -680,6 +680,10 @@ export function notesOf(input: DoctorInput, processes: readonly ProcessRecords[]
     notes.push(
       `rank ${st.rank ?? 0}: no progress for ${st.sinceStepS.toFixed(0)} s in step ${st.step} (at ${innermostFrames(st.stack, 1)[0] ?? '?'}), then it went on`,
     );
+  for (const p of processes) {
+    const partial = partialBatchNote(p);
+    if (partial) notes.push(partial);
+  }
   for (const r of ranks) {
     if (r.probeError) notes.push(`probe on rank ${r.rank} switched itself off after an internal error: ${r.probeError}`);
     if (r.steps.settled === false)
@@ -688,6 +692,28 @@ export function notesOf(input: DoctorInput, processes: readonly ProcessRecords[]
       );
   }
   return notes;
+}
+
+/**
+ * A loader that hands out a last partial batch each epoch (`drop_last=False`, a dataset size that is not a multiple of
+ * the batch): said once, with the batch the report reads (the full batches', run/steps.ts batchOfSteps), and what it
+ * costs a compiled model (a recompilation for the odd shape). Null when every step holds a full batch.
+ */
+export function partialBatchNote(p: ProcessRecords): string | null {
+  const b = batchOfSteps(p.steps);
+  if (b.partialSteps === 0 || b.samplesPerStep === null) return null;
+  const who = p.rankFromEnv ? `rank ${p.rank}` : 'the run';
+  const sizes = b.partialSamples.join(', ');
+  const when =
+    b.partialEvery !== null
+      ? `every ${b.partialEvery} steps: the last batch of each epoch, which the DataLoader keeps (drop_last=False)`
+      : b.partialSteps === 1
+        ? 'once: a last batch the DataLoader keeps (drop_last=False)'
+        : 'the DataLoader keeps batches smaller than the others (drop_last=False)';
+  const compiled = p.model?.compiled === true
+    ? '; a compiled model recompiles for the partial batch\'s shape: DataLoader(..., drop_last=True) avoids it'
+    : '';
+  return `${who}: ${b.partialSteps} of ${b.sizedSteps} steps ran a partial batch (${sizes} samples; the full batches hold ${b.samplesPerStep}), ${when}; the batch is read as ${b.microBatch}${b.gradAccum > 1 ? ` x ${b.gradAccum} accumulation` : ''}, the size of the full batches, and the what-ifs are scaled from it${compiled}`;
 }
 
 /** Findings read off the time one rank waits for another: wrong when the ranks' windows cover different steps. */

@@ -194,3 +194,58 @@ export function stepTimelineOf(steps: readonly StepRecord[]): StepTimeline {
   }
   return out;
 }
+
+/**
+ * The batch of a run fed by a DataLoader, read from its full batches: the mode over the steps of (DataLoader batches
+ * per step, samples per step), never the last step's (a dataset whose size is not a multiple of the batch ends each epoch on a partial batch:
+ * `FakeData(1000)` in batches of 64 ends on 40, which was once read as "batch 40"). Steps with fewer samples than the
+ * mode are the partial ones: the loader hands them out (`drop_last=False`). Batches whose size varies from step to step
+ * (no size holds half the steps: bucketed or packed batches) are read by their median instead, and none is partial.
+ */
+export interface StepBatch {
+  /** Samples per batch of the full batches (the modal step's samples over its batches, rounded); null when no step told. */
+  microBatch: number | null;
+  /** DataLoader batches per optimizer step in the modal step (gradient accumulation); 1 when none told. */
+  gradAccum: number;
+  /** Samples in the modal step. */
+  samplesPerStep: number | null;
+  /** Steps with a size that hold fewer samples than the modal step, and their distinct sizes (ascending). */
+  partialSteps: number;
+  partialSamples: number[];
+  /** Steps between consecutive partial steps when they recur at one period (each epoch's last batch); null otherwise. */
+  partialEvery: number | null;
+  /** Steps with a size. */
+  sizedSteps: number;
+}
+
+export function batchOfSteps(steps: readonly StepRecord[]): StepBatch {
+  const sized = [...steps].filter((s) => s.samples !== null && s.samples > 0 && s.batches > 0).sort((a, b) => a.step - b.step);
+  const counts = new Map<string, { batches: number; samples: number; n: number }>();
+  for (const s of sized) {
+    const key = `${s.batches}|${s.samples}`;
+    const e = counts.get(key) ?? { batches: s.batches, samples: s.samples as number, n: 0 };
+    e.n++;
+    counts.set(key, e);
+  }
+  // The most frequent (batches, samples); a tie goes to the larger step (a partial batch is never the larger).
+  const mode = [...counts.values()].sort((a, b) => b.n - a.n || b.samples - a.samples)[0];
+  const none = { partialSteps: 0, partialSamples: [], partialEvery: null, sizedSteps: sized.length };
+  if (!mode) return { microBatch: null, gradAccum: 1, samplesPerStep: null, ...none };
+  if (mode.n * 2 < sized.length) {
+    const mid = (xs: number[]) => quantile(xs.sort((a, b) => a - b), 0.5) as number;
+    const batches = mid(sized.map((s) => s.batches));
+    const samples = mid(sized.map((s) => s.samples as number));
+    return { microBatch: Math.round(samples / batches), gradAccum: Math.round(batches), samplesPerStep: samples, ...none };
+  }
+  const partial = sized.filter((s) => (s.samples as number) < mode.samples);
+  const gaps = new Set(partial.slice(1).map((s, i) => s.step - (partial[i] as StepRecord).step));
+  return {
+    microBatch: Math.round(mode.samples / mode.batches),
+    gradAccum: mode.batches,
+    samplesPerStep: mode.samples,
+    partialSteps: partial.length,
+    partialSamples: [...new Set(partial.map((s) => s.samples as number))].sort((a, b) => a - b),
+    partialEvery: partial.length >= 2 && gaps.size === 1 ? ([...gaps][0] as number) : null,
+    sizedSteps: sized.length,
+  };
+}
