@@ -1,5 +1,5 @@
 /** The doctor report as terminal text (pure). */
-import { flopsSplit } from '../report/flopsText.js';
+import { flopsLeftOut, flopsSplit } from '../report/flopsText.js';
 import { fmtBytes, fmtMs, fmtPct, fmtTflops } from '../util/format.js';
 import type { DoctorReport, RankSummary } from './report.js';
 import { batchDimText, distributedTable, findingKindLabel, gpuProcessRows, hangLines, hostCpuNote, setupFacts, setupGuesses, stepSourceNote } from './renderParts.js';
@@ -129,7 +129,7 @@ export function renderDoctorText(r: DoctorReport): string {
     const mf = t.modelFlops;
     if (mf)
       out.push(
-        `  model FLOPs ${fmtTflops(mf.achievedTflops)} TFLOP/s on the run's step, MFU ${fmtPct(mf.mfu)} of the ${mf.gpu} ${mf.peakPrecision} dense peak ${mf.peakTflops} TFLOP/s (${flopsSplit(mf)} a step; attention kernels without shapes not counted)`,
+        `  model FLOPs ${fmtTflops(mf.achievedTflops)} TFLOP/s on the run's step, MFU ${fmtPct(mf.mfu)} of the ${mf.gpu} ${mf.peakPrecision} dense peak ${mf.peakTflops} TFLOP/s (${flopsSplit(mf)} a step${flopsLeftOut(mf) ? `; ${flopsLeftOut(mf)}` : ''})`,
       );
   }
   for (const s of r.profile.snapshots)

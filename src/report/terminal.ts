@@ -1,5 +1,5 @@
 /** Renders the analyze report for a terminal (pure: returns a string; colour is the caller's choice). */
-import { flopsSplit } from './flopsText.js';
+import { flopsLeftOut, flopsSplit } from './flopsText.js';
 import { fmtBytes, fmtMs, fmtPct, fmtTflops } from '../util/format.js';
 import { wrapLine } from '../util/wrap.js';
 import type { Finding, Severity } from '../findings/finding.js';
@@ -75,7 +75,7 @@ function rankSection(m: TraceMetrics, st: Style): string[] {
   if (mf !== null) {
     out.push(
       `  model FLOPs  ${fmtTflops(mf.achievedTflops)} TFLOP/s achieved, MFU ${fmtPct(mf.mfu)} of the ${mf.gpu} ${mf.peakPrecision} dense peak ${mf.peakTflops} TFLOP/s ` +
-        st.dim(`(${flopsSplit(mf)} per median step; attention kernels without shapes not counted: a floor)`),
+        st.dim(`(${flopsSplit(mf)} per median step${flopsLeftOut(mf) ? `; ${flopsLeftOut(mf)}: a floor` : ''})`),
     );
   }
   for (const c of m.copies) out.push(`  memcpy       ${c.kind.padEnd(14)} ${String(c.count).padStart(6)} copies ${fmtBytes(c.bytes).padStart(10)} ${fmtMs(c.durNs).padStart(10)} ${c.bandwidthGBs.toFixed(1).padStart(7)} GB/s`);

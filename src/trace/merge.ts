@@ -3,7 +3,7 @@
  * the model one parser would have built. Segments share the time origin, so
  * only names and indices need remapping.
  */
-import { gemmOpKey, sortGemmCalls } from './builder.js';
+import { attentionOpKey, gemmOpKey, sortGemmCalls } from './builder.js';
 import type { CpuSpan, GpuActivity, MemoryPeak, TraceModel } from './model.js';
 import type { LaunchCall, OpLog } from './opLog.js';
 
@@ -73,6 +73,27 @@ export function mergeModels(parts: TraceModel[]): TraceModel {
     }
   }
   const gemmCalls = sortGemmCalls(Float64Array.from(gemmExt), Int32Array.from(gemmIdx));
+  // Attention ops likewise; parts are consecutive stretches of the file, so their calls joined in order are the file's.
+  const attentionOps: TraceModel['attentionOps'] = [];
+  const attentionKeys = new Map<string, number>();
+  const attentionStart: number[] = [];
+  const attentionOp: number[] = [];
+  for (const p of parts) {
+    const remap = p.attentionOps.map((op) => {
+      const key = attentionOpKey(op.name, op.dims, op.causal);
+      let idx = attentionKeys.get(key);
+      if (idx === undefined) {
+        idx = attentionOps.length;
+        attentionOps.push(op);
+        attentionKeys.set(key, idx);
+      }
+      return idx;
+    });
+    for (let i = 0; i < p.attentionCalls.count; i++) {
+      attentionStart.push(p.attentionCalls.startNs[i]!);
+      attentionOp.push(remap[p.attentionCalls.op[i]!]!);
+    }
+  }
 
   const spans = (pick: (p: TraceModel) => CpuSpan[]) => parts.flatMap(pick).sort((a, b) => a.startNs - b.startNs);
   const steps = new Map<number, TraceModel['steps'][number]>();
@@ -123,6 +144,8 @@ export function mergeModels(parts: TraceModel[]): TraceModel {
     frameworks: parts.flatMap((p) => p.frameworks).filter((f, i, all) => all.findIndex((g) => g.framework === f.framework) === i),
     gemmOps,
     gemmCalls,
+    attentionOps,
+    attentionCalls: { count: attentionStart.length, startNs: Float64Array.from(attentionStart), op: Int32Array.from(attentionOp) },
     memoryPeaks: [...peaks.values()].sort((a, b) => a.device - b.device),
     eventCounts,
     cpuRangeNs: withCpu.length ? [Math.min(...withCpu.map((p) => p.cpuRangeNs[0])), Math.max(...withCpu.map((p) => p.cpuRangeNs[1]))] : [0, 0],

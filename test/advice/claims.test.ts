@@ -10,26 +10,8 @@ import { describe, expect, it } from 'vitest';
 import { diagnose } from '../../src/advice/engine.js';
 import type { Finding } from '../../src/findings/finding.js';
 import { REPO, rediagnosed } from '../doctor/helpers.js';
+import { contradictions } from '../helpers/claims.js';
 import { rankOf, TRACES } from '../helpers/fixtures.js';
-
-const SHARE = /(\d+(?:\.\d+)?)% of (?:the|each) step/g;
-const RATE_PAIR = /at ([\d.]+) TFLOP\/s vs ([\d.]+) TFLOP\/s/;
-
-/** What is wrong with a finding's claims, in words; empty when nothing. */
-export function contradictions(f: Finding): string[] {
-  const out: string[] = [];
-  const titleShares = [...f.title.matchAll(SHARE)].map((m) => m[1]);
-  const evidenceShares = new Set(f.evidence.flatMap((e) => [...e.matchAll(SHARE)].map((m) => m[1])));
-  for (const s of titleShares)
-    if (evidenceShares.size > 0 && !evidenceShares.has(s))
-      out.push(`${f.id}: the title says ${s}% of the step, the evidence ${[...evidenceShares].join('%, ')}%`);
-  if (/\bslow(er)?\b/i.test(f.title))
-    for (const e of f.evidence) {
-      const m = RATE_PAIR.exec(e);
-      if (m && !(Number(m[1]) < Number(m[2]))) out.push(`${f.id}: called slower, but ${m[1]} TFLOP/s is not below ${m[2]}: ${e}`);
-    }
-  return out;
-}
 
 const traceNames = (): string[] => {
   const names: string[] = [];

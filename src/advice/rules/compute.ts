@@ -1,12 +1,11 @@
 /** GPU compute rules: fp32 matmuls, misaligned GEMM shapes, an under-used GPU. */
 
 import { gainFrom } from '../../findings/finding.js';
-import { type GpuSpec, lookupGpu } from '../../gpus/catalogue.js';
 import type { GemmShapeStat, TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtBytes, fmtMs, fmtPct } from '../../util/format.js';
 import { BF16_AUTOCAST_SWITCHES } from '../framework.js';
 import { modelParallelFigures } from './modelParallel.js';
-import { finding, matmulNs, type RankRule, stepNs } from './rule.js';
+import { finding, gpuOf, matmulNs, type RankRule, stepNs } from './rule.js';
 
 const FP32_MIN_SHARE_OF_MATMUL = 0.1;
 /**
@@ -22,11 +21,6 @@ const TENSOR_CORE_SPEEDUP = 4;
 const TENSOR_CORE_EFFICIENCY = 0.6;
 const FP32_DTYPES = new Set(['float', 'float32']);
 const HALF_DTYPES = new Set(['c10::BFloat16', 'bfloat16', 'c10::Half', 'half', 'float16']);
-
-function gpuOf(m: TraceMetrics): GpuSpec | null {
-  const d = m.devices[0];
-  return d?.name ? lookupGpu({ name: d.name, memoryBytes: d.totalMemoryBytes }) : null;
-}
 
 /**
  * The bf16 rate (flop per ns) the fp32 GEMMs would run at: what this trace's own bf16/fp16 GEMMs reached, else the

@@ -8,6 +8,7 @@ import { CATEGORY_NAMES } from '../../trace/kernelClass.js';
 import { IDLE_CAUSES, type TraceMetrics } from '../../trace/metrics/types.js';
 import type { AnalyzeReport } from '../../report/analyzeReport.js';
 import { IDLE_LABELS } from '../../report/terminal.js';
+import { flopsLeftOut, flopsSplit } from '../../report/flopsText.js';
 import { fmtBytes, fmtMs, fmtPct, fmtTflops } from '../../util/format.js';
 import { type InlineAssets, esc, noscriptTable, page, spread, table } from './layout.js';
 import { findingHtml } from './runs.js';
@@ -138,7 +139,7 @@ function otherFigures(m: TraceMetrics): string {
   if (mf !== null)
     rows.push([
       'model FLOPs',
-      `${fmtTflops(mf.achievedTflops)} TFLOP/s achieved, MFU ${fmtPct(mf.mfu)} of the ${mf.gpu} ${mf.peakPrecision} dense peak ${mf.peakTflops} TFLOP/s (${(mf.flopsPerStep / 1e12).toFixed(2)} TFLOP of GEMMs per median step; attention kernels and convolutions not counted: a floor)`,
+      `${fmtTflops(mf.achievedTflops)} TFLOP/s achieved, MFU ${fmtPct(mf.mfu)} of the ${mf.gpu} ${mf.peakPrecision} dense peak ${mf.peakTflops} TFLOP/s (${flopsSplit(mf)} per median step${flopsLeftOut(mf) ? `; ${flopsLeftOut(mf)}: a floor` : ''})`,
     ]);
   for (const c of m.copies) rows.push([`memcpy ${c.kind}`, `${c.count} copies, ${fmtBytes(c.bytes)}, ${fmtMs(c.durNs)}, ${c.bandwidthGBs.toFixed(1)} GB/s`]);
   if (m.comm.collectives > 0)
