@@ -2,7 +2,7 @@
 import { flopsLeftOut, flopsSplit } from '../report/flopsText.js';
 import { fmtBytes, fmtMs, fmtPct, fmtTflops } from '../util/format.js';
 import type { DoctorReport, RankSummary } from './report.js';
-import { batchDimText, distributedTable, findingKindLabel, gpuProcessRows, hangLines, hostCpuNote, setupFacts, setupGuesses, stepSourceNote } from './renderParts.js';
+import { batchDimText, decodeText, distributedTable, rankLabel, findingKindLabel, gpuProcessRows, hangLines, hostCpuNote, setupFacts, setupGuesses, stepSourceNote } from './renderParts.js';
 
 const s2ns = (s: number) => s * 1e9;
 
@@ -18,8 +18,13 @@ function stepLine(r: RankSummary): string {
     `min ${fmtMs(s2ns(st.minS ?? 0))}`,
     `max ${fmtMs(s2ns(st.maxS ?? 0))}`,
   ];
-  if (st.samplesPerS !== null) parts.push(`${st.samplesPerS.toFixed(st.samplesPerS >= 100 ? 0 : 1)} samples/s`);
-  if (st.tokensPerS !== null) parts.push(`${Math.round(st.tokensPerS).toLocaleString('en-US')} tokens/s (seq ${st.seqLen})`);
+  // A generation loop's steps are decode steps: tokens generated per second, not samples.
+  const decode = decodeText(r);
+  if (decode) parts.push(decode);
+  else {
+    if (st.samplesPerS !== null) parts.push(`${st.samplesPerS.toFixed(st.samplesPerS >= 100 ? 0 : 1)} samples/s`);
+    if (st.tokensPerS !== null) parts.push(`${Math.round(st.tokensPerS).toLocaleString('en-US')} tokens/s (seq ${st.seqLen})`);
+  }
   const host = hostCpuNote(r);
   if (host) parts.push(host);
   const note = stepSourceNote({ steps: st });
@@ -63,13 +68,7 @@ export function renderDoctorText(r: DoctorReport): string {
     );
   for (const r0 of r.ranks) {
     out.push('');
-    out.push(
-      r0.rankFromEnv
-        ? `Rank ${r0.rank} (pid ${r0.pid})`
-        : r0.steps.steps > 0
-          ? `Training process (pid ${r0.pid})`
-          : `Process ${r0.pid} (no training step)`,
-    );
+    out.push(rankLabel(r0));
     out.push(`  steps: ${stepLine(r0)}`);
     if (r0.steps.dataWaitShare !== null) out.push(`  DataLoader wait: ${fmtPct(r0.steps.dataWaitShare)} of step time`);
     const a = r0.allocator;

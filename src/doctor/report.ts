@@ -37,6 +37,7 @@ import { type Ending, endingOf, type FirstFailure } from './ending.js';
 import { type HangAnalysis, hangAnalysis, innermostFrames, openStalls, recoveredStalls } from './hang.js';
 import { type HostTime, rebaseFinding, restateShare } from './rebase.js';
 import { withDataParallelFix } from './dataParallelFix.js';
+import { decodeBatchingFinding, decodeLeverEffects, inDecodeRegime } from './decode.js';
 import { gpuSharedFindings, ranksShareGpuFinding, type SharingProcess } from './sharing.js';
 import { buildWhatIfs, hardwareOf, type RunSetup, type WhatIf, type WhatIfCalibration, type WhatIfResult, whatIfFindings } from './whatIfs.js';
 
@@ -542,10 +543,16 @@ export function traceFindingsOf(traces: readonly TraceInput[], ranks: readonly R
   const found = oneJob ? diagnose(metrics, collectives) : metrics.flatMap((m, i) => diagnose([m], collectives.length ? [collectives[i] as CollectiveTimings] : []));
   // The probe's framework (the call stack at a step) first; else the one the trace names, as analyze does.
   const named = model?.framework ? null : frameworkNamedBy(metrics);
+  const decodeOfRank = (rank: number) => ranks.find((r) => r.rank === rank)?.steps.decode;
   return found
     .filter((f) => !(f.id === 'fusion' && model?.compiled === true))
     .map((f) => restateShare(f, rebaseFinding(f, metricsOfRank, runStepNsOfRank, hostOfRank)))
-    .map((f) => (named ? inTraceFramework(f, named) : inFramework(f, model?.framework)));
+    .map((f) => {
+      // A generation loop is no training loop: its fixes are not a Trainer's or Lightning's switches.
+      const decode = decodeOfRank(f.ranks[0] ?? 0);
+      if (decode) return inDecodeRegime(f, decode);
+      return named ? inTraceFramework(f, named) : inFramework(f, model?.framework);
+    });
 }
 
 /** Stage 5: memory's findings on each snapshot, on the snapshot's rank. */
@@ -558,6 +565,20 @@ export function probeFindingsOf(traceFindings: readonly Finding[], ranks: RankSu
   const dlWait = traceFindings.some((f) => f.id === 'dataloader-bound') ? null : dataLoaderWaitFinding(ranks);
   const weights = halfMasterWeightsFinding(model);
   return [...(dlWait ? [dlWait] : []), ...(weights ? [weights] : [])];
+}
+
+/** Stage 6c: a generation loop's own lever (decode.ts): more sequences per decode step, on each rank whose steps are decode steps. */
+export function decodeFindingsOf(ranks: readonly RankSummary[], traces: readonly TraceInput[], model: ModelRecord | null): Finding[] {
+  const out: Finding[] = [];
+  for (const r of ranks) {
+    const decode = r.steps.decode;
+    if (!decode) continue;
+    const metrics = traces.find((t) => t.rank === r.rank && t.metrics !== null)?.metrics ?? null;
+    const effects = decodeLeverEffects(decode, metrics, model);
+    const f = effects ? decodeBatchingFinding(decode, effects, r.rank) : null;
+    if (f) out.push(f);
+  }
+  return out;
 }
 
 /** Half-precision weights and optimizer state past this share of the parameters: no fp32 master copy exists. */
@@ -829,7 +850,11 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
   );
   const traceFindings = imbalance.trace.map((f) => withDataParallelMemory(f, gpus ?? [], pidOfRank));
   const memoryFindings = memoryFindingsOf(input.snapshots);
-  const probeFindings = [...probeFindingsOf(traceFindings, ranks, id.model), ...(imbalance.probe ? [imbalance.probe] : [])];
+  const probeFindings = [
+    ...probeFindingsOf(traceFindings, ranks, id.model),
+    ...(imbalance.probe ? [imbalance.probe] : []),
+    ...decodeFindingsOf(ranks, input.traces, id.model),
+  ];
   const telemetryFindings = sharingFindingsOf(gpus, processes, ranks);
   const ending = endingOf(processes, input.disconnectedAtMs, input.hang?.atMs ?? null);
   const stalls = openStalls(input.records);

@@ -61,6 +61,60 @@ export interface StepStats {
    * host ran ahead (it waits on the GPU: a full launch queue). Null without GPU timing. Added in 0.2.
    */
   medianStepsInFlight?: number | null;
+  /**
+   * Steps that are decode steps (generation: forward calls of the model on one new token per sequence), with the
+   * tokens generated per second and the time to the first token; null for any other run. Added in 0.3.
+   */
+  decode?: DecodeStats | null;
+}
+
+/**
+ * A generation loop seen through its steps (one step per forward call of the model): decode steps feed one token per
+ * sequence (`seqLen` 1: `generate()` with a KV cache, or an inference loop), prefill steps the prompt (`seqLen` > 1:
+ * each starts a prompt, its time is the time to its first token). Over the measured steps.
+ */
+export interface DecodeStats {
+  decodeSteps: number;
+  prefillSteps: number;
+  /** Sequences per decode step (the mode of their samples); null when no step told. */
+  batch: number | null;
+  /** Median time of a decode step; of a prefill step (its forward over the prompt and the first token: time to first token). */
+  decodeStepS: number | null;
+  prefillStepS: number | null;
+  /** Median prompt length (the prefill steps' sequence length). */
+  promptLen: number | null;
+  /** Tokens generated per second: one per sequence per decode step and the first one each prefill makes, over all their time. */
+  tokensPerS: number | null;
+  /** Decode steps per prefill step (a prompt's new tokens less its first); null without prefill steps. */
+  decodeStepsPerPrefill: number | null;
+}
+
+/**
+ * Decode statistics of measured steps, or null when they are not decode steps: steps marked by forward calls (no
+ * backward, no optimizer) most of which feed one token per sequence.
+ */
+export function decodeStatsOf(measured: readonly StepRecord[], timeOf: (s: StepRecord) => number, stepSource: StepSource | null): DecodeStats | null {
+  if (stepSource !== 'forward') return null;
+  const decode = measured.filter((s) => s.seqLen === 1);
+  const prefill = measured.filter((s) => typeof s.seqLen === 'number' && s.seqLen > 1);
+  if (decode.length === 0 || decode.length * 2 < measured.length) return null;
+  const mid = (xs: number[]) => quantile([...xs].sort((a, b) => a - b), 0.5);
+  const counts = new Map<number, number>();
+  for (const s of decode) if (s.samples !== null) counts.set(s.samples, (counts.get(s.samples) ?? 0) + 1);
+  const batch = [...counts].sort((a, b) => b[1] - a[1] || b[0] - a[0])[0]?.[0] ?? null;
+  const all = [...decode, ...prefill];
+  const time = all.reduce((a, s) => a + timeOf(s), 0);
+  const generated = all.every((s) => s.samples !== null) ? all.reduce((a, s) => a + (s.samples as number), 0) : null;
+  return {
+    decodeSteps: decode.length,
+    prefillSteps: prefill.length,
+    batch,
+    decodeStepS: mid(decode.map(timeOf)),
+    prefillStepS: prefill.length ? mid(prefill.map(timeOf)) : null,
+    promptLen: prefill.length ? mid(prefill.map((s) => s.seqLen as number)) : null,
+    tokensPerS: generated !== null && time > 0 ? generated / time : null,
+    decodeStepsPerPrefill: prefill.length ? decode.length / prefill.length : null,
+  };
 }
 
 /** Steps whose median must lie within this share of the settled pace for the steady state to start. */
@@ -169,6 +223,7 @@ export function stepStats(steps: readonly StepRecord[], gpuTimes: ReadonlyMap<nu
     settled: steady.settled,
     medianHostCpuS: hostCpu.length > 0 && hostCpu.length * 2 >= measured.length ? quantile(sortedOf(hostCpu), 0.5) : null,
     medianStepsInFlight: timing === 'gpu' && inFlight.length > 0 ? quantile(sortedOf(inFlight), 0.5) : null,
+    decode: decodeStatsOf(measured, timeOf, last?.stepSource ?? null),
   };
 }
 
