@@ -129,7 +129,6 @@ export function runtimeKind(name: string): RuntimeKind {
   return RuntimeKind.other;
 }
 
-
 /**
  * A kernel's name cut to what it does, for evidence lines: torch's elementwise kernels carry their functor or op in
  * template arguments hundreds of characters long (`vectorized_elementwise_kernel<4, AUnaryFunctor<..., MulFunctor<float>

@@ -29,7 +29,8 @@ import type { AttentionShape, AttentionStats, FusedAttention, HandWrittenAttenti
 
 /** More kernels than this between two attention matmuls is not one attention's chain (a layer's whole forward). */
 const MAX_BETWEEN = 24;
-const BATCHED = new Set(['aten::bmm', 'aten::baddbmm', 'aten::matmul']);
+/** The batched matmuls that launch the kernels (`matmul` dispatches to `bmm`, whose External id the kernels carry). */
+const BATCHED = new Set(['aten::bmm', 'aten::baddbmm']);
 const SOFTMAX = /softmax/i;
 const NOT_ATTENTION_SOFTMAX = /log_?softmax|LogSoftMax/i;
 const SOFTMAX_BACKWARD = /softmax_warp_backward|SoftMaxBackward|softmax_backward/i;
