@@ -8,6 +8,7 @@ import type { Finding } from '../findings/finding.js';
 import { mergeById, sortFindings } from '../findings/rank.js';
 import type { CollectiveTimings } from '../trace/metrics/collectives.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
+import { attention } from './rules/attention.js';
 import { gpuUnderused, misalignedShapes, noTensorCores } from './rules/compute.js';
 import { commBound, dataParallel, ddpAccumWithoutNoSync, rankImbalance, smallCommBuckets } from './rules/distributed.js';
 import { fusion } from './rules/fusion.js';
@@ -28,6 +29,7 @@ export const RANK_RULES: readonly RankRule[] = [
   channelsLast,
   fp16WithoutScaler,
   fusion,
+  attention,
   misalignedShapes,
   gpuUnderused,
   dataParallel,

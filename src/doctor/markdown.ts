@@ -7,6 +7,7 @@ import { fmtBytes, fmtGpuMemory, fmtPct, fmtRate } from '../util/format.js';
 import {
   durationText,
   distributedTable,
+  decodeText,
   environmentRows,
   hangLines,
   hostCpuNote,
@@ -70,7 +71,11 @@ export function renderDoctorMarkdown(r: DoctorReport): string {
     out.push('| process | steps | measured | median | mean | p90 | min | max | DataLoader wait | samples/s | tokens/s |', '|---|---|---|---|---|---|---|---|---|---|---|');
     for (const x of r.ranks) {
       const s = x.steps;
-      const tokens = s.tokensPerS !== null && s.tokensPerS !== undefined ? `${fmtRate(s.tokensPerS)} (seq ${s.seqLen ?? '?'})` : 'n/a';
+      const tokens = s.decode?.tokensPerS
+        ? `${fmtRate(s.decode.tokensPerS)} generated`
+        : s.tokensPerS !== null && s.tokensPerS !== undefined
+          ? `${fmtRate(s.tokensPerS)} (seq ${s.seqLen ?? '?'})`
+          : 'n/a';
       out.push(
         `| ${cell(rankShort(x))} | ${s.steps} | ${s.measuredSteps} | ${fmtStepS(s.medianS)} | ${fmtStepS(s.meanS)} | ${fmtStepS(s.p90S)} | ${fmtStepS(s.minS)} | ${fmtStepS(s.maxS)} | ${s.dataWaitShare === null ? 'n/a' : fmtPct(s.dataWaitShare)} | ${fmtRate(s.samplesPerS)} | ${tokens} |`,
       );
@@ -78,7 +83,7 @@ export function renderDoctorMarkdown(r: DoctorReport): string {
     out.push('');
     out.push('Statistics leave out the first step (warm-up) and the profiled steps.');
     for (const x of r.ranks) {
-      const note = [stepSourceNote(x), hostCpuNote(x)].filter((n) => n !== null).join('; ');
+      const note = [decodeText(x), stepSourceNote(x), hostCpuNote(x)].filter((n) => n !== null).join('; ');
       const tl = x.stepTimeline;
       const line = tl && tl.stepTimeS.length > 1 ? sparkline(tl.stepTimeS.slice(1)) : '';
       if (line || note)

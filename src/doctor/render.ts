@@ -1,10 +1,10 @@
 /** The doctor report as terminal text (pure). */
 import { findingLines } from '../report/findingText.js';
-import { flopsSplit, mfuText } from '../report/flopsText.js';
+import { flopsLeftOut, flopsSplit, mfuText } from '../report/flopsText.js';
 import { PLAIN, type Style } from '../report/style.js';
 import { fmtBytes, fmtGpuMemory, fmtMs, fmtPct } from '../util/format.js';
 import type { DoctorReport, RankSummary } from './report.js';
-import { batchDimText, distributedTable, gpuProcessRows, planModelLine, hangLines, hostCpuNote, setupFacts, setupGuesses, stepSourceNote } from './renderParts.js';
+import { batchDimText, decodeText, distributedTable, gpuProcessRows, planModelLine, hangLines, hostCpuNote, rankLabel, setupFacts, setupGuesses, stepSourceNote } from './renderParts.js';
 
 const s2ns = (s: number) => s * 1e9;
 
@@ -20,8 +20,13 @@ function stepLine(r: RankSummary): string {
     `min ${fmtMs(s2ns(st.minS ?? 0))}`,
     `max ${fmtMs(s2ns(st.maxS ?? 0))}`,
   ];
-  if (st.samplesPerS !== null) parts.push(`${st.samplesPerS.toFixed(st.samplesPerS >= 100 ? 0 : 1)} samples/s`);
-  if (st.tokensPerS !== null) parts.push(`${Math.round(st.tokensPerS).toLocaleString('en-US')} tokens/s (seq ${st.seqLen})`);
+  // A generation loop's steps are decode steps: tokens generated per second, not samples.
+  const decode = decodeText(r);
+  if (decode) parts.push(decode);
+  else {
+    if (st.samplesPerS !== null) parts.push(`${st.samplesPerS.toFixed(st.samplesPerS >= 100 ? 0 : 1)} samples/s`);
+    if (st.tokensPerS !== null) parts.push(`${Math.round(st.tokensPerS).toLocaleString('en-US')} tokens/s (seq ${st.seqLen})`);
+  }
   const host = hostCpuNote(r);
   if (host) parts.push(host);
   const note = stepSourceNote({ steps: st });
@@ -67,13 +72,7 @@ export function renderDoctorText(r: DoctorReport, style: Style = PLAIN, width = 
   if (planLine) out.push(`  ${planLine}`);
   for (const r0 of r.ranks) {
     out.push('');
-    out.push(
-      r0.rankFromEnv
-        ? `Rank ${r0.rank} (pid ${r0.pid})`
-        : r0.steps.steps > 0
-          ? `Training process (pid ${r0.pid})`
-          : `Process ${r0.pid} (no training step)`,
-    );
+    out.push(rankLabel(r0));
     out.push(`  steps: ${stepLine(r0)}`);
     if (r0.steps.dataWaitShare !== null) out.push(`  DataLoader wait: ${fmtPct(r0.steps.dataWaitShare)} of step time`);
     const a = r0.allocator;
@@ -133,7 +132,7 @@ export function renderDoctorText(r: DoctorReport, style: Style = PLAIN, width = 
     const mf = t.modelFlops;
     if (mf)
       out.push(
-        `  model FLOPs ${mfuText(mf, "on the run's step")} (${flopsSplit(mf)} a step; attention kernels without shapes not counted)`,
+        `  model FLOPs ${mfuText(mf, "on the run's step")} (${flopsSplit(mf)} a step${flopsLeftOut(mf) ? `; ${flopsLeftOut(mf)}` : ''})`,
       );
   }
   for (const s of r.profile.snapshots)

@@ -20,7 +20,8 @@ export function fmtBytesOr(b: number | null | undefined, none = 'n/a'): string {
 
 export function rankLabel(r: RankSummary): string {
   if (r.rankFromEnv) return `Rank ${r.rank} (pid ${r.pid})`;
-  return r.steps.steps > 0 ? `Training process (pid ${r.pid})` : `Process ${r.pid} (no training step)`;
+  if (r.steps.steps === 0) return `Process ${r.pid} (no training step)`;
+  return `${r.steps.decode ? 'Generating' : 'Training'} process (pid ${r.pid})`;
 }
 
 /** Short label for charts and tables. */
@@ -48,6 +49,23 @@ const STEP_SOURCE_NOTE: Record<string, string> = {
 export function stepSourceNote(r: Pick<RankSummary, 'steps'>): string | null {
   const src = r.steps.stepSource;
   return src ? (STEP_SOURCE_NOTE[src] ?? null) : null;
+}
+
+/**
+ * A generation loop's figures (run/steps.ts DecodeStats), in the words of its regime: "decode steps: 111 tokens/s
+ * generated, 9.01 ms a decode step at batch 1; 12.3 ms to the first token (a 32-token prompt, then 127 decode
+ * steps)"; null when the steps are not decode steps.
+ */
+export function decodeText(r: Pick<RankSummary, 'steps'>): string | null {
+  const d = r.steps.decode;
+  if (!d) return null;
+  const rate = d.tokensPerS === null ? 'tokens/s unknown' : `${Math.round(d.tokensPerS).toLocaleString('en-US')} tokens/s generated`;
+  const step = d.decodeStepS === null ? '' : `, ${fmtMs(d.decodeStepS * 1e9)} a decode step${d.batch !== null ? ` at batch ${d.batch}` : ''}`;
+  const first =
+    d.prefillStepS === null
+      ? ''
+      : `; ${fmtMs(d.prefillStepS * 1e9)} to the first token (${d.promptLen !== null ? `a ${d.promptLen}-token prompt` : 'the prompt'}${d.decodeStepsPerPrefill !== null ? `, then ${Math.round(d.decodeStepsPerPrefill)} decode steps` : ''})`;
+  return `decode steps: ${rate}${step}${first}`;
 }
 
 /** The host's own time per step (the stepping thread's CPU time, outside the profiler), when the probe measured it. */

@@ -28,7 +28,7 @@ import {
   rankOf,
   type StepRecord,
 } from '../run/records.js';
-import { gpuStepTimesOf, type StepStats, type StepTimeline, stepStats, stepTimelineOf } from '../run/steps.js';
+import { batchOfSteps, gpuStepTimesOf, type StepStats, type StepTimeline, stepStats, stepTimelineOf } from '../run/steps.js';
 import { type Snapshot, usableMemoryBytes } from '../telemetry/sample.js';
 import type { CollectiveTimings } from '../trace/metrics/collectives.js';
 import { modelFlopsAtStep } from '../trace/metrics/modelFlops.js';
@@ -40,6 +40,7 @@ import { type Ending, endingOf, type FirstFailure } from './ending.js';
 import { type HangAnalysis, hangAnalysis, innermostFrames, openStalls, recoveredStalls } from './hang.js';
 import { type HostTime, rebaseFinding, restateShare } from './rebase.js';
 import { withDataParallelFix } from './dataParallelFix.js';
+import { decodeBatchingFinding, decodeLeverEffects, inDecodeRegime } from './decode.js';
 import { gpuSharedFindings, ranksShareGpuFinding, type SharingProcess } from './sharing.js';
 import { buildWhatIfs, hardwareOf, type RunSetup, type WhatIf, type WhatIfCalibration, type WhatIfResult, whatIfFindings } from './whatIfs.js';
 
@@ -598,10 +599,16 @@ export function traceFindingsOf(
     : metrics.flatMap((m, i) => diagnose([m], collectives.length ? [collectives[i] as CollectiveTimings] : [], ctx));
   // The probe's framework (the call stack at a step) first; else the one the trace names, as analyze does.
   const named = model?.framework ? null : frameworkNamedBy(metrics);
+  const decodeOfRank = (rank: number) => ranks.find((r) => r.rank === rank)?.steps.decode;
   return found
     .filter((f) => !(f.id === 'fusion' && model?.compiled === true))
     .map((f) => restateShare(f, rebaseFinding(f, metricsOfRank, runStepNsOfRank, hostOfRank)))
-    .map((f) => (named ? inTraceFramework(f, named) : inFramework(f, model?.framework)));
+    .map((f) => {
+      // A generation loop is no training loop: its fixes are not a Trainer's or Lightning's switches.
+      const decode = decodeOfRank(f.ranks[0] ?? 0);
+      if (decode) return inDecodeRegime(f, decode);
+      return named ? inTraceFramework(f, named) : inFramework(f, model?.framework);
+    });
 }
 
 /** Stage 5: memory's findings on each snapshot, on the snapshot's rank. */
@@ -614,6 +621,20 @@ export function probeFindingsOf(traceFindings: readonly Finding[], ranks: RankSu
   const dlWait = traceFindings.some((f) => f.id === 'dataloader-bound') ? null : dataLoaderWaitFinding(ranks);
   const weights = halfMasterWeightsFinding(model);
   return [...(dlWait ? [dlWait] : []), ...(weights ? [weights] : [])];
+}
+
+/** Stage 6c: a generation loop's own lever (decode.ts): more sequences per decode step, on each rank whose steps are decode steps. */
+export function decodeFindingsOf(ranks: readonly RankSummary[], traces: readonly TraceInput[], model: ModelRecord | null): Finding[] {
+  const out: Finding[] = [];
+  for (const r of ranks) {
+    const decode = r.steps.decode;
+    if (!decode) continue;
+    const metrics = traces.find((t) => t.rank === r.rank && t.metrics !== null)?.metrics ?? null;
+    const effects = decodeLeverEffects(decode, metrics, model);
+    const f = effects ? decodeBatchingFinding(decode, effects, r.rank) : null;
+    if (f) out.push(f);
+  }
+  return out;
 }
 
 /** Half-precision weights and optimizer state past this share of the parameters: no fp32 master copy exists. */
@@ -741,6 +762,10 @@ export function notesOf(input: DoctorInput, processes: readonly ProcessRecords[]
     notes.push(
       `rank ${st.rank ?? 0}: no progress for ${st.sinceStepS.toFixed(0)} s in step ${st.step} (at ${innermostFrames(st.stack, 1)[0] ?? '?'}), then it went on`,
     );
+  for (const p of processes) {
+    const partial = partialBatchNote(p);
+    if (partial) notes.push(partial);
+  }
   for (const r of ranks) {
     if (r.probeError) notes.push(`probe on rank ${r.rank} switched itself off after an internal error: ${r.probeError}`);
     if (r.steps.settled === false)
@@ -749,6 +774,28 @@ export function notesOf(input: DoctorInput, processes: readonly ProcessRecords[]
       );
   }
   return notes;
+}
+
+/**
+ * A loader that hands out a last partial batch each epoch (`drop_last=False`, a dataset size that is not a multiple of
+ * the batch): said once, with the batch the report reads (the full batches', run/steps.ts batchOfSteps), and what it
+ * costs a compiled model (a recompilation for the odd shape). Null when every step holds a full batch.
+ */
+export function partialBatchNote(p: ProcessRecords): string | null {
+  const b = batchOfSteps(p.steps);
+  if (b.partialSteps === 0 || b.samplesPerStep === null) return null;
+  const who = p.rankFromEnv ? `rank ${p.rank}` : 'the run';
+  const sizes = b.partialSamples.join(', ');
+  const when =
+    b.partialEvery !== null
+      ? `every ${b.partialEvery} steps: the last batch of each epoch, which the DataLoader keeps (drop_last=False)`
+      : b.partialSteps === 1
+        ? 'once: a last batch the DataLoader keeps (drop_last=False)'
+        : 'the DataLoader keeps batches smaller than the others (drop_last=False)';
+  const compiled = p.model?.compiled === true
+    ? '; a compiled model recompiles for the partial batch\'s shape: DataLoader(..., drop_last=True) avoids it'
+    : '';
+  return `${who}: ${b.partialSteps} of ${b.sizedSteps} steps ran a partial batch (${sizes} samples; the full batches hold ${b.samplesPerStep}), ${when}; the batch is read as ${b.microBatch}${b.gradAccum > 1 ? ` x ${b.gradAccum} accumulation` : ''}, the size of the full batches, and the what-ifs are scaled from it${compiled}`;
 }
 
 /** Findings read off the time one rank waits for another: wrong when the ranks' windows cover different steps. */
@@ -867,7 +914,11 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
   );
   const traceFindings = imbalance.trace.map((f) => withDataParallelMemory(f, gpus ?? [], pidOfRank));
   const memoryFindings = memoryFindingsOf(input.snapshots);
-  const probeFindings = [...probeFindingsOf(traceFindings, ranks, id.model), ...(imbalance.probe ? [imbalance.probe] : [])];
+  const probeFindings = [
+    ...probeFindingsOf(traceFindings, ranks, id.model),
+    ...(imbalance.probe ? [imbalance.probe] : []),
+    ...decodeFindingsOf(ranks, input.traces, id.model),
+  ];
   const telemetryFindings = sharingFindingsOf(gpus, processes, ranks);
   const ending = endingOf(processes, input.disconnectedAtMs, input.hang?.atMs ?? null);
   const stalls = openStalls(input.records);

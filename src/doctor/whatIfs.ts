@@ -24,6 +24,7 @@ import { budgetBytes, evaluatePlan, ofBudgetText, type Plan, type PlanRequest } 
 import type { Checkpointing, Hardware, OptimizerKind, Parallelism, Precision, TrainingSetup } from '../planner/setup.js';
 import { largestBatch, type MemoryModel, perSampleLineFrom, perSampleMemoryModel, plannerMemoryModel } from '../run/memoryModel.js';
 import type { HelloRecord, ModelRecord, StepRecord } from '../run/records.js';
+import { batchOfSteps } from '../run/steps.js';
 import {
   type Inferred,
   inferCheckpointing,
@@ -153,16 +154,10 @@ const BIGGER_BATCH_SHARE_OF_GAIN = 0.9;
 export function inferRunSetup(input: WhatIfInput): RunSetup {
   const assumptions: string[] = [];
   const steps = [...input.steps].sort((a, b) => a.step - b.step);
-  const withSize = steps.filter((s) => s.samples !== null && s.batches > 0);
-  const last = withSize[withSize.length - 1];
-  let microBatch: number | null = null;
-  let gradAccum = 1;
-  if (last && last.samples !== null) {
-    gradAccum = last.batches;
-    microBatch = Math.round(last.samples / last.batches);
-    if (last.batches > 1 && last.samples % last.batches !== 0)
-      assumptions.push(`micro-batch: ${last.samples} samples over ${last.batches} batches per step, rounded to ${microBatch}`);
-  }
+  // The full batches' size (the mode over the steps), never a last partial batch's.
+  const { microBatch, gradAccum, samplesPerStep } = batchOfSteps(steps);
+  if (microBatch !== null && samplesPerStep !== null && gradAccum > 1 && samplesPerStep % gradAccum !== 0)
+    assumptions.push(`micro-batch: ${samplesPerStep} samples over ${gradAccum} batches per step, rounded to ${microBatch}`);
   const seqStep = [...steps].reverse().find((s) => typeof s.seqLen === 'number');
   const seq = seqStep?.seqLen ?? null;
   const bytes = input.model ? modelBytes(input.model) : null;

@@ -1,5 +1,5 @@
 /** Renders the analyze report for a terminal (pure: returns a string; colour is the caller's choice). */
-import { flopsSplit, mfuText } from './flopsText.js';
+import { flopsLeftOut, flopsSplit, mfuText } from './flopsText.js';
 import { fmtBytes, fmtGpuMemory, fmtMs, fmtPct, fmtWindow } from '../util/format.js';
 import { wrapLine } from '../util/wrap.js';
 import { CATEGORY_NAMES } from '../trace/kernelClass.js';
@@ -64,7 +64,7 @@ function rankSection(m: TraceMetrics, st: Style): string[] {
   if (mf !== null) {
     out.push(
       `  model FLOPs  ${mfuText(mf)} ` +
-        st.dim(`(${flopsSplit(mf)} per median step; attention kernels without shapes not counted: a floor)`),
+        st.dim(`(${flopsSplit(mf)} per median step${flopsLeftOut(mf) ? `; ${flopsLeftOut(mf)}: a floor` : ''})`),
     );
   }
   for (const c of m.copies) out.push(`  memcpy       ${c.kind.padEnd(14)} ${String(c.count).padStart(6)} copies ${fmtBytes(c.bytes).padStart(10)} ${fmtMs(c.durNs).padStart(10)} ${c.bandwidthGBs.toFixed(1).padStart(7)} GB/s  ${win}`);

@@ -1,13 +1,13 @@
 /** GPU compute rules: fp32 matmuls, misaligned GEMM shapes, an under-used GPU. */
 
 import { gainFrom } from '../../findings/finding.js';
-import { catalogueName, type GpuSpec, lookupGpu } from '../../gpus/catalogue.js';
+import { catalogueName } from '../../gpus/catalogue.js';
 import type { GemmShapeStat, TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtBytes, fmtMs, fmtPct } from '../../util/format.js';
 import { BF16_AUTOCAST_SWITCHES } from '../framework.js';
 import { modelParallelFigures } from './modelParallel.js';
 import { autocastNotReaching } from './precision.js';
-import { type FindingParts, finding, matmulNs, type RankRule, stepNs } from './rule.js';
+import { type FindingParts, finding, gpuOf, matmulNs, type RankRule, stepNs } from './rule.js';
 
 const FP32_MIN_SHARE_OF_MATMUL = 0.1;
 /**
@@ -23,11 +23,6 @@ const TENSOR_CORE_SPEEDUP = 4;
 const TENSOR_CORE_EFFICIENCY = 0.6;
 const FP32_DTYPES = new Set(['float', 'float32']);
 const HALF_DTYPES = new Set(['c10::BFloat16', 'bfloat16', 'c10::Half', 'half', 'float16']);
-
-function gpuOf(m: TraceMetrics): GpuSpec | null {
-  const d = m.devices[0];
-  return d?.name ? lookupGpu({ name: d.name, memoryBytes: d.totalMemoryBytes }) : null;
-}
 
 /**
  * The bf16 rate (flop per ns) the fp32 GEMMs would run at: what this trace's own bf16/fp16 GEMMs reached, else the
@@ -106,14 +101,15 @@ export const noTensorCores: RankRule = (m, ctx) => {
 };
 
 /**
- * The GEMMs whose dimensions miss the tensor-core alignment, and the time per step padding them would save: each at
- * the rate aligned GEMMs of the same dtype reached in this very trace. The fusion rule reads it too (compile pads them).
+ * The GEMMs whose dimensions miss the tensor-core alignment and that run slower than the aligned GEMMs of the same
+ * dtype in this very trace, and the time per step padding them would save (each at the aligned rate). A misaligned
+ * GEMM with no aligned one of its dtype to compare with, or one that runs as fast, is not slow: it is left out (fp32
+ * GEMMs on SIMT cores run 50 TFLOP/s misaligned against 47 aligned in a Hugging Face GPT-2). The fusion rule reads it
+ * too (compile pads them).
  */
 export function misalignedGemms(m: TraceMetrics): { bad: GemmShapeStat[]; badNs: number; savedNs: number; lines: string[] } {
   const nSteps = Math.max(1, m.steps.length);
   const shapes = m.gemmShapes;
-  const bad = shapes.filter((g) => g.misalignedDims.length > 0);
-  const badNs = bad.reduce((a, g) => a + g.gpuNs, 0) / nSteps;
   // The rate to expect once padded: what aligned GEMMs of the same dtype achieved in this very trace.
   const rateFor = (dtype: string | null): number | null => {
     const good = shapes.filter((g) => g.misalignedDims.length === 0 && g.dtype === dtype);
@@ -121,17 +117,21 @@ export function misalignedGemms(m: TraceMetrics): { bad: GemmShapeStat[]; badNs:
     const ns = good.reduce((a, g) => a + g.gpuNs, 0);
     return ns > 0 ? flops / ns : null; // flop per ns
   };
+  const slow = shapes
+    .filter((g) => g.misalignedDims.length > 0)
+    .map((g) => ({ g, rate: rateFor(g.dtype) }))
+    .filter((x): x is { g: GemmShapeStat; rate: number } => x.rate !== null && x.g.tflops * 1e3 < x.rate);
+  const bad = slow.map((x) => x.g);
+  const badNs = bad.reduce((a, g) => a + g.gpuNs, 0) / nSteps;
   let saved = 0;
   const lines: string[] = [];
-  for (const g of bad.slice(0, 8)) {
-    const rate = rateFor(g.dtype);
+  for (const { g, rate } of slow) {
     const perStep = g.gpuNs / nSteps;
-    const ideal = rate ? (g.flopsPerCall * g.calls) / rate / nSteps : perStep;
-    if (ideal < perStep) saved += perStep - ideal;
-    lines.push(
-      `${g.op} ${g.batch > 1 ? `${g.batch}x` : ''}${g.m}x${g.n}x${g.k} (MxNxK, ${g.dtype ?? '?'}; ${g.misalignedDims.join(', ')} not a multiple of ${alignLabel(g.dtype)}): ${fmtMs(perStep)} per step at ${g.tflops.toFixed(0)} TFLOP/s` +
-        (rate ? ` vs ${(rate / 1e3).toFixed(0)} TFLOP/s for aligned GEMMs here` : ''),
-    );
+    saved += perStep - (g.flopsPerCall * g.calls) / rate / nSteps;
+    if (lines.length < 8)
+      lines.push(
+        `${g.op} ${g.batch > 1 ? `${g.batch}x` : ''}${g.m}x${g.n}x${g.k} (MxNxK, ${g.dtype ?? '?'}; ${g.misalignedDims.join(', ')} not a multiple of ${alignLabel(g.dtype)}): ${fmtMs(perStep)} per step at ${g.tflops.toFixed(0)} TFLOP/s vs ${(rate / 1e3).toFixed(0)} TFLOP/s for aligned GEMMs here`,
+      );
   }
   return { bad, badNs, savedNs: saved, lines };
 }
@@ -146,9 +146,9 @@ export const misalignedShapes: RankRule = (m) => {
   const padded = Math.ceil(example / 64) * 64;
   return finding({
     id: 'misaligned-shapes',
-    title: 'GEMMs with dimensions that are not multiples of 8 run on slow kernels',
+    title: 'GEMMs with dimensions that are not multiples of 8 run slower than the aligned ones',
     ranks: [m.rank],
-    evidence: [`GEMMs with a misaligned dimension: ${fmtMs(badNs)} per step (${fmtPct(badNs / step)} of the ${fmtMs(step)} step)`, ...lines],
+    evidence: [`misaligned GEMMs slower than the aligned ones: ${fmtMs(badNs)} per step (${fmtPct(badNs / step)} of the ${fmtMs(step)} step)`, ...lines],
     data: { misalignedGemmNsPerStep: badNs, shapes: bad.length, worstDim: example, paddedTo: padded },
     recommendation: {
       summary: `Pad the offending dimensions to a multiple of 64 (at least 8 for bf16/fp16): e.g. ${example} -> ${padded}. For a vocabulary, pad the embedding and output layer and ignore the extra logits; for hidden sizes and batch x sequence pick multiples of 64.`,

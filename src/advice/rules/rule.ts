@@ -1,4 +1,5 @@
 import type { Finding } from '../../findings/finding.js';
+import { type GpuSpec, lookupGpu } from '../../gpus/catalogue.js';
 import type { CollectiveTimings } from '../../trace/metrics/collectives.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtMs } from '../../util/format.js';
@@ -44,4 +45,10 @@ export function whenInSteps(m: TraceMetrics, atNs: number): string {
 export function matmulNs(m: TraceMetrics): number {
   const k = m.perStep.kernelNsByCategory;
   return k.gemm + k.conv + k.attention;
+}
+
+/** The trace's GPU in the catalogue (its peaks), or null for one the catalogue lacks. */
+export function gpuOf(m: TraceMetrics): GpuSpec | null {
+  const d = m.devices[0];
+  return d?.name ? lookupGpu({ name: d.name, memoryBytes: d.totalMemoryBytes }) : null;
 }

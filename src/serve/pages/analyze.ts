@@ -10,7 +10,7 @@ import type { AnalyzeReport } from '../../report/analyzeReport.js';
 import { IDLE_LABELS } from '../../report/terminal.js';
 import { fmtBytes, fmtGpuMemory, fmtMs, fmtPct, fmtWindow } from '../../util/format.js';
 import { type InlineAssets, esc, noscriptTable, page, scrollBox, spread, table } from './layout.js';
-import { flopsSplit, mfuText } from '../../report/flopsText.js';
+import { flopsLeftOut, flopsSplit, mfuText } from '../../report/flopsText.js';
 import { findingHtml, verdictGainText } from './runs.js';
 
 const enc = encodeURIComponent;
@@ -140,7 +140,7 @@ function otherFigures(m: TraceMetrics): string {
   if (mf !== null)
     rows.push([
       'model FLOPs',
-      `${mfuText(mf)} (${flopsSplit(mf)} per median step; attention kernels without shapes not counted: a floor)`,
+      `${mfuText(mf)} (${flopsSplit(mf)} per median step${flopsLeftOut(mf) ? `; ${flopsLeftOut(mf)}: a floor` : ''})`,
     ]);
   for (const c of m.copies) rows.push([`memcpy ${c.kind}`, `${win}: ${c.count} copies, ${fmtBytes(c.bytes)}, ${fmtMs(c.durNs)}, ${c.bandwidthGBs.toFixed(1)} GB/s`]);
   if (m.comm.collectives > 0)

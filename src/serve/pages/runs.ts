@@ -10,7 +10,7 @@ import type { EstimatedGain } from '../../findings/finding.js';
 import type { RunComparison } from '../../history/compare.js';
 import { type ComparedFigure, findingsText, memoryFigures, type RunRow, shortCommand, stepFigures, throughputText, whenText } from '../../history/render.js';
 import { fmtBytes, fmtGpuMemory, fmtMs, fmtPct, fmtRate } from '../../util/format.js';
-import { distributedTable, durationText, environmentRows, fmtBytesOr, GPU_PROCESS_COLUMNS, hangLines, GPU_PROCESS_NOTE, gpuProcessRows, fmtStepS, modelLine, nvmlBesideAllocator, planModelLine, rankLabel, rankShort, setupFacts, setupGuesses, stepSourceNote, hostCpuNote } from '../../doctor/renderParts.js';
+import { distributedTable, durationText, environmentRows, fmtBytesOr, GPU_PROCESS_COLUMNS, hangLines, GPU_PROCESS_NOTE, gpuProcessRows, fmtStepS, modelLine, nvmlBesideAllocator, planModelLine, rankLabel, rankShort, setupFacts, setupGuesses, stepSourceNote, hostCpuNote, decodeText } from '../../doctor/renderParts.js';
 import { whatIfsOf } from '../../doctor/reportCheck.js';
 import { type ColumnKind, type InlineAssets, esc, noscriptTable, page, scrollBox, spread, table } from './layout.js';
 
@@ -116,7 +116,10 @@ function figuresHtml(r: DoctorReport): string {
   for (const x of r.ranks.slice(0, 4)) {
     const who = r.ranks.length > 1 ? ` (${x.rankFromEnv ? `rank ${x.rank}` : `pid ${x.pid}`})` : '';
     figs.push([`median step${who}`, stepText(x.steps.medianS)]);
-    if (x.steps.samplesPerS !== null) figs.push([`samples/s${who}`, x.steps.samplesPerS.toFixed(x.steps.samplesPerS < 100 ? 1 : 0)]);
+    const decode = x.steps.decode;
+    if (decode?.tokensPerS) figs.push([`tokens generated/s${who}`, fmtRate(decode.tokensPerS)]);
+    else if (x.steps.samplesPerS !== null) figs.push([`samples/s${who}`, x.steps.samplesPerS.toFixed(x.steps.samplesPerS < 100 ? 1 : 0)]);
+    if (decode?.decodeStepS) figs.push([`decode step${who}`, stepText(decode.decodeStepS)]);
     if (x.steps.dataWaitShare !== null) figs.push([`DataLoader wait${who}`, fmtPct(x.steps.dataWaitShare)]);
     if (x.allocator) figs.push([`peak reserved${who}`, fmtBytes(x.allocator.peakReservedBytes)]);
   }
@@ -195,11 +198,15 @@ function stepsSection(r: DoctorReport, charts: RunChartData): string {
       fmtStepS(s.maxS),
       s.dataWaitShare === null ? 'n/a' : fmtPct(s.dataWaitShare),
       fmtRate(s.samplesPerS),
-      s.tokensPerS === null || s.tokensPerS === undefined ? 'n/a' : `${fmtRate(s.tokensPerS)} (seq ${s.seqLen ?? '?'})`,
+      s.decode?.tokensPerS
+        ? `${fmtRate(s.decode.tokensPerS)} generated`
+        : s.tokensPerS === null || s.tokensPerS === undefined
+          ? 'n/a'
+          : `${fmtRate(s.tokensPerS)} (seq ${s.seqLen ?? '?'})`,
     ];
   });
   const notes = r.ranks.flatMap((x) => {
-    const n = [stepSourceNote(x), hostCpuNote(x)].filter((t) => t !== null).join('; ');
+    const n = [decodeText(x), stepSourceNote(x), hostCpuNote(x)].filter((t) => t !== null).join('; ');
     return n ? [`<p class="dim">${esc(rankShort(x))}: ${esc(n)}</p>`] : [];
   });
   const first = charts.steps[0];
