@@ -1,5 +1,5 @@
 /**
- * Builds the CLI the way scripts/build.mjs does, into node_modules/.cache (so koffi and
+ * Builds the CLI as `npm run build` does (scripts/buildConfig.mjs), into node_modules/.cache (so koffi and
  * node-sqlite3-wasm resolve from the project's node_modules), for tests that need a real process
  * (exit codes, kill -9). Built once per test file.
  */
@@ -7,6 +7,8 @@ import { execFile, execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { build } from 'esbuild';
+// @ts-expect-error: a build script in JavaScript, without types
+import { cliBuildOptions } from '../scripts/buildConfig.mjs';
 import { makeScratch } from './telemetry/scratch.js';
 
 const ROOT = new URL('../', import.meta.url).pathname;
@@ -16,17 +18,7 @@ export const BUNDLE = join(ROOT, 'node_modules/.cache/gpuwise-test/gpuwise.mjs')
 export async function buildBundle(name = 'gpuwise-test'): Promise<string> {
   const outfile = join(ROOT, 'node_modules/.cache', name, 'gpuwise.mjs');
   mkdirSync(join(ROOT, 'node_modules/.cache', name), { recursive: true });
-  await build({
-    entryPoints: [join(ROOT, 'src/cli/bin.ts')],
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: 'node20',
-    outfile,
-    banner: { js: 'import { createRequire as __gwCreateRequire } from "node:module"; const require = __gwCreateRequire(import.meta.url);' },
-    external: ['koffi'],
-    logLevel: 'error',
-  });
+  await build({ ...cliBuildOptions(outfile), logLevel: 'error' });
   return outfile;
 }
 

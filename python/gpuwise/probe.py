@@ -26,7 +26,8 @@ Rules it keeps:
   reads the batch (leading dimension of its first tensor argument, tokens for integer inputs; the
   second dimension when the model is sequence-first: an RNN or Transformer module with
   `batch_first=False`) and the autocast state whatever built the batch (`get_batch()`, slicing, a
-  DataLoader);
+  DataLoader); accelerate (and a Hugging Face Trainer through it) enters autocast inside the forward
+  it wraps, after that hook, so the model record also carries accelerate's own mixed-precision setting;
 - the profiler window opens once steps have settled (STEADY_WINDOW steps whose median is within
   STEADY_TOLERANCE of the ones before, the DataLoader wait no longer falling), at step
   GPUWISE_PROFILE_AT at the earliest, and at STEADY_CAP_FACTOR times that at the latest;
@@ -1065,6 +1066,7 @@ class Probe(object):
             "framework": framework,
             "frameworkVersion": version,
             "autocastDtype": self.autocast_dtype,
+            "acceleratePrecision": _accelerate_precision(),
         }
 
     def _start_profiler(self, first_step, reason="fixed"):
@@ -1379,6 +1381,27 @@ def _first_tensor(torch, args, kwargs):
 
 # Training frameworks whose own loop drives the steps, by the module of a frame on the stack at a step.
 _FRAMEWORKS = (("transformers.trainer", "transformers"), ("lightning.", "lightning"), ("pytorch_lightning.", "lightning"), ("accelerate.", "accelerate"))
+
+
+def _accelerate_precision():
+    """The mixed precision accelerate was set up with ("no", "bf16", "fp16", "fp8"), or None when accelerate is not
+    in use. accelerate enters autocast inside the prepared model's forward (it wraps model.forward), after the forward
+    pre-hook that reads the autocast state, so its own state says what the run asked for: accelerate launch's
+    --mixed_precision or config file (ACCELERATE_MIXED_PRECISION), Accelerator(mixed_precision=...), or a Hugging Face
+    Trainer's bf16/fp16 (the Trainer builds an Accelerator)."""
+    st = sys.modules.get("accelerate.state")
+    if st is None:
+        return None
+    try:
+        shared = getattr(getattr(st, "AcceleratorState", None), "_shared_state", None) or {}
+        mp = shared.get("_mixed_precision")
+    except Exception:
+        mp = None
+    if mp is None:
+        mp = os.environ.get("ACCELERATE_MIXED_PRECISION")  # launched by accelerate, its Accelerator not built yet
+    if mp is None:
+        return None
+    return str(getattr(mp, "value", mp))  # a PrecisionType enum in some versions
 
 
 def _framework():

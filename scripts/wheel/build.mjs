@@ -10,10 +10,9 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, relative } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
+import { ROOT, seaBuildOptions } from '../buildConfig.mjs';
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const WORK = join(ROOT, 'build', 'wheel');
 const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
 
@@ -50,24 +49,9 @@ mkdirSync(cli, { recursive: true });
 const t0 = Date.now();
 const step = (what) => console.log(`wheel: ${what} (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
 
-// 1. The CLI as one CommonJS file: a SEA's main script must be CommonJS in Node 20. import.meta.url names the ESM
-//    bundle beside the executable, so the code finds koffi, SQLite and its worker file there (and the workers run
-//    that file, which is the same code).
-await build({
-  entryPoints: [join(ROOT, 'src/cli/bin.ts')],
-  bundle: true,
-  platform: 'node',
-  format: 'cjs',
-  target: 'node20',
-  outfile: join(sea, 'gpuwise.cjs'),
-  banner: {
-    js: 'var __gwMetaUrl = require("node:url").pathToFileURL(require("node:path").join(require("node:path").dirname(process.execPath), "gpuwise.mjs")).href;',
-  },
-  define: { __GPUWISE_VERSION__: JSON.stringify(pkg.version), 'import.meta.url': '__gwMetaUrl' },
-  external: ['koffi'],
-  logLevel: 'warning',
-  legalComments: 'none',
-});
+// 1. The CLI as one CommonJS file (a SEA's main script must be CommonJS in Node 20): dist/gpuwise.mjs's build as
+//    CommonJS, scripts/buildConfig.mjs.
+await build(seaBuildOptions(join(sea, 'gpuwise.cjs')));
 step('CommonJS bundle');
 
 // 2. The SEA blob (with V8's code cache: the CLI starts without compiling its 700 KB), injected into a copy of
@@ -81,12 +65,27 @@ execFileSync(process.execPath, ['--experimental-sea-config', 'sea-config.json'],
 const exe = join(cli, 'gpuwise');
 copyFileSync(process.execPath, exe);
 chmodSync(exe, 0o755);
-const stripped = spawnSync('strip', [exe], { stdio: 'ignore' }).status === 0;
+// Node's official Linux binaries carry the compiler's build notes (annobin) in a section no program reads,
+// .gnu.build.attributes. postject's ELF writer (LIEF) re-emits each of those notes under a section name it never
+// adds to the section name table and warned once per note ("Can't find string offset for section name
+// '.note.100'"): the section goes with the symbols.
+const stripped = spawnSync('strip', ['--remove-section=.gnu.build.attributes', exe], { stdio: 'ignore' }).status === 0;
 step(stripped ? 'Node binary copied and stripped' : 'Node binary copied (no `strip` here: debug symbols kept)');
 const postject = join(ROOT, 'node_modules', 'postject', 'dist', 'cli.js');
-execFileSync(process.execPath, [postject, exe, 'NODE_SEA_BLOB', join(sea, 'sea-prep.blob'), '--sentinel-fuse', SEA_FUSE], {
-  stdio: ['ignore', 'ignore', 'inherit'],
+const injected = spawnSync(process.execPath, [postject, exe, 'NODE_SEA_BLOB', join(sea, 'sea-prep.blob'), '--sentinel-fuse', SEA_FUSE], {
+  encoding: 'utf8',
+  stdio: ['ignore', 'ignore', 'pipe'],
 });
+// The blob's own note gets the same treatment: its section header is written with no name (the blob is found by
+// its PT_NOTE segment, not by a section name, so nothing reads it) and LIEF says so in this one line, which is
+// all that is left out of postject's stderr.
+const BLOB_SECTION_WARNING = "warning: Can't find string offset for section name '.note'";
+const postjectErr = (injected.stderr ?? '').split('\n').filter((line) => line.trim() !== '' && line.trim() !== BLOB_SECTION_WARNING);
+if (postjectErr.length) console.error(postjectErr.join('\n'));
+if (injected.status !== 0) {
+  console.error(`npm run wheel: postject failed (exit ${injected.status})`);
+  process.exit(1);
+}
 step('blob injected');
 
 // 3. What the bundle loads from disk, beside the executable; sources, docs and other platforms left out.

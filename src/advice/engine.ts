@@ -9,6 +9,7 @@ import { mergeById, sortFindings } from '../findings/rank.js';
 import type { CollectiveTimings } from '../trace/metrics/collectives.js';
 import type { Pipeline } from '../pace/pipeline.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
+import { attention } from './rules/attention.js';
 import { gpuUnderused, misalignedShapes, noTensorCores } from './rules/compute.js';
 import { commBound, dataParallel, ddpAccumWithoutNoSync, rankImbalance, smallCommBuckets } from './rules/distributed.js';
 import { fusion } from './rules/fusion.js';
@@ -17,7 +18,7 @@ import { dataloaderBound, dataloaderFinding, pageableH2d } from './rules/input.j
 import { memoryNearLimit } from './rules/memory.js';
 import { modelParallelBubble } from './rules/modelParallel.js';
 import { channelsLast, fp16WithoutScaler, mixedPrecision } from './rules/precision.js';
-import type { CrossRankRule, RankRule } from './rules/rule.js';
+import type { CrossRankRule, RankRule, RunContext } from './rules/rule.js';
 
 export const RANK_RULES: readonly RankRule[] = [
   dataloaderBound,
@@ -29,6 +30,7 @@ export const RANK_RULES: readonly RankRule[] = [
   channelsLast,
   fp16WithoutScaler,
   fusion,
+  attention,
   misalignedShapes,
   gpuUnderused,
   dataParallel,
@@ -41,15 +43,20 @@ export const RANK_RULES: readonly RankRule[] = [
 export const CROSS_RANK_RULES: readonly CrossRankRule[] = [rankImbalance];
 
 /**
- * `collectives[i]`, rank i's collective timings, lets the rules compare ranks collective by collective; `paces[i]`,
- * rank i's pipeline, is what the fixes' gains are judged on: the run's outside the profiler (doctor), by default the
- * window's own (analyze).
+ * `collectives[i]`, rank i's collective timings, lets the rules compare ranks collective by collective; `ctx`, what
+ * doctor knows of the run beyond the traces (absent for analyze); `paces[i]`, rank i's pipeline, is what the fixes'
+ * gains are judged on: the run's outside the profiler (doctor), by default the window's own (analyze).
  */
-export function diagnose(ranks: TraceMetrics[], collectives: readonly CollectiveTimings[] = [], paces: readonly (Pipeline | null)[] = []): Finding[] {
+export function diagnose(
+  ranks: TraceMetrics[],
+  collectives: readonly CollectiveTimings[] = [],
+  ctx?: RunContext,
+  paces: readonly (Pipeline | null)[] = [],
+): Finding[] {
   const perRank: Finding[] = [];
   ranks.forEach((m, i) => {
     for (const rule of RANK_RULES) {
-      const f = rule(m, paces[i] ?? undefined);
+      const f = rule(m, { askedHalf: ctx?.askedHalf ?? null, pace: paces[i] ?? null });
       if (f) perRank.push(f);
     }
   });

@@ -31,7 +31,7 @@ export function inFramework(f: Finding, framework: string | null | undefined): F
     ...f,
     recommendation: {
       ...f.recommendation,
-      summary: `${f.recommendation.summary} With ${LABEL[framework]}: ${line}`,
+      // The switch leads the code; the summary stays the why (the switch is not said twice).
       code: [`# ${LABEL[framework]}:`, line, '# the same in plain PyTorch:', f.recommendation.code].join('\n'),
     },
   };

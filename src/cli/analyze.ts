@@ -12,14 +12,15 @@ import { type AnalysedInput, analyzeJson, buildAnalyzeRuns } from '../report/ana
 import { renderMarkdown } from '../report/markdown.js';
 import { inlineAssets } from '../serve/assets.js';
 import { renderAnalyzeHtml } from '../serve/pages/analyze.js';
-import { ANSI, PLAIN, renderTerminal } from '../report/terminal.js';
+import { ANSI, PLAIN } from '../report/style.js';
+import { renderTerminal } from '../report/terminal.js';
 import { assessTrace, coverageNote } from '../trace/coverage.js';
 import { collectiveTimings } from '../trace/metrics/index.js';
 import { identityOf } from '../trace/runGroups.js';
 import { EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, VERSION } from './version.js';
-import { useColor } from './color.js';
+import { terminalWidth, useColor } from './color.js';
 import { progressBar } from './progress.js';
-import { UsageError, parseFlags } from './usage.js';
+import { UsageError, htmlTookInput, parseFlags } from './usage.js';
 
 const HELP = `Usage: gpuwise analyze [options] <trace|dir>...
 
@@ -53,7 +54,6 @@ export async function run(argv: string[]): Promise<number> {
       html: { type: 'string' },
       'fail-on': { type: 'string' },
       'no-progress': { type: 'boolean' },
-      'no-color': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -61,7 +61,7 @@ export async function run(argv: string[]): Promise<number> {
     process.stdout.write(`${HELP}\n`);
     return EXIT_OK;
   }
-  if (positionals.length === 0) throw new UsageError('give at least one trace file or directory (see --help)');
+  if (positionals.length === 0) throw htmlTookInput('analyze', values.html, positionals, 'trace') ?? new UsageError('give at least one trace file or directory (see --help)');
   if (values.json && values.md) throw new UsageError('--json and --md are exclusive');
   const failOn = values['fail-on'];
   if (failOn !== undefined && !SEVERITIES.includes(failOn as Severity)) throw new UsageError(`--fail-on: '${failOn}' is not one of ${SEVERITIES.join(', ')}`);
@@ -90,7 +90,7 @@ export async function run(argv: string[]): Promise<number> {
   if (values.json) process.stdout.write(`${JSON.stringify(analyzeJson(VERSION, runs), null, 1)}\n`);
   else if (runs.judgedAny) {
     const style = useColor(values['no-color']) ? ANSI : PLAIN;
-    const width = process.stdout.isTTY ? (process.stdout.columns ?? 0) : 0;
+    const width = terminalWidth();
     // A run none of whose files could be judged prints nothing here (never "No findings"): its lines are on stderr.
     const parts = reports.flatMap((r, k) => {
       if (r.metrics.ranks.length === 0) return [];

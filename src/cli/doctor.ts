@@ -3,7 +3,6 @@
  * collects the probe's records on a Unix socket, samples the GPUs, then analyses the captured
  * trace and snapshot with analyze's and memory's code and prints one report (src/doctor/).
  */
-import { spawnSync } from 'node:child_process';
 import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { basename, dirname, join } from 'node:path';
@@ -19,9 +18,12 @@ import { InputError } from '../io/inputError.js';
 import { analyseSnapshotFiles, analyseTraceFiles, type CaptureRef } from '../io/captures.js';
 import { checkHtmlTarget, writeReportFile } from '../io/reportTarget.js';
 import { type RunFeed, startRunFeed } from '../serve/runFeed.js';
+import { checkPythonTorch, commandPythonOf } from './commandPython.js';
 import { VERSION } from './version.js';
 import { type ProbeRun, makeRunDir, startProbeRun } from './probeRun.js';
 import { printDoctorReport, rediagnoseRunDir } from './rediagnose.js';
+import { terminalWidth } from './color.js';
+import { PLAIN } from '../report/style.js';
 import { splitCommand } from './telemetryArgs.js';
 import { UsageError, parseFlags } from './usage.js';
 
@@ -88,13 +90,9 @@ function shippedExampleWithoutTorch(cmd: string[]): { runDir: string; why: strin
   if (python === undefined || script === undefined || !/^python[0-9.]*$/.test(basename(python))) return null;
   const runDir = join(dirname(script), SHIPPED_RUN);
   if (!existsSync(script) || !existsSync(join(runDir, 'probe.jsonl'))) return null;
-  const probe = spawnSync(python, ['-c', 'import torch'], { stdio: ['ignore', 'ignore', 'pipe'], timeout: 120_000 });
-  if (probe.status === 0) return null;
-  const err = probe.error as NodeJS.ErrnoException | undefined;
-  const reason =
-    err?.code === 'ENOENT'
-      ? `there is no ${python} on this machine`
-      : `${python} has no PyTorch (${String(probe.stderr ?? '').trim().split('\n').pop() || `import torch failed with status ${probe.status}`})`;
+  const checked = checkPythonTorch(python);
+  if (checked?.torch) return null;
+  const reason = checked === null ? `there is no ${python} on this machine` : `${python} has no PyTorch (${checked.importError})`;
   return {
     runDir,
     why: `${reason}, so ${script} cannot run here. Shown instead: the diagnosis of a run recorded on an NVIDIA H200 (a ResNet-50 whose DataLoader starves the GPU), re-diagnosed from its run directory with gpuwise doctor --from ${runDir}. Install PyTorch to run the example itself.`,
@@ -191,6 +189,8 @@ export async function run(argv: string[]): Promise<number> {
   clearInterval(stopHung.timer);
   const { exit, forwardedSignal, records, stepRecordsByPid, skippedLines, notes, gpuSamples, gpuUnavailableReason, endedAtMs: ended } = done;
   const parsed = { records, skippedLines };
+  // Nothing from the probe: say whether the command's Python has PyTorch at all (and which Python it is).
+  const python = records.length === 0 ? commandPythonOf(cmd) : null;
   const captured = capturesOf(parsed.records);
   const [traces, snapshots] = [await analyseTraceFiles(captured.traces), await analyseSnapshotFiles(captured.snapshots)];
   const input: DoctorInput = {
@@ -210,6 +210,9 @@ export async function run(argv: string[]): Promise<number> {
     snapshots,
     gpuSamples,
     gpuUnavailableReason,
+    // written below, with report.json, when the model has a config plan reads
+    planModelFile: join(runDir, 'model.json'),
+    python: python === null ? null : checkPythonTorch(python),
     notes,
   };
   const report = buildDoctorReport(input);
@@ -232,7 +235,7 @@ export async function run(argv: string[]): Promise<number> {
   }
   if (values.json) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
   else if (values.md) process.stdout.write(`\n${renderDoctorMarkdown(report)}`);
-  else process.stdout.write(`\n${renderDoctorText(report)}`);
+  else process.stdout.write(`\n${renderDoctorText(report, PLAIN, terminalWidth())}`);
   if (values.html !== undefined) {
     try {
       writeReportFile(values.html, html ?? renderDoctorHtml(report, inlineAssets()), cmd.slice(1), '--html');

@@ -3,6 +3,7 @@
  * Commands are imported lazily so `gpuwise smi` never loads the trace parser.
  */
 import { InputError } from '../io/inputError.js';
+import { closeMatches } from '../util/closeMatches.js';
 import { NoGpuError } from './noGpuError.js';
 import { UsageError } from './usage.js';
 import { EXIT_BAD_INPUT, EXIT_NO_GPU, EXIT_OK, VERSION } from './version.js';
@@ -29,22 +30,41 @@ const COMMANDS: Record<string, Command> = {
 
 function help(): string {
   const rows = Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(10)} ${c.summary}`);
-  return ['gpuwise: find out why a PyTorch job is slow or out of memory, and what to change.', '', 'Commands:', ...rows, '', 'Run `gpuwise COMMAND --help` for the options of a command.'].join('\n');
+  return [
+    'gpuwise: find out why a PyTorch job is slow or out of memory, and what to change.',
+    '',
+    'Commands:',
+    ...rows,
+    '',
+    'Run `gpuwise COMMAND --help` (or `gpuwise help COMMAND`) for the options of a command. Every command takes',
+    '--no-color (also NO_COLOR=1; colour is only ever used on a terminal).',
+  ].join('\n');
+}
+
+/** One line for a word that is no command: the command meant, else the list of commands. */
+function unknownCommand(name: string): string {
+  const near = closeMatches(name, Object.keys(COMMANDS), 2);
+  const hint = near.length
+    ? `did you mean ${near.join(' or ')}? (gpuwise --help lists the commands)`
+    : `the commands are ${Object.keys(COMMANDS).join(', ')}`;
+  return `gpuwise: unknown command '${name}': ${hint}\n`;
 }
 
 export async function main(argv: string[]): Promise<number> {
-  const [name, ...rest] = argv;
+  let [name, ...rest] = argv;
+  // `gpuwise help COMMAND` is `gpuwise COMMAND --help`.
+  if (name === 'help' && rest.length > 0) [name, rest] = [rest[0], ['--help']];
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
     process.stdout.write(`${help()}\n`);
     return name === undefined ? EXIT_BAD_INPUT : EXIT_OK;
   }
-  if (name === '--version' || name === '-V') {
+  if (name === '--version' || name === '-v' || name === '-V') {
     process.stdout.write(`${VERSION}\n`);
     return EXIT_OK;
   }
   const command = COMMANDS[name];
   if (command === undefined) {
-    process.stderr.write(`gpuwise: unknown command '${name}'\n\n${help()}\n`);
+    process.stderr.write(unknownCommand(name));
     return EXIT_BAD_INPUT;
   }
   try {

@@ -10,13 +10,13 @@ import { diffSnapshots, renderDiffMarkdown, renderDiffText } from '../memory/dif
 import { inlineAssets } from '../serve/assets.js';
 import { renderMemoryDiffHtml, renderMemoryHtml } from '../serve/pages/memory.js';
 import { renderMarkdown, renderText } from '../memory/render/text.js';
-import { ANSI, PLAIN } from '../report/terminal.js';
-import { useColor } from './color.js';
+import { ANSI, PLAIN } from '../report/style.js';
+import { terminalWidth, useColor } from './color.js';
 import { type Analysis, analyze } from '../memory/report.js';
 import { InputError } from '../io/inputError.js';
 import { readSnapshotFile } from '../io/readSnapshot.js';
 import { jsonReport } from './jsonReport.js';
-import { UsageError, parseFlags } from './usage.js';
+import { UsageError, htmlTookInput, parseFlags } from './usage.js';
 
 const HELP = `Usage: gpuwise memory [options] SNAPSHOT
        gpuwise memory diff [options] A B
@@ -48,7 +48,6 @@ const OPTIONS = {
   device: { type: 'string' },
   top: { type: 'string' },
   'fail-on': { type: 'string' },
-  'no-color': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -96,7 +95,11 @@ export async function run(argv: string[]): Promise<number> {
     return 0;
   }
 
-  if (positionals.length !== 1) throw new UsageError(positionals.length === 0 ? 'missing SNAPSHOT (see gpuwise memory --help)' : 'give one SNAPSHOT (or use `gpuwise memory diff A B`)');
+  if (positionals.length !== 1)
+    throw (
+      htmlTookInput('memory', values.html, positionals, 'snapshot') ??
+      new UsageError(positionals.length === 0 ? 'missing SNAPSHOT (see gpuwise memory --help)' : 'give one SNAPSHOT (or use `gpuwise memory diff A B`)')
+    );
   const path = positionals[0]!;
   const { report } = await load(path, opts);
   if (values.html) {
@@ -108,7 +111,7 @@ export async function run(argv: string[]): Promise<number> {
     }
     process.stderr.write(`gpuwise memory: wrote ${values.html}\n`);
   }
-  const width = process.stdout.isTTY ? (process.stdout.columns ?? 0) : 0;
+  const width = terminalWidth();
   process.stdout.write(
     values.json ? jsonReport(report) : values.md ? renderMarkdown(report) : renderText(report, useColor(values['no-color']) ? ANSI : PLAIN, width),
   );

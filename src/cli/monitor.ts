@@ -258,7 +258,6 @@ export async function run(argvIn: string[]): Promise<number> {
       'json-stream': { type: 'boolean', default: false },
       count: { type: 'string' },
       replay: { type: 'string' },
-      'no-color': { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });

@@ -3,14 +3,14 @@
  * batch, search parallel layouts, and emit launch configs. Thin shell over src/planner.
  */
 import { writeFileSync } from 'node:fs';
-import { resolveModelArg } from '../io/hfModelId.js';
-import { readModelConfig } from '../io/readModelConfig.js';
+import { type ModelSource, resolveModelArg } from '../io/hfModelId.js';
+import { readModel } from '../io/readModelConfig.js';
 import { checkHtmlTarget } from '../io/reportTarget.js';
 import { EMIT_FORMATS, type EmitFormat, emit } from '../planner/emit.js';
 import { PlanError } from '../planner/errors.js';
 import { customGpu, DEFAULT_CUSTOM_BANDWIDTH_GBS } from '../planner/customGpu.js';
 import { GPUS, type GpuSpec } from '../planner/gpus.js';
-import { gpuFromArg } from './gpuArg.js';
+import { gpuAssumption, gpuFromArg } from './gpuArg.js';
 import { inlineAssets } from '../serve/assets.js';
 import { renderPlanHtml } from '../serve/pages/plan.js';
 import { defaultStrategy, parallelismFor, STRATEGIES, type Strategy } from '../planner/layout.js';
@@ -18,7 +18,7 @@ import type { ModelDescription } from '../planner/model.js';
 import { whatWouldFit } from '../planner/noFit.js';
 import { evaluatePlan, maxMicroBatch, memorySavers, type Plan, type PlanRequest, searchPlans } from '../planner/plan.js';
 import { renderPlan, renderPlanMarkdown, renderSearch } from '../planner/render.js';
-import { type PlanJson, planJson, planSummaryJson } from '../planner/report.js';
+import { type ModelSourceJson, type PlanJson, planJson, planSummaryJson } from '../planner/report.js';
 import { wrapText } from '../util/wrap.js';
 import type {
   Checkpointing,
@@ -36,8 +36,10 @@ const HELP = `gpuwise plan --model MODEL [options]: predict memory and step time
 
 Model and set-up:
   --model MODEL           Hugging Face config.json (or its folder), a gpuwise-model/1 summary, or a
-                          Hugging Face model id (gpt2, meta-llama/Llama-3.1-8B) whose config.json is in
-                          the Hugging Face cache (HF_HUB_CACHE, HF_HOME/hub or ~/.cache/huggingface/hub)
+                          Hugging Face model id (gpt2, meta-llama/Llama-3.1-8B): its config.json from the
+                          Hugging Face cache (HF_HUB_CACHE, HF_HOME/hub or ~/.cache/huggingface/hub), else
+                          the one shipped with gpuwise (GPT-2, Llama 2/3/3.1, Mistral, Mixtral, Qwen2/2.5,
+                          BERT: gpt2-xl, llama-2-7b, mistral-7b, qwen2.5-7b, bert-base-uncased ...)
   --batch N               per-GPU micro-batch (default 1)
   --seq N                 sequence length (default min(max positions, 2048))
   --precision P           fp32 | amp-bf16 | amp-fp16 | bf16 (default amp-bf16; amp-fp16 on a GPU without bf16)
@@ -66,7 +68,6 @@ Output:
   --json                  machine-readable output (schemaVersion 1)
   --md                    Markdown (for an issue or a pull request)
   --html FILE             also write a self-contained HTML page to FILE
-  --no-color              accepted for symmetry (plan prints no colour)
 
 Every default the plan rests on is printed ("assumed"). Exit codes: 0 the plan fits, 1 it does not
 (the full breakdown and what would fit are printed, --json included), 2 bad input or usage.
@@ -128,7 +129,6 @@ export async function run(argv: string[]): Promise<number> {
       json: { type: 'boolean' },
       md: { type: 'boolean' },
       html: { type: 'string' },
-      'no-color': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -137,14 +137,16 @@ export async function run(argv: string[]): Promise<number> {
     return 0;
   }
   if (values.model === undefined)
-    throw new UsageError('--model is required (a Hugging Face config.json, its folder, or a cached model id such as gpt2); see gpuwise plan --help');
+    throw new UsageError('--model is required (a Hugging Face config.json, its folder, or a model id such as gpt2); see gpuwise plan --help');
   if (values.json && values.md) throw new UsageError('--json and --md are exclusive');
-  const { file, model } = readModelConfig(resolveModelArg(values.model));
-  if (values.html !== undefined) checkHtmlTarget(values.html, [file]);
+  const source = resolveModelArg(values.model);
+  const { file, model } = readModel(source);
+  if (values.html !== undefined) checkHtmlTarget(values.html, file === null ? [] : [file]);
 
   let result: { json: PlanJson | null; text: string; code: number };
   try {
-    result = runPlan(model, values);
+    // A path names the file it led to (a folder's config.json).
+    result = runPlan(model, values, source.kind === 'file' && file !== null ? { ...source, path: file } : source);
   } catch (e) {
     if (e instanceof PlanError) throw new UsageError(e.message);
     throw e;
@@ -160,6 +162,13 @@ export async function run(argv: string[]): Promise<number> {
 type Values = Record<string, string | boolean | undefined>;
 const s = (v: Values, k: string) => v[k] as string | undefined;
 
+/** `model.source` of the report: where the model's description was read. */
+function sourceJson(src: ModelSource): ModelSourceJson {
+  if (src.kind === 'file') return { kind: 'file', path: src.path, hubId: null };
+  if (src.kind === 'hf-cache') return { kind: 'hf-cache', path: src.path, hubId: src.hubId };
+  return { kind: 'shipped', path: null, hubId: src.hubId };
+}
+
 function buildHardware(v: Values, assumed: string[]): Hardware {
   let gpu: GpuSpec;
   const mem = s(v, 'gpu-memory');
@@ -170,8 +179,12 @@ function buildHardware(v: Values, assumed: string[]): Hardware {
     if (bw === undefined) assumed.push(`--gpu-bandwidth ${DEFAULT_CUSTOM_BANDWIDTH_GBS} (GB/s)`);
     gpu = customGpu(parseBytes(mem, '--gpu-memory'), tflops, bw);
   } else {
-    if (s(v, 'gpu') === undefined) assumed.push('--gpu h100-sxm');
-    gpu = gpuFromArg(s(v, 'gpu') ?? 'h100-sxm', '--gpu', 'give --gpu-memory and --gpu-tflops');
+    const name = s(v, 'gpu');
+    if (name === undefined) assumed.push('--gpu h100-sxm');
+    const match = gpuFromArg(name ?? 'h100-sxm', '--gpu', 'give --gpu-memory and --gpu-tflops');
+    const reading = name === undefined ? null : gpuAssumption(name, '--gpu', match);
+    if (reading !== null) assumed.push(reading);
+    gpu = match.gpu;
   }
   const cap = s(v, 'memory-cap');
   return {
@@ -226,7 +239,7 @@ function buildRequest(model: ModelDescription, v: Values, assumed: string[]): Pl
 }
 
 /** The report a plan gives: text or JSON, and the exit code (1: it does not fit). */
-function output(v: Values, json: PlanJson, render: (j: PlanJson) => string): { json: PlanJson; text: string; code: number } {
+function report(v: Values, json: PlanJson, render: (j: PlanJson) => string): { json: PlanJson; text: string; code: number } {
   // The terminal report's long lines (the set-up, the assumptions, what would fit) wrap to the terminal's width.
   const width = process.stdout.isTTY ? (process.stdout.columns ?? 0) : 0;
   const text = v.json ? jsonReport(json) : v.md ? renderPlanMarkdown(json) : wrapText(render(json), width, 4);
@@ -241,9 +254,12 @@ function notFitting(req: PlanRequest, plan: Plan, assumed: string[]): PlanJson {
   return json;
 }
 
-function runPlan(model: ModelDescription, v: Values): { json: PlanJson | null; text: string; code: number } {
+function runPlan(model: ModelDescription, v: Values, source: ModelSource): { json: PlanJson | null; text: string; code: number } {
   const assumed: string[] = [];
+  if (source.kind !== 'file' && source.reading !== null) assumed.push(`--model ${source.hubId} ('${s(v, 'model')}' read as this; ${source.reading})`);
   const req = buildRequest(model, v, assumed);
+  // Every report names where the model's description came from.
+  const output = (json: PlanJson, render: (j: PlanJson) => string) => report(v, { ...json, model: { ...json.model, source: sourceJson(source) } }, render);
   const { setup, hardware: hw } = req;
   const emitFormat = s(v, 'emit') === undefined ? undefined : oneOf<EmitFormat>(s(v, 'emit'), '--emit', EMIT_FORMATS, 'torchrun');
 
@@ -256,16 +272,29 @@ function runPlan(model: ModelDescription, v: Values): { json: PlanJson | null; t
       const json = notFitting(req, evaluatePlan(req), assumed);
       json.wouldFit!.explanation = `no layout of ${hw.gpusPerNode * hw.nodes} x ${hw.gpu.name} fits ${model.name} at seq ${setup.seq}${globalBatch ? ` with global batch ${globalBatch}` : ''} (${res.candidates} candidates tried); add GPUs, shorten --seq or use a larger card. The requested set-up ${json.wouldFit!.explanation}`;
       json.search = { candidates: res.candidates, feasible: 0, plans: [] };
-      return emitFormat ? emitRefused(json) : output(v, json, renderPlan);
+      return emitFormat ? emitRefused(json) : output(json, renderPlan);
     }
     const shown = res.plans.slice(0, top).map((p) => ({ p, savers: memorySavers({ ...req, setup: p.setup, parallelism: p.parallelism }, p) }));
-    if (emitFormat) return writeEmit(emitFormat, model, best, hw, v);
+    if (emitFormat) return writeEmit(emitFormat, model, best, hw, v, assumed);
     const json: PlanJson = {
       ...planJson(model, hw, best, shown[0]?.savers ?? []),
-      search: { candidates: res.candidates, feasible: res.feasible, plans: shown.map((x, i) => planSummaryJson(i + 1, x.p, x.savers)) },
+      search: {
+        candidates: res.candidates,
+        feasible: res.feasible,
+        plans: shown.map((x, i) => planSummaryJson(i + 1, x.p, x.savers)),
+        ...(res.choice
+          ? {
+              choice: {
+                tolerance: res.choice.tolerance,
+                tiedPlans: res.choice.tied,
+                fastest: planSummaryJson(res.plans.indexOf(res.choice.fastest) + 1, res.choice.fastest, []),
+              },
+            }
+          : {}),
+      },
     };
     if (assumed.length) json.assumed = assumed;
-    return output(v, json, renderSearch);
+    return output(json, renderSearch);
   }
 
   let plan = evaluatePlan(req);
@@ -275,25 +304,35 @@ function runPlan(model: ModelDescription, v: Values): { json: PlanJson | null; t
     if (mb.microBatch === 0 || !mb.plan) {
       const one = { ...req, setup: { ...setup, microBatch: 1 } };
       const json = notFitting(one, evaluatePlan(one), assumed);
-      return emitFormat ? emitRefused(json) : output(v, json, renderPlan);
+      return emitFormat ? emitRefused(json) : output(json, renderPlan);
     }
     maxBatch = { microBatch: mb.microBatch, peakAllocatedBytes: mb.plan.memory.peakAllocatedBytes, budgetBytes: mb.plan.budgetBytes };
     if (s(v, 'batch') === undefined) plan = mb.plan;
   }
   if (!plan.fits) {
     const json = notFitting(req, plan, assumed);
-    return emitFormat ? emitRefused(json) : output(v, json, renderPlan);
+    return emitFormat ? emitRefused(json) : output(json, renderPlan);
   }
-  if (emitFormat) return writeEmit(emitFormat, model, plan, hw, v);
+  if (emitFormat) return writeEmit(emitFormat, model, plan, hw, v, assumed);
   const json = planJson(model, hw, plan, memorySavers({ ...req, setup: plan.setup }, plan));
   if (maxBatch) json.maxBatch = maxBatch;
   if (assumed.length) json.assumed = assumed;
-  return output(v, json, renderPlan);
+  return output(json, renderPlan);
 }
 
-function writeEmit(format: EmitFormat, model: ModelDescription, plan: Plan, hw: Hardware, v: Values): { json: null; text: string; code: number } {
+function writeEmit(
+  format: EmitFormat,
+  model: ModelDescription,
+  plan: Plan,
+  hw: Hardware,
+  v: Values,
+  assumed: string[],
+): { json: null; text: string; code: number } {
   try {
-    return { json: null, text: emit(format, { model, plan, hardware: hw, script: s(v, 'script') ?? 'train.py' }), code: EXIT_OK };
+    const text = emit(format, { model, plan, hardware: hw, script: s(v, 'script') ?? 'train.py' });
+    // The config is the output; what it rests on that the user did not give goes beside it, on stderr.
+    if (assumed.length) process.stderr.write(`gpuwise plan: assumed (not given): ${assumed.join('; ')}\n`);
+    return { json: null, text, code: EXIT_OK };
   } catch (e) {
     // The planner says why it cannot emit; the flags to change are the CLI's words.
     if (e instanceof PlanError)

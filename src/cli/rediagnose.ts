@@ -4,6 +4,7 @@
  * build's rules (doctor/rediagnose.ts). Nothing is written into the run directory.
  */
 import { writeFileSync } from 'node:fs';
+import { basename } from 'node:path';
 import { inlineAssets } from '../serve/assets.js';
 import { renderDoctorHtml } from '../serve/pages/runs.js';
 import { renderDoctorMarkdown } from '../doctor/markdown.js';
@@ -13,13 +14,16 @@ import { buildDoctorReport, type DoctorReport } from '../doctor/report.js';
 import { analyseSnapshotFiles, analyseTraceFiles, type CaptureRef } from '../io/captures.js';
 import { type CapturedFile, readRunDir } from '../io/runDir.js';
 import { VERSION } from './version.js';
+import { PLAIN } from '../report/style.js';
+import { terminalWidth } from './color.js';
 
+/** A window or snapshot of the run: the file in the directory, or its name and where the recording machine wrote it. */
 function refOf(f: CapturedFile): CaptureRef {
   return {
     rank: f.rank,
     path: f.path,
-    label: f.path ?? f.recorded,
-    missing: `not in the run directory (the probe wrote ${f.recorded})`,
+    label: f.path ?? basename(f.recorded),
+    missing: `not in this run directory: the machine that ran it wrote it to ${f.recorded}`,
   };
 }
 
@@ -37,6 +41,7 @@ export async function rediagnoseRunDir(dir: string, why: string[] = []): Promise
       snapshots,
       savedReport: run.savedReport,
       savedReportProblem: run.savedReportProblem,
+      modelJson: run.modelJson,
       version: VERSION,
   });
   return buildDoctorReport({ ...input, notes: [...why, ...input.notes] });
@@ -53,7 +58,7 @@ export interface ReportFormat {
 export function printDoctorReport(report: DoctorReport, format: ReportFormat, tool: string): void {
   if (format.json) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
   else if (format.md) process.stdout.write(renderDoctorMarkdown(report));
-  else if (format.html === undefined) process.stdout.write(renderDoctorText(report));
+  else if (format.html === undefined) process.stdout.write(renderDoctorText(report, PLAIN, terminalWidth()));
   if (format.html !== undefined) {
     writeFileSync(format.html, renderDoctorHtml(report, inlineAssets()));
     process.stderr.write(`${tool}: wrote ${format.html}\n`);

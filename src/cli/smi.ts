@@ -141,7 +141,6 @@ export async function run(argv: string[]): Promise<number> {
       json: { type: 'boolean', default: false },
       md: { type: 'boolean', default: false },
       html: { type: 'string' },
-      'no-color': { type: 'boolean', default: false },
       from: { type: 'string', multiple: true },
       replay: { type: 'string' },
       at: { type: 'string' },

@@ -1,5 +1,7 @@
+import { existsSync } from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { closeMatches } from '../util/closeMatches.js';
+import { COLOR_OPTIONS } from './color.js';
 
 /** Wrong flags or arguments: reported as one line, exit 2. */
 export class UsageError extends Error {
@@ -8,13 +10,14 @@ export class UsageError extends Error {
 
 /**
  * util.parseArgs with its errors turned into one line each (UsageError, no stack): an unknown flag names the
- * closest known ones, a flag without its value says so.
+ * closest known ones, a flag without its value says so. Every command also takes `--no-color` (color.ts).
  */
-export function parseFlags<T extends ParseArgsConfig>(config: T): ReturnType<typeof parseArgs<T>> {
+export function parseFlags<T extends ParseArgsConfig>(config: T): ReturnType<typeof parseArgs<T>> & { values: { 'no-color'?: boolean } } {
+  const withColor = { ...config, options: { ...COLOR_OPTIONS, ...config.options } };
   try {
-    return parseArgs(config);
+    return parseArgs(withColor) as ReturnType<typeof parseArgs<T>> & { values: { 'no-color'?: boolean } };
   } catch (e) {
-    throw new UsageError(describeFlagError(e as Error & { code?: string }, config));
+    throw new UsageError(describeFlagError(e as Error & { code?: string }, withColor));
   }
 }
 
@@ -50,4 +53,13 @@ export function parseBytes(text: string, flag: string): number {
   const pow = { B: 0, K: 1, M: 2, G: 3, T: 4 }[unit[0] as 'B' | 'K' | 'M' | 'G' | 'T'];
   const base = unit.includes('I') || unit.length === 1 ? 1024 : 1000;
   return Math.round(Number(m[1]) * base ** pow);
+}
+
+/**
+ * `--html` given before the input without its FILE took the input as the page to write (`gpuwise analyze --html
+ * trace.json.gz`, no trace left): the one line that shows the order, or null when that is not what happened.
+ */
+export function htmlTookInput(command: string, html: string | undefined, positionals: readonly string[], input: string): UsageError | null {
+  if (html === undefined || positionals.length > 0 || /\.html?$/i.test(html) || !existsSync(html)) return null;
+  return new UsageError(`--html takes the page to write first: gpuwise ${command} --html report.html ${html} (here it took the ${input} ${html} as the page)`);
 }

@@ -3,7 +3,7 @@
  * never imports the module that lazily imports it (no cycle).
  */
 declare const __GPUWISE_VERSION__: string | undefined;
-/** Set by the bundle (scripts/build.mjs); `0.0.0-dev` when run from the sources. */
+/** Set by the bundle (scripts/buildConfig.mjs); `0.0.0-dev` when run from the sources. */
 export const VERSION = typeof __GPUWISE_VERSION__ === 'string' ? __GPUWISE_VERSION__ : '0.0.0-dev';
 
 export const EXIT_OK = 0;

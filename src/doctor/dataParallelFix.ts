@@ -13,7 +13,7 @@ import { dataParallelComputeNs, modelParallelFigures, PIPELINE_CODE } from '../a
 import { type Finding, finding } from '../findings/finding.js';
 import { wholeStepFix, wholeStepGain } from '../pace/gain.js';
 import { fitsBudget } from '../planner/fromRun.js';
-import { budgetBytes, evaluatePlan } from '../planner/plan.js';
+import { budgetBytes, evaluatePlan, ofBudgetText } from '../planner/plan.js';
 import type { Hardware, Parallelism, TrainingSetup } from '../planner/setup.js';
 import type { ModelDescription } from '../planner/model.js';
 import type { ModelRecord } from '../run/records.js';
@@ -132,7 +132,7 @@ export function withDataParallelFix(
     ` = ${fmtMs(windowExpected)} in the profiled window (${fmtMs(fig.stepNs)} a step)` +
     `${step !== fig.stepNs ? `, ${(ratio * 100).toFixed(0)}% of the run's ${fmtMs(step)} step = ${fmtMs(expected)}` : ''}` +
     `; pipelined instead: ${fmtMs(pipelined)} (${f.estimatedGain.arithmetic})`;
-  const fitText0 = `the whole model fits on one GPU under ${fit.layout === 'ddp' ? 'DDP' : 'FSDP2'}: ${fit.basis === 'planner' ? "the planner's" : 'an upper bound from the probe\'s bytes,'} ${fmtGiB(fit.peakBytes)} per GPU of ${fmtGiB(fit.budgetBytes)}`;
+  const fitText0 = `the whole model fits on one GPU under ${fit.layout === 'ddp' ? 'DDP' : 'FSDP2'}: ${fit.basis === 'planner' ? "the planner's" : 'an upper bound from the probe\'s bytes,'} ${fmtGiB(fit.peakBytes)} per GPU ${ofBudgetText(fit.budgetBytes)}`;
   const fitText = fitText0;
   // Data parallelism leads when it is at least as fast as the pipeline; else it stays a line of evidence.
   if (!(expected <= pipelined))
@@ -143,7 +143,7 @@ export function withDataParallelFix(
     evidence: [...f.evidence, fitText],
     data: { ...f.data, dataParallelLayout: fit.layout, dataParallelPeakBytes: fit.peakBytes, dataParallelFitBasis: fit.basis, dataParallelStepNs: expected, allReduceNs: allReduce },
     recommendation: {
-      summary: `The whole model fits on one GPU (${fmtGiB(fit.peakBytes)} of ${fmtGiB(fit.budgetBytes)}): train it data-parallel over the same ${n} GPUs with ${name}, one process per GPU on 1/${n} of the batch: no GPU waits for another (about ${fmtMs(expected)} a step). Else pipeline the split with micro-batches (${f.data.microBatches} of them: about ${fmtMs(pipelined)}).`,
+      summary: `The whole model fits on one GPU (${fmtGiB(fit.peakBytes)} ${ofBudgetText(fit.budgetBytes)}): train it data-parallel over the same ${n} GPUs with ${name}, one process per GPU on 1/${n} of the batch: no GPU waits for another (about ${fmtMs(expected)} a step). Else pipeline the split with micro-batches (${f.data.microBatches} of them: about ${fmtMs(pipelined)}).`,
       code: `${fit.layout === 'ddp' ? DDP_CODE(n) : FSDP_CODE(n)}\n\n# or keep the split and pipeline it:\n${PIPELINE_CODE}`,
     },
     fix: wholeStepFix(`${name} over the ${n} GPUs`, step, expected, arithmetic),

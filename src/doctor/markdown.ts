@@ -5,24 +5,22 @@
  */
 import { planLines } from '../pace/plan.js';
 import { paceHeadline, paceRows } from '../pace/report.js';
-import { fmtBytes, fmtPct } from '../util/format.js';
+import { fmtBytes, fmtGpuMemory, fmtPct, fmtRate } from '../util/format.js';
 import {
   durationText,
   distributedTable,
+  decodeText,
   environmentRows,
   hangLines,
   hostCpuNote,
   stallNote,
-  expectedGainText,
   fmtBytesOr,
-  fmtRate,
   fmtStepS,
   modelLine,
   nvmlBesideAllocator,
   planModelLine,
   rankLabel,
   rankShort,
-  findingKindLabel,
   GPU_PROCESS_COLUMNS,
   GPU_PROCESS_NOTE,
   gpuProcessRows,
@@ -30,20 +28,14 @@ import {
   setupGuesses,
   stepSourceNote,
 } from './renderParts.js';
+import { findingMarkdown, mdCode as code } from '../report/findingText.js';
 import type { DoctorReport } from './report.js';
 import { whatIfsOf } from './reportCheck.js';
 
-const ICON: Record<string, string> = { high: '🔴', medium: '🟠', low: '🔵', info: '⚪' };
 const BARS = '▁▂▃▄▅▆▇█';
 
 function cell(s: string): string {
   return s.replace(/\|/g, '\\|').replace(/\n/g, ' ');
-}
-
-/** Inline code that survives backticks in the text. */
-function code(s: string): string {
-  const fence = s.includes('`') ? '``' : '`';
-  return `${fence}${fence === '``' ? ` ${s} ` : s}${fence}`;
 }
 
 /** A sparkline of at most `width` characters (each the maximum of its bucket); '·' where nothing is known. */
@@ -82,7 +74,11 @@ export function renderDoctorMarkdown(r: DoctorReport): string {
     out.push('| process | steps | measured | median | mean | p90 | min | max | DataLoader wait | samples/s | tokens/s |', '|---|---|---|---|---|---|---|---|---|---|---|');
     for (const x of r.ranks) {
       const s = x.steps;
-      const tokens = s.tokensPerS !== null && s.tokensPerS !== undefined ? `${fmtRate(s.tokensPerS)} (seq ${s.seqLen ?? '?'})` : 'n/a';
+      const tokens = s.decode?.tokensPerS
+        ? `${fmtRate(s.decode.tokensPerS)} generated`
+        : s.tokensPerS !== null && s.tokensPerS !== undefined
+          ? `${fmtRate(s.tokensPerS)} (seq ${s.seqLen ?? '?'})`
+          : 'n/a';
       out.push(
         `| ${cell(rankShort(x))} | ${s.steps} | ${s.measuredSteps} | ${fmtStepS(s.medianS)} | ${fmtStepS(s.meanS)} | ${fmtStepS(s.p90S)} | ${fmtStepS(s.minS)} | ${fmtStepS(s.maxS)} | ${s.dataWaitShare === null ? 'n/a' : fmtPct(s.dataWaitShare)} | ${fmtRate(s.samplesPerS)} | ${tokens} |`,
       );
@@ -90,7 +86,7 @@ export function renderDoctorMarkdown(r: DoctorReport): string {
     out.push('');
     out.push('Statistics leave out the first step (warm-up) and the profiled steps.');
     for (const x of r.ranks) {
-      const note = [stepSourceNote(x), hostCpuNote(x), stallNote(x)].filter((n) => n !== null).join('; ');
+      const note = [decodeText(x), stepSourceNote(x), hostCpuNote(x), stallNote(x)].filter((n) => n !== null).join('; ');
       const tl = x.stepTimeline;
       const line = tl && tl.stepTimeS.length > 1 ? sparkline(tl.stepTimeS.slice(1)) : '';
       if (line || note)
@@ -148,7 +144,7 @@ export function renderDoctorMarkdown(r: DoctorReport): string {
     for (const g of r.gpus) {
       const tl = g.timeline ?? { usedBytes: [], utilizationPercent: [] };
       out.push(
-        `| ${g.index} | ${cell(g.name)} | ${g.samples} | ${fmtBytesOr(g.maxUsedBytes)}${g.totalBytes ? ` of ${fmtBytes(g.totalBytes)}` : ''} | ${g.meanUtilizationPercent === null ? 'n/a' : `${g.meanUtilizationPercent.toFixed(0)}%`} (${g.maxUtilizationPercent ?? 'n/a'}%) | ${code(sparkline(tl.usedBytes, 32, g.totalBytes ?? undefined) || '-')} | ${code(sparkline(tl.utilizationPercent, 32, 100) || '-')} |`,
+        `| ${g.index} | ${cell(g.name)} | ${g.samples} | ${fmtBytesOr(g.maxUsedBytes)}${g.totalBytes ? ` of ${fmtGpuMemory(g.totalBytes)}` : ''} | ${g.meanUtilizationPercent === null ? 'n/a' : `${g.meanUtilizationPercent.toFixed(0)}%`} (${g.maxUtilizationPercent ?? 'n/a'}%) | ${code(sparkline(tl.usedBytes, 32, g.totalBytes ?? undefined) || '-')} | ${code(sparkline(tl.utilizationPercent, 32, 100) || '-')} |`,
       );
     }
     out.push('', 'Sampled about once a second; memory sparklines are scaled to the GPU\'s total memory, utilisation to 100%.');
@@ -162,18 +158,12 @@ export function renderDoctorMarkdown(r: DoctorReport): string {
       for (const row of procRows) out.push(`| ${row.map(cell).join(' | ')} |`);
       out.push('', GPU_PROCESS_NOTE, '');
     }
-  } else out.push(`Not sampled${r.gpuUnavailableReason ? ` (${r.gpuUnavailableReason})` : ''}.`, '');
+  } else out.push(`No GPU samples${r.gpuUnavailableReason ? ` (${r.gpuUnavailableReason})` : ''}.`, '');
 
   out.push('### Findings', '');
   if (r.findings.length === 0) out.push('No findings.', '');
   r.findings.forEach((f, i) => {
-    const gain = expectedGainText(f);
-    out.push(`#### ${i + 1}. ${ICON[f.severity] ?? ''} ${f.severity.toUpperCase()}: ${f.title}`);
-    out.push(`${code(f.id)} · from the ${f.source ?? '?'}${findingKindLabel(f)}${f.ranks?.length ? ` · rank${f.ranks.length > 1 ? 's' : ''} ${f.ranks.join(', ')}` : ''}${gain ? ` · ${gain}` : ''}`, '');
-    for (const e of f.evidence) out.push(`- ${e}`);
-    if (f.estimatedGain) out.push(`- _estimate_: ${f.estimatedGain.arithmetic}`);
-    out.push('', f.recommendation.summary, '');
-    if (f.recommendation.code) out.push('```python', f.recommendation.code, '```', '');
+    out.push(...findingMarkdown(f, i, '####'));
   });
 
   const whatIfs = whatIfsOf(r);

@@ -21,8 +21,30 @@ export interface RecordedRunInput {
   snapshots: SnapshotInput[];
   savedReport: DoctorReport | null;
   savedReportProblem: string | null;
+  /** The directory's model.json (for `gpuwise plan --model`), null when it holds none. */
+  modelJson: string | null;
   /** This gpuwise's version (the report is rebuilt with its rules). */
   version: string;
+}
+
+/** How a re-diagnosis says its report.json holds no GPU samples (also how it recognises its own reason, carried over). */
+const NO_SAMPLES_IN_REPORT = "this run directory's report.json holds none";
+
+/**
+ * Why a re-diagnosed run has no GPU samples: they live only in the report.json doctor wrote (the probe records do
+ * not carry them), so say whether there is none, it cannot be read, or it holds none and why (the recorded run's own
+ * reason; a report.json written by a re-diagnosis had none to keep).
+ */
+export function noGpuSamplesReason(saved: DoctorReport | null, unreadable: boolean): string {
+  if (unreadable) return 'the GPU samples live in report.json, which could not be read (see the notes)';
+  if (!saved) return 'the GPU samples live only in the report.json doctor writes, and this run directory has none';
+  const was = saved.gpuUnavailableReason;
+  if (was === null) return NO_SAMPLES_IN_REPORT;
+  if (was.startsWith(NO_SAMPLES_IN_REPORT)) return was;
+  // A report.json written by a re-diagnosis of a directory without one (gpuwise 0.2.0 worded it so).
+  if (was.startsWith('re-diagnosed from the probe records'))
+    return `${NO_SAMPLES_IN_REPORT}: it was written by doctor --from from the probe records, which carry none`;
+  return `${NO_SAMPLES_IN_REPORT}: the recorded run had none (${was})`;
 }
 
 export function recordedRunInput(run: RecordedRunInput): DoctorInput {
@@ -74,8 +96,9 @@ export function recordedRunInput(run: RecordedRunInput): DoctorInput {
     traces: run.traces,
     snapshots: run.snapshots,
     gpuSamples: null,
-    gpuUnavailableReason: saved?.gpus ? null : 're-diagnosed from the probe records; the GPU samples live only in a report.json, and there is none',
+    gpuUnavailableReason: saved?.gpus ? null : noGpuSamplesReason(saved, run.savedReportProblem !== null),
     recordedGpus: saved?.gpus ? { gpus: saved.gpus, driver: saved.environment.driver ?? null } : null,
+    planModelFile: run.modelJson,
     notes,
   };
 }

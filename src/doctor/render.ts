@@ -1,10 +1,12 @@
 /** The doctor report as terminal text (pure). */
 import { planLines } from '../pace/plan.js';
 import { paceHeadline, paceRows } from '../pace/report.js';
-import { flopsSplit } from '../report/flopsText.js';
-import { fmtBytes, fmtMs, fmtPct, fmtTflops } from '../util/format.js';
+import { findingLines } from '../report/findingText.js';
+import { flopsLeftOut, flopsSplit, mfuText } from '../report/flopsText.js';
+import { PLAIN, type Style } from '../report/style.js';
+import { fmtBytes, fmtGpuMemory, fmtMs, fmtPct } from '../util/format.js';
 import type { DoctorReport, RankSummary } from './report.js';
-import { batchDimText, distributedTable, findingKindLabel, gpuProcessRows, hangLines, hostCpuNote, setupFacts, stallNote, setupGuesses, stepSourceNote } from './renderParts.js';
+import { batchDimText, decodeText, distributedTable, gpuProcessRows, planModelLine, hangLines, hostCpuNote, rankLabel, setupFacts, setupGuesses, stallNote, stepSourceNote } from './renderParts.js';
 
 const s2ns = (s: number) => s * 1e9;
 
@@ -20,8 +22,13 @@ function stepLine(r: RankSummary): string {
     `min ${fmtMs(s2ns(st.minS ?? 0))}`,
     `max ${fmtMs(s2ns(st.maxS ?? 0))}`,
   ];
-  if (st.samplesPerS !== null) parts.push(`${st.samplesPerS.toFixed(st.samplesPerS >= 100 ? 0 : 1)} samples/s`);
-  if (st.tokensPerS !== null) parts.push(`${Math.round(st.tokensPerS).toLocaleString('en-US')} tokens/s (seq ${st.seqLen})`);
+  // A generation loop's steps are decode steps: tokens generated per second, not samples.
+  const decode = decodeText(r);
+  if (decode) parts.push(decode);
+  else {
+    if (st.samplesPerS !== null) parts.push(`${st.samplesPerS.toFixed(st.samplesPerS >= 100 ? 0 : 1)} samples/s`);
+    if (st.tokensPerS !== null) parts.push(`${Math.round(st.tokensPerS).toLocaleString('en-US')} tokens/s (seq ${st.seqLen})`);
+  }
   const host = hostCpuNote(r);
   if (host) parts.push(host);
   const note = stepSourceNote({ steps: st });
@@ -29,7 +36,11 @@ function stepLine(r: RankSummary): string {
   return parts.join(', ');
 }
 
-export function renderDoctorText(r: DoctorReport): string {
+/**
+ * `style`: plain or colour (the caller's choice, as analyze's); `width`: wrap the findings' prose to the terminal's
+ * columns (0: lines whole).
+ */
+export function renderDoctorText(r: DoctorReport, style: Style = PLAIN, width = 0): string {
   const out: string[] = [];
   const e = r.environment;
   out.push(`gpuwise doctor: ${r.run.command.join(' ')}`);
@@ -46,7 +57,7 @@ export function renderDoctorText(r: DoctorReport): string {
       `  Python ${e.python ?? '?'}, torch ${e.torch ?? '?'}, CUDA ${e.cuda ?? 'none'}${e.cudnn ? `, cuDNN ${e.cudnn}` : ''}${e.driver ? `, driver ${e.driver}` : ''}, host ${e.hostname ?? '?'}`,
     );
     if (e.worldSize !== null) out.push(`  world size ${e.worldSize}`);
-    for (const d of e.devices) out.push(`  cuda:${d.index} ${d.name} (${fmtBytes(d.totalMemoryBytes)}, sm ${d.capability})`);
+    for (const d of e.devices) out.push(`  cuda:${d.index} ${d.name} (${fmtGpuMemory(d.totalMemoryBytes)}, sm ${d.capability})`);
     if (e.devices.length === 0) out.push('  no CUDA device in use: CPU run');
   }
   if (r.model) {
@@ -59,19 +70,11 @@ export function renderDoctorText(r: DoctorReport): string {
       `  model ${m.name}: ${m.paramCount.toLocaleString('en-US')} trainable parameters (${dt}); ${m.optimizer ? `optimizer ${m.optimizer.class}, state ${fmtBytes(m.optimizer.stateBytes)}` : 'no optimizer'}${batch ? `; ${batch}` : ''}`,
     );
   }
-  if (r.planModel)
-    out.push(
-      `  model.json written for \`gpuwise plan --model ${r.run.runDir}/model.json\` (${r.planModel.family}, ${r.planModel.layers} layers, hidden ${r.planModel.hidden})`,
-    );
+  const planLine = r.planModel ? planModelLine(r) : null;
+  if (planLine) out.push(`  ${planLine}`);
   for (const r0 of r.ranks) {
     out.push('');
-    out.push(
-      r0.rankFromEnv
-        ? `Rank ${r0.rank} (pid ${r0.pid})`
-        : r0.steps.steps > 0
-          ? `Training process (pid ${r0.pid})`
-          : `Process ${r0.pid} (no training step)`,
-    );
+    out.push(rankLabel(r0));
     out.push(`  steps: ${stepLine(r0)}`);
     if (r0.steps.dataWaitShare !== null) out.push(`  DataLoader wait: ${fmtPct(r0.steps.dataWaitShare)} of step time`);
     const stalls = stallNote(r0);
@@ -115,7 +118,7 @@ export function renderDoctorText(r: DoctorReport): string {
     const procRows = gpuProcessRows(r);
     for (const g of r.gpus) {
       out.push(
-        `  GPU ${g.index} ${g.name}: max used ${g.maxUsedBytes === null ? 'n/a' : fmtBytes(g.maxUsedBytes)}${g.totalBytes ? ` of ${fmtBytes(g.totalBytes)}` : ''}, utilisation mean ${g.meanUtilizationPercent === null ? 'n/a' : `${g.meanUtilizationPercent.toFixed(0)}%`} (max ${g.maxUtilizationPercent ?? 'n/a'}%), ${g.samples} samples`,
+        `  GPU ${g.index} ${g.name}: max used ${g.maxUsedBytes === null ? 'n/a' : fmtBytes(g.maxUsedBytes)}${g.totalBytes ? ` of ${fmtGpuMemory(g.totalBytes)}` : ''}, utilisation mean ${g.meanUtilizationPercent === null ? 'n/a' : `${g.meanUtilizationPercent.toFixed(0)}%`} (max ${g.maxUtilizationPercent ?? 'n/a'}%), ${g.samples} samples`,
       );
       // one line per process seen on it: who, how long, memory peak/mean, SM share, samples with work
       for (const [gi, who, present, peak, mean, sm, work] of procRows)
@@ -123,7 +126,7 @@ export function renderDoctorText(r: DoctorReport): string {
     }
   } else if (r.gpuUnavailableReason) {
     out.push('');
-    out.push(`GPUs: not sampled (${r.gpuUnavailableReason})`);
+    out.push(`GPUs: no samples (${r.gpuUnavailableReason})`);
   }
   out.push('');
   out.push('Captured window');
@@ -133,7 +136,7 @@ export function renderDoctorText(r: DoctorReport): string {
     const mf = t.modelFlops;
     if (mf)
       out.push(
-        `  model FLOPs ${fmtTflops(mf.achievedTflops)} TFLOP/s on the run's step, MFU ${fmtPct(mf.mfu)} of the ${mf.gpu} ${mf.peakPrecision} dense peak ${mf.peakTflops} TFLOP/s (${flopsSplit(mf)} a step; attention kernels without shapes not counted)`,
+        `  model FLOPs ${mfuText(mf, "on the run's step")} (${flopsSplit(mf)} a step${flopsLeftOut(mf) ? `; ${flopsLeftOut(mf)}` : ''})`,
       );
   }
   for (const s of r.profile.snapshots)
@@ -159,10 +162,7 @@ export function renderDoctorText(r: DoctorReport): string {
   out.push('Findings');
   if (r.findings.length === 0) out.push('  none');
   r.findings.forEach((f, i) => {
-    const gain = f.estimatedGain ? ` (about ${fmtPct(f.estimatedGain.savedFraction)} of the step)` : '';
-    out.push(`  ${i + 1}. ${f.severity.toUpperCase().padEnd(6)} ${f.title}${gain} [${f.source}${findingKindLabel(f)}]`);
-    for (const ev of f.evidence.slice(0, 3)) out.push(`       ${ev}`);
-    out.push(`       fix: ${f.recommendation.summary}`);
+    out.push(...(i === 0 ? [] : ['']), ...findingLines(f, style, i, width));
   });
   if (r.notes.length) {
     out.push('');

@@ -3,7 +3,7 @@
  * for the same figure in every format. Everything here reads the report defensively, since a
  * stored report may predate a field added to schema 1.
  */
-import { fmtBytes, fmtMs, fmtPct } from '../util/format.js';
+import { fmtBytes, fmtGpuMemory, fmtMs, fmtPct, fmtRate } from '../util/format.js';
 import { withoutControlChars } from '../util/controlChars.js';
 import { gpuProcessLabel, isGpuProcess } from './gpuProcesses.js';
 import type { DoctorReport, GpuSummary, RankSummary } from './report.js';
@@ -14,18 +14,14 @@ export function fmtStepS(s: number | null | undefined): string {
   return typeof s === 'number' && Number.isFinite(s) ? fmtMs(s2ns(s)) : 'n/a';
 }
 
-export function fmtRate(perS: number | null | undefined): string {
-  if (typeof perS !== 'number' || !Number.isFinite(perS)) return 'n/a';
-  return perS >= 100 ? Math.round(perS).toLocaleString('en-US') : perS.toFixed(1);
-}
-
 export function fmtBytesOr(b: number | null | undefined, none = 'n/a'): string {
   return typeof b === 'number' && Number.isFinite(b) ? fmtBytes(b) : none;
 }
 
 export function rankLabel(r: RankSummary): string {
   if (r.rankFromEnv) return `Rank ${r.rank} (pid ${r.pid})`;
-  return r.steps.steps > 0 ? `Training process (pid ${r.pid})` : `Process ${r.pid} (no training step)`;
+  if (r.steps.steps === 0) return `Process ${r.pid} (no training step)`;
+  return `${r.steps.decode ? 'Generating' : 'Training'} process (pid ${r.pid})`;
 }
 
 /** Short label for charts and tables. */
@@ -53,6 +49,23 @@ const STEP_SOURCE_NOTE: Record<string, string> = {
 export function stepSourceNote(r: Pick<RankSummary, 'steps'>): string | null {
   const src = r.steps.stepSource;
   return src ? (STEP_SOURCE_NOTE[src] ?? null) : null;
+}
+
+/**
+ * A generation loop's figures (run/steps.ts DecodeStats), in the words of its regime: "decode steps: 111 tokens/s
+ * generated, 9.01 ms a decode step at batch 1; 12.3 ms to the first token (a 32-token prompt, then 127 decode
+ * steps)"; null when the steps are not decode steps.
+ */
+export function decodeText(r: Pick<RankSummary, 'steps'>): string | null {
+  const d = r.steps.decode;
+  if (!d) return null;
+  const rate = d.tokensPerS === null ? 'tokens/s unknown' : `${Math.round(d.tokensPerS).toLocaleString('en-US')} tokens/s generated`;
+  const step = d.decodeStepS === null ? '' : `, ${fmtMs(d.decodeStepS * 1e9)} a decode step${d.batch !== null ? ` at batch ${d.batch}` : ''}`;
+  const first =
+    d.prefillStepS === null
+      ? ''
+      : `; ${fmtMs(d.prefillStepS * 1e9)} to the first token (${d.promptLen !== null ? `a ${d.promptLen}-token prompt` : 'the prompt'}${d.decodeStepsPerPrefill !== null ? `, then ${Math.round(d.decodeStepsPerPrefill)} decode steps` : ''})`;
+  return `decode steps: ${rate}${step}${first}`;
 }
 
 /** The host's own time per step (the stepping thread's CPU time, outside the profiler), when the probe measured it. */
@@ -88,7 +101,7 @@ export function environmentRows(r: DoctorReport): [string, string][] {
   const devices = e.devices ?? [];
   rows.push([
     'devices',
-    devices.length ? devices.map((d) => `cuda:${d.index} ${d.name} (${fmtBytes(d.totalMemoryBytes)}, sm ${d.capability})`).join('; ') : 'no CUDA device in use: CPU run',
+    devices.length ? devices.map((d) => `cuda:${d.index} ${d.name} (${fmtGpuMemory(d.totalMemoryBytes)}, sm ${d.capability})`).join('; ') : 'no CUDA device in use: CPU run',
   ]);
   if (e.stepHook) rows.push(['step hook', e.stepHook]);
   return rows;
@@ -113,16 +126,19 @@ export function batchDimText(m: Pick<NonNullable<DoctorReport['model']>, 'batchD
   return `batch read from dimension ${m.batchDim} of the model's input (${m.batchDimEvidence}${layout})`;
 }
 
+/**
+ * The model handed to `gpuwise plan`: the command to run when its model.json exists (written by the live run, or
+ * found in a re-diagnosed directory), else the description alone (a suggestion's input must exist).
+ */
 export function planModelLine(r: DoctorReport): string | null {
   const p = r.planModel;
-  if (p) return `model.json for \`gpuwise plan --model ${r.run.runDir}/model.json\` (${p.family}, ${p.layers} layers, hidden ${p.hidden})`;
-  return r.planModelProblem ? `no model.json for plan: ${r.planModelProblem}` : null;
-}
-
-export function expectedGainText(f: DoctorReport['findings'][number]): string | null {
-  const g = f.estimatedGain;
-  if (!g) return null;
-  return `expected ${fmtMs(g.stepTimeNs)} → ${fmtMs(g.expectedStepTimeNs)} per step (−${fmtPct(g.savedFraction)})`;
+  if (!p) return r.planModelProblem ? `no model.json for plan: ${r.planModelProblem}` : null;
+  const what = `${p.family}, ${p.layers} layers, hidden ${p.hidden}`;
+  // older reports have no planModelFile: their live run wrote RUN_DIR/model.json
+  const file = r.planModelFile === undefined ? `${r.run.runDir.replace(/\/+$/, '')}/model.json` : r.planModelFile;
+  return file
+    ? `model.json for \`gpuwise plan --model ${file}\` (${what})`
+    : `the model as plan reads it: ${what} (planModel in the --json report; no model.json in this run directory)`;
 }
 
 export function durationText(s: number): string {
@@ -147,11 +163,6 @@ export function setupFacts(r: DoctorReport): string[] {
   const su = r.whatIfBasis?.setup;
   const compiled = su?.inferences?.find((i) => i.name === 'compiled' && i.value === true);
   return compiled ? [`compiled: ${compiled.evidence}`] : [];
-}
-
-/** How a finding is labelled beside its source: what-ifs are advice to weigh. */
-export function findingKindLabel(f: { kind?: string }): string {
-  return f.kind === 'advice' ? ', advice to weigh' : '';
 }
 
 /** The columns of the per-GPU process table, the same in every format. */

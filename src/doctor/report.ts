@@ -5,6 +5,9 @@
  * memory's analysis, so a run diagnosed by doctor reads like `analyze` and `memory` on its files.
  */
 import { diagnose, diagnoseRun } from '../advice/engine.js';
+import type { RunContext } from '../advice/rules/rule.js';
+import type { Precision } from '../planner/setup.js';
+import { askedPrecision, type Inferred } from '../run/setup.js';
 import { frameworkNamedBy, inFramework, inTraceFramework } from '../advice/framework.js';
 import { type Finding, finding } from '../findings/finding.js';
 import { sortFindings } from '../findings/rank.js';
@@ -29,8 +32,8 @@ import {
   rankOf,
   type StepRecord,
 } from '../run/records.js';
-import { gpuStepTimesOf, type StepStats, type StepTimeline, stepStats, stepTimelineOf } from '../run/steps.js';
-import type { Snapshot } from '../telemetry/sample.js';
+import { batchOfSteps, gpuStepTimesOf, type StepStats, type StepTimeline, stepStats, stepTimelineOf } from '../run/steps.js';
+import { type Snapshot, usableMemoryBytes } from '../telemetry/sample.js';
 import type { CollectiveTimings } from '../trace/metrics/collectives.js';
 import { modelFlopsAtStep } from '../trace/metrics/modelFlops.js';
 import type { ModelFlops, TraceMetrics } from '../trace/metrics/types.js';
@@ -40,6 +43,7 @@ import { type DistributedView, distributedView, withProbeImbalance } from './dis
 import { type Ending, endingOf, type FirstFailure } from './ending.js';
 import { type HangAnalysis, hangAnalysis, innermostFrames, openStalls, recoveredStalls } from './hang.js';
 import { withDataParallelFix } from './dataParallelFix.js';
+import { decodeBatchingFinding, decodeLeverEffects, inDecodeRegime } from './decode.js';
 import { gpuSharedFindings, ranksShareGpuFinding, type SharingProcess } from './sharing.js';
 import type { RunSetup } from '../run/setup.js';
 import { buildWhatIfs, hardwareOf, type WhatIf, type WhatIfCalibration, type WhatIfResult, whatIfFindings } from './whatIfs.js';
@@ -70,6 +74,17 @@ export interface SnapshotInput {
   error: string | null;
 }
 
+/** The Python a command runs, as doctor checked it (cli/commandPython.ts). */
+export interface CommandPython {
+  /** As the command names it: python3, /opt/env/bin/python, or a script's `#!` interpreter. */
+  python: string;
+  /** That Python's sys.executable; null when it did not say. */
+  executable: string | null;
+  /** torch.__version__; null when `import torch` failed (then `importError`, the error's last line). */
+  torch: string | null;
+  importError: string | null;
+}
+
 export interface DoctorInput {
   version: string;
   command: string[];
@@ -97,6 +112,14 @@ export interface DoctorInput {
   gpuUnavailableReason: string | null;
   /** A re-diagnosed run (doctor --from): the GPU summaries its first report kept, used when there are no samples. */
   recordedGpus?: { gpus: GpuSummary[]; driver: string | null } | null;
+  /**
+   * The model.json beside the run that `gpuwise plan --model` reads: the file a live doctor writes into the run
+   * directory, or the one a re-diagnosed directory holds; null or absent when there is none (the report then names
+   * no plan command: a suggestion's input must exist).
+   */
+  planModelFile?: string | null;
+  /** The command's Python and its PyTorch, checked when the probe sent nothing; absent when not checked. */
+  python?: CommandPython | null;
   notes: string[];
 }
 
@@ -134,6 +157,7 @@ export interface GpuSummary {
   /** The ordinal CUDA gave this GPU under the run's CUDA_VISIBLE_DEVICES; null when hidden from the job. Added in 0.3. */
   cudaIndex?: number | null;
   name: string;
+  /** The memory CUDA can use (telemetry/sample.ts usableMemoryBytes; NVML's total before 0.3, its reserved part included). */
   totalBytes: number | null;
   samples: number;
   maxUsedBytes: number | null;
@@ -206,6 +230,11 @@ export interface DoctorReport {
    */
   planModel: ({ format: typeof MODEL_SUMMARY_FORMAT } & ModelDescription) | null;
   planModelProblem: string | null;
+  /**
+   * Where that model.json is (DoctorInput.planModelFile); null when it is not there (a re-diagnosed directory without
+   * one). Added to schema 1 after its first release: absent from older reports, whose live runs wrote RUN_DIR/model.json.
+   */
+  planModelFile?: string | null;
   profile: {
     /** `modelFlops`: the window's GEMM FLOPs per step over the run's own GPU-timed median step (null when unknown). */
     traces: { rank: number; path: string; error: string | null; modelFlops: ModelFlops | null }[];
@@ -242,7 +271,7 @@ export function summarizeGpus(samples: Snapshot[], jobPids: ReadonlyMap<number, 
           index: g.index,
           cudaIndex: g.cudaIndex,
           name: g.name,
-          totalBytes: g.memoryTotalBytes,
+          totalBytes: usableMemoryBytes(g),
           samples: 0,
           maxUsedBytes: null,
           meanUtilizationPercent: null,
@@ -520,11 +549,32 @@ function paceOfRank(paces: ReadonlyMap<number, Pipeline>, ranks: readonly RankSu
  * own switch when the probe saw one; no fusion finding for a model the probe knows is compiled (another backend than
  * Inductor leaves no Triton kernels in the trace).
  */
+/**
+ * Stage 2b: the precision the run asked for, from how it was launched (run/setup.ts askedPrecision): accelerate's
+ * state in the model record, else a flag of the command or of a process's arguments. The set-up inference and the
+ * precision rules read it.
+ */
+export function askedPrecisionOf(command: readonly string[], processes: readonly ProcessRecords[], model: ModelRecord | null): Inferred<Precision | null> {
+  return askedPrecision({
+    command,
+    argv: processes.flatMap((p) => (p.hello ? [p.hello.argv] : [])),
+    acceleratePrecision: model?.acceleratePrecision ?? null,
+  });
+}
+
+/** What the trace rules may know of the run beyond its traces: the half precision it asked for. */
+export function runContextOf(asked: Inferred<Precision | null> | null): RunContext {
+  const v = asked?.value ?? null;
+  const dtype = v === 'amp-bf16' || v === 'bf16' ? 'bfloat16' : v === 'amp-fp16' ? 'float16' : null;
+  return { askedHalf: asked && dtype ? { dtype, evidence: asked.evidence } : null };
+}
+
 export function traceFindingsOf(
   traces: readonly TraceInput[],
   ranks: readonly RankSummary[],
   model: ModelRecord | null = null,
   paces: ReadonlyMap<number, Pipeline> = new Map(),
+  asked: Inferred<Precision | null> | null = null,
 ): Finding[] {
   const analysed = traces.filter((t) => t.metrics !== null);
   const metrics = analysed.map((t) => t.metrics as TraceMetrics);
@@ -532,15 +582,22 @@ export function traceFindingsOf(
   // Processes that are not ranks of one job (no RANK: two scripts under one doctor, each rank 0) are diagnosed
   // apart: the cross-rank rules would compare unrelated processes.
   const oneJob = new Set(analysed.map((t) => t.rank)).size === analysed.length;
+  const ctx = runContextOf(asked);
   const paceOf = (m: TraceMetrics) => paceOfRank(paces, ranks, m.rank);
   const found = oneJob
-    ? diagnose(metrics, collectives, metrics.map(paceOf))
-    : metrics.flatMap((m, i) => diagnose([m], collectives.length ? [collectives[i] as CollectiveTimings] : [], [paceOf(m)]));
+    ? diagnose(metrics, collectives, ctx, metrics.map(paceOf))
+    : metrics.flatMap((m, i) => diagnose([m], collectives.length ? [collectives[i] as CollectiveTimings] : [], ctx, [paceOf(m)]));
   // The probe's framework (the call stack at a step) first; else the one the trace names, as analyze does.
   const named = model?.framework ? null : frameworkNamedBy(metrics);
+  const decodeOfRank = (rank: number) => ranks.find((r) => r.rank === rank)?.steps.decode;
   return found
     .filter((f) => !(f.id === 'fusion' && model?.compiled === true))
-    .map((f) => (named ? inTraceFramework(f, named) : inFramework(f, model?.framework)));
+    .map((f) => {
+      // A generation loop is no training loop: its fixes are not a Trainer's or Lightning's switches.
+      const decode = decodeOfRank(f.ranks[0] ?? 0);
+      if (decode) return inDecodeRegime(f, decode);
+      return named ? inTraceFramework(f, named) : inFramework(f, model?.framework);
+    });
 }
 
 /** Stage 5: memory's findings on each snapshot, on the snapshot's rank. */
@@ -565,6 +622,20 @@ export function probeFindingsOf(
   });
   const weights = halfMasterWeightsFinding(model);
   return [...unwindowed, ...(weights ? [weights] : [])];
+}
+
+/** Stage 6c: a generation loop's own lever (decode.ts): more sequences per decode step, on each rank whose steps are decode steps. */
+export function decodeFindingsOf(ranks: readonly RankSummary[], traces: readonly TraceInput[], model: ModelRecord | null): Finding[] {
+  const out: Finding[] = [];
+  for (const r of ranks) {
+    const decode = r.steps.decode;
+    if (!decode) continue;
+    const metrics = traces.find((t) => t.rank === r.rank && t.metrics !== null)?.metrics ?? null;
+    const effects = decodeLeverEffects(decode, metrics, model);
+    const f = effects ? decodeBatchingFinding(decode, effects, r.rank) : null;
+    if (f) out.push(f);
+  }
+  return out;
 }
 
 /** Half-precision weights and optimizer state past this share of the parameters: no fp32 master copy exists. */
@@ -659,6 +730,14 @@ export function sharingFindingsOf(gpus: readonly GpuSummary[] | null, processes:
   return [...(share ? [share] : []), ...gpuSharedFindings(gpus ?? [], procs)];
 }
 
+/** Why the probe sent nothing: the command's Python has no PyTorch (which Python, and the import's error), or in general. */
+function nothingSentNote(python: CommandPython | null): string {
+  if (python === null || python.torch !== null)
+    return 'the probe sent nothing: the command did not run Python with torch, or no step happened (no optimizer step, DataLoader batch or gpuwise.step())';
+  const which = python.executable !== null && python.executable !== python.python ? `${python.python} (${python.executable})` : python.python;
+  return `${which} has no PyTorch (${python.importError}): the probe reports from PyTorch, so it had nothing to send; run doctor with the Python of the environment that trains, or install torch into this one`;
+}
+
 /** Stage 7: the notes: what was left out, what could not be analysed, what switched itself off. */
 export function notesOf(input: DoctorInput, processes: readonly ProcessRecords[], ranks: readonly RankSummary[]): string[] {
   const notes = [...input.notes];
@@ -666,10 +745,7 @@ export function notesOf(input: DoctorInput, processes: readonly ProcessRecords[]
     notes.push(
       `${input.skippedLines} probe line(s) left out: not JSON (a process killed mid-write) or not a record this gpuwise understands`,
     );
-  if (processes.length === 0)
-    notes.push(
-      'the probe sent nothing: the command did not run Python with torch, or no step happened (no optimizer step, DataLoader batch or gpuwise.step())',
-    );
+  if (processes.length === 0) notes.push(nothingSentNote(input.python ?? null));
   notes.unshift(...timeWindowNotes(processes));
   for (const t of input.traces)
     if (t.metrics !== null && t.metrics.steps.length === 0)
@@ -687,6 +763,10 @@ export function notesOf(input: DoctorInput, processes: readonly ProcessRecords[]
     notes.push(
       `rank ${st.rank ?? 0}: no progress for ${st.sinceStepS.toFixed(0)} s in step ${st.step} (at ${innermostFrames(st.stack, 1)[0] ?? '?'}), then it went on`,
     );
+  for (const p of processes) {
+    const partial = partialBatchNote(p);
+    if (partial) notes.push(partial);
+  }
   for (const r of ranks) {
     if (r.probeError) notes.push(`probe on rank ${r.rank} switched itself off after an internal error: ${r.probeError}`);
     if (r.steps.settled === false)
@@ -695,6 +775,28 @@ export function notesOf(input: DoctorInput, processes: readonly ProcessRecords[]
       );
   }
   return notes;
+}
+
+/**
+ * A loader that hands out a last partial batch each epoch (`drop_last=False`, a dataset size that is not a multiple of
+ * the batch): said once, with the batch the report reads (the full batches', run/steps.ts batchOfSteps), and what it
+ * costs a compiled model (a recompilation for the odd shape). Null when every step holds a full batch.
+ */
+export function partialBatchNote(p: ProcessRecords): string | null {
+  const b = batchOfSteps(p.steps);
+  if (b.partialSteps === 0 || b.samplesPerStep === null) return null;
+  const who = p.rankFromEnv ? `rank ${p.rank}` : 'the run';
+  const sizes = b.partialSamples.join(', ');
+  const when =
+    b.partialEvery !== null
+      ? `every ${b.partialEvery} steps: the last batch of each epoch, which the DataLoader keeps (drop_last=False)`
+      : b.partialSteps === 1
+        ? 'once: a last batch the DataLoader keeps (drop_last=False)'
+        : 'the DataLoader keeps batches smaller than the others (drop_last=False)';
+  const compiled = p.model?.compiled === true
+    ? '; a compiled model recompiles for the partial batch\'s shape: DataLoader(..., drop_last=True) avoids it'
+    : '';
+  return `${who}: ${b.partialSteps} of ${b.sizedSteps} steps ran a partial batch (${sizes} samples; the full batches hold ${b.samplesPerStep}), ${when}; the batch is read as ${b.microBatch}${b.gradAccum > 1 ? ` x ${b.gradAccum} accumulation` : ''}, the size of the full batches, and the what-ifs are scaled from it${compiled}`;
 }
 
 /** Findings read off the time one rank waits for another: wrong when the ranks' windows cover different steps. */
@@ -763,6 +865,7 @@ export function whatIfStage(
   outcome: Outcome,
   traceFindings: Finding[],
   paces: ReadonlyMap<number, Pipeline> = new Map(),
+  asked: Inferred<Precision | null> | null = null,
 ): { result: WhatIfResult; findings: Finding[]; traceFindings: Finding[] } {
   const rank = id.stepsOf?.rank ?? 0;
   const pace = paceOfRank(paces, ranks, rank);
@@ -778,6 +881,7 @@ export function whatIfStage(
     metrics: metrics.find((m) => m.rank === rank) ?? metrics[0] ?? null,
     pace,
     outOfMemory: outcome === 'out-of-memory',
+    askedPrecision: asked,
   });
   const planned = whatIfFindings(result, traceFindings, steps?.medianS ?? null, rank, pace);
   const hw = result.setup ? hardwareOf(result.setup) : null;
@@ -816,15 +920,20 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
   const gpus = gpusOf(input, processes);
   const pidOfRank = (rank: number) => ranks.find((r) => r.rank === rank)?.pid ?? null;
   const distributed = distributedStage(processes, ranks, input.traces);
+  const asked = askedPrecisionOf(input.command, processes, id.model);
   const apart = windowsApart(processes);
   const paces = pacesOf(processes, ranks, input.traces);
   const imbalance = withProbeImbalance(
     distributed,
-    traceFindingsOf(input.traces, ranks, id.model, paces).filter((f) => !(apart && WAIT_BASED_IDS.has(f.id))),
+    traceFindingsOf(input.traces, ranks, id.model, paces, asked).filter((f) => !(apart && WAIT_BASED_IDS.has(f.id))),
   );
   const traceFindings = imbalance.trace.map((f) => withDataParallelMemory(f, gpus ?? [], pidOfRank));
   const memoryFindings = memoryFindingsOf(input.snapshots);
-  const probeFindings = [...probeFindingsOf(id.model, ranks, input.traces, paces), ...(imbalance.probe ? [imbalance.probe] : [])];
+  const probeFindings = [
+    ...probeFindingsOf(id.model, ranks, input.traces, paces),
+    ...(imbalance.probe ? [imbalance.probe] : []),
+    ...decodeFindingsOf(ranks, input.traces, id.model),
+  ];
   const telemetryFindings = sharingFindingsOf(gpus, processes, ranks);
   const ending = endingOf(processes, input.disconnectedAtMs, input.hang?.atMs ?? null);
   const stalls = openStalls(input.records);
@@ -833,7 +942,7 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
   const notes = notesOf(input, processes, ranks);
   if (apart) notes.push(apart);
   const plan = planModelOf(id.model);
-  const whatIf = whatIfStage(id, plan.model, ranks, input.traces, outcome, traceFindings, paces);
+  const whatIf = whatIfStage(id, plan.model, ranks, input.traces, outcome, traceFindings, paces, asked);
   const findings = rankFindings(whatIf.traceFindings, memoryFindings, probeFindings, whatIf.findings, telemetryFindings);
   const { model, hello } = id;
   if (plan.model && model && Math.abs(plan.model.paramCount - model.totalParamCount) > 0.01 * plan.model.paramCount)
@@ -881,6 +990,7 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
     model: modelOut,
     planModel: plan.model,
     planModelProblem: plan.problem,
+    planModelFile: plan.model ? (input.planModelFile ?? null) : null,
     profile: {
       traces: input.traces.map((t) => {
         const mf = t.metrics?.modelFlops ?? null;

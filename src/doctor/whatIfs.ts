@@ -23,10 +23,11 @@ import {
   type WhatIfBasis,
 } from '../planner/fromRun.js';
 import type { ModelDescription } from '../planner/model.js';
-import { budgetBytes, evaluatePlan, type Plan, type PlanRequest } from '../planner/plan.js';
+import { budgetBytes, evaluatePlan, ofBudgetText, type Plan, type PlanRequest } from '../planner/plan.js';
 import type { Hardware, OptimizerKind, Parallelism, Precision, TrainingSetup } from '../planner/setup.js';
 import { largestBatch, type MemoryModel, perSampleLineFrom, perSampleMemoryModel, plannerMemoryModel } from '../run/memoryModel.js';
 import type { HelloRecord, ModelRecord, StepRecord } from '../run/records.js';
+import { batchOfSteps } from '../run/steps.js';
 import {
   type Inferred,
   type RunSetup,
@@ -105,6 +106,8 @@ export interface WhatIfInput {
   /** The rank's pipeline (pace/): how a bigger batch changes its step; null without step times. */
   pace: Pipeline | null;
   outOfMemory: boolean;
+  /** The precision the run's launch asked for (run/setup.ts askedPrecision); absent or null when not read. */
+  askedPrecision?: Inferred<Precision | null> | null;
 }
 
 const gib = (b: number) => fmtGiB(b);
@@ -119,20 +122,14 @@ const BIGGER_BATCH_SHARE_OF_GAIN = 0.9;
 export function inferRunSetup(input: WhatIfInput): RunSetup {
   const assumptions: string[] = [];
   const steps = [...input.steps].sort((a, b) => a.step - b.step);
-  const withSize = steps.filter((s) => s.samples !== null && s.batches > 0);
-  const last = withSize[withSize.length - 1];
-  let microBatch: number | null = null;
-  let gradAccum = 1;
-  if (last && last.samples !== null) {
-    gradAccum = last.batches;
-    microBatch = Math.round(last.samples / last.batches);
-    if (last.batches > 1 && last.samples % last.batches !== 0)
-      assumptions.push(`micro-batch: ${last.samples} samples over ${last.batches} batches per step, rounded to ${microBatch}`);
-  }
+  // The full batches' size (the mode over the steps), never a last partial batch's.
+  const { microBatch, gradAccum, samplesPerStep } = batchOfSteps(steps);
+  if (microBatch !== null && samplesPerStep !== null && gradAccum > 1 && samplesPerStep % gradAccum !== 0)
+    assumptions.push(`micro-batch: ${samplesPerStep} samples over ${gradAccum} batches per step, rounded to ${microBatch}`);
   const seqStep = [...steps].reverse().find((s) => typeof s.seqLen === 'number');
   const seq = seqStep?.seqLen ?? null;
   const bytes = input.model ? modelBytes(input.model) : null;
-  const precision = bytes ? inferPrecision(bytes, input.model?.autocastDtype, input.metrics) : null;
+  const precision = bytes ? inferPrecision(bytes, input.model?.autocastDtype, input.metrics, input.askedPrecision ?? null) : null;
   const optimizer = inferOptimizer(input.model?.optimizer?.class ?? null, input.model?.optimizer?.stateBytes ?? 0);
   const compiled = inferCompiled(input.model, input.metrics);
   const devices = input.hello?.cuda.devices ?? [];
@@ -268,7 +265,7 @@ function batchWhatIfs(ctx: BatchContext): WhatIf[] {
       whatIfAt(
         ctx,
         'max-batch',
-        `batch ${bMax} is the largest that fits: predicted ${gib(memory.peak(bMax))} of ${gib(memory.budgetBytes)}`,
+        `batch ${bMax} is the largest that fits: predicted ${gib(memory.peak(bMax))} ${ofBudgetText(memory.budgetBytes)}`,
         `The largest per-GPU micro-batch whose predicted peak stays within the budget by the planner's fit rule (2% margin${memory.basis === 'measured-per-sample' ? '' : ', plus the hole fragmentation leaves for the largest blocks'}); the run used ${b0} (${ctx.estimate}). A fact about memory, not advice: throughput estimates stop at ${MAX_CLAIMED_BATCH_SCALE}x the batch.`,
         bMax,
         setup.gradAccum,
@@ -280,7 +277,7 @@ function batchWhatIfs(ctx: BatchContext): WhatIf[] {
       whatIfAt(
         ctx,
         'max-batch',
-        `batch ${b0} is the largest that fits: predicted ${gib(memory.peak(b0))} of ${gib(memory.budgetBytes)}`,
+        `batch ${b0} is the largest that fits: predicted ${gib(memory.peak(b0))} ${ofBudgetText(memory.budgetBytes)}`,
         `Batch ${b0 + 1} would need ${gib(memory.peak(b0 + 1))} (${ctx.estimate}, with the planner's 2% margin).`,
         b0,
         setup.gradAccum,
@@ -291,7 +288,7 @@ function batchWhatIfs(ctx: BatchContext): WhatIf[] {
     whatIfAt(
       ctx,
       'double-batch',
-      `batch ${2 * b0}: predicted ${gib(memory.peak(2 * b0))} of ${gib(memory.budgetBytes)}, ${memory.fits(2 * b0) ? 'fits' : 'does not fit'}${thr(2 * b0)}`,
+      `batch ${2 * b0}: predicted ${gib(memory.peak(2 * b0))} ${ofBudgetText(memory.budgetBytes)}, ${memory.fits(2 * b0) ? 'fits' : 'does not fit'}${thr(2 * b0)}`,
       `Twice the run's per-GPU batch (${ctx.estimate}).`,
       2 * b0,
       setup.gradAccum,
@@ -317,7 +314,7 @@ function batchWhatIfs(ctx: BatchContext): WhatIf[] {
       whatIfAt(
         ctx,
         'bigger-batch',
-        `batch ${b} (${kText} the run's ${b0}): predicted ${gib(memory.peak(b))} of ${gib(memory.budgetBytes)}${thr(b)}`,
+        `batch ${b} (${kText} the run's ${b0}): predicted ${gib(memory.peak(b))} ${ofBudgetText(memory.budgetBytes)}${thr(b)}`,
         `A bigger per-GPU batch fills the GPU better: GPU busy time and per-sample loading and copies grow with the batch, the other idle time does not (${ctx.estimate}). ${b} is the smallest of 2x and ${MAX_CLAIMED_BATCH_SCALE}x the batch that reaches ${times(pick.f)}; the largest that fits is ${bMax}, but the estimate claims nothing more past ${MAX_CLAIMED_BATCH_SCALE}x. ${changes} Advice to weigh, an estimate: verify it with one run.`,
         b,
         setup.gradAccum,
@@ -342,7 +339,7 @@ function batchWhatIfs(ctx: BatchContext): WhatIf[] {
       whatIfAt(
         ctx,
         'grad-accum',
-        `batch ${micro} x ${accum} accumulation steps keeps the effective batch (${micro * accum} of ${effective}): predicted ${gib(memory.peak(micro, accum))} of ${gib(memory.budgetBytes)}`,
+        `batch ${micro} x ${accum} accumulation steps keeps the effective batch (${micro * accum} of ${effective}): predicted ${gib(memory.peak(micro, accum))} ${ofBudgetText(memory.budgetBytes)}`,
         `The run's batch ${b0}${setup.gradAccum > 1 ? ` x ${setup.gradAccum}` : ''} is ${ctx.outOfMemory ? 'what ran out of memory' : 'over the budget with the 2% margin'}; a smaller micro-batch with accumulation gives the same optimizer step (${ctx.estimate}).`,
         micro,
         accum,
@@ -495,7 +492,7 @@ function plannerWhatIfs(setup: RunSetup, model: ModelDescription, hw: Hardware, 
       out.push(
         item(
           'checkpointing',
-          `activation checkpointing: batch ${ckMax} fits (predicted ${gib(ck.peak)} of ${gib(ck.plan.budgetBytes)})${thr(ck)}`,
+          `activation checkpointing: batch ${ckMax} fits (predicted ${gib(ck.peak)} ${ofBudgetText(ck.plan.budgetBytes)})${thr(ck)}`,
           `Every block recomputed in backward (one extra forward): activations shrink to the blocks' inputs (${estimate}).`,
           ck,
           {
@@ -520,7 +517,7 @@ function plannerWhatIfs(setup: RunSetup, model: ModelDescription, hw: Hardware, 
       out.push(
         item(
           'fsdp',
-          `FSDP over ${world > 1 ? 'your' : 'the'} ${n}${world > 1 ? '' : ' visible'} GPUs: ${ref}, predicted ${gib(f.peak)} of ${gib(f.plan.budgetBytes)}${thr(f)}`,
+          `FSDP over ${world > 1 ? 'your' : 'the'} ${n}${world > 1 ? '' : ' visible'} GPUs: ${ref}, predicted ${gib(f.peak)} ${ofBudgetText(f.plan.budgetBytes)}${thr(f)}`,
           `FSDP2 fully_shard on every block and the root, bf16 parameters, fp32 reductions: weights, gradients and optimizer state sharded ${n} ways (${estimate}; communication from the planner's link model).`,
           f,
           {

@@ -64,7 +64,7 @@ export interface Finding {
   memoryGain?: MemoryGain | null;
   /**
    * `advice`: a change of set-up to weigh (a bigger batch, another parallel layout: doctor's what-ifs), not a defect
-   * to fix; absent for defects. Advice is at most medium and ranks after a defect of similar gain (rank.ts).
+   * to fix; absent for defects. Advice is at most medium and, on a tie of gain, ranks after a defect (rank.ts).
    */
   kind?: 'advice';
 }
@@ -116,7 +116,7 @@ export function finding(p: FindingParts): Finding {
 }
 
 /**
- * A finding that is advice to weigh (findings/rank.ts ranks it after defects of similar gain): severity from the gain
+ * A finding that is advice to weigh (findings/rank.ts ranks it after a defect of equal gain): severity from the gain
  * as for any finding, but never above medium: a set-up change changes more than the step time (a bigger batch changes
  * the optimisation), so it is weighed, not applied as a fix.
  */

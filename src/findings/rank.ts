@@ -1,6 +1,9 @@
 /**
- * Ranking and merging findings (pure): one order for every report (severity, then the share of the step saved, then
- * the share of memory freed) and one rule for the same finding seen on several ranks.
+ * Ranking and merging findings (pure): one order for every report and one rule for the same finding seen on several
+ * ranks. The order (docs/doctor.md, "Findings"): severity; within a severity, the share of the step saved, largest
+ * first; then the share of memory freed; on a tie a defect before an advice (a set-up change to weigh); a stable sort
+ * keeps the sources' order for what is left. Nothing else moves a finding: a list read top-down is "most gain first"
+ * within each severity.
  */
 import { type Finding, type Severity, SEVERITIES } from './finding.js';
 
@@ -14,23 +17,20 @@ export function stepGainOf(f: Pick<Finding, 'estimatedGain'>): number {
   return f.estimatedGain?.savedFraction ?? 0;
 }
 
-/** An advice (kind `advice`) within this share of the step of a defect's gain ranks after it. */
-export const ADVICE_SIMILAR_GAIN = 0.05;
-
-/** The gain used for ordering: an advice's is lowered by ADVICE_SIMILAR_GAIN, so a defect of similar gain comes first. */
-function orderGainOf(f: Finding): number {
-  return stepGainOf(f) - (f.kind === 'advice' ? ADVICE_SIMILAR_GAIN : 0);
+/** The share of memory a finding frees (0 without a memory gain). */
+export function memoryGainOf(f: Pick<Finding, 'memoryGain'>): number {
+  return f.memoryGain?.savedFraction ?? 0;
 }
 
-/**
- * Severity first, then the step saved (an advice counted ADVICE_SIMILAR_GAIN lower), then the memory freed; a stable
- * sort keeps the sources' order for ties.
- */
+const adviceLast = (f: Pick<Finding, 'kind'>): number => (f.kind === 'advice' ? 1 : 0);
+
+/** Severity, then the step saved, then the memory freed, then defects before advice. */
 export function compareFindings(a: Finding, b: Finding): number {
   return (
     severityRank(a.severity) - severityRank(b.severity) ||
-    orderGainOf(b) - orderGainOf(a) ||
-    (b.memoryGain?.savedFraction ?? 0) - (a.memoryGain?.savedFraction ?? 0)
+    stepGainOf(b) - stepGainOf(a) ||
+    memoryGainOf(b) - memoryGainOf(a) ||
+    adviceLast(a) - adviceLast(b)
   );
 }
 

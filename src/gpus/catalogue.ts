@@ -10,6 +10,15 @@
  * `closeGpuMatches`; a report says "not in the catalogue").
  */
 
+/**
+ * A catalogue entry as a report names it. Its name carries the memory it is sold with ("NVIDIA H200 141GB": 10^9
+ * bytes, rounded), which is not the memory CUDA can use (139.8 GiB, the one figure reports give for a GPU): the
+ * name is said to be the catalogue's, so the "141GB" in it reads as a name, not as a second memory figure.
+ */
+export function catalogueName(name: string): string {
+  return `the catalogue's ${name}`;
+}
+
 export interface GpuSpec {
   /** Canonical id (`h100-sxm`), what `--gpu` takes. */
   id: string;
@@ -33,8 +42,10 @@ interface GpuIdentity {
   id: string;
   /** Names as NVML / nvidia-smi / torch.cuda.get_device_name print them (one entry can have several). */
   deviceNames: string[];
-  /** Short names users type, beside the id. */
+  /** Short names users type, beside the id, that name this entry only. */
   aliases: string[];
+  /** Names that fit several entries ("a100": SXM or PCIe, 40 or 80 GB) and usually mean this one. */
+  usualFor?: string[];
   /** Family word in device names ("h100"): an unlisted variant of the family is matched by the tie-breakers. */
   family: string;
   /** Streaming multiprocessors. */
@@ -74,6 +85,19 @@ export const GPUS: readonly GpuSpec[] = [
     source: 'NVIDIA H100 Tensor Core GPU datasheet (PCIe column, dense); PCIe Gen5 x16',
   },
   {
+    id: 'h100-nvl',
+    name: 'NVIDIA H100 NVL 94GB',
+    memoryBytes: 95_830 * MiB,
+    bf16Tflops: 835.5,
+    fp16Tflops: 835.5,
+    tf32Tflops: 417.5,
+    fp32Tflops: 60,
+    memoryBandwidth: 3.9 * TB,
+    intraNodeBandwidth: 64 * GB,
+    source:
+      'NVIDIA H100 Tensor Core GPU datasheet (H100 NVL column, dense: half the sparse figures); PCIe Gen5 x16 (an NVLink bridge pairs two cards at 600 GB/s); memory: nvidia-smi total, approximate',
+  },
+  {
     id: 'h200',
     name: 'NVIDIA H200 141GB',
     memoryBytes: 139.8 * GiB,
@@ -84,6 +108,19 @@ export const GPUS: readonly GpuSpec[] = [
     memoryBandwidth: 4.8 * TB,
     intraNodeBandwidth: 450 * GB,
     source: 'NVIDIA H200 datasheet (SXM, dense); memory as measured with torch 2.11 (groundtruth README)',
+  },
+  {
+    id: 'h200-nvl',
+    name: 'NVIDIA H200 NVL 141GB',
+    memoryBytes: 139.8 * GiB,
+    bf16Tflops: 835.5,
+    fp16Tflops: 835.5,
+    tf32Tflops: 417.5,
+    fp32Tflops: 60,
+    memoryBandwidth: 4.8 * TB,
+    intraNodeBandwidth: 64 * GB,
+    source:
+      'NVIDIA H200 datasheet (H200 NVL column, dense: half the sparse figures); PCIe Gen5 x16 (NVLink bridges join two or four cards at 900 GB/s); memory as the H200 SXM',
   },
   {
     id: 'gh200',
@@ -171,6 +208,18 @@ export const GPUS: readonly GpuSpec[] = [
     source: 'NVIDIA L40S datasheet (dense); PCIe Gen4 x16',
   },
   {
+    id: 'l40',
+    name: 'NVIDIA L40 48GB',
+    memoryBytes: 46_068 * MiB,
+    bf16Tflops: 181.05,
+    fp16Tflops: 181.05,
+    tf32Tflops: 90.5,
+    fp32Tflops: 90.5,
+    memoryBandwidth: 0.864 * TB,
+    intraNodeBandwidth: 32 * GB,
+    source: 'NVIDIA L40 datasheet (dense: half the sparse figures); PCIe Gen4 x16',
+  },
+  {
     id: 'l4',
     name: 'NVIDIA L4 24GB',
     memoryBytes: 23_034 * MiB,
@@ -181,6 +230,18 @@ export const GPUS: readonly GpuSpec[] = [
     memoryBandwidth: 0.3 * TB,
     intraNodeBandwidth: 32 * GB,
     source: 'NVIDIA L4 datasheet (dense); PCIe Gen4 x16',
+  },
+  {
+    id: 'a10',
+    name: 'NVIDIA A10 24GB',
+    memoryBytes: 23_028 * MiB,
+    bf16Tflops: 125,
+    fp16Tflops: 125,
+    tf32Tflops: 62.5,
+    fp32Tflops: 31.2,
+    memoryBandwidth: 0.6 * TB,
+    intraNodeBandwidth: 32 * GB,
+    source: 'NVIDIA A10 Tensor Core GPU datasheet (dense); PCIe Gen4 x16; memory as the A10G',
   },
   {
     id: 'a10g',
@@ -261,22 +322,26 @@ export const GPUS: readonly GpuSpec[] = [
  * same string). PCI device ids from the PCI ID repository (pci-ids.ucw.cz) and nvidia-smi -q.
  */
 const IDENTITIES: readonly GpuIdentity[] = [
-  { id: 'h100-sxm', deviceNames: ['NVIDIA H100 80GB HBM3', 'NVIDIA H100 SXM5 80GB'], aliases: ['h100', 'h100-80', 'h100-sxm5'], family: 'h100', smCount: 132, pciDeviceIds: [0x2330] },
+  { id: 'h100-sxm', deviceNames: ['NVIDIA H100 80GB HBM3', 'NVIDIA H100 SXM5 80GB'], aliases: ['h100-sxm5'], usualFor: ['h100', 'h100-80'], family: 'h100', smCount: 132, pciDeviceIds: [0x2330] },
   { id: 'h100-pcie', deviceNames: ['NVIDIA H100 PCIe'], aliases: ['h100-pcie-80'], family: 'h100', smCount: 114, pciDeviceIds: [0x2331] },
-  { id: 'h200', deviceNames: ['NVIDIA H200'], aliases: ['h200-141', 'h200-sxm'], family: 'h200', smCount: 132, pciDeviceIds: [0x2335] },
+  { id: 'h100-nvl', deviceNames: ['NVIDIA H100 NVL'], aliases: ['h100-94', 'h100-nvl-94'], family: 'h100', smCount: 132, pciDeviceIds: [0x2321] },
+  { id: 'h200', deviceNames: ['NVIDIA H200'], aliases: ['h200-sxm'], usualFor: ['h200-141'], family: 'h200', smCount: 132, pciDeviceIds: [0x2335] },
+  { id: 'h200-nvl', deviceNames: ['NVIDIA H200 NVL'], aliases: ['h200-nvl-141'], family: 'h200', smCount: 132, pciDeviceIds: [] },
   { id: 'gh200', deviceNames: ['NVIDIA GH200 480GB'], aliases: ['gh200-480', 'grace-hopper'], family: 'gh200', smCount: 132, pciDeviceIds: [0x2342, 0x2345] },
   { id: 'b200', deviceNames: ['NVIDIA B200'], aliases: ['b200-180'], family: 'b200', smCount: 148, pciDeviceIds: [0x2901] },
-  { id: 'a100-80', deviceNames: ['NVIDIA A100-SXM4-80GB'], aliases: ['a100', 'a100-sxm-80', 'a100-sxm4-80'], family: 'a100', smCount: 108, pciDeviceIds: [0x20b2] },
+  { id: 'a100-80', deviceNames: ['NVIDIA A100-SXM4-80GB'], aliases: ['a100-sxm-80', 'a100-sxm4-80'], usualFor: ['a100'], family: 'a100', smCount: 108, pciDeviceIds: [0x20b2] },
   { id: 'a100-40', deviceNames: ['NVIDIA A100-SXM4-40GB'], aliases: ['a100-sxm-40', 'a100-sxm4-40'], family: 'a100', smCount: 108, pciDeviceIds: [0x20b0] },
   { id: 'a100-pcie-80', deviceNames: ['NVIDIA A100 80GB PCIe', 'NVIDIA A100-PCIE-80GB'], aliases: [], family: 'a100', smCount: 108, pciDeviceIds: [0x20b5] },
-  { id: 'a100-pcie-40', deviceNames: ['NVIDIA A100-PCIE-40GB'], aliases: ['a100-pcie'], family: 'a100', smCount: 108, pciDeviceIds: [0x20f1] },
+  { id: 'a100-pcie-40', deviceNames: ['NVIDIA A100-PCIE-40GB'], aliases: [], usualFor: ['a100-pcie'], family: 'a100', smCount: 108, pciDeviceIds: [0x20f1] },
   { id: 'l40s', deviceNames: ['NVIDIA L40S'], aliases: [], family: 'l40s', smCount: 142, pciDeviceIds: [0x26b9] },
+  { id: 'l40', deviceNames: ['NVIDIA L40'], aliases: [], family: 'l40', smCount: 142, pciDeviceIds: [0x26b5] },
   { id: 'l4', deviceNames: ['NVIDIA L4'], aliases: [], family: 'l4', smCount: 58, pciDeviceIds: [0x27b8] },
+  { id: 'a10', deviceNames: ['NVIDIA A10'], aliases: [], family: 'a10', smCount: 72, pciDeviceIds: [0x2236] },
   { id: 'a10g', deviceNames: ['NVIDIA A10G'], aliases: [], family: 'a10g', smCount: 80, pciDeviceIds: [0x2237] },
   { id: 'rtx3090', deviceNames: ['NVIDIA GeForce RTX 3090'], aliases: ['3090', 'rtx-3090'], family: 'rtx3090', smCount: 82, pciDeviceIds: [0x2204] },
   { id: 'rtx4090', deviceNames: ['NVIDIA GeForce RTX 4090'], aliases: ['4090', 'rtx-4090'], family: 'rtx4090', smCount: 128, pciDeviceIds: [0x2684] },
   { id: 't4', deviceNames: ['Tesla T4', 'NVIDIA T4'], aliases: ['tesla-t4'], family: 't4', smCount: 40, pciDeviceIds: [0x1eb8] },
-  { id: 'v100-32', deviceNames: ['Tesla V100-SXM2-32GB', 'NVIDIA V100-SXM2-32GB'], aliases: ['v100', 'v100-sxm2-32'], family: 'v100', smCount: 80, pciDeviceIds: [0x1db5] },
+  { id: 'v100-32', deviceNames: ['Tesla V100-SXM2-32GB', 'NVIDIA V100-SXM2-32GB'], aliases: ['v100-sxm2-32'], usualFor: ['v100'], family: 'v100', smCount: 80, pciDeviceIds: [0x1db5] },
   { id: 'v100-16', deviceNames: ['Tesla V100-SXM2-16GB', 'NVIDIA V100-SXM2-16GB'], aliases: ['v100-sxm2-16'], family: 'v100', smCount: 80, pciDeviceIds: [0x1db1] },
 ];
 
@@ -304,9 +369,15 @@ const compact = (s: string) => normalise(s).replace(/-/g, '');
 
 const specOf = new Map(GPUS.map((g) => [g.id, g]));
 
-function keysOf(e: GpuIdentity): string[] {
+/** The names that point at this entry alone: id, aliases, device names, the catalogue name. */
+function ownKeys(e: GpuIdentity): string[] {
   const spec = specOf.get(e.id);
   return [e.id, ...e.aliases, ...e.deviceNames, ...(spec ? [spec.name] : [])].map(compact);
+}
+
+/** Every name the entry answers to, the shared ones ("a100") included: for "did you mean". */
+function keysOf(e: GpuIdentity): string[] {
+  return [...ownKeys(e), ...(e.usualFor ?? []).map(compact)];
 }
 
 function pciIdOf(v: number | string | null | undefined): number | null {
@@ -342,39 +413,64 @@ function choose(candidates: GpuIdentity[], q: GpuQuery): GpuIdentity | null {
 }
 
 /**
- * The catalogue entry for a device name as NVML / nvidia-smi / torch print it, or as a user types it; null when the
- * GPU is not in the catalogue. Order: PCI device id, then an exact name, id or alias, then the family word in the name
- * with the SM count and memory size to choose the variant. An unknown variant of a known family (say an "H100 NVL")
- * gets the family's closest entry by memory, and only when memory or SM count is given.
+ * A name matched to the catalogue, and how surely. `exact`: a PCI device id, or a name, id or alias that names this
+ * entry alone. `usual`: a name that fits several entries ("a100": SXM or PCIe, 40 or 80 GB), read as the usual one.
+ * `closest`: a variant the catalogue does not list by name ("H100 80GB" without the form factor, "GH200 144G"), the
+ * family's entry its words, memory or SM count come closest to. A report that rests on a `usual` or `closest` match
+ * says so, with the alternatives.
  */
-export function lookupGpu(query: string | GpuQuery): GpuSpec | null {
+export interface GpuMatch {
+  gpu: GpuSpec;
+  how: 'exact' | 'usual' | 'closest';
+  /** Ids of the other entries the name could mean (empty for an exact match). */
+  alternatives: string[];
+}
+
+const matchOf = (e: GpuIdentity, how: GpuMatch['how'], pool: GpuIdentity[] = []): GpuMatch | null => {
+  const gpu = specOf.get(e.id);
+  return gpu ? { gpu, how, alternatives: how === 'exact' ? [] : pool.filter((x) => x.id !== e.id).map((x) => x.id) } : null;
+};
+
+/**
+ * The catalogue entry for a device name as NVML / nvidia-smi / torch print it, or as a user types it, with how surely
+ * it matched; null when the GPU is not in the catalogue. Order: PCI device id, then a name, id or alias of one entry,
+ * then a name several entries share (its usual entry unless memory or SM count say which), then the family word in
+ * the name with the form factor, the size in the name, the SM count and memory to choose the variant.
+ */
+export function matchGpu(query: string | GpuQuery): GpuMatch | null {
   const q: GpuQuery = typeof query === 'string' ? { name: query } : query;
   const pci = pciIdOf(q.pciDeviceId);
   if (pci !== null) {
     const byPci = IDENTITIES.find((e) => e.pciDeviceIds.includes(pci));
-    if (byPci) return specOf.get(byPci.id) ?? null;
+    if (byPci) return matchOf(byPci, 'exact');
   }
   const k = compact(q.name);
   if (k === '') return null;
   const hinted = Boolean(q.memoryBytes || q.smCount);
-  // A bare family word ("h100") means its default entry (the alias) unless memory or SM count say which variant.
-  const familyWord = IDENTITIES.some((e) => e.family === k);
-  const exact = IDENTITIES.filter((e) => keysOf(e).includes(k));
-  if (exact.length > 0 && !(familyWord && hinted)) return specOf.get((choose(exact, q) as GpuIdentity).id) ?? null;
+  const own = IDENTITIES.filter((e) => ownKeys(e).includes(k));
+  if (own.length > 0) return matchOf(choose(own, q) as GpuIdentity, 'exact');
   const family = familyOf(q.name);
-  if (family === null) return null;
+  const usual = IDENTITIES.find((e) => (e.usualFor ?? []).map(compact).includes(k));
+  if (family === null) return usual && !hinted ? matchOf(usual, 'usual') : null;
   const members = IDENTITIES.filter((e) => e.family === family);
-  if (members.length === 1) return specOf.get((members[0] as GpuIdentity).id) ?? null;
-  // Several variants: form-factor words in the name decide first ("pcie", "sxm"), then SM count and memory.
-  const formed = /pcie/.test(k) ? members.filter((e) => /pcie/.test(e.id)) : /sxm/.test(k) ? members.filter((e) => !/pcie/.test(e.id)) : members;
-  const pool = formed.length > 0 ? formed : members;
+  // Several variants: form-factor words in the name decide first ("pcie", "sxm", "nvl"), then the size in the name.
+  const form = /pcie/.test(k) ? /pcie/ : /nvl/.test(k) ? /nvl/ : /sxm/.test(k) ? /^(?!.*(pcie|nvl))/ : null;
+  const formed = form ? members.filter((e) => form.test(e.id)) : members;
+  let pool = formed.length > 0 ? formed : members;
   const sized = memoryInName(q.name);
   if (sized !== null) {
     const bySize = pool.filter((e) => Math.abs((specOf.get(e.id)?.memoryBytes ?? 0) / sized - 1) < 0.1);
-    if (bySize.length > 0) return specOf.get((choose(bySize, q) as GpuIdentity).id) ?? null;
+    if (bySize.length > 0) pool = bySize;
   }
-  if (!hinted) return specOf.get((pool[0] as GpuIdentity).id) ?? null;
-  return specOf.get((choose(pool, q) as GpuIdentity).id) ?? null;
+  // A shared name means its usual entry unless memory or SM count say which variant.
+  if (usual && !hinted) return matchOf(usual, 'usual', pool.includes(usual) ? pool : [usual, ...pool]);
+  const chosen = hinted ? choose(pool, q) : pool[0];
+  return chosen ? matchOf(chosen, 'closest', pool) : null;
+}
+
+/** The catalogue entry for a device name, however it matched (see matchGpu); null when the GPU is not in the catalogue. */
+export function lookupGpu(query: string | GpuQuery): GpuSpec | null {
+  return matchGpu(query)?.gpu ?? null;
 }
 
 /** "A100-SXM4-40GB" -> 40 GiB; GH200's "480GB" counts host memory and is ignored by the caller's family check. */

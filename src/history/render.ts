@@ -2,7 +2,7 @@
  * Text and Markdown for the run history (pure): the `gpuwise runs` table and the `gpuwise compare`
  * report. One sentence per figure, built once and set as terminal lines or Markdown bullets.
  */
-import { fmtBytes, fmtMs, fmtPct } from '../util/format.js';
+import { fmtBytes, fmtMs, fmtPct, fmtRate } from '../util/format.js';
 import type { Change, FindingChange, RunComparison } from './compare.js';
 
 /** The row of `gpuwise runs` (a StoredRun has these fields; kept structural so this module stays pure). */
@@ -32,7 +32,6 @@ export function shortCommand(command: string[], max = 48): string {
 }
 
 const fmtS = (s: number | null) => (s === null ? 'n/a' : fmtMs(s * 1e9));
-const fmtRate = (v: number) => (v >= 100 ? Math.round(v).toLocaleString('en-US') : v.toFixed(1));
 
 export function throughputText(row: { samplesPerS: number | null; tokensPerS: number | null }): string {
   if (row.tokensPerS !== null) return `${fmtRate(row.tokensPerS)} tokens/s`;
@@ -75,26 +74,89 @@ function factor(x: number): string {
 const ARROW = { text: '->', md: '→' } as const;
 type Style = keyof typeof ARROW;
 
-/** "median step 412 ms -> 171 ms (-58%, 2.4x faster)" */
-export function timeChangeText(label: string, c: Change, style: Style = 'text'): string | null {
-  if (c.before === null && c.after === null) return null;
-  const head = `${label} ${fmtS(c.before)} ${ARROW[style]} ${fmtS(c.after)}`;
-  if (c.change === null || c.after === null || c.before === null || c.after <= 0) return head;
-  if (Math.abs(c.change) < 0.005) return `${head} (no change)`;
-  return c.after < c.before ? `${head} (${pct(c.change)}, ${factor(c.before / c.after)} faster)` : `${head} (${pct(c.change)}, ${factor(c.after / c.before)} slower)`;
+/**
+ * One figure of a comparison as every view shows it (compare's text and Markdown, serve's Compare page): A and B
+ * formatted, what changed ("-58%, 2.4x faster", "+141%", "-58 points"), and the unit the sentence ends on.
+ */
+export interface ComparedFigure {
+  label: string;
+  before: string;
+  after: string;
+  /** null when either side is unknown (or A is 0). */
+  change: string | null;
+  /** Read after B in a sentence ("of step time"); the page's column heads say it instead. */
+  unit: string | null;
+  /** True when B is better than A (shorter, faster, smaller), false when worse, null for no change or unknown. */
+  better: boolean | null;
 }
 
-export function valueChangeText(label: string, c: Change, fmt: (v: number) => string, style: Style = 'text'): string | null {
-  if (c.before === null && c.after === null) return null;
-  const f = (v: number | null) => (v === null ? 'n/a' : fmt(v));
-  return `${label} ${f(c.before)} ${ARROW[style]} ${f(c.after)}${c.change === null ? '' : ` (${pct(c.change)})`}`;
+const orNa = (fmt: (v: number) => string) => (v: number | null) => (v === null ? 'n/a' : fmt(v));
+
+function timeFigure(label: string, c: Change): ComparedFigure {
+  const fig = { label, before: fmtS(c.before), after: fmtS(c.after), unit: null };
+  if (c.change === null || c.after === null || c.before === null || c.after <= 0) return { ...fig, change: null, better: null };
+  if (Math.abs(c.change) < 0.005) return { ...fig, change: 'no change', better: null };
+  return c.after < c.before
+    ? { ...fig, change: `${pct(c.change)}, ${factor(c.before / c.after)} faster`, better: true }
+    : { ...fig, change: `${pct(c.change)}, ${factor(c.after / c.before)} slower`, better: false };
 }
 
-function shareChangeText(c: Change, style: Style): string | null {
-  if (c.before === null && c.after === null) return null;
-  const f = (v: number | null) => (v === null ? 'n/a' : fmtPct(v));
+/** A figure where more is better (throughput) or less is (memory). */
+function valueFigure(label: string, c: Change, fmt: (v: number) => string, more: 'better' | 'worse'): ComparedFigure {
+  const better = c.change === null || Math.round(c.change * 100) === 0 ? null : c.change > 0 === (more === 'better');
+  return { label, before: orNa(fmt)(c.before), after: orNa(fmt)(c.after), change: c.change === null ? null : pct(c.change), unit: null, better };
+}
+
+/** A share of the step: its change in percentage points, not a percentage of a percentage. */
+function shareFigure(label: string, c: Change): ComparedFigure {
   const points = c.before !== null && c.after !== null ? Math.round((c.after - c.before) * 100) : null;
-  return `DataLoader wait ${f(c.before)} ${ARROW[style]} ${f(c.after)} of step time${points === null ? '' : ` (${points > 0 ? '+' : ''}${points} points)`}`;
+  return {
+    label,
+    before: orNa(fmtPct)(c.before),
+    after: orNa(fmtPct)(c.after),
+    change: points === null ? null : `${points > 0 ? '+' : ''}${points} points`,
+    unit: 'of step time',
+    better: points === null || points === 0 ? null : points < 0,
+  };
+}
+
+const known = (c: Change) => c.before !== null || c.after !== null;
+
+/** The step-time and throughput figures of a comparison, those known in either run. */
+export function stepFigures(c: RunComparison): ComparedFigure[] {
+  return [
+    known(c.stepTime.medianS) ? timeFigure('median step', c.stepTime.medianS) : null,
+    known(c.stepTime.meanS) ? timeFigure('mean step', c.stepTime.meanS) : null,
+    known(c.stepTime.p90S) ? timeFigure('p90 step', c.stepTime.p90S) : null,
+    known(c.throughput.samplesPerS) ? valueFigure('samples/s', c.throughput.samplesPerS, fmtRate, 'better') : null,
+    known(c.throughput.tokensPerS) ? valueFigure('tokens/s', c.throughput.tokensPerS, fmtRate, 'better') : null,
+    known(c.dataWaitShare) ? shareFigure('DataLoader wait', c.dataWaitShare) : null,
+  ].filter((x): x is ComparedFigure => x !== null);
+}
+
+/** The memory figures of a comparison, those known in either run. */
+export function memoryFigures(c: RunComparison): ComparedFigure[] {
+  const m = c.memory;
+  return (
+    [
+      ['peak allocated', m.peakAllocatedBytes],
+      ['peak reserved', m.peakReservedBytes],
+      ['largest process seen by NVML', m.maxProcessNvmlBytes],
+      ['largest GPU memory used (NVML)', m.maxGpuUsedBytes],
+    ] as const
+  )
+    .filter(([, ch]) => known(ch))
+    .map(([label, ch]) => valueFigure(label, ch, fmtBytes, 'worse'));
+}
+
+/** "median step 412 ms -> 171 ms (-58%, 2.4x faster)" */
+export function figureText(f: ComparedFigure, style: Style = 'text'): string {
+  return `${f.label} ${f.before} ${ARROW[style]} ${f.after}${f.unit ? ` ${f.unit}` : ''}${f.change === null ? '' : ` (${f.change})`}`;
+}
+
+/** "median step 412 ms -> 171 ms (-58%, 2.4x faster)", or null when neither run has the figure. */
+export function timeChangeText(label: string, c: Change, style: Style = 'text'): string | null {
+  return known(c) ? figureText(timeFigure(label, c), style) : null;
 }
 
 function findingLine(f: FindingChange, style: Style): string {
@@ -121,27 +183,14 @@ interface Section {
 function sections(c: RunComparison, style: Style): Section[] {
   const a = ARROW[style];
   const code = (s: string) => (style === 'md' ? `\`${s}\`` : s);
-  const keep = (xs: (string | null)[]) => xs.filter((x): x is string => x !== null);
   const out: Section[] = [];
   out.push({
     title: 'Outcome',
     lines: [c.outcomeChanged ? `${c.a.outcome} ${a} ${c.b.outcome} (${c.b.outcomeText})` : `${c.b.outcome} in both runs`],
   });
-  const steps = keep([
-    timeChangeText('median step', c.stepTime.medianS, style),
-    timeChangeText('mean step', c.stepTime.meanS, style),
-    timeChangeText('p90 step', c.stepTime.p90S, style),
-    valueChangeText('samples/s', c.throughput.samplesPerS, fmtRate, style),
-    valueChangeText('tokens/s', c.throughput.tokensPerS, fmtRate, style),
-    shareChangeText(c.dataWaitShare, style),
-  ]);
+  const steps = stepFigures(c).map((f) => figureText(f, style));
   out.push({ title: 'Step time', lines: steps.length ? steps : ['no timed steps in either run'] });
-  const mem = keep([
-    valueChangeText('peak allocated', c.memory.peakAllocatedBytes, fmtBytes, style),
-    valueChangeText('peak reserved', c.memory.peakReservedBytes, fmtBytes, style),
-    valueChangeText('largest process seen by NVML', c.memory.maxProcessNvmlBytes, fmtBytes, style),
-    valueChangeText('largest GPU memory used (NVML)', c.memory.maxGpuUsedBytes, fmtBytes, style),
-  ]);
+  const mem = memoryFigures(c).map((f) => figureText(f, style));
   out.push({ title: 'Memory', lines: mem.length ? mem : ['no memory figures in either run (CPU runs)'] });
   const moved = c.findings.filter((f) => f.status !== 'unchanged');
   const same = c.findings.length - moved.length;

@@ -15,6 +15,7 @@ import { stripControlChars } from '../util/controlChars.js';
 import { InputError } from './inputError.js';
 import { readTextInput } from './readTextInput.js';
 import { loadRun, resolveRunRefNoted } from './runStore.js';
+import { asOtherInput } from './otherInput.js';
 
 export interface LoadedRun {
   /** How to name the run to the user: its id, or the path it was read from. */
@@ -35,7 +36,7 @@ export function readReportFile(path: string): { report: DoctorReport; file: stri
   try {
     report = parseDoctorReport(text);
   } catch (e) {
-    throw new InputError(file, (e as Error).message);
+    throw asOtherInput(new InputError(file, (e as Error).message), file, 'doctor-report'); // a trace...: said as what it is
   }
   return { report: readableReport(report, file), file };
 }

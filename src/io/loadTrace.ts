@@ -8,6 +8,7 @@ import type { TraceModel } from '../trace/model.js';
 import { endedEarly } from '../trace/parser.js';
 import { loadTraceInSegments } from './segmentedLoad.js';
 import { type ReadProgress, openTraceSource, readTraceFile } from './readTrace.js';
+import { asOtherInput } from './otherInput.js';
 
 /**
  * Op-log bytes one trace keeps in memory; the rest goes to a temporary file.
@@ -56,6 +57,14 @@ export function parsePlan(threads: number): { workers: number; mainParses: boole
  * 9.9-10.9 s, for a fixed 50 MB more). GPUWISE_THREADS=N asks for N parsing threads (parsePlan).
  */
 export async function loadTrace(path: string, onProgress?: ReadProgress, options: LoadOptions = {}): Promise<TraceModel> {
+  try {
+    return await loadTraceFile(path, onProgress, options);
+  } catch (e) {
+    throw asOtherInput(e, path, 'trace'); // a snapshot, a report...: said as what it is
+  }
+}
+
+async function loadTraceFile(path: string, onProgress: ReadProgress | undefined, options: LoadOptions): Promise<TraceModel> {
   const fromEnv = Number(process.env.GPUWISE_THREADS);
   const threads = options.threads ?? (fromEnv >= 1 ? Math.floor(fromEnv) : 1);
   // Workers run the bundled CLI file; from TypeScript sources (tests) there is nothing to start.

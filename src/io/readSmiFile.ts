@@ -13,6 +13,7 @@ import { isSmiTable, parseSmiTable } from '../telemetry/smiTable.js';
 import { parseSmiXml } from '../telemetry/smiXml.js';
 import { InputError } from './inputError.js';
 import { MiB, gunzipLimited, isGzip, readFileLimited } from './readLimited.js';
+import { asOtherInput } from './otherInput.js';
 
 /** nvidia-smi listings are kilobytes (a few hundred KB for a large host's process table): far above, not a listing. */
 const MAX_SMI_BYTES = 64 * MiB;
@@ -29,8 +30,8 @@ export function readSmiFiles(paths: readonly string[]): Snapshot {
   let snapshot: Snapshot | null = null;
   const apps: AppRow[] = [];
   for (const path of paths) {
-    const text = readText(path);
     try {
+      const text = readText(path);
       const head = text.trimStart();
       if (isSmiTable(text)) {
         if (snapshot) throw new TelemetryParseError('a second GPU listing; give one nvidia-smi table, XML or --query-gpu file (plus compute-app CSVs)');
@@ -46,8 +47,8 @@ export function readSmiFiles(paths: readonly string[]): Snapshot {
         snapshot = parseGpuCsv(text);
       }
     } catch (e) {
-      if (e instanceof TelemetryParseError) throw new InputError(path, e.message);
-      throw e;
+      // A trace, a snapshot...: said as what it is.
+      throw asOtherInput(e instanceof TelemetryParseError ? new InputError(path, e.message) : e, path, 'nvidia-smi');
     }
   }
   if (snapshot === null)

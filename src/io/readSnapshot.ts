@@ -11,6 +11,7 @@ import { collectGarbage } from './collectGarbage.js';
 import { InputError } from './inputError.js';
 import { gunzipHead, gunzipLimited, isGzip } from './readLimited.js';
 import { describeFsError } from './readTrace.js';
+import { asOtherInput } from './otherInput.js';
 
 export interface ReadSnapshotResult {
   snapshot: Snapshot;
@@ -28,6 +29,14 @@ export async function readSnapshotFile(path: string): Promise<ReadSnapshotResult
 }
 
 export function readSnapshotFileSync(path: string): ReadSnapshotResult {
+  try {
+    return readSnapshot(path);
+  } catch (e) {
+    throw asOtherInput(e, path, 'snapshot'); // a trace, a report...: said as what it is
+  }
+}
+
+function readSnapshot(path: string): ReadSnapshotResult {
   let fileBytes: number;
   try {
     const st = statSync(path);

@@ -2,8 +2,8 @@
  * A recorded doctor run directory, read back for `doctor --from` and `runs show --rediagnose` (shell): the probe's
  * records (probe.jsonl and the probes' fallback files probe-PID.jsonl), the profiler windows and snapshots the records
  * name (found in the directory by their file name, plain or gzipped: a directory copied from a GPU machine keeps its
- * files, not their absolute paths), and the report.json doctor wrote, if any (the run's command, times, exit status
- * and GPU samples, which the records do not carry). A missing, empty, foreign or damaged directory is one InputError.
+ * files, not their absolute paths), the report.json doctor wrote, if any (the run's command, times, exit status
+ * and GPU samples, which the records do not carry), and the model.json it wrote for `gpuwise plan`, if kept. A missing, empty, foreign or damaged directory is one InputError.
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
@@ -11,6 +11,7 @@ import { analysedWindowEnds, type ProbeRecord, parseProbeLines, rankOf } from '.
 import { parseDoctorReport } from '../doctor/reportCheck.js';
 import type { DoctorReport } from '../doctor/report.js';
 import { InputError } from './inputError.js';
+import { asOtherInput } from './otherInput.js';
 
 export interface CapturedFile {
   rank: number;
@@ -35,6 +36,8 @@ export interface RecordedRun {
   savedReport: DoctorReport | null;
   /** Why report.json was not used (present but unreadable); null when absent or used. */
   savedReportProblem: string | null;
+  /** RUN_DIR/model.json (the model `gpuwise plan --model` reads) when the directory holds one; null otherwise. */
+  modelJson: string | null;
 }
 
 const PROBE_FILE = /^probe(-\d+)?\.jsonl$/;
@@ -58,7 +61,8 @@ export function readRunDir(dir: string): RecordedRun {
   } catch (e) {
     throw new InputError(dir, (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such directory' : (e as Error).message);
   }
-  if (!isDir) throw new InputError(dir, 'not a directory (give the run directory doctor wrote: it holds probe.jsonl)');
+  // A trace, a report.json, probe.jsonl itself...: said as what it is.
+  if (!isDir) throw asOtherInput(new InputError(dir, 'not a directory (give the run directory doctor wrote: it holds probe.jsonl)'), dir, 'run-directory');
   let entries: string[];
   try {
     entries = readdirSync(dir);
@@ -114,5 +118,6 @@ export function readRunDir(dir: string): RecordedRun {
       savedReportProblem = `report.json ${(e as Error).message}: the run's command, times and exit status are taken from the records`;
     }
   }
-  return { dir, records, skippedLines, recordNotes, probeFiles, traces, snapshots, savedReport, savedReportProblem };
+  const modelJson = files.has('model.json') ? join(dir, 'model.json') : null;
+  return { dir, records, skippedLines, recordNotes, probeFiles, traces, snapshots, savedReport, savedReportProblem, modelJson };
 }

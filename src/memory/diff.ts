@@ -30,10 +30,21 @@ export interface MemoryDiff {
   schemaVersion: number;
   a: string;
   b: string;
-  totals: { key: string; aBytes: number; bBytes: number; deltaBytes: number }[];
+  /** `key` is the memory report's totals field (stable), `label` the same in words (what the human reports print). */
+  totals: { key: DiffTotalKey; label: string; aBytes: number; bBytes: number; deltaBytes: number }[];
   final: LiveDiff;
   peak: LiveDiff;
 }
+
+/** The memory report's totals a diff compares, each with its words. */
+const DIFF_TOTALS = {
+  peakAllocatedBytes: 'allocated at the peak',
+  peakReservedBytes: 'reserved at the peak',
+  finalAllocatedBytes: 'allocated at the end',
+  finalReservedBytes: 'reserved at the end',
+  finalInactiveSplitBytes: 'inactive split blocks at the end',
+} as const;
+type DiffTotalKey = keyof typeof DIFF_TOTALS;
 
 type Grouped = { cats: Map<Category, number>; sources: Map<string, { label: string; bytes: number }>; total: number };
 
@@ -75,12 +86,17 @@ function diffLive(a: Grouped, b: Grouped, top: number): LiveDiff {
 export function diffSnapshots(a: Analysis, b: Analysis, top = 15): MemoryDiff {
   const ta = a.report.totals;
   const tb = b.report.totals;
-  const pick = ['peakAllocatedBytes', 'peakReservedBytes', 'finalAllocatedBytes', 'finalReservedBytes', 'finalInactiveSplitBytes'] as const;
   return {
     schemaVersion: SCHEMA_VERSION,
     a: a.report.input.path,
     b: b.report.input.path,
-    totals: pick.map((k) => ({ key: k, aBytes: ta[k], bBytes: tb[k], deltaBytes: tb[k] - ta[k] })),
+    totals: (Object.keys(DIFF_TOTALS) as DiffTotalKey[]).map((k) => ({
+      key: k,
+      label: DIFF_TOTALS[k],
+      aBytes: ta[k],
+      bBytes: tb[k],
+      deltaBytes: tb[k] - ta[k],
+    })),
     final: diffLive(group(a, a.replay.trace.length - 1), group(b, b.replay.trace.length - 1), top),
     peak: diffLive(group(a, a.report.peak.entryIndex), group(b, b.report.peak.entryIndex), top),
   };
@@ -88,11 +104,11 @@ export function diffSnapshots(a: Analysis, b: Analysis, top = 15): MemoryDiff {
 
 export function renderDiffText(d: MemoryDiff): string {
   const out = [`gpuwise memory diff: A=${d.a}  B=${d.b}`, ''];
-  out.push(`  ${''.padEnd(28)}${'A'.padStart(12)}${'B'.padStart(12)}${'B-A'.padStart(13)}`);
-  for (const t of d.totals) out.push(`  ${t.key.padEnd(28)}${fmtBytes(t.aBytes).padStart(12)}${fmtBytes(t.bBytes).padStart(12)}${fmtSignedBytes(t.deltaBytes).padStart(13)}`);
+  out.push(`  ${''.padEnd(34)}${'A'.padStart(12)}${'B'.padStart(12)}${'B-A'.padStart(13)}`);
+  for (const t of d.totals) out.push(`  ${t.label.padEnd(34)}${fmtBytes(t.aBytes).padStart(12)}${fmtBytes(t.bBytes).padStart(12)}${fmtSignedBytes(t.deltaBytes).padStart(13)}`);
   const section = (title: string, l: LiveDiff): void => {
     out.push('', `${title}: ${fmtBytes(l.totalA)} -> ${fmtBytes(l.totalB)} (${fmtSignedBytes(l.totalB - l.totalA)})`);
-    for (const r of l.byCategory) out.push(`  ${r.label.padEnd(28)}${fmtBytes(r.aBytes).padStart(12)}${fmtBytes(r.bBytes).padStart(12)}${fmtSignedBytes(r.deltaBytes).padStart(13)}`);
+    for (const r of l.byCategory) out.push(`  ${r.label.padEnd(34)}${fmtBytes(r.aBytes).padStart(12)}${fmtBytes(r.bBytes).padStart(12)}${fmtSignedBytes(r.deltaBytes).padStart(13)}`);
     if (l.bySource.length > 0) {
       out.push('  by source line (largest growth first):');
       for (const r of l.bySource) out.push(`    ${fmtSignedBytes(r.deltaBytes).padStart(12)}  ${r.label}  (${fmtBytes(r.aBytes)} -> ${fmtBytes(r.bBytes)})`);
@@ -105,7 +121,7 @@ export function renderDiffText(d: MemoryDiff): string {
 
 export function renderDiffMarkdown(d: MemoryDiff): string {
   const out = [`## gpuwise memory diff`, '', `A: \`${d.a}\`, B: \`${d.b}\``, '', '| | A | B | B-A |', '|---|---:|---:|---:|'];
-  for (const t of d.totals) out.push(`| ${t.key} | ${fmtBytes(t.aBytes)} | ${fmtBytes(t.bBytes)} | ${fmtSignedBytes(t.deltaBytes)} |`);
+  for (const t of d.totals) out.push(`| ${t.label} | ${fmtBytes(t.aBytes)} | ${fmtBytes(t.bBytes)} | ${fmtSignedBytes(t.deltaBytes)} |`);
   const section = (title: string, l: LiveDiff): void => {
     out.push('', `### ${title}`, '', '| Category or source line | A | B | B-A |', '|---|---:|---:|---:|');
     for (const r of l.byCategory) out.push(`| ${r.label} | ${fmtBytes(r.aBytes)} | ${fmtBytes(r.bBytes)} | ${fmtSignedBytes(r.deltaBytes)} |`);

@@ -167,9 +167,9 @@ export function toSnapshot(value: PickleValue): Snapshot {
     if (value.length > 0 && !value.every(isSegmentLike)) throw new SnapshotShapeError('a list, but not a list of memory segments');
     return { segments: value.map((s, i) => toSegment(s as PickleDict, i, frames, warnings)), deviceTraces: [], allocatorSettings: null, legacy: true, warnings };
   }
-  if (!isPickleDict(value)) throw new SnapshotShapeError(`a pickled ${describe(value)}, not a memory snapshot`);
+  if (!isPickleDict(value)) throw new SnapshotShapeError(`a pickled ${describe(value)}`);
   const segs = value.segments;
-  if (!Array.isArray(segs)) throw new SnapshotShapeError("a pickled dict without 'segments': not a memory snapshot");
+  if (!Array.isArray(segs)) throw new SnapshotShapeError("a pickled dict without 'segments'");
   const traces = value.device_traces;
   if (traces !== undefined && !Array.isArray(traces)) throw new SnapshotShapeError("'device_traces' is not a list");
   const segments = segs.map((s, i) => {

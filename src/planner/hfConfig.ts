@@ -14,6 +14,12 @@ const MAX_DIMENSION = 100_000_000;
 const LLAMA_LIKE = new Set(['llama', 'mistral', 'qwen2', 'qwen3', 'mixtral']);
 export const SUPPORTED_MODEL_TYPES = ['gpt2', 'bert', ...LLAMA_LIKE] as const;
 
+/** Model types the planner knows it cannot describe, and why (a clearer answer than "unknown model type"). */
+const NOT_MODELLED: Record<string, string> = {
+  vit: 'a Vision Transformer: the planner models language models (token embeddings, a loss over the vocabulary at every position), not patch embeddings and a classifier head',
+  resnet: 'a convolutional network: the planner describes a model as transformer blocks (width, heads, layers), which a CNN has not',
+};
+
 function num(cfg: Json, field: string, fallback?: number): number {
   const v = cfg[field];
   if (v === undefined || v === null) {
@@ -62,6 +68,12 @@ export function describeHfConfig(cfg: unknown): ModelDescription {
       throw new ConfigError('(root)', `the dimensions give ${m.paramCount.toExponential(2)} parameters: out of range`);
     return m;
   }
+  const why = NOT_MODELLED[type];
+  if (why !== undefined)
+    throw new ConfigError(
+      'model_type',
+      `'${type}' is ${why}; gpuwise doctor sizes any model from one measured run instead (its what-ifs: static memory plus a per-sample part)`,
+    );
   throw new ConfigError('model_type', `unknown model type '${type}' (supported: ${SUPPORTED_MODEL_TYPES.join(', ')})`);
 }
 

@@ -15,8 +15,45 @@ import { isAmp, type OptimizerKind, type Parallelism, type TrainingSetup } from 
 
 export type Phase = 'forward' | 'backward' | 'optimizer';
 
+/** The terms of a peak, by their `--json` name (a stable key). */
+export type ComponentName =
+  | 'cudaWorkspace'
+  | 'weights'
+  | 'masterWeights'
+  | 'optimizerState'
+  | 'gradientBuckets'
+  | 'gradients'
+  | 'optimizerTemporaries'
+  | 'autocastWeightCopies'
+  | 'shardingBuffers'
+  | 'activations'
+  | 'lossBuffers'
+  | 'lastBlockActivations'
+  | 'kvCache'
+  | 'forwardTransient';
+
+/** Each term in words, for every human report (terminal, Markdown, HTML); the JSON keeps `name`. */
+export const COMPONENT_LABELS: Record<ComponentName, string> = {
+  cudaWorkspace: 'CUDA workspace',
+  weights: 'weights',
+  masterWeights: 'fp32 master weights',
+  optimizerState: 'optimizer state',
+  gradientBuckets: 'gradient buckets',
+  gradients: 'gradients',
+  optimizerTemporaries: 'optimizer temporaries',
+  autocastWeightCopies: 'autocast weight copies',
+  shardingBuffers: 'sharding buffers',
+  activations: 'activations',
+  lossBuffers: 'loss buffers',
+  lastBlockActivations: 'last block activations',
+  kvCache: 'KV cache',
+  forwardTransient: 'forward transient',
+};
+
 export interface MemoryComponent {
-  name: string;
+  name: ComponentName;
+  /** `name` in words (COMPONENT_LABELS). */
+  label: string;
   bytes: number;
   /** Why it is there, one line. */
   note: string;
@@ -111,9 +148,9 @@ export function predictMemory(m: ModelDescription, s: TrainingSetup, p: Parallel
   const tokens = s.microBatch * s.seq;
   const pureBf16 = s.precision === 'bf16';
   const stateDtype = pureBf16 ? 2 : 4;
-  const comps: Record<string, MemoryComponent> = {};
-  const add = (name: string, bytes: number, note: string) => {
-    comps[name] = { name, bytes: Math.round(bytes), note };
+  const comps: Partial<Record<ComponentName, MemoryComponent>> = {};
+  const add = (name: ComponentName, bytes: number, note: string) => {
+    comps[name] = { name, label: COMPONENT_LABELS[name], bytes: Math.round(bytes), note };
   };
 
   add('cudaWorkspace', K.cublasWorkspaceBytes + K.miscResidentBytes, 'cuBLAS workspaces and small resident tensors');

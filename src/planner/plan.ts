@@ -43,6 +43,14 @@ export function budgetBytes(hw: Hardware, world: number): number {
   return hw.memoryCapBytes !== undefined ? Math.min(hw.memoryCapBytes, card) : card;
 }
 
+/**
+ * "of a 139.1 GiB budget": a peak against what the allocator may use on a GPU (its memory less the CUDA context),
+ * said as a budget so it is not read as a second figure for the GPU's memory (139.8 GiB on an H200).
+ */
+export function ofBudgetText(budgetBytes: number): string {
+  return `of a ${fmtGiB(budgetBytes)} budget`;
+}
+
 /** The fit rule: the peak with its slack, plus the hole fragmentation leaves for the largest blocks, within the budget. */
 export function fitsIn(memory: { peakAllocatedBytes: number; fragmentationBytes: number }, budget: number): boolean {
   return memory.peakAllocatedBytes * K.fitSlack + memory.fragmentationBytes <= budget;
@@ -134,10 +142,72 @@ export interface SearchOptions {
 }
 
 export interface SearchResult {
-  /** Feasible plans, best predicted throughput first. */
+  /**
+   * Feasible plans, best first: by predicted throughput, except that plans within SEARCH_TIE_TOLERANCE of each other
+   * are a tie, ordered simplest first (layoutSimplicity), so plans[0] is the simplest of those tied with the fastest.
+   */
   plans: Plan[];
   candidates: number;
   feasible: number;
+  /** How plans[0] was chosen: the plans tied with the fastest (it included) and the fastest of them. */
+  choice: { tolerance: number; tied: number; fastest: Plan } | null;
+}
+
+/**
+ * Predicted throughputs this close are a tie (2%): the layouts differ in terms the step-time model estimates, not
+ * measures (its single-GPU median error is 8.6%, docs/planner.md), so an order inside 2% is the model's noise, and a
+ * layout that much slower is not one a user would notice. A tie goes to the simplest layout.
+ */
+export const SEARCH_TIE_TOLERANCE = 0.02;
+
+const SHARDING_ORDER: Record<DataParallel, number> = { none: 0, ddp: 0, zero1: 1, zero2: 2, fsdp: 3, hsdp: 4 };
+const CHECKPOINTING_ORDER: Record<Checkpointing, number> = { none: 0, selective: 1, full: 2 };
+
+/**
+ * How much a layout asks of the user, lowest first, compared term by term: data parallelism before tensor or
+ * pipeline parallelism (then fewer GPUs per model copy); replicated (DDP) before sharded, less state sharded first
+ * (ZeRO-1, ZeRO-2, FSDP, HSDP); resharding after forward (FSDP's default) before not; no CPU offload; no activation
+ * checkpointing before selective before full; fewer accumulation steps; a larger micro-batch.
+ */
+export function layoutSimplicity(p: Plan): number[] {
+  const par = p.parallelism;
+  return [
+    par.tp > 1 || par.pp > 1 ? 1 : 0,
+    par.tp * par.pp,
+    SHARDING_ORDER[par.dp],
+    par.reshardAfterForward ? 0 : 1,
+    par.cpuOffload ? 1 : 0,
+    CHECKPOINTING_ORDER[p.setup.checkpointing],
+    p.setup.gradAccum,
+    -p.setup.microBatch,
+  ];
+}
+
+function bySimplicity(a: Plan, b: Plan): number {
+  const x = layoutSimplicity(a);
+  const y = layoutSimplicity(b);
+  for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return (x[i] as number) - (y[i] as number);
+  return b.time.tokensPerSec - a.time.tokensPerSec || a.memory.peakAllocatedBytes - b.memory.peakAllocatedBytes;
+}
+
+/**
+ * The search's order: fastest first in bands; a band is the fastest plan left and every plan within the tolerance
+ * of it, ordered simplest first. The first band is the tie with the fastest plan.
+ */
+function rankPlans(plans: Plan[]): Pick<SearchResult, 'plans' | 'choice'> {
+  const byRate = [...plans].sort((a, b) => b.time.tokensPerSec - a.time.tokensPerSec || a.memory.peakAllocatedBytes - b.memory.peakAllocatedBytes);
+  const ranked: Plan[] = [];
+  let choice: SearchResult['choice'] = null;
+  for (let i = 0; i < byRate.length; ) {
+    const head = byRate[i] as Plan;
+    const floor = head.time.tokensPerSec * (1 - SEARCH_TIE_TOLERANCE);
+    let j = i + 1;
+    while (j < byRate.length && (byRate[j] as Plan).time.tokensPerSec >= floor) j++;
+    if (i === 0) choice = { tolerance: SEARCH_TIE_TOLERANCE, tied: j, fastest: head };
+    ranked.push(...byRate.slice(i, j).sort(bySimplicity));
+    i = j;
+  }
+  return { plans: ranked, choice };
 }
 
 /** More GPUs than any cluster holds: the search (and `--gpus 1e12`) stops with one line instead of looping for hours. */
@@ -208,8 +278,7 @@ export function searchPlans(req: PlanRequest, opts: SearchOptions = {}): SearchR
       }
     }
   }
-  plans.sort((a, b) => b.time.tokensPerSec - a.time.tokensPerSec || a.memory.peakAllocatedBytes - b.memory.peakAllocatedBytes);
-  return { plans, candidates, feasible: plans.length };
+  return { ...rankPlans(plans), candidates, feasible: plans.length };
 }
 
 /** The `gpuwise plan` flags that reproduce a plan's layout and set-up. */

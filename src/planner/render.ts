@@ -2,6 +2,7 @@
  * `gpuwise plan` as text: the terminal report (a plan, a search, or a plan that does not fit with what would) and
  * its Markdown form. Pure: takes the `--json` object (report.ts), returns strings.
  */
+import { fmtGpuMemory } from '../util/format.js';
 import type { PlanJson } from './report.js';
 
 const gib = (b: number) => `${(b / 1024 ** 3).toFixed(2)} GiB`;
@@ -17,10 +18,29 @@ export function layoutText(j: Pick<PlanJson, 'parallelism' | 'setup'>): string {
   return parts.join(', ');
 }
 
+/** Where the model's description came from, in words ("config shipped with gpuwise (openai-community/gpt2)"). */
+export function modelSourceText(j: PlanJson): string | null {
+  const s = j.model.source;
+  if (!s) return null;
+  if (s.kind === 'shipped') return `config shipped with gpuwise (${s.hubId}'s published config.json; none in the Hugging Face cache)`;
+  if (s.kind === 'hf-cache') return `config of ${s.hubId} from the Hugging Face cache (${s.path})`;
+  return `config ${s.path}`;
+}
+
+/**
+ * "1 x 8 NVIDIA H200 141GB (catalogue entry, 139.8 GiB each)": the entry's name carries the memory it is sold with,
+ * the figure beside it is the one reports give for the GPU (util/format.ts fmtGpuMemory).
+ */
+export function hardwareText(j: Pick<PlanJson, 'hardware'>): string {
+  const h = j.hardware;
+  return `${h.nodes} x ${h.gpusPerNode} ${h.gpu.name} (catalogue entry, ${fmtGpuMemory(h.gpu.memoryBytes)} each)`;
+}
+
 function headLines(j: PlanJson): string[] {
+  const source = modelSourceText(j);
   const lines = [
-    `${j.model.name}: ${j.model.architecture}, ${j.model.params.toLocaleString('en-US')} parameters`,
-    `${j.hardware.nodes} x ${j.hardware.gpusPerNode} ${j.hardware.gpu.name}; ${j.setup.mode} ${j.setup.precision}, ${j.setup.optimizer}, seq ${j.setup.seq}; ${layoutText(j)}; global batch ${j.globalBatch}`,
+    `${j.model.name}: ${j.model.architecture}, ${j.model.params.toLocaleString('en-US')} parameters${source ? `; ${source}` : ''}`,
+    `${hardwareText(j)}; ${j.setup.mode} ${j.setup.precision}, ${j.setup.optimizer}, seq ${j.setup.seq}; ${layoutText(j)}; global batch ${j.globalBatch}`,
   ];
   if (j.assumed?.length) lines.push(`assumed (not given): ${j.assumed.join('; ')}`);
   return lines;
@@ -30,7 +50,7 @@ function memoryLines(j: PlanJson): string[] {
   const m = j.memory;
   return [
     `Memory per GPU (binding phase: ${m.bindingPhase})`,
-    ...m.components.map((c) => `  ${c.name.padEnd(22)} ${gib(c.bytes).padStart(12)}  ${c.note}`),
+    ...m.components.map((c) => `  ${c.label.padEnd(22)} ${gib(c.bytes).padStart(12)}  ${c.note}`),
     `  ${'max_memory_allocated'.padEnd(22)} ${gib(m.peakAllocatedBytes).padStart(12)}  forward ${gib(m.phases.forwardBytes)}, backward ${gib(m.phases.backwardBytes)}, optimizer ${gib(m.phases.optimizerBytes)}`,
     `  ${'max_memory_reserved'.padEnd(22)} ${gib(m.peakReservedBytes).padStart(12)}`,
     `  ${'nvidia-smi'.padEnd(22)} ${gib(m.deviceUsedBytes).padStart(12)}`,
@@ -64,13 +84,29 @@ export function renderPlan(j: PlanJson): string {
   return `${lines.join('\n')}\n`;
 }
 
-/** A layout search: the feasible plans ranked by throughput. */
+/** Why a search's first plan is first, in one line: the fastest, or the simplest of those tied with the fastest. */
+export function searchChoiceText(j: PlanJson): string | null {
+  const c = j.search?.choice;
+  const best = j.search?.plans[0];
+  if (!c || !best) return null;
+  const within = `${Math.round(c.tolerance * 100)}%`;
+  if (c.tiedPlans <= 1) return `chosen: ${layoutText(best)}: the fastest predicted; no other layout within ${within}`;
+  const others = `${c.tiedPlans - 1} other${c.tiedPlans > 2 ? 's' : ''}`;
+  const faster = c.fastest.tokensPerSec / best.tokensPerSec - 1;
+  if (c.fastest.rank === best.rank) return `chosen: ${layoutText(best)}: ties within ${within} with ${others}; the fastest and the simplest of them`;
+  const fastest = `the fastest, #${c.fastest.rank} ${layoutText(c.fastest)}, is ${(faster * 100).toFixed(1)}% faster`;
+  return `chosen: ${layoutText(best)}: ties within ${within} with ${others} (${fastest}); the simplest of them`;
+}
+
+/** A layout search: the feasible plans ranked by throughput, ties to the simplest. */
 export function renderSearch(j: PlanJson): string {
   const srch = j.search;
   if (!srch || srch.plans.length === 0) return renderPlan(j);
+  const choice = searchChoiceText(j);
   const lines = [
-    `${j.model.name} on ${j.hardware.nodes} x ${j.hardware.gpusPerNode} ${j.hardware.gpu.name}: ${srch.feasible} of ${srch.candidates} candidate plans fit`,
+    `${j.model.name} on ${hardwareText(j)}: ${srch.feasible} of ${srch.candidates} candidate plans fit`,
     ...(j.assumed?.length ? [`assumed (not given): ${j.assumed.join('; ')}`] : []),
+    ...(choice !== null ? [choice] : []),
     '',
     `${'#'.padStart(3)}  ${'tokens/s'.padStart(10)}  ${'step ms'.padStart(9)}  ${'peak'.padStart(10)}  ${'binds'.padEnd(13)}  layout`,
   ];
@@ -85,10 +121,11 @@ export function renderSearch(j: PlanJson): string {
 
 /** The same report as Markdown (a pull request, an issue). */
 export function renderPlanMarkdown(j: PlanJson): string {
-  const out = [`## gpuwise plan: ${j.model.name}`, '', ...headLines(j).slice(1).map((l) => `${l}  `), ''];
+  const source = modelSourceText(j);
+  const out = [`## gpuwise plan: ${j.model.name}`, '', ...(source ? [`${source[0]?.toUpperCase()}${source.slice(1)}  `] : []), ...headLines(j).slice(1).map((l) => `${l}  `), ''];
   if (j.wouldFit) out.push(`**Does not fit**: ${j.wouldFit.explanation}`, '');
   out.push(`| memory per GPU (binding: ${j.memory.bindingPhase}) | GiB | note |`, '|---|---:|---|');
-  for (const c of j.memory.components) out.push(`| ${c.name} | ${(c.bytes / 1024 ** 3).toFixed(2)} | ${c.note.replace(/\|/g, '\\|')} |`);
+  for (const c of j.memory.components) out.push(`| ${c.label} | ${(c.bytes / 1024 ** 3).toFixed(2)} | ${c.note.replace(/\|/g, '\\|')} |`);
   out.push(
     `| **max_memory_allocated** | **${(j.memory.peakAllocatedBytes / 1024 ** 3).toFixed(2)}** | |`,
     `| max_memory_reserved | ${(j.memory.peakReservedBytes / 1024 ** 3).toFixed(2)} | |`,
@@ -104,7 +141,11 @@ export function renderPlanMarkdown(j: PlanJson): string {
   } else {
     out.push(`Step time **${j.stepTimeMs.toFixed(1)} ms** (${j.time.bindingTerm}-bound), ${Math.round(j.time.tokensPerSec).toLocaleString('en-US')} tokens/s, MFU ${(j.time.mfu * 100).toFixed(0)}%`, '');
     if (j.maxBatch) out.push(`Largest micro-batch that fits: **${j.maxBatch.microBatch}**`, '');
-    if (j.search) for (const p of j.search.plans) out.push(`${p.rank}. ${layoutText(p)}, global ${p.globalBatch}: ${p.tokensPerSec.toLocaleString('en-US')} tokens/s, ${p.stepTimeMs.toFixed(1)} ms`);
+    if (j.search) {
+      const choice = searchChoiceText(j);
+      if (choice !== null) out.push(`${choice[0]?.toUpperCase()}${choice.slice(1)}.`, '');
+      for (const p of j.search.plans) out.push(`${p.rank}. ${layoutText(p)}, global ${p.globalBatch}: ${p.tokensPerSec.toLocaleString('en-US')} tokens/s, ${p.stepTimeMs.toFixed(1)} ms`);
+    }
     if (j.savers.length) out.push('', 'Memory savers:', '', ...j.savers.map((sv) => `- ${sv.change}: −${(sv.savedBytes / 1024 ** 3).toFixed(2)} GiB`));
   }
   out.push('', `<sub>gpuwise plan, schema ${j.schemaVersion}</sub>`);

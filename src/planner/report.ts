@@ -23,6 +23,8 @@ export interface PlanJson {
     kvHeads: number;
     vocab: number;
     paramGroups: { name: string; count: number }[];
+    /** Where the description came from (set by the CLI, which reads it). */
+    source?: ModelSourceJson;
   };
   hardware: {
     gpu: Pick<GpuSpec, 'id' | 'name' | 'memoryBytes' | 'bf16Tflops' | 'fp32Tflops' | 'memoryBandwidth' | 'source'>;
@@ -42,7 +44,8 @@ export interface PlanJson {
     deviceUsedBytes: number;
     bindingPhase: Phase;
     phases: { forwardBytes: number; backwardBytes: number; optimizerBytes: number };
-    components: { name: string; bytes: number; note: string }[];
+    /** `name` is the stable key, `label` the same in words (what the human reports print). */
+    components: { name: string; label: string; bytes: number; note: string }[];
     budgetBytes: number;
     headroomBytes: number;
   };
@@ -66,7 +69,27 @@ export interface PlanJson {
   assumed?: string[];
   /** When the plan does not fit (`fits: false`): why, and what would. */
   wouldFit?: { explanation: string; maxMicroBatch: number; changes: string[] };
-  search?: { candidates: number; feasible: number; plans: PlanSummaryJson[] };
+  search?: { candidates: number; feasible: number; plans: PlanSummaryJson[]; choice?: SearchChoiceJson };
+}
+
+/** Why the search put plans[0] first: the plans that tie with the fastest, of which it is the simplest. */
+export interface SearchChoiceJson {
+  /** Relative throughput difference within which plans tie (0.02: 2%). */
+  tolerance: number;
+  /** Plans within the tolerance of the fastest one, plans[0] included. */
+  tiedPlans: number;
+  /** The fastest plan predicted (its rank in the search's order; savers not listed). */
+  fastest: PlanSummaryJson;
+}
+
+/**
+ * `file`: a path the user gave (`path`); `hf-cache`: the config.json of `hubId` in the Hugging Face cache (`path`);
+ * `shipped`: `hubId`'s published config, shipped with gpuwise (no file).
+ */
+export interface ModelSourceJson {
+  kind: 'file' | 'hf-cache' | 'shipped';
+  path: string | null;
+  hubId: string | null;
 }
 
 export interface PlanSummaryJson {
@@ -84,7 +107,7 @@ export interface PlanSummaryJson {
 }
 
 function componentsJson(c: MemoryComponent[]) {
-  return c.map(({ name, bytes, note }) => ({ name, bytes, note }));
+  return c.map(({ name, label, bytes, note }) => ({ name, label, bytes, note }));
 }
 
 export function planJson(model: ModelDescription, hw: Hardware, plan: Plan, savers: MemorySaver[]): PlanJson {

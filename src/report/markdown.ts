@@ -2,11 +2,10 @@
 import { fmtBytes, fmtMs, fmtPct } from '../util/format.js';
 import { IDLE_CAUSES } from '../trace/metrics/types.js';
 import type { AnalyzeReport } from './analyzeReport.js';
+import { findingMarkdown } from './findingText.js';
 import { IDLE_LABELS } from './terminal.js';
 import { planLines } from '../pace/plan.js';
 import { paceHeadline, paceRows } from '../pace/report.js';
-
-const ICON = { high: '🔴', medium: '🟠', low: '🔵', info: '⚪' } as const;
 
 function cell(s: string): string {
   return s.replace(/\|/g, '\\|').replace(/\n/g, ' ');
@@ -16,14 +15,9 @@ export function renderMarkdown(r: AnalyzeReport): string {
   const out: string[] = [];
   out.push(`## gpuwise analyze: ${r.inputs.map((i) => `\`${i.path.split('/').pop()}\``).join(', ')}`, '');
   if (r.findings.length === 0) out.push('No findings.', '');
-  for (const f of r.findings) {
-    const g = f.estimatedGain;
-    out.push(`### ${ICON[f.severity]} ${f.severity.toUpperCase()}: ${f.title}`);
-    out.push(`\`${f.id}\`${f.ranks.length > 1 ? ` · ranks ${f.ranks.join(', ')}` : ''}${g ? ` · expected ${fmtMs(g.stepTimeNs)} → ${fmtMs(g.expectedStepTimeNs)} per step (−${fmtPct(g.savedFraction)})` : ''}`, '');
-    for (const e of f.evidence) out.push(`- ${e}`);
-    if (g) out.push(`- _estimate_: ${g.arithmetic}`);
-    out.push('', f.recommendation.summary, '', '```python', f.recommendation.code, '```', '');
-  }
+  r.findings.forEach((f, i) => {
+    out.push(...findingMarkdown(f, i, '###'));
+  });
   const warnings = r.inputs.flatMap((i) => i.warnings.map((w) => `> ⚠️ \`${i.path.split('/').pop()}\`: ${w}`));
   if (warnings.length) out.push(...warnings, '');
   out.push('| rank | GPU | steps | median step | GPU busy | top idle cause |', '|---|---|---|---|---|---|');

@@ -142,8 +142,18 @@ export interface ModelRecord extends Base {
   /** The training framework seen (`transformers`, `lightning`, `accelerate`) and its version. */
   framework?: string | null;
   frameworkVersion?: string | null;
-  /** The autocast dtype active during the model's forward (`bfloat16`, `float16`), when seen. */
+  /**
+   * The autocast dtype active at the model's forward (`bfloat16`, `float16`; `""` when autocast was off there), when
+   * seen. Read at the outermost module's forward pre-hook: a wrapper that enters autocast inside the forward
+   * (accelerate's prepared model) is not seen here, hence `acceleratePrecision`.
+   */
   autocastDtype?: string | null;
+  /**
+   * The mixed precision accelerate was set up with (`no`, `bf16`, `fp16`, `fp8`): accelerate launch's flag or config
+   * file, `Accelerator(mixed_precision=...)`, or a Hugging Face Trainer's bf16/fp16; null or absent without accelerate
+   * (or from an older probe).
+   */
+  acceleratePrecision?: string | null;
   /**
    * The dimension of the outermost module's first tensor argument read as the batch (`model-input` batches): 0, or 1
    * for a sequence-first model (`[seq, batch, ...]`); null or absent when the outermost module was not found (or an
@@ -380,6 +390,7 @@ const SCHEMAS: Record<ProbeRecord['type'], Check<unknown>> = (() => {
         framework: optional(nullable(str)),
         frameworkVersion: optional(nullable(str)),
         autocastDtype: optional(nullable(str)),
+        acceleratePrecision: optional(nullable(str)),
         batchDim: optional(nullable(int(0))),
         batchDimEvidence: optional(nullable(str)),
       },

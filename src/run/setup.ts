@@ -99,15 +99,94 @@ export function inferOptimizer(className: string | null, stateBytes: number): In
 const HALF = /Half|float16/;
 const BF16 = /BFloat16|bfloat16/;
 
+/** What the run was launched with, beside its records: the facts its asked-for precision is read from. */
+export interface LaunchFacts {
+  /** The command doctor ran: a launcher and its flags, the script and its arguments. */
+  command: readonly string[];
+  /** Each training process's own sys.argv (the script and its arguments, under a launcher too). */
+  argv: readonly (readonly string[])[];
+  /** The probe's `acceleratePrecision`: the mixed precision accelerate's own state holds in the training process. */
+  acceleratePrecision: string | null;
+}
+
+/** accelerate's mixed-precision names (its launcher flag, config file, Accelerator argument, state). */
+const ACCELERATE_PRECISION: Record<string, Precision> = { no: 'fp32', fp16: 'amp-fp16', bf16: 'amp-bf16', fp8: 'amp-bf16' };
+
+/** Lightning's `precision=` values (2.x names and the 1.x ones they replaced); 16-bit weights without autocast ("16-true") the planner does not model. */
+const LIGHTNING_PRECISION: Record<string, Precision> = {
+  'bf16-mixed': 'amp-bf16',
+  bf16: 'amp-bf16',
+  '16-mixed': 'amp-fp16',
+  '16': 'amp-fp16',
+  'bf16-true': 'bf16',
+  '32-true': 'fp32',
+  '32': 'fp32',
+};
+
+const TRUE_WORDS = new Set(['true', '1', 'yes']);
+const FALSE_WORDS = new Set(['false', '0', 'no']);
+
 /**
- * Precision from the parameters' dtypes and, for fp32 weights, the autocast dtype the probe saw (protocol 2) or the
- * matmuls' precision in the profiled window. `candidates`: the precisions the evidence leaves open (fp32 weights with
- * neither: fp32 or bf16 autocast), the value being the first.
+ * The precision a list of arguments asks for: accelerate's `--mixed_precision X` (also `--mixed-precision`, a
+ * script's own flag of that name), Lightning's `--precision X` (`--trainer.precision`), Hugging Face
+ * TrainingArguments' `--bf16`/`--fp16` (bare or `True`), nanoGPT's `--dtype bfloat16|float16`; each as `--flag=X` too.
+ * The first flag that names a precision wins; null when none does.
+ */
+export function precisionFlag(args: readonly string[]): { value: Precision; flag: string } | null {
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] ?? '';
+    const m = /^--([\w.-]+?)(?:=(.*))?$/.exec(arg);
+    if (!m) continue;
+    const name = (m[1] ?? '').replace(/-/g, '_');
+    const next = args[i + 1];
+    const value = (m[2] ?? (next !== undefined && !next.startsWith('-') ? next : '')).toLowerCase();
+    const shown = m[2] !== undefined || value === '' ? arg : `${arg} ${next}`;
+    let p: Precision | undefined;
+    if (name === 'mixed_precision') p = ACCELERATE_PRECISION[value];
+    else if (name === 'precision' || name === 'trainer.precision') p = LIGHTNING_PRECISION[value];
+    else if (name === 'dtype') p = BF16.test(value) ? 'amp-bf16' : HALF.test(value) ? 'amp-fp16' : undefined;
+    else if (name === 'bf16' || name === 'fp16') {
+      // a bare switch, or one given a truth value (HfArgumentParser takes `--bf16 True`)
+      const word = m[2] !== undefined ? value : TRUE_WORDS.has(value) || FALSE_WORDS.has(value) ? value : '';
+      if (FALSE_WORDS.has(word)) continue;
+      return { value: name === 'bf16' ? 'amp-bf16' : 'amp-fp16', flag: m[2] === undefined && word !== '' ? `${arg} ${next}` : arg };
+    }
+    if (p) return { value: p, flag: shown };
+  }
+  return null;
+}
+
+/**
+ * The precision the run asked for, read off how it was launched (not the kernels): accelerate's own state in the
+ * training process (measured: accelerate applies it to the model it prepared), else a flag of the command or of a
+ * training process's arguments (guessed: what a script does with its own flag is not seen). Unknown without either.
+ */
+export function askedPrecision(launch: LaunchFacts): Inferred<Precision | null> {
+  const acc = launch.acceleratePrecision;
+  const fromAcc = acc !== null ? ACCELERATE_PRECISION[acc.toLowerCase()] : undefined;
+  if (acc !== null && fromAcc)
+    return { value: fromAcc, how: 'measured', evidence: `accelerate was set up with mixed_precision ${acc} (its state in the training process)` };
+  for (const args of [launch.command, ...launch.argv]) {
+    const f = precisionFlag(args);
+    if (f) return { value: f.value, how: 'guessed', evidence: `the command asks for it: ${f.flag}` };
+  }
+  return { value: null, how: 'unknown', evidence: 'no precision flag in the command and no accelerate state' };
+}
+
+const isHalf = (p: Precision | null): boolean => p === 'amp-bf16' || p === 'amp-fp16' || p === 'bf16';
+
+/**
+ * Precision, from the strongest evidence down: the parameters' dtypes; for fp32 weights the autocast dtype the probe
+ * saw at the model's forward (protocol 2); the matmuls' precision in the profiled window; what the launch asked for
+ * (`asked`: askedPrecision); else a guess. A run that asks for a half precision whose window still runs its matmuls
+ * in fp32 is fp32, measured, and its evidence says that autocast does not reach them. `candidates`: the precisions
+ * the evidence leaves open, the value being the first.
  */
 export function inferPrecision(
   bytes: Pick<ModelBytes, 'mainDtype'>,
   autocastDtype: string | null | undefined,
   metrics: TraceMetrics | null,
+  asked: Inferred<Precision | null> | null = null,
 ): Inferred<Precision | null> & { candidates: Precision[] } {
   const top = bytes.mainDtype;
   if (top === 'bfloat16') return { value: 'bf16', how: 'measured', evidence: 'parameters in bfloat16', candidates: ['bf16'] };
@@ -117,13 +196,22 @@ export function inferPrecision(
     const p: Precision | null = BF16.test(autocastDtype) ? 'amp-bf16' : HALF.test(autocastDtype) ? 'amp-fp16' : null;
     if (p) return { value: p, how: 'measured', evidence: `fp32 parameters, forward under autocast(${autocastDtype})`, candidates: [p] };
   }
-  if (!metrics)
+  const askedValue = asked?.value ?? null;
+  if (!metrics) {
+    if (asked && askedValue !== null)
+      return {
+        value: askedValue,
+        how: asked.how,
+        evidence: `fp32 parameters, no profiler window; ${asked.evidence}`,
+        candidates: askedValue === 'fp32' ? ['fp32'] : [askedValue, 'fp32'],
+      };
     return {
       value: 'fp32',
       how: 'guessed',
-      evidence: 'fp32 parameters and no profiler window or autocast record to tell autocast from fp32: assumed fp32',
+      evidence: `fp32 parameters and no profiler window${autocastDtype === '' ? '; autocast off at the model\'s forward, and no launcher or framework flag for mixed precision' : ' or autocast record'} to tell autocast from fp32: assumed fp32`,
       candidates: ['fp32', 'amp-bf16'],
     };
+  }
   const pr = metrics.precision;
   const known = pr.tensorCore16Ns + pr.tensorCoreTf32Ns + pr.tensorCore8Ns + pr.fp32Ns;
   if (known > 0 && pr.tensorCore16Ns > 0.5 * known) {
@@ -137,6 +225,13 @@ export function inferPrecision(
       candidates: [p],
     };
   }
+  if (asked && isHalf(askedValue))
+    return {
+      value: 'fp32',
+      how: 'measured',
+      evidence: `${asked.evidence}, yet the window's matmuls ran in fp32/TF32: autocast does not reach them`,
+      candidates: ['fp32'],
+    };
   return { value: 'fp32', how: 'measured', evidence: 'fp32 parameters and fp32 matmuls in the window', candidates: ['fp32'] };
 }
 

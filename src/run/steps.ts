@@ -66,6 +66,11 @@ export interface StepStats {
    * not. Null with too few steps to tell; absent from older reports.
    */
   stalls?: StallPattern | null;
+  /**
+   * Steps that are decode steps (generation: forward calls of the model on one new token per sequence), with the
+   * tokens generated per second and the time to the first token; null for any other run. Added in 0.3.
+   */
+  decode?: DecodeStats | null;
 }
 
 /** A step stalls when its DataLoader wait is at least this share of the median step. */
@@ -123,6 +128,55 @@ export function stallPatternOf(
     if (m >= 2 && gaps.filter((g) => Math.abs(g - m) <= 1).length >= PERIODIC_SHARE * gaps.length) return { ...base, when: 'periodic', everySteps: m };
   }
   return { ...base, when: 'irregular', everySteps: null };
+}
+
+/**
+ * A generation loop seen through its steps (one step per forward call of the model): decode steps feed one token per
+ * sequence (`seqLen` 1: `generate()` with a KV cache, or an inference loop), prefill steps the prompt (`seqLen` > 1:
+ * each starts a prompt, its time is the time to its first token). Over the measured steps.
+ */
+export interface DecodeStats {
+  decodeSteps: number;
+  prefillSteps: number;
+  /** Sequences per decode step (the mode of their samples); null when no step told. */
+  batch: number | null;
+  /** Median time of a decode step; of a prefill step (its forward over the prompt and the first token: time to first token). */
+  decodeStepS: number | null;
+  prefillStepS: number | null;
+  /** Median prompt length (the prefill steps' sequence length). */
+  promptLen: number | null;
+  /** Tokens generated per second: one per sequence per decode step and the first one each prefill makes, over all their time. */
+  tokensPerS: number | null;
+  /** Decode steps per prefill step (a prompt's new tokens less its first); null without prefill steps. */
+  decodeStepsPerPrefill: number | null;
+}
+
+/**
+ * Decode statistics of measured steps, or null when they are not decode steps: steps marked by forward calls (no
+ * backward, no optimizer) most of which feed one token per sequence.
+ */
+export function decodeStatsOf(measured: readonly StepRecord[], timeOf: (s: StepRecord) => number, stepSource: StepSource | null): DecodeStats | null {
+  if (stepSource !== 'forward') return null;
+  const decode = measured.filter((s) => s.seqLen === 1);
+  const prefill = measured.filter((s) => typeof s.seqLen === 'number' && s.seqLen > 1);
+  if (decode.length === 0 || decode.length * 2 < measured.length) return null;
+  const mid = (xs: number[]) => quantile([...xs].sort((a, b) => a - b), 0.5);
+  const counts = new Map<number, number>();
+  for (const s of decode) if (s.samples !== null) counts.set(s.samples, (counts.get(s.samples) ?? 0) + 1);
+  const batch = [...counts].sort((a, b) => b[1] - a[1] || b[0] - a[0])[0]?.[0] ?? null;
+  const all = [...decode, ...prefill];
+  const time = all.reduce((a, s) => a + timeOf(s), 0);
+  const generated = all.every((s) => s.samples !== null) ? all.reduce((a, s) => a + (s.samples as number), 0) : null;
+  return {
+    decodeSteps: decode.length,
+    prefillSteps: prefill.length,
+    batch,
+    decodeStepS: mid(decode.map(timeOf)),
+    prefillStepS: prefill.length ? mid(prefill.map(timeOf)) : null,
+    promptLen: prefill.length ? mid(prefill.map((s) => s.seqLen as number)) : null,
+    tokensPerS: generated !== null && time > 0 ? generated / time : null,
+    decodeStepsPerPrefill: prefill.length ? decode.length / prefill.length : null,
+  };
 }
 
 /** Steps whose median must lie within this share of the settled pace for the steady state to start. */
@@ -239,6 +293,7 @@ export function stepStats(steps: readonly StepRecord[], gpuTimes: ReadonlyMap<nu
       measured.map((s) => ({ step: s.step, timeS: timeOf(s), waitS: s.dataWaitS })),
       epochStarts,
     ),
+    decode: decodeStatsOf(measured, timeOf, last?.stepSource ?? null),
   };
 }
 
@@ -263,4 +318,59 @@ export function stepTimelineOf(steps: readonly StepRecord[]): StepTimeline {
     out.dataWaitS.push(s.dataWaitS);
   }
   return out;
+}
+
+/**
+ * The batch of a run fed by a DataLoader, read from its full batches: the mode over the steps of (DataLoader batches
+ * per step, samples per step), never the last step's (a dataset whose size is not a multiple of the batch ends each epoch on a partial batch:
+ * `FakeData(1000)` in batches of 64 ends on 40, which was once read as "batch 40"). Steps with fewer samples than the
+ * mode are the partial ones: the loader hands them out (`drop_last=False`). Batches whose size varies from step to step
+ * (no size holds half the steps: bucketed or packed batches) are read by their median instead, and none is partial.
+ */
+export interface StepBatch {
+  /** Samples per batch of the full batches (the modal step's samples over its batches, rounded); null when no step told. */
+  microBatch: number | null;
+  /** DataLoader batches per optimizer step in the modal step (gradient accumulation); 1 when none told. */
+  gradAccum: number;
+  /** Samples in the modal step. */
+  samplesPerStep: number | null;
+  /** Steps with a size that hold fewer samples than the modal step, and their distinct sizes (ascending). */
+  partialSteps: number;
+  partialSamples: number[];
+  /** Steps between consecutive partial steps when they recur at one period (each epoch's last batch); null otherwise. */
+  partialEvery: number | null;
+  /** Steps with a size. */
+  sizedSteps: number;
+}
+
+export function batchOfSteps(steps: readonly StepRecord[]): StepBatch {
+  const sized = [...steps].filter((s) => s.samples !== null && s.samples > 0 && s.batches > 0).sort((a, b) => a.step - b.step);
+  const counts = new Map<string, { batches: number; samples: number; n: number }>();
+  for (const s of sized) {
+    const key = `${s.batches}|${s.samples}`;
+    const e = counts.get(key) ?? { batches: s.batches, samples: s.samples as number, n: 0 };
+    e.n++;
+    counts.set(key, e);
+  }
+  // The most frequent (batches, samples); a tie goes to the larger step (a partial batch is never the larger).
+  const mode = [...counts.values()].sort((a, b) => b.n - a.n || b.samples - a.samples)[0];
+  const none = { partialSteps: 0, partialSamples: [], partialEvery: null, sizedSteps: sized.length };
+  if (!mode) return { microBatch: null, gradAccum: 1, samplesPerStep: null, ...none };
+  if (mode.n * 2 < sized.length) {
+    const mid = (xs: number[]) => quantile(xs.sort((a, b) => a - b), 0.5) as number;
+    const batches = mid(sized.map((s) => s.batches));
+    const samples = mid(sized.map((s) => s.samples as number));
+    return { microBatch: Math.round(samples / batches), gradAccum: Math.round(batches), samplesPerStep: samples, ...none };
+  }
+  const partial = sized.filter((s) => (s.samples as number) < mode.samples);
+  const gaps = new Set(partial.slice(1).map((s, i) => s.step - (partial[i] as StepRecord).step));
+  return {
+    microBatch: Math.round(mode.samples / mode.batches),
+    gradAccum: mode.batches,
+    samplesPerStep: mode.samples,
+    partialSteps: partial.length,
+    partialSamples: [...new Set(partial.map((s) => s.samples as number))].sort((a, b) => a - b),
+    partialEvery: partial.length >= 2 && gaps.size === 1 ? ([...gaps][0] as number) : null,
+    sizedSteps: sized.length,
+  };
 }

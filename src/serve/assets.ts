@@ -1,6 +1,6 @@
 /**
  * The static assets every page loads by relative URL (shell): uPlot's script and style sheet, and the pages'
- * shared chart code; the same uPlot inlined into the `--html` files (inlineAssets). uPlot is bundled: scripts/build.mjs inlines its two files into dist/gpuwise.mjs
+ * shared chart code; the same uPlot inlined into the `--html` files (inlineAssets). uPlot is bundled: the build (scripts/buildConfig.mjs) inlines its two files into dist/gpuwise.mjs
  * (__GPUWISE_UPLOT_JS__ / __GPUWISE_UPLOT_CSS__), so the dashboard works offline and needs no CDN; from the
  * sources (tests, tsx) they are read from node_modules.
  */
@@ -38,7 +38,7 @@ function readUplot(): InlineAssets {
       css = readFileSync(require.resolve('uplot/dist/uPlot.min.css'), 'utf8');
     } catch (e) {
       // A bundle built without the two defines, and no node_modules beside it: the pages would draw no chart.
-      throw new Error(`uPlot is missing from this build (define __GPUWISE_UPLOT_JS__ and __GPUWISE_UPLOT_CSS__ as scripts/build.mjs does): ${(e as Error).message}`);
+      throw new Error(`uPlot is missing from this build (define __GPUWISE_UPLOT_JS__ and __GPUWISE_UPLOT_CSS__ as scripts/buildConfig.mjs does): ${(e as Error).message}`);
     }
   }
   return { uplotJs: js, uplotCss: css };

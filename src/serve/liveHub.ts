@@ -57,6 +57,11 @@ function mtimeOf(path: string): number {
 }
 const RETRY_MS = 10_000;
 
+/** What a viewer is told when sampling fails: the sampler's own "no GPU" answer, or the error. */
+function problemOf(e: unknown): string {
+  return e instanceof NoGpu ? e.message : `sampling failed: ${(e as Error).message}`;
+}
+
 export class LiveHub {
   readonly ring: SeriesRing;
   private sampler: LiveSampler | null = null;
@@ -82,6 +87,7 @@ export class LiveHub {
 
   /** Loads the history of the last day, then starts sampling. */
   async start(): Promise<void> {
+    await this.openFirst();
     const since = Date.now() - DAY_MS;
     const given = this.o.historyFiles ?? [];
     const files = [...given];
@@ -101,6 +107,15 @@ export class LiveHub {
     this.heartbeat = setInterval(() => this.broadcastRaw(': keep-alive\n\n'), 15_000);
     this.heartbeat.unref();
     await this.tick();
+  }
+
+  /** The sampler's answer to "is there a GPU?", before the history is read, so a page can say "no GPU" at once. */
+  private async openFirst(): Promise<void> {
+    try {
+      await this.open();
+    } catch (e) {
+      this.problem = problemOf(e);
+    }
   }
 
   private removeOld(dir: string): void {
@@ -131,7 +146,7 @@ export class LiveHub {
       const snap = await this.sampler!.sample();
       this.onSnapshot(snap);
     } catch (e) {
-      this.problem = e instanceof NoGpu ? e.message : `sampling failed: ${(e as Error).message}`;
+      this.problem = problemOf(e);
       if (!(e instanceof NoGpu)) {
         this.sampler?.close();
         this.sampler = null;

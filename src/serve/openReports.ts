@@ -5,17 +5,18 @@
  * written only under the store's `uploads/` folder, never past the size limit, and removed when their report
  * leaves the list or the server stops.
  */
-import { closeSync, createWriteStream, existsSync, mkdirSync, openSync, readdirSync, readSync, rmSync, statSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
 import { basename, join } from 'node:path';
-import { constants as zc, gunzipSync } from 'node:zlib';
 import { collectTraceFiles } from '../cli/analyze.js';
 import { VERSION } from '../cli/version.js';
 import { InputError } from '../io/inputError.js';
 import { loadTrace } from '../io/loadTrace.js';
+import { fileHead } from '../io/otherInput.js';
 import { readSnapshotFile } from '../io/readSnapshot.js';
 import { describeFsError } from '../io/readTrace.js';
 import { type MemoryReport, analyze as analyzeSnapshot } from '../memory/report.js';
+import { inputKindOf } from '../util/inputKind.js';
 import { type AnalyzeReport, type InputSummary, buildAnalyzeReport } from '../report/analyzeReport.js';
 import { type CollectiveTimings, type TraceMetrics, analyzeTrace, collectiveTimings } from '../trace/metrics/index.js';
 import type { OpenedKind, OpenedReportRow } from './pages/reports.js';
@@ -26,26 +27,14 @@ export type OpenedReport = OpenedReportRow & ({ kind: 'trace'; report: AnalyzeRe
 const TRACE_NAME = /\.json(\.gz)?$/i;
 const SNAPSHOT_NAME = /\.(pickle|pkl)(\.gz)?$/i;
 
-/** Trace or snapshot, from the name, else from the first bytes (gzip looked into). */
+/** Trace or snapshot, from the name, else from the first bytes (gzip looked into: io/otherInput.ts). */
 export function detectKind(path: string): OpenedKind {
   if (TRACE_NAME.test(path)) return 'trace';
   if (SNAPSHOT_NAME.test(path)) return 'snapshot';
-  const fd = openSync(path, 'r');
-  let head: Buffer = Buffer.alloc(4096);
-  try {
-    head = head.subarray(0, readSync(fd, head, 0, head.length, 0));
-  } finally {
-    closeSync(fd);
-  }
-  if (head[0] === 0x1f && head[1] === 0x8b) {
-    try {
-      head = gunzipSync(head, { finishFlush: zc.Z_SYNC_FLUSH });
-    } catch {
-      throw new InputError(path, 'a gzip file whose start cannot be decompressed');
-    }
-  }
-  if (head[0] === 0x80) return 'snapshot';
-  const text = head.subarray(0, 64).toString('latin1').trimStart();
+  const head = fileHead(path);
+  if (head === null) throw new InputError(path, 'cannot be read, or a gzip file whose start cannot be decompressed');
+  if (inputKindOf(head) === 'snapshot') return 'snapshot';
+  const text = Buffer.from(head.subarray(0, 64)).toString('latin1').trimStart();
   if (text.startsWith('{') || text.startsWith('[')) return 'trace';
   throw new InputError(path, 'neither a torch.profiler trace (JSON) nor a CUDA memory snapshot (pickle)');
 }

@@ -4,7 +4,8 @@
  * resizing (or tmux splitting the pane) never leaves stale text or wraps.
  */
 import { fitLine, formatBytes, formatNumber, padLeft, padRight, processRows, sparkline, table } from './render.js';
-import type { ProcessSample, Snapshot } from './sample.js';
+import { fmtGpuMemory } from '../util/format.js';
+import { type ProcessSample, type Snapshot, usableMemoryBytes } from './sample.js';
 
 export const SORT_KEYS = ['memory', 'sm', 'cpu', 'pid', 'gpu'] as const;
 
@@ -44,7 +45,8 @@ export class History {
   push(s: Snapshot): void {
     for (const g of s.gpus) {
       const key = g.uuid || String(g.index);
-      const memPct = g.memoryUsedBytes !== null && g.memoryTotalBytes ? (100 * g.memoryUsedBytes) / g.memoryTotalBytes : null;
+      const total = usableMemoryBytes(g);
+      const memPct = g.memoryUsedBytes !== null && total ? (100 * g.memoryUsedBytes) / total : null;
       for (const [map, v] of [
         [this.util, g.lost ? null : g.utilizationGpuPercent],
         [this.mem, g.lost ? null : memPct],
@@ -130,15 +132,16 @@ export function renderMonitor(i: MonitorFrameInput): string[] {
       continue;
     }
     const util = `util ${padLeft(formatNumber(g.utilizationGpuPercent, '%'), 4)}`;
-    const mem = `mem ${padLeft(formatBytes(g.memoryUsedBytes), 9)}/${padRight(formatBytes(g.memoryTotalBytes), 9)}`;
+    const total = usableMemoryBytes(g);
+    const mem = `mem ${padLeft(formatBytes(g.memoryUsedBytes), 9)}/${padRight(total === null ? '-' : fmtGpuMemory(total), 9)}`;
     const tail = `${padLeft(formatNumber(g.powerWatts, 'W'), 5)} ${padLeft(formatNumber(g.temperatureC, 'C'), 4)}`;
     const fixed = head.length + util.length + mem.length + tail.length + 8;
     const w = Math.max(0, Math.floor((cols - fixed) / 2));
     const utilFrom = head.length + 1;
     const memFrom = utilFrom + util.length + 1 + w + 1;
     if (g.utilizationGpuPercent !== null) spans.push({ row: lines.length, from: utilFrom, to: utilFrom + util.length + 1 + w, load: loadOf(g.utilizationGpuPercent, GPU_UTIL_THRESHOLDS) });
-    if (g.memoryUsedBytes !== null && g.memoryTotalBytes)
-      spans.push({ row: lines.length, from: memFrom, to: memFrom + mem.length + 1 + w, load: loadOf((100 * g.memoryUsedBytes) / g.memoryTotalBytes, MEMORY_THRESHOLDS) });
+    if (g.memoryUsedBytes !== null && total)
+      spans.push({ row: lines.length, from: memFrom, to: memFrom + mem.length + 1 + w, load: loadOf((100 * g.memoryUsedBytes) / total, MEMORY_THRESHOLDS) });
     lines.push(`${head} ${util} ${sparkline(i.history.utilOf(key), w, 100)} ${mem} ${sparkline(i.history.memOf(key), w, 100)} ${tail}`);
   }
   lines.push('');

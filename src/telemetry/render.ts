@@ -1,5 +1,6 @@
 /** Pure text helpers for the terminal views: units, sparklines, aligned tables, the `smi` table. */
-import type { GpuSample, ProcessSample, Snapshot } from './sample.js';
+import { fmtGpuMemory } from '../util/format.js';
+import { type GpuSample, type ProcessSample, type Snapshot, usableMemoryBytes } from './sample.js';
 
 const GIB = 1024 ** 3;
 const MIB_ = 1024 ** 2;
@@ -86,8 +87,9 @@ export function table(rows: ReadonlyArray<ReadonlyArray<string>>, rightAligned: 
 }
 
 export function memoryCell(g: GpuSample): string {
-  if (g.memoryUsedBytes === null && g.memoryTotalBytes === null) return '-';
-  return `${formatBytes(g.memoryUsedBytes)} / ${formatBytes(g.memoryTotalBytes)}`;
+  const total = usableMemoryBytes(g);
+  if (g.memoryUsedBytes === null && total === null) return '-';
+  return `${formatBytes(g.memoryUsedBytes)} / ${total === null ? '-' : fmtGpuMemory(total)}`;
 }
 
 export function powerCell(g: GpuSample): string {

@@ -104,6 +104,16 @@ export interface Snapshot {
 }
 
 /** A GPU sample with every figure "not available": the start point of each source. */
+/**
+ * The memory CUDA can use on this GPU, the one figure reports give for it (util/format.ts fmtGpuMemory): NVML's total
+ * less what the driver and firmware reserve, which is what torch's `total_memory` and a trace's `totalGlobalMem` say
+ * (139.8 GiB on an H200, whose NVML total is 140.4 GiB). NVML's total where the reserved part is not reported.
+ */
+export function usableMemoryBytes(g: Pick<GpuSample, 'memoryTotalBytes' | 'memoryReservedBytes'>): number | null {
+  if (g.memoryTotalBytes === null) return null;
+  return g.memoryReservedBytes !== null && g.memoryReservedBytes < g.memoryTotalBytes ? g.memoryTotalBytes - g.memoryReservedBytes : g.memoryTotalBytes;
+}
+
 export function emptyGpu(index: number, uuid: string, name: string): GpuSample {
   return {
     index,

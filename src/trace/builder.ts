@@ -6,10 +6,11 @@
 import type { RawEvent, TraceSink } from './event.js';
 import { dtypeBytes } from '../util/dtype.js';
 import { CopyKind, KernelCategory, RuntimeKind, categoriseKernel, copyKind, runtimeKind } from './kernelClass.js';
+import { attentionCausal, isAttentionOp } from './attentionOps.js';
 import { CONV_OPS, convFlops } from './convFlops.js';
 import { type FrameworkEvidence, type TraceFramework, frameworkOfFrame, frameworkOfLabel } from './framework.js';
 import { OpLinker } from './linker.js';
-import type { CpuSpan, DeviceProperties, DistributedInfo, GemmOp, MemoryPeak, StepMarker, TraceModel } from './model.js';
+import type { AttentionOp, CpuSpan, DeviceProperties, DistributedInfo, GemmOp, MemoryPeak, StepMarker, TraceModel } from './model.js';
 import { type ChunkStore, OpKind, emptyGpuOp } from './opLog.js';
 
 /** Events longer than this are clock glitches (CUPTI overflow, `Record Window End`): dropped, as HTA and tb_plugin do. */
@@ -83,6 +84,12 @@ export class TraceModelBuilder implements TraceSink {
   private gcN = 0;
   private gcExt = f64();
   private gcGemm = i32();
+  // Fused attention calls
+  private attentionOps: AttentionOp[] = [];
+  private attentionKeys = new Map<string, number>();
+  private acN = 0;
+  private acStart = f64();
+  private acOp = i32();
 
   private steps: StepMarker[] = [];
   private dataLoader: CpuSpan[] = [];
@@ -329,6 +336,7 @@ export class TraceModelBuilder implements TraceSink {
     }
     if (c0 === 97 /* a */) {
       if (GEMM_OP_RE.test(name) || CONV_OP_NAMES.has(name)) this.onGemmOp(ev);
+      else if (isAttentionOp(name)) this.onAttentionOp(ev);
       else if (SYNC_OP_RE.test(name)) this.syncOps.push(this.span(name, ts, end, ev.tid));
       return;
     }
@@ -382,6 +390,23 @@ export class TraceModelBuilder implements TraceSink {
     this.gcGemm.set(i, idx);
   }
 
+  private onAttentionOp(ev: RawEvent): void {
+    const dims = ev.args.inputDims;
+    if (dims === null) return;
+    const numericDims = dims.map((d) => (Array.isArray(d) ? d.map(Number) : []));
+    const causal = attentionCausal(ev.name, ev.args.concreteInputs);
+    const key = attentionOpKey(ev.name, numericDims, causal);
+    let idx = this.attentionKeys.get(key);
+    if (idx === undefined) {
+      idx = this.attentionOps.length;
+      this.attentionOps.push({ name: this.intern(ev.name), dims: numericDims, causal });
+      this.attentionKeys.set(key, idx);
+    }
+    const i = this.acN++;
+    this.acStart.set(i, ev.tsNs);
+    this.acOp.set(i, idx);
+  }
+
   /** `endedEarly`: why the parser stopped before the end of the trace, null when it read to the end (see model.ts). */
   finish(originUs: number, parseWarnings: string[], endedEarly: string | null = null): TraceModel {
     const warnings = [...parseWarnings];
@@ -416,6 +441,8 @@ export class TraceModelBuilder implements TraceSink {
       cpuAllReduceStartsNs: this.allReduceStarts.take(this.allReduceN).sort(),
       gemmOps: this.gemmOps,
       gemmCalls,
+      attentionOps: this.attentionOps,
+      attentionCalls: { count: this.acN, startNs: this.acStart.take(this.acN), op: this.acOp.take(this.acN) },
       collectives: {
         count: this.cN,
         startNs: this.cStart.take(this.cN),
@@ -438,13 +465,13 @@ export class TraceModelBuilder implements TraceSink {
   }
 }
 
-/** The CPU ops onCpuOp keeps (steps, GEMMs and convolutions, syncs, DataLoader, optimizer, data-parallel forwards, collectives). */
+/** The CPU ops onCpuOp keeps (steps, GEMMs and convolutions, fused attention, syncs, DataLoader, optimizer, data-parallel forwards, collectives). */
 function isKeptCpuOp(name: string): boolean {
   switch (name.charCodeAt(0)) {
     case 80 /* P */:
       return STEP_RE.test(name);
     case 97 /* a */:
-      return GEMM_OP_RE.test(name) || SYNC_OP_RE.test(name) || CONV_OP_NAMES.has(name);
+      return GEMM_OP_RE.test(name) || SYNC_OP_RE.test(name) || CONV_OP_NAMES.has(name) || isAttentionOp(name);
     case 101 /* e */:
       return DATALOADER_RE.test(name);
     case 79 /* O */:
@@ -464,6 +491,11 @@ function isKeptCpuOp(name: string): boolean {
  */
 export function gemmOpKey(name: string, dims: number[][], dtype: string | null, convFlops: number | null): string {
   return `${name}|${JSON.stringify(dims)}|${dtype ?? ''}${convFlops === null ? '' : `|${convFlops}`}`;
+}
+
+/** The one record of identical (op, shapes, causality) fused attention calls. */
+export function attentionOpKey(name: string, dims: number[][], causal: boolean | null): string {
+  return `${name}|${JSON.stringify(dims)}|${causal}`;
 }
 
 /** GEMM calls sorted by External id (a repeated id keeps its last shape, as a map would). */

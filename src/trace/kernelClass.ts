@@ -129,3 +129,21 @@ export function runtimeKind(name: string): RuntimeKind {
   return RuntimeKind.other;
 }
 
+/**
+ * A kernel's name cut to what it does, for evidence lines: torch's elementwise kernels carry their functor or op in
+ * template arguments hundreds of characters long (`vectorized_elementwise_kernel<4, AUnaryFunctor<..., MulFunctor<float>
+ * >, ...>`: "MulFunctor (elementwise)"); a cast says its target (`direct_copy_kernel_cuda ... lambda(float)`: "copy to
+ * float"). Other names are kept, cut at 70 characters.
+ */
+export function kernelLabel(name: string): string {
+  const cast = /direct_copy_kernel_cuda.*?\{lambda\(([\w:]+)\)#\d+\}/.exec(name);
+  if (cast) return `copy to ${cast[1]!.replace('c10::', '')}`;
+  const softmax = /\b(softmax_warp_(?:forward|backward)|cunn_SoftMax\w+|masked_softmax\w*)/.exec(name);
+  if (softmax) return softmax[1]!;
+  const op = /\b(masked_fill|fused_dropout|dropout|where)_?kernel/i.exec(name);
+  if (op) return `${op[1]} (elementwise)`;
+  const functor = /::(\w+Functor)</.exec(name.replace(/::(?:AUnary|BUnary|Binary)Functor</g, ''));
+  if (functor && /elementwise_kernel/.test(name)) return `${functor[1]} (elementwise)`;
+  const bare = name.replace(/^void /, '');
+  return bare.length > 70 ? `${bare.slice(0, 70)}...` : bare;
+}

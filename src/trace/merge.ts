@@ -3,7 +3,7 @@
  * the model one parser would have built. Segments share the time origin, so
  * only names and indices need remapping.
  */
-import { gemmOpKey, sortGemmCalls } from './builder.js';
+import { attentionOpKey, gemmOpKey, sortGemmCalls } from './builder.js';
 import type { CpuSpan, GpuActivity, MemoryPeak, TraceModel } from './model.js';
 import type { LaunchCall, OpLog } from './opLog.js';
 
@@ -51,28 +51,35 @@ export function mergeModels(parts: TraceModel[]): TraceModel {
   const gpu: GpuActivity = { count: logs.reduce((n, l) => n + l.count, 0), logs, launches, syncCalls };
 
   const collectives = mergeCollectives(parts, remaps);
-  const gemmOps: TraceModel['gemmOps'] = [];
-  const gemmKeys = new Map<string, number>();
+  // The same GEMM shape seen by several parts is one record, as with one builder.
+  const gemm = distinct(
+    parts.map((p) => p.gemmOps),
+    (op) => gemmOpKey(op.name, op.dims, op.dtype, op.convFlops),
+  );
+  const gemmOps = gemm.records;
   const gemmExt: number[] = [];
   const gemmIdx: number[] = [];
-  for (const p of parts) {
-    // The same GEMM shape seen by several parts is one record, as with one builder.
-    const gemmRemap = p.gemmOps.map((op) => {
-      const key = gemmOpKey(op.name, op.dims, op.dtype, op.convFlops);
-      let idx = gemmKeys.get(key);
-      if (idx === undefined) {
-        idx = gemmOps.length;
-        gemmOps.push(op);
-        gemmKeys.set(key, idx);
-      }
-      return idx;
-    });
+  parts.forEach((p, k) => {
     for (let i = 0; i < p.gemmCalls.count; i++) {
       gemmExt.push(p.gemmCalls.externalId[i]!);
-      gemmIdx.push(gemmRemap[p.gemmCalls.gemm[i]!]!);
+      gemmIdx.push(gemm.remaps[k]![p.gemmCalls.gemm[i]!]!);
     }
-  }
+  });
   const gemmCalls = sortGemmCalls(Float64Array.from(gemmExt), Int32Array.from(gemmIdx));
+  // Attention ops likewise; parts are consecutive stretches of the file, so their calls joined in order are the file's.
+  const attention = distinct(
+    parts.map((p) => p.attentionOps),
+    (op) => attentionOpKey(op.name, op.dims, op.causal),
+  );
+  const attentionOps = attention.records;
+  const attentionStart: number[] = [];
+  const attentionOp: number[] = [];
+  parts.forEach((p, k) => {
+    for (let i = 0; i < p.attentionCalls.count; i++) {
+      attentionStart.push(p.attentionCalls.startNs[i]!);
+      attentionOp.push(attention.remaps[k]![p.attentionCalls.op[i]!]!);
+    }
+  });
 
   const spans = (pick: (p: TraceModel) => CpuSpan[]) => parts.flatMap(pick).sort((a, b) => a.startNs - b.startNs);
   const steps = new Map<number, TraceModel['steps'][number]>();
@@ -123,6 +130,8 @@ export function mergeModels(parts: TraceModel[]): TraceModel {
     frameworks: parts.flatMap((p) => p.frameworks).filter((f, i, all) => all.findIndex((g) => g.framework === f.framework) === i),
     gemmOps,
     gemmCalls,
+    attentionOps,
+    attentionCalls: { count: attentionStart.length, startNs: Float64Array.from(attentionStart), op: Int32Array.from(attentionOp) },
     memoryPeaks: [...peaks.values()].sort((a, b) => a.device - b.device),
     eventCounts,
     cpuRangeNs: withCpu.length ? [Math.min(...withCpu.map((p) => p.cpuRangeNs[0])), Math.max(...withCpu.map((p) => p.cpuRangeNs[1]))] : [0, 0],
@@ -159,4 +168,23 @@ function mergeCollectives(parts: TraceModel[], remaps: Int32Array[]): TraceModel
     at += c.count;
   });
   return out;
+}
+
+/** One record per distinct key over the parts' lists, first seen first (as one builder keeps them), and each part's index map. */
+function distinct<T>(lists: readonly (readonly T[])[], keyOf: (x: T) => string): { records: T[]; remaps: number[][] } {
+  const records: T[] = [];
+  const keys = new Map<string, number>();
+  const remaps = lists.map((list) =>
+    list.map((x) => {
+      const key = keyOf(x);
+      let idx = keys.get(key);
+      if (idx === undefined) {
+        idx = records.length;
+        records.push(x);
+        keys.set(key, idx);
+      }
+      return idx;
+    }),
+  );
+  return { records, remaps };
 }

@@ -74,6 +74,22 @@ export interface GemmOp {
   convFlops: number | null;
 }
 
+/** A fused attention CPU op (`F.scaled_dot_product_attention`'s backends: trace/attentionOps.ts) with its shapes. */
+export interface AttentionOp {
+  name: string;
+  dims: number[][];
+  /** `is_causal` from its Concrete Inputs; null when not recorded. */
+  causal: boolean | null;
+}
+
+/** The calls of the attention ops, by CPU start (columns: a step makes a few per layer). */
+export interface AttentionCalls {
+  count: number;
+  startNs: Float64Array;
+  /** Index in attentionOps. */
+  op: Int32Array;
+}
+
 export interface MemoryPeak {
   device: number;
   allocatedBytes: number;
@@ -145,6 +161,9 @@ export interface TraceModel {
   frameworks: FrameworkEvidence[];
   gemmOps: GemmOp[];
   gemmCalls: GemmCalls;
+  /** Fused attention ops (distinct op, shapes and causality) and their calls. */
+  attentionOps: AttentionOp[];
+  attentionCalls: AttentionCalls;
   memoryPeaks: MemoryPeak[];
   /** Number of events read, by category (for the report's provenance line). */
   eventCounts: Record<string, number>;

@@ -15,6 +15,7 @@
  * An item (one event, or one top-level key and value) that is cut by a chunk
  * boundary is re-read from its start when the next chunk arrives.
  */
+import { ATTENTION_OP_PATTERN } from './attentionOps.js';
 import { type EventArgs, type Id, type RawEvent, type TraceSink, emptyArgs, resetArgs } from './event.js';
 
 /** Thrown for text that is not a trace at all (before any event was read). */
@@ -139,10 +140,11 @@ for (const c of KNOWN_CATS) (CATS_BY_LEN[c.length] ??= []).push(c);
 
 /**
  * CPU ops whose args matter: matrix multiplies and the convolution ops whose kernels cuDNN runs (shapes, dtypes,
- * a convolution's stride and padding) and collectives.
+ * a convolution's stride and padding), the fused attention ops (shapes, is_causal: attentionOps.ts) and collectives.
  */
-export const CPU_OP_WITH_ARGS =
-  /^(aten::(mm|addmm|bmm|baddbmm|matmul|linear|_scaled_mm|addbmm|_addmm_activation|cudnn_convolution|cudnn_convolution_transpose|convolution_backward)$|record_param_comms|c10d::|nccl:)/;
+export const CPU_OP_WITH_ARGS = new RegExp(
+  `^(aten::(mm|addmm|bmm|baddbmm|matmul|linear|_scaled_mm|addbmm|_addmm_activation|cudnn_convolution|cudnn_convolution_transpose|convolution_backward|${ATTENTION_OP_PATTERN})$|record_param_comms|c10d::|nccl:)`,
+);
 
 /** The opening of a CPU op up to its name's quote, as torch and as JSON.stringify write it. */
 const CPU_OP_KINETO = '"ph": "X", "cat": "cpu_op", "name": "';

@@ -2,7 +2,7 @@
  * `gpuwise tune --md`: the result first (largest that fits, recommended, Goldilocks), then every trial, as Markdown
  * for an issue or a pull request. Pure.
  */
-import { fmtBytes } from '../util/format.js';
+import { fmtBytes, fmtGpuMemory } from '../util/format.js';
 import type { TuneReport } from './report.js';
 
 const rate = (x: number | null) => (x === null ? '-' : x >= 100 ? Math.round(x).toLocaleString('en-US') : x.toPrecision(3));
@@ -20,7 +20,7 @@ export function tuneAnswer(r: TuneReport): string[] {
 
 export function renderTuneMarkdown(r: TuneReport): string {
   const name = r.param.name;
-  const dev = r.device ? ` on ${r.device.name ?? 'GPU'} (${fmtBytes(r.device.totalBytes)})` : '';
+  const dev = r.device ? ` on ${r.device.name ?? 'GPU'} (${fmtGpuMemory(r.device.totalBytes)})` : '';
   const unit = r.throughputUnit ?? 'throughput';
   const out = [`## gpuwise tune: ${name} in ${r.param.lo}..${r.param.hi}${dev}`, '', ...tuneAnswer(r).map((l) => `**${l}**  `), ''];
   out.push(`| # | ${name} | outcome | peak allocated | peak reserved | step | ${unit} |`, '|---:|---:|---|---:|---:|---:|---:|');

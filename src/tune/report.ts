@@ -1,7 +1,7 @@
 /**
  * The result of `gpuwise tune` (the `--json` contract, schemaVersion 1) and its terminal rendering. Pure.
  */
-import { fmtBytes } from '../util/format.js';
+import { fmtBytes, fmtGpuMemory } from '../util/format.js';
 import { type SearchSpace, TUNE, type TuneResult, throughputOf } from './predict.js';
 import type { TrialSummary } from './trial.js';
 
@@ -130,7 +130,7 @@ const OUTCOME_TEXT: Record<TrialSummary['outcome'], string> = {
 export function renderTuneText(r: TuneReport): string {
   const out: string[] = [];
   const name = r.param.name;
-  const dev = r.device ? ` on ${r.device.name ?? 'GPU'} (${fmtBytes(r.device.totalBytes)})` : '';
+  const dev = r.device ? ` on ${r.device.name ?? 'GPU'} (${fmtGpuMemory(r.device.totalBytes)})` : '';
   out.push(`gpuwise tune: ${name} in ${r.param.lo}..${r.param.hi}${dev}, ${r.stepsPerTrial} steps per trial`);
   const unit = r.throughputUnit;
   // Token models: tokens/s beside samples/s.
@@ -161,7 +161,7 @@ export function renderTuneText(r: TuneReport): string {
         : `trial at ${res.line.values[0]} (${res.line.source}${res.line.note ? `: ${res.line.note}` : ''})`;
     out.push(
       `Memory: peak allocated = ${fmtBytes(res.line.fixedBytes)} + ${fmtBytes(res.line.perValueBytes)} x ${name} (from the ${src})`,
-      `  limit: ${fmtBytes(res.budget.totalBytes)} - ${fmtBytes(res.budget.nonAllocatorBytes)} outside the allocator (${res.budget.nonAllocatorSource === 'nvml' ? 'measured by NVML' : 'assumed'}), / ${TUNE.allocatorSlack} allocator slack = ${fmtBytes(res.budget.allocatorLimitBytes)} allocated`,
+      `  limit: ${fmtGpuMemory(res.budget.totalBytes)} - ${fmtBytes(res.budget.nonAllocatorBytes)} outside the allocator (${res.budget.nonAllocatorSource === 'nvml' ? 'measured by NVML' : 'assumed'}), / ${TUNE.allocatorSlack} allocator slack = ${fmtBytes(res.budget.allocatorLimitBytes)} allocated`,
     );
   }
   if (res.largestOk === null) {
@@ -177,7 +177,7 @@ export function renderTuneText(r: TuneReport): string {
     else if (res.recommended !== null) {
       const peak =
         res.recommendedPeakBytes !== null && r.device
-          ? `: about ${fmtBytes(res.recommendedPeakBytes)} of ${fmtBytes(r.device.totalBytes)} in use`
+          ? `: about ${fmtBytes(res.recommendedPeakBytes)} of ${fmtGpuMemory(r.device.totalBytes)} in use`
           : '';
       out.push(`Recommended: ${name}=${res.recommended} (leaves ${pct} of the GPU memory free${peak})`);
     } else out.push(`Recommended: none leaves ${pct} of the GPU memory free`);

@@ -31,9 +31,18 @@ export function fmtBytes(b: number): string {
   return `${v.toFixed(v >= 100 || u === 0 ? 0 : Math.abs(v) >= 10 ? 1 : 2)} ${units[u]}`;
 }
 
-/** Trace-relative time in ms, as the profiler UIs show it. */
-export function fmtAt(ns: number): string {
-  return `t=${(ns / 1e6).toFixed(3)} ms`;
+/**
+ * A GPU's memory, one figure for one GPU in every report: GiB with one decimal, of the memory CUDA can use (what
+ * torch's `total_memory` and a trace's `totalGlobalMem` say, and NVML's total less what the driver reserves):
+ * "139.8 GiB" for an H200, whatever its name says it was sold as ("141GB").
+ */
+export function fmtGpuMemory(bytes: number): string {
+  return fmtGiB(bytes, 1);
+}
+
+/** Where a total over the analysed steps stands beside per-step figures: "over the 3-step window". */
+export function fmtWindow(steps: number): string {
+  return `over the ${steps}-step window`;
 }
 
 export function fmtSignedBytes(b: number): string {
@@ -45,6 +54,12 @@ export function fmtUs(us: number): string {
   if (us >= 1e6) return `${(us / 1e6).toFixed(2)} s`;
   if (us >= 1e3) return `${(us / 1e3).toFixed(1)} ms`;
   return `${us.toFixed(0)} us`;
+}
+
+/** A rate per second (samples/s, tokens/s): whole and grouped from 100 ("15,221"), one decimal below ("87.1"). */
+export function fmtRate(perS: number | null | undefined): string {
+  if (typeof perS !== 'number' || !Number.isFinite(perS)) return 'n/a';
+  return perS >= 100 ? Math.round(perS).toLocaleString('en-US') : perS.toFixed(1);
 }
 
 /** TFLOP/s with the digits a small model needs too (0.012, 3.4, 228). */

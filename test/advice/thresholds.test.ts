@@ -45,7 +45,9 @@ describe('severity edges on hand-built metrics', () => {
       expect(f?.severity ?? null).toBe(severity);
       if (f) {
         expect(f.estimatedGain?.savedFraction).toBeCloseTo(idle / 100e6, 12);
-        expect(f.title).toBe(`The GPU waits on the DataLoader ${fmtPct(idle / 100e6)} of each step`);
+        // the share is the evidence's (and the expected line's), never the title's
+        expect(f.title).toBe('The GPU waits on the DataLoader');
+        expect(f.evidence[0]).toContain(`(${fmtPct(idle / 100e6)})`);
       }
     });
 });

@@ -214,7 +214,8 @@ describe('one report order and prose wrapped to the terminal', () => {
   });
 
   it('renderTerminal wraps evidence and advice to the width given, keeping the indent', async () => {
-    const { renderTerminal, PLAIN } = await import('../../src/report/terminal.js');
+    const { renderTerminal } = await import('../../src/report/terminal.js');
+    const { PLAIN } = await import('../../src/report/style.js');
     const j = JSON.parse((await runCli(['analyze', '--json', starved])).stdout);
     const lines = renderTerminal(j, PLAIN, 80).split('\n');
     // Every line but code (after '|') and bars fits, unless one word alone is longer.

@@ -10,13 +10,15 @@ import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { build } from 'esbuild';
 import { beforeAll, describe, expect, it } from 'vitest';
+// @ts-expect-error: a build script in JavaScript, without types
+import { cliBuildOptions } from '../../scripts/buildConfig.mjs';
 import { tracePath } from '../helpers/fixtures.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'gpuwise-bundle-'));
 const bundle = join(dir, 'gpuwise.mjs');
 
 beforeAll(async () => {
-  await build({ entryPoints: ['src/cli/bin.ts'], bundle: true, platform: 'node', format: 'esm', outfile: bundle, logLevel: 'error' });
+  await build({ ...cliBuildOptions(bundle), logLevel: 'error' });
 });
 
 /** Runs analyze; returns the report and how many segments the event scanner read (0 on one thread). */

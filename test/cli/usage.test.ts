@@ -1,8 +1,75 @@
 /** Flag mistakes are one line with a did-you-mean, never Node's parser text (issue 16). */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { closeMatches, editDistance } from '../../src/util/closeMatches.js';
 import { runCli } from '../helpers/cli.js';
+import { REPO } from '../doctor/helpers.js';
 import { tracePath } from '../helpers/fixtures.js';
+
+describe('commands: a typo, help, the version', () => {
+  it('a mistyped command is one line with the command meant, exit 2', async () => {
+    const r = await runCli(['analyse', 'x']);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toBe("gpuwise: unknown command 'analyse': did you mean analyze? (gpuwise --help lists the commands)\n");
+  });
+
+  it('a word like no command is one line that names the commands', async () => {
+    const r = await runCli(['frobnicate']);
+    expect(r.code).toBe(2);
+    expect(r.stderr.trimEnd().split('\n')).toHaveLength(1);
+    expect(r.stderr).toMatch(/^gpuwise: unknown command 'frobnicate': the commands are analyze, plan, memory, .*, exporter\n$/);
+  });
+
+  it('gpuwise help COMMAND is gpuwise COMMAND --help; help of an unknown command is the typo line', async () => {
+    for (const name of ['analyze', 'doctor', 'serve']) {
+      const help = await runCli(['help', name]);
+      const direct = await runCli([name, '--help']);
+      expect(help).toEqual({ ...direct, code: 0 });
+      expect(help.stdout).toMatch(/Usage: gpuwise|gpuwise \w+:/);
+    }
+    const r = await runCli(['help', 'analyse']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('did you mean analyze?');
+  });
+
+  it('-v, -V and --version print the version', async () => {
+    const { VERSION } = await import('../../src/cli/version.js');
+    for (const flag of ['-v', '-V', '--version']) expect(await runCli([flag])).toEqual({ code: 0, stdout: `${VERSION}\n`, stderr: '' });
+  });
+});
+
+describe('--no-color, the one colour flag', () => {
+  const COMMANDS = ['analyze', 'plan', 'memory', 'smi', 'monitor', 'select', 'record', 'doctor', 'tune', 'runs', 'compare', 'serve', 'exporter'];
+  it('every command accepts it', async () => {
+    for (const name of COMMANDS) {
+      const r = await runCli([name, '--no-color', '--help']);
+      expect([name, r.code, r.stderr]).toEqual([name, 0, '']);
+    }
+  });
+
+  it('doctor --from, runs, runs show and compare print their text with it', async () => {
+    const run = join(REPO, 'examples', 'doctor', 'runs', 'h200', 'starved_dataloader');
+    const other = join(REPO, 'examples', 'doctor', 'runs', 'h200', 'host_sync');
+    const store = mkdtempSync(join(tmpdir(), 'gpuwise-nocolor-'));
+    try {
+      for (const args of [
+        ['doctor', '--from', run, '--no-color'],
+        ['runs', '--store', store, '--no-color'],
+        ['runs', 'show', run, '--no-color'],
+        ['compare', run, other, '--no-color'],
+      ]) {
+        const r = await runCli(args);
+        expect([args, r.code, r.stderr]).toEqual([args, 0, '']);
+        expect(r.stdout).not.toContain('\x1b[');
+      }
+    } finally {
+      rmSync(store, { recursive: true, force: true });
+    }
+  });
+});
 
 describe('unknown flags', () => {
   it.each([

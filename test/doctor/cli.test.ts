@@ -2,6 +2,7 @@
  * `gpuwise doctor` end to end, as a user runs it: the CLI is bundled once (as `npm run build`
  * does) and started as its own process, so signals and exit codes are real.
  */
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -67,6 +68,34 @@ describe('gpuwise doctor: usage', () => {
     expect(rep.environment.probeSilent).toBe(true);
   });
 
+  it('a Python without PyTorch: the report says so in one line, naming that Python', async () => {
+    // A real Python environment without torch: a venv of the system's Python, without its site-packages.
+    const venv = join(tmp, 'venv-no-torch');
+    execFileSync(PYTHON, ['-m', 'venv', '--without-pip', venv]);
+    const script = join(tmp, 'train_needs_torch.py');
+    writeFileSync(script, 'import torch\n');
+    const out = outDir();
+    const direct = await doctor(['--out', out, '--', join(venv, 'bin', 'python3'), script]);
+    expect(direct.code).toBe(1);
+    const notes = reportOf(out).notes;
+    expect(notes).toContain(
+      `${join(venv, 'bin', 'python3')} has no PyTorch (ModuleNotFoundError: No module named 'torch'): the probe reports from PyTorch, so it had nothing to send; run doctor with the Python of the environment that trains, or install torch into this one`,
+    );
+    expect(notes.join('\n')).not.toContain('the probe sent nothing');
+    expect(direct.stdout).toMatch(/\n {2}- \S+python3 has no PyTorch \(ModuleNotFoundError: No module named 'torch'\): the probe reports from PyTorch/);
+    // python3 found on PATH: the note names it as typed, with the executable it is.
+    const viaPath = outDir();
+    const env = pyEnv({ GPUWISE_STORE: join(tmp, 'store'), PATH: `${join(venv, 'bin')}:${process.env.PATH}` });
+    expect((await runProcess(process.execPath, [bundle, 'doctor', '--out', viaPath, '--', 'python3', script], env)).code).toBe(1);
+    expect(reportOf(viaPath).notes.join('\n')).toContain(`python3 (${join(venv, 'bin', 'python3')}) has no PyTorch`);
+    // A Python that has torch but took no step keeps the general note.
+    if (!SKIP_PYTHON) {
+      const quiet = outDir();
+      expect((await doctor(['--out', quiet, '--', PYTHON, '-c', 'import torch'])).code).toBe(0);
+      expect(reportOf(quiet).notes.join('\n')).toContain('the probe sent nothing');
+    }
+  });
+
   it('samples the GPUs with the telemetry sampler while the command runs (fake nvidia-smi)', async () => {
     const out = outDir();
     const fake = join(tmp, 'nvidia-smi');
@@ -85,7 +114,7 @@ describe('gpuwise doctor: usage', () => {
     expect(g0?.samples).toBeGreaterThanOrEqual(2);
     expect(g0?.maxUsedBytes).toBe(1000 * 1024 * 1024);
     expect(g0?.timeline.tS).toHaveLength(g0?.samples ?? -1);
-    expect(r.stdout).toMatch(/GPU 0 Fake H200: max used 1000 MiB of 140 GiB, utilisation mean 50%/);
+    expect(r.stdout).toMatch(/GPU 0 Fake H200: max used 1000 MiB of 139\.8 GiB, utilisation mean 50%/);
   });
 
   it('leaves no orphan: what the command left running in its process group is ended', async () => {

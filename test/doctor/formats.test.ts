@@ -46,7 +46,7 @@ describe.skipIf(SKIP_PYTHON)('doctor report as Markdown and HTML (real probe rec
     expect(f).toBeDefined();
     expect(md).toContain(`: ${f?.title}`);
     expect(md).toContain('```python\nloader = DataLoader(dataset');
-    expect(md).toContain('Not sampled (no GPU in the test)');
+    expect(md).toContain('No GPU samples (no GPU in the test)');
   });
 
   it('HTML: the serve run page as one offline file, uPlot inline, the step chart per rank, tables without JS', () => {
@@ -86,7 +86,7 @@ describe.skipIf(SKIP_PYTHON)('doctor report as Markdown and HTML (real probe rec
     expect(c.gpus[0]?.tS).toHaveLength(8);
     expect(Math.max(...((c.gpus[0]?.usedGiB ?? []) as number[]))).toBeCloseTo(30.75, 2);
     expect(c.gpus[0]?.util.slice(1).every((v) => v === 93)).toBe(true);
-    expect(html).toContain('<td>30.8 GiB of 141 GiB</td>');
+    expect(html).toContain('<td class="num">30.8 GiB of 141.0 GiB</td>');
     expect(html).toContain('id="chart-gpus"');
     expect(noscripts(html).filter((n) => n.includes('over time (the chart needs JavaScript)'))).toHaveLength(2);
     // NVML saw 30.5 GiB for the process at most; the allocator reserved 30 GiB: 512 MiB of context and other.
@@ -94,7 +94,7 @@ describe.skipIf(SKIP_PYTHON)('doctor report as Markdown and HTML (real probe rec
     expect(html).toContain(line);
     const md = renderDoctorMarkdown(r);
     expect(md).toContain(line);
-    expect(md).toMatch(/\| 0 \| NVIDIA H200 \| 8 \| 30\.8 GiB of 141 GiB \| 81% \(93%\) \| `[▁▂▃▄▅▆▇█]{8}` \| `▁█████{3}` \|/);
+    expect(md).toMatch(/\| 0 \| NVIDIA H200 \| 8 \| 30\.8 GiB of 141\.0 GiB \| 81% \(93%\) \| `[▁▂▃▄▅▆▇█]{8}` \| `▁█████{3}` \|/);
     expect(md).toMatch(/GPU memory of its process over time \(max 30\.5 GiB\)/);
   });
 

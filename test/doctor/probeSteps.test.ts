@@ -225,3 +225,33 @@ describe.skipIf(SKIP_PYTHON)('half-precision master weights (CPU torch)', () => 
     expect(halfMasterWeightsFinding(model((await probe(script(false), { GPUWISE_PROFILE_STEPS: '0' })).records))).toBeNull();
   });
 });
+
+describe.skipIf(SKIP_PYTHON)("the precision accelerate was set up with (CPU torch; accelerate's state stood in for)", () => {
+  // accelerate enters autocast inside the prepared model's forward, after the probe's forward pre-hook, so the model
+  // record's autocastDtype says "" for an accelerate or Trainer bf16 run (examples/realworld/runs/*_bf16). Its own
+  // state says what the run asked for. accelerate is not installed here: the script puts a module with accelerate's
+  // AcceleratorState (a shared-state class whose `_mixed_precision` holds the setting) where accelerate keeps it.
+  const loop = [
+    'model = torch.nn.Linear(4, 4)',
+    'opt = torch.optim.SGD(model.parameters(), lr=0.1)',
+    'for i in range(4):',
+    '    model(torch.ones(2, 4)).sum().backward(); opt.step(); opt.zero_grad()',
+  ];
+  const accelerateState = (shared: string) => [
+    'import sys, types, torch',
+    "st = types.ModuleType('accelerate.state')",
+    `st.AcceleratorState = type('AcceleratorState', (), {'_shared_state': ${shared}})`,
+    "sys.modules['accelerate.state'] = st",
+  ];
+  it("reads accelerate's state into the model record (acceleratePrecision), its environment when the state is not built yet", async () => {
+    const built = await probe([...accelerateState("{'_mixed_precision': 'bf16'}"), ...loop], { GPUWISE_PROFILE_STEPS: '0' });
+    expect(built.stderr).toBe('');
+    expect(model(built.records)).toMatchObject({ autocastDtype: '', acceleratePrecision: 'bf16' });
+    const launched = await probe([...accelerateState('{}'), ...loop], { GPUWISE_PROFILE_STEPS: '0', ACCELERATE_MIXED_PRECISION: 'fp16' });
+    expect(model(launched.records)).toMatchObject({ acceleratePrecision: 'fp16' });
+  });
+  it('says nothing without accelerate, whatever the environment', async () => {
+    const none = await probe(['import torch', ...loop], { GPUWISE_PROFILE_STEPS: '0', ACCELERATE_MIXED_PRECISION: 'bf16' });
+    expect(model(none.records).acceleratePrecision).toBeNull();
+  });
+});

@@ -84,7 +84,8 @@ describe('processes on each GPU', () => {
     expect(renderDoctorMarkdown(saved).match(/^\| 0 \| pid /gm)).toHaveLength(2);
     expect(() => renderDoctorHtml(saved, inlineAssets())).not.toThrow();
     const again = buildDoctorReport(
-      recordedRunInput({ dir: '/runs/x', records, skippedLines: 0, recordNotes: [], traces: [], snapshots: [], savedReport: saved, savedReportProblem: null, version: 'test' }),
+      recordedRunInput({ dir: '/runs/x', records, skippedLines: 0, recordNotes: [], traces: [], snapshots: [], savedReport: saved, savedReportProblem: null, modelJson: null,
+        version: 'test' }),
     );
     expect(again.gpus?.[0]?.processes?.map((p) => p.pid)).toEqual([TRAINER, OTHER]);
   });
@@ -181,7 +182,8 @@ describe('gpu-shared', () => {
     const live = reportOf(records, samples);
     const saved = JSON.parse(JSON.stringify(live)) as DoctorReport;
     const again = buildDoctorReport(
-      recordedRunInput({ dir: '/runs/x', records, skippedLines: 0, recordNotes: [], traces: [], snapshots: [], savedReport: saved, savedReportProblem: null, version: 'test' }),
+      recordedRunInput({ dir: '/runs/x', records, skippedLines: 0, recordNotes: [], traces: [], snapshots: [], savedReport: saved, savedReportProblem: null, modelJson: null,
+        version: 'test' }),
     );
     const pick = (r: DoctorReport) => r.findings.find((f) => f.id === 'gpu-shared');
     expect(pick(again)?.data).toEqual(pick(live)?.data);

@@ -56,7 +56,7 @@ describe('stages of the doctor report', () => {
     expect(r.steps.medianS).toBeCloseTo(summarizeRank(p!, null).steps.medianS!, 3);
   });
 
-  it('traceFindingsOf: the gains judged on the run (its mean step, its waits), the window figures in the evidence', async () => {
+  it('traceFindingsOf: one number per finding (the gain, judged on the run: its mean step, its waits), the window figures in the evidence', async () => {
     const path = join(RUNS, 'starved_dataloader', 'trace.json.gz');
     const traces: TraceInput[] = [{ rank: 0, path, metrics: analyzeTrace(await loadTrace(path)), collectives: null, error: null }];
     const processes = groupProcesses(recordsOf('starved_dataloader'));
@@ -64,9 +64,10 @@ describe('stages of the doctor report', () => {
     const fs = traceFindingsOf(traces, ranks, null, pacesOf(processes, ranks, traces));
     const dl = fs.find((f) => f.id === 'dataloader-bound')!;
     const st = ranks[0]!.steps;
-    // One number: the run's wait over its mean step, the basis of the gain too.
-    expect(dl.title).toBe(`The training loop waits on the DataLoader ${Math.round((st.dataWaitShare ?? 0) * 100)}% of the time`);
+    // the title states no share: the expected line gives the run's, the evidence the window's and the run's waits
+    expect(dl.title).toBe('The training loop waits on the DataLoader');
     expect(dl.estimatedGain?.stepTimeNs).toBeCloseTo((st.meanS ?? 0) * 1e9, 0);
+    expect(dl.evidence[0]).toContain(`(${Math.round((st.dataWaitShare ?? 0) * 100)}% of the mean step`);
     expect(dl.evidence.join('\n')).toMatch(/in the profiled window DataLoader\.__next__ takes [\d.]+ ms per step on the CPU/);
   });
 
@@ -75,7 +76,7 @@ describe('stages of the doctor report', () => {
     const ranks = processes.map((p) => summarizeRank(p, null));
     const [f] = probeFindingsOf(null, ranks, [], pacesOf(processes, ranks, []));
     expect(f?.id).toBe('dataloader-bound');
-    expect(f?.title).toBe(`The training loop waits on the DataLoader ${Math.round((ranks[0]!.steps.dataWaitShare ?? 0) * 100)}% of the time`);
+    expect(f?.title).toBe('The training loop waits on the DataLoader');
     // with the rank's window, it is the trace's finding (traceFindingsOf)
     const traces: TraceInput[] = [{ rank: 0, path: 'w', metrics: {} as TraceInput['metrics'], collectives: null, error: null }];
     expect(probeFindingsOf(null, ranks, traces, pacesOf(processes, ranks, []))).toEqual([]);
@@ -111,13 +112,15 @@ describe('stages of the doctor report', () => {
     expect(notes.join('\n')).toMatch(/rank 0: the profiled window started at step 10 before the step times settled \(the wait reached its cap, after 9 steps\)/);
   });
 
-  it('rankFindings: advice never ranks above a defect of similar gain, nor above high', () => {
+  it('rankFindings: most gain first within a severity, advice included (never above high; after a defect of equal gain)', () => {
     const defect = finding({ id: 'host-sync', title: '', ranks: [0], evidence: [], data: {}, recommendation: { summary: '', code: '' }, estimatedGain: wholeStepGain(100, 100 - 20, '') });
     const advice = adviceFinding({ id: 'whatif-bigger-batch', title: '', ranks: [0], evidence: [], data: {}, recommendation: { summary: '', code: '' }, estimatedGain: wholeStepGain(100, 100 - 23, '') });
     const bigAdvice = adviceFinding({ ...advice, id: 'whatif-fsdp', estimatedGain: wholeStepGain(100, 100 - 90, '') });
     const high = finding({ ...defect, id: 'dataloader-bound', estimatedGain: wholeStepGain(100, 100 - 26, '') });
     expect(bigAdvice.severity).toBe('medium');
     const order = rankFindings([defect, high], [], [], [advice, bigAdvice]).map((f) => f.id);
-    expect(order).toEqual(['dataloader-bound', 'whatif-fsdp', 'host-sync', 'whatif-bigger-batch']);
+    expect(order).toEqual(['dataloader-bound', 'whatif-fsdp', 'whatif-bigger-batch', 'host-sync']);
+    const tie = adviceFinding({ ...advice, estimatedGain: wholeStepGain(100, 100 - 20, '') });
+    expect(rankFindings([], [], [], [tie, defect]).map((f) => f.id)).toEqual(['host-sync', 'whatif-bigger-batch']);
   });
 });

@@ -231,7 +231,7 @@ describe('doctor report what-ifs', () => {
     expect(max?.batch).toBeGreaterThan(60);
     expect((max?.predictedPeakBytes ?? 0) * 1.02).toBeLessThanOrEqual(max?.budgetBytes ?? 0);
     // The largest batch is a fact in the table (no advice): claims stop at 4x the batch.
-    expect(max?.title).toMatch(new RegExp(`^batch ${max?.batch} is the largest that fits: predicted [\\d.]+ GiB of 13\\d\\.\\d GiB`));
+    expect(max?.title).toMatch(new RegExp(`^batch ${max?.batch} is the largest that fits: predicted [\\d.]+ GiB of a 13\\d\\.\\d GiB budget`));
     expect(max?.recommendation).toBeNull();
     // The planner sees this fp32 step bound by compute: 2x and 4x the batch gain under 5%, so no bigger-batch advice
     // (it used to offer batch 81, 20x the run's, for its 5.1%).

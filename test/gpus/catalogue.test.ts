@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { closeGpuMatches, GPUS, gpuById, lookupGpu } from '../../src/gpus/catalogue.js';
+import { closeGpuMatches, GPUS, gpuById, lookupGpu, matchGpu } from '../../src/gpus/catalogue.js';
 
 const FIXTURES = join(__dirname, '..', 'fixtures', 'telemetry');
 const id = (q: Parameters<typeof lookupGpu>[0]) => lookupGpu(q)?.id ?? null;
@@ -17,6 +17,10 @@ describe('lookupGpu', () => {
     const printed: [string, string][] = [
       ['NVIDIA H100 80GB HBM3', 'h100-sxm'],
       ['NVIDIA H100 PCIe', 'h100-pcie'],
+      ['NVIDIA H100 NVL', 'h100-nvl'],
+      ['NVIDIA H200 NVL', 'h200-nvl'],
+      ['NVIDIA L40', 'l40'],
+      ['NVIDIA A10', 'a10'],
       ['NVIDIA H200', 'h200'],
       ['NVIDIA GH200 480GB', 'gh200'],
       ['NVIDIA B200', 'b200'],
@@ -74,8 +78,9 @@ describe('lookupGpu', () => {
   });
 
   it('uses memory size and SM count to choose the variant of a family it has not listed', () => {
-    // "H100 NVL" is not listed: PCIe-less H100 with 94 GB is nearest the SXM entry by memory
-    expect(id({ name: 'NVIDIA H100 NVL', memoryBytes: 95_830 * 2 ** 20 })).toBe('h100-sxm');
+    // the H100 NVL is listed now (94 GB, issue 24): its name and memory find it, not the 80 GB SXM
+    expect(id({ name: 'NVIDIA H100 NVL', memoryBytes: 95_830 * 2 ** 20 })).toBe('h100-nvl');
+    expect(id({ name: 'NVIDIA H100', memoryBytes: 95_830 * 2 ** 20 })).toBe('h100-nvl');
     // an A100 variant named without its size: memory decides between 40 and 80 GB
     expect(id({ name: 'NVIDIA A100-SXM4', memoryBytes: 40 * 2 ** 30 })).toBe('a100-40');
     expect(id({ name: 'NVIDIA A100-SXM4', memoryBytes: 80 * 2 ** 30 })).toBe('a100-80');
@@ -85,8 +90,41 @@ describe('lookupGpu', () => {
   });
 
   it('says null for a GPU it does not know (the caller words the error)', () => {
-    for (const unknown of ['NVIDIA RTX A6000', 'b300', 'NVIDIA L40', 'AMD Instinct MI300X', '', 'NVIDIA GB10'])
+    for (const unknown of ['NVIDIA RTX A6000', 'b300', 'NVIDIA H800', 'AMD Instinct MI300X', '', 'NVIDIA GB10'])
       expect([unknown, id(unknown)]).toEqual([unknown, null]);
+  });
+});
+
+// Issue 24 item 7: `--gpu a100` became the 80 GB SXM4 and `--gpu "NVIDIA H100 NVL"` the 80 GB SXM, and no report said so.
+describe('matchGpu: how surely a name names one card', () => {
+  const how = (name: string) => {
+    const m = matchGpu(name);
+    return m ? [m.gpu.id, m.how, m.alternatives] : null;
+  };
+  it('a device name, id or alias of one entry is exact', () => {
+    for (const [name, want] of [
+      ['NVIDIA H100 NVL', 'h100-nvl'],
+      ['h100-pcie', 'h100-pcie'],
+      ['H100 SXM', 'h100-sxm'],
+      ['NVIDIA A100-SXM4-40GB', 'a100-40'],
+      ['h200', 'h200'],
+      ['RTX 4090', 'rtx4090'],
+    ] as const)
+      expect([name, how(name)]).toEqual([name, [want, 'exact', []]]);
+    expect(matchGpu({ name: 'renamed', pciDeviceId: '232110DE' })?.gpu.id).toBe('h100-nvl');
+  });
+  it('a name several cards share is read as the usual one, with the others', () => {
+    expect(how('a100')).toEqual(['a100-80', 'usual', ['a100-40', 'a100-pcie-80', 'a100-pcie-40']]);
+    expect(how('H100')).toEqual(['h100-sxm', 'usual', ['h100-pcie', 'h100-nvl']]);
+    expect(how('a100-pcie')).toEqual(['a100-pcie-40', 'usual', ['a100-pcie-80']]);
+    expect(how('v100')).toEqual(['v100-32', 'usual', ['v100-16']]);
+    expect(how('h200-141')).toEqual(['h200', 'usual', ['h200-nvl']]);
+  });
+  it('a variant not listed by name is the closest entry, never exact', () => {
+    expect(how('A100 80GB')).toEqual(['a100-80', 'closest', ['a100-pcie-80']]);
+    expect(how('A100 40GB SXM')).toEqual(['a100-40', 'closest', []]);
+    expect(how('RTX 4090 D')).toEqual(['rtx4090', 'closest', []]);
+    expect(how('GH200 144G HBM3e')).toEqual(['gh200', 'closest', []]);
   });
 });
 

@@ -1,9 +1,12 @@
+import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { main } from '../../src/cli/main.js';
+import { findKnownModel } from '../../src/planner/knownModels.js';
 import type { PlanJson } from '../../src/planner/report.js';
+import { buildBundle } from '../cliBundle.js';
 import { configPath } from './helpers.js';
 
 async function cli(...args: string[]): Promise<{ code: number; out: string; err: string }> {
@@ -52,7 +55,7 @@ describe('gpuwise plan --json', () => {
     expect(j.maxBatch?.budgetBytes).toBe(20 * 1024 ** 3);
     expect(j.setup.microBatch).toBe(j.maxBatch?.microBatch);
   });
-  it('--search ranks feasible plans by throughput', async () => {
+  it('--search ranks feasible plans by throughput, ties to the simplest', async () => {
     const r = await cli(
       '--model',
       llama,
@@ -73,9 +76,33 @@ describe('gpuwise plan --json', () => {
     const j = JSON.parse(r.out) as PlanJson;
     const plans = j.search?.plans ?? [];
     expect(plans.length).toBe(5);
-    for (let i = 1; i < plans.length; i++) expect(plans[i - 1]!.tokensPerSec).toBeGreaterThanOrEqual(plans[i]!.tokensPerSec);
+    // fastest first, except that a tie (2%) goes to the simplest: none more than 2% faster than one ranked above it
+    let slowest = Number.POSITIVE_INFINITY;
+    for (const p of plans) {
+      expect(p.tokensPerSec * 0.98).toBeLessThanOrEqual(slowest + 1);
+      slowest = Math.min(slowest, p.tokensPerSec);
+    }
     for (const p of plans) expect(p.globalBatch).toBe(64);
     expect(plans[0]!.savers.length).toBeLessThanOrEqual(3);
+  });
+  // Issue 24 item 8: the choice among tied layouts is the simplest, said in one line in every format, and emitted.
+  it('--search explains its choice in every format and --emit writes the chosen plan', async () => {
+    const args = ['--model', gpt2, '--gpu', 'h100-sxm', '--gpus', '8', '--search', '--global-batch', '256'];
+    const j = JSON.parse((await cli(...args, '--json')).out) as PlanJson;
+    expect(j.search!.choice).toMatchObject({ tolerance: 0.02, tiedPlans: 32, fastest: { rank: 20 } });
+    expect([j.parallelism.dp, j.setup.microBatch, j.setup.gradAccum]).toEqual(['zero1', 32, 1]);
+    const line = 'chosen: zero1 x8, mb 32, accum 1, ckpt none: ties within 2% with 31 others (the fastest, #20 fsdp x8, mb 4, accum 8, ckpt none, is 0.2% faster); the simplest of them';
+    expect((await cli(...args)).out.split('\n')).toContain(line);
+    expect((await cli(...args, '--md')).out).toContain(`C${line.slice(1)}.`);
+    const page = join(mkdtempSync(join(tmpdir(), 'gpuwise-plansearch-')), 'plan.html');
+    await cli(...args, '--html', page);
+    expect(readFileSync(page, 'utf8')).toContain(`<p id="search-choice">${line}</p>`);
+    const emitted = (await cli(...args, '--emit', 'torchrun')).out;
+    expect(emitted).toMatch(/--micro-batch 32 \\\n {2}--grad-accum 1 \\/);
+    expect(emitted).toMatch(/--strategy zero1/);
+    // when the simplest of the tie is also the fastest, the line says so
+    const one = (await cli('--model', gpt2, '--gpu', 'h200', '--search')).out;
+    expect(one).toMatch(/^chosen: single replica, mb 64, accum 1, ckpt none: ties within 2% with \d+ others; the fastest and the simplest of them$/m);
   });
   it('terminal output names the binding phase and the three predictions', async () => {
     const r = await cli(
@@ -148,7 +175,7 @@ describe('bad input: one line, exit 2', () => {
     [['--model', gpt2, '--batch', '0'], /--batch: '0' is not an integer >= 1/],
     [['--model', llama, '--gpu', 'h100', '--gpus', '8', '--tp', '3'], /--tp 3 x --pp 1 does not divide 8 GPUs/],
     [['--model', gpt2, '--gpu', 't4', '--precision', 'amp-bf16'], /has no bf16 support/],
-    [['--model', 'gpt2-no-such-model'], /no copy of the Hugging Face model 'gpt2-no-such-model' in .*huggingface-cli download gpt2-no-such-model config\.json/],
+    [['--model', 'someorg/gpt2-no-such-model'], /no copy of the Hugging Face model 'someorg\/gpt2-no-such-model' in .*not a model gpuwise ships.*huggingface-cli download someorg\/gpt2-no-such-model config\.json/],
   ])('%j', async (args, message) => {
     const r = await cli(...args);
     expect(r.code).toBe(2);
@@ -200,6 +227,27 @@ describe('plan: visible defaults, sizes, Hugging Face ids, reports', () => {
     expect(t4.setup.precision).toBe('amp-fp16');
     expect(t4.assumed).toContain('--precision amp-fp16 (NVIDIA T4 16GB has no bf16)');
   });
+  // Issue 24 item 7: a GPU name that does not pin down one card is read as one and every output says so.
+  it('the H100 NVL is its own 94 GB card; an ambiguous --gpu is listed under assumed in every format', async () => {
+    const nvl = JSON.parse((await cli('--model', gpt2, '--gpu', 'NVIDIA H100 NVL', '--json')).out) as PlanJson;
+    expect(nvl.hardware.gpu.id).toBe('h100-nvl');
+    expect(nvl.hardware.gpu.memoryBytes).toBeGreaterThan(93 * 1024 ** 3);
+    expect((nvl.assumed ?? []).join(' ')).not.toMatch(/--gpu/);
+    const reading = "--gpu a100-80 ('a100' read as NVIDIA A100 SXM4 80GB, its usual meaning; also a100-40, a100-pcie-80, a100-pcie-40: give the id that matches)";
+    const j = JSON.parse((await cli('--model', gpt2, '--gpu', 'a100', '--json')).out) as PlanJson;
+    expect(j.assumed).toContain(reading);
+    expect((await cli('--model', gpt2, '--gpu', 'a100')).out).toContain(reading);
+    expect((await cli('--model', gpt2, '--gpu', 'a100', '--md')).out).toContain(reading);
+    expect((await cli('--model', gpt2, '--gpu', 'a100', '--gpus', '8', '--search', '--global-batch', '64')).out).toContain(reading);
+    const page = join(mkdtempSync(join(tmpdir(), 'gpuwise-plangpu-')), 'plan.html');
+    await cli('--model', gpt2, '--gpu', 'a100', '--html', page);
+    expect(readFileSync(page, 'utf8')).toContain(reading.replace(/'/g, '&#39;'));
+    const emitted = await cli('--model', gpt2, '--gpu', 'A100 80GB', '--emit', 'torchrun');
+    expect(emitted.out).toMatch(/^# gpuwise plan/);
+    expect(emitted.err).toContain("--gpu a100-80 ('A100 80GB' is not in the catalogue by name: read as the closest, NVIDIA A100 SXM4 80GB; also a100-pcie-80");
+    // an exact name adds nothing
+    expect(JSON.parse((await cli('--model', gpt2, '--gpu', 'a100-pcie-40', '--json')).out).assumed.join(' ')).not.toMatch(/--gpu/);
+  });
   it('--gpu-memory 40 means 40 GiB, not 40 bytes', async () => {
     const j = JSON.parse((await cli('--model', gpt2, '--gpu-memory', '40', '--gpu-tflops', '300', '--json')).out) as PlanJson;
     expect(j.hardware.gpu.memoryBytes).toBe(40 * 1024 ** 3);
@@ -218,14 +266,110 @@ describe('plan: visible defaults, sizes, Hugging Face ids, reports', () => {
       const r = await cli('--model', 'openai-community/gpt2', '--gpu', 'h200', '--json');
       expect(r.code).toBe(0);
       expect((JSON.parse(r.out) as PlanJson).model.params).toBe(124_439_808);
-      const missing = await cli('--model', 'meta-llama/Llama-3.1-8B');
+      const missing = await cli('--model', 'EleutherAI/pythia-1b');
       expect(missing.code).toBe(2);
-      expect(missing.err).toContain(`no copy of the Hugging Face model 'meta-llama/Llama-3.1-8B' in ${join(home, 'hub')}`);
-      expect(missing.err).toContain('https://huggingface.co/meta-llama/Llama-3.1-8B/resolve/main/config.json');
+      expect(missing.err).toContain(`no copy of the Hugging Face model 'EleutherAI/pythia-1b' in ${join(home, 'hub')}`);
+      expect(missing.err).toContain('https://huggingface.co/EleutherAI/pythia-1b/resolve/main/config.json');
     } finally {
       if (saved === undefined) delete process.env.HF_HOME;
       else process.env.HF_HOME = saved;
     }
+  });
+  // Issue 24 item 6: `plan --model gpt2` failed without a Hugging Face cache, and `--model llama-7b` suggested a hub id
+  // that does not exist.
+  describe('models shipped with gpuwise, when the Hugging Face cache has no copy', () => {
+    const withCache = async <T>(dir: string, f: () => Promise<T>): Promise<T> => {
+      const saved = process.env.HF_HUB_CACHE;
+      process.env.HF_HUB_CACHE = dir;
+      try {
+        return await f();
+      } finally {
+        if (saved === undefined) delete process.env.HF_HUB_CACHE;
+        else process.env.HF_HUB_CACHE = saved;
+      }
+    };
+    const empty = mkdtempSync(join(tmpdir(), 'gpuwise-nohf-'));
+    it('the names people type plan offline, and the report says where the config came from', async () => {
+      await withCache(empty, async () => {
+        for (const [name, id] of [
+          ['gpt2', 'openai-community/gpt2'],
+          ['gpt2-medium', 'openai-community/gpt2-medium'],
+          ['openai-community/gpt2', 'openai-community/gpt2'],
+          ['meta-llama/Llama-2-7b-hf', 'meta-llama/Llama-2-7b-hf'],
+          ['llama2-7b', 'meta-llama/Llama-2-7b-hf'],
+          ['qwen2.5-7b', 'Qwen/Qwen2.5-7B'],
+          ['bert-base-uncased', 'google-bert/bert-base-uncased'],
+          ['mixtral-8x7b', 'mistralai/Mixtral-8x7B-v0.1'],
+        ] as const) {
+          const r = await cli('--model', name, '--gpu', 'h200', '--gpus', '8', '--strategy', 'fsdp', '--json');
+          expect([name, r.code]).toEqual([name, 0]);
+          const j = JSON.parse(r.out) as PlanJson;
+          expect([name, j.model.source]).toEqual([name, { kind: 'shipped', path: null, hubId: id }]);
+          expect(j.model.name.startsWith(`${id} (`)).toBe(true);
+        }
+        const said = "config shipped with gpuwise (openai-community/gpt2's published config.json; none in the Hugging Face cache)";
+        const text = (await cli('--model', 'gpt2', '--gpu', 'h200')).out;
+        expect(text.split('\n')[0]).toBe(`openai-community/gpt2 (124.4M): GPT2LMHeadModel, 124,439,808 parameters; ${said}`);
+        expect((await cli('--model', 'gpt2', '--gpu', 'h200', '--md')).out).toContain(`C${said.slice(1)}`);
+        const page = join(mkdtempSync(join(tmpdir(), 'gpuwise-planshipped-')), 'plan.html');
+        expect((await cli('--model', 'gpt2', '--gpu', 'h200', '--html', page)).code).toBe(0);
+        expect(readFileSync(page, 'utf8')).toContain(said.replace("'", '&#39;'));
+      });
+    });
+    it('a name that fits several models is planned as the usual one, listed under assumed', async () => {
+      await withCache(empty, async () => {
+        const reading = "--model meta-llama/Llama-2-7b-hf ('llama-7b' read as this; the original LLaMA 7B has the same layers with 2,048 positions)";
+        const j = JSON.parse((await cli('--model', 'llama-7b', '--gpu', 'h200', '--json')).out) as PlanJson;
+        expect(j.assumed).toContain(reading);
+        expect((await cli('--model', 'llama-7b', '--gpu', 'h200', '--md')).out).toContain(reading);
+        expect((await cli('--model', 'mistral-7b', '--gpu', 'h200')).out).toContain("--model mistralai/Mistral-7B-v0.1 ('mistral-7b' read as this; v0.3");
+      });
+    });
+    it('an unknown name suggests only models that exist; vision models say why they cannot be planned', async () => {
+      await withCache(empty, async () => {
+        const r = await cli('--model', 'llama-8b');
+        expect(r.code).toBe(2);
+        expect(r.err.trimEnd().split('\n')).toHaveLength(1);
+        const suggested = /did you mean ([^?]+)\?/.exec(r.err)![1]!.split(', ');
+        expect(suggested).toContain('meta-llama/Meta-Llama-3-8B');
+        for (const id of suggested) expect(findKnownModel(id)?.model.hubId).toBe(id);
+        // a bare name is not a hub id: no download instruction for it
+        expect(r.err).not.toMatch(/huggingface-cli download llama-8b|huggingface\.co\/llama-8b/);
+        const vit = await cli('--model', 'vit-base');
+        expect([vit.code, vit.err.trimEnd().split('\n').length]).toEqual([2, 1]);
+        expect(vit.err).toMatch(/^gpuwise plan: google\/vit-base-patch16-224 \(the config shipped with gpuwise\): model_type: 'vit' is a Vision Transformer/);
+        expect((await cli('--model', 'resnet-50')).err).toMatch(/'resnet' is a convolutional network: the planner describes a model as transformer blocks .*gpuwise doctor/);
+      });
+    });
+    it('the bundle carries them: run from an empty folder, no file of the repository read', async () => {
+      const bundle = await buildBundle('gpuwise-plan-shipped');
+      const cwd = mkdtempSync(join(tmpdir(), 'gpuwise-plancwd-'));
+      const r = spawnSync(process.execPath, [bundle, 'plan', '--model', 'llama-3.1-8b', '--gpu', 'h200', '--gpus', '4', '--strategy', 'fsdp', '--json'], {
+        cwd,
+        env: { ...process.env, HF_HUB_CACHE: empty, HF_HOME: empty },
+        encoding: 'utf8',
+      });
+      expect([r.status, r.stderr]).toEqual([0, '']);
+      const j = JSON.parse(r.stdout) as PlanJson;
+      expect([j.model.source?.kind, j.model.params]).toEqual(['shipped', 8_030_261_248]);
+    }, 60_000);
+    it('the Hugging Face cache comes first, under the name typed or the model\'s hub id', async () => {
+      const hub = mkdtempSync(join(tmpdir(), 'gpuwise-hfhub-'));
+      const snap = join(hub, 'models--openai-community--gpt2', 'snapshots', 'abc');
+      mkdirSync(snap, { recursive: true });
+      // a local copy that differs from the shipped one (fewer layers), so the test sees which was read
+      const cfg = JSON.parse(readFileSync(gpt2, 'utf8'));
+      writeFileSync(join(snap, 'config.json'), JSON.stringify({ ...cfg, n_layer: 2 }));
+      await withCache(hub, async () => {
+        const j = JSON.parse((await cli('--model', 'gpt2', '--gpu', 'h200', '--json')).out) as PlanJson;
+        expect(j.model.layers).toBe(2);
+        expect(j.model.source).toEqual({ kind: 'hf-cache', path: join(snap, 'config.json'), hubId: 'openai-community/gpt2' });
+        expect((await cli('--model', 'gpt2', '--gpu', 'h200')).out.split('\n')[0]).toContain(`config of openai-community/gpt2 from the Hugging Face cache (${join(snap, 'config.json')})`);
+      });
+      // an explicit path comes before both
+      const file = JSON.parse((await cli('--model', configPath('gpt2-medium'), '--json')).out) as PlanJson;
+      expect(file.model.source).toEqual({ kind: 'file', path: configPath('gpt2-medium'), hubId: null });
+    });
   });
   it('--md and --html FILE (never over a foreign file)', async () => {
     const md = await cli('--model', gpt2, '--gpu', 'h200', '--md');

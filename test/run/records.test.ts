@@ -34,12 +34,12 @@ describe('parseProbeLines', () => {
     const model = v2.find((r) => r.type === 'model');
     const start = v2.find((r) => r.type === 'profile-start');
     Object.assign(step, { stepSource: 'backward', batchSource: 'model-input' });
-    Object.assign(model, { compiled: true, compiledEvidence: 'OptimizedModule', framework: 'transformers', frameworkVersion: '4.57.0', autocastDtype: 'bfloat16' });
+    Object.assign(model, { compiled: true, compiledEvidence: 'OptimizedModule', framework: 'transformers', frameworkVersion: '4.57.0', autocastDtype: '', acceleratePrecision: 'bf16' });
     Object.assign(start, { reason: 'settled', settled: true, warmupSteps: 12 });
     const parsed = parseProbeLines(v2.map((r) => JSON.stringify(r)).join('\n'));
     expect(parsed.notes).toEqual([]);
     expect(parsed.records).toHaveLength(v2.length);
-    expect(parsed.records.find((r) => r.type === 'model')).toMatchObject({ compiled: true, autocastDtype: 'bfloat16' });
+    expect(parsed.records.find((r) => r.type === 'model')).toMatchObject({ compiled: true, autocastDtype: '', acceleratePrecision: 'bf16' });
     expect((parsed.records.find((r) => r.type === 'step') as StepRecord).stepSource).toBe('backward');
   });
 

@@ -307,6 +307,8 @@ describe.skipIf(missing !== null)('pages in chromium', () => {
     expect(await drawn('#gpus .gpu[data-gpu="0"] .util')).toBeGreaterThan(300);
     expect(await page.$$eval('#procs tbody tr', (x) => x.length)).toBe(21);
     expect(await text('#live-status')).toMatch(/sampling through nvml/);
+    // The GPU's memory as every report gives it: what CUDA can use (NVML's total less the driver's 616 MiB), 139.8 GiB.
+    expect(await text('#gpus .gpu[data-gpu="0"] .figs')).toMatch(/memory used1000 MiB \/ 139\.8 GiB/);
     await shoot('live');
   });
 

@@ -73,9 +73,9 @@ describe('analyze: the Reports trace page and analyze --html are one page', () =
     expect(ns[0]?.match(/<tr><td>\d+<\/td>/g)).toHaveLength(m.steps.length);
     expect(ns[1]?.match(/<tr><td>\d+<\/td>/g)).toHaveLength(12);
     // Kernel kinds, precision, top kernels and GEMM shapes, as tables.
-    for (const k of m.topKernels.slice(0, 3)) expect(file).toContain(`<td>${escapeHtml(k.name)}</td>`);
+    for (const k of m.topKernels.slice(0, 3)) expect(file).toContain(`<td class="long">${escapeHtml(k.name)}</td>`);
     expect(file).toContain('tensor-core share of known-precision matmul time');
-    expect(file).toContain(`<td>${escapeHtml(m.gemmShapes[0]!.op)}</td>`);
+    expect(file).toContain(`<td class="long">${escapeHtml(m.gemmShapes[0]!.op)}</td>`);
   });
 
   it('the served page has the same sections, plus what needs the server (Perfetto, JSON) and no iframe', () => {
@@ -185,7 +185,7 @@ describe('plan --html', () => {
     const html = renderPlanHtml(j, assets);
     expectStandalone(html, false);
     expect(html).toMatch(/id="verdict">Fits: step \d+\.\d ms/);
-    for (const c of j.memory.components) expect(html).toContain(`<td>${escapeHtml(c.name)}</td>`);
+    for (const c of j.memory.components) expect(html).toContain(`<td>${escapeHtml(c.label)}</td>`);
     expect(html).toContain('id="time"');
     const tooBig = await json<PlanJson>(['plan', '--model', gpt2, '--gpu', 'h200', '--batch', '4096', '--json'], 1); // exit 1: does not fit
     expect(tooBig.wouldFit).toBeTruthy();

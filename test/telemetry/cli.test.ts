@@ -51,7 +51,7 @@ describe('smi', () => {
   it('reads gzip XML and prints the table', async () => {
     const r = await gpuwise(['smi', '--from', fixturePath('nvidia-smi-q.busy.xml.gz')]);
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/0\s+NVIDIA H200\s+00000000:00:06\.0\s+6\.58 GiB \/ 140\.4 GiB\s+100%/);
+    expect(r.stdout).toMatch(/0\s+NVIDIA H200\s+00000000:00:06\.0\s+6\.58 GiB \/ 139\.8 GiB\s+100%/);
   });
 
   it('bad input: one line naming the file, exit 2', async () => {

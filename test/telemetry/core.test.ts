@@ -180,7 +180,7 @@ describe('terminal rendering', () => {
   });
   it('the smi table shows the fixture GPUs, processes and N/A as "-"', () => {
     const text = renderSmi(busy(), 200);
-    expect(text).toContain('6.58 GiB / 140.4 GiB');
+    expect(text).toContain('6.58 GiB / 139.8 GiB');
     expect(text).toMatch(/\n\s+0\s+620\s+-\s+6\.57 GiB/);
   });
   it('shows CUDA ordinals in the smi table only when they differ from the index', () => {

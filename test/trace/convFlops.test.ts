@@ -105,7 +105,8 @@ describe('convolution FLOPs on real traces', () => {
   it('a transformer trace has no convolution FLOPs', async () => {
     const f = (await metricsAt(`${TRACES}scenarios/gpt2_fusion.trace.json.gz`)).modelFlops!;
     expect(f.convFlopsPerStep).toBe(0);
-    expect(f.gemmFlopsPerStep).toBe(f.flopsPerStep);
+    // its FLOPs are its GEMMs' and its fused attention's (SDPA)
+    expect(f.gemmFlopsPerStep + f.fusedAttentionFlopsPerStep).toBe(f.flopsPerStep);
   });
 });
 

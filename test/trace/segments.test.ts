@@ -53,6 +53,8 @@ describe('segmented parsing (the parallel loader without threads)', () => {
       expect(many.perStep.idleByCauseNs).toEqual(one.perStep.idleByCauseNs);
       expect(many.launch).toEqual(one.launch);
       expect(many.gemmShapes).toEqual(one.gemmShapes);
+      expect(many.attention).toEqual(one.attention);
+      expect(many.modelFlops).toEqual(one.modelFlops);
       expect(many.timings).toEqual(one.timings);
       expect(many.memory).toEqual(one.memory);
       expect(many.smEfficiency).toBe(one.smEfficiency); // exact: summed by occupancy value, in any order

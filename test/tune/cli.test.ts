@@ -117,7 +117,7 @@ describe.skipIf(SKIP_PYTHON)('gpuwise tune on a CPU script that runs out of memo
     expect(page).not.toContain('id="chart-tune-memory"');
     expect(page).toContain('id="chart-tune-throughput"');
     const trials = page.slice(page.indexOf('<table id="trials">'));
-    expect(trials.slice(0, trials.indexOf('</table>')).match(/<tr><td>\d+<\/td>/g)).toHaveLength(rep.trials.length);
+    expect(trials.slice(0, trials.indexOf('</table>')).match(/<tr><td class="num">\d+<\/td>/g)).toHaveLength(rep.trials.length);
   });
 
   it('--json: the report on stdout (progress on stderr); an OOM seen only on stderr counts too', async () => {

@@ -25,7 +25,7 @@ export function rankImbalanceRecommendation(straggler: number): { summary: strin
   };
 }
 
-export const dataParallel: RankRule = (m, pace) => {
+export const dataParallel: RankRule = (m, ctx) => {
   // On one GPU DataParallel only calls the module (torchvision-style scripts wrap it whatever the GPU count): the
   // idle it is blamed for belongs to the other rules. Seen on an H100 (examples/realworld/dataparallel_resnet).
   if (!m.structure.dataParallel || m.structure.dataParallelDevices < 2) return null;
@@ -42,7 +42,7 @@ export const dataParallel: RankRule = (m, pace) => {
   const expected = Math.max(busiest, 0);
   const gpuNow = windowPipeline(m).stages.gpu.ns ?? 0;
   const perDevice = deviceBusy(m);
-  return paced(m, pace, {
+  return paced(m, ctx?.pace, {
     id: 'dataparallel',
     title: `torch.nn.DataParallel on ${m.structure.dataParallelDevices} GPUs: one process drives them all`,
     ranks: [m.rank],
@@ -135,13 +135,13 @@ function imbalanceEvidence(devices: readonly DeviceBusy[]): string[] {
   ];
 }
 
-export const ddpAccumWithoutNoSync: RankRule = (m, pace) => {
+export const ddpAccumWithoutNoSync: RankRule = (m, ctx) => {
   const s = m.structure;
   if (!s.ddp || s.accumulationMicroSteps === 0 || s.accumulationMicroStepsWithAllReduce === 0) return null;
   const share = s.accumulationMicroStepsWithAllReduce / Math.max(1, s.ddpForwardsPerStep * Math.max(1, m.steps.length));
   // Collectives of every micro-step but the last are wasted; they cost their exposed time, at least.
   const saved = (m.comm.exposedNsPerStep + m.comm.commNsPerStep * 0.25) * share;
-  return paced(m, pace, {
+  return paced(m, ctx?.pace, {
     id: 'ddp-accum-without-no-sync',
     title: `Gradient accumulation all-reduces on every micro-step (${s.accumulationMicroStepsWithAllReduce} of ${s.accumulationMicroSteps} non-final micro-steps)`,
     ranks: [m.rank],
@@ -176,7 +176,7 @@ export const ddpAccumWithoutNoSync: RankRule = (m, pace) => {
   });
 };
 
-export const smallCommBuckets: RankRule = (m, pace) => {
+export const smallCommBuckets: RankRule = (m, ctx) => {
   const c = m.comm;
   if (
     c.collectives === 0 ||
@@ -189,7 +189,7 @@ export const smallCommBuckets: RankRule = (m, pace) => {
   const target = 100 * 1024 * 1024;
   const fewer = Math.max(1, Math.ceil(perStepBytes / target));
   const saved = Math.min(c.exposedNsPerStep, Math.max(0, c.allReducesPerStep - fewer) * COLLECTIVE_LATENCY_NS);
-  return paced(m, pace, {
+  return paced(m, ctx?.pace, {
     id: 'small-comm-buckets',
     title: `${c.allReducesPerStep.toFixed(0)} small all-reduces per step (median ${fmtBytes(c.medianMessageBytes)})`,
     ranks: [m.rank],
@@ -210,16 +210,16 @@ export const smallCommBuckets: RankRule = (m, pace) => {
   });
 };
 
-export const commBound: RankRule = (m, pace) => {
+export const commBound: RankRule = (m, ctx) => {
   const c = m.comm;
   const step = stepNs(m);
   if (step <= 0 || c.exposedNsPerStep / step < COMM_MIN_EXPOSED_SHARE) return null;
-  return paced(m, pace, {
+  return paced(m, ctx?.pace, {
     id: 'comm-bound',
-    title: `Communication not hidden by compute: ${fmtPct(c.exposedNsPerStep / step)} of each step`,
+    title: 'Communication is not hidden by compute',
     ranks: [m.rank],
     evidence: [
-      `collective kernels ${fmtMs(c.commNsPerStep)} per step; ${fmtMs(c.exposedNsPerStep)} run while no compute kernel runs (overlap ${c.overlapShare === null ? 'n/a' : fmtPct(c.overlapShare)})`,
+      `collective kernels ${fmtMs(c.commNsPerStep)} per step; ${fmtMs(c.exposedNsPerStep)} (${fmtPct(c.exposedNsPerStep / step)} of the ${fmtMs(step)} step) run while no compute kernel runs (overlap ${c.overlapShare === null ? 'n/a' : fmtPct(c.overlapShare)})`,
       `${c.collectives} collectives moving ${fmtBytes(c.bytes)}, median ${fmtBytes(c.medianMessageBytes)}`,
     ],
     data: { commNsPerStep: c.commNsPerStep, exposedNsPerStep: c.exposedNsPerStep, overlapShare: c.overlapShare },

@@ -48,14 +48,28 @@ export function isCompiled(m: TraceMetrics): boolean {
   return m.kernelMix.tritonKernels > 0;
 }
 
+/**
+ * The fusable kernel time by kind, less hand-written attention's kernels between its matmuls: those are the attention
+ * finding's (F.scaled_dot_product_attention removes them with the score matrix they read; compile fuses them only in
+ * part, and rewrites the pattern into SDPA only for some shapes and masks), so compile is credited with the rest.
+ */
+function fusableKinds(m: TraceMetrics): TraceMetrics['kernelMix']['fusable'] {
+  const f = m.kernelMix.fusable;
+  const a = m.attention.handWritten?.betweenByKind;
+  if (!a) return f;
+  const out = { ...f };
+  for (const k of Object.keys(out) as (keyof typeof out)[]) out[k] = Math.max(0, f[k] - a[k]);
+  return out;
+}
+
 function fusableNs(m: TraceMetrics): number {
   const k = m.perStep.kernelNsByCategory;
-  return k.elementwise + k.reduction + k.optimizer + k.other;
+  return Math.max(0, k.elementwise + k.reduction + k.optimizer + k.other - (m.attention.handWritten?.betweenNs ?? 0));
 }
 
 /** What compile would save per step, by kind (before the cap to the GPU's non-matmul time). */
 export function compileSavings(m: TraceMetrics): { castPointwise: number; softmax: number; norm: number; kinds: TraceMetrics['kernelMix']['fusable'] } {
-  const f = m.kernelMix.fusable;
+  const f = fusableKinds(m);
   return {
     castPointwise: (f.castNs + f.pointwiseNs) * COMPILE_REMOVES.castPointwise,
     softmax: f.softmaxNs * COMPILE_REMOVES.softmax,
@@ -64,7 +78,7 @@ export function compileSavings(m: TraceMetrics): { castPointwise: number; softma
   };
 }
 
-export const fusion: RankRule = (m, pace) => {
+export const fusion: RankRule = (m, ctx) => {
   const step = stepNs(m);
   if (step <= 0 || isCompiled(m) || m.gpuBusyShare < MIN_BUSY_SHARE) return null;
   const mm = matmulNs(m);
@@ -82,15 +96,19 @@ export const fusion: RankRule = (m, pace) => {
   const k = c.kinds;
   const kindsNs = k.castNs + k.pointwiseNs + k.softmaxNs + k.normNs;
   const bad = misalignedGemms(m).badNs;
-  return paced(m, pace, {
+  return paced(m, ctx?.pace, {
     id: 'fusion',
-    title: `Eager mode: ${fmtPct(fusable / m.perStep.busyNs)} of GPU time goes to unfused elementwise and normalisation kernels between the matmuls`,
+    title: 'Eager mode: unfused elementwise and normalisation kernels run between the matmuls',
     ranks: [m.rank],
     evidence: [
+      `fusable kernels (by kind below): ${fmtMs(fusable)} per step, ${fmtPct(fusable / m.perStep.busyNs)} of GPU busy time`,
       `GPU busy ${fmtPct(m.gpuBusyShare)} of the step; matmul/attention kernels ${fmtMs(mm)}, elementwise ${fmtMs(m.perStep.kernelNsByCategory.elementwise)}, reductions/normalisation ${fmtMs(m.perStep.kernelNsByCategory.reduction)}, optimizer and casts ${fmtMs(m.perStep.kernelNsByCategory.optimizer)} per step`,
       `no compiler-generated (Triton) kernels in the trace: the model runs eagerly, one kernel per op, ${m.launch.kernelsPerStep.toFixed(0)} kernels per step`,
       `fusable time by kind per step: casts ${fmtMs(k.castNs)}, pointwise ops ${fmtMs(k.pointwiseNs)}, softmax and loss ${fmtMs(k.softmaxNs)}, normalisation ${fmtMs(k.normNs)}, other reductions ${fmtMs(k.reduceNs)}, optimizer ${fmtMs(k.optimizerNs)}`,
       ...(padded > 0 ? [`misaligned GEMMs that compile pads: ${fmtMs(padded)} per step to gain (see misaligned-shapes)`] : []),
+      ...(m.attention.handWritten
+        ? [`left out: hand-written attention's ${fmtMs(m.attention.handWritten.betweenNs)} of kernels between its matmuls per step (see attention: a fused attention kernel removes them)`]
+        : []),
     ],
     data: { fusableNsPerStep: fusable, matmulNsPerStep: mm, kernelsPerStep: m.launch.kernelsPerStep, fusedSavedNsPerStep: fused, paddedSavedNsPerStep: padded },
     recommendation: {

@@ -1,8 +1,8 @@
 /** Host-side rules: synchronisations in the loop, launch overhead. */
 import { ACCUMULATE_ON_GPU_CODE } from '../keepOnGpu.js';
-import { fmtMs, fmtPct } from '../../util/format.js';
+import { fmtMs, fmtPct, fmtWindow } from '../../util/format.js';
 import { isCompiled } from './fusion.js';
-import { paced, type RankRule, stepNs } from './rule.js';
+import { paced, type RankRule, stepNs, whenInSteps } from './rule.js';
 
 const SYNC_MIN_SHARE = 0.01;
 const LAUNCH_MIN_SHARE = 0.1;
@@ -11,7 +11,7 @@ const SHORT_KERNEL_NS = 20_000;
 /** CUDA graphs / torch.compile remove most, not all, host overhead: we count this share of the launch idle as saved. */
 const LAUNCH_RECOVERABLE = 0.7;
 
-export const hostSync: RankRule = (m, pace) => {
+export const hostSync: RankRule = (m, ctx) => {
   const step = stepNs(m);
   const idle = m.perStep.idleByCauseNs.hostSync;
   if (step <= 0 || idle / step < SYNC_MIN_SHARE) return null;
@@ -21,7 +21,7 @@ export const hostSync: RankRule = (m, pace) => {
   // Without the syncs the CPU no longer waits and runs ahead: the drain, the refill and the launch gaps it would fill
   // go (the pipeline's serial `syncs` cost); the step becomes the larger of the GPU's work and the host's own time.
   const blocked = m.examples.syncCalls.reduce((a, c) => a + c.totalNs, 0) / nSteps;
-  return paced(m, pace, {
+  return paced(m, ctx?.pace, {
     id: 'host-sync',
     title: `Host synchronisations drain the GPU queue (${fmtMs(idle)} idle per step)`,
     ranks: [m.rank],
@@ -29,17 +29,17 @@ export const hostSync: RankRule = (m, pace) => {
       `GPU idle after the host blocked on the GPU: ${fmtMs(idle)} per step of ${fmtMs(step)} (${fmtPct(idle / step)})`,
       ...(m.perStep.syncRefillNs > 0 && m.perStep.syncDrains > 0
         ? [
-            `${m.perStep.syncDrains.toFixed(1)} syncs per step drained the queue, each followed by ${fmtMs(m.perStep.syncRefillNs / m.perStep.syncDrains)} of launch gaps until the CPU was ahead again: the refill is the syncs' cost, not a launch bottleneck (the CPU does run ahead between syncs)`,
+            `${m.perStep.syncDrains.toFixed(1)} syncs per step drained the queue (each a host wait: a sync call or a copy into pageable memory, the profiler's own included), each followed by ${fmtMs(m.perStep.syncRefillNs / m.perStep.syncDrains)} of launch gaps until the CPU was ahead again: the refill is the syncs' cost, not a launch bottleneck (the CPU does run ahead between syncs)`,
           ]
         : []),
       ...calls
         .slice(0, 3)
-        .map((c) => `${c.name}: ${c.count} calls (${(c.count / nSteps).toFixed(1)} per step), ${fmtMs(c.totalNs)} blocked`),
+        .map((c) => `${c.name}: ${(c.count / nSteps).toFixed(1)} calls per step, ${fmtMs(c.totalNs / nSteps)} blocked per step`),
       ...culprits
         .slice(0, 3)
         .map(
           (c) =>
-            `${c.name} forced a sync ${c.count} times (${(c.count / nSteps).toFixed(1)} per step), first at t=${(c.firstAtNs / 1e6).toFixed(3)} ms`,
+            `${c.name} forced a sync ${(c.count / nSteps).toFixed(1)} times per step, first ${whenInSteps(m, c.firstAtNs)}`,
         ),
     ],
     data: {
@@ -63,7 +63,7 @@ export const hostSync: RankRule = (m, pace) => {
   });
 };
 
-export const launchBound: RankRule = (m, pace) => {
+export const launchBound: RankRule = (m, ctx) => {
   const step = stepNs(m);
   const idle = m.perStep.idleByCauseNs.launch;
   const l = m.launch;
@@ -71,14 +71,14 @@ export const launchBound: RankRule = (m, pace) => {
   const manySmall = l.medianKernelNs < SHORT_KERNEL_NS || l.cpuLaunchNs >= 0.5 * l.gpuKernelNs;
   if (!manySmall) return null;
   const saved = idle * LAUNCH_RECOVERABLE;
-  return paced(m, pace, {
+  return paced(m, ctx?.pace, {
     id: 'launch-bound',
-    title: `CPU-bound: the GPU waits for kernel launches ${fmtPct(idle / step)} of each step`,
+    title: 'CPU-bound: the GPU waits for kernel launches',
     ranks: [m.rank],
     evidence: [
-      `GPU idle because the next kernel had not been launched yet: ${fmtMs(idle)} per step of ${fmtMs(step)}`,
+      `GPU idle because the next kernel had not been launched yet: ${fmtMs(idle)} per step of ${fmtMs(step)} (${fmtPct(idle / step)})`,
       `${l.kernelsPerStep.toFixed(0)} kernels per step, median kernel ${fmtMs(l.medianKernelNs)}; ${fmtPct(l.shorterThanLaunchFraction)} of kernels ran shorter than their launch call`,
-      `CPU time in launch calls ${fmtMs(l.cpuLaunchNs)} vs GPU kernel time ${fmtMs(l.gpuKernelNs)} over the analysed steps; the GPU starts a kernel ${fmtMs(l.medianLaunchToStartNs)} after its launch returns (median)`,
+      `CPU time in launch calls ${fmtMs(l.cpuLaunchNs)} vs GPU kernel time ${fmtMs(l.gpuKernelNs)} ${fmtWindow(m.steps.length)}; the GPU starts a kernel ${fmtMs(l.medianLaunchToStartNs)} after its launch returns (median)`,
     ],
     data: {
       launchIdleNsPerStep: idle,

@@ -6,8 +6,8 @@ import { gainOf } from '../../pace/gain.js';
 import { type Pipeline, stepOf, workerCap } from '../../pace/pipeline.js';
 import { windowPipeline } from '../../pace/window.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
-import { fmtAt, fmtBytes, fmtMs, fmtPct } from '../../util/format.js';
-import { finding, paced, type RankRule, stepNs } from './rule.js';
+import { fmtBytes, fmtMs, fmtPct, fmtWindow } from '../../util/format.js';
+import { finding, paced, type RankRule, stepNs, whenInSteps } from './rule.js';
 
 /** Fires when the loop waits on the DataLoader at least this share of the step. */
 const DATALOADER_MIN_SHARE = 0.05;
@@ -99,8 +99,8 @@ export function dataloaderFinding(p: Pipeline, m: TraceMetrics | null, rank: num
   return finding({
     id: 'dataloader-bound',
     title: run
-      ? `The training loop waits on the DataLoader ${fmtPct(wait / step)} of the time${epochStarts ? (p.stalls?.when === 'epoch-starts' ? ', at the start of each epoch' : `, in stalls every ${p.stalls?.everySteps} steps`) : ''}`
-      : `The GPU waits on the DataLoader ${fmtPct(wait / step)} of each step`,
+      ? `The training loop waits on the DataLoader${epochStarts ? (p.stalls?.when === 'epoch-starts' ? ' at the start of each epoch' : `: stalls every ${p.stalls?.everySteps} steps`) : ''}`
+      : 'The GPU waits on the DataLoader',
     ranks: [rank],
     evidence,
     data: {
@@ -123,9 +123,9 @@ export function dataloaderFinding(p: Pipeline, m: TraceMetrics | null, rank: num
   });
 }
 
-export const dataloaderBound: RankRule = (m, pace) => dataloaderFinding(pace ?? windowPipeline(m), m, m.rank);
+export const dataloaderBound: RankRule = (m, ctx) => dataloaderFinding(ctx?.pace ?? windowPipeline(m), m, m.rank);
 
-export const pageableH2d: RankRule = (m, pace) => {
+export const pageableH2d: RankRule = (m, ctx) => {
   const pageable = m.copies.find((c) => c.kind === 'HtoD pageable');
   const step = stepNs(m);
   if (!pageable || step <= 0) return null;
@@ -139,15 +139,15 @@ export const pageableH2d: RankRule = (m, pace) => {
   const ex = m.examples.pageableH2dExample;
   return paced(
     m,
-    pace,
+    ctx?.pace,
     {
       id: 'pageable-h2d',
       title: `Host-to-device copies from pageable memory (${fmtBytes(pageable.bytes / nSteps)} per step at ${pageable.bandwidthGBs.toFixed(1)} GB/s)`,
       ranks: [m.rank],
       evidence: [
-        `${pageable.count} HtoD copies from pageable memory, ${fmtBytes(pageable.bytes)} in ${fmtMs(pageable.durNs)} (${pageable.bandwidthGBs.toFixed(1)} GB/s)`,
+        `${pageable.count} HtoD copies from pageable memory ${fmtWindow(m.steps.length)}, ${fmtBytes(pageable.bytes)} in ${fmtMs(pageable.durNs)} (${pageable.bandwidthGBs.toFixed(1)} GB/s)`,
         `GPU idle while the host was inside the copy call: ${fmtMs(idleNs)} per step`,
-        ...(ex ? [`largest: "${ex.name}" ${fmtBytes(ex.bytes)} in ${fmtMs(ex.durNs)} at ${fmtAt(ex.atNs)}`] : []),
+        ...(ex ? [`largest: "${ex.name}" ${fmtBytes(ex.bytes)} in ${fmtMs(ex.durNs)} ${whenInSteps(m, ex.atNs)}`] : []),
         ...(pinned ? [`pinned copies in the same trace ran at ${pinned.bandwidthGBs.toFixed(1)} GB/s`] : []),
       ],
       data: {

@@ -16,7 +16,7 @@ export const memoryNearLimit: RankRule = (m) => {
     title: `GPU ${mem.device} memory is ${fmtPct(mem.peakReservedBytes / total)} full at its peak`,
     ranks: [m.rank],
     evidence: [
-      `peak reserved ${fmtBytes(mem.peakReservedBytes)}, peak allocated ${fmtBytes(mem.peakAllocatedBytes)} of ${fmtBytes(total)}`,
+      `peak reserved ${fmtBytes(mem.peakReservedBytes)} of ${fmtBytes(total)} (${fmtPct(mem.peakReservedBytes / total)}), peak allocated ${fmtBytes(mem.peakAllocatedBytes)}`,
       `reserved but unallocated at the peak: ${fmtBytes(mem.peakReservedBytes - mem.peakAllocatedBytes)} (allocator cache and fragmentation)`,
     ],
     data: {

@@ -149,7 +149,7 @@ export const PIPELINE_CODE = [
   '# (pipeline(model, mb_args=..., split_spec=...), ScheduleGPipe or Schedule1F1B with n_microbatches=MICRO).',
 ].join('\n');
 
-export const modelParallelBubble: RankRule = (m, pace) => {
+export const modelParallelBubble: RankRule = (m, ctx) => {
   const f = modelParallelFigures(m);
   if (!f) return null;
   const est = pipelineEstimate(f);
@@ -177,7 +177,7 @@ export const modelParallelBubble: RankRule = (m, pace) => {
   f.devices.forEach((id, i) => {
     data[`busyNsGpu${id}`] = f.busyNs[i]!;
   });
-  return paced(m, pace, {
+  return paced(m, ctx?.pace, {
     id: 'model-parallel-bubble',
     title: `A model split over GPUs ${gpus} in one process runs them in turn: ${fmtPct(f.bubbleShare)} of their time each waits for another`,
     ranks: [m.rank],

@@ -5,11 +5,11 @@
  * and NCHW normalisation kernels in bf16 are slow).
  */
 
-import { type GpuSpec, lookupGpu } from '../../gpus/catalogue.js';
+import { catalogueName, type GpuSpec, lookupGpu } from '../../gpus/catalogue.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtMs } from '../../util/format.js';
 import { BF16_AUTOCAST_SWITCHES } from '../framework.js';
-import { finding, matmulNs, paced, type RankRule, stepNs } from './rule.js';
+import { type FindingParts, finding, matmulNs, paced, pacedParts, type RankRule, type RunContext, stepNs } from './rule.js';
 
 /** Already mixed precision: at least this share of the known-precision matmul time on 16/8-bit tensor cores. */
 const HALF_MATMUL_SHARE = 0.5;
@@ -36,7 +36,31 @@ function isConvNet(m: TraceMetrics): boolean {
   return m.perStep.kernelNsByCategory.conv > CONV_NET_SHARE * matmulNs(m) || m.kernelMix.nchwTransposeNs > 0;
 }
 
-export const mixedPrecision: RankRule = (m, pace) => {
+/**
+ * A run that asks for mixed precision (doctor's RunContext: accelerate's state, a launcher's or script's flag) whose
+ * window still runs its matmuls in fp32/TF32: autocast does not reach them. Recommending autocast would tell the run
+ * what it already asks for, so the finding says that, and its fix is to bring the forward under the autocast it has.
+ * The measured evidence and the gain (what those matmuls would save on 16-bit tensor cores) stay the rule's.
+ */
+export function autocastNotReaching(parts: FindingParts, asked: NonNullable<RunContext['askedHalf']>): FindingParts {
+  const half = asked.dtype === 'bfloat16' ? 'bf16' : 'fp16';
+  return {
+    ...parts,
+    title: `The run asks for ${half} mixed precision, yet its matmuls run in fp32/TF32: autocast does not reach them`,
+    evidence: [`${half} asked for: ${asked.evidence}`, ...parts.evidence],
+    recommendation: {
+      summary: `Mixed precision is asked for, but the profiled matmuls ran in fp32/TF32: autocast does not cover the model's forward. Make the forward that trains run inside it: with accelerate, call the model accelerator.prepare() returned (not the object passed to it, nor model.module); in a hand-written loop, put the forward and the loss inside torch.autocast. A .float() cast or a custom autograd.Function inside the model also keeps its matmuls in fp32.`,
+      code: [
+        'model, optimizer, loader = accelerator.prepare(model, optimizer, loader)   # then train this model',
+        `with torch.autocast("cuda", dtype=torch.${asked.dtype}):   # a hand-written loop: forward and loss inside`,
+        '    loss = loss_fn(model(x), y)',
+        'loss.backward()',
+      ].join('\n'),
+    },
+  };
+}
+
+export const mixedPrecision: RankRule = (m, ctx) => {
   const step = stepNs(m);
   const p = m.precision;
   const mix = m.kernelMix;
@@ -72,12 +96,12 @@ export const mixedPrecision: RankRule = (m, pace) => {
       : ['# fp16 needs loss scaling: scaler = torch.amp.GradScaler(); scaler.scale(loss).backward(); scaler.step(opt); scaler.update()']),
     ...(convNet ? ['model = model.to(memory_format=torch.channels_last)   # and x = x.to(memory_format=torch.channels_last)'] : []),
   ].join('\n');
-  return paced(m, pace, {
+  const parts = pacedParts(m, ctx?.pace, {
     id: 'mixed-precision',
     title: `The step runs in fp32/TF32: bf16 autocast${convNet ? ' with channels_last' : ''} would halve its matmul and memory-bound time`,
     ranks: [m.rank],
     evidence: [
-      `matmul time by precision per step: TF32 ${fmtMs(tf32)}, fp32 ${fmtMs(simt)}, bf16/fp16 ${fmtMs(half)} (${gpu.name}: bf16 ${rate16} vs TF32 ${gpu.tf32Tflops} vs fp32 ${gpu.fp32Tflops} dense TFLOP/s)`,
+      `matmul time by precision per step: TF32 ${fmtMs(tf32)}, fp32 ${fmtMs(simt)}, bf16/fp16 ${fmtMs(half)} (${catalogueName(gpu.name)}: bf16 ${rate16} vs TF32 ${gpu.tf32Tflops} vs fp32 ${gpu.fp32Tflops} dense TFLOP/s)`,
       `memory-bound kernels (elementwise, normalisation, losses) in fp32: ${fmtMs(mix.memoryBoundFp32Ns)} per step; in bf16/fp16: ${fmtMs(mix.memoryBoundHalfNs)}`,
       ...(convNet && mix.nchwTransposeNs > 0
         ? [`NCHW<->NHWC layout transposes around the convolutions: ${fmtMs(mix.nchwTransposeNs)} per step`]
@@ -106,9 +130,10 @@ export const mixedPrecision: RankRule = (m, pace) => {
     ],
     arithmetic: `TF32 matmuls ${fmtMs(tf32)} x (1 - ${tf32Ratio.toFixed(2)}) + fp32 matmuls ${fmtMs(simt)} x (1 - ${fp32Ratio.toFixed(3)}) + fp32 memory-bound ${fmtMs(mix.memoryBoundFp32Ns)} x ${MEMORY_BOUND_HALF_FACTOR}${transposeSaved > 0 ? ` + layout transposes ${fmtMs(transposeSaved)}` : ''} = ${fmtMs(saved)} of GPU work saved per step (the optimizer's fp32 update unchanged)`,
   });
+  return finding(ctx?.askedHalf ? autocastNotReaching(parts, ctx.askedHalf) : parts);
 };
 
-export const channelsLast: RankRule = (m, pace) => {
+export const channelsLast: RankRule = (m, ctx) => {
   const step = stepNs(m);
   const mix = m.kernelMix;
   const n = Math.max(1, m.steps.length);
@@ -119,7 +144,7 @@ export const channelsLast: RankRule = (m, pace) => {
   const nchwHalf = Math.min(mix.nchwNormPoolNs, mix.halfNormPoolNs);
   const saved = mix.nchwTransposeNs + NCHW_NORM_POOL_SAVED * nchwHalf;
   if (saved / step < MIN_SHARE) return null;
-  return paced(m, pace, {
+  return paced(m, ctx?.pace, {
     id: 'channels-last',
     title: `A convolutional net under autocast runs in NCHW: cuDNN transposes around every convolution (${fmtMs(mix.nchwTransposeNs)} of transposes a step)`,
     ranks: [m.rank],

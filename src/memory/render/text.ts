@@ -1,11 +1,10 @@
 /** Terminal and Markdown renderings of a memory report (pure: report in, text out). */
-import { PLAIN, type Style, renderFinding } from '../../report/terminal.js';
+import { findingLines, findingMarkdown } from '../../report/findingText.js';
+import { PLAIN, type Style } from '../../report/style.js';
 import type { LiveSet, MemoryReport } from '../report.js';
 import { fmtBytes, fmtPct, fmtUs } from '../../util/format.js';
 
 const label = (c: string): string => c.replace('_', ' ');
-/** The severity marks of analyze's Markdown (one style in every report). */
-const ICON = { high: '🔴', medium: '🟠', low: '🔵', info: '⚪' } as const;
 
 function since(r: MemoryReport, us: number | null): string {
   return us === null || r.history.firstUs === null ? '' : ` at t=${fmtUs(us - r.history.firstUs)}`;
@@ -32,7 +31,7 @@ function liveLines(live: LiveSet, indent: string): string[] {
 }
 
 /**
- * Findings first, in the style of every gpuwise report (report/terminal.ts renderFinding: numbered, severity in
+ * Findings first, in the style of every gpuwise report (report/findingText.ts: numbered, severity in
  * capitals, evidence, fix and code); `width` wraps prose to the terminal (0: no wrapping).
  */
 export function renderText(r: MemoryReport, st: Style = PLAIN, width = 0): string {
@@ -47,7 +46,7 @@ export function renderText(r: MemoryReport, st: Style = PLAIN, width = 0): strin
   else {
     out.push(st.bold(`Findings (${r.findings.length}, most severe first)`), '');
     r.findings.forEach((f, i) => {
-      out.push(...renderFinding(f, st, i, width), '');
+      out.push(...findingLines(f, st, i, width), '');
     });
   }
   const row = (name: string, peak: number | null, end: number | null): string =>
@@ -96,11 +95,9 @@ export function renderMarkdown(r: MemoryReport): string {
   out.push(`Device ${r.device}, ${r.history.entries} history entries${r.history.durationUs !== null ? ` over ${fmtUs(r.history.durationUs)}` : ''}.`, '');
   out.push('### Findings', '');
   if (r.findings.length === 0) out.push('None.', '');
-  for (const f of r.findings) {
-    out.push(`#### ${ICON[f.severity]} ${f.severity.toUpperCase()}: ${f.title} (\`${f.id}\`)`, '');
-    for (const e of f.evidence) out.push(`- ${e}`);
-    out.push('', f.recommendation.summary, '', '```python', ...f.recommendation.code.split('\n'), '```', '');
-  }
+  r.findings.forEach((f, i) => {
+    out.push(...findingMarkdown(f, i, '####'));
+  });
 
   out.push('| | Peak | End |', '|---|---:|---:|');
   out.push(`| Allocated | ${fmtBytes(t.peakAllocatedBytes)} | ${fmtBytes(t.finalAllocatedBytes)} |`);

@@ -8,9 +8,10 @@ import { CATEGORY_NAMES } from '../../trace/kernelClass.js';
 import { IDLE_CAUSES, type TraceMetrics } from '../../trace/metrics/types.js';
 import type { AnalyzeReport } from '../../report/analyzeReport.js';
 import { IDLE_LABELS } from '../../report/terminal.js';
-import { fmtBytes, fmtMs, fmtPct, fmtTflops } from '../../util/format.js';
-import { type InlineAssets, esc, noscriptTable, page, spread, table } from './layout.js';
-import { findingHtml } from './runs.js';
+import { fmtBytes, fmtGpuMemory, fmtMs, fmtPct, fmtWindow } from '../../util/format.js';
+import { type InlineAssets, esc, noscriptTable, page, scrollBox, spread, table } from './layout.js';
+import { flopsLeftOut, flopsSplit, mfuText } from '../../report/flopsText.js';
+import { findingHtml, verdictGainText } from './runs.js';
 import { paceHtml } from './pace.js';
 
 const enc = encodeURIComponent;
@@ -92,15 +93,15 @@ export function stepBreakdownHtml(r: AnalyzeReport): string {
       .join(' &nbsp; ');
     return `<tr class="rank-row"><td><a href="#rank-${m.rank}">rank ${m.rank}</a></td><td class="num">${m.steps.length}</td><td class="num">${esc(fmtMs(m.stepTime.medianNs))}</td><td class="num">${esc(fmtPct(m.gpuBusyShare))}</td><td style="width:55%"><div class="stack">${bar}</div><div class="dim" style="font-size:12px">${legend}</div></td></tr>`;
   });
-  return `<table id="step-breakdown"><thead><tr><th>rank</th><th class="num">steps</th><th class="num">median step</th><th class="num">GPU busy</th><th>mean step split by cause</th></tr></thead><tbody>${rows.join('')}</tbody></table>`;
+  return scrollBox(`<table id="step-breakdown"><thead><tr><th>rank</th><th class="num">steps</th><th class="num">median step</th><th class="num">GPU busy</th><th>mean step split by cause</th></tr></thead><tbody>${rows.join('')}</tbody></table>`);
 }
 
 function whereAStepGoes(m: TraceMetrics): string {
   const total = m.perStep.busyNs + m.perStep.idleNs || 1;
   const rows = PARTS.map((k) => [k, k === 'busy' ? m.perStep.busyNs : m.perStep.idleByCauseNs[k]] as const)
     .filter(([k, v]) => v > 0 || k === 'busy')
-    .map(([k, v]) => `<tr><td><span class="sw" style="background:${PART_COLORS[k]}"></span>${esc(partLabel(k))}</td><td class="num">${esc(fmtMs(v))}</td><td class="num">${esc(fmtPct(v / total))}</td><td class="bar-cell">${shareBar(v / total, PART_COLORS[k])}</td></tr>`);
-  return `<table class="parts"><thead><tr><th>mean per step</th><th class="num">time</th><th class="num">share</th><th></th></tr></thead><tbody>${rows.join('')}</tbody></table>`;
+    .map(([k, v]) => `<tr><td class="key"><span class="sw" style="background:${PART_COLORS[k]}"></span>${esc(partLabel(k))}</td><td class="num">${esc(fmtMs(v))}</td><td class="num">${esc(fmtPct(v / total))}</td><td class="bar-cell">${shareBar(v / total, PART_COLORS[k])}</td></tr>`);
+  return scrollBox(`<table class="parts"><thead><tr><th>mean per step</th><th class="num">time</th><th class="num">share</th><th></th></tr></thead><tbody>${rows.join('')}</tbody></table>`);
 }
 
 function kindsTable(m: TraceMetrics): string {
@@ -109,9 +110,9 @@ function kindsTable(m: TraceMetrics): string {
     .sort((a, b) => b.v - a.v);
   if (cats.length === 0) return '<p class="dim">no kernels in the analysed steps</p>';
   const total = cats.reduce((a, x) => a + x.v, 0) || 1;
-  return `<table class="kinds"><thead><tr><th>kind</th><th class="num">per step</th><th class="num">share</th><th></th></tr></thead><tbody>${cats
-    .map((x) => `<tr><td><span class="sw" style="background:${x.color}"></span>${esc(x.c)}</td><td class="num">${esc(fmtMs(x.v))}</td><td class="num">${esc(fmtPct(x.v / total))}</td><td class="bar-cell">${shareBar(x.v / total, x.color)}</td></tr>`)
-    .join('')}</tbody></table>`;
+  return scrollBox(`<table class="kinds"><thead><tr><th>kind</th><th class="num">per step</th><th class="num">share</th><th></th></tr></thead><tbody>${cats
+    .map((x) => `<tr><td class="key"><span class="sw" style="background:${x.color}"></span>${esc(x.c)}</td><td class="num">${esc(fmtMs(x.v))}</td><td class="num">${esc(fmtPct(x.v / total))}</td><td class="bar-cell">${shareBar(x.v / total, x.color)}</td></tr>`)
+    .join('')}</tbody></table>`);
 }
 
 function precisionTable(m: TraceMetrics): string {
@@ -125,37 +126,38 @@ function precisionTable(m: TraceMetrics): string {
     ['tensor-core share of known-precision matmul time', p.tensorCoreShare === null ? 'n/a' : fmtPct(p.tensorCoreShare)],
   ];
   const fp32 = p.topFp32Kernels.length
-    ? `<p class="dim">the fp32 matmul kernels taking most time</p>${table(['kernel', 'count', 'total', 'mean'], p.topFp32Kernels.map((k) => [k.name, String(k.count), fmtMs(k.totalNs), fmtMs(k.meanNs)]))}`
+    ? `<p class="dim">the fp32 matmul kernels taking most time (count and total ${fmtWindow(m.steps.length)})</p>${table(['kernel', 'count', 'total', 'mean'], p.topFp32Kernels.map((k) => [k.name, String(k.count), fmtMs(k.totalNs), fmtMs(k.meanNs)]), undefined, ['long', 'num', 'num', 'num'])}`
     : '';
-  return `${table(['matmul time (GEMM, convolution, attention) by precision', ''], rows)}${fp32}`;
+  return `${table([`matmul time (GEMM, convolution, attention) by precision, ${fmtWindow(m.steps.length)}`, ''], rows, undefined, ['text', 'num'])}${fp32}`;
 }
 
 function otherFigures(m: TraceMetrics): string {
   const l = m.launch;
+  const win = fmtWindow(m.steps.length);
   const rows: string[][] = [
-    ['launches', `${l.kernelsPerStep.toFixed(0)} kernels/step, median kernel ${fmtMs(l.medianKernelNs)}, CPU in launch calls ${fmtMs(l.cpuLaunchNs)} vs GPU kernels ${fmtMs(l.gpuKernelNs)}, CPU ahead by ${fmtMs(l.medianLaunchToStartNs)} (median), ${fmtPct(l.shorterThanLaunchFraction)} of kernels shorter than their launch`],
+    ['launches', `${l.kernelsPerStep.toFixed(0)} kernels per step, median kernel ${fmtMs(l.medianKernelNs)}, CPU ahead by ${fmtMs(l.medianLaunchToStartNs)} (median), ${fmtPct(l.shorterThanLaunchFraction)} of kernels shorter than their launch; ${win}: CPU in launch calls ${fmtMs(l.cpuLaunchNs)} vs GPU kernels ${fmtMs(l.gpuKernelNs)}`],
   ];
   const mf = m.modelFlops;
   if (mf !== null)
     rows.push([
       'model FLOPs',
-      `${fmtTflops(mf.achievedTflops)} TFLOP/s achieved, MFU ${fmtPct(mf.mfu)} of the ${mf.gpu} ${mf.peakPrecision} dense peak ${mf.peakTflops} TFLOP/s (${(mf.flopsPerStep / 1e12).toFixed(2)} TFLOP of GEMMs per median step; attention kernels and convolutions not counted: a floor)`,
+      `${mfuText(mf)} (${flopsSplit(mf)} per median step${flopsLeftOut(mf) ? `; ${flopsLeftOut(mf)}: a floor` : ''})`,
     ]);
-  for (const c of m.copies) rows.push([`memcpy ${c.kind}`, `${c.count} copies, ${fmtBytes(c.bytes)}, ${fmtMs(c.durNs)}, ${c.bandwidthGBs.toFixed(1)} GB/s`]);
+  for (const c of m.copies) rows.push([`memcpy ${c.kind}`, `${win}: ${c.count} copies, ${fmtBytes(c.bytes)}, ${fmtMs(c.durNs)}, ${c.bandwidthGBs.toFixed(1)} GB/s`]);
   if (m.comm.collectives > 0)
     rows.push([
       'communication',
-      `${m.comm.collectives} collectives, ${fmtMs(m.comm.commNsPerStep)}/step, exposed ${fmtMs(m.comm.exposedNsPerStep)}/step, overlap ${m.comm.overlapShare === null ? 'n/a' : fmtPct(m.comm.overlapShare)}, median message ${fmtBytes(m.comm.medianMessageBytes)}`,
+      `${m.comm.collectives} collectives ${win}, ${fmtMs(m.comm.commNsPerStep)} per step, exposed ${fmtMs(m.comm.exposedNsPerStep)} per step, overlap ${m.comm.overlapShare === null ? 'n/a' : fmtPct(m.comm.overlapShare)}, median message ${fmtBytes(m.comm.medianMessageBytes)}`,
     ]);
   if (m.crossDevice) rows.push(['devices side by side', `${m.crossDevice.devices.length} GPUs driven by this process, pipeline bubble ${fmtPct(m.crossDevice.bubbleShare)} of a step`]);
   for (const x of m.memory)
-    rows.push([`memory, GPU ${x.device}`, `peak allocated ${fmtBytes(x.peakAllocatedBytes)}, peak reserved ${fmtBytes(x.peakReservedBytes)}${x.deviceTotalBytes ? ` of ${fmtBytes(x.deviceTotalBytes)}` : ''}`]);
+    rows.push([`memory, GPU ${x.device}`, `peak allocated ${fmtBytes(x.peakAllocatedBytes)}, peak reserved ${fmtBytes(x.peakReservedBytes)}${x.deviceTotalBytes ? ` of ${fmtGpuMemory(x.deviceTotalBytes)}` : ''}`]);
   return table(null, rows);
 }
 
 function rankSection(m: TraceMetrics, d: AnalyzeChartData['ranks'][number]): string {
   const dev = m.devices[0];
-  const head = `Rank ${m.rank}${m.worldSize > 1 ? ` of ${m.worldSize}` : ''}${dev ? ` · ${dev.name} (sm_${dev.computeCapability.replace('.', '')}, ${fmtBytes(dev.totalMemoryBytes)})` : ''}`;
+  const head = `Rank ${m.rank}${m.worldSize > 1 ? ` of ${m.worldSize}` : ''}${dev ? ` · ${dev.name} (sm_${dev.computeCapability.replace('.', '')}, ${fmtGpuMemory(dev.totalMemoryBytes)})` : ''}`;
   const figs: [string, string][] = [
     ['median step', fmtMs(m.stepTime.medianNs)],
     ['mean', fmtMs(m.stepTime.meanNs)],
@@ -190,15 +192,15 @@ function rankSection(m: TraceMetrics, d: AnalyzeChartData['ranks'][number]): str
 <h3>GPU time by kind <span class="dim">(kernel durations per step)</span></h3>${kindsTable(m)}
 <h3>Matmul precision</h3>${precisionTable(m)}
 <h3>Launches, copies, communication, memory</h3>${otherFigures(m)}
-${m.topKernels.length ? `<h3>Top kernels</h3>${table(['kernel', 'kind', 'count', 'total', 'mean'], m.topKernels.map((k) => [k.name, k.category, String(k.count), fmtMs(k.totalNs), fmtMs(k.meanNs)]))}` : ''}
-${shapes.length ? `<h3>GEMM shapes</h3>${table(['op', 'batch × M × N × K', 'dtype', 'calls', 'GPU time', 'TFLOP/s', 'misaligned'], shapes.map((g) => [g.op, `${g.batch} × ${g.m} × ${g.n} × ${g.k}`, g.dtype ?? '?', String(g.calls), fmtMs(g.gpuNs), g.tflops.toFixed(1), g.misalignedDims.join(', ')]))}` : ''}
+${m.topKernels.length ? `<h3>Top kernels <span class="dim">(count and total ${esc(fmtWindow(m.steps.length))})</span></h3>${table(['kernel', 'kind', 'count', 'total', 'mean'], m.topKernels.map((k) => [k.name, k.category, String(k.count), fmtMs(k.totalNs), fmtMs(k.meanNs)]), undefined, ['long', 'text', 'num', 'num', 'num'])}` : ''}
+${shapes.length ? `<h3>GEMM shapes <span class="dim">(calls and GPU time ${esc(fmtWindow(m.steps.length))})</span></h3>${table(['op', 'batch × M × N × K', 'dtype', 'calls', 'GPU time', 'TFLOP/s', 'misaligned'], shapes.map((g) => [g.op, `${g.batch} × ${g.m} × ${g.n} × ${g.k}`, g.dtype ?? '?', String(g.calls), fmtMs(g.gpuNs), g.tflops.toFixed(1), g.misalignedDims.join(', ')]), undefined, ['long', 'num', 'text', 'num', 'num', 'num', 'text'])}` : ''}
 </section>`;
 }
 
 /** The one line a person reads first. */
 export function analyzeVerdict(r: AnalyzeReport): string {
   const top = r.findings[0];
-  return top ? `${top.title}${top.estimatedGain ? ` (fixing it: −${fmtPct(top.estimatedGain.savedFraction)} step time)` : ''}` : 'nothing to fix was found in this trace';
+  return top ? `${top.title}${top.estimatedGain ? ` (${verdictGainText(top.estimatedGain)})` : ''}` : 'nothing to fix was found in this trace';
 }
 
 export interface AnalyzePageOptions {
@@ -247,6 +249,7 @@ export function analyzePage(r: AnalyzeReport, o: AnalyzePageOptions): string {
     ['file', 'rank', 'events', 'steps used', 'left out'],
     r.inputs.map((i) => [i.path, String(i.rank), i.events.toLocaleString('en-US'), i.coverage ? String(i.coverage.stepsUsed.length) : 'n/a', i.coverage ? String(i.coverage.stepsLeftOut.length) : 'n/a']),
     'inputs',
+    ['long', 'num', 'num', 'num', 'num'],
   );
   const title = o.standalone ? 'gpuwise analyze' : `Trace: ${o.label}`;
   const body = `<h1>${esc(title)}</h1>

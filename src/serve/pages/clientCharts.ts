@@ -75,6 +75,8 @@ export const CHARTS_JS = `
   function ms(v) { return v === 0 ? '0' : v >= 1000 ? (v / 1000).toFixed(2) + ' s' : v >= 10 ? v.toFixed(0) + ' ms' : v.toFixed(2) + ' ms'; }
   function pct(v) { return v.toFixed(0) + '%'; }
   function gib(v) { return (Math.abs(v) >= 10 || v === 0 ? v.toFixed(0) : v.toFixed(1)) + ' GiB'; }
-  window.gw = { chart: chart, color: color, fmt: { bytes: bytes, ms: ms, pct: pct, gib: gib } };
+  // A GPU's memory: GiB with one decimal, as every report gives it (util/format.ts fmtGpuMemory).
+  function gpuMemory(v) { return (v / 1073741824).toFixed(1) + ' GiB'; }
+  window.gw = { chart: chart, color: color, fmt: { bytes: bytes, ms: ms, pct: pct, gib: gib, gpuMemory: gpuMemory } };
 })();
 `

@@ -61,9 +61,14 @@ main{max-width:1200px;margin:0 auto;padding:16px}
 h1{font-size:20px;margin:4px 0 12px}h2{font-size:16px;margin:20px 0 8px}
 .card{background:var(--card);border:1px solid var(--line);border-radius:6px;padding:12px 14px;margin:0 0 12px}
 table{border-collapse:collapse;width:100%;background:var(--card)}
-th,td{text-align:left;padding:5px 8px;border-bottom:1px solid var(--line);vertical-align:top;overflow-wrap:anywhere}
+th,td{text-align:left;padding:5px 8px;border-bottom:1px solid var(--line);vertical-align:top}
 th{font-weight:600;color:var(--dim);font-size:12px;text-transform:uppercase;letter-spacing:.03em}
+.u-legend th,.u-legend td{color:inherit;font-size:12px;text-transform:none;letter-spacing:normal;border:0;padding:2px 4px}
 td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
+td.num{white-space:nowrap}
+td.long{overflow-wrap:anywhere;min-width:16em}
+td.key{white-space:nowrap}
+.tw{overflow-x:auto}
 a{color:var(--accent)}
 .dim{color:var(--dim)}.bad{color:var(--bad)}.warn{color:var(--warn)}.ok{color:var(--ok)}
 .sev{display:inline-block;min-width:58px;text-align:center;font-size:11px;font-weight:700;border-radius:3px;padding:1px 6px;color:#fff}
@@ -114,9 +119,25 @@ ${uplotCss}<style>${CSS}</style></head>
 `;
 }
 
-/** A table of text cells (each escaped); `head` null for a two-column list of figures. */
-export function table(head: string[] | null, rows: string[][], id?: string): string {
-  return `<table${id ? ` id="${id}"` : ''}>${head ? `<thead><tr>${head.map((h) => `<th>${esc(h)}</th>`).join('')}</tr></thead>` : ''}<tbody>${rows.map((r) => `<tr>${r.map((c) => `<td>${esc(c)}</td>`).join('')}</tr>`).join('')}</tbody></table>`;
+/**
+ * How a column's cells wrap: `num` a figure (right-aligned, never wrapped), `long` an identifier with no spaces
+ * (a kernel name, a source path, a command: may break anywhere, but the column keeps a readable width), `text`
+ * words (wrap between words only).
+ */
+export type ColumnKind = 'num' | 'long' | 'text';
+
+/** A table that scrolls sideways inside its own box when it is wider than the page, instead of squeezing words. */
+export function scrollBox(tableHtml: string): string {
+  return `<div class="tw">${tableHtml}</div>`;
+}
+
+/** A table of text cells (each escaped); `head` null for a two-column list of figures; `kinds` per column (default text). */
+export function table(head: string[] | null, rows: string[][], id?: string, kinds: readonly ColumnKind[] = []): string {
+  // A list of figures (no head): its names stay on one line, the figures beside them wrap.
+  const cls = (i: number) => (kinds[i] === 'num' || kinds[i] === 'long' ? ` class="${kinds[i]}"` : head === null && i === 0 ? ' class="key"' : '');
+  return scrollBox(
+    `<table${id ? ` id="${id}"` : ''}>${head ? `<thead><tr>${head.map((h, i) => `<th${cls(i)}>${esc(h)}</th>`).join('')}</tr></thead>` : ''}<tbody>${rows.map((r) => `<tr>${r.map((c, i) => `<td${cls(i)}>${esc(c)}</td>`).join('')}</tr>`).join('')}</tbody></table>`,
+  );
 }
 
 /** At most `n` evenly spread indexes of `len` (the first and the last included): the rows a <noscript> table shows. */

@@ -54,10 +54,11 @@ export const LIVE_PAGE_JS = `
     dirty = true; draw(true);
   }
   function figs(g) {
-    var used = g.memUsedBytes, total = g.memTotalBytes, pct = used != null && total ? 100 * used / total : null;
+    // The memory CUDA can use: NVML's total less the driver's reservation (telemetry/sample.ts usableMemoryBytes).
+    var used = g.memUsedBytes, total = g.memTotalBytes == null ? null : g.memTotalBytes - (g.memReservedBytes || 0), pct = used != null && total ? 100 * used / total : null;
     var thr = g.throttle == null ? 'n/a' : g.throttle.length ? g.throttle.join(', ') : 'none';
     return '<span class="fig"><span class="dim">util</span><b>' + (g.utilPercent == null ? 'n/a' : g.utilPercent + '%') + '</b></span>' +
-      '<span class="fig"><span class="dim">memory used</span><b>' + fmtB(used) + (total ? ' / ' + fmtB(total) : '') + '</b></span>' +
+      '<span class="fig"><span class="dim">memory used</span><b>' + fmtB(used) + (total ? ' / ' + gw.fmt.gpuMemory(total) : '') + '</b></span>' +
       '<span class="fig"><span class="dim">power</span><b>' + (g.powerW == null ? 'n/a' : g.powerW.toFixed(0) + ' W') + (g.powerLimitW ? ' / ' + g.powerLimitW.toFixed(0) + ' W' : '') + '</b></span>' +
       '<span class="fig"><span class="dim">temp</span><b>' + (g.tempC == null ? 'n/a' : g.tempC + ' °C') + '</b></span>' +
       '<span class="fig"><span class="dim">SM clock</span><b>' + (g.smClockMhz == null ? 'n/a' : g.smClockMhz + (g.smClockMaxMhz ? ' / ' + g.smClockMaxMhz : '') + ' MHz') + '</b></span>' +
@@ -80,7 +81,7 @@ export const LIVE_PAGE_JS = `
     procBody.innerHTML = f.processes.length ? f.processes.map(function (p) {
       return '<tr><td class="num">' + p.pid + '</td><td class="num">' + p.gpu + '</td><td>' + esc(p.user || '') + '</td><td>' + (p.rank == null ? '' : p.rank + (p.worldSize ? '/' + p.worldSize : '')) + '</td><td>' + esc(p.job || '') +
         '</td><td class="num">' + fmtB(p.usedBytes) + '</td><td class="num">' + (p.allocatedBytes == null ? '' : fmtB(p.allocatedBytes) + ' / ' + fmtB(p.reservedBytes)) + '</td><td class="num">' + (p.smPercent == null ? 'n/a' : p.smPercent + '%') +
-        '</td><td class="num">' + (p.cpuPercent == null ? 'n/a' : p.cpuPercent.toFixed(0) + '%') + '</td><td><code>' + esc(p.command || p.name || '') + '</code></td></tr>';
+        '</td><td class="num">' + (p.cpuPercent == null ? 'n/a' : p.cpuPercent.toFixed(0) + '%') + '</td><td class="long"><code>' + esc(p.command || p.name || '') + '</code></td></tr>';
     }).join('') : '<tr><td colspan="10" class="dim">no process holds a GPU</td></tr>';
     document.getElementById('sample-time').textContent = new Date(f.tMs).toLocaleTimeString();
     document.getElementById('host').textContent = (f.host || '') + (f.driver ? ', driver ' + f.driver : '');
@@ -106,6 +107,14 @@ export const LIVE_PAGE_JS = `
       var s = JSON.parse(e.data);
       statusEl.textContent = s.problem ? s.problem : (s.source ? 'sampling through ' + s.source + ' every ' + s.intervalMs + ' ms' : 'starting...');
       statusEl.className = s.problem ? 'warn' : 'dim';
+      // No GPU read yet and the sampler says why: say it where the GPUs and processes would be, not "waiting".
+      var none = document.getElementById('no-gpu');
+      if (s.problem && !frames && !order.length) {
+        if (!none) { none = document.createElement('div'); none.id = 'no-gpu'; none.className = 'card warn'; cards.parentNode.insertBefore(none, cards); }
+        none.textContent = s.problem;
+        statusEl.textContent = 'no GPU sampled';
+        procBody.innerHTML = '<tr><td colspan="10" class="dim">no GPU sampled</td></tr>';
+      } else if (none && !s.problem) none.remove();
     });
     window.gwLive = { frames: function () { return frames; }, points: function () { return t.length; }, source: es };
   }
@@ -129,6 +138,6 @@ export function livePage(o: LivePageOptions = {}): string {
 <span>history <select id="range"><option value="900">15 min</option><option value="3600" selected>1 hour</option><option value="21600">6 hours</option><option value="86400">24 hours</option></select>
 <label><input type="checkbox" id="follow" checked> follow</label> <span class="dim">(<span id="history-points">0</span> points; drag to zoom, double-click to reset)</span></span></div>
 <div class="grid" id="gpus"></div>
-<h2>Processes</h2><table id="procs"><thead><tr><th class="num">pid</th><th class="num">GPU</th><th>user</th><th>rank</th><th>job</th><th class="num">GPU memory</th><th class="num">allocated / reserved</th><th class="num">SM</th><th class="num">CPU</th><th>command</th></tr></thead><tbody><tr><td colspan="10" class="dim">waiting for the first sample</td></tr></tbody></table>`;
+<h2>Processes</h2><div class="tw"><table id="procs"><thead><tr><th class="num">pid</th><th class="num">GPU</th><th>user</th><th>rank</th><th>job</th><th class="num">GPU memory</th><th class="num">allocated / reserved</th><th class="num">SM</th><th class="num">CPU</th><th>command</th></tr></thead><tbody><tr><td colspan="10" class="dim">waiting for the first sample</td></tr></tbody></table></div>`;
   return page({ title: 'Live GPUs', section: 'live', body, bare: o.bare, data: {}, scripts: [LIVE_PAGE_JS] });
 }

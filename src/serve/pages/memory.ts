@@ -7,7 +7,7 @@
 import type { LiveDiff, MemoryDiff } from '../../memory/diff.js';
 import type { LiveSet, MemoryReport } from '../../memory/report.js';
 import { fmtBytes, fmtPct, fmtSignedBytes, fmtUs } from '../../util/format.js';
-import { type InlineAssets, esc, noscriptTable, page, spread, table } from './layout.js';
+import { type InlineAssets, esc, noscriptTable, page, scrollBox, spread, table } from './layout.js';
 import { findingHtml } from './runs.js';
 
 const enc = encodeURIComponent;
@@ -81,17 +81,17 @@ function liveHtml(live: LiveSet, id: string): string {
   if (live.bytes === 0) return '<p class="dim">nothing live</p>';
   const share = (b: number) => b / live.bytes;
   const bar = live.byCategory.map((c) => `<i title="${esc(catLabel(c.category))} ${esc(fmtBytes(c.bytes))}" style="width:${(share(c.bytes) * 100).toFixed(2)}%;background:${color(c.category)}"></i>`).join('');
-  const cats = `<table class="categories"><thead><tr><th>category</th><th class="num">bytes</th><th class="num">share</th><th class="num">allocations</th></tr></thead><tbody>${live.byCategory
-    .map((c) => `<tr><td><span class="sw" style="background:${color(c.category)}"></span>${esc(catLabel(c.category))}</td><td class="num">${esc(fmtBytes(c.bytes))}</td><td class="num">${esc(fmtPct(share(c.bytes)))}</td><td class="num">${c.allocations}</td></tr>`)
-    .join('')}</tbody></table>`;
+  const cats = scrollBox(`<table class="categories"><thead><tr><th>category</th><th class="num">bytes</th><th class="num">share</th><th class="num">allocations</th></tr></thead><tbody>${live.byCategory
+    .map((c) => `<tr><td class="key"><span class="sw" style="background:${color(c.category)}"></span>${esc(catLabel(c.category))}</td><td class="num">${esc(fmtBytes(c.bytes))}</td><td class="num">${esc(fmtPct(share(c.bytes)))}</td><td class="num">${c.allocations}</td></tr>`)
+    .join('')}</tbody></table>`);
   const max = Math.max(1, ...live.bySource.map((s) => s.bytes));
   const sources = live.bySource.length
-    ? `<h3>Largest sources <span class="dim">(first frame outside torch and the standard library)</span></h3><table class="sources"><thead><tr><th>source line</th><th>function</th><th>category</th><th class="num">bytes</th><th class="num">allocations</th><th></th></tr></thead><tbody>${live.bySource
+    ? `<h3>Largest sources <span class="dim">(first frame outside torch and the standard library)</span></h3>${scrollBox(`<table class="sources"><thead><tr><th>source line</th><th>function</th><th>category</th><th class="num">bytes</th><th class="num">allocations</th><th></th></tr></thead><tbody>${live.bySource
         .map(
           (s) =>
-            `<tr><td title="${esc(s.source)}"><code>${esc(s.shortSource)}</code></td><td><code>${esc(s.function)}</code></td><td><span class="sw" style="background:${color(s.category)}"></span>${esc(catLabel(s.category))}</td><td class="num">${esc(fmtBytes(s.bytes))}</td><td class="num">${s.allocations}</td><td class="bar-cell"><div class="hb" style="width:${((100 * s.bytes) / max).toFixed(1)}%;background:${color(s.category)}"></div></td></tr>`,
+            `<tr><td class="long" title="${esc(s.source)}"><code>${esc(s.shortSource)}</code></td><td><code>${esc(s.function)}</code></td><td class="key"><span class="sw" style="background:${color(s.category)}"></span>${esc(catLabel(s.category))}</td><td class="num">${esc(fmtBytes(s.bytes))}</td><td class="num">${s.allocations}</td><td class="bar-cell"><div class="hb" style="width:${((100 * s.bytes) / max).toFixed(1)}%;background:${color(s.category)}"></div></td></tr>`,
         )
-        .join('')}</tbody></table>`
+        .join('')}</tbody></table>`)}`
     : '';
   return `<div id="${id}"><div class="stack" style="height:24px">${bar}</div>${cats}${sources}</div>`;
 }
@@ -127,6 +127,7 @@ export function memoryPage(r: MemoryReport, o: MemoryPageOptions): string {
       ['largest free block', '', fmtBytes(t.finalLargestFreeBlockBytes)],
     ],
     'totals',
+    ['text', 'num', 'num'],
   );
   const oom = r.oom
     ? `<h2>Out of memory${esc(since(r, r.oom.timeUs))}${r.oom.count > 1 ? ` (first of ${r.oom.count})` : ''}, during ${esc(r.oom.phase)}</h2>
@@ -173,12 +174,12 @@ function diffSection(title: string, l: LiveDiff, id: string): string {
   const rows = [...l.byCategory.map((r) => ({ ...r, code: false })), ...l.bySource.map((r) => ({ ...r, code: true }))];
   const max = Math.max(1, ...rows.map((r) => Math.abs(r.deltaBytes)));
   return `<h2>${esc(title)}: ${esc(fmtBytes(l.totalA))} → ${esc(fmtBytes(l.totalB))} (${esc(fmtSignedBytes(l.totalB - l.totalA))})</h2>
-<table id="${id}"><thead><tr><th>category or source line</th><th class="num">A</th><th class="num">B</th><th class="num">B − A</th><th></th></tr></thead><tbody>${rows
+${scrollBox(`<table id="${id}"><thead><tr><th>category or source line</th><th class="num">A</th><th class="num">B</th><th class="num">B − A</th><th></th></tr></thead><tbody>${rows
     .map(
       (r) =>
-        `<tr><td>${r.code ? `<code>${esc(r.label)}</code>` : esc(catLabel(r.label))}</td><td class="num">${esc(fmtBytes(r.aBytes))}</td><td class="num">${esc(fmtBytes(r.bBytes))}</td><td class="num ${r.deltaBytes > 0 ? 'bad' : r.deltaBytes < 0 ? 'ok' : ''}">${esc(fmtSignedBytes(r.deltaBytes))}</td><td class="bar-cell"><div class="hb ${r.deltaBytes >= 0 ? 'grow' : 'shrink'}" style="width:${((100 * Math.abs(r.deltaBytes)) / max).toFixed(1)}%"></div></td></tr>`,
+        `<tr><td${r.code ? ' class="long"' : ''}>${r.code ? `<code>${esc(r.label)}</code>` : esc(catLabel(r.label))}</td><td class="num">${esc(fmtBytes(r.aBytes))}</td><td class="num">${esc(fmtBytes(r.bBytes))}</td><td class="num ${r.deltaBytes > 0 ? 'bad' : r.deltaBytes < 0 ? 'ok' : ''}">${esc(fmtSignedBytes(r.deltaBytes))}</td><td class="bar-cell"><div class="hb ${r.deltaBytes >= 0 ? 'grow' : 'shrink'}" style="width:${((100 * Math.abs(r.deltaBytes)) / max).toFixed(1)}%"></div></td></tr>`,
     )
-    .join('')}</tbody></table>`;
+    .join('')}</tbody></table>`)}`;
 }
 
 /** `gpuwise memory diff A B --html`: what grew from A to B, in the same design (tables with bars, no chart to draw). */
@@ -187,7 +188,7 @@ export function renderMemoryDiffHtml(d: MemoryDiff, assets: InlineAssets): strin
   const body = `<h1>gpuwise memory diff</h1>
 <div class="card"><div class="verdict ${grew > 0 ? 'warn' : 'ok'}" id="verdict">live at the end ${esc(fmtSignedBytes(grew))} from A to B</div>
 <div class="dim">A: <code>${esc(d.a)}</code></div><div class="dim">B: <code>${esc(d.b)}</code></div></div>
-${table(['', 'A', 'B', 'B − A'], d.totals.map((t) => [t.key, fmtBytes(t.aBytes), fmtBytes(t.bBytes), fmtSignedBytes(t.deltaBytes)]), 'totals')}
+${table(['', 'A', 'B', 'B − A'], d.totals.map((t) => [t.label, fmtBytes(t.aBytes), fmtBytes(t.bBytes), fmtSignedBytes(t.deltaBytes)]), 'totals', ['text', 'num', 'num', 'num'])}
 ${diffSection('Live at the end', d.final, 'diff-final')}
 ${diffSection('Live at the allocated peak', d.peak, 'diff-peak')}
 <p class="dim">memory diff schema ${d.schemaVersion}</p>`;

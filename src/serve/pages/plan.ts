@@ -4,9 +4,9 @@
  * time by term, the memory savers, the layouts a search found. No time series, so no chart script: the bars are
  * plain HTML and the page reads the same with JavaScript off.
  */
-import { layoutText } from '../../planner/render.js';
+import { hardwareText, layoutText, modelSourceText, searchChoiceText } from '../../planner/render.js';
 import type { PlanJson } from '../../planner/report.js';
-import { type InlineAssets, esc, page, table } from './layout.js';
+import { type InlineAssets, esc, page, scrollBox, table } from './layout.js';
 
 const gib = (b: number) => `${(b / 1024 ** 3).toFixed(2)} GiB`;
 const COLORS = ['#1565c0', '#6a1b9a', '#00897b', '#ef6c00', '#558b2f', '#8e44ad', '#f9a825', '#757575', '#283593', '#e53935'];
@@ -17,10 +17,10 @@ function memoryBar(j: PlanJson): string {
   const m = j.memory;
   const sum = m.components.reduce((a, c) => a + c.bytes, 0);
   const scale = Math.max(m.budgetBytes, m.peakReservedBytes, sum, 1);
-  const parts = m.components.map((c, i) => `<i title="${esc(c.name)}: ${esc(gib(c.bytes))}" style="width:${((100 * c.bytes) / scale).toFixed(2)}%;background:${colorOf(i)}"></i>`).join('');
+  const parts = m.components.map((c, i) => `<i title="${esc(c.label)}: ${esc(gib(c.bytes))}" style="width:${((100 * c.bytes) / scale).toFixed(2)}%;background:${colorOf(i)}"></i>`).join('');
   const budgetPct = ((100 * m.budgetBytes) / scale).toFixed(2);
   return `<div style="position:relative"><div class="stack" style="height:28px">${parts}</div><div title="budget ${esc(gib(m.budgetBytes))}" style="position:absolute;top:-3px;bottom:-3px;left:${budgetPct}%;border-left:2px solid #000"></div></div>
-<div class="dim" style="font-size:12px">${m.components.map((c, i) => `<span class="sw" style="background:${colorOf(i)}"></span>${esc(c.name)} ${esc(gib(c.bytes))}`).join(' &nbsp; ')} &nbsp; │ budget ${esc(gib(m.budgetBytes))}</div>`;
+<div class="dim" style="font-size:12px">${m.components.map((c, i) => `<span class="sw" style="background:${colorOf(i)}"></span>${esc(c.label)} ${esc(gib(c.bytes))}`).join(' &nbsp; ')} &nbsp; │ budget ${esc(gib(m.budgetBytes))}</div>`;
 }
 
 function timeTable(j: PlanJson): string {
@@ -33,13 +33,15 @@ function timeTable(j: PlanJson): string {
     ['pipeline bubble', t.bubbleMs],
   ];
   const max = Math.max(1e-9, ...terms.map(([, v]) => v));
-  return `<table id="time"><thead><tr><th>term</th><th class="num">ms</th><th></th></tr></thead><tbody>${terms
+  return `${scrollBox(`<table id="time"><thead><tr><th>term</th><th class="num">ms</th><th></th></tr></thead><tbody>${terms
     .map(([k, v]) => `<tr><td>${esc(k)}</td><td class="num">${v.toFixed(1)}</td><td class="bar-cell"><div class="hb" style="width:${((100 * v) / max).toFixed(1)}%"></div></td></tr>`)
-    .join('')}</tbody></table><p class="dim">overlap: ${esc(t.overlap)}</p>`;
+    .join('')}</tbody></table>`)}<p class="dim">overlap: ${esc(t.overlap)}</p>`;
 }
 
 export function renderPlanHtml(j: PlanJson, assets: InlineAssets): string {
   const m = j.memory;
+  const source = modelSourceText(j);
+  const choice = searchChoiceText(j);
   const verdict = j.wouldFit
     ? `<div class="verdict bad" id="verdict">Does not fit: ${esc(j.wouldFit.explanation)}</div>`
     : `<div class="verdict ok" id="verdict">Fits: step ${j.stepTimeMs.toFixed(1)} ms (${esc(j.time.bindingTerm)}-bound), ${Math.round(j.time.tokensPerSec).toLocaleString('en-US')} tokens/s, MFU ${(j.time.mfu * 100).toFixed(0)}%${j.maxBatch ? `; largest micro-batch ${j.maxBatch.microBatch}` : ''}</div>`;
@@ -55,28 +57,30 @@ export function renderPlanHtml(j: PlanJson, assets: InlineAssets): string {
   const components = table(
     ['component', 'per GPU', 'note'],
     [
-      ...m.components.map((c) => [c.name, gib(c.bytes), c.note]),
+      ...m.components.map((c) => [c.label, gib(c.bytes), c.note]),
       ['max_memory_allocated', gib(m.peakAllocatedBytes), `forward ${gib(m.phases.forwardBytes)}, backward ${gib(m.phases.backwardBytes)}, optimizer ${gib(m.phases.optimizerBytes)}`],
       ['max_memory_reserved', gib(m.peakReservedBytes), ''],
       ['nvidia-smi', gib(m.deviceUsedBytes), ''],
       ['budget', gib(m.budgetBytes), m.headroomBytes >= 0 ? `headroom ${gib(m.headroomBytes)}` : `short by ${gib(-m.headroomBytes)}`],
     ],
     'memory',
+    ['text', 'num', 'text'],
   );
   const savers =
     !j.wouldFit && j.savers.length
-      ? `<h2>Memory savers</h2>${table(['change', 'saves', 'step time'], j.savers.map((s) => [s.change, `−${gib(s.savedBytes)}`, `${s.stepTimeDeltaMs >= 0 ? '+' : ''}${s.stepTimeDeltaMs.toFixed(1)} ms`]), 'savers')}`
+      ? `<h2>Memory savers</h2>${table(['change', 'saves', 'step time'], j.savers.map((s) => [s.change, `−${gib(s.savedBytes)}`, `${s.stepTimeDeltaMs >= 0 ? '+' : ''}${s.stepTimeDeltaMs.toFixed(1)} ms`]), 'savers', ['text', 'num', 'num'])}`
       : '';
   const search = j.search?.plans.length
-    ? `<h2>Layouts that fit (${j.search.feasible} of ${j.search.candidates})</h2>${table(
+    ? `<h2>Layouts that fit (${j.search.feasible} of ${j.search.candidates})</h2>${choice === null ? '' : `<p id="search-choice">${esc(choice)}</p>`}${table(
         ['#', 'tokens/s', 'step', 'peak', 'binds', 'layout'],
         j.search.plans.map((p) => [String(p.rank), p.tokensPerSec.toLocaleString('en-US'), `${p.stepTimeMs.toFixed(1)} ms`, gib(p.peakAllocatedBytes), p.bindingTerm, `${layoutText(p)}, global ${p.globalBatch}`]),
         'search',
+        ['num', 'num', 'num', 'num', 'text', 'text'],
       )}`
     : '';
   const body = `<h1>gpuwise plan: ${esc(j.model.name)}</h1>
 <div class="card">${verdict}
-<div class="dim">${esc(j.model.architecture)}, ${j.model.params.toLocaleString('en-US')} parameters · ${j.hardware.nodes} × ${j.hardware.gpusPerNode} ${esc(j.hardware.gpu.name)} · ${esc(`${j.setup.mode} ${j.setup.precision}, ${j.setup.optimizer}, seq ${j.setup.seq}; ${layoutText(j)}; global batch ${j.globalBatch}`)}</div>
+<div class="dim">${esc(j.model.architecture)}, ${j.model.params.toLocaleString('en-US')} parameters${source === null ? '' : ` · ${esc(source)}`} · ${esc(hardwareText(j))} · ${esc(`${j.setup.mode} ${j.setup.precision}, ${j.setup.optimizer}, seq ${j.setup.seq}; ${layoutText(j)}; global batch ${j.globalBatch}`)}</div>
 ${j.assumed?.length ? `<div class="dim">assumed (not given): ${esc(j.assumed.join('; '))}</div>` : ''}</div>
 ${wouldFit}
 <h2>Memory per GPU <span class="dim">(binding phase: ${esc(m.bindingPhase)})</span></h2><div class="card">${memoryBar(j)}</div>

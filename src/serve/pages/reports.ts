@@ -4,7 +4,7 @@
  * `analyze --html` and `memory --html` write standalone.
  */
 import { fmtBytes } from '../../util/format.js';
-import { esc, page } from './layout.js';
+import { esc, page, scrollBox } from './layout.js';
 
 export type OpenedKind = 'trace' | 'snapshot';
 
@@ -38,12 +38,12 @@ export const REPORTS_INDEX_JS = `
 
 export function reportsIndexPage(rows: OpenedReportRow[], maxUploadBytes: number, error: string | null = null): string {
   const list = rows.length
-    ? `<table id="opened"><thead><tr><th>opened</th><th>kind</th><th>file</th><th>headline</th></tr></thead><tbody>${rows
+    ? scrollBox(`<table id="opened"><thead><tr><th>opened</th><th>kind</th><th>file</th><th>headline</th></tr></thead><tbody>${rows
         .map(
           (r) =>
-            `<tr><td>${esc(new Date(r.openedAtMs).toISOString().slice(11, 19))}</td><td>${r.kind}</td><td><a href="report?id=${enc(r.id)}">${esc(r.label)}</a></td><td>${esc(r.headline)}</td></tr>`,
+            `<tr><td>${esc(new Date(r.openedAtMs).toISOString().slice(11, 19))}</td><td>${r.kind}</td><td class="long"><a href="report?id=${enc(r.id)}">${esc(r.label)}</a></td><td>${esc(r.headline)}</td></tr>`,
         )
-        .join('')}</tbody></table>`
+        .join('')}</tbody></table>`)
     : '<p class="dim">nothing opened yet</p>';
   const body = `<h1>Reports</h1>${error ? `<p class="bad" id="open-error">${esc(error)}</p>` : ''}
 <div class="card"><b>Open a file on this machine</b>: a torch.profiler trace (<code>.json</code>, <code>.json.gz</code>), a folder of rank traces, or a CUDA memory snapshot (<code>.pickle</code>, <code>.pickle.gz</code>)

@@ -4,15 +4,16 @@
  * return HTML. A run's page is also doctor's `--html` file (renderDoctorHtml: the same page with uPlot inlined), so
  * one design serves both.
  */
-import type { EstimatedGain, Finding } from '../../findings/finding.js';
+import { findingParts, type ShownFinding } from '../../report/findingText.js';
 import type { DoctorReport } from '../../doctor/report.js';
-import type { Change, RunComparison } from '../../history/compare.js';
-import { findingsText, type RunRow, shortCommand, throughputText, whenText } from '../../history/render.js';
-import { fmtBytes, fmtMs, fmtPct } from '../../util/format.js';
-import { distributedTable, durationText, environmentRows, fmtBytesOr, GPU_PROCESS_COLUMNS, hangLines, GPU_PROCESS_NOTE, gpuProcessRows, fmtRate, fmtStepS, modelLine, nvmlBesideAllocator, planModelLine, rankLabel, rankShort, setupFacts, setupGuesses, stepSourceNote, hostCpuNote, stallNote } from '../../doctor/renderParts.js';
+import type { EstimatedGain } from '../../findings/finding.js';
+import type { RunComparison } from '../../history/compare.js';
+import { type ComparedFigure, findingsText, memoryFigures, type RunRow, shortCommand, stepFigures, throughputText, whenText } from '../../history/render.js';
+import { fmtBytes, fmtGpuMemory, fmtMs, fmtPct, fmtRate } from '../../util/format.js';
+import { distributedTable, durationText, environmentRows, fmtBytesOr, GPU_PROCESS_COLUMNS, hangLines, GPU_PROCESS_NOTE, gpuProcessRows, fmtStepS, modelLine, nvmlBesideAllocator, planModelLine, rankLabel, rankShort, setupFacts, setupGuesses, stepSourceNote, hostCpuNote, decodeText, stallNote } from '../../doctor/renderParts.js';
 import { whatIfsOf } from '../../doctor/reportCheck.js';
 import { paceHtml } from './pace.js';
-import { type InlineAssets, esc, noscriptTable, page, spread, table } from './layout.js';
+import { type ColumnKind, type InlineAssets, esc, noscriptTable, page, scrollBox, spread, table } from './layout.js';
 
 /** The history's rows as the list shows them (a StoredRun has these fields). */
 export interface RunListRow extends RunRow {
@@ -42,32 +43,36 @@ export function runsListPage(rows: RunListRow[], store: string, live: { id: stri
     rows.length === 0
       ? `<p class="dim">No runs in ${esc(store)} yet. <code>gpuwise doctor -- python train.py</code> saves each run here.</p>`
       : `<form method="get" action="compare" id="compare-form">
-<table id="runs"><thead><tr><th>A</th><th>B</th><th>run</th><th>started</th><th>outcome</th><th>command</th><th class="num">median step</th><th class="num">throughput</th><th class="num">peak memory</th><th>findings</th></tr></thead><tbody>
+<div class="tw"><table id="runs"><thead><tr><th>A</th><th>B</th><th>run</th><th>started</th><th>outcome</th><th>command</th><th class="num">median step</th><th class="num">throughput</th><th class="num">peak memory</th><th>findings</th></tr></thead><tbody>
 ${rows
   .map(
     (r, i) =>
-      `<tr><td><input type="radio" name="a" value="${esc(r.id)}"${i === 1 ? ' checked' : ''}></td><td><input type="radio" name="b" value="${esc(r.id)}"${i === 0 ? ' checked' : ''}></td><td><a href="run?id=${enc(r.id)}">${esc(r.id)}</a></td><td>${esc(whenText(r.startedAtMs))}</td><td class="${outcomeClass(r.outcome)}">${esc(r.outcome)}</td><td><code>${esc(shortCommand(r.command, 60))}</code></td><td class="num">${esc(stepText(r.medianStepS))}</td><td class="num">${esc(throughputText(r))}</td><td class="num">${esc(peakText(r))}</td><td>${esc(findingsText(r.findings))}</td></tr>`,
+      `<tr><td><input type="radio" name="a" value="${esc(r.id)}"${i === 1 ? ' checked' : ''}></td><td><input type="radio" name="b" value="${esc(r.id)}"${i === 0 ? ' checked' : ''}></td><td><a href="run?id=${enc(r.id)}">${esc(r.id)}</a></td><td>${esc(whenText(r.startedAtMs))}</td><td class="${outcomeClass(r.outcome)}">${esc(r.outcome)}</td><td class="long"><code>${esc(shortCommand(r.command, 60))}</code></td><td class="num">${esc(stepText(r.medianStepS))}</td><td class="num">${esc(throughputText(r))}</td><td class="num">${esc(peakText(r))}</td><td>${esc(findingsText(r.findings))}</td></tr>`,
   )
   .join('\n')}
-</tbody></table>
+</tbody></table></div>
 <p><button type="submit"${rows.length < 2 ? ' disabled' : ''}>Compare A → B</button> <span class="dim">${rows.length} run(s) in ${esc(store)}</span></p></form>`;
   return page({ title: 'Runs', section: 'runs', body: `<h1>Runs</h1>${liveRows}${body}` });
 }
 
-/** What the finding cards show: analyze's, memory's and doctor's findings all have these fields. */
-export type ShownFinding = Pick<Finding, 'id' | 'severity' | 'title' | 'evidence' | 'recommendation'> & { estimatedGain?: EstimatedGain | null; source?: string; ranks?: number[] };
-
-function gainText(f: ShownFinding): string {
-  const g = f.estimatedGain;
-  if (!g) return '';
-  return `expected ${fmtMs(g.stepTimeNs)} → ${fmtMs(g.expectedStepTimeNs)} per step (−${fmtPct(g.savedFraction)})`;
+/**
+ * A finding's card: the parts of report/findingText.ts (the one format of a finding) in its order: severity and
+ * title with the tag, what the fix gives, how, the evidence, the fix and its code.
+ */
+export function findingHtml(f: ShownFinding, i: number): string {
+  const p = findingParts(f);
+  return `<div class="card finding" data-id="${esc(p.id)}"><div><span class="sev sev-${p.severity}">${p.severity.toUpperCase()}</span> <b>${i + 1}. ${esc(p.title)}</b> <span class="dim">[${esc([p.id, ...p.tags].join(', '))}]</span></div>
+${p.gain ? `<div><b>${p.gain.label}:</b> ${esc(p.gain.text)}</div>` : ''}${p.how ? `<div class="dim">how: ${esc(p.how)}</div>` : ''}
+<ul>${p.evidence.map((e) => `<li>${esc(e)}</li>`).join('')}</ul>
+<div><b>fix:</b> ${esc(p.fix)}</div>${p.code ? `<pre><code>${esc(p.code)}</code></pre>` : ''}</div>`;
 }
 
-export function findingHtml(f: ShownFinding, i: number): string {
-  return `<div class="card finding" data-id="${esc(f.id)}"><div><span class="sev sev-${f.severity}">${f.severity.toUpperCase()}</span> <b>${i + 1}. ${esc(f.title)}</b> <span class="dim">[${esc(f.id)}${f.source ? `, ${esc(f.source)}` : ''}${f.ranks?.length ? `, rank${f.ranks.length > 1 ? 's' : ''} ${esc(f.ranks.join(', '))}` : ''}]</span></div>
-${f.estimatedGain ? `<div>${esc(gainText(f))}</div><div class="dim">${esc(f.estimatedGain.arithmetic)}</div>` : ''}
-<ul>${f.evidence.map((e) => `<li>${esc(e)}</li>`).join('')}</ul>
-<div><b>Fix:</b> ${esc(f.recommendation.summary)}</div>${f.recommendation.code ? `<pre><code>${esc(f.recommendation.code)}</code></pre>` : ''}</div>`;
+/**
+ * What fixing the top finding gives, as a verdict says it: the step before and after. A share saved rounds to
+ * "−100%" when the step is nearly all waiting, which reads as a step of no time; the expected step cannot.
+ */
+export function verdictGainText(g: EstimatedGain): string {
+  return `fixing it: ${fmtMs(g.stepTimeNs)} → ${fmtMs(g.expectedStepTimeNs)} per step`;
 }
 
 /** The one line a person reads first: how the run ended and what limits it most. */
@@ -75,7 +80,7 @@ export function verdictText(r: DoctorReport): string {
   const top = r.findings[0];
   if (r.run.outcome === 'out-of-memory' || r.run.outcome === 'crashed' || r.run.outcome === 'failed' || r.run.outcome === 'hung') return r.run.outcomeText;
   if (!top) return `${r.run.outcomeText} Nothing to fix was found.`;
-  return `${top.title}${top.estimatedGain ? ` (fixing it: −${fmtPct(top.estimatedGain.savedFraction)} step time)` : ''}`;
+  return `${top.title}${top.estimatedGain ? ` (${verdictGainText(top.estimatedGain)})` : ''}`;
 }
 
 /** Chart data the run page draws with uPlot: step time per step (per process) and GPU memory/utilisation over time. */
@@ -112,7 +117,10 @@ function figuresHtml(r: DoctorReport): string {
   for (const x of r.ranks.slice(0, 4)) {
     const who = r.ranks.length > 1 ? ` (${x.rankFromEnv ? `rank ${x.rank}` : `pid ${x.pid}`})` : '';
     figs.push([`median step${who}`, stepText(x.steps.medianS)]);
-    if (x.steps.samplesPerS !== null) figs.push([`samples/s${who}`, x.steps.samplesPerS.toFixed(x.steps.samplesPerS < 100 ? 1 : 0)]);
+    const decode = x.steps.decode;
+    if (decode?.tokensPerS) figs.push([`tokens generated/s${who}`, fmtRate(decode.tokensPerS)]);
+    else if (x.steps.samplesPerS !== null) figs.push([`samples/s${who}`, x.steps.samplesPerS.toFixed(x.steps.samplesPerS < 100 ? 1 : 0)]);
+    if (decode?.decodeStepS) figs.push([`decode step${who}`, stepText(decode.decodeStepS)]);
     if (x.steps.dataWaitShare !== null) figs.push([`DataLoader wait${who}`, fmtPct(x.steps.dataWaitShare)]);
     if (x.allocator) figs.push([`peak reserved${who}`, fmtBytes(x.allocator.peakReservedBytes)]);
   }
@@ -148,12 +156,12 @@ function whatIfsHtml(r: DoctorReport): string {
   const w = whatIfsOf(r) as (ReturnType<typeof whatIfsOf>[number] & Partial<NonNullable<DoctorReport['whatIfs']>[number]>)[];
   const setup = [...setupFacts(r), ...setupGuesses(r)];
   if (w.length === 0) return r.whatIfProblem ? `<h2>What if</h2><p class="dim">${esc(r.whatIfProblem)}</p>` : '';
-  return `<h2>What if <span class="dim">(the planner, calibrated on this run)</span></h2><table id="what-ifs"><thead><tr><th>change</th><th>fits</th><th class="num">throughput</th><th>what it gives</th><th>fix</th></tr></thead><tbody>${w
+  return `<h2>What if <span class="dim">(the planner, calibrated on this run)</span></h2>${scrollBox(`<table id="what-ifs"><thead><tr><th>change</th><th>fits</th><th class="num">throughput</th><th>what it gives</th><th>fix</th></tr></thead><tbody>${w
     .map(
       (x) =>
         `<tr><td>${esc(x.title)}</td><td class="${x.fits === false ? 'bad' : 'ok'}">${x.fits === false ? 'no' : x.fits ? 'yes' : 'n/a'}</td><td class="num">${typeof x.throughputFactor === 'number' ? `${x.throughputFactor.toFixed(2)}x` : 'n/a'}</td><td>${esc(x.text)}</td><td>${esc(typeof x.recommendation?.summary === 'string' ? x.recommendation.summary : '')}</td></tr>`,
     )
-    .join('')}</tbody></table>${setup.length ? `<ul class="dim">${setup.map((l) => `<li>${esc(l)}</li>`).join('')}</ul>` : ''}`;
+    .join('')}</tbody></table>`)}${setup.length ? `<ul class="dim">${setup.map((l) => `<li>${esc(l)}</li>`).join('')}</ul>` : ''}`;
 }
 
 function verdictClass(r: DoctorReport): string {
@@ -191,11 +199,15 @@ function stepsSection(r: DoctorReport, charts: RunChartData): string {
       fmtStepS(s.maxS),
       s.dataWaitShare === null ? 'n/a' : fmtPct(s.dataWaitShare),
       fmtRate(s.samplesPerS),
-      s.tokensPerS === null || s.tokensPerS === undefined ? 'n/a' : `${fmtRate(s.tokensPerS)} (seq ${s.seqLen ?? '?'})`,
+      s.decode?.tokensPerS
+        ? `${fmtRate(s.decode.tokensPerS)} generated`
+        : s.tokensPerS === null || s.tokensPerS === undefined
+          ? 'n/a'
+          : `${fmtRate(s.tokensPerS)} (seq ${s.seqLen ?? '?'})`,
     ];
   });
   const notes = r.ranks.flatMap((x) => {
-    const n = [stepSourceNote(x), hostCpuNote(x), stallNote(x)].filter((t) => t !== null).join('; ');
+    const n = [decodeText(x), stepSourceNote(x), hostCpuNote(x), stallNote(x)].filter((t) => t !== null).join('; ');
     return n ? [`<p class="dim">${esc(rankShort(x))}: ${esc(n)}</p>`] : [];
   });
   const first = charts.steps[0];
@@ -206,7 +218,7 @@ function stepsSection(r: DoctorReport, charts: RunChartData): string {
         spread(first.step.length, 12).map((i) => [String(first.step[i]), first.stepMs[i] == null ? 'n/a' : fmtMs((first.stepMs[i] as number) * 1e6), fmtMs((first.waitMs[i] ?? 0) * 1e6)]),
       )}`
     : '<p class="dim">no per-step timeline (fewer than two steps, or a report from an older gpuwise)</p>';
-  return `<h2>Step time</h2>${table(['process', 'steps', 'measured', 'median', 'mean', 'p90', 'min', 'max', 'DataLoader wait', 'samples/s', 'tokens/s'], rows, 'steps')}
+  return `<h2>Step time</h2>${table(['process', 'steps', 'measured', 'median', 'mean', 'p90', 'min', 'max', 'DataLoader wait', 'samples/s', 'tokens/s'], rows, 'steps', ['text', ...Array<ColumnKind>(10).fill('num')])}
 <p class="dim">Statistics leave out the first step (warm-up) and the profiled steps.</p>${notes.join('')}
 <div class="card">${chart}</div>`;
 }
@@ -231,6 +243,7 @@ function memorySection(r: DoctorReport, charts: RunChartData): string {
           ];
         }),
         'memory',
+        ['text', 'text', 'num', 'num', 'num', 'num', 'num'],
       ),
     );
   for (const x of withMem) {
@@ -246,7 +259,7 @@ function memorySection(r: DoctorReport, charts: RunChartData): string {
       parts.push(`<p class="bad">${esc(rankLabel(x))}: exception in step ${x.exception.step + 1}: <code>${esc(`${x.exception.name}: ${x.exception.message.split('\n')[0] ?? ''}`)}</code></p>`);
   }
   if (!r.gpus?.length) {
-    parts.push(`<p class="dim">GPUs not sampled${r.gpuUnavailableReason ? ` (${esc(r.gpuUnavailableReason)})` : ''}</p>`);
+    parts.push(`<p class="dim">No GPU samples${r.gpuUnavailableReason ? ` (${esc(r.gpuUnavailableReason)})` : ''}</p>`);
     return parts.join('\n');
   }
   parts.push(
@@ -256,11 +269,12 @@ function memorySection(r: DoctorReport, charts: RunChartData): string {
         String(g.index),
         g.name,
         String(g.samples),
-        `${fmtBytesOr(g.maxUsedBytes)}${g.totalBytes ? ` of ${fmtBytes(g.totalBytes)}` : ''}`,
+        `${fmtBytesOr(g.maxUsedBytes)}${g.totalBytes ? ` of ${fmtGpuMemory(g.totalBytes)}` : ''}`,
         g.meanUtilizationPercent === null ? 'n/a' : `${g.meanUtilizationPercent.toFixed(0)}%`,
         g.maxUtilizationPercent === null ? 'n/a' : `${g.maxUtilizationPercent}%`,
       ]),
       'gpus',
+      ['num', 'text', 'num', 'num', 'num', 'num'],
     ),
     '<h3>GPU memory and utilisation over time</h3><div class="card grid" id="chart-gpus"></div>',
     ...charts.gpus.map((g) =>
@@ -335,9 +349,10 @@ export function renderDoctorHtml(r: DoctorReport, assets: InlineAssets): string 
   return runPage(r, { id: null, standalone: assets });
 }
 
-function changeCell(c: Change, fmt: (v: number) => string): string {
-  const pct = c.change === null ? '' : ` <span class="${c.change < 0 ? 'ok' : 'dim'}">(${c.change >= 0 ? '+' : ''}${(c.change * 100).toFixed(0)}%)</span>`;
-  return `<td class="num">${c.before === null ? 'n/a' : esc(fmt(c.before))}</td><td class="num">${c.after === null ? 'n/a' : esc(fmt(c.after))}${pct}</td>`;
+/** A compared figure's row, worded as `gpuwise compare` words it (history/render.ts). */
+function figureRow(f: ComparedFigure): string {
+  const cls = f.better === true ? 'ok' : f.better === false ? 'bad' : 'dim';
+  return `<tr><td>${esc(f.label)}${f.unit ? ` <span class="dim">(${esc(f.unit)})</span>` : ''}</td><td class="num">${esc(f.before)}</td><td class="num">${esc(f.after)}</td><td class="num ${cls}">${esc(f.change ?? '')}</td></tr>`;
 }
 
 export const COMPARE_PAGE_JS = `
@@ -355,35 +370,20 @@ export const COMPARE_PAGE_JS = `
 `
 
 export function comparePage(c: RunComparison, a: DoctorReport, b: DoctorReport): string {
-  const s = (v: number) => fmtMs(v * 1e9);
-  const rows: [string, Change, (v: number) => string][] = [
-    ['median step', c.stepTime.medianS, s],
-    ['mean step', c.stepTime.meanS, s],
-    ['p90 step', c.stepTime.p90S, s],
-    ['samples/s', c.throughput.samplesPerS, (v) => v.toFixed(1)],
-    ['tokens/s', c.throughput.tokensPerS, (v) => v.toFixed(0)],
-    ['DataLoader wait', c.dataWaitShare, (v) => fmtPct(v)],
-    ['peak allocated', c.memory.peakAllocatedBytes, fmtBytes],
-    ['peak reserved', c.memory.peakReservedBytes, fmtBytes],
-    ['GPU memory seen by NVML', c.memory.maxProcessNvmlBytes, fmtBytes],
-  ];
   const runCell = (r: RunComparison['a']) =>
     `${r.id ? `<a href="run?id=${enc(r.id)}">${esc(r.label)}</a>` : esc(r.label)} <span class="dim">${esc(whenText(r.startedAtMs))}</span> <span class="${outcomeClass(r.outcome)}">${esc(r.outcome)}</span><br><code>${esc(r.command.join(' '))}</code>`;
   const body = `<h1>Compare</h1>
 <div class="card"><div><b>A</b> ${runCell(c.a)}</div><div style="margin-top:6px"><b>B</b> ${runCell(c.b)}</div></div>
-<table id="compare-figures"><thead><tr><th>figure</th><th class="num">A</th><th class="num">B</th></tr></thead><tbody>
-${rows
-  .filter(([, ch]) => ch.before !== null || ch.after !== null)
-  .map(([label, ch, fmt]) => `<tr><td>${esc(label)}</td>${changeCell(ch, fmt)}</tr>`)
-  .join('\n')}</tbody></table>
-<h2>Findings</h2><table id="compare-findings"><thead><tr><th>finding</th><th>status</th><th>A</th><th>B</th></tr></thead><tbody>
+<div class="tw"><table id="compare-figures"><thead><tr><th>figure</th><th class="num">A</th><th class="num">B</th><th class="num">change</th></tr></thead><tbody>
+${[...stepFigures(c), ...memoryFigures(c)].map(figureRow).join('\n')}</tbody></table></div>
+<h2>Findings</h2><div class="tw"><table id="compare-findings"><thead><tr><th>finding</th><th>status</th><th>A</th><th>B</th></tr></thead><tbody>
 ${c.findings
   .map(
     (f) =>
       `<tr><td>${esc(f.id)}</td><td class="${f.status === 'gone' ? 'ok' : f.status === 'new' ? 'bad' : 'dim'}">${f.status}</td><td>${f.before ? `<span class="sev sev-${f.before.severity}">${f.before.severity}</span> ${esc(f.before.title)}` : ''}</td><td>${f.after ? `<span class="sev sev-${f.after.severity}">${f.after.severity}</span> ${esc(f.after.title)}` : ''}</td></tr>`,
   )
-  .join('\n')}</tbody></table>
-${c.environment.length ? `<h2>Environment</h2><table><tbody>${c.environment.map((e) => `<tr><td>${esc(e.field)}</td><td>${esc(e.before ?? 'n/a')}</td><td>${esc(e.after ?? 'n/a')}</td></tr>`).join('')}</tbody></table>` : ''}
+  .join('\n')}</tbody></table></div>
+${c.environment.length ? `<h2>Environment</h2>${scrollBox(`<table><tbody>${c.environment.map((e) => `<tr><td>${esc(e.field)}</td><td>${esc(e.before ?? 'n/a')}</td><td>${esc(e.after ?? 'n/a')}</td></tr>`).join('')}</tbody></table>`)}` : ''}
 <h2>Step time, both runs</h2><div class="card"><div id="chart-compare" class="chart"></div></div>`;
   return page({
     title: 'Compare',

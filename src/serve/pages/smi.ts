@@ -5,25 +5,25 @@
  * the view over time.
  */
 import { PROCESS_RIGHT, formatBytes, processRows, smiGpuTable } from '../../telemetry/render.js';
-import type { Snapshot } from '../../telemetry/sample.js';
+import { type Snapshot, usableMemoryBytes } from '../../telemetry/sample.js';
 import { smiHeadText } from '../../telemetry/smiReport.js';
-import { type InlineAssets, esc, page } from './layout.js';
+import { type InlineAssets, esc, page, scrollBox } from './layout.js';
 
 /** A table whose number columns are right-aligned, as the terminal aligns them. */
 function alignedTable(rows: string[][], right: readonly boolean[], id: string, rowClass: (i: number) => string = () => ''): string {
   const [head, ...body] = rows;
   if (!head) return '';
   const cls = (i: number) => (right[i] ? ' class="num"' : '');
-  return `<table id="${id}"><thead><tr>${head.map((h, i) => `<th${cls(i)}>${esc(h)}</th>`).join('')}</tr></thead><tbody>${body
+  return scrollBox(`<table id="${id}"><thead><tr>${head.map((h, i) => `<th${cls(i)}>${esc(h)}</th>`).join('')}</tr></thead><tbody>${body
     .map((r, j) => `<tr${rowClass(j) ? ` class="${rowClass(j)}"` : ''}>${r.map((c, i) => `<td${cls(i)}>${esc(c)}</td>`).join('')}</tr>`)
-    .join('')}</tbody></table>`;
+    .join('')}</tbody></table>`);
 }
 
 export function renderSmiHtml(s: Snapshot, assets: InlineAssets): string {
   const procs = s.gpus.flatMap((g) => g.processes);
   const lost = s.gpus.filter((g) => g.lost).length;
   const used = s.gpus.reduce((a, g) => a + (g.memoryUsedBytes ?? 0), 0);
-  const total = s.gpus.reduce((a, g) => a + (g.memoryTotalBytes ?? 0), 0);
+  const total = s.gpus.reduce((a, g) => a + (usableMemoryBytes(g) ?? 0), 0);
   const summary = s.gpus.length
     ? `${s.gpus.length} GPU${s.gpus.length > 1 ? 's' : ''}${lost ? `, ${lost} lost` : ''}, ${procs.length} process${procs.length === 1 ? '' : 'es'}${total > 0 ? `, ${formatBytes(used)} of ${formatBytes(total)} memory used` : ''}`
     : 'no GPU';

@@ -7,7 +7,7 @@
 import { tuneAnswer } from '../../tune/markdown.js';
 import { TUNE } from '../../tune/predict.js';
 import type { TuneReport, TuneTrial } from '../../tune/report.js';
-import { fmtBytes } from '../../util/format.js';
+import { fmtBytes, fmtGpuMemory } from '../../util/format.js';
 import { type InlineAssets, esc, noscriptTable, page, spread, table } from './layout.js';
 
 const GiB = 1024 ** 3;
@@ -102,7 +102,7 @@ function memoryLineText(r: TuneReport): string {
   if (!line || !budget) return '';
   const from = line.source === 'two-trials' ? `the trials at ${line.values.join(' and ')}` : `the trial at ${line.values[0]} (${line.source}${line.note ? `: ${line.note}` : ''})`;
   return `<div class="card" id="memory-line"><div>peak allocated = <b>${esc(fmtBytes(line.fixedBytes))} + ${esc(fmtBytes(line.perValueBytes))} × ${esc(r.param.name)}</b> <span class="dim">(from ${esc(from)})</span></div>
-<div class="dim">budget: ${esc(fmtBytes(budget.totalBytes))} − ${esc(fmtBytes(budget.nonAllocatorBytes))} outside the allocator (${budget.nonAllocatorSource === 'nvml' ? 'measured by NVML' : 'assumed'}), / ${TUNE.allocatorSlack} allocator slack = ${esc(fmtBytes(budget.allocatorLimitBytes))} allocated</div></div>`;
+<div class="dim">budget: ${esc(fmtGpuMemory(budget.totalBytes))} − ${esc(fmtBytes(budget.nonAllocatorBytes))} outside the allocator (${budget.nonAllocatorSource === 'nvml' ? 'measured by NVML' : 'assumed'}), / ${TUNE.allocatorSlack} allocator slack = ${esc(fmtBytes(budget.allocatorLimitBytes))} allocated</div></div>`;
 }
 
 export function renderTuneHtml(r: TuneReport, assets: InlineAssets): string {
@@ -115,7 +115,7 @@ export function renderTuneHtml(r: TuneReport, assets: InlineAssets): string {
     .slice(1)
     .map((l) => `<div>${esc(l)}</div>`)
     .join('')}`;
-  const dev = r.device ? ` on ${r.device.name ?? 'GPU'} (${fmtBytes(r.device.totalBytes)})` : '';
+  const dev = r.device ? ` on ${r.device.name ?? 'GPU'} (${fmtGpuMemory(r.device.totalBytes)})` : '';
   const mem = d.memory;
   const measured = mem.allocated.some((v) => v !== null);
   const memChart =
@@ -152,6 +152,7 @@ export function renderTuneHtml(r: TuneReport, assets: InlineAssets): string {
       t.detail,
     ]),
     'trials',
+    ['num', 'num', 'text', 'num', 'num', 'num', 'num', 'text', 'text'],
   );
   const body = `<h1>gpuwise tune: ${esc(`${name} in ${r.param.lo}..${r.param.hi}${dev}`)}</h1>
 <div class="card">${verdict}

@@ -5,6 +5,7 @@ import { forEachOp } from '../opLog.js';
 import { HostSpanCollector, type HostSpans } from './hostSpans.js';
 import { crossDeviceStats } from './crossDevice.js';
 import { coveredLen, unionOf } from './intervals.js';
+import { attentionStats } from './attention.js';
 import { kernelMix } from './kernelMix.js';
 import { commStats, kernelFigures, median } from './kernels.js';
 import { pickFramework } from '../framework.js';
@@ -74,6 +75,7 @@ export function analyzeTrace(model: TraceModel): TraceMetrics {
   }
   const durs = steps.map((s) => s.durNs);
   const k = kernelFigures(model, windows, 15);
+  const attention = attentionStats(model, windows, k.byName, perStep.kernelNsByCategory.attention);
   const memory = model.memoryPeaks.map((p) => ({
     device: p.device,
     peakAllocatedBytes: p.allocatedBytes,
@@ -109,12 +111,14 @@ export function analyzeTrace(model: TraceModel): TraceMetrics {
     modelFlops: modelFlops(
       k.gemmShapes,
       k.convolutions,
+      attention,
       k.precision,
       perStep.kernelNsByCategory,
       steps.length,
       median(durs),
       model.devices[0]?.name ?? null,
     ),
+    attention,
     comm: commStats(model, windows, commNs / nSteps / devicesPerStep, exposedNs / nSteps / devicesPerStep),
     memory,
     topKernels: k.topKernels,

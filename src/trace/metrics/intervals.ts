@@ -61,8 +61,13 @@ export function coveredLen(s: Segments, a: number, b: number): number {
 
 /** Whether t lies inside a segment (closed at both ends, with a tolerance). */
 export function covers(s: Segments, t: number, tolNs: number): boolean {
+  return coveringIndex(s, t, tolNs) >= 0;
+}
+
+/** The index of the segment that covers t (within tolNs), or -1. */
+export function coveringIndex(s: Segments, t: number, tolNs: number): number {
   const i = firstEndingAfter(s, t - tolNs);
-  return i < s.n && s.start[i]! <= t + tolNs;
+  return i < s.n && s.start[i]! <= t + tolNs ? i : -1;
 }
 
 /** Length of the part of [lo, hi] covered by both a and b. */

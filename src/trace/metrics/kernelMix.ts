@@ -32,6 +32,17 @@ const SOFTMAX_LOSS = /softmax|nll_loss|cross_entropy/i;
 const REDUCE = /reduce_kernel|sum_kernel|mean_kernel|argmax|cumsum/;
 const FUSABLE = new Set<number>([KernelCategory.elementwise, KernelCategory.reduction, KernelCategory.optimizer, KernelCategory.other]);
 
+/** What a kernel a compiler could fuse does (KernelMix.fusable's key), first match wins; null for a kernel it could not fuse. */
+export function fusableKind(name: string, category: number): keyof KernelMix['fusable'] | null {
+  if (!FUSABLE.has(category) || TRITON.test(name)) return null;
+  if (MULTI_TENSOR.test(name)) return 'optimizerNs';
+  if (CAST_COPY.test(name)) return 'castNs';
+  if (NORM.test(name)) return 'normNs';
+  if (SOFTMAX_LOSS.test(name)) return 'softmaxNs';
+  if (REDUCE.test(name)) return 'reduceNs';
+  return 'pointwiseNs';
+}
+
 /** Per-step kernel mix from the kernels of the analysed steps (totals over `steps` steps). */
 export function kernelMix(kernels: readonly NamedKernelTime[], steps: number): KernelMix {
   const n = Math.max(1, steps);
@@ -59,13 +70,9 @@ export function kernelMix(kernels: readonly NamedKernelTime[], steps: number): K
       mix.tritonNs += t;
       mix.tritonKernels += k.count;
     }
-    else if (FUSABLE.has(k.category)) {
-      if (MULTI_TENSOR.test(name)) fu.optimizerNs += t;
-      else if (CAST_COPY.test(name)) fu.castNs += t;
-      else if (NORM.test(name)) fu.normNs += t;
-      else if (SOFTMAX_LOSS.test(name)) fu.softmaxNs += t;
-      else if (REDUCE.test(name)) fu.reduceNs += t;
-      else fu.pointwiseNs += t;
+    else {
+      const kind = fusableKind(name, k.category);
+      if (kind !== null) fu[kind] += t;
     }
     if (GRAD_SCALER.test(name)) mix.gradScalerKernels += k.count;
     if (FP16.test(name)) mix.fp16Kernels += k.count;

@@ -225,7 +225,7 @@ export function kernelFigures(model: TraceModel, windows: StepWindow[], topLimit
 }
 
 /** Index in the sorted GEMM calls of an External id, or -1. */
-function gemmCallIndex(calls: TraceModel['gemmCalls'], ext: number): number {
+export function gemmCallIndex(calls: TraceModel['gemmCalls'], ext: number): number {
   let lo = 0;
   let hi = calls.count - 1;
   while (lo <= hi) {

@@ -1,12 +1,13 @@
 /**
  * Achieved model TFLOP/s and MFU from the trace alone: the FLOPs of the matmuls and convolutions
- * recorded with their shapes (record_shapes) over the step time, against the GPU's dense peak for the
- * precision the matmuls ran in. A floor: attention kernels without shapes add FLOPs it does not count,
- * so it is given only when the counted ops carry most of the matmul time.
+ * recorded with their shapes (record_shapes), and of attention (hand-written attention's matmuls are GEMMs with shapes;
+ * SDPA's fused ops carry theirs: attention.ts), over the step time, against the GPU's dense peak for the
+ * precision the matmuls ran in. A floor: attention kernels without an op that records their shapes (the flash-attn
+ * package) add FLOPs it does not count, so it is given only when the counted ops carry most of the matmul time.
  */
 import { lookupGpu } from '../../gpus/catalogue.js';
 import type { ConvolutionTotals } from './kernels.js';
-import type { GemmShapeStat, ModelFlops, NsByCategory, PrecisionStats } from './types.js';
+import type { AttentionStats, GemmShapeStat, ModelFlops, NsByCategory, PrecisionStats } from './types.js';
 
 /** Below this share of matmul time with known FLOPs the figure would mislead (convolutions of an older torch without Concrete Inputs). */
 const MIN_COVERED_SHARE = 0.5;
@@ -14,6 +15,7 @@ const MIN_COVERED_SHARE = 0.5;
 export function modelFlops(
   gemmShapes: readonly GemmShapeStat[],
   convolutions: ConvolutionTotals,
+  attention: AttentionStats,
   precision: PrecisionStats,
   kernelNsPerStep: NsByCategory,
   steps: number,
@@ -25,8 +27,11 @@ export function modelFlops(
   if (gpu === null || stepNs <= 0) return null;
   const gemmFlopsPerStep = gemmShapes.reduce((a, g) => a + g.flopsPerCall * g.calls, 0) / n;
   const convFlopsPerStep = convolutions.flops / n;
-  const flopsPerStep = gemmFlopsPerStep + convFlopsPerStep;
-  const countedNs = (gemmShapes.reduce((a, g) => a + g.gpuNs, 0) + convolutions.matmulNs) / n;
+  // Fused attention's FLOPs come from SDPA's ops; its kernels' time counts as covered when they did.
+  const fusedAttentionFlopsPerStep = attention.fused?.flops ?? 0;
+  const attentionCovered = fusedAttentionFlopsPerStep > 0 ? kernelNsPerStep.attention : 0;
+  const flopsPerStep = gemmFlopsPerStep + convFlopsPerStep + fusedAttentionFlopsPerStep;
+  const countedNs = (gemmShapes.reduce((a, g) => a + g.gpuNs, 0) + convolutions.matmulNs) / n + attentionCovered;
   const matmulNs = kernelNsPerStep.gemm + kernelNsPerStep.attention + kernelNsPerStep.conv;
   if (flopsPerStep <= 0 || matmulNs <= 0) return null;
   const coveredShare = Math.min(1, countedNs / matmulNs);
@@ -40,7 +45,20 @@ export function modelFlops(
   const [peakPrecision, , peakTflops] = classes.reduce((best, c) => (c[1] > best[1] ? c : best));
   if (!(peakTflops > 0)) return null;
   const achievedTflops = flopsPerStep / stepNs / 1e3;
-  return { flopsPerStep, gemmFlopsPerStep, convFlopsPerStep, achievedTflops, peakTflops, peakPrecision, gpu: gpu.name, mfu: achievedTflops / peakTflops, coveredShare };
+  return {
+    flopsPerStep,
+    gemmFlopsPerStep,
+    convFlopsPerStep,
+    fusedAttentionFlopsPerStep,
+    handWrittenAttentionFlopsPerStep: attention.handWritten?.gemmFlops ?? 0,
+    uncountedAttentionNsPerStep: kernelNsPerStep.attention - attentionCovered,
+    achievedTflops,
+    peakTflops,
+    peakPrecision,
+    gpu: gpu.name,
+    mfu: achievedTflops / peakTflops,
+    coveredShare,
+  };
 }
 
 /**

@@ -25,7 +25,7 @@ import { CATEGORY_NAMES, KernelCategory } from '../kernelClass.js';
 import type { TraceModel } from '../model.js';
 import { forEachOpByStart, type GpuOp, OpKind } from '../opLog.js';
 import type { HostSpans } from './hostSpans.js';
-import { claim, covers, piecesLen, type Segments, unionOf, unionOfColumns } from './intervals.js';
+import { claim, covers, coveringIndex, piecesLen, type Segments, unionOf, unionOfColumns } from './intervals.js';
 import type { StepWindow } from './steps.js';
 import type { DeviceTime, IdleByCause, NsByCategory, TimelineBucket } from './types.js';
 
@@ -101,6 +101,8 @@ class DeviceTimeline {
   private refilling = false;
   private drains = 0;
   private recovered = 0;
+  /** The host wait (index into the sync segments) last counted as a drain: one wait is one drain, however many gaps it spans. */
+  private lastSyncWait = -1;
   /** What drained the queue: the cause the refill belongs to. */
   private refillCause: RefillCause = 'hostSync';
   /** [window][cause] launch gaps of the refill, moved to their cause at the end. */
@@ -252,9 +254,11 @@ class DeviceTimeline {
       const gap = attributeGap(this.host, pa, pb, nextLaunch, t.idleByCauseNs);
       if (gap.drainedBy !== null) {
         // One drain per wait: the gaps while the host still waits in the same call are part of it.
-        if (!this.refilling || this.refillCause !== gap.drainedBy) {
-          this.drains++;
-          if (gap.drainedBy === 'hostSync') t.syncDrains++;
+        if (!this.refilling || this.refillCause !== gap.drainedBy) this.drains++;
+        // A long wait spans many short gaps (the GPU still works through what was queued before it): one drain.
+        if (gap.drainedBy === 'hostSync' && gap.syncWait !== this.lastSyncWait) {
+          t.syncDrains++;
+          this.lastSyncWait = gap.syncWait;
         }
         this.refilling = true;
         this.refillCause = gap.drainedBy;
@@ -334,7 +338,7 @@ function attributeGap(
   b: number,
   nextLaunch: number,
   idle: IdleByCause,
-): { drainedBy: RefillCause | null; rest: 'sync' | 'launch' | 'other' | 'none' } {
+): { drainedBy: RefillCause | null; rest: 'sync' | 'launch' | 'other' | 'none'; syncWait: number } {
   const pieces = [a, b];
   const loader = claim(pieces, host.dataloader);
   idle.dataloader += loader;
@@ -345,16 +349,17 @@ function attributeGap(
   // fetch that began with the GPU already idle found the queue empty, and what follows is not its refill.
   const drainedBy: RefillCause | null =
     loader > 0 && covers(host.dataloader, a, SYNC_TOLERANCE_NS) ? 'dataloader' : copy > 0 && covers(host.h2d, a, SYNC_TOLERANCE_NS) ? 'h2dCopy' : null;
-  if (pieces.length === 0) return { drainedBy, rest: 'none' };
+  if (pieces.length === 0) return { drainedBy, rest: 'none', syncWait: -1 };
   const rest = piecesLen(pieces);
-  if (covers(host.sync, a, SYNC_TOLERANCE_NS)) {
+  const syncWait = coveringIndex(host.sync, a, SYNC_TOLERANCE_NS);
+  if (syncWait >= 0) {
     idle.hostSync += rest;
-    return { drainedBy: drainedBy ?? 'hostSync', rest: 'sync' };
+    return { drainedBy: drainedBy ?? 'hostSync', rest: 'sync', syncWait };
   }
   if (nextLaunch > a) {
     idle.launch += rest;
-    return { drainedBy, rest: 'launch' };
+    return { drainedBy, rest: 'launch', syncWait };
   }
   idle.other += rest;
-  return { drainedBy, rest: 'other' };
+  return { drainedBy, rest: 'other', syncWait };
 }

@@ -3,6 +3,7 @@
  * this is what `--json` prints under `ranks[].metrics`, and what the rules in
  * advice/ read. Every duration is in ns; definitions are in docs/analyze.md.
  */
+import type { AttentionBackend } from '../attentionOps.js';
 import type { TraceFramework } from '../framework.js';
 import type { CategoryName } from '../kernelClass.js';
 
@@ -132,17 +133,87 @@ export interface KernelMix {
   fusable: { castNs: number; pointwiseNs: number; normNs: number; softmaxNs: number; reduceNs: number; optimizerNs: number };
 }
 
+/** The shape of an attention: the batched matmuls' batch (batch x heads), the sequence and the head dimension. */
+export interface AttentionShape {
+  batch: number;
+  seq: number;
+  headDim: number;
+  dtype: string | null;
+}
+
+/**
+ * Attention written out by hand (attention.ts): batched matmuls over a `[batch x heads, T, T]` score matrix (Q·Kᵀ
+ * makes it, P·V consumes it, and their backward), with a softmax between them on the same stream. Figures are means per
+ * analysed step.
+ */
+export interface HandWrittenAttention {
+  shapes: AttentionShape[];
+  /** The score and value matmuls, forward and backward: their kernels' time, their kernels, their FLOPs. */
+  gemmNs: number;
+  gemmKernels: number;
+  gemmFlops: number;
+  /** The kernels between them on the stream (scaling, masking, softmax, dropout, casts): time and count. */
+  betweenNs: number;
+  betweenKernels: number;
+  /** The same time by what the kernels do (KernelMix.fusable's kinds). */
+  betweenByKind: KernelMix['fusable'];
+  /** The kernels between them that take the most time (at most three), with their time per step. */
+  topBetween: { name: string; ns: number }[];
+  /** Bytes of score-sized tensors the matmuls and the kernels between them write (an upper estimate: one each). */
+  scoreBytes: number;
+  /** Attention forwards per step (one softmax each), and their model FLOPs (Q·Kᵀ and P·V over the whole score matrix). */
+  forwardCalls: number;
+  forwardFlops: number;
+  /** A masking kernel (masked_fill, where) runs between the matmuls. */
+  masked: boolean;
+  /** Softmax's backward runs between them: the step trains through the attention. */
+  backward: boolean;
+  /** It is SDPA's own math fallback (aten::_scaled_dot_product_attention_math ran): no fused kernel took the inputs. */
+  mathFallback: boolean;
+}
+
+/** Fused attention in use (attention.ts): `F.scaled_dot_product_attention`'s fused backends and attention kernels. */
+export interface FusedAttention {
+  /** The SDPA backends whose ops ran (none recorded: attention kernels by name alone, e.g. the flash-attn package). */
+  backends: AttentionBackend[];
+  /** Fused attention ops per step, forward and backward. */
+  callsPerStep: number;
+  /** Their model FLOPs per step (causal halved; a backward twice its forward); 0 when no op was recorded. */
+  flops: number;
+  /** Attention kernels' time per step (flash, fmha, cuDNN SDPA: the `attention` kernel category). */
+  kernelNs: number;
+  /** `is_causal` of the calls; null when not recorded or mixed. */
+  causal: boolean | null;
+  /** The attention kernel with the most time. */
+  topKernel: string | null;
+}
+
+/** Attention in the step: hand-written (the lever) and fused (already pulled); null parts where the trace shows none. */
+export interface AttentionStats {
+  handWritten: HandWrittenAttention | null;
+  fused: FusedAttention | null;
+}
+
 /**
  * Model FLOPs utilisation from the matmuls and convolutions the trace records with shapes (GEMMs and
- * batched GEMMs: 2·M·N·K each; cuDNN convolutions forward and backward: convFlops.ts). Attention
- * kernels without shapes (flash/SDPA) are not counted, so this is a floor; null when matmuls without
- * shapes dominate or the GPU is unknown.
+ * batched GEMMs: 2·M·N·K each; cuDNN convolutions forward and backward: convFlops.ts) and from attention: hand-written
+ * attention's matmuls, and SDPA's fused ops from their recorded shapes (trace/attentionOps.ts; causal halved). Attention
+ * kernels without an op that gives their shapes (the flash-attn package) are not counted, so this is a floor; null
+ * when matmuls without shapes dominate or the GPU is unknown.
  */
 export interface ModelFlops {
   flopsPerStep: number;
   /** Of which GEMMs and convolutions (added in schema 2, after flopsPerStep). */
   gemmFlopsPerStep: number;
   convFlopsPerStep: number;
+  /**
+   * Of which fused attention ops (SDPA's flash, efficient and cuDNN kernels, from their recorded shapes); and, among the
+   * GEMMs, hand-written attention's matmuls. Both added after schema 2's first release (absent from older reports).
+   */
+  fusedAttentionFlopsPerStep: number;
+  handWrittenAttentionFlopsPerStep: number;
+  /** Attention kernel time per step whose FLOPs are not counted (no op recorded their shapes); 0 when all are. */
+  uncountedAttentionNsPerStep: number;
   achievedTflops: number;
   /** The GPU's dense peak for the precision most matmul time ran in, and which one it is. */
   peakTflops: number;
@@ -242,6 +313,8 @@ export interface TraceMetrics {
   kernelMix: KernelMix;
   /** null when the trace cannot tell (see ModelFlops). */
   modelFlops: ModelFlops | null;
+  /** Attention in the step: hand-written, fused (added after schema 2's first release). */
+  attention: AttentionStats;
   comm: CommStats;
   memory: MemoryStats[];
   topKernels: KernelStat[];

@@ -1,0 +1,146 @@
+/**
+ * The levers of a generation loop (decode steps: run/steps.ts DecodeStats). A decode step runs every layer of the
+ * model for one new token per sequence: hundreds of small kernels whose launches take longer than the GPU's work (a
+ * GPT-2 with Hugging Face `generate()` at batch 1: 7.9 ms a decode step on an H200, its kernels a few microseconds
+ * each). Its levers:
+ *   - batching requests: k sequences per step cost about the same launches, so tokens/s grows about k-fold while the
+ *     step is launch-bound (8 prompts per call: 6.5 ms a decode step, 8x the tokens per second, on that H200);
+ *   - a static KV cache with CUDA graphs: the decoding forward replayed as one graph, the step falls to the GPU's work
+ *     (launch-bound's fix, phrased for generation: `inDecodeRegime`);
+ *   - bf16 weights: a decode step reads every weight once, so half the bytes halve its matmul time, a gain only once the
+ *     launches no longer set the pace;
+ *   - torch.inference_mode: less host work per op than autograd-enabled code; not measured here (the probe does not
+ *     record the grad mode), so named in the fix, never given a gain.
+ * Each lever's effect is data (`decodeLeverEffects`); the findings' gains come from it.
+ */
+import { adviceFinding, type Finding } from '../findings/finding.js';
+import { wholeStepFix, wholeStepGain } from '../pace/gain.js';
+import type { ModelRecord } from '../run/records.js';
+import type { DecodeStats } from '../run/steps.js';
+import type { TraceMetrics } from '../trace/metrics/types.js';
+import { fmtMs, fmtPct } from '../util/format.js';
+
+/** Batch multiples weighed for batching requests: the largest whose GPU work, grown in proportion, still fits in the step. */
+const BATCH_SCALES = [8, 4, 2] as const;
+/** Weights past this share in fp32 are fp32 weights. */
+const FP32_WEIGHTS_MIN_SHARE = 0.9;
+
+export interface DecodeLeverEffects {
+  /** The decode step the effects are of (the run's median, ns), and the GPU's work in it (the profiled window's busy time). */
+  stepNs: number;
+  gpuBusyNs: number | null;
+  /**
+   * k sequences per decode step: the GPU's work taken to grow k-fold (an upper bound: a decode step's matmuls read the
+   * weights once whatever the batch), the step to stay while that fits in it. Null without the window or below 2x.
+   */
+  batching: { batchScale: number; batchAfter: number | null; stepNsAfter: number; tokensPerSAfter: number | null } | null;
+  /** CUDA graphs over a static cache: the launches of a step replayed as one, the step falls to the GPU's work. */
+  staticCache: { launchesRemovedPerStep: number; stepNsAfter: number; hostNsSaved: number } | null;
+  /** bf16 weights over fp32 ones: the matmuls' GPU time halves; the step gains what exceeds the wait for launches. */
+  bf16Weights: { fp32ParamShare: number; gpuNsSaved: number; stepNsSaved: number } | null;
+}
+
+function fp32ParamShare(model: ModelRecord | null): number | null {
+  if (!model) return null;
+  let fp32 = 0;
+  let all = 0;
+  for (const m of model.modules)
+    for (const [dtype, n] of Object.entries(m.dtypes)) {
+      all += n;
+      if (dtype === 'float32') fp32 += n;
+    }
+  return all > 0 ? fp32 / all : null;
+}
+
+/** Each decode lever's effect on the run's decode step; `metrics`: the profiled window of decode steps, when analysed. */
+export function decodeLeverEffects(decode: DecodeStats, metrics: TraceMetrics | null, model: ModelRecord | null): DecodeLeverEffects | null {
+  if (decode.decodeStepS === null) return null;
+  const stepNs = decode.decodeStepS * 1e9;
+  const busy = metrics ? metrics.perStep.busyNs : null;
+  const launchIdle = metrics ? metrics.perStep.idleByCauseNs.launch : 0;
+  const k = busy !== null && busy > 0 ? (BATCH_SCALES.find((x) => busy * x <= stepNs) ?? null) : null;
+  const share = fp32ParamShare(model);
+  const gemmNs = metrics ? metrics.perStep.kernelNsByCategory.gemm : 0;
+  return {
+    stepNs,
+    gpuBusyNs: busy,
+    batching:
+      k === null
+        ? null
+        : { batchScale: k, batchAfter: decode.batch !== null ? decode.batch * k : null, stepNsAfter: stepNs, tokensPerSAfter: decode.tokensPerS !== null ? decode.tokensPerS * k : null },
+    staticCache:
+      metrics && busy !== null && launchIdle > 0
+        ? { launchesRemovedPerStep: Math.max(0, metrics.launch.kernelsPerStep - 1), stepNsAfter: Math.min(stepNs, busy), hostNsSaved: Math.max(0, stepNs - busy) }
+        : null,
+    bf16Weights:
+      share !== null && share >= FP32_WEIGHTS_MIN_SHARE && gemmNs > 0
+        ? { fp32ParamShare: share, gpuNsSaved: gemmNs / 2, stepNsSaved: Math.max(0, gemmNs / 2 - launchIdle) }
+        : null,
+  };
+}
+
+function batchingArithmetic(k: number, stepAfterNs: number, busyNs: number, stepNs: number): string {
+  return `${k}x the sequences per decode step at about the same step (${fmtMs(stepAfterNs)}: the GPU's ${fmtMs(busyNs)} grown ${k}-fold stays within it): ${fmtMs(stepAfterNs / k)} per current batch of tokens instead of ${fmtMs(stepNs)}`;
+}
+
+/**
+ * Batching requests, advice to weigh (it changes what a call computes, and each request's latency stays the step's):
+ * the tokens of k sequences at the cost of about one decode step, while the GPU's work fits in it.
+ */
+export function decodeBatchingFinding(decode: DecodeStats, effects: DecodeLeverEffects, rank: number): Finding | null {
+  const b = effects.batching;
+  const busy = effects.gpuBusyNs;
+  if (b === null || busy === null) return null;
+  const k = b.batchScale;
+  const step = effects.stepNs;
+  const now = decode.batch ?? 1;
+  const rate = (x: number | null) => (x === null ? '?' : Math.round(x).toLocaleString('en-US'));
+  return adviceFinding({
+    id: 'decode-batching',
+    title: `Decode steps run ${now} sequence${now === 1 ? '' : 's'} at a time on a GPU busy ${fmtPct(busy / step)} of each: ${k}x the sequences per step would give about ${k}x the tokens/s`,
+    ranks: [rank],
+    evidence: [
+      `${decode.decodeSteps} decode steps measured: ${fmtMs(step)} a decode step at batch ${now}, ${rate(decode.tokensPerS)} tokens/s generated`,
+      `the GPU works ${fmtMs(busy)} of each decode step (the profiled window), busy ${fmtPct(busy / step)}: the rest is launches and Python, which cost the same for ${k}x the sequences`,
+      `with ${k}x the sequences the GPU's work, even grown ${k}-fold, takes ${fmtMs(busy * k)}, within the step: about ${rate(b.tokensPerSAfter)} tokens/s`,
+    ],
+    data: { decodeStepNs: step, gpuBusyNsPerStep: busy, batch: now, batchScale: k, tokensPerS: decode.tokensPerS, tokensPerSAfter: b.tokensPerSAfter },
+    recommendation: {
+      summary: `Generate for ${k}x the sequences per call: batch the prompts (pad them on the left for a decoder-only model) or serve requests in batches; each request still waits a step per token, but the step yields ${k}x the tokens. Advice to weigh: it needs ${k}x the requests at once and ${k}x the KV cache.`,
+      code: [
+        'tokenizer.padding_side = "left"                      # decoder-only models pad on the left',
+        'inputs = tokenizer(prompts, return_tensors="pt", padding=True).to("cuda")   # a list of prompts',
+        'out = model.generate(**inputs, max_new_tokens=128)',
+      ].join('\n'),
+    },
+    // The batching's effect as a whole-step change per current batch of tokens (pace/gain.ts).
+    fix: wholeStepFix(`${k}x the sequences per decode step`, step, b.stepNsAfter / k, batchingArithmetic(k, b.stepNsAfter, busy, step)),
+    estimatedGain: wholeStepGain(step, b.stepNsAfter / k, batchingArithmetic(k, b.stepNsAfter, busy, step)),
+  });
+}
+
+/**
+ * Launch-bound's fix in a generation loop: a static KV cache and CUDA graphs. Its code leads with generate()'s own
+ * switch, so it carries no framework line (a Trainer's switch is no fix for generation).
+ */
+const DECODE_LAUNCH_FIX = {
+  summary:
+    'The decode steps are launch-bound: replay the decoding forward as CUDA graphs over a static KV cache (fixed shapes, so one graph serves every step): the step falls to the GPU\'s own work. Generate under torch.inference_mode() (no autograd bookkeeping per op).',
+  code: [
+    '# Hugging Face generate(): a static KV cache; recent transformers then compile the decoding step with CUDA graphs',
+    'out = model.generate(**inputs, max_new_tokens=128, cache_implementation="static")',
+    '# older transformers, or a loop of your own over a static cache:',
+    'model.forward = torch.compile(model.forward, mode="reduce-overhead", fullgraph=True)',
+    'with torch.inference_mode():',
+    '    out = model.generate(**inputs, max_new_tokens=128, cache_implementation="static")',
+  ].join('\n'),
+};
+
+/**
+ * A trace finding phrased for a generation loop: launch-bound's fix is a static KV cache with CUDA graphs, not "compile
+ * the model" or a Trainer switch. Its gain and evidence stay the rule's; other findings are returned as they are.
+ */
+export function inDecodeRegime(f: Finding, decode: DecodeStats | null | undefined): Finding {
+  if (!decode || f.id !== 'launch-bound') return f;
+  return { ...f, evidence: [...f.evidence, `the steps are decode steps (one new token per sequence): ${decode.decodeSteps} measured`], recommendation: DECODE_LAUNCH_FIX };
+}

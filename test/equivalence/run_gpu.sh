@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The behaviour-equivalence suite (issue 27) on the GPU machine: every case of test/equivalence/cases run plainly and
+# under doctor with the `python3` there (torch 2.x with CUDA): the CUDA cases (cuda_*) and the torch 2 ones
+# (compile, torch.export, DCP) run instead of skipping, and so do lightning, transformers and safetensors where they
+# are installed. Writes OUT/equivalence.json (scripts/equivalence.mjs's report) and OUT/equivalence.txt (the table).
+#   bash test/equivalence/run_gpu.sh [OUT] [CLI]     OUT defaults to $OUT, else .gpu-out/equivalence
+# Exit status: the runner's (0 every case the same, 1 some differ, 2 it could not run).
+set -u
+cd "$(dirname "$0")/../.."
+out=${1:-${OUT:-.gpu-out/equivalence}}
+cli=${2:-dist/gpuwise.mjs}
+mkdir -p "$out"
+if [ ! -f "$cli" ]; then
+  echo "run_gpu.sh: $cli is missing: run npm run build first (or carry dist/)" >&2
+  exit 2
+fi
+# One GPU shared by the CUDA cases is fine; the CPU cases are what the cores run.
+jobs=${JOBS:-$(( $(nproc) > 16 ? 8 : ($(nproc) + 1) / 2 ))}
+python3 -c 'import sys, torch; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.cuda.is_available())' | tee "$out/versions.txt"
+node scripts/equivalence.mjs --python python3 --cli "$cli" --cases test/equivalence/cases --jobs "$jobs" --json "$out/equivalence.json" > "$out/equivalence.txt" 2> "$out/progress.log"
+code=$?
+cat "$out/equivalence.txt"
+exit $code
