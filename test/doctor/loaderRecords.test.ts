@@ -96,7 +96,7 @@ describe('the loader record', () => {
     const r = await rediagnosed(withLoaderRecords('doctor/runs/h100-host/fp32_b64', epochs.map((x) => ({ ...x, pid }))));
     expect(r.ranks[0]?.steps.stalls).toMatchObject({ when: 'epoch-starts' });
     const f = r.findings.find((x) => x.id === 'dataloader-bound')!;
-    expect(f.title).toMatch(/, at the start of each epoch$/);
+    expect(f.title).toBe('The training loop waits on the DataLoader at the start of each epoch');
     expect(f.recommendation.summary).toMatch(/persistent_workers=True/);
     expect(f.fix?.ops).toEqual([{ kind: 'serial', cost: 'epoch-starts', factor: 0 }]);
     expect(r.pace?.serial.find((c) => c.kind === 'epoch-starts')?.how).toBe('measured');

@@ -163,7 +163,8 @@ describe('buildDoctorReport', () => {
     expect(r.findings[0]).toMatchObject({ id: 'dataloader-bound', source: 'probe', severity: 'high' });
     // No window tells the host and the GPU apart: with enough workers the step is its time less its wait.
     expect(r.findings[0]?.estimatedGain?.savedFraction).toBeCloseTo(0.4, 12);
-    expect(r.findings[0]?.title).toBe('The training loop waits on the DataLoader 40% of the time');
+    expect(r.findings[0]?.title).toBe('The training loop waits on the DataLoader');
+    expect(r.findings[0]?.evidence[0]).toContain('(40% of the mean step');
     expect(r.pace?.plan.steps.map((s) => s.id)).toEqual(['dataloader-bound']);
     // Below 5% of the step, no finding.
     expect(buildDoctorReport(input([1, 2, 3, 4].map((i) => step(i, 0.1, 0.004)))).findings.map((f) => f.id)).not.toContain('dataloader-bound');
