@@ -22,7 +22,7 @@ export function probeRoot(): string {
   let dir = dirname(fileURLToPath(import.meta.url));
   for (let i = 0; i < 5; i++) {
     const cand = join(dir, 'python');
-    if (existsSync(join(cand, 'gpuwise', 'probe.py'))) return cand;
+    if (existsSync(join(cand, 'gpuwise', 'probe', '__init__.py'))) return cand;
     dir = dirname(dir);
   }
   throw new InputError('python/gpuwise', 'the probe package is missing from this gpuwise installation');

@@ -17,7 +17,9 @@ import { REPO, pyEnv, runProcess } from './helpers.js';
 const tmp = mkdtempSync(join(tmpdir(), 'gpuwise-failopen-'));
 let bundle = '';
 const SENDER = join(REPO, 'bench', 'doctor', 'sendRecords.mjs');
-const env = (extra: Record<string, string | undefined> = {}) => pyEnv({ GPUWISE_STORE: join(tmp, 'store'), ...extra });
+// GPUWISE_PROBE_DIR: this checkout's probe (node_modules may be a link to another checkout's, where the bundle lives).
+const env = (extra: Record<string, string | undefined> = {}) =>
+  pyEnv({ GPUWISE_STORE: join(tmp, 'store'), GPUWISE_PROBE_DIR: join(REPO, 'python'), ...extra });
 let n = 0;
 const outDir = () => join(tmp, `run${n++}`);
 /** Removes the run directory a fallback put in /tmp (named on stderr). */

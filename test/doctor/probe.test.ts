@@ -21,9 +21,11 @@ const probePath = (...more: string[]) => [BOOT, ...more].join(delimiter);
 describe('python files', () => {
   it.skipIf(SKIP_PYTHON)('compile (py_compile)', () => {
     const files = [
-      ...readdirSync(join(PROBE_ROOT, 'gpuwise'))
-        .filter((f) => f.endsWith('.py'))
-        .map((f) => join(PROBE_ROOT, 'gpuwise', f)),
+      ...['gpuwise', join('gpuwise', 'probe')].flatMap((d) =>
+        readdirSync(join(PROBE_ROOT, d))
+          .filter((f) => f.endsWith('.py'))
+          .map((f) => join(PROBE_ROOT, d, f)),
+      ),
       join(BOOT, 'sitecustomize.py'),
       ...readdirSync(join(REPO, 'examples', 'doctor'))
         .filter((f) => f.endsWith('.py'))
