@@ -4,7 +4,6 @@ The socket (GPUWISE_SOCKET) is tried first; when nothing listens there, or the c
 away mid-run, records are appended to GPUWISE_RUN_DIR/probe-<pid>.jsonl instead, so the training
 never waits on or fails because of gpuwise. Sends use a short timeout for the same reason.
 """
-import json
 import os
 import socket
 
@@ -50,24 +49,24 @@ class Sink(object):
         else:
             self.mode = "none"
 
-    def send(self, record):
+    def write(self, text):
+        """Writes complete JSON lines (one batch); never raises for a collector that went away."""
         if os.getpid() != self.pid:
-            # A forked child (a DataLoader worker): never share the parent's socket.
+            # A forked child: never share the parent's socket or file.
             self.pid = os.getpid()
             self.sock = None
             self.file = None
             self.opened = False
         if not self.opened:
             self._open()
-        line = json.dumps(record, separators=(",", ":"), default=str) + "\n"
         if self.sock is not None:
             try:
-                self.sock.sendall(line.encode("utf-8"))
+                self.sock.sendall(text.encode("utf-8"))
                 return
             except OSError:
                 self._open_file()  # the collector went away: keep the records in files
         if self.file is not None:
-            self.file.write(line)
+            self.file.write(text)
 
     def close(self):
         for f in (self.sock, self.file):

@@ -119,6 +119,13 @@ export interface StepRecord extends Base {
   gpuStepTimes?: [number, number][];
   memory: AllocatorMemory | null;
   profiled: boolean;
+  /**
+   * The probe's own work that ran during this step and slowed it, so the step statistics leave the step out:
+   * `window-end` (the profiler stopped at its start), `export` (the window's trace or snapshot being written by the
+   * probe's background thread meanwhile), `model` (the model searched for at its start); null when none. Any other
+   * string is kept (a newer probe's reason). Absent from older probes (an optional field: no protocol bump).
+   */
+  probeWork?: string | null;
 }
 
 export interface ModelRecord extends Base {
@@ -320,6 +327,7 @@ const SCHEMAS: Record<ProbeRecord['type'], Check<unknown>> = (() => {
         gpuStepTimes: optional(stepTimes),
         memory: nullable(allocator),
         profiled: bool,
+        probeWork: optional(nullable(str)),
       },
       dropped,
     ),

@@ -1,174 +1,175 @@
-"""The model: the outermost module found from its calls, its input read for the batch, and the model record."""
+"""The model: the outermost module found from its calls, its input read for the batch, and the model record.
+
+The outermost module (the root) is found without touching any module: global forward hooks
+(`register_module_forward_pre_hook`, `register_module_forward_hook`) watch module calls until the first call at
+depth 0 (no other module's call around it) of a module with parameters on the stepping thread, and are removed there.
+After that, the root's calls are seen only while the probe needs them, again through a global pre-hook and never
+through one of the module's own: armed at a step's end and after each backward pass when no DataLoader feeds the
+steps (the batch is then the root's input, one call per micro-batch), removed at the root's next call; kept while
+forward calls are the only steps (inference without a DataLoader). Nothing of the probe's is ever in a module's
+`__dict__`, so pickling, `copy.deepcopy`, TorchScript, tracing, export and compile see the model as the script made it.
+A model compiled with `torch.compile(module)` is the one exception: its `OptimizedModule` wrapper gets one pre-hook
+(its hooks run outside the compiled code, and its `__reduce__` pickles and copies it without them), because global
+hooks make `OptimizedModule.__call__` warn.
+"""
+import gc
+import json
 import sys
-import time
+import threading
 import weakref
 
-from .batch import _batch_dim_of, _batch_size, _batch_tokens, _first_tensor
-
-
+# Training frameworks whose own loop drives the steps, by the module of a frame on the stack at a step.
 _FRAMEWORKS = (("transformers.trainer", "transformers"), ("lightning.", "lightning"), ("pytorch_lightning.", "lightning"), ("accelerate.", "accelerate"))
 
 
+def _tracing(torch):
+    f = getattr(torch._C, "_get_tracing_state", None)
+    return f is not None and f() is not None
 
-class ModelMixin(object):
-    def _watch_roots(self, torch):
-        """Global forward hooks until the outermost module is known (see the module docstring)."""
+
+class RootWatch(object):
+    """The probe's view of the root's calls (see the module docstring). `on_call(module, args, kwargs, ident)` is the
+    probe's callback for a call at depth 0 while discovering, and for each call of the root while armed."""
+
+    def __init__(self, torch, on_discovered, on_root_call):
+        self.torch = torch
         mod = getattr(torch.nn.modules, "module", None)
-        pre = getattr(mod, "register_module_forward_pre_hook", None)
-        post = getattr(mod, "register_module_forward_hook", None)
-        if pre is None or post is None:
+        self._register_pre = getattr(mod, "register_module_forward_pre_hook", None)
+        self._register_post = getattr(mod, "register_module_forward_hook", None)
+        self.on_discovered = on_discovered
+        self.on_root_call = on_root_call
+        self.root_ref = None
+        self.root_thread = None
+        self.thread = None  # only calls on this thread count (the stepping thread, once known)
+        self.discovery = []  # handles of the global hooks that look for the root
+        self.depth = {}  # thread ident -> module calls open on it (discovery only)
+        self.armed = None  # handle of the global pre-hook that waits for the root's next call
+        self.instance = None  # handle of the pre-hook on a compiled root's OptimizedModule
+        self.persistent = False  # keep the pre-hook armed after a call (forward calls are the steps)
+
+    def root(self):
+        return self.root_ref() if self.root_ref is not None else None
+
+    # ---------- discovery ----------
+
+    def discover(self):
+        """Arms the global hooks that find the root (at `import torch`, and again when the root was found on a thread
+        that turned out not to step)."""
+        if self.discovery or self._register_pre is None or self._register_post is None:
             return
-        probe = self
+        torch = self.torch
+        watch = self
 
         def on_pre(module, args):
-            # Tracing first: inside a graph being compiled nothing of ours belongs, nor a guard on our state.
-            if _compiling(torch) or probe.root_ref is not None or probe.disabled:
+            # Tracing first: inside a graph being traced or compiled nothing of ours belongs, nor a guard on our state.
+            if _compiling(torch) or _tracing(torch):
                 return None
-            if probe.root_depth == 0:
-                probe._guarded(probe._on_root_call, module, args)
-            probe.root_depth += 1
+            ident = threading.get_ident()
+            d = watch.depth.get(ident, 0)
+            watch.depth[ident] = d + 1
+            if d == 0 and (watch.thread is None or watch.thread == ident) and next(iter(module.parameters()), None) is not None:
+                watch._found(module, args, ident)
             return None
 
         def on_post(module, args, out):
-            if probe.root_depth > 0 and not _compiling(torch):
-                probe.root_depth -= 1
-            return None
-
-        self.root_watch.append(pre(on_pre))
-        try:
-            self.root_watch.append(post(on_post, always_call=True))
-        except TypeError:  # torch < 2.0: no always_call (a forward that raises leaves depth 1 until a backward)
-            self.root_watch.append(post(on_post))
-
-    def _on_root_call(self, module, args):
-        # The first call at depth 0 of a module with parameters is the model's: a loss module has none.
-        # Settling at once takes the global hooks away before torch.compile traces the model, so no
-        # compiled graph ever depends on them (removing them later would force a recompile).
-        if next(iter(module.parameters()), None) is None:
-            return
-        for h in self.root_watch:
-            h.remove()
-        self.root_watch = []
-        self.root_ref = weakref.ref(module)
-        self.batch_dim, self.batch_dim_evidence, seq_module = _batch_dim_of(module)
-        probe = self
-        if seq_module is not None and seq_module is not module:
-            self._check_batch_dim(seq_module)
-
-        def on_root_forward(mod, args, kwargs):
-            if not probe.disabled and not _compiling(probe.torch):
-                probe._guarded(probe._on_root_forward, args, kwargs)
-            return None
-
-        try:
-            module.register_forward_pre_hook(on_root_forward, with_kwargs=True)
-        except TypeError:  # torch < 2.0
-            module.register_forward_pre_hook(lambda mod, args: on_root_forward(mod, args, {}))
-        # torch runs the hooks it had when this call began: this first call is counted here, from its
-        # positional arguments (a model called with keywords only gets its batch from the next call on).
-        self._on_root_forward(args, {})
-
-    def _on_root_forward(self, args, kwargs):
-        torch = self.torch
-        now = time.perf_counter()
-        self.last_activity = now
-        self.forward_calls += 1
-        if self.autocast_dtype is None:
-            self.autocast_dtype = _autocast_dtype(torch)
-        self._forward_step(now)  # a forward that starts a step ends the one before, before its batch counts
-        training = self.step_source != "forward" and torch.is_grad_enabled()
-        if training or self.step_source in (None, "forward"):
-            # Samples of the training forwards only when steps are training steps (an evaluation pass
-            # between them is not the step's work); every forward when forwards are the steps.
-            first = _first_tensor(torch, args, kwargs)
-            if self.root_input_shape is None and isinstance(first, torch.Tensor):
-                self.root_input_shape = tuple(int(d) for d in first.shape)
-            # A sequence-first model's input is [seq, batch, ...]: the batch is its second dimension.
-            dim = self.batch_dim if isinstance(first, torch.Tensor) and first.dim() > self.batch_dim else 0
-            n = _batch_size(torch, first, dim)
-            if n is None:
-                self.input_samples_known = False
-            else:
-                self.input_samples += n
-            tok = _batch_tokens(torch, kwargs.get("input_ids") if isinstance(kwargs, dict) and "input_ids" in kwargs else first, dim)
-            if tok is None:
-                self.input_tokens_known = False
-            else:
-                self.input_tokens += tok[0]
-                self.input_seq_len = tok[1]
-            self.input_forwards += 1
-
-    def _check_batch_dim(self, seq_module):
-        """A one-shot pre-hook on the sequence-first module: a model may transpose its [batch, seq] input before it."""
-        probe = self
-        handles = []
-
-        def on_call(mod, args):
-            if _compiling(probe.torch) or probe.disabled:
+            if _compiling(torch) or _tracing(torch):
                 return None
-            for h in handles:
-                h.remove()  # torch iterates over a copy of the hooks: removing inside one is safe
-            del handles[:]
-            probe._guarded(probe._confirm_batch_dim, type(mod).__name__, args)
+            ident = threading.get_ident()
+            d = watch.depth.get(ident, 0)
+            if d > 0:
+                watch.depth[ident] = d - 1
             return None
 
-        handles.append(seq_module.register_forward_pre_hook(on_call))
+        self.discovery.append(self._register_pre(on_pre))
+        try:
+            self.discovery.append(self._register_post(on_post, always_call=True))
+        except TypeError:  # torch < 2.0: no always_call (a forward that raises leaves its depth until a backward)
+            self.discovery.append(self._register_post(on_post))
 
-    def _confirm_batch_dim(self, name, args):
-        x = _first_tensor(self.torch, args, {})
-        r = self.root_input_shape
-        if x is None or r is None or x.dim() < 2 or len(r) < 2 or r[0] == r[1]:
-            return  # nothing to compare, or a square input: the flag stands
-        if int(x.shape[1]) == r[0]:
-            # Its batch (dimension 1) is the model input's dimension 0: the model transposed a batch-first input.
-            self.batch_dim = 0
-            self.batch_dim_evidence = "%s, fed the input's dimension 0 as its batch (transposed inside the model)" % self.batch_dim_evidence
+    def end_discovery(self):
+        for h in self.discovery:
+            h.remove()
+        self.discovery = []
+        self.depth = {}
 
-    def _send_model(self, when):
-        optimizer = self.primary_optimizer() if self.primary_optimizer is not None else None
-        roots = _model_roots(self.torch, optimizer)
-        if not roots and self.root_ref is not None and self.root_ref() is not None:
-            roots = [_unwrap(self.torch, self.root_ref())]
-        summary = _model_summary(self.torch, roots, optimizer)
-        summary.update(self._setup_facts(roots))
-        if self.root_ref is not None:
-            summary["batchDim"] = self.batch_dim
-            summary["batchDimEvidence"] = self.batch_dim_evidence
-        if when == "time" and not summary["found"]:
-            return  # a loop of functions: no model to describe (yet)
-        self.model_sent = when
-        self._send("model", summary)
+    def reset_depth(self):
+        """A backward pass: no forward is open on any thread (one that raised left its depth behind)."""
+        if self.depth:
+            self.depth = {}
 
-    def _setup_facts(self, roots):
-        """What the model record adds to the summary: compiled or not (and how it is known), the training
-        framework whose loop runs (from the call stack), and the autocast dtype seen at the model's forward."""
+    def _found(self, module, args, ident):
+        # The first call at depth 0 of a module with parameters is the model's: a loss module has none. Settling at
+        # once takes the global hooks away before torch.compile traces the model.
+        self.end_discovery()
+        self.root_ref = weakref.ref(module)
+        self.root_thread = ident
+        self.on_discovered(module)
+        self.on_root_call(args, {}, ident)
+
+    def compiled(self, wrapper):
+        """`torch.compile(module)` returned `wrapper` (an OptimizedModule): it is the root; global hooks end."""
+        self.end_discovery()
+        self.disarm()
+        self.root_ref = weakref.ref(wrapper)
+        self.root_thread = None
+        watch = self
+
+        def on_call(mod, args, kwargs=None):
+            ident = threading.get_ident()
+            if watch.thread is None or watch.thread == ident:
+                watch.on_root_call(args, kwargs or {}, ident)
+            return None
+
+        try:
+            self.instance = wrapper.register_forward_pre_hook(on_call, with_kwargs=True)
+        except TypeError:  # torch < 2.0
+            self.instance = wrapper.register_forward_pre_hook(lambda mod, args: on_call(mod, args))
+        self.on_discovered(wrapper)
+
+    def set_thread(self, ident):
+        """The stepping thread is known: a root found on another thread (an evaluator) is given up and found again."""
+        self.thread = ident
+        if self.root_ref is not None and self.instance is None and self.root_thread not in (None, ident):
+            self.root_ref = None
+            self.root_thread = None
+            self.disarm()
+            self.discover()
+
+    # ---------- the root's calls ----------
+
+    def arm(self, persistent=False):
+        """Sees the root's next call on the stepping thread (all of them while `persistent`)."""
+        self.persistent = persistent
+        if self.armed is not None or self.instance is not None or self.root_ref is None or self._register_pre is None:
+            return
         torch = self.torch
-        compiled, evidence = None, None
-        root = self.root_ref() if self.root_ref is not None else None
-        for m in [root] + list(roots):
-            if m is None:
-                continue
-            if type(m).__name__ == "OptimizedModule" or getattr(m, "_orig_mod", None) is not None:
-                compiled, evidence = True, "OptimizedModule (torch.compile(model))"
-                break
-            if getattr(m, "_compiled_call_impl", None) is not None:
-                compiled, evidence = True, "module.compile()"
-                break
-        if compiled is None:
-            dynamo = sys.modules.get("torch._dynamo.utils")
-            try:
-                frames = dynamo.counters["stats"]["unique_graphs"] if dynamo is not None else 0
-            except Exception:
-                frames = 0
-            compiled, evidence = (True, "torch._dynamo compiled %d graphs" % frames) if frames else (False, None)
-        framework, version = _framework()
-        return {
-            "compiled": compiled,
-            "compiledEvidence": evidence,
-            "framework": framework,
-            "frameworkVersion": version,
-            "autocastDtype": self.autocast_dtype,
-        }
+        watch = self
+        root = self.root_ref
+
+        def on_pre(module, args):
+            if module is not root() or _compiling(torch) or _tracing(torch):
+                return None
+            ident = threading.get_ident()
+            if watch.thread is not None and watch.thread != ident:
+                return None
+            if not watch.persistent:
+                watch.disarm()  # on_root_call arms it again for an evaluation call (no gradients)
+            watch.on_root_call(args, {}, ident)
+            return None
+
+        self.armed = self._register_pre(on_pre)
+
+    def disarm(self):
+        if self.armed is not None:
+            self.armed.remove()
+            self.armed = None
+
+    def remove_all(self):
+        self.end_discovery()
+        self.disarm()
+        if self.instance is not None:
+            self.instance.remove()
+            self.instance = None
 
 
 def _model_roots(torch, optimizer):
@@ -176,8 +177,6 @@ def _model_roots(torch, optimizer):
     nn.Modules (no other module's child) holding parameters of the optimizer, unwrapped from
     DDP/DataParallel/FSDP. Read from the garbage collector's objects rather than forward hooks,
     which would slow every module call and interfere with torch.compile's guards."""
-    import gc
-
     params = set()
     for g in optimizer.param_groups if optimizer is not None else ():
         for p in g.get("params", []):
@@ -303,8 +302,6 @@ def _model_summary(torch, roots, optimizer):
         cfg = getattr(root, "config", None)
         if hf_config is None and cfg is not None and callable(getattr(cfg, "to_dict", None)):
             try:
-                import json
-
                 hf_config = json.loads(json.dumps(cfg.to_dict(), default=str))
             except Exception:
                 hf_config = None
@@ -337,3 +334,47 @@ def _model_summary(torch, roots, optimizer):
         "hfConfig": hf_config,
         "found": len(roots) > 0,
     }
+
+
+def setup_facts(torch, root, roots, autocast_dtype):
+    """What the model record adds to the summary: compiled or not (and how it is known), the training framework
+    whose loop runs (from the call stack), and the autocast dtype seen at the model's forward."""
+    compiled, evidence = None, None
+    for m in [root] + list(roots):
+        if m is None:
+            continue
+        if type(m).__name__ == "OptimizedModule" or getattr(m, "_orig_mod", None) is not None:
+            compiled, evidence = True, "OptimizedModule (torch.compile(model))"
+            break
+        if getattr(m, "_compiled_call_impl", None) is not None:
+            compiled, evidence = True, "module.compile()"
+            break
+    if compiled is None:
+        dynamo = sys.modules.get("torch._dynamo.utils")
+        try:
+            frames = dynamo.counters["stats"]["unique_graphs"] if dynamo is not None else 0
+        except Exception:
+            frames = 0
+        compiled, evidence = (True, "torch._dynamo compiled %d graphs" % frames) if frames else (False, None)
+    framework, version = _framework()
+    return {
+        "compiled": compiled,
+        "compiledEvidence": evidence,
+        "framework": framework,
+        "frameworkVersion": version,
+        "autocastDtype": autocast_dtype,
+    }
+
+
+def model_record(torch, optimizer, root, autocast_dtype, batch_dim):
+    """The `model` record's fields: the summary of the model(s) the optimizer trains (else the root), its set-up and,
+    when the root is known, how its input holds the batch (`batch_dim`: (dimension, evidence) or None)."""
+    roots = _model_roots(torch, optimizer)
+    if not roots and root is not None:
+        roots = [_unwrap(torch, root)]
+    summary = _model_summary(torch, roots, optimizer)
+    summary.update(setup_facts(torch, root, roots, autocast_dtype))
+    if batch_dim is not None:
+        summary["batchDim"] = batch_dim[0]
+        summary["batchDimEvidence"] = batch_dim[1]
+    return summary

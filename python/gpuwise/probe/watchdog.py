@@ -1,61 +1,21 @@
-"""The watchdog: a daemon thread that reports a stall (no progress for a while) with the stepping thread's stack."""
+"""The watchdog: a stall is no progress (steps, batches, forwards, backward passes) for max(GPUWISE_STALL_S,
+STALL_STEP_FACTOR x the median step); it is reported with the stepping thread's Python stack, and again every
+GPUWISE_STALL_REPEAT_S while it lasts. Checked by the background thread at its ticks (background.py): it costs the
+training loop nothing per step."""
 import sys
-import threading
-import time
 
-from .window import _median
-
-# The watchdog: a stall is no progress for max(floor, STALL_STEP_FACTOR x the median step); frames kept of its stack.
+# A stall is no progress for max(floor, STALL_STEP_FACTOR x the median step); frames kept of its stack.
 STALL_STEP_FACTOR = 10
 STALL_STACK_FRAMES = 30
 
 
-class WatchdogMixin(object):
-    def _ensure_watchdog(self):
-        if self.watchdog is not None or self.stall_floor_s <= 0:
-            return
-        ident = threading.get_ident()  # the thread that steps (the main thread, as a rule)
-        t = threading.Thread(target=self._watchdog_loop, args=(ident,), name="gpuwise-watchdog", daemon=True)
-        self.watchdog = t
-        t.start()
-
-    def _stall_threshold(self):
-        times = list(self.host_step_times)
-        return max(self.stall_floor_s, STALL_STEP_FACTOR * _median(times)) if times else self.stall_floor_s
-
-    def _watchdog_loop(self, ident):
-        try:
-            poll = min(1.0, max(0.05, self.stall_floor_s / 10.0))
-            seen = None
-            since = time.perf_counter()
-            sent_at = None
-            while not self.disabled and not self.ended:
-                time.sleep(poll)
-                progress = (self.step, self.batch_calls, self.forward_calls, self.backward_calls)
-                now = time.perf_counter()
-                if progress != seen:
-                    seen, since, sent_at = progress, now, None
-                    continue
-                threshold = self._stall_threshold()
-                if now - since < threshold or (sent_at is not None and now - sent_at < self.stall_repeat_s):
-                    continue
-                frame = sys._current_frames().get(ident)
-                if frame is None:
-                    return  # the stepping thread is gone
-                stack = _format_stack(frame)
-                frame = None
-                last = self.last_boundary if self.last_boundary is not None else since
-                self._send(
-                    "stall",
-                    {"step": self.step + 1, "sinceStepS": max(0.0, now - last), "thresholdS": threshold, "stack": stack},
-                    wait_s=2.0,
-                )
-                sent_at = now
-        except Exception:
-            return  # fail-open: the watchdog ends silently, the probe and the training go on
+def median(xs):
+    ys = sorted(xs)
+    n = len(ys)
+    return 0.0 if n == 0 else (ys[n // 2] if n % 2 else 0.5 * (ys[n // 2 - 1] + ys[n // 2]))
 
 
-def _format_stack(frame):
+def format_stack(frame):
     """A thread's Python stack as `file:line function`, innermost last, its innermost STALL_STACK_FRAMES frames."""
     out = []
     f = frame
@@ -64,3 +24,36 @@ def _format_stack(frame):
         f = f.f_back
     out.reverse()
     return out
+
+
+class Watchdog(object):
+    def __init__(self, floor_s, repeat_s):
+        self.floor_s = floor_s
+        self.repeat_s = repeat_s
+        self.seen = None
+        self.since = None
+        self.sent_at = None
+
+    def threshold(self, step_times):
+        times = list(step_times)
+        return max(self.floor_s, STALL_STEP_FACTOR * median(times)) if times else self.floor_s
+
+    def check(self, progress, now, step_times, thread_ident, last_boundary, step):
+        """The `stall` record's fields when the loop stalls now, else None. `progress` is any value that changes
+        whenever the loop makes progress."""
+        if self.floor_s <= 0:
+            return None
+        if progress != self.seen or self.since is None:
+            self.seen, self.since, self.sent_at = progress, now, None
+            return None
+        threshold = self.threshold(step_times)
+        if now - self.since < threshold or (self.sent_at is not None and now - self.sent_at < self.repeat_s):
+            return None
+        frame = sys._current_frames().get(thread_ident)
+        if frame is None:
+            return None  # the stepping thread is gone
+        stack = format_stack(frame)
+        frame = None
+        last = last_boundary if last_boundary is not None else self.since
+        self.sent_at = now
+        return {"step": step + 1, "sinceStepS": max(0.0, now - last), "thresholdS": threshold, "stack": stack}
