@@ -1,5 +1,5 @@
 /**
- * The probe's wire format (pure): one JSON object per line (python/gpuwise/probe.py writes them), sent to doctor's
+ * The probe's wire format (pure): one JSON object per line (python/gpuwise/probe/ writes them), sent to doctor's
  * Unix socket or appended to `probe-PID.jsonl` files, and its validation at the edge. Protocol versions 1 to 3 are
  * read (2 adds the step sources `backward`, `forward`, `graph`, `time`, `step.batchSource`, the model's `compiled`,
  * `framework`, `autocastDtype` and `batchDim`, why the profiler window started, and the time window of a run without

@@ -93,6 +93,10 @@ describe.skipIf(SKIP_PYTHON)('probe (CPU torch)', () => {
     const events = JSON.parse(readFileSync(prof.trace, 'utf8')) as { name: string }[] | { traceEvents: { name: string }[] };
     const names = (Array.isArray(events) ? events : events.traceEvents).map((e) => e.name).filter((x) => x.startsWith('ProfilerStep#'));
     expect(names).toEqual(['ProfilerStep#4', 'ProfilerStep#5', 'ProfilerStep#6']);
+    // The trace was written off the training thread: the step where the profiler stopped, and those that ran while the
+    // trace was written, say so (the step statistics leave them out).
+    expect(steps.find((s) => s.step === 7)?.probeWork).toBe('window-end');
+    expect(steps.filter((s) => s.step < 7).every((s) => s.probeWork === null)).toBe(true);
   });
 
   it('streams JSON lines over the Unix socket when a collector listens', async () => {
