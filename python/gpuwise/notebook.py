@@ -229,26 +229,13 @@ def _parse_doctor_args(line):
 
 
 def _probe_for_cell(env):
-    """The probe for this cell. Its hooks (optimizer steps, DataLoader, OOM observer) are installed once per kernel
-    and stay; each cell gets fresh state on the same object, so the hooks installed for the first cell report to
-    the current one, and between cells the probe is switched off (its hooks pass through)."""
+    """A fresh probe for this cell, installed into torch for the cell and taken out at its end (_finish_probe), so
+    nothing of gpuwise's stays in the kernel between cells."""
     from gpuwise import probe as probe_mod
 
-    p = probe_mod._PROBE
-    if p is None:
-        p = probe_mod.Probe(env)
-        probe_mod._PROBE = p
-        if "torch" in sys.modules:
-            p.on_torch_imported(sys.modules["torch"])
-        else:
-            sys.meta_path.insert(0, probe_mod._TorchImportHook(p))
-    else:
-        torch, hook = p.torch, getattr(p, "step_hook", None)
-        probe_mod.Probe.__init__(p, env)
-        p.torch = torch
-        if hook is not None:
-            p.step_hook = hook
-    if p.torch is not None and getattr(p, "step_hook", None) == "optimizer-step-wrapper":
+    p = probe_mod.start(env)
+    probe_mod._PROBE = p
+    if p.torch is not None and p.step_hook == "optimizer-step-wrapper":
         p._guarded(_wrap_existing_optimizers, p, p.torch)
     # An optimizer built in an earlier cell went past the probe's constructor hook: without this the DataLoader's
     # batches took over as the step source before the optimizer stepped (torch 2.11 on an H100: "no optimizer").
@@ -257,7 +244,7 @@ def _probe_for_cell(env):
     # error anywhere in it is explained by memory_report(): on an H100, a cell run with --profile-steps 0 left an OOM
     # snapshot without history, and its report had nothing to say. CUDA initialised in an earlier cell never calls
     # the probe's init hook again, so the history starts here; a cell that initialises CUDA starts it there.
-    p.memory_history_always = True
+    p.cfg.memory_history_always = True
     _start_cell_history(p)
     return p
 
@@ -266,8 +253,8 @@ def _start_cell_history(p):
     """Fail-open: a history that cannot be recorded (another backend, an old torch) leaves the rest of the probe on."""
     torch = p.torch
     try:
-        if torch is not None and not p.history_on and torch.cuda.is_available() and torch.cuda.is_initialized():
-            p._start_history()
+        if torch is not None and not p.gpu.history_on and torch.cuda.is_available() and torch.cuda.is_initialized():
+            p.gpu.start_history()
     except Exception:
         pass
 
@@ -275,7 +262,9 @@ def _start_cell_history(p):
 def _wrap_existing_optimizers(p, torch):
     """torch < 2.0 has no global optimizer hook: the probe wraps an optimizer class's `step` when one is built. In a
     notebook the optimizer is often built in an earlier cell, before the probe: wrap the classes that exist now, with
-    the probe's own wrapper (one per class, reporting to the kernel's one probe object)."""
+    the probe's own wrapper (one per class, reporting to the cell's probe)."""
+    from gpuwise import probe as probe_mod
+
     todo, seen = [torch.optim.Optimizer], set()
     while todo:
         cls = todo.pop()
@@ -283,7 +272,7 @@ def _wrap_existing_optimizers(p, torch):
             continue
         seen.add(cls)
         todo.extend(cls.__subclasses__())
-        p.wrap_optimizer_step(cls)
+        probe_mod.wrap_optimizer_step(p, p.patches, cls)
     p.optimizer_built = True
 
 
@@ -291,16 +280,18 @@ def _finish_probe(p, error):
     if error is not None and not (isinstance(error, SystemExit) and p.ended):
         p._guarded(p._on_exception, type(error), error)
     else:
-        p._guarded(p._stop_profiler, True)
+        p._guarded(p._stop_profiler, "exit")
+        p.background.wait_jobs(60.0)
         if p.announced and not p.ended:
             p._guarded(p._end, "exit")
-    if p.history_on:
+    if p.gpu is not None and p.gpu.history_on:
         try:
-            p._stop_history()  # the OOM snapshot, if any, was written when the error happened
+            p.gpu.stop_history()  # the OOM snapshot, if any, was written when the error happened
         except Exception:
             pass
+    p.sender.flush()
+    p.switch_off()  # nothing of the probe's stays in the kernel between cells
     p.sink.close()
-    p.disabled = True  # between cells the hooks pass through
 
 
 def _release_after_error(shell):

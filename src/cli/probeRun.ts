@@ -22,7 +22,7 @@ export function probeRoot(): string {
   let dir = dirname(fileURLToPath(import.meta.url));
   for (let i = 0; i < 5; i++) {
     const cand = join(dir, 'python');
-    if (existsSync(join(cand, 'gpuwise', 'probe.py'))) return cand;
+    if (existsSync(join(cand, 'gpuwise', 'probe', '__init__.py'))) return cand;
     dir = dirname(dir);
   }
   throw new InputError('python/gpuwise', 'the probe package is missing from this gpuwise installation');
@@ -174,10 +174,21 @@ class Collector {
     this.server = createServer((c) => {
       this.conns.add(c);
       const pids = new Set<number>();
-      const cutter = new LineCutter((line) => this.take(line, true, pids));
-      c.on('data', (chunk: Buffer) => cutter.push(chunk));
+      // The probe writes records in batches: the complete lines of each chunk are written and parsed together.
+      const lines: Buffer[] = [];
+      const takeLines = () => {
+        if (lines.length === 0) return;
+        this.take(lines.length === 1 ? (lines[0] as Buffer) : Buffer.concat(lines), true, pids);
+        lines.length = 0;
+      };
+      const cutter = new LineCutter((line) => lines.push(line));
+      c.on('data', (chunk: Buffer) => {
+        cutter.push(chunk);
+        takeLines();
+      });
       c.on('close', () => {
         cutter.end();
+        takeLines();
         this.oversized += cutter.oversized;
         this.conns.delete(c);
         // Only a close while collecting: connections doctor itself ends at the close are not a process ending.
@@ -195,7 +206,7 @@ class Collector {
     });
   }
 
-  /** One complete line (with its newline): parsed and kept in the sample; when `log` (it came from the socket), also written to probe.jsonl and passed to `onRecord`. */
+  /** Complete lines (each with its newline): parsed and kept in the sample; when `log` (they came from the socket), also written to probe.jsonl and passed to `onRecord`. */
   take(line: Buffer, log: boolean, pids?: Set<number>): void {
     if (log && this.logFd !== null) {
       try {
@@ -473,6 +484,9 @@ export async function startProbeRun(opts: ProbeRunOptions): Promise<ProbeRun> {
     GPUWISE_RUN_DIR: runDir,
     ...opts.env,
   };
+  // The boot puts the script's PYTHONPATH back as it was (unset, or this value, even an empty one).
+  if (process.env.PYTHONPATH !== undefined) env.GPUWISE_USER_PYTHONPATH = process.env.PYTHONPATH;
+  else delete env.GPUWISE_USER_PYTHONPATH;
   if (socketPath) env.GPUWISE_SOCKET = socketPath;
   else delete env.GPUWISE_SOCKET;
 
@@ -499,17 +513,28 @@ export async function startProbeRun(opts: ProbeRunOptions): Promise<ProbeRun> {
   let forwardedSignal: string | null = null;
   let stoppedBy: string | null = null;
   let stoppedAtMs: number | null = null;
-  let forwards = 0;
   let killTimer: NodeJS.Timeout | null = null;
+  // Each signal is passed on as it came, every time: the job reacts as the plain command would to the terminal's
+  // or a scheduler's signals (a script that takes SIGINT or SIGTERM itself, to save a checkpoint, gets each one).
   const forward = (sig: NodeJS.Signals) => {
     forwardedSignal = sig;
-    forwards++;
-    // A third signal means it: kill the job.
-    killGroup(pgid, forwards >= 3 ? 'SIGKILL' : sig);
+    killGroup(pgid, sig);
   };
   // SIGHUP (the SSH session dropped, the terminal closed) and SIGQUIT reach only gpuwise: the child has its own
   // process group. Forwarded like SIGINT/SIGTERM so the training and its DataLoader workers are never orphaned.
-  const handlers = FORWARDED.map((sig) => [sig, () => forward(sig)] as const);
+  // A terminal's resize and job control reach only gpuwise as well: passed on, without ending the run. Ctrl-Z stops
+  // the job with SIGSTOP (a process group outside the terminal's session ignores SIGTSTP), then gpuwise itself.
+  const handlers = [
+    ...FORWARDED.map((sig) => [sig, () => forward(sig)] as const),
+    ...PASSED_ON.map((sig) => [sig, () => killGroup(pgid, sig)] as const),
+    [
+      'SIGTSTP' as NodeJS.Signals,
+      () => {
+        killGroup(pgid, 'SIGSTOP');
+        process.kill(process.pid, 'SIGSTOP');
+      },
+    ] as const,
+  ];
   // gpuwise itself is going away (a kill, a bug): leave no orphan behind.
   const onExit = () => killGroup(pgid, 'SIGKILL');
   // A bug in gpuwise while the training runs must not end the training: say so once and keep waiting for it.
@@ -589,5 +614,7 @@ export async function startProbeRun(opts: ProbeRunOptions): Promise<ProbeRun> {
   };
 }
 
-/** The signals gpuwise passes on to the command's process group. */
+/** The signals gpuwise passes on to the command's process group, each one that comes: the run was interrupted. */
 export const FORWARDED: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'];
+/** Passed on too, without ending the run: a terminal resize, the continuation after Ctrl-Z (`fg`). */
+export const PASSED_ON: NodeJS.Signals[] = ['SIGWINCH', 'SIGCONT'];

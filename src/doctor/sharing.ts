@@ -12,6 +12,7 @@
 import { type EstimatedGain, type Finding, finding } from '../findings/finding.js';
 import { wholeStepFix, wholeStepGain } from '../pace/gain.js';
 import type { HelloRecord, StepRecord } from '../run/records.js';
+import { slowedByProbe } from '../run/steps.js';
 import { fmtBytes, fmtMs, fmtPct } from '../util/format.js';
 import { quantile } from '../util/stats.js';
 import { ACTIVE_SM_PERCENT, type GpuProcess, gpuProcessLabel } from './gpuProcesses.js';
@@ -129,11 +130,11 @@ export function splitSteps(trainer: SharingProcess, g: SharingGpu, others: reado
     return lo;
   };
   const ordered = [...trainer.steps].sort((a, b) => a.step - b.step);
-  const profiled = new Set(ordered.filter((s) => s.profiled).map((s) => s.step));
+  const slowed = slowedByProbe(ordered);
   const out: Split = { trainer, others: [...others], contended: [], alone: [], changeOver: 0, unknown: 0, othersSharePercent: null, ownSharePercent: null };
   const contendedWindows = new Set<number>();
   ordered.forEach((s, n) => {
-    if (n === 0 || s.profiled || profiled.has(s.step - 1)) return;
+    if (n === 0 || slowed.has(s.step)) return;
     const dur = trainer.timing === 'gpu' ? trainer.gpuStepTimes.get(s.step) : s.stepTimeS;
     if (dur === undefined || dur === null || !Number.isFinite(dur)) return;
     const end = s.t;

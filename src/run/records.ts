@@ -1,5 +1,5 @@
 /**
- * The probe's wire format (pure): one JSON object per line (python/gpuwise/probe.py writes them), sent to doctor's
+ * The probe's wire format (pure): one JSON object per line (python/gpuwise/probe/ writes them), sent to doctor's
  * Unix socket or appended to `probe-PID.jsonl` files, and its validation at the edge. Protocol versions 1 to 3 are
  * read (2 adds the step sources `backward`, `forward`, `graph`, `time`, `step.batchSource`, the model's `compiled`,
  * `framework`, `autocastDtype` and `batchDim`, why the profiler window started, and the time window of a run without
@@ -120,6 +120,13 @@ export interface StepRecord extends Base {
   gpuStepTimes?: [number, number][];
   memory: AllocatorMemory | null;
   profiled: boolean;
+  /**
+   * The probe's own work that ran during this step and slowed it, so the step statistics leave the step out:
+   * `window-end` (the profiler stopped at its start), `export` (the window's trace or snapshot being written by the
+   * probe's background thread meanwhile), `model` (the model searched for at its start); null when none. Any other
+   * string is kept (a newer probe's reason). Absent from older probes (an optional field: no protocol bump).
+   */
+  probeWork?: string | null;
 }
 
 export interface ModelRecord extends Base {
@@ -368,6 +375,7 @@ const SCHEMAS: Record<ProbeRecord['type'], Check<unknown>> = (() => {
         gpuStepTimes: optional(stepTimes),
         memory: nullable(allocator),
         profiled: bool,
+        probeWork: optional(nullable(str)),
       },
       dropped,
     ),

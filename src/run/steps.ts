@@ -7,8 +7,10 @@
  * - Steady state: the first step always warms up (kernels load, allocator grows); past it, the steady part starts at
  *   the first step within STEADY_TOLERANCE of the pace of the run's second half (its median) whose window of up to
  *   STEADY_WINDOW steps has its median within it too.
- *   A run that never gets there is "not settled" and its second half is used. Steps in the profiled window and the
- *   step after it (which writes the trace) carry the profiler's own cost and are left out, unless nothing else was timed.
+ *   A run that never gets there is "not settled" and its second half is used. Steps slowed by doctor's own work are
+ *   left out, unless nothing else was timed (`slowedByProbe`): the profiled window, the step after it (where the
+ *   profiler stops), and every step whose record names the probe's work during it (`probeWork`: the trace being
+ *   written, the model search), so the statistics are the plain program's.
  * - A bounded list: the collector may keep only a sample of a long run's step records; steps are numbered from 1, so
  *   the count is the last step's number, and every figure is over the steps kept (a uniform sample estimates it).
  */
@@ -18,7 +20,7 @@ import type { ProbeRecord, StepRecord, StepSource } from './records.js';
 export interface StepStats {
   /** Steps the probe saw (the last step's number: exact also when only a sample of the records was kept). */
   steps: number;
-  /** Steps in the statistics: the steady ones with a time, outside the profiler window (unless no other was timed). */
+  /** Steps in the statistics: the steady ones with a time, none slowed by the probe's work (unless no other was timed). */
   measuredSteps: number;
   meanS: number | null;
   medianS: number | null;
@@ -235,6 +237,23 @@ export function steadyStart(times: readonly number[]): { start: number; settled:
 }
 
 /**
+ * The steps doctor's own work slowed: profiled ones, the step after a profiled one (the profiler stops at its start;
+ * the trace was written in it before the probe wrote traces off the training thread: 0.6-1.8 s on the H200 runs), and
+ * those whose record names the probe's work (`probeWork`).
+ */
+export function slowedByProbe(ordered: readonly StepRecord[]): Set<number> {
+  const out = new Set<number>();
+  for (const s of ordered) {
+    if (s.profiled) {
+      out.add(s.step);
+      out.add(s.step + 1);
+    }
+    if (typeof s.probeWork === 'string') out.add(s.step);
+  }
+  return out;
+}
+
+/**
  * `epochStarts`: the steps at which a DataLoader's iterator was created (its `loader` records), to tell stalls at epoch
  * starts; empty when not known.
  */
@@ -245,11 +264,9 @@ export function stepStats(steps: readonly StepRecord[], gpuTimes: ReadonlyMap<nu
   const timing: 'gpu' | 'host' = gpuTimed.length > 0 && gpuTimed.length * 2 >= hostTimed.length ? 'gpu' : 'host';
   const timed = timing === 'gpu' ? gpuTimed : hostTimed;
   const timeOf = (s: StepRecord) => (timing === 'gpu' ? (gpuTimes.get(s.step) as number) : (s.stepTimeS as number));
-  // Profiled steps carry the profiler's own cost, and so does the step after the window (the trace is written in it,
-  // measured 0.6-1.8 s on the H200 runs): left out unless nothing else was timed.
-  const profiled = new Set(ordered.filter((s) => s.profiled).map((s) => s.step));
-  const unprofiled = timed.filter((s) => !s.profiled && !profiled.has(s.step - 1));
-  const candidates = unprofiled.length > 0 ? unprofiled : timed;
+  const slowed = slowedByProbe(ordered);
+  const plain = timed.filter((s) => !slowed.has(s.step));
+  const candidates = plain.length > 0 ? plain : timed;
   const steady = steadyStart(candidates.map(timeOf));
   const measured = candidates.slice(steady.start);
   const times = measured.map(timeOf).sort((a, b) => a - b);

@@ -17,7 +17,9 @@ import { REPO, pyEnv, runProcess } from './helpers.js';
 const tmp = mkdtempSync(join(tmpdir(), 'gpuwise-failopen-'));
 let bundle = '';
 const SENDER = join(REPO, 'bench', 'doctor', 'sendRecords.mjs');
-const env = (extra: Record<string, string | undefined> = {}) => pyEnv({ GPUWISE_STORE: join(tmp, 'store'), ...extra });
+// GPUWISE_PROBE_DIR: this checkout's probe (node_modules may be a link to another checkout's, where the bundle lives).
+const env = (extra: Record<string, string | undefined> = {}) =>
+  pyEnv({ GPUWISE_STORE: join(tmp, 'store'), GPUWISE_PROBE_DIR: join(REPO, 'python'), ...extra });
 let n = 0;
 const outDir = () => join(tmp, `run${n++}`);
 /** Removes the run directory a fallback put in /tmp (named on stderr). */
@@ -204,4 +206,21 @@ describe('signals reach the whole job', () => {
       expect(rep.run.exitCode).toBe(code);
     });
   }
+
+  it('each signal reaches the job as it came, as without doctor: three SIGTERMs to a job that handles them are three, and a SIGWINCH is passed on', async () => {
+    const marker = join(tmp, 'each.txt');
+    const out = outDir();
+    const script = `n=0; trap 'n=$((n+1)); echo TERM$n >> ${marker}' TERM; trap 'echo WINCH >> ${marker}' WINCH; echo started; while [ $n -lt 3 ]; do sleep 0.1; done; exit 13`;
+    const r = await runProcess(process.execPath, [bundle, 'doctor', '--out', out, '--', 'sh', '-c', script], env(), (pid, output) => {
+      const sent: NodeJS.Signals[] = ['SIGWINCH', 'SIGTERM', 'SIGTERM', 'SIGTERM'];
+      const t = setInterval(() => {
+        if (!output().includes('started')) return;
+        const sig = sent.shift();
+        if (sig === undefined) clearInterval(t);
+        else process.kill(pid, sig);
+      }, 400);
+    });
+    expect(readFileSync(marker, 'utf8')).toBe('WINCH\nTERM1\nTERM2\nTERM3\n');
+    expect(r.code).toBe(13);
+  });
 });

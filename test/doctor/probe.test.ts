@@ -21,9 +21,11 @@ const probePath = (...more: string[]) => [BOOT, ...more].join(delimiter);
 describe('python files', () => {
   it.skipIf(SKIP_PYTHON)('compile (py_compile)', () => {
     const files = [
-      ...readdirSync(join(PROBE_ROOT, 'gpuwise'))
-        .filter((f) => f.endsWith('.py'))
-        .map((f) => join(PROBE_ROOT, 'gpuwise', f)),
+      ...['gpuwise', join('gpuwise', 'probe')].flatMap((d) =>
+        readdirSync(join(PROBE_ROOT, d))
+          .filter((f) => f.endsWith('.py'))
+          .map((f) => join(PROBE_ROOT, d, f)),
+      ),
       join(BOOT, 'sitecustomize.py'),
       ...readdirSync(join(REPO, 'examples', 'doctor'))
         .filter((f) => f.endsWith('.py'))
@@ -91,6 +93,10 @@ describe.skipIf(SKIP_PYTHON)('probe (CPU torch)', () => {
     const events = JSON.parse(readFileSync(prof.trace, 'utf8')) as { name: string }[] | { traceEvents: { name: string }[] };
     const names = (Array.isArray(events) ? events : events.traceEvents).map((e) => e.name).filter((x) => x.startsWith('ProfilerStep#'));
     expect(names).toEqual(['ProfilerStep#4', 'ProfilerStep#5', 'ProfilerStep#6']);
+    // The trace was written off the training thread: the step where the profiler stopped, and those that ran while the
+    // trace was written, say so (the step statistics leave them out).
+    expect(steps.find((s) => s.step === 7)?.probeWork).toBe('window-end');
+    expect(steps.filter((s) => s.step < 7).every((s) => s.probeWork === null)).toBe(true);
   });
 
   it('streams JSON lines over the Unix socket when a collector listens', async () => {

@@ -26,10 +26,13 @@ type Any = any;
 const TIME_ENV = { GPUWISE_TIME_WINDOW_CPU: '1', GPUWISE_TIME_WINDOW_AFTER_S: '0.5', GPUWISE_TIME_WINDOW_S: '1' };
 
 /** Runs a script under the probe (records to files) and returns its records and run directory. */
-async function probe(script: string[], env: Record<string, string> = {}): Promise<{ records: ProbeRecord[]; stderr: string; code: number | null; dir: string }> {
+async function probe(
+  script: string[],
+  env: Record<string, string> = {},
+): Promise<{ records: ProbeRecord[]; stdout: string; stderr: string; code: number | null; dir: string }> {
   const dir = mkdtempSync(join(tmp, `run${n++}-`));
   const r = await runProcess(PYTHON, ['-c', script.join('\n')], pyEnv({ PYTHONPATH: [BOOT, PROBE_ROOT].join(delimiter), GPUWISE_RUN_DIR: dir, ...env }));
-  return { records: fallbackRecords(dir), stderr: r.stderr, code: r.code, dir };
+  return { records: fallbackRecords(dir), stdout: r.stdout, stderr: r.stderr, code: r.code, dir };
 }
 
 /** A loop of torch.nn.functional calls, no module, no optimizer, no DataLoader: for `seconds` of wall clock. */
@@ -82,9 +85,24 @@ describe.skipIf(SKIP_PYTHON)('the time window of a run without steps (CPU torch)
     expect(off.records).toEqual([]); // CPU only and no step: the probe stays silent, as before
   });
 
-  it('leaves the signal to a script that takes it, and the profiler to a script that profiles itself', async () => {
-    const taken = await probe(['import signal, sys', ...FUNCTIONAL_LOOP(0).slice(0, 1), 'signal.signal(signal.SIGRTMAX, lambda s, f: print("mine"))', ...FUNCTIONAL_LOOP(2).slice(1)], TIME_ENV);
-    expect([taken.stderr, taken.code, taken.records]).toEqual(['', 0, []]);
+  it('installs no signal handler and takes no signal of the script, and leaves the profiler to a script that profiles itself', async () => {
+    // The script's own SIGRTMAX handler, sent to itself while the time window is open (0.5 s quiet, then 1 s).
+    const taken = await probe(
+      [
+        'import os, signal',
+        ...FUNCTIONAL_LOOP(0).slice(0, 1),
+        'print("default at import torch:", signal.getsignal(signal.SIGRTMAX) is signal.SIG_DFL)',
+        'got = []',
+        'signal.signal(signal.SIGRTMAX, lambda s, f: got.append(s))',
+        ...FUNCTIONAL_LOOP(2).slice(1),
+        '    if not got and time.time() - t0 > 1.1: os.kill(os.getpid(), signal.SIGRTMAX)',
+        'print("handled", len(got))',
+      ],
+      TIME_ENV,
+    );
+    expect([taken.stderr, taken.code]).toEqual(['', 0]);
+    expect(taken.stdout).toBe('default at import torch: True\nhandled 1\n');
+    expect(taken.records.find((r) => r.type === 'profile-end')).toMatchObject({ reason: 'time', firstStep: null });
     const own = await probe(
       [...FUNCTIONAL_LOOP(0).slice(0, 3), 'with torch.profiler.profile() as p:', ...FUNCTIONAL_LOOP(2).slice(3).map((l) => `    ${l}`)],
       TIME_ENV,

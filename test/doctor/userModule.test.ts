@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DoctorReport } from '../../src/doctor/report.js';
 import { buildBundle } from '../cliBundle.js';
-import { PYTHON, SKIP_PYTHON, pyEnv, runProcess } from './helpers.js';
+import { PROBE_ROOT, PYTHON, SKIP_PYTHON, pyEnv, runProcess } from './helpers.js';
 
 const tmp = mkdtempSync(join(tmpdir(), 'gpuwise-usermod-'));
 let bundle = '';
@@ -39,7 +39,8 @@ async function doctorIn(dir: string, script: string) {
   const r = await runProcess(
     process.execPath,
     [bundle, 'doctor', '--out', out, '--profile-steps', '0', '--', PYTHON, script],
-    pyEnv({ GPUWISE_STORE: join(dir, 'store') }),
+    // GPUWISE_PROBE_DIR: this checkout's probe (node_modules may be a link to another checkout's, where the bundle lives).
+    pyEnv({ GPUWISE_STORE: join(dir, 'store'), GPUWISE_PROBE_DIR: PROBE_ROOT }),
   );
   const report = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8')) as DoctorReport;
   return { ...r, report };

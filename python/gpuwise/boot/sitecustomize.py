@@ -41,7 +41,7 @@ class _GpuwiseFallbackFinder(object):
 
 
 def _gpuwise_load_probe():
-    """The probe module of the package that holds this boot folder, loaded as `_gpuwise_probe`."""
+    """The package that holds this boot folder, loaded as `_gpuwise_probe`, and its probe module."""
     import importlib
     import importlib.util
 
@@ -55,15 +55,28 @@ def _gpuwise_load_probe():
         spec.loader.exec_module(package)
         probe = importlib.import_module(_GPUWISE_PRIVATE_NAME + ".probe")
     except BaseException:
-        _sys.modules.pop(_GPUWISE_PRIVATE_NAME, None)
+        _gpuwise_unload()
         raise
-    _sys.meta_path.append(_GpuwiseFallbackFinder(package))
-    return probe
+    return package, probe
+
+
+def _gpuwise_unload():
+    for key in list(_sys.modules):
+        if key == _GPUWISE_PRIVATE_NAME or key.startswith(_GPUWISE_PRIVATE_NAME + "."):
+            del _sys.modules[key]
 
 
 def _gpuwise_activate():
+    """The probe, when doctor started this process (its variables set) and it is one to probe (probe/config.py);
+    otherwise nothing of gpuwise's stays loaded."""
+    if not (_os.environ.get("GPUWISE_SOCKET") or _os.environ.get("GPUWISE_RUN_DIR")):
+        return
     try:
-        _gpuwise_load_probe().activate()
+        package, probe = _gpuwise_load_probe()
+        if probe.activate(boot_dir=_os.path.dirname(_os.path.abspath(__file__))) is None:
+            _gpuwise_unload()
+            return
+        _sys.meta_path.append(_GpuwiseFallbackFinder(package))
     except Exception as e:  # fail-open: the user's program must run unchanged
         _sys.stderr.write("gpuwise probe: not active (%s: %s)\n" % (type(e).__name__, e))
 

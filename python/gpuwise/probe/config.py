@@ -1,0 +1,186 @@
+"""The probe's settings, read from the environment doctor set, and what the probe leaves of that environment.
+
+doctor starts the command with `PYTHONPATH=<gpuwise>/boot:<the user's PYTHONPATH>` and the GPUWISE_* variables
+below. The user's script must see its own environment, so the boot removes them (`scrub_view`) from `os.environ`
+(Python's view, which `os.getenv`, `subprocess.Popen(env=dict(os.environ))` and launchers read) as soon as they
+are read, but leaves them in the process's C environment, which children started without an explicit environment
+inherit (multiprocessing's spawn, `subprocess` without `env=`). A child process runs the probe only when it is a
+training process (`probe_child`): a rank (RANK and the like are set), or a multiprocessing spawn child (a rank of
+`torch.multiprocessing.spawn`; a spawned DataLoader worker turns itself off at its first hook). Every other child
+(a data preparation script, an evaluation subprocess, a compile worker) removes them from its own environment and
+runs as without doctor. Once the process trains (`withdraw_c_environment`), they leave the C environment too, so
+children started after that run plainly. Launchers (torchrun, accelerate launch, deepspeed) keep the whole
+environment as it is: they build their ranks' environment from `os.environ`.
+"""
+import os
+import sys
+
+# Every variable doctor sets for the probe (removed from the script's view of its environment).
+PROBE_VARIABLES = (
+    "GPUWISE_SOCKET",
+    "GPUWISE_RUN_DIR",
+    "GPUWISE_PROFILE_AT",
+    "GPUWISE_PROFILE_STEPS",
+    "GPUWISE_MAX_STEPS",
+    "GPUWISE_TIME_WINDOW_AFTER_S",
+    "GPUWISE_TIME_WINDOW_S",
+    "GPUWISE_TIME_WINDOW_CPU",
+    "GPUWISE_GPU_TIMING",
+    "GPUWISE_MEMORY_HISTORY",
+    "GPUWISE_PROBE_FAULT",
+    "GPUWISE_STALL_S",
+    "GPUWISE_STALL_REPEAT_S",
+    "GPUWISE_PROBE_DIR",
+    "GPUWISE_USER_PYTHONPATH",
+    "GPUWISE_PROBED_PARENT",
+)
+# Set (in the C environment only) by a probed process: its children know they are children.
+PARENT_MARK = "GPUWISE_PROBED_PARENT"
+# The user's PYTHONPATH before doctor put the boot folder in front (absent: it was unset).
+USER_PYTHONPATH = "GPUWISE_USER_PYTHONPATH"
+# What marks a rank of a distributed launcher.
+RANK_VARIABLES = ("RANK", "LOCAL_RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK")
+# Launchers by module (`python -m X`) or script name: they build their ranks' environment from os.environ.
+_LAUNCHER_MODULES = ("torch.distributed.run", "torch.distributed.launch", "accelerate.commands.launch", "deepspeed.launcher.runner", "deepspeed.launcher.launch")
+_LAUNCHER_SCRIPTS = ("torchrun", "deepspeed")
+
+
+def _int_env(env, name, default, minimum):
+    try:
+        v = int(env.get(name, "") or default)
+    except ValueError:
+        return default
+    return max(minimum, v)
+
+
+def _float_env(env, name, default):
+    try:
+        v = float(env.get(name, "") or default)
+    except ValueError:
+        return default
+    return max(0.0, v)
+
+
+def _first_int(env, names):
+    for n in names:
+        v = env.get(n)
+        if v not in (None, ""):
+            try:
+                return int(v)
+            except ValueError:
+                pass
+    return None
+
+
+def is_launcher(argv):
+    """Whether the command line `argv` (sys.orig_argv: the interpreter first) runs a distributed launcher."""
+    args = list(argv[1:])
+    if "-m" in args:
+        i = args.index("-m")
+        module = args[i + 1] if i + 1 < len(args) else ""
+        return module in _LAUNCHER_MODULES or (module == "accelerate.commands.accelerate_cli" and "launch" in args[i + 2 : i + 3])
+    script = os.path.basename(args[0]) if args else ""
+    if script in _LAUNCHER_SCRIPTS:
+        return True
+    return script in ("accelerate", "accelerate-launch") and (script == "accelerate-launch" or "launch" in args[1:2])
+
+
+def is_spawn_child(argv):
+    """A child started by multiprocessing's spawn method (`... -c 'from multiprocessing.spawn import spawn_main; ...'`)."""
+    return any("multiprocessing.spawn" in a for a in argv[1:4]) or "--multiprocessing-fork" in argv
+
+
+def probe_child(env, argv):
+    """Whether this process, started with `env` and command line `argv`, runs the probe: the first probed process
+    of the command, a rank, or a multiprocessing spawn child; not another child of a probed process."""
+    if not env.get(PARENT_MARK):
+        return True
+    return any(env.get(n) not in (None, "") for n in RANK_VARIABLES) or is_spawn_child(argv)
+
+
+def _view_delete(name):
+    """Removes `name` from os.environ without unsetenv(): the C environment, which children inherit, keeps it."""
+    data = getattr(os.environ, "_data", None)
+    key = os.environ.encodekey(name) if hasattr(os.environ, "encodekey") else name
+    if isinstance(data, dict):
+        data.pop(key, None)
+    else:
+        os.environ.pop(name, None)
+
+
+def _view_set(name, value):
+    data = getattr(os.environ, "_data", None)
+    if isinstance(data, dict) and hasattr(os.environ, "encodekey") and hasattr(os.environ, "encodevalue"):
+        data[os.environ.encodekey(name)] = os.environ.encodevalue(value)
+    else:
+        os.environ[name] = value
+
+
+def user_pythonpath(env, boot_dir):
+    """The PYTHONPATH the user had (None: unset): the saved value, else the current one without the boot folder."""
+    if USER_PYTHONPATH in env:
+        return env[USER_PYTHONPATH]
+    current = env.get("PYTHONPATH")
+    if current is None:
+        return None
+    parts = [p for p in current.split(os.pathsep) if os.path.abspath(p or ".") != boot_dir]
+    return os.pathsep.join(parts) if parts else None
+
+
+def scrub_view(boot_dir):
+    """The script's view of its environment made the user's own: doctor's variables out of os.environ, PYTHONPATH
+    as the user had it, the boot folder out of sys.path. The C environment keeps them (see the module docstring)."""
+    pythonpath = user_pythonpath(os.environ, boot_dir)
+    for name in PROBE_VARIABLES:
+        _view_delete(name)
+    if pythonpath is None:
+        _view_delete("PYTHONPATH")
+    else:
+        _view_set("PYTHONPATH", pythonpath)
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != boot_dir]
+
+
+def mark_parent():
+    """Children of this process will know their parent runs the probe (C environment only)."""
+    os.putenv(PARENT_MARK, str(os.getpid()))
+
+
+def withdraw_c_environment(pythonpath):
+    """Doctor's variables out of the C environment too: children started from now on run without the probe.
+    `pythonpath` is the user's own (None: unset)."""
+    for name in PROBE_VARIABLES:
+        try:
+            os.unsetenv(name)
+        except (OSError, ValueError):
+            pass
+    try:
+        if pythonpath is None:
+            os.unsetenv("PYTHONPATH")
+        else:
+            os.putenv("PYTHONPATH", pythonpath)
+    except (OSError, ValueError):
+        pass
+
+
+class Settings(object):
+    """What doctor asked of the probe (see the package docstring for each variable)."""
+
+    def __init__(self, env):
+        self.socket_path = env.get("GPUWISE_SOCKET") or None
+        self.run_dir = env.get("GPUWISE_RUN_DIR") or None
+        self.rank = _first_int(env, ["RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"])
+        self.local_rank = _first_int(env, ["LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK"])
+        self.world_size = _first_int(env, ["WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"])
+        self.profile_at = _int_env(env, "GPUWISE_PROFILE_AT", 10, 1)
+        # A step the user named (doctor --profile-at) is taken as it is; by default the window waits for steady state.
+        self.profile_fixed = bool(env.get("GPUWISE_PROFILE_AT"))
+        self.profile_steps = _int_env(env, "GPUWISE_PROFILE_STEPS", 5, 0)
+        self.max_steps = _int_env(env, "GPUWISE_MAX_STEPS", 0, 0) or None
+        self.memory_history_always = env.get("GPUWISE_MEMORY_HISTORY") == "1"
+        self.fault = env.get("GPUWISE_PROBE_FAULT") or None
+        self.stall_floor_s = _float_env(env, "GPUWISE_STALL_S", 30.0)
+        self.stall_repeat_s = max(0.05, _float_env(env, "GPUWISE_STALL_REPEAT_S", 60.0))
+        self.gpu_timing = env.get("GPUWISE_GPU_TIMING") != "0"
+        self.time_after_s = _float_env(env, "GPUWISE_TIME_WINDOW_AFTER_S", 20.0)
+        self.time_window_s = _float_env(env, "GPUWISE_TIME_WINDOW_S", 5.0)
+        self.time_cpu = env.get("GPUWISE_TIME_WINDOW_CPU") == "1"

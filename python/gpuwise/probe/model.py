@@ -1,0 +1,403 @@
+"""The model: the outermost module found from its calls, its input read for the batch, and the model record.
+
+The outermost module (the root) is found without touching any module: global forward hooks
+(`register_module_forward_pre_hook`, `register_module_forward_hook`) watch module calls until the first call at
+depth 0 (no other module's call around it) of a module with parameters on the stepping thread, and are removed there.
+After that, the root's calls are seen only while the probe needs them, again through a global pre-hook and never
+through one of the module's own: armed at a step's end and after each backward pass when no DataLoader feeds the
+steps (the batch is then the root's input, one call per micro-batch), removed at the root's next call; kept while
+forward calls are the only steps (inference without a DataLoader). Nothing of the probe's is ever in a module's
+`__dict__`, so pickling, `copy.deepcopy`, TorchScript, tracing, export and compile see the model as the script made it.
+A model compiled with `torch.compile(module)` is the one exception: its `OptimizedModule` wrapper gets one pre-hook
+(its hooks run outside the compiled code, and its `__reduce__` pickles and copies it without them), because global
+hooks make `OptimizedModule.__call__` warn.
+"""
+import gc
+import json
+import os
+import sys
+import threading
+import weakref
+
+# Training frameworks whose own loop drives the steps, by the module of a frame on the stack at a step.
+_FRAMEWORKS = (("transformers.trainer", "transformers"), ("lightning.", "lightning"), ("pytorch_lightning.", "lightning"), ("accelerate.", "accelerate"))
+
+
+def _tracing(torch):
+    f = getattr(torch._C, "_get_tracing_state", None)
+    return f is not None and f() is not None
+
+
+class RootWatch(object):
+    """The probe's view of the root's calls (see the module docstring). `on_call(module, args, kwargs, ident)` is the
+    probe's callback for a call at depth 0 while discovering, and for each call of the root while armed."""
+
+    def __init__(self, torch, on_discovered, on_root_call):
+        self.torch = torch
+        mod = getattr(torch.nn.modules, "module", None)
+        self._register_pre = getattr(mod, "register_module_forward_pre_hook", None)
+        self._register_post = getattr(mod, "register_module_forward_hook", None)
+        self.on_discovered = on_discovered
+        self.on_root_call = on_root_call
+        self.root_ref = None
+        self.root_thread = None
+        self.thread = None  # only calls on this thread count (the stepping thread, once known)
+        self.discovery = []  # handles of the global hooks that look for the root
+        self.depth = {}  # thread ident -> module calls open on it (discovery only)
+        self.armed = None  # handle of the global pre-hook that waits for the root's next call
+        self.instance = None  # handle of the pre-hook on a compiled root's OptimizedModule
+        self.persistent = False  # keep the pre-hook armed after a call (forward calls are the steps)
+
+    def root(self):
+        return self.root_ref() if self.root_ref is not None else None
+
+    # ---------- discovery ----------
+
+    def discover(self):
+        """Arms the global hooks that find the root (at `import torch`, and again when the root was found on a thread
+        that turned out not to step)."""
+        if self.discovery or self._register_pre is None or self._register_post is None:
+            return
+        torch = self.torch
+        watch = self
+
+        def on_pre(module, args):
+            # Tracing first: inside a graph being traced or compiled nothing of ours belongs, nor a guard on our state.
+            if _compiling(torch) or _tracing(torch):
+                return None
+            ident = threading.get_ident()
+            d = watch.depth.get(ident, 0)
+            watch.depth[ident] = d + 1
+            if d == 0 and (watch.thread is None or watch.thread == ident) and next(iter(module.parameters()), None) is not None:
+                watch._found(module, args, ident)
+            return None
+
+        def on_post(module, args, out):
+            if _compiling(torch) or _tracing(torch):
+                return None
+            ident = threading.get_ident()
+            d = watch.depth.get(ident, 0)
+            if d > 0:
+                watch.depth[ident] = d - 1
+            return None
+
+        self.discovery.append(self._register_pre(on_pre))
+        try:
+            self.discovery.append(self._register_post(on_post, always_call=True))
+        except TypeError:  # torch < 2.0: no always_call (a forward that raises leaves its depth until a backward)
+            self.discovery.append(self._register_post(on_post))
+
+    def end_discovery(self):
+        for h in self.discovery:
+            h.remove()
+        self.discovery = []
+        self.depth = {}
+
+    def reset_depth(self):
+        """A backward pass: no forward is open on any thread (one that raised left its depth behind)."""
+        if self.depth:
+            self.depth = {}
+
+    def _found(self, module, args, ident):
+        # The first call at depth 0 of a module with parameters is the model's: a loss module has none. Settling at
+        # once takes the global hooks away before torch.compile traces the model.
+        self.end_discovery()
+        self.root_ref = weakref.ref(module)
+        self.root_thread = ident
+        self.on_discovered(module)
+        self.on_root_call(args, {}, ident)
+
+    def compiled(self, wrapper):
+        """`torch.compile(module)` returned `wrapper` (an OptimizedModule): it is the root; global hooks end."""
+        self.end_discovery()
+        self.disarm()
+        self.root_ref = weakref.ref(wrapper)
+        self.root_thread = None
+        watch = self
+
+        def on_call(mod, args, kwargs=None):
+            ident = threading.get_ident()
+            if watch.thread is None or watch.thread == ident:
+                watch.on_root_call(args, kwargs or {}, ident)
+            return None
+
+        try:
+            self.instance = wrapper.register_forward_pre_hook(on_call, with_kwargs=True)
+        except TypeError:  # torch < 2.0
+            self.instance = wrapper.register_forward_pre_hook(lambda mod, args: on_call(mod, args))
+        self.on_discovered(wrapper)
+
+    def set_thread(self, ident):
+        """The stepping thread is known: a root found on another thread (an evaluator) is given up and found again."""
+        self.thread = ident
+        if self.root_ref is not None and self.instance is None and self.root_thread not in (None, ident):
+            self.root_ref = None
+            self.root_thread = None
+            self.disarm()
+            self.discover()
+
+    # ---------- the root's calls ----------
+
+    def arm(self, persistent=False):
+        """Sees the root's next call on the stepping thread (all of them while `persistent`)."""
+        self.persistent = persistent
+        if self.armed is not None or self.instance is not None or self.root_ref is None or self._register_pre is None:
+            return
+        torch = self.torch
+        watch = self
+        root = self.root_ref
+
+        def on_pre(module, args):
+            if module is not root() or _compiling(torch) or _tracing(torch):
+                return None
+            ident = threading.get_ident()
+            if watch.thread is not None and watch.thread != ident:
+                return None
+            if not watch.persistent:
+                watch.disarm()  # on_root_call arms it again for an evaluation call (no gradients)
+            watch.on_root_call(args, {}, ident)
+            return None
+
+        self.armed = self._register_pre(on_pre)
+
+    def disarm(self):
+        if self.armed is not None:
+            self.armed.remove()
+            self.armed = None
+
+    def remove_all(self):
+        self.end_discovery()
+        self.disarm()
+        if self.instance is not None:
+            self.instance.remove()
+            self.instance = None
+
+
+def _model_roots(torch, optimizer):
+    """The model(s) the optimizer trains, found once at the first step: the outermost live
+    nn.Modules (no other module's child) holding parameters of the optimizer, unwrapped from
+    DDP/DataParallel/FSDP. Read from the garbage collector's objects rather than forward hooks,
+    which would slow every module call and interfere with torch.compile's guards."""
+    params = set()
+    for g in optimizer.param_groups if optimizer is not None else ():
+        for p in g.get("params", []):
+            params.add(id(p))
+    Module = torch.nn.Module
+    # type() rather than isinstance(): isinstance reads `__class__`, which some objects intercept
+    # (torch.distributed's deprecated reduce_op warns on any attribute access).
+    modules = [o for o in gc.get_objects() if issubclass(type(o), Module)]
+    children = set()
+    for m in modules:
+        for c in m.children():
+            children.add(id(c))
+    roots = []
+    for m in modules:
+        if id(m) in children:
+            continue
+        m = _unwrap(torch, m)
+        if any(m is x for x in roots):
+            continue
+        # Without an optimizer (gpuwise.step() or batch steps): every outermost module with parameters.
+        if any(optimizer is None or id(p) in params for p in m.parameters()):
+            roots.append(m)
+    # Largest first: the model before, say, a small auxiliary head trained by the same optimizer.
+    roots.sort(key=lambda m: -sum(p.numel() for p in m.parameters()))
+    return roots
+
+
+def _unwrap(torch, module):
+    # DistributedDataParallel, DataParallel and FSDP1 keep the user's model in `.module`, torch.compile's
+    # OptimizedModule in `._orig_mod` (possibly both, in either order).
+    for _ in range(4):
+        name = type(module).__name__
+        if name in ("DistributedDataParallel", "DataParallel", "FullyShardedDataParallel"):
+            inner = getattr(module, "module", None)
+        elif name == "OptimizedModule":
+            inner = getattr(module, "_orig_mod", None)
+        else:
+            return module
+        if not isinstance(inner, torch.nn.Module):
+            return module
+        module = inner
+    return module
+
+
+def _compiling(torch):
+    """Whether dynamo is tracing this very call (our hooks must then stay out of the graph)."""
+    f = getattr(getattr(torch, "compiler", None), "is_compiling", None)
+    try:
+        return bool(f()) if f is not None else False
+    except Exception:
+        return False
+
+
+def _autocast_dtype(torch):
+    """The CUDA autocast dtype in force ("bfloat16", "float16"), "" when autocast is off, None if unknown."""
+    try:
+        try:
+            on = torch.is_autocast_enabled("cuda")
+            dtype = torch.get_autocast_dtype("cuda")
+        except TypeError:  # torch < 2.4
+            on = torch.is_autocast_enabled()
+            dtype = torch.get_autocast_gpu_dtype()
+        return _dtype_name(dtype) if on else ""
+    except Exception:
+        return None
+
+
+def _accelerate_precision():
+    """The mixed precision accelerate was set up with ("no", "bf16", "fp16", "fp8"), or None when accelerate is not
+    in use. accelerate enters autocast inside the prepared model's forward (it wraps model.forward), after the point
+    where the probe reads the autocast state, so its own state says what the run asked for: accelerate launch's
+    --mixed_precision or config file (ACCELERATE_MIXED_PRECISION), Accelerator(mixed_precision=...), or a Hugging Face
+    Trainer's bf16/fp16 (the Trainer builds an Accelerator)."""
+    st = sys.modules.get("accelerate.state")
+    if st is None:
+        return None
+    try:
+        shared = getattr(getattr(st, "AcceleratorState", None), "_shared_state", None) or {}
+        mp = shared.get("_mixed_precision")
+    except Exception:
+        mp = None
+    if mp is None:
+        mp = os.environ.get("ACCELERATE_MIXED_PRECISION")  # launched by accelerate, its Accelerator not built yet
+    if mp is None:
+        return None
+    return str(getattr(mp, "value", mp))  # a PrecisionType enum in some versions
+
+
+def _framework():
+    """(name, version) of the training framework on the call stack, e.g. ("transformers", "4.57.0")."""
+    found = None
+    f = sys._getframe(1)
+    while f is not None:
+        mod = f.f_globals.get("__name__", "") or ""
+        for prefix, name in _FRAMEWORKS:
+            if mod.startswith(prefix):
+                found = name  # keep walking: the outermost framework wins (Trainer above accelerate)
+        f = f.f_back
+    if found is None:
+        return None, None
+    top = {"transformers": "transformers", "lightning": "lightning" if "lightning" in sys.modules else "pytorch_lightning", "accelerate": "accelerate"}[found]
+    return found, getattr(sys.modules.get(top), "__version__", None)
+
+
+def _dtype_name(dtype):
+    return str(dtype).replace("torch.", "")
+
+
+def _model_summary(torch, roots, optimizer):
+    """The `model` record: a gpuwise-model/1 object (paramCount, paramGroups, names) plus the
+    per-module dtypes, buffers and optimizer state. The architecture numbers `plan` needs come
+    from the Hugging Face config (`hfConfig`) when the model carries one; gpuwise reads it."""
+    seen = set()
+    modules = []
+    total = 0
+    trainable = 0
+    buffers = {"count": 0, "bytes": 0, "dtypes": {}}
+    name = None
+    hf_config = None
+    for root in roots:
+        name = name or type(root).__name__
+        groups = [("(root)", type(root).__name__, root.named_parameters(recurse=False))]
+        groups += [(n, type(c).__name__, c.named_parameters()) for n, c in root.named_children()]
+        for gname, cls, named in groups:
+            entry = {"name": gname, "class": cls, "paramCount": 0, "trainableParamCount": 0, "dtypes": {}}
+            for _, p in named:
+                if id(p) in seen:
+                    continue  # tied weights count once
+                seen.add(id(p))
+                n = p.numel()
+                entry["paramCount"] += n
+                entry["trainableParamCount"] += n if p.requires_grad else 0
+                d = _dtype_name(p.dtype)
+                entry["dtypes"][d] = entry["dtypes"].get(d, 0) + n
+            if entry["paramCount"] > 0:
+                modules.append(entry)
+                total += entry["paramCount"]
+                trainable += entry["trainableParamCount"]
+        for b in root.buffers():
+            buffers["count"] += 1
+            buffers["bytes"] += b.numel() * b.element_size()
+            d = _dtype_name(b.dtype)
+            buffers["dtypes"][d] = buffers["dtypes"].get(d, 0) + b.numel() * b.element_size()
+        cfg = getattr(root, "config", None)
+        if hf_config is None and cfg is not None and callable(getattr(cfg, "to_dict", None)):
+            try:
+                hf_config = json.loads(json.dumps(cfg.to_dict(), default=str))
+            except Exception:
+                hf_config = None
+    state = {"bytes": 0, "dtypes": {}}
+    for st in optimizer.state.values() if optimizer is not None else ():
+        for v in st.values() if isinstance(st, dict) else ():
+            if isinstance(v, torch.Tensor):
+                nbytes = v.numel() * v.element_size()
+                state["bytes"] += nbytes
+                d = _dtype_name(v.dtype)
+                state["dtypes"][d] = state["dtypes"].get(d, 0) + nbytes
+    return {
+        "format": "gpuwise-model/1",
+        "name": name or "unknown",
+        "modelType": name or "unknown",
+        "architecture": name or "unknown",
+        "paramCount": trainable,
+        "totalParamCount": total,
+        "paramGroups": [{"name": m["name"], "count": m["trainableParamCount"]} for m in modules],
+        "modules": modules,
+        "buffers": buffers,
+        "optimizer": None
+        if optimizer is None
+        else {
+            "class": type(optimizer).__name__,
+            "paramGroups": len(optimizer.param_groups),
+            "stateBytes": state["bytes"],
+            "stateDtypes": state["dtypes"],
+        },
+        "hfConfig": hf_config,
+        "found": len(roots) > 0,
+    }
+
+
+def setup_facts(torch, root, roots, autocast_dtype):
+    """What the model record adds to the summary: compiled or not (and how it is known), the training framework
+    whose loop runs (from the call stack), and the autocast dtype seen at the model's forward."""
+    compiled, evidence = None, None
+    for m in [root] + list(roots):
+        if m is None:
+            continue
+        if type(m).__name__ == "OptimizedModule" or getattr(m, "_orig_mod", None) is not None:
+            compiled, evidence = True, "OptimizedModule (torch.compile(model))"
+            break
+        if getattr(m, "_compiled_call_impl", None) is not None:
+            compiled, evidence = True, "module.compile()"
+            break
+    if compiled is None:
+        dynamo = sys.modules.get("torch._dynamo.utils")
+        try:
+            frames = dynamo.counters["stats"]["unique_graphs"] if dynamo is not None else 0
+        except Exception:
+            frames = 0
+        compiled, evidence = (True, "torch._dynamo compiled %d graphs" % frames) if frames else (False, None)
+    framework, version = _framework()
+    return {
+        "compiled": compiled,
+        "compiledEvidence": evidence,
+        "framework": framework,
+        "frameworkVersion": version,
+        "autocastDtype": autocast_dtype,
+        "acceleratePrecision": _accelerate_precision(),
+    }
+
+
+def model_record(torch, optimizer, root, autocast_dtype, batch_dim):
+    """The `model` record's fields: the summary of the model(s) the optimizer trains (else the root), its set-up and,
+    when the root is known, how its input holds the batch (`batch_dim`: (dimension, evidence) or None)."""
+    roots = _model_roots(torch, optimizer)
+    if not roots and root is not None:
+        roots = [_unwrap(torch, root)]
+    summary = _model_summary(torch, roots, optimizer)
+    summary.update(setup_facts(torch, root, roots, autocast_dtype))
+    if batch_dim is not None:
+        summary["batchDim"] = batch_dim[0]
+        summary["batchDimEvidence"] = batch_dim[1]
+    return summary

@@ -1,0 +1,247 @@
+"""What the probe hooks into torch, each with its restore.
+
+Every patch replaces one attribute of torch (never of a user object) and is recorded in a `Patches` registry, which
+puts the original back (`restore(name)` once its use is over, `restore_all()` when the probe ends: at the exit, when
+it switches itself off, in a DataLoader worker). Where torch has a global hook the probe uses it instead of a wrapper
+(the optimizer step post-hook of torch >= 2.0). A wrapper keeps its original's name, docstring and `__wrapped__`, and
+`torch.autograd.backward`'s is registered as TorchScript's builtin for `aten::backward` while it is in place, so a
+scripted function that calls it compiles as without doctor.
+"""
+import functools
+import sys
+import threading
+import time
+
+_get_ident = threading.get_ident
+_perf_counter = time.perf_counter
+
+
+class Patches(object):
+    """Attributes replaced by the probe: name -> (owner, attribute, original, replacement, undo)."""
+
+    def __init__(self):
+        self.items = {}
+
+    def replace(self, name, owner, attr, replacement, undo=None):
+        original = owner.__dict__.get(attr) if isinstance(owner, type) else getattr(owner, attr)
+        self.items[name] = (owner, attr, original, replacement, undo)
+        setattr(owner, attr, replacement)
+        return original
+
+    def add_undo(self, name, undo):
+        """A patch that is not an attribute (a hook handle, a registration): `undo()` takes it back."""
+        self.items[name] = (None, None, None, None, undo)
+
+    def has(self, name):
+        return name in self.items
+
+    def restore(self, name):
+        item = self.items.pop(name, None)
+        if item is None:
+            return
+        owner, attr, original, replacement, undo = item
+        try:
+            if owner is not None and getattr(owner, attr, None) is replacement:
+                if original is None and isinstance(owner, type):
+                    delattr(owner, attr)
+                else:
+                    setattr(owner, attr, original)
+        finally:
+            if undo is not None:
+                undo()
+
+    def restore_all(self):
+        for name in list(self.items)[::-1]:
+            try:
+                self.restore(name)
+            except Exception:
+                pass
+
+
+class _TorchImportHook(object):
+    """A meta path finder that runs the probe's install right after `import torch` finishes."""
+
+    def __init__(self, probe):
+        self.probe = probe
+        self.busy = False
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "torch" or self.busy:
+            return None
+        import importlib.util
+
+        self.busy = True
+        try:
+            spec = importlib.util.find_spec("torch")
+        finally:
+            self.busy = False
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return None
+        loader = spec.loader
+        original = loader.exec_module
+        probe = self.probe
+        hook = self
+
+        def exec_module(module):
+            probe.import_hook = None
+            try:
+                sys.meta_path.remove(hook)
+            except ValueError:
+                pass
+            try:
+                del loader.exec_module  # the loader's own method again
+            except AttributeError:
+                pass
+            original(module)
+            probe.on_torch_imported(module)
+
+        loader.exec_module = exec_module
+        return spec
+
+
+def install_optimizer(probe, patches, torch):
+    """Steps: the global post-step hook (torch >= 2.0), else each optimizer class's `step` wrapped; `__init__`
+    wrapped until the first step, only to know whether the script builds an optimizer (the batch fallback)."""
+    register = getattr(torch.optim.Optimizer, "register_optimizer_step_post_hook", None)
+    if register is None:
+        # torch 2.x: a function of the torch.optim.optimizer module, which torch.optim's namespace does not always
+        # expose as an attribute.
+        register = getattr(sys.modules.get("torch.optim.optimizer"), "register_optimizer_step_post_hook", None)
+    Optimizer = torch.optim.Optimizer
+    original_init = Optimizer.__dict__["__init__"]
+    if register is not None:
+        handle = register(lambda opt, args, kwargs: probe._guarded(probe._on_optimizer_step, opt, _get_ident()))
+        patches.add_undo("optimizer-hook", handle.remove)
+        probe.step_hook = "optimizer-step-post-hook"
+
+        def __init__(self_opt, *args, **kwargs):
+            probe.optimizer_built = True
+            original_init(self_opt, *args, **kwargs)
+
+    else:
+        probe.step_hook = "optimizer-step-wrapper"
+
+        def __init__(self_opt, *args, **kwargs):
+            probe.optimizer_built = True
+            original_init(self_opt, *args, **kwargs)
+            probe._guarded(wrap_optimizer_step, probe, patches, type(self_opt))
+
+    functools.update_wrapper(__init__, original_init)
+    patches.replace("optimizer-init", Optimizer, "__init__", __init__)
+
+
+def wrap_optimizer_step(probe, patches, cls):
+    """Wraps the `step` that instances of optimizer class `cls` run (torch < 2.0 has no global step hook); once per
+    defining class. Also used by the notebook for classes built before the probe existed."""
+    torch = probe.torch
+    # The class in the MRO whose `step` runs (a user's subclass may inherit AdamW's); the base class's is abstract.
+    owner = next((c for c in cls.__mro__ if "step" in c.__dict__), None)
+    name = "optimizer-step:%s.%s" % (getattr(owner, "__module__", "?"), getattr(owner, "__qualname__", "?"))
+    if owner is None or owner is torch.optim.Optimizer or patches.has(name):
+        return
+    step = owner.__dict__["step"]
+
+    def step_wrapper(self_opt, *args, **kwargs):
+        out = step(self_opt, *args, **kwargs)
+        if not probe.disabled:
+            probe._guarded(probe._on_optimizer_step, self_opt, _get_ident())
+        return out
+
+    # Keeps torch's own markers (1.x sets `hooked` on the profiled step) and the name.
+    functools.update_wrapper(step_wrapper, step)
+    patches.replace(name, owner, "step", step_wrapper)
+
+
+def install_dataloader(probe, patches, dl):
+    """DataLoader waits and batches: every `__next__` of a DataLoader iterator timed."""
+    original_next = dl._BaseDataLoaderIter.__dict__["__next__"]
+
+    def __next__(it):
+        if probe.disabled:
+            return original_next(it)
+        t0 = _perf_counter()
+        batch = original_next(it)  # StopIteration and the loader's own errors pass unchanged
+        probe._guarded(probe._on_batch, t0, _perf_counter() - t0, batch, _get_ident())
+        return batch
+
+    functools.update_wrapper(__next__, original_next)
+    patches.replace("dataloader-next", dl._BaseDataLoaderIter, "__next__", __next__)
+
+
+def install_backward(probe, patches, torch):
+    """Backward passes: `Tensor.backward` calls `torch.autograd.backward` by attribute, so one wrapper sees both."""
+    original = torch.autograd.backward
+
+    def backward(*args, **kwargs):
+        out = original(*args, **kwargs)
+        if not probe.disabled:
+            probe._guarded(probe._on_backward, _get_ident())
+        return out
+
+    functools.update_wrapper(backward, original)
+    builtins = sys.modules.get("torch.jit._builtins")
+    register = getattr(builtins, "_register_builtin", None)
+
+    def unregister():
+        table = getattr(builtins, "_builtin_table", None)
+        if isinstance(table, dict):
+            table.pop(id(backward), None)
+
+    if register is not None:
+        try:
+            register(backward, "aten::backward")  # TorchScript resolves the wrapper as it does the original
+        except Exception:
+            pass
+    patches.replace("backward", torch.autograd, "backward", backward, undo=unregister)
+
+
+def install_graph_replay(probe, patches, torch):
+    """Counts `torch.cuda.CUDAGraph.replay` calls (a Python method over the C graph in every torch with graphs)."""
+    cls = getattr(getattr(torch, "cuda", None), "CUDAGraph", None)
+    original = cls.__dict__.get("replay") if cls is not None else None
+    if original is None:
+        return
+
+    def replay(graph, *args, **kwargs):
+        out = original(graph, *args, **kwargs)
+        if not probe.disabled:
+            probe._guarded(probe._on_graph_replay, graph, _get_ident())
+        return out
+
+    functools.update_wrapper(replay, original)
+    patches.replace("graph-replay", cls, "replay", replay)
+
+
+def install_compile(probe, patches, torch):
+    """`torch.compile(module)`: the returned wrapper is the model (model.py, RootWatch.compiled)."""
+    original = getattr(torch, "compile", None)
+    if original is None:
+        return
+    Module = torch.nn.Module
+
+    def compile(*args, **kwargs):
+        model = args[0] if args else kwargs.get("model")
+        out = original(*args, **kwargs)
+        if isinstance(model, Module) and isinstance(out, Module) and out is not model and not probe.disabled:
+            probe._guarded(probe.root_watch.compiled, out)
+        return out
+
+    functools.update_wrapper(compile, original)
+    patches.replace("compile", torch, "compile", compile)
+
+
+def install_profiler_guard(probe, patches, torch):
+    """Every torch profiler prepares through `torch.autograd.profiler.profile._prepare_trace`: the probe's window
+    steps aside for the script's (window.py)."""
+    cls = torch.autograd.profiler.profile
+    original = cls.__dict__.get("_prepare_trace")
+    if original is None:
+        return
+
+    def _prepare_trace(prof, *args, **kwargs):
+        if not probe.profiler_opening and prof is not probe.own_profiler and not probe.disabled:
+            probe._guarded(probe._on_user_profiler, prof)
+        return original(prof, *args, **kwargs)
+
+    functools.update_wrapper(_prepare_trace, original)
+    patches.replace("profiler-guard", cls, "_prepare_trace", _prepare_trace)

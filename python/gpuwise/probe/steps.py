@@ -1,0 +1,315 @@
+"""Steps: which source marks them (optimizer, gpuwise.step(), DataLoader batches, backward passes, forwards of the
+outermost module, CUDA graph replays), on which thread, where each ends, and the step record.
+
+The stepping thread is the thread of the events that count: the first one that starts the clock, or another whose
+source outranks the one counting (an optimizer stepping on a training thread takes the steps over from batches an
+evaluator iterated on the main thread). Events of the same or a lower source on another thread are not the training's
+and are left out.
+
+A step's end costs the training thread a few microseconds: two clock reads and a record queued (records.py); the
+JSON and the socket are the background thread's.
+"""
+import sys
+import threading
+import time
+import weakref
+
+from .window import STEADY_WINDOW
+
+# Gradient accumulation over more micro-batches than this is rare; a loop that fetched this many
+# batches (or ran this many backward passes) without any optimizer step is taken to have none.
+FALLBACK_AFTER = 64
+# Step sources by precedence: a source counts steps until a higher one shows up.
+SOURCE_RANK = {"graph": 0, "forward": 1, "backward": 2, "batch": 3, "optimizer": 4, "marker": 5}
+# Replays of the first CUDA graph with no step of a higher source between them: the graph is the loop.
+GRAPH_TAKEOVER = 8
+
+_get_ident = threading.get_ident
+_thread_time = time.thread_time
+
+
+class StepsMixin(object):
+    def _admits(self, source, ident):
+        """Whether an event of `source` on thread `ident` counts (see the module docstring)."""
+        t = self.step_thread
+        if t is None or t == ident:
+            return True
+        return self.step_source is None or SOURCE_RANK[source] > SOURCE_RANK[self.step_source]
+
+    def _set_step_thread(self, ident):
+        if self.step_thread != ident:
+            self.step_thread = ident
+            self.root_watch.set_thread(ident)
+
+    def _on_batch(self, t0, wait_s, batch, ident):
+        if not self._admits("batch", ident):
+            return
+        self.last_activity = t0
+        if self.prof is not None:
+            self._close_if_overdue(t0)
+        if self.last_boundary is None:
+            self.last_boundary = t0  # the loop starts with its first batch
+            self.last_cpu = _thread_time()
+            self.cpu_thread = ident
+            self._set_step_thread(ident)
+            self._starts_training()
+        self.batch_calls += 1
+        if self.root_watch.armed is not None and not self.root_watch.persistent:
+            self.root_watch.disarm()  # a DataLoader feeds the steps: the model's input is not needed
+        if self.cfg.fault == "batch" and self.batch_calls == 2:
+            raise RuntimeError("fault injected by GPUWISE_PROBE_FAULT=batch")
+        if self._takes_over("batch") and self.step_source != "batch" and self.batch_calls > 1 and (not self.optimizer_built or self.batch_calls > FALLBACK_AFTER):
+            self.step_source = "batch"
+        if self.step_source == "batch" and self.batches > 0:
+            # The previous batch's step ends where this fetch starts (its wait belongs to the next step).
+            self._end_step(t0, "batch", ident)
+        self.data_wait_s += wait_s
+        self.batches += 1
+        if not self.samples_known and not self.tokens_known:
+            return
+        reader = self.batch_reader
+        if not reader.readable():
+            self.samples_known = self.tokens_known = False
+            return
+        n = reader.size(batch)
+        if n is None:
+            self.samples_known = False
+        else:
+            self.samples += n
+        tok = reader.tokens(batch)
+        if tok is None:
+            self.tokens_known = False
+        else:
+            self.tokens += tok[0]
+            self.seq_len = tok[1]
+
+    def _takes_over(self, source):
+        """Whether `source` may count steps now: no higher source is counting them."""
+        return self.step_source is None or SOURCE_RANK[source] >= SOURCE_RANK[self.step_source]
+
+    def _on_backward(self, ident):
+        if not self._admits("backward", ident):
+            return
+        now = time.perf_counter()
+        self.last_activity = now
+        self.backward_calls += 1
+        watch = self.root_watch
+        watch.reset_depth()  # a forward that raised left its depth behind: a backward ends it
+        if self.prof is not None:
+            self._close_if_overdue(now)
+        if self.batch_calls == 0:
+            # The batch is the model's input: each micro-batch's forward must be seen. One without its forward seen
+            # (an evaluation call before it disarmed the watch) leaves the step's samples unknown.
+            if self.forwards_since_backward == 0 and self.input_forwards > 0:
+                self.input_samples_known = self.input_tokens_known = False
+            self.forwards_since_backward = 0
+            watch.arm()
+        if not self._takes_over("backward"):
+            return
+        if self.optimizer_built and not self.optimizer_stepped and self.backward_calls <= FALLBACK_AFTER:
+            return  # an optimizer exists: give it the chance to step (gradient accumulation)
+        if self.step_source in (None, "forward", "graph"):
+            if self.last_boundary is None or self.step_source in ("forward", "graph"):
+                # The first backward ends no step: the clock starts here (a whole step lies between two).
+                self._start_clock(now, "backward", ident)
+                return
+        self._end_step(now, "backward", ident)
+
+    def _forward_step(self, now, ident):
+        # Forward calls are the steps only for loops with nothing better: no batches, no backward.
+        if self.batch_calls or self.backward_calls or not self._takes_over("forward"):
+            return
+        if self.optimizer_built and not self.optimizer_stepped and self.forward_calls <= FALLBACK_AFTER:
+            return
+        if self.step_source in (None, "graph"):
+            self._start_clock(now, "forward", ident)  # the step runs from one forward's start to the next's
+            return
+        self._end_step(now, "forward", ident)
+
+    def _on_optimizer_step(self, optimizer, ident):
+        if not self._admits("optimizer", ident):
+            return
+        now = time.perf_counter()
+        self.last_activity = now
+        first = not self.optimizer_stepped
+        self.optimizer_stepped = True
+        if self.step_source == "marker":
+            return  # the script marks its steps itself
+        # An optimizer step overrides the batch fallback: the batches before were not training
+        # (a pass over the data before the optimizer existed), so their step count ends here.
+        if self.primary_optimizer is None:
+            self.primary_optimizer = weakref.ref(optimizer)
+        elif self.primary_optimizer() is not optimizer:
+            return  # several optimizers (e.g. a GAN): the first one's steps mark the steps
+        self._end_step(now, "optimizer", ident)
+        if first:
+            self._optimizer_steps()
+
+    def _on_marker(self, ident):
+        if not self._admits("marker", ident):
+            return
+        now = time.perf_counter()
+        self.last_activity = now
+        if self.step_source != "marker":
+            # Any other source that started the clock (a backward pass, a forward) did so mid-step.
+            restart = self.step_source is not None
+            self.step_source = "marker"
+            if self.last_boundary is None or restart:
+                # The first mark starts the first marked step: no DataLoader started the clock, or the
+                # steps so far came from another source (their last one ended elsewhere).
+                self._start_clock(now, "marker", ident)
+                return
+        self._end_step(now, "marker", ident)
+
+    def _on_graph_replay(self, graph, ident):
+        if not self._admits("graph", ident):
+            return
+        now = time.perf_counter()
+        self.last_activity = now
+        self.graph_replays += 1
+        if self.primary_graph is None:
+            self.primary_graph = weakref.ref(graph)
+        elif self.primary_graph() is not graph:
+            return  # several graphs a step (forward and backward graphs): the first one's replays mark the steps
+        if self.step_source == "graph":
+            self._end_step(now, "graph", ident)
+            return
+        self.replays_since_other += 1
+        if self.step_source is None:
+            if self.optimizer_built and not self.optimizer_stepped and self.graph_replays <= FALLBACK_AFTER:
+                return
+            self._start_clock(now, "graph", ident)
+        elif self.replays_since_other >= GRAPH_TAKEOVER:
+            # The higher source fell silent while the graph kept replaying: the whole step was captured in it.
+            self._start_clock(now, "graph", ident)
+
+    def _start_clock(self, now, source, ident):
+        """`source` starts counting: what was seen before belongs to no step."""
+        self.step_source = source
+        self.last_boundary = now
+        self.last_cpu = _thread_time()
+        self.cpu_thread = ident
+        self._set_step_thread(ident)
+        self._reset_step_counters()
+        self._starts_training()
+
+    def _reset_step_counters(self):
+        """The current step's counts: the DataLoader's waits and batches, and the batches the model's input showed."""
+        self.data_wait_s = 0.0
+        self.batches = 0
+        self.samples = 0
+        self.samples_known = True
+        self.tokens = 0
+        self.tokens_known = True
+        self.seq_len = None
+        self.input_samples = 0
+        self.input_samples_known = True
+        self.input_tokens = 0
+        self.input_tokens_known = True
+        self.input_seq_len = None
+        self.input_forwards = 0
+        self.forwards_since_backward = 0
+
+    def mark_next_step(self, work):
+        """The probe did work of its own (`work`) that the next step ends up carrying: its record says so."""
+        if self.next_step_work is None:
+            self.next_step_work = work
+
+    def _end_step(self, now, source, ident):
+        self.step_source = source
+        if source != "graph":
+            self.replays_since_other = 0
+        # The model's input seen on another thread than this one (an evaluator's calls) is not this step's batch.
+        foreign_input = self.root_watch.root_thread not in (None, ident)
+        if self.step_thread != ident:
+            self._set_step_thread(ident)
+        self.step += 1
+        step = self.step
+        last = self.last_boundary
+        step_time = None if last is None else now - last
+        cpu = _thread_time()
+        # Only a delta on one thread is its CPU time (a step ended on another thread has none).
+        host_cpu = None if self.last_cpu is None or self.cpu_thread != ident else max(0.0, cpu - self.last_cpu)
+        if self.cfg.fault == "step" and step == 2:
+            raise RuntimeError("fault injected by GPUWISE_PROBE_FAULT=step")
+        work = self.next_step_work
+        self.next_step_work = None
+        bg = self.background
+        if bg.busy is not None or bg.jobs_done != self.jobs_seen:
+            self.jobs_seen = bg.jobs_done
+            work = work or "export"
+        first = not self.announced
+        if first:
+            self._announce()
+            self.background.ensure()
+        if self.model_sent != "step":
+            self._send_model("step")  # also after a time window's record: the training's optimizer and model now
+            if source == "batch":
+                self.mark_next_step("model")  # the next step began at this fetch: the search is in it
+        # The batch: the DataLoader's when one fed this step, else the outermost module's input.
+        samples = tokens = seq_len = batch_source = None
+        if self.batches > 0:
+            batch_source = "dataloader"
+            samples = self.samples if self.samples_known else None
+            tokens = self.tokens if self.tokens_known else None
+            seq_len = self.seq_len if self.tokens_known else None
+        elif self.input_forwards > 0:
+            batch_source = "model-input"
+            if not foreign_input:
+                samples = self.input_samples if self.input_samples_known else None
+                tokens = self.input_tokens if self.input_tokens_known else None
+                seq_len = self.input_seq_len if self.input_tokens_known else None
+        if step_time is not None:
+            times, waits = self.host_step_times, self.wait_times
+            times.append(step_time)
+            waits.append(self.data_wait_s)
+            if len(times) > 2 * STEADY_WINDOW:
+                del times[0]
+                del waits[0]
+        gpu = self.gpu
+        max_steps = self.cfg.max_steps
+        last_step = max_steps is not None and step >= max_steps
+        self.sender.put(
+            {
+                "v": self.protocol,
+                "type": "step",
+                "pid": self.pid,
+                "rank": self.cfg.rank,
+                "t": time.time(),
+                "gpuStepTimes": gpu.step_times(step) if gpu is not None else [],
+                "step": step,
+                "stepTimeS": step_time,
+                "hostCpuS": host_cpu,
+                "dataWaitS": self.data_wait_s,
+                "batches": self.batches,
+                "samples": samples,
+                "tokens": tokens,
+                "seqLen": seq_len,
+                "batchSource": batch_source,
+                "stepSource": source,
+                "memory": gpu.memory(now, force=last_step or first) if gpu is not None else None,
+                "profiled": self.prof is not None and self.window_kind == "steps",
+                "probeWork": work,
+            },
+            now=first,
+        )
+        self.last_boundary = now
+        self.last_cpu = cpu
+        self.cpu_thread = ident
+        self._reset_step_counters()
+        if batch_source == "model-input" or (self.batch_calls == 0 and self.root_watch.root_ref is not None):
+            self.root_watch.arm(persistent=source == "forward")
+        if self.cfg.profile_steps > 0:
+            self._profiler_boundary()
+        if last_step:
+            self._stop_profiler("steps")
+            self.background.wait_jobs(60.0)
+            self._end("max-steps")
+            sys.stderr.write("gpuwise probe: stopping after %d steps (--steps)\n" % step)
+            sys.stderr.flush()
+            raise SystemExit(0)
+        if source != "batch":
+            # The probe's own work at the boundary is not part of the next step. (A batch step
+            # ends where the next fetch started: that fetch's wait belongs to the next step.)
+            self.last_boundary = time.perf_counter()
+            self.last_cpu = _thread_time()
