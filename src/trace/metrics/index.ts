@@ -129,6 +129,7 @@ export function analyzeTrace(model: TraceModel): TraceMetrics {
       syncOps: countByName(blockingOps(model, spans), windows).map(({ name, count, first }) => ({ name, count, firstAtNs: first })),
       dataLoaderWaitNsPerStep: spansIn(model.dataLoader, windows) / nSteps,
       pageableH2dExample: k.pageableH2dExample,
+      memcpyBlockedNsPerStep: memcpyBlockedNs(model, spans, windows) / nSteps,
     },
     structure: structure(model, windows),
   };
@@ -169,6 +170,18 @@ function blockingOps(model: TraceModel, spans: HostSpans): CpuSpan[] {
 function insideStepSpan(model: TraceModel, t: number): boolean {
   for (const s of model.steps) if (t >= s.startNs && t < s.endNs) return true;
   return false;
+}
+
+/**
+ * Time the host spent inside memcpy runtime calls in the loop's steps: a copy from or to pageable memory returns only
+ * once the copy ran, after the work queued before it, so the thread waits there on the GPU (and a spinning wait counts
+ * as its CPU time); an asynchronous copy from pinned memory returns at once.
+ */
+function memcpyBlockedNs(model: TraceModel, spans: HostSpans, windows: StepWindow[]): number {
+  const mine = model.steps.length > 0 ? (t: number) => insideStepSpan(model, t) : (t: number) => within(windows, t);
+  let total = 0;
+  for (const [start, end] of spans.memcpyCalls) if (mine(start)) total += end - start;
+  return total;
 }
 
 function syncCalls(model: TraceModel, windows: StepWindow[]): { name: string; count: number; totalNs: number }[] {

@@ -328,6 +328,8 @@ export interface TraceMetrics {
     syncOps: { name: string; count: number; firstAtNs: number }[];
     dataLoaderWaitNsPerStep: number;
     pageableH2dExample: { name: string; atNs: number; bytes: number; durNs: number } | null;
+    /** Time per step the host spent inside memcpy runtime calls (blocking copies wait there on the GPU); added after schema 2's release. */
+    memcpyBlockedNsPerStep?: number;
   };
   /** Structure facts the rules read. */
   structure: {
