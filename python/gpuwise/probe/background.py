@@ -70,9 +70,10 @@ class Background(object):
             if self.stopped or self.pid != os.getpid():
                 return
             while self.jobs:
-                name, job = self.jobs.popleft()
                 with self.idle:
-                    self.busy = name
+                    name, job = self.jobs[0]
+                    self.busy = name  # before it leaves the queue: `pending()` never sees it neither queued nor running
+                    self.jobs.popleft()
                     try:
                         probe._guarded(job)
                     finally:

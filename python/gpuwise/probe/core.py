@@ -79,6 +79,8 @@ class Probe(StepsMixin, WindowMixin):
         self.wait_times = []
         self.next_step_work = None  # the probe's own work the next step record carries (`probeWork`)
         self.jobs_seen = 0
+        self.batches_without_tokens = 0
+        self.cuda_on = False  # CUDA initialised in this process (timing events, allocator figures)
         self._reset_step_counters()
         # The model's input (model.py)
         self.autocast_dtype = None
@@ -96,7 +98,6 @@ class Probe(StepsMixin, WindowMixin):
         self.window_thread = None
         self.window_opened_at = None
         self.window_done = False
-        self.window_last_step = None
         self.window_plan = None  # (first step, reason) of a distributed run's common window
         self.own_ready_at = None  # the step at which this rank would have opened its window alone
         self.user_profilers = weakref.WeakSet()
@@ -200,6 +201,7 @@ class Probe(StepsMixin, WindowMixin):
         self.profiler_class = torch.profiler.profile
         self.profiler_activity = torch.profiler.ProfilerActivity
         self.gpu = Gpu(torch, self.cfg.gpu_timing)
+        self.cuda_on = self.gpu.on()  # (a notebook's later cell: CUDA may be up already)
         self.batch_reader = BatchReader(torch)
         probe = self
         self.root_watch = RootWatch(
@@ -360,6 +362,7 @@ class Probe(StepsMixin, WindowMixin):
     # ---------- CUDA ----------
 
     def _on_cuda_init(self):
+        self.cuda_on = True
         torch = self.torch
         attach = getattr(torch._C, "_cuda_attach_out_of_memory_observer", None)
         if attach is not None:

@@ -144,7 +144,13 @@ def wrap_optimizer_step(probe, patches, cls):
     def step_wrapper(self_opt, *args, **kwargs):
         out = step(self_opt, *args, **kwargs)
         if not probe.disabled:
-            probe._guarded(probe._on_optimizer_step, self_opt, _get_ident())
+            if probe.role is None:
+                probe._guarded(probe._on_optimizer_step, self_opt, _get_ident())
+                return out
+            try:  # _guarded, inlined: this runs for every step
+                probe._on_optimizer_step(self_opt, _get_ident())
+            except Exception as e:
+                probe._fail(e)
         return out
 
     # Keeps torch's own markers (1.x sets `hooked` on the profiled step) and the name.
@@ -161,7 +167,13 @@ def install_dataloader(probe, patches, dl):
             return original_next(it)
         t0 = _perf_counter()
         batch = original_next(it)  # StopIteration and the loader's own errors pass unchanged
-        probe._guarded(probe._on_batch, t0, _perf_counter() - t0, batch, _get_ident())
+        if probe.role is None:
+            probe._guarded(probe._on_batch, t0, _perf_counter() - t0, batch, _get_ident())
+            return batch
+        try:  # _guarded, inlined: this runs for every batch
+            probe._on_batch(t0, _perf_counter() - t0, batch, _get_ident())
+        except Exception as e:
+            probe._fail(e)
         return batch
 
     functools.update_wrapper(__next__, original_next)

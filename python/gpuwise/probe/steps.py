@@ -23,6 +23,8 @@ FALLBACK_AFTER = 64
 SOURCE_RANK = {"graph": 0, "forward": 1, "backward": 2, "batch": 3, "optimizer": 4, "marker": 5}
 # Replays of the first CUDA graph with no step of a higher source between them: the graph is the loop.
 GRAPH_TAKEOVER = 8
+# DataLoader batches without token ids after which the probe stops looking for them.
+TOKENS_AFTER = 8
 
 _get_ident = threading.get_ident
 _thread_time = time.thread_time
@@ -42,7 +44,7 @@ class StepsMixin(object):
             self.root_watch.set_thread(ident)
 
     def _on_batch(self, t0, wait_s, batch, ident):
-        if not self._admits("batch", ident):
+        if self.step_thread not in (None, ident) and not self._admits("batch", ident):
             return
         self.last_activity = t0
         if self.prof is not None:
@@ -54,8 +56,10 @@ class StepsMixin(object):
             self._set_step_thread(ident)
             self._starts_training()
         self.batch_calls += 1
-        if self.root_watch.armed is not None and not self.root_watch.persistent:
-            self.root_watch.disarm()  # a DataLoader feeds the steps: the model's input is not needed
+        if self.root_watch.armed is not None:
+            # A DataLoader feeds the steps (batches outrank forwards): the model's calls are not needed.
+            self.root_watch.persistent = False
+            self.root_watch.disarm()
         if self.cfg.fault == "batch" and self.batch_calls == 2:
             raise RuntimeError("fault injected by GPUWISE_PROBE_FAULT=batch")
         if self._takes_over("batch") and self.step_source != "batch" and self.batch_calls > 1 and (not self.optimizer_built or self.batch_calls > FALLBACK_AFTER):
@@ -76,12 +80,15 @@ class StepsMixin(object):
             self.samples_known = False
         else:
             self.samples += n
-        tok = reader.tokens(batch)
+        # Token ids are looked for until TOKENS_AFTER batches have shown none (a loader's batches keep their structure).
+        tok = reader.tokens(batch) if self.batches_without_tokens < TOKENS_AFTER else None
         if tok is None:
             self.tokens_known = False
+            self.batches_without_tokens += 1
         else:
             self.tokens += tok[0]
             self.seq_len = tok[1]
+            self.batches_without_tokens = 0
 
     def _takes_over(self, source):
         """Whether `source` may count steps now: no higher source is counting them."""
@@ -127,7 +134,7 @@ class StepsMixin(object):
         self._end_step(now, "forward", ident)
 
     def _on_optimizer_step(self, optimizer, ident):
-        if not self._admits("optimizer", ident):
+        if self.step_thread not in (None, ident) and not self._admits("optimizer", ident):
             return
         now = time.perf_counter()
         self.last_activity = now
@@ -216,49 +223,52 @@ class StepsMixin(object):
             self.next_step_work = work
 
     def _end_step(self, now, source, ident):
+        """A step ends: its record queued. The common path is a few attribute reads, two clock reads and a dict; the
+        rest (the first step, the window, the probe's own work, another thread) only when `rare` says so."""
         self.step_source = source
-        if source != "graph":
-            self.replays_since_other = 0
-        # The model's input seen on another thread than this one (an evaluator's calls) is not this step's batch.
-        foreign_input = self.root_watch.root_thread not in (None, ident)
-        if self.step_thread != ident:
-            self._set_step_thread(ident)
-        self.step += 1
-        step = self.step
+        step = self.step = self.step + 1
         last = self.last_boundary
         step_time = None if last is None else now - last
         cpu = _thread_time()
         # Only a delta on one thread is its CPU time (a step ended on another thread has none).
         host_cpu = None if self.last_cpu is None or self.cpu_thread != ident else max(0.0, cpu - self.last_cpu)
-        if self.cfg.fault == "step" and step == 2:
-            raise RuntimeError("fault injected by GPUWISE_PROBE_FAULT=step")
         work = self.next_step_work
-        self.next_step_work = None
         bg = self.background
-        if bg.busy is not None or bg.jobs_done != self.jobs_seen:
-            self.jobs_seen = bg.jobs_done
-            work = work or "export"
         first = not self.announced
-        if first:
-            self._announce()
-            self.background.ensure()
-        if self.model_sent != "step":
-            self._send_model("step")  # also after a time window's record: the training's optimizer and model now
-            if source == "batch":
-                self.mark_next_step("model")  # the next step began at this fetch: the search is in it
+        foreign_input = False
+        if source != "graph":
+            self.replays_since_other = 0
+        if first or work is not None or self.step_thread != ident or self.model_sent != "step" or self.cfg.fault or bg.busy is not None or bg.jobs_done != self.jobs_seen:
+            # The model's input seen on another thread than this one (an evaluator's calls) is not this step's batch.
+            foreign_input = self.root_watch.root_thread not in (None, ident)
+            if self.step_thread != ident:
+                self._set_step_thread(ident)
+            if self.cfg.fault == "step" and step == 2:
+                raise RuntimeError("fault injected by GPUWISE_PROBE_FAULT=step")
+            self.next_step_work = None
+            if bg.busy is not None or bg.jobs_done != self.jobs_seen:
+                self.jobs_seen = bg.jobs_done
+                work = work or "export"
+            if first:
+                self._announce()
+                bg.ensure()
+            if self.model_sent != "step":
+                self._send_model("step")  # also after a time window's record: the training's optimizer and model now
+                if source == "batch":
+                    self.mark_next_step("model")  # the next step began at this fetch: the search is in it
         # The batch: the DataLoader's when one fed this step, else the outermost module's input.
         samples = tokens = seq_len = batch_source = None
         if self.batches > 0:
             batch_source = "dataloader"
             samples = self.samples if self.samples_known else None
-            tokens = self.tokens if self.tokens_known else None
-            seq_len = self.seq_len if self.tokens_known else None
+            if self.tokens_known:
+                tokens, seq_len = self.tokens, self.seq_len
         elif self.input_forwards > 0:
             batch_source = "model-input"
             if not foreign_input:
                 samples = self.input_samples if self.input_samples_known else None
-                tokens = self.input_tokens if self.input_tokens_known else None
-                seq_len = self.input_seq_len if self.input_tokens_known else None
+                if self.input_tokens_known:
+                    tokens, seq_len = self.input_tokens, self.input_seq_len
         if step_time is not None:
             times, waits = self.host_step_times, self.wait_times
             times.append(step_time)
@@ -266,9 +276,9 @@ class StepsMixin(object):
             if len(times) > 2 * STEADY_WINDOW:
                 del times[0]
                 del waits[0]
-        gpu = self.gpu
         max_steps = self.cfg.max_steps
         last_step = max_steps is not None and step >= max_steps
+        cuda = self.cuda_on
         self.sender.put(
             {
                 "v": self.protocol,
@@ -276,7 +286,7 @@ class StepsMixin(object):
                 "pid": self.pid,
                 "rank": self.cfg.rank,
                 "t": time.time(),
-                "gpuStepTimes": gpu.step_times(step) if gpu is not None else [],
+                "gpuStepTimes": self.gpu.step_times(step) if cuda else [],
                 "step": step,
                 "stepTimeS": step_time,
                 "hostCpuS": host_cpu,
@@ -287,7 +297,7 @@ class StepsMixin(object):
                 "seqLen": seq_len,
                 "batchSource": batch_source,
                 "stepSource": source,
-                "memory": gpu.memory(now, force=last_step or first) if gpu is not None else None,
+                "memory": self.gpu.memory(now, force=last_step or first) if cuda else None,
                 "profiled": self.prof is not None and self.window_kind == "steps",
                 "probeWork": work,
             },
@@ -299,11 +309,11 @@ class StepsMixin(object):
         self._reset_step_counters()
         if batch_source == "model-input" or (self.batch_calls == 0 and self.root_watch.root_ref is not None):
             self.root_watch.arm(persistent=source == "forward")
-        if self.cfg.profile_steps > 0:
+        if self.prof is not None or not self.window_done:
             self._profiler_boundary()
         if last_step:
             self._stop_profiler("steps")
-            self.background.wait_jobs(60.0)
+            bg.wait_jobs(60.0)
             self._end("max-steps")
             sys.stderr.write("gpuwise probe: stopping after %d steps (--steps)\n" % step)
             sys.stderr.flush()

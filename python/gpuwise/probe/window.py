@@ -97,7 +97,10 @@ class WindowMixin(object):
     def _profiler_boundary(self):
         """Called on the stepping thread after step `self.step` ended. The window covers steps first .. first+K-1."""
         cfg = self.cfg
-        if cfg.profile_steps <= 0 or not cfg.run_dir or self.time_state == "open":
+        if cfg.profile_steps <= 0 or not cfg.run_dir:
+            self.window_done = True
+            return
+        if self.time_state == "open":
             return  # a time window that is open ends at its time (the steps started during it)
         nxt = self.step + 1
         if self.prof is None and not self.window_done:
@@ -253,7 +256,6 @@ class WindowMixin(object):
         if stop_hook is not None:
             stop_hook()
         self.own_profiler = None
-        self.window_last_step = self.step
         # A time window has no steps, and files of its own: a step window may still come after it.
         suffix = "-time" if timed else ""
         if timed:
