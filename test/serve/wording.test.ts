@@ -53,7 +53,7 @@ describe('a verdict says what the fix gives as the step before and after', () =>
   it('a DataLoader that holds the loop 99.9% of the step (a real CPU run): the expected step, not "−100% step time"', async () => {
     const r = await rediagnosed(join(ROOT, 'test', 'fixtures', 'doctor', 'cpu_loader_bound'));
     const g = r.findings[0]?.estimatedGain;
-    expect(g?.savedFraction).toBeGreaterThan(0.995); // a share that rounds to 100%
+    expect(g?.savedFraction).toBeGreaterThanOrEqual(0.99); // a share that rounds to 99-100% (the model claims 100x at most)
     const v = verdictText(r);
     expect(v).toBe(`${r.findings[0]!.title} (fixing it: ${fmtMs(g!.stepTimeNs)} → ${fmtMs(g!.expectedStepTimeNs)} per step)`);
     expect(v).not.toMatch(/100%\s*step time/);

@@ -40,7 +40,7 @@ describe('fused attention (gpt2_amp: cuDNN SDPA, causal, 12 layers)', () => {
   it('the MFU line counts it and stops saying attention kernels were left out; a report saved before still says it', async () => {
     const m = await metricsOf('gpt2_amp');
     const text = renderTerminal(buildAnalyzeReport('gpt2_amp', [], [m]), PLAIN);
-    expect(text).toMatch(/MFU 12% of the NVIDIA H200 141GB bf16 dense peak 989\.4 TFLOP\/s \(13\.07 TFLOP: GEMMs 12\.14, fused attention 0\.93 per median step\)/);
+    expect(text).toMatch(/MFU 12% of the bf16 dense peak 989\.4 TFLOP\/s of the catalogue.s NVIDIA H200 141GB \(13\.07 TFLOP: GEMMs 12\.14, fused attention 0\.93 per median step\)/);
     expect(text).not.toMatch(/not counted/);
     const { fusedAttentionFlopsPerStep: _f, handWrittenAttentionFlopsPerStep: _h, uncountedAttentionNsPerStep: _u, ...older } = m.modelFlops!;
     expect(flopsLeftOut(older as typeof m.modelFlops & object)).toBe('attention kernels without shapes not counted');
