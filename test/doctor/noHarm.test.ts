@@ -137,6 +137,12 @@ describe.skipIf(SKIP_PYTHON)('doctor leaves the program as it found it (CPU torc
     expect(stepsOf(r.doctor.records).length).toBe(20);
   });
 
+  it('torch 2: torch.compile (no global-hook warning; the compiled model copied and pickled), module.compile() and torch.export (on torch 1.x only the version is compared)', async () => {
+    const r = await both('compile_export.py', ['--profile-at', '3', '--profile-steps', '2']);
+    same(r);
+    expect(stepsOf(r.doctor.records).length).toBe((r.plain.facts as { 'torch 2': boolean })['torch 2'] ? 12 : 0);
+  });
+
   it('environment, sys.path, threads, signal handlers, the exception hook, global hooks and patched functions are the plain ones after training; a backward error has no probe frame', async () => {
     const r = await both('environment.py', ['--profile-at', '3', '--profile-steps', '2']);
     same(r);

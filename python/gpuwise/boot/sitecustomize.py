@@ -94,17 +94,18 @@ def _gpuwise_chain():
             return
         if _os.path.abspath(spec.origin) == _os.path.abspath(__file__):
             return
-        chained = importlib.util.spec_from_file_location("_gpuwise_chained_sitecustomize", spec.origin)
+        chained = importlib.util.spec_from_file_location("sitecustomize", spec.origin)
         module = importlib.util.module_from_spec(chained)
-        _sys.modules["_gpuwise_chained_sitecustomize"] = module
         chained.loader.exec_module(module)
-        # Code that inspects `sitecustomize` attributes sees the user's ones as well.
-        for name, value in vars(module).items():
-            if not name.startswith("__") and name not in globals():
-                globals()[name] = value
+        # The module `sitecustomize` is then the user's own, as without doctor: the import that is running this file
+        # takes whatever sys.modules holds under the name when it ends.
+        _sys.modules["sitecustomize"] = module
     except Exception as e:
-        # site.py would print such an error and go on; do the same.
-        _sys.stderr.write("Error in sitecustomize (chained by gpuwise); set PYTHONVERBOSE for traceback:\n%s: %s\n" % (type(e).__name__, e))
+        # What site.py does with an error of the user's sitecustomize, word for word.
+        if _sys.flags.verbose:
+            _sys.excepthook(*_sys.exc_info())
+        else:
+            _sys.stderr.write("Error in sitecustomize; set PYTHONVERBOSE for traceback:\n%s: %s\n" % (e.__class__.__name__, e))
 
 
 _gpuwise_activate()

@@ -207,7 +207,9 @@ class WindowMixin(object):
         self.prof = kp.profiler
         self.prof_cuda = cuda_on
         self.window_thread = threading.get_ident()
-        info = self._distributed_info()
+        # The metadata torch.profiler's start_trace adds (analyze groups ranks' traces by it); only Kineto keeps it (the
+        # shim of a torch without it logs a warning on stderr instead).
+        info = self._distributed_info() if torch.autograd.kineto_available() else None
         if info is not None:
             try:
                 torch.autograd._add_metadata_json("distributedInfo", json.dumps(info))
