@@ -29,51 +29,17 @@ import tempfile
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-LOOP = r"""
-import json, sys, time, torch
-from torch.utils.data import DataLoader, TensorDataset
+# The measured loop, shared by both snippets: a 16-wide linear layer and SGD, padded with matrix products to the target
+# step; each step's wall time and the training thread's CPU time.
+_TIMED_LOOP = r"""
 torch.manual_seed(0)
 torch.set_num_threads(1)
-steps, pad, loop, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
 m = torch.nn.Linear(16, 16)
 opt = torch.optim.SGD(m.parameters(), lr=1e-3)
 a = torch.randn(32, 32)
-xs, ys = torch.randn(steps * 8, 16), torch.randn(steps * 8, 16)
-batches = DataLoader(TensorDataset(xs, ys), batch_size=8) if loop == "dataloader" else ((xs[i:i + 8], ys[i:i + 8]) for i in range(0, steps * 8, 8))
-times, cpus, t, c = [], [], time.perf_counter(), time.thread_time()
-for x, y in batches:
-    loss = torch.nn.functional.mse_loss(m(x), y)
-    opt.zero_grad(set_to_none=True)
-    loss.backward()
-    opt.step()
-    for _ in range(pad):
-        torch.mm(a, a)
-    now, cpu = time.perf_counter(), time.thread_time()
-    times.append(now - t)
-    cpus.append(cpu - c)
-    t, c = now, cpu
-with open(out, "w") as f:
-    json.dump([times, cpus], f)
-"""
 
 
-INTERLEAVED = r"""
-import json, os, sys, tempfile, time, statistics, torch
-sys.path.insert(0, os.path.join(sys.argv[5], "python"))
-from torch.utils.data import DataLoader, TensorDataset
-from gpuwise import probe as probe_mod
-torch.manual_seed(0)
-torch.set_num_threads(1)
-steps, pad, loop, blocks = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
-m = torch.nn.Linear(16, 16)
-opt = torch.optim.SGD(m.parameters(), lr=1e-3)
-a = torch.randn(32, 32)
-xs, ys = torch.randn(steps * 8, 16), torch.randn(steps * 8, 16)
-run_dir = tempfile.mkdtemp()
-out = {"off": [[], []], "on": [[], []]}
-for b in range(2 * blocks):
-    side = "on" if b % 2 else "off"
-    p = probe_mod.start({"GPUWISE_RUN_DIR": run_dir, "GPUWISE_PROFILE_STEPS": "0", "GPUWISE_STALL_S": "0"}) if side == "on" else None
+def timed_loop(steps, pad, loop, xs, ys):
     batches = DataLoader(TensorDataset(xs, ys), batch_size=8) if loop == "dataloader" else ((xs[i:i + 8], ys[i:i + 8]) for i in range(0, steps * 8, 8))
     times, cpus, t, c = [], [], time.perf_counter(), time.thread_time()
     for x, y in batches:
@@ -87,6 +53,42 @@ for b in range(2 * blocks):
         times.append(now - t)
         cpus.append(cpu - c)
         t, c = now, cpu
+    return times, cpus
+"""
+
+LOOP = (
+    r"""
+import json, sys, time, torch
+from torch.utils.data import DataLoader, TensorDataset
+"""
+    + _TIMED_LOOP
+    + r"""
+steps, pad, loop, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+xs, ys = torch.randn(steps * 8, 16), torch.randn(steps * 8, 16)
+times, cpus = timed_loop(steps, pad, loop, xs, ys)
+with open(out, "w") as f:
+    json.dump([times, cpus], f)
+"""
+)
+
+
+INTERLEAVED = (
+    r"""
+import json, os, sys, tempfile, time, statistics, torch
+sys.path.insert(0, sys.argv[5])  # the python/ folder whose probe is measured
+from torch.utils.data import DataLoader, TensorDataset
+from gpuwise import probe as probe_mod
+"""
+    + _TIMED_LOOP
+    + r"""
+steps, pad, loop, blocks = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+xs, ys = torch.randn(steps * 8, 16), torch.randn(steps * 8, 16)
+run_dir = tempfile.mkdtemp()
+out = {"off": [[], []], "on": [[], []]}
+for b in range(2 * blocks):
+    side = "on" if b % 2 else "off"
+    p = probe_mod.start({"GPUWISE_RUN_DIR": run_dir, "GPUWISE_PROFILE_STEPS": "0", "GPUWISE_STALL_S": "0"}) if side == "on" else None
+    times, cpus = timed_loop(steps, pad, loop, xs, ys)
     if p is not None:
         p.sender.flush()
         p.switch_off()
@@ -94,12 +96,13 @@ for b in range(2 * blocks):
     out[side][1].append(statistics.median(cpus[20:]))
 print(json.dumps(out))
 """
+)
 
 
-def interleaved(steps, pad, loop, blocks):
+def interleaved(steps, pad, loop, blocks, probe_dir=None):
     env = {k: v for k, v in os.environ.items() if not k.startswith("GPUWISE_")}
     env["PYTHONDONTWRITEBYTECODE"] = "1"
-    out = subprocess.run([sys.executable, "-c", INTERLEAVED, str(steps), str(pad), loop, str(blocks), REPO], env=env, check=True, capture_output=True, text=True).stdout
+    out = subprocess.run([sys.executable, "-c", INTERLEAVED, str(steps), str(pad), loop, str(blocks), probe_dir or os.path.join(REPO, "python")], env=env, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -155,7 +158,7 @@ def main():
             pad, _ = calibrate(target_ms / 1000.0, args.loop)
             steps = args.steps or max(300, min(20000, int(4.0 / (target_ms / 1000.0))))
             if args.mode == "interleaved":
-                got = interleaved(max(200, steps // 4), pad, args.loop, args.repeats)
+                got = interleaved(max(200, steps // 4), pad, args.loop, args.repeats, args.probe_dir)
                 if os.environ.get("BENCH_VERBOSE"):
                     print({k: [round(x * 1e6) for x in v[1]] for k, v in got.items()})
                 for which, name in ((0, "wall"), (1, "CPU")):

@@ -52,6 +52,21 @@ class Sink(object):
         else:
             self.mode = "none"
 
+    def after_fork(self):
+        """In a forked child (a DataLoader worker, most often): its copy of the parent's socket is closed at once, so
+        the collector sees the parent's end when the parent ends, not when its last worker does (a SIGKILLed rank's
+        workers outlive it). Only this process's descriptor is closed; the parent's connection is untouched. The file,
+        flushed after every write, is left to the next write's reopen."""
+        if self.sock is not None:
+            try:
+                self.sock.close()
+            except OSError:
+                pass
+        self.pid = os.getpid()
+        self.sock = None
+        self.file = None
+        self.opened = False
+
     def write(self, data, block=True):
         """Writes complete JSON lines (bytes, one batch); never raises for a collector that went away. Returns what
         was not written: with `block=False`, the part the socket did not take at once (b"" when all of it went)."""

@@ -43,27 +43,23 @@ export const RANK_RULES: readonly RankRule[] = [
 export const CROSS_RANK_RULES: readonly CrossRankRule[] = [rankImbalance];
 
 /**
- * `collectives[i]`, rank i's collective timings, lets the rules compare ranks collective by collective; `ctx`, what
- * doctor knows of the run beyond the traces (absent for analyze); `paces[i]`, rank i's pipeline, is what the fixes'
- * gains are judged on: the run's outside the profiler (doctor), by default the window's own (analyze).
+ * `collectives[i]`, rank i's collective timings, lets the rules compare ranks collective by collective; `contexts[i]`,
+ * what doctor knows of rank i beyond its trace (absent for analyze), including its pipeline, which the fixes' gains are
+ * judged on: the run's outside the profiler (doctor), by default the window's own (analyze).
  */
-export function diagnose(
-  ranks: TraceMetrics[],
-  collectives: readonly CollectiveTimings[] = [],
-  ctx?: RunContext,
-  paces: readonly (Pipeline | null)[] = [],
-): Finding[] {
+export function diagnose(ranks: TraceMetrics[], collectives: readonly CollectiveTimings[] = [], contexts: readonly (RunContext | undefined)[] = []): Finding[] {
   const perRank: Finding[] = [];
   ranks.forEach((m, i) => {
+    const ctx = contexts[i];
     for (const rule of RANK_RULES) {
-      const f = rule(m, { askedHalf: ctx?.askedHalf ?? null, pace: paces[i] ?? null });
+      const f = rule(m, ctx);
       if (f) perRank.push(f);
     }
   });
   const byId = new Map(mergeById(perRank).map((f) => [f.id, f]));
   if (ranks.length > 1) {
     for (const rule of CROSS_RANK_RULES) {
-      const f = rule(ranks, collectives, paces);
+      const f = rule(ranks, collectives, contexts);
       if (f) byId.set(f.id, f);
     }
   }

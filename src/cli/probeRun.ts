@@ -182,9 +182,15 @@ class Collector {
         lines.length = 0;
       };
       const cutter = new LineCutter((line) => lines.push(line));
+      // When the process's end reached the socket, taken first thing at the EOF (sub-millisecond): two ranks that end
+      // a few ms apart are ordered by it, not by how long their last records took to write out afterwards.
+      let eofAtMs: number | null = null;
       c.on('data', (chunk: Buffer) => {
         cutter.push(chunk);
         takeLines();
+      });
+      c.on('end', () => {
+        eofAtMs ??= performance.timeOrigin + performance.now();
       });
       c.on('close', () => {
         cutter.end();
@@ -194,7 +200,7 @@ class Collector {
         // Only a close while collecting: connections doctor itself ends at the close are not a process ending.
         if (!this.closing)
           for (const pid of pids) {
-            this.disconnectedAtMs[pid] ??= Date.now();
+            this.disconnectedAtMs[pid] ??= eofAtMs ?? Date.now();
             try {
               this.onGone?.(pid);
             } catch {

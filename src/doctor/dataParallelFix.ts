@@ -6,12 +6,11 @@
  * holding the whole model's weights, gradients, DDP's gradient buckets and optimizer state, plus the largest peak the
  * split measured on its own GPU, which holds the activations of its share of the layers for the whole batch: at 1/n of
  * the batch the whole model's activations are about that much when the stages are balanced), against the planner's
- * budget and fit rule. The expected step is analyze's data-parallel compute (advice/rules/modelParallel.ts) plus the
- * gradient all-reduce at the catalogue's link bandwidth, counted whole (DDP overlaps most of it with the backward).
+ * budget and fit rule. The fit goes to the rule as its context; the rule (advice/rules/modelParallel.ts) computes the
+ * data-parallel step and decides whether it leads.
  */
-import { dataParallelComputeNs, modelParallelFigures, PIPELINE_CODE } from '../advice/rules/modelParallel.js';
-import { type Finding, finding } from '../findings/finding.js';
-import { wholeStepFix, wholeStepGain } from '../pace/gain.js';
+import { modelParallelFigures } from '../advice/rules/modelParallel.js';
+import type { DataParallelAlternative } from '../advice/rules/rule.js';
 import { fitsBudget } from '../planner/fromRun.js';
 import { budgetBytes, evaluatePlan, ofBudgetText } from '../planner/plan.js';
 import type { Hardware, Parallelism, TrainingSetup } from '../planner/setup.js';
@@ -19,7 +18,6 @@ import type { ModelDescription } from '../planner/model.js';
 import type { ModelRecord } from '../run/records.js';
 import { modelBytes } from '../run/setup.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
-import { fmtGiB, fmtMs } from '../util/format.js';
 import type { RunSetup } from '../run/setup.js';
 
 export interface DataParallelFit {
@@ -77,76 +75,27 @@ export function dataParallelFit(
   return null;
 }
 
-/** Ring all-reduce of the gradients over n GPUs: 2 (n - 1) / n of their bytes over each GPU's link. */
-export function gradientAllReduceNs(gradBytes: number, gpus: number, linkBytesPerS: number): number {
-  if (!(linkBytesPerS > 0) || gpus < 2) return 0;
-  return ((2 * (gpus - 1)) / gpus) * (gradBytes / linkBytesPerS) * 1e9;
-}
-
-const DDP_CODE = (n: number) =>
-  [
-    `# torchrun --nproc_per_node ${n} train.py: the whole model on every GPU, 1/${n} of the batch each`,
-    'dist.init_process_group("nccl"); local_rank = int(os.environ["LOCAL_RANK"]); torch.cuda.set_device(local_rank)',
-    'model = DistributedDataParallel(model.to(local_rank), device_ids=[local_rank])',
-    'loader = DataLoader(dataset, batch_size=B // world_size, sampler=DistributedSampler(dataset), ...)',
-  ].join('\n');
-
-const FSDP_CODE = (n: number) =>
-  [
-    `# torchrun --nproc_per_node ${n} train.py: weights, gradients and optimizer state sharded ${n} ways`,
-    'from torch.distributed.fsdp import fully_shard',
-    'for block in model.blocks:   # each layer group',
-    '    fully_shard(block)',
-    'fully_shard(model)',
-  ].join('\n');
-
 /**
- * The finding led by data parallelism when it fits, its gain the data-parallel step; the pipelining fix follows in the
- * summary and the code. The window's ratio of expected to current step is applied to the finding's (re-based) step.
+ * The data-parallel alternative to a split model, as the rule's context (advice/rules/rule.ts DataParallelAlternative):
+ * null when the trace shows no split, or the model, set-up or hardware are not known, or nothing fits.
  */
-export function withDataParallelFix(
-  f: Finding,
+export function dataParallelAlternativeOf(
   metrics: TraceMetrics,
   model: ModelRecord | null,
   setup: RunSetup | null,
   hw: Hardware | null,
   planModel: ModelDescription | null,
-): Finding {
+): DataParallelAlternative | null {
   const fig = modelParallelFigures(metrics);
-  if (f.id !== 'model-parallel-bubble' || !fig || !model || !setup || !hw || !f.estimatedGain) return f;
-  const n = fig.devices.length;
-  const fit = dataParallelFit(n, model, setup, hw, planModel);
-  if (!fit) return f;
-  const b = modelBytes(model);
-  const compute = dataParallelComputeNs(fig);
-  const allReduce = gradientAllReduceNs(b.trainableBytes, n, hw.gpu.intraNodeBandwidth);
-  const windowExpected = compute + allReduce;
-  const ratio = windowExpected / fig.stepNs;
-  const step = f.estimatedGain.stepTimeNs;
-  const expected = ratio * step;
-  const name = fit.layout === 'ddp' ? 'DistributedDataParallel' : 'FSDP2 (fully_shard)';
-  const pipelined = f.estimatedGain.expectedStepTimeNs;
-  const arithmetic =
-    `${name} over the ${n} GPUs: forward and backward shared ${n} ways + every GPU's optimizer step + time no GPU works = ${fmtMs(compute)}` +
-    ` + all-reduce of ${fmtGiB(b.trainableBytes, 2)} of gradients, 2 x ${n - 1}/${n} of them at ${(hw.gpu.intraNodeBandwidth / 1e9).toFixed(0)} GB/s = ${fmtMs(allReduce)} (counted whole; DDP overlaps most of it with the backward)` +
-    ` = ${fmtMs(windowExpected)} in the profiled window (${fmtMs(fig.stepNs)} a step)` +
-    `${step !== fig.stepNs ? `, ${(ratio * 100).toFixed(0)}% of the run's ${fmtMs(step)} step = ${fmtMs(expected)}` : ''}` +
-    `; pipelined instead: ${fmtMs(pipelined)} (${f.estimatedGain.arithmetic})`;
-  const fitText0 = `the whole model fits on one GPU under ${fit.layout === 'ddp' ? 'DDP' : 'FSDP2'}: ${fit.basis === 'planner' ? "the planner's" : 'an upper bound from the probe\'s bytes,'} ${fmtGiB(fit.peakBytes)} per GPU ${ofBudgetText(fit.budgetBytes)}`;
-  const fitText = fitText0;
-  // Data parallelism leads when it is at least as fast as the pipeline; else it stays a line of evidence.
-  if (!(expected <= pipelined))
-    return { ...f, evidence: [...f.evidence, `${fitText}; ${name} would take about ${fmtMs(expected)} a step, the pipeline ${fmtMs(pipelined)}`] };
-  const { severity: _s, ...parts } = f;
-  return finding({
-    ...parts,
-    evidence: [...f.evidence, fitText],
-    data: { ...f.data, dataParallelLayout: fit.layout, dataParallelPeakBytes: fit.peakBytes, dataParallelFitBasis: fit.basis, dataParallelStepNs: expected, allReduceNs: allReduce },
-    recommendation: {
-      summary: `The whole model fits on one GPU (${fmtGiB(fit.peakBytes)} ${ofBudgetText(fit.budgetBytes)}): train it data-parallel over the same ${n} GPUs with ${name}, one process per GPU on 1/${n} of the batch: no GPU waits for another (about ${fmtMs(expected)} a step). Else pipeline the split with micro-batches (${f.data.microBatches} of them: about ${fmtMs(pipelined)}).`,
-      code: `${fit.layout === 'ddp' ? DDP_CODE(n) : FSDP_CODE(n)}\n\n# or keep the split and pipeline it:\n${PIPELINE_CODE}`,
-    },
-    fix: wholeStepFix(`${name} over the ${n} GPUs`, step, expected, arithmetic),
-    estimatedGain: wholeStepGain(step, expected, arithmetic),
-  });
+  if (!fig || !model || !setup || !hw) return null;
+  const fit = dataParallelFit(fig.devices.length, model, setup, hw, planModel);
+  if (!fit) return null;
+  return {
+    layout: fit.layout,
+    peakBytes: fit.peakBytes,
+    basis: fit.basis,
+    budgetText: ofBudgetText(fit.budgetBytes),
+    gradBytes: modelBytes(model).trainableBytes,
+    linkBytesPerS: hw.gpu.intraNodeBandwidth,
+  };
 }

@@ -6,7 +6,7 @@
  *   - batching requests: k sequences per step cost about the same launches, so tokens/s grows about k-fold while the
  *     step is launch-bound (8 prompts per call: 6.5 ms a decode step, 8x the tokens per second, on that H200);
  *   - a static KV cache with CUDA graphs: the decoding forward replayed as one graph, the step falls to the GPU's work
- *     (launch-bound's fix, phrased for generation: `inDecodeRegime`);
+ *     (launch-bound's own fix when its RunContext says decode: advice/rules/host.ts);
  *   - bf16 weights: a decode step reads every weight once, so half the bytes halve its matmul time, a gain only once the
  *     launches no longer set the pace;
  *   - torch.inference_mode: less host work per op than autograd-enabled code; not measured here (the probe does not
@@ -119,28 +119,3 @@ export function decodeBatchingFinding(decode: DecodeStats, effects: DecodeLeverE
   });
 }
 
-/**
- * Launch-bound's fix in a generation loop: a static KV cache and CUDA graphs. Its code leads with generate()'s own
- * switch, so it carries no framework line (a Trainer's switch is no fix for generation).
- */
-const DECODE_LAUNCH_FIX = {
-  summary:
-    'The decode steps are launch-bound: replay the decoding forward as CUDA graphs over a static KV cache (fixed shapes, so one graph serves every step): the step falls to the GPU\'s own work. Generate under torch.inference_mode() (no autograd bookkeeping per op).',
-  code: [
-    '# Hugging Face generate(): a static KV cache; recent transformers then compile the decoding step with CUDA graphs',
-    'out = model.generate(**inputs, max_new_tokens=128, cache_implementation="static")',
-    '# older transformers, or a loop of your own over a static cache:',
-    'model.forward = torch.compile(model.forward, mode="reduce-overhead", fullgraph=True)',
-    'with torch.inference_mode():',
-    '    out = model.generate(**inputs, max_new_tokens=128, cache_implementation="static")',
-  ].join('\n'),
-};
-
-/**
- * A trace finding phrased for a generation loop: launch-bound's fix is a static KV cache with CUDA graphs, not "compile
- * the model" or a Trainer switch. Its gain and evidence stay the rule's; other findings are returned as they are.
- */
-export function inDecodeRegime(f: Finding, decode: DecodeStats | null | undefined): Finding {
-  if (!decode || f.id !== 'launch-bound') return f;
-  return { ...f, evidence: [...f.evidence, `the steps are decode steps (one new token per sequence): ${decode.decodeSteps} measured`], recommendation: DECODE_LAUNCH_FIX };
-}

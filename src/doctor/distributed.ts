@@ -1,17 +1,16 @@
 /**
  * The per-rank view of a multi-rank run (pure): each training rank's steady step, DataLoader wait, throughput, GPU, and
  * from its own profiler window the exposed and overlapped communication; the skew between ranks, the slowest rank, and
- * the rank the others wait for with why, when the data says it. Also the probe-timed side of `rank-imbalance`: its
- * figures go into the trace rule's finding when that fired, else they make a finding of the same id.
+ * the rank the others wait for with why, when the data says it. Also the probe-timed side of `rank-imbalance`, handed to
+ * the rule as its context (`probeBalanceOf`).
  *
  * Why two figures of imbalance: in a synchronous job (DDP) every rank waits for the slowest at each all-reduce, so the
  * ranks' step times come out nearly equal whoever is slow; what differs is how the step is spent. A rank that loads its
  * batches more slowly shows it as DataLoader wait, while the others spend the same time waiting inside the collective.
  * The probe sees the first on every step; the trace (when every rank has a window) sees the second.
  */
-import { IMBALANCE_MIN_SHARE, rankImbalanceRecommendation } from '../advice/rules/distributed.js';
-import { type EstimatedGain, type Finding, finding, withGain } from '../findings/finding.js';
-import { wholeStepFix, wholeStepGain } from '../pace/gain.js';
+import { IMBALANCE_MIN_SHARE } from '../advice/rules/distributed.js';
+import type { ProbeBalance } from '../advice/rules/rule.js';
 import type { HelloRecord } from '../run/records.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
 import { fmtMs, fmtPct } from '../util/format.js';
@@ -176,8 +175,15 @@ function whyOf(r: RankView, others: RankView[], stepS: number): string[] {
 const lineOf = (v: RankView) =>
   `rank ${v.rank}: median step ${v.medianStepS === null ? 'n/a' : fmtMs(v.medianStepS * 1e9)}, DataLoader wait ${v.dataWaitPerStepS === null ? 'n/a' : `${fmtMs(v.dataWaitPerStepS * 1e9)} a step`} (probe, every steady step)`;
 
-/** The probe-timed gain of balancing the ranks: the larger of the median skew and the DataLoader wait spread. */
-function probeGain(view: DistributedView): EstimatedGain | null {
+/**
+ * The probe-timed side of rank-imbalance, as the rule's context (advice/rules/rule.ts ProbeBalance): the skew and the
+ * DataLoader waits' spread with a line per rank, the straggler when the steps name one, and balancing's gain: the
+ * larger of the median skew and the wait spread. Null without a view.
+ */
+export function probeBalanceOf(view: DistributedView | null): ProbeBalance | null {
+  if (view === null) return null;
+  const st = view.straggler;
+  const skewLine = `probe-timed over the run: skew ${view.skew === null ? 'n/a' : fmtPct(view.skew)} (rank ${view.slowestRank} slowest), DataLoader wait spread ${view.dataWaitSpread === null ? 'n/a' : fmtPct(view.dataWaitSpread)} of the step`;
   const medians = view.ranks.map((v) => v.medianStepS ?? 0);
   const slowS = Math.max(...medians);
   const meanS = medians.reduce((a, b) => a + b, 0) / medians.length;
@@ -185,75 +191,29 @@ function probeGain(view: DistributedView): EstimatedGain | null {
   const bySkew = (slowS - meanS) * 1e9;
   const byWait = (view.dataWaitSpread ?? 0) * stepNs;
   const savedNs = Math.max(bySkew, byWait);
-  return wholeStepGain(
-    stepNs,
-    stepNs - Math.min(savedNs, 0.99 * stepNs),
-    `balanced ranks: the slowest median ${fmtMs(stepNs)} down to the mean median ${fmtMs(meanS * 1e9)} (${fmtMs(bySkew)}), or the DataLoader wait spread ${fmtPct(view.dataWaitSpread ?? 0)} of the step (${fmtMs(byWait)}) no longer waited for in collectives: the larger, ${fmtMs(savedNs)}`,
-  );
-}
-
-/**
- * The probe-timed side of rank-imbalance. When the trace rule fired, its finding gets these figures as evidence (and
- * data), and the probe's gain when that is the larger (the probe times every steady step; a window is a few steps
- * with the profiler's own cost, and ranks profiled at different steps wait for each other in it); else, when the view
- * names a straggler, a finding of the same id from the probe. Returns the trace findings (one possibly extended) and
- * the probe finding, if any.
- */
-export function withProbeImbalance(view: DistributedView | null, traceFindings: Finding[]): { trace: Finding[]; probe: Finding | null } {
-  if (view === null) return { trace: traceFindings, probe: null };
-  const skewLine = `probe-timed over the run: skew ${view.skew === null ? 'n/a' : fmtPct(view.skew)} (rank ${view.slowestRank} slowest), DataLoader wait spread ${view.dataWaitSpread === null ? 'n/a' : fmtPct(view.dataWaitSpread)} of the step`;
-  const st = view.straggler;
-  const gain = st ? probeGain(view) : null;
-  const existing = traceFindings.find((f) => f.id === 'rank-imbalance');
-  if (existing) {
-    let extended: Finding = {
-      ...existing,
-      evidence: [...existing.evidence, skewLine, ...view.ranks.map(lineOf), ...view.why.map((w) => `rank ${st?.rank ?? view.slowestRank}: ${w}`)],
-      data: { ...existing.data, probeSkew: view.skew, probeSlowestRank: view.slowestRank, probeDataWaitSpread: view.dataWaitSpread },
-    };
-    const windowShare = existing.estimatedGain?.savedFraction ?? 0;
-    // Every steady step says the ranks keep pace (no straggler by step time or DataLoader wait): the window's
-    // imbalance is the profiler's, which slows each rank's CPU by a different amount (2x H200 DDP: a window
-    // imbalance of 49.5 ms a step beside medians 2.4% apart). Kept as information, without a gain.
-    if (st === null && view.skew !== null)
-      return {
-        trace: traceFindings.map((f) =>
-          f === existing
-            ? withGain(
-                {
-                  ...extended,
-                  evidence: [
-                    ...extended.evidence,
-                    "over the run's steady steps the ranks keep pace (no rank 10% slower, DataLoader waits within 10% of the step): the window's imbalance comes from the profiler's own cost, which differs by rank",
-                  ],
-                },
-                null,
-              )
-            : f,
-        ),
-        probe: null,
-      };
-    if (gain && gain.savedFraction > windowShare)
-      extended = withGain(extended, {
-        ...gain,
-        arithmetic: `${gain.arithmetic} (probe, every steady step; the window's own estimate was ${fmtPct(windowShare)}: ${existing.estimatedGain?.arithmetic ?? 'none'})`,
-      });
-    return { trace: traceFindings.map((f) => (f === existing ? extended : f)), probe: null };
-  }
-  if (st === null || gain === null) return { trace: traceFindings, probe: null };
-  const title =
-    st.by === 'step-time'
-      ? `Rank ${st.rank} is slower: its median step is ${fmtPct(view.skew ?? 0)} longer than the fastest rank's`
-      : `Rank ${st.rank} waits on its DataLoader longer than the others: they wait for it in every collective`;
-  const probe = finding({
-    id: 'rank-imbalance',
-    title,
+  return {
     ranks: view.ranks.map((v) => v.rank),
-    evidence: [skewLine, ...view.ranks.map(lineOf), ...view.why.map((w) => `rank ${st.rank}: ${w}`)],
-    data: { straggler: st.rank, by: st.by, probeSkew: view.skew, probeSlowestRank: view.slowestRank, probeDataWaitSpread: view.dataWaitSpread },
-    recommendation: rankImbalanceRecommendation(st.rank),
-    fix: wholeStepFix(`rank ${st.rank} balanced with the others`, gain.stepTimeNs, gain.expectedStepTimeNs, gain.arithmetic),
-    estimatedGain: gain,
-  });
-  return { trace: traceFindings, probe };
+    evidence: [skewLine, ...view.ranks.map(lineOf), ...view.why.map((w) => `rank ${st?.rank ?? view.slowestRank}: ${w}`)],
+    data: { probeSkew: view.skew, probeSlowestRank: view.slowestRank, probeDataWaitSpread: view.dataWaitSpread },
+    straggler:
+      st === null
+        ? null
+        : {
+            rank: st.rank,
+            by: st.by,
+            title:
+              st.by === 'step-time'
+                ? `Rank ${st.rank} is slower: its median step is ${fmtPct(view.skew ?? 0)} longer than the fastest rank's`
+                : `Rank ${st.rank} waits on its DataLoader longer than the others: they wait for it in every collective`,
+          },
+    compared: view.skew !== null,
+    balanced:
+      st === null || !(stepNs > 0)
+        ? null
+        : {
+            stepNs,
+            expectedStepNs: stepNs - Math.min(savedNs, 0.99 * stepNs),
+            arithmetic: `balanced ranks: the slowest median ${fmtMs(stepNs)} down to the mean median ${fmtMs(meanS * 1e9)} (${fmtMs(bySkew)}), or the DataLoader wait spread ${fmtPct(view.dataWaitSpread ?? 0)} of the step (${fmtMs(byWait)}) no longer waited for in collectives: the larger, ${fmtMs(savedNs)}`,
+          },
+  };
 }

@@ -5,7 +5,8 @@
  * memory's analysis, so a run diagnosed by doctor reads like `analyze` and `memory` on its files.
  */
 import { diagnose, diagnoseRun } from '../advice/engine.js';
-import type { RunContext } from '../advice/rules/rule.js';
+import { probeImbalanceFinding } from '../advice/rules/distributed.js';
+import type { DataParallelAlternative, GpuPeak, ProbeBalance, RunContext } from '../advice/rules/rule.js';
 import type { Precision } from '../planner/setup.js';
 import { askedPrecision, type Inferred } from '../run/setup.js';
 import { frameworkNamedBy, inFramework, inTraceFramework } from '../advice/framework.js';
@@ -37,14 +38,13 @@ import { type Snapshot, usableMemoryBytes } from '../telemetry/sample.js';
 import type { CollectiveTimings } from '../trace/metrics/collectives.js';
 import { modelFlopsAtStep } from '../trace/metrics/modelFlops.js';
 import type { ModelFlops, TraceMetrics } from '../trace/metrics/types.js';
-import { withDataParallelMemory } from './dataParallelMemory.js';
 import { type GpuProcess, gpuProcessesOf, isGpuProcess, withJobPids } from './gpuProcesses.js';
-import { type DistributedView, distributedView, withProbeImbalance } from './distributed.js';
+import { type DistributedView, distributedView, probeBalanceOf } from './distributed.js';
 import { type Ending, endingOf, type FirstFailure } from './ending.js';
 import { type HangAnalysis, hangAnalysis, innermostFrames, openStalls, recoveredStalls } from './hang.js';
-import { withDataParallelFix } from './dataParallelFix.js';
-import { decodeBatchingFinding, decodeLeverEffects, inDecodeRegime } from './decode.js';
-import { gpuSharedFindings, ranksShareGpuFinding, type SharingProcess } from './sharing.js';
+import { dataParallelAlternativeOf } from './dataParallelFix.js';
+import { decodeBatchingFinding, decodeLeverEffects } from './decode.js';
+import { gpuSharedFindings, ranksShareGpuFinding, type SharingGpu, type SharingProcess } from './sharing.js';
 import type { RunSetup } from '../run/setup.js';
 import { buildWhatIfs, hardwareOf, type WhatIf, type WhatIfCalibration, type WhatIfResult, whatIfFindings } from './whatIfs.js';
 
@@ -544,12 +544,6 @@ function paceOfRank(paces: ReadonlyMap<number, Pipeline>, ranks: readonly RankSu
 }
 
 /**
- * Stage 4: analyze's rules on the windows, their gains judged on each rank's pipeline (the run outside the profiler);
- * a fix led by the training framework's
- * own switch when the probe saw one; no fusion finding for a model the probe knows is compiled (another backend than
- * Inductor leaves no Triton kernels in the trace).
- */
-/**
  * Stage 2b: the precision the run asked for, from how it was launched (run/setup.ts askedPrecision): accelerate's
  * state in the model record, else a flag of the command or of a process's arguments. The set-up inference and the
  * precision rules read it.
@@ -562,42 +556,82 @@ export function askedPrecisionOf(command: readonly string[], processes: readonly
   });
 }
 
-/** What the trace rules may know of the run beyond its traces: the half precision it asked for. */
-export function runContextOf(asked: Inferred<Precision | null> | null): RunContext {
+/** The half precision the run asked for, as the rules' context carries it. */
+function askedHalfOf(asked: Inferred<Precision | null> | null): RunContext['askedHalf'] {
   const v = asked?.value ?? null;
   const dtype = v === 'amp-bf16' || v === 'bf16' ? 'bfloat16' : v === 'amp-fp16' ? 'float16' : null;
-  return { askedHalf: asked && dtype ? { dtype, evidence: asked.evidence } : null };
+  return asked && dtype ? { dtype, evidence: asked.evidence } : null;
 }
 
-export function traceFindingsOf(
-  traces: readonly TraceInput[],
-  ranks: readonly RankSummary[],
-  model: ModelRecord | null = null,
-  paces: ReadonlyMap<number, Pipeline> = new Map(),
-  asked: Inferred<Precision | null> | null = null,
-): Finding[] {
+/** What doctor knows of the run beyond its traces, for the trace rules (advice/rules/rule.ts RunContext). */
+export interface RunFacts {
+  model?: ModelRecord | null;
+  paces?: ReadonlyMap<number, Pipeline>;
+  asked?: Inferred<Precision | null> | null;
+  /** The ranks' windows began at different steps (windowsApart). */
+  windowsApart?: boolean;
+  /** Each process's NVML samples, for its peak memory per GPU. */
+  gpus?: readonly SharingGpu[] | null;
+  /** The ranks' balance as the probe timed it (doctor/distributed.ts probeBalanceOf). */
+  probeBalance?: ProbeBalance | null;
+  /** A split model's data-parallel alternative, from a rank's window (doctor/dataParallelFix.ts). */
+  dataParallelOf?: (m: TraceMetrics) => DataParallelAlternative | null;
+}
+
+/** The process's NVML peak memory on each GPU, in CUDA ordinal order where known (cuda:0, the output device, first). */
+function gpuPeaksOf(gpus: readonly SharingGpu[], pid: number | null): GpuPeak[] | null {
+  if (pid === null) return null;
+  const rows = gpus
+    .map((g) => ({ g, peak: g.processes?.find((x) => x.pid === pid)?.peakUsedBytes ?? null }))
+    .filter((x): x is { g: SharingGpu; peak: number } => x.peak !== null)
+    .sort((a, b) => (a.g.cudaIndex ?? a.g.index) - (b.g.cudaIndex ?? b.g.index));
+  return rows.map(({ g, peak }) => ({ index: g.index, name: `GPU ${g.index}${typeof g.cudaIndex === 'number' ? ` (cuda:${g.cudaIndex})` : ''}`, peakBytes: peak }));
+}
+
+/**
+ * Processes that are not ranks of one job (no RANK: two scripts under one doctor, each rank 0) are diagnosed apart:
+ * the cross-rank rules would compare unrelated processes.
+ */
+function oneJob(analysed: readonly TraceInput[]): boolean {
+  return new Set(analysed.map((t) => t.rank)).size === analysed.length;
+}
+
+/** Whether the cross-rank rules run on these traces: two or more analysed windows of one job. */
+export function crossRankRulesRun(traces: readonly TraceInput[]): boolean {
+  const analysed = traces.filter((t) => t.metrics !== null);
+  return analysed.length >= 2 && oneJob(analysed);
+}
+
+/**
+ * Stage 4: analyze's rules on the windows, with what doctor knows of the run as their context (RunFacts: the precision
+ * asked for, each rank's pipeline, a compiled model, decode steps, windows begun apart, NVML peaks, the probe's rank
+ * balance, a split model's data-parallel fit), their gains judged on each rank's pipeline (the run outside the
+ * profiler); a fix led by the training framework's own switch when the probe saw one, none in a generation loop.
+ */
+export function traceFindingsOf(traces: readonly TraceInput[], ranks: readonly RankSummary[], facts: RunFacts = {}): Finding[] {
+  const { model = null, paces = new Map<number, Pipeline>(), asked = null } = facts;
   const analysed = traces.filter((t) => t.metrics !== null);
   const metrics = analysed.map((t) => t.metrics as TraceMetrics);
   const collectives = analysed.every((t) => t.collectives !== null) ? analysed.map((t) => t.collectives as CollectiveTimings) : [];
-  // Processes that are not ranks of one job (no RANK: two scripts under one doctor, each rank 0) are diagnosed
-  // apart: the cross-rank rules would compare unrelated processes.
-  const oneJob = new Set(analysed.map((t) => t.rank)).size === analysed.length;
-  const ctx = runContextOf(asked);
-  const paceOf = (m: TraceMetrics) => paceOfRank(paces, ranks, m.rank);
-  const found = oneJob
-    ? diagnose(metrics, collectives, ctx, metrics.map(paceOf))
-    : metrics.flatMap((m, i) => diagnose([m], collectives.length ? [collectives[i] as CollectiveTimings] : [], ctx, [paceOf(m)]));
-  // The probe's framework (the call stack at a step) first; else the one the trace names, as analyze does.
+  const askedHalf = askedHalfOf(asked);
+  const summaryOf = (rank: number) => ranks.find((r) => r.rank === rank);
+  const contextOf = (m: TraceMetrics): RunContext => ({
+    askedHalf,
+    pace: paceOfRank(paces, ranks, m.rank),
+    compiled: model?.compiled === true,
+    decode: summaryOf(m.rank)?.steps.decode ?? null,
+    windowsApart: facts.windowsApart === true,
+    gpuPeakBytes: facts.gpus ? gpuPeaksOf(facts.gpus, summaryOf(m.rank)?.pid ?? null) : null,
+    probeBalance: facts.probeBalance ?? null,
+    dataParallel: facts.dataParallelOf?.(m) ?? null,
+  });
+  const found = oneJob(analysed)
+    ? diagnose(metrics, collectives, metrics.map(contextOf))
+    : metrics.flatMap((m, i) => diagnose([m], collectives.length ? [collectives[i] as CollectiveTimings] : [], [contextOf(m)]));
+  // The probe's framework (the call stack at a step) first; else the one the trace names, as analyze does. A
+  // generation loop is no training loop: its fixes are not a Trainer's or Lightning's switches.
   const named = model?.framework ? null : frameworkNamedBy(metrics);
-  const decodeOfRank = (rank: number) => ranks.find((r) => r.rank === rank)?.steps.decode;
-  return found
-    .filter((f) => !(f.id === 'fusion' && model?.compiled === true))
-    .map((f) => {
-      // A generation loop is no training loop: its fixes are not a Trainer's or Lightning's switches.
-      const decode = decodeOfRank(f.ranks[0] ?? 0);
-      if (decode) return inDecodeRegime(f, decode);
-      return named ? inTraceFramework(f, named) : inFramework(f, model?.framework);
-    });
+  return found.map((f) => (summaryOf(f.ranks[0] ?? 0)?.steps.decode ? f : named ? inTraceFramework(f, named) : inFramework(f, model?.framework)));
 }
 
 /** Stage 5: memory's findings on each snapshot, on the snapshot's rank. */
@@ -750,8 +784,12 @@ export function notesOf(input: DoctorInput, processes: readonly ProcessRecords[]
   for (const t of input.traces)
     if (t.metrics !== null && t.metrics.steps.length === 0)
       notes.push(
-        `${t.path}: analyze found no profiled steps in it (torch older than 2.0 writes CPU-only traces in a format without event categories)`,
+        `${t.path}: analyze found no profiled steps in it (a process without CUDA is profiled by torch's legacy profiler, whose CPU-only trace has no event categories)`,
       );
+  for (const p of processes)
+    for (const r of p.records)
+      if (r.type === 'profile-end' && r.traceError !== undefined)
+        notes.push(`pid ${p.pid}: the profiler window has no trace: ${r.traceError}`);
   for (const p of processes)
     for (const r of p.records)
       if (r.type === 'profile-start' && r.settled === false)
@@ -798,9 +836,6 @@ export function partialBatchNote(p: ProcessRecords): string | null {
     : '';
   return `${who}: ${b.partialSteps} of ${b.sizedSteps} steps ran a partial batch (${sizes} samples; the full batches hold ${b.samplesPerStep}), ${when}; the batch is read as ${b.microBatch}${b.gradAccum > 1 ? ` x ${b.gradAccum} accumulation` : ''}, the size of the full batches, and the what-ifs are scaled from it${compiled}`;
 }
-
-/** Findings read off the time one rank waits for another: wrong when the ranks' windows cover different steps. */
-const WAIT_BASED_IDS = new Set(['rank-imbalance', 'comm-bound']);
 
 /**
  * Ranks whose profiler windows started at different steps (recorded before the probe aligned them, or ranks that
@@ -856,22 +891,20 @@ export function timeWindowNotes(processes: readonly ProcessRecords[]): string[] 
   return notes;
 }
 
-/** Stage 8: the what-ifs on the lowest rank with steps, their findings, and the trace findings they merged into. */
-export function whatIfStage(
+/** Stage 8a: the set-up inference, memory model and what-ifs of the rank the what-ifs use (whatIfs.ts). */
+export function whatIfResultOf(
   id: RunIdentity,
   planModel: DoctorReport['planModel'],
   ranks: readonly RankSummary[],
   traces: readonly TraceInput[],
   outcome: Outcome,
-  traceFindings: Finding[],
   paces: ReadonlyMap<number, Pipeline> = new Map(),
   asked: Inferred<Precision | null> | null = null,
-): { result: WhatIfResult; findings: Finding[]; traceFindings: Finding[] } {
+): WhatIfResult {
   const rank = id.stepsOf?.rank ?? 0;
-  const pace = paceOfRank(paces, ranks, rank);
   const steps = ranks.find((r) => r.rank === rank)?.steps;
   const metrics = traces.filter((t) => t.metrics !== null).map((t) => t.metrics as TraceMetrics);
-  const result = buildWhatIfs({
+  return buildWhatIfs({
     hello: id.hello,
     model: id.model,
     planModel,
@@ -879,21 +912,24 @@ export function whatIfStage(
     medianStepS: steps?.medianS ?? null,
     worldSize: id.hello?.worldSize ?? null,
     metrics: metrics.find((m) => m.rank === rank) ?? metrics[0] ?? null,
-    pace,
+    pace: paceOfRank(paces, ranks, rank),
     outOfMemory: outcome === 'out-of-memory',
     askedPrecision: asked,
   });
-  const planned = whatIfFindings(result, traceFindings, steps?.medianS ?? null, rank, pace);
-  const hw = result.setup ? hardwareOf(result.setup) : null;
-  const led = (f: Finding): Finding => {
-    const m = metrics.find((x) => x.rank === (f.ranks[0] ?? rank));
-    return m ? withDataParallelFix(f, m, id.model, result.setup, hw, planModel) : f;
-  };
-  return {
-    result,
-    findings: planned.findings,
-    traceFindings: traceFindings.map((f) => led(planned.merged.find((m) => m.id === f.id) ?? f)),
-  };
+}
+
+/** Stage 8b: the what-ifs as findings, merged into the trace findings that say the same. */
+export function whatIfStage(
+  id: RunIdentity,
+  ranks: readonly RankSummary[],
+  result: WhatIfResult,
+  traceFindings: Finding[],
+  paces: ReadonlyMap<number, Pipeline> = new Map(),
+): { findings: Finding[]; traceFindings: Finding[] } {
+  const rank = id.stepsOf?.rank ?? 0;
+  const steps = ranks.find((r) => r.rank === rank)?.steps;
+  const planned = whatIfFindings(result, traceFindings, steps?.medianS ?? null, rank, paceOfRank(paces, ranks, rank));
+  return { findings: planned.findings, traceFindings: traceFindings.map((f) => planned.merged.find((m) => m.id === f.id) ?? f) };
 }
 
 /** Stage 9: what sets the pace of the slowest training rank and the plan of the findings' fixes on it (pace/report.ts). */
@@ -918,31 +954,33 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
     .map((p) => summarizeRank(p, input.gpuSamples, input.disconnectedAtMs))
     .sort((a, b) => a.rank - b.rank || a.pid - b.pid);
   const gpus = gpusOf(input, processes);
-  const pidOfRank = (rank: number) => ranks.find((r) => r.rank === rank)?.pid ?? null;
   const distributed = distributedStage(processes, ranks, input.traces);
   const asked = askedPrecisionOf(input.command, processes, id.model);
   const apart = windowsApart(processes);
   const paces = pacesOf(processes, ranks, input.traces);
-  const imbalance = withProbeImbalance(
-    distributed,
-    traceFindingsOf(input.traces, ranks, id.model, paces, asked).filter((f) => !(apart && WAIT_BASED_IDS.has(f.id))),
-  );
-  const traceFindings = imbalance.trace.map((f) => withDataParallelMemory(f, gpus ?? [], pidOfRank));
-  const memoryFindings = memoryFindingsOf(input.snapshots);
-  const probeFindings = [
-    ...probeFindingsOf(id.model, ranks, input.traces, paces),
-    ...(imbalance.probe ? [imbalance.probe] : []),
-    ...decodeFindingsOf(ranks, input.traces, id.model),
-  ];
-  const telemetryFindings = sharingFindingsOf(gpus, processes, ranks);
+  const probeBalance = probeBalanceOf(distributed);
   const ending = endingOf(processes, input.disconnectedAtMs, input.hang?.atMs ?? null);
   const stalls = openStalls(input.records);
   const hang = hangAnalysis(stalls, input.hang ? input.hang.timeoutS : null, input.hang?.atMs ?? null);
   const { outcome, text } = outcomeOf(input, ranks, ending, hang);
+  const plan = planModelOf(id.model);
+  // The set-up and the hardware before the rules: a split model's data-parallel fit is part of their context.
+  const whatIfResult = whatIfResultOf(id, plan.model, ranks, input.traces, outcome, paces, asked);
+  const hw = whatIfResult.setup ? hardwareOf(whatIfResult.setup) : null;
+  const dataParallelOf = (m: TraceMetrics) => dataParallelAlternativeOf(m, id.model, whatIfResult.setup, hw, plan.model);
+  const traceFindings = traceFindingsOf(input.traces, ranks, { model: id.model, paces, asked, windowsApart: apart !== null, gpus, probeBalance, dataParallelOf });
+  // Without two windows of one job the cross-rank rule does not run: the probe's timing alone says who is slow.
+  const probeImbalance = probeBalance && !crossRankRulesRun(input.traces) ? probeImbalanceFinding(probeBalance) : null;
+  const memoryFindings = memoryFindingsOf(input.snapshots);
+  const probeFindings = [
+    ...probeFindingsOf(id.model, ranks, input.traces, paces),
+    ...(probeImbalance ? [probeImbalance] : []),
+    ...decodeFindingsOf(ranks, input.traces, id.model),
+  ];
+  const telemetryFindings = sharingFindingsOf(gpus, processes, ranks);
   const notes = notesOf(input, processes, ranks);
   if (apart) notes.push(apart);
-  const plan = planModelOf(id.model);
-  const whatIf = whatIfStage(id, plan.model, ranks, input.traces, outcome, traceFindings, paces, asked);
+  const whatIf = { result: whatIfResult, ...whatIfStage(id, ranks, whatIfResult, traceFindings, paces) };
   const findings = rankFindings(whatIf.traceFindings, memoryFindings, probeFindings, whatIf.findings, telemetryFindings);
   const { model, hello } = id;
   if (plan.model && model && Math.abs(plan.model.paramCount - model.totalParamCount) > 0.01 * plan.model.paramCount)

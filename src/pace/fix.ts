@@ -90,7 +90,11 @@ function applyOp(p: Pipeline, op: FixOp): Pipeline {
     case 'step': {
       const f = op.factor;
       const stages = Object.fromEntries(Object.entries(p.stages).map(([k, s]) => [k, { ...s, ns: s.ns === null ? null : s.ns * f }])) as Pipeline['stages'];
-      const loader = p.loader && p.loader.batchNsPerWorker !== null ? { ...p.loader, batchNsPerWorker: p.loader.batchNsPerWorker * f } : p.loader;
+      const l = p.loader;
+      const loader =
+        l && l.batchNsPerWorker !== null
+          ? { ...l, batchNsPerWorker: l.batchNsPerWorker * f, cpuNsPerBatch: l.cpuNsPerBatch === null ? null : l.cpuNsPerBatch * f }
+          : l;
       return { ...p, stages, loader, serial: p.serial.map((c) => ({ ...c, ns: c.ns * f })) };
     }
   }

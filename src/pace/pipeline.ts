@@ -49,8 +49,15 @@ export interface SerialCost {
 export interface LoaderFacts {
   /** Worker processes (num_workers); null when not told. */
   workers: number | null;
-  /** Time one worker takes to produce one batch (fetch + collate), ns; null when not known. */
+  /**
+   * Wall time one worker takes to produce one batch, ns: from the loop's waits when the loader binds (the workers then
+   * work without pause), else the CPU a batch costs (a worker cannot be faster); null when not known.
+   */
   batchNsPerWorker: number | null;
+  /** CPU time a batch costs in the workers (user + system, read from /proc), ns; null when not measured. */
+  cpuNsPerBatch: number | null;
+  /** Cores the training process itself keeps busy (its CPU seconds a second); null when not measured. */
+  processCores: number | null;
   /** DataLoader batches per step. */
   batchesPerStep: number;
   /** Samples per batch, for rates in samples/s; null when not told. */
@@ -117,9 +124,13 @@ export function serialNs(p: Pipeline): number {
   return p.serial.reduce((a, c) => a + c.ns, 0);
 }
 
-/** The most DataLoader workers the process's cores allow: one core stays with the training loop. */
+/**
+ * The most DataLoader workers the process's cores allow: the cores less what the training process keeps busy itself
+ * (measured), else less one for the training loop.
+ */
 export function workerCap(l: LoaderFacts): number {
-  return l.cpuCores !== null ? Math.max(1, l.cpuCores - 1) : Number.POSITIVE_INFINITY;
+  if (l.cpuCores === null) return Number.POSITIVE_INFINITY;
+  return Math.max(1, Math.floor(l.cpuCores - Math.max(1, l.processCores ?? 1) + 1e-9));
 }
 
 /** The input stage's time per step: the loader's period at the worker count a fix set, or as built. */
@@ -128,11 +139,14 @@ function inputNs(p: Pipeline, demandNs: number): { ns: number | null; workersNee
   const base = p.stages.input.ns;
   if (!l || l.batchNsPerWorker === null) return { ns: base, workersNeeded: null };
   const perStep = l.batchNsPerWorker * l.batchesPerStep * p.batchScale;
-  const needed = demandNs > 0 ? Math.max(1, Math.ceil(perStep / demandNs)) : null;
+  const cpuPerStep = l.cpuNsPerBatch !== null ? l.cpuNsPerBatch * l.batchesPerStep * p.batchScale : 0;
+  const needed = demandNs > 0 ? Math.max(1, Math.ceil(Math.max(perStep, cpuPerStep) / demandNs)) : null;
   const workers = l.workersTo === 'enough' ? Math.min(needed ?? 1, workerCap(l)) : (l.workersTo ?? l.workers);
   if (workers === null || workers === undefined) return { ns: base, workersNeeded: needed };
-  // Workers produce batches in parallel; with none (0), the main process produces them in the step.
-  return { ns: perStep / Math.max(1, workers), workersNeeded: needed };
+  // Workers produce batches in parallel, each at its own pace, and together at most as fast as the cores left to them
+  // do the CPU work; with none (0), the main process produces them in the step.
+  const w = Math.max(1, workers);
+  return { ns: Math.max(perStep / w, cpuPerStep / Math.min(w, workerCap(l))), workersNeeded: needed };
 }
 
 /** The step the pipeline sets, the binding stage, and why, in words. */

@@ -8,7 +8,7 @@ import type { LoaderRecord } from '../run/records.js';
 import type { StepStats } from '../run/steps.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
 import { fmtMs, fmtPct } from '../util/format.js';
-import { calibrated, type LoaderFacts, type Pipeline, type SerialCost, type Stage } from './pipeline.js';
+import { calibrated, type LoaderFacts, type Pipeline, type SerialCost, type Stage, workerCap } from './pipeline.js';
 import { deviceBusyNs, GPU_BOUND_SHARE, HOST_BINDS_IDLE_SHARE, INPUT_BINDS_SHARE, syncBlockedNs, windowHost, windowPipeline } from './window.js';
 
 /** The window's step must exceed the run's (its waits left out) by this share before the profiler's cost is taken off. */
@@ -70,18 +70,29 @@ export function hostTimeProblem(stepsInFlight: number | null, window: TraceMetri
   return null;
 }
 
-/** The DataLoader the loop iterates most (by batches produced): its facts, with its production measured in the workers. */
+/**
+ * The DataLoader the loop iterates most (by batches yielded): its settings, the CPU a batch costs in its workers and the
+ * cores the training process keeps busy, from the differences between its records (the first reading left out: the
+ * workers' start-up). `batchNsPerWorker` starts as the CPU a batch costs (a worker is not faster than its CPU work);
+ * runPipeline replaces it with the wall time when the loader binds.
+ */
 export function loaderFacts(records: readonly LoaderRecord[], batchesPerStep: number | null): LoaderFacts | null {
   if (records.length === 0) return null;
   const byLoader = new Map<number, LoaderRecord[]>();
   for (const r of records) byLoader.set(r.loader, [...(byLoader.get(r.loader) ?? []), r]);
-  const main = [...byLoader.values()].sort((a, b) => b.reduce((n, r) => n + r.batches.length, 0) - a.reduce((n, r) => n + r.batches.length, 0))[0] as LoaderRecord[];
+  const main = [...byLoader.values()].sort((a, b) => (b[b.length - 1]?.batches ?? 0) - (a[a.length - 1]?.batches ?? 0))[0] as LoaderRecord[];
   const last = main[main.length - 1] as LoaderRecord;
-  const batches = main.flatMap((r) => r.batches);
-  const meanS = batches.length ? batches.reduce((a, b) => a + b[1], 0) / batches.length : null;
+  const first = (main.length > 2 ? main[1] : main[0]) as LoaderRecord;
+  const batches = last.batches - first.batches;
+  const dt = last.t - first.t;
+  const cpuNsPerBatch =
+    last.workers > 0 && batches > 0 && first.workerCpuS !== null && last.workerCpuS !== null ? ((last.workerCpuS - first.workerCpuS) / batches) * 1e9 : null;
+  const processCores = dt > 0 && first.processCpuS !== null && last.processCpuS !== null ? (last.processCpuS - first.processCpuS) / dt : null;
   return {
     workers: last.workers,
-    batchNsPerWorker: meanS === null ? null : meanS * 1e9,
+    batchNsPerWorker: cpuNsPerBatch,
+    cpuNsPerBatch,
+    processCores,
     batchesPerStep: batchesPerStep ?? 1,
     samplesPerBatch: last.batchSize,
     cpuCores: last.cpuCores,
@@ -170,16 +181,32 @@ export function runPipeline(ev: RunEvidence): Pipeline | null {
   const serialSum = serial.reduce((a, c) => a + c.ns, 0);
 
   // The input stage: measured in the workers, else inferred from the loop's waits.
-  const loader = loaderFacts(ev.loader, ev.batchesPerStep);
+  let loader = loaderFacts(ev.loader, ev.batchesPerStep);
   let input: Stage;
   const waitsText = `the loop waits ${fmtMs(W)} a step on the DataLoader (${fmtPct(W / S)} of the mean step ${fmtMs(S)}, median ${fmtMs((st.medianS ?? 0) * 1e9)})${stallText(stalls)}`;
-  if (loader && loader.batchNsPerWorker !== null) {
-    const period = (loader.batchNsPerWorker * loader.batchesPerStep) / Math.max(1, loader.workers ?? 1);
-    input = {
-      ns: period,
-      how: 'measured',
-      evidence: `${loader.workers ?? '?'} worker(s) each take ${fmtMs(loader.batchNsPerWorker)} to make a batch (fetch + collate, timed in the workers)${loader.batchesPerStep !== 1 ? ` and a step takes ${loader.batchesPerStep} batches` : ''}: a step's batches every ${fmtMs(period)}; ${waitsText}`,
-    };
+  if (loader && loader.cpuNsPerBatch !== null && loader.workers !== null && loader.workers > 0) {
+    const W0 = loader.workers;
+    const bps = loader.batchesPerStep;
+    const cpuPerBatch = `${fmtMs(loader.cpuNsPerBatch)} of CPU a batch (read from /proc)`;
+    const keeps = loader.processCores !== null ? ` and keeps ${loader.processCores.toFixed(1)} busy itself` : '';
+    const coresText = loader.cpuCores !== null ? `; the process may use ${loader.cpuCores} cores${keeps}` : '';
+    if (restW >= INPUT_BINDS_SHARE * S) {
+      // The loader binds: its workers work without pause, a step's batches every (mean step - serial costs).
+      const period = Math.max(0, S - serialSum);
+      loader = { ...loader, batchNsPerWorker: Math.max(loader.cpuNsPerBatch, (period * W0) / bps) };
+      input = {
+        ns: period,
+        how: 'measured',
+        evidence: `${W0} worker(s) deliver a step's batches every ${fmtMs(period)} (the loop waits for them): each takes ${fmtMs(loader.batchNsPerWorker ?? 0)} a batch, of which ${cpuPerBatch}${coresText}; ${waitsText}`,
+      };
+    } else {
+      const period = (loader.cpuNsPerBatch * bps) / Math.min(W0, workerCap(loader));
+      input = {
+        ns: period,
+        how: 'measured',
+        evidence: `the workers spend ${cpuPerBatch}${coresText}: ${W0} worker(s) make a step's batches in ${fmtMs(period)} at the least; ${waitsText}`,
+      };
+    }
   } else if (restW >= INPUT_BINDS_SHARE * S)
     input = {
       ns: Math.max(0, S - serialSum),

@@ -50,7 +50,8 @@ export interface HelloRecord extends Base {
   python: string;
   torch: string | null;
   cudnn: number | null;
-  cuda: { available: boolean; initialized: boolean; version: string | null; devices: CudaDevice[]; currentDevice: number | null };
+  /** `available` is null when the process never initialised CUDA: asking would initialise the driver in it. */
+  cuda: { available: boolean | null; initialized: boolean; version: string | null; devices: CudaDevice[]; currentDevice: number | null };
   hostname: string;
   argv: string[];
   localRank: number | null;
@@ -182,6 +183,8 @@ export interface ProfileEndRecord extends Base {
   reason?: 'time';
   /** How long a time window profiled (seconds). */
   durationS?: number;
+  /** Why the window has no trace although it was profiled (torch could not parse its own records). */
+  traceError?: string;
 }
 
 export interface OomRecord extends Base {
@@ -255,15 +258,16 @@ export interface StallRecord extends Base {
 }
 
 /**
- * The DataLoader's own production, measured inside its workers (optional; a probe sends it from protocol 3 on without a
- * bump: an older gpuwise leaves the record out with a note). Sent by the main process for each DataLoader it iterates,
- * at most about once a second while batches arrive and at the end of each epoch, covering the batches produced since
- * its previous `loader` record. With it, doctor's input stage is measured: the loader's capacity (batches a second its
- * workers deliver) and a worker count for a demand (docs/doctor.md, "What sets the pace").
+ * A DataLoader the process iterates, and what its workers cost (optional; a probe of protocol 3 sends it without a bump:
+ * an older gpuwise leaves the record out with a note). Nothing runs in the workers: the probe sees each iterator as
+ * `DataLoader.__iter__` returns it and its background thread reads, about once a second and at the end, the batches the
+ * loader has yielded and the CPU time of its worker processes from /proc. Counts are cumulative over the loader's
+ * epochs; the differences between two records give the CPU a batch costs in the workers and the cores the training
+ * process itself uses (docs/doctor.md, "What sets the pace").
  */
 export interface LoaderRecord extends Base {
   type: 'loader';
-  /** The stepping thread's step count when the record was sent. */
+  /** The stepping thread's step count when the record was read. */
   step: number;
   /** Which DataLoader: 0 for the first the process iterated, 1 for the next, ... */
   loader: number;
@@ -281,13 +285,12 @@ export interface LoaderRecord extends Base {
   batchSize: number | null;
   /** CPU cores the process may run on (len(os.sched_getaffinity(0))); null where the platform cannot tell. */
   cpuCores: number | null;
-  /**
-   * Every batch produced since the previous `loader` record of this loader: `[worker, seconds]`, the worker's id
-   * (0 with num_workers 0: the main process) and its fetch + collate time for the batch (the dataset's __getitem__ or
-   * __getitems__ and the collate function, timed inside the worker; the transfer to the main process and pinning are
-   * not in it).
-   */
-  batches: [number, number][];
+  /** Batches this loader has yielded so far, all epochs. */
+  batches: number;
+  /** CPU seconds (user + system, all threads) its worker processes have used so far; null with no workers or no /proc. */
+  workerCpuS: number | null;
+  /** CPU seconds the training process itself has used so far (all its threads). */
+  processCpuS: number | null;
 }
 
 export type StepSource = 'optimizer' | 'marker' | 'batch' | 'backward' | 'forward' | 'graph' | 'time';
@@ -341,7 +344,7 @@ const SCHEMAS: Record<ProbeRecord['type'], Check<unknown>> = (() => {
         torch: nullable(str),
         cudnn: nullable(num()),
         cuda: obj({
-          available: bool,
+          available: nullable(bool),
           initialized: bool,
           version: nullable(str),
           devices: arrayOf(obj({ index: int(0), name: str, totalMemoryBytes: bytes, capability: str })),
@@ -429,6 +432,7 @@ const SCHEMAS: Record<ProbeRecord['type'], Check<unknown>> = (() => {
         snapshot: nullable(str),
         reason: optional(oneOf(['time'] as const)),
         durationS: optional(num(0)),
+        traceError: optional(str),
       },
       dropped,
     ),
@@ -473,12 +477,9 @@ const SCHEMAS: Record<ProbeRecord['type'], Check<unknown>> = (() => {
         pinMemory: bool,
         batchSize: nullable(int(1)),
         cpuCores: nullable(int(1)),
-        batches: arrayOf((v, f) => {
-          const pair = arrayOf(num())(v, f);
-          if (pair.length !== 2 || !Number.isSafeInteger(pair[0]) || (pair[0] as number) < 0 || (pair[1] as number) < 0)
-            throw new FieldProblem(f, '[worker >= 0, seconds >= 0]');
-          return pair as [number, number];
-        }),
+        batches: int(0),
+        workerCpuS: nullable(num(0)),
+        processCpuS: nullable(num(0)),
       },
       dropped,
     ),

@@ -11,6 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { buildAnalyzeReport } from '../../src/report/analyzeReport.js';
 import { frameworkOfFrame, frameworkOfLabel } from '../../src/trace/framework.js';
 import { REPO } from '../doctor/helpers.js';
+import type { TraceEventJson } from '../helpers/fixtures.js';
 import { rankOfText } from '../helpers/synth.js';
 
 const RUNS = join(REPO, 'examples', 'realworld', 'runs');
@@ -21,16 +22,7 @@ const TRACE = {
   nanogpt_style: 'trace-pid734.json.gz',
 } as const;
 
-interface Ev {
-  ph?: string;
-  cat?: string;
-  name?: string;
-  pid?: number | string;
-  tid?: number | string;
-  ts?: number;
-  dur?: number;
-  args?: Record<string, unknown>;
-}
+type Ev = TraceEventJson;
 
 function traceOf(run: keyof typeof TRACE): { traceEvents: Ev[] } & Record<string, unknown> {
   return JSON.parse(gunzipSync(readFileSync(join(RUNS, run, TRACE[run]))).toString('utf8'));

@@ -4,7 +4,10 @@
  */
 import { describe, expect, it } from 'vitest';
 import { diagnose } from '../../src/advice/engine.js';
-import { dataParallelFit, gradientAllReduceNs, withDataParallelFix } from '../../src/doctor/dataParallelFix.js';
+import { gradientAllReduceNs } from '../../src/advice/rules/modelParallel.js';
+import { dataParallelAlternativeOf, dataParallelFit } from '../../src/doctor/dataParallelFix.js';
+import type { Hardware } from '../../src/planner/setup.js';
+import type { TraceMetrics } from '../../src/trace/metrics/types.js';
 import type { RunSetup } from '../../src/run/setup.js';
 import { hardwareOf } from '../../src/doctor/whatIfs.js';
 import { gpuById } from '../../src/gpus/catalogue.js';
@@ -54,6 +57,12 @@ function setupOf(peak: number): RunSetup {
   };
 }
 
+/** The rule's finding with doctor's context: the data-parallel fit of this model, set-up and hardware. */
+function ledFinding(metrics: TraceMetrics, model: ModelRecord | null, setup: RunSetup, hw: Hardware) {
+  const dataParallel = dataParallelAlternativeOf(metrics, model, setup, hw, null);
+  return diagnose([metrics], [], [{ askedHalf: null, dataParallel }]).find((f) => f.id === 'model-parallel-bubble')!;
+}
+
 describe('data parallelism for a split model that fits on one GPU', () => {
   const metrics = metricsOfText(splitTrace({ pipelined: false }).toJSON());
   const bubble = diagnose([metrics]).find((f) => f.id === 'model-parallel-bubble')!;
@@ -62,7 +71,7 @@ describe('data parallelism for a split model that fits on one GPU', () => {
     const setup = setupOf(20e9);
     const hw = hardwareOf(setup)!;
     const model = modelOf(40e6);
-    const f = withDataParallelFix(bubble, metrics, model, setup, hw, null);
+    const f = ledFinding(metrics, model, setup, hw);
     expect(f.data.dataParallelLayout).toBe('ddp');
     expect(f.data.dataParallelFitBasis).toBe('probe-bound');
     // 0.16 GB weights + 2 x 0.16 GB gradients and buckets + 0.32 GB AdamW state + the 20 GB the split measured.
@@ -81,7 +90,7 @@ describe('data parallelism for a split model that fits on one GPU', () => {
 
   it('keeps the pipeline first when DDP would be slower (a larger all-reduce), with DDP as evidence', () => {
     const setup = setupOf(20e9);
-    const f = withDataParallelFix(bubble, metrics, modelOf(400e6), setup, hardwareOf(setup)!, null);
+    const f = ledFinding(metrics, modelOf(400e6), setup, hardwareOf(setup)!);
     // Shared compute 30 ms + both optimizers 4 ms + idle, + 1.6 GB all-reduced in 3.6 ms: more than the pipeline.
     expect(f.estimatedGain).toEqual(bubble.estimatedGain);
     expect(f.recommendation).toEqual(bubble.recommendation);
@@ -98,14 +107,14 @@ describe('data parallelism for a split model that fits on one GPU', () => {
     expect(fit.peakBytes).toBeCloseTo((32e9 + 64e9 + 64e9) / 2 + 60e9, -3);
     const huge = modelOf(30e9);
     expect(dataParallelFit(2, huge, setup, hw, null)).toBeNull();
-    const f = withDataParallelFix(bubble, metrics, huge, setup, hw, null);
-    expect(f).toBe(bubble);
+    expect(dataParallelAlternativeOf(metrics, huge, setup, hw, null)).toBeNull();
+    expect(ledFinding(metrics, huge, setup, hw)).toEqual(bubble);
   });
 
   it('leaves a finding alone without a measured peak or the probe model', () => {
     const hw = hardwareOf(setupOf(1e9))!;
-    expect(withDataParallelFix(bubble, metrics, modelOf(400e6), { ...setupOf(1e9), measuredPeakAllocatedBytes: null }, hw, null)).toBe(bubble);
-    expect(withDataParallelFix(bubble, metrics, null, setupOf(1e9), hw, null)).toBe(bubble);
+    expect(ledFinding(metrics, modelOf(400e6), { ...setupOf(1e9), measuredPeakAllocatedBytes: null }, hw)).toEqual(bubble);
+    expect(ledFinding(metrics, null, setupOf(1e9), hw)).toEqual(bubble);
   });
 });
 
@@ -115,12 +124,12 @@ describe('the H200 scenario: the naive split and its DDP twin', () => {
     const { TRACES, metricsOf } = await import('../helpers/fixtures.js');
     const meta = (n: string) => JSON.parse(readFileSync(`${TRACES}scenarios/${n}.meta.json`, 'utf8'));
     const m = await metricsOf('scenarios/model_parallel');
-    const f0 = diagnose([m]).find((x) => x.id === 'model-parallel-bubble')!;
+
     // The scenario's model as the probe would count it: 12 blocks of Linear(2048, 8192) + Linear(8192, 2048), then
     // Linear(2048, 1000), fp32, AdamW (two fp32 states a parameter); its measured peak on GPU 0.
     const params = 12 * (2048 * 8192 + 8192 + 8192 * 2048 + 2048) + 2048 * 1000 + 1000;
     const setup = setupOf(meta('model_parallel').peak_alloc);
-    const f = withDataParallelFix(f0, m, modelOf(params), setup, hardwareOf(setup)!, null);
+    const f = ledFinding(m, modelOf(params), setup, hardwareOf(setup)!);
     expect(f.data.dataParallelLayout).toBe('ddp');
     expect(f.recommendation.code).toMatch(/^# torchrun --nproc_per_node 2/);
     const g = f.estimatedGain!;

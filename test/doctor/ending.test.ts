@@ -6,7 +6,8 @@
  */
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { distributedView, withProbeImbalance } from '../../src/doctor/distributed.js';
+import { probeImbalanceFinding, weighedAgainstProbe } from '../../src/advice/rules/distributed.js';
+import { distributedView, probeBalanceOf } from '../../src/doctor/distributed.js';
 import { hangAnalysis, openStalls, StallTracker } from '../../src/doctor/hang.js';
 import { buildDoctorReport } from '../../src/doctor/report.js';
 import { finding, withGain } from '../../src/findings/finding.js';
@@ -162,7 +163,7 @@ describe('the per-rank view and rank-imbalance', () => {
     expect(v?.skew).toBeCloseTo(0.5, 9);
     expect(v).toMatchObject({ slowestRank: 1, fastestRank: 0, straggler: { rank: 1, by: 'step-time' } });
     expect(v?.why[0]).toMatch(/^more DataLoader wait: 45\.0 ms a step against 0 ns on rank 0/);
-    const { probe } = withProbeImbalance(v, []);
+    const probe = probeImbalanceFinding(probeBalanceOf(v)!);
     // slowest 150 ms, mean of the medians 125 ms: 25 ms; the wait spread 45 ms is larger: 45/150 = 30%.
     expect(probe?.estimatedGain?.savedFraction).toBeCloseTo(0.3, 9);
     expect(probe?.severity).toBe('high');
@@ -180,8 +181,9 @@ describe('the per-rank view and rank-imbalance', () => {
       recommendation: { summary: 's', code: '' },
       estimatedGain: null,
     });
-    const out = withProbeImbalance(v, [withGain(trace, wholeStepGain(100e6, 60e6, 'the window: 40 ms of waiting'))]);
-    expect(out.probe).toBeNull();
+    const balance = probeBalanceOf(v)!;
+    expect(probeImbalanceFinding(balance)).toBeNull();
+    const out = { trace: [weighedAgainstProbe(withGain(trace, wholeStepGain(100e6, 60e6, 'the window: 40 ms of waiting')), balance)] };
     // The run's steps contradict the window (2x H200 DDP: 49.5 ms of window imbalance, medians 2.4% apart):
     // information without a gain.
     expect(out.trace[0]?.estimatedGain).toBeNull();
@@ -203,7 +205,7 @@ describe('the per-rank view and rank-imbalance', () => {
       recommendation: { summary: 's', code: '' },
       estimatedGain: { stepTimeNs: 1e8, expectedStepTimeNs: 1e8, savedFraction: 0, arithmetic: 'window: nothing' },
     });
-    const f = withProbeImbalance(v, [trace]).trace[0];
+    const f = weighedAgainstProbe(trace, probeBalanceOf(v)!);
     expect(f?.estimatedGain?.savedFraction).toBeCloseTo(0.4, 9);
     expect(f?.severity).toBe('high');
     expect(f?.estimatedGain?.arithmetic).toMatch(/the window's own estimate was 0%: window: nothing\)$/);

@@ -60,7 +60,8 @@ describe.skipIf(SKIP_PYTHON)('probe (CPU torch)', () => {
     const recs = fallbackRecords(dir);
     expect(stepsOf(recs)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
     const hello = recs.find((x) => x.type === 'hello');
-    expect(hello).toMatchObject({ cuda: { available: false }, rank: null });
+    // A CPU run never initialises CUDA, and the probe does not ask (asking initialises the driver).
+    expect(hello).toMatchObject({ cuda: { available: null, initialized: false }, cudnn: null, rank: null });
     const model = recs.find((x) => x.type === 'model');
     // Linear(64,256) + LayerNorm(256) + Linear(256,10)
     expect(model).toMatchObject({
@@ -99,6 +100,47 @@ describe.skipIf(SKIP_PYTHON)('probe (CPU torch)', () => {
     expect(steps.filter((s) => s.step < 7).every((s) => s.probeWork === null)).toBe(true);
   });
 
+  it('reads what the DataLoader workers cost from /proc, without running anything in them (the loader record)', async () => {
+    const dir = freshDir();
+    const script = join(dir, 'workers_train.py');
+    // Each sample costs the worker about 2 ms of CPU (a busy loop), 8 samples a batch: ~16 ms of CPU a batch.
+    writeFileSync(
+      script,
+      [
+        'import time, torch',
+        'class Busy(torch.utils.data.Dataset):',
+        '    def __len__(self): return 320',
+        '    def __getitem__(self, i):',
+        '        t = time.thread_time()',
+        '        while time.thread_time() - t < 0.002: pass',
+        '        return torch.randn(16), torch.randn(1)',
+        'model = torch.nn.Linear(16, 1)',
+        'opt = torch.optim.SGD(model.parameters(), lr=0.01)',
+        'loader = torch.utils.data.DataLoader(Busy(), batch_size=8, num_workers=2)',
+        'for epoch in range(2):',
+        '    for x, y in loader:',
+        '        loss = torch.nn.functional.mse_loss(model(x), y)',
+        '        opt.zero_grad(); loss.backward(); opt.step()',
+        'print("done")',
+      ].join('\n'),
+    );
+    const r = await runProcess(PYTHON, [script], pyEnv({ PYTHONPATH: probePath(), GPUWISE_SOCKET: join(dir, 'none.sock'), GPUWISE_RUN_DIR: dir, GPUWISE_PROFILE_STEPS: '0' }));
+    expect(r.code).toBe(0);
+    expect(r.stderr).toBe('');
+    const loaders = fallbackRecords(dir).filter((x): x is Extract<ProbeRecord, { type: 'loader' }> => x.type === 'loader');
+    expect(loaders.length).toBeGreaterThanOrEqual(2);
+    const last = loaders[loaders.length - 1]!;
+    expect(last).toMatchObject({ loader: 0, epoch: 2, workers: 2, batchSize: 8, persistentWorkers: false, prefetchFactor: 2, pinMemory: false, batches: 80 });
+    expect(last.cpuCores).toBeGreaterThanOrEqual(1);
+    // 80 batches of about 16 ms of CPU each in the workers, 1.28 s, and their start-up (each epoch's ended workers
+    // are counted from the reaped children's CPU)
+    expect(last.workerCpuS!).toBeGreaterThan(1.1);
+    expect(last.workerCpuS!).toBeLessThan(4);
+    expect(last.processCpuS!).toBeGreaterThan(0);
+    // counts only grow
+    for (let i = 1; i < loaders.length; i++) expect(loaders[i]!.batches).toBeGreaterThanOrEqual(loaders[i - 1]!.batches);
+  });
+
   it('streams JSON lines over the Unix socket when a collector listens', async () => {
     const dir = freshDir();
     const sock = join(dir, 'c.sock');
@@ -114,7 +156,9 @@ describe.skipIf(SKIP_PYTHON)('probe (CPU torch)', () => {
     expect(r.code).toBe(0);
     const { records, skippedLines } = parseProbeLines(text);
     expect(skippedLines).toBe(0);
-    expect(records.map((x) => x.type)).toEqual(['hello', 'model', 'step', 'step', 'step', 'step', 'step', 'step', 'end']);
+    // The DataLoader's `loader` records (at least the one read at the end) come between, at their own times.
+    expect(records.filter((x) => x.type !== 'loader').map((x) => x.type)).toEqual(['hello', 'model', 'step', 'step', 'step', 'step', 'step', 'step', 'end']);
+    expect(records.findLast((x) => x.type === 'loader')).toMatchObject({ batches: 6 });
     expect(records.every((x) => x.v === 3 && x.pid === records[0]?.pid)).toBe(true);
     expect(fallbackRecords(dir)).toEqual([]);
   });

@@ -100,13 +100,17 @@ describe.skipIf(SKIP_PYTHON)('gpuwise doctor on two DDP ranks (gloo on CPU)', ()
     expect(r.code).not.toBe(0);
     const rep = reportOf(out);
     expect(rep.run.outcome).toBe('failed');
-    expect(rep.run.firstFailure).toMatchObject({ rank: 1, kind: 'killed', step: 6, error: null });
-    expect(rep.run.outcomeText).toMatch(/^rank 1 died in step 6 without an end record \(killed by a signal/);
+    // Killed in step 6; a SIGKILL also loses the records still queued in the process, so on a loaded machine the last
+    // step record that reached doctor may be step 4's: the step named is the one after the last record doctor got.
+    expect(rep.run.firstFailure).toMatchObject({ rank: 1, kind: 'killed', error: null });
+    expect([5, 6]).toContain(rep.run.firstFailure?.step);
+    expect(rep.run.outcomeText).toMatch(/^rank 1 died in step [56] without an end record \(killed by a signal/);
     expect(rep.run.firstFailure?.after.map((a) => a.rank)).toEqual([0]);
-    // Each process's end as the collector saw it (its connection closing) orders them; rank 1 went first.
+    // Each process's end as the collector saw it (its connection closing). Rank 0 fails in its collective the moment
+    // rank 1's connection drops, so the two EOFs come a fraction of a millisecond apart and a loaded machine may deliver
+    // them in either order: what orders the cause is the kind of each end (killed, then a consequence), not the clock.
     const [r0, r1] = rep.ranks;
-    // (within the collector clock's millisecond: the launcher terminates rank 0 at once, so the two may tie)
-    expect(r1?.endedAtS).toBeLessThanOrEqual(r0?.endedAtS as number);
+    expect(Math.abs((r1?.endedAtS as number) - (r0?.endedAtS as number))).toBeLessThan(1);
   });
 
   it('a rank that hangs before a collective: stall warnings, the job stopped, outcome hung naming rank 1 and its stack', async () => {

@@ -1,5 +1,5 @@
 /**
- * Shared GPUs in doctor's report (src/doctor/gpuProcesses.ts, sharing.ts, dataParallelMemory.ts): the processes of
+ * Shared GPUs in doctor's report (src/doctor/gpuProcesses.ts, sharing.ts; DataParallel's NVML memory in the dataparallel rule's RunContext): the processes of
  * each GPU, `gpu-shared` measured by splitting a process's steps on the samples, `ranks-share-gpu`, and DataParallel's
  * GPU 0 imbalance, on runs synthesised from the real H200 doctor runs (sharedRuns.ts) and the real DataParallel trace.
  */

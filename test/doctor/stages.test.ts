@@ -61,7 +61,7 @@ describe('stages of the doctor report', () => {
     const traces: TraceInput[] = [{ rank: 0, path, metrics: analyzeTrace(await loadTrace(path)), collectives: null, error: null }];
     const processes = groupProcesses(recordsOf('starved_dataloader'));
     const ranks = processes.map((p) => summarizeRank(p, null));
-    const fs = traceFindingsOf(traces, ranks, null, pacesOf(processes, ranks, traces));
+    const fs = traceFindingsOf(traces, ranks, { paces: pacesOf(processes, ranks, traces) });
     const dl = fs.find((f) => f.id === 'dataloader-bound')!;
     const st = ranks[0]!.steps;
     // the title states no share: the expected line gives the run's, the evidence the window's and the run's waits

@@ -6,6 +6,18 @@ import type { TraceMetrics } from '../../src/trace/metrics/types.js';
 
 export const TRACES = fileURLToPath(new URL('../../examples/traces/', import.meta.url));
 
+/** One event of a Chrome trace as torch.profiler writes it, for tests that edit real traces. */
+export interface TraceEventJson {
+  ph?: string;
+  cat?: string;
+  name?: string;
+  pid?: number | string;
+  tid?: number | string;
+  ts?: number;
+  dur?: number;
+  args?: Record<string, unknown>;
+}
+
 export function tracePath(name: string): string {
   return name.startsWith('ddp_gpt2') ? `${TRACES}ddp_gpt2/${name}.trace.json.gz` : `${TRACES}${name}.trace.json.gz`;
 }

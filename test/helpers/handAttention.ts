@@ -16,18 +16,9 @@
  */
 import { readFileSync } from 'node:fs';
 import { gunzipSync } from 'node:zlib';
-import { tracePath } from './fixtures.js';
+import { type TraceEventJson, tracePath } from './fixtures.js';
 
-interface Ev {
-  ph?: string;
-  cat?: string;
-  name?: string;
-  pid?: number | string;
-  tid?: number | string;
-  ts?: number;
-  dur?: number;
-  args?: Record<string, unknown>;
-}
+type Ev = TraceEventJson;
 
 const BF16 = 'c10::BFloat16';
 const GEMM = 'nvjet_tst_128x256_64x4_1x2_h_bz_coopA_TNN';

@@ -33,6 +33,8 @@ function pipe(o: { stepMs: number; input?: number | null; host?: number | null; 
 const jpegLoader: LoaderFacts = {
   workers: 4,
   batchNsPerWorker: 464 * ms,
+  cpuNsPerBatch: null,
+  processCores: null,
   batchesPerStep: 1,
   samplesPerBatch: 256,
   cpuCores: 32,

@@ -26,7 +26,7 @@ describe('a sync at the end of every step', () => {
     const p = runPipeline({ steps: stats, window: m, loader: [], batchesPerStep: 4 })!;
     expect(p.stages.host).toMatchObject({ ns: 55e6, how: 'measured' });
     expect(stepOf(p).bound).toBe('gpu');
-    const fusion = diagnose([m], [], undefined, [p]).find((f) => f.id === 'fusion')!;
+    const fusion = diagnose([m], [], [{ askedHalf: null, pace: p }]).find((f) => f.id === 'fusion')!;
     expect(fusion.severity).toBe('high');
     expect(fusion.estimatedGain!.stepTimeNs).toBeCloseTo(169.5e6, -3);
     expect(fusion.estimatedGain!.boundAfter).toBe('gpu');

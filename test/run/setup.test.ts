@@ -85,7 +85,7 @@ describe('the precision rules read what the run asked for', () => {
     const m = await fp32Window;
     const plain = diagnose([m]).find((f) => f.id === 'no-tensor-cores')!;
     expect(plain.recommendation.frameworks?.accelerate).toMatch(/--mixed_precision bf16/);
-    const asked = diagnose([m], [], { askedHalf: { dtype: 'bfloat16', evidence: 'the command asks for it: --mixed_precision bf16' } }).find(
+    const asked = diagnose([m], [], [{ askedHalf: { dtype: 'bfloat16', evidence: 'the command asks for it: --mixed_precision bf16' } }]).find(
       (f) => f.id === 'no-tensor-cores',
     )!;
     expect(asked.title).toBe('The run asks for bf16 mixed precision, yet its matmuls run in fp32/TF32: autocast does not reach them');

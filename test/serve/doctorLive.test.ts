@@ -195,6 +195,8 @@ describe.skipIf(SKIP_PYTHON)('gpuwise doctor streams into the gpuwise serve of i
     for (const { r } of off) expect(r.stderr).not.toContain('does not follow this run');
     const extraMs = Math.min(...fed.map((x) => x.ms)) - Math.min(...off.map((x) => x.ms));
     process.stdout.write(`doctor with a dead and a silent serve: ${Math.min(...fed.map((x) => x.ms))} ms; --no-serve: ${Math.min(...off.map((x) => x.ms))} ms\n`);
-    expect(extraMs).toBeLessThan(800);
+    // Not a speed target: a doctor that waited on the silent server would be held for its request timeout
+    // (runFeed.ts, REQUEST_MS = 2000 ms) at least; anything under that is load noise on a shared 2-core machine.
+    expect(extraMs).toBeLessThan(2000);
   }, 240_000);
 });

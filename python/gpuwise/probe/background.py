@@ -79,4 +79,7 @@ class Background(object):
                     finally:
                         self.busy = None
                         self.jobs_done += 1
-            probe._background_tick()
+            try:
+                probe._background_tick()
+            except Exception as e:  # the probe's error (fail-open: one line, the probe off), not a thread's traceback
+                probe._fail(e)

@@ -1,6 +1,7 @@
 """The probe object: its state, its life (install when torch is imported, uninstall at the end), and the fail-open
 plumbing every hook runs through."""
 import atexit
+import inspect
 import os
 import platform
 import socket
@@ -14,7 +15,9 @@ from ..transport import Sink
 from . import config, patches
 from .background import TICK_S, Background
 from .batch import BatchReader, batch_dim_of
+from .calls import CallWatch
 from .gpu import Gpu
+from .loader import LoaderWatch
 from .mainthread import MainThreadCall
 from .model import RootWatch, _autocast_dtype, model_record
 from .records import Sender, record
@@ -23,6 +26,20 @@ from .watchdog import Watchdog
 from .window import WindowMixin
 
 _get_ident = threading.get_ident
+# A fork waits at most this long for the background thread's job (an export) to finish.
+FORK_WAIT_S = 30.0
+
+
+def _legacy_profiler(torch):
+    """torch's legacy CPU profiler class, where every piece window.py uses exists (else None: Kineto only)."""
+    try:
+        import torch.autograd.profiler_legacy as legacy
+    except ImportError:
+        return None
+    needed = (getattr(torch.autograd, "_enable_profiler_legacy", None), getattr(torch.autograd, "_disable_profiler_legacy", None), getattr(legacy, "_parse_legacy_records", None))
+    if any(x is None for x in needed) or not hasattr(legacy.profile, "_start_trace"):
+        return None
+    return legacy.profile
 
 
 class Probe(StepsMixin, WindowMixin):
@@ -44,6 +61,8 @@ class Probe(StepsMixin, WindowMixin):
         self.watchdog = Watchdog(cfg.stall_floor_s, cfg.stall_repeat_s)
         self.torch = None
         self.gpu = None
+        self.legacy_profiler = None  # window.py: the CPU-only window's profiler class (set at install)
+        self.profiler_params = frozenset()
         self.root_watch = None
         self.batch_reader = None
         self.role = None  # None until the first hook decides: "main" (this process trains), or "off"
@@ -103,9 +122,12 @@ class Probe(StepsMixin, WindowMixin):
         self.user_profilers = weakref.WeakSet()
         self.time_armed_at = None  # perf_counter() when the time window became possible (CUDA initialised)
         self.time_state = None  # None, "open" (profiling), "done"
+        self.calls = CallWatch()  # the calls seen through sys.monitoring (patches.py)
+        self.loader_watch = LoaderWatch()  # the DataLoaders iterated and their workers' CPU (loader.py)
         try:
-            # A forked child (a DataLoader worker, a multiprocessing process) decides at its first hook.
-            os.register_at_fork(after_in_child=self._after_fork)
+            # A forked child (a DataLoader worker, a multiprocessing process) decides at its first hook; the fork
+            # waits for a trace or snapshot being written (torch holds its locks meanwhile: a child would inherit them).
+            os.register_at_fork(before=self._before_fork, after_in_child=self._after_fork)
         except Exception:
             pass
 
@@ -192,14 +214,18 @@ class Probe(StepsMixin, WindowMixin):
         # an import could meet a thread of the script importing torch's lazy modules.
         import torch.optim  # noqa: F401
         import torch.optim.optimizer  # noqa: F401
-        import torch.profiler
+        import torch.autograd.profiler  # noqa: F401
         import torch.utils.data
         import torch.utils.data.dataloader as dl
         import torch.autograd.profiler_util  # noqa: F401
         import torch.jit._builtins  # noqa: F401
 
-        self.profiler_class = torch.profiler.profile
-        self.profiler_activity = torch.profiler.ProfilerActivity
+        self.profiler_class = torch.autograd.profiler.profile
+        self.legacy_profiler = _legacy_profiler(torch)
+        try:
+            self.profiler_params = frozenset(inspect.signature(self.profiler_class.__init__).parameters)
+        except (TypeError, ValueError):
+            self.profiler_params = frozenset(("use_cuda", "use_kineto", "record_shapes"))
         self.gpu = Gpu(torch, self.cfg.gpu_timing)
         self.cuda_on = self.gpu.on()  # (a notebook's later cell: CUDA may be up already)
         self.batch_reader = BatchReader(torch)
@@ -231,6 +257,7 @@ class Probe(StepsMixin, WindowMixin):
         """Every patch and hook taken back (patches.py); the background thread ends."""
         try:
             self.patches.restore_all()
+            self.calls.release()
         except Exception:
             pass
         self.background.stop()
@@ -252,11 +279,17 @@ class Probe(StepsMixin, WindowMixin):
             self.patches.restore("backward")
             self.root_watch.disarm()
 
+    def _before_fork(self):
+        if self.pid == os.getpid() and not self.disabled:
+            self.background.wait_jobs(FORK_WAIT_S)
+
     def _after_fork(self):
         """In a forked child: a new process, which decides at its first hook whether it trains."""
         self.pid = os.getpid()
         self.role = None
         self.sender.after_fork()
+        # The parent's loaders and the lock its background thread may have held at the fork are not this process's.
+        self.loader_watch = LoaderWatch()
         self.background = Background(self)
         self.sender.wake = self.background.wake
         self.tag = "rank%d" % self.cfg.rank if self.cfg.rank is not None else "pid%d" % self.pid
@@ -386,9 +419,16 @@ class Probe(StepsMixin, WindowMixin):
 
     # ---------- the background thread's tick ----------
 
+    def _on_loader_iter(self, loader, it):
+        if loader is not None and it is not None:
+            self.loader_watch.on_iter(loader, it, self.step)
+
     def _background_tick(self):
         self.sender.flush(wait_s=2.0)
         now = time.perf_counter()
+        if self.announced and not self.ended:
+            for fields in self.loader_watch.records(now, self.step):
+                self._queue("loader", fields)
         if self.last_boundary is not None and not self.ended and self.step_thread is not None:
             progress = (self.step, self.batch_calls, self.forward_calls, self.backward_calls)
             stall = self.watchdog.check(progress, now, self.host_step_times, self.step_thread, self.last_boundary, self.step)
@@ -416,7 +456,8 @@ class Probe(StepsMixin, WindowMixin):
         torch = self.torch
         cudnn = None
         try:
-            cudnn = torch.backends.cudnn.version() if torch is not None else None
+            # Loading cuDNN to ask its version is left to processes that use CUDA already (gpu.announce_fields).
+            cudnn = torch.backends.cudnn.version() if torch is not None and self.gpu is not None and self.gpu.on() else None
         except Exception:
             pass
         cfg = self.cfg
@@ -444,6 +485,8 @@ class Probe(StepsMixin, WindowMixin):
             return
         self.ended = True
         gpu_times = self.gpu.last_step_times() if reason in ("exit", "max-steps") and self.gpu is not None else []
+        for fields in self.loader_watch.records(time.perf_counter(), self.step, force=True):  # up to the end
+            self._queue("loader", fields)
         self._queue("end", {"reason": reason, "steps": self.step, "exception": self.exception, "gpuStepTimes": gpu_times}, now=True)
 
     def _on_exception(self, etype, value):
@@ -473,6 +516,7 @@ class Probe(StepsMixin, WindowMixin):
                 else:
                     self._guarded(self._stop_profiler, "exit")
                     self.background.wait_jobs(60.0)
+                    self._guarded(self.gpu.stop_history_if_pending)
                     if self.announced:
                         self._guarded(self._end, "exit")
             self.background.wait_jobs(60.0)

@@ -1,4 +1,7 @@
 """CUDA: step timing events, allocator statistics, allocation history and the out-of-memory snapshot."""
+import threading
+
+_get_ident = threading.get_ident
 
 # Allocator statistics are read at a step's end at most this often (a C call that builds a nested dict): every step
 # of a run whose steps are longer, and the peaks (cumulative) stay exact at the last step read.
@@ -18,6 +21,8 @@ class Gpu(object):
         self.free = []  # events already measured, for reuse
         self.memory_read_at = None
         self.history_on = False
+        self.history_thread = None  # the thread that started the recording: the one that stops it
+        self.history_stop_pending = False
         raw = getattr(torch._C, "_cuda_memoryStats", None)
         self._raw_stats = raw
         self._initialized = torch.cuda.is_initialized
@@ -115,14 +120,27 @@ class Gpu(object):
         except TypeError:  # torch < 2.1
             rec(True)
         self.history_on = True
+        self.history_thread = _get_ident()
+        self.history_stop_pending = False
 
     def stop_history(self):
+        """Stops the recording now when called on the thread that started it, else at that thread's next
+        `stop_history_if_pending()`: torch 2.x registers a thread-local callback with the recording, and removing it
+        from another thread prints "Requested callback is not found" on the script's stderr."""
+        if _get_ident() != self.history_thread:
+            self.history_stop_pending = True
+            return
         rec = self.torch.cuda.memory._record_memory_history
         try:
             rec(enabled=None)
         except TypeError:
             rec(False)
         self.history_on = False
+        self.history_stop_pending = False
+
+    def stop_history_if_pending(self):
+        if self.history_stop_pending and _get_ident() == self.history_thread:
+            self.stop_history()
 
     def snapshot(self):
         """The allocator's state (segments, blocks, the history when recorded), to be pickled off the training thread."""
@@ -131,12 +149,12 @@ class Gpu(object):
     def announce_fields(self):
         """The `hello` record's `cuda` object."""
         torch = self.torch
-        cuda = {"available": False, "initialized": False, "version": getattr(torch.version, "cuda", None), "devices": [], "currentDevice": None}
-        try:
-            cuda["available"] = bool(torch.cuda.is_available())
-            cuda["initialized"] = bool(torch.cuda.is_initialized())
-        except Exception:
-            pass
+        cuda = {"available": None, "initialized": False, "version": getattr(torch.version, "cuda", None), "devices": [], "currentDevice": None}
+        # Only a process that initialised CUDA itself is asked about it: `is_available()` initialises the driver (its
+        # threads and descriptors: a fork or a closerange() afterwards would meet them), so "available" stays null.
+        if self.on():
+            cuda["initialized"] = True
+            cuda["available"] = True
         if cuda["initialized"]:
             cuda["currentDevice"] = torch.cuda.current_device()
             for i in range(torch.cuda.device_count()):

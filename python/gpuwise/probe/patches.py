@@ -12,6 +12,8 @@ import sys
 import threading
 import time
 
+from . import calls
+
 _get_ident = threading.get_ident
 _perf_counter = time.perf_counter
 
@@ -99,6 +101,19 @@ class _TorchImportHook(object):
         return spec
 
 
+def _watch(probe, patches, name, function, on_return):
+    """Sees `function`'s calls through sys.monitoring (calls.py), with the undo under `name`: True, or False where
+    it cannot (Python < 3.12, no free tool id, a function without Python code) and a wrapper is needed."""
+    code = getattr(function, "__code__", None)
+    if code is None or not calls.available():
+        return False
+    undo = probe.calls.watch(code, on_return)
+    if undo is None:
+        return False
+    patches.add_undo(name, undo)
+    return True
+
+
 def install_optimizer(probe, patches, torch):
     """Steps: the global post-step hook (torch >= 2.0), else each optimizer class's `step` wrapped; `__init__`
     wrapped until the first step, only to know whether the script builds an optimizer (the batch fallback)."""
@@ -159,8 +174,33 @@ def wrap_optimizer_step(probe, patches, cls):
 
 
 def install_dataloader(probe, patches, dl):
-    """DataLoader waits and batches: every `__next__` of a DataLoader iterator timed."""
+    """DataLoader waits and batches: every `__next__` of a DataLoader iterator timed; and each iterator as
+    `DataLoader.__iter__` returns it (its settings and workers: loader.py)."""
+    original_iter = dl.DataLoader.__dict__.get("__iter__")
+    if original_iter is not None:
+
+        def on_iter(t0, it, frame, ident):
+            if not probe.disabled:
+                probe._guarded(probe._on_loader_iter, frame.f_locals.get("self"), it)
+
+        if not _watch(probe, patches, "dataloader-iter", original_iter, on_iter):
+
+            def __iter__(loader):
+                it = original_iter(loader)
+                if not probe.disabled:
+                    probe._guarded(probe._on_loader_iter, loader, it)
+                return it
+
+            functools.update_wrapper(__iter__, original_iter)
+            patches.replace("dataloader-iter", dl.DataLoader, "__iter__", __iter__)
     original_next = dl._BaseDataLoaderIter.__dict__["__next__"]
+
+    def on_next(t0, batch, frame, ident):
+        if not probe.disabled:
+            probe._guarded(probe._on_batch, t0, _perf_counter() - t0, batch, ident, frame.f_locals.get("self"))
+
+    if _watch(probe, patches, "dataloader-next", original_next, on_next):
+        return
 
     def __next__(it):
         if probe.disabled:
@@ -168,10 +208,10 @@ def install_dataloader(probe, patches, dl):
         t0 = _perf_counter()
         batch = original_next(it)  # StopIteration and the loader's own errors pass unchanged
         if probe.role is None:
-            probe._guarded(probe._on_batch, t0, _perf_counter() - t0, batch, _get_ident())
+            probe._guarded(probe._on_batch, t0, _perf_counter() - t0, batch, _get_ident(), it)
             return batch
         try:  # _guarded, inlined: this runs for every batch
-            probe._on_batch(t0, _perf_counter() - t0, batch, _get_ident())
+            probe._on_batch(t0, _perf_counter() - t0, batch, _get_ident(), it)
         except Exception as e:
             probe._fail(e)
         return batch
@@ -183,6 +223,13 @@ def install_dataloader(probe, patches, dl):
 def install_backward(probe, patches, torch):
     """Backward passes: `Tensor.backward` calls `torch.autograd.backward` by attribute, so one wrapper sees both."""
     original = torch.autograd.backward
+
+    def on_return(t0, value, frame, ident):
+        if not probe.disabled:
+            probe._guarded(probe._on_backward, ident)
+
+    if _watch(probe, patches, "backward", original, on_return):
+        return
 
     def backward(*args, **kwargs):
         out = original(*args, **kwargs)
@@ -212,6 +259,13 @@ def install_graph_replay(probe, patches, torch):
     cls = getattr(getattr(torch, "cuda", None), "CUDAGraph", None)
     original = cls.__dict__.get("replay") if cls is not None else None
     if original is None:
+        return
+
+    def on_return(t0, value, frame, ident):
+        if not probe.disabled:
+            probe._guarded(probe._on_graph_replay, frame.f_locals.get("self"), ident)
+
+    if _watch(probe, patches, "graph-replay", original, on_return):
         return
 
     def replay(graph, *args, **kwargs):

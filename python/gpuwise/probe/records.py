@@ -118,7 +118,8 @@ class Sender(object):
             self.lock.release()
 
     def after_fork(self):
-        """In a forked child: the parent's queue, lock and bytes are not this process's."""
+        """In a forked child: the parent's queue, lock and bytes are not this process's, nor its connection."""
         self.queue = collections.deque()
         self.lock = threading.Lock()
         self.unsent = b""
+        self.sink.after_fork()

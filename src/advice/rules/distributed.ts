@@ -1,10 +1,12 @@
 /** Multi-GPU rules: DataParallel, DDP communication, rank imbalance. */
 
 import type { CollectiveTimings } from '../../trace/metrics/collectives.js';
+import { type Finding, withGain } from '../../findings/finding.js';
+import { wholeStepFix, wholeStepGain } from '../../pace/gain.js';
 import { windowPipeline } from '../../pace/window.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtBytes, fmtMs, fmtPct } from '../../util/format.js';
-import { type CrossRankRule, paced, type RankRule, stepNs } from './rule.js';
+import { type CrossRankRule, finding, type GpuPeak, paced, type ProbeBalance, type RankRule, type RunContext, stepNs } from './rule.js';
 
 const COMM_MIN_EXPOSED_SHARE = 0.1;
 const SMALL_BUCKET_BYTES = 4 * 1024 * 1024;
@@ -42,6 +44,7 @@ export const dataParallel: RankRule = (m, ctx) => {
   const expected = Math.max(busiest, 0);
   const gpuNow = windowPipeline(m).stages.gpu.ns ?? 0;
   const perDevice = deviceBusy(m);
+  const memory = memoryImbalance(ctx?.gpuPeakBytes ?? null);
   return paced(m, ctx?.pace, {
     id: 'dataparallel',
     title: `torch.nn.DataParallel on ${m.structure.dataParallelDevices} GPUs: one process drives them all`,
@@ -50,11 +53,13 @@ export const dataParallel: RankRule = (m, ctx) => {
       'DataParallel.forward found: every step replicates the model, scatters inputs and gathers outputs from GPU 0, from one Python thread per GPU under the GIL',
       `kernels ran on ${m.structure.dataParallelDevices} devices from one process; GPU busy ${fmtPct(m.gpuBusyShare)} on average`,
       ...imbalanceEvidence(perDevice),
+      ...(memory ? [memory.evidence] : []),
     ],
     data: {
       devices: m.structure.dataParallelDevices,
       gpuBusyShare: m.gpuBusyShare,
       ...Object.fromEntries(perDevice.map((d) => [`busyShareDevice${d.device}`, d.busyShare])),
+      ...(memory?.data ?? {}),
     },
     recommendation: {
       summary:
@@ -80,6 +85,22 @@ export const dataParallel: RankRule = (m, ctx) => {
     arithmetic: `under DDP a step takes about the busiest GPU's compute time ${fmtMs(expected)} (the GPUs' work now ${fmtMs(gpuNow)} a step, the step ${fmtMs(step)} in the window), each process issuing one replica's work`,
   });
 };
+
+/**
+ * DataParallel's GPU 0 imbalance in memory, from the process's NVML peaks (doctor samples them; analyze has none): the
+ * output device holds the gathered outputs, the loss, the optimizer state and the master weights, the others a replica
+ * and their activations. Null with fewer than two GPUs' peaks.
+ */
+function memoryImbalance(peaks: readonly GpuPeak[] | null): { evidence: string; data: Record<string, number | null> } | null {
+  if (peaks === null || peaks.length < 2) return null;
+  const [first, ...rest] = peaks as [GpuPeak, ...GpuPeak[]];
+  const othersMean = rest.reduce((a, p) => a + p.peakBytes, 0) / rest.length;
+  const ratio = othersMean > 0 ? first.peakBytes / othersMean : null;
+  return {
+    evidence: `NVML peak memory of the process per GPU: ${peaks.map((p) => `${p.name} ${fmtBytes(p.peakBytes)}`).join(', ')}${ratio !== null ? `; ${first.name} holds ${ratio.toFixed(2)}x the others' mean (the gathered outputs, the loss, the optimizer state and the master weights live there), so it runs out of memory first` : ''}`,
+    data: { ...Object.fromEntries(peaks.map((p) => [`peakUsedBytesGpu${p.index}`, p.peakBytes])), memoryImbalance: ratio },
+  };
+}
 
 /** One device's work in the window: busy share of the steps and kernel time per step by category. */
 interface DeviceBusy {
@@ -213,7 +234,8 @@ export const smallCommBuckets: RankRule = (m, ctx) => {
 export const commBound: RankRule = (m, ctx) => {
   const c = m.comm;
   const step = stepNs(m);
-  if (step <= 0 || c.exposedNsPerStep / step < COMM_MIN_EXPOSED_SHARE) return null;
+  // Windows begun at different steps: the exposed time is ranks waiting for the one the profiler slows.
+  if (ctx?.windowsApart === true || step <= 0 || c.exposedNsPerStep / step < COMM_MIN_EXPOSED_SHARE) return null;
   return paced(m, ctx?.pace, {
     id: 'comm-bound',
     title: 'Communication is not hidden by compute',
@@ -240,12 +262,67 @@ export const commBound: RankRule = (m, ctx) => {
 };
 
 /**
- * Ranks wait for the slowest one at every collective. A collective's transfer
- * time is its shortest duration across ranks (they all move the same bytes);
- * what a rank spends beyond that is waiting. The straggler waits least.
+ * Ranks wait for the slowest one at every collective: the windows show who (`windowImbalance`), the probe's timing of
+ * every steady step (`RunContext.probeBalance`, doctor) whether it holds over the run.
  */
-export const rankImbalance: CrossRankRule = (ranks: TraceMetrics[], collectives: readonly CollectiveTimings[], paces = []) => {
+export const rankImbalance: CrossRankRule = (ranks: TraceMetrics[], collectives: readonly CollectiveTimings[], contexts = []) => {
   if (ranks.length < 2) return null;
+  const balance = contexts.find((c) => c?.probeBalance)?.probeBalance ?? null;
+  // Windows begun at different steps: the waits in them are the profiler's; only the probe's timing is left.
+  const inWindow = contexts.some((c) => c?.windowsApart === true) ? null : windowImbalance(ranks, collectives, contexts);
+  if (balance === null) return inWindow;
+  return inWindow === null ? probeImbalanceFinding(balance) : weighedAgainstProbe(inWindow, balance);
+};
+
+/**
+ * rank-imbalance from the probe alone (doctor: a job whose ranks have no windows to compare, or whose windows show
+ * none): a finding when the steps name a straggler.
+ */
+export function probeImbalanceFinding(b: ProbeBalance): Finding | null {
+  if (b.straggler === null || b.balanced === null) return null;
+  const { stepNs: now, expectedStepNs, arithmetic } = b.balanced;
+  return finding({
+    id: 'rank-imbalance',
+    title: b.straggler.title,
+    ranks: b.ranks,
+    evidence: b.evidence,
+    data: { straggler: b.straggler.rank, by: b.straggler.by, ...b.data },
+    recommendation: rankImbalanceRecommendation(b.straggler.rank),
+    fix: wholeStepFix(`rank ${b.straggler.rank} balanced with the others`, now, expectedStepNs, arithmetic),
+    estimatedGain: wholeStepGain(now, expectedStepNs, arithmetic),
+  });
+}
+
+/**
+ * The window's rank-imbalance with the probe's figures beside it, and the probe's gain when that is the larger. When
+ * every steady step says the ranks keep pace, the window's imbalance is the profiler's (it slows each rank's CPU by a
+ * different amount; 2x H200 DDP: 49.5 ms a step in the window beside medians 2.4% apart): kept as information, no gain.
+ */
+export function weighedAgainstProbe(w: Finding, b: ProbeBalance): Finding {
+  const extended: Finding = { ...w, evidence: [...w.evidence, ...b.evidence], data: { ...w.data, ...b.data } };
+  if (b.straggler === null && b.compared)
+    return withGain(
+      {
+        ...extended,
+        evidence: [
+          ...extended.evidence,
+          "over the run's steady steps the ranks keep pace (no rank 10% slower, DataLoader waits within 10% of the step): the window's imbalance comes from the profiler's own cost, which differs by rank",
+        ],
+      },
+      null,
+    );
+  const windowShare = w.estimatedGain?.savedFraction ?? 0;
+  if (b.balanced === null) return extended;
+  const gain = wholeStepGain(b.balanced.stepNs, b.balanced.expectedStepNs, b.balanced.arithmetic);
+  if (gain === null || gain.savedFraction <= windowShare) return extended;
+  return withGain(extended, { ...gain, arithmetic: `${gain.arithmetic} (probe, every steady step; the window's own estimate was ${fmtPct(windowShare)}: ${w.estimatedGain?.arithmetic ?? 'none'})` });
+}
+
+/**
+ * The imbalance the ranks' windows show: a collective's transfer time is its shortest duration across ranks (they all
+ * move the same bytes); what a rank spends beyond that is waiting, and the straggler waits least.
+ */
+function windowImbalance(ranks: TraceMetrics[], collectives: readonly CollectiveTimings[], contexts: readonly (RunContext | undefined)[]): Finding | null {
   // Without every rank's collectives, only the compute skew is seen.
   const maps = collectives.length === ranks.length ? collectives.map(timingsByKey) : [];
   const waitNs = ranks.map(() => 0);
@@ -287,7 +364,7 @@ export const rankImbalance: CrossRankRule = (ranks: TraceMetrics[], collectives:
   const saved = Math.max(maxBusy - meanBusy, maxWait - minWait);
   // Judged on the slowest rank's step: every rank goes at its pace.
   const slowest = ranks.reduce((a, r, i) => (stepNs(r) > stepNs(ranks[a]!) ? i : a), 0);
-  return paced(ranks[slowest]!, paces[slowest] ?? undefined, {
+  return paced(ranks[slowest]!, contexts[slowest]?.pace ?? undefined, {
     id: 'rank-imbalance',
     title: `Rank ${straggler} is slower: the other ranks wait up to ${fmtMs(maxWait)} per step in collectives`,
     ranks: ranks.map((r) => r.rank),
@@ -305,7 +382,7 @@ export const rankImbalance: CrossRankRule = (ranks: TraceMetrics[], collectives:
     ops: [{ kind: 'step', factor: Math.max(0, 1 - saved / step) }],
     arithmetic: `balanced ranks would each take the mean compute ${fmtMs(meanBusy)}; the slowest takes ${fmtMs(maxBusy)}, the longest wait is ${fmtMs(maxWait)}: ${fmtMs(saved)} of the window's ${fmtMs(step)} step saved`,
   });
-};
+}
 
 /** Durations by group, then sequence number (or its text): a later duplicate replaces an earlier one. */
 function timingsByKey(t: CollectiveTimings): Map<string, Map<number | string, number>> {

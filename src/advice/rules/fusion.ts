@@ -80,7 +80,8 @@ export function compileSavings(m: TraceMetrics): { castPointwise: number; softma
 
 export const fusion: RankRule = (m, ctx) => {
   const step = stepNs(m);
-  if (step <= 0 || isCompiled(m) || m.gpuBusyShare < MIN_BUSY_SHARE) return null;
+  // Compiled already, by the trace's Triton kernels or the probe's sight of torch.compile's wrapper.
+  if (step <= 0 || isCompiled(m) || ctx?.compiled === true || m.gpuBusyShare < MIN_BUSY_SHARE) return null;
   const mm = matmulNs(m);
   if (mm <= 0 || m.perStep.kernelNsByCategory.conv > MAX_CONV_SHARE * mm) return null;
   const fusable = Math.min(fusableNs(m), m.perStep.busyNs - mm);

@@ -63,6 +63,23 @@ export const hostSync: RankRule = (m, ctx) => {
   });
 };
 
+/**
+ * Launch-bound's fix in a generation loop: a static KV cache and CUDA graphs. Its code leads with generate()'s own
+ * switch, so it carries no framework line (a Trainer's switch is no fix for generation).
+ */
+const DECODE_LAUNCH_FIX = {
+  summary:
+    'The decode steps are launch-bound: replay the decoding forward as CUDA graphs over a static KV cache (fixed shapes, so one graph serves every step): the step falls to the GPU\'s own work. Generate under torch.inference_mode() (no autograd bookkeeping per op).',
+  code: [
+    '# Hugging Face generate(): a static KV cache; recent transformers then compile the decoding step with CUDA graphs',
+    'out = model.generate(**inputs, max_new_tokens=128, cache_implementation="static")',
+    '# older transformers, or a loop of your own over a static cache:',
+    'model.forward = torch.compile(model.forward, mode="reduce-overhead", fullgraph=True)',
+    'with torch.inference_mode():',
+    '    out = model.generate(**inputs, max_new_tokens=128, cache_implementation="static")',
+  ].join('\n'),
+};
+
 export const launchBound: RankRule = (m, ctx) => {
   const step = stepNs(m);
   const idle = m.perStep.idleByCauseNs.launch;
@@ -79,6 +96,7 @@ export const launchBound: RankRule = (m, ctx) => {
       `GPU idle because the next kernel had not been launched yet: ${fmtMs(idle)} per step of ${fmtMs(step)} (${fmtPct(idle / step)})`,
       `${l.kernelsPerStep.toFixed(0)} kernels per step, median kernel ${fmtMs(l.medianKernelNs)}; ${fmtPct(l.shorterThanLaunchFraction)} of kernels ran shorter than their launch call`,
       `CPU time in launch calls ${fmtMs(l.cpuLaunchNs)} vs GPU kernel time ${fmtMs(l.gpuKernelNs)} ${fmtWindow(m.steps.length)}; the GPU starts a kernel ${fmtMs(l.medianLaunchToStartNs)} after its launch returns (median)`,
+      ...(ctx?.decode ? [`the steps are decode steps (one new token per sequence): ${ctx.decode.decodeSteps} measured`] : []),
     ],
     data: {
       launchIdleNsPerStep: idle,
@@ -87,7 +105,9 @@ export const launchBound: RankRule = (m, ctx) => {
       cpuLaunchNs: l.cpuLaunchNs,
       gpuKernelNs: l.gpuKernelNs,
     },
-    recommendation: isCompiled(m)
+    recommendation: ctx?.decode
+      ? DECODE_LAUNCH_FIX
+      : isCompiled(m) || ctx?.compiled === true
       ? {
           // Already compiled (Triton kernels in the trace): "compile the model" would be no advice at all.
           summary:
@@ -109,7 +129,7 @@ export const launchBound: RankRule = (m, ctx) => {
           frameworks: { transformers: 'TrainingArguments(..., torch_compile=True)' },
         },
   }, {
-    label: isCompiled(m) ? 'CUDA graphs (mode="reduce-overhead")' : 'fewer launches (compile, CUDA graphs)',
+    label: ctx?.decode ? 'static KV cache + CUDA graphs' : isCompiled(m) || ctx?.compiled === true ? 'CUDA graphs (mode="reduce-overhead")' : 'fewer launches (compile, CUDA graphs)',
     ops: [{ kind: 'host', work: 'launches', ns: saved }],
     arithmetic: `launch idle ${fmtMs(idle)} x ${LAUNCH_RECOVERABLE} recoverable = ${fmtMs(saved)} of the host's work a step`,
   });

@@ -41,7 +41,8 @@ function workersFor(p: Pipeline): { workers: number; text: string } | null {
   const need = stepOf({ ...p, loader: { ...l, workersTo: 'enough' } }).workersNeeded;
   if (need === null) return null;
   const workers = Math.min(need, workerCap(l));
-  const capped = need > workers ? `; the process may use ${l.cpuCores} cores, so ${workers} (one for the training loop) is the most: then decode on the GPU (DALI, torchvision.io.decode_jpeg on CUDA) or pre-process the dataset` : '';
+  const loop = l.processCores !== null ? `the training process keeps ${l.processCores.toFixed(1)} busy itself` : 'one for the training loop';
+  const capped = need > workers ? `; the process may use ${l.cpuCores} cores, so ${workers} (${loop}) is the most: then decode on the GPU (DALI, torchvision.io.decode_jpeg on CUDA) or pre-process the dataset` : '';
   return { workers, text: `about ${need} workers keep up with the rest of the step (a batch takes ${fmtMs(l.batchNsPerWorker)} in a worker)${capped}` };
 }
 

@@ -3,11 +3,14 @@
  * `seq2(seq1(x).to('cuda:1'))`): each GPU waits while the other works. Read off the cross-device figures
  * (trace/metrics/crossDevice.ts): kernels on two or more devices of one process, peer-to-peer copies between them,
  * and a large bubble. DataParallel also drives several GPUs from one process (its replicas run side by side, and its
- * own rule covers it); a DDP rank with one device has no cross-device figures.
+ * own rule covers it); a DDP rank with one device has no cross-device figures. Under doctor, when the whole model fits
+ * on one GPU (its context's `dataParallel`), data parallelism over the same GPUs leads the finding.
  */
+import type { Finding } from '../../findings/finding.js';
+import { wholeStepFix, wholeStepGain } from '../../pace/gain.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
-import { fmtBytes, fmtMs, fmtPct } from '../../util/format.js';
-import { paced, type RankRule, stepNs } from './rule.js';
+import { fmtBytes, fmtGiB, fmtMs, fmtPct } from '../../util/format.js';
+import { type DataParallelAlternative, finding, paced, type RankRule, stepNs } from './rule.js';
 
 /** Fires at this share of the bubble a strict turn-taking split has (1 - 1/n): 30% for two GPUs, whose worst is 50%. */
 const BUBBLE_MIN_OF_SERIAL = 0.6;
@@ -177,7 +180,7 @@ export const modelParallelBubble: RankRule = (m, ctx) => {
   f.devices.forEach((id, i) => {
     data[`busyNsGpu${id}`] = f.busyNs[i]!;
   });
-  return paced(m, ctx?.pace, {
+  const bubble = paced(m, ctx?.pace, {
     id: 'model-parallel-bubble',
     title: `A model split over GPUs ${gpus} in one process runs them in turn: ${fmtPct(f.bubbleShare)} of their time each waits for another`,
     ranks: [m.rank],
@@ -200,4 +203,69 @@ export const modelParallelBubble: RankRule = (m, ctx) => {
     ops: [{ kind: 'step', factor: est.expectedNs / f.stepNs }],
     arithmetic: est.arithmetic,
   });
+  return ctx?.dataParallel && bubble ? ledByDataParallel(bubble, f, ctx.dataParallel) : bubble;
 };
+
+/** Ring all-reduce of the gradients over n GPUs: 2 (n - 1) / n of their bytes over each GPU's link. */
+export function gradientAllReduceNs(gradBytes: number, gpus: number, linkBytesPerS: number): number {
+  if (!(linkBytesPerS > 0) || gpus < 2) return 0;
+  return ((2 * (gpus - 1)) / gpus) * (gradBytes / linkBytesPerS) * 1e9;
+}
+
+const DDP_CODE = (n: number) =>
+  [
+    `# torchrun --nproc_per_node ${n} train.py: the whole model on every GPU, 1/${n} of the batch each`,
+    'dist.init_process_group("nccl"); local_rank = int(os.environ["LOCAL_RANK"]); torch.cuda.set_device(local_rank)',
+    'model = DistributedDataParallel(model.to(local_rank), device_ids=[local_rank])',
+    'loader = DataLoader(dataset, batch_size=B // world_size, sampler=DistributedSampler(dataset), ...)',
+  ].join('\n');
+
+const FSDP_CODE = (n: number) =>
+  [
+    `# torchrun --nproc_per_node ${n} train.py: weights, gradients and optimizer state sharded ${n} ways`,
+    'from torch.distributed.fsdp import fully_shard',
+    'for block in model.blocks:   # each layer group',
+    '    fully_shard(block)',
+    'fully_shard(model)',
+  ].join('\n');
+
+/**
+ * The bubble's finding led by data parallelism when the whole model fits on one GPU and that is at least as fast as the
+ * pipeline: its gain the data-parallel step (analyze's data-parallel compute plus the gradient all-reduce, counted whole
+ * although DDP overlaps most of it with the backward, as a ratio of the window's step applied to the run's), the
+ * pipelining fix after it in the summary and the code. Slower than the pipeline, it stays a line of evidence.
+ */
+function ledByDataParallel(f: Finding, fig: ModelParallelFigures, alt: DataParallelAlternative): Finding {
+  const g = f.estimatedGain;
+  if (!g) return f;
+  const n = fig.devices.length;
+  const compute = dataParallelComputeNs(fig);
+  const allReduce = gradientAllReduceNs(alt.gradBytes, n, alt.linkBytesPerS);
+  const windowExpected = compute + allReduce;
+  const ratio = windowExpected / fig.stepNs;
+  const step = g.stepTimeNs;
+  const expected = ratio * step;
+  const name = alt.layout === 'ddp' ? 'DistributedDataParallel' : 'FSDP2 (fully_shard)';
+  const pipelined = g.expectedStepTimeNs;
+  const arithmetic =
+    `${name} over the ${n} GPUs: forward and backward shared ${n} ways + every GPU's optimizer step + time no GPU works = ${fmtMs(compute)}` +
+    ` + all-reduce of ${fmtGiB(alt.gradBytes, 2)} of gradients, 2 x ${n - 1}/${n} of them at ${(alt.linkBytesPerS / 1e9).toFixed(0)} GB/s = ${fmtMs(allReduce)} (counted whole; DDP overlaps most of it with the backward)` +
+    ` = ${fmtMs(windowExpected)} in the profiled window (${fmtMs(fig.stepNs)} a step)` +
+    `${step !== fig.stepNs ? `, ${(ratio * 100).toFixed(0)}% of the run's ${fmtMs(step)} step = ${fmtMs(expected)}` : ''}` +
+    `; pipelined instead: ${fmtMs(pipelined)} (${g.arithmetic})`;
+  const fitText = `the whole model fits on one GPU under ${alt.layout === 'ddp' ? 'DDP' : 'FSDP2'}: ${alt.basis === 'planner' ? "the planner's" : "an upper bound from the probe's bytes,"} ${fmtGiB(alt.peakBytes)} per GPU ${alt.budgetText}`;
+  if (!(expected <= pipelined))
+    return { ...f, evidence: [...f.evidence, `${fitText}; ${name} would take about ${fmtMs(expected)} a step, the pipeline ${fmtMs(pipelined)}`] };
+  const { severity: _s, ...parts } = f;
+  return finding({
+    ...parts,
+    evidence: [...f.evidence, fitText],
+    data: { ...f.data, dataParallelLayout: alt.layout, dataParallelPeakBytes: alt.peakBytes, dataParallelFitBasis: alt.basis, dataParallelStepNs: expected, allReduceNs: allReduce },
+    recommendation: {
+      summary: `The whole model fits on one GPU (${fmtGiB(alt.peakBytes)} ${alt.budgetText}): train it data-parallel over the same ${n} GPUs with ${name}, one process per GPU on 1/${n} of the batch: no GPU waits for another (about ${fmtMs(expected)} a step). Else pipeline the split with micro-batches (${f.data.microBatches} of them: about ${fmtMs(pipelined)}).`,
+      code: `${alt.layout === 'ddp' ? DDP_CODE(n) : FSDP_CODE(n)}\n\n# or keep the split and pipeline it:\n${PIPELINE_CODE}`,
+    },
+    fix: wholeStepFix(`${name} over the ${n} GPUs`, step, expected, arithmetic),
+    estimatedGain: wholeStepGain(step, expected, arithmetic),
+  });
+}

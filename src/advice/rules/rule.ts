@@ -5,21 +5,80 @@ import { gainOf } from '../../pace/gain.js';
 import type { Pipeline } from '../../pace/pipeline.js';
 import { windowPipeline } from '../../pace/window.js';
 import type { CollectiveTimings } from '../../trace/metrics/collectives.js';
+import type { DecodeStats } from '../../run/steps.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtMs } from '../../util/format.js';
 
 export { type FindingParts, finding } from '../../findings/finding.js';
 
 /**
- * What doctor knows of the run beyond its trace (analyze has only the trace): the half precision the run asked for,
- * read off its launch (run/setup.ts askedPrecision: accelerate's state, a launcher's or script's flag), and what
- * showed it. A precision rule that sees fp32 matmuls in such a run says that autocast does not reach them, instead of
- * recommending the mixed precision the run already asks for. `pace`: the rank's pipeline outside the profiler, which
- * its fixes' gains are judged on (else the window's own).
+ * What doctor knows of the run beyond its trace (analyze has only the trace), for one rank; the rules read it and
+ * decide themselves, nothing rewrites their findings afterwards.
+ * - `askedHalf`: the half precision the run asked for, read off its launch (run/setup.ts askedPrecision: accelerate's
+ *   state, a launcher's or script's flag), and what showed it. A precision rule that sees fp32 matmuls in such a run
+ *   says that autocast does not reach them, instead of recommending the mixed precision the run already asks for.
+ * - `pace`: the rank's pipeline outside the profiler, which its fixes' gains are judged on (else the window's own).
+ * - `compiled`: the probe saw the model wrapped by torch.compile; compiling it is no advice (a trace shows Triton
+ *   kernels only for what compile could capture).
+ * - `decode`: the rank's steps are decode steps (generation); launch-bound's fix is then a static KV cache with CUDA
+ *   graphs, not "compile the model".
+ * - `windowsApart`: the ranks' profiler windows began at different steps, so the time one rank waits for another in
+ *   them is the profiler's; the rules read off those waits stay silent.
+ * - `gpuPeakBytes`: the process's NVML peak memory on each GPU it used, its output device (cuda:0) first.
+ * - `probeBalance`: the ranks' balance timed by the probe over every steady step, the same for every rank of the job;
+ *   rank-imbalance weighs the window's figures against it.
+ * - `dataParallel`: for a model split over GPUs by hand, data parallelism over the same GPUs when the whole model fits
+ *   on one (doctor's planner fit); model-parallel-bubble leads with it when it beats the pipeline.
  */
 export interface RunContext {
   askedHalf: { dtype: 'bfloat16' | 'float16'; evidence: string } | null;
   pace?: Pipeline | null;
+  compiled?: boolean;
+  decode?: DecodeStats | null;
+  windowsApart?: boolean;
+  gpuPeakBytes?: readonly GpuPeak[] | null;
+  probeBalance?: ProbeBalance | null;
+  dataParallel?: DataParallelAlternative | null;
+}
+
+/** Data parallelism for a model split by hand, when the whole model fits on one GPU (doctor/dataParallelFix.ts). */
+export interface DataParallelAlternative {
+  /** DDP when the whole model's state fits on each GPU, else FSDP2 when it fits sharded. */
+  layout: 'ddp' | 'fsdp';
+  /** Predicted peak per GPU and on what it rests: the planner's memory model, or an upper bound from the probe's bytes. */
+  peakBytes: number;
+  basis: 'planner' | 'probe-bound';
+  /** The peak against the budget, in words ("of the 125 GiB budget"). */
+  budgetText: string;
+  /** Gradient bytes all-reduced each step and the link they cross (the GPU catalogue's intra-node bandwidth). */
+  gradBytes: number;
+  linkBytesPerS: number;
+}
+
+/**
+ * The ranks' balance as the probe timed it over every steady step (doctor/distributed.ts). In a synchronous job the
+ * ranks' steps come out nearly equal whoever is slow; what differs is how they are spent: a rank that loads its
+ * batches more slowly shows it as DataLoader wait while the others wait in the collective. A window is a few steps
+ * with the profiler's own cost; these are all of them.
+ */
+export interface ProbeBalance {
+  ranks: number[];
+  /** The skew and the DataLoader waits' spread, one line per rank, why the straggler is slower. */
+  evidence: string[];
+  data: Record<string, number | string | null>;
+  /** The rank the others wait for when the steps name one (by its step time or its DataLoader wait), with the title. */
+  straggler: { rank: number; by: 'step-time' | 'dataloader-wait'; title: string } | null;
+  /** The ranks' medians could be compared (two or more had one). */
+  compared: boolean;
+  /** Balancing as a whole-step change: the slowest median to the expected step; null without a straggler. */
+  balanced: { stepNs: number; expectedStepNs: number; arithmetic: string } | null;
+}
+
+/** One GPU's peak memory used by the process (NVML), with the GPU's name as the report writes it ("GPU 1 (cuda:0)"). */
+export interface GpuPeak {
+  index: number;
+  name: string;
+  peakBytes: number;
 }
 
 /**
@@ -29,9 +88,9 @@ export interface RunContext {
 export type RankRule = (m: TraceMetrics, ctx?: RunContext) => Finding | null;
 /**
  * A rule that compares ranks (runs only with two or more); `collectives[i]` is rank i's, or empty when not given;
- * `paces[i]` rank i's pipeline, as for a rank rule.
+ * `contexts[i]` rank i's context, as for a rank rule.
  */
-export type CrossRankRule = (ranks: TraceMetrics[], collectives: readonly CollectiveTimings[], paces?: readonly (Pipeline | null)[]) => Finding | null;
+export type CrossRankRule = (ranks: TraceMetrics[], collectives: readonly CollectiveTimings[], contexts?: readonly (RunContext | undefined)[]) => Finding | null;
 
 /**
  * The step time the window's figures are shares of: the mean over the analysed steps, the same basis as every

@@ -2,6 +2,7 @@
 
 The parent waits for it, then saves its checkpoint. Both checkpoints and the child's status are compared.
 """
+# equivalence: allow stderr-line ^.*DeprecationWarning: This process \(pid=\d+\) is multi-threaded, use of fork\(\) may lead to deadlocks in the child\.$ -- Python 3.12 warns with the pid, which differs from run to run (torch's own threads make the plain run warn too)
 import os
 
 import torch

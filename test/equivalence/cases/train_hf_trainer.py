@@ -4,12 +4,14 @@ both runs where it is not). Checkpoints go to a temporary folder; the checkpoint
 and the final weights re-saved here are compared (the printer callback, which prints run times, is removed).
 """
 import importlib.util
+import os
 
+# Progress bars print rates (it/s) that differ from run to run, doctor or not: off, as a CI log would have them.
+os.environ["TQDM_DISABLE"] = "1"
 if importlib.util.find_spec("transformers") is None:
     print("skip: transformers is not installed")
     raise SystemExit(0)
 import inspect  # noqa: E402
-import os  # noqa: E402
 import tempfile  # noqa: E402
 
 import torch  # noqa: E402

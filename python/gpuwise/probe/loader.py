@@ -1,0 +1,157 @@
+"""The DataLoaders the process iterates, and what their workers cost: the `loader` record.
+
+Nothing runs in the workers: each iterator is seen when `DataLoader.__iter__` returns it (patches.py), its settings
+and worker pids are read from its attributes, its batches are counted as `__next__` returns them, and the background
+thread reads, about once a second, the CPU time of its worker processes from /proc (user + system, all threads); a
+worker that ended since (each epoch's, unless persistent) is counted from the CPU of the reaped children
+(`os.times()`), which the DataLoader's join adds to the process.
+The CPU a batch costs in the workers, the cores the process may use and its own CPU time are what doctor's pace
+model needs to say how many workers a demand takes, and where the cores run out.
+"""
+import os
+import threading
+import weakref
+
+# The background thread reads the loaders at most this often.
+READ_EVERY_S = 1.0
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") and "SC_CLK_TCK" in getattr(os, "sysconf_names", {}) else 100
+
+
+def cpu_cores():
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return None
+
+
+def process_cpu_s(pid):
+    """User + system CPU seconds of process `pid` (all its threads) from /proc; None where it cannot be read."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            s = f.read()
+        fields = s[s.rindex(b")") + 2 :].split()
+        return (int(fields[11]) + int(fields[12])) / float(_TICKS)
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class _Loader(object):
+    def __init__(self, index):
+        self.index = index
+        self.epoch = 0
+        self.epoch_start_step = 0
+        self.iterator_id = None  # id() of the current iterator (no reference is kept)
+        self.batches = 0  # batches its iterators returned, all epochs
+        self.worker_cpu = {}  # pid -> CPU seconds when last read
+        self.worker_cpu_s = 0.0  # the workers' CPU so far (the sum of what each read added)
+        self.settings = {}
+
+
+class LoaderWatch(object):
+    def __init__(self):
+        self.loaders = weakref.WeakKeyDictionary()  # DataLoader -> _Loader (looked up on the iterating thread only)
+        self.states = []  # every _Loader, in order (its index): what the background thread reads
+        self.by_iterator = {}  # id(iterator) -> _Loader, for the iterators of this epoch
+        self.read_at = None
+        self.children_cpu = None  # os.times()'s CPU of reaped children at the last reading
+        self.proc = os.path.exists("/proc/self/stat")
+        self.reading = threading.Lock()
+
+    def on_iter(self, loader, it, step):
+        """`loader.__iter__()` returned `it` (on the thread that iterates)."""
+        state = self.loaders.get(loader)
+        if state is None:
+            state = self.loaders[loader] = _Loader(len(self.states))
+            self.states.append(state)
+        if state.iterator_id is not None and state.iterator_id != id(it):
+            self.by_iterator.pop(state.iterator_id, None)  # the epoch before's (its id may be reused once it is gone)
+        self.by_iterator[id(it)] = state
+        state.iterator_id = id(it)
+        state.epoch += 1
+        state.epoch_start_step = step
+        if self.children_cpu is None:
+            t = os.times()
+            self.children_cpu = t[2] + t[3]
+        for pid in _worker_pids(it):  # known from the start: a worker gone before the next reading still counts
+            state.worker_cpu.setdefault(pid, 0.0)
+        workers = getattr(it, "_num_workers", 0) or 0
+        state.settings = {
+            "workers": int(workers),
+            "persistentWorkers": bool(getattr(loader, "persistent_workers", False)),
+            "prefetchFactor": _int_or_none(getattr(loader, "prefetch_factor", None)) if workers else None,
+            "pinMemory": bool(getattr(loader, "pin_memory", False)),
+            "batchSize": _int_or_none(getattr(loader, "batch_size", None)),
+        }
+
+    def on_batch(self, it):
+        """`it.__next__()` returned a batch (the thread that iterates; one dict lookup)."""
+        state = self.by_iterator.get(id(it))
+        if state is not None:
+            state.batches += 1
+
+    def records(self, now, step, force=False):
+        """The `loader` records due now: [] until READ_EVERY_S has passed (`force`: the reading at the end). The
+        background thread and the end (on the main thread) may both read: one at a time, the other gets []."""
+        if not force and self.read_at is not None and now - self.read_at < READ_EVERY_S:
+            return []
+        if not self.reading.acquire(force, 1.0 if force else -1):
+            return []
+        try:
+            self.read_at = now
+            return self._read(step)
+        finally:
+            self.reading.release()
+
+    def _read(self, step):
+        states = list(self.states)  # not the WeakKeyDictionary: a key taken here could be a loader's last reference
+        own = os.times()
+        children = own[2] + own[3]
+        reaped = children - self.children_cpu if self.children_cpu is not None else 0.0
+        self.children_cpu = children
+        # Workers read alive before and gone now: their CPU since the last reading is in the reaped children's time.
+        dead = {}
+        for state in states:
+            # The pids were read at __iter__ on the iterating thread: the iterator is never touched here (a reference
+            # taken on this thread could make its __del__, which shuts the workers down, run on this thread).
+            for pid, before in list(state.worker_cpu.items()):
+                cpu = process_cpu_s(pid)
+                if cpu is None:
+                    state.worker_cpu.pop(pid, None)
+                    dead.setdefault(state, []).append(before)
+                elif cpu >= before:
+                    state.worker_cpu_s += cpu - before
+                    state.worker_cpu[pid] = cpu
+        n_dead = sum(len(v) for v in dead.values())
+        if n_dead:
+            tail = max(0.0, reaped - sum(sum(v) for v in dead.values()))
+            for state, befores in dead.items():
+                state.worker_cpu_s += tail * len(befores) / n_dead
+        cores = cpu_cores()
+        out = []
+        for state in states:
+            fields = {
+                "step": step,
+                "loader": state.index,
+                "epoch": state.epoch,
+                "epochStartStep": state.epoch_start_step,
+                "cpuCores": cores,
+                "batches": state.batches,
+                "workerCpuS": state.worker_cpu_s if self.proc and state.settings.get("workers") else None,
+                "processCpuS": own[0] + own[1],
+            }
+            fields.update(state.settings)
+            out.append(fields)
+        return out
+
+
+def _worker_pids(it):
+    pids = []
+    for w in list(getattr(it, "_workers", None) or []) if it is not None else []:
+        pid = getattr(w, "pid", None)
+        if isinstance(pid, int):
+            pids.append(pid)
+    return pids
+
+
+def _int_or_none(x):
+    return int(x) if isinstance(x, int) and not isinstance(x, bool) else None
