@@ -4,9 +4,12 @@
  * `headSteps`, the last `tailSteps`, and a stride sample of the middle whose stride doubles whenever it would
  * hold more than `middleSteps`. So a week-long run of 10 ms steps (60 million records) costs the same few MB
  * as a run of ten thousand steps, and the statistics of the report (medians, means, shares) are taken over an
- * evenly spread sample. The records themselves all go to the run directory as they arrive (cli/probeRun.ts).
+ * evenly spread sample. The periodic readings of cumulative counts (`loader`, `cpu`: about one a second each) are a
+ * series per process and kind, sampled the same way and outside the cap on other records, so a run of days keeps its
+ * `end` and `exception` records; the difference between any two kept readings stays exact. The records themselves all
+ * go to the run directory as they arrive (cli/probeRun.ts).
  */
-import type { ProbeRecord, StepRecord } from './records.js';
+import type { CpuRecord, LoaderRecord, ProbeRecord, StepRecord } from './records.js';
 
 export interface RecordSampleLimits {
   headSteps: number;
@@ -17,6 +20,43 @@ export interface RecordSampleLimits {
 }
 
 export const DEFAULT_RECORD_LIMITS: RecordSampleLimits = { headSteps: 2000, tailSteps: 2000, middleSteps: 4096, otherRecords: 20000 };
+/** A series of periodic readings keeps its first PERIODIC_HEAD and an even stride of the rest up to PERIODIC_MIDDLE. */
+export const PERIODIC_HEAD = 64;
+export const PERIODIC_MIDDLE = 1024;
+
+type Periodic = LoaderRecord | CpuRecord;
+
+/** One process's readings of one kind (one DataLoader's): the first, an even stride of the rest, and the latest. */
+class PeriodicSeries {
+  private seen = 0;
+  private readonly head: Periodic[] = [];
+  /** Readings after the head, with their index among them; every `stride`-th is kept. */
+  private middle: [number, Periodic][] = [];
+  private stride = 1;
+  private latest: Periodic | null = null;
+
+  add(r: Periodic): void {
+    const i = this.seen++;
+    if (this.head.length < PERIODIC_HEAD) {
+      this.head.push(r);
+      return;
+    }
+    this.latest = r;
+    const j = i - PERIODIC_HEAD;
+    if (j % this.stride !== 0) return;
+    this.middle.push([j, r]);
+    if (this.middle.length > PERIODIC_MIDDLE) {
+      this.stride *= 2;
+      this.middle = this.middle.filter(([k]) => k % this.stride === 0);
+    }
+  }
+
+  records(): Periodic[] {
+    const kept = this.middle.map(([, r]) => r);
+    if (this.latest !== null && kept[kept.length - 1] !== this.latest) kept.push(this.latest);
+    return [...this.head, ...kept];
+  }
+}
 
 type Pair = [number, number];
 
@@ -118,6 +158,7 @@ class ProcessSteps {
 export class RecordSample {
   private readonly other: ProbeRecord[] = [];
   private readonly steps = new Map<number, ProcessSteps>();
+  private readonly periodic = new Map<string, PeriodicSeries>();
   /** Non-step records beyond `otherRecords`, counted only. */
   droppedOther = 0;
 
@@ -131,13 +172,21 @@ export class RecordSample {
         this.steps.set(r.pid, p);
       }
       p.add(r);
+    } else if (r.type === 'loader' || r.type === 'cpu') {
+      const key = `${r.pid}:${r.type}:${r.type === 'loader' ? r.loader : 0}`;
+      let series = this.periodic.get(key);
+      if (!series) {
+        series = new PeriodicSeries();
+        this.periodic.set(key, series);
+      }
+      series.add(r);
     } else if (this.other.length < this.limits.otherRecords) this.other.push(r);
     else this.droppedOther++;
   }
 
-  /** Every kept record: the non-step records in arrival order, then each process's sampled steps. */
+  /** Every kept record: the other records in arrival order, the periodic readings by series, each process's sampled steps. */
   records(): ProbeRecord[] {
-    return [...this.other, ...[...this.steps.values()].flatMap((p) => p.records())];
+    return [...this.other, ...[...this.periodic.values()].flatMap((p) => p.records()), ...[...this.steps.values()].flatMap((p) => p.records())];
   }
 
   /** Step records received per process (all of them, kept or not). */

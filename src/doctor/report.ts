@@ -23,6 +23,7 @@ import {
   type AllocatorMemory,
   type ExceptionRecord,
   type HelloRecord,
+  type CpuRecord,
   type LoaderRecord,
   type ModelRecord,
   analysedWindowEnds,
@@ -33,7 +34,8 @@ import {
   rankOf,
   type StepRecord,
 } from '../run/records.js';
-import { batchOfSteps, gpuStepTimesOf, type StepStats, type StepTimeline, stepStats, stepTimelineOf } from '../run/steps.js';
+import { batchOfSteps, gpuStepTimesOf, slowedByProbe, type StepStats, type StepTimeline, stepStats, stepTimelineOf } from '../run/steps.js';
+import { threadCpuPerStep } from '../run/threadCpu.js';
 import { type Snapshot, usableMemoryBytes } from '../telemetry/sample.js';
 import type { CollectiveTimings } from '../trace/metrics/collectives.js';
 import { modelFlopsAtStep } from '../trace/metrics/modelFlops.js';
@@ -435,6 +437,8 @@ export interface ProcessRecords {
   steps: StepRecord[];
   /** The DataLoader's own production, measured in its workers (`loader` records; none from an older probe). */
   loader: LoaderRecord[];
+  /** The process's CPU time by thread (`cpu` records; none from an older probe). */
+  cpu: CpuRecord[];
 }
 
 /** Stage 1: the records grouped by process, in the order the processes first reported. */
@@ -457,6 +461,7 @@ export function groupProcesses(records: readonly ProbeRecord[]): ProcessRecords[
       model: recs.findLast((r): r is ModelRecord => r.type === 'model') ?? null,
       steps: recs.filter((r): r is StepRecord => r.type === 'step'),
       loader: recs.filter((r): r is LoaderRecord => r.type === 'loader'),
+      cpu: recs.filter((r): r is CpuRecord => r.type === 'cpu'),
     };
   });
 }
@@ -531,7 +536,8 @@ export function pacesOf(processes: readonly ProcessRecords[], ranks: readonly Ra
     const st = ranks.find((r) => r.pid === p.pid)?.steps;
     if (!st) continue;
     const window = traces.find((t) => t.rank === p.rank && t.metrics !== null)?.metrics ?? null;
-    const pace = runPipeline({ steps: st, window, loader: p.loader, batchesPerStep: batchesPerStepOf(p.steps) });
+    const threads = threadCpuPerStep(p.cpu, st.steadyFromStep ?? 0, slowedByProbe(p.steps));
+    const pace = runPipeline({ steps: st, window, loader: p.loader, batchesPerStep: batchesPerStepOf(p.steps), threads });
     if (pace) out.set(p.pid, pace);
   }
   return out;
@@ -788,8 +794,10 @@ export function notesOf(input: DoctorInput, processes: readonly ProcessRecords[]
       );
   for (const p of processes)
     for (const r of p.records)
-      if (r.type === 'profile-end' && r.traceError !== undefined)
-        notes.push(`pid ${p.pid}: the profiler window has no trace: ${r.traceError}`);
+      if (r.type === 'profile-end') {
+        if (r.traceError !== undefined) notes.push(`pid ${p.pid}: the profiler window has no trace: ${r.traceError}`);
+        if (r.snapshotError !== undefined) notes.push(`pid ${p.pid}: the profiler window has no memory snapshot: ${r.snapshotError}`);
+      }
   for (const p of processes)
     for (const r of p.records)
       if (r.type === 'profile-start' && r.settled === false)

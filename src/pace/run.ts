@@ -5,6 +5,7 @@
  * run's scale. docs/doctor.md, "What sets the pace", walks through it.
  */
 import type { LoaderRecord } from '../run/records.js';
+import type { ThreadCpuPerStep } from '../run/threadCpu.js';
 import type { StepStats } from '../run/steps.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
 import { fmtMs, fmtPct } from '../util/format.js';
@@ -30,6 +31,8 @@ export interface RunEvidence {
   loader: readonly LoaderRecord[];
   /** DataLoader batches per step (the median of the measured steps); null when not told. */
   batchesPerStep: number | null;
+  /** The process's CPU a step by thread (the probe's `cpu` records); null from an older probe or too few steps. */
+  threads?: ThreadCpuPerStep | null;
 }
 
 /**
@@ -42,20 +45,26 @@ export interface RunEvidence {
 const COPY_BLOCKED_SHARE = 0.05;
 
 /**
- * The host's own work from its thread's CPU time: less the time the window shows it blocked inside memcpy calls (a
- * copy from or to pageable memory waits there for the GPU's queued work, and a spinning wait counts as CPU time: a
- * GPU-bound ViT-B/16 with pageable batches showed 325 ms of CPU time a 345 ms step, 300 ms of it in the copy's wait).
+ * The host's own work from its threads' CPU time: the stepping thread's less the time the window shows it blocked
+ * inside memcpy calls (a copy from or to pageable memory waits there for the GPU's queued work, and a spinning wait
+ * counts as CPU time: a GPU-bound ViT-B/16 with pageable batches showed 325 ms of CPU time a 345 ms step, 300 ms of it
+ * in the copy's wait), plus autograd's device thread's (the backward's launches, while the stepping thread waits). With
+ * no GPU work the step is the CPU's: the stepping thread's time is all work, no copy waits in it.
  */
-function hostLessCopies(cpuNs: number, m: TraceMetrics | null): Stage {
+function hostWork(cpuNs: number, m: TraceMetrics | null, threads: ThreadCpuPerStep | null, noGpuWork: boolean): Stage {
   const blocked = m?.examples.memcpyBlockedNsPerStep ?? 0;
-  if (m === null || blocked <= COPY_BLOCKED_SHARE * m.perStep.durNs)
-    return { ns: cpuNs, how: 'measured', evidence: `the stepping thread's CPU time, ${fmtMs(cpuNs)} a step (median, outside the profiler)` };
-  const own = Math.max(0, cpuNs - blocked);
-  return {
-    ns: own,
-    how: 'measured',
-    evidence: `the stepping thread's CPU time ${fmtMs(cpuNs)} a step (median, outside the profiler) less the ${fmtMs(blocked)} a step the window shows it blocked inside copy calls (pageable copies wait for the GPU's queued work): ${fmtMs(own)}`,
-  };
+  const copies = !noGpuWork && m !== null && blocked > COPY_BLOCKED_SHARE * m.perStep.durNs;
+  const own = copies ? Math.max(0, cpuNs - blocked) : cpuNs;
+  const autograd = threads !== null && threads.autogradNs > 0 ? threads.autogradNs : 0;
+  const thread = copies
+    ? `the stepping thread's CPU time ${fmtMs(cpuNs)} a step (median, outside the profiler) less the ${fmtMs(blocked)} a step the window shows it blocked inside copy calls (pageable copies wait for the GPU's queued work)`
+    : `${noGpuWork ? 'no GPU work: the step runs on the CPU, ' : ''}the stepping thread's CPU time, ${fmtMs(cpuNs)} a step (median, outside the profiler)`;
+  const backward =
+    autograd > 0
+      ? `, plus autograd's backward thread's ${fmtMs(autograd)} a step (the backward's work, done while the stepping thread waits; over ${threads?.steps} steps)`
+      : '';
+  const total = own + autograd;
+  return { ns: total, how: 'measured', evidence: `${thread}${backward}${copies || autograd > 0 ? `: ${fmtMs(total)}` : ''}` };
 }
 
 export function hostTimeProblem(stepsInFlight: number | null, window: TraceMetrics | null): string | null {
@@ -224,11 +233,9 @@ export function runPipeline(ev: RunEvidence): Pipeline | null {
   let host: Stage =
     cpuS === null
       ? { ns: null, how: 'assumed', evidence: "the probe sent no host CPU time (an older probe), and a window's host time carries the profiler's own cost" }
-      : noGpuWork
-        ? { ns: cpuS * 1e9, how: 'measured', evidence: `no GPU work: the step runs on the CPU, the stepping thread's CPU time ${fmtMs(cpuS * 1e9)} a step (median)` }
-        : problem === null
-          ? hostLessCopies(cpuS * 1e9, m)
-          : { ns: null, how: 'assumed', evidence: `the stepping thread's CPU time is ${fmtMs(cpuS * 1e9)} a step, not taken as the host's own work: ${problem}` };
+      : noGpuWork || problem === null
+        ? hostWork(cpuS * 1e9, m, ev.threads ?? null, noGpuWork)
+        : { ns: null, how: 'assumed', evidence: `the stepping thread's CPU time is ${fmtMs(cpuS * 1e9)} a step, not taken as the host's own work: ${problem}` };
   // The GPU idles a tenth of the run's step or more with no sync, DataLoader wait or copy to explain it: the host side
   // sets the pace, whatever its thread's clock says (the GIL held by other threads, the scheduler: time it does not see).
   if (m) {

@@ -183,8 +183,11 @@ export interface ProfileEndRecord extends Base {
   reason?: 'time';
   /** How long a time window profiled (seconds). */
   durationS?: number;
-  /** Why the window has no trace although it was profiled (torch could not parse its own records). */
+  /** Why the window has no trace although it was profiled (torch could not parse its own records, the file could
+   * not be written). */
   traceError?: string;
+  /** Why the window has no memory snapshot although history was recorded (the file could not be written). */
+  snapshotError?: string;
 }
 
 export interface OomRecord extends Base {
@@ -293,6 +296,30 @@ export interface LoaderRecord extends Base {
   processCpuS: number | null;
 }
 
+/**
+ * The training process's CPU time by thread, read by the probe about once a second from /proc/self/task (probe
+ * threads.py). Each figure is CPU seconds (user + system) since the first reading, so two records' difference is the
+ * CPU of the steps between them. On CUDA, `loss.backward()` runs on autograd's device thread while the stepping thread
+ * waits: the host's work a step is the stepping thread's and autograd's together.
+ */
+export interface CpuRecord extends Base {
+  type: 'cpu';
+  /** The stepping thread's step count when the record was read. */
+  step: number;
+  /** Threads of the process at the reading. */
+  threads: number;
+  /** CPU seconds of the whole process since its start (all threads); null where /proc cannot be read. */
+  processCpuS: number | null;
+  /** The thread whose events mark the steps. */
+  steppingCpuS: number;
+  /** Autograd's device threads (`pt_autograd_<device>`): the backward passes of CUDA tensors. */
+  autogradCpuS: number;
+  /** The probe's own background thread. */
+  probeCpuS: number;
+  /** Every other thread: pin-memory, CUDA's, intra-op workers, the script's own. */
+  otherCpuS: number;
+}
+
 export type StepSource = 'optimizer' | 'marker' | 'batch' | 'backward' | 'forward' | 'graph' | 'time';
 
 export type ProbeRecord =
@@ -306,9 +333,10 @@ export type ProbeRecord =
   | EndRecord
   | ProbeErrorRecord
   | StallRecord
-  | LoaderRecord;
+  | LoaderRecord
+  | CpuRecord;
 
-const TYPES: ReadonlySet<string> = new Set(['hello', 'step', 'model', 'profile-start', 'profile-end', 'oom', 'exception', 'end', 'probe-error', 'stall', 'loader']);
+const TYPES: ReadonlySet<string> = new Set(['hello', 'step', 'model', 'profile-start', 'profile-end', 'oom', 'exception', 'end', 'probe-error', 'stall', 'loader', 'cpu']);
 
 const rankField = nullable(int(0));
 const base = { v: int(1), pid: int(0), rank: rankField, t: num() } as const;
@@ -433,6 +461,7 @@ const SCHEMAS: Record<ProbeRecord['type'], Check<unknown>> = (() => {
         reason: optional(oneOf(['time'] as const)),
         durationS: optional(num(0)),
         traceError: optional(str),
+        snapshotError: optional(str),
       },
       dropped,
     ),
@@ -480,6 +509,20 @@ const SCHEMAS: Record<ProbeRecord['type'], Check<unknown>> = (() => {
         batches: int(0),
         workerCpuS: nullable(num(0)),
         processCpuS: nullable(num(0)),
+      },
+      dropped,
+    ),
+    cpu: obj(
+      {
+        ...base,
+        type: str,
+        step: int(0),
+        threads: int(0),
+        processCpuS: nullable(num(0)),
+        steppingCpuS: num(0),
+        autogradCpuS: num(0),
+        probeCpuS: num(0),
+        otherCpuS: num(0),
       },
       dropped,
     ),

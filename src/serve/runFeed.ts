@@ -17,10 +17,10 @@ export const MAX_QUEUED = 20_000;
 const FLUSH_MS = 1000;
 /** Records per request (a few MB at most: the server takes bodies up to 8 MB). */
 const BATCH = 5000;
-const REQUEST_MS = 2000;
-const FINISH_MS = 2500;
+export const REQUEST_MS = 2000;
+export const FINISH_MS = 2500;
 /** At the end, a server that has not even answered `start` (the run may have been short) gets only this long. */
-const LATE_START_MS = 250;
+export const LATE_START_MS = 250;
 
 export interface RunFeedStart {
   command: string[];

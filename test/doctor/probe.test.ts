@@ -9,11 +9,13 @@ import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type ProbeRecord, parseProbeLines } from '../../src/run/records.js';
-import { BOOT, PROBE_ROOT, PYTHON, REPO, SKIP_PYTHON, TINY, fallbackRecords, pyEnv, runProcess, stepsOf } from './helpers.js';
+import { BOOT, PROBE_ROOT, PYTHON, REPO, SKIP_PYTHON, TINY, fallbackRecords, pyEnv, rediagnosed, runProcess, stepsOf } from './helpers.js';
 
 const tmp = mkdtempSync(join(tmpdir(), 'gpuwise-probe-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 let n = 0;
+/** A loop whose "backward" runs on a thread named as autograd's device thread while the stepping thread waits. */
+const AUTOGRAD_THREAD = join(REPO, 'test', 'fixtures', 'doctor', 'threads', 'autograd_thread.py');
 const freshDir = () => mkdtempSync(join(tmp, `run${n++}-`));
 // As doctor sets it: the boot folder alone (the probe package is loaded from beside it).
 const probePath = (...more: string[]) => [BOOT, ...more].join(delimiter);
@@ -141,6 +143,33 @@ describe.skipIf(SKIP_PYTHON)('probe (CPU torch)', () => {
     for (let i = 1; i < loaders.length; i++) expect(loaders[i]!.batches).toBeGreaterThanOrEqual(loaders[i - 1]!.batches);
   });
 
+  it("reads the process's CPU by thread from /proc (the cpu record): a backward on autograd's thread is the host's work too", async () => {
+    const dir = freshDir();
+    const r = await runProcess(PYTHON, [AUTOGRAD_THREAD], pyEnv({ PYTHONPATH: probePath(), GPUWISE_SOCKET: join(dir, 'none.sock'), GPUWISE_RUN_DIR: dir, GPUWISE_PROFILE_STEPS: '0' }));
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const cpu = fallbackRecords(dir).filter((x): x is Extract<ProbeRecord, { type: 'cpu' }> => x.type === 'cpu');
+    // One reading a second for about 3 s of steps, and one at the end.
+    expect(cpu.length).toBeGreaterThanOrEqual(3);
+    for (let i = 1; i < cpu.length; i++) {
+      expect(cpu[i]!.steppingCpuS).toBeGreaterThanOrEqual(cpu[i - 1]!.steppingCpuS);
+      expect(cpu[i]!.autogradCpuS).toBeGreaterThanOrEqual(cpu[i - 1]!.autogradCpuS);
+    }
+    const last = cpu[cpu.length - 1]!;
+    // The stepping thread and the thread named pt_autograd_0 do the same work a step: about half each.
+    const share = last.autogradCpuS / (last.autogradCpuS + last.steppingCpuS);
+    expect(share).toBeGreaterThan(0.35);
+    expect(share).toBeLessThan(0.65);
+    expect(last.processCpuS!).toBeGreaterThanOrEqual(last.autogradCpuS + last.steppingCpuS);
+    expect(last.threads).toBeGreaterThanOrEqual(3);
+    // The pace model's host stage is both threads' work, not the stepping thread's alone.
+    const report = await rediagnosed(dir);
+    const host = report.pace?.stages.host;
+    expect(host?.evidence).toMatch(/autograd's backward thread/);
+    const stepping = report.ranks[0]?.steps.medianHostCpuS ?? 0;
+    expect(host?.ns ?? 0).toBeGreaterThan(1.6 * stepping * 1e9);
+  });
+
   it('streams JSON lines over the Unix socket when a collector listens', async () => {
     const dir = freshDir();
     const sock = join(dir, 'c.sock');
@@ -156,8 +185,8 @@ describe.skipIf(SKIP_PYTHON)('probe (CPU torch)', () => {
     expect(r.code).toBe(0);
     const { records, skippedLines } = parseProbeLines(text);
     expect(skippedLines).toBe(0);
-    // The DataLoader's `loader` records (at least the one read at the end) come between, at their own times.
-    expect(records.filter((x) => x.type !== 'loader').map((x) => x.type)).toEqual(['hello', 'model', 'step', 'step', 'step', 'step', 'step', 'step', 'end']);
+    // The periodic `loader` and `cpu` records (at least the ones read at the end) come between, at their own times.
+    expect(records.filter((x) => x.type !== 'loader' && x.type !== 'cpu').map((x) => x.type)).toEqual(['hello', 'model', 'step', 'step', 'step', 'step', 'step', 'step', 'end']);
     expect(records.findLast((x) => x.type === 'loader')).toMatchObject({ batches: 6 });
     expect(records.every((x) => x.v === 3 && x.pid === records[0]?.pid)).toBe(true);
     expect(fallbackRecords(dir)).toEqual([]);

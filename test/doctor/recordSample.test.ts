@@ -1,6 +1,6 @@
 /** The bounded record sample doctor and tune keep in memory (src/doctor/recordSample.ts). */
 import { describe, expect, it } from 'vitest';
-import { RecordSample } from '../../src/doctor/recordSample.js';
+import { PERIODIC_HEAD, PERIODIC_MIDDLE, RecordSample } from '../../src/doctor/recordSample.js';
 import type { ProbeRecord, StepRecord } from '../../src/doctor/records.js';
 import { gpuStepTimesOf, stepStats, stepsInFlightOf } from '../../src/run/steps.js';
 
@@ -20,7 +20,45 @@ const step = (pid: number, s: number, gpu: [number, number][] = []): StepRecord 
   profiled: false,
 });
 
+/** A `cpu` reading `i` seconds into the run, at 10 steps a second, each step 40 ms of the stepping thread's CPU. */
+const cpu = (pid: number, i: number): ProbeRecord => ({
+  v: 3,
+  pid,
+  rank: null,
+  t: i,
+  type: 'cpu',
+  step: 10 * i,
+  threads: 40,
+  processCpuS: 0.5 * i,
+  steppingCpuS: 0.4 * i,
+  autogradCpuS: 0.08 * i,
+  probeCpuS: 0.001 * i,
+  otherCpuS: 0.019 * i,
+});
+
 describe('RecordSample', () => {
+  it("keeps a run of days' periodic readings as an even sample, apart from the cap on other records: its end is kept", () => {
+    const rs = new RecordSample({ headSteps: 20, tailSteps: 20, middleSteps: 40, otherRecords: 100 });
+    const days = 3 * 24 * 3600; // one reading a second
+    for (let i = 0; i < days; i++) rs.add(cpu(5, i));
+    rs.add({ v: 3, pid: 5, rank: null, t: days, type: 'end', reason: 'exit', steps: 10 * days, exception: null, gpuStepTimes: [] });
+    const kept = rs.records();
+    expect(rs.droppedOther).toBe(0);
+    expect(kept.find((r) => r.type === 'end')).toBeDefined();
+    const readings = kept.filter((r): r is Extract<ProbeRecord, { type: 'cpu' }> => r.type === 'cpu');
+    expect(readings.length).toBeLessThanOrEqual(PERIODIC_HEAD + PERIODIC_MIDDLE + 1);
+    expect(readings.length).toBeGreaterThan(PERIODIC_MIDDLE / 2);
+    // the first readings, then an even stride, and the last reading
+    expect(readings.slice(0, PERIODIC_HEAD).map((r) => r.t)).toEqual([...Array(PERIODIC_HEAD).keys()]);
+    expect(readings[readings.length - 1]?.t).toBe(days - 1);
+    const mid = readings.slice(PERIODIC_HEAD, -1).map((r) => r.t);
+    expect(new Set(mid.slice(1).map((t, i) => t - (mid[i] as number))).size).toBe(1);
+    // differences between kept readings are the run's: 40 ms of the stepping thread a step
+    const a = readings[PERIODIC_HEAD] as Extract<ProbeRecord, { type: 'cpu' }>;
+    const b = readings[readings.length - 1] as Extract<ProbeRecord, { type: 'cpu' }>;
+    expect((b.steppingCpuS - a.steppingCpuS) / (b.step - a.step)).toBeCloseTo(0.04, 9);
+  });
+
   it('keeps every record of a short run unchanged', () => {
     const rs = new RecordSample();
     const recs: ProbeRecord[] = [];

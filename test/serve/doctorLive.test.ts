@@ -153,7 +153,7 @@ describe.skipIf(SKIP_PYTHON)('gpuwise doctor streams into the gpuwise serve of i
     expect(existsSync(discovery)).toBe(false);
   }, 180_000);
 
-  it('a server that is gone or never answers costs doctor nothing; --no-serve feeds none', async () => {
+  it('a server that is gone or never answers is given up with one note and the run goes on; --no-serve feeds none', async () => {
     const store = scratch('doctor-dead');
     mkdirSync(store, { recursive: true });
     // A port nobody listens on (a server killed with SIGKILL left its file), and a server that accepts and never
@@ -171,32 +171,20 @@ describe.skipIf(SKIP_PYTHON)('gpuwise doctor streams into the gpuwise serve of i
     write('serve-1.json', holePort, process.ppid);
 
     const args = (n: number) => ['--out', join(scratch('doctor-dead-run'), `r${n}`), '--profile-steps', '0', '--', PYTHON, TINY, '--steps', '12'];
-    const timed = async (extra: string[], n: number) => {
-      const t0 = Date.now();
-      const r = await doctor(store, [...extra, ...args(n)]);
-      return { r, ms: Date.now() - t0 };
-    };
-    // The quicker of two runs each way: this machine is shared, one run alone says little.
-    const fed = [await timed([], 0), await timed([], 1)];
-    const off = [await timed(['--no-serve'], 2), await timed(['--no-serve'], 3)];
+    const fed = await doctor(store, args(0));
+    const off = await doctor(store, ['--no-serve', ...args(1)]);
     hole.close();
-    for (const { r } of [...fed, ...off]) {
+    for (const r of [fed, off]) {
       expect(r.code).toBe(0);
       expect(r.stdout).toContain('gpuwise doctor');
       expect(r.stderr).toMatch(/saved as run \S+ in/);
     }
-    // Each server given up once, with one note; none with --no-serve.
-    for (const { r } of fed) {
-      const notes = r.stderr.split('\n').filter((l) => l.includes('does not follow this run'));
-      expect(notes).toHaveLength(2);
-      expect(notes.join('\n')).toContain(`127.0.0.1:${deadPort}`);
-      expect(notes.join('\n')).toContain(`127.0.0.1:${holePort}`);
-    }
-    for (const { r } of off) expect(r.stderr).not.toContain('does not follow this run');
-    const extraMs = Math.min(...fed.map((x) => x.ms)) - Math.min(...off.map((x) => x.ms));
-    process.stdout.write(`doctor with a dead and a silent serve: ${Math.min(...fed.map((x) => x.ms))} ms; --no-serve: ${Math.min(...off.map((x) => x.ms))} ms\n`);
-    // Not a speed target: a doctor that waited on the silent server would be held for its request timeout
-    // (runFeed.ts, REQUEST_MS = 2000 ms) at least; anything under that is load noise on a shared 2-core machine.
-    expect(extraMs).toBeLessThan(2000);
+    // Each server given up once, with one note; none with --no-serve. How long doctor may wait on them is bounded
+    // by the feed itself (test/serve/runFeed.test.ts, on a fake clock): a wall-clock bound here would be load noise.
+    const notes = fed.stderr.split('\n').filter((l) => l.includes('does not follow this run'));
+    expect(notes).toHaveLength(2);
+    expect(notes.join('\n')).toContain(`127.0.0.1:${deadPort}`);
+    expect(notes.join('\n')).toContain(`127.0.0.1:${holePort}`);
+    expect(off.stderr).not.toContain('does not follow this run');
   }, 240_000);
 });

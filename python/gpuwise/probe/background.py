@@ -10,6 +10,8 @@ import collections
 import os
 import time
 
+from .threads import native_id
+
 # How often the thread wakes when nothing asks it to: timers (watchdog, window limits) are checked then.
 TICK_S = 0.25
 
@@ -65,6 +67,7 @@ class Background(object):
 
     def _run(self):
         probe = self.probe
+        probe.thread_cpu.probe_tid = native_id()
         while not self.stopped:
             self.wake_lock.acquire(timeout=probe.tick_s())
             if self.stopped or self.pid != os.getpid():

@@ -18,6 +18,7 @@ from .batch import BatchReader, batch_dim_of
 from .calls import CallWatch
 from .gpu import Gpu
 from .loader import LoaderWatch
+from .threads import ThreadCpuWatch
 from .mainthread import MainThreadCall
 from .model import RootWatch, _autocast_dtype, model_record
 from .records import Sender, record
@@ -124,6 +125,7 @@ class Probe(StepsMixin, WindowMixin):
         self.time_state = None  # None, "open" (profiling), "done"
         self.calls = CallWatch()  # the calls seen through sys.monitoring (patches.py)
         self.loader_watch = LoaderWatch()  # the DataLoaders iterated and their workers' CPU (loader.py)
+        self.thread_cpu = ThreadCpuWatch()  # the process's CPU time by thread (threads.py)
         try:
             # A forked child (a DataLoader worker, a multiprocessing process) decides at its first hook; the fork
             # waits for a trace or snapshot being written (torch holds its locks meanwhile: a child would inherit them).
@@ -290,6 +292,7 @@ class Probe(StepsMixin, WindowMixin):
         self.sender.after_fork()
         # The parent's loaders and the lock its background thread may have held at the fork are not this process's.
         self.loader_watch = LoaderWatch()
+        self.thread_cpu = ThreadCpuWatch()
         self.background = Background(self)
         self.sender.wake = self.background.wake
         self.tag = "rank%d" % self.cfg.rank if self.cfg.rank is not None else "pid%d" % self.pid
@@ -429,6 +432,8 @@ class Probe(StepsMixin, WindowMixin):
         if self.announced and not self.ended:
             for fields in self.loader_watch.records(now, self.step):
                 self._queue("loader", fields)
+            for fields in self.thread_cpu.records(now, self.step):
+                self._queue("cpu", fields)
         if self.last_boundary is not None and not self.ended and self.step_thread is not None:
             progress = (self.step, self.batch_calls, self.forward_calls, self.backward_calls)
             stall = self.watchdog.check(progress, now, self.host_step_times, self.step_thread, self.last_boundary, self.step)
@@ -487,6 +492,8 @@ class Probe(StepsMixin, WindowMixin):
         gpu_times = self.gpu.last_step_times() if reason in ("exit", "max-steps") and self.gpu is not None else []
         for fields in self.loader_watch.records(time.perf_counter(), self.step, force=True):  # up to the end
             self._queue("loader", fields)
+        for fields in self.thread_cpu.records(time.perf_counter(), self.step, force=True):
+            self._queue("cpu", fields)
         self._queue("end", {"reason": reason, "steps": self.step, "exception": self.exception, "gpuStepTimes": gpu_times}, now=True)
 
     def _on_exception(self, etype, value):

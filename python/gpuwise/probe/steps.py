@@ -14,6 +14,7 @@ import threading
 import time
 import weakref
 
+from .threads import native_id
 from .window import STEADY_WINDOW
 
 # Gradient accumulation over more micro-batches than this is rare; a loop that fetched this many
@@ -39,9 +40,11 @@ class StepsMixin(object):
         return self.step_source is None or SOURCE_RANK[source] > SOURCE_RANK[self.step_source]
 
     def _set_step_thread(self, ident):
+        """On the thread `ident` itself (every caller is its hook)."""
         if self.step_thread != ident:
             self.step_thread = ident
             self.root_watch.set_thread(ident)
+            self.thread_cpu.stepping_tid = native_id()
 
     def _on_batch(self, t0, wait_s, batch, ident, it=None):
         if it is not None:

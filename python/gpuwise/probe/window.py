@@ -67,6 +67,20 @@ class TraceUnavailable(object):
         self.why = why
 
 
+def _written(path, write, *args):
+    """`write(*args)`, which writes `path`; an OSError (a full disk, a run folder removed, descriptors the script
+    closed under the writer: os.closerange while the export runs) is the window's loss, not the probe's error: what
+    was written is removed and the record says why."""
+    try:
+        return write(*args)
+    except OSError as e:
+        try:
+            os.remove(path)
+        except OSError:
+            pass
+        return TraceUnavailable("%s could not be written: %s" % (os.path.basename(path), e))
+
+
 def _matched_ranges(thread_records):
     """The legacy profiler's records, per thread, without the range ends ("pop") whose start ("push") the same
     thread did not record before them in the window."""
@@ -343,12 +357,16 @@ class WindowMixin(object):
         probe = self
 
         def export():
-            got = probe._export_trace(prof, results, trace) if trace else None
+            got = _written(trace, probe._export_trace, prof, results, trace) if trace else None
             if isinstance(got, TraceUnavailable):
                 fields["traceError"] = got.why
                 got = None
             fields["trace"] = got
-            fields["snapshot"] = probe._export_snapshot(snapshot, device, keep_history) if snapshot else None
+            shot = _written(snapshot, probe._export_snapshot, snapshot, device, keep_history) if snapshot else None
+            if isinstance(shot, TraceUnavailable):
+                fields["snapshotError"] = shot.why
+                shot = None
+            fields["snapshot"] = shot
             probe._queue("profile-end", fields)
 
         self.background.ensure()

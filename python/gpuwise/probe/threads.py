@@ -1,0 +1,102 @@
+"""The training process's CPU time by thread: the `cpu` record.
+
+The stepping thread's own CPU time (each step record's `hostCpuS`) is not all the host does for a step. On CUDA,
+`loss.backward()` runs on autograd's device thread (named `pt_autograd_<device>`) while the stepping thread waits:
+the backward's launches are host work in series with the thread's, which its clock never sees. The pin-memory
+thread and others run beside it. The background thread reads, about once a second, every thread's CPU time from
+/proc/self/task (user + system) and sums it by role; doctor's pace model takes the stepping thread's and autograd's
+together as the host's work a step (src/pace/run.ts).
+
+Nothing is called in torch: threads are told apart by their kernel name (autograd's) and their native id (the
+stepping thread's, taken where it steps; the probe's own background thread's).
+"""
+import os
+import threading
+
+from .loader import READ_EVERY_S, process_cpu_s
+
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") and "SC_CLK_TCK" in getattr(os, "sysconf_names", {}) else 100
+_TASKS = "/proc/self/task"
+AUTOGRAD_PREFIX = b"pt_autograd"
+ROLES = ("stepping", "autograd", "probe", "other")
+
+_native_id = getattr(threading, "get_native_id", None)
+
+
+def native_id():
+    """The calling thread's kernel id (None before Python 3.8)."""
+    return _native_id() if _native_id is not None else None
+
+
+def _task_stat(tid):
+    """(kernel name, user + system CPU seconds) of thread `tid` of this process; None once it has ended."""
+    try:
+        with open("%s/%d/stat" % (_TASKS, tid), "rb") as f:
+            s = f.read()
+        close = s.rindex(b")")
+        fields = s[close + 2 :].split()
+        return s[s.index(b"(") + 1 : close], (int(fields[11]) + int(fields[12])) / float(_TICKS)
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class ThreadCpuWatch(object):
+    def __init__(self):
+        self.available = os.path.isdir(_TASKS)
+        self.stepping_tid = None  # set on the stepping thread (steps.py)
+        self.probe_tid = None  # set on the background thread
+        self.last = {}  # tid -> CPU seconds at the last reading
+        self.totals = dict.fromkeys(ROLES, 0.0)  # CPU seconds by role since the first reading
+        self.read_at = None
+        self.reading = threading.Lock()
+
+    def records(self, now, step, force=False):
+        """The `cpu` record due now, as a list ([] until READ_EVERY_S has passed; `force`: the reading at the end)."""
+        if not self.available or (not force and self.read_at is not None and now - self.read_at < READ_EVERY_S):
+            return []
+        if not self.reading.acquire(force, 1.0 if force else -1):
+            return []
+        try:
+            self.read_at = now
+            return [self._read(step)]
+        finally:
+            self.reading.release()
+
+    def _read(self, step):
+        try:
+            tids = [int(t) for t in os.listdir(_TASKS)]
+        except (OSError, ValueError):
+            tids = []
+        first = not self.last
+        seen = {}
+        totals = self.totals
+        for tid in tids:
+            got = _task_stat(tid)
+            if got is None:
+                continue  # ended between the listing and the read
+            name, cpu = got
+            seen[tid] = cpu
+            if first:
+                continue  # the first reading sets the baselines: what came before the steps is not theirs
+            before = self.last.get(tid, 0.0)  # a thread started since: all its CPU is since the last reading
+            if cpu <= before:
+                continue
+            if tid == self.stepping_tid:
+                role = "stepping"
+            elif tid == self.probe_tid:
+                role = "probe"
+            elif name.startswith(AUTOGRAD_PREFIX):
+                role = "autograd"
+            else:
+                role = "other"
+            totals[role] += cpu - before
+        self.last = seen
+        return {
+            "step": step,
+            "threads": len(seen),
+            "processCpuS": process_cpu_s(os.getpid()),
+            "steppingCpuS": totals["stepping"],
+            "autogradCpuS": totals["autograd"],
+            "probeCpuS": totals["probe"],
+            "otherCpuS": totals["other"],
+        }
