@@ -143,6 +143,9 @@ def main(out):
                          f"the script's own clock under doctor: mean {under.get('mean_step_ms') if under else '?'} ms "
                          f"({under.get('profiled_steps_left_out', '?') if under else '?'} profiled steps left out)")
             lines.append(f"plan from: {source}; binds now: {bound or '?'}" + (f" ({why})" if why else ""))
+            host = (((report.get("pace") or {}).get("stages") or {}).get("host") or {})
+            if host.get("evidence"):
+                lines.append(f"host stage ({host.get('how', '?')}): {host['evidence']}")
             findings = report.get("findings") or []
             if findings:
                 lines.append("findings: " + ", ".join(f"{f.get('id')} {f.get('severity')}" for f in findings[:5]))

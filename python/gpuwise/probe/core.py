@@ -432,8 +432,9 @@ class Probe(StepsMixin, WindowMixin):
         if self.announced and not self.ended:
             for fields in self.loader_watch.records(now, self.step):
                 self._queue("loader", fields)
-            for fields in self.thread_cpu.records(now, self.step):
-                self._queue("cpu", fields)
+            if self.step_thread is not None:  # the readings are a step's share: none before the steps start
+                for fields in self.thread_cpu.records(now, self.step):
+                    self._queue("cpu", fields)
         if self.last_boundary is not None and not self.ended and self.step_thread is not None:
             progress = (self.step, self.batch_calls, self.forward_calls, self.backward_calls)
             stall = self.watchdog.check(progress, now, self.host_step_times, self.step_thread, self.last_boundary, self.step)
@@ -492,7 +493,7 @@ class Probe(StepsMixin, WindowMixin):
         gpu_times = self.gpu.last_step_times() if reason in ("exit", "max-steps") and self.gpu is not None else []
         for fields in self.loader_watch.records(time.perf_counter(), self.step, force=True):  # up to the end
             self._queue("loader", fields)
-        for fields in self.thread_cpu.records(time.perf_counter(), self.step, force=True):
+        for fields in self.thread_cpu.records(time.perf_counter(), self.step, force=True) if self.step_thread is not None else []:
             self._queue("cpu", fields)
         self._queue("end", {"reason": reason, "steps": self.step, "exception": self.exception, "gpuStepTimes": gpu_times}, now=True)
 
