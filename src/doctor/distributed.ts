@@ -51,8 +51,8 @@ export interface DistributedView {
    */
   dataWaitSpread: number | null;
   /**
-   * The rank the others wait for, when the data names one: the slowest by median when the skew reaches
-   * IMBALANCE_MIN_SHARE, else the rank that waits longest on its DataLoader when the spread does. null otherwise.
+   * The rank the others wait for, when the data names one: the rank that waits longest on its DataLoader when the
+   * spread reaches IMBALANCE_MIN_SHARE, else the slowest by median when the skew does. null otherwise.
    */
   straggler: { rank: number; by: 'step-time' | 'dataloader-wait' } | null;
   /** Why the straggler (else the slowest rank) is slower, when the data says it: one line per cause. */
@@ -127,9 +127,12 @@ export function distributedView(
     const meanS = meanOf.get(mostWait.rank) ?? 0;
     if (meanS > 0) dataWaitSpread = ((mostWait.dataWaitPerStepS as number) - (sorted[0]?.dataWaitPerStepS as number)) / meanS;
   }
+  // A rank that waits on its DataLoader holds every rank of a synchronous job: they wait for it in the next
+  // collective, so all steps last alike and their medians differ only by where each rank's boundary falls (a loaded
+  // host moves them by more than a tenth). The waits name the straggler first; the steps' skew only without them.
   let straggler: DistributedView['straggler'] = null;
-  if (skew !== null && skew >= IMBALANCE_MIN_SHARE) straggler = { rank: slowest.rank, by: 'step-time' };
-  else if (mostWait && dataWaitSpread !== null && dataWaitSpread >= IMBALANCE_MIN_SHARE) straggler = { rank: mostWait.rank, by: 'dataloader-wait' };
+  if (mostWait && dataWaitSpread !== null && dataWaitSpread >= IMBALANCE_MIN_SHARE) straggler = { rank: mostWait.rank, by: 'dataloader-wait' };
+  else if (skew !== null && skew >= IMBALANCE_MIN_SHARE) straggler = { rank: slowest.rank, by: 'step-time' };
   const subject = straggler ? (views.find((v) => v.rank === straggler.rank) as RankView) : slowest;
   return {
     ranks: views,

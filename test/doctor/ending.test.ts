@@ -158,15 +158,23 @@ describe('the per-rank view and rank-imbalance', () => {
   const noHello = () => null;
   const noWindow = () => null;
 
-  it('skew, slowest rank, straggler by step time, and a probe finding with the arithmetic', () => {
+  it('skew, slowest rank, the straggler by its DataLoader wait, and a probe finding with the arithmetic', () => {
     const v = distributedView([rank(0, 0.1, 0), rank(1, 0.15, 0.3)], noHello, noWindow);
     expect(v?.skew).toBeCloseTo(0.5, 9);
-    expect(v).toMatchObject({ slowestRank: 1, fastestRank: 0, straggler: { rank: 1, by: 'step-time' } });
+    expect(v).toMatchObject({ slowestRank: 1, fastestRank: 0, straggler: { rank: 1, by: 'dataloader-wait' } });
     expect(v?.why[0]).toMatch(/^more DataLoader wait: 45\.0 ms a step against 0 ns on rank 0/);
     const probe = probeImbalanceFinding(probeBalanceOf(v)!);
     // slowest 150 ms, mean of the medians 125 ms: 25 ms; the wait spread 45 ms is larger: 45/150 = 30%.
     expect(probe?.estimatedGain?.savedFraction).toBeCloseTo(0.3, 9);
     expect(probe?.severity).toBe('high');
+  });
+
+  it("the waits name the straggler before the medians do (a loaded host moves where each rank's step ends); the skew alone without them", () => {
+    // Rank 1 waits 30 ms a step on its DataLoader; rank 0's median came out 20% longer (its boundaries fell late).
+    const v = distributedView([rank(0, 0.12, 0), rank(1, 0.1, 0.3)], noHello, noWindow);
+    expect(v).toMatchObject({ slowestRank: 0, straggler: { rank: 1, by: 'dataloader-wait' } });
+    const noWaits = distributedView([rank(0, 0.12, 0.01), rank(1, 0.1, 0.01)], noHello, noWindow);
+    expect(noWaits?.straggler).toEqual({ rank: 0, by: 'step-time' });
   });
 
   it("balanced ranks: no straggler, no finding; the trace rule's finding gets the probe's figures and loses its gain", () => {
