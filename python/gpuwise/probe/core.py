@@ -430,11 +430,7 @@ class Probe(StepsMixin, WindowMixin):
         self.sender.flush(wait_s=2.0)
         now = time.perf_counter()
         if self.announced and not self.ended:
-            for fields in self.loader_watch.records(now, self.step):
-                self._queue("loader", fields)
-            if self.step_thread is not None:  # the readings are a step's share: none before the steps start
-                for fields in self.thread_cpu.records(now, self.step):
-                    self._queue("cpu", fields)
+            self._queue_readings(now)
         if self.last_boundary is not None and not self.ended and self.step_thread is not None:
             progress = (self.step, self.batch_calls, self.forward_calls, self.backward_calls)
             stall = self.watchdog.check(progress, now, self.host_step_times, self.step_thread, self.last_boundary, self.step)
@@ -442,6 +438,15 @@ class Probe(StepsMixin, WindowMixin):
                 self._queue("stall", stall)
                 self.sender.flush(wait_s=2.0)
         self._window_timers(now)
+
+    def _queue_readings(self, now, force=False):
+        """The periodic readings due now (`force`: the last, at the end): each DataLoader's (loader.py), and the CPU by
+        thread (threads.py) once the steps run, since its readings are shares of steps."""
+        for fields in self.loader_watch.records(now, self.step, force):
+            self._queue("loader", fields)
+        if self.step_thread is not None:
+            for fields in self.thread_cpu.records(now, self.step, force):
+                self._queue("cpu", fields)
 
     def tick_s(self):
         """How often the background thread wakes: fine enough for the watchdog's floor and the time window's times."""
@@ -491,10 +496,7 @@ class Probe(StepsMixin, WindowMixin):
             return
         self.ended = True
         gpu_times = self.gpu.last_step_times() if reason in ("exit", "max-steps") and self.gpu is not None else []
-        for fields in self.loader_watch.records(time.perf_counter(), self.step, force=True):  # up to the end
-            self._queue("loader", fields)
-        for fields in self.thread_cpu.records(time.perf_counter(), self.step, force=True) if self.step_thread is not None else []:
-            self._queue("cpu", fields)
+        self._queue_readings(time.perf_counter(), force=True)  # up to the end
         self._queue("end", {"reason": reason, "steps": self.step, "exception": self.exception, "gpuStepTimes": gpu_times}, now=True)
 
     def _on_exception(self, etype, value):

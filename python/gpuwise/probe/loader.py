@@ -24,15 +24,23 @@ def cpu_cores():
         return None
 
 
-def process_cpu_s(pid):
-    """User + system CPU seconds of process `pid` (all its threads) from /proc; None where it cannot be read."""
+def stat_cpu(path):
+    """(kernel name, user + system CPU seconds) from a /proc `stat` file (a process's or a thread's); None where it
+    cannot be read (the process or thread has ended)."""
     try:
-        with open("/proc/%d/stat" % pid, "rb") as f:
+        with open(path, "rb") as f:
             s = f.read()
-        fields = s[s.rindex(b")") + 2 :].split()
-        return (int(fields[11]) + int(fields[12])) / float(_TICKS)
+        close = s.rindex(b")")
+        fields = s[close + 2 :].split()
+        return s[s.index(b"(") + 1 : close], (int(fields[11]) + int(fields[12])) / float(_TICKS)
     except (OSError, ValueError, IndexError):
         return None
+
+
+def process_cpu_s(pid):
+    """User + system CPU seconds of process `pid` (all its threads) from /proc; None where it cannot be read."""
+    got = stat_cpu("/proc/%d/stat" % pid)
+    return got[1] if got is not None else None
 
 
 class _Loader(object):

@@ -13,9 +13,8 @@ stepping thread's, taken where it steps; the probe's own background thread's).
 import os
 import threading
 
-from .loader import READ_EVERY_S, process_cpu_s
+from .loader import READ_EVERY_S, stat_cpu
 
-_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") and "SC_CLK_TCK" in getattr(os, "sysconf_names", {}) else 100
 _TASKS = "/proc/self/task"
 AUTOGRAD_PREFIX = b"pt_autograd"
 ROLES = ("stepping", "autograd", "probe", "other")
@@ -26,18 +25,6 @@ _native_id = getattr(threading, "get_native_id", None)
 def native_id():
     """The calling thread's kernel id (None before Python 3.8)."""
     return _native_id() if _native_id is not None else None
-
-
-def _task_stat(tid):
-    """(kernel name, user + system CPU seconds) of thread `tid` of this process; None once it has ended."""
-    try:
-        with open("%s/%d/stat" % (_TASKS, tid), "rb") as f:
-            s = f.read()
-        close = s.rindex(b")")
-        fields = s[close + 2 :].split()
-        return s[s.index(b"(") + 1 : close], (int(fields[11]) + int(fields[12])) / float(_TICKS)
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 class ThreadCpuWatch(object):
@@ -71,7 +58,7 @@ class ThreadCpuWatch(object):
         seen = {}
         totals = self.totals
         for tid in tids:
-            got = _task_stat(tid)
+            got = stat_cpu("%s/%d/stat" % (_TASKS, tid))
             if got is None:
                 continue  # ended between the listing and the read
             name, cpu = got
@@ -91,10 +78,11 @@ class ThreadCpuWatch(object):
                 role = "other"
             totals[role] += cpu - before
         self.last = seen
+        own = os.times()  # as the loader record reads it
         return {
             "step": step,
             "threads": len(seen),
-            "processCpuS": process_cpu_s(os.getpid()),
+            "processCpuS": own[0] + own[1],
             "steppingCpuS": totals["stepping"],
             "autogradCpuS": totals["autograd"],
             "probeCpuS": totals["probe"],

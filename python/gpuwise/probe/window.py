@@ -68,17 +68,21 @@ class TraceUnavailable(object):
 
 
 def _written(path, write, *args):
-    """`write(*args)`, which writes `path`; an OSError (a full disk, a run folder removed, descriptors the script
-    closed under the writer: os.closerange while the export runs) is the window's loss, not the probe's error: what
-    was written is removed and the record says why."""
+    """(path, None) once `write(*args)` wrote `path`, else (None, why): a TraceUnavailable it returned, or an OSError
+    (a full disk, a run folder removed, descriptors the script closed under the writer: os.closerange while the export
+    runs), which is the window's loss, not the probe's error: what was written is removed. (None, None) without a
+    path (nothing to write)."""
+    if path is None:
+        return None, None
     try:
-        return write(*args)
+        got = write(*args)
     except OSError as e:
         try:
             os.remove(path)
         except OSError:
             pass
-        return TraceUnavailable("%s could not be written: %s" % (os.path.basename(path), e))
+        return None, "%s could not be written: %s" % (os.path.basename(path), e)
+    return (None, got.why) if isinstance(got, TraceUnavailable) else (got, None)
 
 
 def _matched_ranges(thread_records):
@@ -357,16 +361,12 @@ class WindowMixin(object):
         probe = self
 
         def export():
-            got = _written(trace, probe._export_trace, prof, results, trace) if trace else None
-            if isinstance(got, TraceUnavailable):
-                fields["traceError"] = got.why
-                got = None
-            fields["trace"] = got
-            shot = _written(snapshot, probe._export_snapshot, snapshot, device, keep_history) if snapshot else None
-            if isinstance(shot, TraceUnavailable):
-                fields["snapshotError"] = shot.why
-                shot = None
-            fields["snapshot"] = shot
+            fields["trace"], trace_error = _written(trace, probe._export_trace, prof, results, trace)
+            fields["snapshot"], snapshot_error = _written(snapshot, probe._export_snapshot, snapshot, device, keep_history)
+            if trace_error:
+                fields["traceError"] = trace_error
+            if snapshot_error:
+                fields["snapshotError"] = snapshot_error
             probe._queue("profile-end", fields)
 
         self.background.ensure()
