@@ -308,6 +308,7 @@ function prepareWork(c, work) {
 async function runSide(side, c, ctx, base) {
   const work = join(base, 'work');
   prepareWork(c, work);
+  const env = { ...ctx.env, ...compileCaches(join(base, 'caches')) };
   const outPath = join(base, `${side}.stdout`);
   const errPath = join(base, `${side}.stderr`);
   const command = caseCommand(ctx.python, c.script, outPath, errPath);
@@ -317,13 +318,13 @@ async function runSide(side, c, ctx, base) {
   if (side === 'doctor') {
     const runDir = join(base, 'doctor-run');
     const argv = [process.execPath, ctx.cli, 'doctor', '--no-serve', '--out', runDir, '--store', join(base, 'store'), '--', ...command];
-    exit = await runOnce(argv, work, ctx.env, join(base, 'doctor-own.stdout'), join(base, 'doctor-own.stderr'), ctx.timeoutS);
+    exit = await runOnce(argv, work, env, join(base, 'doctor-own.stdout'), join(base, 'doctor-own.stderr'), ctx.timeoutS);
     probe = probeSummary(runDir);
     // doctor's exit status is the script's (128+N for signal N); which signal it was, its report says.
     exit = { ...exit, signal: exit.signal ?? probe.signal };
     doctorStderr = readFileSync(join(base, 'doctor-own.stderr'), 'utf8');
   } else {
-    exit = await runPlain(command, work, ctx.env, join(base, `${side}.reaper.out`), join(base, `${side}.reaper.err`), ctx.timeoutS, ctx.python, join(base, `${side}.status`));
+    exit = await runPlain(command, work, env, join(base, `${side}.reaper.out`), join(base, `${side}.reaper.err`), ctx.timeoutS, ctx.python, join(base, `${side}.status`));
   }
   const result = {
     exit,
@@ -392,6 +393,18 @@ function versionsOf(python, env) {
       ok({ python: py ?? null, torch: torch && torch !== 'None' ? torch : null });
     });
   });
+}
+
+/**
+ * Empty compile caches for each side, at the same path (a case that prints its environment sees the same variables).
+ * Inductor and Triton keep compiled graphs on disk across processes, and a run that finds the other side's graphs
+ * skips the compile and its one-time warnings (Inductor's TF32 warning): the second run of a case would differ from
+ * the first for a reason that is not doctor's.
+ */
+function compileCaches(dir) {
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  return { TORCHINDUCTOR_CACHE_DIR: join(dir, 'inductor'), TRITON_CACHE_DIR: join(dir, 'triton') };
 }
 
 /** The environment both runs get: the caller's, without gpuwise's own variables, with a fixed hash seed. */
