@@ -195,6 +195,10 @@ class StepClock:
         if all_s:
             out["wall_mean_step_ms"] = round((end - self.host[self.warmup]) / len(all_s) * 1e3, 3)
         out["profiled_steps_left_out"] = len(all_s) - len(kept)
+        # Every step after the warm-up, in order (0.1 ms), and which ran under a profiler: where the stalls fall, and
+        # whether the steps after doctor's window run at the plain pace (bench/doctor/real_overhead.sh reads them).
+        out["step_ms"] = [round(t * 1e3, 1) for t in all_s]
+        out["profiled_at"] = [i for i, p in enumerate(self.profiled[self.warmup :]) if p]
         return out
 
 

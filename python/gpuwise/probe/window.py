@@ -332,12 +332,10 @@ class WindowMixin(object):
         if self._is_legacy(prof):
             results = torch.autograd._disable_profiler_legacy()
         else:
-            teardown = self._cupti_teardown() if self.prof_cuda else False
-            try:
-                results = torch.autograd._disable_profiler()
-            finally:
-                if teardown:
-                    os.environ.pop("TEARDOWN_CUPTI", None)
+            # No TEARDOWN_CUPTI around this stop: with torch 2.11 and CUDA 13 a profiler the script starts after a
+            # teardown records no GPU event (the cuda_profiler equivalence case, H100), and it did not take the slower
+            # steps after the window away (bench/doctor/real_overhead.sh): docs/doctor.md, "Benchmark".
+            results = torch.autograd._disable_profiler()
             stop_hook = getattr(torch.autograd.profiler, "_run_on_profiler_stop", None)
             if stop_hook is not None:
                 stop_hook()
@@ -372,23 +370,6 @@ class WindowMixin(object):
         self.background.ensure()
         self.background.submit("export", export)
         self.mark_next_step("window-end")
-
-    def _cupti_teardown(self):
-        """Asks Kineto to finalize CUPTI when this stop ends the trace (TEARDOWN_CUPTI=1, set only around the stop):
-        without it CUPTI's callbacks stay subscribed and every later kernel launch pays for them (pytorch issue
-        144455: 10-20% after profiling; +30% measured on an H200 ResNet-50 run under doctor). Not with CUDA < 12.6,
-        whose CUDA graphs crash on the re-initialisation after a teardown, nor over a value the script set itself.
-        True when it was set."""
-        if "TEARDOWN_CUPTI" in os.environ:
-            return False
-        try:
-            major, minor = (int(x) for x in str(self.torch.version.cuda).split(".")[:2])
-        except (TypeError, ValueError, AttributeError):
-            return False
-        if (major, minor) < (12, 6):
-            return False
-        os.environ["TEARDOWN_CUPTI"] = "1"
-        return True
 
     def _export_trace(self, prof, results, path):
         """On the background thread: the trace of a stopped profiler written to `path` (the path, or None)."""
