@@ -130,6 +130,7 @@ export function analyzeTrace(model: TraceModel): TraceMetrics {
       dataLoaderWaitNsPerStep: spansIn(model.dataLoader, windows) / nSteps,
       pageableH2dExample: k.pageableH2dExample,
       memcpyBlockedNsPerStep: memcpyBlockedNs(model, spans, windows) / nSteps,
+      hostFreeNsPerStep: hostFreeNs(model, spans),
     },
     structure: structure(model, windows),
   };
@@ -182,6 +183,21 @@ function memcpyBlockedNs(model: TraceModel, spans: HostSpans, windows: StepWindo
   let total = 0;
   for (const [start, end] of spans.memcpyCalls) if (mine(start)) total += end - start;
   return total;
+}
+
+/**
+ * The stepping thread's time a step outside the calls that wait on the GPU (memcpy, sync) or on the DataLoader: the
+ * median over the loop's step spans (`ProfilerStep#N`), so the span the profiler's own stop lands in does not count.
+ * An upper bound of the host's own work (the profiler's cost is in it); its backward's wait on autograd's thread is
+ * in it too, as the backward's launches are host work. Null without two step spans.
+ */
+function hostFreeNs(model: TraceModel, spans: HostSpans): number | null {
+  if (model.steps.length < 2) return null;
+  const sc = model.gpu.syncCalls;
+  const waits: [number, number][] = [...spans.memcpyCalls, ...model.dataLoader.map((d) => [d.startNs, d.endNs] as [number, number])];
+  for (let i = 0; i < sc.count; i++) waits.push([sc.startNs[i]!, sc.startNs[i]! + sc.durNs[i]!]);
+  const blocked = unionOf(waits);
+  return median(model.steps.map((s) => s.endNs - s.startNs - coveredLen(blocked, s.startNs, s.endNs)));
 }
 
 function syncCalls(model: TraceModel, windows: StepWindow[]): { name: string; count: number; totalNs: number }[] {

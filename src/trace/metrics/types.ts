@@ -330,6 +330,11 @@ export interface TraceMetrics {
     pageableH2dExample: { name: string; atNs: number; bytes: number; durNs: number } | null;
     /** Time per step the host spent inside memcpy runtime calls (blocking copies wait there on the GPU); added after schema 2's release. */
     memcpyBlockedNsPerStep?: number;
+    /**
+     * The stepping thread's time a step outside memcpy and sync calls and DataLoader waits: the median over the step
+     * spans, the profiler's cost included (an upper bound of the host's own work); null without two step spans.
+     */
+    hostFreeNsPerStep?: number | null;
   };
   /** Structure facts the rules read. */
   structure: {
