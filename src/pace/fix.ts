@@ -10,6 +10,8 @@ import { type Pipeline, type SerialKind, type Stage, type StageName, stageLabel 
 export type FixOp =
   /** The DataLoader's worker count: a number, or `enough` for the demand of the other stages (capped by the cores). */
   | { kind: 'workers'; to: number | 'enough' }
+  /** persistent_workers=True: the workers' start-up at each epoch start goes (the fill of the first batch stays). */
+  | { kind: 'persistent-workers' }
   /**
    * A work item of the GPU (`work` names it: `fp32-matmul`, `memory-bound`, `nchw-transposes`, ...): `ns` of it per
    * step now, of which `factor` remains. Two fixes naming the same item compose (bf16 halves what fusion then fuses).
@@ -46,6 +48,11 @@ function applyOp(p: Pipeline, op: FixOp): Pipeline {
       if (p.loader && p.loader.batchNsPerWorker !== null) return { ...p, loader: { ...p.loader, workersTo: op.to } };
       // No per-worker rate: enough workers take the input stage off the critical path, whatever it was.
       return withStage(p, 'input', null, 'assumed to keep up once the loader has enough workers');
+    }
+    case 'persistent-workers': {
+      // Without the loader's records the epoch starts are a serial cost measured from the stalls: it goes whole.
+      const serial = p.serial.filter((c) => c.kind !== 'epoch-starts');
+      return { ...p, serial, loader: p.loader ? { ...p.loader, persistentTo: true } : null };
     }
     case 'gpu': {
       const gpu = p.stages.gpu.ns;

@@ -9,7 +9,7 @@ import type { ThreadCpuPerStep } from '../run/threadCpu.js';
 import type { StepStats } from '../run/steps.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
 import { fmtMs, fmtPct } from '../util/format.js';
-import { calibrated, type LoaderFacts, type Pipeline, type SerialCost, type Stage, workerCap } from './pipeline.js';
+import { calibrated, epochStartNs, type LoaderFacts, type Pipeline, type SerialCost, type Stage, workerCap } from './pipeline.js';
 import { deviceBusyNs, GPU_BOUND_SHARE, HOST_BINDS_IDLE_SHARE, INPUT_BINDS_SHARE, syncBlockedNs, windowHost, windowPipeline } from './window.js';
 
 /** The window's step must exceed the run's (its waits left out) by this share before the profiler's cost is taken off. */
@@ -57,18 +57,23 @@ const COPY_BLOCKED_SHARE = 0.05;
  * a copy, a sync nor the DataLoader (its backward's wait on autograd's thread included), the profiler's cost in it.
  * The host's work is at most the smaller of the two.
  */
-function hostWork(cpuNs: number, m: TraceMetrics | null, threads: ThreadCpuPerStep | null, noGpuWork: boolean): Stage {
+function hostWork(cpuNs: number, m: TraceMetrics | null, threads: ThreadCpuPerStep | null, noGpuWork: boolean, gpuBound: boolean): Stage {
   const blocked = m?.examples.memcpyBlockedNsPerStep ?? 0;
   const copies = !noGpuWork && m !== null && blocked > COPY_BLOCKED_SHARE * m.perStep.durNs;
   const own = copies ? Math.max(0, cpuNs - blocked) : cpuNs;
-  const autograd = threads !== null && threads.autogradNs > 0 ? threads.autogradNs : 0;
+  // Autograd's thread launches the backward's kernels: on a GPU that is busy most of the step the launch queue fills and
+  // a launch spins until there is room, so its CPU time holds waits, not work (a GPU-bound Lightning ResNet-50 on an
+  // H100: 17 ms of it a step, and bf16 then measured 73.6 ms where the host with it would have bound at 94).
+  const autograd = threads !== null && threads.autogradNs > 0 && !gpuBound ? threads.autogradNs : 0;
   const thread = copies
     ? `the stepping thread's CPU time ${fmtMs(cpuNs)} a step (median, outside the profiler) less the ${fmtMs(blocked)} a step the window shows it blocked inside copy calls (pageable copies wait for the GPU's queued work)`
     : `${noGpuWork ? 'no GPU work: the step runs on the CPU, ' : ''}the stepping thread's CPU time, ${fmtMs(cpuNs)} a step (median, outside the profiler)`;
   const backward =
     autograd > 0
       ? `, plus autograd's backward thread's ${fmtMs(autograd)} a step (the backward's work, done while the stepping thread waits; over ${threads?.steps} steps)`
-      : '';
+      : threads !== null && threads.autogradNs > 0 && gpuBound
+        ? ` (autograd's backward thread's ${fmtMs(threads.autogradNs)} a step left out: the GPU is busy most of the step, and its launches wait for room in the launch queue)`
+        : '';
   const total = own + autograd;
   const free = copies && m !== null ? windowFreeNs(m) : null;
   if (free !== null && free < total)
@@ -115,6 +120,8 @@ export function loaderFacts(records: readonly LoaderRecord[], batchesPerStep: nu
   const cpuNsPerBatch =
     last.workers > 0 && batches > 0 && first.workerCpuS !== null && last.workerCpuS !== null ? ((last.workerCpuS - first.workerCpuS) / batches) * 1e9 : null;
   const processCores = dt > 0 && first.processCpuS !== null && last.processCpuS !== null ? (last.processCpuS - first.processCpuS) / dt : null;
+  const starts = epochStartsOf(main);
+  const gaps = starts.slice(1).map((s, i) => s - (starts[i] as number)).sort((a, b) => a - b);
   return {
     workers: last.workers,
     batchNsPerWorker: cpuNsPerBatch,
@@ -127,6 +134,8 @@ export function loaderFacts(records: readonly LoaderRecord[], batchesPerStep: nu
     prefetchFactor: last.prefetchFactor,
     pinMemory: last.pinMemory,
     how: 'measured',
+    stepsPerEpoch: gaps.length > 0 ? (gaps[Math.floor(gaps.length / 2)] as number) / Math.max(1, batchesPerStep ?? 1) : null,
+    startNs: null,
   };
 }
 
@@ -190,8 +199,12 @@ export function runPipeline(ev: RunEvidence): Pipeline | null {
     stalls !== null &&
     (stalls.when === 'epoch-starts' ||
       (stalls.when === 'periodic' && (stalls.everySteps ?? 0) >= LONG_STALL_PERIOD_STEPS && stalls.waitShareInStalls >= LONG_STALL_WAIT_SHARE));
+  // The loader's records say how long an epoch is: its epoch starts are then the loader's own cost (pipeline.ts
+  // epochStartNs), which changes with the worker count; the stalls measured there tell the workers' start-up.
+  let loader = loaderFacts(ev.loader, ev.batchesPerStep);
+  const epochModel = loader !== null && loader.stepsPerEpoch !== null && loader.cpuNsPerBatch !== null && (loader.workers ?? 0) > 0;
   let restW = W;
-  if (longStalls && W > 0) {
+  if (longStalls && W > 0 && !epochModel) {
     const ns = W * stalls.waitShareInStalls;
     restW = W - ns;
     serial.push({
@@ -207,8 +220,16 @@ export function runPipeline(ev: RunEvidence): Pipeline | null {
   }
   const serialSum = serial.reduce((a, c) => a + c.ns, 0);
 
+  let epochNs = 0;
+  if (loader && epochModel) {
+    const draft = { stepNs: S, stages: {} as Pipeline['stages'], serial, loader, batchScale: 1 } as unknown as Pipeline;
+    const fillNs = epochStartNs(draft, loader.workers) * (loader.stepsPerEpoch ?? 0);
+    const stallNs = stalls !== null && stalls.when === 'epoch-starts' ? stalls.meanStallS * 1e9 : null;
+    if (stallNs !== null && !loader.persistentWorkers) loader = { ...loader, startNs: Math.max(0, stallNs - fillNs) };
+    epochNs = epochStartNs({ ...draft, loader }, loader.workers);
+    restW = Math.max(0, W - epochNs);
+  }
   // The input stage: measured in the workers, else inferred from the loop's waits.
-  let loader = loaderFacts(ev.loader, ev.batchesPerStep);
   let input: Stage;
   const waitsText = `the loop waits ${fmtMs(W)} a step on the DataLoader (${fmtPct(W / S)} of the mean step ${fmtMs(S)}, median ${fmtMs((st.medianS ?? 0) * 1e9)})${stallText(stalls)}`;
   if (loader && loader.cpuNsPerBatch !== null && loader.workers !== null && loader.workers > 0) {
@@ -219,12 +240,16 @@ export function runPipeline(ev: RunEvidence): Pipeline | null {
     const coresText = loader.cpuCores !== null ? `; the process may use ${loader.cpuCores} cores${keeps}` : '';
     if (restW >= INPUT_BINDS_SHARE * S) {
       // The loader binds: its workers work without pause, a step's batches every (mean step - serial costs).
-      const period = Math.max(0, S - serialSum);
-      loader = { ...loader, batchNsPerWorker: Math.max(loader.cpuNsPerBatch, (period * W0) / bps) };
+      const period = Math.max(0, S - serialSum - epochNs);
+      // Their wall time a batch is what the waits show. A worker (one thread) spends no more CPU on a batch than that:
+      // a larger CPU figure holds the start-up of workers forked again at each epoch, which the epoch starts count.
+      const wallNs = (period * W0) / bps;
+      const cpuText = loader.cpuNsPerBatch > wallNs ? `${cpuPerBatch}, taken as ${fmtMs(wallNs)}: it holds the workers' start-up` : cpuPerBatch;
+      loader = { ...loader, batchNsPerWorker: wallNs, cpuNsPerBatch: Math.min(loader.cpuNsPerBatch, wallNs) };
       input = {
         ns: period,
         how: 'measured',
-        evidence: `${W0} worker(s) deliver a step's batches every ${fmtMs(period)} (the loop waits for them): each takes ${fmtMs(loader.batchNsPerWorker ?? 0)} a batch, of which ${cpuPerBatch}${coresText}; ${waitsText}`,
+        evidence: `${W0} worker(s) deliver a step's batches every ${fmtMs(period)} (the loop waits for them): each takes ${fmtMs(wallNs)} a batch, with ${cpuText}${coresText}; ${waitsText}`,
       };
     } else {
       const period = (loader.cpuNsPerBatch * bps) / Math.min(W0, workerCap(loader));
@@ -252,7 +277,7 @@ export function runPipeline(ev: RunEvidence): Pipeline | null {
     cpuS === null
       ? { ns: null, how: 'assumed', evidence: "the probe sent no host CPU time (an older probe), and a window's host time carries the profiler's own cost" }
       : noGpuWork || problem === null
-        ? hostWork(cpuS * 1e9, m, ev.threads ?? null, noGpuWork)
+        ? hostWork(cpuS * 1e9, m, ev.threads ?? null, noGpuWork, m !== null && !noGpuWork && (gpu.ns ?? 0) + (comm.ns ?? 0) >= GPU_BOUND_SHARE * Sx)
         : { ns: null, how: 'assumed', evidence: `the stepping thread's CPU time is ${fmtMs(cpuS * 1e9)} a step, not taken as the host's own work: ${problem}` };
   // The GPU idles a tenth of the run's step or more with no sync, DataLoader wait or copy to explain it: the host side
   // sets the pace, whatever its thread's clock says (the GIL held by other threads, the scheduler: time it does not see).

@@ -5,7 +5,7 @@ import type { GemmShapeStat, TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtBytes, fmtMs, fmtPct } from '../../util/format.js';
 import { BF16_AUTOCAST_SWITCHES } from '../framework.js';
 import { modelParallelFigures } from './modelParallel.js';
-import { autocastNotReaching, autocastSideOps } from './precision.js';
+import { autocastNotReaching } from './precision.js';
 import { finding, gpuOf, matmulNs, paced, pacedParts, type RankRule, stepNs } from './rule.js';
 
 const FP32_MIN_SHARE_OF_MATMUL = 0.1;
@@ -65,9 +65,8 @@ export const noTensorCores: RankRule = (m, ctx) => {
   const shapedFlops = shaped.reduce((a, g) => a + g.flopsPerCall * g.calls, 0) / nSteps;
   let saved: number;
   let arithmetic: string;
-  let bf16Ns = 0;
   if (rate !== null && shapedNs > 0 && shapedFlops > 0) {
-    bf16Ns = shapedFlops / rate.flopPerNs;
+    const bf16Ns = shapedFlops / rate.flopPerNs;
     const rest = fp32PerStep - shapedNs;
     saved = Math.max(0, shapedNs - bf16Ns) + rest * (1 - 1 / TENSOR_CORE_SPEEDUP);
     arithmetic = `fp32 GEMMs ${fmtMs(shapedNs)} per step do ${(shapedFlops * 1e-12).toFixed(2)} TFLOP, ${fmtMs(bf16Ns)} at ${rate.basis}${rest > 0 ? `; other fp32 matmul ${fmtMs(rest)} x (1 - 1/${TENSOR_CORE_SPEEDUP})` : ''}: ${fmtMs(saved)} saved per step`;
@@ -75,8 +74,6 @@ export const noTensorCores: RankRule = (m, ctx) => {
     saved = fp32PerStep * (1 - 1 / TENSOR_CORE_SPEEDUP);
     arithmetic = `fp32 matmul ${fmtMs(fp32PerStep)} x (1 - 1/${TENSOR_CORE_SPEEDUP} assumed tensor-core speed-up) = ${fmtMs(saved)} saved per step`;
   }
-  // Autocast changes more than the GEMMs: the memory-bound kernels and fp32 attention too (precision.ts).
-  const side = autocastSideOps(m, bf16Ns > 0 && shapedNs > 0 ? bf16Ns / shapedNs : 1 / TENSOR_CORE_SPEEDUP);
   const parts = pacedParts(m, ctx?.pace, {
     id: 'no-tensor-cores',
     title: 'Matrix multiplies run in fp32 without tensor cores',
@@ -99,8 +96,8 @@ export const noTensorCores: RankRule = (m, ctx) => {
     },
   }, {
     label: 'bf16 autocast (tensor cores)',
-    ops: [{ kind: 'gpu', work: 'fp32-matmul', ns: fp32PerStep, factor: Math.max(0, 1 - saved / fp32PerStep) }, ...side.ops],
-    arithmetic: side.text ? `${arithmetic}; under autocast also ${side.text}: ${fmtMs(side.savedNs)} more` : arithmetic,
+    ops: [{ kind: 'gpu', work: 'fp32-matmul', ns: fp32PerStep, factor: Math.max(0, 1 - saved / fp32PerStep) }],
+    arithmetic,
   });
   return finding(ctx?.askedHalf ? autocastNotReaching(parts, ctx.askedHalf) : parts);
 };

@@ -62,7 +62,11 @@ const LOADER_CODE = (workers: string, epochStarts: boolean) =>
 export function dataloaderFinding(p: Pipeline, m: TraceMetrics | null, rank: number): Finding | null {
   const step = p.stepNs;
   const wait = p.inputWaitNs;
-  const epochStarts = p.serial.some((c) => c.kind === 'epoch-starts');
+  // Epoch starts that stall the loop: a serial cost measured from the stalls (without the loader's records), or the
+  // workers' start-up the loader's records and the stalls at epoch starts measured (pipeline.ts epochStartNs).
+  const l0 = p.loader;
+  const startUp = l0 && !l0.persistentWorkers && l0.startNs !== null && l0.stepsPerEpoch ? l0.startNs / l0.stepsPerEpoch : 0;
+  const epochStarts = p.serial.some((c) => c.kind === 'epoch-starts') || (startUp > 0 && p.stalls?.when === 'epoch-starts');
   if (!(step > 0) || wait / step < DATALOADER_MIN_SHARE) return null;
   const run = p.source === 'run';
   const rec = workersFor(p);
@@ -86,8 +90,8 @@ export function dataloaderFinding(p: Pipeline, m: TraceMetrics | null, rank: num
   const fix: Fix = epochStarts
     ? {
         label: 'persistent DataLoader workers',
-        ops: [{ kind: 'serial', cost: 'epoch-starts', factor: 0 }],
-        arithmetic: `${p.serial.find((c) => c.kind === 'epoch-starts')?.evidence ?? 'the waits cluster at epoch starts'}; persistent_workers=True keeps the workers between epochs, prefetch_factor fills their queues ahead`,
+        ops: [{ kind: 'persistent-workers' }],
+        arithmetic: `${p.serial.find((c) => c.kind === 'epoch-starts')?.evidence ?? `the workers start again at each epoch start: ${fmtMs(l0?.startNs ?? 0)} every ${l0?.stepsPerEpoch} steps (the stalls there less the fill of the first batch), ${fmtMs(startUp)} a step`}; persistent_workers=True keeps the workers between epochs, prefetch_factor fills their queues ahead`,
       }
     : {
         label: l?.workers !== null && l?.workers !== undefined && rec ? `num_workers ${l.workers} -> ${rec.workers}` : 'more DataLoader workers',

@@ -6,7 +6,6 @@
  */
 
 import { catalogueName, type GpuSpec, lookupGpu } from '../../gpus/catalogue.js';
-import type { FixOp } from '../../pace/fix.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtMs } from '../../util/format.js';
 import { BF16_AUTOCAST_SWITCHES } from '../framework.js';
@@ -27,38 +26,10 @@ const CONV_NET_SHARE = 0.2;
  * (batch 128, H100, examples/traces/scenarios/resnet50_amp*): 41.7 ms -> 14.9 ms per step, 64% saved.
  */
 const NCHW_NORM_POOL_SAVED = 0.64;
-/** Memory-efficient attention's fp32 kernels (fmha_cutlassF_f32..., fmha_cutlassB_f32...). */
-const FP32_ATTENTION_KERNEL = /fmha_cutlass[FB]_f32|AttentionKernel<float|AttentionBackwardKernel<[^>]*float/;
 
 function gpuOf(m: TraceMetrics): GpuSpec | null {
   const name = m.devices[0]?.name;
   return name ? lookupGpu(name) : null;
-}
-
-/**
- * What bf16 autocast does to a step's GPU work besides its matmuls, the same for every rule that recommends it: fp32
- * memory-bound kernels move half the bytes, and fused attention that runs in fp32 (memory-efficient attention's f32
- * kernels: flash attention has no fp32) runs in bf16 at the tensor cores' rate, `halfRatio` of its fp32 time (on a
- * GPU-bound ViT-B/16 on an H100, 31 ms of fp32 attention a step that the models before left in place, so bf16 was
- * predicted at 118 ms against 72.8 measured).
- */
-export function autocastSideOps(m: TraceMetrics, halfRatio: number): { ops: FixOp[]; savedNs: number; text: string } {
-  const ops: FixOp[] = [];
-  const parts: string[] = [];
-  let savedNs = 0;
-  const mem = m.kernelMix.memoryBoundFp32Ns;
-  if (mem > 0) {
-    ops.push({ kind: 'gpu', work: 'memory-bound', ns: mem, factor: MEMORY_BOUND_HALF_FACTOR });
-    savedNs += mem * (1 - MEMORY_BOUND_HALF_FACTOR);
-    parts.push(`fp32 memory-bound ${fmtMs(mem)} x ${MEMORY_BOUND_HALF_FACTOR}`);
-  }
-  const fused = m.attention?.fused ?? null;
-  if (fused && fused.kernelNs > 0 && FP32_ATTENTION_KERNEL.test(fused.topKernel ?? '')) {
-    ops.push({ kind: 'gpu', work: 'attention', ns: fused.kernelNs, factor: halfRatio });
-    savedNs += fused.kernelNs * (1 - halfRatio);
-    parts.push(`fp32 fused attention ${fmtMs(fused.kernelNs)} x ${halfRatio.toFixed(3)}`);
-  }
-  return { ops, savedNs, text: parts.join(' + ') };
 }
 
 function isConvNet(m: TraceMetrics): boolean {
@@ -110,10 +81,10 @@ export const mixedPrecision: RankRule = (m, ctx) => {
   const tf32Ratio = gpu.tf32Tflops > 0 ? gpu.tf32Tflops / rate16 : 0.5;
   const fp32Ratio = gpu.fp32Tflops / rate16;
   const matmulSaved = tf32 * (1 - tf32Ratio) + simt * (1 - fp32Ratio);
-  const side = autocastSideOps(m, fp32Ratio);
+  const memSaved = mix.memoryBoundFp32Ns * (1 - MEMORY_BOUND_HALF_FACTOR);
   // With channels_last beside autocast the layout transposes go: cuDNN runs bf16 convolutions in NHWC.
   const transposeSaved = convNet ? mix.nchwTransposeNs : 0;
-  const saved = matmulSaved + side.savedNs + transposeSaved;
+  const saved = matmulSaved + memSaved + transposeSaved;
   if (saved / step < MIN_SHARE) return null;
   const dtype = bf16 ? 'bfloat16' : 'float16';
   const code = [
@@ -154,10 +125,10 @@ export const mixedPrecision: RankRule = (m, ctx) => {
     ops: [
       { kind: 'gpu', work: 'tf32-matmul', ns: tf32, factor: tf32Ratio },
       { kind: 'gpu', work: 'fp32-matmul', ns: simt, factor: fp32Ratio },
-      ...side.ops,
+      { kind: 'gpu', work: 'memory-bound', ns: mix.memoryBoundFp32Ns, factor: MEMORY_BOUND_HALF_FACTOR },
       ...(transposeSaved > 0 ? [{ kind: 'gpu' as const, work: 'nchw-transposes', ns: transposeSaved, factor: 0 }] : []),
     ],
-    arithmetic: `TF32 matmuls ${fmtMs(tf32)} x (1 - ${tf32Ratio.toFixed(2)}) + fp32 matmuls ${fmtMs(simt)} x (1 - ${fp32Ratio.toFixed(3)})${side.text ? ` + ${side.text}` : ''}${transposeSaved > 0 ? ` + layout transposes ${fmtMs(transposeSaved)}` : ''} = ${fmtMs(saved)} of GPU work saved per step (the optimizer's fp32 update unchanged)`,
+    arithmetic: `TF32 matmuls ${fmtMs(tf32)} x (1 - ${tf32Ratio.toFixed(2)}) + fp32 matmuls ${fmtMs(simt)} x (1 - ${fp32Ratio.toFixed(3)}) + fp32 memory-bound ${fmtMs(mix.memoryBoundFp32Ns)} x ${MEMORY_BOUND_HALF_FACTOR}${transposeSaved > 0 ? ` + layout transposes ${fmtMs(transposeSaved)}` : ''} = ${fmtMs(saved)} of GPU work saved per step (the optimizer's fp32 update unchanged)`,
   });
   return finding(ctx?.askedHalf ? autocastNotReaching(parts, ctx.askedHalf) : parts);
 };
