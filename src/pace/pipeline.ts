@@ -78,6 +78,8 @@ export interface LoaderFacts {
    * measured less the fill of the first batch; null when not measured.
    */
   startNs: number | null;
+  /** The measured wait for an epoch's first batch (the probe's `epochFillS`), ns; null when not measured. */
+  epochFillNs: number | null;
   /** Worker count a fix set: a number, or `enough`: as many as the demand of the other stages needs. */
   workersTo?: number | 'enough';
   /** persistent_workers a fix set. */

@@ -136,6 +136,7 @@ export function loaderFacts(records: readonly LoaderRecord[], batchesPerStep: nu
     how: 'measured',
     stepsPerEpoch: gaps.length > 0 ? (gaps[Math.floor(gaps.length / 2)] as number) / Math.max(1, batchesPerStep ?? 1) : null,
     startNs: null,
+    epochFillNs: typeof last.epochFillS === 'number' ? last.epochFillS * 1e9 : null,
   };
 }
 
@@ -222,11 +223,15 @@ export function runPipeline(ev: RunEvidence): Pipeline | null {
 
   let epochNs = 0;
   if (loader && epochModel) {
-    const draft = { stepNs: S, stages: {} as Pipeline['stages'], serial, loader, batchScale: 1 } as unknown as Pipeline;
-    const fillNs = epochStartNs(draft, loader.workers) * (loader.stepsPerEpoch ?? 0);
-    const stallNs = stalls !== null && stalls.when === 'epoch-starts' ? stalls.meanStallS * 1e9 : null;
-    if (stallNs !== null && !loader.persistentWorkers) loader = { ...loader, startNs: Math.max(0, stallNs - fillNs) };
-    epochNs = epochStartNs({ ...draft, loader }, loader.workers);
+    if (loader.epochFillNs !== null) epochNs = loader.epochFillNs / (loader.stepsPerEpoch ?? 1);
+    else {
+      // Not measured (an older probe): the stalls at epoch starts, less the fill the model gives, are the start-up.
+      const draft = { stepNs: S, stages: {} as Pipeline['stages'], serial, loader, batchScale: 1 } as unknown as Pipeline;
+      const fillNs = epochStartNs(draft, loader.workers) * (loader.stepsPerEpoch ?? 0);
+      const stallNs = stalls !== null && stalls.when === 'epoch-starts' ? stalls.meanStallS * 1e9 : null;
+      if (stallNs !== null && !loader.persistentWorkers) loader = { ...loader, startNs: Math.max(0, stallNs - fillNs) };
+      epochNs = epochStartNs({ ...draft, loader }, loader.workers);
+    }
     restW = Math.max(0, W - epochNs);
   }
   // The input stage: measured in the workers, else inferred from the loop's waits.
@@ -266,6 +271,13 @@ export function runPipeline(ev: RunEvidence): Pipeline | null {
       evidence: `${waitsText}: the loader delivers about one batch per mean step, so its period is the mean step less the serial costs`,
     };
   else input = { ns: null, how: 'assumed', evidence: `${waitsText}: the loader keeps up; its capacity is not measured (an older probe)` };
+
+  // The measured wait for an epoch's first batch, less the fill the model gives at the run's worker count, is the
+  // workers' start-up (persistent workers have none): the model then gives the measured wait at that count.
+  if (loader && epochModel && loader.epochFillNs !== null && !loader.persistentWorkers) {
+    const fill = epochStartNs({ stepNs: S, stages: {}, serial, loader: { ...loader, startNs: 0 }, batchScale: 1 } as unknown as Pipeline, loader.workers);
+    loader = { ...loader, startNs: Math.max(0, loader.epochFillNs - fill * (loader.stepsPerEpoch ?? 0)) };
+  }
 
   // The host: the stepping thread's CPU time where it cannot hold a spin on the GPU.
   const cpuS = st.medianHostCpuS ?? null;

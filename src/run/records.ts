@@ -294,6 +294,12 @@ export interface LoaderRecord extends Base {
   workerCpuS: number | null;
   /** CPU seconds the training process itself has used so far (all its threads). */
   processCpuS: number | null;
+  /**
+   * The wait for an epoch's first batch, from the call of `iter(loader)` (the workers started, unless persistent) to
+   * the batch: the median over the epochs after the first (whose start also pays the first imports); null until a
+   * second epoch has begun; absent from an older probe.
+   */
+  epochFillS?: number | null;
 }
 
 /**
@@ -509,6 +515,7 @@ const SCHEMAS: Record<ProbeRecord['type'], Check<unknown>> = (() => {
         batches: int(0),
         workerCpuS: nullable(num(0)),
         processCpuS: nullable(num(0)),
+        epochFillS: optional(nullable(num(0))),
       },
       dropped,
     ),

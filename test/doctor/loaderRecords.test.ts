@@ -112,6 +112,28 @@ describe('the loader record', () => {
     // 4 workers at 30 ms a batch: the loader keeps up between the stalls (7.5 ms a batch against a 47 ms step)
     expect((r.pace?.stages.input.ns ?? 0) / 1e6).toBeCloseTo(7.5, 1);
   });
+
+  it('takes the measured wait for an epoch\'s first batch: the start-up persistent workers save, the fill they keep', async () => {
+    // The same run, with the probe's epochFillS: each epoch after the first waited 400 ms for its first batch.
+    const epochs = Array.from({ length: 11 }, (_, e) => ({
+      ...loader({ pid: 0, step: 32 * (e + 1), stepS: 0.047, epoch: e + 1, epochStartStep: 32 * e, workers: 4, batchSize: 64, cpuPerBatchS: 0.03 }),
+      epochFillS: e === 0 ? null : 0.4,
+    }));
+    const pid = parseProbeLines(readFileSync(join(REPO, 'examples/doctor/runs/h100-host/fp32_b64/probe.jsonl'), 'utf8')).records[0]!.pid;
+    const r = await rediagnosed(withLoaderRecords('doctor/runs/h100-host/fp32_b64', epochs.map((x) => ({ ...x, pid }))));
+    const l = r.pace!.loader!;
+    expect(l).toMatchObject({ stepsPerEpoch: 32 });
+    expect(l.epochFillNs! / 1e6).toBeCloseTo(400, 0);
+    // the start-up is the wait less one worker's batch (30 ms of CPU): 370 ms
+    expect(l.startNs! / 1e6).toBeCloseTo(370, -1);
+    const f = r.findings.find((x) => x.id === 'dataloader-bound')!;
+    expect(f.fix?.ops).toEqual([{ kind: 'persistent-workers' }]);
+    expect(f.fix?.arithmetic).toMatch(/measured/);
+    // persistent workers save the start-up, 370 ms every 32 steps, about 11.6 ms a step, in proportion to the step
+    const saved = (r.pace!.stepNs - f.estimatedGain!.expectedStepTimeNs) / 1e6;
+    expect(saved).toBeGreaterThan(8);
+    expect(saved).toBeLessThan(15);
+  });
 });
 
 // A real run (H200, torch 2.11, 16 cores): examples/pace/jpeg_resnet.py as shipped (4 workers decoding JPEGs, fp32),

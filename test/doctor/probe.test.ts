@@ -139,6 +139,11 @@ describe.skipIf(SKIP_PYTHON)('probe (CPU torch)', () => {
     expect(last.workerCpuS!).toBeGreaterThan(1.1);
     expect(last.workerCpuS!).toBeLessThan(4);
     expect(last.processCpuS!).toBeGreaterThan(0);
+    // The second epoch waited for its first batch: its workers forked again, then one worker's whole batch (8 items of
+    // 2 ms of CPU each) before the loop got it
+    expect(last.epochFillS!).toBeGreaterThan(0.016);
+    expect(last.epochFillS!).toBeLessThan(5);
+    expect(loaders[0]!.epochFillS).toBeNull();
     // counts only grow
     for (let i = 1; i < loaders.length; i++) expect(loaders[i]!.batches).toBeGreaterThanOrEqual(loaders[i - 1]!.batches);
   });

@@ -422,9 +422,9 @@ class Probe(StepsMixin, WindowMixin):
 
     # ---------- the background thread's tick ----------
 
-    def _on_loader_iter(self, loader, it):
+    def _on_loader_iter(self, loader, it, t0=None):
         if loader is not None and it is not None:
-            self.loader_watch.on_iter(loader, it, self.step)
+            self.loader_watch.on_iter(loader, it, self.step, t0)
 
     def _background_tick(self):
         self.sender.flush(wait_s=2.0)

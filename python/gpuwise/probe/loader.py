@@ -53,6 +53,8 @@ class _Loader(object):
         self.worker_cpu = {}  # pid -> CPU seconds when last read
         self.worker_cpu_s = 0.0  # the workers' CPU so far (the sum of what each read added)
         self.settings = {}
+        self.iter_at = None  # perf_counter() when iter(loader) was called, until the epoch's first batch
+        self.fills = []  # each later epoch's wait for its first batch (s)
 
 
 class LoaderWatch(object):
@@ -65,8 +67,8 @@ class LoaderWatch(object):
         self.proc = os.path.exists("/proc/self/stat")
         self.reading = threading.Lock()
 
-    def on_iter(self, loader, it, step):
-        """`loader.__iter__()` returned `it` (on the thread that iterates)."""
+    def on_iter(self, loader, it, step, t0=None):
+        """`loader.__iter__()`, called at perf_counter() `t0`, returned `it` (on the thread that iterates)."""
         state = self.loaders.get(loader)
         if state is None:
             state = self.loaders[loader] = _Loader(len(self.states))
@@ -77,6 +79,7 @@ class LoaderWatch(object):
         state.iterator_id = id(it)
         state.epoch += 1
         state.epoch_start_step = step
+        state.iter_at = t0 if state.epoch > 1 else None  # the first epoch's start also pays the first imports
         if self.children_cpu is None:
             t = os.times()
             self.children_cpu = t[2] + t[3]
@@ -91,11 +94,14 @@ class LoaderWatch(object):
             "batchSize": _int_or_none(getattr(loader, "batch_size", None)),
         }
 
-    def on_batch(self, it):
-        """`it.__next__()` returned a batch (the thread that iterates; one dict lookup)."""
+    def on_batch(self, it, at=None):
+        """`it.__next__()` returned a batch at perf_counter() `at` (the thread that iterates; one dict lookup)."""
         state = self.by_iterator.get(id(it))
         if state is not None:
             state.batches += 1
+            if state.iter_at is not None and at is not None:
+                state.fills.append(at - state.iter_at)
+                state.iter_at = None
 
     def records(self, now, step, force=False):
         """The `loader` records due now: [] until READ_EVERY_S has passed (`force`: the reading at the end). The
@@ -146,6 +152,7 @@ class LoaderWatch(object):
                 "batches": state.batches,
                 "workerCpuS": state.worker_cpu_s if self.proc and state.settings.get("workers") else None,
                 "processCpuS": own[0] + own[1],
+                "epochFillS": _median(state.fills),
             }
             fields.update(state.settings)
             out.append(fields)
@@ -159,6 +166,13 @@ def _worker_pids(it):
         if isinstance(pid, int):
             pids.append(pid)
     return pids
+
+
+def _median(xs):
+    if not xs:
+        return None
+    s = sorted(xs)
+    return (s[(len(s) - 1) // 2] + s[len(s) // 2]) / 2
 
 
 def _int_or_none(x):

@@ -181,14 +181,15 @@ def install_dataloader(probe, patches, dl):
 
         def on_iter(t0, it, frame, ident):
             if not probe.disabled:
-                probe._guarded(probe._on_loader_iter, frame.f_locals.get("self"), it)
+                probe._guarded(probe._on_loader_iter, frame.f_locals.get("self"), it, t0)
 
         if not _watch(probe, patches, "dataloader-iter", original_iter, on_iter):
 
             def __iter__(loader):
+                t0 = _perf_counter()
                 it = original_iter(loader)
                 if not probe.disabled:
-                    probe._guarded(probe._on_loader_iter, loader, it)
+                    probe._guarded(probe._on_loader_iter, loader, it, t0)
                 return it
 
             functools.update_wrapper(__iter__, original_iter)

@@ -48,7 +48,7 @@ class StepsMixin(object):
 
     def _on_batch(self, t0, wait_s, batch, ident, it=None):
         if it is not None:
-            self.loader_watch.on_batch(it)  # every loader's batches, whichever thread iterates it
+            self.loader_watch.on_batch(it, t0 + wait_s)  # every loader's batches, whichever thread iterates it
         if self.step_thread not in (None, ident) and not self._admits("batch", ident):
             return
         self.last_activity = t0

@@ -14,6 +14,8 @@ const DATALOADER_MIN_SHARE = 0.05;
 /** Pinned host-to-device bandwidth assumed when the trace has no pinned copy to measure (PCIe Gen4 x16, practical). */
 const ASSUMED_PINNED_GBS = 20;
 const PAGEABLE_MIN_SHARE = 0.002;
+/** The workers' start-up at epoch starts worth persistent workers: this share of the mean step or more. */
+const EPOCH_START_MIN_SHARE = 0.02;
 
 const fmtRate = (perS: number) => Math.round(perS).toLocaleString('en-US');
 
@@ -66,7 +68,7 @@ export function dataloaderFinding(p: Pipeline, m: TraceMetrics | null, rank: num
   // workers' start-up the loader's records and the stalls at epoch starts measured (pipeline.ts epochStartNs).
   const l0 = p.loader;
   const startUp = l0 && !l0.persistentWorkers && l0.startNs !== null && l0.stepsPerEpoch ? l0.startNs / l0.stepsPerEpoch : 0;
-  const epochStarts = p.serial.some((c) => c.kind === 'epoch-starts') || (startUp > 0 && p.stalls?.when === 'epoch-starts');
+  const epochStarts = p.serial.some((c) => c.kind === 'epoch-starts') || startUp >= EPOCH_START_MIN_SHARE * step;
   if (!(step > 0) || wait / step < DATALOADER_MIN_SHARE) return null;
   const run = p.source === 'run';
   const rec = workersFor(p);
@@ -91,7 +93,7 @@ export function dataloaderFinding(p: Pipeline, m: TraceMetrics | null, rank: num
     ? {
         label: 'persistent DataLoader workers',
         ops: [{ kind: 'persistent-workers' }],
-        arithmetic: `${p.serial.find((c) => c.kind === 'epoch-starts')?.evidence ?? `the workers start again at each epoch start: ${fmtMs(l0?.startNs ?? 0)} every ${l0?.stepsPerEpoch} steps (the stalls there less the fill of the first batch), ${fmtMs(startUp)} a step`}; persistent_workers=True keeps the workers between epochs, prefetch_factor fills their queues ahead`,
+        arithmetic: `${p.serial.find((c) => c.kind === 'epoch-starts')?.evidence ?? `the workers start again at each epoch start: ${fmtMs(l0?.startNs ?? 0)} every ${l0?.stepsPerEpoch} steps (the wait for an epoch's first batch${l0?.epochFillNs !== null ? ', measured,' : ' (the stalls there)'} less the fill of it), ${fmtMs(startUp)} a step`}; persistent_workers=True keeps the workers between epochs, prefetch_factor fills their queues ahead`,
       }
     : {
         label: l?.workers !== null && l?.workers !== undefined && rec ? `num_workers ${l.workers} -> ${rec.workers}` : 'more DataLoader workers',
