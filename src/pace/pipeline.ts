@@ -170,15 +170,14 @@ function inputNs(p: Pipeline, demandNs: number): { ns: number | null; workersNee
  * `stepsPerEpoch` steps. More workers shorten the period, not this fill: on the H100 timm run, 14 workers took the
  * steady step to 87 ms and the epoch starts (a 1.0-1.5 s stall every 31 steps) kept the mean at 127.
  */
-export function epochStartNs(p: Pipeline, workers: number | null): number {
-  const l = p.loader;
+export function epochStartNs(l: LoaderFacts | null, workers: number | null, batchScale = 1): number {
   if (!l || l.stepsPerEpoch === null || !(l.stepsPerEpoch > 0) || workers === null || workers <= 0) return 0;
   const perBatch = l.batchNsPerWorker;
   if (perBatch === null) return 0;
   const busy = workers + Math.max(1, l.processCores ?? 1);
   const shared = l.cpuCores !== null && busy > l.cpuCores ? busy / l.cpuCores : 1;
   const persistent = l.persistentTo ?? l.persistentWorkers ?? false;
-  return (perBatch * p.batchScale * shared + (persistent ? 0 : (l.startNs ?? 0))) / l.stepsPerEpoch;
+  return (perBatch * batchScale * shared + (persistent ? 0 : (l.startNs ?? 0))) / l.stepsPerEpoch;
 }
 
 /** The step the pipeline sets, the binding stage, and why, in words. */
@@ -194,7 +193,7 @@ export function stepOf(p: Pipeline): PaceStep {
   if (host !== null) candidates.push(['host', host]);
   if (device !== null) candidates.push([gpu !== null && (gpu ?? 0) >= comm ? 'gpu' : 'comm', device]);
   const overlapped = Math.max(0, ...candidates.map((c) => c[1]));
-  const epochs = epochStartNs(p, input.workers);
+  const epochs = epochStartNs(p.loader, input.workers, p.batchScale);
   const serial = serialNs(p) + epochs;
   const modelled = overlapped + serial;
   const stepNs = modelled * p.calibration;

@@ -75,19 +75,14 @@ function hostWork(cpuNs: number, m: TraceMetrics | null, threads: ThreadCpuPerSt
         ? ` (autograd's backward thread's ${fmtMs(threads.autogradNs)} a step left out: the GPU is busy most of the step, and its launches wait for room in the launch queue)`
         : '';
   const total = own + autograd;
-  const free = copies && m !== null ? windowFreeNs(m) : null;
+  const free = copies ? (m?.examples.hostFreeNsPerStep ?? null) : null;
   if (free !== null && free < total)
     return {
       ns: free,
       how: 'measured',
-      evidence: `the window's stepping thread outside copy calls, syncs and the DataLoader: ${fmtMs(free)} a step (the median of its steps, the profiler's cost included) (${thread}${backward}, ${fmtMs(total)}, holds more of the copies' waits than the window shows)`,
+      evidence: `the window's stepping thread outside copy calls, syncs and the DataLoader, ${fmtMs(free)} a step (the median of its steps, the profiler's cost included); ${thread}${backward} gives ${fmtMs(total)}, which holds more of the copies' waits than the window shows`,
     };
   return { ns: total, how: 'measured', evidence: `${thread}${backward}${copies || autograd > 0 ? `: ${fmtMs(total)}` : ''}` };
-}
-
-/** The window's stepping thread's time a step outside copies, syncs and the DataLoader (its step spans' median). */
-function windowFreeNs(m: TraceMetrics): number | null {
-  return m.examples.hostFreeNsPerStep ?? null;
 }
 
 export function hostTimeProblem(stepsInFlight: number | null, window: TraceMetrics | null): string | null {
@@ -226,11 +221,10 @@ export function runPipeline(ev: RunEvidence): Pipeline | null {
     if (loader.epochFillNs !== null) epochNs = loader.epochFillNs / (loader.stepsPerEpoch ?? 1);
     else {
       // Not measured (an older probe): the stalls at epoch starts, less the fill the model gives, are the start-up.
-      const draft = { stepNs: S, stages: {} as Pipeline['stages'], serial, loader, batchScale: 1 } as unknown as Pipeline;
-      const fillNs = epochStartNs(draft, loader.workers) * (loader.stepsPerEpoch ?? 0);
+      const fillNs = epochStartNs(loader, loader.workers) * (loader.stepsPerEpoch ?? 0);
       const stallNs = stalls !== null && stalls.when === 'epoch-starts' ? stalls.meanStallS * 1e9 : null;
       if (stallNs !== null && !loader.persistentWorkers) loader = { ...loader, startNs: Math.max(0, stallNs - fillNs) };
-      epochNs = epochStartNs({ ...draft, loader }, loader.workers);
+      epochNs = epochStartNs(loader, loader.workers);
     }
     restW = Math.max(0, W - epochNs);
   }
@@ -275,8 +269,8 @@ export function runPipeline(ev: RunEvidence): Pipeline | null {
   // The measured wait for an epoch's first batch, less the fill the model gives at the run's worker count, is the
   // workers' start-up (persistent workers have none): the model then gives the measured wait at that count.
   if (loader && epochModel && loader.epochFillNs !== null && !loader.persistentWorkers) {
-    const fill = epochStartNs({ stepNs: S, stages: {}, serial, loader: { ...loader, startNs: 0 }, batchScale: 1 } as unknown as Pipeline, loader.workers);
-    loader = { ...loader, startNs: Math.max(0, loader.epochFillNs - fill * (loader.stepsPerEpoch ?? 0)) };
+    const fill = epochStartNs({ ...loader, startNs: 0 }, loader.workers) * (loader.stepsPerEpoch ?? 0);
+    loader = { ...loader, startNs: Math.max(0, loader.epochFillNs - fill) };
   }
 
   // The host: the stepping thread's CPU time where it cannot hold a spin on the GPU.
