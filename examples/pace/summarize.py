@@ -105,6 +105,31 @@ def per_run_batch(row, base):
     return m, ""
 
 
+# The flags each finding's fix stands for in the corpus scripts: a plan step whose fix is not the change the measured
+# row made (run.sh's PLAN followed the expectations, doctor's plan may differ) is marked, not scored.
+FIX_FLAGS = {
+    "dataloader-bound": ("--workers", "--persistent-workers"),
+    "mixed-precision": ("--amp", "--precision"),
+    "no-tensor-cores": ("--amp", "--precision", "--tf32"),
+    "pageable-h2d": ("--pin-memory",),
+    "fusion": ("--compile",),
+    "host-sync": ("--log-every",),
+    "attention": ("--attn",),
+}
+
+
+def added_flags(row, before):
+    """The flags the measured row added to the one before it (flag names only)."""
+    names = lambda r: {w for w in (r or {}).get("flags", "").split() if w.startswith("--")}
+    return names(row) - names(before)
+
+
+def matches(step, row, before):
+    """Whether the plan step's fix is the change the measured row made (unknown fixes are taken to match)."""
+    wanted = FIX_FLAGS.get(step.get("id") or "")
+    return wanted is None or bool(added_flags(row, before) & set(wanted))
+
+
 def err(pred, meas):
     if pred is None or not meas:
         return ""
@@ -161,7 +186,10 @@ def main(out):
             pred = ms(s.get("expected_ns"))
             workers = f"; needs about {s['workers']} workers" if s.get("workers") else ""
             flags = f"{row.get('label')} `{row.get('flags', '')}`{note}" if row else "not measured"
-            lines.append(f"| {i + 1} | {s.get('fix', '(no plan step)')} | {(s.get('bound') or '') + workers} | {pred or ''} | {flags} | {meas or ''} | {err(pred, meas)} |")
+            before = next((r for r in plain if r.get("plan_step") == i), None)
+            same = not (s and row) or matches(s, row, before)
+            error = err(pred, meas) if same else "not the measured change"
+            lines.append(f"| {i + 1} | {s.get('fix', '(no plan step)')} | {(s.get('bound') or '') + workers} | {pred or ''} | {flags} | {meas or ''} | {error} |")
         for c in checks:
             meas, note = per_run_batch(c, base)
             lines.append(f"| check | | | | {c.get('label')} `{c.get('flags', '')}`{note} | {meas or ''} | |")

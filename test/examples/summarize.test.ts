@@ -1,0 +1,36 @@
+/**
+ * examples/pace/summarize.py, the table of doctor's plan against the measured steps, on the H100 corpus: a plan step is
+ * scored against the measured run of the same place only when that run made the change the step's fix stands for
+ * (run.sh's PLAN followed the expectations written before the runs; doctor's plan may order the fixes otherwise).
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { REPO, rediagnosed } from '../doctor/helpers.js';
+import { cleanScratch, makeScratch } from '../telemetry/scratch.js';
+
+afterAll(cleanScratch);
+
+describe('summarize.py', () => {
+  it('scores a plan step only against a measured run that made its change', async () => {
+    const out = makeScratch('summarize');
+    const measured = readFileSync(join(REPO, 'examples/pace/measured/h100-2026-11-28.jsonl'), 'utf8').split('\n');
+    writeFileSync(join(out, 'measured.jsonl'), measured.filter((l) => l.includes('"run": "jpeg_resnet"')).join('\n'));
+    mkdirSync(join(out, 'jpeg_resnet'));
+    const report = await rediagnosed(join(REPO, 'examples/pace/runs/h100/jpeg_resnet'));
+    writeFileSync(join(out, 'jpeg_resnet', 'report.json'), JSON.stringify(report));
+    const r = spawnSync('python3', [join(REPO, 'examples/pace/summarize.py'), out], { encoding: 'utf8' });
+    expect(r.status, r.stderr).toBe(0);
+    const rows = r.stdout.split('\n').filter((l) => /^\| \d /.test(l));
+    const plan = report.pace!.plan.steps;
+    expect(rows.length).toBeGreaterThanOrEqual(plan.length);
+    // step 1 is more workers, and the run measured at that place added --workers: scored
+    expect(plan[0]!.id).toBe('dataloader-bound');
+    expect(rows[0]).toMatch(/`--workers 12` \| [\d.]+ \| [+-]\d+% \|$/);
+    // a later step whose fix the run at its place did not make (it added bf16) is marked, not scored
+    const unmatched = plan.findIndex((s, i) => i > 0 && s.id !== 'mixed-precision' && s.id !== 'no-tensor-cores');
+    expect(unmatched).toBeGreaterThan(0);
+    expect(rows[unmatched]).toMatch(/not the measured change \|$/);
+  });
+});
