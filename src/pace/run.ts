@@ -9,6 +9,7 @@ import type { ThreadCpuPerStep } from '../run/threadCpu.js';
 import type { StepStats } from '../run/steps.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
 import { fmtMs, fmtPct } from '../util/format.js';
+import { median } from '../util/stats.js';
 import { calibrated, epochStartNs, type LoaderFacts, type Pipeline, type SerialCost, type Stage, workerCap } from './pipeline.js';
 import { deviceBusyNs, GPU_BOUND_SHARE, HOST_BINDS_IDLE_SHARE, INPUT_BINDS_SHARE, syncBlockedNs, windowHost, windowPipeline } from './window.js';
 
@@ -64,15 +65,16 @@ function hostWork(cpuNs: number, m: TraceMetrics | null, threads: ThreadCpuPerSt
   // Autograd's thread launches the backward's kernels: on a GPU that is busy most of the step the launch queue fills and
   // a launch spins until there is room, so its CPU time holds waits, not work (a GPU-bound Lightning ResNet-50 on an
   // H100: 17 ms of it a step, and bf16 then measured 73.6 ms where the host with it would have bound at 94).
-  const autograd = threads !== null && threads.autogradNs > 0 && !gpuBound ? threads.autogradNs : 0;
+  const autogradCpu = threads?.autogradNs ?? 0;
+  const autograd = gpuBound ? 0 : autogradCpu;
   const thread = copies
     ? `the stepping thread's CPU time ${fmtMs(cpuNs)} a step (median, outside the profiler) less the ${fmtMs(blocked)} a step the window shows it blocked inside copy calls (pageable copies wait for the GPU's queued work)`
     : `${noGpuWork ? 'no GPU work: the step runs on the CPU, ' : ''}the stepping thread's CPU time, ${fmtMs(cpuNs)} a step (median, outside the profiler)`;
   const backward =
     autograd > 0
       ? `, plus autograd's backward thread's ${fmtMs(autograd)} a step (the backward's work, done while the stepping thread waits; over ${threads?.steps} steps)`
-      : threads !== null && threads.autogradNs > 0 && gpuBound
-        ? ` (autograd's backward thread's ${fmtMs(threads.autogradNs)} a step left out: the GPU is busy most of the step, and its launches wait for room in the launch queue)`
+      : autogradCpu > 0
+        ? ` (autograd's backward thread's ${fmtMs(autogradCpu)} a step left out: the GPU is busy most of the step, and its launches wait for room in the launch queue)`
         : '';
   const total = own + autograd;
   const free = copies ? (m?.examples.hostFreeNsPerStep ?? null) : null;
@@ -115,8 +117,9 @@ export function loaderFacts(records: readonly LoaderRecord[], batchesPerStep: nu
   const cpuNsPerBatch =
     last.workers > 0 && batches > 0 && first.workerCpuS !== null && last.workerCpuS !== null ? ((last.workerCpuS - first.workerCpuS) / batches) * 1e9 : null;
   const processCores = dt > 0 && first.processCpuS !== null && last.processCpuS !== null ? (last.processCpuS - first.processCpuS) / dt : null;
+  // Epoch starts are recorded as steps of the stepping thread: their gaps are steps, whatever the batches a step takes.
   const starts = epochStartsOf(main);
-  const gaps = starts.slice(1).map((s, i) => s - (starts[i] as number)).sort((a, b) => a - b);
+  const stepsPerEpoch = median(starts.slice(1).map((s, i) => s - (starts[i] as number)));
   return {
     workers: last.workers,
     batchNsPerWorker: cpuNsPerBatch,
@@ -129,7 +132,7 @@ export function loaderFacts(records: readonly LoaderRecord[], batchesPerStep: nu
     prefetchFactor: last.prefetchFactor,
     pinMemory: last.pinMemory,
     how: 'measured',
-    stepsPerEpoch: gaps.length > 0 ? (gaps[Math.floor(gaps.length / 2)] as number) / Math.max(1, batchesPerStep ?? 1) : null,
+    stepsPerEpoch,
     startNs: null,
     epochFillNs: typeof last.epochFillS === 'number' ? last.epochFillS * 1e9 : null,
   };
@@ -216,16 +219,12 @@ export function runPipeline(ev: RunEvidence): Pipeline | null {
   }
   const serialSum = serial.reduce((a, c) => a + c.ns, 0);
 
+  // The wait at each epoch start at the run's worker count: the probe's measure of it, else the stalls at epoch starts
+  // (an older probe), else not measured (the model's fill stands for it).
+  const epochWaitNs = !loader || !epochModel ? null : (loader.epochFillNs ?? (stalls?.when === 'epoch-starts' ? stalls.meanStallS * 1e9 : null));
   let epochNs = 0;
   if (loader && epochModel) {
-    if (loader.epochFillNs !== null) epochNs = loader.epochFillNs / (loader.stepsPerEpoch ?? 1);
-    else {
-      // Not measured (an older probe): the stalls at epoch starts, less the fill the model gives, are the start-up.
-      const fillNs = epochStartNs(loader, loader.workers) * (loader.stepsPerEpoch ?? 0);
-      const stallNs = stalls !== null && stalls.when === 'epoch-starts' ? stalls.meanStallS * 1e9 : null;
-      if (stallNs !== null && !loader.persistentWorkers) loader = { ...loader, startNs: Math.max(0, stallNs - fillNs) };
-      epochNs = epochStartNs(loader, loader.workers);
-    }
+    epochNs = epochWaitNs !== null ? epochWaitNs / (loader.stepsPerEpoch ?? 1) : epochStartNs(loader, loader.workers);
     restW = Math.max(0, W - epochNs);
   }
   // The input stage: measured in the workers, else inferred from the loop's waits.
@@ -266,11 +265,11 @@ export function runPipeline(ev: RunEvidence): Pipeline | null {
     };
   else input = { ns: null, how: 'assumed', evidence: `${waitsText}: the loader keeps up; its capacity is not measured (an older probe)` };
 
-  // The measured wait for an epoch's first batch, less the fill the model gives at the run's worker count, is the
-  // workers' start-up (persistent workers have none): the model then gives the measured wait at that count.
-  if (loader && epochModel && loader.epochFillNs !== null && !loader.persistentWorkers) {
+  // The measured wait at epoch starts, less the fill the model gives at the run's worker count (with the worker's time a
+  // batch settled above), is the workers' start-up (persistent workers have none): the model then gives that wait.
+  if (loader && epochWaitNs !== null && !loader.persistentWorkers) {
     const fill = epochStartNs({ ...loader, startNs: 0 }, loader.workers) * (loader.stepsPerEpoch ?? 0);
-    loader = { ...loader, startNs: Math.max(0, loader.epochFillNs - fill) };
+    loader = { ...loader, startNs: Math.max(0, epochWaitNs - fill) };
   }
 
   // The host: the stepping thread's CPU time where it cannot hold a spin on the GPU.

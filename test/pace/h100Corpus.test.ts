@@ -59,6 +59,8 @@ interface Row {
 }
 
 const rows: Row[] = [];
+/** The id of the first fix of doctor's own plan, by script. */
+const planFirst = new Map<string, string | undefined>();
 
 describe('the pace model on the H100 corpus (predicted vs measured mean step)', () => {
   beforeAll(async () => {
@@ -76,6 +78,7 @@ describe('the pace model on the H100 corpus (predicted vs measured mean step)', 
       const ranks = processes.map((p) => summarizeRank(p, input.gpuSamples, input.disconnectedAtMs));
       const p = [...pacesOf(processes, ranks, input.traces).values()].sort((a, b) => b.stepNs - a.stepNs)[0] as Pipeline;
       const fixOf = (ids: string[]) => report.findings.find((f) => ids.includes(f.id) && f.fix)?.fix ?? null;
+      planFirst.set(run, report.pace?.plan.steps[0]?.id);
       for (const m of measured.filter((x) => x.run === run)) {
         const fixes = fixesFor(m.flags, fixOf);
         if (fixes === null) continue;
@@ -122,6 +125,7 @@ describe('the pace model on the H100 corpus (predicted vs measured mean step)', 
       const base = rows.find((r) => r.run === run && r.label === 'base');
       const workers = rows.find((r) => r.run === run && /^workers/.test(r.label));
       expect(base?.bound, run).toBe('input');
+      expect(planFirst.get(run), run).toBe('dataloader-bound');
       expect(workers && base && workers.predictedMs < 0.85 * base.predictedMs, run).toBe(true);
     }
   });

@@ -12,6 +12,8 @@ import os
 import threading
 import weakref
 
+from .watchdog import median
+
 # The background thread reads the loaders at most this often.
 READ_EVERY_S = 1.0
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") and "SC_CLK_TCK" in getattr(os, "sysconf_names", {}) else 100
@@ -152,7 +154,7 @@ class LoaderWatch(object):
                 "batches": state.batches,
                 "workerCpuS": state.worker_cpu_s if self.proc and state.settings.get("workers") else None,
                 "processCpuS": own[0] + own[1],
-                "epochFillS": _median(state.fills),
+                "epochFillS": median(state.fills) if state.fills else None,
             }
             fields.update(state.settings)
             out.append(fields)
@@ -166,13 +168,6 @@ def _worker_pids(it):
         if isinstance(pid, int):
             pids.append(pid)
     return pids
-
-
-def _median(xs):
-    if not xs:
-        return None
-    s = sorted(xs)
-    return (s[(len(s) - 1) // 2] + s[len(s) // 2]) / 2
 
 
 def _int_or_none(x):

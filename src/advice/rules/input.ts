@@ -65,7 +65,7 @@ export function dataloaderFinding(p: Pipeline, m: TraceMetrics | null, rank: num
   const step = p.stepNs;
   const wait = p.inputWaitNs;
   // Epoch starts that stall the loop: a serial cost measured from the stalls (without the loader's records), or the
-  // workers' start-up the loader's records and the stalls at epoch starts measured (pipeline.ts epochStartNs).
+  // workers' start-up measured at epoch starts (pace/run.ts; pipeline.ts epochStartNs).
   const l0 = p.loader;
   const startUp = l0 && !l0.persistentWorkers && l0.startNs !== null && l0.stepsPerEpoch ? l0.startNs / l0.stepsPerEpoch : 0;
   const epochStarts = p.serial.some((c) => c.kind === 'epoch-starts') || startUp >= EPOCH_START_MIN_SHARE * step;
@@ -93,7 +93,7 @@ export function dataloaderFinding(p: Pipeline, m: TraceMetrics | null, rank: num
     ? {
         label: 'persistent DataLoader workers',
         ops: [{ kind: 'persistent-workers' }],
-        arithmetic: `${p.serial.find((c) => c.kind === 'epoch-starts')?.evidence ?? `the workers start again at each epoch start: ${fmtMs(l0?.startNs ?? 0)} every ${l0?.stepsPerEpoch} steps (the wait for an epoch's first batch${l0?.epochFillNs !== null ? ', measured,' : ' (the stalls there)'} less the fill of it), ${fmtMs(startUp)} a step`}; persistent_workers=True keeps the workers between epochs, prefetch_factor fills their queues ahead`,
+        arithmetic: `${p.serial.find((c) => c.kind === 'epoch-starts')?.evidence ?? `the workers start again at each epoch start: ${fmtMs(l0?.startNs ?? 0)} every ${l0?.stepsPerEpoch} steps (the wait for an epoch's first batch${l0?.epochFillNs !== null ? ', measured,' : ', from the stalls there,'} less the fill of it), ${fmtMs(startUp)} a step`}; persistent_workers=True keeps the workers between epochs, prefetch_factor fills their queues ahead`,
       }
     : {
         label: l?.workers !== null && l?.workers !== undefined && rec ? `num_workers ${l.workers} -> ${rec.workers}` : 'more DataLoader workers',
