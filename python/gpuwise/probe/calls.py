@@ -8,6 +8,10 @@ falls back to a wrapper (Python < 3.12).
 
 A call that leaves by an exception has no local event (PY_UNWIND is global only): its start is dropped at the next
 return on that thread, matched by frame.
+
+`watch_start` reports only a code object's starts, with its frame: model.py sees the outermost module's forward calls
+that way in an inference loop, where a global module hook would put every module call of the model on torch's slow
+path (measured: +16-40% a forward on a CPU model of 91 small modules).
 """
 import sys
 import threading
@@ -34,6 +38,7 @@ class CallWatch(object):
     def __init__(self):
         self.tool = None
         self.watched = {}  # code -> on_return
+        self.start_watched = {}  # code -> on_start(frame, ident), for starts only
         self.starts = {}  # thread ident -> [(id(frame), t0)], innermost last (ids: a frame kept alive keeps its locals)
 
     def _claim(self):
@@ -66,11 +71,30 @@ class CallWatch(object):
 
         return undo
 
+    def watch_start(self, code, on_start):
+        """Reports every start of `code` (`on_start(frame, ident)`, the frame's arguments bound); returns the undo,
+        None when `code` is watched already or no tool id is free."""
+        if code in self.watched or code in self.start_watched or not self._claim():
+            return None
+        self.start_watched[code] = on_start
+        _monitoring.set_local_events(self.tool, code, _monitoring.events.PY_START)
+
+        def undo():
+            if self.start_watched.pop(code, None) is not None:
+                self._quiet(code)
+
+        return undo
+
     def unwatch(self, code):
         if self.watched.pop(code, None) is None or self.tool is None:
             return
+        self._quiet(code)
+
+    def _quiet(self, code):
+        if self.tool is None:
+            return
         _monitoring.set_local_events(self.tool, code, 0)
-        if not self.watched:
+        if not self.watched and not self.start_watched:
             self.release()
 
     def release(self):
@@ -78,12 +102,13 @@ class CallWatch(object):
         tool, self.tool = self.tool, None
         if tool is None:
             return
-        for code in list(self.watched):
+        for code in list(self.watched) + list(self.start_watched):
             try:
                 _monitoring.set_local_events(tool, code, 0)
             except Exception:
                 pass
         self.watched.clear()
+        self.start_watched.clear()
         self.starts.clear()
         ev = _monitoring.events
         try:
@@ -94,6 +119,10 @@ class CallWatch(object):
             pass
 
     def _on_start(self, code, offset):
+        on_start = self.start_watched.get(code)
+        if on_start is not None:
+            on_start(_getframe(1), _get_ident())
+            return
         stack = self.starts.get(_get_ident())
         if stack is None:
             stack = self.starts[_get_ident()] = []

@@ -236,6 +236,7 @@ class Probe(StepsMixin, WindowMixin):
             torch,
             lambda module: probe._guarded(probe._on_root_discovered, module),
             lambda args, kwargs, ident: probe._guarded(probe._on_root_forward, args, kwargs, ident),
+            self.calls,
         )
         p = self.patches
         patches.install_optimizer(self, p, torch)
