@@ -14,14 +14,15 @@ import { finding, gpuOf, pacedParts, type RankRule, stepNs } from './rule.js';
 
 /**
  * Shares of the dense peak a fused attention kernel reaches, in model FLOPs (causal halved; a backward counted as twice
- * its forward): measured on cuDNN's SDPA kernels in examples/traces/gpt2_amp (H200, GPT-2 124M, 16 x 1024 tokens, 12
- * heads of 64, causal, dropout 0.1): a forward call 185.6 us for 25.8 GFLOP, 139 TFLOP/s (0.14 of the bf16 peak of
- * 989), a backward call 276.2 us for 51.5 GFLOP, 187 TFLOP/s (0.19); the H100 scenario (gpt2_fusion, 12 x 1024)
- * measured 0.13 and 0.18. A head dimension of 64 keeps the kernels far from the peak; larger ones run faster, so the
- * estimate errs on the slow side. For fp32 inputs the same shares are taken of the fp32 (non-tensor-core) peak: an
- * assumption, not a measurement (the fused kernels want 16-bit inputs; see the recommendation).
+ * its forward): measured on cuDNN's SDPA kernels (torch 2.11, cuDNN 9.19) in examples/levers/runs/h200/gpt_attention_sdpa
+ * (H200, GPT-2 124M, 16 x 1024 tokens, 12 heads of 64, causal, dropout 0.1): a forward call 82.8 us for 25.8 GFLOP,
+ * 311 TFLOP/s (0.31 of the bf16 peak of 989), a backward call 220.4 us for 51.5 GFLOP, 234 TFLOP/s (0.24). The same
+ * model under an older torch (examples/traces/gpt2_amp) measured 0.14 and 0.19, so the estimate may be fast for older
+ * stacks. A head dimension of 64 keeps the kernels far from the peak; larger ones run faster. For fp32 inputs the same
+ * shares are taken of the fp32 (non-tensor-core) peak: an assumption, not a measurement (the fused kernels want 16-bit
+ * inputs; see the recommendation).
  */
-export const FUSED_ATTENTION_SHARE_OF_PEAK = { forward: 0.14, backward: 0.19 } as const;
+export const FUSED_ATTENTION_SHARE_OF_PEAK = { forward: 0.31, backward: 0.24 } as const;
 /** The hand-written attention must take this share of the step to be worth a finding. */
 const MIN_SHARE = 0.02;
 const HALF = /BFloat16|Half|bfloat16|float16/;
@@ -72,7 +73,7 @@ export function attentionFixEffect(m: TraceMetrics): AttentionFixEffect | null {
     forwardTflops,
     backwardTflops,
     causalAssumed: causal,
-    basis: `${FUSED_ATTENTION_SHARE_OF_PEAK.forward} (forward) and ${FUSED_ATTENTION_SHARE_OF_PEAK.backward} (backward) of the ${gpu.name} ${half ? 'bf16' : 'fp32'} dense peak ${peak} TFLOP/s${half ? ', as cuDNN\'s SDPA kernels measured on an H200 GPT-2' : ' (assumed)'}`,
+    basis: `${FUSED_ATTENTION_SHARE_OF_PEAK.forward} (forward) and ${FUSED_ATTENTION_SHARE_OF_PEAK.backward} (backward) of the ${gpu.name} ${half ? 'bf16' : 'fp32'} dense peak ${peak} TFLOP/s${half ? ', as cuDNN\'s SDPA kernels measured on an H200 GPT-2 (torch 2.11)' : ' (assumed)'}`,
   };
 }
 

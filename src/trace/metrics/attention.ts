@@ -8,8 +8,8 @@
  *   1. by shape: batched GEMMs whose M, N, K are {T, T, d} with the same batch, among them a score form (K = d: the
  *      output is T x T: Q·Kᵀ, and dP = dY·Vᵀ in the backward) and a form that consumes a T x T operand (K = T: P·V, dV,
  *      dQ, dK). Cross-attention (Tq != Tk) is not recognised;
- *   2. by the kernels between them: on one stream, in start order, the kernels that run between two kernels of such
- *      GEMMs, when no other matmul runs in between and a softmax (forward or backward, not the loss's log-softmax) is
+ *   2. by the kernels between them: on one stream, in start order, the kernels (and device-to-device copies) that run
+ *      between two kernels of such GEMMs, when no other matmul runs in between and a softmax (forward or backward, not the loss's log-softmax) is
  *      among them. A shape that never has a softmax between its GEMMs is not attention.
  * The pass runs only when step 1 finds a shape, so traces without batched matmuls pay nothing.
  *
@@ -18,7 +18,7 @@
  * model that already runs fused attention is never told to.
  */
 import { attentionBackend, attentionOpFlops, type AttentionBackend } from '../attentionOps.js';
-import { KernelCategory } from '../kernelClass.js';
+import { CopyKind, KernelCategory } from '../kernelClass.js';
 import type { TraceModel } from '../model.js';
 import { forEachOpByStart, OpKind } from '../opLog.js';
 import { dtypeBytes } from '../../util/dtype.js';
@@ -149,7 +149,10 @@ function handWrittenAttention(model: TraceModel, windows: StepWindow[], mathFall
   for (const device of devices) {
     const logs = model.gpu.logs.filter((l) => l.device === device);
     forEachOpByStart(logs, model.gpu.launches, (op, log) => {
-      if (op.kind !== OpKind.kernel || !inside(op.startNs)) return;
+      // Device-to-device copies inside the chain are its own (the score-sized copies the backward makes); other copies
+      // and memsets are not kernels of attention.
+      const chainCopy = op.kind === OpKind.memcpy && op.copyKind === CopyKind.d2d;
+      if ((op.kind !== OpKind.kernel && !chainCopy) || !inside(op.startNs)) return;
       // Kernels of a stream run in order whatever thread launched them (the backward's come from autograd's).
       const stream = `${device}|${log.laneKeys[op.lane]!.split('|')[0]}`;
       let lane = lanes.get(stream);
