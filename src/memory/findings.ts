@@ -339,12 +339,17 @@ function forwardGraphsWithoutBackward(inp: FindingInput, at: number): Finding | 
     runOf[i] = run;
   }
   const perRun = new Map<number, number>();
+  const freedInBackward = new Map<number, number>();
   for (const a of liveAtIndex(inp, at)) {
     if (a.allocIndex < 0 || a.category !== 'activations') continue;
     const rr = runOf[a.allocIndex]!;
     perRun.set(rr, (perRun.get(rr) ?? 0) + a.blockBytes);
+    if (a.freeIndex < phase.length && phase[a.freeIndex] === 'backward') freedInBackward.set(rr, (freedInBackward.get(rr) ?? 0) + a.blockBytes);
   }
-  const runs = [...perRun.keys()].sort((x, y) => x - y);
+  // A pass whose activations a later backward frees (most of their bytes) had its backward: the one running at the peak
+  // consumes the pass before it, and a GAN keeps its generator's graph while the discriminator runs, for the
+  // generator's own backward (a DCGAN on an H200 was told "5 forward passes with no backward" for that).
+  const runs = [...perRun.keys()].filter((k) => (freedInBackward.get(k) ?? 0) < 0.5 * perRun.get(k)!).sort((x, y) => x - y);
   if (runs.length < GRAPHS_MIN_PASSES) return null;
   // Only runs that no backward separates count: a backward consumes the graph of the forward before it.
   for (let k = runs[0]! + 1; k <= runs[runs.length - 1]!; k++) if (backwardBefore[k]) return null;

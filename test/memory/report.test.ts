@@ -188,6 +188,15 @@ describe('synthetic snapshots with a known truth', () => {
     expect(f.recommendation.code).toContain('inference_mode');
   });
 
+  // A DCGAN on an H200 (examples/levers/gan_fakedata.py, the window of its doctor run): the peak falls in the backward
+  // of D(G(z).detach()) while G's graph waits for the generator's own backward. Both passes have their backward, so
+  // neither is a kept graph; the rule used to say "5 forward passes ... no backward between them".
+  it('does not call a forward pass kept for a later backward a kept graph (a GAN)', () => {
+    const { report } = analyzeFixture('gan_dcgan_h200.pickle.gz');
+    expect(report.totals.peakAllocatedBytes).toBeGreaterThan(200 * MiB);
+    expect(report.findings.map((x) => x.id)).not.toContain('forward-without-backward');
+  });
+
   it('diff shows what grew, by category and source line', () => {
     const t = truth('leak_step6.truth.json');
     const d = diffSnapshots(analyzeFixture('leak_step2.pickle'), analyzeFixture('leak_step6.pickle'));
