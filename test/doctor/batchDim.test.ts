@@ -88,6 +88,35 @@ describe.skipIf(SKIP_PYTHON)('the batch of a sequence-first model (CPU torch)', 
     expect(modelOf(records).batchDimEvidence).toMatch(/^LSTM\(batch_first=False\), fed the input's dimension 0 as its batch/);
   });
 
+  // A Hugging Face model is called with keywords only (`model(**batch)`, every step of `generate()`); a global module
+  // hook is given the positional arguments alone, so the batch and the decode steps went unread before.
+  it('reads the batch of a model called with keywords only, and names its decode steps', async () => {
+    const { records, stderr } = await probe([
+      'import torch',
+      'class LM(torch.nn.Module):',
+      '    def __init__(self):',
+      '        super().__init__(); self.emb = torch.nn.Embedding(100, 16); self.out = torch.nn.Linear(16, 100)',
+      '    def forward(self, input_ids=None, attention_mask=None):',
+      '        return self.out(self.emb(input_ids))',
+      'm = LM().eval()',
+      'with torch.inference_mode():',
+      '    for call in range(4):',
+      '        ids = torch.randint(0, 100, (4, 8))',
+      '        for t in range(16):',
+      '            logits = m(input_ids=ids if t == 0 else ids[:, -1:], attention_mask=None)',
+      '            ids = torch.cat([ids, logits[:, -1].argmax(-1, keepdim=True)], 1)',
+    ]);
+    expect(stderr).toBe('');
+    const s = stepsOf(records);
+    expect(s.length).toBeGreaterThan(40);
+    for (const x of s) expect(x.samples).toBe(4);
+    const report = buildDoctorReport(doctorInput(records, { command: ['python', 'gen.py'] }));
+    const decode = report.ranks[0]!.steps!.decode!;
+    expect(decode.batch).toBe(4);
+    expect(decode.promptLen).toBe(8);
+    expect(decode.decodeSteps).toBeGreaterThan(40);
+  });
+
   it('says in the report how the batch was read', async () => {
     const { records } = await probe(lstmLm('seq-first'));
     const report = buildDoctorReport(doctorInput(records, { command: ['python', 'lm.py'] }));

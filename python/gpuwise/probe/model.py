@@ -108,7 +108,7 @@ class RootWatch(object):
         self.root_ref = weakref.ref(module)
         self.root_thread = ident
         self.on_discovered(module)
-        self.on_root_call(args, {}, ident)
+        self.on_root_call(args, _call_kwargs(1), ident)
 
     def compiled(self, wrapper):
         """`torch.compile(module)` returned `wrapper` (an OptimizedModule): it is the root; global hooks end."""
@@ -158,7 +158,7 @@ class RootWatch(object):
                 return None
             if not watch.persistent:
                 watch.disarm()  # on_root_call arms it again for an evaluation call (no gradients)
-            watch.on_root_call(args, {}, ident)
+            watch.on_root_call(args, _call_kwargs(), ident)
             return None
 
         if persistent and self._watch_forward(root):
@@ -222,6 +222,21 @@ class RootWatch(object):
         if self.instance is not None:
             self.instance.remove()
             self.instance = None
+
+
+def _call_kwargs(depth=0):
+    """The keyword arguments of the module call whose global pre-hook is running: torch gives a global hook the
+    positional ones only, and a Hugging Face model is called with keywords (`model(**batch)`, each step of
+    `generate()`). Read from the hook's caller, `Module._call_impl`, `depth` frames above the hook (a copy; {} where the
+    caller is not that)."""
+    try:
+        f = sys._getframe(2 + depth)
+        if f.f_code.co_name != "_call_impl":
+            return {}
+        kwargs = f.f_locals.get("kwargs")
+        return dict(kwargs) if type(kwargs) is dict else {}
+    except Exception:
+        return {}
 
 
 class _Handle(object):
