@@ -8,8 +8,9 @@ through one of the module's own: armed at a step's end and after each backward p
 steps (the batch is then the root's input, one call per micro-batch), removed at the root's next call; kept while
 forward calls are the only steps (inference without a DataLoader): there, on Python >= 3.12, the start of the
 root's `forward` code is watched instead (calls.watch_start), since a global hook puts every module call of the model
-on torch's slow path at every step (+16-40% a forward measured on a CPU model of small modules). Nothing of the probe's is ever in a module's
-`__dict__`, so pickling, `copy.deepcopy`, TorchScript, tracing, export and compile see the model as the script made it.
+on torch's slow path at every step (+16-40% a forward measured on a CPU model of small modules). A global hook is
+given the positional arguments only: the keyword ones are read from its caller's frame (`_call_kwargs`). Nothing of
+the probe's is ever in a module's `__dict__`, so pickling, `copy.deepcopy`, TorchScript, tracing, export and compile see the model as the script made it.
 A model compiled with `torch.compile(module)` is the one exception: its `OptimizedModule` wrapper gets one pre-hook
 (its hooks run outside the compiled code, and its `__reduce__` pickles and copies it without them), because global
 hooks make `OptimizedModule.__call__` warn.

@@ -9,8 +9,8 @@
  *      output is T x T: Q·Kᵀ, and dP = dY·Vᵀ in the backward) and a form that consumes a T x T operand (K = T: P·V, dV,
  *      dQ, dK). Cross-attention (Tq != Tk) is not recognised;
  *   2. by the kernels between them: on one stream, in start order, the kernels (and device-to-device copies) that run
- *      between two kernels of such GEMMs, when no other matmul runs in between and a softmax (forward or backward, not the loss's log-softmax) is
- *      among them. A shape that never has a softmax between its GEMMs is not attention.
+ *      between two kernels of such GEMMs, when no other matmul runs in between and a softmax (forward or backward,
+ *      not the loss's log-softmax) is among them. A shape that never has a softmax between its GEMMs is not attention.
  * The pass runs only when step 1 finds a shape, so traces without batched matmuls pay nothing.
  *
  * Fused attention: SDPA's ops (`aten::_scaled_dot_product_{flash,efficient,cudnn}_attention[_backward]`, kept with their
