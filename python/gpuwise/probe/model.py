@@ -10,7 +10,8 @@ forward calls are the only steps (inference without a DataLoader): there, on Pyt
 root's `forward` code is watched instead (calls.watch_start), since a global hook puts every module call of the model
 on torch's slow path at every step (+16-40% a forward measured on a CPU model of small modules). A global hook is
 given the positional arguments only: the keyword ones are read from its caller's frame (`_call_kwargs`). Nothing of
-the probe's is ever in a module's `__dict__`, so pickling, `copy.deepcopy`, TorchScript, tracing, export and compile see the model as the script made it.
+the probe's is ever in a module's `__dict__`, so pickling, `copy.deepcopy`, TorchScript, tracing, export and compile
+see the model as the script made it.
 A model compiled with `torch.compile(module)` is the one exception: its `OptimizedModule` wrapper gets one pre-hook
 (its hooks run outside the compiled code, and its `__reduce__` pickles and copies it without them), because global
 hooks make `OptimizedModule.__call__` warn.
