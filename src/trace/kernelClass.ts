@@ -58,6 +58,9 @@ const TCTF32 = /tf32|s1688|s16816|tensorop_s|xmma.*f32f32_tf32/i;
 const TC8 = /e4m3|e5m2|fp8|i8816|imma|int8/i;
 const SIMT = /simt|sgemm(?!.*tensorop)|ffma|dgemm|gemv|f32f32_f32f32_f32/i;
 const TC_GENERIC = /tensorop|wgmma|gmma|hmma|nvjet|sm90_xmma|sm80_xmma|flash|fmha/i;
+/** 16-bit element types in a kernel's template arguments, and the launching op's 16-bit dtypes. */
+const SIXTEEN_BIT_TYPE = /__nv_bfloat16|\bbfloat16\b|__half\b|c10::BFloat16|c10::Half/;
+const SIXTEEN_BIT_OP = /BFloat16|Half|bfloat16|float16/;
 
 /**
  * Precision of a matmul-like kernel from its name, refined by the dtype of
@@ -68,9 +71,11 @@ export function matmulPrecision(name: string, opDtype: string | null): MatmulPre
   // 16-bit before tf32: `tensorop_bf16_s1688gemm_bf16` names the bf16 variant of the s1688 tile.
   if (TC16.test(name) && !/f32f32_f32f32_f32/.test(name)) return MatmulPrecision.tensorCore16;
   if (TCTF32.test(name)) return MatmulPrecision.tensorCoreTf32;
+  // A 16-bit matrix-vector product (a decode step at batch 1: cuBLAS's `gemv2T_kernel_val<..., __nv_bfloat16, ...>`)
+  // runs on CUDA cores but is no fp32 matmul: a bf16 model is already in the precision the fp32 rules ask for.
+  if (SIXTEEN_BIT_TYPE.test(name) || (opDtype !== null && SIXTEEN_BIT_OP.test(opDtype))) return MatmulPrecision.tensorCore16;
   if (SIMT.test(name)) return MatmulPrecision.fp32;
   if (opDtype !== null) {
-    if (/BFloat16|Half|bfloat16|float16/.test(opDtype)) return MatmulPrecision.tensorCore16;
     if (/^(float|double)$/.test(opDtype)) {
       // cuBLASLt (nvjet) and xmma kernels carry no dtype in the name; a float op
       // on them runs in tf32 only when allowed, which the name would show.
