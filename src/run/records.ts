@@ -89,6 +89,11 @@ export interface StepRecord extends Base {
   /** Time spent inside DataLoader `__next__` during this step. */
   dataWaitS: number;
   batches: number;
+  /**
+   * `model-input` steps: the forward calls whose inputs the samples add up (the micro-batches: gradient accumulation
+   * over a `get_batch()` loop); null otherwise. Absent from probes before it (an optional field: no protocol bump).
+   */
+  forwards?: number | null;
   /** Sum of the batches' leading dimensions; null when a batch's size could not be told. */
   samples: number | null;
   /**
@@ -404,6 +409,7 @@ const SCHEMAS: Record<ProbeRecord['type'], Check<unknown>> = (() => {
         hostCpuS: optional(nullable(num(0))),
         dataWaitS: num(0),
         batches: int(0),
+        forwards: optional(nullable(int(0))),
         samples: nullable(num(0)),
         tokens: optional(nullable(num(0))),
         seqLen: optional(nullable(int(0))),

@@ -338,8 +338,9 @@ export function stepTimelineOf(steps: readonly StepRecord[]): StepTimeline {
 }
 
 /**
- * The batch of a run fed by a DataLoader, read from its full batches: the mode over the steps of (DataLoader batches
- * per step, samples per step), never the last step's (a dataset whose size is not a multiple of the batch ends each epoch on a partial batch:
+ * The batch of a run, read from its full batches: the mode over the steps of (batches per step, samples per step),
+ * the batches being the DataLoader's or, where the model's input gave the samples, its forward calls (the probe's
+ * `forwards`; a run recorded before it has no size then), never the last step's (a dataset whose size is not a multiple of the batch ends each epoch on a partial batch:
  * `FakeData(1000)` in batches of 64 ends on 40, which was once read as "batch 40"). Steps with fewer samples than the
  * mode are the partial ones: the loader hands them out (`drop_last=False`). Batches whose size varies from step to step
  * (no size holds half the steps: bucketed or packed batches) are read by their median instead, and none is partial.
@@ -347,7 +348,7 @@ export function stepTimelineOf(steps: readonly StepRecord[]): StepTimeline {
 export interface StepBatch {
   /** Samples per batch of the full batches (the modal step's samples over its batches, rounded); null when no step told. */
   microBatch: number | null;
-  /** DataLoader batches per optimizer step in the modal step (gradient accumulation); 1 when none told. */
+  /** Batches (DataLoader batches, or the model's forward calls) per step in the modal step (gradient accumulation); 1 when none told. */
   gradAccum: number;
   /** Samples in the modal step. */
   samplesPerStep: number | null;
@@ -361,11 +362,13 @@ export interface StepBatch {
 }
 
 export function batchOfSteps(steps: readonly StepRecord[]): StepBatch {
-  const sized = [...steps].filter((s) => s.samples !== null && s.samples > 0 && s.batches > 0).sort((a, b) => a.step - b.step);
+  // The batches of a step: the DataLoader's, else the model's forward calls whose inputs were summed (model-input).
+  const batchesOf = (s: StepRecord) => (s.batches > 0 ? s.batches : s.batchSource === 'model-input' ? (s.forwards ?? 0) : 0);
+  const sized = [...steps].filter((s) => s.samples !== null && s.samples > 0 && batchesOf(s) > 0).sort((a, b) => a.step - b.step);
   const counts = new Map<string, { batches: number; samples: number; n: number }>();
   for (const s of sized) {
-    const key = `${s.batches}|${s.samples}`;
-    const e = counts.get(key) ?? { batches: s.batches, samples: s.samples as number, n: 0 };
+    const key = `${batchesOf(s)}|${s.samples}`;
+    const e = counts.get(key) ?? { batches: batchesOf(s), samples: s.samples as number, n: 0 };
     e.n++;
     counts.set(key, e);
   }
@@ -375,7 +378,7 @@ export function batchOfSteps(steps: readonly StepRecord[]): StepBatch {
   if (!mode) return { microBatch: null, gradAccum: 1, samplesPerStep: null, ...none };
   if (mode.n * 2 < sized.length) {
     const mid = (xs: number[]) => quantile(xs.sort((a, b) => a - b), 0.5) as number;
-    const batches = mid(sized.map((s) => s.batches));
+    const batches = mid(sized.map(batchesOf));
     const samples = mid(sized.map((s) => s.samples as number));
     return { microBatch: Math.round(samples / batches), gradAccum: Math.round(batches), samplesPerStep: samples, ...none };
   }

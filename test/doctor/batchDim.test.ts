@@ -13,6 +13,7 @@ import { buildDoctorReport } from '../../src/doctor/report.js';
 import { renderDoctorText } from '../../src/doctor/render.js';
 import { renderDoctorMarkdown } from '../../src/doctor/markdown.js';
 import type { ProbeRecord } from '../../src/run/records.js';
+import { batchOfSteps } from '../../src/run/steps.js';
 import { BOOT, PROBE_ROOT, PYTHON, SKIP_PYTHON, fallbackRecords, pyEnv, runProcess } from './helpers.js';
 
 const tmp = mkdtempSync(join(tmpdir(), 'gpuwise-batch-dim-'));
@@ -115,6 +116,27 @@ describe.skipIf(SKIP_PYTHON)('the batch of a sequence-first model (CPU torch)', 
     expect(decode.batch).toBe(4);
     expect(decode.promptLen).toBe(8);
     expect(decode.decodeSteps).toBeGreaterThan(40);
+  });
+
+  // nanoGPT's loop: batches from get_batch(), two micro-batches of 6 a step (gradient accumulation). The step's samples
+  // add up its forward calls; the record's `forwards` says how many, so the batch is 6, not 12 (and known at all:
+  // without it a run with no DataLoader had no batch for its what-ifs).
+  it('reads the micro-batch of a get_batch() loop with gradient accumulation from its forward calls', async () => {
+    const { records, stderr } = await probe([
+      'import torch',
+      'm = torch.nn.Linear(8, 1)',
+      'opt = torch.optim.SGD(m.parameters(), lr=0.01)',
+      'for step in range(12):',
+      '    for micro in range(2):',
+      '        m(torch.randn(6, 8)).pow(2).mean().backward()',
+      '    opt.step()',
+      '    opt.zero_grad()',
+    ]);
+    expect(stderr).toBe('');
+    const s = stepsOf(records);
+    expect(s.length).toBeGreaterThan(8);
+    for (const x of s.slice(1)) expect([x.batchSource, x.batches, x.forwards, x.samples]).toEqual(['model-input', 0, 2, 12]);
+    expect(batchOfSteps(s)).toMatchObject({ microBatch: 6, gradAccum: 2, samplesPerStep: 12 });
   });
 
   it('says in the report how the batch was read', async () => {

@@ -36,8 +36,8 @@ def record(kind, rank, fields):
 # 1 us of the training thread's CPU on the 2-core VM).
 _STEP_LINE = (
     '{"v":%d,"type":"step","pid":%d,"rank":%s,"t":%.6f,"gpuStepTimes":%s,"step":%d,"stepTimeS":%s,"hostCpuS":%s,'
-    '"dataWaitS":%.9g,"batches":%d,"samples":%s,"tokens":%s,"seqLen":%s,"batchSource":%s,"stepSource":"%s",'
-    '"memory":%s,"profiled":%s,"probeWork":%s}\n'
+    '"dataWaitS":%.9g,"batches":%d,"forwards":%s,"samples":%s,"tokens":%s,"seqLen":%s,"batchSource":%s,'
+    '"stepSource":"%s","memory":%s,"profiled":%s,"probeWork":%s}\n'
 )
 
 
@@ -47,6 +47,7 @@ def _step_line(r):
     work = r["probeWork"]
     step_time, host_cpu, rank = r["stepTimeS"], r["hostCpuS"], r["rank"]
     samples, tokens, seq_len, source = r["samples"], r["tokens"], r["seqLen"], r["batchSource"]
+    forwards = r.get("forwards")
     return _STEP_LINE % (
         r["v"],
         r["pid"],
@@ -58,6 +59,7 @@ def _step_line(r):
         "null" if host_cpu is None else "%.9g" % host_cpu,
         r["dataWaitS"],
         r["batches"],
+        "null" if forwards is None else "%d" % forwards,
         "null" if samples is None else "%d" % samples,
         "null" if tokens is None else "%d" % tokens,
         "null" if seq_len is None else "%d" % seq_len,

@@ -262,7 +262,7 @@ class StepsMixin(object):
                 if source == "batch":
                     self.mark_next_step("model")  # the next step began at this fetch: the search is in it
         # The batch: the DataLoader's when one fed this step, else the outermost module's input.
-        samples = tokens = seq_len = batch_source = None
+        samples = tokens = seq_len = batch_source = forwards = None
         if self.batches > 0:
             batch_source = "dataloader"
             samples = self.samples if self.samples_known else None
@@ -270,6 +270,7 @@ class StepsMixin(object):
                 tokens, seq_len = self.tokens, self.seq_len
         elif self.input_forwards > 0:
             batch_source = "model-input"
+            forwards = self.input_forwards  # the micro-batches: samples are summed over them
             if not foreign_input:
                 samples = self.input_samples if self.input_samples_known else None
                 if self.input_tokens_known:
@@ -297,6 +298,7 @@ class StepsMixin(object):
                 "hostCpuS": host_cpu,
                 "dataWaitS": self.data_wait_s,
                 "batches": self.batches,
+                "forwards": forwards,
                 "samples": samples,
                 "tokens": tokens,
                 "seqLen": seq_len,
