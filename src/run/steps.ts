@@ -362,8 +362,10 @@ export interface StepBatch {
 }
 
 export function batchOfSteps(steps: readonly StepRecord[]): StepBatch {
-  // The batches of a step: the DataLoader's, else the model's forward calls whose inputs were summed (model-input).
-  const batchesOf = (s: StepRecord) => (s.batches > 0 ? s.batches : s.batchSource === 'model-input' ? (s.forwards ?? 0) : 0);
+  // The batches of a step: the DataLoader's, else the model's forward calls whose inputs were summed (model-input) in a
+  // training step. Where forward calls are the steps (inference, generation), batching is the decode levers' (decode.ts).
+  const batchesOf = (s: StepRecord) =>
+    s.batches > 0 ? s.batches : s.batchSource === 'model-input' && s.stepSource !== 'forward' ? (s.forwards ?? 0) : 0;
   const sized = [...steps].filter((s) => s.samples !== null && s.samples > 0 && batchesOf(s) > 0).sort((a, b) => a.step - b.step);
   const counts = new Map<string, { batches: number; samples: number; n: number }>();
   for (const s of sized) {
