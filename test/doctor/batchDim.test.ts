@@ -93,7 +93,7 @@ describe.skipIf(SKIP_PYTHON)('the batch of a sequence-first model (CPU torch)', 
   // hook is given the positional arguments alone, so the batch and the decode steps went unread before.
   it('reads the batch of a model called with keywords only, and names its decode steps', async () => {
     const { records, stderr } = await probe([
-      'import torch',
+      'import time, torch',
       'class LM(torch.nn.Module):',
       '    def __init__(self):',
       '        super().__init__(); self.emb = torch.nn.Embedding(100, 16); self.out = torch.nn.Linear(16, 100)',
@@ -106,6 +106,9 @@ describe.skipIf(SKIP_PYTHON)('the batch of a sequence-first model (CPU torch)', 
       '        for t in range(16):',
       '            logits = m(input_ids=ids if t == 0 else ids[:, -1:], attention_mask=None)',
       '            ids = torch.cat([ids, logits[:, -1].argmax(-1, keepdim=True)], 1)',
+      // Steps of about 2 ms, so a loaded machine's noise leaves the steady state (which the decode figures are over)
+      // starting early: 30 us steps once settled only in the second half, past the prefills.
+      '            time.sleep(0.002)',
     ]);
     expect(stderr).toBe('');
     const s = stepsOf(records);
@@ -115,7 +118,7 @@ describe.skipIf(SKIP_PYTHON)('the batch of a sequence-first model (CPU torch)', 
     const decode = report.ranks[0]!.steps!.decode!;
     expect(decode.batch).toBe(4);
     expect(decode.promptLen).toBe(8);
-    expect(decode.decodeSteps).toBeGreaterThan(40);
+    expect(decode.decodeSteps).toBeGreaterThan(20);
   });
 
   // nanoGPT's loop: batches from get_batch(), two micro-batches of 6 a step (gradient accumulation). The step's samples
