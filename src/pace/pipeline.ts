@@ -171,13 +171,24 @@ function inputNs(p: Pipeline, demandNs: number): { ns: number | null; workersNee
  * steady step to 87 ms and the epoch starts (a 1.0-1.5 s stall every 31 steps) kept the mean at 127.
  */
 export function epochStartNs(l: LoaderFacts | null, workers: number | null, batchScale = 1): number {
-  if (!l || l.stepsPerEpoch === null || !(l.stepsPerEpoch > 0) || workers === null || workers <= 0) return 0;
-  const perBatch = l.batchNsPerWorker;
-  if (perBatch === null) return 0;
+  if (!l || l.stepsPerEpoch === null || !(l.stepsPerEpoch > 0)) return 0;
+  return (firstBatchFillNs(l, workers, batchScale) + workerStartUpNs(l)) / l.stepsPerEpoch;
+}
+
+/**
+ * The fill of an epoch's first batch, ns: one worker makes it alone at the pace every worker then works at (all start
+ * at once: more workers than the cores left to them share the cores); 0 without a worker's time a batch or a worker.
+ */
+export function firstBatchFillNs(l: LoaderFacts, workers: number | null, batchScale = 1): number {
+  if (workers === null || workers <= 0 || l.batchNsPerWorker === null) return 0;
   const busy = workers + Math.max(1, l.processCores ?? 1);
   const shared = l.cpuCores !== null && busy > l.cpuCores ? busy / l.cpuCores : 1;
-  const persistent = l.persistentTo ?? l.persistentWorkers ?? false;
-  return (perBatch * batchScale * shared + (persistent ? 0 : (l.startNs ?? 0))) / l.stepsPerEpoch;
+  return l.batchNsPerWorker * batchScale * shared;
+}
+
+/** The workers' start-up at an epoch start, ns: 0 when they are persistent (as run, or as a fix set) or it is not measured. */
+export function workerStartUpNs(l: LoaderFacts): number {
+  return (l.persistentTo ?? l.persistentWorkers ?? false) ? 0 : (l.startNs ?? 0);
 }
 
 /** The step the pipeline sets, the binding stage, and why, in words. */

@@ -10,7 +10,7 @@ import type { StepStats } from '../run/steps.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
 import { fmtMs, fmtPct } from '../util/format.js';
 import { median } from '../util/stats.js';
-import { calibrated, epochStartNs, type LoaderFacts, type Pipeline, type SerialCost, type Stage, workerCap } from './pipeline.js';
+import { calibrated, epochStartNs, firstBatchFillNs, type LoaderFacts, type Pipeline, type SerialCost, type Stage, workerCap } from './pipeline.js';
 import { deviceBusyNs, GPU_BOUND_SHARE, HOST_BINDS_IDLE_SHARE, INPUT_BINDS_SHARE, syncBlockedNs, windowHost, windowPipeline } from './window.js';
 
 /** The window's step must exceed the run's (its waits left out) by this share before the profiler's cost is taken off. */
@@ -268,8 +268,7 @@ export function runPipeline(ev: RunEvidence): Pipeline | null {
   // The measured wait at epoch starts, less the fill the model gives at the run's worker count (with the worker's time a
   // batch settled above), is the workers' start-up (persistent workers have none): the model then gives that wait.
   if (loader && epochWaitNs !== null && !loader.persistentWorkers) {
-    const fill = epochStartNs({ ...loader, startNs: 0 }, loader.workers) * (loader.stepsPerEpoch ?? 0);
-    loader = { ...loader, startNs: Math.max(0, epochWaitNs - fill) };
+    loader = { ...loader, startNs: Math.max(0, epochWaitNs - firstBatchFillNs(loader, loader.workers)) };
   }
 
   // The host: the stepping thread's CPU time where it cannot hold a spin on the GPU.

@@ -340,8 +340,9 @@ export function stepTimelineOf(steps: readonly StepRecord[]): StepTimeline {
 /**
  * The batch of a run, read from its full batches: the mode over the steps of (batches per step, samples per step),
  * the batches being the DataLoader's or, where the model's input gave the samples, its forward calls (the probe's
- * `forwards`; a run recorded before it has no size then), never the last step's (a dataset whose size is not a multiple of the batch ends each epoch on a partial batch:
- * `FakeData(1000)` in batches of 64 ends on 40, which was once read as "batch 40"). Steps with fewer samples than the
+ * `forwards`; a run recorded before it has no size then), never the last step's (a dataset whose size is not a
+ * multiple of the batch ends each epoch on a partial batch: `FakeData(1000)` in batches of 64 ends on 40, which was
+ * once read as "batch 40"). Steps with fewer samples than the
  * mode are the partial ones: the loader hands them out (`drop_last=False`). Batches whose size varies from step to step
  * (no size holds half the steps: bucketed or packed batches) are read by their median instead, and none is partial.
  */
@@ -366,11 +367,14 @@ export function batchOfSteps(steps: readonly StepRecord[]): StepBatch {
   // training step. Where forward calls are the steps (inference, generation), batching is the decode levers' (decode.ts).
   const batchesOf = (s: StepRecord) =>
     s.batches > 0 ? s.batches : s.batchSource === 'model-input' && s.stepSource !== 'forward' ? (s.forwards ?? 0) : 0;
-  const sized = [...steps].filter((s) => s.samples !== null && s.samples > 0 && batchesOf(s) > 0).sort((a, b) => a.step - b.step);
+  const sized = [...steps]
+    .map((s) => ({ step: s.step, batches: batchesOf(s), samples: s.samples ?? 0 }))
+    .filter((s) => s.samples > 0 && s.batches > 0)
+    .sort((a, b) => a.step - b.step);
   const counts = new Map<string, { batches: number; samples: number; n: number }>();
   for (const s of sized) {
-    const key = `${batchesOf(s)}|${s.samples}`;
-    const e = counts.get(key) ?? { batches: batchesOf(s), samples: s.samples as number, n: 0 };
+    const key = `${s.batches}|${s.samples}`;
+    const e = counts.get(key) ?? { batches: s.batches, samples: s.samples, n: 0 };
     e.n++;
     counts.set(key, e);
   }
@@ -380,18 +384,18 @@ export function batchOfSteps(steps: readonly StepRecord[]): StepBatch {
   if (!mode) return { microBatch: null, gradAccum: 1, samplesPerStep: null, ...none };
   if (mode.n * 2 < sized.length) {
     const mid = (xs: number[]) => quantile(xs.sort((a, b) => a - b), 0.5) as number;
-    const batches = mid(sized.map(batchesOf));
-    const samples = mid(sized.map((s) => s.samples as number));
+    const batches = mid(sized.map((s) => s.batches));
+    const samples = mid(sized.map((s) => s.samples));
     return { microBatch: Math.round(samples / batches), gradAccum: Math.round(batches), samplesPerStep: samples, ...none };
   }
-  const partial = sized.filter((s) => (s.samples as number) < mode.samples);
-  const gaps = new Set(partial.slice(1).map((s, i) => s.step - (partial[i] as StepRecord).step));
+  const partial = sized.filter((s) => s.samples < mode.samples);
+  const gaps = new Set(partial.slice(1).map((s, i) => s.step - partial[i]!.step));
   return {
     microBatch: Math.round(mode.samples / mode.batches),
     gradAccum: mode.batches,
     samplesPerStep: mode.samples,
     partialSteps: partial.length,
-    partialSamples: [...new Set(partial.map((s) => s.samples as number))].sort((a, b) => a - b),
+    partialSamples: [...new Set(partial.map((s) => s.samples))].sort((a, b) => a - b),
     partialEvery: partial.length >= 2 && gaps.size === 1 ? ([...gaps][0] as number) : null,
     sizedSteps: sized.length,
   };

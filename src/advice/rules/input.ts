@@ -3,7 +3,7 @@
 import type { Finding } from '../../findings/finding.js';
 import type { Fix } from '../../pace/fix.js';
 import { gainOf } from '../../pace/gain.js';
-import { type Pipeline, stepOf, workerCap } from '../../pace/pipeline.js';
+import { type Pipeline, stepOf, workerCap, workerStartUpNs } from '../../pace/pipeline.js';
 import { windowPipeline } from '../../pace/window.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtBytes, fmtMs, fmtPct, fmtWindow } from '../../util/format.js';
@@ -65,9 +65,9 @@ export function dataloaderFinding(p: Pipeline, m: TraceMetrics | null, rank: num
   const step = p.stepNs;
   const wait = p.inputWaitNs;
   // Epoch starts that stall the loop: a serial cost measured from the stalls (without the loader's records), or the
-  // workers' start-up measured at epoch starts (pace/run.ts; pipeline.ts epochStartNs).
+  // workers' start-up measured at epoch starts (pace/run.ts; pipeline.ts workerStartUpNs), a step's share of it.
   const l0 = p.loader;
-  const startUp = l0 && !l0.persistentWorkers && l0.startNs !== null && l0.stepsPerEpoch ? l0.startNs / l0.stepsPerEpoch : 0;
+  const startUp = l0?.stepsPerEpoch ? workerStartUpNs(l0) / l0.stepsPerEpoch : 0;
   const epochStarts = p.serial.some((c) => c.kind === 'epoch-starts') || startUp >= EPOCH_START_MIN_SHARE * step;
   if (!(step > 0) || wait / step < DATALOADER_MIN_SHARE) return null;
   const run = p.source === 'run';
@@ -89,11 +89,13 @@ export function dataloaderFinding(p: Pipeline, m: TraceMetrics | null, rank: num
       : []),
   ];
   const workers = rec ? String(rec.workers) : '8';
+  const waitHow = l0?.epochFillNs !== null ? 'measured' : 'from the stalls there';
+  const startUpText = `the workers start again at each epoch start: ${fmtMs(l0?.startNs ?? 0)} every ${l0?.stepsPerEpoch} steps (the wait for an epoch's first batch, ${waitHow}, less the fill of it), ${fmtMs(startUp)} a step`;
   const fix: Fix = epochStarts
     ? {
         label: 'persistent DataLoader workers',
         ops: [{ kind: 'persistent-workers' }],
-        arithmetic: `${p.serial.find((c) => c.kind === 'epoch-starts')?.evidence ?? `the workers start again at each epoch start: ${fmtMs(l0?.startNs ?? 0)} every ${l0?.stepsPerEpoch} steps (the wait for an epoch's first batch${l0?.epochFillNs !== null ? ', measured,' : ', from the stalls there,'} less the fill of it), ${fmtMs(startUp)} a step`}; persistent_workers=True keeps the workers between epochs, prefetch_factor fills their queues ahead`,
+        arithmetic: `${p.serial.find((c) => c.kind === 'epoch-starts')?.evidence ?? startUpText}; persistent_workers=True keeps the workers between epochs, prefetch_factor fills their queues ahead`,
       }
     : {
         label: l?.workers !== null && l?.workers !== undefined && rec ? `num_workers ${l.workers} -> ${rec.workers}` : 'more DataLoader workers',
