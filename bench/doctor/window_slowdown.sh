@@ -12,7 +12,9 @@
 #   teardown     TEARDOWN_CUPTI=1 in the environment (Kineto finalises CUPTI when the window stops)
 #   nowindow     GPUWISE_PROFILE_STEPS=0 (no profiler window at all; the probe's hooks stay)
 #   history      GPUWISE_MEMORY_HISTORY=1 (the memory history on for the whole run: its cost when left on)
-# env: PYTHON (default python3), GPUWISE (default "node dist/gpuwise.mjs"), VARIANTS (default all, in that order).
+# env: PYTHON (default python3), GPUWISE (default "node dist/gpuwise.mjs"), VARIANTS (default all, in that order; a
+# variant may repeat: runs are numbered). Each run's start and end (epoch seconds) are printed, to set beside a log of
+# the GPU's clocks: a GPU-bound step follows the SM clock, which power and heat move between runs.
 set -u
 cd "$(dirname "$0")/../.."
 out=${1:?usage: window_slowdown.sh OUT [SCRIPT [FLAGS...]]}
@@ -44,19 +46,24 @@ print("before the window %s, after it %s (window at steps %d-%d)" % (fmt(before)
 EOF
 }
 
+limit=${RUN_LIMIT_S:-600}
+n=0
 for v in ${VARIANTS:-plain doctor teardown nowindow history}; do
-  log=$out/$v
+  n=$((n + 1))
+  log=$out/$n-$v
+  run=$log.run
+  t0=$(date +%s)
   case $v in
-  plain) timeout 600 "$python" "$script" "$@" > "$log.out" 2> "$log.err" ;;
-  doctor) timeout 600 $gpuwise doctor --out "$out/$v.run" -- "$python" "$script" "$@" > "$log.out" 2> "$log.err" ;;
-  teardown) TEARDOWN_CUPTI=1 timeout 600 $gpuwise doctor --out "$out/$v.run" -- "$python" "$script" "$@" > "$log.out" 2> "$log.err" ;;
-  nowindow) timeout 600 $gpuwise doctor --profile-steps 0 --out "$out/$v.run" -- "$python" "$script" "$@" > "$log.out" 2> "$log.err" ;;
-  history) GPUWISE_MEMORY_HISTORY=1 timeout 600 $gpuwise doctor --out "$out/$v.run" -- "$python" "$script" "$@" > "$log.out" 2> "$log.err" ;;
+  plain) timeout "$limit" "$python" "$script" "$@" > "$log.out" 2> "$log.err" ;;
+  doctor) timeout "$limit" $gpuwise doctor --no-serve --out "$run" -- "$python" "$script" "$@" > "$log.out" 2> "$log.err" ;;
+  teardown) TEARDOWN_CUPTI=1 timeout "$limit" $gpuwise doctor --no-serve --out "$run" -- "$python" "$script" "$@" > "$log.out" 2> "$log.err" ;;
+  nowindow) timeout "$limit" $gpuwise doctor --no-serve --profile-steps 0 --out "$run" -- "$python" "$script" "$@" > "$log.out" 2> "$log.err" ;;
+  history) GPUWISE_MEMORY_HISTORY=1 timeout "$limit" $gpuwise doctor --no-serve --out "$run" -- "$python" "$script" "$@" > "$log.out" 2> "$log.err" ;;
   *) echo "window_slowdown.sh: unknown variant $v" >&2; exit 2 ;;
   esac
   rc=$?
   line=$(grep '^{"script"' "$log.out" | tail -1)
   own=$([[ -n $line ]] && "$python" -c 'import json, sys; d = json.loads(sys.argv[1]); print("script: mean %.2f, median %.2f ms" % (d["mean_step_ms"], d["median_step_ms"]))' "$line" || echo "script: no JSON line")
-  probe=$([[ -d $out/$v.run ]] && medians "$out/$v.run" || echo "")
-  echo "$v (exit $rc): $own${probe:+; probe: $probe}"
+  probe=$([[ -d $run ]] && medians "$run" || echo "")
+  echo "$n $v (exit $rc, $t0-$(date +%s)): $own${probe:+; probe: $probe}"
 done
