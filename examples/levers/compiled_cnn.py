@@ -4,7 +4,8 @@ from a pool of images held on the GPU (random indices and flips there: no loader
 compile case: doctor must not recommend compile again, and where it speaks of compile for CNNs it must not
 promise what the GPU did not give (compile measured little on CNNs).
 
-Flags: --no-compile (the eager twin, to measure what compile gave), --batch N, --steps N."""
+Flags: --no-compile (the eager twin, to measure what compile gave), --compile-mode reduce-overhead (doctor's CUDA
+graphs fix), --batch N, --steps N."""
 import os
 import sys
 
@@ -14,6 +15,7 @@ import _harness as H  # noqa: E402
 
 ap = H.parser(__doc__, steps=300, warmup=30)
 ap.add_argument("--no-compile", action="store_true")
+ap.add_argument("--compile-mode", choices=["default", "reduce-overhead"], default="default")
 ap.add_argument("--batch", type=int, default=128)
 ap.add_argument("--pool", type=int, default=256, help="distinct images held on the device")
 a = H.parse(ap)
@@ -70,7 +72,7 @@ if a.smoke:
 model = ResNet(**kw).to(dev).to(memory_format=torch.channels_last)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, nesterov=True, weight_decay=5e-5)
 if not a.no_compile:
-    model = H.compile_model(model)
+    model = H.compile_model(model, mode=None if a.compile_mode == "default" else a.compile_mode)
 g = torch.Generator(device=dev).manual_seed(0)
 pool = torch.randn(a.pool, 3, side, side, device=dev, generator=g).contiguous(memory_format=torch.channels_last)
 labels = torch.randint(0, kw.get("classes", 1000), (a.pool,), device=dev, generator=g)

@@ -120,13 +120,14 @@ def autocast(amp, dev):
     return torch.autocast(dev.type, dtype=torch.bfloat16 if amp == "bf16" else torch.float16)
 
 
-def compile_model(model):
+def compile_model(model, mode=None):
+    """torch.compile(model), with `mode` ("reduce-overhead": compiled regions replayed as CUDA graphs) where given."""
     import torch
 
     if not hasattr(torch, "compile"):
         print(f"torch {torch.__version__} has no torch.compile: the model stays eager", file=sys.stderr)
         return model
-    return torch.compile(model)
+    return torch.compile(model, mode=mode) if mode else torch.compile(model)
 
 
 def forever(loader):

@@ -797,6 +797,10 @@ export function notesOf(input: DoctorInput, processes: readonly ProcessRecords[]
       if (r.type === 'profile-end') {
         if (r.traceError !== undefined) notes.push(`pid ${p.pid}: the profiler window has no trace: ${r.traceError}`);
         if (r.snapshotError !== undefined) notes.push(`pid ${p.pid}: the profiler window has no memory snapshot: ${r.snapshotError}`);
+        if (r.cuptiDetached === false)
+          notes.push(
+            `pid ${p.pid}: CUPTI stayed attached after the profiler window (TEARDOWN_CUPTI set in the environment, a profiler of the script's took over, or CUDA before 12.6): GPU steps after it may run slower than without doctor, and so may the statistics`,
+          );
       }
   for (const p of processes)
     for (const r of p.records)

@@ -193,6 +193,9 @@ export interface ProfileEndRecord extends Base {
   traceError?: string;
   /** Why the window has no memory snapshot although history was recorded (the file could not be written). */
   snapshotError?: string;
+  /** A CUDA window: whether its stop detached CUPTI (TEARDOWN_CUPTI). Left attached, later GPU steps can run slower
+   * (a compiled ResNet-50: 25-35% on an H200); absent from probes before that. */
+  cuptiDetached?: boolean;
 }
 
 export interface OomRecord extends Base {
@@ -474,6 +477,7 @@ const SCHEMAS: Record<ProbeRecord['type'], Check<unknown>> = (() => {
         durationS: optional(num(0)),
         traceError: optional(str),
         snapshotError: optional(str),
+        cuptiDetached: optional(bool),
       },
       dropped,
     ),
