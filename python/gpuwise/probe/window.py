@@ -358,7 +358,8 @@ class WindowMixin(object):
             self.window_done = True
             fields = {"firstStep": self.prof_first_step, "lastStep": self.step}
         if self.prof_cuda:
-            fields["cuptiDetached"] = detach
+            # The script's own TEARDOWN_CUPTI=1 detaches it too (Kineto reads it at every stop).
+            fields["cuptiDetached"] = detach or (not self._is_legacy(prof) and os.environ.get("TEARDOWN_CUPTI") == "1")
         run_dir = self.cfg.run_dir
         trace = os.path.join(run_dir, "trace-%s%s.json" % (self.tag, suffix)) if run_dir and why != "error" else None
         snapshot = None
