@@ -498,7 +498,12 @@ export function summarizeRank(p: ProcessRecords, gpuSamples: Snapshot[] | null, 
     rankFromEnv: p.rankFromEnv,
     pid: p.pid,
     localRank: p.hello?.localRank ?? null,
-    steps: stepStats(p.steps, gpuStepTimesOf(recs), epochStartsOf(p.loader)),
+    steps: stepStats(
+      p.steps,
+      gpuStepTimesOf(recs),
+      epochStartsOf(p.loader),
+      recs.some((r) => r.type === 'profile-end' && r.cuptiDetached === true),
+    ),
     allocator: lastMem,
     nvmlUsedBytes: nvml,
     nonAllocatorBytes: nvml !== null && lastMem !== null ? nvml - lastMem.peakReservedBytes : null,
@@ -536,7 +541,9 @@ export function pacesOf(processes: readonly ProcessRecords[], ranks: readonly Ra
     const st = ranks.find((r) => r.pid === p.pid)?.steps;
     if (!st) continue;
     const window = traces.find((t) => t.rank === p.rank && t.metrics !== null)?.metrics ?? null;
-    const threads = threadCpuPerStep(p.cpu, st.steadyFromStep ?? 0, slowedByProbe(p.steps));
+    // Where the steps after the window ran slower (CUPTI left attached), their threads' CPU is left out with them.
+    const windowFrom = st.slowedAfterWindow ? Math.min(...p.steps.filter((s) => s.profiled).map((s) => s.step)) : undefined;
+    const threads = threadCpuPerStep(p.cpu, st.steadyFromStep ?? 0, slowedByProbe(p.steps), windowFrom);
     const pace = runPipeline({ steps: st, window, loader: p.loader, batchesPerStep: batchesPerStepOf(p.steps), threads });
     if (pace) out.set(p.pid, pace);
   }
@@ -797,11 +804,14 @@ export function notesOf(input: DoctorInput, processes: readonly ProcessRecords[]
       if (r.type === 'profile-end') {
         if (r.traceError !== undefined) notes.push(`pid ${p.pid}: the profiler window has no trace: ${r.traceError}`);
         if (r.snapshotError !== undefined) notes.push(`pid ${p.pid}: the profiler window has no memory snapshot: ${r.snapshotError}`);
-        if (r.cuptiDetached === false)
-          notes.push(
-            `pid ${p.pid}: CUPTI stayed attached after the profiler window (TEARDOWN_CUPTI set in the environment, a profiler of the script's took over, or CUDA before 12.6): GPU steps after it may run slower than without doctor, and so may the statistics`,
-          );
       }
+  for (const r of ranks) {
+    const slowed = r.steps.slowedAfterWindow;
+    if (slowed)
+      notes.push(
+        `rank ${r.rank}: the steps after the profiler window ran ${(slowed.slowdown * 100).toFixed(0)}% slower than the ${slowed.stepsBefore} steady steps before it (CUPTI, the profiler's CUDA tracing, stays attached once a profiler stops, and each launch pays its callback; doctor leaves it so: detaching it changed a compiled model's weights): the run's statistics are those ${slowed.stepsBefore} steps`,
+      );
+  }
   for (const p of processes)
     for (const r of p.records)
       if (r.type === 'profile-start' && r.settled === false)

@@ -193,8 +193,9 @@ export interface ProfileEndRecord extends Base {
   traceError?: string;
   /** Why the window has no memory snapshot although history was recorded (the file could not be written). */
   snapshotError?: string;
-  /** A CUDA window: whether its stop detached CUPTI (TEARDOWN_CUPTI). Left attached, later GPU steps can run slower
-   * (a compiled ResNet-50: 25-35% on an H200); absent from probes before that. */
+  /** A CUDA window: whether its stop detached CUPTI (the script's own TEARDOWN_CUPTI=1; doctor never sets it). Left
+   * attached, later launch-heavy steps run slower (a compiled ResNet-50: 25-35% on an H200): `cuptiSlowdownOf`.
+   * Absent from older probes. */
   cuptiDetached?: boolean;
 }
 

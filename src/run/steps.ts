@@ -10,7 +10,9 @@
  *   A run that never gets there is "not settled" and its second half is used. Steps slowed by doctor's own work are
  *   left out, unless nothing else was timed (`slowedByProbe`): the profiled window, the step after it (where the
  *   profiler stops), and every step whose record names the probe's work during it (`probeWork`: the trace being
- *   written, the model search), so the statistics are the plain program's.
+ *   written, the model search), so the statistics are the plain program's. Where the steps after a CUDA window of a
+ *   loop without a DataLoader run 10% slower or more than the steady ones before it, and so does the stepping
+ *   thread's CPU time (CUPTI left attached: `cuptiSlowdownOf`), the steps before it.
  * - A bounded list: the collector may keep only a sample of a long run's step records; steps are numbered from 1, so
  *   the count is the last step's number, and every figure is over the steps kept (a uniform sample estimates it).
  */
@@ -73,6 +75,62 @@ export interface StepStats {
    * tokens generated per second and the time to the first token; null for any other run. Added in 0.3.
    */
   decode?: DecodeStats | null;
+  /**
+   * The steps after the profiler window ran slower than the steady ones before it (`cuptiSlowdownOf`): the statistics
+   * are then those of the steps before the window. Null otherwise; absent from older reports.
+   */
+  slowedAfterWindow?: SlowedAfterWindow | null;
+}
+
+/**
+ * Kineto leaves CUPTI attached to the process once a profiler stops (unless TEARDOWN_CUPTI=1): every CUDA launch after
+ * doctor's window then pays CUPTI's callback. A compiled ResNet-50 on an H200 ran 23-24 ms a step before the window
+ * and 30-32 ms after it (plainly 24-27 ms). Detaching it at the window's stop took the slowdown away but changed a
+ * compiled model's saved weights in 2 of 3 runs (the equivalence suite's cuda_compile), so doctor leaves it attached
+ * and takes the pace from the steps before the window where those after it are this much slower.
+ */
+export const AFTER_WINDOW_SLOWDOWN = 0.1;
+/** Steady steps needed on each side of the window to tell. */
+export const MIN_STEPS_BESIDE_WINDOW = 8;
+
+export interface SlowedAfterWindow {
+  /** Median step after the window over the median steady step before it, less 1. */
+  slowdown: number;
+  stepsBefore: number;
+  stepsAfter: number;
+}
+
+/**
+ * Among the unslowed timed steps (in step order), the steady ones before a profiled window when the steps after it
+ * are AFTER_WINDOW_SLOWDOWN slower or more, and so is the stepping thread's CPU time a step; null when there is no
+ * window, too few steps on either side, a loop fed by a DataLoader, or no such slowdown.
+ */
+export function cuptiSlowdownOf(plain: readonly StepRecord[], ordered: readonly StepRecord[], timeOf: (s: StepRecord) => number): { before: StepRecord[]; slowed: SlowedAfterWindow } | null {
+  const profiled = ordered.filter((s) => s.profiled).map((s) => s.step);
+  if (profiled.length === 0) return null;
+  const first = Math.min(...profiled);
+  const last = Math.max(...profiled);
+  const beforeAll = plain.filter((s) => s.step < first);
+  const before = beforeAll.slice(steadyStart(beforeAll.map(timeOf)).start);
+  const after = plain.filter((s) => s.step > last);
+  if (before.length < MIN_STEPS_BESIDE_WINDOW || after.length < MIN_STEPS_BESIDE_WINDOW) return null;
+  // A loop fed by a DataLoader keeps its steps: its first steps take batches its workers prefetched before they ran,
+  // the later ones wait or share the cores with the workers (a ResNet-50 with 12 workers on an H100: 43 ms a step
+  // before the window, 47 after, its own CPU time up 24% too), and a few steps cannot show how often its stalls come
+  // (the GAN of examples/levers: 50% "slower" after the window, in its waits).
+  if (plain.some((s) => s.batches > 0)) return null;
+  const median = (xs: readonly number[]) => quantile([...xs].sort((a, b) => a - b), 0.5) as number;
+  const slowdown = median(after.map(timeOf)) / median(before.map(timeOf)) - 1;
+  if (slowdown < AFTER_WINDOW_SLOWDOWN) return null;
+  // CUPTI's callbacks run on the launching thread: its own CPU time a step must have grown too. A run slower for
+  // another reason (a second process on the GPU, workers contending for the cores, the prefetched batches used up)
+  // keeps its steps; so does a probe that did not send that time.
+  const cpuOf = (xs: readonly StepRecord[]) => xs.map((s) => s.hostCpuS).filter((t): t is number => typeof t === 'number' && Number.isFinite(t));
+  const cpuBefore = cpuOf(before);
+  const cpuAfter = cpuOf(after);
+  if (cpuBefore.length < MIN_STEPS_BESIDE_WINDOW || cpuAfter.length < MIN_STEPS_BESIDE_WINDOW) return null;
+  if (median(cpuAfter) / median(cpuBefore) - 1 < AFTER_WINDOW_SLOWDOWN) return null;
+  return { before, slowed: { slowdown, stepsBefore: before.length, stepsAfter: after.length } };
 }
 
 /** A step stalls when its DataLoader wait is at least this share of the median step. */
@@ -257,7 +315,13 @@ export function slowedByProbe(ordered: readonly StepRecord[]): Set<number> {
  * `epochStarts`: the steps at which a DataLoader's iterator was created (its `loader` records), to tell stalls at epoch
  * starts; empty when not known.
  */
-export function stepStats(steps: readonly StepRecord[], gpuTimes: ReadonlyMap<number, number> = new Map(), epochStarts: readonly number[] = []): StepStats {
+export function stepStats(
+  steps: readonly StepRecord[],
+  gpuTimes: ReadonlyMap<number, number> = new Map(),
+  epochStarts: readonly number[] = [],
+  /** The window's `profile-end` said CUPTI was detached (the script's TEARDOWN_CUPTI=1): no slowdown to look for. */
+  cuptiDetached = false,
+): StepStats {
   const ordered = [...steps].sort((a, b) => a.step - b.step);
   const hostTimed = ordered.filter((s, i) => i > 0 && s.stepTimeS !== null && Number.isFinite(s.stepTimeS));
   const gpuTimed = ordered.filter((s, i) => i > 0 && gpuTimes.has(s.step));
@@ -267,8 +331,10 @@ export function stepStats(steps: readonly StepRecord[], gpuTimes: ReadonlyMap<nu
   const slowed = slowedByProbe(ordered);
   const plain = timed.filter((s) => !slowed.has(s.step));
   const candidates = plain.length > 0 ? plain : timed;
-  const steady = steadyStart(candidates.map(timeOf));
-  const measured = candidates.slice(steady.start);
+  // Only the GPU's own step times see CUPTI's cost reliably; a CPU run has no CUPTI.
+  const afterWindow = timing === 'gpu' && !cuptiDetached ? cuptiSlowdownOf(plain, ordered, timeOf) : null;
+  const steady = afterWindow ? { start: 0, settled: true } : steadyStart(candidates.map(timeOf));
+  const measured = afterWindow ? afterWindow.before : candidates.slice(steady.start);
   const times = measured.map(timeOf).sort((a, b) => a - b);
   const hostTimes = measured
     .map((s) => s.stepTimeS)
@@ -311,6 +377,7 @@ export function stepStats(steps: readonly StepRecord[], gpuTimes: ReadonlyMap<nu
       epochStarts,
     ),
     decode: decodeStatsOf(measured, timeOf, last?.stepSource ?? null),
+    slowedAfterWindow: afterWindow?.slowed ?? null,
   };
 }
 

@@ -24,9 +24,10 @@ export interface ThreadCpuPerStep {
 
 /**
  * The CPU a step by thread over the usable intervals; null with fewer than MIN_THREAD_CPU_STEPS steps in them.
- * `steadyFrom`: the first steady step; `slowed`: steps the probe's work slowed (run/steps.ts slowedByProbe).
+ * `steadyFrom`: the first steady step; `slowed`: steps the probe's work slowed (run/steps.ts slowedByProbe); `before`:
+ * only steps before it (the statistics' steps end at the profiler window when those after it ran slower).
  */
-export function threadCpuPerStep(records: readonly CpuRecord[], steadyFrom: number, slowed: ReadonlySet<number>): ThreadCpuPerStep | null {
+export function threadCpuPerStep(records: readonly CpuRecord[], steadyFrom: number, slowed: ReadonlySet<number>, before = Number.POSITIVE_INFINITY): ThreadCpuPerStep | null {
   const ordered = [...records].sort((a, b) => a.step - b.step || a.t - b.t);
   let steps = 0;
   const sum = { stepping: 0, autograd: 0, probe: 0, other: 0 };
@@ -35,7 +36,7 @@ export function threadCpuPerStep(records: readonly CpuRecord[], steadyFrom: numb
     const b = ordered[i] as CpuRecord;
     const n = b.step - a.step;
     // The interval holds steps a.step+1 .. b.step (a step's record is queued before the reading that counts it).
-    if (n <= 0 || a.step + 1 < steadyFrom) continue;
+    if (n <= 0 || a.step + 1 < steadyFrom || b.step >= before) continue;
     let clean = true;
     for (let s = a.step + 1; s <= b.step && clean; s++) if (slowed.has(s)) clean = false;
     if (!clean) continue;
