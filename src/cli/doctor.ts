@@ -21,6 +21,7 @@ import { type RunFeed, startRunFeed } from '../serve/runFeed.js';
 import { checkPythonTorch, commandPythonOf } from './commandPython.js';
 import { VERSION } from './version.js';
 import { type ProbeRun, makeRunDir, startProbeRun } from './probeRun.js';
+import { readStepBeacons } from '../io/beacons.js';
 import { printDoctorReport, rediagnoseRunDir } from './rediagnose.js';
 import { terminalWidth } from './color.js';
 import { PLAIN } from '../report/style.js';
@@ -203,6 +204,7 @@ export async function run(argv: string[]): Promise<number> {
     forwardedSignal,
     hang: stopHung.stopped ? { timeoutS: hangTimeoutS, atMs: done.stoppedAtMs } : null,
     disconnectedAtMs: done.disconnectedAtMs,
+    stepBeacons: readStepBeacons(runDir),
     records: parsed.records,
     stepRecordsByPid,
     skippedLines: parsed.skippedLines,

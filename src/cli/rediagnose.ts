@@ -12,6 +12,7 @@ import { recordedRunInput } from '../doctor/rediagnose.js';
 import { renderDoctorText } from '../doctor/render.js';
 import { buildDoctorReport, type DoctorReport } from '../doctor/report.js';
 import { analyseSnapshotFiles, analyseTraceFiles, type CaptureRef } from '../io/captures.js';
+import { readStepBeacons } from '../io/beacons.js';
 import { type CapturedFile, readRunDir } from '../io/runDir.js';
 import { VERSION } from './version.js';
 import { PLAIN } from '../report/style.js';
@@ -43,6 +44,7 @@ export async function rediagnoseRunDir(dir: string, why: string[] = []): Promise
       savedReportProblem: run.savedReportProblem,
       modelJson: run.modelJson,
       version: VERSION,
+      stepBeacons: readStepBeacons(dir),
   });
   return buildDoctorReport({ ...input, notes: [...why, ...input.notes] });
 }

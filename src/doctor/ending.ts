@@ -76,9 +76,10 @@ export function firstLine(s: string, max = 200): string {
   return line.length > max ? `${line.slice(0, max - 3)}...` : line;
 }
 
-function classify(p: ProcessRecordsIn, disconnectedAtS: number | null, stopAtS: number | null): Classified {
+function classify(p: ProcessRecordsIn, disconnectedAtS: number | null, stopAtS: number | null, beaconStep: number): Classified {
   const recs = p.records;
-  const lastStep = recs.reduce((m, r) => (r.type === 'step' ? Math.max(m, r.step) : m), 0);
+  // A process killed with records still queued got further than its last record: its step counter says how far.
+  const lastStep = recs.reduce((m, r) => (r.type === 'step' ? Math.max(m, r.step) : m), beaconStep);
   const oom = recs.find((r) => r.type === 'oom');
   const exc = recs.find((r) => r.type === 'exception');
   const end = recs.find((r) => r.type === 'end');
@@ -117,16 +118,18 @@ const byTime = (a: Classified, b: Classified) => (a.tS ?? Number.POSITIVE_INFINI
 
 /**
  * The first failure and how the others ended. `disconnectedAtMs`: when each process's connection to doctor closed
- * (live runs); `stopAtMs`: when doctor stopped the job (a hang), so the processes gone after it were stopped by doctor.
+ * (live runs); `stopAtMs`: when doctor stopped the job (a hang), so the processes gone after it were stopped by doctor;
+ * `stepBeacons`: the last step each process ended by its step counter (the run directory's `beacon-PID` files).
  */
 export function endingOf(
   processes: readonly ProcessRecordsIn[],
   disconnectedAtMs: Readonly<Record<number, number>> = {},
   stopAtMs: number | null = null,
+  stepBeacons: Readonly<Record<number, number>> = {},
 ): Ending {
   const all = processes.map((p) => {
     const d = disconnectedAtMs[p.pid];
-    return classify(p, d === undefined ? null : d / 1000, stopAtMs === null ? null : stopAtMs / 1000);
+    return classify(p, d === undefined ? null : d / 1000, stopAtMs === null ? null : stopAtMs / 1000, stepBeacons[p.pid] ?? 0);
   });
   const own = all.filter((c) => c.kind === 'exception' || c.kind === 'out-of-memory' || (c.kind === 'killed' && c.exactTime)).sort(byTime);
   // A vanished process known only by its last record: the one the launcher names as the root cause first.

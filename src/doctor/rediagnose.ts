@@ -25,6 +25,8 @@ export interface RecordedRunInput {
   modelJson: string | null;
   /** This gpuwise's version (the report is rebuilt with its rules). */
   version: string;
+  /** The processes' step counters in the directory (io/beacons.ts); absent: none. */
+  stepBeacons?: Record<number, number>;
 }
 
 /** How a re-diagnosis says its report.json holds no GPU samples (also how it recognises its own reason, carried over). */
@@ -90,6 +92,7 @@ export function recordedRunInput(run: RecordedRunInput): DoctorInput {
     forwardedSignal: saved?.run.outcome === 'interrupted' && saved.run.signal ? saved.run.signal : null,
     hang,
     disconnectedAtMs,
+    ...(run.stepBeacons ? { stepBeacons: run.stepBeacons } : {}),
     records,
     stepRecordsByPid: sample.stepCounts(),
     skippedLines: run.skippedLines,

@@ -103,6 +103,11 @@ export interface DoctorInput {
   hang?: { timeoutS: number | null; atMs: number | null } | null;
   /** When each process's connection to the collector closed (Unix ms, by pid): the process ended. Live runs only. */
   disconnectedAtMs?: Record<number, number>;
+  /**
+   * The last step each process ended by its step counter in the run directory (by pid; io/beacons.ts): further than its
+   * last step record when it was killed with records still queued. Absent: none read.
+   */
+  stepBeacons?: Record<number, number>;
   records: ProbeRecord[];
   /** Step records received per process id when `records` holds only a sample of them (cli/probeRun.ts); absent: all are in `records`. */
   stepRecordsByPid?: Record<number, number>;
@@ -981,7 +986,7 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
   const apart = windowsApart(processes);
   const paces = pacesOf(processes, ranks, input.traces);
   const probeBalance = probeBalanceOf(distributed);
-  const ending = endingOf(processes, input.disconnectedAtMs, input.hang?.atMs ?? null);
+  const ending = endingOf(processes, input.disconnectedAtMs, input.hang?.atMs ?? null, input.stepBeacons);
   const stalls = openStalls(input.records);
   const hang = hangAnalysis(stalls, input.hang ? input.hang.timeoutS : null, input.hang?.atMs ?? null);
   const { outcome, text } = outcomeOf(input, ranks, ending, hang);

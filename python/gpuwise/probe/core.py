@@ -15,6 +15,7 @@ from ..transport import Sink
 from . import config, patches
 from .background import TICK_S, Background
 from .batch import BatchReader, batch_dim_of
+from .beacon import StepBeacon
 from .calls import CallWatch
 from .gpu import Gpu
 from .loader import LoaderWatch
@@ -53,6 +54,7 @@ class Probe(StepsMixin, WindowMixin):
         self.sink = Sink(cfg.socket_path, cfg.run_dir)
         self.background = Background(self)
         self.sender = Sender(self.sink, self.background.wake)
+        self.beacon = StepBeacon(cfg.run_dir)
         self.tag = "rank%d" % cfg.rank if cfg.rank is not None else "pid%d" % os.getpid()
         self.pid = os.getpid()
         self.protocol = PROTOCOL_VERSION
@@ -264,6 +266,7 @@ class Probe(StepsMixin, WindowMixin):
         except Exception:
             pass
         self.background.stop()
+        self.beacon.close()
 
     def _starts_training(self):
         """The process trains: children it starts from now on run without the probe (config.py)."""
@@ -291,6 +294,7 @@ class Probe(StepsMixin, WindowMixin):
         self.pid = os.getpid()
         self.role = None
         self.sender.after_fork()
+        self.beacon.after_fork()
         # The parent's loaders and the lock its background thread may have held at the fork are not this process's.
         self.loader_watch = LoaderWatch()
         self.thread_cpu = ThreadCpuWatch()

@@ -2,9 +2,11 @@
 
 A hook builds its record and queues it (`Sender.put`). The queue is written as one batch (one JSON line per record,
 a step record's formatted without `json`, one socket write) at most every FLUSH_S by the thread that queues, never
-waiting: what the socket does not take at once is left to the probe's background thread, which also writes what
-waits longer (a loop that stopped). A step longer than FLUSH_S is thus written when it ends: a process killed later
-(SIGKILL, the OOM killer) lost none of its steps; a faster loop loses at most its last FLUSH_S of them. Records that
+waiting, and no more often than keeps the writes within FLUSH_COST_SHARE of its time (MAX_FLUSH_S at most): what the
+socket does not take at once is left to the probe's background thread, which also writes what waits longer (a loop
+that stopped). A step longer than the interval is thus written when it ends: a process killed later (SIGKILL, the OOM
+killer) lost none of its steps; a faster loop loses at most its last interval of them, and its step counter
+(beacon.py) still says how far it got. Records that
 may be the last of the process (an exception, the end, an out-of-memory error, the probe's own error) are written
 at once (`put(..., now=True)`). Measured on the shared 2-core VM: a background thread woken for each record cost the
 training thread more (the hand-over of the GIL to it, 100-150 us a step under load) than writing the batch itself.
@@ -21,8 +23,14 @@ from .. import PROTOCOL_VERSION
 
 # Queued records past this many are written by the thread that queues them, waiting (the background thread is stuck).
 MAX_QUEUED = 100000
-# The queue is written at most this often by the thread that queues.
+# The queue is written at most this often by the thread that queues...
 FLUSH_S = 0.002
+# ...and no more often than keeps the writes within this share of that thread's time: a write costs what the machine's
+# system calls cost (on the shared 2-core VM about 60 us to a file: the lines formatted, the descriptor's identity
+# checked, the write), which every 2 ms was 3% of a 1 ms loop. The interval follows the writes' measured cost, up to
+# MAX_FLUSH_S; a process killed by SIGKILL loses that much of its records, not its step count (beacon.py).
+FLUSH_COST_SHARE = 0.01
+MAX_FLUSH_S = 0.02
 
 
 def record(kind, rank, fields):
@@ -87,6 +95,7 @@ class Sender(object):
         self.lock = threading.Lock()  # one writer at a time
         self.unsent = b""  # the bytes of a batch the socket did not take at once (written first, in order)
         self.flushed_at = 0.0
+        self.flush_every_s = FLUSH_S  # FLUSH_S, or longer where a write costs more than FLUSH_COST_SHARE of it
         self.sent = 0
 
     def put(self, rec, now=False):
@@ -94,7 +103,7 @@ class Sender(object):
         q.append(rec)
         if now or len(q) > MAX_QUEUED:
             self.flush()
-        elif _perf_counter() - self.flushed_at >= FLUSH_S:
+        elif _perf_counter() - self.flushed_at >= self.flush_every_s:
             self.flush(block=False)
 
     def flush(self, wait_s=None, block=True):
@@ -115,6 +124,12 @@ class Sender(object):
             self.unsent = self.sink.write(data, block)
             if self.unsent and self.wake is not None:
                 self.wake()
+            # The next write no sooner than this one's cost allows, as a moving average (one preempted write is no
+            # trend). The lines' formatting is in the cost: it grows with the interval, but by less than the interval
+            # (a step line is about 5 us on the VM, under 1% of a 1 ms step), so the interval settles.
+            cost_s = _perf_counter() - self.flushed_at
+            due = min(MAX_FLUSH_S, max(FLUSH_S, cost_s / FLUSH_COST_SHARE))
+            self.flush_every_s += 0.25 * (due - self.flush_every_s)
             return True
         finally:
             self.lock.release()

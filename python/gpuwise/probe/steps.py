@@ -232,6 +232,7 @@ class StepsMixin(object):
         rest (the first step, the window, the probe's own work, another thread) only when `rare` says so."""
         self.step_source = source
         step = self.step = self.step + 1
+        self.beacon.set(step)  # survives a SIGKILL that takes the queued records (beacon.py)
         last = self.last_boundary
         step_time = None if last is None else now - last
         cpu = _thread_time()
