@@ -4,9 +4,9 @@ The records are written in batches (records.py), so a process killed by SIGKILL 
 last queued step records with it. Its counter does not: each step's number is one store into a shared mapping of the
 file, with no system call, and the kernel keeps the page after the process is gone. doctor reads it for a process
 that ended without an end record (src/io/beacons.ts). The file is 8 bytes, the step as an unsigned integer in the
-machine's order (little-endian on x86-64 and aarch64). No descriptor stays open (the mapping outlives the one used to make it), so a script that counts or closes
-its descriptors sees none of the probe's; where the mapping cannot be made, there is no counter and nothing else
-changes.
+machine's order (little-endian on x86-64 and aarch64). No descriptor stays open (the mapping outlives the one used to
+make it), so a script that counts or closes its descriptors sees none of the probe's; where the mapping cannot be
+made, there is no counter and nothing else changes.
 """
 import ctypes
 import os
@@ -30,12 +30,13 @@ def _libc():
 
 
 class StepBeacon(object):
+    """This process's counter: mapped at its first step, unmapped at the probe's end or in a forked child."""
+
     def __init__(self, run_dir):
         self.run_dir = run_dir
         self.cell = None  # the mapped counter (ctypes.c_uint64), once opened
         self.addr = None
-        self.pid = None
-        self.failed = False
+        self.failed = False  # no counter for this process (no run directory, no mapping)
 
     def set(self, step):
         """Step `step` ended: one store (the first call of a process maps its file)."""
@@ -72,7 +73,6 @@ class StepBeacon(object):
             self.failed = True
             return False
         self.addr = addr
-        self.pid = os.getpid()
         self.cell = ctypes.c_uint64.from_address(addr)
         return True
 
