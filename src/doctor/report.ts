@@ -547,8 +547,7 @@ export function pacesOf(processes: readonly ProcessRecords[], ranks: readonly Ra
     if (!st) continue;
     const window = traces.find((t) => t.rank === p.rank && t.metrics !== null)?.metrics ?? null;
     // Where the steps after the window ran slower (CUPTI left attached), their threads' CPU is left out with them.
-    const windowFrom = st.slowedAfterWindow ? Math.min(...p.steps.filter((s) => s.profiled).map((s) => s.step)) : undefined;
-    const threads = threadCpuPerStep(p.cpu, st.steadyFromStep ?? 0, slowedByProbe(p.steps), windowFrom);
+    const threads = threadCpuPerStep(p.cpu, st.steadyFromStep ?? 0, slowedByProbe(p.steps), st.slowedAfterWindow?.windowFirstStep);
     const pace = runPipeline({ steps: st, window, loader: p.loader, batchesPerStep: batchesPerStepOf(p.steps), threads });
     if (pace) out.set(p.pid, pace);
   }

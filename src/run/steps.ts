@@ -16,7 +16,7 @@
  * - A bounded list: the collector may keep only a sample of a long run's step records; steps are numbered from 1, so
  *   the count is the last step's number, and every figure is over the steps kept (a uniform sample estimates it).
  */
-import { quantile } from '../util/stats.js';
+import { median, quantile } from '../util/stats.js';
 import type { ProbeRecord, StepRecord, StepSource } from './records.js';
 
 export interface StepStats {
@@ -94,6 +94,8 @@ export const AFTER_WINDOW_SLOWDOWN = 0.1;
 export const MIN_STEPS_BESIDE_WINDOW = 8;
 
 export interface SlowedAfterWindow {
+  /** The window's first step: the statistics' steps end before it. */
+  windowFirstStep: number;
   /** Median step after the window over the median steady step before it, less 1. */
   slowdown: number;
   stepsBefore: number;
@@ -106,6 +108,11 @@ export interface SlowedAfterWindow {
  * window, too few steps on either side, a loop fed by a DataLoader, or no such slowdown.
  */
 export function cuptiSlowdownOf(plain: readonly StepRecord[], ordered: readonly StepRecord[], timeOf: (s: StepRecord) => number): { before: StepRecord[]; slowed: SlowedAfterWindow } | null {
+  // A loop fed by a DataLoader keeps its steps: its first steps take batches its workers prefetched before they ran,
+  // the later ones wait or share the cores with the workers (a ResNet-50 with 12 workers on an H100: 43 ms a step
+  // before the window, 47 after, its own CPU time up 24% too), and a few steps cannot show how often its stalls come
+  // (the GAN of examples/levers: 50% "slower" after the window, in its waits).
+  if (plain.some((s) => s.batches > 0)) return null;
   const profiled = ordered.filter((s) => s.profiled).map((s) => s.step);
   if (profiled.length === 0) return null;
   const first = Math.min(...profiled);
@@ -114,13 +121,8 @@ export function cuptiSlowdownOf(plain: readonly StepRecord[], ordered: readonly 
   const before = beforeAll.slice(steadyStart(beforeAll.map(timeOf)).start);
   const after = plain.filter((s) => s.step > last);
   if (before.length < MIN_STEPS_BESIDE_WINDOW || after.length < MIN_STEPS_BESIDE_WINDOW) return null;
-  // A loop fed by a DataLoader keeps its steps: its first steps take batches its workers prefetched before they ran,
-  // the later ones wait or share the cores with the workers (a ResNet-50 with 12 workers on an H100: 43 ms a step
-  // before the window, 47 after, its own CPU time up 24% too), and a few steps cannot show how often its stalls come
-  // (the GAN of examples/levers: 50% "slower" after the window, in its waits).
-  if (plain.some((s) => s.batches > 0)) return null;
-  const median = (xs: readonly number[]) => quantile([...xs].sort((a, b) => a - b), 0.5) as number;
-  const slowdown = median(after.map(timeOf)) / median(before.map(timeOf)) - 1;
+  const ratio = (a: readonly number[], b: readonly number[]) => (median(a) as number) / (median(b) as number);
+  const slowdown = ratio(after.map(timeOf), before.map(timeOf)) - 1;
   if (slowdown < AFTER_WINDOW_SLOWDOWN) return null;
   // CUPTI's callbacks run on the launching thread: its own CPU time a step must have grown too. A run slower for
   // another reason (a second process on the GPU, workers contending for the cores, the prefetched batches used up)
@@ -129,8 +131,8 @@ export function cuptiSlowdownOf(plain: readonly StepRecord[], ordered: readonly 
   const cpuBefore = cpuOf(before);
   const cpuAfter = cpuOf(after);
   if (cpuBefore.length < MIN_STEPS_BESIDE_WINDOW || cpuAfter.length < MIN_STEPS_BESIDE_WINDOW) return null;
-  if (median(cpuAfter) / median(cpuBefore) - 1 < AFTER_WINDOW_SLOWDOWN) return null;
-  return { before, slowed: { slowdown, stepsBefore: before.length, stepsAfter: after.length } };
+  if (ratio(cpuAfter, cpuBefore) - 1 < AFTER_WINDOW_SLOWDOWN) return null;
+  return { before, slowed: { windowFirstStep: first, slowdown, stepsBefore: before.length, stepsAfter: after.length } };
 }
 
 /** A step stalls when its DataLoader wait is at least this share of the median step. */

@@ -31,6 +31,7 @@ describe('steps after the profiler window', () => {
     expect(st.measuredSteps).toBe(st.slowedAfterWindow!.stepsBefore);
     const window = records.filter((r) => r.type === 'step' && r.profiled).map((r) => (r as { step: number }).step);
     expect(st.steadyFromStep! + st.measuredSteps - 1).toBeLessThan(Math.min(...window));
+    expect(st.slowedAfterWindow!.windowFirstStep).toBe(Math.min(...window));
     expect(st.meanS! * 1e3).toBeGreaterThan(24);
     expect(st.meanS! * 1e3).toBeLessThan(28);
     // The same records, said to have detached CUPTI: every step after the window counts.
