@@ -49,38 +49,35 @@ _STEP_LINE = (
 )
 
 
-def _step_line(r):
-    gpu = r["gpuStepTimes"]
-    memory = r["memory"]
-    work = r["probeWork"]
-    step_time, host_cpu, rank = r["stepTimeS"], r["hostCpuS"], r["rank"]
-    samples, tokens, seq_len, source = r["samples"], r["tokens"], r["seqLen"], r["batchSource"]
-    forwards = r.get("forwards")
+def _step_line(row):
+    """A step record, queued as a tuple in the order of _STEP_LINE (`step_row`): no dict is built on the training
+    thread."""
+    v, pid, rank, t, gpu, step, step_time, host_cpu, wait, batches, forwards, samples, tokens, seq_len, batch_source, source, memory, profiled, work = row
     return _STEP_LINE % (
-        r["v"],
-        r["pid"],
+        v,
+        pid,
         "null" if rank is None else "%d" % rank,
-        r["t"],
+        t,
         "[" + ",".join("[%d,%.9g]" % (s, v) for s, v in gpu) + "]" if gpu else "[]",
-        r["step"],
+        step,
         "null" if step_time is None else "%.9g" % step_time,
         "null" if host_cpu is None else "%.9g" % host_cpu,
-        r["dataWaitS"],
-        r["batches"],
+        wait,
+        batches,
         "null" if forwards is None else "%d" % forwards,
         "null" if samples is None else "%d" % samples,
         "null" if tokens is None else "%d" % tokens,
         "null" if seq_len is None else "%d" % seq_len,
-        "null" if source is None else '"%s"' % source,
-        r["stepSource"],
+        "null" if batch_source is None else '"%s"' % batch_source,
+        source,
         "null" if memory is None else json.dumps(memory, separators=(",", ":")),
-        "true" if r["profiled"] else "false",
+        "true" if profiled else "false",
         "null" if work is None else '"%s"' % work,
     )
 
 
 def line_of(rec):
-    if rec["type"] == "step":
+    if type(rec) is tuple:
         return _step_line(rec)
     return json.dumps(rec, separators=(",", ":"), default=str) + "\n"
 
@@ -99,12 +96,14 @@ class Sender(object):
         self.sent = 0
 
     def put(self, rec, now=False):
+        """Queues a record (a dict, or a step row: see _step_line); True when this call wrote the queue."""
         q = self.queue
         q.append(rec)
         if now or len(q) > MAX_QUEUED:
-            self.flush()
-        elif _perf_counter() - self.flushed_at >= self.flush_every_s:
-            self.flush(block=False)
+            return self.flush()
+        if _perf_counter() - self.flushed_at >= self.flush_every_s:
+            return self.flush(block=False)
+        return False
 
     def flush(self, wait_s=None, block=True):
         """Writes every queued record, in order, as one batch. `block=False`: never waits, neither for the lock nor for

@@ -6,8 +6,8 @@ source outranks the one counting (an optimizer stepping on a training thread tak
 evaluator iterated on the main thread). Events of the same or a lower source on another thread are not the training's
 and are left out.
 
-A step's end costs the training thread a few microseconds: two clock reads and a record queued (records.py); the
-JSON and the socket are the background thread's.
+A step's end costs the training thread a few microseconds: a wall-clock and a CPU-clock read and a row queued; the
+rows are formatted and written every few milliseconds (records.py).
 """
 import sys
 import threading
@@ -228,7 +228,7 @@ class StepsMixin(object):
             self.next_step_work = work
 
     def _end_step(self, now, source, ident):
-        """A step ends: its record queued. The common path is a few attribute reads, two clock reads and a dict; the
+        """A step ends: its record queued. The common path is a few attribute reads, two clock reads and a tuple; the
         rest (the first step, the window, the probe's own work, another thread) only when `rare` says so."""
         self.step_source = source
         step = self.step = self.step + 1
@@ -244,7 +244,8 @@ class StepsMixin(object):
         foreign_input = False
         if source != "graph":
             self.replays_since_other = 0
-        if first or work is not None or self.step_thread != ident or self.model_sent != "step" or self.cfg.fault or bg.busy is not None or bg.jobs_done != self.jobs_seen:
+        rare = first or work is not None or self.step_thread != ident or self.model_sent != "step" or self.cfg.fault or bg.busy is not None or bg.jobs_done != self.jobs_seen
+        if rare:
             # The model's input seen on another thread than this one (an evaluator's calls) is not this step's batch.
             foreign_input = self.root_watch.root_thread not in (None, ident)
             if self.step_thread != ident:
@@ -286,29 +287,29 @@ class StepsMixin(object):
         max_steps = self.cfg.max_steps
         last_step = max_steps is not None and step >= max_steps
         cuda = self.cuda_on
-        self.sender.put(
-            {
-                "v": self.protocol,
-                "type": "step",
-                "pid": self.pid,
-                "rank": self.cfg.rank,
-                "t": time.time(),
-                "gpuStepTimes": self.gpu.step_times(step) if cuda else [],
-                "step": step,
-                "stepTimeS": step_time,
-                "hostCpuS": host_cpu,
-                "dataWaitS": self.data_wait_s,
-                "batches": self.batches,
-                "forwards": forwards,
-                "samples": samples,
-                "tokens": tokens,
-                "seqLen": seq_len,
-                "batchSource": batch_source,
-                "stepSource": source,
-                "memory": self.gpu.memory(now, force=last_step or first) if cuda else None,
-                "profiled": self.prof is not None and self.window_kind == "steps",
-                "probeWork": work,
-            },
+        # A step row (records.py, _STEP_LINE's order): a tuple, formatted when the queue is written.
+        wrote = self.sender.put(
+            (
+                self.protocol,
+                self.pid,
+                self.cfg.rank,
+                time.time(),
+                self.gpu.step_times(step) if cuda else (),
+                step,
+                step_time,
+                host_cpu,
+                self.data_wait_s,
+                self.batches,
+                forwards,
+                samples,
+                tokens,
+                seq_len,
+                batch_source,
+                source,
+                self.gpu.memory(now, force=last_step or first) if cuda else None,
+                self.prof is not None and self.window_kind == "steps",
+                work,
+            ),
             now=first,
         )
         self.last_boundary = now
@@ -317,7 +318,8 @@ class StepsMixin(object):
         self._reset_step_counters()
         if batch_source == "model-input" or (self.batch_calls == 0 and self.root_watch.root_ref is not None):
             self.root_watch.arm(persistent=source == "forward")
-        if self.gpu is not None and self.gpu.history_stop_pending:
+        history_stopped = self.gpu is not None and self.gpu.history_stop_pending
+        if history_stopped:
             # The window's snapshot was taken (background thread): the thread that started the history stops it. Left
             # on, it records a stack at every allocation: +50% on a ResNet-50 step (H200, measured).
             self.gpu.stop_history_if_pending()
@@ -332,6 +334,9 @@ class StepsMixin(object):
             raise SystemExit(0)
         if source != "batch":
             # The probe's own work at the boundary is not part of the next step. (A batch step
-            # ends where the next fetch started: that fetch's wait belongs to the next step.)
+            # ends where the next fetch started: that fetch's wait belongs to the next step.) The thread's CPU clock is
+            # a system call (1.5-4 us on the 2-core VM): read again only when the probe's work here was more than
+            # the few microseconds of queuing a row (a write of the queue, the first step's announcement).
             self.last_boundary = time.perf_counter()
-            self.last_cpu = _thread_time()
+            if wrote or rare or self.prof is not None or not self.window_done or history_stopped:
+                self.last_cpu = _thread_time()
