@@ -81,8 +81,16 @@ from gpuwise import probe as probe_mod
 """
     + _TIMED_LOOP
     + r"""
-steps, pad, loop, blocks = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+steps, target_s, loop, blocks = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 xs, ys = torch.randn(steps * 8, 16), torch.randn(steps * 8, 16)
+# The padding that makes a step about target_s, measured here (a process of its own for each trial would pay torch's
+# import each time: 5-10 s with CUDA on the GPU host).
+base = statistics.median(timed_loop(300, 0, loop, xs, ys)[0][20:])
+pad = 0
+for _ in range(3):
+    trial = max(pad, 20)
+    per_mm = (statistics.median(timed_loop(300, trial, loop, xs, ys)[0][20:]) - base) / trial
+    pad = max(0, int(round((target_s - base) / max(per_mm, 1e-7))))
 run_dir = tempfile.mkdtemp()
 out = {"off": [[], []], "on": [[], []]}
 for b in range(2 * blocks):
@@ -99,10 +107,10 @@ print(json.dumps(out))
 )
 
 
-def interleaved(steps, pad, loop, blocks, probe_dir=None):
+def interleaved(steps, target_s, loop, blocks, probe_dir=None):
     env = {k: v for k, v in os.environ.items() if not k.startswith("GPUWISE_")}
     env["PYTHONDONTWRITEBYTECODE"] = "1"
-    out = subprocess.run([sys.executable, "-c", INTERLEAVED, str(steps), str(pad), loop, str(blocks), probe_dir or os.path.join(REPO, "python")], env=env, check=True, capture_output=True, text=True).stdout
+    out = subprocess.run([sys.executable, "-c", INTERLEAVED, str(steps), str(target_s), loop, str(blocks), probe_dir or os.path.join(REPO, "python")], env=env, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -155,10 +163,9 @@ def main():
     print("%-8s %-5s %7s %12s %12s %12s %8s" % ("target", "time", "steps", "plain", "with doctor", "cost/step", "cost"))
     with tempfile.TemporaryDirectory() as tmp:
         for target_ms in [float(x) for x in args.targets_ms.split(",")]:
-            pad, _ = calibrate(target_ms / 1000.0, args.loop)
             steps = args.steps or max(300, min(20000, int(4.0 / (target_ms / 1000.0))))
             if args.mode == "interleaved":
-                got = interleaved(max(200, steps // 4), pad, args.loop, args.repeats, args.probe_dir)
+                got = interleaved(max(200, steps // 4), target_ms / 1000.0, args.loop, args.repeats, args.probe_dir)
                 if os.environ.get("BENCH_VERBOSE"):
                     print({k: [round(x * 1e6) for x in v[1]] for k, v in got.items()})
                 for which, name in ((0, "wall"), (1, "CPU")):
@@ -167,6 +174,7 @@ def main():
                     print("%-8s %-5s %7d %10.1f us %10.1f us %+9.1f us %+7.2f%%" % (label, name, max(200, steps // 4), b * 1e6, p * 1e6, (p - b) * 1e6, (p / b - 1) * 100))
                 sys.stdout.flush()
                 continue
+            pad, _ = calibrate(target_ms / 1000.0, args.loop)
             plain, probed = [], []
             for i in range(args.repeats):
                 plain.append(run_loop(steps, pad, args.loop, None, None, None))
