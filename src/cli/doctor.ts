@@ -47,6 +47,8 @@ Options:
   --no-serve     do not stream the run to a gpuwise serve running on that store (by default its Runs
                  page follows the run live)
   --profile-at N first profiled step (default: the first steady step, 10 to 50); --profile-steps K steps (default 5, 0 = off)
+  --importable   \`import gpuwise\` in the script gives the running probe when no gpuwise is installed
+                 (for gpuwise.step() marks; without it the import fails as it does without doctor)
   --hang-timeout S  stop the job when every training rank has made no progress for S seconds
                  (default 600, 0 = never); the report's outcome is then "hung", exit status 124
   -h, --help     this help
@@ -73,6 +75,7 @@ const OPTIONS = {
   'profile-at': { type: 'string' },
   'profile-steps': { type: 'string' },
   'hang-timeout': { type: 'string' },
+  importable: { type: 'boolean' },
   from: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -132,7 +135,7 @@ export async function run(argv: string[]): Promise<number> {
   const format = { json: values.json, md: values.md, html: values.html };
   if (values.from !== undefined) {
     if (cmd.length > 0) throw new UsageError('--from re-diagnoses a recorded run: give no command (gpuwise doctor --from RUN_DIR)');
-    for (const flag of ['steps', 'out', 'store', 'profile-at', 'profile-steps', 'no-serve', 'hang-timeout'] as const)
+    for (const flag of ['steps', 'out', 'store', 'profile-at', 'profile-steps', 'no-serve', 'hang-timeout', 'importable'] as const)
       if (values[flag] !== undefined) throw new UsageError(`--${flag} is for a new run, not for --from`);
     if (values.html !== undefined) checkHtmlTarget(values.html, [values.from]);
     printDoctorReport(await rediagnoseRunDir(values.from), format, 'gpuwise doctor');
@@ -158,6 +161,7 @@ export async function run(argv: string[]): Promise<number> {
   if (maxSteps !== undefined) probeEnv.GPUWISE_MAX_STEPS = String(maxSteps);
   if (profileAt !== undefined) probeEnv.GPUWISE_PROFILE_AT = String(profileAt);
   if (profileSteps !== undefined) probeEnv.GPUWISE_PROFILE_STEPS = String(profileSteps);
+  if (values.importable) probeEnv.GPUWISE_IMPORTABLE = '1';
 
   // A `gpuwise serve` on the run's store follows the run live (fail-open: it never slows or stops the run).
   const feed = values['no-serve'] ? null : await feedServe(values.store, cmd, runDir, started.getTime());

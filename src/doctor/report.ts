@@ -910,7 +910,7 @@ export function timeWindowNotes(processes: readonly ProcessRecords[]): string[] 
     const quiet = start?.quietS !== undefined ? ` after ${start.quietS.toFixed(start.quietS < 10 ? 1 : 0)} s of device work without one` : '';
     notes.push(
       p.steps.length === 0
-        ? `${who}: no training step was identified (no optimizer step, DataLoader batch, backward pass, forward call of a module, CUDA graph replay or gpuwise.step()), so the probe profiled a ${len} time window${quiet} and its findings take that whole window as one step ("per step" means per window); no step time, throughput or what-if. Call gpuwise.step() at the end of each iteration ("import gpuwise"; it does nothing outside doctor) to get them`
+        ? `${who}: no training step was identified (no optimizer step, DataLoader batch, backward pass, forward call of a module, CUDA graph replay or gpuwise.step()), so the probe profiled a ${len} time window${quiet} and its findings take that whole window as one step ("per step" means per window); no step time, throughput or what-if. Call gpuwise.step() at the end of each iteration to get them ("import gpuwise" with the gpuwise wheel pip-installed, or doctor --importable; it does nothing outside doctor)`
         : `${who}: the profiled window is a ${len} time window taken before the first step was identified${quiet}; the steps came too late or too few for a step window: it may show set-up rather than training`,
     );
   }

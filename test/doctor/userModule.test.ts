@@ -1,7 +1,8 @@
 /**
  * A module of the user's named `gpuwise` (issue 20, item 9): under doctor the probe is loaded as `_gpuwise_probe`,
  * so the user's gpuwise.py or gpuwise/ next to their script is what `import gpuwise` gives, and the probe still
- * sees the training. Without one, `import gpuwise; gpuwise.step()` reaches the running probe. Real doctor runs
+ * sees the training. Without one, `doctor --importable` makes `import gpuwise; gpuwise.step()` reach the running probe
+ * (by default the import fails as it does without doctor: test/equivalence, env_import_gpuwise). Real doctor runs
  * with Debian's CPU PyTorch.
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -34,11 +35,11 @@ const train = (useOfGpuwise: string) =>
     'print("trained")',
   ].join('\n');
 
-async function doctorIn(dir: string, script: string) {
+async function doctorIn(dir: string, script: string, flags: string[] = []) {
   const out = join(dir, 'run');
   const r = await runProcess(
     process.execPath,
-    [bundle, 'doctor', '--out', out, '--profile-steps', '0', '--', PYTHON, script],
+    [bundle, 'doctor', '--out', out, '--profile-steps', '0', ...flags, '--', PYTHON, script],
     // GPUWISE_PROBE_DIR: this checkout's probe (node_modules may be a link to another checkout's, where the bundle lives).
     pyEnv({ GPUWISE_STORE: join(dir, 'store'), GPUWISE_PROBE_DIR: PROBE_ROOT }),
   );
@@ -74,7 +75,7 @@ describe.skipIf(SKIP_PYTHON)('doctor beside a module of the user named gpuwise (
     expect(stepsSeen(r.report)).toBe(6);
   });
 
-  it('without one, import gpuwise is the running probe: gpuwise.step() marks steps', async () => {
+  it('without one, --importable makes import gpuwise the running probe: gpuwise.step() marks steps', async () => {
     const dir = join(tmp, 'none');
     mkdirSync(dir);
     // No optimizer: only the script's own marks make steps.
@@ -88,7 +89,7 @@ describe.skipIf(SKIP_PYTHON)('doctor beside a module of the user named gpuwise (
       'print("marked", gpuwise.__version__)',
     ].join('\n');
     writeFileSync(join(dir, 'infer.py'), script);
-    const r = await doctorIn(dir, join(dir, 'infer.py'));
+    const r = await doctorIn(dir, join(dir, 'infer.py'), ['--importable']);
     expect(r.stdout).toMatch(/marked \d+\.\d+\.\d+/);
     expect(r.code).toBe(0);
     // The first mark starts the clock: 5 timed steps, all from the marks.

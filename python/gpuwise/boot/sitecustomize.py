@@ -71,12 +71,16 @@ def _gpuwise_activate():
     otherwise nothing of gpuwise's stays loaded."""
     if not (_os.environ.get("GPUWISE_SOCKET") or _os.environ.get("GPUWISE_RUN_DIR")):
         return
+    # Read before activate() takes doctor's variables out of the script's view.
+    importable = _os.environ.get("GPUWISE_IMPORTABLE") == "1"
     try:
         package, probe = _gpuwise_load_probe()
         if probe.activate(boot_dir=_os.path.dirname(_os.path.abspath(__file__))) is None:
             _gpuwise_unload()
             return
-        _sys.meta_path.append(_GpuwiseFallbackFinder(package))
+        # Only when asked (`doctor --importable`): an `import gpuwise` that fails without doctor must fail under it too.
+        if importable:
+            _sys.meta_path.append(_GpuwiseFallbackFinder(package))
     except Exception as e:  # fail-open: the user's program must run unchanged
         _sys.stderr.write("gpuwise probe: not active (%s: %s)\n" % (type(e).__name__, e))
 

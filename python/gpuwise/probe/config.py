@@ -33,6 +33,7 @@ PROBE_VARIABLES = (
     "GPUWISE_PROBE_DIR",
     "GPUWISE_USER_PYTHONPATH",
     "GPUWISE_PROBED_PARENT",
+    "GPUWISE_IMPORTABLE",
 )
 # Set (in the C environment only) by a probed process: its children know they are children.
 PARENT_MARK = "GPUWISE_PROBED_PARENT"
