@@ -305,7 +305,7 @@ describe.skipIf(SKIP_PYTHON)('probe (CPU torch)', () => {
       '        for p in w.parameters(): p -= 0.1 * p.grad',
       '    gpuwise.step()',
     ].join('\n');
-    const r = await runProcess(PYTHON, ['-c', script], pyEnv({ PYTHONPATH: probePath(), GPUWISE_RUN_DIR: dir }));
+    const r = await runProcess(PYTHON, ['-c', script], pyEnv({ PYTHONPATH: probePath(), GPUWISE_RUN_DIR: dir, GPUWISE_IMPORTABLE: '1' }));
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     const recs = fallbackRecords(dir);
@@ -438,7 +438,7 @@ describe.skipIf(SKIP_PYTHON)('probe (CPU torch)', () => {
     const r = await runProcess(
       'python3',
       ['-c', 'import gpuwise.probe as p; print("probe", p._PROBE is not None)'],
-      pyEnv({ PYTHONPATH: probePath(), GPUWISE_RUN_DIR: dir }),
+      pyEnv({ PYTHONPATH: probePath(), GPUWISE_RUN_DIR: dir, GPUWISE_IMPORTABLE: '1' }),
     );
     expect(r).toMatchObject({ code: 0, stdout: 'probe True\n', stderr: '' });
     expect(existsSync(dir)).toBe(true);

@@ -332,11 +332,11 @@ class StepsMixin(object):
             sys.stderr.write("gpuwise probe: stopping after %d steps (--steps)\n" % step)
             sys.stderr.flush()
             raise SystemExit(0)
-        if source != "batch":
+        if source != "batch" and (wrote or rare or self.prof is not None or not self.window_done or history_stopped):
             # The probe's own work at the boundary is not part of the next step. (A batch step
             # ends where the next fetch started: that fetch's wait belongs to the next step.) The thread's CPU clock is
-            # a system call (1.5-4 us on the 2-core VM): read again only when the probe's work here was more than
-            # the few microseconds of queuing a row (a write of the queue, the first step's announcement).
+            # a system call (1.5-4 us on the 2-core VM): both clocks are read again only when the probe's work here
+            # was more than the few microseconds of queuing a row (a write of the queue, the first step's
+            # announcement, the window); else the next step carries those microseconds in both.
             self.last_boundary = time.perf_counter()
-            if wrote or rare or self.prof is not None or not self.window_done or history_stopped:
-                self.last_cpu = _thread_time()
+            self.last_cpu = _thread_time()
