@@ -4,16 +4,16 @@
  * the records the probes wrote to files when no collector listened, and optional GPU sampling
  * (live/sampler.ts).
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readSync, readdirSync, rmSync, writeSync } from 'node:fs';
 import { type Server, type Socket, createServer } from 'node:net';
-import { constants as osConstants, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ChildExit } from '../doctor/report.js';
 import { DEFAULT_RECORD_LIMITS, RecordSample } from '../doctor/recordSample.js';
 import { type ProbeRecord, parseProbeLines } from '../doctor/records.js';
 import { InputError } from '../io/inputError.js';
+import { type ChildStdio, SpawnError, type StartedChild, startInNewSession } from '../io/nativeSpawn.js';
 import type { Snapshot } from '../telemetry/sample.js';
 
 /** The folder holding `gpuwise/` (the probe package): next to dist/ in a package, or the repo's python/. */
@@ -375,21 +375,17 @@ async function startGpuSampling(): Promise<GpuSampling> {
   }
 }
 
-function startChild(
-  cmd: string[],
-  env: NodeJS.ProcessEnv,
-  stdio: 'inherit' | ['inherit' | 'ignore', number, number],
-): Promise<ChildProcess> {
-  return new Promise((ok, fail) => {
+/** Starts the command in its own session (io/nativeSpawn.ts: how it ended is read from the kernel, real-time signals included). */
+async function startChild(cmd: string[], env: NodeJS.ProcessEnv, stdio: ChildStdio): Promise<StartedChild> {
+  try {
     // Own process group: signals are forwarded to the whole job (launchers, ranks, workers) and
     // stragglers can be cleaned up after the main process ends.
-    const child = spawn(cmd[0] as string, cmd.slice(1), { stdio, env, detached: true });
-    child.once('spawn', () => ok(child));
-    child.once('error', (e: NodeJS.ErrnoException) => {
-      const problem = e.code === 'ENOENT' ? 'command not found' : e.code === 'EACCES' ? 'permission denied (not executable)' : e.message;
-      fail(new InputError(cmd[0] as string, problem));
-    });
-  });
+    return await startInNewSession(cmd, env, stdio);
+  } catch (e) {
+    if (!(e instanceof SpawnError)) throw e;
+    const problem = e.code === 'ENOENT' ? 'command not found' : e.code === 'EACCES' ? 'permission denied (not executable)' : e.message;
+    throw new InputError(cmd[0] as string, problem);
+  }
 }
 
 function groupAlive(pgid: number): boolean {
@@ -497,10 +493,10 @@ export async function startProbeRun(opts: ProbeRunOptions): Promise<ProbeRun> {
   else delete env.GPUWISE_SOCKET;
 
   const gpu: GpuSampling = opts.sampleGpus === false ? { reason: 'not sampled' } : await startGpuSampling();
-  let child: ChildProcess;
+  let child: StartedChild;
   const fds: number[] = [];
   try {
-    let stdio: 'inherit' | ['inherit' | 'ignore', number, number] = 'inherit';
+    let stdio: ChildStdio = 'inherit';
     if (opts.output === 'stderr') stdio = ['inherit', 2, 2];
     else if (opts.output) {
       fds.push(openSync(opts.output.stdoutPath, 'wx'), openSync(opts.output.stderrPath, 'wx'));
@@ -514,7 +510,7 @@ export async function startProbeRun(opts: ProbeRunOptions): Promise<ProbeRun> {
   } finally {
     for (const fd of fds) closeSync(fd); // the child holds its own copies
   }
-  const pgid = child.pid as number;
+  const pgid = child.pid;
 
   let forwardedSignal: string | null = null;
   let stoppedBy: string | null = null;
@@ -541,7 +537,8 @@ export async function startProbeRun(opts: ProbeRunOptions): Promise<ProbeRun> {
       },
     ] as const,
   ];
-  // gpuwise itself is going away (a kill, a bug): leave no orphan behind.
+  // gpuwise itself is going away (a kill, a bug): leave no orphan behind. It also ends the thread-pool wait for the
+  // child (io/nativeSpawn.ts), which Node's exit otherwise waits for.
   const onExit = () => killGroup(pgid, 'SIGKILL');
   // A bug in gpuwise while the training runs must not end the training: say so once and keep waiting for it.
   let internalError: string | null = null;
@@ -561,12 +558,7 @@ export async function startProbeRun(opts: ProbeRunOptions): Promise<ProbeRun> {
   process.stdout.on('error', onStdioError);
   process.stderr.on('error', onStdioError);
 
-  const exited = new Promise<ChildExit>((ok) => {
-    child.once('exit', (code, signal) => {
-      const signo = signal ? (osConstants.signals[signal] ?? 0) : 0;
-      ok({ code: code ?? 128 + signo, signal });
-    });
-  });
+  const exited: Promise<ChildExit> = child.exited;
 
   const done = (async (): Promise<ProbeRunResult> => {
     const exit = await exited;
