@@ -9,9 +9,8 @@
  *
  * The child gets what Node's `spawn(cmd, args, { stdio, env, detached: true })` gives it (libuv 1.46, Linux):
  *  - a new session (setsid), so it leads its own process group: pgid = pid;
- *  - no blocked signal, and signals 1-31 at their default action as libuv sets them; the real-time ones at theirs
- *    too unless gpuwise was started with them ignored (libuv leaves them as gpuwise has them, and a library loaded
- *    in gpuwise, the GPU driver's through NVML, may ignore one: on the H200 a script's SIGRTMAX was ignored);
+ *  - no blocked signal, and signals 1-31 at their default action (a real-time signal gpuwise's parent ignored stays
+ *    ignored, as with libuv, which resets only 1-31);
  *  - stdin, stdout and stderr as asked, with close-on-exec cleared and O_NONBLOCK cleared on them (libuv does both;
  *    Node puts a terminal's fd in non-blocking, close-on-exec mode when it opens process.stdout), /dev/null for an
  *    ignored stdin; no other fd (Node and libuv open theirs close-on-exec);
@@ -22,7 +21,6 @@
  * not Linux on x86_64 or arm64 (siginfo_t's layout is read by offset), no koffi, or no glibc (`libc.so.6`).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import type { ChildExit } from '../run/exit.js';
 import { type Koffi, loadKoffi } from '../live/koffiLoader.js';
@@ -74,24 +72,6 @@ export function nativeSpawnAvailable(): true | string {
   nativeLibc();
   return libcProblem ?? true;
 }
-
-/**
- * The signals ignored when gpuwise started (the SigIgn mask the user's shell handed down), read before any library
- * of gpuwise's could change them: the child keeps a real-time signal ignored only when it was then.
- */
-const IGNORED_AT_START: ReadonlySet<number> = (() => {
-  const out = new Set<number>();
-  try {
-    const hex = /^SigIgn:\s*([0-9a-f]+)$/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1];
-    if (hex) {
-      const mask = BigInt(`0x${hex}`);
-      for (let s = 1; s <= 64; s++) if ((mask >> BigInt(s - 1)) & 1n) out.add(s);
-    }
-  } catch {
-    // not Linux, or no /proc: the native path does not run there either
-  }
-  return out;
-})();
 
 // glibc's values on Linux (x86_64 and arm64 share them).
 const POSIX_SPAWN_SETSIGDEF = 0x04;
@@ -239,10 +219,7 @@ function startNative(l: Libc, cmd: string[], env: NodeJS.ProcessEnv, stdio: Chil
       // sigset_t is a little-endian bit array here (bit N-1 for signal N); `sigmask` stays empty. Signals 1-31 to
       // their default as libuv does, and glibc's own two below SIGRTMIN as well: sigaddset refuses them, and glibc's
       // posix_spawn would leave them ignored in the child where Node's child has them at their default.
-      // The real-time signals too, unless gpuwise was started with them ignored: a library loaded in gpuwise since
-      // (the GPU driver's, through NVML) may ignore one, and the script must get what the user's shell gave.
-      for (let s = 1; s <= l.sigrtmax; s++)
-        if (s < l.sigrtmin || !IGNORED_AT_START.has(s)) sigdef[(s - 1) >> 3] = (sigdef[(s - 1) >> 3] as number) | (1 << ((s - 1) & 7));
+      for (let s = 1; s < l.sigrtmin; s++) sigdef[(s - 1) >> 3] = (sigdef[(s - 1) >> 3] as number) | (1 << ((s - 1) & 7));
       check(l, l.attrSetSigMask(attr, sigmask), 'posix_spawnattr_setsigmask', file);
       check(l, l.attrSetSigDefault(attr, sigdef), 'posix_spawnattr_setsigdefault', file);
       check(l, l.attrSetFlags(attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF), 'posix_spawnattr_setflags', file);
