@@ -1,5 +1,10 @@
 """On a CUDA device with torch.compile (torch 2.x): a compiled model trained for 40 steps, its graph count and
 recompilations printed, the weights saved. Skipped the same way in both runs elsewhere.
+
+The saved bytes vary between plain runs: on the H200 (torch 2.11) the plain run wrote 62e6e16aea41 in six runs and
+6b25fe680323 once (2026-11-28, call N), the hash doctor's runs had shown in three of nine; the printed loss, graph count
+and recompilations are still compared.
+# equivalence: allow file ^compiled_state\.pt$ -- its bytes differ between plain runs too (torch.compile on CUDA)
 """
 import os
 
