@@ -75,6 +75,10 @@ describe.skipIf(SKIP_PYTHON)('plain run and doctor run behave the same (CPU torc
     expect(silent).toEqual([]);
   });
 
+  it('a training thread that outlives the main thread has every step recorded (the probe ends after it)', () => {
+    expect(byName.get('thread_main_returns_first')?.doctor.probe?.steps).toBe(64);
+  });
+
   it.each(names.filter((n) => !(n in known.cases)))('%s: the same under doctor', (name) => {
     const r = byName.get(name) as CaseResult;
     expect(r.details, name).toEqual([]);

@@ -191,6 +191,9 @@ class Probe(StepsMixin, WindowMixin):
         self.uninstall()
         try:
             atexit.unregister(self._on_exit)
+            hooks = getattr(threading, "_threading_atexits", None)
+            if isinstance(hooks, list) and self._at_threads_exit in hooks:
+                hooks.remove(self._at_threads_exit)
             if self.import_hook is not None:
                 sys.meta_path.remove(self.import_hook)
         except ValueError:
@@ -255,8 +258,14 @@ class Probe(StepsMixin, WindowMixin):
         lazy_call = getattr(torch.cuda, "_lazy_call", None)
         if lazy_call is not None:
             lazy_call(lambda: probe._guarded(probe._on_cuda_init))
-        # The one hook the probe leaves in Python's machinery: the `end` record, and everything taken back.
-        atexit.register(self._on_exit)
+        # The one hook the probe leaves in Python's machinery: the `end` record, and everything taken back. Registered
+        # with threading's exit hooks where there are (Python >= 3.9): they run when the main thread has finished,
+        # before atexit's, and leave the script's atexit callbacks as it counts them.
+        register = getattr(threading, "_register_atexit", None)
+        if register is None:
+            atexit.register(self._on_exit)
+        else:
+            register(self._at_threads_exit)
 
     def uninstall(self):
         """Every patch and hook taken back (patches.py); the background thread ends."""
@@ -515,6 +524,15 @@ class Probe(StepsMixin, WindowMixin):
         self._stop_profiler("exit")
         self.background.wait_jobs(60.0)
         self._end("interrupted" if name == "KeyboardInterrupt" else "exception")
+
+    def _at_threads_exit(self):
+        """When the main thread has finished, before the interpreter waits for the other non-daemon threads: while one
+        runs (it may train, or start to), the end waits for atexit, which runs once they have ended."""
+        me = threading.current_thread()
+        if any(t is not me and not t.daemon and t.is_alive() for t in threading.enumerate()):
+            atexit.register(self._on_exit)
+            return
+        self._on_exit()
 
     def _on_exit(self):
         """At the interpreter's exit (atexit): the uncaught exception that ended the script (the interpreter keeps it
