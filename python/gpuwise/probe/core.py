@@ -535,8 +535,9 @@ class Probe(StepsMixin, WindowMixin):
         self._on_exit()
 
     def _on_exit(self):
-        """At the interpreter's exit (atexit): the uncaught exception that ended the script (the interpreter keeps it
-        in sys.last_value before running atexit), the window's export, the end record; then nothing stays."""
+        """At the interpreter's exit (threading's exit hooks, or atexit): the uncaught exception that ended the script
+        (the interpreter keeps it in sys.last_value before either runs), the window's export, the end record; then
+        nothing stays."""
         if self.pid != os.getpid() or self.role == "off":
             return
         try:

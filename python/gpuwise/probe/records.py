@@ -50,15 +50,15 @@ _STEP_LINE = (
 
 
 def _step_line(row):
-    """A step record, queued as a tuple in the order of _STEP_LINE (`step_row`): no dict is built on the training
-    thread."""
+    """A step record, queued as a tuple in the order of _STEP_LINE (steps.py, `_end_step`): no dict is built on the
+    training thread."""
     v, pid, rank, t, gpu, step, step_time, host_cpu, wait, batches, forwards, samples, tokens, seq_len, batch_source, source, memory, profiled, work = row
     return _STEP_LINE % (
         v,
         pid,
         "null" if rank is None else "%d" % rank,
         t,
-        "[" + ",".join("[%d,%.9g]" % (s, v) for s, v in gpu) + "]" if gpu else "[]",
+        "[" + ",".join("[%d,%.9g]" % (at, dur) for at, dur in gpu) + "]" if gpu else "[]",
         step,
         "null" if step_time is None else "%.9g" % step_time,
         "null" if host_cpu is None else "%.9g" % host_cpu,
