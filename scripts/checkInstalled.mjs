@@ -211,7 +211,9 @@ if (existsSync(join(tinyOut, 'report.json'))) {
 }
 
 // The probe comes from the installed package: 8 optimizer steps, then the training's own `import gpuwise` gives the
-// wheel's package in the venv, the probe doctor loaded beside the npm package.
+// wheel's package in the venv; beside the npm package (no gpuwise for Python installed) only `--importable` makes
+// that import give the probe doctor loaded: without it the import fails as it does without doctor.
+const importable = kind === 'npm' ? ['--importable'] : [];
 const loop = [
   'import torch',
   'net = torch.nn.Linear(8, 2)',
@@ -223,7 +225,7 @@ const loop = [
 ];
 const script = [...loop, 'import gpuwise', 'print("trained with gpuwise", gpuwise.__version__)'].join('\n');
 const out = join(place, 'run');
-const d = run(['doctor', '--out', out, '--profile-steps', '0', '--', 'python3', '-c', script]);
+const d = run(['doctor', '--out', out, '--profile-steps', '0', ...importable, '--', 'python3', '-c', script]);
 check(d.code === 0, 'gpuwise doctor -- python3 -c SCRIPT: exit 0', `exit ${d.code}: ${tail(d.stderr)}`);
 check(d.stdout.includes(`trained with gpuwise ${VERSION}`), 'gpuwise doctor -- python3 -c SCRIPT: the training ran and imported gpuwise of the same version');
 if (existsSync(join(out, 'report.json'))) {
@@ -242,12 +244,12 @@ writeFileSync(join(mine, 'train.py'), ['import gpuwise', 'print(gpuwise.WHOSE)',
 const u = run(['doctor', '--out', join(place, 'run-mine'), '--profile-steps', '0', '--', 'python3', join(mine, 'train.py')]);
 check(u.code === 0 && u.stdout.includes("the user's own gpuwise.py"), `gpuwise doctor -- python3 train.py beside the user's own gpuwise.py: exit ${u.code}${u.code ? `: ${tail(u.stderr, 300)}` : ''}`);
 
-// gpuwise.step() from the script's own `import gpuwise` (the wheel's package in the venv) reaches doctor's probe:
-// a loop without an optimizer, 6 marks, 5 timed steps.
+// gpuwise.step() from the script's own `import gpuwise` (the wheel's package in the venv; the probe itself with
+// --importable beside the npm package) reaches doctor's probe: a loop without an optimizer, 6 marks, 5 timed steps.
 const marks = ['import time, torch, gpuwise', 'net = torch.nn.Linear(8, 2)', 'for _ in range(6):'];
 marks.push('    net(torch.randn(4, 8)).sum().backward()', '    time.sleep(0.005)', '    gpuwise.step()');
 const markOut = join(place, 'run-marks');
-const k = run(['doctor', '--out', markOut, '--profile-steps', '0', '--', 'python3', '-c', marks.join('\n')]);
+const k = run(['doctor', '--out', markOut, '--profile-steps', '0', ...importable, '--', 'python3', '-c', marks.join('\n')]);
 const markSteps = existsSync(join(markOut, 'report.json')) ? JSON.parse(readFileSync(join(markOut, 'report.json'), 'utf8')).ranks[0]?.steps : null;
 check(k.code === 0 && markSteps?.steps === 5 && markSteps?.stepSource === 'marker', `gpuwise doctor counts gpuwise.step() marks: ${JSON.stringify(markSteps?.steps)} steps from ${markSteps?.stepSource}`);
 
