@@ -262,10 +262,12 @@ class Probe(StepsMixin, WindowMixin):
         # with threading's exit hooks where there are (Python >= 3.9): they run when the main thread has finished,
         # before atexit's, and leave the script's atexit callbacks as it counts them.
         register = getattr(threading, "_register_atexit", None)
-        if register is None:
-            atexit.register(self._on_exit)
-        else:
+        try:
+            if register is None:
+                raise RuntimeError("no threading exit hooks")
             register(self._at_threads_exit)
+        except RuntimeError:  # Python < 3.9, or torch imported while the interpreter shuts down
+            atexit.register(self._on_exit)
 
     def uninstall(self):
         """Every patch and hook taken back (patches.py); the background thread ends."""
