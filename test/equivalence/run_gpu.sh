@@ -14,6 +14,11 @@ if [ ! -f "$cli" ]; then
   echo "run_gpu.sh: $cli is missing: run npm run build first (or carry dist/)" >&2
   exit 2
 fi
+# doctor starts its command through koffi (src/io/nativeSpawn.ts); without koffi's native module beside the bundle it
+# falls back to Node's spawn, and signal_sigrtmax_unhandled then differs (a real-time signal's death reads as exit 0).
+if ! node -e "require('./node_modules/koffi')" 2>/dev/null; then
+  echo "run_gpu.sh: warning: koffi does not load here (node_modules/koffi and node_modules/@koromix/koffi-linux-*): doctor falls back to Node's spawn" >&2
+fi
 # One GPU shared by the CUDA cases is fine; the CPU cases are what the cores run.
 jobs=${JOBS:-$(( $(nproc) > 16 ? 8 : ($(nproc) + 1) / 2 ))}
 python3 -c 'import sys, torch; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.cuda.is_available())' | tee "$out/versions.txt"
