@@ -85,9 +85,10 @@ export interface StepStats {
 /**
  * Kineto leaves CUPTI attached to the process once a profiler stops (unless TEARDOWN_CUPTI=1): every CUDA launch after
  * doctor's window then pays CUPTI's callback. A compiled ResNet-50 on an H200 ran 23-24 ms a step before the window
- * and 30-32 ms after it (plainly 24-27 ms). Detaching it at the window's stop took the slowdown away but changed a
- * compiled model's saved weights in 2 of 3 runs (the equivalence suite's cuda_compile), so doctor leaves it attached
- * and takes the pace from the steps before the window where those after it are this much slower.
+ * and 30-32 ms after it (plainly 24-27 ms). Detaching it at the window's stop took the slowdown away; it was taken back
+ * when a compiled model's saved weights differed under it (cuda_compile), which a plain run later showed by itself, and
+ * is left off until re-checked on a GPU (python/gpuwise/probe/window.py). doctor takes the pace from the steps before
+ * the window where those after it are this much slower.
  */
 export const AFTER_WINDOW_SLOWDOWN = 0.1;
 /** Steady steps needed on each side of the window to tell. */

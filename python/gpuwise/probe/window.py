@@ -333,10 +333,11 @@ class WindowMixin(object):
             results = torch.autograd._disable_profiler_legacy()
         else:
             # No TEARDOWN_CUPTI set around this stop, although CUPTI left attached slows later launch-heavy steps (a
-            # compiled ResNet-50: 23-24 ms before the window, 30-32 after, on an H200): with it, a compiled model's
-            # saved weights differed from the plain run's in 2 of 3 runs (cuda_compile: H100, H200), and a profiler the
-            # script started right after a teardown recorded no GPU event (cuda_profiler). doctor's statistics take the
-            # steps before the window instead (src/run/steps.ts, cuptiSlowdownOf).
+            # compiled ResNet-50: 23-24 ms before the window, 30-32 after, on an H200). A teardown here was taken back:
+            # a profiler the script started right after it recorded no GPU event (cuda_profiler; a CUDA call after the
+            # stop mended that, checked once), and a compiled model's saved weights differed under it (cuda_compile),
+            # which a plain run later showed by itself (torch.compile's weights vary between runs). Left off until
+            # re-checked on a GPU; doctor's statistics take the steps before the window (src/run/steps.ts).
             results = torch.autograd._disable_profiler()
             stop_hook = getattr(torch.autograd.profiler, "_run_on_profiler_stop", None)
             if stop_hook is not None:
