@@ -18,6 +18,16 @@ _get_ident = threading.get_ident
 _perf_counter = time.perf_counter
 
 
+def _drop_own_frame(e):
+    """Takes the calling wrapper's own entry off the traceback of an exception passing through it, so the script's
+    traceback reads as without the probe: from Python 3.11 a bare `raise` re-raises with the exception's
+    `__traceback__` and adds no entry (on older Pythons this changes nothing). A function of its own so that no
+    wrapper frame keeps the traceback that refers to it (a reference cycle)."""
+    tb = e.__traceback__
+    if tb is not None and tb.tb_frame is sys._getframe(1):
+        e.__traceback__ = tb.tb_next
+
+
 class Patches(object):
     """Attributes replaced by the probe: name -> (owner, attribute, original, replacement, undo)."""
 
@@ -131,14 +141,22 @@ def install_optimizer(probe, patches, torch):
 
         def __init__(self_opt, *args, **kwargs):
             probe.optimizer_built = True
-            original_init(self_opt, *args, **kwargs)
+            try:
+                original_init(self_opt, *args, **kwargs)
+            except BaseException as e:
+                _drop_own_frame(e)
+                raise
 
     else:
         probe.step_hook = "optimizer-step-wrapper"
 
         def __init__(self_opt, *args, **kwargs):
             probe.optimizer_built = True
-            original_init(self_opt, *args, **kwargs)
+            try:
+                original_init(self_opt, *args, **kwargs)
+            except BaseException as e:
+                _drop_own_frame(e)
+                raise
             probe._guarded(wrap_optimizer_step, probe, patches, type(self_opt))
 
     functools.update_wrapper(__init__, original_init)
@@ -157,7 +175,11 @@ def wrap_optimizer_step(probe, patches, cls):
     step = owner.__dict__["step"]
 
     def step_wrapper(self_opt, *args, **kwargs):
-        out = step(self_opt, *args, **kwargs)
+        try:
+            out = step(self_opt, *args, **kwargs)
+        except BaseException as e:
+            _drop_own_frame(e)
+            raise
         if not probe.disabled:
             if probe.role is None:
                 probe._guarded(probe._on_optimizer_step, self_opt, _get_ident())
@@ -187,7 +209,11 @@ def install_dataloader(probe, patches, dl):
 
             def __iter__(loader):
                 t0 = _perf_counter()
-                it = original_iter(loader)
+                try:
+                    it = original_iter(loader)
+                except BaseException as e:
+                    _drop_own_frame(e)
+                    raise
                 if not probe.disabled:
                     probe._guarded(probe._on_loader_iter, loader, it, t0)
                 return it
@@ -204,10 +230,14 @@ def install_dataloader(probe, patches, dl):
         return
 
     def __next__(it):
-        if probe.disabled:
-            return original_next(it)
         t0 = _perf_counter()
-        batch = original_next(it)  # StopIteration and the loader's own errors pass unchanged
+        try:
+            batch = original_next(it)
+        except BaseException as e:  # StopIteration and the loader's own errors pass unchanged
+            _drop_own_frame(e)
+            raise
+        if probe.disabled:
+            return batch
         if probe.role is None:
             probe._guarded(probe._on_batch, t0, _perf_counter() - t0, batch, _get_ident(), it)
             return batch
@@ -233,7 +263,11 @@ def install_backward(probe, patches, torch):
         return
 
     def backward(*args, **kwargs):
-        out = original(*args, **kwargs)
+        try:
+            out = original(*args, **kwargs)
+        except BaseException as e:
+            _drop_own_frame(e)
+            raise
         if not probe.disabled:
             probe._guarded(probe._on_backward, _get_ident())
         return out
@@ -270,7 +304,11 @@ def install_graph_replay(probe, patches, torch):
         return
 
     def replay(graph, *args, **kwargs):
-        out = original(graph, *args, **kwargs)
+        try:
+            out = original(graph, *args, **kwargs)
+        except BaseException as e:
+            _drop_own_frame(e)
+            raise
         if not probe.disabled:
             probe._guarded(probe._on_graph_replay, graph, _get_ident())
         return out
@@ -288,7 +326,11 @@ def install_compile(probe, patches, torch):
 
     def compile(*args, **kwargs):
         model = args[0] if args else kwargs.get("model")
-        out = original(*args, **kwargs)
+        try:
+            out = original(*args, **kwargs)
+        except BaseException as e:
+            _drop_own_frame(e)
+            raise
         if isinstance(model, Module) and isinstance(out, Module) and out is not model and not probe.disabled:
             probe._guarded(probe.root_watch.compiled, out)
         return out
@@ -308,7 +350,11 @@ def install_profiler_guard(probe, patches, torch):
     def _prepare_trace(prof, *args, **kwargs):
         if not probe.profiler_opening and prof is not probe.own_profiler and not probe.disabled:
             probe._guarded(probe._on_user_profiler, prof)
-        return original(prof, *args, **kwargs)
+        try:
+            return original(prof, *args, **kwargs)
+        except BaseException as e:
+            _drop_own_frame(e)
+            raise
 
     functools.update_wrapper(_prepare_trace, original)
     patches.replace("profiler-guard", cls, "_prepare_trace", _prepare_trace)
