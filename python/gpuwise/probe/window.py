@@ -329,16 +329,25 @@ class WindowMixin(object):
         profiled_s = time.perf_counter() - self.window_opened_at
         if self.prof_cuda:
             torch.cuda.synchronize()
+        detach = False
         if self._is_legacy(prof):
             results = torch.autograd._disable_profiler_legacy()
         else:
-            # No TEARDOWN_CUPTI set around this stop, although CUPTI left attached slows later launch-heavy steps (a
-            # compiled ResNet-50: 23-24 ms before the window, 30-32 after, on an H200). A teardown here was taken back:
-            # a profiler the script started right after it recorded no GPU event (cuda_profiler; a CUDA call after the
-            # stop mended that, checked once), and a compiled model's saved weights differed under it (cuda_compile),
-            # which a plain run later showed by itself (torch.compile's weights vary between runs). Left off until
-            # re-checked on a GPU; doctor's statistics take the steps before the window (src/run/steps.ts).
-            results = torch.autograd._disable_profiler()
+            # CUPTI left attached after a stop slows every later launch (a compiled ResNet-50 on an H200: 23-24 ms a
+            # step before the window, 30-32 after; detached, at the plain pace). Kineto detaches it when
+            # TEARDOWN_CUPTI=1 at the stop; set for that call only (the script's environment is its own again after).
+            detach = self.prof_cuda and self._cupti_detach_wanted(why)
+            if detach:
+                os.environ["TEARDOWN_CUPTI"] = "1"
+            try:
+                results = torch.autograd._disable_profiler()
+            finally:
+                if detach:
+                    del os.environ["TEARDOWN_CUPTI"]
+            if detach:
+                # Kineto finalises CUPTI in its callback on the next CUDA runtime call: made here, so that no profiler
+                # the script starts right after ours meets a teardown still pending (it then records no GPU event).
+                torch.cuda.synchronize()
             stop_hook = getattr(torch.autograd.profiler, "_run_on_profiler_stop", None)
             if stop_hook is not None:
                 stop_hook()
@@ -352,8 +361,8 @@ class WindowMixin(object):
             self.window_done = True
             fields = {"firstStep": self.prof_first_step, "lastStep": self.step}
         if self.prof_cuda:
-            # The script's own TEARDOWN_CUPTI=1 detaches CUPTI at the stop (Kineto reads it then).
-            fields["cuptiDetached"] = not self._is_legacy(prof) and os.environ.get("TEARDOWN_CUPTI") == "1"
+            # The script's own TEARDOWN_CUPTI=1 detaches it too (Kineto reads it at every stop).
+            fields["cuptiDetached"] = detach or (not self._is_legacy(prof) and os.environ.get("TEARDOWN_CUPTI") == "1")
         run_dir = self.cfg.run_dir
         trace = os.path.join(run_dir, "trace-%s%s.json" % (self.tag, suffix)) if run_dir and why != "error" else None
         snapshot = None
@@ -376,6 +385,19 @@ class WindowMixin(object):
         self.background.ensure()
         self.background.submit("export", export)
         self.mark_next_step("window-end")
+
+    def _cupti_detach_wanted(self, why):
+        """Whether the window's stop also detaches CUPTI from the process. Not when a profiler of the script's takes
+        over from ours (a teardown then races with its start: it recorded no GPU event on an H100), nor where the
+        script or torch chose for itself (TEARDOWN_CUPTI set: torch sets 0 where inductor captures CUDA graphs), nor
+        with a CUDA before 12.6, where re-attaching after a teardown could crash under CUDA graphs."""
+        if why not in ("steps", "time") or "TEARDOWN_CUPTI" in os.environ:
+            return False
+        try:
+            major, minor = (int(x) for x in str(self.torch.version.cuda).split(".")[:2])
+        except (TypeError, ValueError):
+            return False
+        return (major, minor) >= (12, 6)
 
     def _export_trace(self, prof, results, path):
         """On the background thread: the trace of a stopped profiler written to `path` (the path, or None)."""
