@@ -813,7 +813,7 @@ export function notesOf(input: DoctorInput, processes: readonly ProcessRecords[]
     const slowed = r.steps.slowedAfterWindow;
     if (slowed)
       notes.push(
-        `rank ${r.rank}: the steps after the profiler window ran ${(slowed.slowdown * 100).toFixed(0)}% slower than the ${slowed.stepsBefore} steady steps before it (CUPTI, the profiler's CUDA tracing, stays attached once a profiler stops, and each launch pays its callback; doctor does not detach it): the run's statistics are those ${slowed.stepsBefore} steps`,
+        `rank ${r.rank}: the steps after the profiler window ran ${(slowed.slowdown * 100).toFixed(0)}% slower than the ${slowed.stepsBefore} steady steps before it (CUPTI, the profiler's CUDA tracing, stayed attached after this window, and each launch pays its callback): the run's statistics are those ${slowed.stepsBefore} steps`,
       );
   }
   for (const p of processes)

@@ -193,7 +193,7 @@ export interface ProfileEndRecord extends Base {
   traceError?: string;
   /** Why the window has no memory snapshot although history was recorded (the file could not be written). */
   snapshotError?: string;
-  /** A CUDA window: whether its stop detached CUPTI (the script's own TEARDOWN_CUPTI=1; doctor never sets it). Left
+  /** A CUDA window: whether its stop detached CUPTI (the probe's teardown, or the script's own TEARDOWN_CUPTI=1). Left
    * attached, later launch-heavy steps run slower (a compiled ResNet-50: 25-35% on an H200): `cuptiSlowdownOf`.
    * Absent from older probes. */
   cuptiDetached?: boolean;

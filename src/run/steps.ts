@@ -85,10 +85,10 @@ export interface StepStats {
 /**
  * Kineto leaves CUPTI attached to the process once a profiler stops (unless TEARDOWN_CUPTI=1): every CUDA launch after
  * doctor's window then pays CUPTI's callback. A compiled ResNet-50 on an H200 ran 23-24 ms a step before the window
- * and 30-32 ms after it (plainly 24-27 ms). Detaching it at the window's stop took the slowdown away; it was taken back
- * when a compiled model's saved weights differed under it (cuda_compile), which a plain run later showed by itself, and
- * is left off until re-checked on a GPU (python/gpuwise/probe/window.py). doctor takes the pace from the steps before
- * the window where those after it are this much slower.
+ * and 30-32 ms after it (plainly 24-27 ms). The probe now detaches it at its window's stop (python/gpuwise/probe/window.py),
+ * but not where a profiler of the script's takes over, the script set TEARDOWN_CUPTI itself, or CUDA is older than 12.6;
+ * for those windows, and runs recorded before, doctor takes the pace from the steps before the window where those after
+ * it are this much slower.
  */
 export const AFTER_WINDOW_SLOWDOWN = 0.1;
 /** Steady steps needed on each side of the window to tell. */
