@@ -37,7 +37,7 @@ const COMM = /nccl|^hccl|rccl|allreduce|all_reduce|allgather|reducescatter|sendr
 const ATTENTION = /flash|fmha|attention|sdpa|attn/i;
 const CONV = /conv|implicit_gemm|fprop|dgrad|wgrad|winograd/i;
 const GEMM = /gemm|gemv|cutlass|nvjet|cublas|xmma|matmul|_mm_|splitKreduce|\bmm\b/i;
-const OPTIMIZER = /multi_tensor_apply|adam|sgd|lamb|_foreach|fused_adam|optimizer|lerp_scalar|addcdiv|addcmul/i;
+const OPTIMIZER = /multi_tensor_apply|adam|sgd|lamb(?!da)|_foreach|fused_adam|optimizer|lerp_scalar|addcdiv|addcmul/i;
 const REDUCTION = /reduce|softmax|norm|sum_kernel|mean|cross_entropy|nll_loss|max_pool|avg_pool|argmax|cumsum|scan|topk|sort|batch_norm|bn_fw|bn_bw|layer_norm|GammaBeta|welford|var_|statistics/i;
 const ELEMENTWISE = /nchwToNhwc|nhwcToNchw|elementwise|vectorized|unrolled|CatArray|fill|copy|index|gather|scatter|where|clamp|cast|_to_|dropout|fused_dropout|gelu|relu|silu|tanh|sigmoid|embedding|pointwise|triton_poi/i;
 
