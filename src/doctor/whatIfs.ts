@@ -642,7 +642,8 @@ export function buildWhatIfs(input: WhatIfInput): WhatIfResult {
 function sameChange(w: WhatIf, f: Finding): boolean {
   const ops = f.fix?.ops ?? [];
   if (w.id === 'bigger-batch') return ops.some((o) => o.kind === 'batch');
-  if (w.id === 'amp-bf16') return ops.length > 0 && ops.every((o) => o.kind === 'gpu' && (o.work === 'fp32-matmul' || o.work === 'tf32-matmul'));
+  // bf16 autocast's fix (advice/autocast.ts) is the one that moves fp32/TF32 matmuls.
+  if (w.id === 'amp-bf16') return ops.some((o) => o.kind === 'gpu' && (o.work === 'fp32-matmul' || o.work === 'tf32-matmul'));
   return false;
 }
 

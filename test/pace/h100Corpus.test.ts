@@ -104,10 +104,7 @@ describe('the pace model on the H100 corpus (predicted vs measured mean step)', 
    * Configurations the model misses by more than 30%, and why: each must still miss (a fix that brings it within the
    * bound takes it off this list).
    */
-  const KNOWN_MISSES: Record<string, string> = {
-    'gpu_bound bf16':
-      "bf16's fix takes the GEMMs to the tensor cores and leaves the rest of the GPU's work in fp32 as it was: the ViT's fp32 attention (31 ms a step) and its activation copies and GELUs shrink too; a GPT-2's did not (examples/realworld: its memory-bound kernels stayed fp32 under autocast and the weights' casts added 8.6 ms), so the model does not claim them",
-  };
+  const KNOWN_MISSES: Record<string, string> = {};
 
   it('predicts each fixed configuration within 30% of its measured mean step but the known misses, 40% of them within 15%', () => {
     const fixed = rows.filter((r) => r.label !== 'base');

@@ -1,46 +1,14 @@
 /** GPU compute rules: fp32 matmuls, misaligned GEMM shapes, an under-used GPU. */
 
-import { catalogueName } from '../../gpus/catalogue.js';
 import type { GemmShapeStat, TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtBytes, fmtMs, fmtPct } from '../../util/format.js';
+import { bf16AutocastEffect } from '../autocast.js';
 import { BF16_AUTOCAST_SWITCHES } from '../framework.js';
 import { modelParallelFigures } from './modelParallel.js';
 import { autocastNotReaching } from './precision.js';
 import { finding, gpuOf, matmulNs, paced, pacedParts, type RankRule, stepNs } from './rule.js';
 
 const FP32_MIN_SHARE_OF_MATMUL = 0.1;
-/**
- * Speed-up assumed for fp32 matmuls moved to tensor cores when the trace cannot say better (unknown GPU, no GEMM
- * shapes): dense TF32 is ~7x and bf16 ~15x fp32 SIMT peak on A100/H100; real GEMMs gain less, so 4x.
- */
-const TENSOR_CORE_SPEEDUP = 4;
-/**
- * Share of the bf16 dense peak that large GEMMs reach, when the trace has no bf16 GEMMs of its own to measure it:
- * 716 of 989 TFLOP/s for GPT-2's aligned GEMMs on an H200 (examples/traces/gpt2_amp); 0.6 leaves room for
- * smaller shapes.
- */
-const TENSOR_CORE_EFFICIENCY = 0.6;
-const FP32_DTYPES = new Set(['float', 'float32']);
-const HALF_DTYPES = new Set(['c10::BFloat16', 'bfloat16', 'c10::Half', 'half', 'float16']);
-
-/**
- * The bf16 rate (flop per ns) the fp32 GEMMs would run at: what this trace's own bf16/fp16 GEMMs reached, else the
- * device's catalogue peak times TENSOR_CORE_EFFICIENCY; null when neither is known.
- */
-function halfGemmRate(m: TraceMetrics): { flopPerNs: number; basis: string } | null {
-  const half = m.gemmShapes.filter((g) => g.dtype !== null && HALF_DTYPES.has(g.dtype) && g.misalignedDims.length === 0);
-  const flops = half.reduce((a, g) => a + g.flopsPerCall * g.calls, 0);
-  const ns = half.reduce((a, g) => a + g.gpuNs, 0);
-  if (ns > 0 && flops > 0)
-    return { flopPerNs: flops / ns, basis: `${((flops / ns) * 1e-3).toFixed(0)} TFLOP/s measured on this trace's bf16/fp16 GEMMs` };
-  const gpu = gpuOf(m);
-  if (gpu === null || !(gpu.bf16Tflops > 0)) return null;
-  const tflops = gpu.bf16Tflops * TENSOR_CORE_EFFICIENCY;
-  return {
-    flopPerNs: tflops * 1e3,
-    basis: `${tflops.toFixed(0)} TFLOP/s = ${TENSOR_CORE_EFFICIENCY} x ${catalogueName(gpu.name)}'s bf16 dense peak ${gpu.bf16Tflops}`,
-  };
-}
 const MISALIGNED_MIN_SHARE = 0.01;
 const UNDERUSED_MAX_MEMORY_SHARE = 0.5;
 const UNDERUSED_MAX_BUSY = 0.6;
@@ -58,22 +26,10 @@ export const noTensorCores: RankRule = (m, ctx) => {
   if (step <= 0 || fp32PerStep <= 0 || fp32PerStep / Math.max(mm, 1) < FP32_MIN_SHARE_OF_MATMUL) return null;
   const cc = Number(m.devices[0]?.computeCapability ?? '8.0');
   if (cc > 0 && cc < 7) return null; // no tensor cores before Volta
-  // fp32 GEMMs with known shapes: their flops at the bf16 rate; the rest of the fp32 matmul time at the assumed speed-up.
-  const rate = halfGemmRate(m);
-  const shaped = m.gemmShapes.filter((g) => g.dtype !== null && FP32_DTYPES.has(g.dtype));
-  const shapedNs = Math.min(fp32PerStep, shaped.reduce((a, g) => a + g.gpuNs, 0) / nSteps);
-  const shapedFlops = shaped.reduce((a, g) => a + g.flopsPerCall * g.calls, 0) / nSteps;
-  let saved: number;
-  let arithmetic: string;
-  if (rate !== null && shapedNs > 0 && shapedFlops > 0) {
-    const bf16Ns = shapedFlops / rate.flopPerNs;
-    const rest = fp32PerStep - shapedNs;
-    saved = Math.max(0, shapedNs - bf16Ns) + rest * (1 - 1 / TENSOR_CORE_SPEEDUP);
-    arithmetic = `fp32 GEMMs ${fmtMs(shapedNs)} per step do ${(shapedFlops * 1e-12).toFixed(2)} TFLOP, ${fmtMs(bf16Ns)} at ${rate.basis}${rest > 0 ? `; other fp32 matmul ${fmtMs(rest)} x (1 - 1/${TENSOR_CORE_SPEEDUP})` : ''}: ${fmtMs(saved)} saved per step`;
-  } else {
-    saved = fp32PerStep * (1 - 1 / TENSOR_CORE_SPEEDUP);
-    arithmetic = `fp32 matmul ${fmtMs(fp32PerStep)} x (1 - 1/${TENSOR_CORE_SPEEDUP} assumed tensor-core speed-up) = ${fmtMs(saved)} saved per step`;
-  }
+  // The fix is bf16 autocast: the same model as mixed-precision's (advice/autocast.ts), TF32 at the peaks' ratio.
+  const gpu = gpuOf(m);
+  const tf32Ratio = gpu !== null && gpu.tf32Tflops > 0 && gpu.bf16Tflops > 0 ? gpu.tf32Tflops / gpu.bf16Tflops : 0.5;
+  const effect = bf16AutocastEffect(m, tf32Ratio, false);
   const parts = pacedParts(m, ctx?.pace, {
     id: 'no-tensor-cores',
     title: 'Matrix multiplies run in fp32 without tensor cores',
@@ -96,8 +52,8 @@ export const noTensorCores: RankRule = (m, ctx) => {
     },
   }, {
     label: 'bf16 autocast (tensor cores)',
-    ops: [{ kind: 'gpu', work: 'fp32-matmul', ns: fp32PerStep, factor: Math.max(0, 1 - saved / fp32PerStep) }],
-    arithmetic,
+    ops: effect.ops,
+    arithmetic: effect.arithmetic,
   });
   return finding(ctx?.askedHalf ? autocastNotReaching(parts, ctx.askedHalf) : parts);
 };

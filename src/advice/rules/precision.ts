@@ -5,18 +5,17 @@
  * and NCHW normalisation kernels in bf16 are slow).
  */
 
-import { catalogueName, type GpuSpec, lookupGpu } from '../../gpus/catalogue.js';
+import { catalogueName } from '../../gpus/catalogue.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtMs } from '../../util/format.js';
+import { bf16AutocastEffect } from '../autocast.js';
 import { BF16_AUTOCAST_SWITCHES } from '../framework.js';
-import { type FindingParts, finding, matmulNs, paced, pacedParts, type RankRule, type RunContext, stepNs } from './rule.js';
+import { type FindingParts, finding, gpuOf, matmulNs, paced, pacedParts, type RankRule, type RunContext, stepNs } from './rule.js';
 
 /** Already mixed precision: at least this share of the known-precision matmul time on 16/8-bit tensor cores. */
 const HALF_MATMUL_SHARE = 0.5;
 /** fp32 SIMT matmuls past this share of matmul time are no-tensor-cores' finding (compute.ts). */
 const FP32_SIMT_SHARE = 0.1;
-/** A bf16 elementwise or normalisation kernel moves half the bytes of its fp32 twin. */
-const MEMORY_BOUND_HALF_FACTOR = 0.5;
 /** Below this share of the step the lever is not worth a finding. */
 const MIN_SHARE = 0.05;
 /** Conv time past this share of matmul time makes a convolutional net (channels_last applies). */
@@ -27,10 +26,6 @@ const CONV_NET_SHARE = 0.2;
  */
 const NCHW_NORM_POOL_SAVED = 0.64;
 
-function gpuOf(m: TraceMetrics): GpuSpec | null {
-  const name = m.devices[0]?.name;
-  return name ? lookupGpu(name) : null;
-}
 
 function isConvNet(m: TraceMetrics): boolean {
   return m.perStep.kernelNsByCategory.conv > CONV_NET_SHARE * matmulNs(m) || m.kernelMix.nchwTransposeNs > 0;
@@ -79,12 +74,9 @@ export const mixedPrecision: RankRule = (m, ctx) => {
   if (!(rate16 > 0) || gpu === null) return null;
   const convNet = isConvNet(m);
   const tf32Ratio = gpu.tf32Tflops > 0 ? gpu.tf32Tflops / rate16 : 0.5;
-  const fp32Ratio = gpu.fp32Tflops / rate16;
-  const matmulSaved = tf32 * (1 - tf32Ratio) + simt * (1 - fp32Ratio);
-  const memSaved = mix.memoryBoundFp32Ns * (1 - MEMORY_BOUND_HALF_FACTOR);
   // With channels_last beside autocast the layout transposes go: cuDNN runs bf16 convolutions in NHWC.
-  const transposeSaved = convNet ? mix.nchwTransposeNs : 0;
-  const saved = matmulSaved + memSaved + transposeSaved;
+  const effect = bf16AutocastEffect(m, tf32Ratio, convNet);
+  const saved = effect.savedNs;
   if (saved / step < MIN_SHARE) return null;
   const dtype = bf16 ? 'bfloat16' : 'float16';
   const code = [
@@ -98,7 +90,7 @@ export const mixedPrecision: RankRule = (m, ctx) => {
   ].join('\n');
   const parts = pacedParts(m, ctx?.pace, {
     id: 'mixed-precision',
-    title: `The step runs in fp32/TF32: bf16 autocast${convNet ? ' with channels_last' : ''} would halve its matmul and memory-bound time`,
+    title: `The step runs in fp32/TF32: bf16 autocast${convNet ? ' with channels_last' : ''} would run its matmuls on the 16-bit tensor cores and move fewer bytes`,
     ranks: [m.rank],
     evidence: [
       `matmul time by precision per step: TF32 ${fmtMs(tf32)}, fp32 ${fmtMs(simt)}, bf16/fp16 ${fmtMs(half)} (${catalogueName(gpu.name)}: bf16 ${rate16} vs TF32 ${gpu.tf32Tflops} vs fp32 ${gpu.fp32Tflops} dense TFLOP/s)`,
@@ -122,13 +114,8 @@ export const mixedPrecision: RankRule = (m, ctx) => {
     },
   }, {
     label: `${bf16 ? 'bf16' : 'fp16'} autocast${convNet ? ' + channels_last' : ''}`,
-    ops: [
-      { kind: 'gpu', work: 'tf32-matmul', ns: tf32, factor: tf32Ratio },
-      { kind: 'gpu', work: 'fp32-matmul', ns: simt, factor: fp32Ratio },
-      { kind: 'gpu', work: 'memory-bound', ns: mix.memoryBoundFp32Ns, factor: MEMORY_BOUND_HALF_FACTOR },
-      ...(transposeSaved > 0 ? [{ kind: 'gpu' as const, work: 'nchw-transposes', ns: transposeSaved, factor: 0 }] : []),
-    ],
-    arithmetic: `TF32 matmuls ${fmtMs(tf32)} x (1 - ${tf32Ratio.toFixed(2)}) + fp32 matmuls ${fmtMs(simt)} x (1 - ${fp32Ratio.toFixed(3)}) + fp32 memory-bound ${fmtMs(mix.memoryBoundFp32Ns)} x ${MEMORY_BOUND_HALF_FACTOR}${transposeSaved > 0 ? ` + layout transposes ${fmtMs(transposeSaved)}` : ''} = ${fmtMs(saved)} of GPU work saved per step (the optimizer's fp32 update unchanged)`,
+    ops: effect.ops,
+    arithmetic: effect.arithmetic,
   });
   return finding(ctx?.askedHalf ? autocastNotReaching(parts, ctx.askedHalf) : parts);
 };

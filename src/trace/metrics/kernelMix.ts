@@ -31,6 +31,20 @@ const NORM = /layer_norm|GammaBeta|rms_?norm|RMSNorm|group_norm|batch_norm|insta
 const SOFTMAX_LOSS = /softmax|nll_loss|cross_entropy/i;
 const REDUCE = /reduce_kernel|sum_kernel|mean_kernel|argmax|cumsum/;
 const FUSABLE = new Set<number>([KernelCategory.elementwise, KernelCategory.reduction, KernelCategory.optimizer, KernelCategory.other]);
+/** Ops autocast runs in fp32 whatever their inputs (its fp32 list: norms but batch norm, softmax, losses, pow, exp, log). */
+const AUTOCAST_FP32 = /layer_norm|GammaBeta|rms_?norm|RMSNorm|group_norm|softmax|nll_loss|cross_entropy|pow_tensor|PowFunctor|pow_kernel|exp_kernel|log_kernel|logsumexp|cumsum/i;
+const ACTIVATION = /gelu|relu|threshold|silu|sigmoid|hardswish|hardsigmoid|elu_kernel|leaky|mish|dropout|masked_scale|bernoulli/i;
+const BATCH_NORM = /batch_norm|bn_fw|bn_bw|instance_norm/i;
+
+/** What bf16 autocast does to an fp32 memory-bound kernel (KernelMix.memoryBoundFp32ByAutocast's key). */
+export function autocastKind(name: string, category: number): keyof KernelMix['memoryBoundFp32ByAutocast'] {
+  if (AUTOCAST_FP32.test(name)) return 'keptFp32Ns';
+  if (BATCH_NORM.test(name)) return 'batchNormNs';
+  if (ACTIVATION.test(name)) return 'activationNs';
+  if (CAST_COPY.test(name) || /CatArray/.test(name)) return 'copyNs';
+  if (category === KernelCategory.reduction) return 'reductionNs';
+  return 'pointwiseNs';
+}
 
 /** What a kernel a compiler could fuse does (KernelMix.fusable's key), first match wins; null for a kernel it could not fuse. */
 export function fusableKind(name: string, category: number): keyof KernelMix['fusable'] | null {
@@ -61,7 +75,9 @@ export function kernelMix(kernels: readonly NamedKernelTime[], steps: number): K
     fp16Kernels: 0,
     gradScalerKernels: 0,
     fusable: { castNs: 0, pointwiseNs: 0, normNs: 0, softmaxNs: 0, reduceNs: 0, optimizerNs: 0 },
+    memoryBoundFp32ByAutocast: { keptFp32Ns: 0, activationNs: 0, copyNs: 0, reductionNs: 0, batchNormNs: 0, pointwiseNs: 0 },
   };
+  const byAutocast = mix.memoryBoundFp32ByAutocast;
   const fu = mix.fusable;
   for (const k of kernels) {
     const t = k.totalNs;
@@ -79,7 +95,10 @@ export function kernelMix(kernels: readonly NamedKernelTime[], steps: number): K
     if (k.category === KernelCategory.elementwise || k.category === KernelCategory.reduction) {
       if (TRANSPOSE.test(name)) mix.nchwTransposeNs += t;
       else if (HALF.test(name)) mix.memoryBoundHalfNs += t;
-      else if (FP32.test(name)) mix.memoryBoundFp32Ns += t;
+      else if (FP32.test(name)) {
+        mix.memoryBoundFp32Ns += t;
+        byAutocast[autocastKind(name, k.category)] += t;
+      }
       else mix.memoryBoundOtherNs += t;
       if (NORM_POOL.test(name)) {
         if (CHANNELS_LAST.test(name)) mix.channelsLastNormPoolNs += t;
@@ -88,7 +107,8 @@ export function kernelMix(kernels: readonly NamedKernelTime[], steps: number): K
       }
     }
   }
-  for (const key of Object.keys(mix) as (keyof KernelMix)[]) if (key !== 'fusable') mix[key] /= n;
+  for (const key of Object.keys(mix) as (keyof KernelMix)[]) if (key !== 'fusable' && key !== 'memoryBoundFp32ByAutocast') mix[key] /= n;
   for (const key of Object.keys(fu) as (keyof KernelMix['fusable'])[]) fu[key] /= n;
+  for (const key of Object.keys(byAutocast) as (keyof KernelMix['memoryBoundFp32ByAutocast'])[]) byAutocast[key] /= n;
   return mix;
 }

@@ -131,6 +131,12 @@ export interface KernelMix {
    * kernels, and the rest: pointwise ops (add, mul, GELU, tanh, dropout, fill, index, concatenation).
    */
   fusable: { castNs: number; pointwiseNs: number; normNs: number; softmaxNs: number; reduceNs: number; optimizerNs: number };
+  /**
+   * `memoryBoundFp32Ns` by what bf16 autocast would do to each kernel (advice/autocast.ts; added in schema 2): ops of
+   * autocast's fp32 list (layer/RMS/group norm, softmax, losses, pow: they stay fp32, and casts cross in and out of
+   * them), batch norm, activations and dropout, copies and concatenations, other reductions, other pointwise ops.
+   */
+  memoryBoundFp32ByAutocast: { keptFp32Ns: number; activationNs: number; copyNs: number; reductionNs: number; batchNormNs: number; pointwiseNs: number };
 }
 
 /** The shape of an attention: the batched matmuls' batch (batch x heads), the sequence and the head dimension. */

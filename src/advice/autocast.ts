@@ -1,0 +1,143 @@
+/**
+ * What bf16 autocast does to a step's GPU work: the one model behind every finding whose fix is "train under bf16
+ * autocast" (precision.ts's mixed-precision, compute.ts's no-tensor-cores). Pure: trace metrics in, the fix's GPU
+ * work items out (pace/fix.ts applies them to the pipeline).
+ *
+ * - Matmuls move to the tensor cores: fp32 GEMMs with recorded shapes at a bf16 rate (this trace's own bf16 GEMMs,
+ *   else a share of the catalogue's peak), other fp32 matmul time at an assumed speed-up, TF32 time at the ratio of
+ *   the peaks.
+ * - fp32 fused attention (SDPA's memory-efficient or math kernels on fp32 inputs) gets bf16 inputs, so flash.
+ * - Memory-bound kernels move fewer bytes only where their inputs become bf16, and autocast adds casts of its own
+ *   around the ops it keeps in fp32. Factors by kind of kernel, measured on two transformers whose fp32 run and bf16
+ *   run were both profiled: a Hugging Face GPT-2 on an H100 (examples/realworld/runs/hf_trainer_gpt2{,_bf16}) and a
+ *   torchvision ViT-B/16 on an H200 (examples/pace/runs/h200/gpu_bound{,_bf16}).
+ */
+import { catalogueName } from '../gpus/catalogue.js';
+import type { KernelMix, TraceMetrics } from '../trace/metrics/types.js';
+import { fmtMs } from '../util/format.js';
+import type { FixOp } from '../pace/fix.js';
+import { gpuOf } from './rules/rule.js';
+
+/**
+ * Speed-up assumed for fp32 matmuls moved to tensor cores when the trace cannot say better (unknown GPU, no GEMM
+ * shapes): dense TF32 is ~7x and bf16 ~15x fp32 SIMT peak on A100/H100; real GEMMs gain less, so 4x.
+ */
+export const TENSOR_CORE_SPEEDUP = 4;
+/**
+ * Share of the bf16 dense peak that large GEMMs reach, when the trace has no bf16 GEMMs of its own to measure it:
+ * 716 of 989 TFLOP/s for GPT-2's aligned GEMMs on an H200 (examples/traces/gpt2_amp); 0.6 leaves room for
+ * smaller shapes.
+ */
+const TENSOR_CORE_EFFICIENCY = 0.6;
+const FP32_DTYPES = new Set(['float', 'float32']);
+const HALF_DTYPES = new Set(['c10::BFloat16', 'bfloat16', 'c10::Half', 'half', 'float16']);
+/** fp32 fused attention to bf16 (flash): 12.7 -> 1.9 ms a step (GPT-2, H100), 30.4 -> 3.8 ms (ViT-B/16, H200). */
+const FP32_ATTENTION_LEFT = 0.14;
+/**
+ * What remains of each kind of fp32 memory-bound kernel (KernelMix.memoryBoundFp32ByAutocast) under bf16 autocast:
+ * - ops of autocast's fp32 list stay fp32, and their inputs and gradients are cast across precision around them: the
+ *   casts took about their own time again (ViT: layer norms 5.6 ms, casts 6.5; GPT-2: norms, log-softmax and pow
+ *   10.5 ms, casts 9.7), so 2;
+ * - activations and dropout on a matmul's bf16 output: 0.65 (GELU 4.2 -> 2.9 ms; dropout 0.5 -> 0.3);
+ * - copies (layout, `.contiguous()`) of bf16 activations: half the bytes, 0.5;
+ * - reductions (bias gradients: the backward runs in bf16): 0.6 (4.2 -> 2.4; 2.0 -> 1.2);
+ * - batch norm runs in the input's dtype (not on autocast's fp32 list): 0.5;
+ * - other pointwise ops, mostly residual adds that promote to the fp32 stream: 0.85 (9.5 -> 7.4; 16.7 -> 14.8).
+ */
+const MEMORY_BOUND_LEFT: Record<keyof KernelMix['memoryBoundFp32ByAutocast'], number> = {
+  keptFp32Ns: 2,
+  activationNs: 0.65,
+  copyNs: 0.5,
+  reductionNs: 0.6,
+  batchNormNs: 0.5,
+  pointwiseNs: 0.85,
+};
+
+/**
+ * The bf16 rate (flop per ns) the fp32 GEMMs would run at: what this trace's own bf16/fp16 GEMMs reached, else the
+ * device's catalogue peak times TENSOR_CORE_EFFICIENCY; null when neither is known.
+ */
+export function halfGemmRate(m: TraceMetrics): { flopPerNs: number; basis: string } | null {
+  const half = m.gemmShapes.filter((g) => g.dtype !== null && HALF_DTYPES.has(g.dtype) && g.misalignedDims.length === 0);
+  const flops = half.reduce((a, g) => a + g.flopsPerCall * g.calls, 0);
+  const ns = half.reduce((a, g) => a + g.gpuNs, 0);
+  if (ns > 0 && flops > 0)
+    return { flopPerNs: flops / ns, basis: `${((flops / ns) * 1e-3).toFixed(0)} TFLOP/s measured on this trace's bf16/fp16 GEMMs` };
+  const gpu = gpuOf(m);
+  if (gpu === null || !(gpu.bf16Tflops > 0)) return null;
+  const tflops = gpu.bf16Tflops * TENSOR_CORE_EFFICIENCY;
+  return {
+    flopPerNs: tflops * 1e3,
+    basis: `${tflops.toFixed(0)} TFLOP/s = ${TENSOR_CORE_EFFICIENCY} x ${catalogueName(gpu.name)}'s bf16 dense peak ${gpu.bf16Tflops}`,
+  };
+}
+
+/** Fused attention kernels that ran on fp32 inputs (SDPA's memory-efficient `fmha_cutlass*_f32`, a float template). */
+function fp32AttentionNs(m: TraceMetrics): number {
+  const fused = m.attention?.fused;
+  if (!fused || fused.topKernel === null) return 0;
+  const k = fused.topKernel;
+  return /_f32_|<float\b|, float\b/.test(k) && !/bf16|BFloat16|half|Half|f16/.test(k) ? fused.kernelNs : 0;
+}
+
+export interface AutocastEffect {
+  /** The GPU work items the fix changes, for the pipeline (pace/fix.ts). */
+  ops: FixOp[];
+  /** GPU time saved per step (window ns): the sum of the items' savings. */
+  savedNs: number;
+  /** The matmul part alone, and how it was computed. */
+  matmulSavedNs: number;
+  /** The arithmetic, in words. */
+  arithmetic: string;
+}
+
+/**
+ * bf16 autocast applied to the step of `m`. `tf32Ratio` is the TF32 over the bf16 tensor-core peak (0.5 when the GPU
+ * is unknown); `transposesGo` adds cuDNN's NCHW<->NHWC transposes, which channels_last beside autocast removes.
+ */
+export function bf16AutocastEffect(m: TraceMetrics, tf32Ratio: number, transposesGo: boolean): AutocastEffect {
+  const n = Math.max(1, m.steps.length);
+  const p = m.precision;
+  const mix = m.kernelMix;
+  const tf32 = p.tensorCoreTf32Ns / n;
+  const simt = p.fp32Ns / n;
+  const parts: string[] = [];
+  // fp32 GEMMs with known shapes: their flops at the bf16 rate; the rest of the fp32 matmul time at the assumed speed-up.
+  const rate = halfGemmRate(m);
+  const shaped = m.gemmShapes.filter((g) => g.dtype !== null && FP32_DTYPES.has(g.dtype));
+  const shapedNs = Math.min(simt, shaped.reduce((a, g) => a + g.gpuNs, 0) / n);
+  const shapedFlops = shaped.reduce((a, g) => a + g.flopsPerCall * g.calls, 0) / n;
+  let simtSaved = 0;
+  if (simt > 0 && rate !== null && shapedNs > 0 && shapedFlops > 0) {
+    const bf16Ns = shapedFlops / rate.flopPerNs;
+    const rest = simt - shapedNs;
+    simtSaved = Math.max(0, shapedNs - bf16Ns) + rest * (1 - 1 / TENSOR_CORE_SPEEDUP);
+    parts.push(`fp32 GEMMs ${fmtMs(shapedNs)} per step do ${(shapedFlops * 1e-12).toFixed(2)} TFLOP, ${fmtMs(bf16Ns)} at ${rate.basis}${rest > 0 ? `; other fp32 matmul ${fmtMs(rest)} x 1/${TENSOR_CORE_SPEEDUP}` : ''}`);
+  } else if (simt > 0) {
+    simtSaved = simt * (1 - 1 / TENSOR_CORE_SPEEDUP);
+    parts.push(`fp32 matmul ${fmtMs(simt)} x 1/${TENSOR_CORE_SPEEDUP} (assumed tensor-core speed-up)`);
+  }
+  const tf32Saved = tf32 * (1 - tf32Ratio);
+  if (tf32 > 0) parts.push(`TF32 matmuls ${fmtMs(tf32)} x ${tf32Ratio.toFixed(2)}`);
+  const attention = fp32AttentionNs(m);
+  if (attention > 0) parts.push(`fp32 fused attention ${fmtMs(attention)} x ${FP32_ATTENTION_LEFT} (flash on bf16 inputs)`);
+  const kinds = mix.memoryBoundFp32ByAutocast;
+  const memNs = Object.values(kinds).reduce((a, x) => a + x, 0);
+  const memLeft = (Object.keys(kinds) as (keyof typeof kinds)[]).reduce((a, k) => a + kinds[k] * MEMORY_BOUND_LEFT[k], 0);
+  if (memNs > 0)
+    parts.push(
+      `fp32 memory-bound ${fmtMs(memNs)} -> ${fmtMs(memLeft)} (autocast's fp32 ops ${fmtMs(kinds.keptFp32Ns)} x ${MEMORY_BOUND_LEFT.keptFp32Ns} with their casts, activations ${fmtMs(kinds.activationNs)} x ${MEMORY_BOUND_LEFT.activationNs}, copies ${fmtMs(kinds.copyNs)} x ${MEMORY_BOUND_LEFT.copyNs}, reductions ${fmtMs(kinds.reductionNs)} x ${MEMORY_BOUND_LEFT.reductionNs}, batch norm ${fmtMs(kinds.batchNormNs)} x ${MEMORY_BOUND_LEFT.batchNormNs}, other pointwise ${fmtMs(kinds.pointwiseNs)} x ${MEMORY_BOUND_LEFT.pointwiseNs})`,
+    );
+  const transposes = transposesGo ? mix.nchwTransposeNs : 0;
+  if (transposes > 0) parts.push(`layout transposes ${fmtMs(transposes)} go`);
+  const ops: FixOp[] = [
+    ...(tf32 > 0 ? [{ kind: 'gpu' as const, work: 'tf32-matmul', ns: tf32, factor: tf32Ratio }] : []),
+    ...(simt > 0 ? [{ kind: 'gpu' as const, work: 'fp32-matmul', ns: simt, factor: Math.max(0, 1 - simtSaved / simt) }] : []),
+    ...(attention > 0 ? [{ kind: 'gpu' as const, work: 'fp32-attention', ns: attention, factor: FP32_ATTENTION_LEFT }] : []),
+    ...(memNs > 0 ? [{ kind: 'gpu' as const, work: 'memory-bound', ns: memNs, factor: memLeft / memNs }] : []),
+    ...(transposes > 0 ? [{ kind: 'gpu' as const, work: 'nchw-transposes', ns: transposes, factor: 0 }] : []),
+  ];
+  const matmulSavedNs = simtSaved + tf32Saved;
+  const savedNs = matmulSavedNs + attention * (1 - FP32_ATTENTION_LEFT) + (memNs - memLeft) + transposes;
+  return { ops, savedNs, matmulSavedNs, arithmetic: `${parts.join('; ')}: ${fmtMs(savedNs)} of GPU work saved per step (the optimizer's fp32 update unchanged)` };
+}
