@@ -7,92 +7,18 @@
  * pipeline: the model's step for that configuration against the measured one. The table is printed (the closing
  * note's); the bounds hold what the model reached, so a change that loses accuracy fails here.
  */
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { recordedRunInput } from '../../src/doctor/rediagnose.js';
-import { buildDoctorReport, groupProcesses, pacesOf, summarizeRank } from '../../src/doctor/report.js';
-import { analyseTraceFiles } from '../../src/io/captures.js';
-import { readRunDir } from '../../src/io/runDir.js';
-import { applyFix, type Fix } from '../../src/pace/fix.js';
-import { type Pipeline, stepOf } from '../../src/pace/pipeline.js';
 import { REPO } from '../doctor/helpers.js';
+import { corpusRows, type Row } from './corpus.js';
 
-const RUNS = join(REPO, 'examples', 'pace', 'runs', 'h100');
-const MEASURED = join(REPO, 'examples', 'pace', 'measured', 'h100-2026-11-28.jsonl');
-
-interface Measured {
-  run: string;
-  label: string;
-  flags: string;
-  under: 'plain' | 'doctor';
-  mean_step_ms: number;
-}
-
-/** The fixes a measured configuration's flags stand for, in the order they compose. */
-function fixesFor(flags: string, fixOf: (ids: string[]) => Fix | null): Fix[] | null {
-  const out: Fix[] = [];
-  const workers = /--workers (\d+)/.exec(flags);
-  if (workers) out.push({ label: `num_workers ${workers[1]}`, ops: [{ kind: 'workers', to: Number(workers[1]) }], arithmetic: '' });
-  if (flags.includes('--persistent-workers')) out.push({ label: 'persistent workers', ops: [{ kind: 'persistent-workers' }], arithmetic: '' });
-  if (/--amp bf16|--precision bf16-mixed/.test(flags)) {
-    const f = fixOf(['no-tensor-cores', 'mixed-precision']);
-    if (!f) return null;
-    out.push(f);
-  }
-  if (flags.includes('--pin-memory')) {
-    const f = fixOf(['pageable-h2d']);
-    if (!f) return null;
-    out.push(f);
-  }
-  return out;
-}
-
-interface Row {
-  run: string;
-  label: string;
-  flags: string;
-  predictedMs: number;
-  measuredMs: number;
-  error: number;
-  bound: string;
-}
-
-const rows: Row[] = [];
+let rows: Row[] = [];
 /** The id of the first fix of doctor's own plan, by script. */
-const planFirst = new Map<string, string | undefined>();
+let planFirst = new Map<string, string | undefined>();
 
 describe('the pace model on the H100 corpus (predicted vs measured mean step)', () => {
   beforeAll(async () => {
-    const measured = readFileSync(MEASURED, 'utf8')
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => JSON.parse(l) as Measured)
-      .filter((m) => m.under === 'plain');
-    for (const run of [...new Set(measured.map((m) => m.run))]) {
-      const dir = readRunDir(join(RUNS, run));
-      const traces = await analyseTraceFiles(dir.traces.map((f) => ({ rank: f.rank, path: f.path, label: f.path ?? f.recorded, missing: `not in ${run}` })));
-      const input = recordedRunInput({ ...dir, traces, snapshots: [], version: 'test' });
-      const report = buildDoctorReport(input);
-      const processes = groupProcesses(input.records);
-      const ranks = processes.map((p) => summarizeRank(p, input.gpuSamples, input.disconnectedAtMs));
-      const p = [...pacesOf(processes, ranks, input.traces).values()].sort((a, b) => b.stepNs - a.stepNs)[0] as Pipeline;
-      const fixOf = (ids: string[]) => report.findings.find((f) => ids.includes(f.id) && f.fix)?.fix ?? null;
-      planFirst.set(run, report.pace?.plan.steps[0]?.id);
-      for (const m of measured.filter((x) => x.run === run)) {
-        const fixes = fixesFor(m.flags, fixOf);
-        if (fixes === null) continue;
-        const after = stepOf(fixes.reduce(applyFix, p));
-        const predictedMs = after.perBatchNs / 1e6;
-        rows.push({ run, label: m.label, flags: m.flags, predictedMs, measuredMs: m.mean_step_ms, error: predictedMs / m.mean_step_ms - 1, bound: after.bound });
-      }
-    }
-    const pct = (x: number) => `${x >= 0 ? '+' : ''}${Math.round(x * 100)}%`;
-    console.log(
-      ['| script | configuration | predicted ms | binds | measured ms | error |', '|---|---|---|---|---|---|']
-        .concat(rows.map((r) => `| ${r.run} | ${r.label}${r.flags ? ` \`${r.flags}\`` : ''} | ${r.predictedMs.toFixed(1)} | ${r.bound} | ${r.measuredMs.toFixed(1)} | ${pct(r.error)} |`))
-        .join('\n'),
-    );
+    ({ rows, planFirst } = await corpusRows(join(REPO, 'examples', 'pace', 'runs', 'h100'), join(REPO, 'examples', 'pace', 'measured', 'h100-2026-11-28.jsonl')));
   }, 120_000);
 
   it('covers every measured configuration of the five scripts', () => {

@@ -91,20 +91,29 @@ export function dataloaderFinding(p: Pipeline, m: TraceMetrics | null, rank: num
   const workers = rec ? String(rec.workers) : '8';
   const waitHow = l0?.epochFillNs !== null ? 'measured' : 'from the stalls there';
   const startUpText = `the workers start again at each epoch start: ${fmtMs(l0?.startNs ?? 0)} every ${l0?.stepsPerEpoch} steps (the wait for an epoch's first batch, ${waitHow}, less the fill of it), ${fmtMs(startUp)} a step`;
-  const fix: Fix = epochStarts
-    ? {
-        label: 'persistent DataLoader workers',
-        ops: [{ kind: 'persistent-workers' }],
-        arithmetic: `${p.serial.find((c) => c.kind === 'epoch-starts')?.evidence ?? startUpText}; persistent_workers=True keeps the workers between epochs, prefetch_factor fills their queues ahead`,
-      }
-    : {
-        label: l?.workers !== null && l?.workers !== undefined && rec ? `num_workers ${l.workers} -> ${rec.workers}` : 'more DataLoader workers',
-        // Enough workers for whatever the other stages demand: the plan says how many once other fixes speed them up.
-        ops: [{ kind: 'workers', to: 'enough' }],
-        arithmetic: rec
-          ? `the loader's measured rate: ${rec.text}`
-          : `with enough workers (and loading overlapped) the loop no longer waits: the DataLoader leaves the critical path`,
-      };
+  // Too few workers and their start-up at every epoch are two causes, often together (a JPEG loader whose 4 workers
+  // stall the loop every 4 steps also starts them again each epoch): the fix takes each that the evidence shows. More
+  // workers where their measured rate needs more than the run has, or where no epoch start explains the waits.
+  const moreWorkers = !epochStarts || (rec !== null && l?.workers !== null && l?.workers !== undefined && rec.workers > l.workers);
+  const workersLabel = l?.workers !== null && l?.workers !== undefined && rec ? `num_workers ${l.workers} -> ${rec.workers}` : 'more DataLoader workers';
+  const fix: Fix = {
+    label: [...(moreWorkers ? [workersLabel] : []), ...(epochStarts ? ['persistent DataLoader workers'] : [])].join(', '),
+    ops: [
+      // Enough workers for whatever the other stages demand: the plan says how many once other fixes speed them up.
+      ...(moreWorkers ? [{ kind: 'workers' as const, to: 'enough' as const }] : []),
+      ...(epochStarts ? [{ kind: 'persistent-workers' as const }] : []),
+    ],
+    arithmetic: [
+      ...(moreWorkers
+        ? [rec ? `the loader's measured rate: ${rec.text}` : 'with enough workers (and loading overlapped) the loop no longer waits: the DataLoader leaves the critical path']
+        : []),
+      ...(epochStarts
+        ? [`${p.serial.find((c) => c.kind === 'epoch-starts')?.evidence ?? startUpText}; persistent_workers=True keeps the workers between epochs, prefetch_factor fills their queues ahead`]
+        : []),
+    ].join('; '),
+  };
+  const stallText = p.stalls?.when === 'epoch-starts' ? 'at epoch starts' : `every ${p.stalls?.everySteps} steps`;
+  const startUpSummary = 'the workers are started again for every epoch: keep them (persistent_workers=True) and let them fill their queues ahead (prefetch_factor).';
   return finding({
     id: 'dataloader-bound',
     title: run
@@ -122,9 +131,12 @@ export function dataloaderFinding(p: Pipeline, m: TraceMetrics | null, rank: num
       ...(p.stalls ? { stallShare: p.stalls.share, stallWhen: p.stalls.when } : {}),
     },
     recommendation: {
-      summary: epochStarts
-        ? `The waits come in long stalls ${p.stalls?.when === 'epoch-starts' ? 'at epoch starts' : `every ${p.stalls?.everySteps} steps (epoch starts, most likely)`}: the workers are started again for every epoch. Keep them (persistent_workers=True) and let them fill their queues ahead (prefetch_factor).`
-        : `Load and augment in ${rec ? `${rec.workers} ` : ''}worker processes, pin host memory, and copy without blocking so loading overlaps compute. If workers still cannot keep up, move decoding/augmentation to the GPU (DALI, torchvision.transforms.v2 on CUDA tensors) or pre-process the dataset.`,
+      summary:
+        moreWorkers && epochStarts && rec
+          ? `The waits come in stalls ${stallText}: ${l?.workers ?? 'the'} workers cannot keep up (${rec.text}), and ${startUpSummary} Pin host memory and copy without blocking so loading overlaps compute.`
+          : epochStarts
+            ? `The waits come in long stalls ${p.stalls?.when === 'epoch-starts' ? 'at epoch starts' : `every ${p.stalls?.everySteps} steps (epoch starts, most likely)`}: ${startUpSummary}`
+            : `Load and augment in ${rec ? `${rec.workers} ` : ''}worker processes, pin host memory, and copy without blocking so loading overlaps compute. If workers still cannot keep up, move decoding/augmentation to the GPU (DALI, torchvision.transforms.v2 on CUDA tensors) or pre-process the dataset.`,
       code: LOADER_CODE(workers, epochStarts),
     },
     fix,

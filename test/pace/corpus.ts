@@ -1,0 +1,95 @@
+/**
+ * The issue-25 corpus against the GPU: scripts of examples/pace run once under doctor (a run directory: probe records
+ * and the profiled window) and then plainly with fixes applied one after another (a measured file: each run's mean
+ * step from the script's own clock). Each measured configuration's flags are turned into the fixes doctor offers for
+ * them (its own findings' fixes for bf16 and pinned memory; the worker count and persistence as flagged) and applied
+ * to the run's pipeline: the model's step for that configuration against the measured one.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { recordedRunInput } from '../../src/doctor/rediagnose.js';
+import { buildDoctorReport, groupProcesses, pacesOf, summarizeRank } from '../../src/doctor/report.js';
+import { analyseTraceFiles } from '../../src/io/captures.js';
+import { readRunDir } from '../../src/io/runDir.js';
+import { applyFix, type Fix } from '../../src/pace/fix.js';
+import { type Pipeline, stepOf } from '../../src/pace/pipeline.js';
+
+export interface Measured {
+  run: string;
+  label: string;
+  flags: string;
+  under: 'plain' | 'doctor';
+  mean_step_ms: number;
+}
+
+/** The fixes a measured configuration's flags stand for, in the order they compose. */
+export function fixesFor(flags: string, fixOf: (ids: string[]) => Fix | null): Fix[] | null {
+  const out: Fix[] = [];
+  const workers = /--workers (\d+)/.exec(flags);
+  if (workers) out.push({ label: `num_workers ${workers[1]}`, ops: [{ kind: 'workers', to: Number(workers[1]) }], arithmetic: '' });
+  if (flags.includes('--persistent-workers')) out.push({ label: 'persistent workers', ops: [{ kind: 'persistent-workers' }], arithmetic: '' });
+  if (/--amp bf16|--precision bf16-mixed/.test(flags)) {
+    const f = fixOf(['no-tensor-cores', 'mixed-precision']);
+    if (!f) return null;
+    out.push(f);
+  }
+  if (flags.includes('--pin-memory')) {
+    const f = fixOf(['pageable-h2d']);
+    if (!f) return null;
+    out.push(f);
+  }
+  return out;
+}
+
+export interface Row {
+  run: string;
+  label: string;
+  flags: string;
+  predictedMs: number;
+  measuredMs: number;
+  error: number;
+  bound: string;
+}
+
+
+/**
+ * Each measured plain configuration of `runs` (default: every run the measured file names) predicted from the run
+ * directory of its script under `runsDir`: rows, and the first fix of doctor's own plan by script. Prints the table.
+ */
+export async function corpusRows(runsDir: string, measuredFile: string, runs?: string[]): Promise<{ rows: Row[]; planFirst: Map<string, string | undefined> }> {
+  const rows: Row[] = [];
+  const planFirst = new Map<string, string | undefined>();
+  const measured = readFileSync(measuredFile, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as Measured)
+    .filter((m) => m.under === 'plain' && (runs === undefined || runs.includes(m.run)));
+  for (const run of [...new Set(measured.map((m) => m.run))]) {
+    const dir = readRunDir(join(runsDir, run));
+    const traces = await analyseTraceFiles(dir.traces.map((f) => ({ rank: f.rank, path: f.path, label: f.path ?? f.recorded, missing: `not in ${run}` })));
+    const input = recordedRunInput({ ...dir, traces, snapshots: [], version: 'test' });
+    const report = buildDoctorReport(input);
+    const processes = groupProcesses(input.records);
+    const ranks = processes.map((p) => summarizeRank(p, input.gpuSamples, input.disconnectedAtMs));
+    const p = [...pacesOf(processes, ranks, input.traces).values()].sort((a, b) => b.stepNs - a.stepNs)[0] as Pipeline;
+    const fixOf = (ids: string[]) => report.findings.find((f) => ids.includes(f.id) && f.fix)?.fix ?? null;
+    planFirst.set(run, report.pace?.plan.steps[0]?.id);
+    // The latest line of each configuration (a configuration measured again replaces the earlier run).
+    const latest = new Map<string, Measured>();
+    for (const m of measured.filter((x) => x.run === run)) latest.set(m.label, m);
+    for (const m of latest.values()) {
+      const fixes = fixesFor(m.flags, fixOf);
+      if (fixes === null) continue;
+      const after = stepOf(fixes.reduce(applyFix, p));
+      const predictedMs = after.perBatchNs / 1e6;
+      rows.push({ run, label: m.label, flags: m.flags, predictedMs, measuredMs: m.mean_step_ms, error: predictedMs / m.mean_step_ms - 1, bound: after.bound });
+    }
+  }
+  const pct = (x: number) => `${x >= 0 ? '+' : ''}${Math.round(x * 100)}%`;
+  console.log(
+    ['| script | configuration | predicted ms | binds | measured ms | error |', '|---|---|---|---|---|---|']
+      .concat(rows.map((r) => `| ${r.run} | ${r.label}${r.flags ? ` \`${r.flags}\`` : ''} | ${r.predictedMs.toFixed(1)} | ${r.bound} | ${r.measuredMs.toFixed(1)} | ${pct(r.error)} |`))
+      .join('\n'),
+  );
+  return { rows, planFirst };
+}
