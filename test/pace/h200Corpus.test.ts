@@ -25,7 +25,7 @@ describe('the pace model on the H200 corpus (predicted vs measured mean step)', 
 
   it('covers the measured configurations of the three scripts', () => {
     expect(new Set(rows.map((r) => r.run)).size).toBe(3);
-    expect(rows.length).toBe(9);
+    expect(rows.length).toBe(12);
   });
 
   it('puts more workers first where the loader binds, and predicts that step within 15%', () => {
