@@ -85,8 +85,6 @@ export interface AutocastEffect {
   ops: FixOp[];
   /** GPU time saved per step (window ns): the sum of the items' savings. */
   savedNs: number;
-  /** The matmul part alone, and how it was computed. */
-  matmulSavedNs: number;
   /** The arithmetic, in words. */
   arithmetic: string;
 }
@@ -137,7 +135,6 @@ export function bf16AutocastEffect(m: TraceMetrics, tf32Ratio: number, transpose
     ...(memNs > 0 ? [{ kind: 'gpu' as const, work: 'memory-bound', ns: memNs, factor: memLeft / memNs }] : []),
     ...(transposes > 0 ? [{ kind: 'gpu' as const, work: 'nchw-transposes', ns: transposes, factor: 0 }] : []),
   ];
-  const matmulSavedNs = simtSaved + tf32Saved;
-  const savedNs = matmulSavedNs + attention * (1 - FP32_ATTENTION_LEFT) + (memNs - memLeft) + transposes;
-  return { ops, savedNs, matmulSavedNs, arithmetic: `${parts.join('; ')}: ${fmtMs(savedNs)} of GPU work saved per step (the optimizer's fp32 update unchanged)` };
+  const savedNs = simtSaved + tf32Saved + attention * (1 - FP32_ATTENTION_LEFT) + (memNs - memLeft) + transposes;
+  return { ops, savedNs, arithmetic: `${parts.join('; ')}: ${fmtMs(savedNs)} of GPU work saved per step (the optimizer's fp32 update unchanged)` };
 }

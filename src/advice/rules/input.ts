@@ -112,7 +112,7 @@ export function dataloaderFinding(p: Pipeline, m: TraceMetrics | null, rank: num
         : []),
     ].join('; '),
   };
-  const stallText = p.stalls?.when === 'epoch-starts' ? 'at epoch starts' : `every ${p.stalls?.everySteps} steps`;
+  const stallText = !p.stalls ? 'The loop waits on the DataLoader' : `The waits come in stalls ${p.stalls.when === 'epoch-starts' ? 'at epoch starts' : `every ${p.stalls.everySteps} steps`}`;
   const startUpSummary = 'the workers are started again for every epoch: keep them (persistent_workers=True) and let them fill their queues ahead (prefetch_factor).';
   return finding({
     id: 'dataloader-bound',
@@ -133,7 +133,7 @@ export function dataloaderFinding(p: Pipeline, m: TraceMetrics | null, rank: num
     recommendation: {
       summary:
         moreWorkers && epochStarts && rec
-          ? `The waits come in stalls ${stallText}: ${l?.workers ?? 'the'} workers cannot keep up (${rec.text}), and ${startUpSummary} Pin host memory and copy without blocking so loading overlaps compute.`
+          ? `${stallText}: ${l?.workers ?? 'the'} workers cannot keep up (${rec.text}), and ${startUpSummary} Pin host memory and copy without blocking so loading overlaps compute.`
           : epochStarts
             ? `The waits come in long stalls ${p.stalls?.when === 'epoch-starts' ? 'at epoch starts' : `every ${p.stalls?.everySteps} steps (epoch starts, most likely)`}: ${startUpSummary}`
             : `Load and augment in ${rec ? `${rec.workers} ` : ''}worker processes, pin host memory, and copy without blocking so loading overlaps compute. If workers still cannot keep up, move decoding/augmentation to the GPU (DALI, torchvision.transforms.v2 on CUDA tensors) or pre-process the dataset.`,
