@@ -3,7 +3,8 @@
 Every patch replaces one attribute of torch (never of a user object) and is recorded in a `Patches` registry, which
 puts the original back (`restore(name)` once its use is over, `restore_all()` when the probe ends: at the exit, when
 it switches itself off, in a DataLoader worker). Where torch has a global hook the probe uses it instead of a wrapper
-(the optimizer step post-hook of torch >= 2.0). A wrapper keeps its original's name, docstring and `__wrapped__`, and
+(the optimizer step post-hook of torch >= 2.0). A wrapper keeps its original's name, docstring and `__wrapped__`,
+takes its own entry off the traceback of an exception passing through it (`_drop_own_frame`), and
 `torch.autograd.backward`'s is registered as TorchScript's builtin for `aten::backward` while it is in place, so a
 scripted function that calls it compiles as without doctor.
 """
