@@ -110,7 +110,9 @@ export function bf16AutocastEffect(m: TraceMetrics, tf32Ratio: number, transpose
     const bf16Ns = shapedFlops / rate.flopPerNs;
     const rest = simt - shapedNs;
     simtSaved = Math.max(0, shapedNs - bf16Ns) + rest * (1 - 1 / TENSOR_CORE_SPEEDUP);
-    parts.push(`fp32 GEMMs ${fmtMs(shapedNs)} per step do ${(shapedFlops * 1e-12).toFixed(2)} TFLOP, ${fmtMs(bf16Ns)} at ${rate.basis}${rest > 0 ? `; other fp32 matmul ${fmtMs(rest)} x 1/${TENSOR_CORE_SPEEDUP}` : ''}`);
+    parts.push(
+      `fp32 GEMMs ${fmtMs(shapedNs)} per step do ${(shapedFlops * 1e-12).toFixed(2)} TFLOP, ${fmtMs(bf16Ns)} at ${rate.basis}${rest > 0 ? `; other fp32 matmul ${fmtMs(rest)} x 1/${TENSOR_CORE_SPEEDUP}` : ''}`,
+    );
   } else if (simt > 0) {
     simtSaved = simt * (1 - 1 / TENSOR_CORE_SPEEDUP);
     parts.push(`fp32 matmul ${fmtMs(simt)} x 1/${TENSOR_CORE_SPEEDUP} (assumed tensor-core speed-up)`);
@@ -136,5 +138,9 @@ export function bf16AutocastEffect(m: TraceMetrics, tf32Ratio: number, transpose
     ...(transposes > 0 ? [{ kind: 'gpu' as const, work: 'nchw-transposes', ns: transposes, factor: 0 }] : []),
   ];
   const savedNs = simtSaved + tf32Saved + attention * (1 - FP32_ATTENTION_LEFT) + (memNs - memLeft) + transposes;
-  return { ops, savedNs, arithmetic: `${parts.join('; ')}: ${fmtMs(savedNs)} of GPU work saved per step (the optimizer's fp32 update unchanged)` };
+  return {
+    ops,
+    savedNs,
+    arithmetic: `${parts.join('; ')}: ${fmtMs(savedNs)} of GPU work saved per step (the optimizer's fp32 update unchanged)`,
+  };
 }

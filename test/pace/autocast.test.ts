@@ -31,9 +31,21 @@ describe('bf16 autocast on the GPU work of two profiled transformers', () => {
     for (const p of PAIRS) {
       const [fp32, bf16] = [await metricsOf(p.fp32), await metricsOf(p.bf16)];
       const effect = bf16AutocastEffect(fp32, 0.5, false);
-      rows.push({ name: p.name, fp32Ms: kernelNs(fp32) / 1e6, predictedMs: (kernelNs(fp32) - effect.savedNs) / 1e6, measuredMs: kernelNs(bf16) / 1e6 });
+      rows.push({
+        name: p.name,
+        fp32Ms: kernelNs(fp32) / 1e6,
+        predictedMs: (kernelNs(fp32) - effect.savedNs) / 1e6,
+        measuredMs: kernelNs(bf16) / 1e6,
+      });
     }
-    console.log(rows.map((r) => `${r.name}: kernels ${r.fp32Ms.toFixed(1)} ms a step in fp32, predicted ${r.predictedMs.toFixed(1)} under bf16 autocast, measured ${r.measuredMs.toFixed(1)}`).join('\n'));
+    console.log(
+      rows
+        .map(
+          (r) =>
+            `${r.name}: kernels ${r.fp32Ms.toFixed(1)} ms a step in fp32, predicted ${r.predictedMs.toFixed(1)} under bf16 autocast, measured ${r.measuredMs.toFixed(1)}`,
+        )
+        .join('\n'),
+    );
   }, 120_000);
 
   // ViT +10%; GPT-2 -22%: its bf16 GEMMs ran at 280 TFLOP/s (6.07 TFLOP in 21.6 ms, the 50,257-wide vocabulary
@@ -54,7 +66,9 @@ describe('bf16 autocast on the GPU work of two profiled transformers', () => {
       .filter((m) => m.run === 'gpu_bound' && m.label === 'bf16' && m.under === 'plain');
     const measuredMs = measured.reduce((a, m) => a + m.mean_step_ms, 0) / measured.length;
     const error = first.expectedStepNs / 1e6 / measuredMs - 1;
-    console.log(`gpu_bound (H200) 1. ${first.id}: predicted ${(first.expectedStepNs / 1e6).toFixed(1)} ms (${first.bound} binds), measured ${measuredMs.toFixed(1)} ms (${measured.length} runs): ${error >= 0 ? '+' : ''}${(error * 100).toFixed(0)}%`);
+    console.log(
+      `gpu_bound (H200) 1. ${first.id}: predicted ${(first.expectedStepNs / 1e6).toFixed(1)} ms (${first.bound} binds), measured ${measuredMs.toFixed(1)} ms (${measured.length} runs): ${error >= 0 ? '+' : ''}${(error * 100).toFixed(0)}%`,
+    );
     // A known miss (+26%): after bf16 the model has the host bind at the window's free time, which holds the
     // profiler's cost (81 ms a step; the bf16 run's thread used 46 ms of CPU a step).
     expect(first.bound).toBe('host');

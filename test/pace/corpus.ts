@@ -27,7 +27,8 @@ export function fixesFor(flags: string, fixOf: (ids: string[]) => Fix | null): F
   const out: Fix[] = [];
   const workers = /--workers (\d+)/.exec(flags);
   if (workers) out.push({ label: `num_workers ${workers[1]}`, ops: [{ kind: 'workers', to: Number(workers[1]) }], arithmetic: '' });
-  if (flags.includes('--persistent-workers')) out.push({ label: 'persistent workers', ops: [{ kind: 'persistent-workers' }], arithmetic: '' });
+  if (flags.includes('--persistent-workers'))
+    out.push({ label: 'persistent workers', ops: [{ kind: 'persistent-workers' }], arithmetic: '' });
   if (/--amp bf16|--precision bf16-mixed/.test(flags)) {
     const f = fixOf(['no-tensor-cores', 'mixed-precision']);
     if (!f) return null;
@@ -51,12 +52,15 @@ export interface Row {
   bound: string;
 }
 
-
 /**
  * Each measured plain configuration of `runs` (default: every run the measured file names) predicted from the run
  * directory of its script under `runsDir`: rows, and the first fix of doctor's own plan by script. Prints the table.
  */
-export async function corpusRows(runsDir: string, measuredFile: string, runs?: string[]): Promise<{ rows: Row[]; planFirst: Map<string, string | undefined> }> {
+export async function corpusRows(
+  runsDir: string,
+  measuredFile: string,
+  runs?: string[],
+): Promise<{ rows: Row[]; planFirst: Map<string, string | undefined> }> {
   const rows: Row[] = [];
   const planFirst = new Map<string, string | undefined>();
   const measured = readFileSync(measuredFile, 'utf8')
@@ -66,7 +70,9 @@ export async function corpusRows(runsDir: string, measuredFile: string, runs?: s
     .filter((m) => m.under === 'plain' && (runs === undefined || runs.includes(m.run)));
   for (const run of [...new Set(measured.map((m) => m.run))]) {
     const dir = readRunDir(join(runsDir, run));
-    const traces = await analyseTraceFiles(dir.traces.map((f) => ({ rank: f.rank, path: f.path, label: f.path ?? f.recorded, missing: `not in ${run}` })));
+    const traces = await analyseTraceFiles(
+      dir.traces.map((f) => ({ rank: f.rank, path: f.path, label: f.path ?? f.recorded, missing: `not in ${run}` })),
+    );
     const input = recordedRunInput({ ...dir, traces, snapshots: [], version: 'test' });
     const report = buildDoctorReport(input);
     const processes = groupProcesses(input.records);
@@ -82,13 +88,26 @@ export async function corpusRows(runsDir: string, measuredFile: string, runs?: s
       if (fixes === null) continue;
       const after = stepOf(fixes.reduce(applyFix, p));
       const predictedMs = after.perBatchNs / 1e6;
-      rows.push({ run, label: m.label, flags: m.flags, predictedMs, measuredMs: m.mean_step_ms, error: predictedMs / m.mean_step_ms - 1, bound: after.bound });
+      rows.push({
+        run,
+        label: m.label,
+        flags: m.flags,
+        predictedMs,
+        measuredMs: m.mean_step_ms,
+        error: predictedMs / m.mean_step_ms - 1,
+        bound: after.bound,
+      });
     }
   }
   const pct = (x: number) => `${x >= 0 ? '+' : ''}${Math.round(x * 100)}%`;
   console.log(
     ['| script | configuration | predicted ms | binds | measured ms | error |', '|---|---|---|---|---|---|']
-      .concat(rows.map((r) => `| ${r.run} | ${r.label}${r.flags ? ` \`${r.flags}\`` : ''} | ${r.predictedMs.toFixed(1)} | ${r.bound} | ${r.measuredMs.toFixed(1)} | ${pct(r.error)} |`))
+      .concat(
+        rows.map(
+          (r) =>
+            `| ${r.run} | ${r.label}${r.flags ? ` \`${r.flags}\`` : ''} | ${r.predictedMs.toFixed(1)} | ${r.bound} | ${r.measuredMs.toFixed(1)} | ${pct(r.error)} |`,
+        ),
+      )
       .join('\n'),
   );
   return { rows, planFirst };

@@ -39,7 +39,11 @@ describe('the pace model on the H200 corpus (predicted vs measured mean step)', 
   it('predicts every fixed configuration within 30%, and these within 15%', () => {
     for (const r of rows.filter((x) => x.label !== 'base')) expect(Math.abs(r.error), `${r.run} ${r.label}`).toBeLessThan(0.3);
     // jpeg_resnet's bf16 and persistence after 12 workers: the host binds at about 40 ms in the model.
-    for (const [run, label] of [['fakedata_resnet', 'bf16_cl'], ['jpeg_resnet', 'workers12'], ['jpeg_resnet', 'bf16_cl']] as const)
+    for (const [run, label] of [
+      ['fakedata_resnet', 'bf16_cl'],
+      ['jpeg_resnet', 'workers12'],
+      ['jpeg_resnet', 'bf16_cl'],
+    ] as const)
       expect(Math.abs(row(run, label).error), `${run} ${label}`).toBeLessThan(0.15);
   });
 });

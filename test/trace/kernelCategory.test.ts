@@ -19,7 +19,9 @@ describe('kernel categories', () => {
   });
 
   it("still takes the optimizers' own kernels for the optimizer, LAMB's among them", () => {
-    expect(categoriseKernel('multi_tensor_apply_kernel<TensorListMetadata<4>, FusedAdamMathFunctor<float, 4>>', false)).toBe(KernelCategory.optimizer);
+    expect(categoriseKernel('multi_tensor_apply_kernel<TensorListMetadata<4>, FusedAdamMathFunctor<float, 4>>', false)).toBe(
+      KernelCategory.optimizer,
+    );
     expect(categoriseKernel('void multi_tensor_lamb_stage1_kernel<float>(...)', false)).toBe(KernelCategory.optimizer);
     expect(categoriseKernel('FusedLAMBKernel<float>', false)).toBe(KernelCategory.optimizer);
   });

@@ -1,8 +1,7 @@
 /**
- * Precision and memory-format rules: a step that still runs in fp32/TF32 (bf16 autocast halves the
- * matmul time at the tensor cores' rates and the bytes of every memory-bound kernel), and a
- * convolutional net under autocast fed NCHW tensors (cuDNN transposes them around every convolution,
- * and NCHW normalisation kernels in bf16 are slow).
+ * Precision and memory-format rules: a step that still runs in fp32/TF32 (bf16 autocast's effect on its GPU work:
+ * advice/autocast.ts), and a convolutional net under autocast fed NCHW tensors (cuDNN transposes them around every
+ * convolution, and NCHW normalisation kernels in bf16 are slow).
  */
 
 import { catalogueName } from '../../gpus/catalogue.js';
@@ -25,7 +24,6 @@ const CONV_NET_SHARE = 0.2;
  * (batch 128, H100, examples/traces/scenarios/resnet50_amp*): 41.7 ms -> 14.9 ms per step, 64% saved.
  */
 const NCHW_NORM_POOL_SAVED = 0.64;
-
 
 function isConvNet(m: TraceMetrics): boolean {
   return m.perStep.kernelNsByCategory.conv > CONV_NET_SHARE * matmulNs(m) || m.kernelMix.nchwTransposeNs > 0;
