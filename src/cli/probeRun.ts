@@ -558,10 +558,8 @@ export async function startProbeRun(opts: ProbeRunOptions): Promise<ProbeRun> {
   process.stdout.on('error', onStdioError);
   process.stderr.on('error', onStdioError);
 
-  const exited: Promise<ChildExit> = child.exited;
-
   const done = (async (): Promise<ProbeRunResult> => {
-    const exit = await exited;
+    const exit = await child.exited;
     if (killTimer) clearTimeout(killTimer);
     await reapGroup(pgid);
     for (const [sig, h] of handlers) process.off(sig, h);

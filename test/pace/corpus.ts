@@ -14,12 +14,31 @@ import { readRunDir } from '../../src/io/runDir.js';
 import { applyFix, type Fix } from '../../src/pace/fix.js';
 import { type Pipeline, stepOf } from '../../src/pace/pipeline.js';
 
+/** One run's JSON line in a measured file (the jsonl files of examples/pace/measured and examples/levers/measured): its mean step is the script's own clock. */
 export interface Measured {
   run: string;
   label: string;
   flags: string;
   under: 'plain' | 'doctor';
   mean_step_ms: number;
+  samples_per_step?: number;
+}
+
+/** Every run of the measured files, in order. */
+export function readMeasured(...files: string[]): Measured[] {
+  return files.flatMap((f) =>
+    readFileSync(f, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Measured),
+  );
+}
+
+/** The mean of the plain runs of `run` labelled one of `labels` (a configuration measured more than once: their mean). */
+export function measuredMs(measured: readonly Measured[], run: string, ...labels: string[]): number {
+  const ms = measured.filter((m) => m.run === run && m.under === 'plain' && labels.includes(m.label)).map((m) => m.mean_step_ms);
+  if (ms.length === 0) throw new Error(`no plain run of ${run} labelled ${labels.join('|')}`);
+  return ms.reduce((a, b) => a + b, 0) / ms.length;
 }
 
 /** The fixes a measured configuration's flags stand for, in the order they compose. */
@@ -63,11 +82,7 @@ export async function corpusRows(
 ): Promise<{ rows: Row[]; planFirst: Map<string, string | undefined> }> {
   const rows: Row[] = [];
   const planFirst = new Map<string, string | undefined>();
-  const measured = readFileSync(measuredFile, 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as Measured)
-    .filter((m) => m.under === 'plain' && (runs === undefined || runs.includes(m.run)));
+  const measured = readMeasured(measuredFile).filter((m) => m.under === 'plain' && (runs === undefined || runs.includes(m.run)));
   for (const run of [...new Set(measured.map((m) => m.run))]) {
     const dir = readRunDir(join(runsDir, run));
     const traces = await analyseTraceFiles(
@@ -80,23 +95,16 @@ export async function corpusRows(
     const p = [...pacesOf(processes, ranks, input.traces).values()].sort((a, b) => b.stepNs - a.stepNs)[0] as Pipeline;
     const fixOf = (ids: string[]) => report.findings.find((f) => ids.includes(f.id) && f.fix)?.fix ?? null;
     planFirst.set(run, report.pace?.plan.steps[0]?.id);
-    // The latest line of each configuration (a configuration measured again replaces the earlier run).
-    const latest = new Map<string, Measured>();
-    for (const m of measured.filter((x) => x.run === run)) latest.set(m.label, m);
-    for (const m of latest.values()) {
+    // One row per configuration; one measured more than once is the mean of its runs.
+    const configs = new Map<string, Measured>();
+    for (const m of measured) if (m.run === run && !configs.has(m.label)) configs.set(m.label, m);
+    for (const m of configs.values()) {
       const fixes = fixesFor(m.flags, fixOf);
       if (fixes === null) continue;
       const after = stepOf(fixes.reduce(applyFix, p));
       const predictedMs = after.perBatchNs / 1e6;
-      rows.push({
-        run,
-        label: m.label,
-        flags: m.flags,
-        predictedMs,
-        measuredMs: m.mean_step_ms,
-        error: predictedMs / m.mean_step_ms - 1,
-        bound: after.bound,
-      });
+      const ms = measuredMs(measured, run, m.label);
+      rows.push({ run, label: m.label, flags: m.flags, predictedMs, measuredMs: ms, error: predictedMs / ms - 1, bound: after.bound });
     }
   }
   const pct = (x: number) => `${x >= 0 ? '+' : ''}${Math.round(x * 100)}%`;

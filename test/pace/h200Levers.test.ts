@@ -6,37 +6,17 @@
  * measured mean of the run that made that change. The bounds hold what the model reached: a change that loses
  * accuracy fails here. The table is printed (the closing note's).
  */
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { DoctorReport } from '../../src/doctor/report.js';
 import { REPO, rediagnosed } from '../doctor/helpers.js';
-import { corpusRows } from './corpus.js';
+import { corpusRows, type Measured, measuredMs as measuredOf, readMeasured } from './corpus.js';
 
 const LEVERS = join(REPO, 'examples', 'levers', 'runs', 'h200');
 const MEASURED = [join(REPO, 'examples', 'levers', 'measured', 'h200-2026-11-28.jsonl'), join(REPO, 'examples', 'pace', 'measured', 'h200-2026-11-28.jsonl')];
 
-interface Measured {
-  run: string;
-  label: string;
-  under: 'plain' | 'doctor';
-  mean_step_ms: number;
-  samples_per_step?: number;
-}
-
-const measured: Measured[] = MEASURED.flatMap((f) =>
-  readFileSync(f, 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as Measured),
-);
-
-/** The mean of the plain runs of `run` labelled one of `labels` (a configuration measured more than once: their mean). */
-function measuredMs(run: string, ...labels: string[]): number {
-  const ms = measured.filter((m) => m.run === run && m.under === 'plain' && labels.includes(m.label)).map((m) => m.mean_step_ms);
-  if (ms.length === 0) throw new Error(`no plain run of ${run} labelled ${labels.join('|')}`);
-  return ms.reduce((a, b) => a + b, 0) / ms.length;
-}
+const measured: Measured[] = readMeasured(...MEASURED);
+const measuredMs = (run: string, ...labels: string[]) => measuredOf(measured, run, ...labels);
 
 const reports = new Map<string, DoctorReport>();
 const rows: string[] = [];

@@ -94,8 +94,9 @@ export function dataloaderFinding(p: Pipeline, m: TraceMetrics | null, rank: num
   // Too few workers and their start-up at every epoch are two causes, often together (a JPEG loader whose 4 workers
   // stall the loop every 4 steps also starts them again each epoch): the fix takes each that the evidence shows. More
   // workers where their measured rate needs more than the run has, or where no epoch start explains the waits.
-  const moreWorkers = !epochStarts || (rec !== null && l?.workers !== null && l?.workers !== undefined && rec.workers > l.workers);
-  const workersLabel = l?.workers !== null && l?.workers !== undefined && rec ? `num_workers ${l.workers} -> ${rec.workers}` : 'more DataLoader workers';
+  const current = l?.workers ?? null;
+  const moreWorkers = !epochStarts || (rec !== null && current !== null && rec.workers > current);
+  const workersLabel = current !== null && rec ? `num_workers ${current} -> ${rec.workers}` : 'more DataLoader workers';
   const fix: Fix = {
     label: [...(moreWorkers ? [workersLabel] : []), ...(epochStarts ? ['persistent DataLoader workers'] : [])].join(', '),
     ops: [
@@ -133,7 +134,7 @@ export function dataloaderFinding(p: Pipeline, m: TraceMetrics | null, rank: num
     recommendation: {
       summary:
         moreWorkers && epochStarts && rec
-          ? `${stallText}: ${l?.workers ?? 'the'} workers cannot keep up (${rec.text}), and ${startUpSummary} Pin host memory and copy without blocking so loading overlaps compute.`
+          ? `${stallText}: ${current ?? 'the'} workers cannot keep up (${rec.text}), and ${startUpSummary} Pin host memory and copy without blocking so loading overlaps compute.`
           : epochStarts
             ? `The waits come in long stalls ${p.stalls?.when === 'epoch-starts' ? 'at epoch starts' : `every ${p.stalls?.everySteps} steps (epoch starts, most likely)`}: ${startUpSummary}`
             : `Load and augment in ${rec ? `${rec.workers} ` : ''}worker processes, pin host memory, and copy without blocking so loading overlaps compute. If workers still cannot keep up, move decoding/augmentation to the GPU (DALI, torchvision.transforms.v2 on CUDA tensors) or pre-process the dataset.`,
