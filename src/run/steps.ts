@@ -56,7 +56,8 @@ export interface StepStats {
   settled?: boolean | null;
   /**
    * Median CPU time of the stepping thread per measured step (the probe's `hostCpuS`): the host's own time to issue a
-   * step, outside the profiler. Null when fewer than half the measured steps carry it (an older probe). Added in 0.2.
+   * step, outside the profiler. The probe reads that clock at every step for the first 64 steps, then for one step in
+   * 16: null when fewer readings than `enoughCpuReadings` allows (an older probe sent none). Added in 0.2.
    */
   medianHostCpuS?: number | null;
   /**
@@ -93,6 +94,8 @@ export interface StepStats {
 export const AFTER_WINDOW_SLOWDOWN = 0.1;
 /** Steady steps needed on each side of the window to tell. */
 export const MIN_STEPS_BESIDE_WINDOW = 8;
+/** CPU readings needed on each side: the probe reads the thread's CPU clock for one step in 16 after its first 64. */
+export const MIN_CPU_READINGS_BESIDE_WINDOW = 4;
 
 export interface SlowedAfterWindow {
   /** The window's first step: the statistics' steps end before it. */
@@ -131,9 +134,18 @@ export function cuptiSlowdownOf(plain: readonly StepRecord[], ordered: readonly 
   const cpuOf = (xs: readonly StepRecord[]) => xs.map((s) => s.hostCpuS).filter((t): t is number => typeof t === 'number' && Number.isFinite(t));
   const cpuBefore = cpuOf(before);
   const cpuAfter = cpuOf(after);
-  if (cpuBefore.length < MIN_STEPS_BESIDE_WINDOW || cpuAfter.length < MIN_STEPS_BESIDE_WINDOW) return null;
+  if (cpuBefore.length < MIN_CPU_READINGS_BESIDE_WINDOW || cpuAfter.length < MIN_CPU_READINGS_BESIDE_WINDOW) return null;
   if (ratio(cpuAfter, cpuBefore) - 1 < AFTER_WINDOW_SLOWDOWN) return null;
   return { before, slowed: { windowFirstStep: first, slowdown, stepsBefore: before.length, stepsAfter: after.length } };
+}
+
+/**
+ * Whether `readings` CPU readings over `steps` measured steps tell the host's time a step: half the steps, or one in 32
+ * of a long run (half the probe's one in 16: steps ended on another thread carry none) and at least
+ * MIN_CPU_READINGS_BESIDE_WINDOW.
+ */
+export function enoughCpuReadings(readings: number, steps: number): boolean {
+  return readings > 0 && (readings * 2 >= steps || (readings >= MIN_CPU_READINGS_BESIDE_WINDOW && readings * 32 >= steps));
 }
 
 /** A step stalls when its DataLoader wait is at least this share of the median step. */
@@ -373,7 +385,7 @@ export function stepStats(
     stepSource: last?.stepSource ?? null,
     steadyFromStep: measured[0]?.step ?? null,
     settled: steady.settled,
-    medianHostCpuS: hostCpu.length > 0 && hostCpu.length * 2 >= measured.length ? quantile(sortedOf(hostCpu), 0.5) : null,
+    medianHostCpuS: enoughCpuReadings(hostCpu.length, measured.length) ? quantile(sortedOf(hostCpu), 0.5) : null,
     medianStepsInFlight: timing === 'gpu' && inFlight.length > 0 ? quantile(sortedOf(inFlight), 0.5) : null,
     stalls: stallPatternOf(
       measured.map((s) => ({ step: s.step, timeS: timeOf(s), waitS: s.dataWaitS })),

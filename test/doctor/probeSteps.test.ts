@@ -87,6 +87,28 @@ describe.skipIf(SKIP_PYTHON)('probe steps without torch.optim or a DataLoader (C
     }
   });
 
+  it("reads the CPU clock at every step's end for the first 64 steps, then for one step in 16 (a system call each)", async () => {
+    const { records, code } = await probe(
+      [
+        'import torch',
+        'model = torch.nn.Linear(4, 4)',
+        'opt = torch.optim.SGD(model.parameters(), lr=0.1)',
+        'for i in range(200):',
+        '    model(torch.ones(2, 4)).sum().backward()',
+        '    opt.step()',
+        '    opt.zero_grad()',
+      ],
+      { GPUWISE_PROFILE_STEPS: '0' },
+    );
+    expect(code).toBe(0);
+    const s = steps(records);
+    expect(s.length).toBeGreaterThanOrEqual(190);
+    const withCpu = s.filter((x) => typeof x.hostCpuS === 'number').map((x) => x.step);
+    // step 1 starts at the clock's start (no CPU reading before it); steps 2-64 each, then 64, 80, 96, ...
+    expect(withCpu.filter((n) => n <= 64)).toEqual(Array.from({ length: 63 }, (_, i) => i + 2));
+    expect(withCpu.filter((n) => n > 64)).toEqual(s.map((x) => x.step).filter((n) => n > 64 && n % 16 === 0));
+  });
+
   it('takes steps from forward calls of the outermost module in an evaluation loop, not from its submodules or the loss', async () => {
     const { records, stderr } = await probe(
       [

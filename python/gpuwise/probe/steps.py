@@ -6,8 +6,11 @@ source outranks the one counting (an optimizer stepping on a training thread tak
 evaluator iterated on the main thread). Events of the same or a lower source on another thread are not the training's
 and are left out.
 
-A step's end costs the training thread a few microseconds: a wall-clock and a CPU-clock read and a row queued; the
-rows are formatted and written every few milliseconds (records.py).
+A step's end costs the training thread a few microseconds: a wall-clock read and a row queued; the rows are formatted
+and written every few milliseconds (records.py). The thread's CPU clock is a system call, and in a real loop on the
+2-core VM one read cost about 18 us of the step (the call and the caches it leaves cold: +36 us a step of 72 with a read
+at every boundary, +14 without), so after the first CPU_EVERY_STEP steps it is read around one step in CPU_SAMPLE_EVERY:
+that step's record has `hostCpuS`, the others null (a median over a steady loop's samples is the same).
 """
 import sys
 import threading
@@ -26,6 +29,14 @@ SOURCE_RANK = {"graph": 0, "forward": 1, "backward": 2, "batch": 3, "optimizer":
 GRAPH_TAKEOVER = 8
 # DataLoader batches without token ids after which the probe stops looking for them.
 TOKENS_AFTER = 8
+# The host's CPU time is measured for every one of the first CPU_EVERY_STEP steps, then for one step in CPU_SAMPLE_EVERY.
+CPU_EVERY_STEP = 64
+CPU_SAMPLE_EVERY = 16
+
+
+def cpu_read_at(step):
+    """Whether the CPU clock is read at the end of step `step`: the boundaries that start and end a sampled step."""
+    return step < CPU_EVERY_STEP or (step + 1) % CPU_SAMPLE_EVERY < 2
 
 _get_ident = threading.get_ident
 _thread_time = time.thread_time
@@ -235,9 +246,9 @@ class StepsMixin(object):
         self.beacon.set(step)  # survives a SIGKILL that takes the queued records (beacon.py)
         last = self.last_boundary
         step_time = None if last is None else now - last
-        cpu = _thread_time()
+        cpu = _thread_time() if cpu_read_at(step) else None
         # Only a delta on one thread is its CPU time (a step ended on another thread has none).
-        host_cpu = None if self.last_cpu is None or self.cpu_thread != ident else max(0.0, cpu - self.last_cpu)
+        host_cpu = None if cpu is None or self.last_cpu is None or self.cpu_thread != ident else max(0.0, cpu - self.last_cpu)
         work = self.next_step_work
         bg = self.background
         first = not self.announced
@@ -335,8 +346,9 @@ class StepsMixin(object):
         if source != "batch" and (wrote or rare or self.prof is not None or not self.window_done or history_stopped):
             # The probe's own work at the boundary is not part of the next step. (A batch step
             # ends where the next fetch started: that fetch's wait belongs to the next step.) The thread's CPU clock is
-            # a system call (1.5-4 us on the 2-core VM): both clocks are read again only when the probe's work here
+            # a system call (see the module docstring): both clocks are read again only when the probe's work here
             # was more than the few microseconds of queuing a row (a write of the queue, the first step's
             # announcement, the window); else the next step carries those microseconds in both.
             self.last_boundary = time.perf_counter()
-            self.last_cpu = _thread_time()
+            if cpu is not None:
+                self.last_cpu = _thread_time()
