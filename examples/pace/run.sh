@@ -11,6 +11,7 @@
 #   NAME      one script (jpeg_resnet ...); PART: part1, part2, part3 (each under 10 minutes), all (default)
 #   env       PYTHON (default python3), DATA (default /tmp/gpuwise-corpus-data: outside OUT, which comes back
 #             to the lead's machine), CHECKS=1 adds the side checks (runs that test a claim, not a plan step);
+#             PLAN_FROM=doctor follows the plan of doctor's report (follow_plan.py) instead of the PLAN table;
 #             for a dry run on a CPU: SCRIPT_FLAGS="--device cpu --smoke" STEPS=6
 #
 # A doctor run whose OUT/NAME exists is kept (a run is never overwritten); plain runs append to measured.jsonl
@@ -139,7 +140,13 @@ for name in "${names[@]}"; do
     timeout 480 $gpuwise doctor --out "$out/$name" -- $python "$script" $extra > "$out/logs/$name.doctor.out" 2> "$out/logs/$name.doctor.err" || echo "run.sh: doctor FAILED ($?): $name (see $out/logs/$name.doctor.err)" >&2
     collect "$out/logs/$name.doctor.out" "{\"run\": \"$name\", \"plan_step\": 0, \"label\": \"doctor\", \"flags\": \"\", \"under\": \"doctor\"}"
   fi
-  IFS=';' read -ra steps <<< "${PLAN[$name]}"
+  if [[ ${PLAN_FROM:-} == doctor ]]; then
+    # doctor's own plan, each step's flags from follow_plan.py (one "label=flags" a line)
+    mapfile -t steps < <($python examples/pace/follow_plan.py "$out/$name/report.json" "$name")
+    [[ ${#steps[@]} -eq 0 ]] && steps=("base=")
+  else
+    IFS=';' read -ra steps <<< "${PLAN[$name]}"
+  fi
   for i in "${!steps[@]}"; do
     plain "$name" "$i" "${steps[$i]%%=*}" "${steps[$i]#*=}"
   done

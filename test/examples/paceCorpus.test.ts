@@ -6,7 +6,7 @@
  * points the test at a fuller python to run them all.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -147,5 +147,42 @@ describe('run.sh', () => {
     expect(r.stderr).toContain('no_such_script: not a script of the corpus');
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
     expect(spawnSync('test', ['-e', out]).status).toBe(1); // nothing made
+  });
+});
+
+describe("follow_plan.py: doctor's plan as the scripts' flags", () => {
+  const plan = (steps: { id: string; label: string; workersNeeded?: number | null }[], name: string) => {
+    const report = join(data, `report-${name}.json`);
+    writeFileSync(report, JSON.stringify({ schemaVersion: 1, pace: { plan: { steps } } }));
+    return spawnSync('python3', [join(REPO, 'examples', 'pace', 'follow_plan.py'), report, name], { encoding: 'utf8' });
+  };
+
+  it('carries each step into the next, gives a later step the workers it needs, and stops at a fix without a flag', () => {
+    const r = plan(
+      [
+        { id: 'dataloader-bound', label: 'num_workers 4 -> 7, persistent DataLoader workers' },
+        { id: 'pageable-h2d', label: 'pinned memory, non-blocking copies', workersNeeded: 8 },
+        { id: 'mixed-precision', label: 'bf16 autocast + channels_last', workersNeeded: 10 },
+        { id: 'whatif-bigger-batch', label: 'batch 256 -> 512' },
+        { id: 'fusion', label: 'torch.compile' },
+      ],
+      'jpeg_resnet',
+    );
+    expect(r.status).toBe(0);
+    expect(r.stdout.trim().split('\n')).toEqual([
+      'base=',
+      'plan1=--workers 7 --persistent-workers',
+      'plan2=--workers 8 --persistent-workers --pin-memory',
+      'plan3=--workers 10 --persistent-workers --pin-memory --amp bf16 --channels-last',
+    ]);
+    expect(r.stderr).toContain('step 4 (batch 256 -> 512) has no flag in the script');
+  });
+
+  it("says bf16 in Lightning's words, and names an unreadable report in one line", () => {
+    expect(plan([{ id: 'mixed-precision', label: 'bf16 autocast + channels_last' }], 'lightning_datamodule').stdout).toContain('plan1=--precision bf16-mixed --channels-last');
+    const r = spawnSync('python3', [join(REPO, 'examples', 'pace', 'follow_plan.py'), join(data, 'none.json'), 'jpeg_resnet'], { encoding: 'utf8' });
+    expect(r.status).toBe(1);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toContain('none.json: cannot read the report');
   });
 });

@@ -125,7 +125,7 @@ export function analyzeTrace(model: TraceModel): TraceMetrics {
     crossDevice: crossDeviceStats(model, windows),
     timeline: timeline.timeline,
     examples: {
-      syncCalls: syncCalls(model, windows),
+      syncCalls: syncCalls(model, windows, spans.copySyncs),
       syncOps: countByName(blockingOps(model, spans), windows).map(({ name, count, first }) => ({ name, count, firstAtNs: first })),
       dataLoaderWaitNsPerStep: spansIn(model.dataLoader, windows) / nSteps,
       pageableH2dExample: k.pageableH2dExample,
@@ -200,14 +200,15 @@ function hostFreeNs(model: TraceModel, spans: HostSpans): number | null {
   return median(model.steps.map((s) => s.endNs - s.startNs - coveredLen(blocked, s.startNs, s.endNs)));
 }
 
-function syncCalls(model: TraceModel, windows: StepWindow[]): { name: string; count: number; totalNs: number }[] {
+/** The loop's sync calls by name; a blocking copy's own stream syncs are the copy's (`HostSpans.copySyncs`), not here. */
+function syncCalls(model: TraceModel, windows: StepWindow[], copySyncs: ReadonlySet<number>): { name: string; count: number; totalNs: number }[] {
   const sc = model.gpu.syncCalls;
   const m = new Map<number, { count: number; total: number }>();
   // With step markers, only syncs inside a step's CPU span are the loop's: a window also covers the GPU tail of its
   // last step, where the profiler's own stop (a cudaDeviceSynchronize that drains the queue) runs.
   const mine = model.steps.length > 0 ? (t: number) => insideStepSpan(model, t) : (t: number) => within(windows, t);
   for (let i = 0; i < sc.count; i++) {
-    if (!mine(sc.startNs[i]!)) continue;
+    if (!mine(sc.startNs[i]!) || copySyncs.has(i)) continue;
     const e = m.get(sc.nameId[i]!) ?? { count: 0, total: 0 };
     e.count++;
     e.total += sc.durNs[i]!;

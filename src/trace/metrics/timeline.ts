@@ -313,12 +313,14 @@ class ClippedUnion {
 function hostCauses(model: TraceModel, spans: HostSpans): HostCauses {
   const sc = model.gpu.syncCalls;
   const sync: [number, number][] = [...spans.d2hPageable];
-  for (let i = 0; i < sc.count; i++) sync.push([sc.startNs[i]!, sc.startNs[i]! + sc.durNs[i]!]);
+  // A blocking copy's own stream sync is the copy's wait: the queue it drains is the copy's (hostSpans.ts).
+  const h2d: [number, number][] = [...spans.h2d];
+  for (let i = 0; i < sc.count; i++) (spans.copySyncs.has(i) ? h2d : sync).push([sc.startNs[i]!, sc.startNs[i]! + sc.durNs[i]!]);
   const cpu = (list: { startNs: number; endNs: number }[]) => unionOf(list.map((s) => [s.startNs, s.endNs] as const));
   return {
     dataloader: cpu(model.dataLoader),
     communication: unionOfColumns(model.cpuCollectives.startNs, model.cpuCollectives.endNs, model.cpuCollectives.count),
-    h2d: unionOf(spans.h2d),
+    h2d: unionOf(h2d),
     // A copy into pageable host memory blocks the host until the GPU has caught up: a sync.
     sync: unionOf(sync),
   };

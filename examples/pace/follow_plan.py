@@ -1,0 +1,92 @@
+"""doctor's plan as the corpus scripts' flags: one `label=flags` line per plan step, each step's flags carrying the
+ones before it (what run.sh runs plainly with PLAN_FROM=doctor), so the plan is followed as doctor wrote it rather
+than as the expectations guessed it.
+
+    python3 examples/pace/follow_plan.py REPORT.json NAME
+
+A fix is read from its id and its label (the words doctor prints): `num_workers 4 -> 7` gives `--workers 7`,
+persistent workers `--persistent-workers`, pinned memory `--pin-memory`, bf16 autocast `--amp bf16` (Lightning's
+`--precision bf16-mixed`) with `--channels-last` where the label names it, torch.compile `--compile`, a fused AdamW
+`--fused-adamw`, syncs out of the loop `--log-every 50` (the scripts call `.item()` when
+they log). A step that needs more DataLoader workers than the flags give
+(`workersNeeded`) gets them. The first fix these scripts cannot express stops the plan there (said on stderr): the
+steps after it assume it.
+"""
+import json
+import re
+import sys
+
+# The scripts whose flags differ from _harness.py's (examples/pace/run.sh's names).
+LIGHTNING = {"lightning_datamodule"}
+NO_WORKERS = {"gpu_bound_static"}
+
+
+def flags_of(fix_id, label, name, flags):
+    """The flags after `flags` with this fix applied, or None when the scripts have no flag for it."""
+    out = dict(flags)
+    text = label.lower()
+    known = False
+    m = re.search(r"num_workers (\d+) -> (\d+)", text)
+    if m:
+        out["--workers"] = m.group(2)
+        known = True
+    if "persistent" in text:
+        out["--persistent-workers"] = None
+        known = True
+    if fix_id == "pageable-h2d" or "pinned memory" in text:
+        out["--pin-memory"] = None
+        known = True
+    if fix_id in ("mixed-precision", "no-tensor-cores") or "bf16 autocast" in text:
+        if name in LIGHTNING:
+            out["--precision"] = "bf16-mixed"
+        else:
+            out["--amp"] = "bf16"
+        if "channels_last" in text:
+            out["--channels-last"] = None
+        known = True
+    if fix_id == "fusion" or "torch.compile" in text or text.startswith("compile"):
+        out["--compile"] = None
+        known = True
+    if "fused" in text and "adamw" in text:
+        out["--fused-adamw"] = None
+        known = True
+    if fix_id == "host-sync" or "syncs out of the loop" in text:
+        out["--log-every"] = "50"
+        known = True
+    return out if known else None
+
+
+def text_of(flags):
+    return " ".join(k if v is None else "%s %s" % (k, v) for k, v in flags.items())
+
+
+def main(argv):
+    if len(argv) != 3:
+        sys.stderr.write("usage: follow_plan.py REPORT.json NAME\n")
+        return 2
+    path, name = argv[1], argv[2]
+    try:
+        with open(path) as f:
+            report = json.load(f)
+    except (OSError, ValueError) as e:
+        sys.stderr.write("follow_plan.py: %s: cannot read the report (%s)\n" % (path, e))
+        return 1
+    plan = ((report.get("pace") or {}).get("plan") or {}).get("steps") or []
+    flags = {}
+    lines = ["base="]
+    for i, step in enumerate(plan, 1):
+        nxt = flags_of(step.get("id") or "", step.get("label") or "", name, flags)
+        if nxt is None:
+            sys.stderr.write("follow_plan.py: %s: step %d (%s) has no flag in the script: the plan is followed up to it\n" % (path, i, step.get("label")))
+            break
+        need = step.get("workersNeeded")
+        if need and name not in NO_WORKERS and int(nxt.get("--workers") or 0) < need:
+            nxt["--workers"] = str(need)
+        flags = nxt
+        lines.append("plan%d=%s" % (i, text_of(flags)))
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
