@@ -6,9 +6,9 @@ than as the expectations guessed it.
 
 A fix is read from its id and its label (the words doctor prints): `num_workers 4 -> 7` gives `--workers 7`,
 persistent workers `--persistent-workers`, pinned memory `--pin-memory`, bf16 autocast `--amp bf16` (Lightning's
-`--precision bf16-mixed`) with `--channels-last` where the label names it, torch.compile `--compile`, a fused AdamW
+`--precision bf16-mixed`), channels_last `--channels-last`, torch.compile `--compile`, a fused AdamW
 `--fused-adamw`, syncs out of the loop `--log-every 50` (the scripts call `.item()` when
-they log). A step that needs more DataLoader workers than the flags give
+they log; timm_style's `--sync-every 50`). A step that needs more DataLoader workers than the flags give
 (`workersNeeded`) gets them. The first fix these scripts cannot express stops the plan there (said on stderr): the
 steps after it assume it.
 """
@@ -18,7 +18,8 @@ import sys
 
 # The scripts whose flags differ from _harness.py's (examples/pace/run.sh's names).
 LIGHTNING = {"lightning_datamodule"}
-NO_WORKERS = {"gpu_bound_static"}
+# The flag that takes a per-step `.item()` out of the loop, where it is not the logging interval.
+SYNC_FLAG = {"timm_style": "--sync-every"}
 
 
 def flags_of(fix_id, label, name, flags):
@@ -41,8 +42,9 @@ def flags_of(fix_id, label, name, flags):
             out["--precision"] = "bf16-mixed"
         else:
             out["--amp"] = "bf16"
-        if "channels_last" in text:
-            out["--channels-last"] = None
+        known = True
+    if fix_id == "channels-last" or "channels_last" in text:
+        out["--channels-last"] = None
         known = True
     if fix_id == "fusion" or "torch.compile" in text or text.startswith("compile"):
         out["--compile"] = None
@@ -51,7 +53,7 @@ def flags_of(fix_id, label, name, flags):
         out["--fused-adamw"] = None
         known = True
     if fix_id == "host-sync" or "syncs out of the loop" in text:
-        out["--log-every"] = "50"
+        out[SYNC_FLAG.get(name, "--log-every")] = "50"
         known = True
     return out if known else None
 
@@ -80,7 +82,7 @@ def main(argv):
             sys.stderr.write("follow_plan.py: %s: step %d (%s) has no flag in the script: the plan is followed up to it\n" % (path, i, step.get("label")))
             break
         need = step.get("workersNeeded")
-        if need and name not in NO_WORKERS and int(nxt.get("--workers") or 0) < need:
+        if need and int(nxt.get("--workers") or 0) < need:
             nxt["--workers"] = str(need)
         flags = nxt
         lines.append("plan%d=%s" % (i, text_of(flags)))

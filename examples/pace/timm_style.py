@@ -21,6 +21,7 @@ H.model_flags(ap, amp="bf16")
 ap.add_argument("--batch", type=int, default=128)
 ap.add_argument("--model", default="resnet50")
 ap.add_argument("--lr", type=float, default=0.2)
+ap.add_argument("--sync-every", type=int, default=1, help="read the loss (loss.item(), a sync) every N steps (timm's train.py: 1)")
 a = H.parse(ap)
 H.require(__file__, "timm", "torchvision", "PIL")
 
@@ -78,7 +79,8 @@ for epoch in range(epochs):
         with H.autocast(a.amp, dev):
             output = model(input)
             loss = loss_fn(output, target)
-        losses.update(loss.item(), input.size(0))
+        if clock.steps % a.sync_every == 0:
+            losses.update(loss.item(), input.size(0))
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
@@ -86,7 +88,7 @@ for epoch in range(epochs):
         lr_scheduler.step_update(num_updates=num_updates)
         clock.tick(input.size(0))
         if clock.steps % a.log_every == 0:
-            H.progress(clock, a.steps, loss=losses.sum / losses.count, lr=optimizer.param_groups[0]["lr"])
+            H.progress(clock, a.steps, loss=losses.sum / losses.count if losses.count else float("nan"), lr=optimizer.param_groups[0]["lr"])
         if clock.steps >= a.steps:
             break
     lr_scheduler.step(epoch + 1)

@@ -5,11 +5,13 @@
  * Stages that overlap take their max: the DataLoader's workers produce the next batches while the stepping thread
  * issues this step's work and the GPU runs the work issued before, each behind a queue (prefetched batches, CUDA's
  * launch queue), so the slowest sets the pace. The device's own time is its compute plus the communication no compute
- * hides. Serial costs add: a sync empties the GPU's queue and the GPU then waits for the host to get ahead again, a
- * pageable copy blocks both, a pipeline bubble leaves devices waiting. With stalls (the loop waits for a batch every
- * few steps) the throughput is the mean step, never the median: the prefetch queue smooths the stalls into the mean.
+ * hides. Serial costs add to the host and GPU's side: a sync empties the GPU's queue and the GPU then waits for the
+ * host to get ahead again, a pageable copy blocks both, a pipeline bubble leaves devices waiting; the DataLoader's
+ * workers go on filling the prefetch queue meanwhile. Epoch starts add to all: the queue is empty and everything waits
+ * for the first batch. With stalls (the loop waits for a batch every few steps) the throughput is the mean step, never
+ * the median: the prefetch queue smooths the stalls into the mean.
  *
- *   step = max(input, host, gpu + communication) + serial costs
+ *   step = max(input, max(host, gpu + communication) + serial costs) + epoch starts
  *
  * Each stage says whether it is `measured` (read off the run or the window) or `assumed` (inferred from other
  * figures), and why, in words; a stage the evidence cannot time is null and never binds. The modelled step is
@@ -197,29 +199,35 @@ export function stepOf(p: Pipeline): PaceStep {
   const gpu = p.stages.gpu.ns;
   const comm = p.stages.comm.ns ?? 0;
   const device = gpu === null && comm === 0 ? null : (gpu ?? 0) + comm;
-  const others = Math.max(host ?? 0, device ?? 0);
-  const input = inputNs(p, others);
+  const core = Math.max(host ?? 0, device ?? 0);
+  // The serial costs lengthen the host and GPU's side of the step: a sync or a blocking copy stops the stepping thread
+  // and the GPU, not the workers, which go on filling the prefetch queue. The loader must keep up with that side.
+  const serial = serialNs(p);
+  const chain = core + serial;
+  const input = inputNs(p, chain);
   const candidates: [Bound, number][] = [];
   if (input.ns !== null) candidates.push(['input', input.ns]);
   if (host !== null) candidates.push(['host', host]);
   if (device !== null) candidates.push([gpu !== null && (gpu ?? 0) >= comm ? 'gpu' : 'comm', device]);
-  const overlapped = Math.max(0, ...candidates.map((c) => c[1]));
   const epochs = epochStartNs(p.loader, input.workers, p.batchScale);
-  const serial = serialNs(p) + epochs;
-  const modelled = overlapped + serial;
+  const modelled = Math.max(input.ns ?? 0, chain) + epochs;
   const stepNs = modelled * p.calibration;
-  let bound: Bound = candidates.reduce<[Bound, number]>((a, c) => (c[1] > a[1] ? c : a), ['serial', -1])[0];
-  if (serial > overlapped || candidates.length === 0) bound = 'serial';
+  let bound: Bound;
+  if (input.ns !== null && input.ns > chain) bound = 'input';
+  else if (serial > core || (host === null && device === null)) bound = 'serial';
+  else bound = candidates.filter((c) => c[0] !== 'input').reduce<[Bound, number]>((a, c) => (c[1] > a[1] ? c : a), ['serial', -1])[0];
   const parts = candidates
     .sort((a, b) => b[1] - a[1])
     .map(([s, ns]) => `${s === 'comm' || (s === 'gpu' && comm > 0) ? 'the GPU and its exposed communication' : stageLabel(p, s as StageName)} ${fmtMs(ns)}`);
-  const serialParts = [...p.serial.map((c) => `${c.kind} ${fmtMs(c.ns)}`), ...(epochs > 0 ? [`epoch starts ${fmtMs(epochs)}`] : [])];
-  const serialText = serial > 0 ? `; serial costs add ${fmtMs(serial)} (${serialParts.join(', ')})` : '';
+  const serialList = p.serial.map((c) => `${c.kind} ${fmtMs(c.ns)}`).join(', ');
+  const serialText =
+    serial <= 0 ? '' : bound === 'input' ? `; serial costs ${fmtMs(serial)} (${serialList}) lengthen the host and GPU's side to ${fmtMs(chain)}, inside the DataLoader's period` : `; serial costs add ${fmtMs(serial)} (${serialList})`;
+  const epochText = epochs > 0 ? `; epoch starts add ${fmtMs(epochs)}` : '';
   const unknown = STAGE_NAMES.filter((s) => p.stages[s].ns === null && !(s === 'input' && input.ns !== null) && s !== 'comm').map((s) => stageLabel(p, s));
   const why =
     bound === 'serial'
-      ? `the serial costs set the pace: ${fmtMs(serial)} a step against ${parts.join(', ') || 'no timed stage'}`
-      : `${bound === 'input' ? 'the DataLoader' : bound === 'comm' ? 'communication' : stageLabel(p, bound)} sets the pace: ${parts.join(' > ')}${serialText}${unknown.length ? `; not timed: ${unknown.join(', ')}` : ''}`;
+      ? `the serial costs set the pace: ${fmtMs(serial)} a step (${serialList || 'none timed'}) against ${parts.join(', ') || 'no timed stage'}${epochText}`
+      : `${bound === 'input' ? 'the DataLoader' : bound === 'comm' ? 'communication' : stageLabel(p, bound)} sets the pace: ${parts.join(' > ')}${serialText}${epochText}${unknown.length ? `; not timed: ${unknown.join(', ')}` : ''}`;
   return { stepNs, perBatchNs: stepNs / p.batchScale, bound, why, workersNeeded: input.workersNeeded };
 }
 

@@ -217,7 +217,6 @@ export function runPipeline(ev: RunEvidence): Pipeline | null {
           : `${stalls.stalledSteps} of ${stalls.measuredSteps} steps stalled ${fmtMs(stalls.meanStallS * 1e9)} each, every ${stalls.everySteps} steps, holding ${fmtPct(stalls.waitShareInStalls)} of the waiting: the start of each epoch, most likely (the workers start again; the DataLoader's own records would tell): ${fmtMs(ns)} a step on average`,
     });
   }
-  const serialSum = serial.reduce((a, c) => a + c.ns, 0);
 
   // The wait at each epoch start at the run's worker count: the probe's measure of it, else the stalls at epoch starts
   // (an older probe), else not measured (the model's fill stands for it).
@@ -237,8 +236,9 @@ export function runPipeline(ev: RunEvidence): Pipeline | null {
     const keeps = loader.processCores !== null ? ` and keeps ${loader.processCores.toFixed(1)} busy itself` : '';
     const coresText = loader.cpuCores !== null ? `; the process may use ${loader.cpuCores} cores${keeps}` : '';
     if (restW >= INPUT_BINDS_SHARE * S) {
-      // The loader binds: its workers work without pause, a step's batches every (mean step - serial costs).
-      const period = Math.max(0, S - serialSum - epochNs);
+      // The loader binds: its workers work without pause, a step's batches every mean step (less the epoch starts' waits;
+      // the host and GPU's serial costs pass inside that period).
+      const period = Math.max(0, S - epochNs);
       // Their wall time a batch is what the waits show. A worker (one thread) spends no more CPU on a batch than that:
       // a larger CPU figure holds the start-up of workers forked again at each epoch, which the epoch starts count.
       const wallNs = (period * W0) / bps;
@@ -259,9 +259,9 @@ export function runPipeline(ev: RunEvidence): Pipeline | null {
     }
   } else if (restW >= INPUT_BINDS_SHARE * S)
     input = {
-      ns: Math.max(0, S - serialSum),
+      ns: Math.max(0, S - epochNs),
       how: 'assumed',
-      evidence: `${waitsText}: the loader delivers about one batch per mean step, so its period is the mean step less the serial costs`,
+      evidence: `${waitsText}: the loader delivers about one batch per mean step, so its period is the mean step${epochNs > 0 ? ' less the epoch starts' : ''}`,
     };
   else input = { ns: null, how: 'assumed', evidence: `${waitsText}: the loader keeps up; its capacity is not measured (an older probe)` };
 

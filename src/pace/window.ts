@@ -118,13 +118,12 @@ function buildWindowPipeline(m: TraceMetrics): Pipeline {
     serial.push({ kind: 'gaps', ns: gaps, perStep: null, how: 'measured', evidence: `the GPU idle between launches: ${fmtMs(gaps)} a step` });
   if (idle.communication > 0)
     serial.push({ kind: 'other', ns: idle.communication, perStep: null, how: 'measured', evidence: `the GPU idle while the host was in a collective call: ${fmtMs(idle.communication)} a step` });
-  const serialSum = serial.reduce((a, c) => a + c.ns, 0);
   const input: Stage =
     step > 0 && idle.dataloader >= INPUT_BINDS_SHARE * step
       ? {
-          ns: Math.max(0, step - serialSum),
+          ns: step,
           how: 'assumed',
-          evidence: `the GPU waited ${fmtMs(idle.dataloader)} a step (${fmtPct(idle.dataloader / step)}) while the loop was in DataLoader.__next__: the loader delivers about one batch a step, so its period is the step less the serial costs`,
+          evidence: `the GPU waited ${fmtMs(idle.dataloader)} a step (${fmtPct(idle.dataloader / step)}) while the loop was in DataLoader.__next__: the loader delivers about one batch a step, so its period is the step`,
         }
       : {
           ns: null,
