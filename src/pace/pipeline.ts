@@ -5,13 +5,14 @@
  * Stages that overlap take their max: the DataLoader's workers produce the next batches while the stepping thread
  * issues this step's work and the GPU runs the work issued before, each behind a queue (prefetched batches, CUDA's
  * launch queue), so the slowest sets the pace. The device's own time is its compute plus the communication no compute
- * hides. Serial costs add to the host and GPU's side: a sync empties the GPU's queue and the GPU then waits for the
+ * hides; launch gaps (the GPU waiting on a host behind in parts of the step) lengthen the GPU's side. Serial costs add
+ * to the host and GPU's side: a sync empties the GPU's queue and the GPU then waits for the
  * host to get ahead again, a pageable copy blocks both, a pipeline bubble leaves devices waiting; the DataLoader's
  * workers go on filling the prefetch queue meanwhile. Epoch starts add to all: the queue is empty and everything waits
  * for the first batch. With stalls (the loop waits for a batch every few steps) the throughput is the mean step, never
  * the median: the prefetch queue smooths the stalls into the mean.
  *
- *   step = max(input, max(host, gpu + communication) + serial costs) + epoch starts
+ *   step = max(input, max(host, gpu + communication + launch gaps) + serial costs) + epoch starts
  *
  * Each stage says whether it is `measured` (read off the run or the window) or `assumed` (inferred from other
  * figures), and why, in words; a stage the evidence cannot time is null and never binds. The modelled step is
@@ -199,27 +200,40 @@ export function stepOf(p: Pipeline): PaceStep {
   const gpu = p.stages.gpu.ns;
   const comm = p.stages.comm.ns ?? 0;
   const device = gpu === null && comm === 0 ? null : (gpu ?? 0) + comm;
-  const core = Math.max(host ?? 0, device ?? 0);
+  // Launch gaps are the GPU waiting on a host behind in parts of the step: they lengthen the GPU's side, and a host
+  // that binds has them inside its own time. Syncs, blocking copies and collective waits stop both sides; an epoch
+  // start stops everything, the DataLoader included.
+  const gaps = p.serial.filter((c) => c.kind === 'gaps').reduce((a, c) => a + c.ns, 0);
+  const starts = p.serial.filter((c) => c.kind === 'epoch-starts').reduce((a, c) => a + c.ns, 0);
+  const serial = serialNs(p) - gaps - starts;
+  const gpuSide = device === null ? null : device + gaps;
+  const core = device === null ? Math.max(host ?? 0, 0) + gaps : Math.max(host ?? 0, gpuSide ?? 0);
   // The serial costs lengthen the host and GPU's side of the step: a sync or a blocking copy stops the stepping thread
   // and the GPU, not the workers, which go on filling the prefetch queue. The loader must keep up with that side.
-  const serial = serialNs(p);
   const chain = core + serial;
   const input = inputNs(p, chain);
   const candidates: [Bound, number][] = [];
   if (input.ns !== null) candidates.push(['input', input.ns]);
   if (host !== null) candidates.push(['host', host]);
-  if (device !== null) candidates.push([gpu !== null && (gpu ?? 0) >= comm ? 'gpu' : 'comm', device]);
-  const epochs = epochStartNs(p.loader, input.workers, p.batchScale);
+  if (gpuSide !== null) candidates.push([gpu !== null && (gpu ?? 0) >= comm ? 'gpu' : 'comm', gpuSide]);
+  const epochs = epochStartNs(p.loader, input.workers, p.batchScale) + starts;
   const modelled = Math.max(input.ns ?? 0, chain) + epochs;
   const stepNs = modelled * p.calibration;
   let bound: Bound;
   if (input.ns !== null && input.ns > chain) bound = 'input';
   else if (serial > core || (host === null && device === null)) bound = 'serial';
   else bound = candidates.filter((c) => c[0] !== 'input').reduce<[Bound, number]>((a, c) => (c[1] > a[1] ? c : a), ['serial', -1])[0];
+  const gapsText = gaps > 0 ? ` (${fmtMs(gaps)} of it launch gaps)` : '';
   const parts = candidates
     .sort((a, b) => b[1] - a[1])
-    .map(([s, ns]) => `${s === 'comm' || (s === 'gpu' && comm > 0) ? 'the GPU and its exposed communication' : stageLabel(p, s as StageName)} ${fmtMs(ns)}`);
-  const serialList = p.serial.map((c) => `${c.kind} ${fmtMs(c.ns)}`).join(', ');
+    .map(
+      ([s, ns]) =>
+        `${s === 'comm' || (s === 'gpu' && comm > 0) ? 'the GPU and its exposed communication' : stageLabel(p, s as StageName)} ${fmtMs(ns)}${s === 'gpu' || s === 'comm' ? gapsText : ''}`,
+    );
+  const serialList = p.serial
+    .filter((c) => c.kind !== 'gaps' && c.kind !== 'epoch-starts')
+    .map((c) => `${c.kind} ${fmtMs(c.ns)}`)
+    .join(', ');
   const serialText =
     serial <= 0 ? '' : bound === 'input' ? `; serial costs ${fmtMs(serial)} (${serialList}) lengthen the host and GPU's side to ${fmtMs(chain)}, inside the DataLoader's period` : `; serial costs add ${fmtMs(serial)} (${serialList})`;
   const epochText = epochs > 0 ? `; epoch starts add ${fmtMs(epochs)}` : '';

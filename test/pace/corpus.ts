@@ -52,9 +52,19 @@ export function fixesFor(flags: string, fixOf: (ids: string[]) => Fix | null): F
     const f = fixOf(['no-tensor-cores', 'mixed-precision']);
     if (!f) return null;
     out.push(f);
+  } else if (flags.includes('--channels-last')) {
+    // channels_last alone: a script that runs under autocast already (timm_style)
+    const f = fixOf(['channels-last']);
+    if (!f) return null;
+    out.push(f);
   }
   if (flags.includes('--pin-memory')) {
     const f = fixOf(['pageable-h2d']);
+    if (!f) return null;
+    out.push(f);
+  }
+  if (flags.includes('--sync-every')) {
+    const f = fixOf(['host-sync']);
     if (!f) return null;
     out.push(f);
   }

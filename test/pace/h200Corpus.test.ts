@@ -1,9 +1,11 @@
 /**
  * The pace model against the GPU (issue 25) on an H200 with this build's model: examples/pace's fakedata_resnet
- * (FakeData made in 4 workers), jpeg_resnet (JPEGs decoded in 4 workers) and gpu_bound (a ViT-B/16 in fp32), each run
- * once under doctor (examples/pace/runs/h200) and then plainly with fixes applied one after another
- * (examples/pace/measured/h200-2026-11-28.jsonl, device calls S and U). The table is printed (the closing note's);
- * the bounds hold what the model reached, so a change that loses accuracy fails here.
+ * (FakeData made in 4 workers), jpeg_resnet (JPEGs decoded in 4 workers), gpu_bound (a ViT-B/16 in fp32), timm_style
+ * (timm's transforms in 4 workers) and lightning_datamodule (a LightningDataModule over a memmap, fp32), each run once
+ * under doctor (examples/pace/runs/h200) and then plainly with fixes applied one after another
+ * (examples/pace/measured/h200-2026-11-28.jsonl, device calls S, U, V, W and X; timm_style's and
+ * lightning_datamodule's plan steps are doctor's own plan as follow_plan.py turned it into flags). The table is printed
+ * (the closing note's); the bounds hold what the model reached, so a change that loses accuracy fails here.
  */
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -19,16 +21,29 @@ describe('the pace model on the H200 corpus (predicted vs measured mean step)', 
     ({ rows, planFirst } = await corpusRows(
       join(REPO, 'examples', 'pace', 'runs', 'h200'),
       join(REPO, 'examples', 'pace', 'measured', 'h200-2026-11-28.jsonl'),
-      ['fakedata_resnet', 'jpeg_resnet', 'gpu_bound'],
+      ['fakedata_resnet', 'jpeg_resnet', 'gpu_bound', 'timm_style', 'lightning_datamodule'],
     ));
   }, 120_000);
 
-  it('covers the measured configurations of the three scripts', () => {
-    expect(new Set(rows.map((r) => r.run)).size).toBe(3);
-    expect(rows.length).toBe(12);
+  it('covers the measured configurations of the five scripts', () => {
+    expect(new Set(rows.map((r) => r.run)).size).toBe(5);
+    expect(rows.length).toBe(22);
+  });
+
+  it('leads the GPU-bound Lightning run with bf16, and predicts that step within 15%', () => {
+    expect(planFirst.get('lightning_datamodule')).toBe('mixed-precision');
+    expect(Math.abs(row('lightning_datamodule', 'plan1').error)).toBeLessThan(0.15);
   });
 
   it('puts more workers first where the loader binds, and predicts that step within 15%', () => {
+    expect(planFirst.get('timm_style')).toBe('dataloader-bound');
+    for (const [run, label] of [
+      ['timm_style', 'plan1'],
+      ['timm_style', 'plan2'],
+      ['timm_style', 'plan3'],
+      ['timm_style', 'plan4'],
+    ] as const)
+      expect(Math.abs(row(run, label).error), `${run} ${label}`).toBeLessThan(0.15);
     for (const run of ['jpeg_resnet', 'fakedata_resnet']) {
       expect(planFirst.get(run), run).toBe('dataloader-bound');
       const workers = row(run, 'workers12');
