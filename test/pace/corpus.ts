@@ -22,6 +22,8 @@ export interface Measured {
   under: 'plain' | 'doctor';
   mean_step_ms: number;
   samples_per_step?: number;
+  /** The device call that ran it (the session's letter), where written. */
+  call?: string;
 }
 
 /** Every run of the measured files, in order. */
@@ -82,17 +84,21 @@ export interface Row {
 }
 
 /**
- * Each measured plain configuration of `runs` (default: every run the measured file names) predicted from the run
- * directory of its script under `runsDir`: rows, and the first fix of doctor's own plan by script. Prints the table.
+ * Each measured plain configuration of `runs` (default: every run the measured file names; `calls`: of the device
+ * calls it keeps) predicted from the run directory of its script under `runsDir`: rows, and the first fix of doctor's
+ * own plan by script. Prints the table.
  */
 export async function corpusRows(
   runsDir: string,
   measuredFile: string,
   runs?: string[],
+  calls?: (call: string | undefined) => boolean,
 ): Promise<{ rows: Row[]; planFirst: Map<string, string | undefined> }> {
   const rows: Row[] = [];
   const planFirst = new Map<string, string | undefined>();
-  const measured = readMeasured(measuredFile).filter((m) => m.under === 'plain' && (runs === undefined || runs.includes(m.run)));
+  const measured = readMeasured(measuredFile).filter(
+    (m) => m.under === 'plain' && (runs === undefined || runs.includes(m.run)) && (calls === undefined || calls(m.call)),
+  );
   for (const run of [...new Set(measured.map((m) => m.run))]) {
     const dir = readRunDir(join(runsDir, run));
     const traces = await analyseTraceFiles(

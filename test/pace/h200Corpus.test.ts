@@ -22,6 +22,7 @@ describe('the pace model on the H200 corpus (predicted vs measured mean step)', 
       join(REPO, 'examples', 'pace', 'runs', 'h200'),
       join(REPO, 'examples', 'pace', 'measured', 'h200-2026-11-28.jsonl'),
       ['fakedata_resnet', 'jpeg_resnet', 'gpu_bound', 'timm_style', 'lightning_datamodule'],
+      (call) => call !== 'Y',
     ));
   }, 120_000);
 
@@ -70,5 +71,36 @@ describe('the pace model on the H200 corpus (predicted vs measured mean step)', 
       ['jpeg_resnet', 'bf16_cl'],
     ] as const)
       expect(Math.abs(row(run, label).error), `${run} ${label}`).toBeLessThan(0.15);
+  });
+});
+
+describe("doctor's plan followed on the H200: each step predicted by the run whose report gave the plan (call Y)", () => {
+  let yRows: Row[] = [];
+  let yFirst = new Map<string, string | undefined>();
+  beforeAll(async () => {
+    // jpeg_resnet and fakedata_resnet run under doctor again with this build's model (examples/pace/runs/h200-y), the
+    // plan of each report then run plainly, step by step, as follow_plan.py turned it into flags.
+    ({ rows: yRows, planFirst: yFirst } = await corpusRows(
+      join(REPO, 'examples', 'pace', 'runs', 'h200-y'),
+      join(REPO, 'examples', 'pace', 'measured', 'h200-2026-11-28.jsonl'),
+      ['fakedata_resnet', 'jpeg_resnet'],
+      (call) => call === 'Y',
+    ));
+  }, 120_000);
+
+  it('leads both plans with the DataLoader, and predicts the first steps within 16%', () => {
+    expect(yRows.length).toBe(7);
+    for (const run of ['jpeg_resnet', 'fakedata_resnet']) expect(yFirst.get(run), run).toBe('dataloader-bound');
+    for (const r of yRows.filter((x) => x.label !== 'plan3')) expect(Math.abs(r.error), `${r.run} ${r.label}`).toBeLessThan(0.165);
+  });
+
+  it('misses the last FakeData step by a quarter (a known miss)', () => {
+    // The model expects the GPU to bind at 66.6 ms after bf16, channels_last and pinned memory with 11 workers; the
+    // plain run took 87.4 ms (call U's, with 12 workers: 76.1). The two doctor runs of the script put the fp32 GPU stage
+    // at 122 and 141 ms a step, and its plain baselines measured 176 to 241 ms: this script varies by 15-25% between
+    // runs on the H200 VM, and its workers' rate past 8 workers was never measured under the probe.
+    const last = yRows.find((r) => r.run === 'fakedata_resnet' && r.label === 'plan3')!;
+    expect(last.error).toBeLessThan(-0.15);
+    expect(last.error).toBeGreaterThan(-0.3);
   });
 });
