@@ -235,9 +235,15 @@ export function stepOf(p: Pipeline): PaceStep {
     .map((c) => `${c.kind} ${fmtMs(c.ns)}`)
     .join(', ');
   const serialText =
-    serial <= 0 ? '' : bound === 'input' ? `; serial costs ${fmtMs(serial)} (${serialList}) lengthen the host and GPU's side to ${fmtMs(chain)}, inside the DataLoader's period` : `; serial costs add ${fmtMs(serial)} (${serialList})`;
+    serial <= 0
+      ? ''
+      : bound === 'input'
+        ? `; serial costs ${fmtMs(serial)} (${serialList}) lengthen the host and GPU's side to ${fmtMs(chain)}, inside the DataLoader's period`
+        : `; serial costs add ${fmtMs(serial)} (${serialList})`;
   const epochText = epochs > 0 ? `; epoch starts add ${fmtMs(epochs)}` : '';
-  const unknown = STAGE_NAMES.filter((s) => p.stages[s].ns === null && !(s === 'input' && input.ns !== null) && s !== 'comm').map((s) => stageLabel(p, s));
+  const unknown = STAGE_NAMES.filter((s) => p.stages[s].ns === null && !(s === 'input' && input.ns !== null) && s !== 'comm').map((s) =>
+    stageLabel(p, s),
+  );
   const why =
     bound === 'serial'
       ? `the serial costs set the pace: ${fmtMs(serial)} a step (${serialList || 'none timed'}) against ${parts.join(', ') || 'no timed stage'}${epochText}`

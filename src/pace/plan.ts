@@ -65,7 +65,8 @@ export function planOf(p: Pipeline, candidates: readonly PlanCandidate[]): PaceP
     const l = best.q.loader;
     const have = typeof l?.workersTo === 'number' ? l.workersTo : (l?.workers ?? null);
     const setsWorkers = best.c.fix.ops.some((o) => o.kind === 'workers');
-    const need = !setsWorkers && best.s.workersNeeded !== null && have !== null && best.s.workersNeeded > have ? best.s.workersNeeded : null;
+    const need =
+      !setsWorkers && best.s.workersNeeded !== null && have !== null && best.s.workersNeeded > have ? best.s.workersNeeded : null;
     const boundText = boundWords(best.q, best.s.bound);
     steps.push({
       id: best.c.id,
@@ -92,7 +93,8 @@ export function planOf(p: Pipeline, candidates: readonly PlanCandidate[]): PaceP
  */
 function withWorkersNeeded(q: Pipeline, s: ReturnType<typeof stepOf>): { q: Pipeline; s: ReturnType<typeof stepOf> } {
   const l = q.loader;
-  if (!l || l.batchNsPerWorker === null || l.workersTo !== undefined || s.workersNeeded === null || s.workersNeeded <= (l.workers ?? 0)) return { q, s };
+  if (!l || l.batchNsPerWorker === null || l.workersTo !== undefined || s.workersNeeded === null || s.workersNeeded <= (l.workers ?? 0))
+    return { q, s };
   const r: Pipeline = { ...q, loader: { ...l, workersTo: 'enough' } };
   const rs = stepOf(r);
   return rs.perBatchNs < s.perBatchNs ? { q: r, s: rs } : { q, s };

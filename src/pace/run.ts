@@ -10,8 +10,25 @@ import type { StepStats } from '../run/steps.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
 import { fmtMs, fmtPct } from '../util/format.js';
 import { median } from '../util/stats.js';
-import { calibrated, epochStartNs, firstBatchFillNs, type LoaderFacts, type Pipeline, type SerialCost, type Stage, workerCap } from './pipeline.js';
-import { deviceBusyNs, GPU_BOUND_SHARE, HOST_BINDS_IDLE_SHARE, INPUT_BINDS_SHARE, syncBlockedNs, windowHost, windowPipeline } from './window.js';
+import {
+  calibrated,
+  epochStartNs,
+  firstBatchFillNs,
+  type LoaderFacts,
+  type Pipeline,
+  type SerialCost,
+  type Stage,
+  workerCap,
+} from './pipeline.js';
+import {
+  deviceBusyNs,
+  GPU_BOUND_SHARE,
+  HOST_BINDS_IDLE_SHARE,
+  INPUT_BINDS_SHARE,
+  syncBlockedNs,
+  windowHost,
+  windowPipeline,
+} from './window.js';
 
 /** The window's step must exceed the run's (its waits left out) by this share before the profiler's cost is taken off. */
 const MIN_PROFILER_COST_SHARE = 0.02;
@@ -89,7 +106,8 @@ function hostWork(cpuNs: number, m: TraceMetrics | null, threads: ThreadCpuPerSt
 
 export function hostTimeProblem(stepsInFlight: number | null, window: TraceMetrics | null): string | null {
   if (stepsInFlight === null) return 'the steps were not timed on the GPU, so whether the host waited on it is unknown';
-  if (stepsInFlight >= 2) return `the host ran ${stepsInFlight} steps ahead of the GPU (it waits on the GPU, and a launch that finds the queue full may spin)`;
+  if (stepsInFlight >= 2)
+    return `the host ran ${stepsInFlight} steps ahead of the GPU (it waits on the GPU, and a launch that finds the queue full may spin)`;
   if (window === null) return null;
   if (stepsInFlight >= 1 && window.launch.kernelsPerStep > LAUNCH_QUEUE_KERNELS)
     return `the GPU was still on the step at its end and a step launches ${Math.round(window.launch.kernelsPerStep)} kernels, more than the launch queue holds: the host may have spun waiting for room in it`;
@@ -109,14 +127,19 @@ export function loaderFacts(records: readonly LoaderRecord[], batchesPerStep: nu
   if (records.length === 0) return null;
   const byLoader = new Map<number, LoaderRecord[]>();
   for (const r of records) byLoader.set(r.loader, [...(byLoader.get(r.loader) ?? []), r]);
-  const main = [...byLoader.values()].sort((a, b) => (b[b.length - 1]?.batches ?? 0) - (a[a.length - 1]?.batches ?? 0))[0] as LoaderRecord[];
+  const main = [...byLoader.values()].sort(
+    (a, b) => (b[b.length - 1]?.batches ?? 0) - (a[a.length - 1]?.batches ?? 0),
+  )[0] as LoaderRecord[];
   const last = main[main.length - 1] as LoaderRecord;
   const first = (main.length > 2 ? main[1] : main[0]) as LoaderRecord;
   const batches = last.batches - first.batches;
   const dt = last.t - first.t;
   const cpuNsPerBatch =
-    last.workers > 0 && batches > 0 && first.workerCpuS !== null && last.workerCpuS !== null ? ((last.workerCpuS - first.workerCpuS) / batches) * 1e9 : null;
-  const processCores = dt > 0 && first.processCpuS !== null && last.processCpuS !== null ? (last.processCpuS - first.processCpuS) / dt : null;
+    last.workers > 0 && batches > 0 && first.workerCpuS !== null && last.workerCpuS !== null
+      ? ((last.workerCpuS - first.workerCpuS) / batches) * 1e9
+      : null;
+  const processCores =
+    dt > 0 && first.processCpuS !== null && last.processCpuS !== null ? (last.processCpuS - first.processCpuS) / dt : null;
   // Epoch starts are recorded as steps of the stepping thread: their gaps are steps, whatever the batches a step takes.
   const starts = epochStartsOf(main);
   const stepsPerEpoch = median(starts.slice(1).map((s, i) => s - (starts[i] as number)));
@@ -166,8 +189,15 @@ export function runPipeline(ev: RunEvidence): Pipeline | null {
     // GPU-bound window: the profiler's own cost then lands on the GPU timeline.
     const gpuBound = busy >= GPU_BOUND_SHARE * Wwin;
     if (gpuBound && Wwin > (1 + MIN_PROFILER_COST_SHARE) * Sx) gpuScale = Sx / Wwin;
-    const scaleText = gpuScale !== 1 ? `, x ${fmtMs(Sx)} / ${fmtMs(Wwin)} (the window is GPU-bound, so the profiler's own cost is on the GPU timeline)` : '';
-    gpu = { ...w.stages.gpu, ns: (w.stages.gpu.ns ?? 0) * gpuScale, evidence: `the profiled window's ${w.stages.gpu.evidence}${scaleText}` };
+    const scaleText =
+      gpuScale !== 1
+        ? `, x ${fmtMs(Sx)} / ${fmtMs(Wwin)} (the window is GPU-bound, so the profiler's own cost is on the GPU timeline)`
+        : '';
+    gpu = {
+      ...w.stages.gpu,
+      ns: (w.stages.gpu.ns ?? 0) * gpuScale,
+      evidence: `the profiled window's ${w.stages.gpu.evidence}${scaleText}`,
+    };
     comm = { ...w.stages.comm, ns: (w.stages.comm.ns ?? 0) * gpuScale };
     // The run says how long the GPU idles; the window says why: its idle split by cause, scaled to the run's idle.
     const deviceRun = (gpu.ns ?? 0) + (comm.ns ?? 0);
@@ -197,7 +227,9 @@ export function runPipeline(ev: RunEvidence): Pipeline | null {
   const longStalls =
     stalls !== null &&
     (stalls.when === 'epoch-starts' ||
-      (stalls.when === 'periodic' && (stalls.everySteps ?? 0) >= LONG_STALL_PERIOD_STEPS && stalls.waitShareInStalls >= LONG_STALL_WAIT_SHARE));
+      (stalls.when === 'periodic' &&
+        (stalls.everySteps ?? 0) >= LONG_STALL_PERIOD_STEPS &&
+        stalls.waitShareInStalls >= LONG_STALL_WAIT_SHARE));
   // The loader's records say how long an epoch is: its epoch starts are then the loader's own cost (pipeline.ts
   // epochStartNs), which changes with the worker count; the stalls measured there tell the workers' start-up.
   let loader = loaderFacts(ev.loader, ev.batchesPerStep);
@@ -220,7 +252,8 @@ export function runPipeline(ev: RunEvidence): Pipeline | null {
 
   // The wait at each epoch start at the run's worker count: the probe's measure of it, else the stalls at epoch starts
   // (an older probe), else not measured (the model's fill stands for it).
-  const epochWaitNs = !loader || !epochModel ? null : (loader.epochFillNs ?? (stalls?.when === 'epoch-starts' ? stalls.meanStallS * 1e9 : null));
+  const epochWaitNs =
+    !loader || !epochModel ? null : (loader.epochFillNs ?? (stalls?.when === 'epoch-starts' ? stalls.meanStallS * 1e9 : null));
   let epochNs = 0;
   if (loader && epochModel) {
     epochNs = epochWaitNs !== null ? epochWaitNs / (loader.stepsPerEpoch ?? 1) : epochStartNs(loader, loader.workers);
@@ -242,7 +275,8 @@ export function runPipeline(ev: RunEvidence): Pipeline | null {
       // Their wall time a batch is what the waits show. A worker (one thread) spends no more CPU on a batch than that:
       // a larger CPU figure holds the start-up of workers forked again at each epoch, which the epoch starts count.
       const wallNs = (period * W0) / bps;
-      const cpuText = loader.cpuNsPerBatch > wallNs ? `${cpuPerBatch}, taken as ${fmtMs(wallNs)}: it holds the workers' start-up` : cpuPerBatch;
+      const cpuText =
+        loader.cpuNsPerBatch > wallNs ? `${cpuPerBatch}, taken as ${fmtMs(wallNs)}: it holds the workers' start-up` : cpuPerBatch;
       loader = { ...loader, batchNsPerWorker: wallNs, cpuNsPerBatch: Math.min(loader.cpuNsPerBatch, wallNs) };
       input = {
         ns: period,
@@ -279,10 +313,24 @@ export function runPipeline(ev: RunEvidence): Pipeline | null {
   const problem = cpuS === null ? null : hostTimeProblem(st.medianStepsInFlight ?? null, m);
   let host: Stage =
     cpuS === null
-      ? { ns: null, how: 'assumed', evidence: "the probe sent no host CPU time (an older probe), and a window's host time carries the profiler's own cost" }
+      ? {
+          ns: null,
+          how: 'assumed',
+          evidence: "the probe sent no host CPU time (an older probe), and a window's host time carries the profiler's own cost",
+        }
       : noGpuWork || problem === null
-        ? hostWork(cpuS * 1e9, m, ev.threads ?? null, noGpuWork, m !== null && !noGpuWork && (gpu.ns ?? 0) + (comm.ns ?? 0) >= GPU_BOUND_SHARE * Sx)
-        : { ns: null, how: 'assumed', evidence: `the stepping thread's CPU time is ${fmtMs(cpuS * 1e9)} a step, not taken as the host's own work: ${problem}` };
+        ? hostWork(
+            cpuS * 1e9,
+            m,
+            ev.threads ?? null,
+            noGpuWork,
+            m !== null && !noGpuWork && (gpu.ns ?? 0) + (comm.ns ?? 0) >= GPU_BOUND_SHARE * Sx,
+          )
+        : {
+            ns: null,
+            how: 'assumed',
+            evidence: `the stepping thread's CPU time is ${fmtMs(cpuS * 1e9)} a step, not taken as the host's own work: ${problem}`,
+          };
   // The GPU idles a tenth of the run's step or more with no sync, DataLoader wait or copy to explain it: the host side
   // sets the pace, whatever its thread's clock says (the GIL held by other threads, the scheduler: time it does not see).
   if (m) {
@@ -291,7 +339,11 @@ export function runPipeline(ev: RunEvidence): Pipeline | null {
     // Launch gaps a GPU-bound window shows are serial (the host behind in parts of the step), already explained; the
     // stalls are DataLoader waits, already out of Sx.
     const explained = serial.filter((c) => c.kind !== 'epoch-starts').reduce((a, c) => a + c.ns, 0);
-    if (idleRun - explained >= HOST_BINDS_IDLE_SHARE * S && syncBlockedNs(m) <= HOST_SYNC_MAX_SHARE * m.perStep.durNs && !(host.ns !== null && host.ns >= Sx - explained)) {
+    if (
+      idleRun - explained >= HOST_BINDS_IDLE_SHARE * S &&
+      syncBlockedNs(m) <= HOST_SYNC_MAX_SHARE * m.perStep.durNs &&
+      !(host.ns !== null && host.ns >= Sx - explained)
+    ) {
       host = {
         ns: Sx - explained,
         how: 'assumed',
@@ -318,7 +370,6 @@ export function runPipeline(ev: RunEvidence): Pipeline | null {
 
 function stallText(s: StepStats['stalls']): string {
   if (!s || s.when === 'none' || s.stalledSteps === 0) return '';
-  const when =
-    s.when === 'periodic' ? `, every ${s.everySteps} steps` : s.when === 'epoch-starts' ? ', at the start of each epoch' : '';
+  const when = s.when === 'periodic' ? `, every ${s.everySteps} steps` : s.when === 'epoch-starts' ? ', at the start of each epoch' : '';
   return `; ${fmtPct(s.share)} of the steps stall (${s.stalledSteps} of ${s.measuredSteps}, ${fmtMs(s.meanStallS * 1e9)} each${when}), holding ${fmtPct(s.waitShareInStalls)} of the waiting`;
 }

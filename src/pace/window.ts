@@ -113,11 +113,29 @@ function buildWindowPipeline(m: TraceMetrics): Pipeline {
       evidence: `the GPU idle after the host blocked on it ${fmtMs(idle.hostSync)} a step${syncs && gaps > 0 ? `, and ${fmtMs(gaps)} of launch gaps the host would fill running ahead without them` : ''}`,
     });
   if (idle.h2dCopy > 0)
-    serial.push({ kind: 'copy', ns: idle.h2dCopy, perStep: null, how: 'measured', evidence: `the GPU idle while the host was in a host-to-device copy call: ${fmtMs(idle.h2dCopy)} a step` });
+    serial.push({
+      kind: 'copy',
+      ns: idle.h2dCopy,
+      perStep: null,
+      how: 'measured',
+      evidence: `the GPU idle while the host was in a host-to-device copy call: ${fmtMs(idle.h2dCopy)} a step`,
+    });
   if (host.basis === 'none' && !syncs && gaps > 0)
-    serial.push({ kind: 'gaps', ns: gaps, perStep: null, how: 'measured', evidence: `the GPU idle between launches: ${fmtMs(gaps)} a step` });
+    serial.push({
+      kind: 'gaps',
+      ns: gaps,
+      perStep: null,
+      how: 'measured',
+      evidence: `the GPU idle between launches: ${fmtMs(gaps)} a step`,
+    });
   if (idle.communication > 0)
-    serial.push({ kind: 'other', ns: idle.communication, perStep: null, how: 'measured', evidence: `the GPU idle while the host was in a collective call: ${fmtMs(idle.communication)} a step` });
+    serial.push({
+      kind: 'other',
+      ns: idle.communication,
+      perStep: null,
+      how: 'measured',
+      evidence: `the GPU idle while the host was in a collective call: ${fmtMs(idle.communication)} a step`,
+    });
   const input: Stage =
     step > 0 && idle.dataloader >= INPUT_BINDS_SHARE * step
       ? {
@@ -145,7 +163,10 @@ function buildWindowPipeline(m: TraceMetrics): Pipeline {
       comm: {
         ns: exposed,
         how: 'measured',
-        evidence: m.comm.collectives > 0 ? `collectives ${fmtMs(m.comm.commNsPerStep)} a step, ${fmtMs(exposed)} of it not hidden under compute` : 'no collective in the window',
+        evidence:
+          m.comm.collectives > 0
+            ? `collectives ${fmtMs(m.comm.commNsPerStep)} a step, ${fmtMs(exposed)} of it not hidden under compute`
+            : 'no collective in the window',
       },
     },
     serial,

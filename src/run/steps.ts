@@ -111,7 +111,11 @@ export interface SlowedAfterWindow {
  * are AFTER_WINDOW_SLOWDOWN slower or more, and so is the stepping thread's CPU time a step; null when there is no
  * window, too few steps on either side, a loop fed by a DataLoader, or no such slowdown.
  */
-export function cuptiSlowdownOf(plain: readonly StepRecord[], ordered: readonly StepRecord[], timeOf: (s: StepRecord) => number): { before: StepRecord[]; slowed: SlowedAfterWindow } | null {
+export function cuptiSlowdownOf(
+  plain: readonly StepRecord[],
+  ordered: readonly StepRecord[],
+  timeOf: (s: StepRecord) => number,
+): { before: StepRecord[]; slowed: SlowedAfterWindow } | null {
   // A loop fed by a DataLoader keeps its steps: its first steps take batches its workers prefetched before they ran,
   // the later ones wait or share the cores with the workers (a ResNet-50 with 12 workers on an H100: 43 ms a step
   // before the window, 47 after, its own CPU time up 24% too), and a few steps cannot show how often its stalls come
@@ -131,7 +135,8 @@ export function cuptiSlowdownOf(plain: readonly StepRecord[], ordered: readonly 
   // CUPTI's callbacks run on the launching thread: its own CPU time a step must have grown too. A run slower for
   // another reason (a second process on the GPU, workers contending for the cores, the prefetched batches used up)
   // keeps its steps; so does a probe that did not send that time.
-  const cpuOf = (xs: readonly StepRecord[]) => xs.map((s) => s.hostCpuS).filter((t): t is number => typeof t === 'number' && Number.isFinite(t));
+  const cpuOf = (xs: readonly StepRecord[]) =>
+    xs.map((s) => s.hostCpuS).filter((t): t is number => typeof t === 'number' && Number.isFinite(t));
   const cpuBefore = cpuOf(before);
   const cpuAfter = cpuOf(after);
   if (cpuBefore.length < MIN_CPU_READINGS_BESIDE_WINDOW || cpuAfter.length < MIN_CPU_READINGS_BESIDE_WINDOW) return null;
@@ -182,7 +187,10 @@ export function stallPatternOf(
   epochStarts: readonly number[] = [],
 ): StallPattern | null {
   if (steps.length < STEADY_MIN_STEPS) return null;
-  const median = quantile(steps.map((s) => s.timeS).sort((a, b) => a - b), 0.5) as number;
+  const median = quantile(
+    steps.map((s) => s.timeS).sort((a, b) => a - b),
+    0.5,
+  ) as number;
   const stalled = steps.filter((s) => s.waitS >= STALL_MIN_SHARE_OF_MEDIAN * median);
   const totalWait = steps.reduce((a, s) => a + s.waitS, 0);
   const stallWait = stalled.reduce((a, s) => a + s.waitS, 0);
@@ -199,8 +207,12 @@ export function stallPatternOf(
     return { ...base, when: 'epoch-starts', everySteps: null };
   const gaps = stalled.slice(1).map((s, i) => s.step - (stalled[i] as { step: number }).step);
   if (gaps.length >= 2) {
-    const m = quantile([...gaps].sort((a, b) => a - b), 0.5) as number;
-    if (m >= 2 && gaps.filter((g) => Math.abs(g - m) <= 1).length >= PERIODIC_SHARE * gaps.length) return { ...base, when: 'periodic', everySteps: m };
+    const m = quantile(
+      [...gaps].sort((a, b) => a - b),
+      0.5,
+    ) as number;
+    if (m >= 2 && gaps.filter((g) => Math.abs(g - m) <= 1).length >= PERIODIC_SHARE * gaps.length)
+      return { ...base, when: 'periodic', everySteps: m };
   }
   return { ...base, when: 'irregular', everySteps: null };
 }
@@ -230,12 +242,20 @@ export interface DecodeStats {
  * Decode statistics of measured steps, or null when they are not decode steps: steps marked by forward calls (no
  * backward, no optimizer) most of which feed one token per sequence.
  */
-export function decodeStatsOf(measured: readonly StepRecord[], timeOf: (s: StepRecord) => number, stepSource: StepSource | null): DecodeStats | null {
+export function decodeStatsOf(
+  measured: readonly StepRecord[],
+  timeOf: (s: StepRecord) => number,
+  stepSource: StepSource | null,
+): DecodeStats | null {
   if (stepSource !== 'forward') return null;
   const decode = measured.filter((s) => s.seqLen === 1);
   const prefill = measured.filter((s) => typeof s.seqLen === 'number' && s.seqLen > 1);
   if (decode.length === 0 || decode.length * 2 < measured.length) return null;
-  const mid = (xs: number[]) => quantile([...xs].sort((a, b) => a - b), 0.5);
+  const mid = (xs: number[]) =>
+    quantile(
+      [...xs].sort((a, b) => a - b),
+      0.5,
+    );
   const counts = new Map<number, number>();
   for (const s of decode) if (s.samples !== null) counts.set(s.samples, (counts.get(s.samples) ?? 0) + 1);
   const batch = [...counts].sort((a, b) => b[1] - a[1] || b[0] - a[0])[0]?.[0] ?? null;
@@ -280,7 +300,8 @@ export function gpuStepTimesOf(records: readonly ProbeRecord[]): Map<number, num
   const out = new Map<number, number>();
   for (const r of records)
     if ((r.type === 'step' || r.type === 'end') && Array.isArray(r.gpuStepTimes))
-      for (const pair of r.gpuStepTimes) if (Array.isArray(pair) && Number.isFinite(pair[0]) && Number.isFinite(pair[1]) && pair[1] >= 0) out.set(pair[0], pair[1]);
+      for (const pair of r.gpuStepTimes)
+        if (Array.isArray(pair) && Number.isFinite(pair[0]) && Number.isFinite(pair[1]) && pair[1] >= 0) out.set(pair[0], pair[1]);
   return out;
 }
 
@@ -465,7 +486,11 @@ export function batchOfSteps(steps: readonly StepRecord[]): StepBatch {
   const none = { partialSteps: 0, partialSamples: [], partialEvery: null, sizedSteps: sized.length };
   if (!mode) return { microBatch: null, gradAccum: 1, samplesPerStep: null, ...none };
   if (mode.n * 2 < sized.length) {
-    const mid = (xs: number[]) => quantile(xs.sort((a, b) => a - b), 0.5) as number;
+    const mid = (xs: number[]) =>
+      quantile(
+        xs.sort((a, b) => a - b),
+        0.5,
+      ) as number;
     const batches = mid(sized.map((s) => s.batches));
     const samples = mid(sized.map((s) => s.samples));
     return { microBatch: Math.round(samples / batches), gradAccum: Math.round(batches), samplesPerStep: samples, ...none };

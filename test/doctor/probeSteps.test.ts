@@ -15,9 +15,16 @@ afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 let n = 0;
 
 /** Runs a script under the probe (records to files) and returns its records. */
-async function probe(script: string[], env: Record<string, string> = {}): Promise<{ records: ProbeRecord[]; stderr: string; code: number | null }> {
+async function probe(
+  script: string[],
+  env: Record<string, string> = {},
+): Promise<{ records: ProbeRecord[]; stderr: string; code: number | null }> {
   const dir = mkdtempSync(join(tmp, `run${n++}-`));
-  const r = await runProcess(PYTHON, ['-c', script.join('\n')], pyEnv({ PYTHONPATH: [BOOT, PROBE_ROOT].join(delimiter), GPUWISE_RUN_DIR: dir, ...env }));
+  const r = await runProcess(
+    PYTHON,
+    ['-c', script.join('\n')],
+    pyEnv({ PYTHONPATH: [BOOT, PROBE_ROOT].join(delimiter), GPUWISE_RUN_DIR: dir, ...env }),
+  );
   return { records: fallbackRecords(dir), stderr: r.stderr, code: r.code };
 }
 
@@ -52,7 +59,13 @@ describe.skipIf(SKIP_PYTHON)('probe steps without torch.optim or a DataLoader (C
     expect(s.length).toBe(29);
     expect(new Set(s.map((x) => x.stepSource))).toEqual(new Set(['backward']));
     for (const x of s) expect([x.samples, x.tokens, x.seqLen, x.batchSource]).toEqual([6, 72, 12, 'model-input']);
-    expect(model(records)).toMatchObject({ name: 'Sequential', paramCount: 100 * 8 + 8 * 12 * 100 + 100, optimizer: null, compiled: false, autocastDtype: '' });
+    expect(model(records)).toMatchObject({
+      name: 'Sequential',
+      paramCount: 100 * 8 + 8 * 12 * 100 + 100,
+      optimizer: null,
+      compiled: false,
+      autocastDtype: '',
+    });
   });
 
   it("records the stepping thread's CPU time per step (hostCpuS): Python work counts, a sleep does not", async () => {
@@ -149,7 +162,7 @@ describe.skipIf(SKIP_PYTHON)('probe steps without torch.optim or a DataLoader (C
         '    opt.zero_grad()',
         '    if it % 5 == 0:',
         '        with torch.no_grad():',
-        '            net(get_batch()[0])  # an evaluation pass: not the step\'s work',
+        "            net(get_batch()[0])  # an evaluation pass: not the step's work",
       ],
       { GPUWISE_PROFILE_STEPS: '0' },
     );

@@ -179,8 +179,12 @@ describe("follow_plan.py: doctor's plan as the scripts' flags", () => {
   });
 
   it("says bf16 in Lightning's words, and names an unreadable report in one line", () => {
-    expect(plan([{ id: 'mixed-precision', label: 'bf16 autocast + channels_last' }], 'lightning_datamodule').stdout).toContain('plan1=--precision bf16-mixed --channels-last');
-    const r = spawnSync('python3', [join(REPO, 'examples', 'pace', 'follow_plan.py'), join(data, 'none.json'), 'jpeg_resnet'], { encoding: 'utf8' });
+    expect(plan([{ id: 'mixed-precision', label: 'bf16 autocast + channels_last' }], 'lightning_datamodule').stdout).toContain(
+      'plan1=--precision bf16-mixed --channels-last',
+    );
+    const r = spawnSync('python3', [join(REPO, 'examples', 'pace', 'follow_plan.py'), join(data, 'none.json'), 'jpeg_resnet'], {
+      encoding: 'utf8',
+    });
     expect(r.status).toBe(1);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
     expect(r.stderr).toContain('none.json: cannot read the report');

@@ -201,7 +201,11 @@ function hostFreeNs(model: TraceModel, spans: HostSpans): number | null {
 }
 
 /** The loop's sync calls by name; a blocking copy's own stream syncs are the copy's (`HostSpans.copySyncs`), not here. */
-function syncCalls(model: TraceModel, windows: StepWindow[], copySyncs: ReadonlySet<number>): { name: string; count: number; totalNs: number }[] {
+function syncCalls(
+  model: TraceModel,
+  windows: StepWindow[],
+  copySyncs: ReadonlySet<number>,
+): { name: string; count: number; totalNs: number }[] {
   const sc = model.gpu.syncCalls;
   const m = new Map<number, { count: number; total: number }>();
   // With step markers, only syncs inside a step's CPU span are the loop's: a window also covers the GPU tail of its

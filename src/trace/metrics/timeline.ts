@@ -350,7 +350,11 @@ function attributeGap(
   // A wait drained the queue only if the GPU ran out of work while the host was in it (as for a sync): a
   // fetch that began with the GPU already idle found the queue empty, and what follows is not its refill.
   const drainedBy: RefillCause | null =
-    loader > 0 && covers(host.dataloader, a, SYNC_TOLERANCE_NS) ? 'dataloader' : copy > 0 && covers(host.h2d, a, SYNC_TOLERANCE_NS) ? 'h2dCopy' : null;
+    loader > 0 && covers(host.dataloader, a, SYNC_TOLERANCE_NS)
+      ? 'dataloader'
+      : copy > 0 && covers(host.h2d, a, SYNC_TOLERANCE_NS)
+        ? 'h2dCopy'
+        : null;
   if (pieces.length === 0) return { drainedBy, rest: 'none', syncWait: -1 };
   const rest = piecesLen(pieces);
   const syncWait = coveringIndex(host.sync, a, SYNC_TOLERANCE_NS);
