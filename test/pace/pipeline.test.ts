@@ -13,11 +13,24 @@ const ms = 1e6;
 const stage = (ns: number | null, evidence = 'by hand'): Stage => ({ ns, how: 'assumed', evidence });
 
 /** A run pipeline built by hand: stages in ms, serial syncs in ms, the loader's facts. */
-function pipe(o: { stepMs: number; input?: number | null; host?: number | null; gpu: number; comm?: number; syncs?: number; loader?: LoaderFacts | null }): Pipeline {
+function pipe(o: {
+  stepMs: number;
+  input?: number | null;
+  host?: number | null;
+  gpu: number;
+  comm?: number;
+  syncs?: number;
+  loader?: LoaderFacts | null;
+}): Pipeline {
   return calibrated({
     source: 'run',
     stepNs: o.stepMs * ms,
-    stages: { input: stage(o.input === undefined || o.input === null ? null : o.input * ms), host: stage(o.host === undefined || o.host === null ? null : o.host * ms), gpu: stage(o.gpu * ms), comm: stage((o.comm ?? 0) * ms) },
+    stages: {
+      input: stage(o.input === undefined || o.input === null ? null : o.input * ms),
+      host: stage(o.host === undefined || o.host === null ? null : o.host * ms),
+      gpu: stage(o.gpu * ms),
+      comm: stage((o.comm ?? 0) * ms),
+    },
     serial: o.syncs ? [{ kind: 'syncs', ns: o.syncs * ms, perStep: 1, how: 'measured', evidence: 'by hand' }] : [],
     loader: o.loader ?? null,
     scale: { gpu: 1, host: 1 },
@@ -48,7 +61,11 @@ const jpegLoader: LoaderFacts = {
 };
 const workers: Fix = { label: 'num_workers 4 -> 7', ops: [{ kind: 'workers', to: 'enough' }], arithmetic: 'w' };
 /** bf16 autocast + channels_last on the issue's run: 116 -> 108 ms followed alone, 50 ms with 12 workers: the GPU ~42 ms. */
-const bf16: Fix = { label: 'bf16 autocast + channels_last', ops: [{ kind: 'gpu', work: 'fp32-matmul', ns: 56 * ms, factor: 0.5 }], arithmetic: 'b' };
+const bf16: Fix = {
+  label: 'bf16 autocast + channels_last',
+  ops: [{ kind: 'gpu', work: 'fp32-matmul', ns: 56 * ms, factor: 0.5 }],
+  arithmetic: 'b',
+};
 
 describe('stepOf: overlapped stages take their max, serial costs add', () => {
   it('the slowest stage binds, and says so against the others', () => {
@@ -58,7 +75,9 @@ describe('stepOf: overlapped stages take their max, serial costs add', () => {
     expect(s.stepNs / ms).toBeCloseTo(131, 6);
     // 120 + 8 on the device, + 3 of syncs: the modelled step, so nothing left unexplained
     expect(p.calibration).toBeCloseTo(131 / 131, 9);
-    expect(s.why).toMatch(/^the GPU sets the pace: the GPU and its exposed communication 128 ms > the host 55\.0 ms > the DataLoader 50\.0 ms; serial costs add 3\.00 ms/);
+    expect(s.why).toMatch(
+      /^the GPU sets the pace: the GPU and its exposed communication 128 ms > the host 55\.0 ms > the DataLoader 50\.0 ms; serial costs add 3\.00 ms/,
+    );
   });
 
   it('a stage the evidence cannot time never binds, and is named as such', () => {
@@ -74,10 +93,45 @@ describe('stepOf: overlapped stages take their max, serial costs add', () => {
   });
 });
 
-describe('a sync at the end of every step (the issue\'s eager GPT-2 that calls loss.item())', () => {
+describe("serial costs lengthen the host and GPU's side, not the DataLoader's period", () => {
+  it('a loader that binds hides the syncs; once it keeps up, they add to the GPU', () => {
+    // the loader delivers a batch every 100 ms; the GPU works 60 ms and the syncs drain its queue for 20 ms a step
+    const p = pipe({ stepMs: 100, input: 100, host: 40, gpu: 60, syncs: 20 });
+    const s = stepOf(p);
+    expect(s.bound).toBe('input');
+    expect(p.calibration).toBeCloseTo(1, 9);
+    expect(s.why).toMatch(
+      /serial costs 20\.0 ms \(syncs 20\.0 ms\) lengthen the host and GPU's side to 80\.0 ms, inside the DataLoader's period/,
+    );
+    // the loader twice as fast: 50 ms, under the GPU's side, which now binds with its syncs
+    const faster = calibrated({ ...p, stepNs: 100 * ms, stages: { ...p.stages, input: stage(50 * ms) } });
+    expect(stepOf(faster).stepNs / ms).toBeCloseTo(80 * faster.calibration, 6);
+    expect(stepOf(faster).bound).toBe('gpu');
+  });
+
+  it("launch gaps lengthen the GPU's side only: a host that binds has them in its own time", () => {
+    const p = calibrated({
+      ...pipe({ stepMs: 60, host: 50, gpu: 40 }),
+      serial: [{ kind: 'gaps', ns: 8 * ms, perStep: null, how: 'measured', evidence: 'by hand' }],
+    });
+    // max(host 50, GPU 40 + gaps 8) = 50: the host binds, the gaps are inside its time
+    expect(stepOf(p).bound).toBe('host');
+    expect(stepOf(p).stepNs / ms).toBeCloseTo(60, 6);
+    expect(p.calibration).toBeCloseTo(60 / 50, 9);
+  });
+});
+
+describe("a sync at the end of every step (the issue's eager GPT-2 that calls loss.item())", () => {
   // 0 steps in flight at every step end, whatever bounds the step: the host's own time is 55 ms, the GPU's 128 ms.
   const p = pipe({ stepMs: 131, host: 55, gpu: 128, syncs: 3 });
-  const compile: Fix = { label: 'torch.compile', ops: [{ kind: 'gpu', work: 'memory-bound', ns: 40 * ms, factor: 0.375 }, { kind: 'host', work: 'launches', factor: 0.7 }], arithmetic: 'c' };
+  const compile: Fix = {
+    label: 'torch.compile',
+    ops: [
+      { kind: 'gpu', work: 'memory-bound', ns: 40 * ms, factor: 0.375 },
+      { kind: 'host', work: 'launches', factor: 0.7 },
+    ],
+    arithmetic: 'c',
+  };
 
   it('is GPU-bound, and fusion keeps its gain (measured 128 -> 103 ms)', () => {
     expect(stepOf(p).bound).toBe('gpu');
@@ -103,7 +157,7 @@ describe('fixes compose', () => {
     expect(stepOf(applyFix(applyFix(p, fuse), half)).stepNs / ms).toBeCloseTo(100 - 28 - 6, 6);
   });
 
-  it('a bigger batch: per-sample work grows, the host\'s per-step work does not (a host-bound step gains all of it)', () => {
+  it("a bigger batch: per-sample work grows, the host's per-step work does not (a host-bound step gains all of it)", () => {
     const p = pipe({ stepMs: 16.5, host: 16.5, gpu: 2.8 });
     const g = gainOf(p, { label: 'batch x4', ops: [{ kind: 'batch', k: 4 }], arithmetic: '' })!;
     // per batch of the run's size: max(16.5, 4 x 2.8) / 4
@@ -119,11 +173,11 @@ describe('fixes compose', () => {
   });
 });
 
-describe('the plan (the issue\'s ResNet-50 reading JPEGs through 4 workers, H200)', () => {
+describe("the plan (the issue's ResNet-50 reading JPEGs through 4 workers, H200)", () => {
   // Measured: mean 116 ms; 12 workers alone 70 ms; bf16 alone 108 ms; both 50 ms.
   const p = pipe({ stepMs: 116, input: 116, gpu: 70, loader: jpegLoader });
 
-  it('the DataLoader binds: bf16 alone gains nothing, more workers take the step to the GPU\'s', () => {
+  it("the DataLoader binds: bf16 alone gains nothing, more workers take the step to the GPU's", () => {
     expect(stepOf(p).bound).toBe('input');
     expect(gainOf(p, bf16)!.savedFraction).toBe(0);
     const w = gainOf(p, workers)!;
@@ -157,6 +211,18 @@ describe('the plan (the issue\'s ResNet-50 reading JPEGs through 4 workers, H200
       ['dataloader-bound', 70, 'gpu'],
       ['mixed-precision', 66, 'input'],
     ]);
+  });
+
+  it('a step that leaves the loader short, where the host bound before it, is expected with the workers it says it needs', () => {
+    // 2 workers at 128 ms a batch: 64 ms a step; the host binds at 68. Halving the host's work leaves the GPU's 50 ms,
+    // which 2 workers cannot feed: the step is expected with the 3 it needs (the H200 Lightning run: 42.1 ms with 3)
+    const two = pipe({ stepMs: 68, host: 68, gpu: 50, loader: { ...jpegLoader, workers: 2, batchNsPerWorker: 128 * ms } });
+    const halfHost: Fix = { label: 'half the host', ops: [{ kind: 'host', work: 'launches', factor: 0.5 }], arithmetic: '' };
+    expect(stepOf(applyFix(two, halfHost)).bound).toBe('input');
+    const plan = planOf(two, [{ id: 'host-thing', fix: halfHost }]);
+    expect(plan.steps.map((s) => [Math.round(s.expectedStepNs / ms), s.bound, s.workersNeeded])).toEqual([[50, 'gpu', 3]]);
+    // where the loader binds already, more workers are the DataLoader finding's gain: bf16 alone gains nothing
+    expect(planOf(p, [{ id: 'mixed-precision', fix: bf16 }]).steps).toEqual([]);
   });
 
   it('stops when no fix left shortens the step', () => {
