@@ -13,7 +13,10 @@ import { REPO, rediagnosed } from '../doctor/helpers.js';
 import { corpusRows, type Measured, measuredMs as measuredOf, readMeasured } from './corpus.js';
 
 const LEVERS = join(REPO, 'examples', 'levers', 'runs', 'h200');
-const MEASURED = [join(REPO, 'examples', 'levers', 'measured', 'h200-2026-11-28.jsonl'), join(REPO, 'examples', 'pace', 'measured', 'h200-2026-11-28.jsonl')];
+const MEASURED = [
+  join(REPO, 'examples', 'levers', 'measured', 'h200-2026-11-28.jsonl'),
+  join(REPO, 'examples', 'pace', 'measured', 'h200-2026-11-28.jsonl'),
+];
 
 const measured: Measured[] = readMeasured(...MEASURED);
 const measuredMs = (run: string, ...labels: string[]) => measuredOf(measured, run, ...labels);
@@ -24,13 +27,24 @@ const planOf = (name: string) => reports.get(name)!.pace!.plan!.steps;
 
 function row(script: string, step: string, predictedMs: number, measuredLabel: string, measuredValueMs: number): number {
   const err = (predictedMs - measuredValueMs) / measuredValueMs;
-  rows.push(`| ${script} | ${step} | ${predictedMs.toFixed(2)} | ${measuredLabel} | ${measuredValueMs.toFixed(2)} | ${err >= 0 ? '+' : ''}${(err * 100).toFixed(0)}% |`);
+  rows.push(
+    `| ${script} | ${step} | ${predictedMs.toFixed(2)} | ${measuredLabel} | ${measuredValueMs.toFixed(2)} | ${err >= 0 ? '+' : ''}${(err * 100).toFixed(0)}% |`,
+  );
   return err;
 }
 
 describe('doctor on the levers of issue 26 (H200; predicted vs measured mean step)', () => {
   beforeAll(async () => {
-    for (const name of ['gpt_attention', 'gpt_attention_sdpa', 'hf_generate_probe2', 'gan_fakedata', 'compiled_cnn', 'compiled_cnn_probe2', 'compiled_cnn_detached']) reports.set(name, await rediagnosed(join(LEVERS, name)));
+    for (const name of [
+      'gpt_attention',
+      'gpt_attention_sdpa',
+      'hf_generate_probe2',
+      'gan_fakedata',
+      'compiled_cnn',
+      'compiled_cnn_probe2',
+      'compiled_cnn_detached',
+    ])
+      reports.set(name, await rediagnosed(join(LEVERS, name)));
     reports.set('memmap_gpt', await rediagnosed(join(REPO, 'examples', 'pace', 'runs', 'h200', 'memmap_gpt')));
   }, 240_000);
 
@@ -39,17 +53,35 @@ describe('doctor on the levers of issue 26 (H200; predicted vs measured mean ste
     expect(r.findings[0]!.id).toBe('attention');
     const plan = planOf('gpt_attention');
     expect(plan.map((s) => s.id)).toEqual(['attention', 'fusion']);
-    expect(Math.abs(row('gpt_attention', '1. SDPA', plan[0]!.expectedStepNs / 1e6, 'sdpa', measuredMs('gpt_attention', 'sdpa')))).toBeLessThan(0.15);
-    expect(Math.abs(row('gpt_attention', '2. + compile', plan[1]!.expectedStepNs / 1e6, 'sdpa_compile', measuredMs('gpt_attention', 'sdpa_compile')))).toBeLessThan(0.15);
+    expect(
+      Math.abs(row('gpt_attention', '1. SDPA', plan[0]!.expectedStepNs / 1e6, 'sdpa', measuredMs('gpt_attention', 'sdpa'))),
+    ).toBeLessThan(0.15);
+    expect(
+      Math.abs(
+        row('gpt_attention', '2. + compile', plan[1]!.expectedStepNs / 1e6, 'sdpa_compile', measuredMs('gpt_attention', 'sdpa_compile')),
+      ),
+    ).toBeLessThan(0.15);
   });
 
   it('compile on a model already on SDPA, and on the eager GPT of the memmap loader, within 15%', () => {
     const sdpa = planOf('gpt_attention_sdpa');
     expect(sdpa[0]!.id).toBe('fusion');
-    expect(Math.abs(row('gpt_attention --attn sdpa', '1. compile', sdpa[0]!.expectedStepNs / 1e6, 'sdpa_compile', measuredMs('gpt_attention', 'sdpa_compile')))).toBeLessThan(0.15);
+    expect(
+      Math.abs(
+        row(
+          'gpt_attention --attn sdpa',
+          '1. compile',
+          sdpa[0]!.expectedStepNs / 1e6,
+          'sdpa_compile',
+          measuredMs('gpt_attention', 'sdpa_compile'),
+        ),
+      ),
+    ).toBeLessThan(0.15);
     const memmap = planOf('memmap_gpt');
     expect(memmap[0]!.id).toBe('fusion');
-    expect(Math.abs(row('memmap_gpt', '1. compile', memmap[0]!.expectedStepNs / 1e6, 'compile', measuredMs('memmap_gpt', 'compile')))).toBeLessThan(0.15);
+    expect(
+      Math.abs(row('memmap_gpt', '1. compile', memmap[0]!.expectedStepNs / 1e6, 'compile', measuredMs('memmap_gpt', 'compile'))),
+    ).toBeLessThan(0.15);
   });
 
   it('generate(): decode steps named and counted; batching within 15%, a static cache with CUDA graphs within 20%', () => {
@@ -62,11 +94,23 @@ describe('doctor on the levers of issue 26 (H200; predicted vs measured mean ste
     // 8 prompts a call: the decode step measured per batch of the run's size (one prompt)
     const batch8 = measured.find((m) => m.run === 'hf_generate' && m.label === 'batch8')!;
     const perSequenceMs = batch8.mean_step_ms / 8;
-    expect(Math.abs(row('hf_generate', 'batch 8 (per prompt)', batching.estimatedGain!.expectedStepTimeNs / 1e6, 'batch8 / 8', perSequenceMs))).toBeLessThan(0.15);
+    expect(
+      Math.abs(row('hf_generate', 'batch 8 (per prompt)', batching.estimatedGain!.expectedStepTimeNs / 1e6, 'batch8 / 8', perSequenceMs)),
+    ).toBeLessThan(0.15);
     const graphs = planOf('hf_generate_probe2')[0]!;
     expect(graphs.id).toBe('launch-bound');
-    // A known miss (-16%): the generate loop's own Python (logits processors, stopping checks) stays beside the graphs.
-    expect(Math.abs(row('hf_generate', '1. static cache + CUDA graphs', graphs.expectedStepNs / 1e6, 'static_cache_alone', measuredMs('hf_generate', 'static_cache_alone')))).toBeLessThan(0.2);
+    // -10% against three runs (2.53, 2.65 and 1.87 ms: a host-bound decode loop moves that much between runs)
+    expect(
+      Math.abs(
+        row(
+          'hf_generate',
+          '1. static cache + CUDA graphs',
+          graphs.expectedStepNs / 1e6,
+          'static_cache_alone',
+          measuredMs('hf_generate', 'static_cache_alone'),
+        ),
+      ),
+    ).toBeLessThan(0.15);
   });
 
   it('the GAN: the batch of the full batches, the partial one said, persistent workers within 15%', async () => {
@@ -80,26 +124,59 @@ describe('doctor on the levers of issue 26 (H200; predicted vs measured mean ste
     expect(first.label).toMatch(/num_workers 2 -> 4, persistent/);
     const { rows: gan } = await corpusRows(LEVERS, MEASURED[0]!, ['gan_fakedata']);
     const alone = gan.find((x) => x.label === 'persistent_alone')!;
-    expect(Math.abs(row('gan_fakedata', 'persistent workers alone', alone.predictedMs, 'persistent_alone', measuredMs('gan_fakedata', 'persistent_alone')))).toBeLessThan(0.15);
+    expect(
+      Math.abs(
+        row(
+          'gan_fakedata',
+          'persistent workers alone',
+          alone.predictedMs,
+          'persistent_alone',
+          measuredMs('gan_fakedata', 'persistent_alone'),
+        ),
+      ),
+    ).toBeLessThan(0.15);
   });
 
   it('a compiled CNN: no compile finding; the steps CUPTI slowed after the window left out; CUDA graphs within 15%', () => {
-    for (const name of ['compiled_cnn', 'compiled_cnn_probe2', 'compiled_cnn_detached']) expect(reports.get(name)!.findings.map((f) => f.id)).not.toContain('fusion');
+    for (const name of ['compiled_cnn', 'compiled_cnn_probe2', 'compiled_cnn_detached'])
+      expect(reports.get(name)!.findings.map((f) => f.id)).not.toContain('fusion');
     // compiled_cnn_probe2: CUPTI stayed attached after the window and the steps after it ran 32% slower (33.7 ms against
     // 25.5 before it; 26-27 plainly). The statistics are the steady steps before the window.
     const r = reports.get('compiled_cnn_probe2')!;
     const slowed = r.ranks[0]!.steps!.slowedAfterWindow!;
     expect(slowed.slowdown).toBeGreaterThan(0.25);
     expect(r.notes.join('\n')).toMatch(/the steps after the profiler window ran 3\d% slower than the \d+ steady steps before it/);
-    expect(Math.abs(r.ranks[0]!.steps!.meanS! * 1e3 / measuredMs('compiled_cnn', 'cnn_plain') - 1)).toBeLessThan(0.1);
+    expect(Math.abs((r.ranks[0]!.steps!.meanS! * 1e3) / measuredMs('compiled_cnn', 'cnn_plain') - 1)).toBeLessThan(0.1);
     const graphs = planOf('compiled_cnn_probe2')[0]!;
     expect(graphs.label).toMatch(/CUDA graphs/);
-    expect(Math.abs(row('compiled_cnn', '1. CUDA graphs (reduce-overhead)', graphs.expectedStepNs / 1e6, 'reduce_overhead', measuredMs('compiled_cnn', 'reduce_overhead')))).toBeLessThan(0.15);
+    expect(
+      Math.abs(
+        row(
+          'compiled_cnn',
+          '1. CUDA graphs (reduce-overhead)',
+          graphs.expectedStepNs / 1e6,
+          'reduce_overhead',
+          measuredMs('compiled_cnn', 'reduce_overhead'),
+        ),
+      ),
+    ).toBeLessThan(0.15);
     // compiled_cnn_detached: a run whose window's stop detached CUPTI (the record says so): no slowdown to take away,
     // the same plan within 15%.
     const detached = reports.get('compiled_cnn_detached')!;
     expect(detached.ranks[0]!.steps!.slowedAfterWindow).toBeNull();
-    expect(Math.abs(row('compiled_cnn (CUPTI detached)', '1. CUDA graphs (reduce-overhead)', planOf('compiled_cnn_detached')[0]!.expectedStepNs / 1e6, 'reduce_overhead', measuredMs('compiled_cnn', 'reduce_overhead')))).toBeLessThan(0.15);
-    console.log(['| script | plan step | predicted ms | measured | measured ms | error |', '|---|---|---|---|---|---|', ...rows].join('\n'));
+    expect(
+      Math.abs(
+        row(
+          'compiled_cnn (CUPTI detached)',
+          '1. CUDA graphs (reduce-overhead)',
+          planOf('compiled_cnn_detached')[0]!.expectedStepNs / 1e6,
+          'reduce_overhead',
+          measuredMs('compiled_cnn', 'reduce_overhead'),
+        ),
+      ),
+    ).toBeLessThan(0.15);
+    console.log(
+      ['| script | plan step | predicted ms | measured | measured ms | error |', '|---|---|---|---|---|---|', ...rows].join('\n'),
+    );
   });
 });
