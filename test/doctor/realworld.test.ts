@@ -26,7 +26,13 @@ const CASES = [
   { name: 'accelerate_gpt2', source: 'optimizer', top: 'no-tensor-cores', lever: 'no-tensor-cores', followed: 'accelerate_gpt2_bf16' },
   // Expected mixed-precision first before the runs; the runs say otherwise: 2 workers stall the loop every 4 steps (mean
   // 92.1 ms, median 72.4 ms), and with --amp --channels-last the mean step went to 94.9 ms: the DataLoader sets the pace.
-  { name: 'dataparallel_resnet', source: 'optimizer', top: 'dataloader-bound', lever: 'mixed-precision', followed: 'dataparallel_resnet_amp_cl' },
+  {
+    name: 'dataparallel_resnet',
+    source: 'optimizer',
+    top: 'dataloader-bound',
+    lever: 'mixed-precision',
+    followed: 'dataparallel_resnet_amp_cl',
+  },
 ] as const;
 
 describe('doctor on the real-code corpus (H100 runs, replayed with --from)', () => {
@@ -49,14 +55,20 @@ describe('doctor on the real-code corpus (H100 runs, replayed with --from)', () 
     });
 
   it('phrases the fix in the framework whose loop ran', async () => {
-    expect((await fromDir('lightning_resnet')).findings[0]!.recommendation.code).toMatch(/^# PyTorch Lightning:\nTrainer\(\.\.\., precision="bf16-mixed"\)/);
-    expect((await fromDir('hf_trainer_gpt2')).findings[0]!.recommendation.code).toMatch(/^# Hugging Face Trainer:\nTrainingArguments\(\.\.\., bf16=True/);
-    expect((await fromDir('accelerate_gpt2')).findings[0]!.recommendation.code).toMatch(/^# Accelerate:\naccelerate launch --mixed_precision bf16/);
+    expect((await fromDir('lightning_resnet')).findings[0]!.recommendation.code).toMatch(
+      /^# PyTorch Lightning:\nTrainer\(\.\.\., precision="bf16-mixed"\)/,
+    );
+    expect((await fromDir('hf_trainer_gpt2')).findings[0]!.recommendation.code).toMatch(
+      /^# Hugging Face Trainer:\nTrainingArguments\(\.\.\., bf16=True/,
+    );
+    expect((await fromDir('accelerate_gpt2')).findings[0]!.recommendation.code).toMatch(
+      /^# Accelerate:\naccelerate launch --mixed_precision bf16/,
+    );
     const plain = (await fromDir('nanogpt_style')).findings[0]!.recommendation.code;
     expect(plain).not.toMatch(/Trainer|Lightning/);
   });
 
-  it('reports model FLOPs and MFU on the run\'s own step (nanoGPT-style GPT-2: 6 x 124M parameters x 24,576 tokens of GEMMs, and causal attention)', async () => {
+  it("reports model FLOPs and MFU on the run's own step (nanoGPT-style GPT-2: 6 x 124M parameters x 24,576 tokens of GEMMs, and causal attention)", async () => {
     const mf = (await fromDir('nanogpt_style')).profile.traces[0]!.modelFlops!;
     expect(mf.gemmFlopsPerStep / 1e12).toBeCloseTo(18.2, 0);
     // SDPA's fused calls, from their recorded shapes: 12 layers x 3 (forward, and a backward of twice it) x 4 x 24 x 12
@@ -95,7 +107,7 @@ describe('doctor on the real-code corpus (H100 runs, replayed with --from)', () 
     expect(st.tokensPerS! / st.samplesPerS!).toBeCloseTo(1024, 0);
   });
 
-  it('fusion on the Trainer\'s bf16 GPT-2: compile measured 74.6 -> 40.8 ms (TrainingArguments(torch_compile=True), README), predicted within 25%', async () => {
+  it("fusion on the Trainer's bf16 GPT-2: compile measured 74.6 -> 40.8 ms (TrainingArguments(torch_compile=True), README), predicted within 25%", async () => {
     // The compiled run's step, measured on the same H100 (examples/realworld/README.md; its run directory was not kept).
     const measuredCompiledMs = 40.8;
     const r = await fromDir('hf_trainer_gpt2_bf16');
@@ -106,6 +118,10 @@ describe('doctor on the real-code corpus (H100 runs, replayed with --from)', () 
     // Its GELU is a chain of elementwise kernels: casts and pointwise ops are most of the fusable time, and the
     // 50257-wide output layer is a misaligned GEMM that compile pads.
     expect(f.evidence.join('\n')).toMatch(/misaligned GEMMs that compile pads/);
+    // The compile's warm-up against the step it saves: the steps it takes to pay it back, from the same gain.
+    const saved = f.estimatedGain!.stepTimeNs - f.estimatedGain!.expectedStepTimeNs;
+    const steps = Math.ceil(32e9 / saved).toLocaleString('en-US');
+    expect(f.recommendation.summary).toContain(`paid back after about ${steps} steps`);
   });
 
   it('a compiled twin gets no fusion finding, only what is next (nanogpt_style_compiled)', async () => {

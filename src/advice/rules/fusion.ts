@@ -3,11 +3,15 @@
  * kernel per elementwise op, each reading and writing its tensors from memory); torch.compile fuses them.
  */
 
+import { finding } from '../../findings/finding.js';
+import type { Fix } from '../../pace/fix.js';
+import { gainOf } from '../../pace/gain.js';
+import { windowPipeline } from '../../pace/window.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtMs, fmtPct } from '../../util/format.js';
 import { attentionFixEffect } from './attention.js';
 import { misalignedGemms } from './compute.js';
-import { matmulNs, paced, type RankRule, stepNs } from './rule.js';
+import { matmulNs, type RankRule, stepNs } from './rule.js';
 
 /**
  * The GPU must be busy for its kernel time to matter: below this, input or launch rules apply. Low on purpose: a
@@ -68,8 +72,21 @@ function fusableNs(m: TraceMetrics): number {
   return Math.max(0, k.elementwise + k.reduction + k.optimizer + k.other - (m.attention.handWritten?.betweenNs ?? 0));
 }
 
+/**
+ * What compiling costs before the first step, s: a compiled ResNet-50 (bf16, channels_last) on an H200 ran its first
+ * step 31.7 s after its first forward (examples/levers/runs/h200/compiled_cnn, torch 2.11); first compiled steps of
+ * larger models are reported at minutes (129 s, pytorch#111180). The finding says how many steps its saving takes to
+ * pay that back.
+ */
+export const COMPILE_WARMUP_S = 32;
+
 /** What compile would save per step, by kind (before the cap to the GPU's non-matmul time). */
-export function compileSavings(m: TraceMetrics): { castPointwise: number; softmax: number; norm: number; kinds: TraceMetrics['kernelMix']['fusable'] } {
+export function compileSavings(m: TraceMetrics): {
+  castPointwise: number;
+  softmax: number;
+  norm: number;
+  kinds: TraceMetrics['kernelMix']['fusable'];
+} {
   const f = fusableKinds(m);
   return {
     castPointwise: (f.castNs + f.pointwiseNs) * COMPILE_REMOVES.castPointwise,
@@ -102,7 +119,23 @@ export const fusion: RankRule = (m, ctx) => {
   const k = c.kinds;
   const kindsNs = k.castNs + k.pointwiseNs + k.softmaxNs + k.normNs;
   const bad = misalignedGemms(m).badNs;
-  return paced(m, ctx?.pace, {
+  const fix: Fix = {
+    label: 'torch.compile',
+    ops: [
+      { kind: 'gpu', work: 'memory-bound', ns: kindsNs, factor: kindsNs > 0 ? Math.max(0, 1 - fused / kindsNs) : 1 },
+      ...(padded > 0 ? [{ kind: 'gpu' as const, work: 'misaligned-gemms', ns: bad, factor: Math.max(0, 1 - padded / bad) }] : []),
+      { kind: 'host', work: 'launches', factor: COMPILE_HOST_KEEPS },
+    ],
+    arithmetic: `what compile removed of each kind on GPT-2 (eager vs compiled traces): (casts + pointwise ${fmtMs(k.castNs + k.pointwiseNs)}) x ${COMPILE_REMOVES.castPointwise} + softmax and loss ${fmtMs(k.softmaxNs)} x ${COMPILE_REMOVES.softmax} + normalisation ${fmtMs(k.normNs)} x ${COMPILE_REMOVES.norm} = ${fmtMs(fused)}${padded > 0 ? ` + misaligned GEMMs padded ${fmtMs(padded)} = ${fmtMs(saved)}` : ''} of GPU work saved per step (other reductions and the optimizer unchanged); the host issues fewer kernels: ${COMPILE_HOST_KEEPS} of its work is left`,
+  };
+  const gain = gainOf(ctx?.pace ?? windowPipeline(m), fix);
+  const savedNs = gain ? gain.stepTimeNs - gain.expectedStepTimeNs : 0;
+  // The compile's warm-up against the saving a step: the steps it takes to pay it back.
+  const warmup =
+    savedNs > 0
+      ? `compiling takes time before the first step: about ${COMPILE_WARMUP_S} s for a ResNet-50 on an H200 (measured), minutes for larger models; at ${fmtMs(savedNs)} saved a step that is paid back after about ${Math.ceil((COMPILE_WARMUP_S * 1e9) / savedNs).toLocaleString('en-US')} steps`
+      : null;
+  return finding({
     id: 'fusion',
     title: 'Eager mode: unfused elementwise and normalisation kernels run between the matmuls',
     ranks: [m.rank],
@@ -113,13 +146,20 @@ export const fusion: RankRule = (m, ctx) => {
       `fusable time by kind per step: casts ${fmtMs(k.castNs)}, pointwise ops ${fmtMs(k.pointwiseNs)}, softmax and loss ${fmtMs(k.softmaxNs)}, normalisation ${fmtMs(k.normNs)}, other reductions ${fmtMs(k.reduceNs)}, optimizer ${fmtMs(k.optimizerNs)}`,
       ...(padded > 0 ? [`misaligned GEMMs that compile pads: ${fmtMs(padded)} per step to gain (see misaligned-shapes)`] : []),
       ...(m.attention.handWritten
-        ? [`left out: hand-written attention's ${fmtMs(m.attention.handWritten.betweenNs)} of kernels between its matmuls per step (see attention: a fused attention kernel removes them)`]
+        ? [
+            `left out: hand-written attention's ${fmtMs(m.attention.handWritten.betweenNs)} of kernels between its matmuls per step (see attention: a fused attention kernel removes them)`,
+          ]
         : []),
     ],
-    data: { fusableNsPerStep: fusable, matmulNsPerStep: mm, kernelsPerStep: m.launch.kernelsPerStep, fusedSavedNsPerStep: fused, paddedSavedNsPerStep: padded },
+    data: {
+      fusableNsPerStep: fusable,
+      matmulNsPerStep: mm,
+      kernelsPerStep: m.launch.kernelsPerStep,
+      fusedSavedNsPerStep: fused,
+      paddedSavedNsPerStep: padded,
+    },
     recommendation: {
-      summary:
-        'Compile the model: torch.compile fuses chains of elementwise ops, normalisations and casts into a few Triton kernels that read and write memory once. Try mode="max-autotune" once it works; keep the optimizer fused (AdamW(fused=True)).',
+      summary: `Compile the model: torch.compile fuses chains of elementwise ops, normalisations and casts into a few Triton kernels that read and write memory once. Try mode="max-autotune" once it works; keep the optimizer fused (AdamW(fused=True)).${warmup ? ` Worth it for a run that is long enough: ${warmup}.` : ''}`,
       code: [
         'model = torch.compile(model)            # before the training loop; the first steps compile',
         '# model = torch.compile(model, mode="max-autotune")  # longer compile, faster kernels',
@@ -130,13 +170,7 @@ export const fusion: RankRule = (m, ctx) => {
         accelerate: 'accelerate launch --dynamo_backend inductor train.py',
       },
     },
-  }, {
-    label: 'torch.compile',
-    ops: [
-      { kind: 'gpu', work: 'memory-bound', ns: kindsNs, factor: kindsNs > 0 ? Math.max(0, 1 - fused / kindsNs) : 1 },
-      ...(padded > 0 ? [{ kind: 'gpu' as const, work: 'misaligned-gemms', ns: bad, factor: Math.max(0, 1 - padded / bad) }] : []),
-      { kind: 'host', work: 'launches', factor: COMPILE_HOST_KEEPS },
-    ],
-    arithmetic: `what compile removed of each kind on GPT-2 (eager vs compiled traces): (casts + pointwise ${fmtMs(k.castNs + k.pointwiseNs)}) x ${COMPILE_REMOVES.castPointwise} + softmax and loss ${fmtMs(k.softmaxNs)} x ${COMPILE_REMOVES.softmax} + normalisation ${fmtMs(k.normNs)} x ${COMPILE_REMOVES.norm} = ${fmtMs(fused)}${padded > 0 ? ` + misaligned GEMMs padded ${fmtMs(padded)} = ${fmtMs(saved)}` : ''} of GPU work saved per step (other reductions and the optimizer unchanged); the host issues fewer kernels: ${COMPILE_HOST_KEEPS} of its work is left`,
+    fix,
+    estimatedGain: gain,
   });
 };
