@@ -129,7 +129,7 @@ export const fusion: RankRule = (m, ctx) => {
     arithmetic: `what compile removed of each kind on GPT-2 (eager vs compiled traces): (casts + pointwise ${fmtMs(k.castNs + k.pointwiseNs)}) x ${COMPILE_REMOVES.castPointwise} + softmax and loss ${fmtMs(k.softmaxNs)} x ${COMPILE_REMOVES.softmax} + normalisation ${fmtMs(k.normNs)} x ${COMPILE_REMOVES.norm} = ${fmtMs(fused)}${padded > 0 ? ` + misaligned GEMMs padded ${fmtMs(padded)} = ${fmtMs(saved)}` : ''} of GPU work saved per step (other reductions and the optimizer unchanged); the host issues fewer kernels: ${COMPILE_HOST_KEEPS} of its work is left`,
   };
   const gain = gainOf(ctx?.pace ?? windowPipeline(m), fix);
-  const savedNs = gain ? gain.stepTimeNs - gain.expectedStepTimeNs : 0;
+  const savedNs = Math.max(0, (gain?.stepTimeNs ?? 0) - (gain?.expectedStepTimeNs ?? 0));
   // The compile's warm-up against the saving a step: the steps it takes to pay it back.
   const warmup =
     savedNs > 0
