@@ -7,6 +7,7 @@
 import { CopyKind, RuntimeKind } from '../kernelClass.js';
 import type { TraceModel } from '../model.js';
 import { type GpuOp, OpKind } from '../opLog.js';
+import { firstAfter } from './intervals.js';
 
 export interface HostSpans {
   h2d: [number, number][];
@@ -57,15 +58,8 @@ function copySyncsOf(model: TraceModel, h2d: readonly [number, number][]): Set<n
   const sc = model.gpu.syncCalls;
   for (let i = 0; i < sc.count; i++) {
     const t = sc.startNs[i]!;
-    // the last copy return at or before the sync's start
-    let lo = 0;
-    let hi = ends.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (ends[mid]! <= t) lo = mid + 1;
-      else hi = mid;
-    }
-    if (lo > 0 && t - ends[lo - 1]! <= COPY_SYNC_GAP_NS) out.add(i);
+    const last = firstAfter(ends, t) - 1; // the last copy return at or before the sync's start
+    if (last >= 0 && t - ends[last]! <= COPY_SYNC_GAP_NS) out.add(i);
   }
   return out;
 }

@@ -4,7 +4,7 @@ import type { CpuSpan, TraceModel } from '../model.js';
 import { forEachOp } from '../opLog.js';
 import { HostSpanCollector, type HostSpans } from './hostSpans.js';
 import { crossDeviceStats } from './crossDevice.js';
-import { coveredLen, unionOf } from './intervals.js';
+import { coveredLen, firstAfter, unionOf } from './intervals.js';
 import { attentionStats } from './attention.js';
 import { kernelMix } from './kernelMix.js';
 import { commStats, kernelFigures, median } from './kernels.js';
@@ -272,16 +272,4 @@ function launchStart(model: TraceModel, i: number): number {
   if (!Number.isNaN(c.launchStartNs[i]!)) return c.launchStartNs[i]!;
   const corr = c.correlation[i]!;
   return corr >= 0 ? (model.gpu.launches.get(corr)?.startNs ?? Number.NaN) : Number.NaN;
-}
-
-/** Index of the first value strictly greater than t in a sorted array. */
-function firstAfter(sorted: ArrayLike<number>, t: number): number {
-  let lo = 0;
-  let hi = sorted.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (sorted[mid]! <= t) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
 }

@@ -117,3 +117,15 @@ export function piecesLen(pieces: number[]): number {
   for (let p = 0; p < pieces.length; p += 2) t += pieces[p + 1]! - pieces[p]!;
   return t;
 }
+
+/** Index of the first value strictly greater than t in a sorted array. */
+export function firstAfter(sorted: ArrayLike<number>, t: number): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (sorted[mid]! <= t) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
