@@ -15,7 +15,7 @@
 #             for a dry run on a CPU: SCRIPT_FLAGS="--device cpu --smoke" STEPS=6
 #
 # A doctor run whose OUT/NAME exists is kept (a run is never overwritten); plain runs append to measured.jsonl
-# (summarize.py takes the latest line of each run and step). The lead adjusts PLAN to doctor's actual plan.
+# (summarize.py takes the latest line of each run and step). PLAN_FROM=doctor follows doctor's actual plan.
 set -u
 cd "$(dirname "$0")/../.."
 out=${1:?usage: run.sh OUT [GPUWISE] [NAME|PART ...]}
