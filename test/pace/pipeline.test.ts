@@ -4,6 +4,7 @@
  * are in test/doctor (fixedRuns, hostPace, realworld).
  */
 import { describe, expect, it } from 'vitest';
+import { dataloaderFinding } from '../../src/advice/rules/input.js';
 import { applyFix, type Fix } from '../../src/pace/fix.js';
 import { gainOf } from '../../src/pace/gain.js';
 import { calibrated, type LoaderFacts, type Pipeline, type Stage, stepOf } from '../../src/pace/pipeline.js';
@@ -227,5 +228,20 @@ describe("the plan (the issue's ResNet-50 reading JPEGs through 4 workers, H200)
 
   it('stops when no fix left shortens the step', () => {
     expect(planOf(pipe({ stepMs: 100, host: 100, gpu: 50 }), [{ id: 'mixed-precision', fix: bf16 }]).steps).toEqual([]);
+  });
+});
+
+describe('the DataLoader finding on a pipeline whose waits show no stall pattern', () => {
+  it("takes the workers' start-up at epoch starts and says so without a period it does not have", () => {
+    // 4 workers started again every 20 steps, 400 ms each time (20 ms a step); the loop waits 40 ms a step, no stalls
+    const p: Pipeline = {
+      ...pipe({ stepMs: 116, input: 116, gpu: 70, loader: { ...jpegLoader, stepsPerEpoch: 20, startNs: 400 * ms } }),
+      inputWaitNs: 40 * ms,
+    };
+    const f = dataloaderFinding(p, null, 0)!;
+    expect(f.fix!.ops.map((o) => o.kind)).toEqual(['workers', 'persistent-workers']);
+    expect(f.title).toBe('The training loop waits on the DataLoader');
+    expect(f.recommendation.summary).toMatch(/^The loop waits on the DataLoader: 4 workers cannot keep up/);
+    expect(`${f.title} ${f.recommendation.summary}`).not.toMatch(/undefined/);
   });
 });

@@ -6,12 +6,11 @@
 import { finding } from '../../findings/finding.js';
 import type { Fix } from '../../pace/fix.js';
 import { gainOf } from '../../pace/gain.js';
-import { windowPipeline } from '../../pace/window.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtMs, fmtPct } from '../../util/format.js';
 import { attentionFixEffect } from './attention.js';
 import { misalignedGemms } from './compute.js';
-import { matmulNs, type RankRule, stepNs } from './rule.js';
+import { matmulNs, pipelineOf, type RankRule, stepNs } from './rule.js';
 
 /**
  * The GPU must be busy for its kernel time to matter: below this, input or launch rules apply. Low on purpose: a
@@ -128,7 +127,7 @@ export const fusion: RankRule = (m, ctx) => {
     ],
     arithmetic: `what compile removed of each kind on GPT-2 (eager vs compiled traces): (casts + pointwise ${fmtMs(k.castNs + k.pointwiseNs)}) x ${COMPILE_REMOVES.castPointwise} + softmax and loss ${fmtMs(k.softmaxNs)} x ${COMPILE_REMOVES.softmax} + normalisation ${fmtMs(k.normNs)} x ${COMPILE_REMOVES.norm} = ${fmtMs(fused)}${padded > 0 ? ` + misaligned GEMMs padded ${fmtMs(padded)} = ${fmtMs(saved)}` : ''} of GPU work saved per step (other reductions and the optimizer unchanged); the host issues fewer kernels: ${COMPILE_HOST_KEEPS} of its work is left`,
   };
-  const gain = gainOf(ctx?.pace ?? windowPipeline(m), fix);
+  const gain = gainOf(pipelineOf(m, ctx?.pace), fix);
   const savedNs = Math.max(0, (gain?.stepTimeNs ?? 0) - (gain?.expectedStepTimeNs ?? 0));
   // The compile's warm-up against the saving a step: the steps it takes to pay it back.
   const warmup =

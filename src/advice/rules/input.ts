@@ -4,10 +4,9 @@ import type { Finding } from '../../findings/finding.js';
 import type { Fix } from '../../pace/fix.js';
 import { gainOf } from '../../pace/gain.js';
 import { type Pipeline, stepOf, workerCap, workerStartUpNs } from '../../pace/pipeline.js';
-import { windowPipeline } from '../../pace/window.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtBytes, fmtMs, fmtPct, fmtWindow } from '../../util/format.js';
-import { finding, paced, type RankRule, stepNs, whenInSteps } from './rule.js';
+import { finding, paced, pipelineOf, type RankRule, stepNs, whenInSteps } from './rule.js';
 
 /** Fires when the loop waits on the DataLoader at least this share of the step. */
 const DATALOADER_MIN_SHARE = 0.05;
@@ -43,9 +42,16 @@ function workersFor(p: Pipeline): { workers: number; text: string } | null {
   const need = stepOf({ ...p, loader: { ...l, workersTo: 'enough' } }).workersNeeded;
   if (need === null) return null;
   const workers = Math.min(need, workerCap(l));
-  const loop = l.processCores !== null ? `the training process keeps ${l.processCores.toFixed(1)} busy itself` : 'one for the training loop';
-  const capped = need > workers ? `; the process may use ${l.cpuCores} cores, so ${workers} (${loop}) is the most: then decode on the GPU (DALI, torchvision.io.decode_jpeg on CUDA) or pre-process the dataset` : '';
-  return { workers, text: `about ${need} workers keep up with the rest of the step (a batch takes ${fmtMs(l.batchNsPerWorker)} in a worker)${capped}` };
+  const loop =
+    l.processCores !== null ? `the training process keeps ${l.processCores.toFixed(1)} busy itself` : 'one for the training loop';
+  const capped =
+    need > workers
+      ? `; the process may use ${l.cpuCores} cores, so ${workers} (${loop}) is the most: then decode on the GPU (DALI, torchvision.io.decode_jpeg on CUDA) or pre-process the dataset`
+      : '';
+  return {
+    workers,
+    text: `about ${need} workers keep up with the rest of the step (a batch takes ${fmtMs(l.batchNsPerWorker)} in a worker)${capped}`,
+  };
 }
 
 const LOADER_CODE = (workers: string, epochStarts: boolean) =>
@@ -79,13 +85,17 @@ export function dataloaderFinding(p: Pipeline, m: TraceMetrics | null, rank: num
       ? `the training loop waited ${fmtMs(wait)} a step inside DataLoader.__next__ (${fmtPct(wait / step)} of the mean step ${fmtMs(step)}, over every measured step)`
       : `GPU idle while the main process was inside DataLoader.__next__: ${fmtMs(wait)} per step of ${fmtMs(step)} (${fmtPct(wait / step)})`,
     ...(m
-      ? [`in the profiled window DataLoader.__next__ takes ${fmtMs(m.examples.dataLoaderWaitNsPerStep)} per step on the CPU; the GPU is busy ${fmtPct(m.gpuBusyShare)} of the time`]
+      ? [
+          `in the profiled window DataLoader.__next__ takes ${fmtMs(m.examples.dataLoaderWaitNsPerStep)} per step on the CPU; the GPU is busy ${fmtPct(m.gpuBusyShare)} of the time`,
+        ]
       : []),
     ...(p.stalls && p.stalls.stalledSteps > 0 ? [p.stages.input.evidence] : []),
     ...(capacity ? [capacity] : []),
     ...(rec ? [rec.text] : []),
     ...(l && l.workers !== null
-      ? [`DataLoader: num_workers=${l.workers}, persistent_workers=${l.persistentWorkers}, prefetch_factor=${l.prefetchFactor ?? 'n/a'}, pin_memory=${l.pinMemory}${l.cpuCores !== null ? `; ${l.cpuCores} CPU cores available` : ''}`]
+      ? [
+          `DataLoader: num_workers=${l.workers}, persistent_workers=${l.persistentWorkers}, prefetch_factor=${l.prefetchFactor ?? 'n/a'}, pin_memory=${l.pinMemory}${l.cpuCores !== null ? `; ${l.cpuCores} CPU cores available` : ''}`,
+        ]
       : []),
   ];
   const workers = rec ? String(rec.workers) : '8';
@@ -106,19 +116,33 @@ export function dataloaderFinding(p: Pipeline, m: TraceMetrics | null, rank: num
     ],
     arithmetic: [
       ...(moreWorkers
-        ? [rec ? `the loader's measured rate: ${rec.text}` : 'with enough workers (and loading overlapped) the loop no longer waits: the DataLoader leaves the critical path']
+        ? [
+            rec
+              ? `the loader's measured rate: ${rec.text}`
+              : 'with enough workers (and loading overlapped) the loop no longer waits: the DataLoader leaves the critical path',
+          ]
         : []),
       ...(epochStarts
-        ? [`${p.serial.find((c) => c.kind === 'epoch-starts')?.evidence ?? startUpText}; persistent_workers=True keeps the workers between epochs, prefetch_factor fills their queues ahead`]
+        ? [
+            `${p.serial.find((c) => c.kind === 'epoch-starts')?.evidence ?? startUpText}; persistent_workers=True keeps the workers between epochs, prefetch_factor fills their queues ahead`,
+          ]
         : []),
     ].join('; '),
   };
-  const stallText = !p.stalls ? 'The loop waits on the DataLoader' : `The waits come in stalls ${p.stalls.when === 'epoch-starts' ? 'at epoch starts' : `every ${p.stalls.everySteps} steps`}`;
-  const startUpSummary = 'the workers are started again for every epoch: keep them (persistent_workers=True) and let them fill their queues ahead (prefetch_factor).';
+  // When the stalls come, where they show a pattern (no pattern: said without one, never "every undefined steps").
+  const atStarts = p.stalls?.when === 'epoch-starts';
+  const every = p.stalls?.when === 'periodic' && p.stalls.everySteps ? p.stalls.everySteps : null;
+  const stallText = atStarts
+    ? 'The waits come in stalls at epoch starts'
+    : every !== null
+      ? `The waits come in stalls every ${every} steps`
+      : 'The loop waits on the DataLoader';
+  const startUpSummary =
+    'the workers are started again for every epoch: keep them (persistent_workers=True) and let them fill their queues ahead (prefetch_factor).';
   return finding({
     id: 'dataloader-bound',
     title: run
-      ? `The training loop waits on the DataLoader${epochStarts ? (p.stalls?.when === 'epoch-starts' ? ' at the start of each epoch' : `: stalls every ${p.stalls?.everySteps} steps`) : ''}`
+      ? `The training loop waits on the DataLoader${epochStarts ? (atStarts ? ' at the start of each epoch' : every !== null ? `: stalls every ${every} steps` : '') : ''}`
       : 'The GPU waits on the DataLoader',
     ranks: [rank],
     evidence,
@@ -136,7 +160,7 @@ export function dataloaderFinding(p: Pipeline, m: TraceMetrics | null, rank: num
         moreWorkers && epochStarts && rec
           ? `${stallText}: ${current ?? 'the'} workers cannot keep up (${rec.text}), and ${startUpSummary} Pin host memory and copy without blocking so loading overlaps compute.`
           : epochStarts
-            ? `The waits come in long stalls ${p.stalls?.when === 'epoch-starts' ? 'at epoch starts' : `every ${p.stalls?.everySteps} steps (epoch starts, most likely)`}: ${startUpSummary}`
+            ? `${atStarts ? 'The waits come in long stalls at epoch starts' : every !== null ? `The waits come in long stalls every ${every} steps (epoch starts, most likely)` : 'The loop waits on the DataLoader at epoch starts'}: ${startUpSummary}`
             : `Load and augment in ${rec ? `${rec.workers} ` : ''}worker processes, pin host memory, and copy without blocking so loading overlaps compute. If workers still cannot keep up, move decoding/augmentation to the GPU (DALI, torchvision.transforms.v2 on CUDA tensors) or pre-process the dataset.`,
       code: LOADER_CODE(workers, epochStarts),
     },
@@ -145,7 +169,7 @@ export function dataloaderFinding(p: Pipeline, m: TraceMetrics | null, rank: num
   });
 }
 
-export const dataloaderBound: RankRule = (m, ctx) => dataloaderFinding(ctx?.pace ?? windowPipeline(m), m, m.rank);
+export const dataloaderBound: RankRule = (m, ctx) => dataloaderFinding(pipelineOf(m, ctx?.pace), m, m.rank);
 
 export const pageableH2d: RankRule = (m, ctx) => {
   const pageable = m.copies.find((c) => c.kind === 'HtoD pageable');
@@ -181,7 +205,11 @@ export const pageableH2d: RankRule = (m, ctx) => {
       },
       recommendation: {
         summary: 'Pinned (page-locked) host buffers copy at full PCIe speed and let the copy run asynchronously, overlapped with compute.',
-        code: ['DataLoader(..., pin_memory=True)', '# or for your own tensors: x = x.pin_memory()', 'x = x.to(device, non_blocking=True)'].join('\n'),
+        code: [
+          'DataLoader(..., pin_memory=True)',
+          '# or for your own tensors: x = x.pin_memory()',
+          'x = x.to(device, non_blocking=True)',
+        ].join('\n'),
       },
     },
     {

@@ -90,7 +90,11 @@ export type RankRule = (m: TraceMetrics, ctx?: RunContext) => Finding | null;
  * A rule that compares ranks (runs only with two or more); `collectives[i]` is rank i's, or empty when not given;
  * `contexts[i]` rank i's context, as for a rank rule.
  */
-export type CrossRankRule = (ranks: TraceMetrics[], collectives: readonly CollectiveTimings[], contexts?: readonly (RunContext | undefined)[]) => Finding | null;
+export type CrossRankRule = (
+  ranks: TraceMetrics[],
+  collectives: readonly CollectiveTimings[],
+  contexts?: readonly (RunContext | undefined)[],
+) => Finding | null;
 
 /**
  * The step time the window's figures are shares of: the mean over the analysed steps, the same basis as every
@@ -124,12 +128,27 @@ export function gpuOf(m: TraceMetrics): GpuSpec | null {
   return d?.name ? lookupGpu({ name: d.name, memoryBytes: d.totalMemoryBytes }) : null;
 }
 
+/** The pipeline a rule's gains come from: the run's when doctor gives one (`RunContext.pace`), else the window's. */
+export function pipelineOf(m: TraceMetrics, pace: Pipeline | null | undefined): Pipeline {
+  return pace ?? windowPipeline(m);
+}
+
 /** A finding's parts with its fix as data and the gain of that fix on the pipeline (the window's unless given). */
-export function pacedParts(m: TraceMetrics, pace: Pipeline | null | undefined, parts: Omit<FindingParts, 'estimatedGain' | 'fix'>, fix: Fix): FindingParts {
-  return { ...parts, fix, estimatedGain: gainOf(pace ?? windowPipeline(m), fix) };
+export function pacedParts(
+  m: TraceMetrics,
+  pace: Pipeline | null | undefined,
+  parts: Omit<FindingParts, 'estimatedGain' | 'fix'>,
+  fix: Fix,
+): FindingParts {
+  return { ...parts, fix, estimatedGain: gainOf(pipelineOf(m, pace), fix) };
 }
 
 /** A finding whose fix is data and whose gain is that fix applied to the pipeline (the window's unless given). */
-export function paced(m: TraceMetrics, pace: Pipeline | null | undefined, parts: Omit<FindingParts, 'estimatedGain' | 'fix'>, fix: Fix): Finding {
+export function paced(
+  m: TraceMetrics,
+  pace: Pipeline | null | undefined,
+  parts: Omit<FindingParts, 'estimatedGain' | 'fix'>,
+  fix: Fix,
+): Finding {
   return finding(pacedParts(m, pace, parts, fix));
 }
