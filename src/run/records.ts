@@ -8,21 +8,7 @@
  * field, in `parseProbeLines`: a record that is not understood is left out with a note saying why, so the code after
  * it trusts the types and a malformed record can never end a report in an internal error.
  */
-import {
-  anyObject,
-  arrayOf,
-  bool,
-  type Check,
-  FieldProblem,
-  int,
-  mapOf,
-  nullable,
-  num,
-  obj,
-  oneOf,
-  optional,
-  str,
-} from './validate.js';
+import { anyObject, arrayOf, bool, type Check, FieldProblem, int, mapOf, nullable, num, obj, oneOf, optional, str } from './validate.js';
 
 /** The newest protocol version this gpuwise reads; every version from 1 to it is accepted. */
 export const PROBE_PROTOCOL_VERSION = 3;
@@ -250,6 +236,10 @@ export interface ProfileStartRecord extends Base {
   settled?: boolean;
   /** Steps run before the window. */
   warmupSteps?: number;
+  /** A distributed rank's window opened at rank 0's announced step (false: its own choice, no plan came). */
+  aligned?: boolean;
+  /** A rank that waited for rank 0's plan in vain: the step at which it would have opened its window alone. */
+  ownReadyStep?: number;
 }
 
 /**
@@ -351,7 +341,20 @@ export type ProbeRecord =
   | LoaderRecord
   | CpuRecord;
 
-const TYPES: ReadonlySet<string> = new Set(['hello', 'step', 'model', 'profile-start', 'profile-end', 'oom', 'exception', 'end', 'probe-error', 'stall', 'loader', 'cpu']);
+const TYPES: ReadonlySet<string> = new Set([
+  'hello',
+  'step',
+  'model',
+  'profile-start',
+  'profile-end',
+  'oom',
+  'exception',
+  'end',
+  'probe-error',
+  'stall',
+  'loader',
+  'cpu',
+]);
 
 const rankField = nullable(int(0));
 const base = { v: int(1), pid: int(0), rank: rankField, t: num() } as const;
@@ -463,6 +466,8 @@ const SCHEMAS: Record<ProbeRecord['type'], Check<unknown>> = (() => {
         quietS: optional(num(0)),
         settled: optional(bool),
         warmupSteps: optional(int(0)),
+        aligned: optional(bool),
+        ownReadyStep: optional(int(0)),
       },
       dropped,
     ),
@@ -573,7 +578,8 @@ class ProblemLog {
 
 /** Checks one parsed JSON value: the record, or why it is left out. */
 export function validateRecord(o: unknown, dropped: string[] = []): { record: ProbeRecord } | { problem: string; kind: string } {
-  if (typeof o !== 'object' || o === null || Array.isArray(o)) return { kind: 'probe lines that are not a JSON object', problem: 'not an object' };
+  if (typeof o !== 'object' || o === null || Array.isArray(o))
+    return { kind: 'probe lines that are not a JSON object', problem: 'not an object' };
   const r = o as Record<string, unknown>;
   const type = r.type;
   if (typeof type !== 'string' || !TYPES.has(type))
@@ -637,4 +643,3 @@ export function analysedWindowEnds(records: readonly ProbeRecord[]): ProfileEndR
 export function rankOf(r: { rank: number | null }): number {
   return r.rank ?? 0;
 }
-

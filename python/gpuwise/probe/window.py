@@ -220,10 +220,10 @@ class WindowMixin(object):
         self.window_kind = "steps"
         self.prof_first_step = first_step
         self.window_opened_at = time.perf_counter()
-        self._queue(
-            "profile-start",
-            {"step": first_step, "steps": self.cfg.profile_steps, "cuda": cuda_on, "reason": reason, "settled": reason in ("settled", "fixed"), "warmupSteps": first_step - 1, "aligned": self.window_plan is not None},
-        )
+        record = {"step": first_step, "steps": self.cfg.profile_steps, "cuda": cuda_on, "reason": reason, "settled": reason in ("settled", "fixed"), "warmupSteps": first_step - 1, "aligned": self.window_plan is not None}
+        if self.window_plan is None and self.own_ready_at is not None:
+            record["ownReadyStep"] = self.own_ready_at  # a rank that waited for rank 0's plan in vain: since when
+        self._queue("profile-start", record)
         self._enter_step_span(first_step)
 
     def _open_profiler(self, cuda_on):
