@@ -52,6 +52,12 @@ def flags_of(fix_id, label, name, flags):
     if "fused" in text and "adamw" in text:
         out["--fused-adamw"] = None
         known = True
+    if fix_id == "bf16-weights":
+        out["--dtype"] = "bf16"  # hf_generate.py
+        known = True
+    if fix_id == "launch-bound" and "static kv cache" in text:
+        out["--static-cache"] = None  # hf_generate.py
+        known = True
     if fix_id == "host-sync" or "syncs out of the loop" in text:
         out[SYNC_FLAG.get(name, "--log-every")] = "50"
         known = True

@@ -10,7 +10,7 @@ import type { CollectiveTimings } from '../trace/metrics/collectives.js';
 import type { Pipeline } from '../pace/pipeline.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
 import { attention } from './rules/attention.js';
-import { gpuUnderused, misalignedShapes, noTensorCores } from './rules/compute.js';
+import { bf16Weights, gpuUnderused, misalignedShapes, noTensorCores } from './rules/compute.js';
 import { commBound, dataParallel, ddpAccumWithoutNoSync, rankImbalance, smallCommBuckets } from './rules/distributed.js';
 import { fusion } from './rules/fusion.js';
 import { hostSync, launchBound } from './rules/host.js';
@@ -27,6 +27,7 @@ export const RANK_RULES: readonly RankRule[] = [
   launchBound,
   noTensorCores,
   mixedPrecision,
+  bf16Weights,
   channelsLast,
   fp16WithoutScaler,
   fusion,

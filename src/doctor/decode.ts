@@ -7,23 +7,20 @@
  *     step is launch-bound (8 prompts per call: 6.5 ms a decode step, 8x the tokens per second, on that H200);
  *   - a static KV cache with CUDA graphs: the decoding forward replayed as one graph, the step falls to the GPU's work
  *     (launch-bound's own fix when its RunContext says decode: advice/rules/host.ts);
- *   - bf16 weights: a decode step reads every weight once, so half the bytes halve its matmul time, a gain only once the
- *     launches no longer set the pace;
+ *   - bf16 weights over fp32 ones: each GEMM costed by its bytes (advice/bf16Weights.ts, the `bf16-weights` rule), a
+ *     gain only once the launches no longer set the pace (the pipeline composes it after the static cache);
  *   - torch.inference_mode: less host work per op than autograd-enabled code; not measured here (the probe does not
- *     record the grad mode), so named in the fix, never given a gain.
- * Each lever's effect is data (`decodeLeverEffects`); the findings' gains come from it.
+ *     record the grad mode), so named in the static cache's fix, never given a gain.
+ * Batching's effect is data (`decodeLeverEffects`); its finding's gain comes from it. The others are rules' fixes.
  */
 import { adviceFinding, type Finding } from '../findings/finding.js';
 import { wholeStepFix, wholeStepGain } from '../pace/gain.js';
-import type { ModelRecord } from '../run/records.js';
 import type { DecodeStats } from '../run/steps.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
 import { fmtMs, fmtPct } from '../util/format.js';
 
 /** Batch multiples weighed for batching requests: the largest whose GPU work, grown in proportion, still fits in the step. */
 const BATCH_SCALES = [8, 4, 2] as const;
-/** Weights past this share in fp32 are fp32 weights. */
-const FP32_WEIGHTS_MIN_SHARE = 0.9;
 
 export interface DecodeLeverEffects {
   /** The decode step the effects are of (the run's median, ns), and the GPU's work in it (the profiled window's busy time). */
@@ -34,48 +31,26 @@ export interface DecodeLeverEffects {
    * weights once whatever the batch), the step to stay while that fits in it. Null without the window or below 2x.
    */
   batching: { batchScale: number; batchAfter: number | null; stepNsAfter: number; tokensPerSAfter: number | null } | null;
-  /** CUDA graphs over a static cache: the launches of a step replayed as one, the step falls to the GPU's work. */
-  staticCache: { launchesRemovedPerStep: number; stepNsAfter: number; hostNsSaved: number } | null;
-  /** bf16 weights over fp32 ones: the matmuls' GPU time halves; the step gains what exceeds the wait for launches. */
-  bf16Weights: { fp32ParamShare: number; gpuNsSaved: number; stepNsSaved: number } | null;
-}
-
-function fp32ParamShare(model: ModelRecord | null): number | null {
-  if (!model) return null;
-  let fp32 = 0;
-  let all = 0;
-  for (const m of model.modules)
-    for (const [dtype, n] of Object.entries(m.dtypes)) {
-      all += n;
-      if (dtype === 'float32') fp32 += n;
-    }
-  return all > 0 ? fp32 / all : null;
 }
 
 /** Each decode lever's effect on the run's decode step; `metrics`: the profiled window of decode steps, when analysed. */
-export function decodeLeverEffects(decode: DecodeStats, metrics: TraceMetrics | null, model: ModelRecord | null): DecodeLeverEffects | null {
+export function decodeLeverEffects(decode: DecodeStats, metrics: TraceMetrics | null): DecodeLeverEffects | null {
   if (decode.decodeStepS === null) return null;
   const stepNs = decode.decodeStepS * 1e9;
   const busy = metrics ? metrics.perStep.busyNs : null;
-  const launchIdle = metrics ? metrics.perStep.idleByCauseNs.launch : 0;
   const k = busy !== null && busy > 0 ? (BATCH_SCALES.find((x) => busy * x <= stepNs) ?? null) : null;
-  const share = fp32ParamShare(model);
-  const gemmNs = metrics ? metrics.perStep.kernelNsByCategory.gemm : 0;
   return {
     stepNs,
     gpuBusyNs: busy,
     batching:
       k === null
         ? null
-        : { batchScale: k, batchAfter: decode.batch !== null ? decode.batch * k : null, stepNsAfter: stepNs, tokensPerSAfter: decode.tokensPerS !== null ? decode.tokensPerS * k : null },
-    staticCache:
-      metrics && busy !== null && launchIdle > 0
-        ? { launchesRemovedPerStep: Math.max(0, metrics.launch.kernelsPerStep - 1), stepNsAfter: Math.min(stepNs, busy), hostNsSaved: Math.max(0, stepNs - busy) }
-        : null,
-    bf16Weights:
-      share !== null && share >= FP32_WEIGHTS_MIN_SHARE && gemmNs > 0
-        ? { fp32ParamShare: share, gpuNsSaved: gemmNs / 2, stepNsSaved: Math.max(0, gemmNs / 2 - launchIdle) }
-        : null,
+        : {
+            batchScale: k,
+            batchAfter: decode.batch !== null ? decode.batch * k : null,
+            stepNsAfter: stepNs,
+            tokensPerSAfter: decode.tokensPerS !== null ? decode.tokensPerS * k : null,
+          },
   };
 }
 
@@ -104,7 +79,14 @@ export function decodeBatchingFinding(decode: DecodeStats, effects: DecodeLeverE
       `the GPU works ${fmtMs(busy)} of each decode step (the profiled window), busy ${fmtPct(busy / step)}: the rest is launches and Python, which cost the same for ${k}x the sequences`,
       `with ${k}x the sequences the GPU's work, even grown ${k}-fold, takes ${fmtMs(busy * k)}, within the step: about ${rate(b.tokensPerSAfter)} tokens/s`,
     ],
-    data: { decodeStepNs: step, gpuBusyNsPerStep: busy, batch: now, batchScale: k, tokensPerS: decode.tokensPerS, tokensPerSAfter: b.tokensPerSAfter },
+    data: {
+      decodeStepNs: step,
+      gpuBusyNsPerStep: busy,
+      batch: now,
+      batchScale: k,
+      tokensPerS: decode.tokensPerS,
+      tokensPerSAfter: b.tokensPerSAfter,
+    },
     recommendation: {
       summary: `Generate for ${k}x the sequences per call: batch the prompts (pad them on the left for a decoder-only model) or serve requests in batches; each request still waits a step per token, but the step yields ${k}x the tokens. Advice to weigh: it needs ${k}x the requests at once and ${k}x the KV cache.`,
       code: [
@@ -118,4 +100,3 @@ export function decodeBatchingFinding(decode: DecodeStats, effects: DecodeLeverE
     estimatedGain: wholeStepGain(step, b.stepNsAfter / k, batchingArithmetic(k, b.stepNsAfter, busy, step)),
   });
 }
-

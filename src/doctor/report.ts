@@ -363,9 +363,14 @@ export function outcomeOf(
   const byPid = new Map(ranks.map((r) => [r.pid, r]));
   const after = afterText(ending, byPid);
   const hangTail =
-    input.hang && hang ? `; the others then made no progress and doctor stopped the job after ${input.hang.timeoutS ?? '?'} s (--hang-timeout)` : '';
+    input.hang && hang
+      ? `; the others then made no progress and doctor stopped the job after ${input.hang.timeoutS ?? '?'} s (--hang-timeout)`
+      : '';
   if (first?.kind === 'out-of-memory')
-    return { outcome: 'out-of-memory', text: `ran out of GPU memory on ${who(first, ranks.length)} in step ${first.step} (exit code ${code})${after}${hangTail}` };
+    return {
+      outcome: 'out-of-memory',
+      text: `ran out of GPU memory on ${who(first, ranks.length)} in step ${first.step} (exit code ${code})${after}${hangTail}`,
+    };
   if (input.forwardedSignal !== null)
     return {
       outcome: 'interrupted',
@@ -378,7 +383,10 @@ export function outcomeOf(
         outcome: 'crashed',
         text: `crashed before the first training step (pid ${first.pid}${first.rankFromEnv ? `, rank ${first.rank}` : ''}): ${first.error} (exit code ${code})`,
       };
-    return { outcome: 'crashed', text: `crashed on ${who(first, ranks.length)} in step ${first.step}: ${first.error} (exit code ${code})${after}${hangTail}` };
+    return {
+      outcome: 'crashed',
+      text: `crashed on ${who(first, ranks.length)} in step ${first.step}: ${first.error} (exit code ${code})${after}${hangTail}`,
+    };
   }
   if (first?.kind === 'killed' && (code !== 0 || ranks.length > 1))
     return {
@@ -395,7 +403,10 @@ export function outcomeOf(
     };
   }
   if (ranks.some((r) => r.exception?.name === 'KeyboardInterrupt'))
-    return { outcome: 'interrupted', text: `interrupted (SIGINT passed to the command); exit code ${code}; the report covers the steps before` };
+    return {
+      outcome: 'interrupted',
+      text: `interrupted (SIGINT passed to the command); exit code ${code}; the report covers the steps before`,
+    };
   if (code !== 0)
     return {
       outcome: 'failed',
@@ -406,7 +417,13 @@ export function outcomeOf(
   return { outcome: 'completed', text: 'completed (exit code 0)' };
 }
 
-export function rankFindings(trace: Finding[], memory: Finding[], probe: Finding[], planner: Finding[], telemetry: Finding[] = []): RankedFinding[] {
+export function rankFindings(
+  trace: Finding[],
+  memory: Finding[],
+  probe: Finding[],
+  planner: Finding[],
+  telemetry: Finding[] = [],
+): RankedFinding[] {
   return sortFindings<RankedFinding>([
     ...trace.map((f) => ({ ...f, source: 'trace' as const })),
     ...memory.map((f) => ({ ...f, source: 'memory' as const })),
@@ -532,7 +549,10 @@ function runStepNsOf(ranks: readonly RankSummary[], rank: number): number | null
 
 /** Median DataLoader batches per step of a process's steps; null without steps. */
 function batchesPerStepOf(steps: readonly StepRecord[]): number | null {
-  const b = steps.map((s) => s.batches).filter((n) => n > 0).sort((x, y) => x - y);
+  const b = steps
+    .map((s) => s.batches)
+    .filter((n) => n > 0)
+    .sort((x, y) => x - y);
   return b.length ? (b[Math.floor((b.length - 1) / 2)] as number) : null;
 }
 
@@ -540,7 +560,11 @@ function batchesPerStepOf(steps: readonly StepRecord[]): number | null {
  * Stage 4a: each training process's pipeline (src/pace/run.ts), from its unprofiled steps, its DataLoader records and
  * its rank's window; keyed by pid. What every finding's gain is judged on.
  */
-export function pacesOf(processes: readonly ProcessRecords[], ranks: readonly RankSummary[], traces: readonly TraceInput[]): Map<number, Pipeline> {
+export function pacesOf(
+  processes: readonly ProcessRecords[],
+  ranks: readonly RankSummary[],
+  traces: readonly TraceInput[],
+): Map<number, Pipeline> {
   const out = new Map<number, Pipeline>();
   for (const p of processes) {
     const st = ranks.find((r) => r.pid === p.pid)?.steps;
@@ -565,7 +589,11 @@ function paceOfRank(paces: ReadonlyMap<number, Pipeline>, ranks: readonly RankSu
  * state in the model record, else a flag of the command or of a process's arguments. The set-up inference and the
  * precision rules read it.
  */
-export function askedPrecisionOf(command: readonly string[], processes: readonly ProcessRecords[], model: ModelRecord | null): Inferred<Precision | null> {
+export function askedPrecisionOf(
+  command: readonly string[],
+  processes: readonly ProcessRecords[],
+  model: ModelRecord | null,
+): Inferred<Precision | null> {
   return askedPrecision({
     command,
     argv: processes.flatMap((p) => (p.hello ? [p.hello.argv] : [])),
@@ -602,7 +630,11 @@ function gpuPeaksOf(gpus: readonly SharingGpu[], pid: number | null): GpuPeak[] 
     .map((g) => ({ g, peak: g.processes?.find((x) => x.pid === pid)?.peakUsedBytes ?? null }))
     .filter((x): x is { g: SharingGpu; peak: number } => x.peak !== null)
     .sort((a, b) => (a.g.cudaIndex ?? a.g.index) - (b.g.cudaIndex ?? b.g.index));
-  return rows.map(({ g, peak }) => ({ index: g.index, name: `GPU ${g.index}${typeof g.cudaIndex === 'number' ? ` (cuda:${g.cudaIndex})` : ''}`, peakBytes: peak }));
+  return rows.map(({ g, peak }) => ({
+    index: g.index,
+    name: `GPU ${g.index}${typeof g.cudaIndex === 'number' ? ` (cuda:${g.cudaIndex})` : ''}`,
+    peakBytes: peak,
+  }));
 }
 
 /**
@@ -648,7 +680,9 @@ export function traceFindingsOf(traces: readonly TraceInput[], ranks: readonly R
   // The probe's framework (the call stack at a step) first; else the one the trace names, as analyze does. A
   // generation loop is no training loop: its fixes are not a Trainer's or Lightning's switches.
   const named = model?.framework ? null : frameworkNamedBy(metrics);
-  return found.map((f) => (summaryOf(f.ranks[0] ?? 0)?.steps.decode ? f : named ? inTraceFramework(f, named) : inFramework(f, model?.framework)));
+  return found.map((f) =>
+    summaryOf(f.ranks[0] ?? 0)?.steps.decode ? f : named ? inTraceFramework(f, named) : inFramework(f, model?.framework),
+  );
 }
 
 /** Stage 5: memory's findings on each snapshot, on the snapshot's rank. */
@@ -676,13 +710,13 @@ export function probeFindingsOf(
 }
 
 /** Stage 6c: a generation loop's own lever (decode.ts): more sequences per decode step, on each rank whose steps are decode steps. */
-export function decodeFindingsOf(ranks: readonly RankSummary[], traces: readonly TraceInput[], model: ModelRecord | null): Finding[] {
+export function decodeFindingsOf(ranks: readonly RankSummary[], traces: readonly TraceInput[]): Finding[] {
   const out: Finding[] = [];
   for (const r of ranks) {
     const decode = r.steps.decode;
     if (!decode) continue;
     const metrics = traces.find((t) => t.rank === r.rank && t.metrics !== null)?.metrics ?? null;
-    const effects = decodeLeverEffects(decode, metrics, model);
+    const effects = decodeLeverEffects(decode, metrics);
     const f = effects ? decodeBatchingFinding(decode, effects, r.rank) : null;
     if (f) out.push(f);
   }
@@ -761,7 +795,11 @@ export function gpusOf(input: DoctorInput, processes: readonly ProcessRecords[])
  * Stage 6b: GPUs shared while the run trained (sharing.ts): another process's work beside a training process
  * (`gpu-shared`), ranks of one job on one GPU while others stay idle (`ranks-share-gpu`).
  */
-export function sharingFindingsOf(gpus: readonly GpuSummary[] | null, processes: readonly ProcessRecords[], ranks: readonly RankSummary[]): Finding[] {
+export function sharingFindingsOf(
+  gpus: readonly GpuSummary[] | null,
+  processes: readonly ProcessRecords[],
+  ranks: readonly RankSummary[],
+): Finding[] {
   const procs: SharingProcess[] = processes.map((p) => {
     const st = ranks.find((r) => r.pid === p.pid)?.steps;
     return {
@@ -785,7 +823,8 @@ export function sharingFindingsOf(gpus: readonly GpuSummary[] | null, processes:
 function nothingSentNote(python: CommandPython | null): string {
   if (python === null || python.torch !== null)
     return 'the probe sent nothing: the command did not run Python with torch, or no step happened (no optimizer step, DataLoader batch or gpuwise.step())';
-  const which = python.executable !== null && python.executable !== python.python ? `${python.python} (${python.executable})` : python.python;
+  const which =
+    python.executable !== null && python.executable !== python.python ? `${python.python} (${python.executable})` : python.python;
   return `${which} has no PyTorch (${python.importError}): the probe reports from PyTorch, so it had nothing to send; run doctor with the Python of the environment that trains, or install torch into this one`;
 }
 
@@ -857,9 +896,10 @@ export function partialBatchNote(p: ProcessRecords): string | null {
       : b.partialSteps === 1
         ? 'once: a last batch the DataLoader keeps (drop_last=False)'
         : 'the DataLoader keeps batches smaller than the others (drop_last=False)';
-  const compiled = p.model?.compiled === true
-    ? '; a compiled model recompiles for the partial batch\'s shape: DataLoader(..., drop_last=True) avoids it'
-    : '';
+  const compiled =
+    p.model?.compiled === true
+      ? "; a compiled model recompiles for the partial batch's shape: DataLoader(..., drop_last=True) avoids it"
+      : '';
   return `${who}: ${b.partialSteps} of ${b.sizedSteps} steps ran a partial batch (${sizes} samples; the full batches hold ${b.samplesPerStep}), ${when}; the batch is read as ${b.microBatch}${b.gradAccum > 1 ? ` x ${b.gradAccum} accumulation` : ''}, the size of the full batches, and the what-ifs are scaled from it${compiled}`;
 }
 
@@ -877,7 +917,10 @@ export function windowsApart(processes: readonly ProcessRecords[]): string | nul
     if (s) starts.push({ rank: p.rank, step: s.step as number });
   }
   if (new Set(starts.map((s) => s.step)).size < 2) return null;
-  const list = starts.sort((a, b) => a.rank - b.rank).map((s) => `rank ${s.rank} from step ${s.step}`).join(', ');
+  const list = starts
+    .sort((a, b) => a.rank - b.rank)
+    .map((s) => `rank ${s.rank} from step ${s.step}`)
+    .join(', ');
   return `the ranks' profiler windows cover different steps (${list}): the profiled rank runs slower and the others wait for it in their collectives, so comm-bound and rank-imbalance from the windows are left out (the per-rank view and the probe's imbalance use every step's timing)`;
 }
 
@@ -907,7 +950,8 @@ export function timeWindowNotes(processes: readonly ProcessRecords[]): string[] 
     const start = p.records.find((r): r is ProfileStartRecord => r.type === 'profile-start' && r.reason === 'time');
     const who = p.rankFromEnv ? `rank ${p.rank}` : `process ${p.pid}`;
     const len = end.durationS !== undefined ? `${end.durationS.toFixed(1)} s` : 'a';
-    const quiet = start?.quietS !== undefined ? ` after ${start.quietS.toFixed(start.quietS < 10 ? 1 : 0)} s of device work without one` : '';
+    const quiet =
+      start?.quietS !== undefined ? ` after ${start.quietS.toFixed(start.quietS < 10 ? 1 : 0)} s of device work without one` : '';
     notes.push(
       p.steps.length === 0
         ? `${who}: no training step was identified (no optimizer step, DataLoader batch, backward pass, forward call of a module, CUDA graph replay or gpuwise.step()), so the probe profiled a ${len} time window${quiet} and its findings take that whole window as one step ("per step" means per window); no step time, throughput or what-if. Call gpuwise.step() at the end of each iteration to get them ("import gpuwise" with the gpuwise wheel pip-installed, or doctor --importable; it does nothing outside doctor)`
@@ -959,7 +1003,11 @@ export function whatIfStage(
 }
 
 /** Stage 9: what sets the pace of the slowest training rank and the plan of the findings' fixes on it (pace/report.ts). */
-export function paceStage(paces: ReadonlyMap<number, Pipeline>, ranks: readonly RankSummary[], findings: readonly Finding[]): DoctorReport['pace'] {
+export function paceStage(
+  paces: ReadonlyMap<number, Pipeline>,
+  ranks: readonly RankSummary[],
+  findings: readonly Finding[],
+): DoctorReport['pace'] {
   const byRank = new Map<number, Pipeline>();
   for (const r of ranks) {
     const p = paces.get(r.pid);
@@ -994,14 +1042,22 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
   const whatIfResult = whatIfResultOf(id, plan.model, ranks, input.traces, outcome, paces, asked);
   const hw = whatIfResult.setup ? hardwareOf(whatIfResult.setup) : null;
   const dataParallelOf = (m: TraceMetrics) => dataParallelAlternativeOf(m, id.model, whatIfResult.setup, hw, plan.model);
-  const traceFindings = traceFindingsOf(input.traces, ranks, { model: id.model, paces, asked, windowsApart: apart !== null, gpus, probeBalance, dataParallelOf });
+  const traceFindings = traceFindingsOf(input.traces, ranks, {
+    model: id.model,
+    paces,
+    asked,
+    windowsApart: apart !== null,
+    gpus,
+    probeBalance,
+    dataParallelOf,
+  });
   // Without two windows of one job the cross-rank rule does not run: the probe's timing alone says who is slow.
   const probeImbalance = probeBalance && !crossRankRulesRun(input.traces) ? probeImbalanceFinding(probeBalance) : null;
   const memoryFindings = memoryFindingsOf(input.snapshots);
   const probeFindings = [
     ...probeFindingsOf(id.model, ranks, input.traces, paces),
     ...(probeImbalance ? [probeImbalance] : []),
-    ...decodeFindingsOf(ranks, input.traces, id.model),
+    ...decodeFindingsOf(ranks, input.traces),
   ];
   const telemetryFindings = sharingFindingsOf(gpus, processes, ranks);
   const notes = notesOf(input, processes, ranks);

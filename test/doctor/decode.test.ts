@@ -54,14 +54,18 @@ describe('decode steps', () => {
   it('are not what a training run or an inference run over whole inputs has', () => {
     const train = groupProcesses(real())[0]!;
     expect(stepStats(train.steps, gpuStepTimesOf(train.records)).decode).toBeNull();
-    const evalRun = groupProcesses(parseProbeLines(readFileSync(join(REPO, 'examples', 'realworld', 'runs', 'eval_inference', 'probe.jsonl'), 'utf8')).records)[0]!;
+    const evalRun = groupProcesses(
+      parseProbeLines(readFileSync(join(REPO, 'examples', 'realworld', 'runs', 'eval_inference', 'probe.jsonl'), 'utf8')).records,
+    )[0]!;
     expect(stepStats(evalRun.steps, gpuStepTimesOf(evalRun.records)).decode).toBeNull();
   });
 
   it('are named in the report: decode steps and tokens/s generated, not samples/s of seq 1', async () => {
     const r = buildDoctorReport(doctorInput(generating(), { traces: [await window()] }));
     const text = renderDoctorText(r);
-    expect(text).toMatch(/decode steps: [\d,]+ tokens\/s generated, [\d.]+ ms a decode step at batch 1; [\d.]+ ms to the first token \(a 32-token prompt, then 1\d\d decode steps\)/);
+    expect(text).toMatch(
+      /decode steps: [\d,]+ tokens\/s generated, [\d.]+ ms a decode step at batch 1; [\d.]+ ms to the first token \(a 32-token prompt, then 1\d\d decode steps\)/,
+    );
     expect(text).not.toMatch(/samples\/s/);
     expect(text).not.toMatch(/\(seq 1\)/);
     expect(text).toMatch(/^Generating process \(pid 528\)$/m);
@@ -71,17 +75,40 @@ describe('decode steps', () => {
     const r = buildDoctorReport(doctorInput(generating({ framework: 'transformers' }), { traces: [await window()] }));
     const batching = r.findings.find((f) => f.id === 'decode-batching')!;
     expect(batching.kind).toBe('advice');
-    expect(batching.title).toMatch(/Decode steps run 1 sequence at a time on a GPU busy \d+% of each: [248]x the sequences per step would give about [248]x the tokens\/s/);
+    expect(batching.title).toMatch(
+      /Decode steps run 1 sequence at a time on a GPU busy \d+% of each: [248]x the sequences per step would give about [248]x the tokens\/s/,
+    );
     expect(batching.recommendation.code).toMatch(/padding_side = "left"/);
     const k = batching.data.batchScale as number;
     expect(batching.estimatedGain!.savedFraction).toBeCloseTo(1 - 1 / k, 6);
     const launch = r.findings.find((f) => f.id === 'launch-bound')!;
     // generate()'s own switch, not the Trainer's
-    expect(launch.recommendation.code).toMatch(/^# Hugging Face generate\(\): a static KV cache.*\nout = model\.generate\(\*\*inputs, max_new_tokens=128, cache_implementation="static"\)/);
+    expect(launch.recommendation.code).toMatch(
+      /^# Hugging Face generate\(\): a static KV cache.*\nout = model\.generate\(\*\*inputs, max_new_tokens=128, cache_implementation="static"\)/,
+    );
     expect(launch.recommendation.code).toMatch(/mode="reduce-overhead"/);
     expect(launch.recommendation.code).not.toMatch(/TrainingArguments/);
     expect(launch.evidence.join('\n')).toMatch(/the steps are decode steps/);
     // a generation loop gets no training framework's switch (TrainingArguments) in any fix
     for (const f of r.findings) expect(`${f.recommendation.summary}\n${f.recommendation.code}`).not.toMatch(/TrainingArguments|Trainer/);
+  });
+
+  it('get bf16 weights, not autocast, for their fp32 matmuls: no gain while launches set the pace', async () => {
+    const r = buildDoctorReport(doctorInput(generating(), { traces: [await window()] }));
+    const ids = r.findings.map((f) => f.id);
+    expect(ids).not.toContain('mixed-precision');
+    expect(ids).not.toContain('no-tensor-cores');
+    const weights = r.findings.find((f) => f.id === 'bf16-weights')!;
+    expect(weights.recommendation.code).toMatch(/torch_dtype=torch\.bfloat16/);
+    expect(weights.recommendation.code).not.toMatch(/autocast/);
+    // The LSTM's GEMMs (700 x 200 x 33278) are compute-bound: they move to the tensor cores.
+    expect(weights.evidence.join('\n')).toMatch(/compute-bound GEMMs .* bf16 runs them on the tensor cores/);
+    expect(weights.fix!.ops[0]).toMatchObject({ kind: 'gpu', work: 'fp32-matmul' });
+    // The host binds (launches): GPU work saved is no step saved, until the static cache takes the launches away.
+    expect(weights.estimatedGain!.savedFraction).toBeLessThan(0.01);
+    expect(r.pace!.plan.steps.map((s) => s.id)).toEqual(['launch-bound']);
+    // The same window as a training run's: autocast, as before.
+    const train = buildDoctorReport(doctorInput(real(), { traces: [await window()] }));
+    expect(train.findings.map((f) => f.id)).not.toContain('bf16-weights');
   });
 });

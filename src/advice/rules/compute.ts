@@ -1,8 +1,9 @@
-/** GPU compute rules: fp32 matmuls, misaligned GEMM shapes, an under-used GPU. */
+/** GPU compute rules: fp32 matmuls (bf16 weights where the steps generate), misaligned GEMM shapes, an under-used GPU. */
 
 import type { GemmShapeStat, TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtBytes, fmtMs, fmtPct } from '../../util/format.js';
 import { bf16AutocastEffect } from '../autocast.js';
+import { bf16WeightsEffect } from '../bf16Weights.js';
 import { BF16_AUTOCAST_SWITCHES } from '../framework.js';
 import { modelParallelFigures } from './modelParallel.js';
 import { autocastNotReaching } from './precision.js';
@@ -18,6 +19,7 @@ const MAX_BATCH_SCALE = 4;
 const MEMORY_HEADROOM = 0.8;
 
 export const noTensorCores: RankRule = (m, ctx) => {
+  if (ctx?.decode) return null; // generation: bf16 weights, not autocast (bf16Weights below)
   const step = stepNs(m);
   const p = m.precision;
   const nSteps = Math.max(1, m.steps.length);
@@ -30,32 +32,98 @@ export const noTensorCores: RankRule = (m, ctx) => {
   const gpu = gpuOf(m);
   const tf32Ratio = gpu !== null && gpu.tf32Tflops > 0 && gpu.bf16Tflops > 0 ? gpu.tf32Tflops / gpu.bf16Tflops : 0.5;
   const effect = bf16AutocastEffect(m, tf32Ratio, false);
-  const parts = pacedParts(m, ctx?.pace, {
-    id: 'no-tensor-cores',
-    title: 'Matrix multiplies run in fp32 without tensor cores',
-    ranks: [m.rank],
-    evidence: [
-      `fp32 (SIMT) matmul kernels: ${fmtMs(fp32PerStep)} per step (${fmtPct(fp32PerStep / step)} of the ${fmtMs(step)} step), ${fmtPct(fp32PerStep / Math.max(mm, 1))} of matmul time; tensor-core share of matmul time ${p.tensorCoreShare === null ? 'n/a' : fmtPct(p.tensorCoreShare)}`,
-      ...p.topFp32Kernels.slice(0, 3).map((k) => `${k.name.slice(0, 90)}: ${k.count} calls, ${fmtMs(k.totalNs)}`),
-    ],
-    data: { fp32MatmulNsPerStep: fp32PerStep, tensorCoreShare: p.tensorCoreShare, matmulNsPerStep: mm },
-    recommendation: {
-      summary: 'Run matmuls on tensor cores: bf16 autocast (best), or at least TF32 for fp32 matmuls (Ampere and newer).',
-      code: [
-        'with torch.autocast("cuda", dtype=torch.bfloat16):',
-        '    loss = model(x)',
-        '# or keep fp32 weights and allow TF32 math:',
-        'torch.backends.cuda.matmul.allow_tf32 = True  # torch.set_float32_matmul_precision("high")',
-        'torch.backends.cudnn.allow_tf32 = True',
-      ].join('\n'),
-      frameworks: BF16_AUTOCAST_SWITCHES,
+  const parts = pacedParts(
+    m,
+    ctx?.pace,
+    {
+      id: 'no-tensor-cores',
+      title: 'Matrix multiplies run in fp32 without tensor cores',
+      ranks: [m.rank],
+      evidence: [
+        `fp32 (SIMT) matmul kernels: ${fmtMs(fp32PerStep)} per step (${fmtPct(fp32PerStep / step)} of the ${fmtMs(step)} step), ${fmtPct(fp32PerStep / Math.max(mm, 1))} of matmul time; tensor-core share of matmul time ${p.tensorCoreShare === null ? 'n/a' : fmtPct(p.tensorCoreShare)}`,
+        ...p.topFp32Kernels.slice(0, 3).map((k) => `${k.name.slice(0, 90)}: ${k.count} calls, ${fmtMs(k.totalNs)}`),
+      ],
+      data: { fp32MatmulNsPerStep: fp32PerStep, tensorCoreShare: p.tensorCoreShare, matmulNsPerStep: mm },
+      recommendation: {
+        summary: 'Run matmuls on tensor cores: bf16 autocast (best), or at least TF32 for fp32 matmuls (Ampere and newer).',
+        code: [
+          'with torch.autocast("cuda", dtype=torch.bfloat16):',
+          '    loss = model(x)',
+          '# or keep fp32 weights and allow TF32 math:',
+          'torch.backends.cuda.matmul.allow_tf32 = True  # torch.set_float32_matmul_precision("high")',
+          'torch.backends.cudnn.allow_tf32 = True',
+        ].join('\n'),
+        frameworks: BF16_AUTOCAST_SWITCHES,
+      },
     },
-  }, {
-    label: 'bf16 autocast (tensor cores)',
-    ops: effect.ops,
-    arithmetic: effect.arithmetic,
-  });
+    {
+      label: 'bf16 autocast (tensor cores)',
+      ops: effect.ops,
+      arithmetic: effect.arithmetic,
+    },
+  );
   return finding(ctx?.askedHalf ? autocastNotReaching(parts, ctx.askedHalf) : parts);
+};
+
+/** bf16-weights' fix: the weights loaded in bf16, never a per-step cast of them (autocast). */
+const BF16_WEIGHTS_FIX = {
+  summary:
+    "Load the weights in bf16 for generation: a decode step reads every weight once, so its matrix-vector products read half the bytes, and its larger matmuls run on the bf16 tensor cores. Generation keeps no fp32 master weights to protect, and bf16 keeps fp32's range (fp16 may overflow). Autocast over fp32 weights would cast them again at every step.",
+  code: [
+    'model = AutoModelForCausalLM.from_pretrained(name, torch_dtype=torch.bfloat16).to("cuda")',
+    '# a model of your own:',
+    'model = model.to(device="cuda", dtype=torch.bfloat16).eval()',
+  ].join('\n'),
+};
+
+/**
+ * A generation loop (decode steps) whose matmuls run on fp32 weights: its precision lever is the weights themselves in
+ * bf16 (advice/bf16Weights.ts costs each GEMM by its bytes), not autocast; no-tensor-cores and mixed-precision leave
+ * decode steps to it.
+ */
+export const bf16Weights: RankRule = (m, ctx) => {
+  if (!ctx?.decode) return null;
+  const step = stepNs(m);
+  const effect = bf16WeightsEffect(m);
+  if (step <= 0 || effect === null) return null;
+  const line = effect.line;
+  return paced(
+    m,
+    ctx.pace,
+    {
+      id: 'bf16-weights',
+      title: `Decode steps read fp32 weights: in bf16 their matmuls would take ${fmtMs(effect.fp32GemmNs - effect.savedNs)} instead of ${fmtMs(effect.fp32GemmNs)} a step`,
+      ranks: [m.rank],
+      evidence: [
+        `fp32 GEMMs: ${fmtMs(effect.fp32GemmNs)} per decode step of ${fmtMs(step)} (the profiled window)`,
+        ...(effect.memoryBoundNs > 0
+          ? [
+              line !== null
+                ? `memory-bound GEMMs (matrix-vector products) ${fmtMs(effect.memoryBoundNs)} a step: a call here takes ${fmtMs(line.fixedNs)} + its bytes at ${(1 / line.nsPerByte / 1e3).toFixed(1)} TB/s (fitted on ${line.shapes} shapes), so half the bytes save only the second term`
+                : `memory-bound GEMMs (matrix-vector products) ${fmtMs(effect.memoryBoundNs)} a step, no two sizes here to fit a line on: their bytes taken at the GPU's peak bandwidth, the rest of each call as fixed`,
+            ]
+          : []),
+        ...(effect.fp32GemmNs > effect.memoryBoundNs
+          ? [
+              `compute-bound GEMMs (a prefill, a large batch) ${fmtMs(effect.fp32GemmNs - effect.memoryBoundNs)} a step: bf16 runs them on the tensor cores`,
+            ]
+          : []),
+        `the steps are decode steps (one new token per sequence): ${ctx.decode.decodeSteps} measured`,
+      ],
+      data: {
+        fp32GemmNsPerStep: effect.fp32GemmNs,
+        gpuNsSavedPerStep: effect.savedNs,
+        fixedNsPerCall: line?.fixedNs ?? null,
+        nsPerByte: line?.nsPerByte ?? null,
+      },
+      recommendation: BF16_WEIGHTS_FIX,
+    },
+    {
+      label: 'bf16 weights',
+      ops: effect.ops,
+      arithmetic: effect.arithmetic,
+    },
+  );
 };
 
 /**
@@ -102,24 +170,32 @@ export const misalignedShapes: RankRule = (m, ctx) => {
   const dims = [...new Set(bad.flatMap((g) => g.misalignedDims.map((d) => Number(d.split('=')[1]))))].sort((a, b) => b - a);
   const example = dims[0] ?? 0;
   const padded = Math.ceil(example / 64) * 64;
-  return paced(m, ctx?.pace, {
-    id: 'misaligned-shapes',
-    title: 'GEMMs with dimensions that are not multiples of 8 run slower than the aligned ones',
-    ranks: [m.rank],
-    evidence: [`misaligned GEMMs slower than the aligned ones: ${fmtMs(badNs)} per step (${fmtPct(badNs / step)} of the ${fmtMs(step)} step)`, ...lines],
-    data: { misalignedGemmNsPerStep: badNs, shapes: bad.length, worstDim: example, paddedTo: padded },
-    recommendation: {
-      summary: `Pad the offending dimensions to a multiple of 64 (at least 8 for bf16/fp16): e.g. ${example} -> ${padded}. For a vocabulary, pad the embedding and output layer and ignore the extra logits; for hidden sizes and batch x sequence pick multiples of 64.`,
-      code: [
-        `vocab_size = ${padded}  # was ${example}: round up to a multiple of 64`,
-        '# Hugging Face: model.resize_token_embeddings(len(tokenizer), pad_to_multiple_of=64)',
-      ].join('\n'),
+  return paced(
+    m,
+    ctx?.pace,
+    {
+      id: 'misaligned-shapes',
+      title: 'GEMMs with dimensions that are not multiples of 8 run slower than the aligned ones',
+      ranks: [m.rank],
+      evidence: [
+        `misaligned GEMMs slower than the aligned ones: ${fmtMs(badNs)} per step (${fmtPct(badNs / step)} of the ${fmtMs(step)} step)`,
+        ...lines,
+      ],
+      data: { misalignedGemmNsPerStep: badNs, shapes: bad.length, worstDim: example, paddedTo: padded },
+      recommendation: {
+        summary: `Pad the offending dimensions to a multiple of 64 (at least 8 for bf16/fp16): e.g. ${example} -> ${padded}. For a vocabulary, pad the embedding and output layer and ignore the extra logits; for hidden sizes and batch x sequence pick multiples of 64.`,
+        code: [
+          `vocab_size = ${padded}  # was ${example}: round up to a multiple of 64`,
+          '# Hugging Face: model.resize_token_embeddings(len(tokenizer), pad_to_multiple_of=64)',
+        ].join('\n'),
+      },
     },
-  }, {
-    label: `dimensions padded to multiples of 64`,
-    ops: [{ kind: 'gpu', work: 'misaligned-gemms', ns: badNs, factor: badNs > 0 ? Math.max(0, 1 - saved / badNs) : 1 }],
-    arithmetic: `misaligned GEMMs take ${fmtMs(badNs)} per step; at the rate aligned GEMMs reach in this trace they would take ${fmtMs(badNs - saved)}: ${fmtMs(saved)} saved`,
-  });
+    {
+      label: `dimensions padded to multiples of 64`,
+      ops: [{ kind: 'gpu', work: 'misaligned-gemms', ns: badNs, factor: badNs > 0 ? Math.max(0, 1 - saved / badNs) : 1 }],
+      arithmetic: `misaligned GEMMs take ${fmtMs(badNs)} per step; at the rate aligned GEMMs reach in this trace they would take ${fmtMs(badNs - saved)}: ${fmtMs(saved)} saved`,
+    },
+  );
 };
 
 function alignLabel(dtype: string | null): string {
@@ -143,28 +219,33 @@ export const gpuUnderused: RankRule = (m, ctx) => {
   if (modelParallelFigures(m)) return null;
   const scale = Math.max(1, Math.min(MAX_BATCH_SCALE, Math.floor((MEMORY_HEADROOM * total) / Math.max(mem.peakReservedBytes, 1))));
   if (scale < 2) return null;
-  return paced(m, ctx?.pace, {
-    id: 'gpu-underused',
-    title: `The GPU is under-used and ${fmtPct(1 - memShare)} of its memory is free: a ${scale}x larger batch fits`,
-    ranks: [m.rank],
-    evidence: [
-      `GPU busy ${fmtPct(m.gpuBusyShare)} of the step${m.smEfficiency !== null ? `; estimated SM efficiency ${fmtPct(m.smEfficiency)}` : ''}`,
-      `peak reserved memory ${fmtBytes(mem.peakReservedBytes)} of ${fmtBytes(total)} (${fmtPct(memShare)} used, ${fmtPct(1 - memShare)} free)`,
-    ],
-    data: {
-      gpuBusyShare: m.gpuBusyShare,
-      smEfficiency: m.smEfficiency,
-      peakReservedBytes: mem.peakReservedBytes,
-      deviceTotalBytes: total,
-      batchScale: scale,
+  return paced(
+    m,
+    ctx?.pace,
+    {
+      id: 'gpu-underused',
+      title: `The GPU is under-used and ${fmtPct(1 - memShare)} of its memory is free: a ${scale}x larger batch fits`,
+      ranks: [m.rank],
+      evidence: [
+        `GPU busy ${fmtPct(m.gpuBusyShare)} of the step${m.smEfficiency !== null ? `; estimated SM efficiency ${fmtPct(m.smEfficiency)}` : ''}`,
+        `peak reserved memory ${fmtBytes(mem.peakReservedBytes)} of ${fmtBytes(total)} (${fmtPct(memShare)} used, ${fmtPct(1 - memShare)} free)`,
+      ],
+      data: {
+        gpuBusyShare: m.gpuBusyShare,
+        smEfficiency: m.smEfficiency,
+        peakReservedBytes: mem.peakReservedBytes,
+        deviceTotalBytes: total,
+        batchScale: scale,
+      },
+      recommendation: {
+        summary: `Raise the per-GPU batch about ${scale}x (scale the learning rate accordingly, or keep the global batch with fewer accumulation steps). Use \`gpuwise plan --max-batch\` or \`gpuwise tune\` to find the largest batch that fits.`,
+        code: `DataLoader(dataset, batch_size=${scale} * B, ...)   # lr = base_lr * ${scale} (linear scaling) or sqrt(${scale}) for Adam`,
+      },
     },
-    recommendation: {
-      summary: `Raise the per-GPU batch about ${scale}x (scale the learning rate accordingly, or keep the global batch with fewer accumulation steps). Use \`gpuwise plan --max-batch\` or \`gpuwise tune\` to find the largest batch that fits.`,
-      code: `DataLoader(dataset, batch_size=${scale} * B, ...)   # lr = base_lr * ${scale} (linear scaling) or sqrt(${scale}) for Adam`,
+    {
+      label: `batch x${scale}`,
+      ops: [{ kind: 'batch', k: scale }],
+      arithmetic: `a ${scale}x batch fits in memory (peak reserved ${fmtBytes(mem.peakReservedBytes)} of ${fmtBytes(total)}, ${fmtPct(1 - MEMORY_HEADROOM)} kept free); per-sample work (the GPU's, the loader's batches, copies) grows ${scale}x, per-step costs (launches, syncs) do not`,
     },
-  }, {
-    label: `batch x${scale}`,
-    ops: [{ kind: 'batch', k: scale }],
-    arithmetic: `a ${scale}x batch fits in memory (peak reserved ${fmtBytes(mem.peakReservedBytes)} of ${fmtBytes(total)}, ${fmtPct(1 - MEMORY_HEADROOM)} kept free); per-sample work (the GPU's, the loader's batches, copies) grows ${scale}x, per-step costs (launches, syncs) do not`,
-  });
+  );
 };

@@ -54,6 +54,7 @@ export function autocastNotReaching(parts: FindingParts, asked: NonNullable<RunC
 }
 
 export const mixedPrecision: RankRule = (m, ctx) => {
+  if (ctx?.decode) return null; // generation: bf16 weights, not autocast (compute.ts bf16Weights)
   const step = stepNs(m);
   const p = m.precision;
   const mix = m.kernelMix;
@@ -86,35 +87,40 @@ export const mixedPrecision: RankRule = (m, ctx) => {
       : ['# fp16 needs loss scaling: scaler = torch.amp.GradScaler(); scaler.scale(loss).backward(); scaler.step(opt); scaler.update()']),
     ...(convNet ? ['model = model.to(memory_format=torch.channels_last)   # and x = x.to(memory_format=torch.channels_last)'] : []),
   ].join('\n');
-  const parts = pacedParts(m, ctx?.pace, {
-    id: 'mixed-precision',
-    title: `The step runs in fp32/TF32: bf16 autocast${convNet ? ' with channels_last' : ''} would run its matmuls on the 16-bit tensor cores and move fewer bytes`,
-    ranks: [m.rank],
-    evidence: [
-      `matmul time by precision per step: TF32 ${fmtMs(tf32)}, fp32 ${fmtMs(simt)}, bf16/fp16 ${fmtMs(half)} (${catalogueName(gpu.name)}: bf16 ${rate16} vs TF32 ${gpu.tf32Tflops} vs fp32 ${gpu.fp32Tflops} dense TFLOP/s)`,
-      `memory-bound kernels (elementwise, normalisation, losses) in fp32: ${fmtMs(mix.memoryBoundFp32Ns)} per step; in bf16/fp16: ${fmtMs(mix.memoryBoundHalfNs)}`,
-      ...(convNet && mix.nchwTransposeNs > 0
-        ? [`NCHW<->NHWC layout transposes around the convolutions: ${fmtMs(mix.nchwTransposeNs)} per step`]
-        : []),
-    ],
-    data: {
-      tf32MatmulNsPerStep: tf32,
-      fp32MatmulNsPerStep: simt,
-      halfMatmulNsPerStep: half,
-      memoryBoundFp32NsPerStep: mix.memoryBoundFp32Ns,
-      nchwTransposeNsPerStep: mix.nchwTransposeNs,
-      convNet,
+  const parts = pacedParts(
+    m,
+    ctx?.pace,
+    {
+      id: 'mixed-precision',
+      title: `The step runs in fp32/TF32: bf16 autocast${convNet ? ' with channels_last' : ''} would run its matmuls on the 16-bit tensor cores and move fewer bytes`,
+      ranks: [m.rank],
+      evidence: [
+        `matmul time by precision per step: TF32 ${fmtMs(tf32)}, fp32 ${fmtMs(simt)}, bf16/fp16 ${fmtMs(half)} (${catalogueName(gpu.name)}: bf16 ${rate16} vs TF32 ${gpu.tf32Tflops} vs fp32 ${gpu.fp32Tflops} dense TFLOP/s)`,
+        `memory-bound kernels (elementwise, normalisation, losses) in fp32: ${fmtMs(mix.memoryBoundFp32Ns)} per step; in bf16/fp16: ${fmtMs(mix.memoryBoundHalfNs)}`,
+        ...(convNet && mix.nchwTransposeNs > 0
+          ? [`NCHW<->NHWC layout transposes around the convolutions: ${fmtMs(mix.nchwTransposeNs)} per step`]
+          : []),
+      ],
+      data: {
+        tf32MatmulNsPerStep: tf32,
+        fp32MatmulNsPerStep: simt,
+        halfMatmulNsPerStep: half,
+        memoryBoundFp32NsPerStep: mix.memoryBoundFp32Ns,
+        nchwTransposeNsPerStep: mix.nchwTransposeNs,
+        convNet,
+      },
+      recommendation: {
+        summary: `Train under ${bf16 ? 'bf16' : 'fp16'} autocast (mixed precision): matmuls and convolutions run at the ${bf16 ? 'bf16' : 'fp16'} tensor-core rate (${(1 / tf32Ratio).toFixed(1)}x TF32 here) and activations take half the memory traffic${convNet ? "; put the model and its input in channels_last, or cuDNN transposes every bf16 convolution's input and output" : ''}.`,
+        code,
+        frameworks: BF16_AUTOCAST_SWITCHES,
+      },
     },
-    recommendation: {
-      summary: `Train under ${bf16 ? 'bf16' : 'fp16'} autocast (mixed precision): matmuls and convolutions run at the ${bf16 ? 'bf16' : 'fp16'} tensor-core rate (${(1 / tf32Ratio).toFixed(1)}x TF32 here) and activations take half the memory traffic${convNet ? "; put the model and its input in channels_last, or cuDNN transposes every bf16 convolution's input and output" : ''}.`,
-      code,
-      frameworks: BF16_AUTOCAST_SWITCHES,
+    {
+      label: `${bf16 ? 'bf16' : 'fp16'} autocast${convNet ? ' + channels_last' : ''}`,
+      ops: effect.ops,
+      arithmetic: effect.arithmetic,
     },
-  }, {
-    label: `${bf16 ? 'bf16' : 'fp16'} autocast${convNet ? ' + channels_last' : ''}`,
-    ops: effect.ops,
-    arithmetic: effect.arithmetic,
-  });
+  );
   return finding(ctx?.askedHalf ? autocastNotReaching(parts, ctx.askedHalf) : parts);
 };
 
@@ -129,31 +135,36 @@ export const channelsLast: RankRule = (m, ctx) => {
   const nchwHalf = Math.min(mix.nchwNormPoolNs, mix.halfNormPoolNs);
   const saved = mix.nchwTransposeNs + NCHW_NORM_POOL_SAVED * nchwHalf;
   if (saved / step < MIN_SHARE) return null;
-  return paced(m, ctx?.pace, {
-    id: 'channels-last',
-    title: `A convolutional net under autocast runs in NCHW: cuDNN transposes around every convolution (${fmtMs(mix.nchwTransposeNs)} of transposes a step)`,
-    ranks: [m.rank],
-    evidence: [
-      `nchwToNhwc / nhwcToNchw transposes: ${fmtMs(mix.nchwTransposeNs)} per step (convolutions themselves: ${fmtMs(conv)})`,
-      `NCHW normalisation and pooling kernels: ${fmtMs(mix.nchwNormPoolNs)} per step; channels_last ones: ${fmtMs(mix.channelsLastNormPoolNs)}`,
-    ],
-    data: { nchwTransposeNsPerStep: mix.nchwTransposeNs, nchwNormPoolNsPerStep: mix.nchwNormPoolNs, convNsPerStep: conv },
-    recommendation: {
-      summary:
-        'Convert the model and every input batch to channels_last (NHWC), the layout bf16/fp16 tensor-core convolutions run in; normalisation and pooling then use their channels_last kernels too.',
-      code: [
-        'model = model.to(memory_format=torch.channels_last)',
-        'x = x.to(device, memory_format=torch.channels_last, non_blocking=True)',
-      ].join('\n'),
+  return paced(
+    m,
+    ctx?.pace,
+    {
+      id: 'channels-last',
+      title: `A convolutional net under autocast runs in NCHW: cuDNN transposes around every convolution (${fmtMs(mix.nchwTransposeNs)} of transposes a step)`,
+      ranks: [m.rank],
+      evidence: [
+        `nchwToNhwc / nhwcToNchw transposes: ${fmtMs(mix.nchwTransposeNs)} per step (convolutions themselves: ${fmtMs(conv)})`,
+        `NCHW normalisation and pooling kernels: ${fmtMs(mix.nchwNormPoolNs)} per step; channels_last ones: ${fmtMs(mix.channelsLastNormPoolNs)}`,
+      ],
+      data: { nchwTransposeNsPerStep: mix.nchwTransposeNs, nchwNormPoolNsPerStep: mix.nchwNormPoolNs, convNsPerStep: conv },
+      recommendation: {
+        summary:
+          'Convert the model and every input batch to channels_last (NHWC), the layout bf16/fp16 tensor-core convolutions run in; normalisation and pooling then use their channels_last kernels too.',
+        code: [
+          'model = model.to(memory_format=torch.channels_last)',
+          'x = x.to(device, memory_format=torch.channels_last, non_blocking=True)',
+        ].join('\n'),
+      },
     },
-  }, {
-    label: 'channels_last',
-    ops: [
-      { kind: 'gpu', work: 'nchw-transposes', ns: mix.nchwTransposeNs, factor: 0 },
-      { kind: 'gpu', work: 'nchw-norm-pool', ns: nchwHalf, factor: 1 - NCHW_NORM_POOL_SAVED },
-    ],
-    arithmetic: `transposes ${fmtMs(mix.nchwTransposeNs)} removed + NCHW bf16 normalisation/pooling ${fmtMs(nchwHalf)} x ${NCHW_NORM_POOL_SAVED} (measured on ResNet-50) = ${fmtMs(saved)} of GPU work saved per step`,
-  });
+    {
+      label: 'channels_last',
+      ops: [
+        { kind: 'gpu', work: 'nchw-transposes', ns: mix.nchwTransposeNs, factor: 0 },
+        { kind: 'gpu', work: 'nchw-norm-pool', ns: nchwHalf, factor: 1 - NCHW_NORM_POOL_SAVED },
+      ],
+      arithmetic: `transposes ${fmtMs(mix.nchwTransposeNs)} removed + NCHW bf16 normalisation/pooling ${fmtMs(nchwHalf)} x ${NCHW_NORM_POOL_SAVED} (measured on ResNet-50) = ${fmtMs(saved)} of GPU work saved per step`,
+    },
+  );
 };
 
 /** fp16 kernels in a training step and no GradScaler kernels: small gradients underflow to zero in fp16. */

@@ -1,0 +1,156 @@
+/**
+ * What bf16 weights do to a generation loop's matmuls (pure): the model behind the `bf16-weights` finding, the
+ * precision lever of decode steps, where autocast is the wrong fix (it would cast every weight again at each step).
+ *
+ * A decode step multiplies one new token per sequence by every weight: its GEMMs are matrix-vector products whose time
+ * is the bytes they read, over the memory's bandwidth, on top of a fixed cost per kernel. On an H200, Hugging Face
+ * GPT-2 decoding at batch 1 in bf16 (examples/levers/runs/h200/hf_generate) took 4.0 us for a 768x768 weight (1.2 MB)
+ * and 29.9 us for the 768x50257 head (77 MB): about 3.6 us + bytes / 2.9 TB/s. Half the bytes thus halve only the
+ * second term: for GPT-2's small layers bf16 saves a tenth to a quarter of
+ * their time, for a 7B model's (4096x4096) nearly half.
+ *
+ * Each fp32 GEMM shape of the trace is costed so:
+ * - memory-bound ones (their flops per byte below the GPU's fp32 ridge point): `fixed + bytes / bandwidth` with the
+ *   line fitted on this trace's own memory-bound GEMMs of every dtype (two sizes at least, 2x apart), else the
+ *   catalogue's peak bandwidth and the rest of each GEMM's time as its fixed cost (the smallest saving the bytes allow);
+ * - compute-bound ones (a prefill, a large batch): their flops at the bf16 tensor-core rate (autocast.ts halfGemmRate).
+ * fp32 matmul time without a recorded shape, and the elementwise kernels (a few microseconds each at decode sizes,
+ * latency more than bytes), are left as they are.
+ */
+import type { GemmShapeStat, TraceMetrics } from '../trace/metrics/types.js';
+import { fmtMs } from '../util/format.js';
+import type { AutocastEffect } from './autocast.js';
+import { halfGemmRate } from './autocast.js';
+import { gpuOf } from './rules/rule.js';
+
+const FP32_DTYPES = new Set(['float', 'float32']);
+const HALF_DTYPES = new Set(['c10::BFloat16', 'bfloat16', 'c10::Half', 'half', 'float16']);
+/** Flops per byte below which a GEMM is memory-bound, where the GPU is not in the catalogue (an H100's fp32 ridge is 20). */
+const DEFAULT_RIDGE = 10;
+/** The fitted line needs GEMMs of at least two sizes this far apart, or its slope is noise. */
+const FIT_MIN_SPREAD = 2;
+
+/** Bytes a GEMM call reads and writes: its three operands at `bytesPerElement`. */
+export function gemmBytes(g: GemmShapeStat, bytesPerElement: number): number {
+  return bytesPerElement * g.batch * (g.m * g.k + g.k * g.n + g.m * g.n);
+}
+
+function elementBytes(dtype: string | null): number | null {
+  if (dtype === null) return null;
+  if (FP32_DTYPES.has(dtype)) return 4;
+  if (HALF_DTYPES.has(dtype)) return 2;
+  return null;
+}
+
+/** A memory-bound GEMM call's time: `fixedNs` plus its bytes at `nsPerByte`. */
+export interface GemmLine {
+  fixedNs: number;
+  nsPerByte: number;
+  /** Memory-bound GEMM shapes the line was fitted on (0: the catalogue's peak bandwidth, no fit). */
+  shapes: number;
+}
+
+/**
+ * The line `ns per call = fixed + bytes x nsPerByte` fitted by least squares on the memory-bound GEMM shapes of `m`
+ * (any dtype: the bytes are what they move); null with fewer than two sizes FIT_MIN_SPREAD apart, or no positive slope.
+ */
+export function fitGemmLine(m: TraceMetrics): GemmLine | null {
+  const ridge = ridgeOf(m);
+  const points: { x: number; y: number }[] = [];
+  for (const g of m.gemmShapes) {
+    const size = elementBytes(g.dtype);
+    if (size === null || g.calls <= 0) continue;
+    const bytes = gemmBytes(g, size);
+    if (bytes <= 0 || g.flopsPerCall / bytes >= ridge) continue;
+    points.push({ x: bytes, y: g.gpuNs / g.calls });
+  }
+  if (points.length < 2) return null;
+  const xs = points.map((p) => p.x);
+  if (Math.max(...xs) < FIT_MIN_SPREAD * Math.min(...xs)) return null;
+  const n = points.length;
+  const mx = xs.reduce((a, x) => a + x, 0) / n;
+  const my = points.reduce((a, p) => a + p.y, 0) / n;
+  const sxy = points.reduce((a, p) => a + (p.x - mx) * (p.y - my), 0);
+  const sxx = points.reduce((a, p) => a + (p.x - mx) ** 2, 0);
+  let slope = sxy / sxx;
+  let fixed = my - slope * mx;
+  if (fixed < 0) {
+    // Through the origin: no kernel takes less than nothing.
+    fixed = 0;
+    slope = points.reduce((a, p) => a + p.x * p.y, 0) / points.reduce((a, p) => a + p.x * p.x, 0);
+  }
+  return slope > 0 ? { fixedNs: fixed, nsPerByte: slope, shapes: n } : null;
+}
+
+function ridgeOf(m: TraceMetrics): number {
+  const gpu = gpuOf(m);
+  return gpu && gpu.fp32Tflops > 0 && gpu.memoryBandwidth > 0 ? (gpu.fp32Tflops * 1e12) / gpu.memoryBandwidth : DEFAULT_RIDGE;
+}
+
+export interface Bf16WeightsEffect extends AutocastEffect {
+  /** The fp32 GEMMs' time per step (window ns), and the memory-bound part of it. */
+  fp32GemmNs: number;
+  memoryBoundNs: number;
+  /** The line the memory-bound GEMMs were costed by; null: the catalogue's peak bandwidth (or none memory-bound). */
+  line: GemmLine | null;
+}
+
+/** The fp32 GEMMs of `m` with bf16 weights: null when the trace has none, or nothing to cost them by. */
+export function bf16WeightsEffect(m: TraceMetrics): Bf16WeightsEffect | null {
+  const nSteps = Math.max(1, m.steps.length);
+  const fp32 = m.gemmShapes.filter((g) => g.dtype !== null && FP32_DTYPES.has(g.dtype) && g.calls > 0);
+  if (fp32.length === 0) return null;
+  const ridge = ridgeOf(m);
+  const line = fitGemmLine(m);
+  const gpu = gpuOf(m);
+  const peakNsPerByte = gpu && gpu.memoryBandwidth > 0 ? 1e9 / gpu.memoryBandwidth : null;
+  const rate = halfGemmRate(m);
+  let beforeNs = 0;
+  let afterNs = 0;
+  let memNs = 0;
+  let memAfterNs = 0;
+  let computeNs = 0;
+  let computeAfterNs = 0;
+  for (const g of fp32) {
+    const perCall = g.gpuNs / g.calls;
+    const bytes = gemmBytes(g, 4);
+    let after = perCall;
+    if (g.flopsPerCall / bytes < ridge) {
+      if (line !== null) after = line.fixedNs + (line.nsPerByte * bytes) / 2;
+      else if (peakNsPerByte !== null) after = perCall - (peakNsPerByte * bytes) / 2;
+      after = Math.min(perCall, Math.max(0, after));
+      memNs += g.gpuNs;
+      memAfterNs += after * g.calls;
+    } else {
+      if (rate !== null) after = Math.min(perCall, g.flopsPerCall / rate.flopPerNs);
+      computeNs += g.gpuNs;
+      computeAfterNs += after * g.calls;
+    }
+    beforeNs += g.gpuNs;
+    afterNs += after * g.calls;
+  }
+  if (beforeNs <= 0 || afterNs >= beforeNs) return null;
+  const perStep = (ns: number) => ns / nSteps;
+  const parts: string[] = [];
+  if (memNs > 0)
+    parts.push(
+      `memory-bound fp32 GEMMs ${fmtMs(perStep(memNs))} a step -> ${fmtMs(perStep(memAfterNs))} at half the bytes (${
+        line !== null
+          ? `each call ${fmtMs(line.fixedNs)} + its bytes at ${(1 / line.nsPerByte / 1e3).toFixed(1)} TB/s, fitted on ${line.shapes} memory-bound GEMM shapes of this trace`
+          : "the catalogue's peak bandwidth for the bytes, the rest of each call fixed"
+      })`,
+    );
+  if (computeNs > 0)
+    parts.push(
+      `compute-bound fp32 GEMMs ${fmtMs(perStep(computeNs))} a step -> ${fmtMs(perStep(computeAfterNs))}${rate !== null ? ` at ${rate.basis}` : ' (no bf16 rate known: unchanged)'}`,
+    );
+  const savedNs = perStep(beforeNs - afterNs);
+  return {
+    ops: [{ kind: 'gpu', work: 'fp32-matmul', ns: perStep(beforeNs), factor: afterNs / beforeNs }],
+    savedNs,
+    arithmetic: `${parts.join('; ')}: ${fmtMs(savedNs)} of GPU work saved per step (fp32 matmuls without a recorded shape, and elementwise kernels, unchanged)`,
+    fp32GemmNs: perStep(beforeNs),
+    memoryBoundNs: perStep(memNs),
+    line,
+  };
+}
