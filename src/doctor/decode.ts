@@ -9,11 +9,13 @@
  *     (launch-bound's own fix when its RunContext says decode: advice/rules/host.ts);
  *   - bf16 weights over fp32 ones: each GEMM costed by its bytes (advice/bf16Weights.ts, the `bf16-weights` rule), a
  *     gain only once the launches no longer set the pace (the pipeline composes it after the static cache);
- *   - torch.inference_mode: less host work per op than autograd-enabled code; not measured here (the probe does not
- *     record the grad mode), so named in the static cache's fix, never given a gain.
- * Batching's effect is data (`decodeLeverEffects`); its finding's gain comes from it. The others are rules' fixes.
+ *   - torch.inference_mode: named in the static cache's fix; where the forwards ran with gradients (the probe counts
+ *     them by grad mode) a finding of its own (`decode-autograd`), without a gain: the probe does not separate
+ *     autograd's share of the host's time per op.
+ * Batching's effect is data (`decodeLeverEffects`); its finding's gain comes from it. bf16 weights and the static
+ * cache are rules' fixes (advice/rules).
  */
-import { adviceFinding, type Finding } from '../findings/finding.js';
+import { adviceFinding, type Finding, finding } from '../findings/finding.js';
 import { wholeStepFix, wholeStepGain } from '../pace/gain.js';
 import type { DecodeStats } from '../run/steps.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
@@ -98,5 +100,50 @@ export function decodeBatchingFinding(decode: DecodeStats, effects: DecodeLeverE
     // The batching's effect as a whole-step change per current batch of tokens (pace/gain.ts).
     fix: wholeStepFix(`${k}x the sequences per decode step`, step, b.stepNsAfter / k, batchingArithmetic(k, b.stepNsAfter, busy, step)),
     estimatedGain: wholeStepGain(step, b.stepNsAfter / k, batchingArithmetic(k, b.stepNsAfter, busy, step)),
+  });
+}
+
+/** Forwards with gradients past this share of those seen: the generation runs with autograd on. */
+const AUTOGRAD_MIN_SHARE = 0.5;
+
+/**
+ * Decode steps whose forwards ran with gradients enabled (a loop of the script's own, without `no_grad`): every op
+ * records its graph for a backward that never comes, and the graph keeps each step's activations alive as long as
+ * what references them (a KV cache built from them holds every step's). Its fix is `torch.inference_mode()`. No gain is
+ * estimated: the probe does not separate autograd's share of the host's time per op, nor the memory it holds.
+ */
+export function decodeAutogradFinding(
+  decode: DecodeStats,
+  modes: { grad: number; noGrad: number; inference: number },
+  rank: number,
+): Finding | null {
+  const seen = modes.grad + modes.noGrad + modes.inference;
+  if (seen === 0 || modes.grad / seen < AUTOGRAD_MIN_SHARE) return null;
+  return finding({
+    id: 'decode-autograd',
+    title: `Decode steps run with autograd on: ${fmtPct(modes.grad / seen)} of the model's forwards record a graph for a backward that never comes`,
+    ranks: [rank],
+    evidence: [
+      `of ${seen.toLocaleString('en-US')} forward calls of the outermost module, ${modes.grad.toLocaleString('en-US')} ran with gradients enabled, ${modes.noGrad.toLocaleString('en-US')} under no_grad, ${modes.inference.toLocaleString('en-US')} under inference_mode`,
+      `${decode.decodeSteps} decode steps measured: each op of them builds an autograd node and keeps its inputs for the backward, so a KV cache built from them holds every step's activations until the generation ends`,
+      "the gain is not estimated: the probe does not separate autograd's share of the host's time per op, nor the memory the graph holds",
+    ],
+    data: {
+      forwardsWithGrad: modes.grad,
+      forwardsNoGrad: modes.noGrad,
+      forwardsInference: modes.inference,
+      decodeSteps: decode.decodeSteps,
+    },
+    recommendation: {
+      summary:
+        'Generate under torch.inference_mode() (or at least torch.no_grad()): no graph is recorded, no activation kept for a backward, and each op does less host work. Hugging Face generate() does it itself; a loop of your own must.',
+      code: [
+        'with torch.inference_mode():',
+        '    for _ in range(max_new_tokens):',
+        '        logits = model(input_ids, past_key_values=cache).logits',
+        '        ...',
+      ].join('\n'),
+    },
+    estimatedGain: null,
   });
 }

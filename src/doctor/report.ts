@@ -45,7 +45,7 @@ import { type DistributedView, distributedView, probeBalanceOf } from './distrib
 import { type Ending, endingOf, type FirstFailure } from './ending.js';
 import { type HangAnalysis, hangAnalysis, innermostFrames, openStalls, recoveredStalls } from './hang.js';
 import { dataParallelAlternativeOf } from './dataParallelFix.js';
-import { decodeBatchingFinding, decodeLeverEffects } from './decode.js';
+import { decodeAutogradFinding, decodeBatchingFinding, decodeLeverEffects } from './decode.js';
 import { gpuSharedFindings, ranksShareGpuFinding, type SharingGpu, type SharingProcess } from './sharing.js';
 import type { RunSetup } from '../run/setup.js';
 import { buildWhatIfs, hardwareOf, type WhatIf, type WhatIfCalibration, type WhatIfResult, whatIfFindings } from './whatIfs.js';
@@ -155,6 +155,8 @@ export interface RankSummary {
   oom: { step: number; device: number; allocBytes: number; deviceFreeBytes: number; snapshot: string | null } | null;
   probeError: string | null;
   endReason: string | null;
+  /** The outermost module's forwards by grad mode, from the probe's end record (absent without one: killed, older probe). */
+  forwardGradModes?: { grad: number; noGrad: number; inference: number };
   /** When the process ended (its connection to doctor closed), Unix seconds; absent when not known (files, --from). */
   endedAtS?: number;
 }
@@ -537,6 +539,7 @@ export function summarizeRank(p: ProcessRecords, gpuSamples: Snapshot[] | null, 
       : null,
     probeError: err && err.type === 'probe-error' ? err.error : null,
     endReason: end && end.type === 'end' ? end.reason : null,
+    ...(end && end.type === 'end' && end.forwardGradModes ? { forwardGradModes: end.forwardGradModes } : {}),
     ...(disconnectedAtMs?.[p.pid] !== undefined ? { endedAtS: (disconnectedAtMs[p.pid] as number) / 1000 } : {}),
   };
 }
@@ -709,7 +712,10 @@ export function probeFindingsOf(
   return [...unwindowed, ...(weights ? [weights] : [])];
 }
 
-/** Stage 6c: a generation loop's own lever (decode.ts): more sequences per decode step, on each rank whose steps are decode steps. */
+/**
+ * Stage 6c: a generation loop's own levers (decode.ts), on each rank whose steps are decode steps: more sequences per
+ * decode step; generation under inference_mode where its forwards ran with gradients.
+ */
 export function decodeFindingsOf(ranks: readonly RankSummary[], traces: readonly TraceInput[]): Finding[] {
   const out: Finding[] = [];
   for (const r of ranks) {
@@ -719,6 +725,8 @@ export function decodeFindingsOf(ranks: readonly RankSummary[], traces: readonly
     const effects = decodeLeverEffects(decode, metrics);
     const f = effects ? decodeBatchingFinding(decode, effects, r.rank) : null;
     if (f) out.push(f);
+    const autograd = r.forwardGradModes ? decodeAutogradFinding(decode, r.forwardGradModes, r.rank) : null;
+    if (autograd) out.push(autograd);
   }
   return out;
 }

@@ -210,6 +210,11 @@ export interface EndRecord extends Base {
   exception: string | null;
   /** The GPU step times still due at a clean end (see StepRecord.gpuStepTimes). */
   gpuStepTimes?: [number, number][];
+  /**
+   * The outermost module's forward calls the probe saw, by grad mode: with gradients, under `no_grad`, under
+   * `inference_mode` (seen while the probe watches them: every one where forwards are the steps). Added without a bump.
+   */
+  forwardGradModes?: { grad: number; noGrad: number; inference: number };
 }
 
 export interface ProbeErrorRecord extends Base {
@@ -509,6 +514,7 @@ const SCHEMAS: Record<ProbeRecord['type'], Check<unknown>> = (() => {
         steps: num(0),
         exception: nullable(str),
         gpuStepTimes: optional(stepTimes),
+        forwardGradModes: optional(obj({ grad: int(0), noGrad: int(0), inference: int(0) })),
       },
       dropped,
     ),

@@ -93,6 +93,8 @@ class Probe(StepsMixin, WindowMixin):
         self.batch_calls = 0
         self.backward_calls = 0
         self.forward_calls = 0
+        # The outermost module's forwards seen, by grad mode: with gradients, under no_grad, under inference_mode.
+        self.forward_grad_modes = [0, 0, 0]
         self.graph_replays = 0
         self.primary_graph = None
         self.replays_since_other = 0
@@ -331,6 +333,14 @@ class Probe(StepsMixin, WindowMixin):
         now = time.perf_counter()
         self.last_activity = now
         self.forward_calls += 1
+        modes = self.forward_grad_modes
+        inference_on = getattr(torch, "is_inference_mode_enabled", None)  # torch >= 1.9
+        if inference_on is not None and inference_on():
+            modes[2] += 1
+        elif torch.is_grad_enabled():
+            modes[0] += 1
+        else:
+            modes[1] += 1
         if self.autocast_dtype is None:
             self.autocast_dtype = _autocast_dtype(torch)
         self._forward_step(now, ident)  # a forward that starts a step ends the one before, before its batch counts
@@ -513,7 +523,9 @@ class Probe(StepsMixin, WindowMixin):
         self.ended = True
         gpu_times = self.gpu.last_step_times() if reason in ("exit", "max-steps") and self.gpu is not None else []
         self._queue_readings(time.perf_counter(), force=True)  # up to the end
-        self._queue("end", {"reason": reason, "steps": self.step, "exception": self.exception, "gpuStepTimes": gpu_times}, now=True)
+        modes = self.forward_grad_modes
+        grad_modes = {"grad": modes[0], "noGrad": modes[1], "inference": modes[2]}
+        self._queue("end", {"reason": reason, "steps": self.step, "exception": self.exception, "gpuStepTimes": gpu_times, "forwardGradModes": grad_modes}, now=True)
 
     def _on_exception(self, etype, value):
         name = getattr(etype, "__name__", str(etype))
