@@ -29,8 +29,9 @@ export const TENSOR_CORE_SPEEDUP = 4;
  * smaller shapes.
  */
 const TENSOR_CORE_EFFICIENCY = 0.6;
-const FP32_DTYPES = new Set(['float', 'float32']);
-const HALF_DTYPES = new Set(['c10::BFloat16', 'bfloat16', 'c10::Half', 'half', 'float16']);
+/** A GEMM's dtype as the trace records it (aten's names and torch's): fp32, and the 16-bit ones. */
+export const FP32_DTYPES: ReadonlySet<string> = new Set(['float', 'float32']);
+export const HALF_DTYPES: ReadonlySet<string> = new Set(['c10::BFloat16', 'bfloat16', 'c10::Half', 'half', 'float16']);
 /** fp32 fused attention to bf16 (flash): 12.7 -> 1.9 ms a step (GPT-2, H100), 30.4 -> 3.8 ms (ViT-B/16, H200). */
 const FP32_ATTENTION_LEFT = 0.14;
 /**

@@ -19,12 +19,9 @@
  */
 import type { GemmShapeStat, TraceMetrics } from '../trace/metrics/types.js';
 import { fmtMs } from '../util/format.js';
-import type { AutocastEffect } from './autocast.js';
-import { halfGemmRate } from './autocast.js';
+import { type AutocastEffect, FP32_DTYPES, HALF_DTYPES, halfGemmRate } from './autocast.js';
 import { gpuOf } from './rules/rule.js';
 
-const FP32_DTYPES = new Set(['float', 'float32']);
-const HALF_DTYPES = new Set(['c10::BFloat16', 'bfloat16', 'c10::Half', 'half', 'float16']);
 /** Flops per byte below which a GEMM is memory-bound, where the GPU is not in the catalogue (an H100's fp32 ridge is 20). */
 const DEFAULT_RIDGE = 10;
 /** The fitted line needs GEMMs of at least two sizes this far apart, or its slope is noise. */
