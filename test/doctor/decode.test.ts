@@ -111,4 +111,18 @@ describe('decode steps', () => {
     const train = buildDoctorReport(doctorInput(real(), { traces: [await window()] }));
     expect(train.findings.map((f) => f.id)).not.toContain('bf16-weights');
   });
+
+  it('get no training batch advice (a learning rate to scale): more sequences per step is decode-batching', async () => {
+    // The window with its memory known: 490 MiB of 80 GiB, on a GPU busy 17% of the step.
+    const w = await window();
+    const metrics = {
+      ...w.metrics!,
+      memory: [{ device: 0, peakAllocatedBytes: 490 * 2 ** 20, peakReservedBytes: 582 * 2 ** 20, deviceTotalBytes: 80 * 2 ** 30 }],
+    };
+    const traces = [{ ...w, metrics }];
+    expect(buildDoctorReport(doctorInput(real(), { traces })).findings.map((f) => f.id)).toContain('gpu-underused');
+    const ids = buildDoctorReport(doctorInput(generating(), { traces })).findings.map((f) => f.id);
+    expect(ids).toContain('decode-batching');
+    expect(ids).not.toContain('gpu-underused');
+  });
 });

@@ -204,6 +204,8 @@ function alignLabel(dtype: string | null): string {
 }
 
 export const gpuUnderused: RankRule = (m, ctx) => {
+  // Generation: more sequences per decode step is decode-batching's advice (doctor/decode.ts), without a learning rate.
+  if (ctx?.decode) return null;
   const step = stepNs(m);
   const mem = m.memory[0];
   const total = mem?.deviceTotalBytes ?? m.devices[0]?.totalMemoryBytes ?? 0;
