@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The probe's cost per step in machine instructions (valgrind's cachegrind): a count that a shared machine's load does
+# not blur, where timing the same loop moved by +20 to +600 us between repeats on the 2-core VM (2026-11-29).
+#
+# The loop of overhead.py (a 16-wide linear layer, SGD, batches of 8 from a DataLoader), with the probe started before
+# the model as doctor's boot starts it, or without it. Each side runs twice, for SHORT and LONG steps; the difference
+# over LONG - SHORT steps is the per-step count without the start-up. The probe runs without its background thread
+# (its timed work would scale with valgrind's 50x slowdown) and in two modes: `write` writes its records at every step
+# (more often than a real run, which writes every 2 ms at least), `queue` never (the hooks alone).
+#   bash bench/doctor/probe_instructions.sh [PYTHON_DIR]    (default: this checkout's python/; needs valgrind, torch)
+# Prints instructions per step: plain, with the probe (write), with the probe (queue), and the differences.
+set -eu
+cd "$(dirname "$0")/../.."
+probe_dir=$(realpath "${1:-python}")
+python=${PYTHON:-/usr/bin/python3}
+short=${SHORT:-200}
+long=${LONG:-2200}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cat > "$tmp/loop.py" <<'EOF'
+import sys, tempfile
+mode, probe_dir, steps = sys.argv[1], sys.argv[2], int(sys.argv[3])
+if mode != "plain":
+    sys.path.insert(0, probe_dir)
+    from gpuwise import probe as probe_mod
+    from gpuwise.probe import background, records
+    records.FLUSH_S = records.MAX_FLUSH_S = 0.0 if mode == "write" else 1e9
+    background.Background.ensure = lambda self: None
+    p = probe_mod.start({"GPUWISE_RUN_DIR": tempfile.mkdtemp(), "GPUWISE_PROFILE_STEPS": "0", "GPUWISE_STALL_S": "0"})
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+torch.manual_seed(0)
+torch.set_num_threads(1)
+m = torch.nn.Linear(16, 16)
+opt = torch.optim.SGD(m.parameters(), lr=1e-3)
+xs, ys = torch.randn(steps * 8, 16), torch.randn(steps * 8, 16)
+for x, y in DataLoader(TensorDataset(xs, ys), batch_size=8):
+    loss = torch.nn.functional.mse_loss(m(x), y)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+if mode != "plain":
+    assert p.step >= steps - 1, "the probe counted %d steps of %d" % (p.step, steps)
+EOF
+count() { # mode steps -> instructions
+  PYTHONHASHSEED=0 valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null "$python" "$tmp/loop.py" "$1" "$probe_dir" "$2" 2>&1 |
+    sed -n 's/.*I *refs: *//p' | tr -d ,
+}
+declare -A per
+for mode in plain write queue; do
+  a=$(count $mode "$short") &&
+  b=$(count $mode "$long") &&
+  per[$mode]=$(( (b - a) / (long - short) ))
+done
+echo "instructions per step ($((long - short)) steps, $probe_dir):"
+echo "  plain           ${per[plain]}"
+echo "  probe, write    ${per[write]}  (+$(( per[write] - per[plain] )))"
+echo "  probe, queue    ${per[queue]}  (+$(( per[queue] - per[plain] )): the hooks)"
