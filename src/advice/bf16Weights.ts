@@ -6,13 +6,14 @@
  * is the bytes they read, over the memory's bandwidth, on top of a fixed cost per kernel. On an H200, Hugging Face
  * GPT-2 decoding at batch 1 in bf16 (examples/levers/runs/h200/hf_generate) took 4.0 us for a 768x768 weight (1.2 MB)
  * and 29.9 us for the 768x50257 head (77 MB): about 3.6 us + bytes / 2.9 TB/s. Half the bytes thus halve only the
- * second term: for GPT-2's small layers bf16 saves a tenth to a quarter of
- * their time, for a 7B model's (4096x4096) nearly half.
+ * second term: for GPT-2's small layers bf16 saves a tenth to a quarter of their time, for a 7B model's (4096x4096)
+ * nearly half.
  *
  * Each fp32 GEMM shape of the trace is costed so:
  * - memory-bound ones (their flops per byte below the GPU's fp32 ridge point): `fixed + bytes / bandwidth` with the
  *   line fitted on this trace's own memory-bound GEMMs of every dtype (two sizes at least, 2x apart), else the
- *   catalogue's peak bandwidth and the rest of each GEMM's time as its fixed cost (the smallest saving the bytes allow);
+ *   catalogue's peak bandwidth (the smallest saving the bytes allow); half the bytes term goes from each call's
+ *   measured time;
  * - compute-bound ones (a prefill, a large batch): their flops at the bf16 tensor-core rate (autocast.ts halfGemmRate).
  * fp32 matmul time without a recorded shape, and the elementwise kernels (a few microseconds each at decode sizes,
  * latency more than bytes), are left as they are.
@@ -43,7 +44,7 @@ function elementBytes(dtype: string | null): number | null {
 export interface GemmLine {
   fixedNs: number;
   nsPerByte: number;
-  /** Memory-bound GEMM shapes the line was fitted on (0: the catalogue's peak bandwidth, no fit). */
+  /** Memory-bound GEMM shapes the line was fitted on. */
   shapes: number;
 }
 
@@ -113,9 +114,10 @@ export function bf16WeightsEffect(m: TraceMetrics): Bf16WeightsEffect | null {
     const bytes = gemmBytes(g, 4);
     let after = perCall;
     if (g.flopsPerCall / bytes < ridge) {
-      if (line !== null) after = line.fixedNs + (line.nsPerByte * bytes) / 2;
-      else if (peakNsPerByte !== null) after = perCall - (peakNsPerByte * bytes) / 2;
-      after = Math.min(perCall, Math.max(0, after));
+      // Half the bytes term goes from the call's measured time (the line's fixed cost stays, and so does whatever
+      // this shape takes beyond the line).
+      const nsPerByte = line?.nsPerByte ?? peakNsPerByte;
+      if (nsPerByte !== null) after = Math.max(0, perCall - (nsPerByte * bytes) / 2);
       memNs += g.gpuNs;
       memAfterNs += after * g.calls;
     } else {
