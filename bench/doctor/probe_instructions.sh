@@ -6,9 +6,10 @@
 # the model as doctor's boot starts it, or without it. Each side runs twice, for SHORT and LONG steps; the difference
 # over LONG - SHORT steps is the per-step count without the start-up. The probe runs without its background thread
 # (its timed work would scale with valgrind's 50x slowdown) and in two modes: `write` writes its records at every step
-# (more often than a real run, which writes every 2 ms at least), `queue` never (the hooks alone).
+# (more often than a real run, which writes every 2 to 20 ms), `hooks` drops each step's row as it is queued (the hooks
+# alone; a queue never written would grow, and the garbage collector's scans of it cost 25k instructions a step).
 #   bash bench/doctor/probe_instructions.sh [PYTHON_DIR]    (default: this checkout's python/; needs valgrind, torch)
-# Prints instructions per step: plain, with the probe (write), with the probe (queue), and the differences.
+# Prints instructions per step: plain, with the probe (write), with the probe (hooks), and the differences.
 set -eu
 cd "$(dirname "$0")/../.."
 probe_dir=$(realpath "${1:-python}")
@@ -24,8 +25,11 @@ if mode != "plain":
     sys.path.insert(0, probe_dir)
     from gpuwise import probe as probe_mod
     from gpuwise.probe import background, records
-    records.FLUSH_S = records.MAX_FLUSH_S = 0.0 if mode == "write" else 1e9
     background.Background.ensure = lambda self: None
+    if mode == "write":
+        records.FLUSH_S = records.MAX_FLUSH_S = 0.0
+    else:
+        records.Sender.put = lambda self, rec, now=False: False
     p = probe_mod.start({"GPUWISE_RUN_DIR": tempfile.mkdtemp(), "GPUWISE_PROFILE_STEPS": "0", "GPUWISE_STALL_S": "0"})
 import torch
 from torch.utils.data import DataLoader, TensorDataset
@@ -47,7 +51,7 @@ count() { # mode steps -> instructions
     sed -n 's/.*I *refs: *//p' | tr -d ,
 }
 declare -A per
-for mode in plain write queue; do
+for mode in plain write hooks; do
   a=$(count $mode "$short") &&
   b=$(count $mode "$long") &&
   per[$mode]=$(( (b - a) / (long - short) ))
@@ -55,4 +59,4 @@ done
 echo "instructions per step ($((long - short)) steps, $probe_dir):"
 echo "  plain           ${per[plain]}"
 echo "  probe, write    ${per[write]}  (+$(( per[write] - per[plain] )))"
-echo "  probe, queue    ${per[queue]}  (+$(( per[queue] - per[plain] )): the hooks)"
+echo "  probe, hooks    ${per[hooks]}  (+$(( per[hooks] - per[plain] )): rows dropped as queued)"
