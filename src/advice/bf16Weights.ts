@@ -59,8 +59,7 @@ export function fitGemmLine(m: TraceMetrics): GemmLine | null {
     const size = elementBytes(g.dtype);
     if (size === null || g.calls <= 0) continue;
     const bytes = gemmBytes(g, size);
-    if (bytes <= 0 || g.flopsPerCall / bytes >= ridge) continue;
-    points.push({ x: bytes, y: g.gpuNs / g.calls });
+    if (bytes > 0 && memoryBound(g, bytes, ridge)) points.push({ x: bytes, y: g.gpuNs / g.calls });
   }
   if (points.length < 2) return null;
   const xs = points.map((p) => p.x);
@@ -78,6 +77,11 @@ export function fitGemmLine(m: TraceMetrics): GemmLine | null {
     slope = points.reduce((a, p) => a + p.x * p.y, 0) / points.reduce((a, p) => a + p.x * p.x, 0);
   }
   return slope > 0 ? { fixedNs: fixed, nsPerByte: slope, shapes: n } : null;
+}
+
+/** Fewer flops per byte moved than the GPU's ridge point: the GEMM waits on memory, not on its arithmetic. */
+function memoryBound(g: GemmShapeStat, bytes: number, ridge: number): boolean {
+  return g.flopsPerCall / bytes < ridge;
 }
 
 function ridgeOf(m: TraceMetrics): number {
@@ -103,45 +107,40 @@ export function bf16WeightsEffect(m: TraceMetrics): Bf16WeightsEffect | null {
   const gpu = gpuOf(m);
   const peakNsPerByte = gpu && gpu.memoryBandwidth > 0 ? 1e9 / gpu.memoryBandwidth : null;
   const rate = halfGemmRate(m);
-  let beforeNs = 0;
-  let afterNs = 0;
-  let memNs = 0;
-  let memAfterNs = 0;
-  let computeNs = 0;
-  let computeAfterNs = 0;
+  // Window ns before and after, by kind of GEMM.
+  const mem = { ns: 0, afterNs: 0 };
+  const compute = { ns: 0, afterNs: 0 };
   for (const g of fp32) {
     const perCall = g.gpuNs / g.calls;
     const bytes = gemmBytes(g, 4);
     let after = perCall;
-    if (g.flopsPerCall / bytes < ridge) {
+    const bound = memoryBound(g, bytes, ridge);
+    if (bound) {
       // Half the bytes term goes from the call's measured time (the line's fixed cost stays, and so does whatever
       // this shape takes beyond the line).
       const nsPerByte = line?.nsPerByte ?? peakNsPerByte;
       if (nsPerByte !== null) after = Math.max(0, perCall - (nsPerByte * bytes) / 2);
-      memNs += g.gpuNs;
-      memAfterNs += after * g.calls;
-    } else {
-      if (rate !== null) after = Math.min(perCall, g.flopsPerCall / rate.flopPerNs);
-      computeNs += g.gpuNs;
-      computeAfterNs += after * g.calls;
-    }
-    beforeNs += g.gpuNs;
-    afterNs += after * g.calls;
+    } else if (rate !== null) after = Math.min(perCall, g.flopsPerCall / rate.flopPerNs);
+    const kind = bound ? mem : compute;
+    kind.ns += g.gpuNs;
+    kind.afterNs += after * g.calls;
   }
+  const beforeNs = mem.ns + compute.ns;
+  const afterNs = mem.afterNs + compute.afterNs;
   if (beforeNs <= 0 || afterNs >= beforeNs) return null;
   const perStep = (ns: number) => ns / nSteps;
   const parts: string[] = [];
-  if (memNs > 0)
+  if (mem.ns > 0)
     parts.push(
-      `memory-bound fp32 GEMMs ${fmtMs(perStep(memNs))} a step -> ${fmtMs(perStep(memAfterNs))} at half the bytes (${
+      `memory-bound fp32 GEMMs ${fmtMs(perStep(mem.ns))} a step -> ${fmtMs(perStep(mem.afterNs))} at half the bytes (${
         line !== null
           ? `each call ${fmtMs(line.fixedNs)} + its bytes at ${(1 / line.nsPerByte / 1e3).toFixed(1)} TB/s, fitted on ${line.shapes} memory-bound GEMM shapes of this trace`
           : "the catalogue's peak bandwidth for the bytes, the rest of each call fixed"
       })`,
     );
-  if (computeNs > 0)
+  if (compute.ns > 0)
     parts.push(
-      `compute-bound fp32 GEMMs ${fmtMs(perStep(computeNs))} a step -> ${fmtMs(perStep(computeAfterNs))}${rate !== null ? ` at ${rate.basis}` : ' (no bf16 rate known: unchanged)'}`,
+      `compute-bound fp32 GEMMs ${fmtMs(perStep(compute.ns))} a step -> ${fmtMs(perStep(compute.afterNs))}${rate !== null ? ` at ${rate.basis}` : ' (no bf16 rate known: unchanged)'}`,
     );
   const savedNs = perStep(beforeNs - afterNs);
   return {
@@ -149,7 +148,7 @@ export function bf16WeightsEffect(m: TraceMetrics): Bf16WeightsEffect | null {
     savedNs,
     arithmetic: `${parts.join('; ')}: ${fmtMs(savedNs)} of GPU work saved per step (fp32 matmuls without a recorded shape, and elementwise kernels, unchanged)`,
     fp32GemmNs: perStep(beforeNs),
-    memoryBoundNs: perStep(memNs),
+    memoryBoundNs: perStep(mem.ns),
     line,
   };
 }

@@ -178,6 +178,18 @@ describe("follow_plan.py: doctor's plan as the scripts' flags", () => {
     expect(r.stderr).toContain('step 4 (batch 256 -> 512) has no flag in the script');
   });
 
+  it("gives a generation loop's static cache and bf16 weights hf_generate.py's flags", () => {
+    const r = plan(
+      [
+        { id: 'launch-bound', label: 'static KV cache + CUDA graphs' },
+        { id: 'bf16-weights', label: 'bf16 weights' },
+      ],
+      'hf_generate',
+    );
+    expect(r.status).toBe(0);
+    expect(r.stdout.trim().split('\n')).toEqual(['base=', 'plan1=--static-cache', 'plan2=--static-cache --dtype bf16']);
+  });
+
   it("says bf16 in Lightning's words, and names an unreadable report in one line", () => {
     expect(plan([{ id: 'mixed-precision', label: 'bf16 autocast + channels_last' }], 'lightning_datamodule').stdout).toContain(
       'plan1=--precision bf16-mixed --channels-last',

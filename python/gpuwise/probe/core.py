@@ -219,6 +219,7 @@ class Probe(StepsMixin, WindowMixin):
 
     def _install(self, torch):
         self.torch = torch
+        self.inference_mode_on = getattr(torch, "is_inference_mode_enabled", None)  # torch >= 1.9; read per forward
         # Every import the probe needs, made now (on the thread importing torch) and never later from a hook, where
         # an import could meet a thread of the script importing torch's lazy modules.
         import torch.optim  # noqa: F401
@@ -334,7 +335,7 @@ class Probe(StepsMixin, WindowMixin):
         self.last_activity = now
         self.forward_calls += 1
         modes = self.forward_grad_modes
-        inference_on = getattr(torch, "is_inference_mode_enabled", None)  # torch >= 1.9
+        inference_on = self.inference_mode_on
         if inference_on is not None and inference_on():
             modes[2] += 1
         elif torch.is_grad_enabled():
