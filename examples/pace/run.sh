@@ -12,7 +12,9 @@
 #   env       PYTHON (default python3), DATA (default /tmp/gpuwise-corpus-data: outside OUT, which comes back
 #             to the lead's machine), CHECKS=1 adds the side checks (runs that test a claim, not a plan step);
 #             PLAN_FROM=doctor follows the plan of doctor's report (follow_plan.py) instead of the PLAN table;
-#             for a dry run on a CPU: SCRIPT_FLAGS="--device cpu --smoke" STEPS=6
+#             for a dry run on a CPU: SCRIPT_FLAGS="--device cpu --smoke" STEPS=6; BASE_FLAGS: flags of the
+#             baseline that doctor runs and every plan step starts from (a step's own flags come after them and win:
+#             BASE_FLAGS="--dtype fp32" with a plan step "--dtype bf16" runs bf16)
 #
 # A doctor run whose OUT/NAME exists is kept (a run is never overwritten); plain runs append to measured.jsonl
 # (summarize.py takes the latest line of each run and step). PLAN_FROM=doctor follows doctor's actual plan.
@@ -24,6 +26,7 @@ gpuwise="node dist/gpuwise.mjs"
 python=${PYTHON:-python3}
 data=${DATA:-/tmp/gpuwise-corpus-data}
 extra=${SCRIPT_FLAGS:-}
+base=${BASE_FLAGS:-}
 export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1
 export GPUWISE_CORPUS_DATA=$data
 
@@ -126,8 +129,8 @@ plain() { # name step label flags
   local name=$1 step=$2 label=$3 flags=$4 log="$out/logs/$1.$3"
   echo "run.sh: $name $label: ${SCRIPT[$name]} $flags" >&2
   # shellcheck disable=SC2086
-  timeout 420 $python "examples/${SCRIPT[$name]}" $flags $extra --steps "${STEPS:-${PLAIN_STEPS[$name]}}" > "$log.out" 2> "$log.err" || echo "run.sh: FAILED ($?): $name $label (see $log.err)" >&2
-  collect "$log.out" "{\"run\": \"$name\", \"plan_step\": $step, \"label\": \"$label\", \"flags\": \"$flags\", \"under\": \"plain\"}"
+  timeout 420 $python "examples/${SCRIPT[$name]}" $base $flags $extra --steps "${STEPS:-${PLAIN_STEPS[$name]}}" > "$log.out" 2> "$log.err" || echo "run.sh: FAILED ($?): $name $label (see $log.err)" >&2
+  collect "$log.out" "{\"run\": \"$name\", \"plan_step\": $step, \"label\": \"$label\", \"flags\": \"$(echo $base $flags)\", \"under\": \"plain\"}"
 }
 
 for name in "${names[@]}"; do
@@ -137,8 +140,8 @@ for name in "${names[@]}"; do
   else
     echo "run.sh: doctor $name" >&2
     # shellcheck disable=SC2086
-    timeout 480 $gpuwise doctor --out "$out/$name" -- $python "$script" $extra > "$out/logs/$name.doctor.out" 2> "$out/logs/$name.doctor.err" || echo "run.sh: doctor FAILED ($?): $name (see $out/logs/$name.doctor.err)" >&2
-    collect "$out/logs/$name.doctor.out" "{\"run\": \"$name\", \"plan_step\": 0, \"label\": \"doctor\", \"flags\": \"\", \"under\": \"doctor\"}"
+    timeout 480 $gpuwise doctor --out "$out/$name" -- $python "$script" $base $extra > "$out/logs/$name.doctor.out" 2> "$out/logs/$name.doctor.err" || echo "run.sh: doctor FAILED ($?): $name (see $out/logs/$name.doctor.err)" >&2
+    collect "$out/logs/$name.doctor.out" "{\"run\": \"$name\", \"plan_step\": 0, \"label\": \"doctor\", \"flags\": \"$base\", \"under\": \"doctor\"}"
   fi
   if [[ ${PLAN_FROM:-} == doctor ]]; then
     # doctor's own plan, each step's flags from follow_plan.py (one "label=flags" a line)
