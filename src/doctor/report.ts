@@ -672,6 +672,7 @@ export function traceFindingsOf(traces: readonly TraceInput[], ranks: readonly R
     pace: paceOfRank(paces, ranks, m.rank),
     compiled: model?.compiled === true,
     decode: summaryOf(m.rank)?.steps.decode ?? null,
+    graphSteps: summaryOf(m.rank)?.steps.stepSource === 'graph',
     windowsApart: facts.windowsApart === true,
     gpuPeakBytes: facts.gpus ? gpuPeaksOf(facts.gpus, summaryOf(m.rank)?.pid ?? null) : null,
     probeBalance: facts.probeBalance ?? null,

@@ -113,6 +113,21 @@ describe('doctor on the levers of issue 26 (H200; predicted vs measured mean ste
     ).toBeLessThan(0.15);
   });
 
+  it('generate() already on a static cache replaying CUDA graphs is not told to use them (fp32, batches 1 and 8)', async () => {
+    // examples/levers/generation_dtype.sh, 2026-11-29: each decode step ends at CUDAGraph.replay; the launches the GPU
+    // waits for are generate()'s own around the replay (54 kernels a step at batch 8, the sampling and stopping check).
+    for (const name of ['hf_generate_fp32_static_b8', 'hf_generate_fp32_static_b1']) {
+      const r = await rediagnosed(join(LEVERS, name));
+      expect(r.ranks[0]!.steps!.stepSource).toBe('graph');
+      const launch = r.findings.find((f) => f.id === 'launch-bound')!;
+      expect(launch.title).toMatch(/around a CUDA graph/);
+      expect(launch.estimatedGain).toBeNull();
+      expect(launch.recommendation.summary).toMatch(/already replays a CUDA graph/);
+      const labels = (r.pace?.plan?.steps ?? []).map((s) => s.label);
+      expect(labels.some((l) => /CUDA graphs|static KV cache/.test(l))).toBe(false);
+    }
+  });
+
   it('the GAN: the batch of the full batches, the partial one said, persistent workers within 15%', async () => {
     const r = reports.get('gan_fakedata')!;
     expect(r.ranks[0]!.steps!.samplesPerStep).toBe(64);

@@ -2,7 +2,7 @@
 import { ACCUMULATE_ON_GPU_CODE } from '../keepOnGpu.js';
 import { fmtMs, fmtPct, fmtWindow } from '../../util/format.js';
 import { isCompiled } from './fusion.js';
-import { paced, type RankRule, stepNs, whenInSteps } from './rule.js';
+import { finding, paced, type RankRule, stepNs, whenInSteps } from './rule.js';
 
 const SYNC_MIN_SHARE = 0.01;
 const LAUNCH_MIN_SHARE = 0.1;
@@ -21,46 +21,45 @@ export const hostSync: RankRule = (m, ctx) => {
   // Without the syncs the CPU no longer waits and runs ahead: the drain, the refill and the launch gaps it would fill
   // go (the pipeline's serial `syncs` cost); the step becomes the larger of the GPU's work and the host's own time.
   const blocked = m.examples.syncCalls.reduce((a, c) => a + c.totalNs, 0) / nSteps;
-  return paced(m, ctx?.pace, {
-    id: 'host-sync',
-    title: `Host synchronisations drain the GPU queue (${fmtMs(idle)} idle per step)`,
-    ranks: [m.rank],
-    evidence: [
-      `GPU idle after the host blocked on the GPU: ${fmtMs(idle)} per step of ${fmtMs(step)} (${fmtPct(idle / step)})`,
-      ...(m.perStep.syncRefillNs > 0 && m.perStep.syncDrains > 0
-        ? [
-            `${m.perStep.syncDrains.toFixed(1)} syncs per step drained the queue (each a host wait: a sync call or a copy into pageable memory, the profiler's own included), each followed by ${fmtMs(m.perStep.syncRefillNs / m.perStep.syncDrains)} of launch gaps until the CPU was ahead again: the refill is the syncs' cost, not a launch bottleneck (the CPU does run ahead between syncs)`,
-          ]
-        : []),
-      ...calls
-        .slice(0, 3)
-        .map((c) => `${c.name}: ${(c.count / nSteps).toFixed(1)} calls per step, ${fmtMs(c.totalNs / nSteps)} blocked per step`),
-      ...culprits
-        .slice(0, 3)
-        .map(
-          (c) =>
-            `${c.name} forced a sync ${(c.count / nSteps).toFixed(1)} times per step, first ${whenInSteps(m, c.firstAtNs)}`,
-        ),
-    ],
-    data: {
-      hostSyncIdleNsPerStep: idle,
-      syncBlockedNsPerStep: blocked,
-      stepNs: step,
-      syncCallsPerStep: calls.reduce((a, c) => a + c.count, 0) / nSteps,
+  return paced(
+    m,
+    ctx?.pace,
+    {
+      id: 'host-sync',
+      title: `Host synchronisations drain the GPU queue (${fmtMs(idle)} idle per step)`,
+      ranks: [m.rank],
+      evidence: [
+        `GPU idle after the host blocked on the GPU: ${fmtMs(idle)} per step of ${fmtMs(step)} (${fmtPct(idle / step)})`,
+        ...(m.perStep.syncRefillNs > 0 && m.perStep.syncDrains > 0
+          ? [
+              `${m.perStep.syncDrains.toFixed(1)} syncs per step drained the queue (each a host wait: a sync call or a copy into pageable memory, the profiler's own included), each followed by ${fmtMs(m.perStep.syncRefillNs / m.perStep.syncDrains)} of launch gaps until the CPU was ahead again: the refill is the syncs' cost, not a launch bottleneck (the CPU does run ahead between syncs)`,
+            ]
+          : []),
+        ...calls
+          .slice(0, 3)
+          .map((c) => `${c.name}: ${(c.count / nSteps).toFixed(1)} calls per step, ${fmtMs(c.totalNs / nSteps)} blocked per step`),
+        ...culprits
+          .slice(0, 3)
+          .map((c) => `${c.name} forced a sync ${(c.count / nSteps).toFixed(1)} times per step, first ${whenInSteps(m, c.firstAtNs)}`),
+      ],
+      data: {
+        hostSyncIdleNsPerStep: idle,
+        syncBlockedNsPerStep: blocked,
+        stepNs: step,
+        syncCallsPerStep: calls.reduce((a, c) => a + c.count, 0) / nSteps,
+      },
+      recommendation: {
+        summary:
+          'Keep values on the GPU inside the loop: every .item(), .cpu(), .tolist(), print(tensor), torch.cuda.synchronize() or data-dependent shape (nonzero, boolean masks) waits for all queued work. Log every N steps, and accumulate metrics on the GPU.',
+        code: [ACCUMULATE_ON_GPU_CODE, '# find hidden syncs: torch.cuda.set_sync_debug_mode("warn")'].join('\n'),
+      },
     },
-    recommendation: {
-      summary:
-        'Keep values on the GPU inside the loop: every .item(), .cpu(), .tolist(), print(tensor), torch.cuda.synchronize() or data-dependent shape (nonzero, boolean masks) waits for all queued work. Log every N steps, and accumulate metrics on the GPU.',
-      code: [
-        ACCUMULATE_ON_GPU_CODE,
-        '# find hidden syncs: torch.cuda.set_sync_debug_mode("warn")',
-      ].join('\n'),
+    {
+      label: 'syncs out of the loop',
+      ops: [{ kind: 'serial', cost: 'syncs', factor: 0 }],
+      arithmetic: `the host is blocked ${fmtMs(blocked)} per step in syncs and the GPU idles ${fmtMs(idle)} after them; without them the host runs ahead and the GPU no longer drains`,
     },
-  }, {
-    label: 'syncs out of the loop',
-    ops: [{ kind: 'serial', cost: 'syncs', factor: 0 }],
-    arithmetic: `the host is blocked ${fmtMs(blocked)} per step in syncs and the GPU idles ${fmtMs(idle)} after them; without them the host runs ahead and the GPU no longer drains`,
-  });
+  );
 };
 
 /**
@@ -69,7 +68,7 @@ export const hostSync: RankRule = (m, ctx) => {
  */
 const DECODE_LAUNCH_FIX = {
   summary:
-    'The decode steps are launch-bound: replay the decoding forward as CUDA graphs over a static KV cache (fixed shapes, so one graph serves every step): the step falls to the GPU\'s own work. Generate under torch.inference_mode() (no autograd bookkeeping per op).',
+    "The decode steps are launch-bound: replay the decoding forward as CUDA graphs over a static KV cache (fixed shapes, so one graph serves every step): the step falls to the GPU's own work. Generate under torch.inference_mode() (no autograd bookkeeping per op).",
   code: [
     '# Hugging Face generate(): a static KV cache; recent transformers then compile the decoding step with CUDA graphs',
     'out = model.generate(**inputs, max_new_tokens=128, cache_implementation="static")',
@@ -77,6 +76,23 @@ const DECODE_LAUNCH_FIX = {
     'model.forward = torch.compile(model.forward, mode="reduce-overhead", fullgraph=True)',
     'with torch.inference_mode():',
     '    out = model.generate(**inputs, max_new_tokens=128, cache_implementation="static")',
+  ].join('\n'),
+};
+
+/**
+ * Launch-bound's fix where each step already replays a CUDA graph (the probe saw `CUDAGraph.replay` end the steps: a
+ * static KV cache that transformers compiles with CUDA graphs, `mode="reduce-overhead"`, a graph captured by hand): the
+ * launches the GPU waits for are those left outside the graph, with the loop's own Python around them. "Use CUDA
+ * graphs" would be advice the run already follows (issue 26: a static-cache generate() at batch 8 on an H200 was told
+ * so, 2.27 -> 1.43 ms), and how much of the rest a graph can take depends on code the trace does not show (generate()'s
+ * per-token sampling and stopping check), so no gain is claimed.
+ */
+const GRAPHED_LAUNCH_FIX = {
+  summary:
+    "Each step already replays a CUDA graph: what keeps the GPU waiting is the work left outside it (kernels launched one by one around the replay, and the loop's Python between them). Bring that work inside the captured region, or do less of it per step (sample on the GPU without a sync, check stopping every few steps, more sequences per step).",
+  code: [
+    '# a decoding loop of your own can capture the sampling with the forward:',
+    'step = torch.compile(lambda ids, pos: sample(model(ids, cache_position=pos).logits[:, -1]), mode="reduce-overhead", fullgraph=True)',
   ].join('\n'),
 };
 
@@ -88,15 +104,22 @@ export const launchBound: RankRule = (m, ctx) => {
   const manySmall = l.medianKernelNs < SHORT_KERNEL_NS || l.cpuLaunchNs >= 0.5 * l.gpuKernelNs;
   if (!manySmall) return null;
   const saved = idle * LAUNCH_RECOVERABLE;
-  return paced(m, ctx?.pace, {
+  const parts = {
     id: 'launch-bound',
-    title: 'CPU-bound: the GPU waits for kernel launches',
+    title: ctx?.graphSteps
+      ? 'CPU-bound around a CUDA graph: the GPU waits for the launches left outside it'
+      : 'CPU-bound: the GPU waits for kernel launches',
     ranks: [m.rank],
     evidence: [
       `GPU idle because the next kernel had not been launched yet: ${fmtMs(idle)} per step of ${fmtMs(step)} (${fmtPct(idle / step)})`,
       `${l.kernelsPerStep.toFixed(0)} kernels per step, median kernel ${fmtMs(l.medianKernelNs)}; ${fmtPct(l.shorterThanLaunchFraction)} of kernels ran shorter than their launch call`,
       `CPU time in launch calls ${fmtMs(l.cpuLaunchNs)} vs GPU kernel time ${fmtMs(l.gpuKernelNs)} ${fmtWindow(m.steps.length)}; the GPU starts a kernel ${fmtMs(l.medianLaunchToStartNs)} after its launch returns (median)`,
       ...(ctx?.decode ? [`the steps are decode steps (one new token per sequence): ${ctx.decode.decodeSteps} measured`] : []),
+      ...(ctx?.graphSteps
+        ? [
+            'each step already replays a CUDA graph (the probe saw CUDAGraph.replay end the steps): these launches are the ones left outside it',
+          ]
+        : []),
     ],
     data: {
       launchIdleNsPerStep: idle,
@@ -105,31 +128,39 @@ export const launchBound: RankRule = (m, ctx) => {
       cpuLaunchNs: l.cpuLaunchNs,
       gpuKernelNs: l.gpuKernelNs,
     },
-    recommendation: ctx?.decode
-      ? DECODE_LAUNCH_FIX
+    recommendation: ctx?.graphSteps
+      ? GRAPHED_LAUNCH_FIX
+      : ctx?.decode
+        ? DECODE_LAUNCH_FIX
+        : isCompiled(m) || ctx?.compiled === true
+          ? {
+              // Already compiled (Triton kernels in the trace): "compile the model" would be no advice at all.
+              summary:
+                'The model is already compiled, yet the CPU still cannot launch fast enough: capture the step as CUDA graphs (one launch replays the whole graph), fuse the optimizer, or raise the batch so each kernel does more work.',
+              code: [
+                'model = torch.compile(model, mode="reduce-overhead")   # compiled regions replayed as CUDA graphs',
+                'opt = torch.optim.AdamW(model.parameters(), lr=lr, fused=True)',
+              ].join('\n'),
+              frameworks: { transformers: 'TrainingArguments(..., torch_compile=True, torch_compile_mode="reduce-overhead")' },
+            }
+          : {
+              summary:
+                'Fewer, larger kernels: compile the model (fuses elementwise ops and can capture CUDA graphs), use fused/foreach optimizers, or replay the step as a CUDA graph. A larger batch also amortises the per-kernel cost.',
+              code: [
+                'model = torch.compile(model, mode="reduce-overhead")   # CUDA graphs + fusion',
+                'opt = torch.optim.AdamW(model.parameters(), lr=lr, fused=True)',
+                '# or by hand: g = torch.cuda.CUDAGraph(); with torch.cuda.graph(g): out = model(static_x)',
+              ].join('\n'),
+              frameworks: { transformers: 'TrainingArguments(..., torch_compile=True)' },
+            },
+  };
+  if (ctx?.graphSteps) return finding({ ...parts, estimatedGain: null });
+  return paced(m, ctx?.pace, parts, {
+    label: ctx?.decode
+      ? 'static KV cache + CUDA graphs'
       : isCompiled(m) || ctx?.compiled === true
-      ? {
-          // Already compiled (Triton kernels in the trace): "compile the model" would be no advice at all.
-          summary:
-            'The model is already compiled, yet the CPU still cannot launch fast enough: capture the step as CUDA graphs (one launch replays the whole graph), fuse the optimizer, or raise the batch so each kernel does more work.',
-          code: [
-            'model = torch.compile(model, mode="reduce-overhead")   # compiled regions replayed as CUDA graphs',
-            'opt = torch.optim.AdamW(model.parameters(), lr=lr, fused=True)',
-          ].join('\n'),
-          frameworks: { transformers: 'TrainingArguments(..., torch_compile=True, torch_compile_mode="reduce-overhead")' },
-        }
-      : {
-          summary:
-            'Fewer, larger kernels: compile the model (fuses elementwise ops and can capture CUDA graphs), use fused/foreach optimizers, or replay the step as a CUDA graph. A larger batch also amortises the per-kernel cost.',
-          code: [
-            'model = torch.compile(model, mode="reduce-overhead")   # CUDA graphs + fusion',
-            'opt = torch.optim.AdamW(model.parameters(), lr=lr, fused=True)',
-            '# or by hand: g = torch.cuda.CUDAGraph(); with torch.cuda.graph(g): out = model(static_x)',
-          ].join('\n'),
-          frameworks: { transformers: 'TrainingArguments(..., torch_compile=True)' },
-        },
-  }, {
-    label: ctx?.decode ? 'static KV cache + CUDA graphs' : isCompiled(m) || ctx?.compiled === true ? 'CUDA graphs (mode="reduce-overhead")' : 'fewer launches (compile, CUDA graphs)',
+        ? 'CUDA graphs (mode="reduce-overhead")'
+        : 'fewer launches (compile, CUDA graphs)',
     ops: [{ kind: 'host', work: 'launches', ns: saved }],
     arithmetic: `launch idle ${fmtMs(idle)} x ${LAUNCH_RECOVERABLE} recoverable = ${fmtMs(saved)} of the host's work a step`,
   });

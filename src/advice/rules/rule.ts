@@ -22,6 +22,8 @@ export { type FindingParts, finding } from '../../findings/finding.js';
  *   kernels only for what compile could capture).
  * - `decode`: the rank's steps are decode steps (generation); launch-bound's fix is then a static KV cache with CUDA
  *   graphs, not "compile the model".
+ * - `graphSteps`: the probe saw each step end at a CUDA graph's replay (`stepSource` "graph"): the step is a graph
+ *   already, so launch-bound speaks of the launches left outside it, and "use CUDA graphs" is no advice.
  * - `windowsApart`: the ranks' profiler windows began at different steps, so the time one rank waits for another in
  *   them is the profiler's; the rules read off those waits stay silent.
  * - `gpuPeakBytes`: the process's NVML peak memory on each GPU it used, its output device (cuda:0) first.
@@ -35,6 +37,7 @@ export interface RunContext {
   pace?: Pipeline | null;
   compiled?: boolean;
   decode?: DecodeStats | null;
+  graphSteps?: boolean;
   windowsApart?: boolean;
   gpuPeakBytes?: readonly GpuPeak[] | null;
   probeBalance?: ProbeBalance | null;
