@@ -49,6 +49,7 @@ import { decodeAutogradFinding, decodeBatchingFinding, decodeLeverEffects } from
 import { gpuSharedFindings, ranksShareGpuFinding, type SharingGpu, type SharingProcess } from './sharing.js';
 import type { RunSetup } from '../run/setup.js';
 import { buildWhatIfs, hardwareOf, type WhatIf, type WhatIfCalibration, type WhatIfResult, whatIfFindings } from './whatIfs.js';
+import { fmtMs } from '../util/format.js';
 
 /** The collector (cli/probeRun.ts) takes the exit type from here. */
 export type { ChildExit } from '../run/exit.js';
@@ -689,6 +690,19 @@ export function traceFindingsOf(traces: readonly TraceInput[], ranks: readonly R
   );
 }
 
+/**
+ * What the profiler window's end cost the run: the stop on the stepping thread (the profiler collecting its events),
+ * and the trace and snapshot written by the probe's thread (holding the GIL through torch's writers). The steps these
+ * slowed are the probe's work, left out of the statistics; the note says what the training paid for them.
+ */
+function windowCostNote(pid: number, stopS: number, exportS: { trace: number; snapshot: number } | undefined): string {
+  const s = (x: number) => fmtMs(x * 1e9);
+  const written = exportS
+    ? `; then the trace took ${s(exportS.trace)} to write${exportS.snapshot > 0 ? ` and the memory snapshot ${s(exportS.snapshot)}` : ''}, beside the training`
+    : '';
+  return `pid ${pid}: the profiler window's stop held the training thread ${s(stopS)} (the profiler collecting its events)${written}; the steps this slowed are left out of the statistics`;
+}
+
 /** Stage 5: memory's findings on each snapshot, on the snapshot's rank. */
 export function memoryFindingsOf(snapshots: readonly SnapshotInput[]): Finding[] {
   return snapshots.flatMap((s) => (s.report?.findings ?? []).map((f) => ({ ...f, ranks: [s.rank] })));
@@ -856,6 +870,7 @@ export function notesOf(input: DoctorInput, processes: readonly ProcessRecords[]
       if (r.type === 'profile-end') {
         if (r.traceError !== undefined) notes.push(`pid ${p.pid}: the profiler window has no trace: ${r.traceError}`);
         if (r.snapshotError !== undefined) notes.push(`pid ${p.pid}: the profiler window has no memory snapshot: ${r.snapshotError}`);
+        if (r.stopS !== undefined) notes.push(windowCostNote(p.pid, r.stopS, r.exportS));
       }
   for (const r of ranks) {
     const slowed = r.steps.slowedAfterWindow;

@@ -183,6 +183,12 @@ export interface ProfileEndRecord extends Base {
    * attached, later launch-heavy steps run slower (a compiled ResNet-50: 25-35% on an H200): `cuptiSlowdownOf`.
    * Absent from older probes. */
   cuptiDetached?: boolean;
+  /** Seconds the window's stop held the stepping thread (a CUDA synchronisation, the profiler collecting its events,
+   * CUPTI's detach): the one slow step a window leaves on the training. Absent from older probes. */
+  stopS?: number;
+  /** Seconds the background thread spent writing the trace and the snapshot (torch's writers hold the GIL, so the
+   * training thread's steps meanwhile may wait: they are marked as the probe's work). Absent from older probes. */
+  exportS?: { trace: number; snapshot: number };
 }
 
 export interface OomRecord extends Base {
@@ -489,6 +495,8 @@ const SCHEMAS: Record<ProbeRecord['type'], Check<unknown>> = (() => {
         traceError: optional(str),
         snapshotError: optional(str),
         cuptiDetached: optional(bool),
+        stopS: optional(num(0)),
+        exportS: optional(obj({ trace: num(0), snapshot: num(0) })),
       },
       dropped,
     ),

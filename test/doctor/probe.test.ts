@@ -100,6 +100,11 @@ describe.skipIf(SKIP_PYTHON)('probe (CPU torch)', () => {
     // trace was written, say so (the step statistics leave them out).
     expect(steps.find((s) => s.step === 7)?.probeWork).toBe('window-end');
     expect(steps.filter((s) => s.step < 7).every((s) => s.probeWork === null)).toBe(true);
+    // What the window's end cost, timed where it was paid: the stop on this thread, the writes on the probe's.
+    expect(prof.stopS).toBeGreaterThan(0);
+    expect(prof.stopS).toBeLessThan(30);
+    expect(prof.exportS?.trace).toBeGreaterThan(0);
+    expect(prof.exportS?.snapshot).toBe(0); // no CUDA: no snapshot
   });
 
   it('reads what the DataLoader workers cost from /proc, without running anything in them (the loader record)', async () => {

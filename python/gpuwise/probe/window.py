@@ -326,7 +326,8 @@ class WindowMixin(object):
             pass
         torch = self.torch
         timed = self.window_kind == "time"
-        profiled_s = time.perf_counter() - self.window_opened_at
+        stop_t0 = time.perf_counter()
+        profiled_s = stop_t0 - self.window_opened_at
         if self.prof_cuda:
             torch.cuda.synchronize()
         detach = False
@@ -352,6 +353,7 @@ class WindowMixin(object):
             if stop_hook is not None:
                 stop_hook()
         self.own_profiler = None
+        stop_s = time.perf_counter() - stop_t0  # the training thread's share of the window's end (the events collected)
         # A time window has no steps, and files of its own: a step window may still come after it.
         suffix = "-time" if timed else ""
         if timed:
@@ -360,6 +362,7 @@ class WindowMixin(object):
         else:
             self.window_done = True
             fields = {"firstStep": self.prof_first_step, "lastStep": self.step}
+        fields["stopS"] = stop_s
         if self.prof_cuda:
             # The script's own TEARDOWN_CUPTI=1 detaches it too (Kineto reads it at every stop).
             fields["cuptiDetached"] = detach or (not self._is_legacy(prof) and os.environ.get("TEARDOWN_CUPTI") == "1")
@@ -374,8 +377,13 @@ class WindowMixin(object):
         probe = self
 
         def export():
+            # Timed: the background thread holds the GIL through torch's C++ writers, so this is time the training
+            # thread may have waited too (its steps meanwhile are marked as the probe's work).
+            t0 = time.perf_counter()
             fields["trace"], trace_error = _written(trace, probe._export_trace, prof, results, trace)
+            t1 = time.perf_counter()
             fields["snapshot"], snapshot_error = _written(snapshot, probe._export_snapshot, snapshot, device, keep_history)
+            fields["exportS"] = {"trace": t1 - t0, "snapshot": time.perf_counter() - t1 if snapshot else 0.0}
             if trace_error:
                 fields["traceError"] = trace_error
             if snapshot_error:
