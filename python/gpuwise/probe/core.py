@@ -431,7 +431,7 @@ class Probe(StepsMixin, WindowMixin):
         if attach is not None:
             attach(lambda device, alloc, device_alloc, device_free: self._guarded(self._on_oom, device, alloc, device_alloc, device_free))
         if self.cfg.memory_history_always:
-            self.gpu.start_history()
+            self.gpu.start_history(self.cfg.memory_stacks)
         self._arm_time_window()
 
     def _on_oom(self, device, alloc_bytes, device_allocated_bytes, device_free_bytes):

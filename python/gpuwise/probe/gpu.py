@@ -136,10 +136,10 @@ class Gpu(object):
             "ooms": s.get("num_ooms"),
         }
 
-    def start_history(self):
+    def start_history(self, stacks="all"):
         rec = self.torch.cuda.memory._record_memory_history
         try:
-            rec(max_entries=100000)
+            rec(max_entries=100000, stacks=stacks)
         except TypeError:  # torch < 2.1
             rec(True)
         self.history_on = True
