@@ -8,7 +8,7 @@ A fix is read from its id and its label (the words doctor prints): `num_workers 
 persistent workers `--persistent-workers`, pinned memory `--pin-memory`, bf16 autocast `--amp bf16` (Lightning's
 `--precision bf16-mixed`), channels_last `--channels-last`, torch.compile `--compile`, a fused AdamW
 `--fused-adamw`, syncs out of the loop `--log-every 50` (the scripts call `.item()` when
-they log; timm_style's `--sync-every 50`). A step that needs more DataLoader workers than the flags give
+they log; timm_style's `--sync-every 50`; none for hf_generate, whose syncs are generate()'s own). A step that needs more DataLoader workers than the flags give
 (`workersNeeded`) gets them. The first fix these scripts cannot express stops the plan there (said on stderr): the
 steps after it assume it.
 """
@@ -20,6 +20,9 @@ import sys
 LIGHTNING = {"lightning_datamodule"}
 # The flag that takes a per-step `.item()` out of the loop, where it is not the logging interval.
 SYNC_FLAG = {"timm_style": "--sync-every"}
+# Scripts whose syncs are a library loop's own, which no flag takes out: hf_generate.py's are generate()'s stopping
+# check at every token (its --log-every only spaces its own progress lines).
+OWN_SYNCS = {"hf_generate"}
 
 
 def flags_of(fix_id, label, name, flags):
@@ -58,7 +61,7 @@ def flags_of(fix_id, label, name, flags):
     if fix_id == "launch-bound" and "static kv cache" in text:
         out["--static-cache"] = None  # hf_generate.py
         known = True
-    if fix_id == "host-sync" or "syncs out of the loop" in text:
+    if (fix_id == "host-sync" or "syncs out of the" in text) and name not in OWN_SYNCS:
         out[SYNC_FLAG.get(name, "--log-every")] = "50"
         known = True
     return out if known else None

@@ -188,6 +188,16 @@ describe("follow_plan.py: doctor's plan as the scripts' flags", () => {
     );
     expect(r.status).toBe(0);
     expect(r.stdout.trim().split('\n')).toEqual(['base=', 'plan1=--static-cache', 'plan2=--static-cache --dtype bf16']);
+    // generate()'s own syncs (its stopping check at every token): no flag of the script takes them out
+    const syncs = plan(
+      [
+        { id: 'launch-bound', label: 'static KV cache + CUDA graphs' },
+        { id: 'host-sync', label: 'syncs out of the decoding loop (a loop of your own)' },
+      ],
+      'hf_generate',
+    );
+    expect(syncs.stdout.trim().split('\n')).toEqual(['base=', 'plan1=--static-cache']);
+    expect(syncs.stderr).toContain('has no flag in the script');
   });
 
   it("says bf16 in Lightning's words, and names an unreadable report in one line", () => {

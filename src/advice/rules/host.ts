@@ -11,6 +11,24 @@ const SHORT_KERNEL_NS = 20_000;
 /** CUDA graphs / torch.compile remove most, not all, host overhead: we count this share of the launch idle as saved. */
 const LAUNCH_RECOVERABLE = 0.7;
 
+/**
+ * host-sync's fix in a generation loop: the syncs there are the decoding loop's own (generate() reads its stopping
+ * check, `unfinished_sequences.max() == 0`, on the host at every token: aten::is_nonzero), not a training loop's
+ * logging, so the training fix (accumulate the loss on the GPU) would be no advice.
+ */
+const DECODE_SYNC_FIX = {
+  summary:
+    "The syncs are the decoding loop's own: at every token generate() reads its stopping check on the host (`unfinished_sequences.max() == 0`, an aten::is_nonzero), and a loop that reads each sampled token with .item() or .tolist() does the same. In a decoding loop of your own, keep the tokens on the GPU and check for the end every few tokens; with generate(), more sequences per call spread the same syncs over more tokens.",
+  code: [
+    '# a decoding loop of your own: tokens kept on the GPU, the end checked every 8 tokens (one sync instead of 8)',
+    'for i in range(max_new_tokens):',
+    '    tok = sample(model(tok, past_key_values=cache).logits[:, -1])   # no .item()',
+    '    out[:, i] = tok',
+    '    if i % 8 == 7 and bool((out[:, : i + 1] == eos_id).any(dim=1).all()):',
+    '        break',
+  ].join('\n'),
+};
+
 export const hostSync: RankRule = (m, ctx) => {
   const step = stepNs(m);
   const idle = m.perStep.idleByCauseNs.hostSync;
@@ -48,14 +66,16 @@ export const hostSync: RankRule = (m, ctx) => {
         stepNs: step,
         syncCallsPerStep: calls.reduce((a, c) => a + c.count, 0) / nSteps,
       },
-      recommendation: {
-        summary:
-          'Keep values on the GPU inside the loop: every .item(), .cpu(), .tolist(), print(tensor), torch.cuda.synchronize() or data-dependent shape (nonzero, boolean masks) waits for all queued work. Log every N steps, and accumulate metrics on the GPU.',
-        code: [ACCUMULATE_ON_GPU_CODE, '# find hidden syncs: torch.cuda.set_sync_debug_mode("warn")'].join('\n'),
-      },
+      recommendation: ctx?.decode
+        ? DECODE_SYNC_FIX
+        : {
+            summary:
+              'Keep values on the GPU inside the loop: every .item(), .cpu(), .tolist(), print(tensor), torch.cuda.synchronize() or data-dependent shape (nonzero, boolean masks) waits for all queued work. Log every N steps, and accumulate metrics on the GPU.',
+            code: [ACCUMULATE_ON_GPU_CODE, '# find hidden syncs: torch.cuda.set_sync_debug_mode("warn")'].join('\n'),
+          },
     },
     {
-      label: 'syncs out of the loop',
+      label: ctx?.decode ? 'syncs out of the decoding loop (a loop of your own)' : 'syncs out of the loop',
       ops: [{ kind: 'serial', cost: 'syncs', factor: 0 }],
       arithmetic: `the host is blocked ${fmtMs(blocked)} per step in syncs and the GPU idles ${fmtMs(idle)} after them; without them the host runs ahead and the GPU no longer drains`,
     },
