@@ -1,0 +1,79 @@
+"""A decode step's host time by grad mode (issue 26, `decode-autograd`): a 12-layer GPT of small width (64, so the
+ops' dispatch and not their arithmetic sets the time) generating with a KV cache on the CPU, its decode step timed
+with gradients recorded, under torch.no_grad() and under torch.inference_mode(), alternately, 6 rounds; the least
+disturbed median of each. It shows what autograd costs each op's host side where no GPU is involved; on a GPU each op
+also pays its launch, so the share there is smaller. Not a gain doctor gives: the probe does not separate autograd's
+share of a run's host time.
+
+    python3 bench/doctor/decode_grad_modes.py
+"""
+
+import statistics
+import time
+
+import torch
+
+LAYERS, WIDTH, HEADS, VOCAB = 12, 64, 4, 100
+
+
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln1, self.ln2 = torch.nn.LayerNorm(WIDTH), torch.nn.LayerNorm(WIDTH)
+        self.qkv, self.proj = torch.nn.Linear(WIDTH, 3 * WIDTH), torch.nn.Linear(WIDTH, WIDTH)
+        self.fc, self.out = torch.nn.Linear(WIDTH, 4 * WIDTH), torch.nn.Linear(4 * WIDTH, WIDTH)
+
+    def forward(self, x, cache):
+        b, t, _ = x.shape
+        heads = lambda z: z.view(b, t, HEADS, WIDTH // HEADS).transpose(1, 2)  # noqa: E731
+        q, k, v = (heads(z) for z in self.qkv(self.ln1(x)).split(WIDTH, dim=2))
+        if cache is not None:
+            k, v = torch.cat([cache[0], k], 2), torch.cat([cache[1], v], 2)
+        att = ((q @ k.transpose(-2, -1)) * (WIDTH // HEADS) ** -0.5).softmax(-1)
+        x = x + self.proj((att @ v).transpose(1, 2).reshape(b, t, WIDTH))
+        return x + self.out(torch.nn.functional.gelu(self.fc(self.ln2(x)))), (k, v)
+
+
+class Gpt(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(VOCAB, WIDTH)
+        self.blocks = torch.nn.ModuleList(Block() for _ in range(LAYERS))
+        self.ln, self.head = torch.nn.LayerNorm(WIDTH), torch.nn.Linear(WIDTH, VOCAB)
+
+    def forward(self, ids, caches):
+        x, kept = self.emb(ids), []
+        for block, cache in zip(self.blocks, caches):
+            x, cache = block(x, cache)
+            kept.append(cache)
+        return self.head(self.ln(x)), kept
+
+
+def decode_step_s(model, new_tokens=64):
+    """The median decode step of one generation: an 8-token prompt, then `new_tokens` greedy steps."""
+    logits, caches = model(torch.randint(0, VOCAB, (1, 8)), [None] * LAYERS)
+    tok, times = logits[:, -1].argmax(-1, keepdim=True), []
+    for _ in range(new_tokens):
+        t = time.perf_counter()
+        logits, caches = model(tok, caches)
+        tok = logits[:, -1].argmax(-1, keepdim=True)
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def main():
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    model = Gpt().eval()
+    modes = {"gradients": torch.enable_grad, "no_grad": torch.no_grad, "inference_mode": torch.inference_mode}
+    got = {name: [] for name in modes}
+    for _ in range(6):
+        for name, mode in modes.items():
+            with mode():
+                got[name].append(decode_step_s(model))
+    for name, xs in got.items():
+        print("%-15s %7.1f us a decode step (rounds: %s)" % (name, min(xs) * 1e6, ", ".join("%.0f" % (x * 1e6) for x in xs)))
+
+
+if __name__ == "__main__":
+    main()
