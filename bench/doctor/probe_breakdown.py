@@ -32,26 +32,15 @@ from torch.utils.data import DataLoader, TensorDataset  # noqa: E402
 from gpuwise import probe as probe_mod  # noqa: E402
 from gpuwise.probe import records  # noqa: E402
 
-torch.manual_seed(0)
-torch.set_num_threads(1)
-m = torch.nn.Linear(16, 16)
-opt = torch.optim.SGD(m.parameters(), lr=1e-3)
-a = torch.randn(32, 32)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from overhead import _TIMED_LOOP  # noqa: E402  (the loop overhead.py measures, defined once)
+
+exec(_TIMED_LOOP)  # m, opt, a and timed_loop(steps, pad, loop, xs, ys) -> (wall times, CPU times)
 
 
 def loop(steps, pad, xs, ys):
-    cpus, c = [], time.thread_time()
-    for x, y in DataLoader(TensorDataset(xs, ys), batch_size=8):
-        loss = torch.nn.functional.mse_loss(m(x), y)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        for _ in range(pad):
-            torch.mm(a, a)
-        cpu = time.thread_time()
-        cpus.append(cpu - c)
-        c = cpu
-    return statistics.median(cpus[20:])
+    """The median CPU time of the training thread a step (the first 20 steps left out)."""
+    return statistics.median(timed_loop(steps, pad, "dataloader", xs, ys)[1][20:])  # noqa: F821
 
 
 def start(variant, run_dir):
