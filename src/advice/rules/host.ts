@@ -109,10 +109,12 @@ const DECODE_LAUNCH_FIX = {
  */
 const GRAPHED_LAUNCH_FIX = {
   summary:
-    "Each step already replays a CUDA graph: what keeps the GPU waiting is the work left outside it (kernels launched one by one around the replay, and the loop's Python between them). Bring that work inside the captured region, or do less of it per step (sample on the GPU without a sync, check stopping every few steps, more sequences per step).",
+    "Each step already replays a CUDA graph: what keeps the GPU waiting is the work left outside it (kernels launched one by one around the replay, and the loop's Python between them). Bring that work inside the captured region (in training, the optimizer step with the forward and backward), or do less of it per step (in a generation loop: sample on the GPU without a sync, check for the end every few tokens, more sequences per step).",
   code: [
-    '# a decoding loop of your own can capture the sampling with the forward:',
-    'step = torch.compile(lambda ids, pos: sample(model(ids, cache_position=pos).logits[:, -1]), mode="reduce-overhead", fullgraph=True)',
+    '# training: the whole step in one captured region (torch.compile over a function of forward, backward and optimizer step)',
+    'train_step = torch.compile(train_step, mode="reduce-overhead")',
+    '# a decoding loop of your own: the sampling captured with the forward',
+    'decode_step = torch.compile(lambda ids, pos: sample(model(ids, cache_position=pos).logits[:, -1]), mode="reduce-overhead", fullgraph=True)',
   ].join('\n'),
 };
 
