@@ -10,6 +10,8 @@
 # alone; a queue never written would grow, and the garbage collector's scans of it cost 25k instructions a step).
 #   bash bench/doctor/probe_instructions.sh [PYTHON_DIR]    (default: this checkout's python/; needs valgrind, torch)
 # Prints instructions per step: plain, with the probe (write), with the probe (hooks), and the differences.
+# PARTS=1 adds the hooks with one of the probe's handlers made a no-op after the first 100 steps (the batch's, the
+# backward's, the step's end, the optimizer step's with its step end): what each costs a step.
 set -eu
 cd "$(dirname "$0")/../.."
 probe_dir=$(realpath "${1:-python}")
@@ -38,12 +40,14 @@ torch.set_num_threads(1)
 m = torch.nn.Linear(16, 16)
 opt = torch.optim.SGD(m.parameters(), lr=1e-3)
 xs, ys = torch.randn(steps * 8, 16), torch.randn(steps * 8, 16)
-for x, y in DataLoader(TensorDataset(xs, ys), batch_size=8):
+for i, (x, y) in enumerate(DataLoader(TensorDataset(xs, ys), batch_size=8)):
+    if i == 100 and mode.startswith("hooks-no"):  # the part left out, once the probe has settled
+        setattr(p, {"hooks-no-batch": "_on_batch", "hooks-no-backward": "_on_backward", "hooks-no-end": "_end_step", "hooks-no-optimizer": "_on_optimizer_step"}[mode], lambda *a, **k: None)
     loss = torch.nn.functional.mse_loss(m(x), y)
     opt.zero_grad(set_to_none=True)
     loss.backward()
     opt.step()
-if mode != "plain":
+if mode != "plain" and not mode.startswith("hooks-no"):
     assert p.step >= steps - 1, "the probe counted %d steps of %d" % (p.step, steps)
 EOF
 count() { # mode steps -> instructions
@@ -51,7 +55,9 @@ count() { # mode steps -> instructions
     sed -n 's/.*I *refs: *//p' | tr -d ,
 }
 declare -A per
-for mode in plain write hooks; do
+modes="plain write hooks"
+[ "${PARTS:-0}" = 1 ] && modes="$modes hooks-no-batch hooks-no-backward hooks-no-end hooks-no-optimizer"
+for mode in $modes; do
   a=$(count $mode "$short") &&
   b=$(count $mode "$long") &&
   per[$mode]=$(( (b - a) / (long - short) ))
@@ -60,3 +66,8 @@ echo "instructions per step ($((long - short)) steps, $probe_dir):"
 echo "  plain           ${per[plain]}"
 echo "  probe, write    ${per[write]}  (+$(( per[write] - per[plain] )))"
 echo "  probe, hooks    ${per[hooks]}  (+$(( per[hooks] - per[plain] )): rows dropped as queued)"
+if [ "${PARTS:-0}" = 1 ]; then
+  for part in batch backward end optimizer; do
+    echo "  hooks without $part: $(( per[hooks] - per[hooks-no-$part] )) of them"
+  done
+fi
