@@ -673,6 +673,7 @@ export function traceFindingsOf(traces: readonly TraceInput[], ranks: readonly R
     pace: paceOfRank(paces, ranks, m.rank),
     compiled: model?.compiled === true,
     decode: summaryOf(m.rank)?.steps.decode ?? null,
+    inference: trainsNothing(summaryOf(m.rank), model),
     graphSteps: summaryOf(m.rank)?.steps.stepSource === 'graph',
     windowsApart: facts.windowsApart === true,
     gpuPeakBytes: facts.gpus ? gpuPeaksOf(facts.gpus, summaryOf(m.rank)?.pid ?? null) : null,
@@ -688,6 +689,18 @@ export function traceFindingsOf(traces: readonly TraceInput[], ranks: readonly R
   return found.map((f) =>
     summaryOf(f.ranks[0] ?? 0)?.steps.decode ? f : named ? inTraceFramework(f, named) : inFramework(f, model?.framework),
   );
+}
+
+/**
+ * Whether a rank trains nothing (RunContext.inference): its steps are decode steps, or the probe counted its outermost
+ * module's forwards, none with gradients, and no optimizer was built. Unknown (an older probe, no forward seen) is not
+ * inference.
+ */
+function trainsNothing(rank: RankSummary | undefined, model: ModelRecord | null): boolean {
+  if (!rank) return false;
+  if (rank.steps.decode) return true;
+  const modes = rank.forwardGradModes;
+  return modes !== undefined && modes.grad === 0 && modes.noGrad + modes.inference > 0 && model?.optimizer == null;
 }
 
 /**

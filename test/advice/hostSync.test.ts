@@ -38,12 +38,20 @@ describe('host-sync', () => {
   });
 
   it("in a generation loop: the decoding loop's own stopping check, not a loss to accumulate", () => {
-    const f = hostSync(m, { askedHalf: null, decode })!;
+    const f = hostSync(m, { askedHalf: null, decode, inference: true })!;
     expect(f.recommendation.summary).toMatch(/stopping check/);
     expect(f.recommendation.code).not.toMatch(/running_loss/);
     expect(f.recommendation.code).toMatch(/i % 8 == 7/);
     expect(f.fix!.label).toBe('syncs out of the decoding loop (a loop of your own)');
     // the same cost either way: the fix's effect on the pipeline does not depend on its words
     expect(f.estimatedGain!.expectedStepTimeNs).toBe(hostSync(m, { askedHalf: null })!.estimatedGain!.expectedStepTimeNs);
+  });
+
+  it('in another loop that trains nothing: its results read on the host, read every N iterations instead', () => {
+    const f = hostSync(m, { askedHalf: null, inference: true })!;
+    expect(f.recommendation.summary).toMatch(/trains nothing/);
+    expect(f.recommendation.code).toMatch(/i % 16 == 15/);
+    expect(f.recommendation.code).not.toMatch(/running_loss/);
+    expect(f.fix!.label).toBe('syncs out of the loop');
   });
 });

@@ -113,7 +113,7 @@ describe('doctor on the levers of issue 26 (H200; predicted vs measured mean ste
     ).toBeLessThan(0.15);
   });
 
-  it('generate() already on a static cache replaying CUDA graphs is not told to use them (fp32, batches 1 and 8)', async () => {
+  it('generate() already on a static cache replaying CUDA graphs: not told to use them, nor autocast nor to log its loss (fp32, batches 1 and 8)', async () => {
     // examples/levers/generation_dtype.sh, 2026-11-29: each decode step ends at CUDAGraph.replay; the launches the GPU
     // waits for are generate()'s own around the replay (54 kernels a step at batch 8, the sampling and stopping check).
     for (const name of ['hf_generate_fp32_static_b8', 'hf_generate_fp32_static_b1']) {
@@ -125,6 +125,19 @@ describe('doctor on the levers of issue 26 (H200; predicted vs measured mean ste
       expect(launch.recommendation.summary).toMatch(/already replays a CUDA graph/);
       const labels = (r.pace?.plan?.steps ?? []).map((s) => s.label);
       expect(labels.some((l) => /CUDA graphs|static KV cache/.test(l))).toBe(false);
+      // It trains nothing (every forward under inference_mode, no optimizer): bf16 weights, not autocast, though the
+      // graph's GEMMs carry no shapes to cost (bf16 measured 2.51 -> 2.05 ms at batch 8: not predicted); its syncs are
+      // its own loop's, not a loss to log.
+      const ids = r.findings.map((f) => f.id);
+      expect(ids).not.toContain('no-tensor-cores');
+      expect(ids).not.toContain('mixed-precision');
+      const weights = r.findings.find((f) => f.id === 'bf16-weights')!;
+      expect(weights.title).toMatch(/^Inference steps run fp32 matmuls .*: load the weights in bf16$/);
+      expect(weights.estimatedGain).toBeNull();
+      expect(weights.recommendation.code).toMatch(/torch_dtype=torch\.bfloat16/);
+      const sync = r.findings.find((f) => f.id === 'host-sync')!;
+      expect(sync.recommendation.summary).toMatch(/trains nothing/);
+      expect(sync.recommendation.code).not.toMatch(/running_loss/);
     }
   });
 

@@ -19,7 +19,7 @@ const MAX_BATCH_SCALE = 4;
 const MEMORY_HEADROOM = 0.8;
 
 export const noTensorCores: RankRule = (m, ctx) => {
-  if (ctx?.decode) return null; // generation: bf16 weights, not autocast (bf16Weights below)
+  if (ctx?.inference) return null; // generation, evaluation: bf16 weights, not autocast (bf16Weights below)
   const step = stepNs(m);
   const p = m.precision;
   const nSteps = Math.max(1, m.steps.length);
@@ -77,25 +77,26 @@ const BF16_WEIGHTS_FIX = {
 };
 
 /**
- * A generation loop (decode steps) whose matmuls run on fp32 weights: its precision lever is the weights themselves in
- * bf16 (advice/bf16Weights.ts costs each GEMM by its bytes), not autocast; no-tensor-cores and mixed-precision leave
- * decode steps to it.
+ * A loop that trains nothing (generation, evaluation: RunContext.inference) whose matmuls run on fp32 weights: its
+ * precision lever is the weights themselves in bf16 (advice/bf16Weights.ts costs each GEMM by its bytes), not autocast,
+ * which would cast every weight again at each step; no-tensor-cores and mixed-precision leave such loops to it.
  */
 export const bf16Weights: RankRule = (m, ctx) => {
-  if (!ctx?.decode) return null;
+  if (!ctx?.inference) return null;
   const step = stepNs(m);
+  if (step <= 0) return null;
   const effect = bf16WeightsEffect(m);
-  if (step <= 0 || effect === null) return null;
+  if (effect === null) return unshapedFp32Weights(m, ctx.decode != null);
   const line = effect.line;
   return paced(
     m,
     ctx.pace,
     {
       id: 'bf16-weights',
-      title: `Decode steps read fp32 weights: in bf16 their matmuls would take ${fmtMs(effect.fp32GemmNs - effect.savedNs)} instead of ${fmtMs(effect.fp32GemmNs)} a step`,
+      title: `${ctx.decode ? 'Decode steps' : 'Inference steps'} read fp32 weights: in bf16 their matmuls would take ${fmtMs(effect.fp32GemmNs - effect.savedNs)} instead of ${fmtMs(effect.fp32GemmNs)} a step`,
       ranks: [m.rank],
       evidence: [
-        `fp32 GEMMs: ${fmtMs(effect.fp32GemmNs)} per decode step of ${fmtMs(step)} (the profiled window)`,
+        `fp32 GEMMs: ${fmtMs(effect.fp32GemmNs)} per ${ctx.decode ? 'decode ' : ''}step of ${fmtMs(step)} (the profiled window)`,
         ...(effect.memoryBoundNs > 0
           ? [
               line !== null
@@ -108,7 +109,9 @@ export const bf16Weights: RankRule = (m, ctx) => {
               `compute-bound GEMMs (a prefill, a large batch) ${fmtMs(effect.fp32GemmNs - effect.memoryBoundNs)} a step: bf16 runs them on the tensor cores`,
             ]
           : []),
-        `the steps are decode steps (one new token per sequence): ${ctx.decode.decodeSteps} measured`,
+        ctx.decode
+          ? `the steps are decode steps (one new token per sequence): ${ctx.decode.decodeSteps} measured`
+          : 'the loop trains nothing: its forwards ran without gradients and it built no optimizer',
       ],
       data: {
         fp32GemmNsPerStep: effect.fp32GemmNs,
@@ -125,6 +128,32 @@ export const bf16Weights: RankRule = (m, ctx) => {
     },
   );
 };
+
+/**
+ * bf16 weights where the fp32 matmuls carry no shapes to cost (kernels replayed from a CUDA graph: the profiler records
+ * them without the ops that launched them, as in a static-cache generate()): the same advice, its saving not
+ * estimated, so that a loop that trains nothing is not left with no precision advice at all (autocast's rules leave it
+ * to this one).
+ */
+function unshapedFp32Weights(m: TraceMetrics, decode: boolean) {
+  const fp32 = m.precision.fp32Ns / Math.max(1, m.steps.length);
+  if (fp32 <= 0 || fp32 / Math.max(matmulNs(m), 1) < FP32_MIN_SHARE_OF_MATMUL) return null;
+  return finding({
+    id: 'bf16-weights',
+    title: `${decode ? 'Decode steps' : 'Inference steps'} run fp32 matmuls (${fmtMs(fp32)} a step): load the weights in bf16`,
+    ranks: [m.rank],
+    evidence: [
+      `fp32 matmul kernels: ${fmtMs(fp32)} per step of ${fmtMs(stepNs(m))} (the profiled window), ${fmtPct(fp32 / Math.max(matmulNs(m), 1))} of matmul time`,
+      'their shapes were not recorded (kernels replayed from a CUDA graph come without the ops that launched them), so what bf16 saves of them is not estimated',
+      decode
+        ? 'the steps are decode steps (one new token per sequence)'
+        : 'the loop trains nothing: its forwards ran without gradients and it built no optimizer',
+    ],
+    data: { fp32MatmulNsPerStep: fp32 },
+    recommendation: BF16_WEIGHTS_FIX,
+    estimatedGain: null,
+  });
+}
 
 /**
  * The GEMMs whose dimensions miss the tensor-core alignment and that run slower than the aligned GEMMs of the same

@@ -29,6 +29,21 @@ const DECODE_SYNC_FIX = {
   ].join('\n'),
 };
 
+/**
+ * host-sync's fix in another loop that trains nothing (evaluation, a generation whose steps are graph replays): its
+ * syncs are results read on the host as they come, and a data-dependent `if` on a tensor (generate()'s stopping check
+ * is one); there is no loss to accumulate.
+ */
+const INFERENCE_SYNC_FIX = {
+  summary:
+    "The loop trains nothing: its syncs are its results read on the host as they come (.item(), .cpu(), .tolist(), print) and data-dependent branches on tensors (an `if` on a tensor, an aten::is_nonzero: generate()'s stopping check at every token is one). Keep the results on the GPU and read them every N iterations, copy them out with non_blocking=True into pinned memory, and test a stopping condition every few iterations rather than at each.",
+  code: [
+    'outs.append(logits.argmax(-1))                      # stays on the GPU',
+    'if i % 16 == 15:',
+    '    done = torch.cat(outs).cpu()                    # one sync every 16 iterations',
+  ].join('\n'),
+};
+
 export const hostSync: RankRule = (m, ctx) => {
   const step = stepNs(m);
   const idle = m.perStep.idleByCauseNs.hostSync;
@@ -68,11 +83,13 @@ export const hostSync: RankRule = (m, ctx) => {
       },
       recommendation: ctx?.decode
         ? DECODE_SYNC_FIX
-        : {
-            summary:
-              'Keep values on the GPU inside the loop: every .item(), .cpu(), .tolist(), print(tensor), torch.cuda.synchronize() or data-dependent shape (nonzero, boolean masks) waits for all queued work. Log every N steps, and accumulate metrics on the GPU.',
-            code: [ACCUMULATE_ON_GPU_CODE, '# find hidden syncs: torch.cuda.set_sync_debug_mode("warn")'].join('\n'),
-          },
+        : ctx?.inference
+          ? INFERENCE_SYNC_FIX
+          : {
+              summary:
+                'Keep values on the GPU inside the loop: every .item(), .cpu(), .tolist(), print(tensor), torch.cuda.synchronize() or data-dependent shape (nonzero, boolean masks) waits for all queued work. Log every N steps, and accumulate metrics on the GPU.',
+              code: [ACCUMULATE_ON_GPU_CODE, '# find hidden syncs: torch.cuda.set_sync_debug_mode("warn")'].join('\n'),
+            },
     },
     {
       label: ctx?.decode ? 'syncs out of the decoding loop (a loop of your own)' : 'syncs out of the loop',

@@ -54,7 +54,7 @@ export function autocastNotReaching(parts: FindingParts, asked: NonNullable<RunC
 }
 
 export const mixedPrecision: RankRule = (m, ctx) => {
-  if (ctx?.decode) return null; // generation: bf16 weights, not autocast (compute.ts bf16Weights)
+  if (ctx?.inference) return null; // generation, evaluation: bf16 weights, not autocast (compute.ts bf16Weights)
   const step = stepNs(m);
   const p = m.precision;
   const mix = m.kernelMix;

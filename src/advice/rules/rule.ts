@@ -22,6 +22,10 @@ export { type FindingParts, finding } from '../../findings/finding.js';
  *   kernels only for what compile could capture).
  * - `decode`: the rank's steps are decode steps (generation); launch-bound's fix is then a static KV cache with CUDA
  *   graphs, not "compile the model".
+ * - `inference`: the rank trains nothing: its steps are decode steps, or the probe counted its outermost module's
+ *   forwards and none ran with gradients, and it built no optimizer (generation and evaluation loops, a static-cache
+ *   `generate()` whose steps are graph replays). Its precision lever is the weights themselves in bf16, not autocast;
+ *   its syncs are its own loop's results read on the host, not a loss logged.
  * - `graphSteps`: the probe saw each step end at a CUDA graph's replay (`stepSource` "graph"): the step is a graph
  *   already, so launch-bound speaks of the launches left outside it, and "use CUDA graphs" is no advice.
  * - `windowsApart`: the ranks' profiler windows began at different steps, so the time one rank waits for another in
@@ -37,6 +41,7 @@ export interface RunContext {
   pace?: Pipeline | null;
   compiled?: boolean;
   decode?: DecodeStats | null;
+  inference?: boolean;
   graphSteps?: boolean;
   windowsApart?: boolean;
   gpuPeakBytes?: readonly GpuPeak[] | null;
