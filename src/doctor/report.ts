@@ -674,7 +674,6 @@ export function traceFindingsOf(traces: readonly TraceInput[], ranks: readonly R
     compiled: model?.compiled === true,
     decode: summaryOf(m.rank)?.steps.decode ?? null,
     inference: trainsNothing(summaryOf(m.rank), model),
-    graphSteps: summaryOf(m.rank)?.steps.stepSource === 'graph',
     windowsApart: facts.windowsApart === true,
     gpuPeakBytes: facts.gpus ? gpuPeaksOf(facts.gpus, summaryOf(m.rank)?.pid ?? null) : null,
     probeBalance: facts.probeBalance ?? null,

@@ -65,6 +65,7 @@ export class TraceModelBuilder implements TraceSink {
   // Synchronising runtime calls
   private sN = 0;
   private sStart = f64();
+  private graphLaunchStarts: number[] = [];
   private sDur = f64();
   private sName = i32();
   // Collective kernels
@@ -313,6 +314,7 @@ export class TraceModelBuilder implements TraceSink {
       this.sName.set(i, this.nameId(ev.name));
     }
     const graph = kind === RuntimeKind.launch && ev.name.includes('GraphLaunch');
+    if (graph) this.graphLaunchStarts.push(ev.tsNs);
     this.linker.onLaunch(ev.args.correlation, this.tid(ev.tid), ev.tsNs, ev.durNs, kind, ev.args.externalId, graph);
   }
 
@@ -430,7 +432,7 @@ export class TraceModelBuilder implements TraceSink {
       baseTimeNs: this.baseTimeNs,
       originUs,
       names: this.names,
-      gpu: { ...gpu, syncCalls },
+      gpu: { ...gpu, syncCalls, graphLaunchStartsNs: this.graphLaunchStarts },
       steps: dedupeSteps(this.steps),
       dataLoader: this.dataLoader,
       optimizerSteps: this.optimizerSteps,

@@ -48,7 +48,8 @@ export function mergeModels(parts: TraceModel[]): TraceModel {
     for (let i = 0; i < sc.count; i++) syncCalls.nameId[s + i] = remaps[k]![sc.nameId[i]!]!;
     s += sc.count;
   });
-  const gpu: GpuActivity = { count: logs.reduce((n, l) => n + l.count, 0), logs, launches, syncCalls };
+  const graphLaunchStartsNs = parts.flatMap((p) => p.gpu.graphLaunchStartsNs).sort((a, b) => a - b);
+  const gpu: GpuActivity = { count: logs.reduce((n, l) => n + l.count, 0), logs, launches, syncCalls, graphLaunchStartsNs };
 
   const collectives = mergeCollectives(parts, remaps);
   // The same GEMM shape seen by several parts is one record, as with one builder.

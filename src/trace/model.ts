@@ -118,6 +118,8 @@ export interface GpuActivity {
    */
   launches: Map<number, LaunchCall>;
   syncCalls: SyncCalls;
+  /** Start times of CUDA graph launches (`cudaGraphLaunch`: one call replays a captured graph's kernels), in order. */
+  graphLaunchStartsNs: number[];
 }
 
 /** GEMM and convolution CPU-op calls by External id (sorted), to find the shape behind a kernel's launch. */

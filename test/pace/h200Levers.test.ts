@@ -6,9 +6,13 @@
  * measured mean of the run that made that change. The bounds hold what the model reached: a change that loses
  * accuracy fails here. The table is printed (the closing note's).
  */
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { launchBound } from '../../src/advice/rules/host.js';
 import type { DoctorReport } from '../../src/doctor/report.js';
+import { loadTrace } from '../../src/io/loadTrace.js';
+import { analyzeTrace } from '../../src/trace/metrics/index.js';
 import { REPO, rediagnosed } from '../doctor/helpers.js';
 import { corpusRows, type Measured, measuredMs as measuredOf, readMeasured } from './corpus.js';
 
@@ -139,6 +143,17 @@ describe('doctor on the levers of issue 26 (H200; predicted vs measured mean ste
       expect(sync.recommendation.summary).toMatch(/trains nothing/);
       expect(sync.recommendation.code).not.toMatch(/running_loss/);
     }
+    // The trace alone tells it (analyze, no probe): one graph launch a step in the window.
+    const dir = join(LEVERS, 'hf_generate_fp32_static_b8');
+    const m = analyzeTrace(await loadTrace(join(dir, readdirSync(dir).find((f) => f.startsWith('trace-'))!)));
+    expect(m.launch.graphLaunchesPerStep).toBeCloseTo(1, 5);
+    const alone = launchBound(m, undefined)!;
+    expect(alone.title).toMatch(/around a CUDA graph/);
+    expect(alone.estimatedGain).toBeNull();
+    // A trace without graphs keeps the fix with its gain.
+    const eager = analyzeTrace(await loadTrace(join(LEVERS, 'hf_generate_probe2', 'trace-pid596.json.gz')));
+    expect(eager.launch.graphLaunchesPerStep).toBe(0);
+    expect(launchBound(eager, undefined)!.estimatedGain).not.toBeNull();
   });
 
   it('the GAN: the batch of the full batches, the partial one said, persistent workers within 15%', async () => {

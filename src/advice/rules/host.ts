@@ -117,7 +117,7 @@ const DECODE_LAUNCH_FIX = {
 };
 
 /**
- * Launch-bound's fix where each step already replays a CUDA graph (the probe saw `CUDAGraph.replay` end the steps: a
+ * Launch-bound's fix where each step already replays a CUDA graph (a `cudaGraphLaunch` a step or more in the window: a
  * static KV cache that transformers compiles with CUDA graphs, `mode="reduce-overhead"`, a graph captured by hand): the
  * launches the GPU waits for are those left outside the graph, with the loop's own Python around them. "Use CUDA
  * graphs" would be advice the run already follows (issue 26: a static-cache generate() at batch 8 on an H200 was told
@@ -143,9 +143,11 @@ export const launchBound: RankRule = (m, ctx) => {
   const manySmall = l.medianKernelNs < SHORT_KERNEL_NS || l.cpuLaunchNs >= 0.5 * l.gpuKernelNs;
   if (!manySmall) return null;
   const saved = idle * LAUNCH_RECOVERABLE;
+  const graphs = l.graphLaunchesPerStep ?? 0;
+  const graphed = graphs >= 1;
   const parts = {
     id: 'launch-bound',
-    title: ctx?.graphSteps
+    title: graphed
       ? 'CPU-bound around a CUDA graph: the GPU waits for the launches left outside it'
       : 'CPU-bound: the GPU waits for kernel launches',
     ranks: [m.rank],
@@ -154,9 +156,9 @@ export const launchBound: RankRule = (m, ctx) => {
       `${l.kernelsPerStep.toFixed(0)} kernels per step, median kernel ${fmtMs(l.medianKernelNs)}; ${fmtPct(l.shorterThanLaunchFraction)} of kernels ran shorter than their launch call`,
       `CPU time in launch calls ${fmtMs(l.cpuLaunchNs)} vs GPU kernel time ${fmtMs(l.gpuKernelNs)} ${fmtWindow(m.steps.length)}; the GPU starts a kernel ${fmtMs(l.medianLaunchToStartNs)} after its launch returns (median)`,
       ...(ctx?.decode ? [`the steps are decode steps (one new token per sequence): ${ctx.decode.decodeSteps} measured`] : []),
-      ...(ctx?.graphSteps
+      ...(graphed
         ? [
-            'each step already replays a CUDA graph (the probe saw CUDAGraph.replay end the steps): these launches are the ones left outside it',
+            `${graphs.toFixed(1)} CUDA graph launches per step: the step already replays captured graphs, and these launches are the ones left outside them`,
           ]
         : []),
     ],
@@ -167,7 +169,7 @@ export const launchBound: RankRule = (m, ctx) => {
       cpuLaunchNs: l.cpuLaunchNs,
       gpuKernelNs: l.gpuKernelNs,
     },
-    recommendation: ctx?.graphSteps
+    recommendation: graphed
       ? GRAPHED_LAUNCH_FIX
       : ctx?.decode
         ? DECODE_LAUNCH_FIX
@@ -193,7 +195,7 @@ export const launchBound: RankRule = (m, ctx) => {
               frameworks: { transformers: 'TrainingArguments(..., torch_compile=True)' },
             },
   };
-  if (ctx?.graphSteps) return finding({ ...parts, estimatedGain: null });
+  if (graphed) return finding({ ...parts, estimatedGain: null });
   return paced(m, ctx?.pace, parts, {
     label: ctx?.decode
       ? 'static KV cache + CUDA graphs'

@@ -26,8 +26,6 @@ export { type FindingParts, finding } from '../../findings/finding.js';
  *   forwards and none ran with gradients, and it built no optimizer (generation and evaluation loops, a static-cache
  *   `generate()` whose steps are graph replays). Its precision lever is the weights themselves in bf16, not autocast;
  *   its syncs are its own loop's results read on the host, not a loss logged.
- * - `graphSteps`: the probe saw each step end at a CUDA graph's replay (`stepSource` "graph"): the step is a graph
- *   already, so launch-bound speaks of the launches left outside it, and "use CUDA graphs" is no advice.
  * - `windowsApart`: the ranks' profiler windows began at different steps, so the time one rank waits for another in
  *   them is the profiler's; the rules read off those waits stay silent.
  * - `gpuPeakBytes`: the process's NVML peak memory on each GPU it used, its output device (cuda:0) first.
@@ -42,7 +40,6 @@ export interface RunContext {
   compiled?: boolean;
   decode?: DecodeStats | null;
   inference?: boolean;
-  graphSteps?: boolean;
   windowsApart?: boolean;
   gpuPeakBytes?: readonly GpuPeak[] | null;
   probeBalance?: ProbeBalance | null;

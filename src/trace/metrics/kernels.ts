@@ -190,6 +190,7 @@ export function kernelFigures(model: TraceModel, windows: StepWindow[], topLimit
       gpuKernelNs: sums[GPU_KERNEL_NS]!,
       medianLaunchToStartNs: medianLaunchToStartNs!,
       shorterThanLaunchFraction: linked ? shorter / linked : 0,
+      graphLaunchesPerStep: windows.length ? gpu.graphLaunchStartsNs.filter(inside).length / windows.length : 0,
     },
     precision: {
       tensorCore16Ns: byPrecision[1]!,

@@ -70,6 +70,9 @@ export interface LaunchStats {
   medianLaunchToStartNs: number;
   /** Kernels that ran shorter than the CPU call that launched them. */
   shorterThanLaunchFraction: number;
+  /** CUDA graph launches per step (a step that replays captured graphs: its launches are those left outside them).
+   * Added after schema 2's first release: absent from older outputs. */
+  graphLaunchesPerStep?: number;
 }
 
 export interface PrecisionStats {
