@@ -168,6 +168,7 @@ export const launchBound: RankRule = (m, ctx) => {
       medianKernelNs: l.medianKernelNs,
       cpuLaunchNs: l.cpuLaunchNs,
       gpuKernelNs: l.gpuKernelNs,
+      graphLaunchesPerStep: graphs,
     },
     recommendation: graphed
       ? GRAPHED_LAUNCH_FIX
