@@ -19,6 +19,7 @@
  * latency more than bytes), are left as they are.
  */
 import type { GemmShapeStat, TraceMetrics } from '../trace/metrics/types.js';
+import { dtypeBytes } from '../util/dtype.js';
 import { fmtMs } from '../util/format.js';
 import { type AutocastEffect, FP32_DTYPES, HALF_DTYPES, halfGemmRate } from './autocast.js';
 import { gpuOf } from './rules/rule.js';
@@ -33,11 +34,9 @@ export function gemmBytes(g: GemmShapeStat, bytesPerElement: number): number {
   return bytesPerElement * g.batch * (g.m * g.k + g.k * g.n + g.m * g.n);
 }
 
+/** A float GEMM's element size (fp32 or 16-bit; util/dtype.ts); null for the others (integer GEMMs), which are not fitted. */
 function elementBytes(dtype: string | null): number | null {
-  if (dtype === null) return null;
-  if (FP32_DTYPES.has(dtype)) return 4;
-  if (HALF_DTYPES.has(dtype)) return 2;
-  return null;
+  return dtype !== null && (FP32_DTYPES.has(dtype) || HALF_DTYPES.has(dtype)) ? dtypeBytes(dtype) : null;
 }
 
 /** A memory-bound GEMM call's time: `fixedNs` plus its bytes at `nsPerByte`. */
@@ -112,7 +111,7 @@ export function bf16WeightsEffect(m: TraceMetrics): Bf16WeightsEffect | null {
   const compute = { ns: 0, afterNs: 0 };
   for (const g of fp32) {
     const perCall = g.gpuNs / g.calls;
-    const bytes = gemmBytes(g, 4);
+    const bytes = gemmBytes(g, dtypeBytes(g.dtype));
     let after = perCall;
     const bound = memoryBound(g, bytes, ridge);
     if (bound) {

@@ -17,6 +17,7 @@
  */
 import { adviceFinding, type Finding, finding } from '../findings/finding.js';
 import { wholeStepFix, wholeStepGain } from '../pace/gain.js';
+import type { ForwardGradModes } from '../run/records.js';
 import type { DecodeStats } from '../run/steps.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
 import { fmtMs, fmtPct } from '../util/format.js';
@@ -114,7 +115,7 @@ const AUTOGRAD_MIN_SHARE = 0.5;
  */
 export function decodeAutogradFinding(
   decode: DecodeStats,
-  modes: { grad: number; noGrad: number; inference: number },
+  modes: ForwardGradModes,
   rank: number,
 ): Finding | null {
   const seen = modes.grad + modes.noGrad + modes.inference;

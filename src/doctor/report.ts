@@ -22,6 +22,7 @@ import type { ChildExit } from '../run/exit.js';
 import {
   type AllocatorMemory,
   type ExceptionRecord,
+  type ForwardGradModes,
   type HelloRecord,
   type CpuRecord,
   type LoaderRecord,
@@ -157,7 +158,7 @@ export interface RankSummary {
   probeError: string | null;
   endReason: string | null;
   /** The outermost module's forwards by grad mode, from the probe's end record (absent without one: killed, older probe). */
-  forwardGradModes?: { grad: number; noGrad: number; inference: number };
+  forwardGradModes?: ForwardGradModes;
   /** When the process ended (its connection to doctor closed), Unix seconds; absent when not known (files, --from). */
   endedAtS?: number;
 }
@@ -682,11 +683,12 @@ export function traceFindingsOf(traces: readonly TraceInput[], ranks: readonly R
   const found = oneJob(analysed)
     ? diagnose(metrics, collectives, metrics.map(contextOf))
     : metrics.flatMap((m, i) => diagnose([m], collectives.length ? [collectives[i] as CollectiveTimings] : [], [contextOf(m)]));
-  // The probe's framework (the call stack at a step) first; else the one the trace names, as analyze does. A
-  // generation loop is no training loop: its fixes are not a Trainer's or Lightning's switches.
+  // The probe's framework (the call stack at a step) first; else the one the trace names, as analyze does. A loop
+  // that trains nothing (generation, evaluation) is no training loop: its fixes are not a Trainer's or Lightning's
+  // switches.
   const named = model?.framework ? null : frameworkNamedBy(metrics);
   return found.map((f) =>
-    summaryOf(f.ranks[0] ?? 0)?.steps.decode ? f : named ? inTraceFramework(f, named) : inFramework(f, model?.framework),
+    trainsNothing(summaryOf(f.ranks[0] ?? 0), model) ? f : named ? inTraceFramework(f, named) : inFramework(f, model?.framework),
   );
 }
 

@@ -209,6 +209,16 @@ export interface ExceptionRecord extends Base {
   outOfMemory: boolean;
 }
 
+/**
+ * The outermost module's forward calls the probe saw, by grad mode: with gradients, under `no_grad`, under
+ * `inference_mode` (seen while the probe watches them: every one where forwards are the steps).
+ */
+export interface ForwardGradModes {
+  grad: number;
+  noGrad: number;
+  inference: number;
+}
+
 export interface EndRecord extends Base {
   type: 'end';
   reason: 'exit' | 'max-steps' | 'exception' | 'interrupted';
@@ -216,11 +226,8 @@ export interface EndRecord extends Base {
   exception: string | null;
   /** The GPU step times still due at a clean end (see StepRecord.gpuStepTimes). */
   gpuStepTimes?: [number, number][];
-  /**
-   * The outermost module's forward calls the probe saw, by grad mode: with gradients, under `no_grad`, under
-   * `inference_mode` (seen while the probe watches them: every one where forwards are the steps). Added without a bump.
-   */
-  forwardGradModes?: { grad: number; noGrad: number; inference: number };
+  /** Added without a bump. */
+  forwardGradModes?: ForwardGradModes;
 }
 
 export interface ProbeErrorRecord extends Base {

@@ -236,7 +236,7 @@ class Probe(StepsMixin, WindowMixin):
             self.profiler_params = frozenset(inspect.signature(self.profiler_class.__init__).parameters)
         except (TypeError, ValueError):
             self.profiler_params = frozenset(("use_cuda", "use_kineto", "record_shapes"))
-        self.gpu = Gpu(torch, self.cfg.gpu_timing)
+        self.gpu = Gpu(torch, self.cfg.gpu_timing, self.cfg.memory_stacks)
         self.cuda_on = self.gpu.on()  # (a notebook's later cell: CUDA may be up already)
         self.batch_reader = BatchReader(torch)
         probe = self
@@ -431,7 +431,7 @@ class Probe(StepsMixin, WindowMixin):
         if attach is not None:
             attach(lambda device, alloc, device_alloc, device_free: self._guarded(self._on_oom, device, alloc, device_alloc, device_free))
         if self.cfg.memory_history_always:
-            self.gpu.start_history(self.cfg.memory_stacks)
+            self.gpu.start_history()
         self._arm_time_window()
 
     def _on_oom(self, device, alloc_bytes, device_allocated_bytes, device_free_bytes):

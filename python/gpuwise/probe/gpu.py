@@ -19,9 +19,10 @@ STREAMS_KEPT = 16
 class Gpu(object):
     """One process's CUDA side; every call returns quietly when CUDA is not initialised."""
 
-    def __init__(self, torch, timing=True):
+    def __init__(self, torch, timing=True, stacks="all"):
         self.torch = torch
         self.timing = timing  # off: host step times only (GPUWISE_GPU_TIMING=0, or an error, or a graph capture)
+        self.stacks = stacks  # the allocation history's stacks: "all" or "python" (GPUWISE_MEMORY_STACKS, config.py)
         self.events = []  # [(step, event)] not yet measured, oldest first
         self.free = []  # events already measured, for reuse
         self.memory_read_at = None
@@ -136,10 +137,10 @@ class Gpu(object):
             "ooms": s.get("num_ooms"),
         }
 
-    def start_history(self, stacks="all"):
+    def start_history(self):
         rec = self.torch.cuda.memory._record_memory_history
         try:
-            rec(max_entries=100000, stacks=stacks)
+            rec(max_entries=100000, stacks=self.stacks)
         except TypeError:  # torch < 2.1
             rec(True)
         self.history_on = True

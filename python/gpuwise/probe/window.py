@@ -216,7 +216,7 @@ class WindowMixin(object):
             self.window_done = True  # the script profiles itself (on another thread): no window of ours
             return
         if cuda_on and not self.gpu.history_on:
-            self.gpu.start_history(self.cfg.memory_stacks)
+            self.gpu.start_history()
         self.window_kind = "steps"
         self.prof_first_step = first_step
         self.window_opened_at = time.perf_counter()
@@ -525,7 +525,7 @@ class WindowMixin(object):
             self.time_state = "done"
             return
         if cuda_on and not self.gpu.history_on:
-            self.gpu.start_history(self.cfg.memory_stacks)
+            self.gpu.start_history()
         self._announce()
         if self.model_sent is None:
             self._send_model("time")

@@ -7,7 +7,7 @@ import { bf16WeightsEffect } from '../bf16Weights.js';
 import { BF16_AUTOCAST_SWITCHES } from '../framework.js';
 import { modelParallelFigures } from './modelParallel.js';
 import { autocastNotReaching } from './precision.js';
-import { finding, gpuOf, matmulNs, paced, pacedParts, type RankRule, stepNs } from './rule.js';
+import { finding, gpuOf, matmulNs, paced, pacedParts, type RankRule, type RunContext, stepNs } from './rule.js';
 
 const FP32_MIN_SHARE_OF_MATMUL = 0.1;
 const MISALIGNED_MIN_SHARE = 0.01;
@@ -18,14 +18,19 @@ const UNDERUSED_MAX_SM_EFFICIENCY = 0.6;
 const MAX_BATCH_SCALE = 4;
 const MEMORY_HEADROOM = 0.8;
 
+/** fp32 (SIMT) matmul time per step when it is a share of the matmuls worth a finding (FP32_MIN_SHARE_OF_MATMUL), else null. */
+function fp32MatmulNsPerStep(m: TraceMetrics): number | null {
+  const fp32 = m.precision.fp32Ns / Math.max(1, m.steps.length);
+  return fp32 > 0 && fp32 / Math.max(matmulNs(m), 1) >= FP32_MIN_SHARE_OF_MATMUL ? fp32 : null;
+}
+
 export const noTensorCores: RankRule = (m, ctx) => {
   if (ctx?.inference) return null; // generation, evaluation: bf16 weights, not autocast (bf16Weights below)
   const step = stepNs(m);
   const p = m.precision;
-  const nSteps = Math.max(1, m.steps.length);
-  const fp32PerStep = p.fp32Ns / nSteps;
+  const fp32PerStep = fp32MatmulNsPerStep(m);
   const mm = matmulNs(m);
-  if (step <= 0 || fp32PerStep <= 0 || fp32PerStep / Math.max(mm, 1) < FP32_MIN_SHARE_OF_MATMUL) return null;
+  if (step <= 0 || fp32PerStep === null) return null;
   const cc = Number(m.devices[0]?.computeCapability ?? '8.0');
   if (cc > 0 && cc < 7) return null; // no tensor cores before Volta
   // The fix is bf16 autocast: the same model as mixed-precision's (advice/autocast.ts), TF32 at the peaks' ratio.
@@ -76,6 +81,13 @@ const BF16_WEIGHTS_FIX = {
   ].join('\n'),
 };
 
+/** How bf16-weights names the loop it speaks of: decode steps, or another loop that trains nothing. */
+function inferenceLoop(decode: RunContext['decode']): { steps: string; evidence: string } {
+  return decode
+    ? { steps: 'Decode steps', evidence: `the steps are decode steps (one new token per sequence): ${decode.decodeSteps} measured` }
+    : { steps: 'Inference steps', evidence: 'the loop trains nothing: its forwards ran without gradients and it built no optimizer' };
+}
+
 /**
  * A loop that trains nothing (generation, evaluation: RunContext.inference) whose matmuls run on fp32 weights: its
  * precision lever is the weights themselves in bf16 (advice/bf16Weights.ts costs each GEMM by its bytes), not autocast,
@@ -85,15 +97,16 @@ export const bf16Weights: RankRule = (m, ctx) => {
   if (!ctx?.inference) return null;
   const step = stepNs(m);
   if (step <= 0) return null;
+  const loop = inferenceLoop(ctx.decode);
   const effect = bf16WeightsEffect(m);
-  if (effect === null) return unshapedFp32Weights(m, ctx.decode != null);
+  if (effect === null) return unshapedFp32Weights(m, loop);
   const line = effect.line;
   return paced(
     m,
     ctx.pace,
     {
       id: 'bf16-weights',
-      title: `${ctx.decode ? 'Decode steps' : 'Inference steps'} read fp32 weights: in bf16 their matmuls would take ${fmtMs(effect.fp32GemmNs - effect.savedNs)} instead of ${fmtMs(effect.fp32GemmNs)} a step`,
+      title: `${loop.steps} read fp32 weights: in bf16 their matmuls would take ${fmtMs(effect.fp32GemmNs - effect.savedNs)} instead of ${fmtMs(effect.fp32GemmNs)} a step`,
       ranks: [m.rank],
       evidence: [
         `fp32 GEMMs: ${fmtMs(effect.fp32GemmNs)} per ${ctx.decode ? 'decode ' : ''}step of ${fmtMs(step)} (the profiled window)`,
@@ -109,9 +122,7 @@ export const bf16Weights: RankRule = (m, ctx) => {
               `compute-bound GEMMs (a prefill, a large batch) ${fmtMs(effect.fp32GemmNs - effect.memoryBoundNs)} a step: bf16 runs them on the tensor cores`,
             ]
           : []),
-        ctx.decode
-          ? `the steps are decode steps (one new token per sequence): ${ctx.decode.decodeSteps} measured`
-          : 'the loop trains nothing: its forwards ran without gradients and it built no optimizer',
+        loop.evidence,
       ],
       data: {
         fp32GemmNsPerStep: effect.fp32GemmNs,
@@ -135,19 +146,17 @@ export const bf16Weights: RankRule = (m, ctx) => {
  * estimated, so that a loop that trains nothing is not left with no precision advice at all (autocast's rules leave it
  * to this one).
  */
-function unshapedFp32Weights(m: TraceMetrics, decode: boolean) {
-  const fp32 = m.precision.fp32Ns / Math.max(1, m.steps.length);
-  if (fp32 <= 0 || fp32 / Math.max(matmulNs(m), 1) < FP32_MIN_SHARE_OF_MATMUL) return null;
+function unshapedFp32Weights(m: TraceMetrics, loop: { steps: string; evidence: string }) {
+  const fp32 = fp32MatmulNsPerStep(m);
+  if (fp32 === null) return null;
   return finding({
     id: 'bf16-weights',
-    title: `${decode ? 'Decode steps' : 'Inference steps'} run fp32 matmuls (${fmtMs(fp32)} a step): load the weights in bf16`,
+    title: `${loop.steps} run fp32 matmuls (${fmtMs(fp32)} a step): load the weights in bf16`,
     ranks: [m.rank],
     evidence: [
       `fp32 matmul kernels: ${fmtMs(fp32)} per step of ${fmtMs(stepNs(m))} (the profiled window), ${fmtPct(fp32 / Math.max(matmulNs(m), 1))} of matmul time`,
       'their shapes were not recorded (kernels replayed from a CUDA graph come without the ops that launched them), so what bf16 saves of them is not estimated',
-      decode
-        ? 'the steps are decode steps (one new token per sequence)'
-        : 'the loop trains nothing: its forwards ran without gradients and it built no optimizer',
+      loop.evidence,
     ],
     data: { fp32MatmulNsPerStep: fp32 },
     recommendation: BF16_WEIGHTS_FIX,
