@@ -20,8 +20,9 @@ Rules it keeps:
   one appears, and only once the higher ones had their chance (an optimizer that exists but has not stepped in
   FALLBACK_AFTER calls is taken to drive nothing: a hand-written update, inference); graph replays also take over
   from a higher source that fell silent for GRAPH_TAKEOVER replays (a whole training step captured in a graph);
-- a step costs the training thread two clock reads and a queued record; the records are written by the probe's
-  background thread (background.py) in batches;
+- a step costs the training thread two clock reads and a queued record; the records are written in batches, what
+  the socket does not take by the probe's background work (background.py), which a timer runs (ticker.py): no thread
+  of the probe's stays between its runs;
 - the outermost module and its input (model.py): found from its calls through global forward hooks, removed at
   once; its later calls are seen only while the batch must be read off them;
 - no step at all (real work without any of these): once CUDA is initialised and nothing step-like happened for
@@ -30,7 +31,7 @@ Rules it keeps:
 - the profiler window opens once steps have settled (STEADY_WINDOW steps whose median is within STEADY_TOLERANCE of
   the ones before, the DataLoader wait no longer falling), at step GPUWISE_PROFILE_AT at the earliest, and at
   STEADY_CAP_FACTOR times that at the latest; in a distributed run rank 0 chooses and every rank profiles the same
-  steps; it closes after its steps or by time; its trace is written by the background thread;
+  steps; it closes after its steps or by time; its trace is written by the background work;
 - only processes that step (or crash after importing torch) send anything.
 
 Environment (read at the boot, then removed from the script's view): GPUWISE_SOCKET (collector's Unix socket),

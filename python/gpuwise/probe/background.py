@@ -1,8 +1,8 @@
-"""The probe's one background thread: it writes the queued records, runs the slow jobs (a profiler trace's export, a
-memory snapshot), and ticks the watchdog and the profiler window's timers.
+"""The probe's background work: it writes the queued records the socket did not take, runs the slow jobs (a profiler
+trace's export, a memory snapshot), and ticks the watchdog, the periodic readings and the profiler window's timers.
 
-It is started with `_thread` rather than `threading`, so the script's `threading.enumerate()`,
-`threading.active_count()` and thread names are its own (faulthandler and `sys._current_frames()` still list it).
+It runs when due, from a timer (ticker.py): between runs no thread of the probe's is known to Python, so the script's
+`threading.enumerate()`, faulthandler's dump of all threads and `sys._current_frames()` list its own threads only.
 It never raises: an error in one of its tasks is the probe's error (reported once, fail-open).
 """
 import _thread
@@ -11,39 +11,40 @@ import os
 import time
 
 from .threads import native_id
+from .ticker import make_ticker
 
-# How often the thread wakes when nothing asks it to: timers (watchdog, window limits) are checked then.
+_thread_time = time.thread_time
+
+# How often the work runs when nothing asks for it sooner: timers (watchdog, window limits) are checked then.
 TICK_S = 0.25
 
 
 class Background(object):
-    def __init__(self, probe):
+    def __init__(self, probe, native=True):
         self.probe = probe
+        self.native = native  # a timer where libc has one (ticker.py); False: the resident thread
         self.pid = None
         self.stopped = False
+        self.ticker = None
         self.jobs = collections.deque()  # (name, callable), run in order
         self.busy = None  # the job running now, by name (steps it overlaps carry it as `probeWork`)
         self.jobs_done = 0
         self.idle = _thread.allocate_lock()  # held while a job runs: `wait_jobs` waits on it
-        self.wake_lock = _thread.allocate_lock()
-        self.wake_lock.acquire()
 
     def ensure(self):
-        """Starts the thread in this process (a forked child starts its own)."""
+        """Starts the runs in this process (a forked child starts its own: timers and threads do not cross a fork)."""
         if self.pid == os.getpid() or self.stopped:
             return
         self.pid = os.getpid()
         self.idle = _thread.allocate_lock()
-        self.wake_lock = _thread.allocate_lock()
-        self.wake_lock.acquire()
-        _thread.start_new_thread(self._run, ())
+        self.ticker = make_ticker(self._run, self.native)
+        self.ticker.start(self.probe.tick_s())
 
     def wake(self):
-        """From any thread: the background thread runs its tasks now (a binary semaphore: never blocks)."""
-        try:
-            self.wake_lock.release()
-        except RuntimeError:
-            pass  # already released: the thread will see the new work anyway
+        """From any thread: the work runs now (never blocks)."""
+        ticker = self.ticker
+        if ticker is not None and self.pid == os.getpid():
+            ticker.wake()
 
     def submit(self, name, job):
         self.jobs.append((name, job))
@@ -62,27 +63,37 @@ class Background(object):
                 self.wake()
 
     def stop(self):
+        """No more runs; returns once none is in progress (the timer's: ticker.py)."""
         self.stopped = True
-        self.wake()
+        ticker = self.ticker
+        if ticker is not None and self.pid == os.getpid():
+            ticker.stop()
 
     def _run(self):
+        """One run: the queued jobs, then the tick. Returns the seconds until the next run (None: no more)."""
         probe = self.probe
+        if self.stopped or self.pid != os.getpid():
+            return None
+        cpu_at = _thread_time()
         probe.thread_cpu.probe_tid = native_id()
-        while not self.stopped:
-            self.wake_lock.acquire(timeout=probe.tick_s())
-            if self.stopped or self.pid != os.getpid():
-                return
-            while self.jobs:
-                with self.idle:
-                    name, job = self.jobs[0]
-                    self.busy = name  # before it leaves the queue: `pending()` never sees it neither queued nor running
-                    self.jobs.popleft()
-                    try:
-                        probe._guarded(job)
-                    finally:
-                        self.busy = None
-                        self.jobs_done += 1
-            try:
-                probe._background_tick()
-            except Exception as e:  # the probe's error (fail-open: one line, the probe off), not a thread's traceback
-                probe._fail(e)
+        try:
+            return self._work(probe)
+        finally:
+            probe.thread_cpu.add_probe_cpu(_thread_time() - cpu_at)
+
+    def _work(self, probe):
+        while self.jobs:
+            with self.idle:
+                name, job = self.jobs[0]
+                self.busy = name  # before it leaves the queue: `pending()` never sees it neither queued nor running
+                self.jobs.popleft()
+                try:
+                    probe._guarded(job)
+                finally:
+                    self.busy = None
+                    self.jobs_done += 1
+        try:
+            probe._background_tick()
+        except Exception as e:  # the probe's error (fail-open: one line, the probe off), not a thread's traceback
+            probe._fail(e)
+        return None if self.stopped else probe.tick_s()

@@ -8,7 +8,8 @@ thread and others run beside it. The background thread reads, about once a secon
 together as the host's work a step (src/pace/run.ts).
 
 Nothing is called in torch: threads are told apart by their kernel name (autograd's) and their native id (the
-stepping thread's, taken where it steps; the probe's own background thread's).
+stepping thread's, taken where it steps). The probe's own background work runs on a thread made for each run
+(ticker.py), whose CPU would leave /proc with it: each run adds its own (`add_probe_cpu`).
 """
 import os
 import threading
@@ -31,11 +32,16 @@ class ThreadCpuWatch(object):
     def __init__(self):
         self.available = os.path.isdir(_TASKS)
         self.stepping_tid = None  # set on the stepping thread (steps.py)
-        self.probe_tid = None  # set on the background thread
+        self.probe_tid = None  # the thread of the probe's background run in progress (its CPU is added by the run)
         self.last = {}  # tid -> CPU seconds at the last reading
         self.totals = dict.fromkeys(ROLES, 0.0)  # CPU seconds by role since the first reading
         self.read_at = None
         self.reading = threading.Lock()
+
+    def add_probe_cpu(self, cpu_s):
+        """A background run's own CPU time (from the first reading on, as the threads'). """
+        if self.last:
+            self.totals["probe"] += cpu_s
 
     def records(self, now, step, force=False):
         """The `cpu` record due now, as a list ([] until READ_EVERY_S has passed; `force`: the reading at the end)."""
@@ -68,10 +74,10 @@ class ThreadCpuWatch(object):
             before = self.last.get(tid, 0.0)  # a thread started since: all its CPU is since the last reading
             if cpu <= before:
                 continue
+            if tid == self.probe_tid:
+                continue
             if tid == self.stepping_tid:
                 role = "stepping"
-            elif tid == self.probe_tid:
-                role = "probe"
             elif name.startswith(AUTOGRAD_PREFIX):
                 role = "autograd"
             else:
