@@ -15,8 +15,11 @@ from .ticker import make_ticker
 
 _thread_time = time.thread_time
 
-# How often the work runs when nothing asks for it sooner: timers (watchdog, window limits) are checked then.
+# The finest interval between runs, while a window's timers are due (core.py's tick_s: otherwise the readings' second,
+# or the watchdog's resolution once nothing moves)...
 TICK_S = 0.25
+# ...and the interval once nothing moves and no watchdog runs (GPUWISE_STALL_S=0): queued records still go out.
+IDLE_TICK_S = 5.0
 
 
 class Background(object):
@@ -38,7 +41,7 @@ class Background(object):
         self.pid = os.getpid()
         self.idle = _thread.allocate_lock()
         self.ticker = make_ticker(self._run, self.native)
-        self.ticker.start(self.probe.tick_s())
+        self.ticker.start(TICK_S)  # the first readings early: they are the baselines of the steps that follow
 
     def wake(self):
         """From any thread: the work runs now (never blocks)."""

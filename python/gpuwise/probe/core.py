@@ -13,12 +13,12 @@ import weakref
 from .. import PROTOCOL_VERSION, __version__
 from ..transport import Sink
 from . import config, patches
-from .background import TICK_S, Background
+from .background import IDLE_TICK_S, TICK_S, Background
 from .batch import BatchReader, batch_dim_of
 from .beacon import StepBeacon
 from .calls import CallWatch
 from .gpu import Gpu
-from .loader import LoaderWatch
+from .loader import READ_EVERY_S, LoaderWatch
 from .threads import ThreadCpuWatch
 from .mainthread import MainThreadCall
 from .model import RootWatch, _autocast_dtype, model_record
@@ -62,6 +62,7 @@ class Probe(StepsMixin, WindowMixin):
         self.main_call = MainThreadCall()
         self.main_ident = threading.main_thread().ident
         self.watchdog = Watchdog(cfg.stall_floor_s, cfg.stall_repeat_s)
+        self.tick_progress = None  # the loop's counters at the last background run (tick_s)
         self.torch = None
         self.gpu = None
         self.legacy_profiler = None  # window.py: the CPU-only window's profiler class (set at install)
@@ -476,13 +477,22 @@ class Probe(StepsMixin, WindowMixin):
                 self._queue("cpu", fields)
 
     def tick_s(self):
-        """How often the background thread wakes: fine enough for the watchdog's floor and the time window's times."""
+        """The seconds until the next background run: each is a moment a thread of the probe's exists (ticker.py), so
+        they come no oftener than something is due. While the loop moves: the readings (READ_EVERY_S), finer while a
+        step window is open (its time limit) or the time window waits; once nothing moves, the readings are shares of no
+        step and only the watchdog is due, at a tenth of its floor."""
         cfg = self.cfg
-        tick = TICK_S
+        progress = (self.step, self.batch_calls, self.forward_calls, self.backward_calls)
+        idle = progress == self.tick_progress
+        self.tick_progress = progress
         if cfg.stall_floor_s > 0:
-            tick = min(tick, cfg.stall_floor_s / 10.0)
+            tick = cfg.stall_floor_s / 10.0 if idle else min(READ_EVERY_S, cfg.stall_floor_s / 10.0)
+        else:
+            tick = IDLE_TICK_S if idle else READ_EVERY_S
+        if self.prof is not None and self.window_kind == "steps":
+            tick = min(tick, TICK_S)
         if self.time_armed_at is not None and self.time_state != "done":
-            tick = min(tick, cfg.time_after_s / 4.0, cfg.time_window_s / 4.0)
+            tick = min(tick, TICK_S, cfg.time_after_s / 4.0, cfg.time_window_s / 4.0)
         return max(0.05, tick)
 
     # ---------- the records of the process's life ----------

@@ -3,8 +3,8 @@
 A hook builds its record and queues it (`Sender.put`). The queue is written as one batch (one JSON line per record,
 a step record's formatted without `json`, one socket write) at most every FLUSH_S by the thread that queues, never
 waiting, and no more often than keeps the writes within FLUSH_COST_SHARE of its time (MAX_FLUSH_S at most): what the
-socket does not take at once is left to the probe's background thread, which also writes what waits longer (a loop
-that stopped). A step longer than the interval is thus written when it ends: a process killed later (SIGKILL, the OOM
+socket does not take at once is left to the probe's background work (background.py), which also writes what waits
+longer (a loop that stopped). A step longer than the interval is thus written when it ends: a process killed later (SIGKILL, the OOM
 killer) lost none of its steps; a faster loop loses at most its last interval of them, and its step counter
 (beacon.py) still says how far it got. Records that
 may be the last of the process (an exception, the end, an out-of-memory error, the probe's own error) are written
