@@ -179,10 +179,11 @@ class Settings(object):
         self.profile_steps = _int_env(env, "GPUWISE_PROFILE_STEPS", 5, 0)
         self.max_steps = _int_env(env, "GPUWISE_MAX_STEPS", 0, 0) or None
         self.memory_history_always = env.get("GPUWISE_MEMORY_HISTORY") == "1"
-        # The allocation history's stacks: "all" (Python and C++: a backward's allocations named by their autograd
-        # node) or "python" (C++ frames are symbolized when the snapshot is taken: 2.2 s holding the GIL after a
-        # ResNet-50 window on an H200, a stall of the training).
-        self.memory_stacks = "python" if env.get("GPUWISE_MEMORY_STACKS") == "python" else "all"
+        # The allocation history's stacks: "python" by default, or "all" (Python and C++: a backward's allocations
+        # named by their autograd node). torch symbolizes C++ frames when the snapshot is taken, holding the GIL: after
+        # a ResNet-50 window on an H200 the snapshot took 1.5-2.2 s with them, 0.04-0.07 s without (a stall of the
+        # training either way; bench/doctor/results/h200-2026-11-29-real-overhead-stacks.txt).
+        self.memory_stacks = "all" if env.get("GPUWISE_MEMORY_STACKS") == "all" else "python"
         self.fault = env.get("GPUWISE_PROBE_FAULT") or None
         self.stall_floor_s = _float_env(env, "GPUWISE_STALL_S", 30.0)
         self.stall_repeat_s = max(0.05, _float_env(env, "GPUWISE_STALL_REPEAT_S", 60.0))

@@ -19,10 +19,10 @@ STREAMS_KEPT = 16
 class Gpu(object):
     """One process's CUDA side; every call returns quietly when CUDA is not initialised."""
 
-    def __init__(self, torch, timing=True, stacks="all"):
+    def __init__(self, torch, timing=True, stacks="python"):
         self.torch = torch
         self.timing = timing  # off: host step times only (GPUWISE_GPU_TIMING=0, or an error, or a graph capture)
-        self.stacks = stacks  # the allocation history's stacks: "all" or "python" (GPUWISE_MEMORY_STACKS, config.py)
+        self.stacks = stacks  # the allocation history's stacks: "python" or "all" (GPUWISE_MEMORY_STACKS, config.py)
         self.events = []  # [(step, event)] not yet measured, oldest first
         self.free = []  # events already measured, for reuse
         self.memory_read_at = None
