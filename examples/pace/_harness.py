@@ -107,6 +107,9 @@ def model_flags(ap, amp="none"):
     ap.add_argument("--amp", choices=["none", "bf16", "fp16"], default=amp, help=f"autocast dtype (default {amp})")
     ap.add_argument("--channels-last", action="store_true", help="model and inputs in channels_last")
     ap.add_argument("--compile", action="store_true", help="torch.compile the model")
+    ap.add_argument(
+        "--compile-mode", choices=["default", "reduce-overhead"], default="default", help="with --compile: reduce-overhead replays the compiled regions as CUDA graphs"
+    )
 
 
 def autocast(amp, dev):
@@ -127,7 +130,7 @@ def compile_model(model, mode=None):
     if not hasattr(torch, "compile"):
         print(f"torch {torch.__version__} has no torch.compile: the model stays eager", file=sys.stderr)
         return model
-    return torch.compile(model, mode=mode) if mode else torch.compile(model)
+    return torch.compile(model, mode=mode) if mode and mode != "default" else torch.compile(model)
 
 
 def forever(loader):

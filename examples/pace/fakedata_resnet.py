@@ -38,7 +38,7 @@ if a.channels_last:
     model = model.to(memory_format=torch.channels_last)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
 if a.compile:
-    model = H.compile_model(model)
+    model = H.compile_model(model, a.compile_mode)
 
 clock = H.StepClock(dev, a.warmup)
 for images, target in H.forever(loader):

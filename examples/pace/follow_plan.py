@@ -7,7 +7,8 @@ than as the expectations guessed it.
 A fix is read from its id and its label (the words doctor prints): `num_workers 4 -> 7` gives `--workers 7`,
 persistent workers `--persistent-workers`, pinned memory `--pin-memory`, bf16 autocast `--amp bf16` (Lightning's
 `--precision bf16-mixed`), channels_last `--channels-last`, torch.compile `--compile`, a fused AdamW
-`--fused-adamw`, syncs out of the loop `--log-every 50` (the scripts call `.item()` when
+`--fused-adamw`, fewer launches (launch-bound: compile, CUDA graphs) `--compile --compile-mode reduce-overhead`
+where the script has that mode, syncs out of the loop `--log-every 50` (the scripts call `.item()` when
 they log; timm_style's `--sync-every 50`; none for hf_generate, whose syncs are generate()'s own). A step that needs more DataLoader workers than the flags give
 (`workersNeeded`) gets them. The first fix these scripts cannot express stops the plan there (said on stderr): the
 steps after it assume it.
@@ -23,6 +24,9 @@ SYNC_FLAG = {"timm_style": "--sync-every"}
 # Scripts whose syncs are a library loop's own, which no flag takes out: hf_generate.py's are generate()'s stopping
 # check at every token (its --log-every only spaces its own progress lines).
 OWN_SYNCS = {"hf_generate"}
+# The scripts whose --compile takes --compile-mode (_harness.model_flags, compiled_cnn.py): launch-bound's fix there is
+# torch.compile(mode="reduce-overhead").
+COMPILE_MODE = {"jpeg_resnet", "timm_style", "fakedata_resnet", "gpu_bound", "compiled_cnn"}
 
 
 def flags_of(fix_id, label, name, flags):
@@ -60,6 +64,11 @@ def flags_of(fix_id, label, name, flags):
         known = True
     if fix_id == "launch-bound" and "static kv cache" in text:
         out["--static-cache"] = None  # hf_generate.py
+        known = True
+    elif fix_id == "launch-bound" and name in COMPILE_MODE:
+        # "fewer launches (compile, CUDA graphs)" or "CUDA graphs (mode=...)": the code the fix shows
+        out["--compile"] = None
+        out["--compile-mode"] = "reduce-overhead"
         known = True
     if (fix_id == "host-sync" or "syncs out of the" in text) and name not in OWN_SYNCS:
         out[SYNC_FLAG.get(name, "--log-every")] = "50"

@@ -62,7 +62,7 @@ if a.channels_last:
     model = model.to(memory_format=torch.channels_last)
 optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.05)
 if a.compile:
-    model = H.compile_model(model)
+    model = H.compile_model(model, a.compile_mode)
 mean = torch.tensor([0.485, 0.456, 0.406], device=dev).view(1, 3, 1, 1) * 255
 std = torch.tensor([0.229, 0.224, 0.225], device=dev).view(1, 3, 1, 1) * 255
 

@@ -42,7 +42,7 @@ if a.channels_last:
     model = model.to(memory_format=torch.channels_last)
 optimizer = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=0.9, weight_decay=1e-4)
 if a.compile:
-    model = H.compile_model(model)
+    model = H.compile_model(model, a.compile_mode)
 model.train()
 
 clock = H.StepClock(dev, a.warmup)

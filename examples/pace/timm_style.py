@@ -55,7 +55,7 @@ lr_scheduler, epochs = create_scheduler_v2(
 )
 loss_fn = LabelSmoothingCrossEntropy(smoothing=0.1).to(dev)
 if a.compile:
-    model = H.compile_model(model)
+    model = H.compile_model(model, a.compile_mode)
 
 
 class AverageMeter:

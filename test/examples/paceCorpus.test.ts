@@ -200,6 +200,15 @@ describe("follow_plan.py: doctor's plan as the scripts' flags", () => {
     expect(syncs.stderr).toContain('has no flag in the script');
   });
 
+  it("follows launch-bound's fewer launches with the compile mode its code shows (CUDA graphs), where the script has it", () => {
+    const steps = [{ id: 'launch-bound', label: 'fewer launches (compile, CUDA graphs)', workersNeeded: 13 }];
+    expect(plan(steps, 'jpeg_resnet').stdout.trim().split('\n')).toEqual(['base=', 'plan1=--compile --compile-mode reduce-overhead --workers 13']);
+    // memmap_gpt's --compile has no mode: the plan stops there rather than run another fix
+    const r = plan(steps, 'memmap_gpt');
+    expect(r.stdout.trim().split('\n')).toEqual(['base=']);
+    expect(r.stderr).toContain('has no flag in the script');
+  });
+
   it("says bf16 in Lightning's words, and names an unreadable report in one line", () => {
     expect(plan([{ id: 'mixed-precision', label: 'bf16 autocast + channels_last' }], 'lightning_datamodule').stdout).toContain(
       'plan1=--precision bf16-mixed --channels-last',
