@@ -4,7 +4,7 @@ fp32, loss.item() every 10 steps. Issue 25's second case: the loader caps the st
 the H200's host) while the report's top lever was mixed precision. 50,000 images: no epoch ends in a run.
 
 Each fix is a flag: --workers N, --pin-memory, --persistent-workers, --prefetch-factor N, --amp bf16,
---channels-last, --compile, --batch N, --steps N."""
+--channels-last, --compile [--compile-mode reduce-overhead], --drop-last, --batch N, --steps N."""
 import os
 import sys
 
@@ -14,6 +14,7 @@ import _harness as H  # noqa: E402
 ap = H.parser(__doc__, steps=150)
 H.loader_flags(ap, workers=4)
 H.model_flags(ap)
+ap.add_argument("--drop-last", action="store_true", help="DataLoader(drop_last=True): no partial batch at the epoch's end")
 ap.add_argument("--batch", type=int, default=256)
 ap.add_argument("--images", type=int, default=50_000)
 a = H.parse(ap)
@@ -32,7 +33,7 @@ train_set = datasets.FakeData(
     size=a.images, image_size=(3, side, side), num_classes=1000,
     transform=transforms.Compose([transforms.ToTensor(), transforms.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))]),
 )
-loader = torch.utils.data.DataLoader(train_set, batch_size=a.batch, shuffle=True, **H.loader_kwargs(a, dev))
+loader = torch.utils.data.DataLoader(train_set, batch_size=a.batch, shuffle=True, drop_last=a.drop_last, **H.loader_kwargs(a, dev))
 model = torchvision.models.resnet50().to(dev)
 if a.channels_last:
     model = model.to(memory_format=torch.channels_last)

@@ -10,7 +10,8 @@ persistent workers `--persistent-workers`, pinned memory `--pin-memory`, bf16 au
 `--fused-adamw`, fewer launches (launch-bound: compile, CUDA graphs) `--compile --compile-mode reduce-overhead`
 where the script has that mode, syncs out of the loop `--log-every 50` (the scripts call `.item()` when
 they log; timm_style's `--sync-every 50`; none for hf_generate, whose syncs are generate()'s own). A step that needs more DataLoader workers than the flags give
-(`workersNeeded`) gets them. The first fix these scripts cannot express stops the plan there (said on stderr): the
+(`workersNeeded`) gets them, and one that asks for drop_last=True (`dropLast`: a compiling fix over a loader with a
+partial last batch) `--drop-last`. The first fix these scripts cannot express stops the plan there (said on stderr): the
 steps after it assume it.
 """
 import json
@@ -24,6 +25,8 @@ SYNC_FLAG = {"timm_style": "--sync-every"}
 # Scripts whose syncs are a library loop's own, which no flag takes out: hf_generate.py's are generate()'s stopping
 # check at every token (its --log-every only spaces its own progress lines).
 OWN_SYNCS = {"hf_generate"}
+# The scripts whose DataLoader keeps its last, partial batch unless --drop-last (the others drop it always).
+DROP_LAST = {"jpeg_resnet", "fakedata_resnet", "gan_fakedata"}
 # The scripts whose --compile takes --compile-mode (_harness.model_flags, compiled_cnn.py): launch-bound's fix there is
 # torch.compile(mode="reduce-overhead").
 COMPILE_MODE = {"jpeg_resnet", "timm_style", "fakedata_resnet", "gpu_bound", "compiled_cnn"}
@@ -102,6 +105,11 @@ def main(argv):
         need = step.get("workersNeeded")
         if need and int(nxt.get("--workers") or 0) < need:
             nxt["--workers"] = str(need)
+        if step.get("dropLast"):
+            if name not in DROP_LAST:
+                sys.stderr.write("follow_plan.py: %s: step %d (%s) asks for drop_last=True, which the script has no flag for: the plan is followed up to it\n" % (path, i, step.get("label")))
+                break
+            nxt["--drop-last"] = None
         flags = nxt
         lines.append("plan%d=%s" % (i, text_of(flags)))
     print("\n".join(lines))

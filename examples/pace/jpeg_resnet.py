@@ -3,8 +3,8 @@ ToTensor and Normalize in 4 DataLoader workers, batch 64, SGD with momentum, fp3
 steps. Issue 25's first case: the workers cannot decode fast enough and the loop stalls every few steps.
 
 Each fix is a flag: --workers N, --pin-memory, --persistent-workers, --prefetch-factor N, --amp bf16,
---channels-last, --compile, --batch N, --steps N. The data (4,000 JPEGs of about 500x375, 10 classes) is made
-by make_data.py when absent."""
+--channels-last, --compile [--compile-mode reduce-overhead], --drop-last, --batch N, --steps N. The data (4,000 JPEGs
+of about 500x375, 10 classes) is made by make_data.py when absent."""
 import os
 import sys
 
@@ -14,6 +14,7 @@ import _harness as H  # noqa: E402
 ap = H.parser(__doc__, steps=200)
 H.loader_flags(ap, workers=4)
 H.model_flags(ap)
+ap.add_argument("--drop-last", action="store_true", help="DataLoader(drop_last=True): no partial batch at the epoch's end")
 ap.add_argument("--batch", type=int, default=64)
 ap.add_argument("--lr", type=float, default=0.1)
 a = H.parse(ap)
@@ -35,7 +36,7 @@ train_set = datasets.ImageFolder(
     make_data.ensure_jpeg(a.data, a.smoke),
     transforms.Compose([transforms.RandomResizedCrop(crop), transforms.RandomHorizontalFlip(), transforms.ToTensor(), normalize]),
 )
-loader = torch.utils.data.DataLoader(train_set, batch_size=a.batch, shuffle=True, **H.loader_kwargs(a, dev))
+loader = torch.utils.data.DataLoader(train_set, batch_size=a.batch, shuffle=True, drop_last=a.drop_last, **H.loader_kwargs(a, dev))
 
 model = torchvision.models.resnet50(num_classes=len(train_set.classes)).to(dev)
 if a.channels_last:

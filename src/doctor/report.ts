@@ -577,7 +577,10 @@ export function pacesOf(
     const window = traces.find((t) => t.rank === p.rank && t.metrics !== null)?.metrics ?? null;
     // Where the steps after the window ran slower (CUPTI left attached), their threads' CPU is left out with them.
     const threads = threadCpuPerStep(p.cpu, st.steadyFromStep ?? 0, slowedByProbe(p.steps), st.slowedAfterWindow?.windowFirstStep);
-    const pace = runPipeline({ steps: st, window, loader: p.loader, batchesPerStep: batchesPerStepOf(p.steps), threads });
+    const b = batchOfSteps(p.steps);
+    const partialBatch =
+      b.partialSteps > 0 && b.samplesPerStep !== null ? { samples: b.partialSamples, fullSamples: b.samplesPerStep, everySteps: b.partialEvery } : null;
+    const pace = runPipeline({ steps: st, window, loader: p.loader, batchesPerStep: batchesPerStepOf(p.steps), threads, partialBatch });
     if (pace) out.set(p.pid, pace);
   }
   return out;

@@ -34,6 +34,11 @@ export interface Fix {
   ops: FixOp[];
   /** How the rule computed the ops' figures from its evidence, in words and numbers. */
   arithmetic: string;
+  /**
+   * The fix compiles the model (torch.compile, CUDA graphs): an input of a new shape then costs a recompilation and
+   * new graphs, so a loader's partial last batch asks for drop_last=True with it (plan.ts).
+   */
+  compiles?: boolean;
 }
 
 function withStage(p: Pipeline, s: StageName, ns: number | null, evidence?: string): Pipeline {

@@ -114,6 +114,17 @@ export interface Pipeline {
   inputWaitNs: number;
   /** How the waits fall over the steps (a run's steps only), null when not known. */
   stalls: StallPattern | null;
+  /** The loader's partial batches (a run's steps only): what a fix that compiles the model meets at each epoch's end. */
+  partialBatch?: PartialBatch | null;
+}
+
+/** A DataLoader that keeps each epoch's last, smaller batch (`drop_last=False`), read from the run's steps. */
+export interface PartialBatch {
+  /** The sizes of the partial batches, and the full batches' size, in samples. */
+  samples: number[];
+  fullSamples: number;
+  /** Steps between them when they recur at one period (the epoch's length in steps); null otherwise. */
+  everySteps: number | null;
 }
 
 export type Bound = StageName | 'serial';

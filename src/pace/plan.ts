@@ -7,7 +7,7 @@
 import { fmtMs } from '../util/format.js';
 import { applyFix, type Fix } from './fix.js';
 import { boundWords } from './gain.js';
-import { type Bound, type Pipeline, stepOf } from './pipeline.js';
+import { type Bound, type PartialBatch, type Pipeline, stepOf } from './pipeline.js';
 
 /** A fix must shorten the composed step by this share to take a place in the plan. */
 export const MIN_STEP_GAIN = 0.01;
@@ -32,6 +32,12 @@ export interface PlanStep {
   boundText: string;
   /** DataLoader workers the step then needs, when the loader's rate is known and the run's count is short of it. */
   workersNeeded: number | null;
+  /**
+   * The step assumes DataLoader(drop_last=True): the fix compiles the model and the loader keeps each epoch's last,
+   * partial batch, whose shape would cost a recompilation and new graphs (on an H200 a ResNet-50 compiled with CUDA
+   * graphs took 48 s at its first epoch's end, and ran slower for a dozen steps after).
+   */
+  dropLast: boolean;
   /** The line as the report prints it (without its number). */
   text: string;
 }
@@ -68,6 +74,8 @@ export function planOf(p: Pipeline, candidates: readonly PlanCandidate[]): PaceP
     const need =
       !setsWorkers && best.s.workersNeeded !== null && have !== null && best.s.workersNeeded > have ? best.s.workersNeeded : null;
     const boundText = boundWords(best.q, best.s.bound);
+    const partial = best.c.fix.compiles ? (p.partialBatch ?? null) : null;
+    const dropLast = partial !== null ? `; with DataLoader(drop_last=True): ${partialWords(partial)}` : '';
     steps.push({
       id: best.c.id,
       label: best.c.fix.label,
@@ -76,12 +84,19 @@ export function planOf(p: Pipeline, candidates: readonly PlanCandidate[]): PaceP
       bound: best.s.bound,
       boundText,
       workersNeeded: need,
-      text: `${best.c.fix.label}: ${fmtMs(now)} -> ${fmtMs(best.s.perBatchNs)}, then ${boundText} binds${need !== null ? `; needs about ${need} DataLoader workers` : ''}`,
+      dropLast: partial !== null,
+      text: `${best.c.fix.label}: ${fmtMs(now)} -> ${fmtMs(best.s.perBatchNs)}, then ${boundText} binds${need !== null ? `; needs about ${need} DataLoader workers` : ''}${dropLast}`,
     });
     cur = best.q;
     now = best.s.perBatchNs;
   }
   return { stepNs: start.perBatchNs, bound: start.bound, steps, expectedStepNs: now };
+}
+
+/** Why a compiling fix asks for drop_last, in words. */
+function partialWords(b: PartialBatch): string {
+  const every = b.everySteps !== null ? `every ${b.everySteps} steps, ` : '';
+  return `the loader ends each epoch on a batch of ${b.samples.join(' or ')} samples (${every}the others hold ${b.fullSamples}), whose shape would make the compiled model recompile`;
 }
 
 /**

@@ -15,6 +15,7 @@ import {
   epochStartNs,
   firstBatchFillNs,
   type LoaderFacts,
+  type PartialBatch,
   type Pipeline,
   type SerialCost,
   type Stage,
@@ -47,6 +48,8 @@ export interface RunEvidence {
   window: TraceMetrics | null;
   /** The rank's `loader` records (the DataLoader's own production), empty from an older probe. */
   loader: readonly LoaderRecord[];
+  /** The loader's partial batches, read from the steps (run/steps.ts batchOfSteps); null or absent when every batch is full. */
+  partialBatch?: PartialBatch | null;
   /** DataLoader batches per step (the median of the measured steps); null when not told. */
   batchesPerStep: number | null;
   /** The process's CPU a step by thread (the probe's `cpu` records); null from an older probe or too few steps. */
@@ -365,6 +368,7 @@ export function runPipeline(ev: RunEvidence): Pipeline | null {
     deviceTimed: m !== null,
     inputWaitNs: W,
     stalls,
+    partialBatch: ev.partialBatch ?? null,
   });
 }
 

@@ -151,7 +151,7 @@ describe('run.sh', () => {
 });
 
 describe("follow_plan.py: doctor's plan as the scripts' flags", () => {
-  const plan = (steps: { id: string; label: string; workersNeeded?: number | null }[], name: string) => {
+  const plan = (steps: { id: string; label: string; workersNeeded?: number | null; dropLast?: boolean }[], name: string) => {
     const report = join(data, `report-${name}.json`);
     writeFileSync(report, JSON.stringify({ schemaVersion: 1, pace: { plan: { steps } } }));
     return spawnSync('python3', [join(REPO, 'examples', 'pace', 'follow_plan.py'), report, name], { encoding: 'utf8' });
@@ -203,6 +203,9 @@ describe("follow_plan.py: doctor's plan as the scripts' flags", () => {
   it("follows launch-bound's fewer launches with the compile mode its code shows (CUDA graphs), where the script has it", () => {
     const steps = [{ id: 'launch-bound', label: 'fewer launches (compile, CUDA graphs)', workersNeeded: 13 }];
     expect(plan(steps, 'jpeg_resnet').stdout.trim().split('\n')).toEqual(['base=', 'plan1=--compile --compile-mode reduce-overhead --workers 13']);
+    // a compiling step over a loader that keeps its partial last batch asks for drop_last=True
+    const dropping = plan([{ id: 'launch-bound', label: 'fewer launches (compile, CUDA graphs)', dropLast: true }], 'jpeg_resnet');
+    expect(dropping.stdout.trim().split('\n')).toEqual(['base=', 'plan1=--compile --compile-mode reduce-overhead --drop-last']);
     // memmap_gpt's --compile has no mode: the plan stops there rather than run another fix
     const r = plan(steps, 'memmap_gpt');
     expect(r.stdout.trim().split('\n')).toEqual(['base=']);

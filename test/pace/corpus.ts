@@ -73,6 +73,20 @@ export function fixesFor(flags: string, fixOf: (ids: string[]) => Fix | null): F
   return out;
 }
 
+/** doctor's report re-diagnosed from a run directory (as `doctor --from` does), and the pipeline of its slowest process. */
+export async function runReport(runDir: string, name: string): Promise<{ report: ReturnType<typeof buildDoctorReport>; pace: Pipeline }> {
+  const dir = readRunDir(runDir);
+  const traces = await analyseTraceFiles(
+    dir.traces.map((f) => ({ rank: f.rank, path: f.path, label: f.path ?? f.recorded, missing: `not in ${name}` })),
+  );
+  const input = recordedRunInput({ ...dir, traces, snapshots: [], version: 'test' });
+  const report = buildDoctorReport(input);
+  const processes = groupProcesses(input.records);
+  const ranks = processes.map((p) => summarizeRank(p, input.gpuSamples, input.disconnectedAtMs));
+  const pace = [...pacesOf(processes, ranks, input.traces).values()].sort((a, b) => b.stepNs - a.stepNs)[0] as Pipeline;
+  return { report, pace };
+}
+
 export interface Row {
   run: string;
   label: string;
@@ -100,15 +114,7 @@ export async function corpusRows(
     (m) => m.under === 'plain' && (runs === undefined || runs.includes(m.run)) && (calls === undefined || calls(m.call)),
   );
   for (const run of [...new Set(measured.map((m) => m.run))]) {
-    const dir = readRunDir(join(runsDir, run));
-    const traces = await analyseTraceFiles(
-      dir.traces.map((f) => ({ rank: f.rank, path: f.path, label: f.path ?? f.recorded, missing: `not in ${run}` })),
-    );
-    const input = recordedRunInput({ ...dir, traces, snapshots: [], version: 'test' });
-    const report = buildDoctorReport(input);
-    const processes = groupProcesses(input.records);
-    const ranks = processes.map((p) => summarizeRank(p, input.gpuSamples, input.disconnectedAtMs));
-    const p = [...pacesOf(processes, ranks, input.traces).values()].sort((a, b) => b.stepNs - a.stepNs)[0] as Pipeline;
+    const { report, pace: p } = await runReport(join(runsDir, run), run);
     const fixOf = (ids: string[]) => report.findings.find((f) => ids.includes(f.id) && f.fix)?.fix ?? null;
     planFirst.set(run, report.pace?.plan.steps[0]?.id);
     // One row per configuration; one measured more than once is the mean of its runs.

@@ -201,6 +201,29 @@ describe("the plan (the issue's ResNet-50 reading JPEGs through 4 workers, H200)
     expect(plan.expectedStepNs / ms).toBeCloseTo(42, 6);
   });
 
+  it("asks for drop_last=True with a fix that compiles the model where the loader keeps a partial last batch, and only there", () => {
+    const partial = { ...p, partialBatch: { samples: [32], fullSamples: 64, everySteps: 63 } };
+    const compiled: Fix = { ...bf16, label: 'torch.compile', compiles: true };
+    const plan = planOf(partial, [
+      { id: 'fusion', fix: compiled },
+      { id: 'dataloader-bound', fix: workers },
+    ]);
+    expect(plan.steps.map((s) => [s.id, s.dropLast])).toEqual([
+      ['dataloader-bound', false],
+      ['fusion', true],
+    ]);
+    expect(plan.steps[1]!.text).toMatch(
+      /; with DataLoader\(drop_last=True\): the loader ends each epoch on a batch of 32 samples \(every 63 steps, the others hold 64\)/,
+    );
+    // every batch full: no such condition
+    expect(
+      planOf(p, [
+        { id: 'fusion', fix: compiled },
+        { id: 'dataloader-bound', fix: workers },
+      ]).steps.map((s) => s.dropLast),
+    ).toEqual([false, false]);
+  });
+
   it('the cores cap the workers: past them the DataLoader binds again', () => {
     const few = pipe({ stepMs: 116, input: 116, gpu: 70, loader: { ...jpegLoader, cpuCores: 8 } });
     const plan = planOf(few, [

@@ -125,6 +125,7 @@ export const fusion: RankRule = (m, ctx) => {
       ...(padded > 0 ? [{ kind: 'gpu' as const, work: 'misaligned-gemms', ns: bad, factor: Math.max(0, 1 - padded / bad) }] : []),
       { kind: 'host', work: 'launches', factor: COMPILE_HOST_KEEPS },
     ],
+    compiles: true,
     arithmetic: `what compile removed of each kind on GPT-2 (eager vs compiled traces): (casts + pointwise ${fmtMs(k.castNs + k.pointwiseNs)}) x ${COMPILE_REMOVES.castPointwise} + softmax and loss ${fmtMs(k.softmaxNs)} x ${COMPILE_REMOVES.softmax} + normalisation ${fmtMs(k.normNs)} x ${COMPILE_REMOVES.norm} = ${fmtMs(fused)}${padded > 0 ? ` + misaligned GEMMs padded ${fmtMs(padded)} = ${fmtMs(saved)}` : ''} of GPU work saved per step (other reductions and the optimizer unchanged); the host issues fewer kernels: ${COMPILE_HOST_KEEPS} of its work is left`,
   };
   const gain = gainOf(pipelineOf(m, ctx?.pace), fix);

@@ -204,6 +204,7 @@ export const launchBound: RankRule = (m, ctx) => {
         ? 'CUDA graphs (mode="reduce-overhead")'
         : 'fewer launches (compile, CUDA graphs)',
     ops: [{ kind: 'host', work: 'launches', ns: saved }],
+    compiles: true,
     arithmetic: `launch idle ${fmtMs(idle)} x ${LAUNCH_RECOVERABLE} recoverable = ${fmtMs(saved)} of the host's work a step`,
   });
 };
