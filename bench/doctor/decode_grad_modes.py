@@ -1,13 +1,16 @@
 """A decode step's host time by grad mode (issue 26, `decode-autograd`): a 12-layer GPT of small width (64, so the
-ops' dispatch and not their arithmetic sets the time) generating with a KV cache on the CPU, its decode step timed
-with gradients recorded, under torch.no_grad() and under torch.inference_mode(), alternately, 6 rounds; the least
-disturbed median of each. It shows what autograd costs each op's host side where no GPU is involved; on a GPU each op
-also pays its launch, so the share there is smaller. Not a gain doctor gives: the probe does not separate autograd's
-share of a run's host time.
+ops' dispatch and not their arithmetic sets the time) generating with a KV cache, its decode step timed with gradients
+recorded, under torch.no_grad() and under torch.inference_mode(), alternately, 6 rounds; the least disturbed median of
+each. On a GPU (`--device cuda`) the step is the host's time (nothing waits for the GPU, whose work is tiny) and the
+kernels a decode step launches are counted (torch.profiler, one generation): what autograd costs the host per kernel
+launched is the figure doctor's `decode-autograd` gain takes (src/doctor/decode.ts), from this model, not the run it
+judges.
 
-    python3 bench/doctor/decode_grad_modes.py
+    python3 bench/doctor/decode_grad_modes.py [--device cpu|cuda]
 """
 
+import argparse
+import json
 import statistics
 import time
 
@@ -49,30 +52,60 @@ class Gpt(torch.nn.Module):
         return self.head(self.ln(x)), kept
 
 
-def decode_step_s(model, new_tokens=64):
+def decode_step_s(model, dev, new_tokens=64):
     """The median decode step of one generation: an 8-token prompt, then `new_tokens` greedy steps."""
-    logits, caches = model(torch.randint(0, VOCAB, (1, 8)), [None] * LAYERS)
+    logits, caches = model(torch.randint(0, VOCAB, (1, 8), device=dev), [None] * LAYERS)
     tok, times = logits[:, -1].argmax(-1, keepdim=True), []
     for _ in range(new_tokens):
         t = time.perf_counter()
         logits, caches = model(tok, caches)
         tok = logits[:, -1].argmax(-1, keepdim=True)
         times.append(time.perf_counter() - t)
+    if dev.type == "cuda":
+        torch.cuda.synchronize()
     return statistics.median(times)
 
 
+def kernels_per_step(model, dev, new_tokens=16):
+    """The CUDA kernels one decode step launches (torch.profiler over `new_tokens` steps, under no_grad)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with torch.no_grad():
+        logits, caches = model(torch.randint(0, VOCAB, (1, 8), device=dev), [None] * LAYERS)
+        tok = logits[:, -1].argmax(-1, keepdim=True)
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(new_tokens):
+                logits, caches = model(tok, caches)
+                tok = logits[:, -1].argmax(-1, keepdim=True)
+            torch.cuda.synchronize()
+    kernels = sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA and "memcpy" not in e.name.lower() and "memset" not in e.name.lower())
+    return kernels / new_tokens
+
+
 def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--device", default="cpu")
+    dev = torch.device(ap.parse_args().device)
     torch.manual_seed(0)
     torch.set_num_threads(1)
-    model = Gpt().eval()
+    model = Gpt().to(dev).eval()
     modes = {"gradients": torch.enable_grad, "no_grad": torch.no_grad, "inference_mode": torch.inference_mode}
     got = {name: [] for name in modes}
     for _ in range(6):
         for name, mode in modes.items():
             with mode():
-                got[name].append(decode_step_s(model))
+                got[name].append(decode_step_s(model, dev))
     for name, xs in got.items():
         print("%-15s %7.1f us a decode step (rounds: %s)" % (name, min(xs) * 1e6, ", ".join("%.0f" % (x * 1e6) for x in xs)))
+    if dev.type == "cuda":
+        k = kernels_per_step(model, dev)
+        best = {name: min(xs) * 1e6 for name, xs in got.items()}
+        print(json.dumps({
+            "device": torch.cuda.get_device_name(dev), "torch": torch.__version__, "kernelsPerStep": k,
+            "stepUs": best,
+            "autogradUsPerKernel": {"vsNoGrad": (best["gradients"] - best["no_grad"]) / k, "vsInferenceMode": (best["gradients"] - best["inference_mode"]) / k},
+        }))
 
 
 if __name__ == "__main__":

@@ -62,6 +62,9 @@ def flags_of(fix_id, label, name, flags):
     if "fused" in text and "adamw" in text:
         out["--fused-adamw"] = None
         known = True
+    if fix_id == "decode-autograd":
+        out["--grad-mode"] = "inference"  # decode_loop.py
+        known = True
     if fix_id == "bf16-weights":
         out["--dtype"] = "bf16"  # hf_generate.py
         known = True

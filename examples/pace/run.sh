@@ -34,7 +34,7 @@ declare -A SCRIPT=(
   [jpeg_resnet]=pace/jpeg_resnet.py [timm_style]=pace/timm_style.py [lightning_datamodule]=pace/lightning_datamodule.py
   [fakedata_resnet]=pace/fakedata_resnet.py [memmap_gpt]=pace/memmap_gpt.py [gpu_bound]=pace/gpu_bound.py
   [gpt_attention]=levers/gpt_attention.py [hf_generate]=levers/hf_generate.py [gan_fakedata]=levers/gan_fakedata.py
-  [compiled_cnn]=levers/compiled_cnn.py
+  [compiled_cnn]=levers/compiled_cnn.py [decode_loop]=levers/decode_loop.py
 )
 # The plan, step by step: "label=full flags" separated by ';' (step 0 is the baseline: what doctor ran).
 # Each step carries the ones before it. From the expected diagnoses; edit to follow doctor's actual plan.
@@ -49,6 +49,7 @@ declare -A PLAN=(
   [hf_generate]="base=;batch8=--batch 8;batch8_static=--batch 8 --static-cache"
   [gan_fakedata]="base=;drop_last=--drop-last;persistent=--drop-last --persistent-workers"
   [compiled_cnn]="base="
+  [decode_loop]="base=;inference=--grad-mode inference"
 )
 # Runs that test a claim rather than follow the plan (CHECKS=1): measured from the baseline, labelled check_*.
 declare -A CHECK=(
@@ -59,22 +60,23 @@ declare -A CHECK=(
   [gpu_bound]="check_bf16_compile=--amp bf16 --compile;check_tf32=--tf32"
   [gpt_attention]="check_manual_compile=--attn manual --compile"
   [compiled_cnn]="check_eager=--no-compile"
+  [decode_loop]="check_no_grad=--grad-mode no_grad"
 )
 # Plain runs are shorter than doctor's (which needs 10-50 steps to settle before its window): the mean of the
 # steps after the warm-up is what they measure.
 declare -A PLAIN_STEPS=(
   [jpeg_resnet]=120 [timm_style]=100 [lightning_datamodule]=150 [fakedata_resnet]=100 [memmap_gpt]=100
-  [gpu_bound]=80 [gpt_attention]=80 [hf_generate]=12 [gan_fakedata]=400 [compiled_cnn]=200
+  [gpu_bound]=80 [gpt_attention]=80 [hf_generate]=12 [gan_fakedata]=400 [compiled_cnn]=200 [decode_loop]=520
 )
 # Rough H200 minutes for the doctor run plus the plan's plain runs (startup, compile and data included).
 declare -A MINUTES=(
   [jpeg_resnet]=1.9 [timm_style]=2.3 [lightning_datamodule]=2.0 [fakedata_resnet]=2.2 [memmap_gpt]=2.5
-  [gpu_bound]=1.8 [gpt_attention]=2.6 [hf_generate]=3.1 [gan_fakedata]=1.5 [compiled_cnn]=2.5
+  [gpu_bound]=1.8 [gpt_attention]=2.6 [hf_generate]=3.1 [gan_fakedata]=1.5 [compiled_cnn]=2.5 [decode_loop]=1.2
 )
 declare -A NEEDS=([jpeg_resnet]=jpeg [timm_style]=jpeg [lightning_datamodule]=images [memmap_gpt]=tokens [gpt_attention]=tokens)
 PARTS_part1="jpeg_resnet timm_style fakedata_resnet gan_fakedata"
 PARTS_part2="lightning_datamodule memmap_gpt gpu_bound"
-PARTS_part3="gpt_attention hf_generate compiled_cnn"
+PARTS_part3="gpt_attention hf_generate compiled_cnn decode_loop"
 ORDER="$PARTS_part1 $PARTS_part2 $PARTS_part3"
 
 if [[ $# -gt 0 && $1 != all && $1 != part[123] && -z ${SCRIPT[$1]:-} ]]; then

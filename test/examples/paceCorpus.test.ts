@@ -83,6 +83,8 @@ const CASES: { script: string; flags: string[] }[] = [
   { script: 'levers/hf_generate.py', flags: [] },
   { script: 'levers/hf_generate.py', flags: ['--batch', '4', '--static-cache'] },
   { script: 'levers/compiled_cnn.py', flags: ['--no-compile'] },
+  { script: 'levers/decode_loop.py', flags: [] },
+  { script: 'levers/decode_loop.py', flags: ['--grad-mode', 'inference'] },
 ];
 
 const nameOf = (script: string) => script.replace(/^.*\//, '').replace(/\.py$/, '');
