@@ -1,7 +1,7 @@
 """A decode step's host time by grad mode (issue 26, `decode-autograd`): a 12-layer GPT of small width (64, so the
 ops' dispatch and not their arithmetic sets the time) generating with a KV cache, its decode step timed with gradients
 recorded, under torch.no_grad() and under torch.inference_mode(), alternately, 6 rounds; the least disturbed median of
-each. On a GPU (`--device cuda`) the step is the host's time (nothing waits for the GPU, whose work is tiny) and the
+each (`--rounds`). On a GPU (`--device cuda`) the step is the host's time (nothing waits for the GPU, whose work is tiny) and the
 kernels a decode step launches are counted (torch.profiler, one generation): what autograd costs the host per kernel
 launched is the figure doctor's `decode-autograd` gain takes (src/doctor/decode.ts), from this model, not the run it
 judges.
@@ -92,13 +92,15 @@ def kernels_per_step(model, dev, new_tokens=16):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", default="cpu")
-    dev = torch.device(ap.parse_args().device)
+    ap.add_argument("--rounds", type=int, default=6)
+    args = ap.parse_args()
+    dev = torch.device(args.device)
     torch.manual_seed(0)
     torch.set_num_threads(1)
     model = Gpt().to(dev).eval()
     modes = {"gradients": torch.enable_grad, "no_grad": torch.no_grad, "inference_mode": torch.inference_mode}
     got = {name: [] for name in modes}
-    for _ in range(6):
+    for _ in range(args.rounds):
         for name, mode in modes.items():
             with mode():
                 got[name].append(decode_step_s(model, dev))
