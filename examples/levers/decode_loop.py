@@ -12,6 +12,7 @@ import sys
 
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, "..", "pace"))
+sys.path.insert(0, here)
 import _harness as H  # noqa: E402
 
 ap = H.parser(__doc__, steps=520, warmup=10, log_every=128)
@@ -23,16 +24,10 @@ H.require(__file__, "transformers")
 
 import torch  # noqa: E402
 import transformers  # noqa: E402
-from transformers import GPT2Config, GPT2LMHeadModel  # noqa: E402
+from _hf_gpt2 import gpt2  # noqa: E402
 
 dev = H.device(a)
-if a.smoke:
-    a.new_tokens, a.prompt_len = min(a.new_tokens, 8), min(a.prompt_len, 8)
-    config = GPT2Config(n_layer=2, n_embd=64, n_head=2, vocab_size=512, n_positions=128, bos_token_id=0, eos_token_id=0)
-else:
-    config = GPT2Config()
-torch.manual_seed(0)
-model = GPT2LMHeadModel(config).to(dev, dtype=torch.bfloat16).eval()
+config, model = gpt2(a, dev, torch.bfloat16)
 mode = {"grad": contextlib.nullcontext, "no_grad": torch.no_grad, "inference": torch.inference_mode}[a.grad_mode]
 g = torch.Generator().manual_seed(1)
 

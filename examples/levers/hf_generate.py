@@ -15,6 +15,7 @@ import sys
 
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, "..", "pace"))
+sys.path.insert(0, here)
 import _harness as H  # noqa: E402
 
 ap = H.parser(__doc__, steps=20, warmup=2, log_every=5)
@@ -28,16 +29,11 @@ H.require(__file__, "transformers")
 
 import torch  # noqa: E402
 import transformers  # noqa: E402
-from transformers import GenerationConfig, GPT2Config, GPT2LMHeadModel  # noqa: E402
+from _hf_gpt2 import gpt2  # noqa: E402
+from transformers import GenerationConfig  # noqa: E402
 
 dev = H.device(a)
-if a.smoke:
-    a.new_tokens, a.prompt_len = min(a.new_tokens, 8), min(a.prompt_len, 8)
-    config = GPT2Config(n_layer=2, n_embd=64, n_head=2, vocab_size=512, n_positions=128, bos_token_id=0, eos_token_id=0)
-else:
-    config = GPT2Config()
-torch.manual_seed(0)
-model = GPT2LMHeadModel(config).to(dev, dtype=torch.bfloat16 if a.dtype == "bf16" else torch.float32).eval()
+config, model = gpt2(a, dev, torch.bfloat16 if a.dtype == "bf16" else torch.float32)
 gen_kwargs = {"max_new_tokens": a.new_tokens, "min_new_tokens": a.new_tokens, "do_sample": False, "pad_token_id": config.eos_token_id}
 if a.static_cache:
     gen_kwargs["cache_implementation"] = "static"
