@@ -49,7 +49,8 @@ describe.skipIf(SKIP_PYTHON)('hostile doctor reports', () => {
         const p = paths[rnd(paths.length)] as string[];
         let o: unknown = r;
         for (const k of p.slice(0, -1)) o = (o as Record<string, unknown> | null)?.[k];
-        if (typeof o === 'object' && o !== null) (o as Record<string, unknown>)[p[p.length - 1] as string] = VALUES[rnd(VALUES.length)];
+        // a copy: a later mutation that walks into it must not change VALUES (a shared {} once held itself: a cycle)
+        if (typeof o === 'object' && o !== null) (o as Record<string, unknown>)[p[p.length - 1] as string] = structuredClone(VALUES[rnd(VALUES.length)]);
       }
       writeFileSync(bad, JSON.stringify(r));
       for (const args of [
