@@ -59,6 +59,28 @@ describe('the background work without a resident thread (ticker.py)', () => {
     expect(out).toContain('runs after stop 0');
   });
 
+  it('stops from inside its own run (the probe switching itself off there) without waiting on itself', async () => {
+    const script = [
+      'import sys, time',
+      `sys.path.insert(0, ${JSON.stringify(PROBE_ROOT)})`,
+      'from gpuwise.probe import ticker',
+      'runs, took = [], []',
+      'def run():',
+      '    runs.append(1)',
+      '    t0 = time.perf_counter()',
+      '    t.stop()',
+      '    took.append(time.perf_counter() - t0)',
+      '    return 0.01',
+      't = ticker.make_ticker(run)',
+      't.start(0.01)',
+      'time.sleep(0.3)',
+      'print(type(t).__name__, len(runs), "fast" if took and took[0] < 0.05 else took)',
+    ].join('\n');
+    const r = await runProcess(PYTHON, ['-c', script], pyEnv({}));
+    expect(r.stderr).toBe('');
+    expect(r.stdout.trim()).toBe('TimerTicker 1 fast');
+  });
+
   it('falls back to one resident thread, which a dump lists', async () => {
     const out = Object.values(await ticks(false)).join('\n');
     expect(out).toContain('kind ThreadTicker');

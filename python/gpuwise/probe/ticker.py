@@ -24,8 +24,11 @@ SIGEV_THREAD = 2
 # A run woken again while it ran starts over at once at most this often; then the next waits this long.
 MAX_AGAIN = 3
 AGAIN_DELAY_S = 0.01
-# stop(): how long it waits for a run that the timer had already started (the GIL or libc's dispatch delaying it).
-STOP_WAIT_S = 1.0
+# stop(): how long it waits for a run that the timer had already started (the GIL or libc's dispatch delaying it: a
+# notification enters within microseconds once the GIL is free, which stop() leaves free while it waits).
+STOP_WAIT_S = 0.2
+# An expiry this close after stop()'s clock read may still have fired before the delete: waited for too.
+STOP_RACE_S = 0.001
 _CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 
 
@@ -81,6 +84,7 @@ class TimerTicker(object):
         self.timer = ctypes.c_void_p()
         self.stopped = False
         self.running = False
+        self.runner = None  # the thread of the run in progress
         self.again = False
         self.pending = False  # armed and not yet entered
         self.due_at = None
@@ -117,6 +121,7 @@ class TimerTicker(object):
             if self.stopped or self.running or sys.is_finalizing():
                 return
             self.running = True
+            self.runner = _thread.get_ident()
             delay = None
             try:
                 for _ in range(MAX_AGAIN):
@@ -131,6 +136,7 @@ class TimerTicker(object):
                     self._arm(delay)
             finally:
                 self.running = False
+                self.runner = None
             if self.again and delay is not None:  # woken after its last run began, before `running` fell
                 self._arm(0.0)
         except BaseException:
@@ -140,11 +146,14 @@ class TimerTicker(object):
         if self.stopped:
             return
         self.stopped = True
+        now = _perf_counter()
         self._delete(self.timer)
+        if self.runner == _thread.get_ident():
+            return  # called from the run itself (the probe switching off): it ends when it returns
         # A notification already on its way (due before the delete) enters, sees `stopped` and returns; one running
         # ends its run. Wait for both with the GIL released, so neither is left inside the interpreter's end.
-        until = _perf_counter() + STOP_WAIT_S
-        due = self.due_at is not None and self.due_at <= _perf_counter() + 0.005
+        until = now + STOP_WAIT_S
+        due = self.due_at is not None and self.due_at <= now + STOP_RACE_S
         while (self.running or (self.pending and due)) and _perf_counter() < until:
             time.sleep(0.001)
 
