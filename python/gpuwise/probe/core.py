@@ -28,7 +28,7 @@ from .watchdog import Watchdog
 from .window import WindowMixin
 
 _get_ident = threading.get_ident
-# A fork waits at most this long for the background thread's job (an export) to finish.
+# A fork waits at most this long for the background work's job (an export) to finish.
 FORK_WAIT_S = 30.0
 
 
@@ -274,7 +274,7 @@ class Probe(StepsMixin, WindowMixin):
             atexit.register(self._on_exit)
 
     def uninstall(self):
-        """Every patch and hook taken back (patches.py); the background thread ends."""
+        """Every patch and hook taken back (patches.py); the background runs end."""
         try:
             self.patches.restore_all()
             self.calls.release()
@@ -310,7 +310,7 @@ class Probe(StepsMixin, WindowMixin):
         self.role = None
         self.sender.after_fork()
         self.beacon.after_fork()
-        # The parent's loaders and the lock its background thread may have held at the fork are not this process's.
+        # The parent's loaders and the lock its background run may have held at the fork are not this process's.
         self.loader_watch = LoaderWatch()
         self.thread_cpu = ThreadCpuWatch()
         self.background = Background(self)
@@ -448,7 +448,7 @@ class Probe(StepsMixin, WindowMixin):
             now=True,
         )
 
-    # ---------- the background thread's tick ----------
+    # ---------- the background run's tick ----------
 
     def _on_loader_iter(self, loader, it, t0=None):
         if loader is not None and it is not None:

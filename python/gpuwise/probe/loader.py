@@ -14,7 +14,7 @@ import weakref
 
 from .watchdog import median
 
-# The background thread reads the loaders at most this often.
+# The background runs read the loaders at most this often.
 READ_EVERY_S = 1.0
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") and "SC_CLK_TCK" in getattr(os, "sysconf_names", {}) else 100
 
@@ -62,7 +62,7 @@ class _Loader(object):
 class LoaderWatch(object):
     def __init__(self):
         self.loaders = weakref.WeakKeyDictionary()  # DataLoader -> _Loader (looked up on the iterating thread only)
-        self.states = []  # every _Loader, in order (its index): what the background thread reads
+        self.states = []  # every _Loader, in order (its index): what the background runs read
         self.by_iterator = {}  # id(iterator) -> _Loader, for the iterators of this epoch
         self.read_at = None
         self.children_cpu = None  # os.times()'s CPU of reaped children at the last reading
@@ -107,7 +107,7 @@ class LoaderWatch(object):
 
     def records(self, now, step, force=False):
         """The `loader` records due now: [] until READ_EVERY_S has passed (`force`: the reading at the end). The
-        background thread and the end (on the main thread) may both read: one at a time, the other gets []."""
+        background run and the end (on the main thread) may both read: one at a time, the other gets []."""
         if not force and self.read_at is not None and now - self.read_at < READ_EVERY_S:
             return []
         if not self.reading.acquire(force, 1.0 if force else -1):

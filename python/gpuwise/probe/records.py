@@ -21,7 +21,7 @@ _perf_counter = time.perf_counter
 
 from .. import PROTOCOL_VERSION
 
-# Queued records past this many are written by the thread that queues them, waiting (the background thread is stuck).
+# Queued records past this many are written by the thread that queues them, waiting (the background work is stuck).
 MAX_QUEUED = 100000
 # The queue is written at most this often by the thread that queues...
 FLUSH_S = 0.002
@@ -90,7 +90,7 @@ class Sender(object):
     def __init__(self, sink, wake=None):
         self.sink = sink
         self.queue = collections.deque()
-        self.wake = wake  # asks the background thread to write what the socket did not take
+        self.wake = wake  # asks the background work to write what the socket did not take
         self.lock = threading.Lock()  # one writer at a time
         self.unsent = b""  # the bytes of a batch the socket did not take at once (written first, in order)
         self.flushed_at = 0.0
@@ -109,7 +109,7 @@ class Sender(object):
 
     def flush(self, wait_s=None, block=True):
         """Writes every queued record, in order, as one batch. `block=False`: never waits, neither for the lock nor for
-        the socket (the rest goes to the background thread). False when the lock was not free."""
+        the socket (the rest goes to the background work). False when the lock was not free."""
         if not self.lock.acquire(True if block and wait_s is None else block, -1 if wait_s is None or not block else wait_s):
             return False
         try:

@@ -3,7 +3,7 @@
 The stepping thread's own CPU time (each step record's `hostCpuS`) is not all the host does for a step. On CUDA,
 `loss.backward()` runs on autograd's device thread (named `pt_autograd_<device>`) while the stepping thread waits:
 the backward's launches are host work in series with the thread's, which its clock never sees. The pin-memory
-thread and others run beside it. The background thread reads, about once a second, every thread's CPU time from
+thread and others run beside it. The probe's background runs read, about once a second, every thread's CPU time from
 /proc/self/task (user + system) and sums it by role; doctor's pace model takes the stepping thread's and autograd's
 together as the host's work a step (src/pace/run.ts).
 

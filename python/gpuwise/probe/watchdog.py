@@ -1,6 +1,6 @@
 """The watchdog: a stall is no progress (steps, batches, forwards, backward passes) for max(GPUWISE_STALL_S,
 STALL_STEP_FACTOR x the median step); it is reported with the stepping thread's Python stack, and again every
-GPUWISE_STALL_REPEAT_S while it lasts. Checked by the background thread at its ticks (background.py): it costs the
+GPUWISE_STALL_REPEAT_S while it lasts. Checked by the background runs (background.py): it costs the
 training loop nothing per step."""
 import sys
 

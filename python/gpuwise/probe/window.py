@@ -8,7 +8,7 @@ stops itself when the script prepares one, and it never stops a profiler it did 
 on the thread that steps (torch's CPU op callbacks belong to the thread that starts the profiler) and closes after
 its steps, or after WINDOW_LIMIT_STEPS median steps (at least WINDOW_LIMIT_MIN_S) without a step end, so a loop that
 ends inside it does not leave it open over the code that follows. Stopping is kept short on the stepping thread: the
-trace and the memory snapshot are written by the background thread, and the steps that overlap that work carry
+trace and the memory snapshot are written by the background work (background.py), and the steps that overlap that work carry
 `probeWork` in their records, so the step statistics leave them out.
 """
 import json
@@ -314,7 +314,7 @@ class WindowMixin(object):
 
     def _stop_profiler(self, why):
         """On the window's thread: stops the profiler (a CUDA synchronisation and the profiler's own stop, no more) and
-        leaves the trace, the snapshot and the `profile-end` record to the background thread. `why`: "steps", "time"
+        leaves the trace, the snapshot and the `profile-end` record to the background work. `why`: "steps", "time"
         (the time window's end, or a step window without step ends), "user-profiler", "exit", "error"."""
         prof = self.prof
         if prof is None or threading.get_ident() != self.window_thread:
@@ -377,7 +377,7 @@ class WindowMixin(object):
         probe = self
 
         def export():
-            # Timed: the background thread holds the GIL through torch's C++ writers, so this is time the training
+            # Timed: the background run holds the GIL through torch's C++ writers, so this is time the training
             # thread may have waited too (its steps meanwhile are marked as the probe's work).
             t0 = time.perf_counter()
             fields["trace"], trace_error = _written(trace, probe._export_trace, prof, results, trace)
@@ -408,7 +408,7 @@ class WindowMixin(object):
         return (major, minor) >= (12, 6)
 
     def _export_trace(self, prof, results, path):
-        """On the background thread: the trace of a stopped profiler written to `path` (the path, or None)."""
+        """In a background run: the trace of a stopped profiler written to `path` (the path, or None)."""
         torch = self.torch
         from torch.autograd.profiler_util import EventList
 
@@ -433,7 +433,7 @@ class WindowMixin(object):
         return path
 
     def _export_snapshot(self, path, device, keep_history):
-        """On the background thread: the allocator's snapshot (segments, blocks and the window's history) pickled to
+        """In a background run: the allocator's snapshot (segments, blocks and the window's history) pickled to
         `path`; the history recording stops after it unless it runs for the whole process."""
         torch = self.torch
         with torch.cuda.device(device):
@@ -466,7 +466,7 @@ class WindowMixin(object):
         if self.prof is not None:
             self._stop_profiler("user-profiler")
 
-    # ---------- timers, from the background thread ----------
+    # ---------- timers, from the background runs ----------
 
     def _window_timers(self, now):
         """The time window's start and end, and a step window's time limit, carried out on the main thread."""
@@ -531,7 +531,7 @@ class WindowMixin(object):
             self._send_model("time")
         self.window_kind = "time"
         self.window_opened_at = time.perf_counter()
-        self.time_state = "open"  # after window_opened_at: the background thread reads it then
+        self.time_state = "open"  # after window_opened_at: the background run reads it then
         # No ProfilerStep span: analyze takes a trace without step markers as one step.
         self._queue(
             "profile-start",
