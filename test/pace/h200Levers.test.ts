@@ -223,3 +223,20 @@ describe('doctor on the levers of issue 26 (H200; predicted vs measured mean ste
     );
   });
 });
+
+describe('a decoding loop of one\'s own without no_grad (H200, examples/levers/runs/h200/decode_loop, 2026-11-29)', () => {
+  let report: DoctorReport;
+  beforeAll(async () => {
+    report = await rediagnosed(join(LEVERS, 'decode_loop'));
+  }, 120_000);
+
+  it('names the decode steps, leads with the static cache, and says what the prefill steps show, with no gain claimed', () => {
+    const r = report.ranks[0]!.steps!;
+    expect(r.decode?.decodeSteps).toBeGreaterThan(300);
+    expect(r.decode!.prefillStepS! / r.decode!.decodeStepS!).toBeGreaterThan(10); // 74 ms against 6.4
+    expect(report.pace!.plan.steps[0]!.id).toBe('launch-bound');
+    const f = report.findings.find((x) => x.id === 'decode-autograd')!;
+    expect(f.estimatedGain).toBeNull();
+    expect(f.evidence.join('\n')).toMatch(/a prefill step \(a sequence's first forward\) takes 74\.\d ms, 11\.\dx a decode step/);
+  });
+});
