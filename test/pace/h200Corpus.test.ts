@@ -113,9 +113,10 @@ describe("doctor's plan where the loader, bf16 and channels_last are done (jpeg_
   // once at its first epoch's partial batch (48 s with an empty Inductor cache), so the steps after that recompile are
   // what the plan's step, which asks for drop_last=True, is set against.
   let plan: PacePlan;
+  let report: Awaited<ReturnType<typeof runReport>>['report'];
   let measured: { label: string; mean_step_ms: number; step_ms: number[] }[];
   beforeAll(async () => {
-    const { report } = await runReport(join(REPO, 'examples', 'pace', 'runs', 'h200-w12', 'jpeg_resnet'), 'jpeg_resnet');
+    ({ report } = await runReport(join(REPO, 'examples', 'pace', 'runs', 'h200-w12', 'jpeg_resnet'), 'jpeg_resnet'));
     plan = report.pace!.plan;
     measured = readFileSync(join(REPO, 'examples', 'pace', 'measured', 'h200-2026-11-29.jsonl'), 'utf8')
       .split('\n')
@@ -124,12 +125,16 @@ describe("doctor's plan where the loader, bf16 and channels_last are done (jpeg_
       .filter((m) => m.under === 'plain' && m.call === 'D');
   }, 120_000);
 
-  it('leads with fewer launches (compile with CUDA graphs), asks for drop_last=True and 13 workers with it', () => {
+  it('leads with fewer launches (compile with CUDA graphs), asks for drop_last=True and 13 workers with it, and says what compiling costs first', () => {
     const first = plan.steps[0]!;
     expect(first.id).toBe('launch-bound');
     expect(first.dropLast).toBe(true);
     expect(first.workersNeeded).toBe(13);
     expect(first.text).toContain('with DataLoader(drop_last=True): the loader ends each epoch on a batch of 32 samples');
+    // The model is not compiled yet: the finding says what compiling costs first, and after how many steps it pays
+    const f = report.findings.find((x) => x.id === 'launch-bound')!;
+    const savedNs = f.estimatedGain!.stepTimeNs - f.estimatedGain!.expectedStepTimeNs;
+    expect(f.recommendation.summary).toContain(`paid back after about ${Math.ceil((32 * 1e9) / savedNs).toLocaleString('en-US')} steps`);
   });
 
   it('predicts that step within 15% of the steps after the one-time recompile, which beat the base runs by more than 5 ms', () => {

@@ -79,6 +79,17 @@ function fusableNs(m: TraceMetrics): number {
  */
 export const COMPILE_WARMUP_S = 32;
 
+/**
+ * The compile's warm-up against what it saves a step, in words: the steps it takes to pay it back (null when it saves
+ * nothing). Said wherever a fix compiles a model that is not compiled yet (fusion, launch-bound); with CUDA graphs
+ * (`mode="reduce-overhead"`) jpeg_resnet's first 10 steps took 43 s on the H200 (examples/pace/measured/README.md).
+ */
+export function compileWarmupWords(savedNs: number): string | null {
+  return savedNs > 0
+    ? `compiling takes time before the first step: about ${COMPILE_WARMUP_S} s for a ResNet-50 on an H200 (measured), minutes for larger models; at ${fmtMs(savedNs)} saved a step that is paid back after about ${Math.ceil((COMPILE_WARMUP_S * 1e9) / savedNs).toLocaleString('en-US')} steps`
+    : null;
+}
+
 /** What compile would save per step, by kind (before the cap to the GPU's non-matmul time). */
 export function compileSavings(m: TraceMetrics): {
   castPointwise: number;
@@ -130,11 +141,7 @@ export const fusion: RankRule = (m, ctx) => {
   };
   const gain = gainOf(pipelineOf(m, ctx?.pace), fix);
   const savedNs = Math.max(0, (gain?.stepTimeNs ?? 0) - (gain?.expectedStepTimeNs ?? 0));
-  // The compile's warm-up against the saving a step: the steps it takes to pay it back.
-  const warmup =
-    savedNs > 0
-      ? `compiling takes time before the first step: about ${COMPILE_WARMUP_S} s for a ResNet-50 on an H200 (measured), minutes for larger models; at ${fmtMs(savedNs)} saved a step that is paid back after about ${Math.ceil((COMPILE_WARMUP_S * 1e9) / savedNs).toLocaleString('en-US')} steps`
-      : null;
+  const warmup = compileWarmupWords(savedNs);
   return finding({
     id: 'fusion',
     title: 'Eager mode: unfused elementwise and normalisation kernels run between the matmuls',

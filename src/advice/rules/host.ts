@@ -1,8 +1,10 @@
 /** Host-side rules: synchronisations in the loop, launch overhead. */
 import { ACCUMULATE_ON_GPU_CODE } from '../keepOnGpu.js';
 import { fmtMs, fmtPct, fmtWindow } from '../../util/format.js';
-import { isCompiled } from './fusion.js';
-import { finding, paced, type RankRule, stepNs, whenInSteps } from './rule.js';
+import type { Fix } from '../../pace/fix.js';
+import { gainOf } from '../../pace/gain.js';
+import { compileWarmupWords, isCompiled } from './fusion.js';
+import { finding, paced, pipelineOf, type RankRule, stepNs, whenInSteps } from './rule.js';
 
 const SYNC_MIN_SHARE = 0.01;
 const LAUNCH_MIN_SHARE = 0.1;
@@ -145,6 +147,16 @@ export const launchBound: RankRule = (m, ctx) => {
   const saved = idle * LAUNCH_RECOVERABLE;
   const graphs = l.graphLaunchesPerStep ?? 0;
   const graphed = graphs >= 1;
+  const compiled = isCompiled(m) || ctx?.compiled === true;
+  const fix: Fix = {
+    label: ctx?.decode ? 'static KV cache + CUDA graphs' : compiled ? 'CUDA graphs (mode="reduce-overhead")' : 'fewer launches (compile, CUDA graphs)',
+    ops: [{ kind: 'host', work: 'launches', ns: saved }],
+    compiles: true,
+    arithmetic: `launch idle ${fmtMs(idle)} x ${LAUNCH_RECOVERABLE} recoverable = ${fmtMs(saved)} of the host's work a step`,
+  };
+  const gain = graphed ? null : gainOf(pipelineOf(m, ctx?.pace), fix);
+  // A model not compiled yet pays the compilation first: the steps the saving takes to pay it back.
+  const warmup = !graphed && !ctx?.decode && !compiled ? compileWarmupWords(Math.max(0, (gain?.stepTimeNs ?? 0) - (gain?.expectedStepTimeNs ?? 0))) : null;
   const parts = {
     id: 'launch-bound',
     title: graphed
@@ -174,7 +186,7 @@ export const launchBound: RankRule = (m, ctx) => {
       ? GRAPHED_LAUNCH_FIX
       : ctx?.decode
         ? DECODE_LAUNCH_FIX
-        : isCompiled(m) || ctx?.compiled === true
+        : compiled
           ? {
               // Already compiled (Triton kernels in the trace): "compile the model" would be no advice at all.
               summary:
@@ -186,8 +198,7 @@ export const launchBound: RankRule = (m, ctx) => {
               frameworks: { transformers: 'TrainingArguments(..., torch_compile=True, torch_compile_mode="reduce-overhead")' },
             }
           : {
-              summary:
-                'Fewer, larger kernels: compile the model (fuses elementwise ops and can capture CUDA graphs), use fused/foreach optimizers, or replay the step as a CUDA graph. A larger batch also amortises the per-kernel cost.',
+              summary: `Fewer, larger kernels: compile the model (fuses elementwise ops and can capture CUDA graphs), use fused/foreach optimizers, or replay the step as a CUDA graph. A larger batch also amortises the per-kernel cost.${warmup ? ` Worth it for a run that is long enough: ${warmup}.` : ''}`,
               code: [
                 'model = torch.compile(model, mode="reduce-overhead")   # CUDA graphs + fusion',
                 'opt = torch.optim.AdamW(model.parameters(), lr=lr, fused=True)',
@@ -197,14 +208,5 @@ export const launchBound: RankRule = (m, ctx) => {
             },
   };
   if (graphed) return finding({ ...parts, estimatedGain: null });
-  return paced(m, ctx?.pace, parts, {
-    label: ctx?.decode
-      ? 'static KV cache + CUDA graphs'
-      : isCompiled(m) || ctx?.compiled === true
-        ? 'CUDA graphs (mode="reduce-overhead")'
-        : 'fewer launches (compile, CUDA graphs)',
-    ops: [{ kind: 'host', work: 'launches', ns: saved }],
-    compiles: true,
-    arithmetic: `launch idle ${fmtMs(idle)} x ${LAUNCH_RECOVERABLE} recoverable = ${fmtMs(saved)} of the host's work a step`,
-  });
+  return finding({ ...parts, fix, estimatedGain: gain });
 };
