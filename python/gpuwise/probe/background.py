@@ -23,9 +23,8 @@ IDLE_TICK_S = 5.0
 
 
 class Background(object):
-    def __init__(self, probe, native=True):
+    def __init__(self, probe):
         self.probe = probe
-        self.native = native  # a timer where libc has one (ticker.py); False: the resident thread
         self.pid = None
         self.stopped = False
         self.ticker = None
@@ -40,7 +39,7 @@ class Background(object):
             return
         self.pid = os.getpid()
         self.idle = _thread.allocate_lock()
-        self.ticker = make_ticker(self._run, self.native)
+        self.ticker = make_ticker(self._run)  # a timer where libc has one, else the resident thread (ticker.py)
         self.ticker.start(TICK_S)  # the first readings early: they are the baselines of the steps that follow
 
     def wake(self):
