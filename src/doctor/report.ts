@@ -577,10 +577,8 @@ export function pacesOf(
     const window = traces.find((t) => t.rank === p.rank && t.metrics !== null)?.metrics ?? null;
     // Where the steps after the window ran slower (CUPTI left attached), their threads' CPU is left out with them.
     const threads = threadCpuPerStep(p.cpu, st.steadyFromStep ?? 0, slowedByProbe(p.steps), st.slowedAfterWindow?.windowFirstStep);
-    const b = batchOfSteps(p.steps);
-    const partialBatch =
-      b.partialSteps > 0 && b.samplesPerStep !== null ? { samples: b.partialSamples, fullSamples: b.samplesPerStep, everySteps: b.partialEvery } : null;
-    const pace = runPipeline({ steps: st, window, loader: p.loader, batchesPerStep: batchesPerStepOf(p.steps), threads, partialBatch });
+    const batch = batchOfSteps(p.steps);
+    const pace = runPipeline({ steps: st, window, loader: p.loader, batchesPerStep: batchesPerStepOf(p.steps), threads, batch });
     if (pace) out.set(p.pid, pace);
   }
   return out;
@@ -709,7 +707,7 @@ function trainsNothing(rank: RankSummary | undefined, model: ModelRecord | null)
 
 /**
  * What the profiler window's end cost the run: the stop on the stepping thread (the profiler collecting its events),
- * and the trace and snapshot written by the probe's thread (holding the GIL through torch's writers). The steps these
+ * and the trace and snapshot written by the probe's background work (holding the GIL through torch's writers). The steps these
  * slowed are the probe's work, left out of the statistics; the note says what the training paid for them.
  */
 function windowCostNote(pid: number, stopS: number, exportS: { trace: number; snapshot: number } | undefined): string {

@@ -6,7 +6,7 @@
  */
 import type { LoaderRecord } from '../run/records.js';
 import type { ThreadCpuPerStep } from '../run/threadCpu.js';
-import type { StepStats } from '../run/steps.js';
+import type { StepBatch, StepStats } from '../run/steps.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
 import { fmtMs, fmtPct } from '../util/format.js';
 import { median } from '../util/stats.js';
@@ -48,8 +48,8 @@ export interface RunEvidence {
   window: TraceMetrics | null;
   /** The rank's `loader` records (the DataLoader's own production), empty from an older probe. */
   loader: readonly LoaderRecord[];
-  /** The loader's partial batches, read from the steps (run/steps.ts batchOfSteps); null or absent when every batch is full. */
-  partialBatch?: PartialBatch | null;
+  /** The run's batch read from its steps (run/steps.ts batchOfSteps): its partial batches, if any; absent when not read. */
+  batch?: StepBatch;
   /** DataLoader batches per step (the median of the measured steps); null when not told. */
   batchesPerStep: number | null;
   /** The process's CPU a step by thread (the probe's `cpu` records); null from an older probe or too few steps. */
@@ -368,8 +368,15 @@ export function runPipeline(ev: RunEvidence): Pipeline | null {
     deviceTimed: m !== null,
     inputWaitNs: W,
     stalls,
-    partialBatch: ev.partialBatch ?? null,
+    partialBatch: partialBatchOf(ev.batch),
   });
+}
+
+/** The loader's partial last batches, as the plan meets them (a fix that compiles the model); null when all are full. */
+function partialBatchOf(b: StepBatch | undefined): PartialBatch | null {
+  return b && b.partialSteps > 0 && b.samplesPerStep !== null
+    ? { samples: b.partialSamples, fullSamples: b.samplesPerStep, everySteps: b.partialEvery }
+    : null;
 }
 
 function stallText(s: StepStats['stalls']): string {

@@ -186,7 +186,7 @@ export interface ProfileEndRecord extends Base {
   /** Seconds the window's stop held the stepping thread (a CUDA synchronisation, the profiler collecting its events,
    * CUPTI's detach): the one slow step a window leaves on the training. Absent from older probes. */
   stopS?: number;
-  /** Seconds the background thread spent writing the trace and the snapshot (torch's writers hold the GIL, so the
+  /** Seconds the probe's background work spent writing the trace and the snapshot (torch's writers hold the GIL, so the
    * training thread's steps meanwhile may wait: they are marked as the probe's work). Absent from older probes. */
   exportS?: { trace: number; snapshot: number };
 }

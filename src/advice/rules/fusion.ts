@@ -3,7 +3,7 @@
  * kernel per elementwise op, each reading and writing its tensors from memory); torch.compile fuses them.
  */
 
-import { finding } from '../../findings/finding.js';
+import { type EstimatedGain, finding } from '../../findings/finding.js';
 import type { Fix } from '../../pace/fix.js';
 import { gainOf } from '../../pace/gain.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
@@ -80,11 +80,13 @@ function fusableNs(m: TraceMetrics): number {
 export const COMPILE_WARMUP_S = 32;
 
 /**
- * The compile's warm-up against what it saves a step, in words: the steps it takes to pay it back (null when it saves
- * nothing). Said wherever a fix compiles a model that is not compiled yet (fusion, launch-bound); with CUDA graphs
- * (`mode="reduce-overhead"`) jpeg_resnet's first 10 steps took 43 s on the H200 (examples/pace/measured/README.md).
+ * The compile's warm-up against what the compiling fix's gain saves a step, in words: the steps it takes to pay it back
+ * (null when it saves nothing). Said wherever a fix compiles a model that is not compiled yet (fusion, launch-bound);
+ * with CUDA graphs (`mode="reduce-overhead"`) jpeg_resnet's first 10 steps took 43 s on the H200
+ * (examples/pace/measured/README.md).
  */
-export function compileWarmupWords(savedNs: number): string | null {
+export function compileWarmupWords(gain: EstimatedGain | null): string | null {
+  const savedNs = gain ? gain.stepTimeNs - gain.expectedStepTimeNs : 0;
   return savedNs > 0
     ? `compiling takes time before the first step: about ${COMPILE_WARMUP_S} s for a ResNet-50 on an H200 (measured), minutes for larger models; at ${fmtMs(savedNs)} saved a step that is paid back after about ${Math.ceil((COMPILE_WARMUP_S * 1e9) / savedNs).toLocaleString('en-US')} steps`
     : null;
@@ -140,8 +142,7 @@ export const fusion: RankRule = (m, ctx) => {
     arithmetic: `what compile removed of each kind on GPT-2 (eager vs compiled traces): (casts + pointwise ${fmtMs(k.castNs + k.pointwiseNs)}) x ${COMPILE_REMOVES.castPointwise} + softmax and loss ${fmtMs(k.softmaxNs)} x ${COMPILE_REMOVES.softmax} + normalisation ${fmtMs(k.normNs)} x ${COMPILE_REMOVES.norm} = ${fmtMs(fused)}${padded > 0 ? ` + misaligned GEMMs padded ${fmtMs(padded)} = ${fmtMs(saved)}` : ''} of GPU work saved per step (other reductions and the optimizer unchanged); the host issues fewer kernels: ${COMPILE_HOST_KEEPS} of its work is left`,
   };
   const gain = gainOf(pipelineOf(m, ctx?.pace), fix);
-  const savedNs = Math.max(0, (gain?.stepTimeNs ?? 0) - (gain?.expectedStepTimeNs ?? 0));
-  const warmup = compileWarmupWords(savedNs);
+  const warmup = compileWarmupWords(gain);
   return finding({
     id: 'fusion',
     title: 'Eager mode: unfused elementwise and normalisation kernels run between the matmuls',

@@ -156,7 +156,7 @@ export const launchBound: RankRule = (m, ctx) => {
   };
   const gain = graphed ? null : gainOf(pipelineOf(m, ctx?.pace), fix);
   // A model not compiled yet pays the compilation first: the steps the saving takes to pay it back.
-  const warmup = !graphed && !ctx?.decode && !compiled ? compileWarmupWords(Math.max(0, (gain?.stepTimeNs ?? 0) - (gain?.expectedStepTimeNs ?? 0))) : null;
+  const warmup = !graphed && !ctx?.decode && !compiled ? compileWarmupWords(gain) : null;
   const parts = {
     id: 'launch-bound',
     title: graphed
