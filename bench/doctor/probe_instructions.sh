@@ -4,7 +4,7 @@
 #
 # The loop of overhead.py (a 16-wide linear layer, SGD, batches of 8 from a DataLoader), with the probe started before
 # the model as doctor's boot starts it, or without it. Each side runs twice, for SHORT and LONG steps; the difference
-# over LONG - SHORT steps is the per-step count without the start-up. The probe runs without its background thread
+# over LONG - SHORT steps is the per-step count without the start-up. The probe runs without its background runs
 # (its timed work would scale with valgrind's 50x slowdown) and in two modes: `write` writes its records at every step
 # (more often than a real run, which writes every 2 to 20 ms), `hooks` drops each step's row as it is queued (the hooks
 # alone; a queue never written would grow, and the garbage collector's scans of it cost 25k instructions a step).
