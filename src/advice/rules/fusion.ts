@@ -86,7 +86,7 @@ export const COMPILE_WARMUP_S = 32;
  * (examples/pace/measured/README.md).
  */
 export function compileWarmupWords(gain: EstimatedGain | null): string | null {
-  const savedNs = gain ? gain.stepTimeNs - gain.expectedStepTimeNs : 0;
+  const savedNs = gain === null ? 0 : gain.stepTimeNs - gain.expectedStepTimeNs;
   return savedNs > 0
     ? `compiling takes time before the first step: about ${COMPILE_WARMUP_S} s for a ResNet-50 on an H200 (measured), minutes for larger models; at ${fmtMs(savedNs)} saved a step that is paid back after about ${Math.ceil((COMPILE_WARMUP_S * 1e9) / savedNs).toLocaleString('en-US')} steps`
     : null;
