@@ -137,9 +137,11 @@ describe.skipIf(SKIP_PYTHON)('the time window of a run without steps (CPU torch)
 
   it('counts CUDA graph replays as steps: a replay loop alone, and one that takes over from a captured optimizer step', async () => {
     // No CUDA here: the C graph's replay is replaced by CPU work, so torch.cuda.CUDAGraph.replay (the method the
-    // probe wraps) runs as on a GPU. The second graph is replayed too and must not add steps.
+    // probe wraps) runs as on a GPU; the calls torch queues for CUDA's initialisation are run as it would (the probe
+    // installs its wrapper there). The second graph is replayed too and must not add steps.
     const fakeGraph = [
       'import torch',
+      'for call, _ in torch.cuda._queued_calls: call()',
       'w = torch.randn(128, 128)',
       'torch.cuda.CUDAGraph.__mro__[1].replay = lambda self: torch.mm(w, w)',
       'graph = lambda: torch.cuda.CUDAGraph.__new__(torch.cuda.CUDAGraph)',

@@ -251,14 +251,13 @@ class Probe(StepsMixin, WindowMixin):
         patches.install_optimizer(self, p, torch)
         patches.install_dataloader(self, p, dl)
         patches.install_backward(self, p, torch)
-        patches.install_graph_replay(self, p, torch)
         patches.install_compile(self, p, torch)
         patches.install_profiler_guard(self, p, torch)
         self.root_watch.discover()
         p.add_undo("root-watch", self.root_watch.remove_all)
         if self.cfg.time_cpu:
             self._arm_time_window()  # test knob: any torch process counts as device work
-        # CUDA: the OOM observer (and history) as soon as CUDA initialises.
+        # CUDA: the OOM observer (and history) and the graph replays as soon as CUDA initialises.
         lazy_call = getattr(torch.cuda, "_lazy_call", None)
         if lazy_call is not None:
             lazy_call(lambda: probe._guarded(probe._on_cuda_init))
@@ -428,6 +427,9 @@ class Probe(StepsMixin, WindowMixin):
     def _on_cuda_init(self):
         self.cuda_on = True
         torch = self.torch
+        # CUDA graphs replay only once CUDA is up: a process that never uses it keeps CUDAGraph.replay untouched
+        # (a wrapper, where sys.monitoring is missing).
+        patches.install_graph_replay(self, self.patches, torch)
         attach = getattr(torch._C, "_cuda_attach_out_of_memory_observer", None)
         if attach is not None:
             attach(lambda device, alloc, device_alloc, device_free: self._guarded(self._on_oom, device, alloc, device_alloc, device_free))

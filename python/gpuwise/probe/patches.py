@@ -126,8 +126,9 @@ def _watch(probe, patches, name, function, on_return):
 
 
 def install_optimizer(probe, patches, torch):
-    """Steps: the global post-step hook (torch >= 2.0), else each optimizer class's `step` wrapped; `__init__`
-    wrapped until the first step, only to know whether the script builds an optimizer (the batch fallback)."""
+    """Steps: the global post-step hook (torch >= 2.0), else torch 1.x's profiler entry point called after each step,
+    else (older torch) each optimizer class's `step` wrapped; `__init__` wrapped until the first step, only to know
+    whether the script builds an optimizer (the batch fallback)."""
     register = getattr(torch.optim.Optimizer, "register_optimizer_step_post_hook", None)
     if register is None:
         # torch 2.x: a function of the torch.optim.optimizer module, which torch.optim's namespace does not always
@@ -135,29 +136,37 @@ def install_optimizer(probe, patches, torch):
         register = getattr(sys.modules.get("torch.optim.optimizer"), "register_optimizer_step_post_hook", None)
     Optimizer = torch.optim.Optimizer
     original_init = Optimizer.__dict__["__init__"]
+    wrap_steps = False
     if register is not None:
         handle = register(lambda opt, args, kwargs: probe._guarded(probe._on_optimizer_step, opt, _get_ident()))
         patches.add_undo("optimizer-hook", handle.remove)
         probe.step_hook = "optimizer-step-post-hook"
+    elif "_optimizer_step_code" in Optimizer.__dict__ and "_hook_for_profile" in Optimizer.__dict__:
+        # torch 1.x wraps every optimizer class's `step` for its own profiler, and that wrapper calls
+        # `self._optimizer_step_code()` after each step: torch's private entry point for profilers, inherited by every
+        # optimizer. Seeing that call leaves `step` itself, which scripts and libraries inspect, torch's own.
+        original_code = Optimizer.__dict__["_optimizer_step_code"]
+        probe.step_hook = "optimizer-step-code"
 
-        def __init__(self_opt, *args, **kwargs):
-            probe.optimizer_built = True
-            try:
-                original_init(self_opt, *args, **kwargs)
-            except BaseException as e:
-                _drop_own_frame(e)
-                raise
+        def _optimizer_step_code(self_opt):
+            original_code(self_opt)  # still called: a profiler's Python tracer looks for its frame
+            if not probe.disabled:
+                probe._guarded(probe._on_optimizer_step, self_opt, _get_ident())
 
+        functools.update_wrapper(_optimizer_step_code, original_code)
+        patches.replace("optimizer-step-code", Optimizer, "_optimizer_step_code", _optimizer_step_code)
     else:
         probe.step_hook = "optimizer-step-wrapper"
+        wrap_steps = True
 
-        def __init__(self_opt, *args, **kwargs):
-            probe.optimizer_built = True
-            try:
-                original_init(self_opt, *args, **kwargs)
-            except BaseException as e:
-                _drop_own_frame(e)
-                raise
+    def __init__(self_opt, *args, **kwargs):
+        probe.optimizer_built = True
+        try:
+            original_init(self_opt, *args, **kwargs)
+        except BaseException as e:
+            _drop_own_frame(e)
+            raise
+        if wrap_steps:
             probe._guarded(wrap_optimizer_step, probe, patches, type(self_opt))
 
     functools.update_wrapper(__init__, original_init)
@@ -165,8 +174,8 @@ def install_optimizer(probe, patches, torch):
 
 
 def wrap_optimizer_step(probe, patches, cls):
-    """Wraps the `step` that instances of optimizer class `cls` run (torch < 2.0 has no global step hook); once per
-    defining class. Also used by the notebook for classes built before the probe existed."""
+    """Wraps the `step` that instances of optimizer class `cls` run (a torch with neither a global step hook nor the
+    profiler's entry point); once per defining class. Also used by the notebook for classes built before the probe existed."""
     torch = probe.torch
     # The class in the MRO whose `step` runs (a user's subclass may inherit AdamW's); the base class's is abstract.
     owner = next((c for c in cls.__mro__ if "step" in c.__dict__), None)
@@ -230,10 +239,26 @@ def install_dataloader(probe, patches, dl):
     if _watch(probe, patches, "dataloader-next", original_next, on_next):
         return
 
-    def __next__(it):
+    # Without sys.monitoring: `__next__` calls `self._next_data()`, a private method of each iterator class that
+    # nothing but `__next__` calls or inspects; wrapping it leaves the iterator's `__next__` torch's own. The wait is
+    # the fetch without `__next__`'s own bookkeeping (a profiler label, a counter).
+    todo, classes = [dl._BaseDataLoaderIter], []
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        if "_next_data" in cls.__dict__ and cls is not dl._BaseDataLoaderIter:
+            classes.append(cls)
+    for cls in classes:
+        _wrap_next_data(probe, patches, cls)
+
+
+def _wrap_next_data(probe, patches, cls):
+    original = cls.__dict__["_next_data"]
+
+    def _next_data(it):
         t0 = _perf_counter()
         try:
-            batch = original_next(it)
+            batch = original(it)
         except BaseException as e:  # StopIteration and the loader's own errors pass unchanged
             _drop_own_frame(e)
             raise
@@ -248,8 +273,8 @@ def install_dataloader(probe, patches, dl):
             probe._fail(e)
         return batch
 
-    functools.update_wrapper(__next__, original_next)
-    patches.replace("dataloader-next", dl._BaseDataLoaderIter, "__next__", __next__)
+    functools.update_wrapper(_next_data, original)
+    patches.replace("dataloader-next:%s" % cls.__qualname__, cls, "_next_data", _next_data)
 
 
 def install_backward(probe, patches, torch):
