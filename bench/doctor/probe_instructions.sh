@@ -7,7 +7,9 @@
 # over LONG - SHORT steps is the per-step count without the start-up. The probe runs without its background runs
 # (its timed work would scale with valgrind's 50x slowdown) and in two modes: `write` writes its records at every step
 # (more often than a real run, which writes every 2 to 20 ms), `hooks` drops each step's row as it is queued (the hooks
-# alone; a queue never written would grow, and the garbage collector's scans of it cost 25k instructions a step).
+# alone; a queue never written would grow, and the garbage collector's scans of it cost 25k instructions a step), each
+# with every step recorded (GPUWISE_FULL_STEPS=all, a run's head); `sampled` is the steady loop (1 step in 16 recorded,
+# the records written as in a run; steps.py).
 #   bash bench/doctor/probe_instructions.sh [PYTHON_DIR]    (default: this checkout's python/; needs valgrind, torch)
 # Prints instructions per step: plain, with the probe (write), with the probe (hooks), and the differences.
 # PARTS=1 adds the hooks with one of the probe's handlers made a no-op after the first 100 steps (the batch's, the
@@ -30,9 +32,11 @@ if mode != "plain":
     background.Background.ensure = lambda self: None
     if mode == "write":
         records.FLUSH_S = records.MAX_FLUSH_S = 0.0
-    else:
+    elif mode != "sampled":
         records.Sender.put = lambda self, rec, now=False: False
-    p = probe_mod.start({"GPUWISE_RUN_DIR": tempfile.mkdtemp(), "GPUWISE_PROFILE_STEPS": "0", "GPUWISE_STALL_S": "0"})
+    # Every step recorded, as in a run's first GPUWISE_FULL_STEPS, except in `sampled`: the steady loop from the start.
+    full = "0" if mode == "sampled" else "all"
+    p = probe_mod.start({"GPUWISE_RUN_DIR": tempfile.mkdtemp(), "GPUWISE_PROFILE_STEPS": "0", "GPUWISE_STALL_S": "0", "GPUWISE_FULL_STEPS": full})
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 torch.manual_seed(0)
@@ -49,13 +53,14 @@ for i, (x, y) in enumerate(DataLoader(TensorDataset(xs, ys), batch_size=8)):
     opt.step()
 if mode != "plain" and not mode.startswith("hooks-no"):
     assert p.step >= steps - 1, "the probe counted %d steps of %d" % (p.step, steps)
+    assert (mode == "sampled") == p.quiet, "the steady loop sampled: %s" % p.quiet
 EOF
 count() { # mode steps -> instructions
   PYTHONHASHSEED=0 valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null "$python" "$tmp/loop.py" "$1" "$probe_dir" "$2" 2>&1 |
     sed -n 's/.*I *refs: *//p' | tr -d ,
 }
 declare -A per
-modes="plain write hooks"
+modes="plain write hooks sampled"
 [ "${PARTS:-0}" = 1 ] && modes="$modes hooks-no-batch hooks-no-backward hooks-no-end hooks-no-optimizer"
 for mode in $modes; do
   a=$(count $mode "$short") &&
@@ -66,6 +71,7 @@ echo "instructions per step ($((long - short)) steps, $probe_dir):"
 echo "  plain           ${per[plain]}"
 echo "  probe, write    ${per[write]}  (+$(( per[write] - per[plain] )))"
 echo "  probe, hooks    ${per[hooks]}  (+$(( per[hooks] - per[plain] )): rows dropped as queued)"
+echo "  probe, sampled  ${per[sampled]}  (+$(( per[sampled] - per[plain] )): the steady loop, 1 step in 16 recorded and written every 2-20 ms)"
 if [ "${PARTS:-0}" = 1 ]; then
   for part in batch backward end optimizer; do
     echo "  hooks without $part: $(( per[hooks] - per[hooks-no-$part] )) of them"

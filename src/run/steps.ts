@@ -20,7 +20,7 @@ import { median, quantile } from '../util/stats.js';
 import type { ProbeRecord, StepRecord, StepSource } from './records.js';
 
 export interface StepStats {
-  /** Steps the probe saw (the last step's number: exact also when only a sample of the records was kept). */
+  /** Steps the probe counted (the last step's number, or the end record's count where the probe sampled the steady loop: exact also when only a sample of the records was kept). */
   steps: number;
   /** Steps in the statistics: the steady ones with a time, none slowed by the probe's work (unless no other was timed). */
   measuredSteps: number;
@@ -357,6 +357,8 @@ export function stepStats(
   epochStarts: readonly number[] = [],
   /** The window's `profile-end` said CUPTI was detached (the script's TEARDOWN_CUPTI=1): no slowdown to look for. */
   cuptiDetached = false,
+  /** The steps the process counted (its end record): more than its records tell once the probe sampled its steady loop. */
+  countedSteps = 0,
 ): StepStats {
   const ordered = [...steps].sort((a, b) => a.step - b.step);
   const hostTimed = ordered.filter((s, i) => i > 0 && s.stepTimeS !== null && Number.isFinite(s.stepTimeS));
@@ -388,7 +390,7 @@ export function stepStats(
   const inFlightByStep = stepsInFlightOf(ordered);
   const inFlight = measured.map((s) => inFlightByStep.get(s.step)).filter((n): n is number => n !== undefined);
   return {
-    steps: Math.max(ordered.length, last?.step ?? 0),
+    steps: Math.max(ordered.length, last?.step ?? 0, countedSteps),
     measuredSteps: measured.length,
     meanS: times.length ? total / times.length : null,
     medianS: quantile(times, 0.5),
@@ -496,14 +498,21 @@ export function batchOfSteps(steps: readonly StepRecord[]): StepBatch {
     return { microBatch: Math.round(samples / batches), gradAccum: Math.round(batches), samplesPerStep: samples, ...none };
   }
   const partial = sized.filter((s) => s.samples < mode.samples);
-  const gaps = new Set(partial.slice(1).map((s, i) => s.step - partial[i]!.step));
+  // The gap most partial steps recur at: the records kept may skip steps (the probe samples a long run's steady loop,
+  // doctor keeps a spread sample), so the gaps across a skipped stretch are multiples of it, not it.
+  const gaps = new Map<number, number>();
+  for (let i = 1; i < partial.length; i++) {
+    const g = partial[i]!.step - partial[i - 1]!.step;
+    gaps.set(g, (gaps.get(g) ?? 0) + 1);
+  }
+  const [commonGap, commonCount] = [...gaps.entries()].sort((a, b) => b[1] - a[1] || a[0] - b[0])[0] ?? [null, 0];
   return {
     microBatch: Math.round(mode.samples / mode.batches),
     gradAccum: mode.batches,
     samplesPerStep: mode.samples,
     partialSteps: partial.length,
     partialSamples: [...new Set(partial.map((s) => s.samples))].sort((a, b) => a - b),
-    partialEvery: partial.length >= 2 && gaps.size === 1 ? ([...gaps][0] as number) : null,
+    partialEvery: commonGap !== null && commonCount >= PERIODIC_SHARE * (partial.length - 1) ? commonGap : null,
     sizedSteps: sized.length,
   };
 }

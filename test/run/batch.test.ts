@@ -36,6 +36,13 @@ describe('the batch from the full batches', () => {
     expect(note).not.toMatch(/recompiles/);
   });
 
+  it('finds the partial batches\' period when the records kept skip steps (sampled runs)', () => {
+    // Steps 21-28 left out, as the probe leaves out a long run's steps between bursts: the gap across them (16 -> 32)
+    // must not hide the period the others show.
+    const steps = groupProcesses(withPartialLastBatches())[0]!.steps.filter((s) => s.step <= 20 || s.step > 28);
+    expect(batchOfSteps(steps)).toMatchObject({ microBatch: 64, partialSamples: [40], partialEvery: 8 });
+  });
+
   it('names the recompilation a compiled model pays for the partial batch', () => {
     const recs = withPartialLastBatches().map((r) => (r.type === 'model' ? { ...r, compiled: true } : r));
     expect(partialBatchNote(groupProcesses(recs)[0]!)).toMatch(/recompiles for the partial batch's shape: DataLoader\(\.\.\., drop_last=True\)/);

@@ -20,7 +20,9 @@ Rules it keeps:
   one appears, and only once the higher ones had their chance (an optimizer that exists but has not stepped in
   FALLBACK_AFTER calls is taken to drive nothing: a hand-written update, inference); graph replays also take over
   from a higher source that fell silent for GRAPH_TAKEOVER replays (a whole training step captured in a graph);
-- a step costs the training thread two clock reads and a queued record; the records are written in batches, what
+- a step costs the training thread two clock reads and a queued record, and past the first GPUWISE_FULL_STEPS steps
+  of a steady optimizer loop only a counter, save in bursts of 64 steps in 1024 (steps.py); the records are written
+  in batches, what
   the socket does not take by the probe's background work (background.py), which a timer runs (ticker.py): no thread
   of the probe's stays between its runs;
 - the outermost module and its input (model.py): found from its calls through global forward hooks, removed at
@@ -43,7 +45,8 @@ it at `import torch`, without CUDA), GPUWISE_GPU_TIMING=0 (no CUDA timing events
 GPUWISE_MAX_STEPS (stop cleanly with exit status 0 after that many steps), GPUWISE_MEMORY_HISTORY=1 (record
 allocation history from CUDA start instead of only in the window), GPUWISE_PROBE_FAULT=step|batch (test knob: raise
 inside the probe's hook at step 2 / the second batch), GPUWISE_STALL_S (the watchdog's floor, default 30 s; 0 = no
-watchdog), GPUWISE_STALL_REPEAT_S (how often a stall is reported again, default 60 s), GPUWISE_USER_PYTHONPATH (the
+watchdog), GPUWISE_STALL_REPEAT_S (how often a stall is reported again, default 60 s), GPUWISE_FULL_STEPS (steps
+recorded in full before the steady loop is sampled, default 2048; "all": every step), GPUWISE_USER_PYTHONPATH (the
 PYTHONPATH doctor found, restored for the script).
 """
 import os

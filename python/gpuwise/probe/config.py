@@ -31,6 +31,7 @@ PROBE_VARIABLES = (
     "GPUWISE_PROBE_FAULT",
     "GPUWISE_STALL_S",
     "GPUWISE_STALL_REPEAT_S",
+    "GPUWISE_FULL_STEPS",
     "GPUWISE_PROBE_DIR",
     "GPUWISE_USER_PYTHONPATH",
     "GPUWISE_PROBED_PARENT",
@@ -191,3 +192,6 @@ class Settings(object):
         self.time_after_s = _float_env(env, "GPUWISE_TIME_WINDOW_AFTER_S", 20.0)
         self.time_window_s = _float_env(env, "GPUWISE_TIME_WINDOW_S", 5.0)
         self.time_cpu = env.get("GPUWISE_TIME_WINDOW_CPU") == "1"
+        # The steps recorded in full before the steady loop is sampled (steps.py); "all": every step, always.
+        full = env.get("GPUWISE_FULL_STEPS")
+        self.full_steps = None if full == "all" else _int_env(env, "GPUWISE_FULL_STEPS", 2048, 0)

@@ -100,6 +100,8 @@ class Probe(StepsMixin, WindowMixin):
         self.primary_graph = None
         self.replays_since_other = 0
         self.last_activity = None  # perf_counter() of the last step-like event (batch, forward, backward, replay ...)
+        self.quiet = False  # between two bursts of the sampled steady loop: steps only counted (steps.py)
+        self.burst_at = None  # the step whose end starts the next burst
         self.host_step_times = []  # the last steps' host times (s), for the steady-state test and the watchdog
         self.wait_times = []
         self.next_step_work = None  # the probe's own work the next step record carries (`probeWork`)

@@ -65,7 +65,8 @@ class Gpu(object):
             events = self.events
             while len(events) >= 2 and events[1][1].query():
                 (_, a), (s, b) = events[0], events[1]
-                done.append([s, a.elapsed_time(b) / 1000.0])
+                if s is not None:  # None: a boundary (mark_boundary), whose time since the event before is no step's
+                    done.append([s, a.elapsed_time(b) / 1000.0])
                 events.pop(0)
                 if len(self.free) < EVENT_POOL:
                     self.free.append(a)
@@ -77,6 +78,25 @@ class Gpu(object):
             self.timing = False
             self.events = []
             return []
+
+    def mark_boundary(self):
+        """An event where the next step starts after steps that were not timed (sampled steps: steps.py), so that step's
+        GPU time runs from here, and the time since the last timed step is nobody's."""
+        if not self.timing:
+            return
+        torch = self.torch
+        try:
+            if not self._initialized():
+                return
+            capturing = getattr(torch.cuda, "is_current_stream_capturing", None)
+            if capturing is not None and capturing():
+                return
+            ev = self.free.pop() if self.free else torch.cuda.Event(enable_timing=True)
+            ev.record(self._current_stream())
+            self.events.append((None, ev))
+        except Exception:
+            self.timing = False
+            self.events = []
 
     def _current_stream(self):
         """The current stream, as `torch.cuda.current_stream()` gives it, built once per stream (STREAMS_KEPT)."""

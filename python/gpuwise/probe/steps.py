@@ -11,6 +11,14 @@ and written every few milliseconds (records.py). The thread's CPU clock is a sys
 2-core VM one read cost about 18 us of the step (the call and the caches it leaves cold: +36 us a step of 72 with a read
 at every boundary, +14 without), so after the first CPU_EVERY_STEP steps it is read around one step in CPU_SAMPLE_EVERY:
 that step's record has `hostCpuS`, the others null (a median over a steady loop's samples is the same).
+
+The steady loop is sampled. After the first `GPUWISE_FULL_STEPS` steps (2048, what doctor keeps of a run's head), once
+the profiler window is done and an optimizer marks the steps, a step is recorded in full only in bursts: the steps
+whose number modulo SAMPLE_PERIOD is below SAMPLE_BURST (the same steps on every rank). Between bursts a step costs the
+hooks a counter and the beacon's store: no clock, no record, no CUDA event; the DataLoader's batches are still counted
+for its `loader` record. doctor keeps a spread sample of a long run's steps anyway (src/doctor/recordSample.ts), and
+a burst of consecutive steps keeps what a stall pattern needs. Measured on an H200 host at 1 ms steps, every step
+recorded cost +40 us a step (bench/doctor/overhead.py).
 """
 import sys
 import threading
@@ -32,6 +40,9 @@ TOKENS_AFTER = 8
 # The host's CPU time is measured for every one of the first CPU_EVERY_STEP steps, then for one step in CPU_SAMPLE_EVERY.
 CPU_EVERY_STEP = 64
 CPU_SAMPLE_EVERY = 16
+# Past the full head, the steps recorded: those whose number modulo SAMPLE_PERIOD is below SAMPLE_BURST (1 in 16).
+SAMPLE_BURST = 64
+SAMPLE_PERIOD = 1024
 
 
 def cpu_read_at(step):
@@ -60,6 +71,9 @@ class StepsMixin(object):
     def _on_batch(self, t0, wait_s, batch, ident, it=None):
         if it is not None:
             self.loader_watch.on_batch(it, t0 + wait_s)  # every loader's batches, whichever thread iterates it
+        if self.quiet:
+            self.batch_calls += 1  # between bursts: progress for the watchdog, nothing more
+            return
         if self.step_thread not in (None, ident) and not self._admits("batch", ident):
             return
         self.last_activity = t0
@@ -111,6 +125,9 @@ class StepsMixin(object):
         return self.step_source is None or SOURCE_RANK[source] >= SOURCE_RANK[self.step_source]
 
     def _on_backward(self, ident):
+        if self.quiet:
+            self.backward_calls += 1
+            return
         if not self._admits("backward", ident):
             return
         now = time.perf_counter()
@@ -152,6 +169,13 @@ class StepsMixin(object):
     def _on_optimizer_step(self, optimizer, ident):
         if self.step_thread not in (None, ident) and not self._admits("optimizer", ident):
             return
+        if self.quiet:
+            if self.primary_optimizer() is optimizer:
+                step = self.step = self.step + 1
+                self.beacon.set(step)
+                if step >= self.burst_at:
+                    self._leave_quiet(ident)
+            return
         now = time.perf_counter()
         self.last_activity = now
         first = not self.optimizer_stepped
@@ -171,6 +195,8 @@ class StepsMixin(object):
     def _on_marker(self, ident):
         if not self._admits("marker", ident):
             return
+        if self.quiet:
+            self._leave_quiet(ident)  # the script marks its steps from here: they outrank the optimizer's
         now = time.perf_counter()
         self.last_activity = now
         if self.step_source != "marker":
@@ -185,7 +211,7 @@ class StepsMixin(object):
         self._end_step(now, "marker", ident)
 
     def _on_graph_replay(self, graph, ident):
-        if not self._admits("graph", ident):
+        if self.quiet or not self._admits("graph", ident):
             return
         now = time.perf_counter()
         self.last_activity = now
@@ -232,6 +258,40 @@ class StepsMixin(object):
         self.input_seq_len = None
         self.input_forwards = 0
         self.forwards_since_backward = 0
+
+    def _quiet_if_due(self, step):
+        """After step `step` ended in full: whether the steps up to the next burst are only counted (the module
+        docstring). The first test is all a step inside a burst pays."""
+        nxt = step + 1
+        full = self.cfg.full_steps
+        if nxt % SAMPLE_PERIOD < SAMPLE_BURST or full is None or nxt < full:
+            return
+        if self.step_source != "optimizer" or self.prof is not None or not self.window_done or self.cfg.fault:
+            return
+        if self.time_armed_at is not None and self.time_state != "done":
+            return
+        if self.next_step_work is not None or self.background.busy is not None or self.primary_optimizer is None:
+            return
+        burst_at = nxt - nxt % SAMPLE_PERIOD + SAMPLE_PERIOD - 1  # the quiet step whose end starts the next burst
+        if self.cfg.max_steps is not None:
+            burst_at = min(burst_at, self.cfg.max_steps - 1)  # the last step ends in full (--steps)
+        if burst_at > step:
+            self.burst_at = burst_at
+            self.quiet = True
+
+    def _leave_quiet(self, ident):
+        """The next step is recorded in full: it starts now."""
+        now = time.perf_counter()
+        self.quiet = False
+        self.burst_at = None
+        self.last_activity = self.last_boundary = now
+        self.last_cpu = None  # no CPU time for this first step: its start was not read
+        self.cpu_thread = ident
+        self._reset_step_counters()
+        if self.cuda_on:
+            self.gpu.mark_boundary()  # the GPU's time of the next step, not of the steps counted since the last burst
+        if self.batch_calls == 0 and self.root_watch.root_ref is not None:
+            self.root_watch.arm(persistent=False)  # the model's input is the batch: read the next step's
 
     def mark_next_step(self, work):
         """The probe did work of its own (`work`) that the next step ends up carrying: its record says so."""
@@ -343,6 +403,7 @@ class StepsMixin(object):
             sys.stderr.write("gpuwise probe: stopping after %d steps (--steps)\n" % step)
             sys.stderr.flush()
             raise SystemExit(0)
+        self._quiet_if_due(step)
         if source != "batch" and (wrote or rare or self.prof is not None or not self.window_done or history_stopped):
             # The probe's own work at the boundary is not part of the next step. (A batch step
             # ends where the next fetch started: that fetch's wait belongs to the next step.) The thread's CPU clock is

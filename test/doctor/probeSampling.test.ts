@@ -1,0 +1,107 @@
+/**
+ * The probe's sampled steady loop (issue 27, its cost): past the first GPUWISE_FULL_STEPS steps, once the window is
+ * done and an optimizer marks the steps, only the bursts (step % 1024 < 64) are recorded; every step is still counted
+ * (the end record, the beacon), the DataLoader's batches too, and the first step of each burst is timed from its own
+ * start, not from the last burst. Run for real with the CPU PyTorch.
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { delimiter, join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { ProbeRecord } from '../../src/doctor/records.js';
+import { buildDoctorReport } from '../../src/doctor/report.js';
+import { doctorInput } from './input.js';
+import { BOOT, PROBE_ROOT, PYTHON, SKIP_PYTHON, fallbackRecords, pyEnv, runProcess } from './helpers.js';
+
+const tmp = mkdtempSync(join(tmpdir(), 'gpuwise-probe-sampling-'));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+let n = 0;
+
+// biome-ignore lint/suspicious/noExplicitAny: records are read field by field, as JSON
+type Any = any;
+
+async function probe(script: string[], env: Record<string, string>): Promise<{ records: Any[]; stderr: string; dir: string }> {
+  const dir = mkdtempSync(join(tmp, `run${n++}-`));
+  const r = await runProcess(
+    PYTHON,
+    ['-c', script.join('\n')],
+    pyEnv({ PYTHONPATH: [BOOT, PROBE_ROOT].join(delimiter), GPUWISE_RUN_DIR: dir, GPUWISE_PROFILE_STEPS: '0', ...env }),
+  );
+  expect(r.code).toBe(0);
+  return { records: fallbackRecords(dir) as ProbeRecord[] as Any[], stderr: r.stderr, dir };
+}
+
+const STEPS = 2600;
+/** A DataLoader loop of 2,600 steps of batch 8 (the last batch has 4 samples), and SGD. */
+const dataLoaderLoop = [
+  'import torch',
+  'from torch.utils.data import DataLoader, TensorDataset',
+  'torch.manual_seed(0)',
+  'm = torch.nn.Linear(16, 16)',
+  'opt = torch.optim.SGD(m.parameters(), lr=1e-3)',
+  `xs, ys = torch.randn(${(STEPS - 1) * 8 + 4}, 16), torch.randn(${(STEPS - 1) * 8 + 4}, 16)`,
+  'for x, y in DataLoader(TensorDataset(xs, ys), batch_size=8):',
+  '    loss = torch.nn.functional.mse_loss(m(x), y)',
+  '    opt.zero_grad()',
+  '    loss.backward()',
+  '    opt.step()',
+];
+/** The steps recorded with GPUWISE_FULL_STEPS=300: the head, then the two bursts this run reaches. */
+const range = (a: number, b: number) => Array.from({ length: b - a + 1 }, (_, i) => a + i);
+const SAMPLED = [...range(1, 299), ...range(1024, 1087), ...range(2048, 2111)];
+
+describe.skipIf(SKIP_PYTHON)('the sampled steady loop (CPU torch)', () => {
+  it('records the head and the bursts, counts every step and batch, and times each burst from its own start', async () => {
+    const { records, stderr, dir } = await probe(dataLoaderLoop, { GPUWISE_FULL_STEPS: '300' });
+    expect(stderr).toBe('');
+    const steps = records.filter((r) => r.type === 'step');
+    expect(steps.map((s) => s.step)).toEqual(SAMPLED);
+    const end = records.find((r) => r.type === 'end');
+    expect(end.steps).toBe(STEPS);
+    const loaders = records.filter((r) => r.type === 'loader');
+    expect(loaders.at(-1).batches).toBe(STEPS); // counted between the bursts too: the workers' CPU a batch stays right
+    // The beacon holds the count a SIGKILL would leave.
+    const beacon = readFileSync(join(dir, `beacon-${end.pid}`));
+    expect(Number(beacon.readBigUInt64LE(0))).toBe(STEPS);
+    const burst = steps.filter((s) => s.step >= 1024);
+    expect(burst.every((s) => s.batches === 1 && s.samples === 8 && s.stepSource === 'optimizer' && s.stepTimeS > 0)).toBe(true);
+    // A burst's first step is one step: not the 936 counted since the head (about 936 x the median).
+    const median = [...steps.map((s) => s.stepTimeS)].sort((a, b) => a - b)[steps.length >> 1];
+    for (const first of [1024, 2048]) expect(steps.find((s) => s.step === first).stepTimeS).toBeLessThan(50 * median);
+    expect(steps.find((s) => s.step === 1024).hostCpuS).toBeNull(); // its start's CPU clock was not read
+    // The report counts the run's steps, not its records, and times the steps from the records it has.
+    const report = buildDoctorReport(doctorInput(records));
+    expect(report.ranks[0]!.steps).toMatchObject({ steps: STEPS, stepSource: 'optimizer' });
+    expect(report.ranks[0]!.steps.meanS).toBeGreaterThan(0);
+  });
+
+  it('records every step with GPUWISE_FULL_STEPS=all', async () => {
+    const { records } = await probe(dataLoaderLoop, { GPUWISE_FULL_STEPS: 'all' });
+    expect(records.filter((r) => r.type === 'step').map((s) => s.step)).toEqual(range(1, STEPS));
+  });
+
+  it('reads the batch off the model input again at each burst (a loop without a DataLoader)', async () => {
+    const { records } = await probe(
+      [
+        'import torch',
+        'torch.manual_seed(0)',
+        'm = torch.nn.Linear(16, 16)',
+        'opt = torch.optim.SGD(m.parameters(), lr=1e-3)',
+        'data = torch.randn(64, 16)',
+        `for i in range(${STEPS}):`,
+        '    x = data[(i % 8) * 8:(i % 8) * 8 + 8]',
+        '    loss = m(x).square().mean()',
+        '    opt.zero_grad()',
+        '    loss.backward()',
+        '    opt.step()',
+      ],
+      { GPUWISE_FULL_STEPS: '300' },
+    );
+    const steps = records.filter((r) => r.type === 'step');
+    // The first optimizer step starts the clock (no DataLoader): steps 1-299 then the bursts.
+    expect(steps.map((s) => s.step)).toEqual(SAMPLED);
+    const burst = steps.filter((s) => s.step >= 1024);
+    expect(burst.every((s) => s.batchSource === 'model-input' && s.samples === 8)).toBe(true);
+    expect(records.find((r) => r.type === 'end').steps).toBe(STEPS);
+  });
+});
