@@ -10,14 +10,11 @@ machine included), and in the training thread's CPU time (`time.thread_time()`: 
 which a shared machine's load does not blur).
 
     python3 bench/doctor/overhead.py [--steps N] [--repeats R] [--targets-ms 0.2,1,10] [--loop dataloader|get_batch]
-                                     [--mode doctor|probe|interleaved] [--probe-dir DIR] [--full-steps 0|all|N]
+                                     [--mode doctor|probe|interleaved] [--probe-dir DIR]
 
 --mode interleaved: one process runs blocks of steps with this checkout's probe installed and taken out again
 (`Probe.switch_off()`), alternately, 2 x `--repeats` blocks: the machine's load then weighs on both sides alike, which
-a shared machine's separate runs cannot promise. It measures the probe alone (records to files, no collector), by
-each block's mean step (its slowest 1% left out), in the sampled steady loop (`--full-steps 0`: a block of 1,000
-steps has 63 steps recorded in full, as a long run has 1 in 16) or with every step recorded (`--full-steps all`: the
-first GPUWISE_FULL_STEPS steps of a run).
+a shared machine's separate runs cannot promise. It measures the probe alone (records to files, no collector).
 
 --probe-dir: another checkout's python/ folder (its probe), to compare with an older probe.
 Needs torch (CI's Debian CPU torch: PYTHON=/usr/bin/python3) and, for --mode doctor, `npm run build`.
@@ -84,7 +81,7 @@ from gpuwise import probe as probe_mod
 """
     + _TIMED_LOOP
     + r"""
-steps, target_s, loop, blocks, full_steps = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[6]
+steps, target_s, loop, blocks = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 xs, ys = torch.randn(steps * 8, 16), torch.randn(steps * 8, 16)
 # The padding that makes a step about target_s, measured here (a process of its own for each trial would pay torch's
 # import each time: 5-10 s with CUDA on the GPU host).
@@ -96,31 +93,24 @@ for _ in range(3):
     pad = max(0, int(round((target_s - base) / max(per_mm, 1e-7))))
 run_dir = tempfile.mkdtemp()
 out = {"off": [[], []], "on": [[], []]}
-
-
-# A block's mean step without its slowest 1% (the shared machine's preemptions): the mean, since the probe's sampled
-# steady loop costs more on the steps it records than on the others, and a median would see only the others.
-def block_stat(xs):
-    xs = sorted(xs)[: max(1, int(len(xs) * 0.99))]
-    return sum(xs) / len(xs)
 for b in range(2 * blocks):
     side = "on" if b % 2 else "off"
-    p = probe_mod.start({"GPUWISE_RUN_DIR": run_dir, "GPUWISE_PROFILE_STEPS": "0", "GPUWISE_STALL_S": "0", "GPUWISE_FULL_STEPS": full_steps}) if side == "on" else None
+    p = probe_mod.start({"GPUWISE_RUN_DIR": run_dir, "GPUWISE_PROFILE_STEPS": "0", "GPUWISE_STALL_S": "0"}) if side == "on" else None
     times, cpus = timed_loop(steps, pad, loop, xs, ys)
     if p is not None:
         p.sender.flush()
         p.switch_off()
-    out[side][0].append(block_stat(times[20:]))
-    out[side][1].append(block_stat(cpus[20:]))
+    out[side][0].append(statistics.median(times[20:]))
+    out[side][1].append(statistics.median(cpus[20:]))
 print(json.dumps(out))
 """
 )
 
 
-def interleaved(steps, target_s, loop, blocks, probe_dir=None, full_steps="0"):
+def interleaved(steps, target_s, loop, blocks, probe_dir=None):
     env = {k: v for k, v in os.environ.items() if not k.startswith("GPUWISE_")}
     env["PYTHONDONTWRITEBYTECODE"] = "1"
-    out = subprocess.run([sys.executable, "-c", INTERLEAVED, str(steps), str(target_s), loop, str(blocks), probe_dir or os.path.join(REPO, "python"), full_steps], env=env, check=True, capture_output=True, text=True).stdout
+    out = subprocess.run([sys.executable, "-c", INTERLEAVED, str(steps), str(target_s), loop, str(blocks), probe_dir or os.path.join(REPO, "python")], env=env, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -168,16 +158,14 @@ def main():
     ap.add_argument("--loop", default="dataloader", choices=["dataloader", "get_batch"])
     ap.add_argument("--mode", default="doctor", choices=["doctor", "probe", "interleaved"])
     ap.add_argument("--probe-dir", default=None)
-    ap.add_argument("--full-steps", default="0", help="interleaved: the probe's GPUWISE_FULL_STEPS (0: the sampled steady loop from the start; all: every step recorded)")
     args = ap.parse_args()
-    stat = "median step of each side's blocks, each block's mean step without its slowest 1%%, GPUWISE_FULL_STEPS=%s" % args.full_steps if args.mode == "interleaved" else "least disturbed median step of each side"
-    print("loop %s, mode %s%s, %d runs each, alternated; %s" % (args.loop, args.mode, " (probe from %s)" % args.probe_dir if args.probe_dir else "", args.repeats, stat))
+    print("loop %s, mode %s%s, %d runs each, alternated; least disturbed median step of each side" % (args.loop, args.mode, " (probe from %s)" % args.probe_dir if args.probe_dir else "", args.repeats))
     print("%-8s %-5s %7s %12s %12s %12s %8s" % ("target", "time", "steps", "plain", "with doctor", "cost/step", "cost"))
     with tempfile.TemporaryDirectory() as tmp:
         for target_ms in [float(x) for x in args.targets_ms.split(",")]:
             steps = args.steps or max(300, min(20000, int(4.0 / (target_ms / 1000.0))))
             if args.mode == "interleaved":
-                got = interleaved(max(200, steps // 4), target_ms / 1000.0, args.loop, args.repeats, args.probe_dir, args.full_steps)
+                got = interleaved(max(200, steps // 4), target_ms / 1000.0, args.loop, args.repeats, args.probe_dir)
                 if os.environ.get("BENCH_VERBOSE"):
                     print({k: [round(x * 1e6) for x in v[1]] for k, v in got.items()})
                 for which, name in ((0, "wall"), (1, "CPU")):

@@ -4,6 +4,7 @@ The parent waits for it, then saves its checkpoint. Both checkpoints and the chi
 """
 # equivalence: allow stderr-line ^.*DeprecationWarning: This process \(pid=\d+\) is multi-threaded, use of fork\(\) may lead to deadlocks in the child\.$ -- Python 3.12 warns with the pid, which differs from run to run (torch's own threads make the plain run warn too)
 import os
+import time
 
 import torch
 
@@ -19,6 +20,9 @@ for step in range(40):
 print("parent loss %.6f" % loss.item(), flush=True)
 pid = os.fork()
 if pid == 0:
+    # The parent warns (Python 3.12) after fork() returns; a child that trains at once can write its own stderr first,
+    # which orders the two processes' lines by chance, with or without doctor.
+    time.sleep(0.5)
     for step in range(20):
         loss = torch.nn.functional.mse_loss(model(x), y)
         opt.zero_grad()
