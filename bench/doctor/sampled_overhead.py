@@ -2,14 +2,15 @@
 and the steps it only counts, each measured, and the steady loop's cost as their mix (64 in 1024 recorded: steps.py).
 
 One process runs overhead.py's DataLoader loop (a 16-wide linear layer, SGD, padded to about --target-ms a step) in
-blocks of 1,000 steps, cycling through three sides `--rounds` times: plainly (`off`), under the probe recording every
-step (`full`: GPUWISE_FULL_STEPS=all, a run's first 2048 steps), and under the probe sampling from the start (`counted`:
-GPUWISE_FULL_STEPS=0, whose steps 64-1023 are only counted). Each block gives its mean step over steps 80-999, without
-the slowest 1% (preemptions of a shared machine); each side's cost is the median over rounds of its block less the
-plain block of the same round (a machine whose speed drifts weighs on both alike). Wall time and the training thread's
-CPU time (time.thread_time). The probe is started fresh for each block, as doctor's boot starts it.
+short segments of --segment steps, cycling through three sides --cycles times: plainly (`off`: no probe), under a probe
+recording every step (`full`: GPUWISE_FULL_STEPS=all), and under a probe that only counts (`counted`: sampling from the
+start, its first burst skipped). A fresh probe is started for each segment and switched off after it, outside the
+timed steps; each segment's first 5 steps are left out. The host's speed drifts by tens of percent over seconds on a
+shared machine (the H200 host, 2026-11-29: blocks of 1,000 steps between 918 and 1818 us a step for the same work), so
+each side's cost is the median, over the cycles, of its segment's mean step less the plain segment's beside it, a few
+tens of milliseconds apart. Wall time and the training thread's CPU time (time.thread_time).
 
-    python3 bench/doctor/sampled_overhead.py [--target-ms 1] [--rounds 10] [--json OUT]
+    python3 bench/doctor/sampled_overhead.py [--target-ms 1] [--segment 40] [--cycles 300] [--json OUT]
 """
 import argparse
 import json
@@ -31,23 +32,19 @@ from overhead import _TIMED_LOOP  # noqa: E402  (the loop overhead.py measures, 
 
 exec(_TIMED_LOOP)  # m, opt, a and timed_loop(steps, pad, loop, xs, ys) -> (wall times, CPU times)
 
-BLOCK = 1000
-FROM, TO = 80, 1000  # for `counted`, the steps between its first burst (1-63) and its next (1024)
+SKIP = 5  # a segment's first steps: the probe's start or stop just before them
 BURST, PERIOD = 64, 1024
-
-
-def block_mean(xs):
-    xs = sorted(xs[FROM:TO])[: int((TO - FROM) * 0.99)]
-    return sum(xs) / len(xs)
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--target-ms", type=float, default=1.0)
-    ap.add_argument("--rounds", type=int, default=10)
+    ap.add_argument("--segment", type=int, default=40)
+    ap.add_argument("--cycles", type=int, default=300)
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
-    xs, ys = torch.randn(BLOCK * 8, 16), torch.randn(BLOCK * 8, 16)
+    n = args.segment
+    xs, ys = torch.randn(n * 8, 16), torch.randn(n * 8, 16)
     target = args.target_ms / 1000.0
     base = statistics.median(timed_loop(300, 0, "dataloader", xs, ys)[0][20:])  # noqa: F821
     pad = 0
@@ -55,21 +52,26 @@ def main():
         trial = max(pad, 20)
         per_mm = (statistics.median(timed_loop(300, trial, "dataloader", xs, ys)[0][20:]) - base) / trial  # noqa: F821
         pad = max(0, int(round((target - base) / max(per_mm, 1e-7))))
-    sides = {"off": None, "full": "all", "counted": "0"}
+    sides = ("off", "full", "counted")
     got = {s: ([], []) for s in sides}
-    for _ in range(args.rounds):
-        for side, full in sides.items():
+    for _ in range(args.cycles):
+        for side in sides:
             p = None
-            if full is not None:
-                p = probe_mod.start({"GPUWISE_RUN_DIR": tempfile.mkdtemp(), "GPUWISE_PROFILE_STEPS": "0", "GPUWISE_STALL_S": "0", "GPUWISE_FULL_STEPS": full})
-            times, cpus = timed_loop(BLOCK, pad, "dataloader", xs, ys)  # noqa: F821
+            if side != "off":
+                env = {"GPUWISE_RUN_DIR": tempfile.mkdtemp(), "GPUWISE_PROFILE_STEPS": "0", "GPUWISE_STALL_S": "0"}
+                env["GPUWISE_FULL_STEPS"] = "all" if side == "full" else "0"
+                p = probe_mod.start(env)
+                if side == "counted":
+                    timed_loop(2, 0, "dataloader", xs, ys)  # noqa: F821  (the first steps: the optimizer known)
+                    p.quiet, p.burst_at = True, 10**9  # what the steps between two bursts run
+            times, cpus = timed_loop(n, pad, "dataloader", xs, ys)  # noqa: F821
             if p is not None:
-                assert p.quiet == (full == "0"), "the counted side was not sampled"
+                assert p.quiet == (side == "counted")
                 p.sender.flush()
                 p.switch_off()
-            got[side][0].append(block_mean(times))
-            got[side][1].append(block_mean(cpus))
-    out = {"python": sys.version.split()[0], "torch": torch.__version__, "cpus": os.cpu_count(), "targetMs": args.target_ms}
+            got[side][0].append(statistics.mean(times[SKIP:]))
+            got[side][1].append(statistics.mean(cpus[SKIP:]))
+    out = {"python": sys.version.split()[0], "torch": torch.__version__, "cpus": os.cpu_count(), "targetMs": args.target_ms, "segment": n, "cycles": args.cycles}
     for which, name in ((0, "wall"), (1, "cpu")):
         off = got["off"][which]
         cost = {s: statistics.median(v - o for v, o in zip(got[s][which], off)) for s in ("full", "counted")}
@@ -81,7 +83,7 @@ def main():
             "countedCostUs": round(cost["counted"] * 1e6, 1),
             "steadyCostUs": round(steady * 1e6, 1),
             "steadyCostShare": round(steady / plain, 4),
-            "blocksUs": {s: [round(x * 1e6, 1) for x in got[s][which]] for s in sides},
+            "plainSegmentsUs": {"min": round(min(off) * 1e6, 1), "median": round(plain * 1e6, 1), "max": round(max(off) * 1e6, 1)},
         }
     text = json.dumps(out, indent=1)
     if args.json:
