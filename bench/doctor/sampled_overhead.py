@@ -4,11 +4,14 @@ and the steps it only counts, each measured, and the steady loop's cost as their
 One process runs overhead.py's DataLoader loop (a 16-wide linear layer, SGD, padded to about --target-ms a step) in
 short segments of --segment steps, cycling through three sides --cycles times: plainly (`off`: no probe), under a probe
 recording every step (`full`: GPUWISE_FULL_STEPS=all), and under a probe that only counts (`counted`: sampling from the
-start, its first burst skipped). A fresh probe is started for each segment and switched off after it, outside the
+start, its first burst skipped; on Python >= 3.12 also `counted-no-next`, the same with the DataLoader's `__next__` no
+longer watched: an experiment, what a probe counting batches another way would save). A fresh probe is started for each segment and switched off after it, outside the
 timed steps; each segment's first 5 steps are left out. The host's speed drifts by tens of percent over seconds on a
 shared machine (the H200 host, 2026-11-29: blocks of 1,000 steps between 918 and 1818 us a step for the same work), so
 each side's cost is the median, over the cycles, of its segment's mean step less the plain segment's beside it, a few
-tens of milliseconds apart. Wall time and the training thread's CPU time (time.thread_time).
+tens of milliseconds apart. Wall time and the training thread's CPU time (time.thread_time). Then one probe runs the
+whole time, its segments toggled between recording every step, counting and its hooks switched off (no probe start
+just before the timed steps; on Python >= 3.12 the switched-off hooks still pay sys.monitoring's calls).
 
     python3 bench/doctor/sampled_overhead.py [--target-ms 1] [--segment 40] [--cycles 300] [--json OUT]
 """
@@ -27,7 +30,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch  # noqa: E402
 from torch.utils.data import DataLoader, TensorDataset  # noqa: E402
 
+import torch.utils.data.dataloader as dl  # noqa: E402
+
 from gpuwise import probe as probe_mod  # noqa: E402
+from gpuwise.probe import calls  # noqa: E402
 from overhead import _TIMED_LOOP  # noqa: E402  (the loop overhead.py measures, defined once)
 
 exec(_TIMED_LOOP)  # m, opt, a and timed_loop(steps, pad, loop, xs, ys) -> (wall times, CPU times)
@@ -52,8 +58,10 @@ def main():
         trial = max(pad, 20)
         per_mm = (statistics.median(timed_loop(300, trial, "dataloader", xs, ys)[0][20:]) - base) / trial  # noqa: F821
         pad = max(0, int(round((target - base) / max(per_mm, 1e-7))))
-    sides = ("off", "full", "counted")
+    sides = ("off", "full", "counted", "counted-no-next") if calls.available() else ("off", "full", "counted")
     got = {s: ([], []) for s in sides}
+    medians = {s: [] for s in sides}  # each segment's median step: blind to the probe's rarer costs (its writes) and to
+    # a garbage collection that lands in a segment; beside the means, it tells a steady cost from such pauses
     for _ in range(args.cycles):
         for side in sides:
             p = None
@@ -61,20 +69,23 @@ def main():
                 env = {"GPUWISE_RUN_DIR": tempfile.mkdtemp(), "GPUWISE_PROFILE_STEPS": "0", "GPUWISE_STALL_S": "0"}
                 env["GPUWISE_FULL_STEPS"] = "all" if side == "full" else "0"
                 p = probe_mod.start(env)
-                if side == "counted":
+                if side.startswith("counted"):
                     timed_loop(2, 0, "dataloader", xs, ys)  # noqa: F821  (the first steps: the optimizer known)
                     p.quiet, p.burst_at = True, 10**9  # what the steps between two bursts run
+                if side == "counted-no-next":
+                    p.calls.unwatch(dl._BaseDataLoaderIter.__next__.__code__)  # what counting without __next__ would save
             times, cpus = timed_loop(n, pad, "dataloader", xs, ys)  # noqa: F821
             if p is not None:
-                assert p.quiet == (side == "counted")
+                assert p.quiet == side.startswith("counted")
                 p.sender.flush()
                 p.switch_off()
             got[side][0].append(statistics.mean(times[SKIP:]))
             got[side][1].append(statistics.mean(cpus[SKIP:]))
+            medians[side].append(statistics.median(times[SKIP:]))
     out = {"python": sys.version.split()[0], "torch": torch.__version__, "cpus": os.cpu_count(), "targetMs": args.target_ms, "segment": n, "cycles": args.cycles}
     for which, name in ((0, "wall"), (1, "cpu")):
         off = got["off"][which]
-        cost = {s: statistics.median(v - o for v, o in zip(got[s][which], off)) for s in ("full", "counted")}
+        cost = {s: statistics.median(v - o for v, o in zip(got[s][which], off)) for s in sides[1:]}
         steady = (BURST * cost["full"] + (PERIOD - BURST) * cost["counted"]) / PERIOD
         plain = statistics.median(off)
         out[name] = {
@@ -85,6 +96,28 @@ def main():
             "steadyCostShare": round(steady / plain, 4),
             "plainSegmentsUs": {"min": round(min(off) * 1e6, 1), "median": round(plain * 1e6, 1), "max": round(max(off) * 1e6, 1)},
         }
+        if "counted-no-next" in cost:
+            out[name]["countedWithoutNextUs"] = round(cost["counted-no-next"] * 1e6, 1)
+    # One probe for the whole run, its segments toggled between recording every step, counting, and switched off
+    # (`disabled`: each hook returns at its first test; on Python >= 3.12 sys.monitoring's calls for `__next__` still
+    # run): no probe started just before the timed steps, whose start could weigh on them.
+    p = probe_mod.start({"GPUWISE_RUN_DIR": tempfile.mkdtemp(), "GPUWISE_PROFILE_STEPS": "0", "GPUWISE_STALL_S": "0", "GPUWISE_FULL_STEPS": "all"})
+    timed_loop(SKIP, 0, "dataloader", xs, ys)  # noqa: F821
+    held = {"disabled": [], "full": [], "counted": []}
+    for _ in range(args.cycles):
+        for side in held:
+            p.disabled = side == "disabled"
+            p.quiet, p.burst_at = side == "counted", 10**12
+            if side == "full":
+                p.last_boundary = None  # its first step's time would span the segments before
+            cpus = timed_loop(n, pad, "dataloader", xs, ys)[1]  # noqa: F821
+            held[side].append(statistics.median(cpus[SKIP:]))
+    p.disabled = False
+    p.sender.flush()
+    p.switch_off()
+    out["oneProbeCpuUs"] = {s: round(statistics.median(v - d for v, d in zip(held[s], held["disabled"])) * 1e6, 1) for s in ("full", "counted")}
+    off = medians["off"]
+    out["wallBySegmentMedians"] = {s: round(statistics.median(v - o for v, o in zip(medians[s], off)) * 1e6, 1) for s in sides[1:]}
     text = json.dumps(out, indent=1)
     if args.json:
         with open(args.json, "w") as f:
@@ -92,6 +125,12 @@ def main():
     for name in ("wall", "cpu"):
         o = out[name]
         print("%-4s plain %.1f us; every step recorded %+.1f us; counted %+.1f us; steady loop (64 in 1024 recorded) %+.1f us (%+.2f%%)" % (name, o["plainUs"], o["fullCostUs"], o["countedCostUs"], o["steadyCostUs"], o["steadyCostShare"] * 100))
+    m = out["wallBySegmentMedians"]
+    print("by the segments' median steps: " + "; ".join("%s %+.1f us" % (k, v) for k, v in m.items()))
+    o = out["oneProbeCpuUs"]
+    print("one probe toggled, against its hooks switched off (CPU, segment medians): every step recorded %+.1f us; counted %+.1f us" % (o["full"], o["counted"]))
+    if "countedWithoutNextUs" in out["wall"]:
+        print("counted without watching DataLoader.__next__ (an experiment): %+.1f us" % out["wall"]["countedWithoutNextUs"])
 
 
 if __name__ == "__main__":
