@@ -78,6 +78,10 @@ def main():
         "gpuMedianMs": statistics.median(gpu.values()) * 1e3 if gpu else None,
         "gpuAtBurstStartsMs": {s: round(gpu[s] * 1e3, 3) for s in firsts if s in gpu},
         "gpuStepsTimed": len(gpu),
+        # The DataLoader seen again in the bursts (its __next__ is not watched between them), and every batch counted.
+        "burstStepsWithABatch": sum(1 for s in steps if s["step"] >= 1024 and s["batches"] == 1),
+        "burstSteps": sum(1 for s in steps if s["step"] >= 1024),
+        "loaderBatches": ([r["batches"] for r in recs if r["type"] == "loader"] or [None])[-1],
     }
     print(json.dumps(out, indent=1))
 

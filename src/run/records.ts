@@ -115,7 +115,8 @@ export interface StepRecord extends Base {
   /**
    * The probe's own work that ran during this step and slowed it, so the step statistics leave the step out:
    * `window-end` (the profiler stopped at its start), `export` (the window's trace or snapshot being written by the
-   * probe's background thread meanwhile), `model` (the model searched for at its start); null when none. Any other
+   * probe's background thread meanwhile), `model` (the model searched for at its start), `sampling` (the step under way
+   * when the probe, between two bursts of its sampled loop, began to watch the DataLoader again); null when none. Any other
    * string is kept (a newer probe's reason). Absent from older probes (an optional field: no protocol bump).
    */
   probeWork?: string | null;

@@ -75,6 +75,44 @@ describe.skipIf(SKIP_PYTHON)('the sampled steady loop (CPU torch)', () => {
     expect(report.ranks[0]!.steps.meanS).toBeGreaterThan(0);
   });
 
+  it('counts every epoch\'s batches and an evaluation loader\'s while the DataLoader is not watched between bursts', async () => {
+    // 7 epochs of 400 steps, each followed by 10 evaluation batches; the head is 300 steps. Between bursts the batches
+    // are read off the iterator's own count; a new epoch's or the evaluation's iterator ends the pause (its step is
+    // recorded, marked as the probe's so the statistics leave it out).
+    const { records } = await probe(
+      [
+        'import torch',
+        'from torch.utils.data import DataLoader, TensorDataset',
+        'torch.manual_seed(0)',
+        'm = torch.nn.Linear(16, 16)',
+        'opt = torch.optim.SGD(m.parameters(), lr=1e-3)',
+        'xs, ys = torch.randn(3200, 16), torch.randn(3200, 16)',
+        'train = DataLoader(TensorDataset(xs, ys), batch_size=8, shuffle=True)',
+        'evaluation = DataLoader(TensorDataset(xs[:80], ys[:80]), batch_size=8)',
+        'for epoch in range(7):',
+        '    for x, y in train:',
+        '        loss = torch.nn.functional.mse_loss(m(x), y)',
+        '        opt.zero_grad()',
+        '        loss.backward()',
+        '        opt.step()',
+        '    with torch.no_grad():',
+        '        for x, y in evaluation:',
+        '            m(x)',
+      ],
+      { GPUWISE_FULL_STEPS: '300' },
+    );
+    expect(records.find((r) => r.type === 'end').steps).toBe(2800);
+    const last = (i: number) => records.filter((r) => r.type === 'loader' && r.loader === i).at(-1);
+    expect(last(0)).toMatchObject({ batches: 2800, epoch: 7 });
+    expect(last(1)).toMatchObject({ batches: 70, epoch: 7 });
+    const steps = records.filter((r) => r.type === 'step');
+    for (const s of [...range(1, 299), ...range(1024, 1087), ...range(2048, 2111)]) expect(steps.some((r) => r.step === s), `step ${s}`).toBe(true);
+    // The epochs that began between bursts: their first step is recorded and left out of the statistics.
+    const resumed = steps.filter((r) => r.probeWork === 'sampling').map((r) => r.step);
+    expect(resumed.length).toBeGreaterThan(0);
+    expect(resumed.every((n) => n % 400 === 1)).toBe(true);
+  });
+
   it('records every step with GPUWISE_FULL_STEPS=all', async () => {
     const { records } = await probe(dataLoaderLoop, { GPUWISE_FULL_STEPS: 'all' });
     expect(records.filter((r) => r.type === 'step').map((s) => s.step)).toEqual(range(1, STEPS));

@@ -85,6 +85,18 @@ class CallWatch(object):
 
         return undo
 
+    def pause(self, code):
+        """`code`'s calls are not seen until `resume(code)`; the watch stays. False where it is not watched here."""
+        if self.tool is None or code not in self.watched:
+            return False
+        _monitoring.set_local_events(self.tool, code, 0)
+        return True
+
+    def resume(self, code):
+        if self.tool is not None and code in self.watched:
+            ev = _monitoring.events
+            _monitoring.set_local_events(self.tool, code, ev.PY_START | ev.PY_RETURN)
+
     def unwatch(self, code):
         if self.watched.pop(code, None) is None or self.tool is None:
             return

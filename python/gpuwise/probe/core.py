@@ -102,6 +102,12 @@ class Probe(StepsMixin, WindowMixin):
         self.last_activity = None  # perf_counter() of the last step-like event (batch, forward, backward, replay ...)
         self.quiet = False  # between two bursts of the sampled steady loop: steps only counted (steps.py)
         self.burst_at = None  # the step whose end starts the next burst
+        self.batches_paused = False  # between bursts, the DataLoader's batches read off its iterator (steps.py)
+        self.next_code = None  # the code of the DataLoader iterators' __next__, where sys.monitoring watches it
+        self.feed = None  # (weakref to the iterator, its loader's state) the steps' DataLoader batches come from
+        self.feed_id = None  # id() of that iterator
+        self.step_mixed = self.last_step_mixed = False  # batches of two iterators in this step / the one before
+        self.feed_mark = 0  # the iterator's count of batches when the batches were paused
         self.host_step_times = []  # the last steps' host times (s), for the steady-state test and the watchdog
         self.wait_times = []
         self.next_step_work = None  # the probe's own work the next step record carries (`probeWork`)
@@ -320,6 +326,14 @@ class Probe(StepsMixin, WindowMixin):
         self.prof = None
         self.window_done = True  # the parent's window is the parent's
         self.time_state = "done"
+        # The parent's sampled loop is not the child's: every step of its own is seen until it settles.
+        if self.batches_paused:
+            self.batches_paused = False
+            if self.next_code is not None:
+                self.calls.resume(self.next_code)
+        self.quiet = False
+        self.burst_at = None
+        self.feed = self.feed_id = None
 
     # ---------- the model ----------
 
@@ -455,6 +469,11 @@ class Probe(StepsMixin, WindowMixin):
     # ---------- the background run's tick ----------
 
     def _on_loader_iter(self, loader, it, t0=None):
+        if self.batches_paused:
+            # A new epoch or another loader between bursts: its batches are seen again from here (the epoch's first
+            # batch, another iterator's); the next step, begun before, is left out of the statistics.
+            self._leave_quiet(self.step_thread)
+            self.mark_next_step("sampling")
         if loader is not None and it is not None:
             self.loader_watch.on_iter(loader, it, self.step, t0)
 

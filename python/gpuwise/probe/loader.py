@@ -52,6 +52,9 @@ class _Loader(object):
         self.epoch_start_step = 0
         self.iterator_id = None  # id() of the current iterator (no reference is kept)
         self.batches = 0  # batches its iterators returned, all epochs
+        # Batches returned between two bursts of the sampled loop, read off the iterator's own count by the stepping
+        # thread (steps.py): added to `batches` when the burst starts, reported with it meanwhile.
+        self.batches_pending = 0
         self.worker_cpu = {}  # pid -> CPU seconds when last read
         self.worker_cpu_s = 0.0  # the workers' CPU so far (the sum of what each read added)
         self.settings = {}
@@ -95,6 +98,10 @@ class LoaderWatch(object):
             "pinMemory": bool(getattr(loader, "pin_memory", False)),
             "batchSize": _int_or_none(getattr(loader, "batch_size", None)),
         }
+
+    def state_of(self, it):
+        """The loader whose iterator `it` is (None when its `__iter__` was not seen)."""
+        return self.by_iterator.get(id(it))
 
     def on_batch(self, it, at=None):
         """`it.__next__()` returned a batch at perf_counter() `at` (the thread that iterates; one dict lookup)."""
@@ -151,7 +158,7 @@ class LoaderWatch(object):
                 "epoch": state.epoch,
                 "epochStartStep": state.epoch_start_step,
                 "cpuCores": cores,
-                "batches": state.batches,
+                "batches": state.batches + state.batches_pending,
                 "workerCpuS": state.worker_cpu_s if self.proc and state.settings.get("workers") else None,
                 "processCpuS": own[0] + own[1],
                 "epochFillS": median(state.fills) if state.fills else None,

@@ -237,6 +237,7 @@ def install_dataloader(probe, patches, dl):
             probe._guarded(probe._on_batch, t0, _perf_counter() - t0, batch, ident, frame.f_locals.get("self"))
 
     if _watch(probe, patches, "dataloader-next", original_next, on_next):
+        probe.next_code = original_next.__code__  # paused between bursts of the sampled loop (steps.py)
         return
 
     # Without sys.monitoring: `__next__` calls `self._next_data()`, a private method of each iterator class that
@@ -262,7 +263,7 @@ def _wrap_next_data(probe, patches, cls):
         except BaseException as e:  # StopIteration and the loader's own errors pass unchanged
             _drop_own_frame(e)
             raise
-        if probe.disabled:
+        if probe.disabled or probe.batches_paused:  # paused: between bursts of the sampled loop (steps.py)
             return batch
         if probe.role is None:
             probe._guarded(probe._on_batch, t0, _perf_counter() - t0, batch, _get_ident(), it)

@@ -15,8 +15,9 @@ that step's record has `hostCpuS`, the others null (a median over a steady loop'
 The steady loop is sampled. After the first `GPUWISE_FULL_STEPS` steps (2048, what doctor keeps of a run's head), once
 the profiler window is done and an optimizer marks the steps, a step is recorded in full only in bursts: the steps
 whose number modulo SAMPLE_PERIOD is below SAMPLE_BURST (the same steps on every rank). Between bursts a step costs the
-hooks a counter and the beacon's store: no clock, no record, no CUDA event; the DataLoader's batches are still counted
-for its `loader` record. doctor keeps a spread sample of a long run's steps anyway (src/doctor/recordSample.ts), and
+hooks a counter and the beacon's store: no clock, no record, no CUDA event. The DataLoader's `__next__` is not watched
+then (`_pause_batches`): its batches, for the `loader` record, are read off the iterator's own count at each optimizer
+step; a new epoch or another loader's iterator ends the pause. doctor keeps a spread sample of a long run's steps anyway (src/doctor/recordSample.ts), and
 a burst of consecutive steps keeps what a stall pattern needs. Measured on an H200 host at 1 ms steps, every step
 recorded cost +40 us a step (bench/doctor/overhead.py).
 """
@@ -76,6 +77,8 @@ class StepsMixin(object):
             return
         if self.step_thread not in (None, ident) and not self._admits("batch", ident):
             return
+        if it is not None and id(it) != self.feed_id:
+            self._feed_from(it)
         self.last_activity = t0
         if self.prof is not None:
             self._close_if_overdue(t0)
@@ -173,6 +176,10 @@ class StepsMixin(object):
             if self.primary_optimizer() is optimizer:
                 step = self.step = self.step + 1
                 self.beacon.set(step)
+                if self.batches_paused:
+                    it = self.feed[0]()
+                    if it is not None:  # the batches so far, for the loader record (loader.py)
+                        self.feed[1].batches_pending = max(0, it._num_yielded - self.feed_mark)
                 if step >= self.burst_at:
                     self._leave_quiet(ident)
             return
@@ -258,6 +265,7 @@ class StepsMixin(object):
         self.input_seq_len = None
         self.input_forwards = 0
         self.forwards_since_backward = 0
+        self.last_step_mixed, self.step_mixed = self.step_mixed, False
 
     def _quiet_if_due(self, step):
         """After step `step` ended in full: whether the steps up to the next burst are only counted (the module
@@ -278,12 +286,51 @@ class StepsMixin(object):
         if burst_at > step:
             self.burst_at = burst_at
             self.quiet = True
+            self._pause_batches()
+
+    def _feed_from(self, it):
+        """Iterator `it` hands the stepping thread its batches now: the one whose count the loop reads between bursts.
+        A second iterator within one step (zipped loaders; an evaluation's before the next epoch's) marks the step
+        mixed, and a loop is paused only after a step that was not."""
+        if self.batches > 0:
+            self.step_mixed = True
+        self.feed_id = id(it)
+        state = self.loader_watch.state_of(it)
+        try:
+            ok = state is not None and type(it._num_yielded) is int
+            self.feed = (weakref.ref(it), state) if ok else None
+        except (AttributeError, TypeError):
+            self.feed = None
+
+    def _pause_batches(self):
+        """Between bursts the DataLoader's `__next__` is not watched (sys.monitoring's calls cost a counted step most
+        of its +21 us on an H200 host; a wrapper returns at once): the loader's batches are read off its iterator's
+        own count (`_num_yielded`) at each optimizer step. Only for the one iterator the steps take their batches from."""
+        feed = self.feed
+        it = feed[0]() if feed is not None and not self.last_step_mixed else None
+        if it is None:
+            return
+        if self.next_code is not None and not self.calls.pause(self.next_code):
+            return
+        self.feed_mark = it._num_yielded
+        feed[1].batches_pending = 0
+        self.batches_paused = True
+
+    def _resume_batches(self):
+        self.batches_paused = False
+        if self.next_code is not None:
+            self.calls.resume(self.next_code)
+        state = self.feed[1]
+        pending, state.batches_pending = state.batches_pending, 0
+        state.batches += pending
 
     def _leave_quiet(self, ident):
         """The next step is recorded in full: it starts now."""
         now = time.perf_counter()
         self.quiet = False
         self.burst_at = None
+        if self.batches_paused:
+            self._resume_batches()
         self.last_activity = self.last_boundary = now
         self.last_cpu = None  # no CPU time for this first step: its start was not read
         self.cpu_thread = ident
