@@ -17,9 +17,10 @@ the profiler window is done and an optimizer marks the steps, a step is recorded
 whose number modulo SAMPLE_PERIOD is below SAMPLE_BURST (the same steps on every rank). Between bursts a step costs the
 hooks a counter and the beacon's store: no clock, no record, no CUDA event. The DataLoader's `__next__` is not watched
 then (`_pause_batches`): its batches, for the `loader` record, are read off the iterator's own count at each optimizer
-step; a new epoch or another loader's iterator ends the pause. doctor keeps a spread sample of a long run's steps anyway (src/doctor/recordSample.ts), and
-a burst of consecutive steps keeps what a stall pattern needs. Measured on an H200 host at 1 ms steps, every step
-recorded cost +40 us a step (bench/doctor/overhead.py).
+step; a new epoch or another loader's iterator ends the pause. doctor keeps a spread sample of a long run's steps
+anyway (src/doctor/recordSample.ts), and a burst of consecutive steps keeps what a stall pattern needs. Measured on an
+H200 host, every step recorded cost +40 to +75 us a step at 1 ms steps, a counted step with `__next__` unwatched +6
+(bench/doctor/results/h200-2026-11-29-sampled.txt).
 """
 import sys
 import threading
