@@ -66,6 +66,8 @@ describe('bad configs name the field', () => {
     expect(bad({ ...cfg('llama-2-7b'), num_key_value_heads: 5 })).toMatch(/^num_key_value_heads: 5 does not divide/));
   it('unsupported activation', () =>
     expect(bad({ ...cfg('mistral-7b'), hidden_act: 'relu' })).toMatch(/^hidden_act: 'relu' is not supported/));
+  it('an activation that no string stands for (an object with a toString key: the property test found it)', () =>
+    expect(bad({ ...cfg('llama-2-7b'), hidden_act: { toString: [] } })).toMatch(/^hidden_act: \{"toString":\[\]\} is not supported/));
 });
 
 describe('any corruption of a config either parses to sane numbers or names a field (property-based)', () => {
