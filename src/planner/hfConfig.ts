@@ -192,8 +192,11 @@ function describeLlamaLike(c: Json, type: string): ModelDescription {
   if (a % kv !== 0) throw new ConfigError('num_key_value_heads', `${kv} does not divide num_attention_heads ${a}`);
   const act = c.hidden_act ?? 'silu';
   if (act !== 'silu' && act !== 'swish')
-    // JSON.stringify, not String(): a value that is an object with a `toString` key (any JSON) has no string of its own.
-    throw new ConfigError('hidden_act', `${typeof act === 'string' ? `'${act}'` : JSON.stringify(act)} is not supported (the planner models SwiGLU with silu)`);
+    // JSON.stringify, not String(): a JSON object with a `toString` key has no string of its own (String() throws).
+    throw new ConfigError(
+      'hidden_act',
+      `${typeof act === 'string' ? `'${act}'` : JSON.stringify(act)} is not supported (the planner models SwiGLU with silu)`,
+    );
   // Qwen2 always has q/k/v biases; Llama/Mistral/Qwen3 only when attention_bias is set.
   const qkvBias = type === 'qwen2' ? true : bool(c, 'attention_bias', false);
   const oBias = type === 'qwen2' ? false : bool(c, 'attention_bias', false);

@@ -20,7 +20,10 @@ import { median, quantile } from '../util/stats.js';
 import type { ProbeRecord, StepRecord, StepSource } from './records.js';
 
 export interface StepStats {
-  /** Steps the probe counted (the last step's number, or the end record's count where the probe sampled the steady loop: exact also when only a sample of the records was kept). */
+  /**
+   * Steps the probe counted: the last step's number, or the end record's count where the probe sampled the steady
+   * loop (exact also when only a sample of the records was kept).
+   */
   steps: number;
   /** Steps in the statistics: the steady ones with a time, none slowed by the probe's work (unless no other was timed). */
   measuredSteps: number;

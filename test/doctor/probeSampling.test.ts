@@ -75,7 +75,7 @@ describe.skipIf(SKIP_PYTHON)('the sampled steady loop (CPU torch)', () => {
     expect(report.ranks[0]!.steps.meanS).toBeGreaterThan(0);
   });
 
-  it('counts every epoch\'s batches and an evaluation loader\'s while the DataLoader is not watched between bursts', async () => {
+  it("counts every epoch's batches and an evaluation loader's while the DataLoader is not watched between bursts", async () => {
     // 7 epochs of 400 steps, each followed by 10 evaluation batches; the head is 300 steps. Between bursts the batches
     // are read off the iterator's own count; a new epoch's or the evaluation's iterator ends the pause (its step is
     // recorded, marked as the probe's so the statistics leave it out).
@@ -106,7 +106,11 @@ describe.skipIf(SKIP_PYTHON)('the sampled steady loop (CPU torch)', () => {
     expect(last(0)).toMatchObject({ batches: 2800, epoch: 7 });
     expect(last(1)).toMatchObject({ batches: 70, epoch: 7 });
     const steps = records.filter((r) => r.type === 'step');
-    for (const s of [...range(1, 299), ...range(1024, 1087), ...range(2048, 2111)]) expect(steps.some((r) => r.step === s), `step ${s}`).toBe(true);
+    for (const s of [...range(1, 299), ...range(1024, 1087), ...range(2048, 2111)])
+      expect(
+        steps.some((r) => r.step === s),
+        `step ${s}`,
+      ).toBe(true);
     // The epochs that began between bursts: their first step is recorded and left out of the statistics.
     const resumed = steps.filter((r) => r.probeWork === 'sampling').map((r) => r.step);
     expect(resumed.length).toBeGreaterThan(0);
