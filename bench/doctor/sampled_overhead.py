@@ -50,13 +50,14 @@ def main():
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     n = args.segment
-    xs, ys = torch.randn(n * 8, 16), torch.randn(n * 8, 16)
+    xs, ys = torch.randn(n * 8, 16), torch.randn(n * 8, 16)  # a DataLoader loop runs over all of them: n steps
+    cx, cy = torch.randn(300 * 8, 16), torch.randn(300 * 8, 16)  # the calibration's 300 steps
     target = args.target_ms / 1000.0
-    base = statistics.median(timed_loop(300, 0, "dataloader", xs, ys)[0][20:])  # noqa: F821
+    base = statistics.median(timed_loop(300, 0, "dataloader", cx, cy)[0][20:])  # noqa: F821
     pad = 0
     for _ in range(3):
         trial = max(pad, 20)
-        per_mm = (statistics.median(timed_loop(300, trial, "dataloader", xs, ys)[0][20:]) - base) / trial  # noqa: F821
+        per_mm = (statistics.median(timed_loop(300, trial, "dataloader", cx, cy)[0][20:]) - base) / trial  # noqa: F821
         pad = max(0, int(round((target - base) / max(per_mm, 1e-7))))
     sides = ("off", "full", "counted", "counted-no-next") if calls.available() else ("off", "full", "counted")
     got = {s: ([], []) for s in sides}
