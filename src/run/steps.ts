@@ -208,7 +208,15 @@ export function stallPatternOf(
   const nearEpoch = stalled.filter((s) => epochStarts.some((e) => s.step >= e && s.step - e <= EPOCH_START_STEPS));
   if (epochStarts.length > 0 && stallWait > 0 && nearEpoch.reduce((a, s) => a + s.waitS, 0) >= EPOCH_START_SHARE * stallWait)
     return { ...base, when: 'epoch-starts', everySteps: null };
-  const gaps = stalled.slice(1).map((s, i) => s.step - (stalled[i] as { step: number }).step);
+  // Spacings only between stalls with every step between them present: the records of a long run skip steps (the
+  // probe's bursts past its head, doctor's spread sample), and a spacing across a gap is not the period.
+  const indexOf = new Map(steps.map((s, i) => [s.step, i]));
+  const gaps: number[] = [];
+  for (let i = 1; i < stalled.length; i++) {
+    const a = stalled[i - 1]!.step;
+    const b = stalled[i]!.step;
+    if ((indexOf.get(b) as number) - (indexOf.get(a) as number) === b - a) gaps.push(b - a);
+  }
   if (gaps.length >= 2) {
     const m = quantile(
       [...gaps].sort((a, b) => a - b),
