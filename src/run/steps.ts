@@ -184,6 +184,22 @@ export interface StallPattern {
   everySteps: number | null;
 }
 
+/**
+ * The spacings between consecutive `marked` steps (a subset of `steps`, both in step order) that have every step
+ * between them in `steps`: the records of a long run skip steps (the probe's bursts past its head, doctor's spread
+ * sample), and a spacing across such a gap is not the period a pattern recurs at.
+ */
+export function wholeSpacings(steps: readonly { step: number }[], marked: readonly { step: number }[]): number[] {
+  const indexOf = new Map(steps.map((s, i) => [s.step, i]));
+  const out: number[] = [];
+  for (let i = 1; i < marked.length; i++) {
+    const a = marked[i - 1]!.step;
+    const b = marked[i]!.step;
+    if ((indexOf.get(b) as number) - (indexOf.get(a) as number) === b - a) out.push(b - a);
+  }
+  return out;
+}
+
 /** The stall pattern of measured steps (step number, time and wait, in step order); `epochStarts`: steps an epoch began at. */
 export function stallPatternOf(
   steps: readonly { step: number; timeS: number; waitS: number }[],
@@ -208,15 +224,7 @@ export function stallPatternOf(
   const nearEpoch = stalled.filter((s) => epochStarts.some((e) => s.step >= e && s.step - e <= EPOCH_START_STEPS));
   if (epochStarts.length > 0 && stallWait > 0 && nearEpoch.reduce((a, s) => a + s.waitS, 0) >= EPOCH_START_SHARE * stallWait)
     return { ...base, when: 'epoch-starts', everySteps: null };
-  // Spacings only between stalls with every step between them present: the records of a long run skip steps (the
-  // probe's bursts past its head, doctor's spread sample), and a spacing across a gap is not the period.
-  const indexOf = new Map(steps.map((s, i) => [s.step, i]));
-  const gaps: number[] = [];
-  for (let i = 1; i < stalled.length; i++) {
-    const a = stalled[i - 1]!.step;
-    const b = stalled[i]!.step;
-    if ((indexOf.get(b) as number) - (indexOf.get(a) as number) === b - a) gaps.push(b - a);
-  }
+  const gaps = wholeSpacings(steps, stalled);
   if (gaps.length >= 2) {
     const m = quantile(
       [...gaps].sort((a, b) => a - b),
@@ -509,21 +517,14 @@ export function batchOfSteps(steps: readonly StepRecord[]): StepBatch {
     return { microBatch: Math.round(samples / batches), gradAccum: Math.round(batches), samplesPerStep: samples, ...none };
   }
   const partial = sized.filter((s) => s.samples < mode.samples);
-  // The gap most partial steps recur at: the records kept may skip steps (the probe samples a long run's steady loop,
-  // doctor keeps a spread sample), so the gaps across a skipped stretch are multiples of it, not it.
-  const gaps = new Map<number, number>();
-  for (let i = 1; i < partial.length; i++) {
-    const g = partial[i]!.step - partial[i - 1]!.step;
-    gaps.set(g, (gaps.get(g) ?? 0) + 1);
-  }
-  const [commonGap, commonCount] = [...gaps.entries()].sort((a, b) => b[1] - a[1] || a[0] - b[0])[0] ?? [null, 0];
+  const gaps = new Set(wholeSpacings(sized, partial));
   return {
     microBatch: Math.round(mode.samples / mode.batches),
     gradAccum: mode.batches,
     samplesPerStep: mode.samples,
     partialSteps: partial.length,
     partialSamples: [...new Set(partial.map((s) => s.samples))].sort((a, b) => a - b),
-    partialEvery: commonGap !== null && commonCount >= PERIODIC_SHARE * (partial.length - 1) ? commonGap : null,
+    partialEvery: gaps.size === 1 ? ([...gaps][0] as number) : null,
     sizedSteps: sized.length,
   };
 }
