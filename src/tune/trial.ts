@@ -113,7 +113,8 @@ interface RankFigures {
 function rankFigures(pid: number, recs: ProbeRecord[], samples: Snapshot[] | null): RankFigures {
   const steps = recs.filter((r): r is StepRecord => r.type === 'step').sort((a, b) => a.step - b.step);
   // The one definition of step statistics (run/steps.ts): steady steps, GPU times when they cover the steps.
-  const stats = stepStats(steps, gpuStepTimesOf(recs));
+  const end = recs.find((r) => r.type === 'end');
+  const stats = stepStats(steps, gpuStepTimesOf(recs), [], false, end?.type === 'end' ? end.steps : 0);
   const withMem = steps.filter((s) => s.memory !== null);
   const hello = recs.find((r): r is HelloRecord => r.type === 'hello') ?? null;
   const devIndex = withMem[withMem.length - 1]?.memory?.device ?? hello?.cuda.currentDevice ?? 0;
@@ -127,7 +128,7 @@ function rankFigures(pid: number, recs: ProbeRecord[], samples: Snapshot[] | nul
   }
   return {
     rank: rankOf(recs[0] as ProbeRecord),
-    steps: steps.length,
+    steps: stats.steps, // every step the process counted: past its first 2048 the probe records only a sample
     stepTimeS: stats.medianS,
     stepTimeFrom: stats.measuredSteps === 0 ? null : stats.timing,
     samplesPerStep: stats.samplesPerStep ?? null,
