@@ -29,8 +29,8 @@ import tempfile
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-# The measured loop, shared by both snippets: a 16-wide linear layer and SGD, padded with matrix products to the target
-# step; each step's wall time and the training thread's CPU time.
+# The measured loop, shared by both snippets and the other benches: a 16-wide linear layer and SGD, padded with matrix
+# products to the target step; each step's wall time and the training thread's CPU time; and the padding for a target.
 _TIMED_LOOP = r"""
 torch.manual_seed(0)
 torch.set_num_threads(1)
@@ -54,6 +54,20 @@ def timed_loop(steps, pad, loop, xs, ys):
         cpus.append(cpu - c)
         t, c = now, cpu
     return times, cpus
+
+
+def pad_for(target_s, loop, which=0):
+    # The 32x32 products that pad a step of `loop` to about target_s on this machine now (which: 0 wall, 1 the
+    # thread's CPU), measured over 300 steps of its own, three times scaled.
+    import statistics
+    cx, cy = torch.randn(300 * 8, 16), torch.randn(300 * 8, 16)
+    step = lambda pad: statistics.median(timed_loop(300, pad, loop, cx, cy)[which][20:])
+    base, pad = step(0), 0
+    for _ in range(3):
+        trial = max(pad, 20)
+        per_mm = (step(trial) - base) / trial
+        pad = max(0, int(round((target_s - base) / max(per_mm, 1e-7))))
+    return pad
 """
 
 LOOP = (
@@ -85,12 +99,7 @@ steps, target_s, loop, blocks = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3
 xs, ys = torch.randn(steps * 8, 16), torch.randn(steps * 8, 16)
 # The padding that makes a step about target_s, measured here (a process of its own for each trial would pay torch's
 # import each time: 5-10 s with CUDA on the GPU host).
-base = statistics.median(timed_loop(300, 0, loop, xs, ys)[0][20:])
-pad = 0
-for _ in range(3):
-    trial = max(pad, 20)
-    per_mm = (statistics.median(timed_loop(300, trial, loop, xs, ys)[0][20:]) - base) / trial
-    pad = max(0, int(round((target_s - base) / max(per_mm, 1e-7))))
+pad = pad_for(target_s, loop)
 run_dir = tempfile.mkdtemp()
 out = {"off": [[], []], "on": [[], []]}
 for b in range(2 * blocks):

@@ -35,7 +35,7 @@ from gpuwise.probe import records  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from overhead import _TIMED_LOOP  # noqa: E402  (the loop overhead.py measures, defined once)
 
-exec(_TIMED_LOOP)  # m, opt, a and timed_loop(steps, pad, loop, xs, ys) -> (wall times, CPU times)
+exec(_TIMED_LOOP)  # m, opt, a, timed_loop(steps, pad, loop, xs, ys) -> (wall times, CPU times), pad_for(target_s, loop)
 
 
 def loop(steps, pad, xs, ys):
@@ -105,12 +105,7 @@ def main():
     args = ap.parse_args()
     steps = args.steps
     xs, ys = torch.randn(steps * 8, 16), torch.randn(steps * 8, 16)
-    base = loop(300, 0, xs, ys)
-    pad = 0
-    for _ in range(3):
-        trial = max(pad, 20)
-        per_mm = (loop(300, trial, xs, ys) - base) / trial
-        pad = max(0, int(round((args.target_ms / 1000.0 - base) / max(per_mm, 1e-7))))
+    pad = pad_for(args.target_ms / 1000.0, "dataloader", which=1)  # noqa: F821  (on the thread's CPU time)
     run_dir = tempfile.mkdtemp()
     variants = ("off", "on", "drop")
     got = {v: [] for v in variants}

@@ -36,7 +36,7 @@ from gpuwise import probe as probe_mod  # noqa: E402
 from gpuwise.probe import calls  # noqa: E402
 from overhead import _TIMED_LOOP  # noqa: E402  (the loop overhead.py measures, defined once)
 
-exec(_TIMED_LOOP)  # m, opt, a and timed_loop(steps, pad, loop, xs, ys) -> (wall times, CPU times)
+exec(_TIMED_LOOP)  # m, opt, a, timed_loop(steps, pad, loop, xs, ys) -> (wall times, CPU times), pad_for(target_s, loop)
 
 SKIP = 5  # a segment's first steps: the probe's start or stop just before them
 BURST, PERIOD = 64, 1024
@@ -51,14 +51,7 @@ def main():
     args = ap.parse_args()
     n = args.segment
     xs, ys = torch.randn(n * 8, 16), torch.randn(n * 8, 16)  # a DataLoader loop runs over all of them: n steps
-    cx, cy = torch.randn(300 * 8, 16), torch.randn(300 * 8, 16)  # the calibration's 300 steps
-    target = args.target_ms / 1000.0
-    base = statistics.median(timed_loop(300, 0, "dataloader", cx, cy)[0][20:])  # noqa: F821
-    pad = 0
-    for _ in range(3):
-        trial = max(pad, 20)
-        per_mm = (statistics.median(timed_loop(300, trial, "dataloader", cx, cy)[0][20:]) - base) / trial  # noqa: F821
-        pad = max(0, int(round((target - base) / max(per_mm, 1e-7))))
+    pad = pad_for(args.target_ms / 1000.0, "dataloader")  # noqa: F821
     sides = ("off", "full", "counted", "counted-no-next") if calls.available() else ("off", "full", "counted")
     got = {s: ([], []) for s in sides}
     medians = {s: [] for s in sides}  # each segment's median step: blind to the probe's rarer costs (its writes) and to
