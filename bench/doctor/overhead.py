@@ -40,7 +40,14 @@ a = torch.randn(32, 32)
 
 
 def timed_loop(steps, pad, loop, xs, ys):
-    batches = DataLoader(TensorDataset(xs, ys), batch_size=8) if loop == "dataloader" else ((xs[i:i + 8], ys[i:i + 8]) for i in range(0, steps * 8, 8))
+    # loop: "dataloader" (a DataLoader over all of xs), "get_batch" (steps slices of xs), or an iterator of batches that
+    # goes on across calls (the next `steps` of them)
+    if not isinstance(loop, str):
+        batches = (next(loop) for _ in range(steps))
+    elif loop == "dataloader":
+        batches = DataLoader(TensorDataset(xs, ys), batch_size=8)
+    else:
+        batches = ((xs[i:i + 8], ys[i:i + 8]) for i in range(0, steps * 8, 8))
     times, cpus, t, c = [], [], time.perf_counter(), time.thread_time()
     for x, y in batches:
         loss = torch.nn.functional.mse_loss(m(x), y)

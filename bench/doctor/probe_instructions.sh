@@ -53,7 +53,7 @@ for i, (x, y) in enumerate(DataLoader(TensorDataset(xs, ys), batch_size=8)):
     opt.step()
 if mode != "plain" and not mode.startswith("hooks-no"):
     assert p.step >= steps - 1, "the probe counted %d steps of %d" % (p.step, steps)
-    assert (mode == "sampled") == p.quiet, "the steady loop sampled: %s" % p.quiet
+    assert (mode == "sampled") == (p.burst_at is not None), "the steady loop sampled: %s" % p.burst_at
 EOF
 count() { # mode steps -> instructions
   PYTHONHASHSEED=0 valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null "$python" "$tmp/loop.py" "$1" "$probe_dir" "$2" 2>&1 |

@@ -4,14 +4,16 @@ and the steps it only counts, each measured, and the steady loop's cost as their
 One process runs overhead.py's DataLoader loop (a 16-wide linear layer, SGD, padded to about --target-ms a step) in
 short segments of --segment steps, cycling through three sides --cycles times: plainly (`off`: no probe), under a probe
 recording every step (`full`: GPUWISE_FULL_STEPS=all), and under a probe that only counts (`counted`: sampling from the
-start, its first burst skipped; on Python >= 3.12 also `counted-no-next`, the same with the DataLoader's `__next__` no
+start, its first burst skipped; each segment's DataLoader is a new one, whose `__iter__` would end a run's pause, so the
+DataLoader stays watched here; on Python >= 3.12 also `counted-no-next`, the same with the DataLoader's `__next__` no
 longer watched: an experiment, what a probe counting batches another way would save). A fresh probe is started for each segment and switched off after it, outside the
 timed steps; each segment's first 5 steps are left out. The host's speed drifts by tens of percent over seconds on a
 shared machine (the H200 host, 2026-11-29: blocks of 1,000 steps between 918 and 1818 us a step for the same work), so
 each side's cost is the median, over the cycles, of its segment's mean step less the plain segment's beside it, a few
 tens of milliseconds apart. Wall time and the training thread's CPU time (time.thread_time). Then one probe runs the
-whole time, its segments toggled between recording every step, counting and its hooks switched off (no probe start
-just before the timed steps; on Python >= 3.12 the switched-off hooks still pay sys.monitoring's calls).
+whole time over one DataLoader iterator, its segments toggled between recording every step, counting as between two
+bursts (the DataLoader's `__next__` unwatched, as a run pauses it) and its hooks switched off (no probe start just
+before the timed steps; on Python >= 3.12 the switched-off hooks still pay sys.monitoring's calls).
 
     python3 bench/doctor/sampled_overhead.py [--target-ms 1] [--segment 40] [--cycles 300] [--json OUT]
 """
@@ -21,6 +23,7 @@ import os
 import statistics
 import sys
 import tempfile
+import threading
 import time  # noqa: F401  (the timed loop reads it)
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -65,12 +68,12 @@ def main():
                 p = probe_mod.start(env)
                 if side.startswith("counted"):
                     timed_loop(2, 0, "dataloader", xs, ys)  # noqa: F821  (the first steps: the optimizer known)
-                    p.quiet, p.burst_at = True, 10**9  # what the steps between two bursts run
+                    p.burst_at = 10**9  # what the steps between two bursts run: only counted
                 if side == "counted-no-next":
                     p.calls.unwatch(dl._BaseDataLoaderIter.__next__.__code__)  # what counting without __next__ would save
             times, cpus = timed_loop(n, pad, "dataloader", xs, ys)  # noqa: F821
             if p is not None:
-                assert p.quiet == side.startswith("counted")
+                assert (p.burst_at is not None) == side.startswith("counted")
                 p.sender.flush()
                 p.switch_off()
             got[side][0].append(statistics.mean(times[SKIP:]))
@@ -92,19 +95,27 @@ def main():
         }
         if "counted-no-next" in cost:
             out[name]["countedWithoutNextUs"] = round(cost["counted-no-next"] * 1e6, 1)
-    # One probe for the whole run, its segments toggled between recording every step, counting, and switched off
-    # (`disabled`: each hook returns at its first test; on Python >= 3.12 sys.monitoring's calls for `__next__` still
-    # run): no probe started just before the timed steps, whose start could weigh on them.
+    # One probe for the whole run over one DataLoader iterator, its segments toggled between recording every step,
+    # counting as between two bursts (the DataLoader's `__next__` unwatched: `_pause_batches`, as a run pauses it), and
+    # switched off (`disabled`: each hook returns at its first test; on Python >= 3.12 sys.monitoring's calls for
+    # `__next__` still run): no probe started just before the timed steps, whose start could weigh on them.
     p = probe_mod.start({"GPUWISE_RUN_DIR": tempfile.mkdtemp(), "GPUWISE_PROFILE_STEPS": "0", "GPUWISE_STALL_S": "0", "GPUWISE_FULL_STEPS": "all"})
-    timed_loop(SKIP, 0, "dataloader", xs, ys)  # noqa: F821
+    total = (3 * args.cycles * n + SKIP) * 8
+    it = iter(DataLoader(TensorDataset(torch.randn(total, 16), torch.randn(total, 16)), batch_size=8))
+    timed_loop(SKIP, 0, it, None, None)  # noqa: F821  (the probe knows the iterator and the optimizer)
     held = {"disabled": [], "full": [], "counted": []}
     for _ in range(args.cycles):
         for side in held:
             p.disabled = side == "disabled"
-            p.quiet, p.burst_at = side == "counted", 10**12
             if side == "full":
                 p.last_boundary = None  # its first step's time would span the segments before
-            cpus = timed_loop(n, pad, "dataloader", xs, ys)[1]  # noqa: F821
+            if side == "counted":
+                p.burst_at = 10**12
+                p._pause_batches()
+                assert p.batches_paused, "the DataLoader was not paused"
+            cpus = timed_loop(n, pad, it, None, None)[1]  # noqa: F821
+            if side == "counted":
+                p._leave_quiet(threading.get_ident())
             held[side].append(statistics.median(cpus[SKIP:]))
     p.disabled = False
     p.sender.flush()

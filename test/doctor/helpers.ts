@@ -3,8 +3,8 @@
  * python3-torch), the probe's folders, and a runner that collects a process's output.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { existsSync, mkdtempSync, readFileSync, readdirSync } from 'node:fs';
+import { delimiter, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'vitest';
 import type { DoctorReport } from '../../src/doctor/report.js';
@@ -78,6 +78,24 @@ export function fallbackRecords(dir: string): ProbeRecord[] {
     .map((f) => readFileSync(join(dir, f), 'utf8'))
     .join('');
   return parseProbeLines(text).records;
+}
+
+/**
+ * A Python script (its lines) run under the probe alone, no collector: its records from the fallback files of a fresh
+ * run directory made in `parent`, with the process's output and exit.
+ */
+export async function probeScript(
+  parent: string,
+  script: string[],
+  env: Record<string, string> = {},
+): Promise<{ records: ProbeRecord[]; stdout: string; stderr: string; code: number | null; dir: string }> {
+  const dir = mkdtempSync(join(parent, 'run-'));
+  const r = await runProcess(
+    PYTHON,
+    ['-c', script.join('\n')],
+    pyEnv({ PYTHONPATH: [BOOT, PROBE_ROOT].join(delimiter), GPUWISE_RUN_DIR: dir, ...env }),
+  );
+  return { records: fallbackRecords(dir), stdout: r.stdout, stderr: r.stderr, code: r.code, dir };
 }
 
 export function stepsOf(records: ProbeRecord[]): number[] {

@@ -6,29 +6,22 @@
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { ProbeRecord } from '../../src/doctor/records.js';
 import { buildDoctorReport } from '../../src/doctor/report.js';
 import { doctorInput } from './input.js';
-import { BOOT, PROBE_ROOT, PYTHON, SKIP_PYTHON, fallbackRecords, pyEnv, runProcess } from './helpers.js';
+import { SKIP_PYTHON, probeScript } from './helpers.js';
 
 const tmp = mkdtempSync(join(tmpdir(), 'gpuwise-probe-sampling-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
-let n = 0;
 
 // biome-ignore lint/suspicious/noExplicitAny: records are read field by field, as JSON
 type Any = any;
 
 async function probe(script: string[], env: Record<string, string>): Promise<{ records: Any[]; stderr: string; dir: string }> {
-  const dir = mkdtempSync(join(tmp, `run${n++}-`));
-  const r = await runProcess(
-    PYTHON,
-    ['-c', script.join('\n')],
-    pyEnv({ PYTHONPATH: [BOOT, PROBE_ROOT].join(delimiter), GPUWISE_RUN_DIR: dir, GPUWISE_PROFILE_STEPS: '0', ...env }),
-  );
+  const r = await probeScript(tmp, script, { GPUWISE_PROFILE_STEPS: '0', ...env });
   expect(r.code).toBe(0);
-  return { records: fallbackRecords(dir) as ProbeRecord[] as Any[], stderr: r.stderr, dir };
+  return { records: r.records as Any[], stderr: r.stderr, dir: r.dir };
 }
 
 const STEPS = 2600;

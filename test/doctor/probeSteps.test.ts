@@ -5,28 +5,16 @@
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { ProbeRecord } from '../../src/doctor/records.js';
-import { BOOT, PROBE_ROOT, PYTHON, SKIP_PYTHON, fallbackRecords, pyEnv, runProcess } from './helpers.js';
+import { SKIP_PYTHON, probeScript } from './helpers.js';
 
 const tmp = mkdtempSync(join(tmpdir(), 'gpuwise-probe-steps-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
-let n = 0;
 
 /** Runs a script under the probe (records to files) and returns its records. */
-async function probe(
-  script: string[],
-  env: Record<string, string> = {},
-): Promise<{ records: ProbeRecord[]; stderr: string; code: number | null }> {
-  const dir = mkdtempSync(join(tmp, `run${n++}-`));
-  const r = await runProcess(
-    PYTHON,
-    ['-c', script.join('\n')],
-    pyEnv({ PYTHONPATH: [BOOT, PROBE_ROOT].join(delimiter), GPUWISE_RUN_DIR: dir, ...env }),
-  );
-  return { records: fallbackRecords(dir), stderr: r.stderr, code: r.code };
-}
+const probe = (script: string[], env: Record<string, string> = {}) => probeScript(tmp, script, env);
 
 // biome-ignore lint/suspicious/noExplicitAny: records are read field by field, as JSON
 type Any = any;

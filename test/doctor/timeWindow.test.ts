@@ -6,18 +6,17 @@
  */
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { join } from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DoctorReport } from '../../src/doctor/report.js';
-import { analysedWindowEnds, type ProbeRecord } from '../../src/run/records.js';
+import { analysedWindowEnds } from '../../src/run/records.js';
 import { buildBundle } from '../cliBundle.js';
 import { runCli } from '../helpers/cli.js';
-import { BOOT, PROBE_ROOT, PYTHON, REPO, SKIP_PYTHON, fallbackRecords, pyEnv, runProcess } from './helpers.js';
+import { PROBE_ROOT, PYTHON, REPO, SKIP_PYTHON, probeScript, pyEnv, runProcess } from './helpers.js';
 
 const tmp = mkdtempSync(join(tmpdir(), 'gpuwise-time-window-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
-let n = 0;
 
 // biome-ignore lint/suspicious/noExplicitAny: records are read field by field, as JSON
 type Any = any;
@@ -26,14 +25,7 @@ type Any = any;
 const TIME_ENV = { GPUWISE_TIME_WINDOW_CPU: '1', GPUWISE_TIME_WINDOW_AFTER_S: '0.5', GPUWISE_TIME_WINDOW_S: '1' };
 
 /** Runs a script under the probe (records to files) and returns its records and run directory. */
-async function probe(
-  script: string[],
-  env: Record<string, string> = {},
-): Promise<{ records: ProbeRecord[]; stdout: string; stderr: string; code: number | null; dir: string }> {
-  const dir = mkdtempSync(join(tmp, `run${n++}-`));
-  const r = await runProcess(PYTHON, ['-c', script.join('\n')], pyEnv({ PYTHONPATH: [BOOT, PROBE_ROOT].join(delimiter), GPUWISE_RUN_DIR: dir, ...env }));
-  return { records: fallbackRecords(dir), stdout: r.stdout, stderr: r.stderr, code: r.code, dir };
-}
+const probe = (script: string[], env: Record<string, string> = {}) => probeScript(tmp, script, env);
 
 /** A loop of torch.nn.functional calls, no module, no optimizer, no DataLoader: for `seconds` of wall clock. */
 const FUNCTIONAL_LOOP = (seconds: number) => [

@@ -100,8 +100,9 @@ class Probe(StepsMixin, WindowMixin):
         self.primary_graph = None
         self.replays_since_other = 0
         self.last_activity = None  # perf_counter() of the last step-like event (batch, forward, backward, replay ...)
-        self.quiet = False  # between two bursts of the sampled steady loop: steps only counted (steps.py)
-        self.burst_at = None  # the step whose end starts the next burst
+        # Between two bursts of the sampled steady loop (steps.py): the step whose end starts the next burst, the steps
+        # until then only counted; None while every step is recorded.
+        self.burst_at = None
         self.batches_paused = False  # between bursts, the DataLoader's batches read off its iterator (steps.py)
         self.next_code = None  # the code of the DataLoader iterators' __next__, where sys.monitoring watches it
         self.feed = None  # (weakref to the iterator, its loader's state) the steps' DataLoader batches come from
@@ -331,7 +332,6 @@ class Probe(StepsMixin, WindowMixin):
             self.batches_paused = False
             if self.next_code is not None:
                 self.calls.resume(self.next_code)
-        self.quiet = False
         self.burst_at = None
         self.feed = self.feed_id = None
 

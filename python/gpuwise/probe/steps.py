@@ -73,7 +73,7 @@ class StepsMixin(object):
     def _on_batch(self, t0, wait_s, batch, ident, it=None):
         if it is not None:
             self.loader_watch.on_batch(it, t0 + wait_s)  # every loader's batches, whichever thread iterates it
-        if self.quiet:
+        if self.burst_at is not None:
             self.batch_calls += 1  # between bursts: progress for the watchdog, nothing more
             return
         if self.step_thread not in (None, ident) and not self._admits("batch", ident):
@@ -129,7 +129,7 @@ class StepsMixin(object):
         return self.step_source is None or SOURCE_RANK[source] >= SOURCE_RANK[self.step_source]
 
     def _on_backward(self, ident):
-        if self.quiet:
+        if self.burst_at is not None:
             self.backward_calls += 1
             return
         if not self._admits("backward", ident):
@@ -173,7 +173,7 @@ class StepsMixin(object):
     def _on_optimizer_step(self, optimizer, ident):
         if self.step_thread not in (None, ident) and not self._admits("optimizer", ident):
             return
-        if self.quiet:
+        if self.burst_at is not None:
             if self.primary_optimizer() is optimizer:
                 step = self.step = self.step + 1
                 self.beacon.set(step)
@@ -203,7 +203,7 @@ class StepsMixin(object):
     def _on_marker(self, ident):
         if not self._admits("marker", ident):
             return
-        if self.quiet:
+        if self.burst_at is not None:
             self._leave_quiet(ident)  # the script marks its steps from here: they outrank the optimizer's
         now = time.perf_counter()
         self.last_activity = now
@@ -219,7 +219,7 @@ class StepsMixin(object):
         self._end_step(now, "marker", ident)
 
     def _on_graph_replay(self, graph, ident):
-        if self.quiet or not self._admits("graph", ident):
+        if self.burst_at is not None or not self._admits("graph", ident):
             return
         now = time.perf_counter()
         self.last_activity = now
@@ -286,7 +286,6 @@ class StepsMixin(object):
             burst_at = min(burst_at, self.cfg.max_steps - 1)  # the last step ends in full (--steps)
         if burst_at > step:
             self.burst_at = burst_at
-            self.quiet = True
             self._pause_batches()
 
     def _feed_from(self, it):
@@ -328,7 +327,6 @@ class StepsMixin(object):
     def _leave_quiet(self, ident):
         """The next step is recorded in full: it starts now."""
         now = time.perf_counter()
-        self.quiet = False
         self.burst_at = None
         if self.batches_paused:
             self._resume_batches()
