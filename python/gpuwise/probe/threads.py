@@ -39,7 +39,7 @@ class ThreadCpuWatch(object):
         self.reading = threading.Lock()
 
     def add_probe_cpu(self, cpu_s):
-        """A background run's own CPU time (from the first reading on, as the threads'). """
+        """A background run's own CPU time (from the first reading on, as the threads')."""
         if self.last:
             self.totals["probe"] += cpu_s
 
