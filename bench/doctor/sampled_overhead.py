@@ -3,10 +3,10 @@ and the steps it only counts, each measured, and the steady loop's cost as their
 
 One process runs overhead.py's DataLoader loop (a 16-wide linear layer, SGD, padded to about --target-ms a step) in
 short segments of --segment steps, cycling through three sides --cycles times: plainly (`off`: no probe), under a probe
-recording every step (`full`: GPUWISE_FULL_STEPS=all), and under a probe that only counts (`counted`: sampling from the
-start, its first burst skipped; each segment's DataLoader is a new one, whose `__iter__` would end a run's pause, so the
-DataLoader stays watched here; on Python >= 3.12 also `counted-no-next`, the same with the DataLoader's `__next__` no
-longer watched: an experiment, what a probe counting batches another way would save). A fresh probe is started for each segment and switched off after it, outside the
+recording every step (`full`: GPUWISE_FULL_STEPS=all), and under a probe that only counts as between two bursts
+(`counted`: `_enter_quiet`, the backward pass unwatched as a run pauses it; each segment's DataLoader is a new one, whose
+`__iter__` would end a run's pause, so its `__next__` is unwatched by hand where sys.monitoring watches it; on Python
+>= 3.12 also `counted-next-watched`, the same with `__next__` still watched: what that pause saves). A fresh probe is started for each segment and switched off after it, outside the
 timed steps; each segment's first 5 steps are left out. The host's speed drifts by tens of percent over seconds on a
 shared machine (the H200 host, 2026-11-29: blocks of 1,000 steps between 918 and 1818 us a step for the same work), so
 each side's cost is the median, over the cycles, of its segment's mean step less the plain segment's beside it, a few
@@ -33,7 +33,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch  # noqa: E402
 from torch.utils.data import DataLoader, TensorDataset  # noqa: E402
 
-import torch.utils.data.dataloader as dl  # noqa: E402
 
 from gpuwise import probe as probe_mod  # noqa: E402
 from gpuwise.probe import calls  # noqa: E402
@@ -55,7 +54,7 @@ def main():
     n = args.segment
     xs, ys = torch.randn(n * 8, 16), torch.randn(n * 8, 16)  # a DataLoader loop runs over all of them: n steps
     pad = pad_for(args.target_ms / 1000.0, "dataloader")  # noqa: F821
-    sides = ("off", "full", "counted", "counted-no-next") if calls.available() else ("off", "full", "counted")
+    sides = ("off", "full", "counted", "counted-next-watched") if calls.available() else ("off", "full", "counted")
     got = {s: ([], []) for s in sides}
     medians = {s: [] for s in sides}  # each segment's median step: blind to the probe's rarer costs (its writes) and to
     # a garbage collection that lands in a segment; beside the means, it tells a steady cost from such pauses
@@ -68,9 +67,9 @@ def main():
                 p = probe_mod.start(env)
                 if side.startswith("counted"):
                     timed_loop(2, 0, "dataloader", xs, ys)  # noqa: F821  (the first steps: the optimizer known)
-                    p.burst_at = 10**9  # what the steps between two bursts run: only counted
-                if side == "counted-no-next":
-                    p.calls.unwatch(dl._BaseDataLoaderIter.__next__.__code__)  # what counting without __next__ would save
+                    p._enter_quiet(10**9)  # what the steps between two bursts run: only counted
+                if side == "counted" and p.next_code is not None:
+                    p.calls.unwatch(p.next_code)  # as a run's pause does (this segment's new iterator would end it)
             times, cpus = timed_loop(n, pad, "dataloader", xs, ys)  # noqa: F821
             if p is not None:
                 assert (p.burst_at is not None) == side.startswith("counted")
@@ -93,12 +92,12 @@ def main():
             "steadyCostShare": round(steady / plain, 4),
             "plainSegmentsUs": {"min": round(min(off) * 1e6, 1), "median": round(plain * 1e6, 1), "max": round(max(off) * 1e6, 1)},
         }
-        if "counted-no-next" in cost:
-            out[name]["countedWithoutNextUs"] = round(cost["counted-no-next"] * 1e6, 1)
+        if "counted-next-watched" in cost:
+            out[name]["countedNextWatchedUs"] = round(cost["counted-next-watched"] * 1e6, 1)
     # One probe for the whole run over one DataLoader iterator, its segments toggled between recording every step,
-    # counting as between two bursts (the DataLoader's `__next__` unwatched: `_pause_batches`, as a run pauses it), and
+    # counting as between two bursts (`_enter_quiet`: the DataLoader's `__next__` and the backward pass unwatched), and
     # switched off (`disabled`: each hook returns at its first test; on Python >= 3.12 sys.monitoring's calls for
-    # `__next__` still run): no probe started just before the timed steps, whose start could weigh on them.
+    # `__next__` and the backward pass still run): no probe started just before the timed steps, whose start could weigh on them.
     p = probe_mod.start({"GPUWISE_RUN_DIR": tempfile.mkdtemp(), "GPUWISE_PROFILE_STEPS": "0", "GPUWISE_STALL_S": "0", "GPUWISE_FULL_STEPS": "all"})
     total = (3 * args.cycles * n + SKIP) * 8
     it = iter(DataLoader(TensorDataset(torch.randn(total, 16), torch.randn(total, 16)), batch_size=8))
@@ -110,8 +109,7 @@ def main():
             if side == "full":
                 p.last_boundary = None  # its first step's time would span the segments before
             if side == "counted":
-                p.burst_at = 10**12
-                p._pause_batches()
+                p._enter_quiet(10**12)
                 assert p.batches_paused, "the DataLoader was not paused"
             cpus = timed_loop(n, pad, it, None, None)[1]  # noqa: F821
             if side == "counted":
@@ -134,8 +132,8 @@ def main():
     print("by the segments' median steps: " + "; ".join("%s %+.1f us" % (k, v) for k, v in m.items()))
     o = out["oneProbeCpuUs"]
     print("one probe toggled, against its hooks switched off (CPU, segment medians): every step recorded %+.1f us; counted %+.1f us" % (o["full"], o["counted"]))
-    if "countedWithoutNextUs" in out["wall"]:
-        print("counted without watching DataLoader.__next__ (an experiment): %+.1f us" % out["wall"]["countedWithoutNextUs"])
+    if "countedNextWatchedUs" in out["wall"]:
+        print("counted with DataLoader.__next__ still watched (what the pause saves): %+.1f us" % out["wall"]["countedNextWatchedUs"])
 
 
 if __name__ == "__main__":

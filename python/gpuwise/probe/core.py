@@ -105,6 +105,7 @@ class Probe(StepsMixin, WindowMixin):
         self.burst_at = None
         self.batches_paused = False  # between bursts, the DataLoader's batches read off its iterator (steps.py)
         self.next_code = None  # the code of the DataLoader iterators' __next__, where sys.monitoring watches it
+        self.backward_code = None  # torch.autograd.backward's, where sys.monitoring watches it (paused like next_code)
         self.feed = None  # (weakref to the iterator, its loader's state) the steps' DataLoader batches come from
         self.feed_id = None  # id() of that iterator
         self.step_mixed = self.last_step_mixed = False  # batches of two iterators in this step / the one before
@@ -332,6 +333,8 @@ class Probe(StepsMixin, WindowMixin):
             self.batches_paused = False
             if self.next_code is not None:
                 self.calls.resume(self.next_code)
+        if self.burst_at is not None and self.backward_code is not None:
+            self.calls.resume(self.backward_code)
         self.burst_at = None
         self.feed = self.feed_id = None
 

@@ -287,6 +287,7 @@ def install_backward(probe, patches, torch):
             probe._guarded(probe._on_backward, ident)
 
     if _watch(probe, patches, "backward", original, on_return):
+        probe.backward_code = original.__code__  # paused between bursts of the sampled loop (steps.py)
         return
 
     def backward(*args, **kwargs):

@@ -17,7 +17,9 @@ the profiler window is done and an optimizer marks the steps, a step is recorded
 whose number modulo SAMPLE_PERIOD is below SAMPLE_BURST (the same steps on every rank). Between bursts a step costs the
 hooks a counter and the beacon's store: no clock, no record, no CUDA event. The DataLoader's `__next__` is not watched
 then (`_pause_batches`): its batches, for the `loader` record, are read off the iterator's own count at each optimizer
-step; a new epoch or another loader's iterator ends the pause. doctor keeps a spread sample of a long run's steps
+step; a new epoch or another loader's iterator ends the pause. Where sys.monitoring watches `torch.autograd.backward`
+(Python >= 3.12) it is paused too: between bursts the optimizer's step is the progress the watchdog reads, and its hook
+the only one a step runs. doctor keeps a spread sample of a long run's steps
 anyway (src/doctor/recordSample.ts), and a burst of consecutive steps keeps what a stall pattern needs. Measured on an
 H200 host, every step recorded cost +40 to +75 us a step at 1 ms steps, a counted step with `__next__` unwatched +6
 (bench/doctor/results/h200-2026-11-29-sampled.txt).
@@ -285,8 +287,14 @@ class StepsMixin(object):
         if self.cfg.max_steps is not None:
             burst_at = min(burst_at, self.cfg.max_steps - 1)  # the last step ends in full (--steps)
         if burst_at > step:
-            self.burst_at = burst_at
-            self._pause_batches()
+            self._enter_quiet(burst_at)
+
+    def _enter_quiet(self, burst_at):
+        """The steps up to `burst_at` are only counted: the DataLoader's `__next__` and the backward pass unwatched."""
+        self.burst_at = burst_at
+        self._pause_batches()
+        if self.backward_code is not None:
+            self.calls.pause(self.backward_code)
 
     def _feed_from(self, it):
         """Iterator `it` hands the stepping thread its batches now: the one whose count the loop reads between bursts.
@@ -330,6 +338,8 @@ class StepsMixin(object):
         self.burst_at = None
         if self.batches_paused:
             self._resume_batches()
+        if self.backward_code is not None:
+            self.calls.resume(self.backward_code)
         self.last_activity = self.last_boundary = now
         self.last_cpu = None  # no CPU time for this first step: its start was not read
         self.cpu_thread = ident
