@@ -1,5 +1,5 @@
 """The probe's cost per step in the sampled steady loop (issue 27), on the machine at hand: the steps it records in full
-and the steps it only counts, each measured, and the steady loop's cost as their mix (64 in 1024 recorded: steps.py).
+and the steps it only counts, each measured, and the steady loop's cost as their mix (SAMPLE_BURST in SAMPLE_PERIOD recorded: steps.py).
 
 One process runs overhead.py's DataLoader loop (a 16-wide linear layer, SGD, padded to about --target-ms a step) in
 short segments of --segment steps, cycling through three sides --cycles times: plainly (`off`: no probe), under a probe
@@ -41,7 +41,7 @@ from overhead import _TIMED_LOOP  # noqa: E402  (the loop overhead.py measures, 
 exec(_TIMED_LOOP)  # m, opt, a, timed_loop(steps, pad, loop, xs, ys) -> (wall times, CPU times), pad_for(target_s, loop)
 
 SKIP = 5  # a segment's first steps: the probe's start or stop just before them
-BURST, PERIOD = 64, 1024
+from gpuwise.probe.steps import SAMPLE_BURST as BURST, SAMPLE_PERIOD as PERIOD  # noqa: E402
 
 
 def main():
@@ -127,7 +127,7 @@ def main():
             f.write(text + "\n")
     for name in ("wall", "cpu"):
         o = out[name]
-        print("%-4s plain %.1f us; every step recorded %+.1f us; counted %+.1f us; steady loop (64 in 1024 recorded) %+.1f us (%+.2f%%)" % (name, o["plainUs"], o["fullCostUs"], o["countedCostUs"], o["steadyCostUs"], o["steadyCostShare"] * 100))
+        print("%-4s plain %.1f us; every step recorded %+.1f us; counted %+.1f us; steady loop (%d in %d recorded) %+.1f us (%+.2f%%)" % (name, o["plainUs"], o["fullCostUs"], o["countedCostUs"], BURST, PERIOD, o["steadyCostUs"], o["steadyCostShare"] * 100))
     m = out["wallBySegmentMedians"]
     print("by the segments' median steps: " + "; ".join("%s %+.1f us" % (k, v) for k, v in m.items()))
     o = out["oneProbeCpuUs"]

@@ -1,4 +1,4 @@
-"""Does the probe's sampled steady loop (steps.py: bursts of 64 steps in 1024 past GPUWISE_FULL_STEPS) keep a run's
+"""Does the probe's sampled steady loop (steps.py: bursts of 32 steps in 1024 past GPUWISE_FULL_STEPS) keep a run's
 mean step, and do a burst's first steps get their own GPU time? (issue 27: the probe's cost)
 
 One process trains a small MLP for --steps steps (CUDA when there is one), with a step every --stall-every that also

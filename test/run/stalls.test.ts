@@ -1,7 +1,7 @@
 /**
  * The stall pattern of a run's steps (run/steps.ts, `stallPatternOf`) on synthetic series whose answer is known: a
  * loader whose workers deliver in turn stalls every N steps. Read over every step, and over the records a long run
- * keeps (the probe's bursts of 64 steps in 1024 past its head; doctor's spread sample): the spacing between two
+ * keeps (the probe's bursts of 32 steps in 1024 past its head; doctor's spread sample): the spacing between two
  * stalls with steps missing between them is not the period.
  */
 import { describe, expect, it } from 'vitest';
@@ -14,8 +14,8 @@ const series = (n: number, every: number) =>
     const stalled = step % every === 0;
     return { step, timeS: stalled ? 0.08 : 0.02, waitS: stalled ? 0.061 : 0.001 };
   });
-/** What the probe records of a long run: the first `head` steps, then step % 1024 < 64. */
-const sampled = <T extends { step: number }>(xs: T[], head: number) => xs.filter((s) => s.step < head || s.step % 1024 < 64);
+/** What the probe records of a long run: the first `head` steps, then step % 1024 < 32. */
+const sampled = <T extends { step: number }>(xs: T[], head: number) => xs.filter((s) => s.step < head || s.step % 1024 < 32);
 
 describe('the stall pattern', () => {
   it('finds stalls every 9 steps over every step', () => {

@@ -21,7 +21,7 @@ Rules it keeps:
   FALLBACK_AFTER calls is taken to drive nothing: a hand-written update, inference); graph replays also take over
   from a higher source that fell silent for GRAPH_TAKEOVER replays (a whole training step captured in a graph);
 - a step costs the training thread two clock reads and a queued record, and past the first GPUWISE_FULL_STEPS steps
-  of a steady optimizer loop only a counter, save in bursts of 64 steps in 1024 (steps.py); the records are written
+  of a steady optimizer loop only a counter, save in bursts of 32 steps in 1024 (steps.py); the records are written
   in batches, what
   the socket does not take by the probe's background work (background.py), which a timer runs (ticker.py): no thread
   of the probe's stays between its runs;

@@ -21,8 +21,8 @@ step; a new epoch or another loader's iterator ends the pause. Where sys.monitor
 (Python >= 3.12) it is paused too: between bursts the optimizer's step is the progress the watchdog reads, and its hook
 the only one a step runs. doctor keeps a spread sample of a long run's steps
 anyway (src/doctor/recordSample.ts), and a burst of consecutive steps keeps what a stall pattern needs. Measured on an
-H200 host, every step recorded cost +40 to +75 us a step at 1 ms steps, a counted step with `__next__` unwatched +6
-(bench/doctor/results/h200-2026-11-29-sampled.txt).
+H200 host, every step recorded cost +40 to +90 us a step at 1 ms steps, a counted step +7 to +9: bursts of 32 in 1024
+keep the mix near 1% there (bench/doctor/results/h200-2026-11-29-sampled.txt).
 """
 import sys
 import threading
@@ -45,7 +45,7 @@ TOKENS_AFTER = 8
 CPU_EVERY_STEP = 64
 CPU_SAMPLE_EVERY = 16
 # Past the full head, the steps recorded: those whose number modulo SAMPLE_PERIOD is below SAMPLE_BURST (1 in 16).
-SAMPLE_BURST = 64
+SAMPLE_BURST = 32
 SAMPLE_PERIOD = 1024
 
 
