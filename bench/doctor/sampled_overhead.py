@@ -12,8 +12,10 @@ shared machine (the H200 host, 2026-11-29: blocks of 1,000 steps between 918 and
 each side's cost is the median, over the cycles, of its segment's mean step less the plain segment's beside it, a few
 tens of milliseconds apart. Wall time and the training thread's CPU time (time.thread_time). Then one probe runs the
 whole time over one DataLoader iterator, its segments toggled between recording every step, counting as between two
-bursts (the DataLoader's `__next__` unwatched, as a run pauses it) and its hooks switched off (no probe start just
-before the timed steps; on Python >= 3.12 the switched-off hooks still pay sys.monitoring's calls).
+bursts (`__next__` and the backward pass unwatched, as a run pauses them) and its hooks switched off (sys.monitoring's
+watches paused too; on Python < 3.12 the wrappers still run and return at once). No probe starts just before those
+timed steps: a fresh probe's first background runs take the GIL during the segments above, so their `counted` is an
+upper bound, and this one is the steady loop's cost.
 
     python3 bench/doctor/sampled_overhead.py [--target-ms 1] [--segment 40] [--cycles 300] [--json OUT]
 """
@@ -96,8 +98,10 @@ def main():
             out[name]["countedNextWatchedUs"] = round(cost["counted-next-watched"] * 1e6, 1)
     # One probe for the whole run over one DataLoader iterator, its segments toggled between recording every step,
     # counting as between two bursts (`_enter_quiet`: the DataLoader's `__next__` and the backward pass unwatched), and
-    # switched off (`disabled`: each hook returns at its first test; on Python >= 3.12 sys.monitoring's calls for
-    # `__next__` and the backward pass still run): no probe started just before the timed steps, whose start could weigh on them.
+    # switched off (`disabled`: each hook returns at its first test, and the code objects sys.monitoring watches are
+    # paused, so only the optimizer hook's first test runs): no probe started just before the timed steps. A fresh
+    # probe's first background runs (its announcement, the first readings) land in the segments above, on the
+    # training thread's GIL; here they are long past, as in a run's steady loop.
     p = probe_mod.start({"GPUWISE_RUN_DIR": tempfile.mkdtemp(), "GPUWISE_PROFILE_STEPS": "0", "GPUWISE_STALL_S": "0", "GPUWISE_FULL_STEPS": "all"})
     total = (3 * args.cycles * n + SKIP) * 8
     it = iter(DataLoader(TensorDataset(torch.randn(total, 16), torch.randn(total, 16)), batch_size=8))
@@ -106,19 +110,30 @@ def main():
     for _ in range(args.cycles):
         for side in held:
             p.disabled = side == "disabled"
+            if side == "disabled":
+                for code in list(p.calls.watched):
+                    p.calls.pause(code)
             if side == "full":
                 p.last_boundary = None  # its first step's time would span the segments before
             if side == "counted":
                 p._enter_quiet(10**12)
                 assert p.batches_paused, "the DataLoader was not paused"
-            cpus = timed_loop(n, pad, it, None, None)[1]  # noqa: F821
+            times, cpus = timed_loop(n, pad, it, None, None)  # noqa: F821
             if side == "counted":
                 p._leave_quiet(threading.get_ident())
-            held[side].append(statistics.median(cpus[SKIP:]))
+            if side == "disabled":
+                for code in list(p.calls.watched):
+                    p.calls.resume(code)
+            held[side].append((statistics.median(times[SKIP:]), statistics.median(cpus[SKIP:])))
     p.disabled = False
     p.sender.flush()
     p.switch_off()
-    out["oneProbeCpuUs"] = {s: round(statistics.median(v - d for v, d in zip(held[s], held["disabled"])) * 1e6, 1) for s in ("full", "counted")}
+    for which, name in ((0, "oneProbeWallUs"), (1, "oneProbeCpuUs")):
+        base = [d[which] for d in held["disabled"]]
+        cost = {s: statistics.median(v[which] - d for v, d in zip(held[s], base)) for s in ("full", "counted")}
+        steady = (BURST * cost["full"] + (PERIOD - BURST) * cost["counted"]) / PERIOD
+        plain = statistics.median(base)
+        out[name] = {"plain": round(plain * 1e6, 1), "full": round(cost["full"] * 1e6, 1), "counted": round(cost["counted"] * 1e6, 1), "steady": round(steady * 1e6, 1), "steadyShare": round(steady / plain, 4)}
     off = medians["off"]
     out["wallBySegmentMedians"] = {s: round(statistics.median(v - o for v, o in zip(medians[s], off)) * 1e6, 1) for s in sides[1:]}
     text = json.dumps(out, indent=1)
@@ -130,8 +145,9 @@ def main():
         print("%-4s plain %.1f us; every step recorded %+.1f us; counted %+.1f us; steady loop (%d in %d recorded) %+.1f us (%+.2f%%)" % (name, o["plainUs"], o["fullCostUs"], o["countedCostUs"], BURST, PERIOD, o["steadyCostUs"], o["steadyCostShare"] * 100))
     m = out["wallBySegmentMedians"]
     print("by the segments' median steps: " + "; ".join("%s %+.1f us" % (k, v) for k, v in m.items()))
-    o = out["oneProbeCpuUs"]
-    print("one probe toggled, against its hooks switched off (CPU, segment medians): every step recorded %+.1f us; counted %+.1f us" % (o["full"], o["counted"]))
+    for name in ("oneProbeWallUs", "oneProbeCpuUs"):
+        o = out[name]
+        print("one probe toggled, against its hooks switched off (%s, segment medians): plain %.1f us; every step recorded %+.1f us; counted %+.1f us; steady loop %+.1f us (%+.2f%%)" % ("wall" if "Wall" in name else "CPU", o["plain"], o["full"], o["counted"], o["steady"], o["steadyShare"] * 100))
     if "countedNextWatchedUs" in out["wall"]:
         print("counted with DataLoader.__next__ still watched (what the pause saves): %+.1f us" % out["wall"]["countedNextWatchedUs"])
 
