@@ -21,8 +21,8 @@ step; a new epoch or another loader's iterator ends the pause. Where sys.monitor
 (Python >= 3.12) it is paused too: between bursts the optimizer's step is the progress the watchdog reads, and its hook
 the only one a step runs. doctor keeps a spread sample of a long run's steps
 anyway (src/doctor/recordSample.ts), and a burst of consecutive steps keeps what a stall pattern needs. Measured on an
-H200 host, every step recorded cost +40 to +90 us a step at 1 ms steps, a counted step +7 to +9: bursts of 32 in 1024
-keep the mix near 1% there (bench/doctor/results/h200-2026-11-29-sampled.txt).
+H200 host, every step recorded cost +54 to +90 us a step at 1 ms steps, a counted step +5.5 to +11: bursts of 32 in 1024
+keep the mix at 0.65-1.05% of a 1.2 ms step there (bench/doctor/results/h200-2026-11-29-sampled-final.txt).
 """
 import sys
 import threading
