@@ -76,9 +76,19 @@ const COPY_BLOCKED_SHARE = 0.05;
  * GPU-bound ViT-B/16 on an H100: 332 ms of CPU a 354 ms step, 227 ms of it in the window's copies, yet the step with
  * the GPU's work cut by bf16 measured 72.8 ms). The window bounds it too: the time its stepping thread was neither in
  * a copy, a sync nor the DataLoader (its backward's wait on autograd's thread included), the profiler's cost in it.
- * The host's work is at most the smaller of the two.
+ * The host's work is at most the smaller of the two. The window's is taken less the profiler's cost where the probe
+ * timed the backward calls in the window's steps and outside it (`backwardS`): the backward's launches are host work
+ * like the rest, so the profiler slows the rest as it slows them (a GPU-bound ViT-B/16 on an H200: 81 ms of the
+ * window's host a step, the step with bf16's GPU work then measured 65.5 ms, not the 81 the window promised).
  */
-function hostWork(cpuNs: number, m: TraceMetrics | null, threads: ThreadCpuPerStep | null, noGpuWork: boolean, gpuBound: boolean): Stage {
+function hostWork(
+  cpuNs: number,
+  m: TraceMetrics | null,
+  threads: ThreadCpuPerStep | null,
+  noGpuWork: boolean,
+  gpuBound: boolean,
+  backward: ProfiledBackward | null,
+): Stage {
   const blocked = m?.examples.memcpyBlockedNsPerStep ?? 0;
   const copies = !noGpuWork && m !== null && blocked > COPY_BLOCKED_SHARE * m.perStep.durNs;
   const own = copies ? Math.max(0, cpuNs - blocked) : cpuNs;
@@ -90,21 +100,33 @@ function hostWork(cpuNs: number, m: TraceMetrics | null, threads: ThreadCpuPerSt
   const thread = copies
     ? `the stepping thread's CPU time ${fmtMs(cpuNs)} a step (median, outside the profiler) less the ${fmtMs(blocked)} a step the window shows it blocked inside copy calls (pageable copies wait for the GPU's queued work)`
     : `${noGpuWork ? 'no GPU work: the step runs on the CPU, ' : ''}the stepping thread's CPU time, ${fmtMs(cpuNs)} a step (median, outside the profiler)`;
-  const backward =
+  const backwardText =
     autograd > 0
       ? `, plus autograd's backward thread's ${fmtMs(autograd)} a step (the backward's work, done while the stepping thread waits; over ${threads?.steps} steps)`
       : autogradCpu > 0
         ? ` (autograd's backward thread's ${fmtMs(autogradCpu)} a step left out: the GPU is busy most of the step, and its launches wait for room in the launch queue)`
         : '';
   const total = own + autograd;
-  const free = copies ? (m?.examples.hostFreeNsPerStep ?? null) : null;
+  const windowFree = copies ? (m?.examples.hostFreeNsPerStep ?? null) : null;
+  const inflation = backward !== null && backward.profiledS > backward.plainS ? backward.profiledS / backward.plainS : 1;
+  const free = windowFree !== null ? windowFree / inflation : null;
+  const profilerText =
+    inflation > 1
+      ? `, less the profiler's cost: the backward calls took ${fmtMs(backward!.profiledS * 1e9)} a step in the window against ${fmtMs(backward!.plainS * 1e9)} outside it (medians), so the host's work is the window's / ${inflation.toFixed(2)} = ${fmtMs(free!)}`
+      : ' (the profiler\'s cost included)';
   if (free !== null && free < total)
     return {
       ns: free,
       how: 'measured',
-      evidence: `the window's stepping thread outside copy calls, syncs and the DataLoader, ${fmtMs(free)} a step (the median of its steps, the profiler's cost included); ${thread}${backward} gives ${fmtMs(total)}, which holds more of the copies' waits than the window shows`,
+      evidence: `the window's stepping thread outside copy calls, syncs and the DataLoader, ${fmtMs(windowFree!)} a step (the median of its steps)${profilerText}; ${thread}${backwardText} gives ${fmtMs(total)}, which holds more of the copies' waits than the window shows`,
     };
-  return { ns: total, how: 'measured', evidence: `${thread}${backward}${copies || autograd > 0 ? `: ${fmtMs(total)}` : ''}` };
+  return { ns: total, how: 'measured', evidence: `${thread}${backwardText}${copies || autograd > 0 ? `: ${fmtMs(total)}` : ''}` };
+}
+
+/** The backward calls' median wall time a step outside the window and in it (the probe's `backwardS`). */
+export interface ProfiledBackward {
+  plainS: number;
+  profiledS: number;
 }
 
 export function hostTimeProblem(stepsInFlight: number | null, window: TraceMetrics | null): string | null {
@@ -328,6 +350,9 @@ export function runPipeline(ev: RunEvidence): Pipeline | null {
             ev.threads ?? null,
             noGpuWork,
             m !== null && !noGpuWork && (gpu.ns ?? 0) + (comm.ns ?? 0) >= GPU_BOUND_SHARE * Sx,
+            st.medianBackwardS && st.medianBackwardProfiledS
+              ? { plainS: st.medianBackwardS, profiledS: st.medianBackwardProfiledS }
+              : null,
           )
         : {
             ns: null,

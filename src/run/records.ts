@@ -72,6 +72,13 @@ export interface StepRecord extends Base {
    * optional field: no protocol bump, an older gpuwise keeps the record and ignores it).
    */
   hostCpuS?: number | null;
+  /**
+   * Wall time of the stepping thread inside `torch.autograd.backward` calls during this step (on CUDA it waits there
+   * while autograd's device thread launches the backward's kernels): the host's launch work, timed in the window's
+   * steps and outside it alike, so the two tell the profiler's cost on the host. Null when no backward ran; absent from
+   * older probes (an optional field: no protocol bump).
+   */
+  backwardS?: number | null;
   /** Time spent inside DataLoader `__next__` during this step. */
   dataWaitS: number;
   batches: number;
@@ -433,6 +440,7 @@ const SCHEMAS: Record<ProbeRecord['type'], Check<unknown>> = (() => {
         step: int(0),
         stepTimeS: nullable(num(0)),
         hostCpuS: optional(nullable(num(0))),
+        backwardS: optional(nullable(num(0))),
         dataWaitS: num(0),
         batches: int(0),
         forwards: optional(nullable(int(0))),

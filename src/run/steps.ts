@@ -64,6 +64,12 @@ export interface StepStats {
    */
   medianHostCpuS?: number | null;
   /**
+   * Median wall time a measured step spent in backward calls (the probe's `backwardS`), and the same over the profiled
+   * window's steps: their ratio is the profiler's cost on the host's launch work (pace/run.ts). Null when not told.
+   */
+  medianBackwardS?: number | null;
+  medianBackwardProfiledS?: number | null;
+  /**
    * Median number of steps the GPU was behind the host at the measured steps' ends (the step less the last step whose
    * GPU time the record had): 0, the GPU had done all the work issued; 1, it was still on this step; 2 or more, the
    * host ran ahead (it waits on the GPU: a full launch queue). Null without GPU timing. Added in 0.2.
@@ -97,6 +103,8 @@ export interface StepStats {
 export const AFTER_WINDOW_SLOWDOWN = 0.1;
 /** Steady steps needed on each side of the window to tell. */
 export const MIN_STEPS_BESIDE_WINDOW = 8;
+/** Backward calls timed outside the window before their median is told (a few steps' noise otherwise). */
+const MIN_BACKWARD_READINGS = 4;
 /** CPU readings needed on each side: the probe reads the thread's CPU clock for one step in 16 after its first 64. */
 export const MIN_CPU_READINGS_BESIDE_WINDOW = 4;
 
@@ -406,6 +414,12 @@ export function stepStats(
   const last = ordered[ordered.length - 1];
   const sortedOf = (xs: number[]) => xs.sort((a, b) => a - b);
   const hostCpu = measured.map((s) => s.hostCpuS).filter((t): t is number => typeof t === 'number' && Number.isFinite(t));
+  const backwardOf = (xs: readonly StepRecord[]) =>
+    sortedOf(xs.map((s) => s.backwardS).filter((t): t is number => typeof t === 'number' && Number.isFinite(t) && t > 0));
+  const backward = backwardOf(measured);
+  // The window's steps but its first (the profiler starts in it) and its last (it stops there).
+  const profiled = ordered.filter((s) => s.profiled);
+  const backwardProfiled = backwardOf(profiled.slice(1, -1));
   const inFlightByStep = stepsInFlightOf(ordered);
   const inFlight = measured.map((s) => inFlightByStep.get(s.step)).filter((n): n is number => n !== undefined);
   return {
@@ -428,6 +442,8 @@ export function stepStats(
     steadyFromStep: measured[0]?.step ?? null,
     settled: steady.settled,
     medianHostCpuS: enoughCpuReadings(hostCpu.length, measured.length) ? quantile(sortedOf(hostCpu), 0.5) : null,
+    medianBackwardS: backward.length >= MIN_BACKWARD_READINGS ? quantile(backward, 0.5) : null,
+    medianBackwardProfiledS: backwardProfiled.length >= 2 ? quantile(backwardProfiled, 0.5) : null,
     medianStepsInFlight: timing === 'gpu' && inFlight.length > 0 ? quantile(sortedOf(inFlight), 0.5) : null,
     stalls: stallPatternOf(
       measured.map((s) => ({ step: s.step, timeS: timeOf(s), waitS: s.dataWaitS })),

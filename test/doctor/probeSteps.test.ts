@@ -88,6 +88,43 @@ describe.skipIf(SKIP_PYTHON)('probe steps without torch.optim or a DataLoader (C
     }
   });
 
+  it('records the time each step spent in backward calls (backwardS): the backward, not the rest of the step', async () => {
+    // A backward that burns 15 ms (a custom autograd function), after a forward side that sleeps 20 ms: the backward's
+    // call holds the 15 ms and not the 20; two micro-batches a step add up.
+    const { records, stderr, code } = await probe(
+      [
+        'import time, torch',
+        'class Slow(torch.autograd.Function):',
+        '    @staticmethod',
+        '    def forward(ctx, x):',
+        '        return x * 2',
+        '    @staticmethod',
+        '    def backward(ctx, g):',
+        '        t = time.perf_counter()',
+        '        while time.perf_counter() - t < 0.015:',
+        '            pass',
+        '        return g * 2',
+        'model = torch.nn.Linear(4, 4)',
+        'opt = torch.optim.SGD(model.parameters(), lr=0.1)',
+        'for i in range(10):',
+        '    time.sleep(0.02)',
+        '    for micro in range(2):',
+        '        Slow.apply(model(torch.ones(2, 4))).sum().backward()',
+        '    opt.step()',
+        '    opt.zero_grad()',
+      ],
+      { GPUWISE_PROFILE_STEPS: '0' },
+    );
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+    const s = steps(records).slice(1);
+    expect(s.length).toBeGreaterThanOrEqual(8);
+    for (const x of s) {
+      expect(x.backwardS).toBeGreaterThanOrEqual(0.03);
+      expect(x.backwardS).toBeLessThan(x.stepTimeS - 0.015);
+    }
+  });
+
   it("reads the CPU clock at every step's end for the first 64 steps, then for one step in 16 (a system call each)", async () => {
     const { records, code } = await probe(
       [

@@ -38,3 +38,47 @@ describe('a sync at the end of every step', () => {
     expect(fusion.severity).toBe('high');
   });
 });
+
+/**
+ * The GPU-bound ViT-B/16 of examples/pace/runs/h200/gpu_bound (fp32, batch 128, a 77 MB pageable copy a step that
+ * waits for the GPU): the host's own work is read from the window, which holds the profiler's cost. The run's figures
+ * are its report's (mean step 342.5 ms, the stepping thread's CPU 330 ms a step spinning in the copies, one step in
+ * flight); the backward medians are put in by hand, as the probe now times them.
+ */
+describe('the host of a GPU-bound run whose copies block, less the profiler', () => {
+  let vit: TraceMetrics;
+  beforeAll(async () => {
+    vit = analyzeTrace(await loadTrace('examples/pace/runs/h200/gpu_bound/trace-pid1157.json.gz'));
+  }, 60_000);
+  const vitStats = {
+    meanS: 0.3425,
+    medianS: 0.342,
+    dataWaitShare: 0.0045,
+    medianHostCpuS: 0.3296,
+    medianStepsInFlight: 1,
+    stalls: null,
+  } as unknown as StepStats;
+
+  it('takes the window outside copies and syncs as it is when the backward was not timed', () => {
+    const p = runPipeline({ steps: vitStats, window: vit, loader: [], batchesPerStep: 1 })!;
+    const free = vit.examples.hostFreeNsPerStep as number;
+    expect(free).toBeGreaterThan(70e6);
+    expect(p.stages.host.ns).toBeCloseTo(free, -3);
+    expect(p.stages.host.evidence).toContain("the profiler's cost included");
+  });
+
+  it("divides it by the profiler's cost on the backward's launches: in the window's steps against outside it", () => {
+    const steps = { ...vitStats, medianBackwardS: 0.012, medianBackwardProfiledS: 0.03 } as StepStats;
+    const p = runPipeline({ steps, window: vit, loader: [], batchesPerStep: 1 })!;
+    const free = vit.examples.hostFreeNsPerStep as number;
+    expect(p.stages.host.ns).toBeCloseTo(free / 2.5, -3);
+    expect(p.stages.host.evidence).toMatch(/backward calls took 30\.0 ms a step in the window against 12\.0 ms outside it .* \/ 2\.50/);
+    expect(stepOf(p).bound).toBe('gpu');
+  });
+
+  it('takes nothing off when the window did not slow the backward', () => {
+    const steps = { ...vitStats, medianBackwardS: 0.012, medianBackwardProfiledS: 0.011 } as StepStats;
+    const p = runPipeline({ steps, window: vit, loader: [], batchesPerStep: 1 })!;
+    expect(p.stages.host.ns).toBeCloseTo(vit.examples.hostFreeNsPerStep as number, -3);
+  });
+});

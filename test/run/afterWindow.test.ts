@@ -62,3 +62,22 @@ describe('steps after the profiler window', () => {
     expect(st.slowedAfterWindow).toBeNull();
   });
 });
+
+describe("the backward calls' time in the window and outside it (backwardS)", () => {
+  it('gives the medians of the measured steps and of the window steps but its first and last', () => {
+    // The GAN's real records, each step given a backward time by hand: 10 ms outside the window, 25 ms in its steps
+    // but the first (the profiler's start) and the last (its stop), which are given 100 ms.
+    const records = recordsOf(join(LEVERS, 'gan_fakedata'));
+    const window = records.filter((r) => r.type === 'step' && r.profiled).map((r) => (r as { step: number }).step);
+    expect(window.length).toBeGreaterThanOrEqual(4);
+    const [first, last] = [Math.min(...window), Math.max(...window)];
+    const timed = records.map((r) =>
+      r.type !== 'step' ? r : { ...r, backwardS: !r.profiled ? 0.01 : r.step === first || r.step === last ? 0.1 : 0.025 },
+    );
+    const st = statsOf(timed);
+    expect(st.medianBackwardS).toBeCloseTo(0.01, 6);
+    expect(st.medianBackwardProfiledS).toBeCloseTo(0.025, 6);
+    // Records of an older probe (no backwardS): neither is told.
+    expect(statsOf(records)).toMatchObject({ medianBackwardS: null, medianBackwardProfiledS: null });
+  });
+});

@@ -284,20 +284,21 @@ def install_backward(probe, patches, torch):
 
     def on_return(t0, value, frame, ident):
         if not probe.disabled:
-            probe._guarded(probe._on_backward, ident)
+            probe._guarded(probe._on_backward, ident, t0)
 
     if _watch(probe, patches, "backward", original, on_return):
         probe.backward_code = original.__code__  # paused between bursts of the sampled loop (steps.py)
         return
 
     def backward(*args, **kwargs):
+        t0 = _perf_counter()
         try:
             out = original(*args, **kwargs)
         except BaseException as e:
             _drop_own_frame(e)
             raise
         if not probe.disabled:
-            probe._guarded(probe._on_backward, _get_ident())
+            probe._guarded(probe._on_backward, _get_ident(), t0)
         return out
 
     functools.update_wrapper(backward, original)

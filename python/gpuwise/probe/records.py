@@ -47,14 +47,14 @@ def record(kind, rank, fields):
 _STEP_LINE = (
     '{"v":%d,"type":"step","pid":%d,"rank":%s,"t":%.6f,"gpuStepTimes":%s,"step":%d,"stepTimeS":%s,"hostCpuS":%s,'
     '"dataWaitS":%.9g,"batches":%d,"forwards":%s,"samples":%s,"tokens":%s,"seqLen":%s,"batchSource":%s,'
-    '"stepSource":"%s","memory":%s,"profiled":%s,"probeWork":%s}\n'
+    '"stepSource":"%s","memory":%s,"profiled":%s,"probeWork":%s,"backwardS":%s}\n'
 )
 
 
 def _step_line(row):
     """A step record, queued as a tuple in the order of _STEP_LINE (steps.py, `_end_step`): no dict is built on the
     training thread."""
-    v, pid, rank, t, gpu, step, step_time, host_cpu, wait, batches, forwards, samples, tokens, seq_len, batch_source, source, memory, profiled, work = row
+    v, pid, rank, t, gpu, step, step_time, host_cpu, wait, batches, forwards, samples, tokens, seq_len, batch_source, source, memory, profiled, work, backward = row
     return _STEP_LINE % (
         v,
         pid,
@@ -75,6 +75,7 @@ def _step_line(row):
         "null" if memory is None else json.dumps(memory, separators=(",", ":")),
         "true" if profiled else "false",
         "null" if work is None else '"%s"' % work,
+        "null" if backward is None else "%.9g" % backward,
     )
 
 

@@ -130,7 +130,8 @@ class StepsMixin(object):
         """Whether `source` may count steps now: no higher source is counting them."""
         return self.step_source is None or SOURCE_RANK[source] >= SOURCE_RANK[self.step_source]
 
-    def _on_backward(self, ident):
+    def _on_backward(self, ident, t0):
+        """A backward pass called at `t0` (perf_counter) returned: its call's wall time is the step's `backwardS`."""
         if self.burst_at is not None:
             self.backward_calls += 1
             return
@@ -139,6 +140,7 @@ class StepsMixin(object):
         now = time.perf_counter()
         self.last_activity = now
         self.backward_calls += 1
+        self.backward_s += now - t0
         watch = self.root_watch
         watch.reset_depth()  # a forward that raised left its depth behind: a backward ends it
         if self.prof is not None:
@@ -268,6 +270,7 @@ class StepsMixin(object):
         self.input_seq_len = None
         self.input_forwards = 0
         self.forwards_since_backward = 0
+        self.backward_s = 0.0
         self.last_step_mixed, self.step_mixed = self.step_mixed, False
 
     def _quiet_if_due(self, step):
@@ -436,6 +439,7 @@ class StepsMixin(object):
                 self.gpu.memory(now, force=last_step or first) if cuda else None,
                 self.prof is not None and self.window_kind == "steps",
                 work,
+                self.backward_s if self.backward_s > 0 else None,
             ),
             now=first,
         )
