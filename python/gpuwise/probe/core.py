@@ -106,6 +106,7 @@ class Probe(StepsMixin, WindowMixin):
         self.batches_paused = False  # between bursts, the DataLoader's batches read off its iterator (steps.py)
         self.next_code = None  # the code of the DataLoader iterators' __next__, where sys.monitoring watches it
         self.backward_code = None  # torch.autograd.backward's, where sys.monitoring watches it (paused like next_code)
+        self.backward_until_window = False  # its watch is taken back once the window is done (_optimizer_steps)
         self.feed = None  # (weakref to the iterator, its loader's state) the steps' DataLoader batches come from
         self.feed_id = None  # id() of that iterator
         self.step_mixed = self.last_step_mixed = False  # batches of two iterators in this step / the one before
@@ -305,8 +306,13 @@ class Probe(StepsMixin, WindowMixin):
         self.patches.restore("optimizer-init")
         if self.batch_calls > 0:
             # Steps come from the optimizer and batches from the DataLoader: backward passes and the model's input are
-            # no longer needed (a loop without a DataLoader keeps them: each micro-batch's forward is its batch).
-            self.patches.restore("backward")
+            # no longer needed (a loop without a DataLoader keeps them: each micro-batch's forward is its batch). Where
+            # sys.monitoring watches the backward (nothing of it visible to the script), it stays until the window is
+            # done: its time in the window's steps and outside them tells the profiler's cost (`backwardS`).
+            if self.backward_code is not None and not self.window_done:
+                self.backward_until_window = True
+            else:
+                self.patches.restore("backward")
             self.root_watch.disarm()
 
     def _before_fork(self):

@@ -456,6 +456,9 @@ class StepsMixin(object):
             self.gpu.stop_history_if_pending()
         if self.prof is not None or not self.window_done:
             self._profiler_boundary()
+        if self.backward_until_window and self.window_done:
+            self.backward_until_window = False
+            self.patches.restore("backward")
         if last_step:
             self._stop_profiler("steps")
             bg.wait_jobs(60.0)
