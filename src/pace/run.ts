@@ -111,7 +111,7 @@ function hostWork(
   const inflation = backward !== null && backward.profiledS > backward.plainS ? backward.profiledS / backward.plainS : 1;
   const free = windowFree !== null ? windowFree / inflation : null;
   const profilerText =
-    inflation > 1
+    free !== null && inflation > 1
       ? `, less the profiler's cost: the backward calls took ${fmtMs(backward!.profiledS * 1e9)} a step in the window against ${fmtMs(backward!.plainS * 1e9)} outside it (medians), so the host's work is the window's / ${inflation.toFixed(2)} = ${fmtMs(free!)}`
       : ' (the profiler\'s cost included)';
   if (free !== null && free < total)

@@ -32,6 +32,13 @@ describe('a sync at the end of every step', () => {
     expect(fusion.estimatedGain!.boundAfter).toBe('gpu');
   });
 
+  it("keeps the thread's CPU time where no copy blocks, whatever the backward's slowdown in the window", () => {
+    const steps = { ...stats, medianBackwardS: 0.01, medianBackwardProfiledS: 0.03 } as StepStats;
+    const p = runPipeline({ steps, window: m, loader: [], batchesPerStep: 4 })!;
+    expect(p.stages.host).toMatchObject({ ns: 55e6, how: 'measured' });
+    expect(p.stages.host.evidence).not.toContain('backward');
+  });
+
   it('the window alone (analyze) rates it high too: there the profiled host binds, and compiling also cuts its launches', () => {
     const fusion = diagnose([m]).find((f) => f.id === 'fusion')!;
     expect(fusion.estimatedGain!.boundNow).toBe('host');
