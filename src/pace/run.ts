@@ -108,18 +108,20 @@ function hostWork(
         : '';
   const total = own + autograd;
   const windowFree = copies ? (m?.examples.hostFreeNsPerStep ?? null) : null;
-  const inflation = backward !== null && backward.profiledS > backward.plainS ? backward.profiledS / backward.plainS : 1;
-  const free = windowFree !== null ? windowFree / inflation : null;
-  const profilerText =
-    free !== null && inflation > 1
-      ? `, less the profiler's cost: the backward calls took ${fmtMs(backward!.profiledS * 1e9)} a step in the window against ${fmtMs(backward!.plainS * 1e9)} outside it (medians), so the host's work is the window's / ${inflation.toFixed(2)} = ${fmtMs(free!)}`
-      : ' (the profiler\'s cost included)';
-  if (free !== null && free < total)
-    return {
-      ns: free,
-      how: 'measured',
-      evidence: `the window's stepping thread outside copy calls, syncs and the DataLoader, ${fmtMs(windowFree!)} a step (the median of its steps)${profilerText}; ${thread}${backwardText} gives ${fmtMs(total)}, which holds more of the copies' waits than the window shows`,
-    };
+  if (windowFree !== null) {
+    const slowed = backward !== null && backward.profiledS > backward.plainS ? backward : null;
+    const inflation = slowed ? slowed.profiledS / slowed.plainS : 1;
+    const free = windowFree / inflation;
+    const profilerText = slowed
+      ? `, less the profiler's cost: the backward calls took ${fmtMs(slowed.profiledS * 1e9)} a step in the window against ${fmtMs(slowed.plainS * 1e9)} outside it (medians), so the host's work is the window's / ${inflation.toFixed(2)} = ${fmtMs(free)}`
+      : " (the profiler's cost included)";
+    if (free < total)
+      return {
+        ns: free,
+        how: 'measured',
+        evidence: `the window's stepping thread outside copy calls, syncs and the DataLoader, ${fmtMs(windowFree)} a step (the median of its steps)${profilerText}; ${thread}${backwardText} gives ${fmtMs(total)}, which holds more of the copies' waits than the window shows`,
+      };
+  }
   return { ns: total, how: 'measured', evidence: `${thread}${backwardText}${copies || autograd > 0 ? `: ${fmtMs(total)}` : ''}` };
 }
 

@@ -44,7 +44,7 @@ TOKENS_AFTER = 8
 # The host's CPU time is measured for every one of the first CPU_EVERY_STEP steps, then for one step in CPU_SAMPLE_EVERY.
 CPU_EVERY_STEP = 64
 CPU_SAMPLE_EVERY = 16
-# Past the full head, the steps recorded: those whose number modulo SAMPLE_PERIOD is below SAMPLE_BURST (1 in 16).
+# Past the full head, the steps recorded: those whose number modulo SAMPLE_PERIOD is below SAMPLE_BURST (1 in 32).
 SAMPLE_BURST = 32
 SAMPLE_PERIOD = 1024
 
