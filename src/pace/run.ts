@@ -352,9 +352,7 @@ export function runPipeline(ev: RunEvidence): Pipeline | null {
             ev.threads ?? null,
             noGpuWork,
             m !== null && !noGpuWork && (gpu.ns ?? 0) + (comm.ns ?? 0) >= GPU_BOUND_SHARE * Sx,
-            st.medianBackwardS && st.medianBackwardProfiledS
-              ? { plainS: st.medianBackwardS, profiledS: st.medianBackwardProfiledS }
-              : null,
+            st.medianBackwardS && st.medianBackwardProfiledS ? { plainS: st.medianBackwardS, profiledS: st.medianBackwardProfiledS } : null,
           )
         : {
             ns: null,
