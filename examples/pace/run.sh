@@ -12,6 +12,8 @@
 #   env       PYTHON (default python3), DATA (default /tmp/gpuwise-corpus-data: outside OUT, which comes back
 #             to the lead's machine), CHECKS=1 adds the side checks (runs that test a claim, not a plan step);
 #             PLAN_FROM=doctor follows the plan of doctor's report (follow_plan.py) instead of the PLAN table;
+#             REPEAT=N runs each plain configuration N times (the same configuration moves 10-20% between runs on a
+#             shared host: Lightning's bf16 + pinned memory measured 42.1 and 51.0 ms in two calls);
 #             for a dry run on a CPU: SCRIPT_FLAGS="--device cpu --smoke" STEPS=6; BASE_FLAGS: flags of the
 #             baseline that doctor runs and every plan step starts from (a step's own flags come after them and win:
 #             BASE_FLAGS="--dtype fp32" with a plan step "--dtype bf16" runs bf16)
@@ -127,12 +129,15 @@ collect() {
   $python -c 'import json, sys; d = json.loads(sys.argv[1]); d.update(json.loads(sys.argv[2])); print(json.dumps(d))' "$line" "$meta" >> "$out/measured.jsonl"
 }
 
-plain() { # name step label flags
-  local name=$1 step=$2 label=$3 flags=$4 log="$out/logs/$1.$3"
-  echo "run.sh: $name $label: ${SCRIPT[$name]} $flags" >&2
-  # shellcheck disable=SC2086
-  timeout 420 $python "examples/${SCRIPT[$name]}" $base $flags $extra --steps "${STEPS:-${PLAIN_STEPS[$name]}}" > "$log.out" 2> "$log.err" || echo "run.sh: FAILED ($?): $name $label (see $log.err)" >&2
-  collect "$log.out" "{\"run\": \"$name\", \"plan_step\": $step, \"label\": \"$label\", \"flags\": \"$(echo $base $flags)\", \"under\": \"plain\"}"
+plain() { # name step label flags; REPEAT=N runs each N times (summarize.py takes their mean)
+  local name=$1 step=$2 label=$3 flags=$4 r log
+  for ((r = 1; r <= ${REPEAT:-1}; r++)); do
+    log="$out/logs/$1.$3$([[ $r -gt 1 ]] && echo ".$r")"
+    echo "run.sh: $name $label${REPEAT:+ (run $r of $REPEAT)}: ${SCRIPT[$name]} $flags" >&2
+    # shellcheck disable=SC2086
+    timeout 420 $python "examples/${SCRIPT[$name]}" $base $flags $extra --steps "${STEPS:-${PLAIN_STEPS[$name]}}" > "$log.out" 2> "$log.err" || echo "run.sh: FAILED ($?): $name $label (see $log.err)" >&2
+    collect "$log.out" "{\"run\": \"$name\", \"plan_step\": $step, \"label\": \"$label\", \"flags\": \"$(echo $base $flags)\", \"under\": \"plain\", \"repeat\": $r}"
+  done
 }
 
 for name in "${names[@]}"; do

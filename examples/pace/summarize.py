@@ -15,8 +15,11 @@ import sys
 
 
 def load_measured(out):
-    """The latest JSON line per (run, label) from measured.jsonl."""
+    """One row per (run, label) from measured.jsonl: the latest JSON line, its mean step the mean of every line with
+    the same flags (run.sh's REPEAT, or calls appended to one file: a plain configuration moves by 10-20% between
+    calls on a shared host), their means in `runs_ms`."""
     rows = {}
+    means = {}
     path = os.path.join(out, "measured.jsonl")
     if not os.path.exists(path):
         return rows
@@ -30,7 +33,15 @@ def load_measured(out):
             except ValueError:
                 print(f"{path}:{n}: not JSON, left out", file=sys.stderr)
                 continue
-            rows[(d.get("run"), d.get("label"))] = d
+            key = (d.get("run"), d.get("label"))
+            if key in rows and rows[key].get("flags") != d.get("flags"):
+                means[key] = []  # the label now stands for other flags: the earlier runs are not this one
+            rows[key] = d
+            if isinstance(d.get("mean_step_ms"), (int, float)):
+                means.setdefault(key, []).append(d["mean_step_ms"])
+    for key, xs in means.items():
+        if len(xs) > 1:
+            rows[key] = dict(rows[key], mean_step_ms=round(sum(xs) / len(xs), 3), runs_ms=xs)
     return rows
 
 
@@ -100,9 +111,11 @@ def per_run_batch(row, base):
     b0, b = (base or {}).get("samples_per_step"), row.get("samples_per_step")
     if m is None:
         return None, ""
+    runs = row.get("runs_ms")
+    several = f" ({len(runs)} runs: {', '.join(f'{x:.2f}' for x in runs)})" if runs else ""
     if b0 and b and b != b0:
-        return round(m * b0 / b, 2), f" ({m:.2f} ms per batch of {b}, scaled to {b0})"
-    return m, ""
+        return round(m * b0 / b, 2), f" ({m:.2f} ms per batch of {b}, scaled to {b0}){several}"
+    return m, several
 
 
 # The flags each finding's fix stands for in the corpus scripts: a plan step whose fix is not the change the measured

@@ -33,4 +33,19 @@ describe('summarize.py', () => {
     expect(unmatched).toBeGreaterThan(0);
     expect(rows[unmatched]).toMatch(/not the measured change \|$/);
   });
+
+  it('takes the mean of every run of a configuration (REPEAT, or two calls in one file), and lists them', async () => {
+    // The H200 ViT of examples/pace/runs/h200-b: its plan measured in calls E and F (66.66 and 66.145 ms with bf16).
+    const out = makeScratch('summarize-repeat');
+    const measured = readFileSync(join(REPO, 'examples/pace/measured/h200-2026-11-29.jsonl'), 'utf8').split('\n');
+    writeFileSync(join(out, 'measured.jsonl'), measured.filter((l) => l.includes('"run": "gpu_bound"')).join('\n'));
+    mkdirSync(join(out, 'gpu_bound'));
+    const report = await rediagnosed(join(REPO, 'examples/pace/runs/h200-b/gpu_bound'));
+    writeFileSync(join(out, 'gpu_bound', 'report.json'), JSON.stringify(report));
+    const r = spawnSync('python3', [join(REPO, 'examples/pace/summarize.py'), out], { encoding: 'utf8' });
+    expect(r.status, r.stderr).toBe(0);
+    const bf16 = r.stdout.split('\n').find((l) => l.startsWith('| 1 '))!;
+    expect(bf16).toContain('`--amp bf16` (2 runs: 66.66, 66.14)');
+    expect(bf16).toMatch(/\| 66\.4\d* \| \+5% \|$/);
+  });
 });
