@@ -138,7 +138,7 @@ def install_optimizer(probe, patches, torch):
     original_init = Optimizer.__dict__["__init__"]
     wrap_steps = False
     if register is not None:
-        handle = register(lambda opt, args, kwargs: probe._guarded(probe._on_optimizer_step, opt, _get_ident()))
+        handle = register(probe._optimizer_hook)
         patches.add_undo("optimizer-hook", handle.remove)
         probe.step_hook = "optimizer-step-post-hook"
     elif "_optimizer_step_code" in Optimizer.__dict__ and "_hook_for_profile" in Optimizer.__dict__:
@@ -150,8 +150,7 @@ def install_optimizer(probe, patches, torch):
 
         def _optimizer_step_code(self_opt):
             original_code(self_opt)  # still called: a profiler's Python tracer looks for its frame
-            if not probe.disabled:
-                probe._guarded(probe._on_optimizer_step, self_opt, _get_ident())
+            probe._optimizer_hook(self_opt)
 
         functools.update_wrapper(_optimizer_step_code, original_code)
         patches.replace("optimizer-step-code", Optimizer, "_optimizer_step_code", _optimizer_step_code)
@@ -190,14 +189,7 @@ def wrap_optimizer_step(probe, patches, cls):
         except BaseException as e:
             _drop_own_frame(e)
             raise
-        if not probe.disabled:
-            if probe.role is None:
-                probe._guarded(probe._on_optimizer_step, self_opt, _get_ident())
-                return out
-            try:  # _guarded, inlined: this runs for every step
-                probe._on_optimizer_step(self_opt, _get_ident())
-            except Exception as e:
-                probe._fail(e)
+        probe._optimizer_hook(self_opt)
         return out
 
     # Keeps torch's own markers (1.x sets `hooked` on the profiled step) and the name.
@@ -297,7 +289,9 @@ def install_backward(probe, patches, torch):
         except BaseException as e:
             _drop_own_frame(e)
             raise
-        if not probe.disabled:
+        if probe.burst_at is not None:
+            probe.backward_calls += 1  # between bursts: progress for the watchdog, without the calls (steps.py)
+        elif not probe.disabled:
             probe._guarded(probe._on_backward, _get_ident(), t0)
         return out
 
