@@ -4,13 +4,14 @@
  * (the end record, the beacon), the DataLoader's batches too, and the first step of each burst is timed from its own
  * start, not from the last burst. Run for real with the CPU PyTorch.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { buildDoctorReport } from '../../src/doctor/report.js';
 import { doctorInput } from './input.js';
-import { SKIP_PYTHON, probeScript } from './helpers.js';
+import { PROBE_ROOT, PYTHON, SKIP_PYTHON, probeScript, pyEnv } from './helpers.js';
 
 const tmp = mkdtempSync(join(tmpdir(), 'gpuwise-probe-sampling-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -138,5 +139,52 @@ describe.skipIf(SKIP_PYTHON)('the sampled steady loop (CPU torch)', () => {
     const burst = steps.filter((s) => s.step >= 1024);
     expect(burst.every((s) => s.batchSource === 'model-input' && s.samples === 8)).toBe(true);
     expect(records.find((r) => r.type === 'end').steps).toBe(STEPS);
+  });
+
+  it("counts through torch 2's global post-step hook too (simulated on this torch: the hook is the probe's method)", () => {
+    // CI's torch 1.13 has no global optimizer hooks, so the probe takes its torch 1 path there. Here torch 2's
+    // registration and its call after each step (hook(optimizer, args, kwargs)) are put in before the probe starts,
+    // and the loop runs past the head: every step counted, the head and two bursts recorded, the hook removed at the end.
+    const dir = mkdtempSync(join(tmp, 'torch2-'));
+    const script = [
+      'import glob, json, sys',
+      'import torch, torch.optim.optimizer as optmod',
+      'hooks = {}',
+      'class Handle:',
+      '    def __init__(self, k): self.k = k',
+      '    def remove(self): hooks.pop(self.k, None)',
+      'def register_optimizer_step_post_hook(fn):',
+      '    hooks[len(hooks) + 1] = fn',
+      '    return Handle(len(hooks))',
+      'optmod.register_optimizer_step_post_hook = register_optimizer_step_post_hook',
+      'plain_step = torch.optim.SGD.step',
+      'def step(self, *a, **k):',
+      '    out = plain_step(self, *a, **k)',
+      '    for h in list(hooks.values()):',
+      '        h(self, a, k)',
+      '    return out',
+      'torch.optim.SGD.step = step',
+      `sys.path.insert(0, ${JSON.stringify(PROBE_ROOT)})`,
+      'from gpuwise import probe as probe_mod',
+      `p = probe_mod.start({"GPUWISE_RUN_DIR": ${JSON.stringify(dir)}, "GPUWISE_PROFILE_STEPS": "0", "GPUWISE_STALL_S": "0", "GPUWISE_FULL_STEPS": "300"})`,
+      'm = torch.nn.Linear(16, 16)',
+      'opt = torch.optim.SGD(m.parameters(), lr=0.01)',
+      `dl = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(${STEPS} * 8, 16)), batch_size=8)`,
+      'for (x,) in dl:',
+      '    opt.zero_grad()',
+      '    m(x).sum().backward()',
+      '    opt.step()',
+      'p.sender.flush()',
+      'p.switch_off()',
+      'print(json.dumps({"hook": p.step_hook, "counted": p.step, "left": len(hooks)}))',
+    ].join('\n');
+    const r = spawnSync(PYTHON, ['-c', script], { encoding: 'utf8', env: pyEnv({}), timeout: 120_000 });
+    expect(r.status, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout.trim().split('\n').at(-1)!)).toEqual({ hook: 'optimizer-step-post-hook', counted: STEPS, left: 0 });
+    const steps = readFileSync(join(dir, readdirSync(dir).find((f) => f.endsWith('.jsonl'))!), 'utf8')
+      .split('\n')
+      .filter((l) => l.includes('"type":"step"'))
+      .map((l) => JSON.parse(l).step);
+    expect(steps).toEqual(SAMPLED);
   });
 });
