@@ -35,7 +35,7 @@ import {
   rankOf,
   type StepRecord,
 } from '../run/records.js';
-import { batchOfSteps, gpuStepTimesOf, slowedByProbe, type StepStats, type StepTimeline, stepStats, stepTimelineOf } from '../run/steps.js';
+import { batchOfSteps, countedStepsOf, gpuStepTimesOf, slowedByProbe, type StepStats, type StepTimeline, stepStats, stepTimelineOf } from '../run/steps.js';
 import { threadCpuPerStep } from '../run/threadCpu.js';
 import { type Snapshot, usableMemoryBytes } from '../telemetry/sample.js';
 import type { CollectiveTimings } from '../trace/metrics/collectives.js';
@@ -529,7 +529,7 @@ export function summarizeRank(p: ProcessRecords, gpuSamples: Snapshot[] | null, 
       gpuStepTimesOf(recs),
       epochStartsOf(p.loader),
       recs.some((r) => r.type === 'profile-end' && r.cuptiDetached === true),
-      end && end.type === 'end' ? end.steps : 0,
+      countedStepsOf(recs),
     ),
     allocator: lastMem,
     nvmlUsedBytes: nvml,

@@ -126,7 +126,7 @@ function hostWork(
 }
 
 /** The backward calls' median wall time a step outside the window and in it (the probe's `backwardS`). */
-export interface ProfiledBackward {
+interface ProfiledBackward {
   plainS: number;
   profiledS: number;
 }

@@ -208,6 +208,13 @@ export function wholeSpacings(steps: readonly { step: number }[], marked: readon
   return out;
 }
 
+/** The steps a process counted, from its end record (0 without one): more than its step records once the probe sampled
+ * its steady loop. */
+export function countedStepsOf(records: readonly ProbeRecord[]): number {
+  const end = records.find((r) => r.type === 'end');
+  return end?.type === 'end' ? end.steps : 0;
+}
+
 /** The stall pattern of measured steps (step number, time and wait, in step order); `epochStarts`: steps an epoch began at. */
 export function stallPatternOf(
   steps: readonly { step: number; timeS: number; waitS: number }[],

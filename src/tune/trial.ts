@@ -5,7 +5,7 @@
 import type { ChildExit } from '../run/exit.js';
 import { type HelloRecord, type ModelRecord, type ProbeRecord, type StepRecord, rankOf } from '../run/records.js';
 import { modelBytes } from '../run/setup.js';
-import { gpuStepTimesOf, stepStats } from '../run/steps.js';
+import { countedStepsOf, gpuStepTimesOf, stepStats } from '../run/steps.js';
 import type { Snapshot } from '../telemetry/sample.js';
 
 /** ok: ran its steps; oom: any rank ran out of GPU memory; failed: ended otherwise (not retried). */
@@ -113,8 +113,7 @@ interface RankFigures {
 function rankFigures(pid: number, recs: ProbeRecord[], samples: Snapshot[] | null): RankFigures {
   const steps = recs.filter((r): r is StepRecord => r.type === 'step').sort((a, b) => a.step - b.step);
   // The one definition of step statistics (run/steps.ts): steady steps, GPU times when they cover the steps.
-  const end = recs.find((r) => r.type === 'end');
-  const stats = stepStats(steps, gpuStepTimesOf(recs), [], false, end?.type === 'end' ? end.steps : 0);
+  const stats = stepStats(steps, gpuStepTimesOf(recs), [], false, countedStepsOf(recs));
   const withMem = steps.filter((s) => s.memory !== null);
   const hello = recs.find((r): r is HelloRecord => r.type === 'hello') ?? null;
   const devIndex = withMem[withMem.length - 1]?.memory?.device ?? hello?.cuda.currentDevice ?? 0;

@@ -335,13 +335,8 @@ class Probe(StepsMixin, WindowMixin):
         self.window_done = True  # the parent's window is the parent's
         self.time_state = "done"
         # The parent's sampled loop is not the child's: every step of its own is seen until it settles.
-        if self.batches_paused:
-            self.batches_paused = False
-            if self.next_code is not None:
-                self.calls.resume(self.next_code)
-        if self.burst_at is not None and self.backward_code is not None:
-            self.calls.resume(self.backward_code)
-        self.burst_at = None
+        if self.burst_at is not None:
+            self._end_quiet()
         self.feed = self.feed_id = None
 
     # ---------- the model ----------

@@ -289,9 +289,7 @@ def install_backward(probe, patches, torch):
         except BaseException as e:
             _drop_own_frame(e)
             raise
-        if probe.burst_at is not None:
-            probe.backward_calls += 1  # between bursts: progress for the watchdog, without the calls (steps.py)
-        elif not probe.disabled:
+        if probe.burst_at is None and not probe.disabled:  # between bursts: not watched (steps.py, _enter_quiet)
             probe._guarded(probe._on_backward, _get_ident(), t0)
         return out
 

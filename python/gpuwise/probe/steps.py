@@ -131,10 +131,8 @@ class StepsMixin(object):
         return self.step_source is None or SOURCE_RANK[source] >= SOURCE_RANK[self.step_source]
 
     def _on_backward(self, ident, t0):
-        """A backward pass called at `t0` (perf_counter) returned: its call's wall time is the step's `backwardS`."""
-        if self.burst_at is not None:
-            self.backward_calls += 1
-            return
+        """A backward pass called at `t0` (perf_counter) returned: its call's wall time is the step's `backwardS`. Never
+        between bursts: the backward is not watched then, or its wrapper returns at once (`_enter_quiet`)."""
         if not self._admits("backward", ident):
             return
         now = time.perf_counter()
@@ -182,9 +180,11 @@ class StepsMixin(object):
         if self.disabled:
             return
         ident = _get_ident()
-        if self.burst_at is None or ident != self.step_thread:
+        if self.burst_at is None:
             self._guarded(self._on_optimizer_step, optimizer, ident)
             return
+        if ident != self.step_thread:
+            return  # another thread's optimizer: not the steps the optimizer counts (`_admits`)
         try:
             if self.primary_optimizer() is not optimizer:
                 return
@@ -202,8 +202,6 @@ class StepsMixin(object):
     def _on_optimizer_step(self, optimizer, ident):
         if self.step_thread not in (None, ident) and not self._admits("optimizer", ident):
             return
-        if self.burst_at is not None:
-            return  # counted in _optimizer_hook (a step of another thread is not admitted while the optimizer counts)
         now = time.perf_counter()
         self.last_activity = now
         first = not self.optimizer_stepped
@@ -309,7 +307,8 @@ class StepsMixin(object):
             self._enter_quiet(burst_at)
 
     def _enter_quiet(self, burst_at):
-        """The steps up to `burst_at` are only counted: the DataLoader's `__next__` and the backward pass unwatched."""
+        """The steps up to `burst_at` are only counted: the DataLoader's `__next__` and the backward pass unwatched (a
+        wrapper, on Python < 3.12, returns at once); the optimizer's step is the progress the watchdog reads."""
         self.burst_at = burst_at
         self._pause_batches()
         if self.backward_code is not None:
@@ -351,14 +350,18 @@ class StepsMixin(object):
         pending, state.batches_pending = state.batches_pending, 0
         state.batches += pending
 
-    def _leave_quiet(self, ident):
-        """The next step is recorded in full: it starts now."""
-        now = time.perf_counter()
+    def _end_quiet(self):
+        """Every step is watched again (`_enter_quiet` undone)."""
         self.burst_at = None
         if self.batches_paused:
             self._resume_batches()
         if self.backward_code is not None:
             self.calls.resume(self.backward_code)
+
+    def _leave_quiet(self, ident):
+        """The next step is recorded in full: it starts now."""
+        now = time.perf_counter()
+        self._end_quiet()
         self.last_activity = self.last_boundary = now
         self.last_cpu = None  # no CPU time for this first step: its start was not read
         self.cpu_thread = ident
