@@ -138,7 +138,7 @@ export interface PaceStep {
   bound: Bound;
   /** Why, in words: the binding stage against the others. */
   why: string;
-  /** Worker count the input stage needs to keep up, when the loader's rate is known. */
+  /** Worker count the input stage needs to keep up with LOADER_HEADROOM to spare, when the loader's rate is known. */
   workersNeeded: number | null;
 }
 
@@ -161,6 +161,16 @@ export function workerCap(l: LoaderFacts): number {
   return Math.max(1, Math.floor(l.cpuCores - Math.max(1, l.processCores ?? 1) + 1e-9));
 }
 
+/**
+ * Workers are counted so that the loader's period is at most 1 / LOADER_HEADROOM of the rest of the step: a worker's
+ * time a batch is read from one run and moves from run to run and with the worker count. On the H200 host
+ * (bench/pace/results/h200-2026-11-29-loader-scaling.txt) a FakeData batch took a worker 888-1,203 ms at 1 to 14
+ * workers, and 707 ms in a doctor run against 908-961 ms in the plain runs after it with 5 to 11 workers; a loader
+ * counted to just keep up then binds again (Lightning with 2 workers at 54.6 ms a step against the GPU's 58.4 measured
+ * 71.1 ms, its loop stalling).
+ */
+export const LOADER_HEADROOM = 1.3;
+
 /** The input stage's time per step: the loader's period at the worker count a fix set, or as built. */
 function inputNs(p: Pipeline, demandNs: number): { ns: number | null; workersNeeded: number | null; workers: number | null } {
   const l = p.loader;
@@ -168,7 +178,7 @@ function inputNs(p: Pipeline, demandNs: number): { ns: number | null; workersNee
   if (!l || l.batchNsPerWorker === null) return { ns: base, workersNeeded: null, workers: l?.workers ?? null };
   const perStep = l.batchNsPerWorker * l.batchesPerStep * p.batchScale;
   const cpuPerStep = l.cpuNsPerBatch !== null ? l.cpuNsPerBatch * l.batchesPerStep * p.batchScale : 0;
-  const needed = demandNs > 0 ? Math.max(1, Math.ceil(Math.max(perStep, cpuPerStep) / demandNs)) : null;
+  const needed = demandNs > 0 ? Math.max(1, Math.ceil((LOADER_HEADROOM * Math.max(perStep, cpuPerStep)) / demandNs)) : null;
   const workers = l.workersTo === 'enough' ? Math.min(needed ?? 1, workerCap(l)) : (l.workersTo ?? l.workers);
   if (workers === null || workers === undefined) return { ns: base, workersNeeded: needed, workers: null };
   // Workers produce batches in parallel, each at its own pace, and together at most as fast as the cores left to them

@@ -126,11 +126,12 @@ describe("doctor's plan where the loader, bf16 and channels_last are done (jpeg_
       .filter((m) => m.under === 'plain' && m.call === 'D');
   }, 120_000);
 
-  it('leads with fewer launches (compile with CUDA graphs), asks for drop_last=True and 13 workers with it, and says what compiling costs first', () => {
+  it('leads with fewer launches (compile with CUDA graphs), asks for drop_last=True and 15 workers with it, and says what compiling costs first', () => {
     const first = plan.steps[0]!;
     expect(first.id).toBe('launch-bound');
     expect(first.dropLast).toBe(true);
-    expect(first.workersNeeded).toBe(13);
+    // 13 keep up; 15 with 30% to spare (LOADER_HEADROOM), what the 16 cores leave beside the loop
+    expect(first.workersNeeded).toBe(15);
     expect(first.text).toContain('with DataLoader(drop_last=True): the loader ends each epoch on a batch of 32 samples');
     // The model is not compiled yet: the finding says what compiling costs first, and after how many steps it pays
     const f = report.findings.find((x) => x.id === 'launch-bound')!;

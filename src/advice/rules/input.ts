@@ -3,7 +3,7 @@
 import type { Finding } from '../../findings/finding.js';
 import type { Fix } from '../../pace/fix.js';
 import { gainOf } from '../../pace/gain.js';
-import { type Pipeline, stepOf, workerCap, workerStartUpNs } from '../../pace/pipeline.js';
+import { LOADER_HEADROOM, type Pipeline, stepOf, workerCap, workerStartUpNs } from '../../pace/pipeline.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtBytes, fmtMs, fmtPct, fmtWindow } from '../../util/format.js';
 import { finding, paced, pipelineOf, type RankRule, stepNs, whenInSteps } from './rule.js';
@@ -50,7 +50,7 @@ function workersFor(p: Pipeline): { workers: number; text: string } | null {
       : '';
   return {
     workers,
-    text: `about ${need} workers keep up with the rest of the step (a batch takes ${fmtMs(l.batchNsPerWorker)} in a worker)${capped}`,
+    text: `about ${need} workers keep up with the rest of the step with ${Math.round((LOADER_HEADROOM - 1) * 100)}% to spare (a batch takes ${fmtMs(l.batchNsPerWorker)} in a worker, a time that moves between runs)${capped}`,
   };
 }
 
