@@ -6,7 +6,7 @@
  */
 import type { LoaderRecord } from '../run/records.js';
 import type { ThreadCpuPerStep } from '../run/threadCpu.js';
-import type { StepBatch, StepStats } from '../run/steps.js';
+import type { StallPattern, StepBatch, StepStats } from '../run/steps.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
 import { fmtMs, fmtPct } from '../util/format.js';
 import { median } from '../util/stats.js';
@@ -193,15 +193,38 @@ export function epochStartsOf(records: readonly LoaderRecord[]): number[] {
   return [...new Set(records.map((r) => r.epochStartStep))].sort((a, b) => a - b);
 }
 
+/**
+ * The GPU's idle a step in the run's DataLoader waits, ns. While the loop waits for a batch the GPU runs the work the
+ * host queued ahead of it: about a step's GPU work less the host's own time to issue it (the window's stepping thread
+ * outside copies, syncs and the DataLoader: an upper bound, so this is the least the GPU runs); only the part of a
+ * wait past that leaves it idle. Each stall is one wait; the other waits are spread over the steps. On the H200
+ * FakeData run of 2026-11-29 (examples/pace/runs/h200-c) the loop waited 59.4 ms a step, 229 ms at every fourth step,
+ * with the GPU 142 ms a step and the host 68.5 ms: the step less the whole wait (138 ms) fell short of the GPU's own
+ * work, leaving no room for the copies' serial cost, and 8 workers then measured 165 ms, not the 142 predicted.
+ */
+export function gpuIdleInWaitsNs(waitNs: number, stalls: StallPattern | null, m: TraceMetrics | null, deviceNs: number): number {
+  const hostFree = m?.examples.hostFreeNsPerStep ?? null;
+  if (hostFree === null || !(waitNs > 0)) return Math.max(0, waitNs);
+  const ahead = Math.max(0, deviceNs - hostFree);
+  if (stalls && stalls.stalledSteps > 0 && stalls.measuredSteps > 0) {
+    const inStalls = stalls.share * Math.max(0, stalls.meanStallS * 1e9 - ahead);
+    const rest = waitNs * (1 - stalls.waitShareInStalls);
+    return Math.min(waitNs, inStalls + Math.max(0, rest - ahead));
+  }
+  return Math.max(0, waitNs - ahead);
+}
+
 /** The run's pipeline; null without a mean step. */
 export function runPipeline(ev: RunEvidence): Pipeline | null {
   const st = ev.steps;
   if (st.meanS === null || !(st.meanS > 0)) return null;
   const S = st.meanS * 1e9;
   const W = Math.min(S, (st.dataWaitShare ?? 0) * S);
-  /** The run's step without its DataLoader waits: the pace of everything else. */
-  const Sx = S - W;
   const m = ev.window;
+  /** The run's step without its DataLoader waits: what the window's GPU-bound test and scale compare with. */
+  const S0 = S - W;
+  /** The run's step without the GPU's idle in DataLoader waits: the host and GPU's chain (set with the GPU below). */
+  let Sx = S0;
   const stalls = st.stalls ?? null;
 
   // The GPU and communication: the window's, scaled to the run when the profiler's cost is on the GPU timeline.
@@ -215,10 +238,10 @@ export function runPipeline(ev: RunEvidence): Pipeline | null {
     const busy = deviceBusyNs(m);
     // GPU-bound window: the profiler's own cost then lands on the GPU timeline.
     const gpuBound = busy >= GPU_BOUND_SHARE * Wwin;
-    if (gpuBound && Wwin > (1 + MIN_PROFILER_COST_SHARE) * Sx) gpuScale = Sx / Wwin;
+    if (gpuBound && Wwin > (1 + MIN_PROFILER_COST_SHARE) * S0) gpuScale = S0 / Wwin;
     const scaleText =
       gpuScale !== 1
-        ? `, x ${fmtMs(Sx)} / ${fmtMs(Wwin)} (the window is GPU-bound, so the profiler's own cost is on the GPU timeline)`
+        ? `, x ${fmtMs(S0)} / ${fmtMs(Wwin)} (the window is GPU-bound, so the profiler's own cost is on the GPU timeline)`
         : '';
     gpu = {
       ...w.stages.gpu,
@@ -228,6 +251,7 @@ export function runPipeline(ev: RunEvidence): Pipeline | null {
     comm = { ...w.stages.comm, ns: (w.stages.comm.ns ?? 0) * gpuScale };
     // The run says how long the GPU idles; the window says why: its idle split by cause, scaled to the run's idle.
     const deviceRun = (gpu.ns ?? 0) + (comm.ns ?? 0);
+    Sx = S - gpuIdleInWaitsNs(W, stalls, m, deviceRun);
     const idleRun = Math.max(0, Sx - deviceRun);
     const idleWin = Math.max(0, Wwin - busy - m.perStep.idleByCauseNs.dataloader);
     const f = idleWin > 0 ? idleRun / idleWin : 0;
@@ -236,7 +260,7 @@ export function runPipeline(ev: RunEvidence): Pipeline | null {
         ...c,
         ns: c.ns * f,
         how: 'assumed' as const,
-        evidence: `${c.evidence} in the window; the run idles ${fmtMs(idleRun)} a step outside the profiler (its step less its DataLoader waits, less the GPU's work), split as in the window`,
+        evidence: `${c.evidence} in the window; the run idles ${fmtMs(idleRun)} a step outside the profiler (its step less the GPU's idle in DataLoader waits, less the GPU's work), split as in the window`,
       }))
       .filter((c) => c.ns > 0);
   } else {
@@ -375,7 +399,7 @@ export function runPipeline(ev: RunEvidence): Pipeline | null {
       host = {
         ns: Sx - explained,
         how: 'assumed',
-        evidence: `the GPU works ${fmtMs(deviceRun)} of the run's ${fmtMs(Sx)} step (less its DataLoader waits) and idles ${fmtPct((idleRun - explained) / S)} of it with no sync, copy or DataLoader wait to explain it: the host side sets the pace${cpuS !== null ? ` (its thread's CPU time, ${fmtMs(cpuS * 1e9)}, does not see all of it: the GIL held by other threads, the scheduler)` : ''}`,
+        evidence: `the GPU works ${fmtMs(deviceRun)} of the run's ${fmtMs(Sx)} step (less the GPU's idle in DataLoader waits) and idles ${fmtPct((idleRun - explained) / S)} of it with no sync, copy or DataLoader wait to explain it: the host side sets the pace${cpuS !== null ? ` (its thread's CPU time, ${fmtMs(cpuS * 1e9)}, does not see all of it: the GIL held by other threads, the scheduler)` : ''}`,
       };
     }
   }

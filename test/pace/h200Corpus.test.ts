@@ -193,3 +193,37 @@ describe("the profiler's cost taken off the window's host (2026-11-29, calls E a
     expect(plan1.error).toBeGreaterThan(-0.25);
   });
 });
+
+describe("doctor's plan with the GPU's idle in the loader's waits and the workers' headroom (2026-11-29, call G: examples/pace/runs/h200-c)", () => {
+  // fakedata_resnet and lightning_datamodule under doctor with the probe that times the backward calls, the plan of each
+  // report then run plainly, twice per step (examples/pace/measured/h200-2026-11-29.jsonl, call G; REPEAT=2). The
+  // reports were made by the build before two changes (gpuIdleInWaitsNs, LOADER_HEADROOM's cap in the text); the rows
+  // are this build's predictions for the flags the plan gave then.
+  let gRows: Row[] = [];
+  let gFirst = new Map<string, string | undefined>();
+  beforeAll(async () => {
+    ({ rows: gRows, planFirst: gFirst } = await corpusRows(
+      join(REPO, 'examples', 'pace', 'runs', 'h200-c'),
+      join(REPO, 'examples', 'pace', 'measured', 'h200-2026-11-29.jsonl'),
+      ['fakedata_resnet', 'lightning_datamodule'],
+      (call) => call === 'G',
+    ));
+  }, 120_000);
+
+  it('counts the GPU busy through the loader waits: every FakeData step within 15%, where the whole wait had left no room for the copies', async () => {
+    const { pace } = await runReport(join(REPO, 'examples', 'pace', 'runs', 'h200-c', 'fakedata_resnet'), 'fakedata_resnet');
+    // the pageable copies' serial cost is back in the chain (it was 0 when the whole 59 ms wait came off the step)
+    expect(pace.serial.find((c) => c.kind === 'copy')!.ns).toBeGreaterThan(10e6);
+    expect(gFirst.get('fakedata_resnet')).toBe('dataloader-bound');
+    const fake = gRows.filter((r) => r.run === 'fakedata_resnet' && r.label !== 'base');
+    expect(fake.map((r) => r.label)).toEqual(['plan1', 'plan2', 'plan3']);
+    for (const r of fake) expect(Math.abs(r.error), `fakedata_resnet ${r.label}`).toBeLessThan(0.15);
+  });
+
+  it("Lightning's plan with the workers bf16 needs (3) and pinned memory's (5): both within 15%, bf16 first", () => {
+    expect(gFirst.get('lightning_datamodule')).toBe('mixed-precision');
+    const light = gRows.filter((r) => r.run === 'lightning_datamodule' && r.label !== 'base');
+    expect(light.map((r) => r.label)).toEqual(['plan1', 'plan2']);
+    for (const r of light) expect(Math.abs(r.error), `lightning_datamodule ${r.label}`).toBeLessThan(0.15);
+  });
+});
