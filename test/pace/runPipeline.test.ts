@@ -8,8 +8,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { diagnose } from '../../src/advice/engine.js';
 import { loadTrace } from '../../src/io/loadTrace.js';
 import { stepOf } from '../../src/pace/pipeline.js';
-import { runPipeline } from '../../src/pace/run.js';
-import type { StepStats } from '../../src/run/steps.js';
+import { gpuIdleInWaitsNs, runPipeline } from '../../src/pace/run.js';
+import type { StallPattern, StepStats } from '../../src/run/steps.js';
 import { analyzeTrace } from '../../src/trace/metrics/index.js';
 import type { TraceMetrics } from '../../src/trace/metrics/types.js';
 import { TRACES } from '../helpers/fixtures.js';
@@ -87,5 +87,35 @@ describe('the host of a GPU-bound run whose copies block, less the profiler', ()
     const steps = { ...vitStats, medianBackwardS: 0.012, medianBackwardProfiledS: 0.011 } as StepStats;
     const p = runPipeline({ steps, window: vit, loader: [], batchesPerStep: 1 })!;
     expect(p.stages.host.ns).toBeCloseTo(vit.examples.hostFreeNsPerStep as number, -3);
+  });
+});
+
+describe("the GPU's idle in the loop's DataLoader waits (gpuIdleInWaitsNs)", () => {
+  const ms = 1e6;
+  // The H200 FakeData run (examples/pace/runs/h200-c/fakedata_resnet): 59.4 ms of waiting a step, 94% of it in stalls of
+  // 229 ms at every fourth step; the GPU works 142 ms a step, the window's host 68.5 ms outside copies and syncs.
+  const window = { examples: { hostFreeNsPerStep: 68.5 * ms } } as unknown as TraceMetrics;
+  const stalls: StallPattern = {
+    stalledSteps: 35,
+    measuredSteps: 143,
+    share: 35 / 143,
+    meanStallS: 0.229,
+    waitShareInStalls: 0.943,
+    when: 'periodic',
+    everySteps: 4,
+  };
+
+  it('a stall idles the GPU only past the work queued ahead of it (the GPU less the host: 73.5 ms)', () => {
+    // (229 - 73.5) x 35/143 = 38.1 ms a step; the waits outside stalls (3.4 ms a step) are hidden
+    expect(gpuIdleInWaitsNs(59.4 * ms, stalls, window, 142 * ms) / ms).toBeCloseTo(38.1, 1);
+  });
+
+  it('waits spread over the steps, shorter than the queued work, idle nothing; a host as slow as the GPU hides none', () => {
+    expect(gpuIdleInWaitsNs(20 * ms, null, window, 142 * ms)).toBe(0);
+    expect(gpuIdleInWaitsNs(20 * ms, null, window, 60 * ms)).toBe(20 * ms);
+  });
+
+  it('without a window the whole wait is idle, as before', () => {
+    expect(gpuIdleInWaitsNs(59.4 * ms, stalls, null, 142 * ms)).toBe(59.4 * ms);
   });
 });
