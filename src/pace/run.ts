@@ -312,7 +312,10 @@ export function runPipeline(ev: RunEvidence): Pipeline | null {
   }
   // The input stage: measured in the workers, else inferred from the loop's waits.
   let input: Stage;
-  const waitsText = `the loop waits ${fmtMs(W)} a step on the DataLoader (${fmtPct(W / S)} of the mean step ${fmtMs(S)}, median ${fmtMs((st.medianS ?? 0) * 1e9)})${stallText(stalls)}`;
+  // Where the GPU ran queued work through part of the waits, say how much of them it idled (gpuIdleInWaitsNs).
+  const idleInWaits = S - Sx;
+  const idleText = W > 0 && idleInWaits < 0.95 * W ? `; the GPU idles ${fmtMs(idleInWaits)} a step of it and runs work queued before the waits through the rest` : '';
+  const waitsText = `the loop waits ${fmtMs(W)} a step on the DataLoader (${fmtPct(W / S)} of the mean step ${fmtMs(S)}, median ${fmtMs((st.medianS ?? 0) * 1e9)})${stallText(stalls)}${idleText}`;
   if (loader && loader.cpuNsPerBatch !== null && loader.workers !== null && loader.workers > 0) {
     const W0 = loader.workers;
     const bps = loader.batchesPerStep;

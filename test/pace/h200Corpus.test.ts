@@ -215,6 +215,8 @@ describe("doctor's plan with the GPU's idle in the loader's waits and the worker
     const { pace } = await runReport(join(REPO, 'examples', 'pace', 'runs', 'h200-c', 'fakedata_resnet'), 'fakedata_resnet');
     // the pageable copies' serial cost is back in the chain (it was 0 when the whole 59 ms wait came off the step)
     expect(pace.serial.find((c) => c.kind === 'copy')!.ns).toBeGreaterThan(10e6);
+    // and the input stage says how much of the 59.4 ms of waiting the GPU idled: (229 - (142 - 68.5)) x 35 / 143
+    expect(pace.stages.input.evidence).toMatch(/; the GPU idles 3[78]\.\d ms a step of it and runs work queued before the waits through the rest$/);
     expect(gFirst.get('fakedata_resnet')).toBe('dataloader-bound');
     const fake = gRows.filter((r) => r.run === 'fakedata_resnet' && r.label !== 'base');
     expect(fake.map((r) => r.label)).toEqual(['plan1', 'plan2', 'plan3']);
