@@ -161,6 +161,11 @@ export function workerCap(l: LoaderFacts): number {
   return Math.max(1, Math.floor(l.cpuCores - Math.max(1, l.processCores ?? 1) + 1e-9));
 }
 
+/** The workers to ask for when `needed` keep up: as many as the cores allow (workerCap). */
+export function workersToAsk(l: LoaderFacts, needed: number): number {
+  return Math.min(needed, workerCap(l));
+}
+
 /**
  * Workers are counted so that the loader's period is at most 1 / LOADER_HEADROOM of the rest of the step: a worker's
  * time a batch is read from one run and moves from run to run and with the worker count. On the H200 host
@@ -179,7 +184,7 @@ function inputNs(p: Pipeline, demandNs: number): { ns: number | null; workersNee
   const perStep = l.batchNsPerWorker * l.batchesPerStep * p.batchScale;
   const cpuPerStep = l.cpuNsPerBatch !== null ? l.cpuNsPerBatch * l.batchesPerStep * p.batchScale : 0;
   const needed = demandNs > 0 ? Math.max(1, Math.ceil((LOADER_HEADROOM * Math.max(perStep, cpuPerStep)) / demandNs)) : null;
-  const workers = l.workersTo === 'enough' ? Math.min(needed ?? 1, workerCap(l)) : (l.workersTo ?? l.workers);
+  const workers = l.workersTo === 'enough' ? workersToAsk(l, needed ?? 1) : (l.workersTo ?? l.workers);
   if (workers === null || workers === undefined) return { ns: base, workersNeeded: needed, workers: null };
   // Workers produce batches in parallel, each at its own pace, and together at most as fast as the cores left to them
   // do the CPU work; with none (0), the main process produces them in the step.

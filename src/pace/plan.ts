@@ -7,7 +7,7 @@
 import { fmtMs } from '../util/format.js';
 import { applyFix, type Fix } from './fix.js';
 import { boundWords } from './gain.js';
-import { type Bound, type PartialBatch, type Pipeline, stepOf, workerCap } from './pipeline.js';
+import { type Bound, type PartialBatch, type Pipeline, stepOf, workersToAsk } from './pipeline.js';
 
 /** A fix must shorten the composed step by this share to take a place in the plan. */
 export const MIN_STEP_GAIN = 0.01;
@@ -72,7 +72,7 @@ export function planOf(p: Pipeline, candidates: readonly PlanCandidate[]): PaceP
     const have = typeof l?.workersTo === 'number' ? l.workersTo : (l?.workers ?? null);
     const setsWorkers = best.c.fix.ops.some((o) => o.kind === 'workers');
     // As many as the cores allow: the step was expected with that many (stepOf's `enough`).
-    const wanted = best.s.workersNeeded !== null && l ? Math.min(best.s.workersNeeded, workerCap(l)) : null;
+    const wanted = best.s.workersNeeded !== null && l ? workersToAsk(l, best.s.workersNeeded) : null;
     const need = !setsWorkers && wanted !== null && have !== null && wanted > have ? wanted : null;
     const boundText = boundWords(best.q, best.s.bound);
     const partial = best.c.fix.compiles ? (p.partialBatch ?? null) : null;

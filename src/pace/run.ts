@@ -223,7 +223,9 @@ export function runPipeline(ev: RunEvidence): Pipeline | null {
   const m = ev.window;
   /** The run's step without its DataLoader waits: what the window's GPU-bound test and scale compare with. */
   const S0 = S - W;
-  /** The run's step without the GPU's idle in DataLoader waits: the host and GPU's chain (set with the GPU below). */
+  /** The GPU's idle in the loop's DataLoader waits (all of them without a window; gpuIdleInWaitsNs with one). */
+  let idleInWaits = W;
+  /** The run's step without that idle: the host and GPU's chain (set with the GPU below). */
   let Sx = S0;
   const stalls = st.stalls ?? null;
 
@@ -251,7 +253,8 @@ export function runPipeline(ev: RunEvidence): Pipeline | null {
     comm = { ...w.stages.comm, ns: (w.stages.comm.ns ?? 0) * gpuScale };
     // The run says how long the GPU idles; the window says why: its idle split by cause, scaled to the run's idle.
     const deviceRun = (gpu.ns ?? 0) + (comm.ns ?? 0);
-    Sx = S - gpuIdleInWaitsNs(W, stalls, m, deviceRun);
+    idleInWaits = gpuIdleInWaitsNs(W, stalls, m, deviceRun);
+    Sx = S - idleInWaits;
     const idleRun = Math.max(0, Sx - deviceRun);
     const idleWin = Math.max(0, Wwin - busy - m.perStep.idleByCauseNs.dataloader);
     const f = idleWin > 0 ? idleRun / idleWin : 0;
@@ -312,9 +315,8 @@ export function runPipeline(ev: RunEvidence): Pipeline | null {
   }
   // The input stage: measured in the workers, else inferred from the loop's waits.
   let input: Stage;
-  // Where the GPU ran queued work through part of the waits, say how much of them it idled (gpuIdleInWaitsNs).
-  const idleInWaits = S - Sx;
-  const idleText = W > 0 && idleInWaits < 0.95 * W ? `; the GPU idles ${fmtMs(idleInWaits)} a step of it and runs work queued before the waits through the rest` : '';
+  // Where the GPU ran queued work through part of the waits, say how much of them it idled.
+  const idleText = idleInWaits < W ? `; the GPU idles ${fmtMs(idleInWaits)} a step of it and runs work queued before the waits through the rest` : '';
   const waitsText = `the loop waits ${fmtMs(W)} a step on the DataLoader (${fmtPct(W / S)} of the mean step ${fmtMs(S)}, median ${fmtMs((st.medianS ?? 0) * 1e9)})${stallText(stalls)}${idleText}`;
   if (loader && loader.cpuNsPerBatch !== null && loader.workers !== null && loader.workers > 0) {
     const W0 = loader.workers;

@@ -3,7 +3,7 @@
 import type { Finding } from '../../findings/finding.js';
 import type { Fix } from '../../pace/fix.js';
 import { gainOf } from '../../pace/gain.js';
-import { LOADER_HEADROOM, type Pipeline, stepOf, workerCap, workerStartUpNs } from '../../pace/pipeline.js';
+import { LOADER_HEADROOM, type Pipeline, stepOf, workersToAsk, workerStartUpNs } from '../../pace/pipeline.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtBytes, fmtMs, fmtPct, fmtWindow } from '../../util/format.js';
 import { finding, paced, pipelineOf, type RankRule, stepNs, whenInSteps } from './rule.js';
@@ -41,7 +41,7 @@ function workersFor(p: Pipeline): { workers: number; text: string } | null {
   if (!l || l.batchNsPerWorker === null) return null;
   const need = stepOf({ ...p, loader: { ...l, workersTo: 'enough' } }).workersNeeded;
   if (need === null) return null;
-  const workers = Math.min(need, workerCap(l));
+  const workers = workersToAsk(l, need);
   const loop =
     l.processCores !== null ? `the training process keeps ${l.processCores.toFixed(1)} busy itself` : 'one for the training loop';
   const capped =
