@@ -9,14 +9,16 @@
  *     (launch-bound's own fix when its RunContext says decode: advice/rules/host.ts);
  *   - bf16 weights over fp32 ones: each GEMM costed by its bytes (advice/bf16Weights.ts, the `bf16-weights` rule), a
  *     gain only once the launches no longer set the pace (the pipeline composes it after the static cache);
- *   - torch.inference_mode: named in the static cache's fix; where the forwards ran with gradients (the probe counts
- *     them by grad mode) a finding of its own (`decode-autograd`), without a gain: the probe does not separate
- *     autograd's share of the host's time per op.
+ *   - torch.inference_mode: named in the static cache's fix (which then `includes` it); where the forwards ran with
+ *     gradients (the probe counts them by grad mode) a finding of its own (`decode-autograd`), its gain the host's
+ *     time without autograd's share (AUTOGRAD_HOST_RATIO) and without the graphs' release (`inferenceModeFix`).
  * Batching's effect is data (`decodeLeverEffects`); its finding's gain comes from it. bf16 weights and the static
  * cache are rules' fixes (advice/rules).
  */
 import { adviceFinding, type Finding, finding } from '../findings/finding.js';
-import { wholeStepFix, wholeStepGain } from '../pace/gain.js';
+import type { Fix } from '../pace/fix.js';
+import { gainOf, wholeStepFix, wholeStepGain } from '../pace/gain.js';
+import type { Pipeline } from '../pace/pipeline.js';
 import type { ForwardGradModes } from '../run/records.js';
 import type { DecodeStats } from '../run/steps.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
@@ -112,20 +114,55 @@ const AUTOGRAD_MIN_SHARE = 0.5;
  * ms against 5-6 under inference_mode, its decode steps 6.2 ms; a prompt's own forward is about a decode step's there).
  */
 const PREFILL_RELEASE_RATIO = 3;
+/**
+ * A decode step's host time with gradients recorded over the same step's under inference_mode, where launches bind:
+ * autograd's bookkeeping (a node per op, its saved inputs) on top of each op's dispatch and launch. Measured on an H200
+ * host with bench/doctor/decode_grad_modes.py --device cuda (a 12-layer GPT of width 64, 184 kernels a decode step):
+ * 3,559 against 2,688 us (medians), 1.32; examples/levers/decode_loop.py's Hugging Face GPT-2 agrees, 6.2 against 4.75
+ * ms (1.31). A ratio of two host times on one CPU, so it carries across CPUs better than microseconds per op.
+ */
+export const AUTOGRAD_HOST_RATIO = 1.32;
+
+/**
+ * inference_mode's change to a decode loop that records autograd graphs, as a fix on the run's pipeline: the host's
+ * step falls to the decode steps' median over AUTOGRAD_HOST_RATIO. The mean's excess over that median goes too: with
+ * gradients on, a sequence's first steps release the previous sequence's graph and the activations it kept (74 and 40
+ * ms against a 6.3 ms decode step on the H200), and the graph that grows with the KV cache spreads the steps (the same
+ * loop under inference_mode: mean 4.83 ms, median 4.75). Null without a decode median, a step, or a profiled window to
+tell the host's time from the GPU's.
+ */
+export function inferenceModeFix(decode: DecodeStats, p: Pipeline): Fix | null {
+  // A host-time change: it needs the host told apart from the GPU (a profiled window).
+  if (decode.decodeStepS === null || !(p.stepNs > 0) || !p.deviceTimed) return null;
+  const medianNs = decode.decodeStepS * 1e9;
+  const tailNs = Math.max(0, p.stepNs - medianNs);
+  const scale = p.scale.host > 0 ? p.scale.host : 1;
+  return {
+    label: 'torch.inference_mode()',
+    ops: [
+      { kind: 'host', work: 'autograd', ns: tailNs / scale },
+      { kind: 'host', work: 'autograd', factor: 1 / AUTOGRAD_HOST_RATIO },
+    ],
+    arithmetic: `the mean step ${fmtMs(p.stepNs)} exceeds the decode steps' median ${fmtMs(medianNs)} by ${fmtMs(tailNs)} a step (the sequences' first steps releasing the graphs, the spread of a graph growing with the cache): gone with the graph; the host's time then / ${AUTOGRAD_HOST_RATIO} (autograd's bookkeeping per op, bench/doctor/decode_grad_modes.py)`,
+  };
+}
 
 /**
  * Decode steps whose forwards ran with gradients enabled (a loop of the script's own, without `no_grad`): every op
  * records its graph for a backward that never comes, and the graph keeps each step's activations alive as long as
- * what references them (a KV cache built from them holds every step's). Its fix is `torch.inference_mode()`. No gain is
- * estimated: the probe does not separate autograd's share of the host's time per op, nor the memory it holds.
+ * what references them (a KV cache built from them holds every step's). Its fix is `torch.inference_mode()`, its gain
+ * `inferenceModeFix` on the run's pipeline (`pace`; none without it).
  */
 export function decodeAutogradFinding(
   decode: DecodeStats,
   modes: ForwardGradModes,
   rank: number,
+  pace: Pipeline | null = null,
 ): Finding | null {
   const seen = modes.grad + modes.noGrad + modes.inference;
   if (seen === 0 || modes.grad / seen < AUTOGRAD_MIN_SHARE) return null;
+  const fix = pace ? inferenceModeFix(decode, pace) : null;
+  const gain = fix && pace ? gainOf(pace, fix) : null;
   return finding({
     id: 'decode-autograd',
     title: `Decode steps run with autograd on: ${fmtPct(modes.grad / seen)} of the model's forwards record a graph for a backward that never comes`,
@@ -138,7 +175,9 @@ export function decodeAutogradFinding(
             `a prefill step (a sequence's first forward) takes ${fmtMs(decode.prefillStepS * 1e9)}, ${(decode.prefillStepS / decode.decodeStepS).toFixed(1)}x a decode step (${fmtMs(decode.decodeStepS * 1e9)}): with gradients on, the step that starts a sequence also releases the previous one's graph and the activations it kept`,
           ]
         : []),
-      "the gain is not estimated: the probe does not separate autograd's share of the host's time per op, nor the memory the graph holds (measured on an H200: a GPT-2 decoding loop without no_grad took 41% less a step under inference_mode)",
+      ...(fix
+        ? []
+        : ["the gain is not estimated: without a profiled window the host's time is not told apart from the GPU's"]),
     ],
     data: {
       forwardsWithGrad: modes.grad,
@@ -148,7 +187,7 @@ export function decodeAutogradFinding(
     },
     recommendation: {
       summary:
-        'Generate under torch.inference_mode() (or at least torch.no_grad()): no graph is recorded, no activation kept for a backward, and each op does less host work. Hugging Face generate() does it itself; a loop of your own must.',
+        'Generate under torch.inference_mode() (or at least torch.no_grad(), which still pays part of the bookkeeping): no graph is recorded, no activation kept for a backward, and each op does less host work. Hugging Face generate() does it itself; a loop of your own must.',
       code: [
         'with torch.inference_mode():',
         '    for _ in range(max_new_tokens):',
@@ -156,6 +195,7 @@ export function decodeAutogradFinding(
         '        ...',
       ].join('\n'),
     },
-    estimatedGain: null,
+    ...(fix ? { fix } : {}),
+    estimatedGain: gain,
   });
 }

@@ -43,6 +43,7 @@ const STEP_SOURCE_NOTE: Record<string, string> = {
   batch: 'one step per DataLoader batch (no optimizer stepped)',
   backward: 'one step per backward pass (no optimizer stepped)',
   forward: 'one step per forward call of the outermost module (no optimizer or backward)',
+  graph: 'one step per replay of a captured CUDA graph (no optimizer, backward or forward call marks them)',
   time: 'no step found: fixed time slices of the run',
 };
 

@@ -747,7 +747,11 @@ export function probeFindingsOf(
  * Stage 6c: a generation loop's own levers (decode.ts), on each rank whose steps are decode steps: more sequences per
  * decode step; generation under inference_mode where its forwards ran with gradients.
  */
-export function decodeFindingsOf(ranks: readonly RankSummary[], traces: readonly TraceInput[]): Finding[] {
+export function decodeFindingsOf(
+  ranks: readonly RankSummary[],
+  traces: readonly TraceInput[],
+  paces: ReadonlyMap<number, Pipeline> = new Map(),
+): Finding[] {
   const out: Finding[] = [];
   for (const r of ranks) {
     const decode = r.steps.decode;
@@ -756,7 +760,7 @@ export function decodeFindingsOf(ranks: readonly RankSummary[], traces: readonly
     const effects = decodeLeverEffects(decode, metrics);
     const f = effects ? decodeBatchingFinding(decode, effects, r.rank) : null;
     if (f) out.push(f);
-    const autograd = r.forwardGradModes ? decodeAutogradFinding(decode, r.forwardGradModes, r.rank) : null;
+    const autograd = r.forwardGradModes ? decodeAutogradFinding(decode, r.forwardGradModes, r.rank, paceOfRank(paces, ranks, r.rank)) : null;
     if (autograd) out.push(autograd);
   }
   return out;
@@ -1097,7 +1101,7 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
   const probeFindings = [
     ...probeFindingsOf(id.model, ranks, input.traces, paces),
     ...(probeImbalance ? [probeImbalance] : []),
-    ...decodeFindingsOf(ranks, input.traces),
+    ...decodeFindingsOf(ranks, input.traces, paces),
   ];
   const telemetryFindings = sharingFindingsOf(gpus, processes, ranks);
   const notes = notesOf(input, processes, ranks);

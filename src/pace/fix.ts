@@ -39,6 +39,11 @@ export interface Fix {
    * new graphs, so a loader's partial last batch asks for drop_last=True with it (plan.ts).
    */
   compiles?: boolean;
+  /**
+   * Findings whose change this fix makes too (its code does it: a static cache's CUDA graphs run under
+   * inference_mode): once it is in a plan, theirs leave it, so one change is not counted twice.
+   */
+  includes?: readonly string[];
 }
 
 function withStage(p: Pipeline, s: StageName, ns: number | null, evidence?: string): Pipeline {

@@ -67,6 +67,7 @@ export function planOf(p: Pipeline, candidates: readonly PlanCandidate[]): PaceP
     const best = tried.reduce((a, b) => (b.s.perBatchNs < a.s.perBatchNs ? b : a));
     if (!(best.s.perBatchNs < now * (1 - MIN_STEP_GAIN))) break;
     left.splice(left.indexOf(best.c), 1);
+    for (const id of best.c.fix.includes ?? []) for (const c of left.filter((x) => x.id === id)) left.splice(left.indexOf(c), 1);
     // The workers the loader needs now, when its rate is known and the run's count is short of it.
     const l = best.q.loader;
     const have = typeof l?.workersTo === 'number' ? l.workersTo : (l?.workers ?? null);

@@ -273,15 +273,34 @@ export interface DecodeStats {
 }
 
 /**
- * Decode statistics of measured steps, or null when they are not decode steps: steps marked by forward calls (no
- * backward, no optimizer) most of which feed one token per sequence.
+ * Steps in order with the decode steps a captured graph replays told as such. A generation loop whose decoding forward
+ * is a CUDA graph (a static KV cache) calls its model eagerly for each prompt, a step whose input the probe reads (the
+ * batch, the prompt's length), then replays the graph once a new token, steps with no input to read. A replay after
+ * such a prompt, where neither an optimizer nor a backward marks the steps, decodes one token for each of the
+ * prompt's sequences. Other steps are returned as they are.
+ */
+export function withGraphDecodeSteps(ordered: readonly StepRecord[]): StepRecord[] {
+  let prompt: StepRecord | null = null;
+  return ordered.map((s) => {
+    if (s.stepSource === 'forward') {
+      prompt = typeof s.seqLen === 'number' && s.seqLen > 1 && s.samples !== null ? s : null;
+      return s;
+    }
+    if (s.stepSource !== 'graph' || prompt === null || s.samples !== null) return s;
+    return { ...s, samples: prompt.samples, tokens: prompt.samples, seqLen: 1 };
+  });
+}
+
+/**
+ * Decode statistics of measured steps, or null when they are not decode steps: steps marked by forward calls or
+ * graph replays (no backward, no optimizer) most of which feed one token per sequence.
  */
 export function decodeStatsOf(
   measured: readonly StepRecord[],
   timeOf: (s: StepRecord) => number,
   stepSource: StepSource | null,
 ): DecodeStats | null {
-  if (stepSource !== 'forward') return null;
+  if (stepSource !== 'forward' && stepSource !== 'graph') return null;
   const decode = measured.filter((s) => s.seqLen === 1);
   const prefill = measured.filter((s) => typeof s.seqLen === 'number' && s.seqLen > 1);
   if (decode.length === 0 || decode.length * 2 < measured.length) return null;
@@ -394,7 +413,7 @@ export function stepStats(
   /** The steps the process counted (its end record): more than its records tell once the probe sampled its steady loop. */
   countedSteps = 0,
 ): StepStats {
-  const ordered = [...steps].sort((a, b) => a.step - b.step);
+  const ordered = withGraphDecodeSteps([...steps].sort((a, b) => a.step - b.step));
   const hostTimed = ordered.filter((s, i) => i > 0 && s.stepTimeS !== null && Number.isFinite(s.stepTimeS));
   const gpuTimed = ordered.filter((s, i) => i > 0 && gpuTimes.has(s.step));
   const timing: 'gpu' | 'host' = gpuTimed.length > 0 && gpuTimed.length * 2 >= hostTimed.length ? 'gpu' : 'host';

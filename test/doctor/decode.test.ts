@@ -51,6 +51,28 @@ describe('decode steps', () => {
     expect(d.prefillStepS).toBeGreaterThan(0);
   });
 
+  it('are counted where a CUDA graph replays them: each replay after a prompt decodes one token of its sequences', () => {
+    // A static-cache generate() at batch 8 on an H200 (examples/levers/runs/h200/hf_generate_fp32_static_b8): its
+    // steps are replays of the compiled decoding forward. That probe lost the prompt's forward to the replays' take-over;
+    // its step 1 is set to what the probe sends now (the prompt's forward as a step, its input read: 8 x 32 tokens).
+    const dir = join(REPO, 'examples', 'levers', 'runs', 'h200', 'hf_generate_fp32_static_b8');
+    const recs = parseProbeLines(readFileSync(join(dir, 'probe.jsonl'), 'utf8')).records.map((r) =>
+      r.type === 'step' && r.stepSource === 'forward' ? { ...r, samples: 8, tokens: 256, seqLen: 32 } : r,
+    );
+    const p = groupProcesses(recs)[0]!;
+    const st = stepStats(p.steps, gpuStepTimesOf(p.records));
+    expect(st.stepSource).toBe('graph');
+    const d = st.decode!;
+    expect(d.batch).toBe(8);
+    expect(d.decodeSteps).toBe(100); // the steady replays of its 118, the profiled window's left out
+    // 8 tokens a replay of about 2.2 ms
+    expect(d.tokensPerS! * d.decodeStepS!).toBeGreaterThan(8 * 0.8);
+    expect(d.tokensPerS! * d.decodeStepS!).toBeLessThan(8 * 1.25);
+    // Replays before any prompt's forward was read stay what they were: no batch to give them.
+    const unread = groupProcesses(parseProbeLines(readFileSync(join(dir, 'probe.jsonl'), 'utf8')).records)[0]!;
+    expect(stepStats(unread.steps, gpuStepTimesOf(unread.records)).decode).toBeNull();
+  });
+
   it('are not what a training run or an inference run over whole inputs has', () => {
     const train = groupProcesses(real())[0]!;
     expect(stepStats(train.steps, gpuStepTimesOf(train.records)).decode).toBeNull();

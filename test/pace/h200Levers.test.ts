@@ -230,13 +230,35 @@ describe('a decoding loop of one\'s own without no_grad (H200, examples/levers/r
     report = await rediagnosed(join(LEVERS, 'decode_loop'));
   }, 120_000);
 
-  it('names the decode steps, leads with the static cache, and says what the prefill steps show, with no gain claimed', () => {
+  /** The plain runs' mean step after each run's first sequence (its new cache shapes: measured/README.md), ms. */
+  const afterFirstSequenceMs = (label: string): number[] =>
+    readMeasured(join(REPO, 'examples', 'levers', 'measured', 'h200-2026-11-29.jsonl'))
+      .filter((m) => m.run === 'decode_loop' && m.under === 'plain' && m.label === label)
+      .map((m) => {
+        const xs = (m as Measured & { step_ms: number[] }).step_ms.slice(118);
+        return xs.reduce((a, b) => a + b, 0) / xs.length;
+      });
+
+  it('names the decode steps, leads with the static cache (inference_mode in it), and says what the prefill steps show', () => {
     const r = report.ranks[0]!.steps!;
     expect(r.decode?.decodeSteps).toBeGreaterThan(300);
     expect(r.decode!.prefillStepS! / r.decode!.decodeStepS!).toBeGreaterThan(10); // 74 ms against 6.4
-    expect(report.pace!.plan.steps[0]!.id).toBe('launch-bound');
+    const plan = report.pace!.plan.steps;
+    expect(plan[0]!.id).toBe('launch-bound');
+    // The static cache's fix generates under inference_mode: the autograd finding does not count it again.
+    expect(plan.map((s) => s.id)).not.toContain('decode-autograd');
     const f = report.findings.find((x) => x.id === 'decode-autograd')!;
-    expect(f.estimatedGain).toBeNull();
     expect(f.evidence.join('\n')).toMatch(/a prefill step \(a sequence's first forward\) takes 74\.\d ms, 11\.\dx a decode step/);
+  });
+
+  it("inference_mode's step within 15% of the plain runs (4.78 and 4.88 ms after their first sequence)", () => {
+    const f = report.findings.find((x) => x.id === 'decode-autograd')!;
+    const predicted = f.estimatedGain!.expectedStepTimeNs / 1e6;
+    const runs = afterFirstSequenceMs('inference');
+    expect(runs.length).toBe(2);
+    const measuredMean = runs.reduce((a, b) => a + b, 0) / runs.length;
+    const err = (predicted - measuredMean) / measuredMean;
+    console.log(`| decode_loop | inference_mode | ${predicted.toFixed(2)} | --grad-mode inference (${runs.map((x) => x.toFixed(2)).join(', ')}) | ${measuredMean.toFixed(2)} | ${err >= 0 ? '+' : ''}${(err * 100).toFixed(0)}% |`);
+    expect(Math.abs(err)).toBeLessThan(0.15);
   });
 });

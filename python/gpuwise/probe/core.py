@@ -99,6 +99,7 @@ class Probe(StepsMixin, WindowMixin):
         self.graph_replays = 0
         self.primary_graph = None
         self.replays_since_other = 0
+        self.graph_loop = False  # the graph's replays took the steps over once: the loop's steps are replays
         self.last_activity = None  # perf_counter() of the last step-like event (batch, forward, backward, replay ...)
         # Between two bursts of the sampled steady loop (steps.py): the step whose end starts the next burst, the steps
         # until then only counted; None while every step is recorded.

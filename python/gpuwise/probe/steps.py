@@ -6,6 +6,12 @@ source outranks the one counting (an optimizer stepping on a training thread tak
 evaluator iterated on the main thread). Events of the same or a lower source on another thread are not the training's
 and are left out.
 
+A generation loop whose decoding forward is a captured graph (a static KV cache that transformers compiles, a loop over
+`mode="reduce-overhead"`) calls its model eagerly for each prompt and replays the graph for each new token: once the
+replays have taken the steps over (`graph_loop`), a prompt's forward is a step of its own, from its call to the first
+replay after it (its input read: the batch and the prompt's length), and each replay after it a step (a decode step),
+of whichever graph replays first after the prompt.
+
 A step's end costs the training thread a few microseconds: a wall-clock read and a row queued; the rows are formatted
 and written every few milliseconds (records.py). The thread's CPU clock is a system call, and in a real loop on the
 2-core VM one read cost about 18 us of the step (the call and the caches it leaves cold: +36 us a step of 72 with a read
@@ -167,6 +173,17 @@ class StepsMixin(object):
             return
         if self.optimizer_built and not self.optimizer_stepped and self.forward_calls <= FALLBACK_AFTER:
             return
+        if self.step_source == "graph" and self.graph_loop and self.last_boundary is not None:
+            # A generation loop whose decoding forward is a graph: the last replay's step ends at the next prompt's
+            # forward, which starts a step of its own (its input read), ended by the first replay after it.
+            self._end_step(now, "graph", ident)
+            self.step_source = "forward"
+            self.replays_since_other = 0
+            # Each prompt's decoding may replay a graph of its own (cudagraph trees record again for a new cache's
+            # addresses: a static-cache generate() at batch 8 on an H200 counted only its first call's replays): the
+            # first replay after the prompt names the graph that marks the steps.
+            self.primary_graph = None
+            return
         if self.step_source in (None, "graph"):
             self._start_clock(now, "forward", ident)  # the step runs from one forward's start to the next's
             return
@@ -254,9 +271,16 @@ class StepsMixin(object):
             if self.optimizer_built and not self.optimizer_stepped and self.graph_replays <= FALLBACK_AFTER:
                 return
             self._start_clock(now, "graph", ident)
+            self.graph_loop = True
+        elif self.step_source == "forward" and self.graph_loop and self.replays_since_other == 1:
+            # The prompt's forward (eager, before a captured decoding forward) ends at the first replay after it: its
+            # step is the time to the first token, and the replays after it are the decode steps.
+            self._end_step(now, "forward", ident)
+            self.step_source = "graph"
         elif self.replays_since_other >= GRAPH_TAKEOVER:
             # The higher source fell silent while the graph kept replaying: the whole step was captured in it.
             self._start_clock(now, "graph", ident)
+            self.graph_loop = True
 
     def _start_clock(self, now, source, ident):
         """`source` starts counting: what was seen before belongs to no step."""

@@ -152,6 +152,8 @@ export const launchBound: RankRule = (m, ctx) => {
     label: ctx?.decode ? 'static KV cache + CUDA graphs' : compiled ? 'CUDA graphs (mode="reduce-overhead")' : 'fewer launches (compile, CUDA graphs)',
     ops: [{ kind: 'host', work: 'launches', ns: saved }],
     compiles: true,
+    // The decode fix's code generates under inference_mode: a loop that records autograd graphs loses them with it.
+    ...(ctx?.decode ? { includes: ['decode-autograd'] } : {}),
     arithmetic: `launch idle ${fmtMs(idle)} x ${LAUNCH_RECOVERABLE} recoverable = ${fmtMs(saved)} of the host's work a step`,
   };
   const gain = graphed ? null : gainOf(pipelineOf(m, ctx?.pace), fix);
