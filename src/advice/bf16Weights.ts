@@ -16,7 +16,8 @@
  *   measured time;
  * - compute-bound ones (a prefill, a large batch): their flops at the bf16 tensor-core rate (autocast.ts halfGemmRate).
  * fp32 matmul time without a recorded shape, and the elementwise kernels (a few microseconds each at decode sizes,
- * latency more than bytes), are left as they are.
+ * latency more than bytes), are left as they are; where no GEMM has a shape (kernels replayed from a CUDA graph) and
+ * the steps are decode steps of a known batch, `unshapedDecodeEffect` costs them as a whole.
  */
 import type { GemmShapeStat, TraceMetrics } from '../trace/metrics/types.js';
 import { dtypeBytes } from '../util/dtype.js';
@@ -149,5 +150,27 @@ export function bf16WeightsEffect(m: TraceMetrics): Bf16WeightsEffect | null {
     fp32GemmNs: perStep(beforeNs),
     memoryBoundNs: perStep(mem.ns),
     line,
+  };
+}
+
+/**
+ * bf16 weights for decode steps whose fp32 GEMMs carry no shapes (replayed from a CUDA graph: a static-cache
+ * generate()). A decode step at batch b multiplies b rows by each weight: 2b flops for every 4 bytes of fp32 weight,
+ * b/2 flops a byte. Below the GPU's fp32 ridge (b < 2 x ridge: 28 on an H200) the GEMMs wait on the weights' bytes,
+ * and bf16 halves those: each GEMM is taken to take half its measured time. That is the bytes' share alone; traces with
+ * shapes show a fixed part of each call at small sizes that does not halve (GPT-2 at batch 1 on an H200: 290 -> 232
+ * us), which kernels without shapes cannot show, while fp32's SIMT kernels at batch 8 ran below the bandwidth bf16's
+ * reach (the same model's fp32 GEMMs 586 us a decode step there, bf16 weights then 2.51 -> 2.05 ms a step). Null
+ * above the ridge (bf16's tensor-core rate would need the shapes) or without the batch.
+ */
+export function unshapedDecodeEffect(m: TraceMetrics, fp32GemmNs: number, decodeBatch: number | null): AutocastEffect | null {
+  if (decodeBatch === null || !(fp32GemmNs > 0)) return null;
+  const ridge = ridgeOf(m);
+  if (decodeBatch / 2 >= ridge) return null;
+  const savedNs = fp32GemmNs / 2;
+  return {
+    ops: [{ kind: 'gpu', work: 'fp32-matmul', ns: fp32GemmNs, factor: 0.5 }],
+    savedNs,
+    arithmetic: `fp32 GEMMs ${fmtMs(fp32GemmNs)} a decode step at batch ${decodeBatch}: ${decodeBatch / 2} flops a byte of weight, under the GPU's fp32 ridge (${ridge.toFixed(0)}), so they wait on the weights' bytes, which bf16 halves: ${fmtMs(fp32GemmNs - savedNs)} (shapes not recorded, so no fixed cost per call is told apart)`,
   };
 }

@@ -76,8 +76,8 @@ function applyOp(p: Pipeline, op: FixOp): Pipeline {
       const key = `host:${op.work}`;
       const left = p.work[key] ?? 1;
       const factor = op.factor ?? 1;
-      // Launch gaps are the host's too: what shortens its work shortens them.
-      const serial = p.serial.map((c) => (c.kind === 'gaps' ? { ...c, ns: c.ns * factor } : c));
+      // Launch gaps and a drain's refill are the host's too: what shortens its work shortens them.
+      const serial = p.serial.map((c) => (c.kind === 'gaps' || c.kind === 'refill' ? { ...c, ns: c.ns * factor } : c));
       if (host === null) return { ...p, serial, work: { ...p.work, [key]: left * factor } };
       const next = op.ns !== undefined ? host - op.ns * left * p.scale.host : host * factor;
       return { ...withStage({ ...p, serial }, 'host', Math.max(0, next)), work: { ...p.work, [key]: left * factor } };

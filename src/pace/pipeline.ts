@@ -5,14 +5,15 @@
  * Stages that overlap take their max: the DataLoader's workers produce the next batches while the stepping thread
  * issues this step's work and the GPU runs the work issued before, each behind a queue (prefetched batches, CUDA's
  * launch queue), so the slowest sets the pace. The device's own time is its compute plus the communication no compute
- * hides; launch gaps (the GPU waiting on a host behind in parts of the step) lengthen the GPU's side. Serial costs add
- * to the host and GPU's side: a sync empties the GPU's queue and the GPU then waits for the
- * host to get ahead again, a pageable copy blocks both, a pipeline bubble leaves devices waiting; the DataLoader's
- * workers go on filling the prefetch queue meanwhile. Epoch starts add to all: the queue is empty and everything waits
+ * hides; launch gaps (the GPU waiting on a host behind in parts of the step) lengthen the GPU's side, and so does a
+ * drain's refill where the host stage is the host's own work (the GPU waits while the host does the rest of its step).
+ * Serial costs add to the host and GPU's side: a sync empties the GPU's queue and the GPU then waits for the host to
+ * get ahead again, a pageable copy blocks both, a pipeline bubble leaves devices waiting; the DataLoader's workers go
+ * on filling the prefetch queue meanwhile. Epoch starts add to all: the queue is empty and everything waits
  * for the first batch. With stalls (the loop waits for a batch every few steps) the throughput is the mean step, never
  * the median: the prefetch queue smooths the stalls into the mean.
  *
- *   step = max(input, max(host, gpu + communication + launch gaps) + serial costs) + epoch starts
+ *   step = max(input, max(host, gpu + communication + launch gaps + refill) + serial costs) + epoch starts
  *
  * Each stage says whether it is `measured` (read off the run or the window) or `assumed` (inferred from other
  * figures), and why, in words; a stage the evidence cannot time is null and never binds. The modelled step is
@@ -36,7 +37,12 @@ export interface Stage {
   label?: string;
 }
 
-export type SerialKind = 'syncs' | 'copy' | 'gaps' | 'epoch-starts' | 'other';
+/**
+ * `refill`: after a sync drained the queue, the GPU waiting for the host's next launches, where the host stage is the
+ * host's own work and so holds that work (run.ts drainSpin); it lengthens the GPU's side as launch gaps do. `syncs`:
+ * the GPU idle after syncs measured beside a host stage that is the thread's CPU time, which holds the waits in them.
+ */
+export type SerialKind = 'syncs' | 'refill' | 'copy' | 'gaps' | 'epoch-starts' | 'other';
 
 /** A cost on the step's critical path: it adds to the step whatever the stages do. */
 export interface SerialCost {
@@ -227,9 +233,13 @@ export function stepOf(p: Pipeline): PaceStep {
   const comm = p.stages.comm.ns ?? 0;
   const device = gpu === null && comm === 0 ? null : (gpu ?? 0) + comm;
   // Launch gaps are the GPU waiting on a host behind in parts of the step: they lengthen the GPU's side, and a host
-  // that binds has them inside its own time. Syncs, blocking copies and collective waits stop both sides; an epoch
-  // start stops everything, the DataLoader included.
-  const gaps = p.serial.filter((c) => c.kind === 'gaps').reduce((a, c) => a + c.ns, 0);
+  // that binds has them inside its own time. So does a drain's refill beside a host stage of its own work: the host
+  // reached the sync, waited, went on, and the GPU waited for it (the step is max(host, GPU + refill)). Syncs beside a
+  // host stage that holds their waits, blocking copies and collective waits stop both sides; an epoch start stops
+  // everything, the DataLoader included.
+  const sumOf = (k: SerialKind) => p.serial.filter((c) => c.kind === k).reduce((a, c) => a + c.ns, 0);
+  const refill = sumOf('refill');
+  const gaps = sumOf('gaps') + refill;
   const starts = p.serial.filter((c) => c.kind === 'epoch-starts').reduce((a, c) => a + c.ns, 0);
   const serial = serialNs(p) - gaps - starts;
   const gpuSide = device === null ? null : device + gaps;
@@ -249,19 +259,29 @@ export function stepOf(p: Pipeline): PaceStep {
   if (input.ns !== null && input.ns > chain) bound = 'input';
   else if (serial > core || (host === null && device === null)) bound = 'serial';
   else bound = candidates.filter((c) => c[0] !== 'input').reduce<[Bound, number]>((a, c) => (c[1] > a[1] ? c : a), ['serial', -1])[0];
-  const gapsText = gaps > 0 ? ` (${fmtMs(gaps)} of it launch gaps)` : '';
+  // The GPU's side binds, but more of it is a drain's refill than the GPU's own work: the syncs set the pace.
+  if ((bound === 'gpu' || bound === 'comm') && refill + serial > (device ?? 0)) bound = 'serial';
+  const gapParts = [
+    ...(gaps - refill > 0 ? [`${fmtMs(gaps - refill)} of it launch gaps`] : []),
+    ...(refill > 0 ? [`${fmtMs(refill)} the refill after its drains`] : []),
+  ];
+  const gapsText = gapParts.length ? ` (${gapParts.join(', ')})` : '';
   const parts = candidates
     .sort((a, b) => b[1] - a[1])
     .map(
       ([s, ns]) =>
         `${s === 'comm' || (s === 'gpu' && comm > 0) ? 'the GPU and its exposed communication' : stageLabel(p, s as StageName)} ${fmtMs(ns)}${s === 'gpu' || s === 'comm' ? gapsText : ''}`,
     );
+  // With a refill the GPU's side is its own work and the refill: said apart, the refill counted once.
+  const ownParts = candidates.map(([s, ns]) =>
+    s === 'gpu' || s === 'comm' ? `the GPU's own work ${fmtMs(device ?? 0)}` : `${stageLabel(p, s as StageName)} ${fmtMs(ns)}`,
+  );
   const serialList = p.serial
     .filter((c) => c.kind !== 'gaps' && c.kind !== 'epoch-starts')
     .map((c) => `${c.kind} ${fmtMs(c.ns)}`)
     .join(', ');
   const serialText =
-    serial <= 0
+    serial <= 0 || bound === 'serial'
       ? ''
       : bound === 'input'
         ? `; serial costs ${fmtMs(serial)} (${serialList}) lengthen the host and GPU's side to ${fmtMs(chain)}, inside the DataLoader's period`
@@ -272,7 +292,7 @@ export function stepOf(p: Pipeline): PaceStep {
   );
   const why =
     bound === 'serial'
-      ? `the serial costs set the pace: ${fmtMs(serial)} a step (${serialList || 'none timed'}) against ${parts.join(', ') || 'no timed stage'}${epochText}`
+      ? `the serial costs set the pace: ${fmtMs(serial + refill)} a step (${serialList || 'none timed'}) against ${(refill > 0 ? ownParts : parts).join(', ') || 'no timed stage'}${epochText}`
       : `${bound === 'input' ? 'the DataLoader' : bound === 'comm' ? 'communication' : stageLabel(p, bound)} sets the pace: ${parts.join(' > ')}${serialText}${epochText}${unknown.length ? `; not timed: ${unknown.join(', ')}` : ''}`;
   return { stepNs, perBatchNs: stepNs / p.batchScale, bound, why, workersNeeded: input.workersNeeded };
 }

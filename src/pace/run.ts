@@ -408,6 +408,13 @@ export function runPipeline(ev: RunEvidence): Pipeline | null {
       };
     }
   }
+  // A loop that drains the GPU's queue every step and whose thread's CPU time is its whole step spun in the drain:
+  // its CPU time is not its work, and the GPU's idle after each drain is host work in series with the GPU's (drainSpin).
+  const spin = m && cpuS !== null ? drainSpin(m, cpuS * 1e9, (st.medianS ?? st.meanS) * 1e9, Sx, (gpu.ns ?? 0) + (comm.ns ?? 0)) : null;
+  if (spin) {
+    host = spin.host;
+    serial = [...serial.filter((c) => c.kind !== 'syncs' && c.kind !== 'gaps'), spin.refill];
+  }
   const hostWin = m ? windowHost(m).ns : null;
   const hostScale = host.ns !== null && hostWin !== null && hostWin > 0 ? host.ns / hostWin : 1;
   return calibrated({
@@ -424,6 +431,54 @@ export function runPipeline(ev: RunEvidence): Pipeline | null {
     stalls,
     partialBatch: partialBatchOf(ev.batch),
   });
+}
+
+/** The stepping thread's CPU time this share of the step or more: it never slept, so a wait in it spun. */
+const SPIN_CPU_SHARE = 0.9;
+/** The GPU's work this share of the run's step or more: a spin through it is too much of the CPU time to ignore. */
+const SPIN_MIN_GPU_SHARE = 0.1;
+
+/**
+ * A loop that drains the GPU's queue every step (a sync or a blocking copy each step: generate()'s stopping check, a
+ * loss read with .item()) and whose stepping thread's CPU time is about its whole step: the thread spun while it waited
+ * for the queued work (CUDA spins when there are more cores than GPUs), so its CPU time holds that wait and is not its
+ * work. After each drain the GPU has nothing queued until the host launches again: that idle, all of it, is the
+ * drains' `refill`, on the GPU's side (pipeline.ts): the host's own work holds it. The host's own work is the window's stepping thread outside syncs, copies and the DataLoader, over the
+ * profiler's slowdown of it, which the idle tells: in such a loop the GPU's idle outside the DataLoader is the host's
+ * work while nothing is queued, in the window and in the run alike, so their ratio is how much the profiler slowed
+ * the host. On the H200, a static-cache generate() at batch 8 in fp32 (examples/levers/runs/h200/hf_generate_fp32_static_b8):
+ * 2.22 ms of CPU a 2.22 ms step, the GPU 1.20 ms of it; bf16 weights then took the step from 2.51 to 2.05 ms, where the
+ * CPU time as the host's work left nothing to gain. Null where the loop is not such a loop.
+ */
+export function drainSpin(
+  m: TraceMetrics,
+  cpuNs: number,
+  medianStepNs: number,
+  chainNs: number,
+  deviceNs: number,
+): { host: Stage; refill: SerialCost } | null {
+  const free = m.examples.hostFreeNsPerStep ?? null;
+  if (free === null || m.perStep.syncDrains < 1 || !(medianStepNs > 0) || cpuNs < SPIN_CPU_SHARE * medianStepNs) return null;
+  if (deviceNs < SPIN_MIN_GPU_SHARE * chainNs || deviceNs >= GPU_BOUND_SHARE * chainNs) return null;
+  const idleRun = chainNs - deviceNs;
+  const idleWin = m.perStep.durNs - deviceBusyNs(m) - m.perStep.idleByCauseNs.dataloader;
+  if (!(idleRun > 0) || !(idleWin > idleRun)) return null;
+  const slowdown = idleWin / idleRun;
+  const hostNs = free / slowdown;
+  return {
+    host: {
+      ns: hostNs,
+      how: 'assumed',
+      evidence: `the stepping thread's CPU time, ${fmtMs(cpuNs)} a step, is the whole step (median ${fmtMs(medianStepNs)}) of a loop that drains the GPU's queue ${m.perStep.syncDrains.toFixed(1)} times a step: it spun waiting for the GPU; its own work is the window's stepping thread outside syncs, copies and the DataLoader, ${fmtMs(free)} a step, over the profiler's slowdown ${slowdown.toFixed(1)}x (the GPU's idle while nothing is queued: ${fmtMs(idleWin)} a step in the window, ${fmtMs(idleRun)} in the run)`,
+    },
+    refill: {
+      kind: 'refill',
+      ns: idleRun,
+      perStep: m.perStep.syncDrains,
+      how: 'measured',
+      evidence: `after each drain the GPU waits for the host's next launches: ${fmtMs(idleRun)} a step (the run's step less the GPU's work and its DataLoader waits), the host's work in series with the GPU's`,
+    },
+  };
 }
 
 /** The loader's partial last batches, as the plan meets them (a fix that compiles the model); null when all are full. */

@@ -3,7 +3,7 @@
 import type { GemmShapeStat, TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtBytes, fmtMs, fmtPct } from '../../util/format.js';
 import { bf16AutocastEffect } from '../autocast.js';
-import { bf16WeightsEffect } from '../bf16Weights.js';
+import { bf16WeightsEffect, unshapedDecodeEffect } from '../bf16Weights.js';
 import { BF16_AUTOCAST_SWITCHES } from '../framework.js';
 import { modelParallelFigures } from './modelParallel.js';
 import { autocastNotReaching } from './precision.js';
@@ -99,7 +99,7 @@ export const bf16Weights: RankRule = (m, ctx) => {
   if (step <= 0) return null;
   const loop = inferenceLoop(ctx.decode);
   const effect = bf16WeightsEffect(m);
-  if (effect === null) return unshapedFp32Weights(m, loop);
+  if (effect === null) return unshapedFp32Weights(m, ctx, loop);
   const line = effect.line;
   return paced(
     m,
@@ -146,22 +146,26 @@ export const bf16Weights: RankRule = (m, ctx) => {
  * estimated, so that a loop that trains nothing is not left with no precision advice at all (autocast's rules leave it
  * to this one).
  */
-function unshapedFp32Weights(m: TraceMetrics, loop: { steps: string; evidence: string }) {
+function unshapedFp32Weights(m: TraceMetrics, ctx: RunContext, loop: { steps: string; evidence: string }) {
   const fp32 = fp32MatmulNsPerStep(m);
   if (fp32 === null) return null;
-  return finding({
+  const effect = unshapedDecodeEffect(m, fp32, ctx.decode?.batch ?? null);
+  const parts = {
     id: 'bf16-weights',
     title: `${loop.steps} run fp32 matmuls (${fmtMs(fp32)} a step): load the weights in bf16`,
     ranks: [m.rank],
     evidence: [
       `fp32 matmul kernels: ${fmtMs(fp32)} per step of ${fmtMs(stepNs(m))} (the profiled window), ${fmtPct(fp32 / Math.max(matmulNs(m), 1))} of matmul time`,
-      'their shapes were not recorded (kernels replayed from a CUDA graph come without the ops that launched them), so what bf16 saves of them is not estimated',
+      effect
+        ? 'their shapes were not recorded (kernels replayed from a CUDA graph come without the ops that launched them): costed as decode GEMMs of the run\'s batch'
+        : 'their shapes were not recorded (kernels replayed from a CUDA graph come without the ops that launched them), and the decode batch is not known or the GEMMs are not bound by their bytes, so what bf16 saves of them is not estimated',
       loop.evidence,
     ],
-    data: { fp32MatmulNsPerStep: fp32 },
+    data: { fp32MatmulNsPerStep: fp32, gpuNsSavedPerStep: effect?.savedNs ?? null },
     recommendation: BF16_WEIGHTS_FIX,
-    estimatedGain: null,
-  });
+  };
+  if (!effect) return finding({ ...parts, estimatedGain: null });
+  return paced(m, ctx.pace, parts, { label: 'bf16 weights', ops: effect.ops, arithmetic: effect.arithmetic });
 }
 
 /**

@@ -95,7 +95,10 @@ export const hostSync: RankRule = (m, ctx) => {
     },
     {
       label: ctx?.decode ? 'syncs out of the decoding loop (a loop of your own)' : 'syncs out of the loop',
-      ops: [{ kind: 'serial', cost: 'syncs', factor: 0 }],
+      ops: [
+        { kind: 'serial', cost: 'syncs', factor: 0 },
+        { kind: 'serial', cost: 'refill', factor: 0 },
+      ],
       arithmetic: `the host is blocked ${fmtMs(blocked)} per step in syncs and the GPU idles ${fmtMs(idle)} after them; without them the host runs ahead and the GPU no longer drains`,
     },
   );
