@@ -6,6 +6,10 @@
 #                                                         gradients and under inference_mode, alternately, twice
 #   bash examples/levers/decode_levers.sh OUT graphs      static-cache generate() under doctor at batch 8 (fp32) and 1
 #                                                         (bf16): decode steps replayed from a CUDA graph, named
+#   bash examples/levers/decode_levers.sh OUT dtype       static-cache generate(), fp32 against bf16 weights, plainly
+#                                                         (BATCHES, default "8 1")
+# autograd-doctor and autograd-plain run autograd's doctor runs or its plain rounds (ROUNDS, default "1 2") alone.
+# The device machine returns 8 files at most: pack OUT (its traces gzipped) into one archive there.
 # Writes OUT/measured.jsonl (one line a run: the script's JSON line with run, label, flags, under, call) and a
 # doctor directory a doctor run. Plain decode_loop runs leave their first sequence out (--warmup 128: each new cache
 # length is a new shape there, about 47 ms a step on an H200); doctor finds the steady steps itself.
@@ -48,14 +52,17 @@ plain() {
   timeout 120 python3 examples/levers/decode_loop.py --warmup 128 "$@" 2> "$out/$name-$label.err" | record "$name" "$label" plain "$*" "${CALL:-}"
 }
 
+HELD_OUT=("decode_loop_llama:--model llama" "decode_loop_b4:--batch 4")
 case "$part" in
-  autograd)
-    timeout 120 python3 bench/doctor/decode_grad_modes.py --device cuda --rounds 6 > "$out/decode_grad_modes.txt" 2>&1
-    for cfg in "decode_loop_llama:--model llama" "decode_loop_b4:--batch 4"; do
+  autograd | autograd-doctor | autograd-plain)
+    [ "$part" = autograd-plain ] || [ "$part" = autograd-doctor ] ||
+      timeout 120 python3 bench/doctor/decode_grad_modes.py --device cuda --rounds 6 > "$out/decode_grad_modes.txt" 2>&1
+    for cfg in "${HELD_OUT[@]}"; do
       name=${cfg%%:*}
       flags=${cfg#*:}
-      doctor_run "$name" examples/levers/decode_loop.py $flags
-      for r in 1 2; do
+      [ "$part" = autograd-plain ] || doctor_run "$name" examples/levers/decode_loop.py $flags
+      [ "$part" = autograd-doctor ] && continue
+      for r in ${ROUNDS:-1 2}; do
         plain "$name" grad $flags
         plain "$name" inference $flags --grad-mode inference
       done
@@ -65,8 +72,18 @@ case "$part" in
     doctor_run hf_generate_static_b8_fp32 examples/levers/hf_generate.py --static-cache --batch 8 --dtype fp32
     doctor_run hf_generate_static_b1 examples/levers/hf_generate.py --static-cache
     ;;
+  dtype)
+    # fp32 against bf16 weights with the static cache, plain runs alternately (the host's pace moves between calls)
+    for b in ${BATCHES:-8 1}; do
+      for dt in fp32 bf16; do
+        [ "$(left)" -gt 75 ] || { echo "skipped b$b $dt: $(left) s left" >&2; continue; }
+        timeout 150 python3 examples/levers/hf_generate.py --static-cache --batch "$b" --dtype $dt --steps 8 2> "$out/b$b-$dt.err" |
+          record hf_generate_static "b$b-$dt" plain "--static-cache --batch $b --dtype $dt --steps 8" "${CALL:-}"
+      done
+    done
+    ;;
   *)
-    echo "decode_levers.sh: unknown part $part (autograd, graphs)" >&2
+    echo "decode_levers.sh: unknown part $part (autograd, autograd-doctor, autograd-plain, graphs, dtype)" >&2
     exit 2
     ;;
 esac
