@@ -163,7 +163,11 @@ class RootWatch(object):
             watch.on_root_call(args, _call_kwargs(), ident)
             return None
 
-        if persistent and self._watch_forward(root):
+        # The forward's code watched rather than a global pre-hook wherever it can be, persistent or not: a global
+        # hook added and removed at each step changes the module hooks a compiled region guards on, and each change
+        # recompiles it (a static-cache generate() at batch 8 on an H200 hit dynamo's recompile limit and ran eager,
+        # 15 ms a decode step under doctor against 2.8 plainly).
+        if self._watch_forward(root):
             return
         self.armed = self._register_pre(on_pre)
 
