@@ -112,8 +112,12 @@ def main():
         k = kernels_per_step(model, dev)
         best = {name: min(x[0] for x in xs) * 1e6 for name, xs in got.items()}
         mean = {name: min(x[1] for x in xs) * 1e6 for name, xs in got.items()}
+        # Each round runs the three modes back to back: their ratio within a round is the least disturbed by the
+        # host's speed, which drifts between rounds (doctor's AUTOGRAD_HOST_RATIO, src/doctor/decode.ts).
+        ratios = sorted(g[0] / i[0] for g, i in zip(got["gradients"], got["inference_mode"]))
         print(json.dumps({
             "device": torch.cuda.get_device_name(dev), "torch": torch.__version__, "kernelsPerStep": k,
+            "gradOverInferenceByRound": ratios, "gradOverInferenceMedian": statistics.median(ratios),
             "stepUs": best, "meanStepUs": mean,
             "autogradUsPerKernel": {"vsNoGrad": (best["gradients"] - best["no_grad"]) / k, "vsInferenceMode": (best["gradients"] - best["inference_mode"]) / k},
             "autogradUsPerKernelWithRelease": {"vsNoGrad": (mean["gradients"] - mean["no_grad"]) / k, "vsInferenceMode": (mean["gradients"] - mean["inference_mode"]) / k},
