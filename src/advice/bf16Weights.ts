@@ -153,24 +153,36 @@ export function bf16WeightsEffect(m: TraceMetrics): Bf16WeightsEffect | null {
   };
 }
 
+/** An attention kernel that runs in fp32 (PyTorch's memory-efficient kernel for float: `fmha_cutlassF_f32_...`). */
+const FP32_ATTENTION_KERNEL = /_f32_|float/i;
+
 /**
  * bf16 weights for decode steps whose fp32 GEMMs carry no shapes (replayed from a CUDA graph: a static-cache
  * generate()). A decode step at batch b multiplies b rows by each weight: 2b flops for every 4 bytes of fp32 weight,
  * b/2 flops a byte. Below the GPU's fp32 ridge (b < 2 x ridge: 28 on an H200) the GEMMs wait on the weights' bytes,
- * and bf16 halves those: each GEMM is taken to take half its measured time. That is the bytes' share alone; traces with
- * shapes show a fixed part of each call at small sizes that does not halve (GPT-2 at batch 1 on an H200: 290 -> 232
- * us), which kernels without shapes cannot show, while fp32's SIMT kernels at batch 8 ran below the bandwidth bf16's
- * reach (the same model's fp32 GEMMs 586 us a decode step there, bf16 weights then 2.51 -> 2.05 ms a step). Null
- * above the ridge (bf16's tensor-core rate would need the shapes) or without the batch.
+ * and bf16 halves those: each GEMM is taken to take half its measured time. The KV cache follows the weights' dtype,
+ * so an fp32 attention kernel (a decode step's attention reads the cache) is taken to halve too. That is the bytes'
+ * share alone; traces with shapes show a fixed part of each call at small sizes that does not halve (GPT-2 at batch 1
+ * on an H200: 290 -> 232 us), which kernels without shapes cannot show, while fp32's SIMT kernels at batch 8 ran
+ * below the bandwidth bf16's reach (the same model there: fp32 GEMMs 585 us and fp32 attention 313 us a decode step;
+ * bf16 weights then took the step from 2.76 to 2.19 ms, plain runs of one call). Null above the ridge (bf16's
+ * tensor-core rate would need the shapes) or without the batch.
  */
 export function unshapedDecodeEffect(m: TraceMetrics, fp32GemmNs: number, decodeBatch: number | null): AutocastEffect | null {
   if (decodeBatch === null || !(fp32GemmNs > 0)) return null;
   const ridge = ridgeOf(m);
   if (decodeBatch / 2 >= ridge) return null;
-  const savedNs = fp32GemmNs / 2;
+  const fused = m.attention.fused;
+  const attentionNs = fused && fused.kernelNs > 0 && fused.topKernel !== null && FP32_ATTENTION_KERNEL.test(fused.topKernel) ? fused.kernelNs : 0;
+  const savedNs = (fp32GemmNs + attentionNs) / 2;
+  const attentionText =
+    attentionNs > 0 ? `; the fp32 attention kernels (${fused?.topKernel?.slice(0, 40)}...) ${fmtMs(attentionNs)} a step, over a KV cache in the weights' dtype, -> ${fmtMs(attentionNs / 2)}` : '';
   return {
-    ops: [{ kind: 'gpu', work: 'fp32-matmul', ns: fp32GemmNs, factor: 0.5 }],
+    ops: [
+      { kind: 'gpu', work: 'fp32-matmul', ns: fp32GemmNs, factor: 0.5 },
+      ...(attentionNs > 0 ? [{ kind: 'gpu' as const, work: 'fp32-attention', ns: attentionNs, factor: 0.5 }] : []),
+    ],
     savedNs,
-    arithmetic: `fp32 GEMMs ${fmtMs(fp32GemmNs)} a decode step at batch ${decodeBatch}: ${decodeBatch / 2} flops a byte of weight, under the GPU's fp32 ridge (${ridge.toFixed(0)}), so they wait on the weights' bytes, which bf16 halves: ${fmtMs(fp32GemmNs - savedNs)} (shapes not recorded, so no fixed cost per call is told apart)`,
+    arithmetic: `fp32 GEMMs ${fmtMs(fp32GemmNs)} a decode step at batch ${decodeBatch}: ${decodeBatch / 2} flops a byte of weight, under the GPU's fp32 ridge (${ridge.toFixed(0)}), so they wait on the weights' bytes, which bf16 halves: ${fmtMs(fp32GemmNs / 2)}${attentionText} (shapes not recorded, so no fixed cost per call is told apart)`,
   };
 }

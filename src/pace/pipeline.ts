@@ -281,7 +281,7 @@ export function stepOf(p: Pipeline): PaceStep {
     .map((c) => `${c.kind} ${fmtMs(c.ns)}`)
     .join(', ');
   const serialText =
-    serial <= 0 || bound === 'serial'
+    serial <= 0 || (bound === 'serial' && refill <= 0)
       ? ''
       : bound === 'input'
         ? `; serial costs ${fmtMs(serial)} (${serialList}) lengthen the host and GPU's side to ${fmtMs(chain)}, inside the DataLoader's period`
@@ -290,9 +290,13 @@ export function stepOf(p: Pipeline): PaceStep {
   const unknown = STAGE_NAMES.filter((s) => p.stages[s].ns === null && !(s === 'input' && input.ns !== null) && s !== 'comm').map((s) =>
     stageLabel(p, s),
   );
+  const refillWhy =
+    refill > 0 && gpuSide !== null
+      ? `the syncs set the pace: the GPU's own work ${fmtMs(device ?? 0)} + the refill after its drains ${fmtMs(refill)}${gaps > refill ? ` + launch gaps ${fmtMs(gaps - refill)}` : ''} = ${fmtMs(gpuSide)} > ${ownParts.filter((x) => !x.startsWith("the GPU's own work")).join(', ') || 'no other timed stage'}${serialText}${epochText}`
+      : null;
   const why =
     bound === 'serial'
-      ? `the serial costs set the pace: ${fmtMs(serial + refill)} a step (${serialList || 'none timed'}) against ${(refill > 0 ? ownParts : parts).join(', ') || 'no timed stage'}${epochText}`
+      ? (refillWhy ?? `the serial costs set the pace: ${fmtMs(serial)} a step (${serialList || 'none timed'}) against ${parts.join(', ') || 'no timed stage'}${epochText}`)
       : `${bound === 'input' ? 'the DataLoader' : bound === 'comm' ? 'communication' : stageLabel(p, bound)} sets the pace: ${parts.join(' > ')}${serialText}${epochText}${unknown.length ? `; not timed: ${unknown.join(', ')}` : ''}`;
   return { stepNs, perBatchNs: stepNs / p.batchScale, bound, why, workersNeeded: input.workersNeeded };
 }

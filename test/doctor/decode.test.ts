@@ -52,25 +52,22 @@ describe('decode steps', () => {
   });
 
   it('are counted where a CUDA graph replays them: each replay after a prompt decodes one token of its sequences', () => {
-    // A static-cache generate() at batch 8 on an H200 (examples/levers/runs/h200/hf_generate_fp32_static_b8): its
-    // steps are replays of the compiled decoding forward. That probe lost the prompt's forward to the replays' take-over;
-    // its step 1 is set to what the probe sends now (the prompt's forward as a step, its input read: 8 x 32 tokens).
-    const dir = join(REPO, 'examples', 'levers', 'runs', 'h200', 'hf_generate_fp32_static_b8');
-    const recs = parseProbeLines(readFileSync(join(dir, 'probe.jsonl'), 'utf8')).records.map((r) =>
-      r.type === 'step' && r.stepSource === 'forward' ? { ...r, samples: 8, tokens: 256, seqLen: 32 } : r,
-    );
-    const p = groupProcesses(recs)[0]!;
+    // A static-cache generate() at batch 1 on an H200 (examples/levers/runs/h200/hf_generate_static_b1): the prompt's
+    // forward is a step of its own, each new token a replay of the compiled decoding forward.
+    const runOf = (name: string) =>
+      groupProcesses(parseProbeLines(readFileSync(join(REPO, 'examples', 'levers', 'runs', 'h200', name, 'probe.jsonl'), 'utf8')).records)[0]!;
+    const p = runOf('hf_generate_static_b1');
     const st = stepStats(p.steps, gpuStepTimesOf(p.records));
     expect(st.stepSource).toBe('graph');
     const d = st.decode!;
-    expect(d.batch).toBe(8);
-    expect(d.decodeSteps).toBe(100); // the steady replays of its 118, the profiled window's left out
-    // 8 tokens a replay of about 2.2 ms
-    expect(d.tokensPerS! * d.decodeStepS!).toBeGreaterThan(8 * 0.8);
-    expect(d.tokensPerS! * d.decodeStepS!).toBeLessThan(8 * 1.25);
-    // Replays before any prompt's forward was read stay what they were: no batch to give them.
-    const unread = groupProcesses(parseProbeLines(readFileSync(join(dir, 'probe.jsonl'), 'utf8')).records)[0]!;
-    expect(stepStats(unread.steps, gpuStepTimesOf(unread.records)).decode).toBeNull();
+    expect(d.batch).toBe(1);
+    expect(d.promptLen).toBe(32);
+    expect(d.decodeStepsPerPrefill).toBeCloseTo(127, 0);
+    expect(d.tokensPerS! * d.decodeStepS!).toBeGreaterThan(0.8);
+    expect(d.tokensPerS! * d.decodeStepS!).toBeLessThan(1.25);
+    // An older probe's run (hf_generate_fp32_static_b8) lost the prompt's forward to the replays: no batch to give them.
+    const old = runOf('hf_generate_fp32_static_b8');
+    expect(stepStats(old.steps, gpuStepTimesOf(old.records)).decode).toBeNull();
   });
 
   it('are not what a training run or an inference run over whole inputs has', () => {

@@ -251,7 +251,7 @@ describe('a decoding loop of one\'s own without no_grad (H200, examples/levers/r
     expect(f.evidence.join('\n')).toMatch(/a prefill step \(a sequence's first forward\) takes 74\.\d ms, 11\.\dx a decode step/);
   });
 
-  it("inference_mode's step within 15% of the plain runs (4.78 and 4.88 ms after their first sequence)", () => {
+  it("inference_mode's step within 15% of the plain runs (4.77 and 4.87 ms after their first sequence)", () => {
     const f = report.findings.find((x) => x.id === 'decode-autograd')!;
     const predicted = f.estimatedGain!.expectedStepTimeNs / 1e6;
     const runs = afterFirstSequenceMs('inference');
@@ -259,6 +259,79 @@ describe('a decoding loop of one\'s own without no_grad (H200, examples/levers/r
     const measuredMean = runs.reduce((a, b) => a + b, 0) / runs.length;
     const err = (predicted - measuredMean) / measuredMean;
     console.log(`| decode_loop | inference_mode | ${predicted.toFixed(2)} | --grad-mode inference (${runs.map((x) => x.toFixed(2)).join(', ')}) | ${measuredMean.toFixed(2)} | ${err >= 0 ? '+' : ''}${(err * 100).toFixed(0)}% |`);
+    expect(Math.abs(err)).toBeLessThan(0.15);
+  });
+});
+
+/** The plain runs of `run` labelled `label` in call `call` of the 2026-11-29 levers file: their mean steps, ms. */
+function callRuns(run: string, label: string, call: string): number[] {
+  return readMeasured(join(REPO, 'examples', 'levers', 'measured', 'h200-2026-11-29.jsonl'))
+    .filter((m) => m.run === run && m.under === 'plain' && m.label === label && m.call === call)
+    .map((m) => m.mean_step_ms);
+}
+const meanOf = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+const pct = (e: number) => `${e >= 0 ? '+' : ''}${(e * 100).toFixed(0)}%`;
+
+describe('inference_mode on decode loops held out of its ratio (H200, 2026-11-29, examples/levers/decode_levers.sh)', () => {
+  // doctor ran each in call L3 (examples/levers/runs/h200/decode_loop_llama, decode_loop_b4), the plain runs in L1;
+  // L4 ran both again in one call, its host slowing by 40% within it (its bench: bench/doctor/results/
+  // h200-2026-11-29-decode-grad-modes.txt), so its rows are printed, not held to the bound.
+  const cases = [
+    { run: 'decode_loop_llama', dir: 'decode_loop_llama', call: 'L1', bound: true },
+    { run: 'decode_loop_b4', dir: 'decode_loop_b4', call: 'L1', bound: true },
+    { run: 'decode_loop_llama', dir: 'decode_loop_llama_d', call: 'L4', bound: false },
+    { run: 'decode_loop_b4', dir: 'decode_loop_b4_d', call: 'L4', bound: false },
+  ];
+  const predicted = new Map<string, number>();
+  beforeAll(async () => {
+    for (const c of cases) {
+      const r = await rediagnosed(join(LEVERS, c.dir));
+      const f = r.findings.find((x) => x.id === 'decode-autograd')!;
+      predicted.set(c.dir, f.estimatedGain!.expectedStepTimeNs / 1e6);
+    }
+  }, 240_000);
+
+  it.each(cases)('$dir: the step under inference_mode against call $call', ({ run, dir, call, bound }) => {
+    const runs = callRuns(run, 'inference', call);
+    expect(runs.length).toBeGreaterThan(0);
+    const measuredMean = meanOf(runs);
+    const p = predicted.get(dir)!;
+    const err = (p - measuredMean) / measuredMean;
+    console.log(`| ${dir} | inference_mode | ${p.toFixed(2)} | ${call}: ${runs.map((x) => x.toFixed(2)).join(', ')} | ${measuredMean.toFixed(2)} | ${pct(err)} |`);
+    if (bound) expect(Math.abs(err)).toBeLessThan(0.15);
+  });
+});
+
+describe('a static-cache generate() under doctor: decode steps replayed from a CUDA graph (H200, 2026-11-29, call L3)', () => {
+  let b8: DoctorReport;
+  beforeAll(async () => {
+    b8 = await rediagnosed(join(LEVERS, 'hf_generate_static_b8_fp32'));
+  }, 120_000);
+
+  it('counts the replays as decode steps of the prompts\' batch, with the time to the first token', () => {
+    const st = b8.ranks[0]!.steps!;
+    expect(st.stepSource).toBe('graph');
+    const d = st.decode!;
+    expect(d.batch).toBe(8);
+    expect(d.promptLen).toBe(32);
+    expect(d.decodeStepsPerPrefill).toBeCloseTo(127, 0); // 128 new tokens: the prompt's forward makes the first
+    expect(d.decodeSteps).toBeGreaterThan(2000);
+    expect(d.tokensPerS! * d.decodeStepS!).toBeGreaterThan(8 * 0.8);
+    expect(d.tokensPerS! * d.decodeStepS!).toBeLessThan(8 * 1.25);
+  });
+
+  it('says the thread spun in the drains, and bf16 weights within 15% of the plain bf16 runs of call L2', () => {
+    const p = b8.pace!;
+    expect(p.stages.host.evidence).toMatch(/spun waiting for the GPU/);
+    expect(p.serial.map((c) => c.kind)).toContain('refill');
+    const f = b8.findings.find((x) => x.id === 'bf16-weights')!;
+    const predictedMs = f.estimatedGain!.expectedStepTimeNs / 1e6;
+    const bf16 = callRuns('hf_generate_static', 'b8-bf16', 'L2');
+    const fp32 = callRuns('hf_generate_static', 'b8-fp32', 'L2');
+    const err = (predictedMs - meanOf(bf16)) / meanOf(bf16);
+    console.log(
+      `| hf_generate_static_b8_fp32 | bf16 weights | ${predictedMs.toFixed(2)} (doctor's run ${(f.estimatedGain!.stepTimeNs / 1e6).toFixed(2)}) | L2: fp32 ${fp32.map((x) => x.toFixed(2)).join(', ')}, bf16 ${bf16.map((x) => x.toFixed(2)).join(', ')} | ${meanOf(bf16).toFixed(2)} | ${pct(err)} |`,
+    );
     expect(Math.abs(err)).toBeLessThan(0.15);
   });
 });
