@@ -272,16 +272,16 @@ export function stepOf(p: Pipeline): PaceStep {
       ([s, ns]) =>
         `${s === 'comm' || (s === 'gpu' && comm > 0) ? 'the GPU and its exposed communication' : stageLabel(p, s as StageName)} ${fmtMs(ns)}${s === 'gpu' || s === 'comm' ? gapsText : ''}`,
     );
-  // With a refill the GPU's side is its own work and the refill: said apart, the refill counted once.
-  const ownParts = candidates.map(([s, ns]) =>
-    s === 'gpu' || s === 'comm' ? `the GPU's own work ${fmtMs(device ?? 0)}` : `${stageLabel(p, s as StageName)} ${fmtMs(ns)}`,
-  );
+  // The syncs bind through their refill (the GPU's side with it is the longest) rather than through the serial costs.
+  const refillBinds = bound === 'serial' && refill > 0 && gpuSide !== null && serial <= core;
+  // The stages beside the GPU's side, for a refill's words (the GPU's own work and the refill said apart).
+  const otherParts = candidates.filter(([s]) => s !== 'gpu' && s !== 'comm').map(([s, ns]) => `${stageLabel(p, s as StageName)} ${fmtMs(ns)}`);
   const serialList = p.serial
-    .filter((c) => c.kind !== 'gaps' && c.kind !== 'epoch-starts')
+    .filter((c) => c.kind !== 'gaps' && c.kind !== 'refill' && c.kind !== 'epoch-starts')
     .map((c) => `${c.kind} ${fmtMs(c.ns)}`)
     .join(', ');
   const serialText =
-    serial <= 0 || (bound === 'serial' && refill <= 0)
+    serial <= 0 || (bound === 'serial' && !refillBinds)
       ? ''
       : bound === 'input'
         ? `; serial costs ${fmtMs(serial)} (${serialList}) lengthen the host and GPU's side to ${fmtMs(chain)}, inside the DataLoader's period`
@@ -291,8 +291,8 @@ export function stepOf(p: Pipeline): PaceStep {
     stageLabel(p, s),
   );
   const refillWhy =
-    refill > 0 && gpuSide !== null
-      ? `the syncs set the pace: the GPU's own work ${fmtMs(device ?? 0)} + the refill after its drains ${fmtMs(refill)}${gaps > refill ? ` + launch gaps ${fmtMs(gaps - refill)}` : ''} = ${fmtMs(gpuSide)} > ${ownParts.filter((x) => !x.startsWith("the GPU's own work")).join(', ') || 'no other timed stage'}${serialText}${epochText}`
+    refillBinds
+      ? `the syncs set the pace: the GPU's own work ${fmtMs(device ?? 0)} + the refill after its drains ${fmtMs(refill)}${gaps > refill ? ` + launch gaps ${fmtMs(gaps - refill)}` : ''} = ${fmtMs(gpuSide)} > ${otherParts.join(', ') || 'no other timed stage'}${serialText}${epochText}`
       : null;
   const why =
     bound === 'serial'

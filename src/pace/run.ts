@@ -443,12 +443,13 @@ const SPIN_MIN_GPU_SHARE = 0.1;
  * loss read with .item()) and whose stepping thread's CPU time is about its whole step: the thread spun while it waited
  * for the queued work (CUDA spins when there are more cores than GPUs), so its CPU time holds that wait and is not its
  * work. After each drain the GPU has nothing queued until the host launches again: that idle, all of it, is the
- * drains' `refill`, on the GPU's side (pipeline.ts): the host's own work holds it. The host's own work is the window's stepping thread outside syncs, copies and the DataLoader, over the
- * profiler's slowdown of it, which the idle tells: in such a loop the GPU's idle outside the DataLoader is the host's
- * work while nothing is queued, in the window and in the run alike, so their ratio is how much the profiler slowed
- * the host. On the H200, a static-cache generate() at batch 8 in fp32 (examples/levers/runs/h200/hf_generate_fp32_static_b8):
- * 2.22 ms of CPU a 2.22 ms step, the GPU 1.20 ms of it; bf16 weights then took the step from 2.51 to 2.05 ms, where the
- * CPU time as the host's work left nothing to gain. Null where the loop is not such a loop.
+ * drains' `refill`, on the GPU's side (pipeline.ts), and the host's own work holds it. That own work is the window's
+ * stepping thread outside syncs, copies and the DataLoader, over the profiler's slowdown of it, which the idle tells:
+ * in such a loop the GPU's idle outside the DataLoader is the host's work while nothing is queued, in the window and
+ * in the run alike, so their ratio is how much the profiler slowed the host. On the H200, a static-cache generate() at
+ * batch 8 in fp32 (examples/levers/runs/h200/hf_generate_static_b8_fp32): 2.56 ms of CPU a 2.60 ms step, the GPU
+ * 1.18 ms of it; bf16 weights then took the step from 2.76 to 2.19 ms (plain runs of one call), where the CPU time as
+ * the host's work left nothing to gain. Null where the loop is not such a loop.
  */
 export function drainSpin(
   m: TraceMetrics,

@@ -160,6 +160,32 @@ describe.skipIf(SKIP_PYTHON)('the time window of a run without steps (CPU torch)
     const s2 = captured.records.filter((r) => r.type === 'step') as Any[];
     // 3 optimizer steps; after 8 replays with no optimizer step the graph takes over: replays 9..30 end 22 steps.
     expect(s2.map((x) => x.stepSource)).toEqual([...Array(3).fill('optimizer'), ...Array(22).fill('graph')]);
+    // A generation loop whose decoding forward is a graph (a static-cache generate()): each prompt's forward runs
+    // eagerly, then a graph of its own (recorded again for a new cache) replays once a new token.
+    const generating = await probe(
+      [
+        ...fakeGraph,
+        'model = torch.nn.Sequential(torch.nn.Embedding(100, 8), torch.nn.Linear(8, 100))',
+        'for prompt in range(3):',
+        '    with torch.no_grad(): model(torch.randint(0, 100, (2, 16)))',
+        '    g = graph()',
+        '    for t in range(20):',
+        '        g.replay()',
+      ],
+      { GPUWISE_PROFILE_STEPS: '0' },
+    );
+    expect(generating.stderr).toBe('');
+    const s3 = generating.records.filter((r) => r.type === 'step') as Any[];
+    // The first prompt's forward and 8 replays go to the take-over; after it a prompt's forward is a step of its own,
+    // ended by the first replay of its graph, its input read (2 sequences of 16 tokens); the replay before it ends at it.
+    expect(s3.map((x) => x.stepSource)).toEqual([
+      ...Array(13).fill('graph'),
+      'forward',
+      ...Array(20).fill('graph'),
+      'forward',
+      ...Array(19).fill('graph'),
+    ]);
+    for (const x of s3.filter((y) => y.stepSource === 'forward')) expect([x.samples, x.seqLen]).toEqual([2, 16]);
   });
 });
 

@@ -3,12 +3,13 @@
 The outermost module (the root) is found without touching any module: global forward hooks
 (`register_module_forward_pre_hook`, `register_module_forward_hook`) watch module calls until the first call at
 depth 0 (no other module's call around it) of a module with parameters on the stepping thread, and are removed there.
-After that, the root's calls are seen only while the probe needs them, again through a global pre-hook and never
-through one of the module's own: armed at a step's end and after each backward pass when no DataLoader feeds the
-steps (the batch is then the root's input, one call per micro-batch), removed at the root's next call; kept while
-forward calls are the only steps (inference without a DataLoader): there, on Python >= 3.12, the start of the
-root's `forward` code is watched instead (calls.watch_start), since a global hook puts every module call of the model
-on torch's slow path at every step (+16-40% a forward measured on a CPU model of small modules). A global hook is
+After that, the root's calls are seen only while the probe needs them, never through one of the module's own hooks:
+armed at a step's end and after each backward pass when no DataLoader feeds the steps (the batch is then the root's
+input, one call per micro-batch), removed at the root's next call; kept while forward calls are the only steps
+(inference without a DataLoader). On Python >= 3.12 the start of the root's `forward` code is watched
+(calls.watch_start) in both cases: a global hook kept puts every module call of the model on torch's slow path at
+every step (+16-40% a forward measured on a CPU model of small modules), and one added and removed at each step
+changes the module hooks a compiled region guards on, recompiling it each time. Older Pythons get a global pre-hook. A global hook is
 given the positional arguments only: the keyword ones are read from its caller's frame (`_call_kwargs`). Nothing of
 the probe's is ever in a module's `__dict__`, so pickling, `copy.deepcopy`, TorchScript, tracing, export and compile
 see the model as the script made it.
