@@ -159,7 +159,7 @@ export function decodeAutogradFinding(
   decode: DecodeStats,
   modes: ForwardGradModes,
   rank: number,
-  pace: Pipeline | null = null,
+  pace: Pipeline | null,
 ): Finding | null {
   const seen = modes.grad + modes.noGrad + modes.inference;
   if (seen === 0 || modes.grad / seen < AUTOGRAD_MIN_SHARE) return null;

@@ -240,7 +240,7 @@ export function stepOf(p: Pipeline): PaceStep {
   const sumOf = (k: SerialKind) => p.serial.filter((c) => c.kind === k).reduce((a, c) => a + c.ns, 0);
   const refill = sumOf('refill');
   const gaps = sumOf('gaps') + refill;
-  const starts = p.serial.filter((c) => c.kind === 'epoch-starts').reduce((a, c) => a + c.ns, 0);
+  const starts = sumOf('epoch-starts');
   const serial = serialNs(p) - gaps - starts;
   const gpuSide = device === null ? null : device + gaps;
   const core = device === null ? Math.max(host ?? 0, 0) + gaps : Math.max(host ?? 0, gpuSide ?? 0);

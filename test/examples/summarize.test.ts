@@ -12,17 +12,26 @@ import { cleanScratch, makeScratch } from '../telemetry/scratch.js';
 
 afterAll(cleanScratch);
 
+/**
+ * summarize.py over one run: its doctor report (rediagnosed from `runDir`) and the lines of `measuredFile` for `run`,
+ * in a scratch directory laid out as run.sh leaves OUT.
+ */
+async function summarize(run: string, measuredFile: string, runDir: string) {
+  const out = makeScratch(`summarize-${run}`);
+  const measured = readFileSync(join(REPO, measuredFile), 'utf8').split('\n');
+  writeFileSync(join(out, 'measured.jsonl'), measured.filter((l) => l.includes(`"run": "${run}"`)).join('\n'));
+  mkdirSync(join(out, run));
+  const report = await rediagnosed(join(REPO, runDir));
+  writeFileSync(join(out, run, 'report.json'), JSON.stringify(report));
+  const r = spawnSync('python3', [join(REPO, 'examples/pace/summarize.py'), out], { encoding: 'utf8' });
+  expect(r.status, r.stderr).toBe(0);
+  return { report, stdout: r.stdout };
+}
+
 describe('summarize.py', () => {
   it('scores a plan step only against a measured run that made its change', async () => {
-    const out = makeScratch('summarize');
-    const measured = readFileSync(join(REPO, 'examples/pace/measured/h100-2026-11-28.jsonl'), 'utf8').split('\n');
-    writeFileSync(join(out, 'measured.jsonl'), measured.filter((l) => l.includes('"run": "jpeg_resnet"')).join('\n'));
-    mkdirSync(join(out, 'jpeg_resnet'));
-    const report = await rediagnosed(join(REPO, 'examples/pace/runs/h100/jpeg_resnet'));
-    writeFileSync(join(out, 'jpeg_resnet', 'report.json'), JSON.stringify(report));
-    const r = spawnSync('python3', [join(REPO, 'examples/pace/summarize.py'), out], { encoding: 'utf8' });
-    expect(r.status, r.stderr).toBe(0);
-    const rows = r.stdout.split('\n').filter((l) => /^\| \d /.test(l));
+    const { report, stdout } = await summarize('jpeg_resnet', 'examples/pace/measured/h100-2026-11-28.jsonl', 'examples/pace/runs/h100/jpeg_resnet');
+    const rows = stdout.split('\n').filter((l) => /^\| \d /.test(l));
     const plan = report.pace!.plan.steps;
     expect(rows.length).toBeGreaterThanOrEqual(plan.length);
     // step 1 is more workers, and the run measured at that place added --workers: scored
@@ -36,15 +45,8 @@ describe('summarize.py', () => {
 
   it('takes the mean of every run of a configuration (REPEAT, or two calls in one file), and lists them', async () => {
     // The H200 ViT of examples/pace/runs/h200-b: its plan measured in calls E and F (66.66 and 66.145 ms with bf16).
-    const out = makeScratch('summarize-repeat');
-    const measured = readFileSync(join(REPO, 'examples/pace/measured/h200-2026-11-29.jsonl'), 'utf8').split('\n');
-    writeFileSync(join(out, 'measured.jsonl'), measured.filter((l) => l.includes('"run": "gpu_bound"')).join('\n'));
-    mkdirSync(join(out, 'gpu_bound'));
-    const report = await rediagnosed(join(REPO, 'examples/pace/runs/h200-b/gpu_bound'));
-    writeFileSync(join(out, 'gpu_bound', 'report.json'), JSON.stringify(report));
-    const r = spawnSync('python3', [join(REPO, 'examples/pace/summarize.py'), out], { encoding: 'utf8' });
-    expect(r.status, r.stderr).toBe(0);
-    const bf16 = r.stdout.split('\n').find((l) => l.startsWith('| 1 '))!;
+    const { stdout } = await summarize('gpu_bound', 'examples/pace/measured/h200-2026-11-29.jsonl', 'examples/pace/runs/h200-b/gpu_bound');
+    const bf16 = stdout.split('\n').find((l) => l.startsWith('| 1 '))!;
     expect(bf16).toContain('`--amp bf16` (2 runs: 66.66, 66.14)');
     // the mean of the two runs, and the error of the prediction against that mean
     const [, predicted, mean, error] = bf16.match(/\| ([\d.]+) \| plan1 .* \| (66\.4\d*) \| ([+-]\d+)% \|$/)!;

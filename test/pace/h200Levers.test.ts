@@ -224,6 +224,15 @@ describe('doctor on the levers of issue 26 (H200; predicted vs measured mean ste
   });
 });
 
+/** The 2026-11-29 levers file's plain runs of `run` labelled `label` (in call `call` when given). */
+const measured1129 = readMeasured(join(REPO, 'examples', 'levers', 'measured', 'h200-2026-11-29.jsonl'));
+const plainRuns = (run: string, label: string, call?: string) =>
+  measured1129.filter((m) => m.run === run && m.under === 'plain' && m.label === label && (call === undefined || m.call === call));
+/** Their mean steps, ms. */
+const callRuns = (run: string, label: string, call: string): number[] => plainRuns(run, label, call).map((m) => m.mean_step_ms);
+const meanOf = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+const pct = (e: number) => `${e >= 0 ? '+' : ''}${(e * 100).toFixed(0)}%`;
+
 describe('a decoding loop of one\'s own without no_grad (H200, examples/levers/runs/h200/decode_loop, 2026-11-29)', () => {
   let report: DoctorReport;
   beforeAll(async () => {
@@ -232,12 +241,7 @@ describe('a decoding loop of one\'s own without no_grad (H200, examples/levers/r
 
   /** The plain runs' mean step after each run's first sequence (its new cache shapes: measured/README.md), ms. */
   const afterFirstSequenceMs = (label: string): number[] =>
-    readMeasured(join(REPO, 'examples', 'levers', 'measured', 'h200-2026-11-29.jsonl'))
-      .filter((m) => m.run === 'decode_loop' && m.under === 'plain' && m.label === label)
-      .map((m) => {
-        const xs = (m as Measured & { step_ms: number[] }).step_ms.slice(118);
-        return xs.reduce((a, b) => a + b, 0) / xs.length;
-      });
+    plainRuns('decode_loop', label).map((m) => meanOf((m as Measured & { step_ms: number[] }).step_ms.slice(118)));
 
   it('names the decode steps, leads with the static cache (inference_mode in it), and says what the prefill steps show', () => {
     const r = report.ranks[0]!.steps!;
@@ -256,21 +260,12 @@ describe('a decoding loop of one\'s own without no_grad (H200, examples/levers/r
     const predicted = f.estimatedGain!.expectedStepTimeNs / 1e6;
     const runs = afterFirstSequenceMs('inference');
     expect(runs.length).toBe(2);
-    const measuredMean = runs.reduce((a, b) => a + b, 0) / runs.length;
+    const measuredMean = meanOf(runs);
     const err = (predicted - measuredMean) / measuredMean;
-    console.log(`| decode_loop | inference_mode | ${predicted.toFixed(2)} | --grad-mode inference (${runs.map((x) => x.toFixed(2)).join(', ')}) | ${measuredMean.toFixed(2)} | ${err >= 0 ? '+' : ''}${(err * 100).toFixed(0)}% |`);
+    console.log(`| decode_loop | inference_mode | ${predicted.toFixed(2)} | --grad-mode inference (${runs.map((x) => x.toFixed(2)).join(', ')}) | ${measuredMean.toFixed(2)} | ${pct(err)} |`);
     expect(Math.abs(err)).toBeLessThan(0.15);
   });
 });
-
-/** The plain runs of `run` labelled `label` in call `call` of the 2026-11-29 levers file: their mean steps, ms. */
-function callRuns(run: string, label: string, call: string): number[] {
-  return readMeasured(join(REPO, 'examples', 'levers', 'measured', 'h200-2026-11-29.jsonl'))
-    .filter((m) => m.run === run && m.under === 'plain' && m.label === label && m.call === call)
-    .map((m) => m.mean_step_ms);
-}
-const meanOf = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-const pct = (e: number) => `${e >= 0 ? '+' : ''}${(e * 100).toFixed(0)}%`;
 
 describe('inference_mode on decode loops held out of its ratio (H200, 2026-11-29, examples/levers/decode_levers.sh)', () => {
   // doctor ran each in call L3 (examples/levers/runs/h200/decode_loop_llama, decode_loop_b4), the plain runs in L1;
