@@ -4,10 +4,16 @@ The socket (GPUWISE_SOCKET) is tried first; when nothing listens there, or the c
 away mid-run, records are appended to GPUWISE_RUN_DIR/probe-<pid>.jsonl instead, so the training
 never waits on or fails because of gpuwise. The socket is non-blocking: a write that may not wait returns what the
 socket did not take, and one that may waits at most SEND_TIMEOUT_S.
+
+The socket is the one resource of the probe's that stays in the process. It is connected when the probe starts
+(`connect_early`, before the script runs: an audit hook or a socket guard the script installs never meets it), made
+with `_socket` (a guard that replaces `socket.socket` does not see it), close-on-exec, and moved to a high descriptor
+number, so the script's own descriptors get the numbers they get without doctor and a script that closes fd 1 never
+finds the probe's socket there. A forked child gives up its copy (`after_fork`).
 """
+import _socket
 import os
 import select
-import socket
 
 SEND_TIMEOUT_S = 1.0
 
@@ -23,21 +29,36 @@ class Sink(object):
         self.mode = "none"
         self.opened = False  # connect on the first record: a process that never reports leaves no trace
 
+    def connect_early(self):
+        """The socket connected now, when the probe starts; left for the first record when no collector answers."""
+        if not self.opened and self.socket_path:
+            self._connect()
+            self.opened = self.sock is not None
+
     def _open(self):
         self.opened = True
-        if self.socket_path:
+        if not self._connect():
+            self._open_file()
+
+    def _connect(self):
+        if not self.socket_path:
+            return False
+        try:
+            s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
             try:
-                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
                 s.settimeout(SEND_TIMEOUT_S)
                 s.connect(self.socket_path)
-                s.setblocking(False)  # a write never waits unless asked to, and then at most SEND_TIMEOUT_S
-                self.sock = s
-                self.owned = _identity(s.fileno())
-                self.mode = "socket"
-                return
-            except OSError:
-                self.sock = None
-        self._open_file()
+                high = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM, 0, _high_fd(s.fileno()))
+            finally:
+                s.close()
+            high.setblocking(False)  # a write never waits unless asked to, and then at most SEND_TIMEOUT_S
+            self.sock = high
+            self.owned = _identity(high.fileno())
+            self.mode = "socket"
+            return True
+        except OSError:
+            self.sock = None
+            return False
 
     def _open_file(self):
         self._let_go()
@@ -47,7 +68,11 @@ class Sink(object):
                 os.makedirs(self.run_dir, exist_ok=True)
                 # Appended and unbuffered: each batch reaches the disk even if the process is killed.
                 path = os.path.join(self.run_dir, "probe-%d.jsonl" % self.pid)
-                self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+                low = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+                try:
+                    self.fd = _high_fd(low)
+                finally:
+                    os.close(low)
                 self.owned = _identity(self.fd)
                 self.mode = "file"
             except OSError:
@@ -140,6 +165,23 @@ class Sink(object):
 
     def close(self):
         self._let_go()
+
+
+# The lowest number tried for the probe's descriptors: high, but under the usual soft limit of 1024 (select() and
+# scripts that walk 0..1023 stay in range); lower floors where the limit is lower.
+_HIGH_FLOORS = (960, 448, 192, 64, 10)
+
+
+def _high_fd(fd):
+    """A close-on-exec duplicate of `fd` at a high number (the caller closes `fd`)."""
+    import fcntl
+
+    for floor in _HIGH_FLOORS:
+        try:
+            return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, floor)
+        except OSError:
+            continue  # EINVAL: the floor is at or above RLIMIT_NOFILE
+    return os.dup(fd)
 
 
 def _identity(fd):

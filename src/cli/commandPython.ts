@@ -4,9 +4,9 @@
  * none, and which Python that is. Also the check behind the README example's fallback (doctor.ts).
  */
 import { spawnSync } from 'node:child_process';
-import { closeSync, openSync, readSync } from 'node:fs';
 import { basename } from 'node:path';
 import type { CommandPython } from '../doctor/report.js';
+import { firstLineOf } from '../io/readLimited.js';
 
 const PYTHON_NAME = /^python[0-9.]*$/;
 
@@ -20,27 +20,12 @@ export function commandPythonOf(cmd: readonly string[]): string | null {
   if (first === undefined) return null;
   if (PYTHON_NAME.test(basename(first))) return first;
   if (!first.includes('/')) return null;
-  const line = firstLine(first);
+  const line = firstLineOf(first);
   const m = line === null ? null : /^#!\s*(\S+)(.*)$/.exec(line);
   if (m === null) return null;
   // `#!/usr/bin/env python3` (or `env -S python3 -u`): the first word after env's own flags.
   const interpreter = basename(m[1] as string) === 'env' ? ((m[2] as string).trim().split(/\s+/).find((w) => !w.startsWith('-')) ?? '') : (m[1] as string);
   return PYTHON_NAME.test(basename(interpreter)) ? interpreter : null;
-}
-
-/** The first line of a file (up to 256 bytes); null when it cannot be read. */
-function firstLine(path: string): string | null {
-  let fd: number | undefined;
-  try {
-    fd = openSync(path, 'r');
-    const buf = Buffer.alloc(256);
-    const n = readSync(fd, buf, 0, buf.length, 0);
-    return buf.subarray(0, n).toString('utf8').split('\n')[0] ?? '';
-  } catch {
-    return null;
-  } finally {
-    if (fd !== undefined) closeSync(fd);
-  }
 }
 
 /**

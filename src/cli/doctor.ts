@@ -18,6 +18,7 @@ import { InputError } from '../io/inputError.js';
 import { analyseSnapshotFiles, analyseTraceFiles, type CaptureRef } from '../io/captures.js';
 import { checkHtmlTarget, writeReportFile } from '../io/reportTarget.js';
 import { type RunFeed, startRunFeed } from '../serve/runFeed.js';
+import { unprobedProcesses } from '../run/attach.js';
 import { checkPythonTorch, commandPythonOf } from './commandPython.js';
 import { VERSION } from './version.js';
 import { type ProbeRun, makeRunDir, startProbeRun } from './probeRun.js';
@@ -195,7 +196,7 @@ export async function run(argv: string[]): Promise<number> {
   const { exit, forwardedSignal, records, stepRecordsByPid, skippedLines, notes, gpuSamples, gpuUnavailableReason, endedAtMs: ended } = done;
   const parsed = { records, skippedLines };
   // Nothing from the probe: say whether the command's Python has PyTorch at all (and which Python it is).
-  const python = records.length === 0 ? commandPythonOf(cmd) : null;
+  const python = records.length === 0 && !done.attach.processes.some((p) => p.torch) ? commandPythonOf(cmd) : null;
   const captured = capturesOf(parsed.records);
   const [traces, snapshots] = [await analyseTraceFiles(captured.traces), await analyseSnapshotFiles(captured.snapshots)];
   const input: DoctorInput = {
@@ -219,6 +220,8 @@ export async function run(argv: string[]): Promise<number> {
     // written below, with report.json, when the model has a config plan reads
     planModelFile: join(runDir, 'model.json'),
     python: python === null ? null : checkPythonTorch(python),
+    commandPids: done.attach.processes.map((p) => p.pid),
+    unprobed: unprobedProcesses(done.attach.processes, done.attach.route, done.attach.tokens),
     notes,
   };
   const report = buildDoctorReport(input);

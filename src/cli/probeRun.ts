@@ -13,7 +13,11 @@ import type { ChildExit } from '../doctor/report.js';
 import { DEFAULT_RECORD_LIMITS, RecordSample } from '../doctor/recordSample.js';
 import { type ProbeRecord, parseProbeLines } from '../doctor/records.js';
 import { InputError } from '../io/inputError.js';
+import { CommandTree } from '../io/commandTree.js';
 import { type ChildStdio, SpawnError, type StartedChild, startInNewSession } from '../io/nativeSpawn.js';
+import { type RunRegistry, openRunRegistry } from '../io/runRegistry.js';
+import { hasSiteHook, likelyPython } from '../io/siteHook.js';
+import { type AttachRoute, type CommandProcess, type PythonpathTokens, bootTokens, withBootEntry } from '../run/attach.js';
 import type { Snapshot } from '../telemetry/sample.js';
 
 /** The folder holding `gpuwise/` (the probe package): next to dist/ in a package, or the repo's python/. */
@@ -454,6 +458,8 @@ export interface ProbeRunResult {
   disconnectedAtMs: Record<number, number>;
   /** When gpuwise stopped the command itself (`stop()`), Unix ms; null when it did not. */
   stoppedAtMs: number | null;
+  /** How the probe reached the command's processes, and the processes /proc showed (run/attach.ts). */
+  attach: { route: AttachRoute; tokens: PythonpathTokens | null; processes: CommandProcess[] };
   gpuSamples: Snapshot[] | null;
   gpuUnavailableReason: string | null;
   startedAtMs: number;
@@ -468,8 +474,60 @@ export interface ProbeRun {
   stop(reason: string, graceMs?: number): void;
 }
 
+/** How often the command's processes are looked at in /proc (io/commandTree.ts). */
+const TREE_SCAN_MS = 2000;
+
+interface Attach {
+  /** The command's environment: the user's, with the boot folder on PYTHONPATH on the `path` route only. */
+  env: NodeJS.ProcessEnv;
+  route: AttachRoute;
+  tokens: PythonpathTokens | null;
+  registry: RunRegistry | null;
+  /** Why the registry could not be used (the probe's settings then travel in the environment), for the notes. */
+  problem: string | null;
+}
+
 /**
- * Starts `cmd` with the probe on PYTHONPATH and the collector listening. Throws InputError when the command
+ * How the probe reaches the command (run/attach.ts): the run's entry in doctor's registry, and the boot folder on
+ * PYTHONPATH unless the command's Python has the site hook. GPUWISE_ATTACH=site|path forces the route. Where the
+ * registry cannot be used, the settings go into the environment (the probe's direct interface), as before it existed.
+ */
+function attachTo(cmd: readonly string[], probeDir: string, settings: Record<string, string>): Attach {
+  const bootDir = join(probeDir, 'gpuwise', 'boot');
+  const forced = process.env.GPUWISE_ATTACH;
+  const python = likelyPython(cmd, process.env.PATH);
+  const route: AttachRoute = forced === 'site' || forced === 'path' ? forced : python !== null && hasSiteHook(python) ? 'site' : 'path';
+  const registry = openRunRegistry();
+  if ('problem' in registry) {
+    const env: NodeJS.ProcessEnv = { ...withoutDoctorControls(process.env), ...settings };
+    env.PYTHONPATH = [bootDir, process.env.PYTHONPATH].filter((p) => p).join(delimiter);
+    if (process.env.PYTHONPATH !== undefined) env.GPUWISE_USER_PYTHONPATH = process.env.PYTHONPATH;
+    return {
+      env,
+      route: 'path',
+      tokens: null,
+      registry: null,
+      problem: `doctor's run registry could not be used (${registry.problem}): the probe's settings went into the command's environment`,
+    };
+  }
+  const tokens = route === 'path' ? bootTokens(bootDir) : null;
+  const env = withoutDoctorControls(process.env);
+  if (tokens !== null) env.PYTHONPATH = withBootEntry(process.env.PYTHONPATH, tokens, delimiter);
+  registry.register({ probeRoot: probeDir, settings, pythonpathTokens: tokens });
+  return { env, route, tokens, registry, problem: null };
+}
+
+/** Variables that steer doctor itself (where its probe is, which route): doctor's, not the command's. */
+const DOCTOR_CONTROLS = ['GPUWISE_PROBE_DIR', 'GPUWISE_ATTACH'];
+
+function withoutDoctorControls(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const out = { ...env };
+  for (const name of DOCTOR_CONTROLS) delete out[name];
+  return out;
+}
+
+/**
+ * Starts `cmd` with the probe attached (attachTo) and the collector listening. Throws InputError when the command
  * cannot be started (nothing is left running; the caller owns the run directory).
  */
 export async function startProbeRun(opts: ProbeRunOptions): Promise<ProbeRun> {
@@ -479,18 +537,9 @@ export async function startProbeRun(opts: ProbeRunOptions): Promise<ProbeRun> {
   const collector = new Collector(join(runDir, 'probe.jsonl'), opts.onRecord, opts.onProcessGone);
   const socketPath = await listenSomewhere(collector, runDir);
 
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    // Only the boot folder: it loads the probe under a private name, so a `gpuwise` module of the user's still wins.
-    PYTHONPATH: [join(probeDir, 'gpuwise', 'boot'), process.env.PYTHONPATH].filter((p) => p).join(delimiter),
-    GPUWISE_RUN_DIR: runDir,
-    ...opts.env,
-  };
-  // The boot puts the script's PYTHONPATH back as it was (unset, or this value, even an empty one).
-  if (process.env.PYTHONPATH !== undefined) env.GPUWISE_USER_PYTHONPATH = process.env.PYTHONPATH;
-  else delete env.GPUWISE_USER_PYTHONPATH;
-  if (socketPath) env.GPUWISE_SOCKET = socketPath;
-  else delete env.GPUWISE_SOCKET;
+  const settings: Record<string, string> = { GPUWISE_RUN_DIR: runDir, ...opts.env };
+  if (socketPath) settings.GPUWISE_SOCKET = socketPath;
+  const attach = attachTo(opts.cmd, probeDir, settings);
 
   const gpu: GpuSampling = opts.sampleGpus === false ? { reason: 'not sampled' } : await startGpuSampling();
   let child: StartedChild;
@@ -502,15 +551,20 @@ export async function startProbeRun(opts: ProbeRunOptions): Promise<ProbeRun> {
       fds.push(openSync(opts.output.stdoutPath, 'wx'), openSync(opts.output.stderrPath, 'wx'));
       stdio = ['ignore', fds[0] as number, fds[1] as number];
     }
-    child = await startChild(cmd, env, stdio);
+    child = await startChild(cmd, attach.env, stdio);
   } catch (e) {
     if ('stop' in gpu) await gpu.stop();
     await collector.close(0, socketPath);
+    attach.registry?.close();
     throw e;
   } finally {
     for (const fd of fds) closeSync(fd); // the child holds its own copies
   }
   const pgid = child.pid;
+  const tree = new CommandTree(pgid, hasSiteHook);
+  const treeTimer = setInterval(() => tree.scan(), TREE_SCAN_MS);
+  treeTimer.unref();
+  setTimeout(() => tree.scan(), 200).unref(); // the first look early: a short command is seen at least once
 
   let forwardedSignal: string | null = null;
   let stoppedBy: string | null = null;
@@ -539,7 +593,10 @@ export async function startProbeRun(opts: ProbeRunOptions): Promise<ProbeRun> {
   ];
   // gpuwise itself is going away (a kill, a bug): leave no orphan behind. It also ends the thread-pool wait for the
   // child (io/nativeSpawn.ts), which Node's exit otherwise waits for.
-  const onExit = () => killGroup(pgid, 'SIGKILL');
+  const onExit = () => {
+    killGroup(pgid, 'SIGKILL');
+    attach.registry?.close();
+  };
   // A bug in gpuwise while the training runs must not end the training: say so once and keep waiting for it.
   let internalError: string | null = null;
   const onUncaught = (e: unknown) => {
@@ -560,6 +617,7 @@ export async function startProbeRun(opts: ProbeRunOptions): Promise<ProbeRun> {
 
   const done = (async (): Promise<ProbeRunResult> => {
     const exit = await child.exited;
+    clearInterval(treeTimer);
     if (killTimer) clearTimeout(killTimer);
     await reapGroup(pgid);
     for (const [sig, h] of handlers) process.off(sig, h);
@@ -567,8 +625,11 @@ export async function startProbeRun(opts: ProbeRunOptions): Promise<ProbeRun> {
     if ('stop' in gpu) await gpu.stop();
     await collector.close(1000, socketPath);
     collector.readFallbackFiles(runDir);
+    const processes = tree.processes(attach.registry?.probedPids() ?? new Set());
+    attach.registry?.close();
     const endedAtMs = Date.now();
     const notes = collector.notes();
+    if (attach.problem !== null) notes.push(attach.problem);
     if (socketPath === null)
       notes.push(
         "no Unix socket could be opened for the probes (TMPDIR, /tmp and the run directory refused it): records came from the probes' files",
@@ -589,6 +650,7 @@ export async function startProbeRun(opts: ProbeRunOptions): Promise<ProbeRun> {
       notes,
       disconnectedAtMs: { ...collector.disconnectedAtMs },
       stoppedAtMs,
+      attach: { route: attach.route, tokens: attach.tokens, processes },
       gpuSamples: 'samples' in gpu ? gpu.samples : null,
       gpuUnavailableReason: 'reason' in gpu ? gpu.reason : null,
       startedAtMs,

@@ -102,6 +102,7 @@ export function recordedRunInput(run: RecordedRunInput): DoctorInput {
     gpuUnavailableReason: saved?.gpus ? null : noGpuSamplesReason(saved, run.savedReportProblem !== null),
     recordedGpus: saved?.gpus ? { gpus: saved.gpus, driver: saved.environment.driver ?? null } : null,
     planModelFile: run.modelJson,
+    ...(saved?.environment.unprobed ? { unprobed: saved.environment.unprobed } : {}),
     notes,
   };
 }

@@ -6,7 +6,7 @@ import { flopsLeftOut, flopsSplit, mfuText } from '../report/flopsText.js';
 import { PLAIN, type Style } from '../report/style.js';
 import { fmtBytes, fmtGpuMemory, fmtMs, fmtPct } from '../util/format.js';
 import type { DoctorReport, RankSummary } from './report.js';
-import { batchDimText, decodeText, distributedTable, gpuProcessRows, planModelLine, hangLines, hostCpuNote, rankLabel, setupFacts, setupGuesses, stallNote, stepSourceNote } from './renderParts.js';
+import { batchDimText, decodeText, distributedTable, gpuProcessRows, planModelLine, hangLines, probeSilentText, hostCpuNote, rankLabel, setupFacts, setupGuesses, stallNote, stepSourceNote } from './renderParts.js';
 
 const s2ns = (s: number) => s * 1e9;
 
@@ -48,10 +48,7 @@ export function renderDoctorText(r: DoctorReport, style: Style = PLAIN, width = 
   out.push(`Run directory: ${r.run.runDir}`);
   out.push('');
   out.push('Environment');
-  if (e.probeSilent)
-    out.push(
-      '  the probe did not report (no Python process of the command ran a forward or backward pass of a torch module, stepped an optimizer, iterated a DataLoader or called gpuwise.step())',
-    );
+  if (e.probeSilent) out.push(`  ${probeSilentText(e)}`);
   else {
     out.push(
       `  Python ${e.python ?? '?'}, torch ${e.torch ?? '?'}, CUDA ${e.cuda ?? 'none'}${e.cudnn ? `, cuDNN ${e.cudnn}` : ''}${e.driver ? `, driver ${e.driver}` : ''}, host ${e.hostname ?? '?'}`,

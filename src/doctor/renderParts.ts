@@ -87,10 +87,17 @@ export function stallNote(r: Pick<RankSummary, 'steps'>): string | null {
   return `${fmtPct(s.share)} of the steps (${s.stalledSteps} of ${s.measuredSteps}) stall ${fmtMs(s.meanStallS * 1e9)} on the DataLoader${when}: the mean step ${fmtMs(st.meanS * 1e9)} (the throughput) carries them, the median ${fmtMs(st.medianS * 1e9)} does not`;
 }
 
+/** Why the probe sent nothing: the process that used torch without it, or what no process did. */
+export function probeSilentText(e: DoctorReport['environment']): string {
+  const u = e.unprobed ?? [];
+  if (u.length > 0)
+    return `the probe did not reach ${u.map((p) => `pid ${p.pid} (${withoutControlChars(p.command)}), which imported torch: ${p.reason}`).join('; ')}`;
+  return 'the probe did not report (no Python process of the command ran a forward or backward pass of a torch module, stepped an optimizer, iterated a DataLoader or called gpuwise.step())';
+}
+
 export function environmentRows(r: DoctorReport): [string, string][] {
   const e = r.environment;
-  if (e.probeSilent)
-    return [['probe', 'did not report (no Python process of the command ran a forward or backward pass of a torch module, stepped an optimizer, iterated a DataLoader or called gpuwise.step())']];
+  if (e.probeSilent) return [['probe', probeSilentText(e).replace(/^the probe /, '')]];
   const rows: [string, string][] = [
     ['Python', e.python ?? '?'],
     ['torch', e.torch ?? '?'],

@@ -37,6 +37,7 @@ import {
 } from '../run/records.js';
 import { batchOfSteps, countedStepsOf, gpuStepTimesOf, slowedByProbe, type StepStats, type StepTimeline, stepStats, stepTimelineOf } from '../run/steps.js';
 import { threadCpuPerStep } from '../run/threadCpu.js';
+import type { UnprobedProcess } from '../run/attach.js';
 import { type Snapshot, usableMemoryBytes } from '../telemetry/sample.js';
 import type { CollectiveTimings } from '../trace/metrics/collectives.js';
 import { modelFlopsAtStep } from '../trace/metrics/modelFlops.js';
@@ -129,6 +130,10 @@ export interface DoctorInput {
   planModelFile?: string | null;
   /** The command's Python and its PyTorch, checked when the probe sent nothing; absent when not checked. */
   python?: CommandPython | null;
+  /** The command's processes /proc showed while it ran (run/attach.ts): the job's, probed or not; absent: not watched. */
+  commandPids?: number[];
+  /** Those that imported torch without the probe, and why; absent: not watched. */
+  unprobed?: UnprobedProcess[];
   notes: string[];
 }
 
@@ -227,6 +232,8 @@ export interface DoctorReport {
     stepHook: string | null;
     /** The probe never reported (the command is not Python, never imported torch, or never stepped). */
     probeSilent: boolean;
+    /** Processes of the command that imported torch without the probe, and why (run/attach.ts). Added in 0.3. */
+    unprobed?: UnprobedProcess[];
   };
   ranks: RankSummary[];
   /** The per-rank view of a run of two or more training ranks (distributed.ts); absent otherwise. */
@@ -820,13 +827,15 @@ export function halfMasterWeightsFinding(model: ModelRecord | null): Finding | n
 const lastMemory = (p: ProcessRecords) => [...p.steps].reverse().find((s) => s.memory !== null)?.memory ?? null;
 
 /** The run's pids and their RANK (null for a process without one): how the GPU samples tell the job's processes. */
-export function jobPidsOf(processes: readonly ProcessRecords[]): Map<number, number | null> {
-  return new Map(processes.map((p) => [p.pid, p.rankFromEnv ? p.rank : null]));
+export function jobPidsOf(processes: readonly ProcessRecords[], commandPids: readonly number[] = []): Map<number, number | null> {
+  const pids = new Map<number, number | null>(commandPids.map((pid) => [pid, null]));
+  for (const p of processes) pids.set(p.pid, p.rankFromEnv ? p.rank : null);
+  return pids;
 }
 
 /** The GPU summaries: from this run's samples, or those a re-diagnosed run's report kept, with the job's pids told again. */
 export function gpusOf(input: DoctorInput, processes: readonly ProcessRecords[]): GpuSummary[] | null {
-  const jobPids = jobPidsOf(processes);
+  const jobPids = jobPidsOf(processes, input.commandPids);
   if (input.gpuSamples) return summarizeGpus(input.gpuSamples, jobPids);
   const saved = input.recordedGpus?.gpus ?? null;
   return saved
@@ -871,6 +880,11 @@ function nothingSentNote(python: CommandPython | null): string {
   return `${which} has no PyTorch (${python.importError}): the probe reports from PyTorch, so it had nothing to send; run doctor with the Python of the environment that trains, or install torch into this one`;
 }
 
+/** A process of the command that used PyTorch without the probe: which, and why. */
+export function unprobedNote(u: UnprobedProcess): string {
+  return `pid ${u.pid} (${u.command}) imported torch without the probe: ${u.reason}`;
+}
+
 /** Stage 7: the notes: what was left out, what could not be analysed, what switched itself off. */
 export function notesOf(input: DoctorInput, processes: readonly ProcessRecords[], ranks: readonly RankSummary[]): string[] {
   const notes = [...input.notes];
@@ -878,7 +892,8 @@ export function notesOf(input: DoctorInput, processes: readonly ProcessRecords[]
     notes.push(
       `${input.skippedLines} probe line(s) left out: not JSON (a process killed mid-write) or not a record this gpuwise understands`,
     );
-  if (processes.length === 0) notes.push(nothingSentNote(input.python ?? null));
+  for (const u of input.unprobed ?? []) notes.push(unprobedNote(u));
+  if (processes.length === 0 && (input.unprobed ?? []).length === 0) notes.push(nothingSentNote(input.python ?? null));
   notes.unshift(...timeWindowNotes(processes));
   for (const t of input.traces)
     if (t.metrics !== null && t.metrics.steps.length === 0)
@@ -1146,6 +1161,7 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
       devices: hello?.cuda.devices ?? [],
       stepHook: hello?.stepHook ?? null,
       probeSilent: processes.length === 0,
+      ...(input.unprobed && input.unprobed.length > 0 ? { unprobed: input.unprobed } : {}),
     },
     ranks,
     ...(distributed ? { distributed } : {}),

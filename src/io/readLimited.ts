@@ -86,3 +86,18 @@ export function gunzipHead(gz: Uint8Array, n: number): Buffer | null {
     return null;
   }
 }
+
+/** The first line of a file, from its first `maxBytes` bytes (a script's `#!` line); null when it cannot be read. */
+export function firstLineOf(path: string, maxBytes = 256): string | null {
+  let fd: number | undefined;
+  try {
+    fd = openSync(path, 'r');
+    const buf = Buffer.alloc(maxBytes);
+    const n = readSync(fd, buf, 0, buf.length, 0);
+    return buf.subarray(0, n).toString('utf8').split('\n')[0] ?? '';
+  } catch {
+    return null;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}

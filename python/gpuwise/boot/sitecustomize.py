@@ -1,86 +1,47 @@
-"""gpuwise boot: activates the probe, then runs any sitecustomize that this one shadows.
+"""gpuwise boot: attaches the probe, then runs any sitecustomize that this one shadows.
 
-Python imports the first `sitecustomize` on sys.path; gpuwise doctor puts this folder (alone) first
-on PYTHONPATH, so this file finds the one the user had (later on sys.path) and runs it too.
-The probe package is loaded under a private name: `gpuwise` may be the user's own module (a
-gpuwise.py next to the script comes first on sys.path, but only once the script starts, after this
-has run). Nothing here may break the user's program: every failure is reported once on stderr and
-ignored.
+doctor puts this folder first on PYTHONPATH when the command's Python has no gpuwise site hook (the wheel's
+`gpuwise-probe.pth`). Python imports the first `sitecustomize` on sys.path, so this file finds the one the user had
+(later on sys.path) and runs it too. Which run the process belongs to comes from doctor's registry and the process's
+ancestry (attach.py), not from the environment. A process started with GPUWISE_SOCKET or GPUWISE_RUN_DIR in its
+environment (the tests, the benches: the probe's direct interface) is probed from those instead. Nothing here may
+break the user's program: every failure is reported once on stderr and ignored.
 """
 import os as _os
 import sys as _sys
 
-# gpuwise/__init__.py's step() looks the running probe up by this name too.
-_GPUWISE_PRIVATE_NAME = "_gpuwise_probe"
+_GPUWISE_ATTACH_NAME = "_gpuwise_attach"
 
 
-class _GpuwiseFallbackFinder(object):
-    """Last on sys.meta_path: an `import gpuwise` that nothing else resolves (no module of the user's,
-    no pip-installed gpuwise) gets the package already loaded, so `gpuwise.step()` and
-    `gpuwise.probe` are the running probe rather than a second, idle copy."""
-
-    def __init__(self, package):
-        self.package = package
-
-    def find_spec(self, name, path=None, target=None):
-        if name != "gpuwise":
-            return None
-        import importlib.machinery
-
-        return importlib.machinery.ModuleSpec(name, self, is_package=True)
-
-    def create_module(self, spec):
-        return self.package
-
-    def exec_module(self, module):
-        # Its submodules already loaded answer to the public name too (`import gpuwise.probe`).
-        prefix = _GPUWISE_PRIVATE_NAME + "."
-        for key, sub in list(_sys.modules.items()):
-            if key.startswith(prefix):
-                _sys.modules.setdefault("gpuwise." + key[len(prefix):], sub)
-
-
-def _gpuwise_load_probe():
-    """The package that holds this boot folder, loaded as `_gpuwise_probe`, and its probe module."""
-    import importlib
+def _gpuwise_attach_module(here):
+    """attach.py of this folder, loaded by path and kept out of sys.modules."""
     import importlib.util
 
-    package_dir = _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
-    spec = importlib.util.spec_from_file_location(
-        _GPUWISE_PRIVATE_NAME, _os.path.join(package_dir, "__init__.py"), submodule_search_locations=[package_dir]
-    )
-    package = importlib.util.module_from_spec(spec)
-    _sys.modules[_GPUWISE_PRIVATE_NAME] = package
-    try:
-        spec.loader.exec_module(package)
-        probe = importlib.import_module(_GPUWISE_PRIVATE_NAME + ".probe")
-    except BaseException:
-        _gpuwise_unload()
-        raise
-    return package, probe
+    spec = importlib.util.spec_from_file_location(_GPUWISE_ATTACH_NAME, _os.path.join(here, "attach.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def _gpuwise_unload():
-    for key in list(_sys.modules):
-        if key == _GPUWISE_PRIVATE_NAME or key.startswith(_GPUWISE_PRIVATE_NAME + "."):
-            del _sys.modules[key]
+def _gpuwise_direct(attach, here):
+    """The probe's direct interface: settings in the environment (GPUWISE_SOCKET or GPUWISE_RUN_DIR)."""
+    if not (_os.environ.get("GPUWISE_SOCKET") or _os.environ.get("GPUWISE_RUN_DIR")):
+        return None
+    package, probe = attach.load_probe(_os.path.dirname(here))
+    active = probe.activate(boot_dir=here)
+    if active is None:
+        attach.unload_probe()
+        return None
+    return package, active
 
 
 def _gpuwise_activate():
-    """The probe, when doctor started this process (its variables set) and it is one to probe (probe/config.py);
-    otherwise nothing of gpuwise's stays loaded."""
-    if not (_os.environ.get("GPUWISE_SOCKET") or _os.environ.get("GPUWISE_RUN_DIR")):
-        return
-    # Read before activate() takes doctor's variables out of the script's view.
-    importable = _os.environ.get("GPUWISE_IMPORTABLE") == "1"
+    here = _os.path.dirname(_os.path.abspath(__file__))
     try:
-        package, probe = _gpuwise_load_probe()
-        if probe.activate(boot_dir=_os.path.dirname(_os.path.abspath(__file__))) is None:
-            _gpuwise_unload()
-            return
-        # Only when asked (`doctor --importable`): an `import gpuwise` that fails without doctor must fail under it too.
-        if importable:
-            _sys.meta_path.append(_GpuwiseFallbackFinder(package))
+        attach = _gpuwise_attach_module(here)
+        attached = attach.attach("path") or _gpuwise_direct(attach, here)
+        if attached is not None:
+            attach.offer_import(*attached)
     except Exception as e:  # fail-open: the user's program must run unchanged
         _sys.stderr.write("gpuwise probe: not active (%s: %s)\n" % (type(e).__name__, e))
 

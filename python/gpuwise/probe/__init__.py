@@ -59,7 +59,7 @@ from .patches import _TorchImportHook, wrap_optimizer_step
 
 _PROBE = None
 
-__all__ = ["Probe", "activate", "mark_step", "wrap_optimizer_step", "_TorchImportHook"]
+__all__ = ["Probe", "activate", "activate_in_run", "mark_step", "wrap_optimizer_step", "_TorchImportHook"]
 
 
 def mark_step():
@@ -67,6 +67,30 @@ def mark_step():
     p = _PROBE
     if p is not None and p.torch is not None:
         p._guarded(p._on_marker, threading.get_ident())
+
+
+def activate_in_run(entry, ancestors, route):
+    """Called by boot/attach.py for a process of a doctor run (`entry`: the run's registry entry; `ancestors`: the pids
+    between this process and doctor; `route`: "site" or "path", how it was attached). A launcher (torchrun, accelerate
+    launch) runs no probe and leaves the environment as it is: its ranks are started from it. A child of a probed
+    process runs one only when it trains (a rank, a spawn child)."""
+    global _PROBE
+    if _PROBE is not None:
+        return None
+    argv = getattr(sys, "orig_argv", None) or [sys.executable] + list(sys.argv)
+    if config.is_launcher(argv):
+        return None
+    environment = config.RunEnvironment(entry.get("pythonpathTokens"))
+    environment.scrub_view()
+    if config.probed_ancestor(entry, ancestors) and not config.is_training_child(os.environ, argv):
+        environment.withdraw()
+        return None
+    if route == "site":
+        environment.withdraw()  # its children find the run through the same site hook
+    config.mark_probed(entry)
+    _PROBE = start(dict(entry.get("settings") or {}), environment)
+    _PROBE.sink.connect_early()
+    return _PROBE
 
 
 def activate(env=None, boot_dir=None):
@@ -90,13 +114,16 @@ def activate(env=None, boot_dir=None):
         env = dict(env)
         config.scrub_view(boot_dir)
         config.mark_parent()
-    _PROBE = start(env, pythonpath, booted=boot_dir is not None)
+    _PROBE = start(env, config.DirectEnvironment(pythonpath) if boot_dir is not None else None)
+    if boot_dir is not None:
+        _PROBE.sink.connect_early()
     return _PROBE
 
 
-def start(env, pythonpath=None, booted=False):
-    """A probe installed now if torch is loaded, else as soon as the script imports it (also the notebook's)."""
-    probe = Probe(env, pythonpath, booted)
+def start(env, environment=None):
+    """A probe installed now if torch is loaded, else as soon as the script imports it (also the notebook's).
+    `environment`: what the probe takes out of the C environment once the process trains (None: nothing)."""
+    probe = Probe(env, environment)
     if "torch" in sys.modules:
         probe.on_torch_imported(sys.modules["torch"])
     else:

@@ -1,6 +1,12 @@
-"""The probe's settings, read from the environment doctor set, and what the probe leaves of that environment.
+"""The probe's settings, and what the probe leaves of the environment it started in.
 
-doctor starts the command with `PYTHONPATH=<gpuwise>/boot:<the user's PYTHONPATH>` and the GPUWISE_* variables
+A process of a doctor run (the registry, boot/attach.py) gets its settings from the run's entry, never from the
+environment; doctor adds at most one entry to PYTHONPATH, the boot folder, and only when the command's Python has no
+site hook. That entry is written so that it can be taken out again exactly, whatever the command did around it
+(`without_boot_entry`): the script's view loses it at once, the C environment (what children inherit) once the process
+trains, or at once when the site hook attached it (its children find the run the same way) (`RunEnvironment`).
+
+The rest of this docstring is the probe's direct interface (the tests, the benches): the command started with `PYTHONPATH=<gpuwise>/boot:<the user's PYTHONPATH>` and the GPUWISE_* variables
 below. The user's script must see its own environment, so the boot removes them (`scrub_view`) from `os.environ`
 (Python's view, which `os.getenv`, `subprocess.Popen(env=dict(os.environ))` and launchers read) as soon as they
 are read, but leaves them in the process's C environment, which children started without an explicit environment
@@ -37,6 +43,8 @@ PROBE_VARIABLES = (
     "GPUWISE_PROBED_PARENT",
     "GPUWISE_IMPORTABLE",
 )
+# Where the run's registry entry keeps each probed process's mark (boot/attach.py's registry folder).
+PROBED_MARK = "probed-%d-%d"
 # Set (in the C environment only) by a probed process: its children know they are children.
 PARENT_MARK = "GPUWISE_PROBED_PARENT"
 # The user's PYTHONPATH before doctor put the boot folder in front (absent: it was unset).
@@ -98,7 +106,7 @@ def probe_child(env, argv):
     of the command, a rank, or a multiprocessing spawn child; not another child of a probed process."""
     if not env.get(PARENT_MARK):
         return True
-    return any(env.get(n) not in (None, "") for n in RANK_VARIABLES) or is_spawn_child(argv)
+    return is_training_child(env, argv)
 
 
 def _view_delete(name):
@@ -165,6 +173,95 @@ def withdraw_c_environment(pythonpath):
         pass
 
 
+def without_boot_entry(value, tokens):
+    """PYTHONPATH as the command would have it without doctor (None: unset). doctor wrote the boot folder as one of three
+    texts (`tokens`): `set` followed by a separator and the user's value, `unset` alone (no PYTHONPATH), `empty` alone
+    (an empty one). A shell or make may have put entries before or after it; each text comes off with exactly what
+    doctor added, so `extra:$PYTHONPATH` keeps its trailing separator where the plain run has one."""
+    if value is None or not tokens:
+        return value
+    if value == tokens.get("unset"):
+        return None
+    parts = value.split(os.pathsep)
+    for i, part in enumerate(parts):
+        if part == tokens.get("set"):
+            return os.pathsep.join(parts[:i] + parts[i + 1 :])
+        if part in (tokens.get("unset"), tokens.get("empty")):
+            return os.pathsep.join(parts[:i] + [""] + parts[i + 1 :])
+    return value
+
+
+def _set_c_pythonpath(value):
+    try:
+        if value is None:
+            os.unsetenv("PYTHONPATH")
+        else:
+            os.putenv("PYTHONPATH", value)
+    except (OSError, ValueError):
+        pass
+
+
+class RunEnvironment(object):
+    """What a process of a doctor run leaves of doctor's one change to its environment (the boot folder on PYTHONPATH)."""
+
+    def __init__(self, tokens):
+        self.tokens = tokens or None
+        self.boot_dir = os.path.abspath(tokens["set"]) if tokens and tokens.get("set") else None
+        self.started = os.environ.get("PYTHONPATH")
+        self.user = without_boot_entry(self.started, self.tokens)
+        self.withdrawn = self.started == self.user  # nothing of doctor's to take out
+
+    def scrub_view(self):
+        """The script's view: PYTHONPATH without the boot folder, sys.path without it."""
+        if not self.withdrawn:
+            if self.user is None:
+                _view_delete("PYTHONPATH")
+            else:
+                _view_set("PYTHONPATH", self.user)
+        if self.boot_dir is not None:
+            sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != self.boot_dir]
+
+    def withdraw(self):
+        """The C environment too: children started from now on inherit the user's PYTHONPATH. A script that set
+        PYTHONPATH itself meanwhile (os.environ writes through to the C environment) keeps its value."""
+        if self.withdrawn:
+            return
+        self.withdrawn = True
+        if os.environ.get("PYTHONPATH") == self.user:
+            _set_c_pythonpath(self.user)
+
+
+class DirectEnvironment(object):
+    """The direct interface's: doctor's variables leave the C environment once the process trains."""
+
+    def __init__(self, pythonpath):
+        self.pythonpath = pythonpath
+
+    def withdraw(self):
+        withdraw_c_environment(self.pythonpath)
+
+
+def probed_ancestor(entry, ancestors):
+    """Whether one of `ancestors` (pids between this process and doctor) runs the probe."""
+    folder, doctor = entry.get("registryDir"), entry.get("doctorPid")
+    return any(os.path.exists(os.path.join(folder, PROBED_MARK % (doctor, pid))) for pid in ancestors)
+
+
+def mark_probed(entry):
+    """This process runs the probe: its children will know (the mark is removed with the run's entry)."""
+    try:
+        path = os.path.join(entry["registryDir"], PROBED_MARK % (entry["doctorPid"], os.getpid()))
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600))
+    except (OSError, KeyError, TypeError):
+        pass
+
+
+def is_training_child(env, argv):
+    """A child of a probed process that runs the probe too: a rank (RANK and the like set) or a multiprocessing spawn
+    child (a rank of `torch.multiprocessing.spawn`; a spawned DataLoader worker turns itself off at its first hook)."""
+    return any(env.get(n) not in (None, "") for n in RANK_VARIABLES) or is_spawn_child(argv)
+
+
 class Settings(object):
     """What doctor asked of the probe (see the package docstring for each variable)."""
 
@@ -186,6 +283,8 @@ class Settings(object):
         # training either way; bench/doctor/results/h200-2026-11-29-real-overhead-stacks.txt).
         self.memory_stacks = "all" if env.get("GPUWISE_MEMORY_STACKS") == "all" else "python"
         self.fault = env.get("GPUWISE_PROBE_FAULT") or None
+        # `doctor --importable`: an `import gpuwise` that nothing else resolves gets the running probe (boot/attach.py).
+        self.importable = env.get("GPUWISE_IMPORTABLE") == "1"
         self.stall_floor_s = _float_env(env, "GPUWISE_STALL_S", 30.0)
         self.stall_repeat_s = max(0.05, _float_env(env, "GPUWISE_STALL_REPEAT_S", 60.0))
         self.gpu_timing = env.get("GPUWISE_GPU_TIMING") != "0"

@@ -45,12 +45,10 @@ def _legacy_profiler(torch):
 
 
 class Probe(StepsMixin, WindowMixin):
-    def __init__(self, env, pythonpath=None, booted=False):
+    def __init__(self, env, environment=None):
         self.cfg = cfg = config.Settings(env)
-        # Started by doctor's boot (not a notebook): doctor's variables leave the C environment once the process
-        # trains, and PYTHONPATH is then the user's own (`pythonpath`, None: unset).
-        self.booted = booted
-        self.user_pythonpath = pythonpath
+        # Started by doctor (not a notebook): what of doctor's leaves the C environment once the process trains.
+        self.environment = environment
         self.sink = Sink(cfg.socket_path, cfg.run_dir)
         self.background = Background(self)
         self.sender = Sender(self.sink, self.background.wake)
@@ -298,8 +296,8 @@ class Probe(StepsMixin, WindowMixin):
         """The process trains: children it starts from now on run without the probe (config.py)."""
         if not self.withdrawn:
             self.withdrawn = True
-            if self.booted:
-                config.withdraw_c_environment(self.user_pythonpath)
+            if self.environment is not None:
+                self.environment.withdraw()
             self.background.ensure()  # the watchdog watches from the first step on
 
     def _optimizer_steps(self):
