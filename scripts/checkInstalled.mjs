@@ -244,6 +244,16 @@ writeFileSync(join(mine, 'train.py'), ['import gpuwise', 'print(gpuwise.WHOSE)',
 const u = run(['doctor', '--out', join(place, 'run-mine'), '--profile-steps', '0', '--', 'python3', join(mine, 'train.py')]);
 check(u.code === 0 && u.stdout.includes("the user's own gpuwise.py"), `gpuwise doctor -- python3 train.py beside the user's own gpuwise.py: exit ${u.code}${u.code ? `: ${tail(u.stderr, 300)}` : ''}`);
 
+// The wheel's site hook: a command that replaces PYTHONPATH and runs Python isolated (-I: no PYTHONPATH, no user
+// site) is still probed, and the training sees neither doctor's variables nor its folder on PYTHONPATH.
+if (kind === 'wheel') {
+  const env = ['import os', 'print("env", os.environ.get("PYTHONPATH"), sorted(k for k in os.environ if k.startswith("GPUWISE_") and k != "GPUWISE_STORE"))'];
+  const hookOut = join(place, 'run-hook');
+  const h = run(['doctor', '--out', hookOut, '--profile-steps', '0', '--', '/usr/bin/env', 'PYTHONPATH=/nowhere', 'python3', '-I', '-c', [...env, ...loop].join('\n')]);
+  const hookSteps = existsSync(join(hookOut, 'report.json')) ? JSON.parse(readFileSync(join(hookOut, 'report.json'), 'utf8')).ranks[0]?.steps.steps : null;
+  check(h.code === 0 && hookSteps === 8 && h.stdout.includes('env /nowhere []'), `gpuwise doctor -- env PYTHONPATH=/nowhere python3 -I: ${hookSteps} of 8 steps probed, the script's environment its own`, tail(h.stdout, 300));
+}
+
 // gpuwise.step() from the script's own `import gpuwise` (the wheel's package in the venv; the probe itself with
 // --importable beside the npm package) reaches doctor's probe: a loop without an optimizer, 6 marks, 5 timed steps.
 const marks = ['import time, torch, gpuwise', 'net = torch.nn.Linear(8, 2)', 'for _ in range(6):'];
@@ -261,7 +271,8 @@ let runIds = [];
 try {
   runIds = JSON.parse(runsJson.stdout).runs.map((r) => r.id);
 } catch {}
-check(runIds.length === 4, 'gpuwise runs --json: the 4 doctor runs', `got ${runIds.length}: ${tail(runsJson.stderr, 300)}`);
+const doctorRuns = kind === 'wheel' ? 5 : 4; // the wheel's site hook had a run of its own
+check(runIds.length === doctorRuns, `gpuwise runs --json: the ${doctorRuns} doctor runs`, `got ${runIds.length}: ${tail(runsJson.stderr, 300)}`);
 for (const args of [['runs', 'show', 'last', '--md'], ['runs', 'show', 'last', '--html', 'runs-show.html'], ['compare', 'last~1', 'last'], ['compare', 'last~1', 'last', '--json']]) {
   const r = run(args);
   const problem = r.code !== 0 ? `exit ${r.code}: ${tail(r.stderr)}` : args.includes('--html') ? pageProblems(join(place, 'runs-show.html'), true) : r.stdout.length ? null : 'no output';

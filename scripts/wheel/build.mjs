@@ -111,11 +111,14 @@ copyModule(koffiNative, (rel) => !rel.startsWith('musl_'));
 copyModule('node-sqlite3-wasm');
 step('koffi and node-sqlite3-wasm copied');
 
-// 4. The Python package (the probe, its boot, the console entry point), without bytecode.
+// 4. The Python package (the probe, its boot, the console entry point), without bytecode, and the site hook beside it
+// (`gpuwise-probe.pth` and `_gpuwise_site.py` at site-packages' top: doctor then attaches whatever the command does to
+// the environment; run/attach.ts).
 cpSync(join(ROOT, 'python', 'gpuwise'), join(stage, 'gpuwise'), {
   recursive: true,
   filter: (src) => basename(src) !== '__pycache__' && !src.endsWith('.pyc'),
 });
+for (const hook of ['gpuwise-probe.pth', '_gpuwise_site.py']) copyFileSync(join(ROOT, 'python', hook), join(stage, hook));
 // Node's licence and its dependencies' notices go with the Node inside the executable (where this Node has them).
 const nodeLicence = [join(dirname(process.execPath), '..', 'LICENSE'), '/usr/share/doc/nodejs/LICENSE'].find((f) => existsSync(f));
 if (nodeLicence) copyFileSync(nodeLicence, join(cli, 'LICENSE.node'));
