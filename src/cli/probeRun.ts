@@ -474,8 +474,8 @@ export interface ProbeRun {
   stop(reason: string, graceMs?: number): void;
 }
 
-/** How often the command's processes are looked at in /proc (io/commandTree.ts). */
-const TREE_SCAN_MS = 2000;
+/** How often the command's processes are looked at in /proc (io/commandTree.ts): a full scan costs a few ms. */
+const TREE_SCAN_MS = 500;
 
 interface Attach {
   /** The command's environment: the user's, with the boot folder on PYTHONPATH on the `path` route only. */
@@ -564,7 +564,6 @@ export async function startProbeRun(opts: ProbeRunOptions): Promise<ProbeRun> {
   const tree = new CommandTree(pgid, hasSiteHook);
   const treeTimer = setInterval(() => tree.scan(), TREE_SCAN_MS);
   treeTimer.unref();
-  setTimeout(() => tree.scan(), 200).unref(); // the first look early: a short command is seen at least once
 
   let forwardedSignal: string | null = null;
   let stoppedBy: string | null = null;
