@@ -1,4 +1,6 @@
 #!/usr/bin/env node
+// First: fds 0-2 as received, and stdout/stderr that never change what gpuwise shares with its command.
+import './stdioFirst.js';
 import { isInflateWorker, runInflateWorker } from '../io/inflateWorker.js';
 import { isParseWorker, runParseWorker } from '../io/parseWorker.js';
 import { main } from './main.js';
