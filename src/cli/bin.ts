@@ -3,6 +3,7 @@
 import './stdioFirst.js';
 import { isInflateWorker, runInflateWorker } from '../io/inflateWorker.js';
 import { isParseWorker, runParseWorker } from '../io/parseWorker.js';
+import { dieByAskedSignal } from '../io/signalDeath.js';
 import { main } from './main.js';
 
 if (isParseWorker()) {
@@ -15,6 +16,8 @@ if (isParseWorker()) {
   main(process.argv.slice(2)).then(
     (code) => {
       process.exitCode = code;
+      // doctor's command died of a signal: gpuwise dies of it too, last thing (io/signalDeath.ts).
+      process.once('exit', dieByAskedSignal);
     },
     (e) => {
       process.stderr.write(`gpuwise: internal error: ${(e as Error)?.message ?? e}\n`);
