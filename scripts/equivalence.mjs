@@ -318,10 +318,9 @@ async function runSide(side, c, ctx, base) {
   if (side === 'doctor') {
     const runDir = join(base, 'doctor-run');
     const argv = [process.execPath, ctx.cli, 'doctor', '--no-serve', '--out', runDir, '--store', join(base, 'store'), '--', ...command];
-    exit = await runOnce(argv, work, env, join(base, 'doctor-own.stdout'), join(base, 'doctor-own.stderr'), ctx.timeoutS);
+    // Under the reaper as the plain run: doctor dies of its script's signal, which Node would read as exit 0 for SIGRTMAX.
+    exit = await runPlain(argv, work, env, join(base, 'doctor-own.stdout'), join(base, 'doctor-own.stderr'), ctx.timeoutS, ctx.python, join(base, 'doctor.status'));
     probe = probeSummary(runDir);
-    // doctor's exit status is the script's (128+N for signal N); which signal it was, its report says.
-    exit = { ...exit, signal: exit.signal ?? probe.signal };
     doctorStderr = readFileSync(join(base, 'doctor-own.stderr'), 'utf8');
   } else {
     exit = await runPlain(command, work, env, join(base, `${side}.reaper.out`), join(base, `${side}.reaper.err`), ctx.timeoutS, ctx.python, join(base, `${side}.status`));

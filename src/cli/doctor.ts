@@ -21,6 +21,7 @@ import { type RunFeed, startRunFeed } from '../serve/runFeed.js';
 import { unprobedProcesses } from '../run/attach.js';
 import { checkPythonTorch, commandPythonOf } from './commandPython.js';
 import { VERSION } from './version.js';
+import { endBySignal } from '../io/signalDeath.js';
 import { type ProbeRun, makeRunDir, startProbeRun } from './probeRun.js';
 import { readStepBeacons } from '../io/beacons.js';
 import { printDoctorReport, rediagnoseRunDir } from './rediagnose.js';
@@ -60,8 +61,8 @@ nothing is written there. A run recorded on a GPU machine can so be read again a
 
 Every run is saved in the run history (gpuwise runs, gpuwise compare last~1 last); the run
 directory also gets report.json, report.md and report.html.
-Exit status: CMD's own (128+N when it died of signal N); 124 when doctor stopped a hung job;
-2 for bad usage or a CMD that cannot start.
+Exit status: CMD's own; when CMD died of a signal, doctor ends by the same signal after its report
+(128+N where it cannot); 124 when doctor stopped a hung job; 2 for bad usage or a CMD that cannot start.
 Environment for the probe: see docs/doctor.md.
 `;
 
@@ -256,7 +257,10 @@ export async function run(argv: string[]): Promise<number> {
   const savedAs = await saveToHistory(report, values.store);
   await feed?.finish(exit.code, exit.signal, savedAs);
   // A job doctor stopped because it hung: the status `timeout` uses, not the SIGTERM doctor itself sent.
-  return stopHung.stopped && report.run.outcome === 'hung' ? HUNG_EXIT_CODE : exit.code;
+  if (stopHung.stopped && report.run.outcome === 'hung') return HUNG_EXIT_CODE;
+  // The command died of a signal doctor did not send: doctor dies of it too once done (a parent tells the two apart).
+  if (exit.signal !== null && done.stoppedBy === null) endBySignal(exit.code - 128);
+  return exit.code;
 }
 
 /** --hang-timeout's default: ten minutes with every rank stalled (a slow step has long been reported by then). */

@@ -11,19 +11,21 @@
  *  - a new session (setsid), so it leads its own process group: pgid = pid;
  *  - no blocked signal, and signals 1-31 at their default action (a real-time signal gpuwise's parent ignored stays
  *    ignored, as with libuv, which resets only 1-31);
- *  - stdin, stdout and stderr as asked, with close-on-exec cleared and O_NONBLOCK cleared on them (libuv does both;
- *    Node puts a terminal's fd in non-blocking, close-on-exec mode when it opens process.stdout), /dev/null for an
- *    ignored stdin; no other fd (Node and libuv open theirs close-on-exec);
+ *  - stdin, stdout and stderr as asked, with close-on-exec cleared, /dev/null for an ignored stdin; no other fd (Node
+ *    and libuv open theirs close-on-exec). gpuwise's own fds 0-2 are handed over as gpuwise received them: a status
+ *    flag that changed since it started (io/stdioAtStart.ts) is put back, and an O_NONBLOCK its parent set is kept;
  *  - the command looked up as glibc's execvp does in the PATH of the environment given (not gpuwise's own), and a
  *    file without `#!` run by /bin/sh.
  *
- * Node's spawn is used instead (its known limit: a real-time signal's death reads as exit 0) where this cannot run:
+ * Node's spawn is used instead (its known limits: a real-time signal's death reads as exit 0, and libuv's child clears
+ * O_NONBLOCK on fds 0-2, on the descriptions gpuwise's parent gave) where this cannot run:
  * not Linux on x86_64 or arm64 (siginfo_t's layout is read by offset), no koffi, or no glibc (`libc.so.6`).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { constants as osConstants } from 'node:os';
 import type { ChildExit } from '../run/exit.js';
 import { type Koffi, loadKoffi } from '../live/koffiLoader.js';
+import { SETTABLE_FLAGS, stdioFlagsAtStart } from './stdioAtStart.js';
 
 /** stdin, stdout, stderr: inherited from gpuwise, or stdin from /dev/null (`ignore`) and these fds as 1 and 2. */
 export type ChildStdio = 'inherit' | ['inherit' | 'ignore', number, number];
@@ -56,12 +58,12 @@ export function startInNewSession(
   cmd: string[],
   env: NodeJS.ProcessEnv,
   stdio: ChildStdio,
-  opts: { native?: boolean } = {},
+  opts: { native?: boolean; stdioFlags?: readonly (number | null)[] } = {},
 ): Promise<StartedChild> {
   const libc = opts.native === false ? null : nativeLibc();
   if (libc === null) return startWithNode(cmd, env, stdio);
   try {
-    return Promise.resolve(startNative(libc, cmd, env, stdio));
+    return Promise.resolve(startNative(libc, cmd, env, stdio, opts.stdioFlags ?? stdioFlagsAtStart()));
   } catch (e) {
     return Promise.reject(e);
   }
@@ -86,7 +88,6 @@ const CLD_DUMPED = 3;
 const O_RDONLY = 0;
 const F_GETFL = 3;
 const F_SETFL = 4;
-const O_NONBLOCK = 0o4000;
 /** glibc's sizes are 336 (attributes), 80 (file actions) and 128 (sigset_t, siginfo_t) bytes: room to spare. */
 const ATTR_BYTES = 1024;
 const ACTIONS_BYTES = 512;
@@ -197,7 +198,7 @@ function candidates(file: string, env: NodeJS.ProcessEnv): string[] {
   return path.split(':').map((dir) => (dir === '' ? file : `${dir}/${file}`));
 }
 
-function startNative(l: Libc, cmd: string[], env: NodeJS.ProcessEnv, stdio: ChildStdio): StartedChild {
+function startNative(l: Libc, cmd: string[], env: NodeJS.ProcessEnv, stdio: ChildStdio, flagsAtStart: readonly (number | null)[]): StartedChild {
   const file = cmd[0] ?? '';
   if (file === '') throw new SpawnError('ENOENT', file);
   // The environment as Node builds it: every enumerable key with a defined value, in order.
@@ -223,7 +224,7 @@ function startNative(l: Libc, cmd: string[], env: NodeJS.ProcessEnv, stdio: Chil
       check(l, l.attrSetSigMask(attr, sigmask), 'posix_spawnattr_setsigmask', file);
       check(l, l.attrSetSigDefault(attr, sigdef), 'posix_spawnattr_setsigdefault', file);
       check(l, l.attrSetFlags(attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF), 'posix_spawnattr_setflags', file);
-      addStdio(l, actions, stdio, file);
+      addStdio(l, actions, stdio, file, flagsAtStart);
       const pid = spawnFirst(l, file, cmd, envp, actions, attr, env);
       return { pid, exited: waitFor(l, pid), how: 'native' };
     } finally {
@@ -240,9 +241,9 @@ function check(l: Libc, rc: number, what: string, file: string): void {
 
 /**
  * What the child's fds 0-2 are. An fd passed as itself (`inherit`) is dup2'd onto itself, which makes glibc clear its
- * close-on-exec flag; O_NONBLOCK is cleared in gpuwise, which is the same open file (libuv clears it in the child).
+ * close-on-exec flag. gpuwise's fds 0-2 go as received (`asReceived`); an fd gpuwise opened for the child is its alone.
  */
-function addStdio(l: Libc, actions: Buffer, stdio: ChildStdio, file: string): void {
+function addStdio(l: Libc, actions: Buffer, stdio: ChildStdio, file: string, flagsAtStart: readonly (number | null)[]): void {
   const sources = stdio === 'inherit' ? [0, 1, 2] : [stdio[0] === 'inherit' ? 0 : -1, stdio[1], stdio[2]];
   for (let target = 0; target < 3; target++) {
     const src = sources[target] as number;
@@ -253,9 +254,20 @@ function addStdio(l: Libc, actions: Buffer, stdio: ChildStdio, file: string): vo
     // An earlier target overwrote this source in the child (stdout and stderr swapped): not a case gpuwise has.
     if (src < target && sources[src] !== src) throw new SpawnError('EINVAL', `${file} (fd ${src} is replaced before it is duplicated)`);
     check(l, l.actionsAddDup2(actions, src, target), 'posix_spawn_file_actions_adddup2', file);
-    const flags = l.fcntl(src, F_GETFL);
-    if (flags >= 0 && (flags & O_NONBLOCK) !== 0) l.fcntl(src, F_SETFL, 'int', flags & ~O_NONBLOCK);
+    if (src <= 2) asReceived(l, src, flagsAtStart[src] ?? null);
   }
+}
+
+/**
+ * Puts back O_NONBLOCK and O_APPEND of gpuwise's fd 0, 1 or 2 where they changed since gpuwise started (the open file
+ * description is the command's too): nothing of gpuwise's should have changed them (io/ownStdio.ts), this makes sure.
+ */
+function asReceived(l: Libc, fd: number, atStart: number | null): void {
+  if (atStart === null) return;
+  const now = l.fcntl(fd, F_GETFL);
+  if (now < 0) return;
+  const wanted = (now & ~SETTABLE_FLAGS) | (atStart & SETTABLE_FLAGS);
+  if (wanted !== now) l.fcntl(fd, F_SETFL, 'int', wanted);
 }
 
 /**

@@ -123,7 +123,7 @@ describe.skipIf(!linux)('nativeSpawn: what the child gets', () => {
     expect(readFileSync(path, 'utf8')).toBe('one\ntwo\n');
   });
 
-  it('an inherited fd that gpuwise holds close-on-exec and non-blocking (a terminal Node reopened) reaches it, blocking', async () => {
+  it("gpuwise's fds 0-2 reach it as gpuwise received them: a flag changed since the start put back, a parent's O_NONBLOCK kept", async () => {
     // fd 0 of this process replaced for the test by a pipe opened O_CLOEXEC | O_NONBLOCK, then put back.
     const koffi = loadKoffi();
     const lib = koffi.load('libc.so.6');
@@ -143,14 +143,28 @@ describe.skipIf(!linux)('nativeSpawn: what the child gets', () => {
       '-c',
       'import os, fcntl\nprint(os.readlink("/proc/self/fd/0").split(":")[0], bool(fcntl.fcntl(0, fcntl.F_GETFL) & os.O_NONBLOCK))',
     ];
+    const out = join(tmp, 'flags-out');
+    const outFd = openSync(out, 'w');
+    /** What the command sees of fd 0 (a non-blocking pipe now) when gpuwise's fd 0 had `flagsAtStart`; gpuwise's O_NONBLOCK after. */
+    const run = async (flagsAtStart: number, native: boolean) => {
+      expect(dup3(fds[0], 0, O_CLOEXEC)).toBe(0);
+      expect(fcntl(0, F_SETFL, 'int', O_NONBLOCK)).toBe(0);
+      expect(fdFlags(0) & (O_CLOEXEC | O_NONBLOCK)).toBe(O_CLOEXEC | O_NONBLOCK);
+      const child = await startInNewSession(show, cleanEnv(), ['inherit', outFd, 2], { native, stdioFlags: [flagsAtStart, null, null] });
+      expect(await child.exited).toEqual({ code: 0, signal: null });
+      return fdFlags(0) & O_NONBLOCK;
+    };
     try {
-      for (const native of [true, false]) {
-        expect(dup3(fds[0], 0, O_CLOEXEC)).toBe(0);
-        expect(fcntl(0, F_SETFL, 'int', O_NONBLOCK)).toBe(0);
-        expect(fdFlags(0) & (O_CLOEXEC | O_NONBLOCK)).toBe(O_CLOEXEC | O_NONBLOCK);
-        expect((await run(show, { stdin: 'inherit', native })).stdout).toBe('pipe False\n');
-      }
+      const blocking = fdFlags(0) & ~(O_CLOEXEC | O_NONBLOCK);
+      // Blocking when gpuwise started (something in gpuwise made it non-blocking since): blocking again, for good.
+      expect(await run(blocking, true)).toBe(0);
+      expect(await run(blocking, false)).toBe(0);
+      // Non-blocking as gpuwise's parent gave it: the command gets it so, as without gpuwise (Node's spawn clears it).
+      expect(await run(blocking | O_NONBLOCK, true)).toBe(O_NONBLOCK);
+      expect(await run(blocking | O_NONBLOCK, false)).toBe(0);
+      expect(readFileSync(out, 'utf8')).toBe('pipe False\npipe False\npipe True\npipe False\n');
     } finally {
+      closeSync(outFd);
       dup3(saved, 0, 0);
       close(saved);
       close(fds[0]);
