@@ -144,8 +144,12 @@ export interface PaceStep {
   bound: Bound;
   /** Why, in words: the binding stage against the others. */
   why: string;
-  /** Worker count the input stage needs to keep up with LOADER_HEADROOM to spare, when the loader's rate is known. */
+  /**
+   * Worker count the input stage needs to keep up with LOADER_HEADROOM to spare, when the loader's rate is known (where
+   * none keeps up, the count that reaches the floor the CPU sets: `workersKeepUp` false).
+   */
   workersNeeded: number | null;
+  workersKeepUp: boolean | null;
 }
 
 const STAGE_WORDS: Record<StageName, string> = { input: 'the DataLoader', host: 'the host', gpu: 'the GPU', comm: 'communication' };
@@ -159,17 +163,59 @@ export function serialNs(p: Pipeline): number {
 }
 
 /**
- * The most DataLoader workers the process's cores allow: the cores less what the training process keeps busy itself
- * (measured), else less one for the training loop.
+ * The cores the DataLoader's workers can keep busy: the process's cores less what the training process keeps busy
+ * itself (measured), else less one for the training loop; at least one.
  */
 export function workerCap(l: LoaderFacts): number {
   if (l.cpuCores === null) return Number.POSITIVE_INFINITY;
   return Math.max(1, Math.floor(l.cpuCores - Math.max(1, l.processCores ?? 1) + 1e-9));
 }
 
-/** The workers to ask for when `needed` keep up: as many as the cores allow (workerCap). */
+/**
+ * The most workers a plan asks for. A worker that waits on I/O holds no core, so past the cores more of them still
+ * help (on the 2-core VM a loader sleeping 2 ms a sample took 27.4 ms a step with 1 worker, 14.3 with 2, 4.4 with 8);
+ * each costs a process, its memory and its start-up, so the count stops here.
+ */
+export const MAX_WORKERS = 32;
+
+/**
+ * The loader's period a step with `w` workers, ns: each worker makes a batch in its own wall time, in parallel with the
+ * others, and together they go no faster than the CPU the batches cost over the cores left to them (workerCap; without
+ * the CPU measured, all of a worker's time). With 0 workers the main process makes the batches within the step (one
+ * worker's pace).
+ */
+export function loaderPeriodNs(l: LoaderFacts, w: number, batchScale = 1): number | null {
+  if (l.batchNsPerWorker === null) return null;
+  const perStep = l.batchNsPerWorker * l.batchesPerStep * batchScale;
+  // Without the workers' CPU time, their wall time is taken as CPU (decoding, augmenting): the cores then cap them.
+  const cpuPerStep = (l.cpuNsPerBatch ?? l.batchNsPerWorker) * l.batchesPerStep * batchScale;
+  const n = Math.max(1, w);
+  return Math.max(perStep / n, cpuPerStep / Math.min(n, workerCap(l)));
+}
+
+/**
+ * The workers that keep the loader's period within `demandNs / LOADER_HEADROOM` (the rest of the step, with room to
+ * spare): the fewest that do, or where none does (the CPU a batch costs over the cores left is the floor), the fewest
+ * that reach that floor; at most MAX_WORKERS. `keepsUp`: whether the count keeps up. Null without the loader's rate.
+ */
+export function workersForDemand(l: LoaderFacts, demandNs: number, batchScale = 1): { workers: number; keepsUp: boolean } | null {
+  const floor = loaderPeriodNs(l, MAX_WORKERS, batchScale);
+  if (floor === null || !(demandNs > 0)) return null;
+  const target = demandNs / LOADER_HEADROOM;
+  for (let w = 1; w <= MAX_WORKERS; w++) {
+    const period = loaderPeriodNs(l, w, batchScale) as number;
+    if (period <= target) return { workers: w, keepsUp: true };
+    if (period <= floor * 1.001) return { workers: w, keepsUp: false };
+  }
+  return { workers: MAX_WORKERS, keepsUp: false };
+}
+
+/**
+ * The workers to ask for when `needed` keep up: never fewer than the run has (the loop waits on them), and as many as
+ * workersForDemand found, past the cores where the workers wait on I/O.
+ */
 export function workersToAsk(l: LoaderFacts, needed: number): number {
-  return Math.min(needed, workerCap(l));
+  return Math.max(needed, l.workers ?? 0);
 }
 
 /**
@@ -183,19 +229,19 @@ export function workersToAsk(l: LoaderFacts, needed: number): number {
 export const LOADER_HEADROOM = 1.3;
 
 /** The input stage's time per step: the loader's period at the worker count a fix set, or as built. */
-function inputNs(p: Pipeline, demandNs: number): { ns: number | null; workersNeeded: number | null; workers: number | null } {
+function inputNs(
+  p: Pipeline,
+  demandNs: number,
+): { ns: number | null; workersNeeded: number | null; workersKeepUp: boolean | null; workers: number | null } {
   const l = p.loader;
   const base = p.stages.input.ns;
-  if (!l || l.batchNsPerWorker === null) return { ns: base, workersNeeded: null, workers: l?.workers ?? null };
-  const perStep = l.batchNsPerWorker * l.batchesPerStep * p.batchScale;
-  const cpuPerStep = l.cpuNsPerBatch !== null ? l.cpuNsPerBatch * l.batchesPerStep * p.batchScale : 0;
-  const needed = demandNs > 0 ? Math.max(1, Math.ceil((LOADER_HEADROOM * Math.max(perStep, cpuPerStep)) / demandNs)) : null;
+  if (!l || l.batchNsPerWorker === null) return { ns: base, workersNeeded: null, workersKeepUp: null, workers: l?.workers ?? null };
+  const need = workersForDemand(l, demandNs, p.batchScale);
+  const needed = need?.workers ?? null;
+  const keepUp = need?.keepsUp ?? null;
   const workers = l.workersTo === 'enough' ? workersToAsk(l, needed ?? 1) : (l.workersTo ?? l.workers);
-  if (workers === null || workers === undefined) return { ns: base, workersNeeded: needed, workers: null };
-  // Workers produce batches in parallel, each at its own pace, and together at most as fast as the cores left to them
-  // do the CPU work; with none (0), the main process produces them in the step.
-  const w = Math.max(1, workers);
-  return { ns: Math.max(perStep / w, cpuPerStep / Math.min(w, workerCap(l))), workersNeeded: needed, workers };
+  if (workers === null || workers === undefined) return { ns: base, workersNeeded: needed, workersKeepUp: keepUp, workers: null };
+  return { ns: loaderPeriodNs(l, workers, p.batchScale), workersNeeded: needed, workersKeepUp: keepUp, workers };
 }
 
 /**
@@ -298,7 +344,7 @@ export function stepOf(p: Pipeline): PaceStep {
     bound === 'serial'
       ? (refillWhy ?? `the serial costs set the pace: ${fmtMs(serial)} a step (${serialList || 'none timed'}) against ${parts.join(', ') || 'no timed stage'}${epochText}`)
       : `${bound === 'input' ? 'the DataLoader' : bound === 'comm' ? 'communication' : stageLabel(p, bound)} sets the pace: ${parts.join(' > ')}${serialText}${epochText}${unknown.length ? `; not timed: ${unknown.join(', ')}` : ''}`;
-  return { stepNs, perBatchNs: stepNs / p.batchScale, bound, why, workersNeeded: input.workersNeeded };
+  return { stepNs, perBatchNs: stepNs / p.batchScale, bound, why, workersNeeded: input.workersNeeded, workersKeepUp: input.workersKeepUp };
 }
 
 /** The modelled step before calibration (stages and serial costs only). */

@@ -8,6 +8,7 @@ import { dataloaderFinding } from '../../src/advice/rules/input.js';
 import { applyFix, type Fix } from '../../src/pace/fix.js';
 import { gainOf } from '../../src/pace/gain.js';
 import { calibrated, type LoaderFacts, type Pipeline, type Stage, stepOf } from '../../src/pace/pipeline.js';
+import { keptUp } from '../../src/pace/run.js';
 import { planLines, planOf } from '../../src/pace/plan.js';
 
 const ms = 1e6;
@@ -267,5 +268,68 @@ describe('the DataLoader finding on a pipeline whose waits show no stall pattern
     expect(f.title).toBe('The training loop waits on the DataLoader');
     expect(f.recommendation.summary).toMatch(/^The loop waits on the DataLoader: 4 workers cannot keep up/);
     expect(`${f.title} ${f.recommendation.summary}`).not.toMatch(/undefined/);
+  });
+});
+
+/** The issue's CPU case (2 cores): 2 workers whose batch waits 30.2 ms on I/O with 5.0 ms of CPU; the loop waits 93%. */
+const ioLoader: LoaderFacts = {
+  ...jpegLoader,
+  workers: 2,
+  batchNsPerWorker: 30.2 * ms,
+  cpuNsPerBatch: 5.0 * ms,
+  processCores: 0.3,
+  samplesPerBatch: 16,
+  cpuCores: 2,
+};
+
+describe('a DataLoader whose workers wait on I/O (issue 44)', () => {
+  const p = { ...pipe({ stepMs: 15.1, input: 15.1, host: 1.0, gpu: 0.1, loader: ioLoader }), inputWaitNs: 14.0 * ms };
+  const workersAdvised = (f: ReturnType<typeof dataloaderFinding>) => Number(/num_workers=(\d+)/.exec(f?.recommendation.code ?? '')?.[1]);
+
+  it('gets more workers than the cores, never fewer than it has, and the step they give', () => {
+    const f = dataloaderFinding(p, null, 0);
+    // one core left to the workers (one for the loop): 5.0 ms of CPU a batch is the floor, reached with 7 workers
+    expect(workersAdvised(f)).toBe(7);
+    expect(f?.fix?.label).toBe('num_workers 2 -> 7');
+    expect(f?.estimatedGain?.expectedStepTimeNs ?? 0).toBeLessThan(0.4 * 15.1 * ms);
+    expect(f?.evidence.join('\n')).toMatch(/more than the 1 core\(s\) left to the workers: waiting workers hold no core; a worker spends 5\.00 ms of CPU/);
+  });
+
+  it('worker counts around the run: the model gives the measured order (27.4, 14.3, 4.4 ms at 1, 2, 8 workers on the VM)', () => {
+    const at = (w: number) => stepOf(applyFix(p, { label: `${w}`, ops: [{ kind: 'workers', to: w }], arithmetic: '' })).stepNs / ms;
+    expect(at(1)).toBeGreaterThan(at(2));
+    expect(at(2)).toBeGreaterThan(at(8));
+    expect(Math.abs(at(8) - 4.4) / 4.4).toBeLessThan(0.2);
+  });
+
+  it('a loader bound by CPU is told the cores cap it, and never fewer workers than it has', () => {
+    const cpu = { ...pipe({ stepMs: 15.1, input: 15.1, host: 1.0, gpu: 0.1, loader: { ...ioLoader, cpuNsPerBatch: 30.2 * ms } }), inputWaitNs: 14.0 * ms };
+    const f = dataloaderFinding(cpu, null, 0);
+    expect(workersAdvised(f)).toBe(2);
+    expect(f?.evidence.join('\n')).toMatch(/no count keeps up: the CPU a batch costs/);
+  });
+});
+
+describe('a loader the loop does not wait on keeps up (issue 44: timm train.py on an H100)', () => {
+  // 4 workers x 329 ms of CPU a batch put the loader at 82.2 ms, above the GPU's 71.0 ms, while the loop waited 1.6% of
+  // its 78.8 ms step; bf16 + channels_last with 12 workers measured 43.1 ms.
+  const timmLoader: LoaderFacts = { ...jpegLoader, workers: 4, batchNsPerWorker: 329 * ms, cpuNsPerBatch: 329 * ms, cpuCores: 16, processCores: 1.2 };
+  const { calibration: _c, ...uncalibrated } = pipe({ stepMs: 78.8, input: 82.2, host: 30, gpu: 71.0, loader: timmLoader });
+  const p = calibrated(keptUp(uncalibrated));
+  const halfGpu: Fix = { label: 'bf16 autocast + channels_last', ops: [{ kind: 'gpu', work: 'fp32-matmul', ns: 66 * ms, factor: 0.5 }], arithmetic: '' };
+
+  it('never binds: its period is at most the rest of the step, and its evidence says the run won', () => {
+    expect(stepOf(p).bound).toBe('gpu');
+    expect(p.stages.input.ns).toBeCloseTo(71.0 * ms, -3);
+    expect(p.stages.input.evidence).toMatch(/the loader keeps up, so its period is taken as at most 71\.0 ms/);
+  });
+
+  it('leaves bf16 its gain, with the workers the faster step needs', () => {
+    const plan = planOf(p, [{ id: 'mixed-precision', fix: halfGpu }]);
+    expect(plan.steps.map((s) => s.id)).toEqual(['mixed-precision']);
+    const step = plan.steps[0];
+    expect(Math.abs((step?.expectedStepNs ?? 0) / ms - 43.1) / 43.1).toBeLessThan(0.15);
+    expect(step?.workersNeeded).toBeGreaterThanOrEqual(8);
+    expect(step?.workersNeeded).toBeLessThanOrEqual(12);
   });
 });

@@ -3,7 +3,7 @@
 import type { Finding } from '../../findings/finding.js';
 import type { Fix } from '../../pace/fix.js';
 import { gainOf } from '../../pace/gain.js';
-import { LOADER_HEADROOM, type Pipeline, stepOf, workersToAsk, workerStartUpNs } from '../../pace/pipeline.js';
+import { LOADER_HEADROOM, type Pipeline, stepOf, workerCap, workersToAsk, workerStartUpNs } from '../../pace/pipeline.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtBytes, fmtMs, fmtPct, fmtWindow } from '../../util/format.js';
 import { finding, paced, pipelineOf, type RankRule, stepNs, whenInSteps } from './rule.js';
@@ -35,22 +35,31 @@ export function loaderCapacity(p: Pipeline): string | null {
   return `${l.workers} worker(s) deliver ${fmtRate(perWorker * Math.max(1, l.workers))} ${unit}/s, ${fmtRate(perWorker)} per worker${demand.replace(' ;', ';')}`;
 }
 
-/** The worker count to recommend: what the demand of the other stages needs, capped by the cores (one for the loop). */
+/**
+ * The worker count to recommend: what the demand of the other stages needs (pipeline.ts workersForDemand), never fewer
+ * than the run has while the loop waits; past the cores when the workers wait on I/O (their wall time a batch well
+ * above their CPU time), and said so; where no count keeps up, the one that reaches the floor the CPU sets.
+ */
 function workersFor(p: Pipeline): { workers: number; text: string } | null {
   const l = p.loader;
   if (!l || l.batchNsPerWorker === null) return null;
-  const need = stepOf({ ...p, loader: { ...l, workersTo: 'enough' } }).workersNeeded;
-  if (need === null) return null;
-  const workers = workersToAsk(l, need);
-  const loop =
-    l.processCores !== null ? `the training process keeps ${l.processCores.toFixed(1)} busy itself` : 'one for the training loop';
-  const capped =
-    need > workers
-      ? `; the process may use ${l.cpuCores} cores, so ${workers} (${loop}) is the most: then decode on the GPU (DALI, torchvision.io.decode_jpeg on CUDA) or pre-process the dataset`
+  const s = stepOf({ ...p, loader: { ...l, workersTo: 'enough' } });
+  if (s.workersNeeded === null) return null;
+  const workers = workersToAsk(l, s.workersNeeded);
+  const cores = workerCap(l);
+  const io =
+    l.cpuNsPerBatch !== null && l.cpuNsPerBatch < 0.7 * l.batchNsPerWorker
+      ? `; a worker spends ${fmtMs(l.cpuNsPerBatch)} of CPU in its ${fmtMs(l.batchNsPerWorker)} a batch (it waits on I/O the rest)`
       : '';
+  const pastCores = Number.isFinite(cores) && workers > cores ? `, more than the ${cores} core(s) left to the workers: waiting workers hold no core${io}` : io;
+  const floor =
+    s.workersKeepUp === false
+      ? `; no count keeps up: the CPU a batch costs over the ${Number.isFinite(cores) ? cores : ''} core(s) left to the workers sets the loader's pace, so then decode on the GPU (DALI, torchvision.io.decode_jpeg on CUDA) or pre-process the dataset`
+      : '';
+  const keeps = s.workersKeepUp === false ? 'come closest to keeping up' : `keep up with the rest of the step with ${Math.round((LOADER_HEADROOM - 1) * 100)}% to spare`;
   return {
     workers,
-    text: `about ${need} workers keep up with the rest of the step with ${Math.round((LOADER_HEADROOM - 1) * 100)}% to spare (a batch takes ${fmtMs(l.batchNsPerWorker)} in a worker, a time that moves between runs)${capped}`,
+    text: `about ${workers} workers ${keeps} (a batch takes ${fmtMs(l.batchNsPerWorker)} in a worker, a time that moves between runs${pastCores})${floor}`,
   };
 }
 
