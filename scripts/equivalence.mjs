@@ -21,8 +21,8 @@
  *       (--python), `{script}` the case's file (main.py in a folder). Default: `{python} {script}`. Examples:
  *       `env PYTHONPATH=pkg {python} train.py`, `bash train.sh`, `make train`, `{python} -I main.py`,
  *       `bash -c "cd sub && PYTHONPATH=. {python} train.py"`, `{python} -m torch.distributed.run ... main.py`.
- *       In every case `python` and `python3` on PATH are the interpreter under test too (a folder of two links put
- *       first on PATH), so the scripts, Makefiles and shell scripts of a case call `python3` as a user's do.
+ *       In every case `python` and `python3` on PATH are the interpreter under test too (a folder of two small
+ *       scripts that exec it, first on PATH), so a case's Makefiles and shell scripts call `python3` as a user's do.
  *   # equivalence: stdio [stdout=KIND] [stderr=KIND]
  *       what the script's stdout and stderr are. KIND:
  *         own      (the default) a file of the command's own: the command runs as `sh -c 'exec CMD </dev/null
@@ -84,7 +84,6 @@ import {
   renameSync,
   rmSync,
   statSync,
-  symlinkSync,
   utimesSync,
   writeFileSync,
 } from 'node:fs';
@@ -722,9 +721,11 @@ export async function runSuite(opts) {
   if (python === null) throw new Error(`--python ${opts.python}: not found`);
   const tmp = mkdtempSync(join(tmpdir(), 'gpuwise-equivalence-'));
   // `python` and `python3` on the cases' PATH: the interpreter under test (shell scripts and Makefiles call them).
+  // Scripts that exec it rather than links to it: a link would be the interpreter's path (sys.executable), and one
+  // to a virtual environment's python would lose the environment (pyvenv.cfg is looked for beside the link).
   const pythonBin = join(tmp, 'python-bin');
   mkdirSync(pythonBin);
-  for (const name of ['python', 'python3']) symlinkSync(python, join(pythonBin, name));
+  for (const name of ['python', 'python3']) writeFileSync(join(pythonBin, name), `#!/bin/sh\nexec ${shQuote(python)} "$@"\n`, { mode: 0o755 });
   const started = Date.now();
   const ctx = { python, pythonBin, cli: resolve(opts.cli), env, timeoutS: opts.timeoutS, selfCheck: opts.selfCheck, keep: opts.keep, tmp };
   let results;
