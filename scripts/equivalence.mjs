@@ -31,7 +31,8 @@
  *         pipe     doctor's stream is a pipe a `cat` drains at once; the script inherits it.
  *         slow     a pipe a slow reader drains: 8 KiB reads, 1 ms apart, after 50 ms (a log shipper, a terminal
  *                  over SSH); a script that writes more than the pipe holds (64 KiB) must wait for it.
- *         tee      a pipe into `tee FILE` (`python train.py | tee log`).
+ *         tee      a pipe into `tee FILE` whose own stdout is a slow reader (`python train.py | tee log` on a
+ *                  terminal over SSH): tee waits for its reader, so the script waits for tee.
  *         closing  a pipe whose reader takes 4096 bytes and closes it (`| head -c 4096`): later writes fail with
  *                  EPIPE; a case writes well over 64 KiB so that it always meets the closed end.
  *         closed   the descriptor is closed (`>&-`).
@@ -237,11 +238,12 @@ while True:
  * as the case declares; "$@" is the parent's argv. `own` streams of the parent go to files kept for reading.
  */
 export function stdioScript(stdio, files, python) {
+  const slow = (file) => `${shQuote(python)} -S -c ${shQuote(SLOW_READER)} ${shQuote(file)}`;
   const reader = (kind, file) => {
     if (kind === 'pipe') return `cat >${shQuote(file)}`;
-    if (kind === 'tee') return `tee ${shQuote(file)} >/dev/null`;
+    if (kind === 'tee') return `tee ${shQuote(file)} | ${slow('/dev/null')}`;
     if (kind === 'closing') return `head -c ${CLOSING_AFTER} >${shQuote(file)}`;
-    return `${shQuote(python)} -S -c ${shQuote(SLOW_READER)} ${shQuote(file)}`;
+    return slow(file);
   };
   const redirect = (kind, fd, file, ownFile) => (kind === 'closed' ? `${fd}>&-` : `${fd}>${shQuote(kind === 'own' ? ownFile : file)}`);
   const { stdout: o, stderr: e } = stdio;
@@ -250,7 +252,7 @@ export function stdioScript(stdio, files, python) {
     return `${run} ${redirect(o, 1, files.stdout, files.ownStdout)} ${redirect(e, 2, files.stderr, files.ownStderr)}`;
   if (PIPED.has(o) && !PIPED.has(e)) return `${run} ${redirect(e, 2, files.stderr, files.ownStderr)} | ${reader(o, files.stdout)}`;
   if (!PIPED.has(o)) return `${run} 2>&1 ${redirect(o, 1, files.stdout, files.ownStdout)} | ${reader(e, files.stderr)}`;
-  return `{ ${run} 2>&1 1>&3 3>&- | ${reader(e, files.stderr)} 3>&-; } 3>&1 | ${reader(o, files.stdout)}`;
+  return `{ ${run} 2>&1 1>&3 3>&- | { ${reader(e, files.stderr)}; } 3>&-; } 3>&1 | ${reader(o, files.stdout)}`;
 }
 
 /**

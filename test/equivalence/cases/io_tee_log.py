@@ -1,6 +1,7 @@
-"""`python train.py 2>&1 | tee train.log`-style: stdout is a pipe into `tee`, stderr a pipe too. The script prints
-a line per step, a tqdm-like progress line redrawn with carriage returns on stderr, a warning, and a 1 MB dump at
-the end; tee's file must hold every byte, as plainly.
+"""`python train.py | tee train.log` on a terminal over SSH: stdout is a pipe into `tee`, whose own output a slow
+reader drains; stderr is a pipe too. The script prints a line per step, a tqdm-like progress line redrawn with
+carriage returns on stderr, a warning, and a 1.3 MB dump at the end; tee's file must hold every byte, as plainly
+(issue 43 item 1: on the non-blocking pipe the dump raised BlockingIOError).
 
 # equivalence: stdio stdout=tee stderr=pipe
 """
