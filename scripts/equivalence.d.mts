@@ -2,7 +2,7 @@
 
 export declare const SCHEMA_VERSION: 1;
 
-/** A case: `NAME.py`, or a folder `NAME/` whose `main.py` runs beside the files it holds. */
+/** A case: `NAME.py`, or a folder `NAME/` (its `main.py`, or `case.txt`, holds the declarations) run as the working directory. */
 export interface EquivalenceCase {
   name: string;
   path: string;
@@ -28,17 +28,34 @@ export interface ProbeSummary {
   steps: number;
   /** Profiler windows captured. */
   windows: number;
+  /** Processes whose report has steps (a torchrun of two ranks: 2). */
+  probed: number;
   probeErrors: string[];
   outcome: string | null;
   signal: string | null;
 }
 
-export type Aspect = 'exit' | 'stdout' | 'stderr' | 'files';
+/** `steps`: doctor recorded steps in fewer processes than the case declares (`probed`, 1 by default). */
+export type Aspect = 'exit' | 'stdout' | 'stderr' | 'files' | 'steps';
+
+/** What a case's stdout or stderr is (see scripts/equivalence.mjs's header). */
+export type StdioKind = 'own' | 'file' | 'pipe' | 'slow' | 'tee' | 'closing' | 'closed';
+
+/** A case's `# equivalence:` declarations. */
+export interface Declarations {
+  allow: { kind: 'stdout-line' | 'stderr-line' | 'file'; pattern: RegExp; source: string; reason: string }[];
+  /** The command's words (`{python}`, `{script}` not yet filled in); null: `{python} {script}`. */
+  command: string[] | null;
+  stdio: { stdout: StdioKind; stderr: StdioKind };
+  /** Variables of the environment both runs start in. */
+  env: Record<string, string>;
+  probed: number;
+}
 
 export interface CaseResult {
   name: string;
   equal: boolean;
-  /** The aspects that differ, in this order: exit, stdout, stderr, files. */
+  /** The aspects that differ, in this order: exit, stdout, stderr, files, steps. */
   differs: Aspect[];
   /** One line per differing aspect, in the same order. */
   details: string[];
@@ -48,6 +65,9 @@ export interface CaseResult {
   skipped: string | null;
   /** The differences the case documents as allowed (`# equivalence: allow KIND REGEX -- why`). */
   allowed: { kind: 'stdout-line' | 'stderr-line' | 'file'; pattern: string; reason: string }[];
+  /** The command the case declares (null: `{python} {script}`) and its stdio. */
+  command: string[] | null;
+  stdio: { stdout: StdioKind; stderr: StdioKind };
   droppedLines: { stdout: number; stderr: number };
   plain: RunExit & { stderrTail: string };
   /** The run under doctor (with --self-check: the plain command's second run, without `probe`). */
@@ -57,6 +77,8 @@ export interface CaseResult {
   wallS: number;
   /** With --keep: the folder holding both runs' streams, files and doctor's run directory. */
   kept?: string;
+  /** A generated program (--generate): its path (removed after the run unless a generated program differs). */
+  generated?: string;
 }
 
 export interface EquivalenceReport {
@@ -70,8 +92,22 @@ export interface EquivalenceReport {
   cli: string;
   jobs: number;
   wallS: number;
+  /** --generate: the seeds, whether blocked behaviours were kept, the folder kept (null: removed) and the differing programs. */
+  generated: { seeds: string; all: boolean; kept: string | null; differing: string[] } | null;
   summary: { cases: number; equal: number; differ: number; skipped: number };
   cases: CaseResult[];
 }
 
 export declare function listCases(dir: string): EquivalenceCase[];
+
+export declare function splitWords(text: string): string[];
+export declare function declarationsOf(text: string, name: string): Declarations;
+/** The `sh -c` script giving a side's parent its stdout and stderr ("$@" is the parent's argv). */
+export declare function stdioScript(
+  stdio: { stdout: StdioKind; stderr: StdioKind },
+  files: { stdout: string; stderr: string; ownStdout: string; ownStderr: string },
+  python: string,
+): string;
+/** A stream doctor shares with the script, cut into the script's part and doctor's own. */
+export declare function splitDoctorOutput(stream: 'stdout' | 'stderr', text: string, command: string[]): { script: string; own: string };
+export declare function resolvePython(python: string, path?: string): string | null;

@@ -1,37 +1,98 @@
 #!/usr/bin/env node
 /**
- * The behaviour-equivalence suite (issue 27): every case script runs twice, plainly and under `gpuwise doctor`,
- * with the same interpreter, environment, working directory (the same absolute path, recreated), stdin (/dev/null)
- * and time limit, and the two runs are compared: exit status (and signal), stdout bytes, stderr bytes, and the bytes
- * of every file the script left in its working directory. doctor must leave the program exactly as it found it.
+ * The behaviour-equivalence suite (issues 27 and 43): every case runs twice, plainly and under `gpuwise doctor`, with
+ * the same interpreter, environment, working directory (the same absolute path, recreated), stdin (/dev/null), stdio
+ * arrangement and time limit, and the two runs are compared: how the process ended (exit status, or the signal that
+ * killed it), the bytes the script's stdout and stderr delivered, the bytes of every file the script left in its
+ * working directory, and whether doctor saw the training at all. doctor must leave the program exactly as it found it.
  *
- *   node scripts/equivalence.mjs --python PY --cli dist/gpuwise.mjs --cases test/equivalence/cases \
- *     [--jobs N] [--json OUT] [--only a,b] [--timeout S] [--self-check] [--keep]
+ *   node scripts/equivalence.mjs --python PY --cli dist/gpuwise.mjs --cases DIR [--cases DIR2 ...] \
+ *     [--jobs N] [--json OUT] [--only a,b] [--timeout S] [--self-check] [--keep] [--generate SEEDS [--generate-all]]
  *
- * How doctor's own output is kept apart from the script's: the command doctor runs is
- * `sh -c 'exec PY SCRIPT </dev/null >FILE 2>FILE'`, and the plain run is the very same command (started as doctor
- * starts it: see REAPER); the script's streams land in files of their own, doctor's report and notes on doctor's
- * streams (kept for reading, never compared). The probe writes into the script's stderr, so any line of the
- * probe's there is a difference.
+ * A case is `NAME.py`, or a folder `NAME/` run as its working directory, whose `main.py` (or, for a folder whose
+ * command runs no main.py, `case.txt`) holds the declarations below, one a line, in the docstring:
  *
- * A case may document an allowed difference in its docstring, one per line, as
  *   # equivalence: allow stdout-line|stderr-line|file REGEX -- why
- * (lines of stdout or stderr matching REGEX are dropped from both runs before comparing; a file whose path relative
- * to the working directory matches REGEX may differ in its bytes). docs/doctor.md lists them.
+ *       lines of stdout or stderr matching REGEX are dropped from both runs before comparing; a file whose path
+ *       relative to the working directory matches REGEX may differ in its bytes. docs/doctor.md lists them.
+ *   # equivalence: command WORD...
+ *       the command both runs execute (doctor runs it as `gpuwise doctor ... -- WORD...`), in shell-like words ('...'
+ *       and "..." quote, a backslash escapes in "..."; nothing is expanded): `{python}` is the interpreter under test
+ *       (--python), `{script}` the case's file (main.py in a folder). Default: `{python} {script}`. Examples:
+ *       `env PYTHONPATH=pkg {python} train.py`, `bash train.sh`, `make train`, `{python} -I main.py`,
+ *       `bash -c "cd sub && PYTHONPATH=. {python} train.py"`, `{python} -m torch.distributed.run ... main.py`.
+ *       In every case `python` and `python3` on PATH are the interpreter under test too (a folder of two small
+ *       scripts that exec it, first on PATH), so a case's Makefiles and shell scripts call `python3` as a user's do.
+ *   # equivalence: stdio [stdout=KIND] [stderr=KIND]
+ *       what the script's stdout and stderr are. KIND:
+ *         own      (the default) a file of the command's own: the command runs as `sh -c 'exec CMD </dev/null
+ *                  >FILE 2>FILE'`, so the script never shares a stream with doctor (the suite's first 94 cases).
+ *         file     doctor's own stream (the plain run's parent's) is a file; the script inherits it.
+ *         pipe     doctor's stream is a pipe a `cat` drains at once; the script inherits it.
+ *         slow     a pipe a slow reader drains: 8 KiB reads, 1 ms apart, after 50 ms (a log shipper, a terminal
+ *                  over SSH); a script that writes more than the pipe holds (64 KiB) must wait for it.
+ *         tee      a pipe into `tee FILE` whose own stdout is a slow reader (`python train.py | tee log` on a
+ *                  terminal over SSH): tee waits for its reader, so the script waits for tee.
+ *         closing  a pipe whose reader takes 4096 bytes and closes it (`| head -c 4096`): later writes fail with
+ *                  EPIPE; a case writes well over 64 KiB so that it always meets the closed end.
+ *         closed   the descriptor is closed (`>&-`).
+ *       The plain run gets the very same arrangement: its parent (see REAPER) holds the same descriptors doctor
+ *       holds, built by the same `sh -c` pipeline. What is compared is what the reader received (the file, for
+ *       `file` and `tee`).
+ *   # equivalence: env NAME=VALUE
+ *       a variable of the environment both runs start in (doctor's own, which the command inherits): a user whose
+ *       shell profile exports PYTHONPATH, say. Not a GPUWISE_ one.
+ *   # equivalence: probed N
+ *       doctor must record steps in at least N processes of the command (default 1; 2 for a torchrun of two ranks).
  *
- * Both runs get PYTHONHASHSEED=0 (TorchScript archives and set orders depend on the hash seed) and no GPUWISE_*
- * variable of the caller's. Plain stdout holding a line `skip: REASON` marks the case skipped here (an optional
- * package or a CUDA device missing); both runs must still agree. `--self-check` runs the plain command twice instead
- * (a case that differs then is not deterministic). Exit status: 0 when every case is equal, 1 when one differs,
- * 2 for bad usage. Node built-ins only: CI and the GPU machine run it as is.
+ * How doctor's own output is kept apart from the script's: with `own` streams doctor's report and notes stay on
+ * doctor's streams (kept for reading, never compared). With an inherited stream doctor's output and the script's
+ * share the stream, as they do for a user: doctor writes its text report to stdout only after the command ended,
+ * starting with "\ngpuwise doctor: CMD\nOutcome: " (CMD, the command's words, are known here), so stdout is cut at
+ * the last such header and what follows is doctor's; on stderr doctor's closing lines (`gpuwise doctor: saved as
+ * run ...`, written after the command ended) are the trailing lines starting "gpuwise doctor: ", cut likewise.
+ * Anything else doctor or its probe writes into a stream the script shares (a warning while the command runs, a
+ * probe's line) is a difference.
+ *
+ * `--generate SEEDS` (`0-3`, `5,9`) adds the programs scripts/equivalenceGen.mjs generates from those seeds (cases
+ * `gen_SEED`, in a temporary folder): each combines behaviours of several families in one deterministic script; the
+ * behaviours today's doctor is known to break are left out while their case stands in known-differences.json
+ * (`--generate-all` keeps them). The folder is removed when every program ran the same, else kept and each differing
+ * program's path printed (copy it into the cases to keep it).
+ *
+ * Both runs get PYTHONHASHSEED=0 (TorchScript archives and set orders depend on the hash seed), no GPUWISE_*
+ * variable of the caller's and no PYTHONUNBUFFERED (Python's default buffering, whatever the caller's shell has). Plain stdout holding a line `skip: REASON` marks the case skipped here (an optional
+ * package or a CUDA device missing); both runs must still agree. Aspects that can differ, in this order: exit,
+ * stdout, stderr, files, steps (doctor recorded steps in fewer than the declared processes: the probe did not
+ * reach the training). `--self-check` runs the plain command twice instead (a case that differs then is not
+ * deterministic). Exit status: 0 when every case is equal, 1 when one differs, 2 for bad usage. Node built-ins only:
+ * CI and the GPU machine run it as is. Streams are compared as bytes (a line only one run printed is shown as
+ * UTF-8).
  */
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { closeSync, cpSync, existsSync, lstatSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, readlinkSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  cpSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  readdirSync,
+  readlinkSync,
+  renameSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { constants as osConstants, tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { delimiter, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { DEFAULT_KNOWN, knownCases, parseSeeds, writePrograms } from './equivalenceGen.mjs';
 
 export const SCHEMA_VERSION = 1;
 /** Seconds one run of a case may take before it is killed (doctor's run includes its analysis of the window). */
@@ -39,44 +100,167 @@ const DEFAULT_TIMEOUT_S = 180;
 /** Copied case files get this modification time in both runs, so the bytecode caches Python writes are the same. */
 const FIXED_MTIME = new Date('2020-01-01T00:00:00Z');
 const ALLOW_LINE = /^#\s*equivalence:\s*allow\s+(stdout-line|stderr-line|file)\s+(.+?)\s+--\s+(.+)$/;
+const STDIO_KINDS = ['own', 'file', 'pipe', 'slow', 'tee', 'closing', 'closed'];
+const PIPED = new Set(['pipe', 'slow', 'tee', 'closing']);
+/** Bytes the `closing` reader takes before it closes the pipe. */
+const CLOSING_AFTER = 4096;
 
-/** The cases in `dir`: `NAME.py`, or a folder `NAME/` whose `main.py` runs beside the files it holds. */
+/** The file of a case that holds its declarations: the script, or a folder's main.py, else its case.txt. */
+function declarationFile(c) {
+  if (!c.folder) return c.path;
+  return existsSync(join(c.path, 'main.py')) ? join(c.path, 'main.py') : join(c.path, 'case.txt');
+}
+
+/** The cases in `dir`: `NAME.py`, or a folder `NAME/` (holding `main.py` or `case.txt`) run as the working directory. */
 export function listCases(dir) {
   const cases = [];
   for (const entry of readdirSync(dir).sort()) {
     if (entry.startsWith('_') || entry.startsWith('.')) continue;
     const path = join(dir, entry);
     if (entry.endsWith('.py') && statSync(path).isFile()) cases.push({ name: entry.slice(0, -3), path, script: entry, folder: false });
-    else if (statSync(path).isDirectory() && existsSync(join(path, 'main.py'))) cases.push({ name: entry, path, script: 'main.py', folder: true });
+    else if (statSync(path).isDirectory() && (existsSync(join(path, 'main.py')) || existsSync(join(path, 'case.txt'))))
+      cases.push({ name: entry, path, script: 'main.py', folder: true });
   }
   return cases;
 }
 
-/** The allowed differences a case documents (`# equivalence: allow ...`); a malformed one is an error. */
-export function allowancesOf(text, name) {
-  const out = [];
+/** Shell-like words: whitespace apart, '...' literal, "..." with \" and \\ escaped; nothing expanded. */
+export function splitWords(text) {
+  const words = [];
+  let word = null;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i];
+    if (/\s/.test(ch)) {
+      if (word !== null) words.push(word);
+      word = null;
+    } else if (ch === "'") {
+      const end = text.indexOf("'", i + 1);
+      if (end < 0) throw new Error(`unterminated ' in: ${text}`);
+      word = (word ?? '') + text.slice(i + 1, end);
+      i = end;
+    } else if (ch === '"') {
+      let j = i + 1;
+      let part = '';
+      for (; j < text.length && text[j] !== '"'; j++) {
+        if (text[j] === '\\' && (text[j + 1] === '"' || text[j + 1] === '\\')) j++;
+        part += text[j];
+      }
+      if (j >= text.length) throw new Error(`unterminated " in: ${text}`);
+      word = (word ?? '') + part;
+      i = j;
+    } else word = (word ?? '') + ch;
+  }
+  if (word !== null) words.push(word);
+  return words;
+}
+
+/**
+ * A case's declarations (`# equivalence: ...` lines, see the header): the allowed differences, the command's words
+ * (null: `{python} {script}`), the stdio kinds and the processes doctor must find training in. A malformed line is
+ * an error.
+ */
+export function declarationsOf(text, name) {
+  const out = { allow: [], command: null, stdio: { stdout: 'own', stderr: 'own' }, probed: 1, env: {} };
   for (const raw of text.split('\n')) {
     const line = raw.trim();
     if (!/^#\s*equivalence:/.test(line)) continue;
-    const m = ALLOW_LINE.exec(line);
-    if (!m) throw new Error(`${name}: malformed '${line}' (want: # equivalence: allow stdout-line|stderr-line|file REGEX -- why)`);
-    out.push({ kind: m[1], pattern: new RegExp(m[2]), source: m[2], reason: m[3] });
+    const body = line.replace(/^#\s*equivalence:\s*/, '');
+    const bad = (want) => new Error(`${name}: malformed '${line}' (want: # equivalence: ${want})`);
+    if (/^allow\b/.test(body)) {
+      const m = ALLOW_LINE.exec(line);
+      if (!m) throw bad('allow stdout-line|stderr-line|file REGEX -- why');
+      out.allow.push({ kind: m[1], pattern: new RegExp(m[2]), source: m[2], reason: m[3] });
+    } else if (/^command\b/.test(body)) {
+      if (out.command) throw new Error(`${name}: two command lines`);
+      let words;
+      try {
+        words = splitWords(body.slice('command'.length));
+      } catch (e) {
+        throw bad(`command WORD... (${e.message})`);
+      }
+      if (words.length === 0) throw bad('command WORD...');
+      out.command = words;
+    } else if (/^stdio\b/.test(body)) {
+      const parts = body.split(/\s+/).slice(1);
+      if (parts.length === 0) throw bad(`stdio [stdout=KIND] [stderr=KIND] (KIND: ${STDIO_KINDS.join('|')})`);
+      for (const part of parts) {
+        const m = /^(stdout|stderr)=(\w+)$/.exec(part);
+        if (!m || !STDIO_KINDS.includes(m[2])) throw bad(`stdio [stdout=KIND] [stderr=KIND] (KIND: ${STDIO_KINDS.join('|')})`);
+        out.stdio[m[1]] = m[2];
+      }
+    } else if (/^env\b/.test(body)) {
+      const m = /^env\s+([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(body);
+      if (!m || m[1].startsWith('GPUWISE_')) throw bad('env NAME=VALUE (not a GPUWISE_ variable)');
+      out.env[m[1]] = m[2];
+    } else if (/^probed\b/.test(body)) {
+      const m = /^probed\s+(\d+)$/.exec(body);
+      if (!m) throw bad('probed N');
+      out.probed = Number(m[1]);
+    } else throw bad('allow ... | command ... | stdio ... | env NAME=VALUE | probed N');
   }
   return out;
 }
 
+/** The allowed differences a case documents (`# equivalence: allow ...`); a malformed declaration is an error. */
+export function allowancesOf(text, name) {
+  return declarationsOf(text, name).allow;
+}
+
 const shQuote = (s) => `'${s.replaceAll("'", `'\\''`)}'`;
 
-/** The command both runs execute: the script with stdin from /dev/null and its streams into two files. */
-function caseCommand(python, script, outPath, errPath) {
-  return ['sh', '-c', `exec "$0" "$@" </dev/null >${shQuote(outPath)} 2>${shQuote(errPath)}`, python, script];
+/**
+ * The command both runs execute: the case's words with `{python}` and `{script}` filled in; with an `own` stream,
+ * inside `sh -c 'exec CMD </dev/null >FILE 2>FILE'` so that the script writes into a file of its own.
+ */
+function caseCommand(words, python, script, stdio, outPath, errPath) {
+  const argv = words.map((w) => w.replaceAll('{python}', python).replaceAll('{script}', script));
+  if (stdio.stdout !== 'own' && stdio.stderr !== 'own') return argv;
+  const redirects = `${stdio.stdout === 'own' ? ` >${shQuote(outPath)}` : ''}${stdio.stderr === 'own' ? ` 2>${shQuote(errPath)}` : ''}`;
+  return ['sh', '-c', `exec "$0" "$@" </dev/null${redirects}`, ...argv];
+}
+
+/** The `slow` reader: 8 KiB reads 1 ms apart after 50 ms, into the file it is given. */
+const SLOW_READER = `
+import os, sys, time
+out = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+time.sleep(0.05)
+while True:
+    b = os.read(0, 8192)
+    if not b:
+        break
+    while b:
+        b = b[os.write(out, b):]
+    time.sleep(0.001)
+`;
+
+/**
+ * The `sh -c` script that gives the side's parent (REAPER, which starts the command or doctor) its stdout and stderr
+ * as the case declares; "$@" is the parent's argv. `own` streams of the parent go to files kept for reading.
+ */
+export function stdioScript(stdio, files, python) {
+  const slow = (file) => `${shQuote(python)} -S -c ${shQuote(SLOW_READER)} ${shQuote(file)}`;
+  const reader = (kind, file) => {
+    if (kind === 'pipe') return `cat >${shQuote(file)}`;
+    if (kind === 'tee') return `tee ${shQuote(file)} | ${slow('/dev/null')}`;
+    if (kind === 'closing') return `head -c ${CLOSING_AFTER} >${shQuote(file)}`;
+    return slow(file);
+  };
+  const redirect = (kind, fd, file, ownFile) => (kind === 'closed' ? `${fd}>&-` : `${fd}>${shQuote(kind === 'own' ? ownFile : file)}`);
+  const { stdout: o, stderr: e } = stdio;
+  const run = '"$@" </dev/null';
+  if (!PIPED.has(o) && !PIPED.has(e))
+    return `${run} ${redirect(o, 1, files.stdout, files.ownStdout)} ${redirect(e, 2, files.stderr, files.ownStderr)}`;
+  if (PIPED.has(o) && !PIPED.has(e)) return `${run} ${redirect(e, 2, files.stderr, files.ownStderr)} | ${reader(o, files.stdout)}`;
+  if (!PIPED.has(o)) return `${run} 2>&1 ${redirect(o, 1, files.stdout, files.ownStdout)} | ${reader(e, files.stderr)}`;
+  return `{ ${run} 2>&1 1>&3 3>&- | { ${reader(e, files.stderr)}; } 3>&-; } 3>&1 | ${reader(o, files.stdout)}`;
 }
 
 /**
- * The plain run's parent: a small Python that starts the command as Node's spawn (and so doctor) does, in a new
- * session with every signal at its default and none blocked, waits for it and writes how it ended (Node reports a
- * death by a signal it has no name for, such as SIGRTMAX, as exit code 0). A SIGTERM it receives goes on to the
- * command's process group.
+ * Each side's parent: a small Python that starts the plain command, or doctor, as Node's spawn (and so doctor) starts
+ * its command, in a new session with every signal at its default and none blocked, waits for it and writes how it
+ * ended: an exit status, or the signal that killed it (Node reports a death by a signal it has no name for, such as
+ * SIGRTMAX, as exit code 0). So a doctor that exits 128+N where the plain script died of signal N differs (issue 43
+ * item 8). A SIGTERM it receives goes on to its child's process group.
  */
 const REAPER = `
 import os, signal, sys
@@ -149,7 +333,12 @@ function runOnce(argv, cwd, env, stdoutPath, stderrPath, timeoutS, innerGroup = 
       clearTimeout(timer);
       killAll('SIGKILL'); // whatever the script left behind in its group
       const wallS = Number(process.hrtime.bigint() - started) / 1e9;
-      ok({ code: code ?? 128 + (osConstants.signals[signal] ?? 0), signal: signal ?? null, timedOut, wallS: Math.round(wallS * 100) / 100 });
+      ok({
+        code: code ?? 128 + (osConstants.signals[signal] ?? 0),
+        signal: signal ?? null,
+        timedOut,
+        wallS: Math.round(wallS * 100) / 100,
+      });
     };
     child.once('error', (e) => {
       writeFileSync(stderrPath, `equivalence: cannot start ${argv[0]}: ${e.message}\n`, { flag: 'a' });
@@ -159,13 +348,11 @@ function runOnce(argv, cwd, env, stdoutPath, stderrPath, timeoutS, innerGroup = 
   });
 }
 
-/** The plain run: the command under the reaper, its exit read from the status file the reaper wrote. */
-async function runPlain(command, cwd, env, stdoutPath, stderrPath, timeoutS, python, statusPath) {
-  const argv = [python, '-S', '-c', REAPER, statusPath, ...command];
-  const exit = await runOnce(argv, cwd, env, stdoutPath, stderrPath, timeoutS, `${statusPath}.pid`);
-  if (!existsSync(statusPath)) return exit; // the reaper itself was killed (a time-out)
+/** How the side's parent (REAPER) says its child ended; null when it wrote nothing (it was killed: a time-out). */
+function readStatus(statusPath) {
+  if (!existsSync(statusPath)) return null;
   const [code, signal] = readFileSync(statusPath, 'utf8').split(' ');
-  return { ...exit, code: Number(code), signal: signal === '-' ? null : signal };
+  return { code: Number(code), signal: signal === '-' ? null : signal };
 }
 
 /** Every file and folder under `dir` (relative paths, sorted): size and sha256 of files, targets of links. */
@@ -179,7 +366,13 @@ export function fileList(dir) {
       else if (st.isDirectory()) {
         out[`${r}/`] = { dir: true };
         walk(r);
-      } else if (st.isFile()) out[r] = { size: st.size, sha256: createHash('sha256').update(readFileSync(join(dir, r))).digest('hex') };
+      } else if (st.isFile())
+        out[r] = {
+          size: st.size,
+          sha256: createHash('sha256')
+            .update(readFileSync(join(dir, r)))
+            .digest('hex'),
+        };
       else out[r] = { other: true };
     }
   };
@@ -187,7 +380,8 @@ export function fileList(dir) {
   return out;
 }
 
-const describeFile = (f) => (f.dir ? 'folder' : f.link !== undefined ? `link to ${f.link}` : f.other ? 'special file' : `${f.size} B ${f.sha256.slice(0, 12)}`);
+const describeFile = (f) =>
+  f.dir ? 'folder' : f.link !== undefined ? `link to ${f.link}` : f.other ? 'special file' : `${f.size} B ${f.sha256.slice(0, 12)}`;
 const clip = (s, n = 160) => (s.length > n ? `${s.slice(0, n)}...` : s);
 
 function dropLines(text, patterns) {
@@ -196,6 +390,9 @@ function dropLines(text, patterns) {
   const kept = lines.filter((l) => !patterns.some((p) => p.test(l)));
   return { text: kept.join('\n'), dropped: lines.length - kept.length };
 }
+
+/** A line of a stream held byte for byte (latin1), as UTF-8 for reading. */
+const shown = (l) => Buffer.from(l, 'latin1').toString('utf8');
 
 /** Lines of each differing stream kept in the JSON, and the characters kept of each. */
 const KEPT_LINES = 60;
@@ -228,17 +425,20 @@ function textDifference(a, b) {
     parts.push(`the same lines in another order or blank lines apart (from line ${i + 1})`);
   }
   const some = (lines) => {
-    const q = (l) => `«${clip(l)}»`;
+    const q = (l) => `«${clip(shown(l))}»`;
     return lines.length > 3 ? `${q(lines[0])} ${q(lines[1])} ... ${q(lines[lines.length - 1])}` : lines.map(q).join(' ');
   };
   if (onlyDoctor.length > 0) parts.push(`doctor only (${onlyDoctor.length}): ${some(onlyDoctor)}`);
   if (onlyPlain.length > 0) parts.push(`plain only (${onlyPlain.length}): ${some(onlyPlain)}`);
-  const kept = (lines) => lines.slice(0, KEPT_LINES).map((l) => clip(l, KEPT_LINE_CHARS));
+  const kept = (lines) => lines.slice(0, KEPT_LINES).map((l) => clip(shown(l), KEPT_LINE_CHARS));
   return { summary: parts.join('; '), lines: { doctorOnly: kept(onlyDoctor), plainOnly: kept(onlyPlain) } };
 }
 
-/** The comparison of one case's two runs: the aspects that differ and a line on each. */
-export function compareRuns(plain, doctor, allowances) {
+/**
+ * The comparison of one case's two runs: the aspects that differ and a line on each. Streams are strings holding
+ * one character per byte (latin1). `probed`: the processes doctor must have recorded steps in (0: not checked).
+ */
+export function compareRuns(plain, doctor, allowances, probed = 0) {
   const differs = [];
   const details = [];
   const exitText = (r) => (r.timedOut ? `timed out (${r.code})` : r.signal ? `${r.code} (${r.signal})` : String(r.code));
@@ -256,7 +456,8 @@ export function compareRuns(plain, doctor, allowances) {
     if (a.text !== b.text) {
       const diff = textDifference(a.text, b.text);
       differs.push(stream);
-      details.push(`${stream}: ${diff.summary}`);
+      const sizes = a.text.length !== b.text.length ? `(plain ${a.text.length} B, doctor ${b.text.length} B) ` : '';
+      details.push(`${stream}: ${sizes}${diff.summary}`);
       lines[stream] = diff.lines;
     }
   }
@@ -275,6 +476,13 @@ export function compareRuns(plain, doctor, allowances) {
     differs.push('files');
     details.push(`files: ${fileNotes.slice(0, 4).join('; ')}${fileNotes.length > 4 ? `; ${fileNotes.length - 4} more` : ''}`);
   }
+  const found = doctor.probe?.probed ?? 0;
+  if (probed > 0 && doctor.probe && found < probed) {
+    differs.push('steps');
+    details.push(
+      `steps: doctor recorded steps in ${found} process(es) of the command, ${probed} expected (${doctor.probe.processes} sent records; the probe did not reach the training)`,
+    );
+  }
   return { equal: differs.length === 0, differs, details, lines, droppedLines: dropped };
 }
 
@@ -287,13 +495,14 @@ function probeSummary(runDir) {
       report: true,
       processes: ranks.length,
       steps: ranks.reduce((n, r) => n + (r?.steps?.steps ?? 0), 0),
+      probed: ranks.filter((r) => (r?.steps?.steps ?? 0) > 0).length,
       windows: Array.isArray(report.profile?.traces) ? report.profile.traces.length : 0,
       probeErrors: ranks.flatMap((r) => (r?.probeError ? [String(r.probeError.error ?? r.probeError)] : [])),
       outcome: report.run?.outcomeText ?? null,
       signal: report.run?.signal ?? null,
     };
   } catch {
-    return { report: false, processes: 0, steps: 0, windows: 0, probeErrors: [], outcome: null, signal: null };
+    return { report: false, processes: 0, steps: 0, probed: 0, windows: 0, probeErrors: [], outcome: null, signal: null };
   }
 }
 
@@ -304,34 +513,80 @@ function prepareWork(c, work) {
   for (const rel of Object.keys(fileList(work))) utimesSync(join(work, rel), FIXED_MTIME, FIXED_MTIME);
 }
 
-/** One side of a case: a fresh working directory at `work`, the run, what it printed and left, then the directory moved aside. */
-async function runSide(side, c, ctx, base) {
+/** The text doctor's report starts with on stdout (doctor.ts writes "\n" and then the text report). */
+const reportHeader = (command) => `\ngpuwise doctor: ${command.join(' ')}\nOutcome: `;
+/** doctor's closing lines on stderr, written after the command ended ("gpuwise doctor: saved as run ..."). */
+const CLOSING_LINES = /(?:gpuwise doctor: [^\n]*\n)+$/;
+
+/**
+ * A stream doctor shares with the script, cut into the script's part and doctor's own (see the header): the report
+ * after the last header on stdout, the trailing "gpuwise doctor: " lines on stderr.
+ */
+export function splitDoctorOutput(stream, text, command) {
+  if (stream === 'stdout') {
+    const i = text.lastIndexOf(reportHeader(command));
+    return i < 0 ? { script: text, own: '' } : { script: text.slice(0, i), own: text.slice(i) };
+  }
+  const m = CLOSING_LINES.exec(text);
+  return m ? { script: text.slice(0, m.index), own: text.slice(m.index) } : { script: text, own: '' };
+}
+
+const readBytes = (path) => (existsSync(path) ? readFileSync(path).toString('latin1') : '');
+
+/**
+ * One side of a case: a fresh working directory at `work`, the run under REAPER with the declared stdio, what the
+ * script's streams delivered and what it left, then the directory moved aside.
+ */
+async function runSide(side, c, decl, ctx, base) {
   const work = join(base, 'work');
   prepareWork(c, work);
-  const env = { ...ctx.env, ...compileCaches(join(base, 'caches')) };
-  const outPath = join(base, `${side}.stdout`);
-  const errPath = join(base, `${side}.stderr`);
-  const command = caseCommand(ctx.python, c.script, outPath, errPath);
-  let exit;
-  let probe = null;
-  let doctorStderr = '';
-  if (side === 'doctor') {
-    const runDir = join(base, 'doctor-run');
-    const argv = [process.execPath, ctx.cli, 'doctor', '--no-serve', '--out', runDir, '--store', join(base, 'store'), '--', ...command];
-    // Under the reaper as the plain run: doctor dies of its script's signal, which Node would read as exit 0 for SIGRTMAX.
-    exit = await runPlain(argv, work, env, join(base, 'doctor-own.stdout'), join(base, 'doctor-own.stderr'), ctx.timeoutS, ctx.python, join(base, 'doctor.status'));
-    probe = probeSummary(runDir);
-    doctorStderr = readFileSync(join(base, 'doctor-own.stderr'), 'utf8');
-  } else {
-    exit = await runPlain(command, work, env, join(base, `${side}.reaper.out`), join(base, `${side}.reaper.err`), ctx.timeoutS, ctx.python, join(base, `${side}.status`));
-  }
+  const env = {
+    ...ctx.env,
+    ...decl.env,
+    ...compileCaches(join(base, 'caches')),
+    PATH: [ctx.pythonBin, ctx.env.PATH].filter(Boolean).join(delimiter),
+  };
+  const files = {
+    stdout: join(base, `${side}.stdout`),
+    stderr: join(base, `${side}.stderr`),
+    ownStdout: join(base, `${side}.own.stdout`),
+    ownStderr: join(base, `${side}.own.stderr`),
+  };
+  const command = caseCommand(decl.command ?? ['{python}', '{script}'], ctx.python, c.script, decl.stdio, files.stdout, files.stderr);
+  const runDir = join(base, 'doctor-run');
+  const doctor = side === 'doctor';
+  const inner = doctor
+    ? [process.execPath, ctx.cli, 'doctor', '--no-serve', '--out', runDir, '--store', join(base, 'store'), '--', ...command]
+    : command;
+  const statusPath = join(base, `${side}.status`);
+  const argv = ['sh', '-c', stdioScript(decl.stdio, files, ctx.python), 'sh', ctx.python, '-S', '-c', REAPER, statusPath, ...inner];
+  const shExit = await runOnce(
+    argv,
+    work,
+    env,
+    join(base, `${side}.sh.out`),
+    join(base, `${side}.sh.err`),
+    ctx.timeoutS,
+    `${statusPath}.pid`,
+  );
+  const status = readStatus(statusPath);
+  const exit = status && !shExit.timedOut ? { ...shExit, ...status } : shExit;
+  const streams = { stdout: readBytes(files.stdout), stderr: readBytes(files.stderr) };
+  const own = { stdout: readBytes(files.ownStdout), stderr: readBytes(files.ownStderr) };
+  if (doctor)
+    for (const stream of ['stdout', 'stderr']) {
+      if (decl.stdio[stream] === 'own' || decl.stdio[stream] === 'closed') continue;
+      const cut = splitDoctorOutput(stream, streams[stream], command);
+      streams[stream] = cut.script;
+      own[stream] = cut.own;
+    }
   const result = {
     exit,
-    stdout: readFileSync(outPath, 'utf8'),
-    stderr: readFileSync(errPath, 'utf8'),
+    stdout: streams.stdout,
+    stderr: streams.stderr,
     files: fileList(work),
-    probe,
-    doctorStderr,
+    probe: doctor ? probeSummary(runDir) : null,
+    doctorStderr: doctor ? own.stderr + readBytes(join(base, `${side}.sh.err`)) : '',
   };
   renameSync(work, join(base, `${side}.files`));
   return result;
@@ -339,13 +594,13 @@ async function runSide(side, c, ctx, base) {
 
 async function runCase(c, ctx) {
   const base = mkdtempSync(join(ctx.tmp, `${c.name}-`));
-  const allowances = allowancesOf(readFileSync(c.folder ? join(c.path, c.script) : c.path, 'utf8'), c.name);
+  const decl = declarationsOf(readFileSync(declarationFile(c), 'utf8'), c.name);
   const started = Date.now();
-  const plain = await runSide('plain', c, ctx, base);
-  const other = await runSide(ctx.selfCheck ? 'plain2' : 'doctor', c, ctx, base);
-  const cmp = compareRuns(plain, other, allowances);
-  const skip = /^skip: (.*)$/m.exec(plain.stdout);
-  const tail = (s) => s.split('\n').slice(-8).join('\n');
+  const plain = await runSide('plain', c, decl, ctx, base);
+  const other = await runSide(ctx.selfCheck ? 'plain2' : 'doctor', c, decl, ctx, base);
+  const skip = /^skip: (.*)$/m.exec(shown(plain.stdout));
+  const cmp = compareRuns(plain, other, decl.allow, skip ? 0 : decl.probed);
+  const tail = (s) => shown(s).split('\n').slice(-8).join('\n');
   const result = {
     name: c.name,
     equal: cmp.equal,
@@ -353,15 +608,17 @@ async function runCase(c, ctx) {
     details: cmp.details,
     lines: cmp.lines,
     skipped: skip ? skip[1] : null,
-    allowed: allowances.map((a) => ({ kind: a.kind, pattern: a.source, reason: a.reason })),
+    allowed: decl.allow.map((a) => ({ kind: a.kind, pattern: a.source, reason: a.reason })),
+    command: decl.command,
+    stdio: decl.stdio,
     droppedLines: cmp.droppedLines,
     plain: { ...plain.exit, stderrTail: tail(plain.stderr) },
     doctor: { ...other.exit, stderrTail: tail(other.stderr), probe: other.probe, ownStderrTail: tail(other.doctorStderr) },
     files: Object.keys(plain.files).length,
     wallS: Math.round((Date.now() - started) / 100) / 10,
   };
-  if (!ctx.keep) rmSync(base, { recursive: true, force: true });
-  else result.kept = base;
+  if (ctx.keep) result.kept = base;
+  else rmSync(base, { recursive: true, force: true });
   return result;
 }
 
@@ -381,7 +638,14 @@ async function pool(items, jobs, fn) {
 /** The interpreter's Python and torch versions, for the report (null when it has no torch). */
 function versionsOf(python, env) {
   return new Promise((ok) => {
-    const child = spawn(python, ['-c', 'import sys, platform\ntry:\n import torch; t = torch.__version__\nexcept Exception:\n t = None\nprint(platform.python_version(), t)'], { env, stdio: ['ignore', 'pipe', 'ignore'] });
+    const child = spawn(
+      python,
+      [
+        '-c',
+        'import sys, platform\ntry:\n import torch; t = torch.__version__\nexcept Exception:\n t = None\nprint(platform.python_version(), t)',
+      ],
+      { env, stdio: ['ignore', 'pipe', 'ignore'] },
+    );
     let text = '';
     child.stdout.on('data', (d) => {
       text += d;
@@ -406,21 +670,66 @@ function compileCaches(dir) {
   return { TORCHINDUCTOR_CACHE_DIR: join(dir, 'inductor'), TRITON_CACHE_DIR: join(dir, 'triton') };
 }
 
-/** The environment both runs get: the caller's, without gpuwise's own variables, with a fixed hash seed. */
+/**
+ * The environment both runs get: the caller's, without gpuwise's own variables and without PYTHONUNBUFFERED (how
+ * the script's streams buffer decides how a broken stream shows: a BlockingIOError and exit 1 when buffered, lost
+ * bytes and exit 0 when not; a case that wants it unbuffered declares `# equivalence: env PYTHONUNBUFFERED=1`),
+ * with a fixed hash seed.
+ */
 export function caseEnv(base = process.env) {
   const env = { ...base, PYTHONHASHSEED: '0' };
+  delete env.PYTHONUNBUFFERED;
   for (const k of Object.keys(env)) if (k.startsWith('GPUWISE_')) delete env[k];
   return env;
 }
 
+/** `python` as an absolute path: as given when it names a file, else found on PATH (null: not found). */
+export function resolvePython(python, path = process.env.PATH ?? '') {
+  if (python.includes('/')) return existsSync(python) ? resolve(python) : null;
+  for (const dir of path.split(delimiter)) {
+    if (!dir || !isAbsolute(dir)) continue;
+    const p = join(dir, python);
+    try {
+      if (statSync(p).isFile()) return p;
+    } catch {
+      // not there
+    }
+  }
+  return null;
+}
+
 export async function runSuite(opts) {
-  const cases = listCases(opts.cases).filter((c) => !opts.only || opts.only.includes(c.name));
-  if (opts.only) for (const n of opts.only) if (!cases.some((c) => c.name === n)) throw new Error(`--only: no case named '${n}' in ${opts.cases}`);
-  for (const c of cases) allowancesOf(readFileSync(c.folder ? join(c.path, c.script) : c.path, 'utf8'), c.name);
+  const dirs = Array.isArray(opts.cases) ? [...opts.cases] : [opts.cases];
+  // Generated programs (scripts/equivalenceGen.mjs): a folder of their own, kept when one of them differs.
+  let generated = null;
+  if (opts.generate) {
+    const dir = mkdtempSync(join(tmpdir(), 'gpuwise-equivalence-generated-'));
+    const paths = writePrograms(dir, parseSeeds(opts.generate), knownCases(opts.generateAll ? null : (opts.known ?? DEFAULT_KNOWN)));
+    generated = { seeds: opts.generate, all: Boolean(opts.generateAll), dir, paths };
+    dirs.push(dir);
+  }
+  const all = dirs.flatMap((d) => listCases(d));
+  const seen = new Set();
+  for (const c of all) {
+    if (seen.has(c.name)) throw new Error(`two cases named '${c.name}' in ${dirs.join(', ')}`);
+    seen.add(c.name);
+  }
+  const cases = all.filter((c) => !opts.only || opts.only.includes(c.name));
+  if (opts.only)
+    for (const n of opts.only) if (!cases.some((c) => c.name === n)) throw new Error(`--only: no case named '${n}' in ${dirs.join(', ')}`);
+  for (const c of cases) declarationsOf(readFileSync(declarationFile(c), 'utf8'), c.name);
   const env = caseEnv();
+  const python = resolvePython(opts.python, env.PATH);
+  if (python === null) throw new Error(`--python ${opts.python}: not found`);
   const tmp = mkdtempSync(join(tmpdir(), 'gpuwise-equivalence-'));
+  // `python` and `python3` on the cases' PATH: the interpreter under test (shell scripts and Makefiles call them).
+  // Scripts that exec it rather than links to it: a link would be the interpreter's path (sys.executable), and one
+  // to a virtual environment's python would lose the environment (pyvenv.cfg is looked for beside the link).
+  const pythonBin = join(tmp, 'python-bin');
+  mkdirSync(pythonBin);
+  for (const name of ['python', 'python3']) writeFileSync(join(pythonBin, name), `#!/bin/sh\nexec ${shQuote(python)} "$@"\n`, { mode: 0o755 });
   const started = Date.now();
-  const ctx = { python: opts.python, cli: resolve(opts.cli), env, timeoutS: opts.timeoutS, selfCheck: opts.selfCheck, keep: opts.keep, tmp };
+  const ctx = { python, pythonBin, cli: resolve(opts.cli), env, timeoutS: opts.timeoutS, selfCheck: opts.selfCheck, keep: opts.keep, tmp };
   let results;
   try {
     results = await pool(cases, opts.jobs, async (c) => {
@@ -430,6 +739,15 @@ export async function runSuite(opts) {
     });
   } finally {
     if (!opts.keep) rmSync(tmp, { recursive: true, force: true });
+  }
+  if (generated) {
+    for (const r of results) if (r.name in generated.paths) r.generated = generated.paths[r.name];
+    const differing = results.filter((r) => r.generated && !r.equal);
+    if (differing.length === 0 && !opts.keep) {
+      rmSync(generated.dir, { recursive: true, force: true });
+      generated.dir = null;
+    }
+    generated.differing = differing.map((r) => r.generated);
   }
   const versions = await versionsOf(opts.python, env);
   return {
@@ -442,6 +760,7 @@ export async function runSuite(opts) {
     cli: opts.cli,
     jobs: opts.jobs,
     wallS: Math.round((Date.now() - started) / 100) / 10,
+    generated: generated && { seeds: generated.seeds, all: generated.all, kept: generated.dir, differing: generated.differing },
     summary: {
       cases: results.length,
       equal: results.filter((r) => r.equal).length,
@@ -462,18 +781,26 @@ export function renderTable(report) {
   });
   const head = ['case', 'plain', report.mode === 'self-check' ? 'plain 2' : 'doctor', 'same', 'steps', 'what differs'];
   const widths = head.slice(0, 5).map((h, i) => Math.max(h.length, ...rows.map((row) => row[i].length)));
-  const line = (cells) => cells.map((c, i) => (i < 5 ? c.padEnd(widths[i]) : c)).join('  ').trimEnd();
+  const line = (cells) =>
+    cells
+      .map((c, i) => (i < 5 ? c.padEnd(widths[i]) : c))
+      .join('  ')
+      .trimEnd();
   const s = report.summary;
   return [
     line(head),
     ...rows.map(line),
     '',
     `${s.equal}/${s.cases} equal (${s.skipped} skipped here), ${s.differ} differ; python ${report.pythonVersion ?? '?'}, torch ${report.torchVersion ?? 'none'}, ${report.jobs} job(s), ${report.wallS} s`,
+    ...(report.generated?.differing ?? []).map(
+      (p) => `generated program that differs, kept: ${p} (copy it into test/equivalence/cases to keep it as a case)`,
+    ),
     '',
   ].join('\n');
 }
 
-const USAGE = 'usage: node scripts/equivalence.mjs --python PY --cli dist/gpuwise.mjs --cases DIR [--jobs N] [--json OUT] [--only a,b] [--timeout S] [--self-check] [--keep]';
+const USAGE =
+  'usage: node scripts/equivalence.mjs --python PY --cli dist/gpuwise.mjs --cases DIR [--cases DIR2 ...] [--jobs N] [--json OUT] [--only a,b] [--timeout S] [--self-check] [--keep] [--generate SEEDS [--generate-all]]';
 
 async function main(argv) {
   let values;
@@ -483,13 +810,15 @@ async function main(argv) {
       options: {
         python: { type: 'string' },
         cli: { type: 'string' },
-        cases: { type: 'string' },
+        cases: { type: 'string', multiple: true },
         jobs: { type: 'string' },
         json: { type: 'string' },
         only: { type: 'string' },
         timeout: { type: 'string' },
         'self-check': { type: 'boolean' },
         keep: { type: 'boolean' },
+        generate: { type: 'string' },
+        'generate-all': { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
     }));
@@ -505,23 +834,33 @@ async function main(argv) {
     process.stderr.write(`equivalence: ${msg}\n${USAGE}\n`);
     return 2;
   };
-  if (!values.python || !values.cases || (!values.cli && !values['self-check'])) return bad('--python, --cli and --cases are required');
-  if (!existsSync(values.cases)) return bad(`--cases ${values.cases}: no such folder`);
+  if (!values.python || (!values.cases && !values.generate) || (!values.cli && !values['self-check']))
+    return bad('--python, --cli and --cases are required');
+  for (const d of values.cases ?? []) if (!existsSync(d)) return bad(`--cases ${d}: no such folder`);
   if (values.cli && !existsSync(values.cli)) return bad(`--cli ${values.cli}: no such file (npm run build writes dist/gpuwise.mjs)`);
   const jobs = Number(values.jobs ?? 2);
   const timeoutS = Number(values.timeout ?? DEFAULT_TIMEOUT_S);
   if (!Number.isInteger(jobs) || jobs < 1) return bad(`--jobs ${values.jobs}: not an integer >= 1`);
   if (!(timeoutS > 0)) return bad(`--timeout ${values.timeout}: not a positive number of seconds`);
+  if (values.generate !== undefined) {
+    try {
+      parseSeeds(values.generate);
+    } catch (e) {
+      return bad(`--generate: ${e.message}`);
+    }
+  }
   let report;
   try {
     report = await runSuite({
       python: values.python,
       cli: values.cli ?? '',
-      cases: values.cases,
+      cases: values.cases ?? [],
       jobs,
       timeoutS,
       selfCheck: values['self-check'] ?? false,
       keep: values.keep ?? false,
+      generate: values.generate ?? null,
+      generateAll: values['generate-all'] ?? false,
       only: values.only ? values.only.split(',').filter(Boolean) : null,
       onCase: (r) => process.stderr.write(`${r.equal ? 'same   ' : 'DIFFERS'} ${r.name} (${r.wallS} s)\n`),
     });
@@ -539,4 +878,3 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
     process.exitCode = code;
   });
 }
-

@@ -1,9 +1,13 @@
 /**
- * The behaviour-equivalence suite (issue 27) on Debian's CPU PyTorch: every script of test/equivalence/cases runs
- * plainly and under the bundled `gpuwise doctor` (scripts/equivalence.mjs), and must behave the same: exit status,
- * stdout, stderr, files written. The cases today's probe still breaks are listed, with the way they differ, in
- * known-differences.json; a listed case must still differ that way, so the list shrinks as the probe is fixed
- * (a case that starts passing fails here until it is taken off the list).
+ * The behaviour-equivalence suite (issues 27 and 43) on Debian's CPU PyTorch: every case of test/equivalence/cases
+ * runs plainly and under the bundled `gpuwise doctor` (scripts/equivalence.mjs), with the stdio and command form it
+ * declares (pipes with slow, tee'd and closing readers on doctor's own stdout, closed descriptors, launchers), and
+ * must behave the same: how it ended, what its streams delivered, files written, and doctor must have seen its
+ * steps. The cases today's doctor still breaks are listed, with the way they differ, in known-differences.json; a
+ * listed case must still differ that way, so the list shrinks as doctor is fixed (a case that starts passing fails
+ * here until it is taken off the list). A few generated programs (scripts/equivalenceGen.mjs, seeds GENERATED_SEEDS;
+ * EQUIVALENCE_SEEDS=0-49 runs more) combine behaviours of several families and must run the same; one that differs
+ * is kept and its path printed, to be copied into the cases.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -12,11 +16,14 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Aspect, CaseResult, EquivalenceReport } from '../../scripts/equivalence.mjs';
 import { listCases } from '../../scripts/equivalence.mjs';
+import { parseSeeds } from '../../scripts/equivalenceGen.mjs';
 import { buildBundle } from '../cliBundle.js';
 import { PYTHON, REPO, SKIP_PYTHON } from '../doctor/helpers.js';
 
 const CASES = join(REPO, 'test', 'equivalence', 'cases');
 const RUNNER = join(REPO, 'scripts', 'equivalence.mjs');
+/** The generated programs CI runs (about 4 s each on 2 cores); EQUIVALENCE_SEEDS=A-B runs others. */
+const GENERATED_SEEDS = process.env.EQUIVALENCE_SEEDS ?? '0-3';
 
 /** A case today's probe still breaks: the aspects that differ, and a piece of text the differences show. */
 interface KnownDifference {
@@ -53,7 +60,21 @@ describe.skipIf(SKIP_PYTHON)('plain run and doctor run behave the same (CPU torc
   beforeAll(async () => {
     const bundle = await buildBundle('gpuwise-equivalence-test');
     const json = join(tmp, 'equivalence.json');
-    const args = [RUNNER, '--python', PYTHON, '--cli', bundle, '--cases', CASES, '--jobs', '2', '--json', json];
+    const args = [
+      RUNNER,
+      '--python',
+      PYTHON,
+      '--cli',
+      bundle,
+      '--cases',
+      CASES,
+      '--jobs',
+      '2',
+      '--json',
+      json,
+      '--generate',
+      GENERATED_SEEDS,
+    ];
     runnerCode = await new Promise<number | null>((ok, fail) => {
       const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'ignore'] });
       child.once('error', fail);
@@ -64,15 +85,34 @@ describe.skipIf(SKIP_PYTHON)('plain run and doctor run behave the same (CPU torc
   }, 1_800_000);
   afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
-  it('ran every case, and exits 1 exactly when one differs', () => {
+  it('ran every case and the generated programs, and exits 1 exactly when one differs', () => {
     expect(report.schemaVersion).toBe(1);
-    expect(report.cases.map((c) => c.name)).toEqual(names);
+    expect(report.cases.filter((c) => !c.generated).map((c) => c.name)).toEqual(names);
+    expect(report.cases.filter((c) => c.generated).length).toBe(parseSeeds(GENERATED_SEEDS).length);
     expect(runnerCode).toBe(report.summary.differ > 0 ? 1 : 0);
   });
 
-  it('ran the probe for real: every case that is not skipped here had its steps recorded by doctor', () => {
-    const silent = report.cases.filter((c) => c.skipped === null && !((c.doctor.probe?.steps ?? 0) > 0)).map((c) => c.name);
+  it('ran the probe for real: every case that is not skipped here had its steps recorded by doctor (the launchers too)', () => {
+    const unprobed = (name: string) => known.cases[name]?.differs.includes('steps') ?? false;
+    const silent = report.cases
+      .filter((c) => c.skipped === null && !((c.doctor.probe?.steps ?? 0) > 0) && !unprobed(c.name))
+      .map((c) => c.name);
     expect(silent).toEqual([]);
+  });
+
+  it("doctor's own stdout and stderr were tried as the script's: a slow reader, tee, a reader that closes, closed descriptors", () => {
+    const kinds = new Set(report.cases.flatMap((c) => [c.stdio.stdout, c.stdio.stderr]));
+    for (const k of ['slow', 'tee', 'closing', 'closed', 'pipe', 'file'] as const) expect(kinds, k).toContain(k);
+  });
+
+  it('torchrun: both ranks had their steps recorded', () => {
+    expect(byName.get('launch_torchrun_gloo')?.doctor.probe?.probed).toBe(2);
+  });
+
+  it.each(parseSeeds(GENERATED_SEEDS).map((s) => `gen_${s}`))('%s (generated): the same under doctor', (name) => {
+    const r = byName.get(name) as CaseResult;
+    expect(r.details, `${r.generated}: copy it into test/equivalence/cases to keep it as a case`).toEqual([]);
+    expect(r.equal).toBe(true);
   });
 
   it('a training thread that outlives the main thread has every step recorded (the probe ends after it)', () => {

@@ -2,7 +2,11 @@
 # The behaviour-equivalence suite (issue 27) on the GPU machine: every case of test/equivalence/cases run plainly and
 # under doctor with the `python3` there (torch 2.x with CUDA): the CUDA cases (cuda_*) and the torch 2 ones
 # (compile, torch.export, DCP) run instead of skipping, and so do lightning, transformers and safetensors where they
-# are installed. Writes OUT/equivalence.json (scripts/equivalence.mjs's report) and OUT/equivalence.txt (the table).
+# are installed. The stdio, environment and launcher families (io_*, envx_*, launch_*: pipes with slow, tee'd and
+# closing readers on doctor's own streams, closed descriptors, env/bash/make/torchrun launchers) need sh, bash, make,
+# tee, head, timeout and cat there; torchrun's case runs two gloo ranks on the CPU. The generated programs of seeds
+# $SEEDS (default 0-11; scripts/equivalenceGen.mjs) run too; one that differs is kept and its path printed in the table.
+# Writes OUT/equivalence.json (scripts/equivalence.mjs's report) and OUT/equivalence.txt (the table).
 #   bash test/equivalence/run_gpu.sh [OUT] [CLI]     OUT defaults to $OUT, else .gpu-out/equivalence
 # Exit status: the runner's (0 every case the same, 1 some differ, 2 it could not run).
 set -u
@@ -22,7 +26,10 @@ fi
 # One GPU shared by the CUDA cases is fine; the CPU cases are what the cores run.
 jobs=${JOBS:-$(( $(nproc) > 16 ? 8 : ($(nproc) + 1) / 2 ))}
 python3 -c 'import sys, torch; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.cuda.is_available())' | tee "$out/versions.txt"
-node scripts/equivalence.mjs --python python3 --cli "$cli" --cases test/equivalence/cases --jobs "$jobs" --json "$out/equivalence.json" > "$out/equivalence.txt" 2> "$out/progress.log"
+for tool in sh bash make tee head timeout cat; do
+  command -v "$tool" >/dev/null || echo "run_gpu.sh: warning: $tool is missing here: the cases that use it will differ or fail" >&2
+done
+node scripts/equivalence.mjs --python python3 --cli "$cli" --cases test/equivalence/cases --generate "${SEEDS:-0-11}" --jobs "$jobs" --json "$out/equivalence.json" > "$out/equivalence.txt" 2> "$out/progress.log"
 code=$?
 cat "$out/equivalence.txt"
 exit $code

@@ -1,0 +1,19 @@
+import os
+import sys
+
+import torch
+
+print("VIRTUAL_ENV", os.path.relpath(os.environ["VIRTUAL_ENV"]), "UV_RUN", os.environ.get("UV_RUN"))
+print("PATH starts with", os.path.relpath(os.environ["PATH"].split(os.pathsep)[0]))
+print("executable name", os.path.basename(sys.executable))
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+data = [(torch.randn(8, 8), torch.randn(8, 1)) for _ in range(8)]
+for step in range(64):
+    x, y = data[step % 8]
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+print("loss %.6f" % loss.item())
