@@ -33,6 +33,8 @@ export interface ProbeSummary {
   probeErrors: string[];
   outcome: string | null;
   signal: string | null;
+  /** Processes doctor found using torch without the probe, each as `pid N: reason` (report.environment.unprobed). */
+  unprobed: string[];
 }
 
 /** `steps`: doctor recorded steps in fewer processes than the case declares (`probed`, 1 by default). */

@@ -64,7 +64,9 @@
  * variable of the caller's and no PYTHONUNBUFFERED (Python's default buffering, whatever the caller's shell has). Plain stdout holding a line `skip: REASON` marks the case skipped here (an optional
  * package or a CUDA device missing); both runs must still agree. Aspects that can differ, in this order: exit,
  * stdout, stderr, files, steps (doctor recorded steps in fewer than the declared processes: the probe did not
- * reach the training). `--self-check` runs the plain command twice instead (a case that differs then is not
+ * reach the training). `--attach site|path` makes doctor attach its probe by that route (GPUWISE_ATTACH, for doctor
+ * alone: through the interpreter's site hook, or the boot folder on PYTHONPATH; run/attach.ts); the report's summary
+ * names the processes doctor found using torch without the probe (`unprobed`). `--self-check` runs the plain command twice instead (a case that differs then is not
  * deterministic). Exit status: 0 when every case is equal, 1 when one differs, 2 for bad usage. Node built-ins only:
  * CI and the GPU machine run it as is. Streams are compared as bytes (a line only one run printed is shown as
  * UTF-8).
@@ -500,9 +502,11 @@ function probeSummary(runDir) {
       probeErrors: ranks.flatMap((r) => (r?.probeError ? [String(r.probeError.error ?? r.probeError)] : [])),
       outcome: report.run?.outcomeText ?? null,
       signal: report.run?.signal ?? null,
+      // Processes that imported torch without the probe, named with the reason (doctor's environment.unprobed).
+      unprobed: Array.isArray(report.environment?.unprobed) ? report.environment.unprobed.map((u) => `pid ${u.pid}: ${u.reason}`) : [],
     };
   } catch {
-    return { report: false, processes: 0, steps: 0, probed: 0, windows: 0, probeErrors: [], outcome: null, signal: null };
+    return { report: false, processes: 0, steps: 0, probed: 0, windows: 0, probeErrors: [], outcome: null, signal: null, unprobed: [] };
   }
 }
 
@@ -558,6 +562,8 @@ async function runSide(side, c, decl, ctx, base) {
   const inner = doctor
     ? [process.execPath, ctx.cli, 'doctor', '--no-serve', '--out', runDir, '--store', join(base, 'store'), '--', ...command]
     : command;
+  // The route doctor attaches the probe by (--attach: GPUWISE_ATTACH, which doctor keeps from the command).
+  if (doctor && ctx.attach) env.GPUWISE_ATTACH = ctx.attach;
   const statusPath = join(base, `${side}.status`);
   const argv = ['sh', '-c', stdioScript(decl.stdio, files, ctx.python), 'sh', ctx.python, '-S', '-c', REAPER, statusPath, ...inner];
   const shExit = await runOnce(
@@ -729,7 +735,7 @@ export async function runSuite(opts) {
   mkdirSync(pythonBin);
   for (const name of ['python', 'python3']) writeFileSync(join(pythonBin, name), `#!/bin/sh\nexec ${shQuote(python)} "$@"\n`, { mode: 0o755 });
   const started = Date.now();
-  const ctx = { python, pythonBin, cli: resolve(opts.cli), env, timeoutS: opts.timeoutS, selfCheck: opts.selfCheck, keep: opts.keep, tmp };
+  const ctx = { python, pythonBin, cli: resolve(opts.cli), env, attach: opts.attach ?? null, timeoutS: opts.timeoutS, selfCheck: opts.selfCheck, keep: opts.keep, tmp };
   let results;
   try {
     results = await pool(cases, opts.jobs, async (c) => {
@@ -800,7 +806,7 @@ export function renderTable(report) {
 }
 
 const USAGE =
-  'usage: node scripts/equivalence.mjs --python PY --cli dist/gpuwise.mjs --cases DIR [--cases DIR2 ...] [--jobs N] [--json OUT] [--only a,b] [--timeout S] [--self-check] [--keep] [--generate SEEDS [--generate-all]]';
+  'usage: node scripts/equivalence.mjs --python PY --cli dist/gpuwise.mjs --cases DIR [--cases DIR2 ...] [--jobs N] [--json OUT] [--only a,b] [--timeout S] [--self-check] [--keep] [--generate SEEDS [--generate-all]] [--attach site|path]';
 
 async function main(argv) {
   let values;
@@ -819,6 +825,7 @@ async function main(argv) {
         keep: { type: 'boolean' },
         generate: { type: 'string' },
         'generate-all': { type: 'boolean' },
+        attach: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     }));
@@ -842,6 +849,7 @@ async function main(argv) {
   const timeoutS = Number(values.timeout ?? DEFAULT_TIMEOUT_S);
   if (!Number.isInteger(jobs) || jobs < 1) return bad(`--jobs ${values.jobs}: not an integer >= 1`);
   if (!(timeoutS > 0)) return bad(`--timeout ${values.timeout}: not a positive number of seconds`);
+  if (values.attach !== undefined && values.attach !== 'site' && values.attach !== 'path') return bad(`--attach ${values.attach}: site or path`);
   if (values.generate !== undefined) {
     try {
       parseSeeds(values.generate);
@@ -861,6 +869,7 @@ async function main(argv) {
       keep: values.keep ?? false,
       generate: values.generate ?? null,
       generateAll: values['generate-all'] ?? false,
+      attach: values.attach ?? null,
       only: values.only ? values.only.split(',').filter(Boolean) : null,
       onCase: (r) => process.stderr.write(`${r.equal ? 'same   ' : 'DIFFERS'} ${r.name} (${r.wallS} s)\n`),
     });

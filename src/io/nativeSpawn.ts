@@ -25,7 +25,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { constants as osConstants } from 'node:os';
 import type { ChildExit } from '../run/exit.js';
 import { type Koffi, loadKoffi } from '../live/koffiLoader.js';
-import { SETTABLE_FLAGS, stdioFlagsAtStart } from './stdioAtStart.js';
+import { SETTABLE_FLAGS, stdioClosedAtStart, stdioFlagsAtStart } from './stdioAtStart.js';
 
 /** stdin, stdout, stderr: inherited from gpuwise, or stdin from /dev/null (`ignore`) and these fds as 1 and 2. */
 export type ChildStdio = 'inherit' | ['inherit' | 'ignore', number, number];
@@ -111,6 +111,7 @@ interface Libc {
   actionsDestroy: Fn;
   actionsAddDup2: Fn;
   actionsAddOpen: Fn;
+  actionsAddClose: Fn;
   fcntl: Fn;
   waitid: AsyncFn;
   sigrtmin: number;
@@ -148,6 +149,7 @@ function nativeLibc(): Libc | null {
       actionsDestroy: bind('int posix_spawn_file_actions_destroy(void *actions)'),
       actionsAddDup2: bind('int posix_spawn_file_actions_adddup2(void *actions, int fd, int newfd)'),
       actionsAddOpen: bind('int posix_spawn_file_actions_addopen(void *actions, int fd, const char *path, int oflag, uint32_t mode)'),
+      actionsAddClose: bind('int posix_spawn_file_actions_addclose(void *actions, int fd)'),
       fcntl: bind('int fcntl(int fd, int cmd, ...)'),
       waitid: bind('int waitid(int idtype, uint32_t id, void *info, int options)') as AsyncFn,
       // glibc keeps two real-time signals for itself: SIGRTMIN is 34, not the kernel's 32.
@@ -253,6 +255,11 @@ function addStdio(l: Libc, actions: Buffer, stdio: ChildStdio, file: string, fla
     }
     // An earlier target overwrote this source in the child (stdout and stderr swapped): not a case gpuwise has.
     if (src < target && sources[src] !== src) throw new SpawnError('EINVAL', `${file} (fd ${src} is replaced before it is duplicated)`);
+    // Closed when gpuwise started (Node put /dev/null there): closed in the command too, as without gpuwise.
+    if (src <= 2 && stdioClosedAtStart()[src]) {
+      check(l, l.actionsAddClose(actions, target), 'posix_spawn_file_actions_addclose', file);
+      continue;
+    }
     check(l, l.actionsAddDup2(actions, src, target), 'posix_spawn_file_actions_adddup2', file);
     if (src <= 2) asReceived(l, src, flagsAtStart[src] ?? null);
   }

@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { expect } from 'vitest';
 import type { DoctorReport } from '../../src/doctor/report.js';
 import { type ProbeRecord, parseProbeLines } from '../../src/run/records.js';
+import { installSiteHook } from '../../src/io/siteHook.js';
 import { runCli } from '../helpers/cli.js';
 
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -107,4 +108,18 @@ export async function rediagnosed(dir: string): Promise<DoctorReport> {
   const r = await runCli(['doctor', '--from', dir, '--json']);
   expect(r.code, r.stderr).toBe(0);
   return JSON.parse(r.stdout) as DoctorReport;
+}
+
+/**
+ * A Python with gpuwise's site hook, as the wheel installs it: a venv over /usr/bin/python3's packages (Debian's torch)
+ * holding the probe package and the hook (io/siteHook.ts). Returns the venv's python.
+ */
+export function hookedPython(parent: string): string {
+  const venv = join(parent, 'hooked-venv');
+  const made = spawnSync(PYTHON, ['-m', 'venv', '--system-site-packages', '--without-pip', venv], { encoding: 'utf8' });
+  if (made.status !== 0) throw new Error(`python3 -m venv: ${made.stderr}`);
+  const python = join(venv, 'bin', 'python');
+  const site = spawnSync(python, ['-c', 'import sysconfig; print(sysconfig.get_paths()["purelib"])'], { encoding: 'utf8' }).stdout.trim();
+  installSiteHook(PROBE_ROOT, site);
+  return python;
 }

@@ -4,15 +4,13 @@
  * (a venv holding what the wheel installs) every one is probed; without it (a clone: the boot folder on PYTHONPATH)
  * those that keep PYTHONPATH are probed and those that drop it are named with the reason, never "nothing trained".
  */
-import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DoctorReport } from '../../src/doctor/report.js';
-import { installSiteHook } from '../../src/io/siteHook.js';
 import { buildBundle } from '../cliBundle.js';
-import { PROBE_ROOT, PYTHON, SKIP_PYTHON, pyEnv, runProcess } from './helpers.js';
+import { PYTHON, SKIP_PYTHON, hookedPython, pyEnv, runProcess } from './helpers.js';
 
 const TRAIN = [
   'import os, sys, time',
@@ -55,12 +53,7 @@ describe.skipIf(SKIP_PYTHON)('launchers under doctor', () => {
     // -I and -E ignore PYTHONPATH: the script finds its helper by its own sys.path edit, as such scripts do.
     writeFileSync(join(work, 'isolated.py'), `import sys, os\nsys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "pkg"))\n${TRAIN}\n`);
     // The venv: Debian's CPU torch through the system site packages, and what the wheel installs.
-    const venv = join(tmp, 'venv');
-    const made = spawnSync(PYTHON, ['-m', 'venv', '--system-site-packages', '--without-pip', venv], { encoding: 'utf8' });
-    expect(made.status, made.stderr).toBe(0);
-    venvPython = join(venv, 'bin', 'python');
-    const site = spawnSync(venvPython, ['-c', 'import sysconfig; print(sysconfig.get_paths()["purelib"])'], { encoding: 'utf8' }).stdout.trim();
-    installSiteHook(PROBE_ROOT, site);
+    venvPython = hookedPython(tmp);
   }, 120_000);
   afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 

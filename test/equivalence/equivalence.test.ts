@@ -8,6 +8,12 @@
  * here until it is taken off the list). A few generated programs (scripts/equivalenceGen.mjs, seeds GENERATED_SEEDS;
  * EQUIVALENCE_SEEDS=0-49 runs more) combine behaviours of several families and must run the same; one that differs
  * is kept and its path printed, to be copied into the cases.
+ *
+ * Two routes by which doctor attaches its probe (run/attach.ts), two passes: every case with a Python that has the
+ * site hook (what the wheel installs: doctor then changes nothing in the environment), and the environment and
+ * launcher families again with /usr/bin/python3, which has none (a clone: the boot folder on PYTHONPATH). On that
+ * route a command that replaces PYTHONPATH or runs `python -I`/`-E` goes unprobed by design: those cases are listed
+ * in known-differences.json's `pathRoute`, and doctor must name the process that used torch and why.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -18,7 +24,7 @@ import type { Aspect, CaseResult, EquivalenceReport } from '../../scripts/equiva
 import { listCases } from '../../scripts/equivalence.mjs';
 import { parseSeeds } from '../../scripts/equivalenceGen.mjs';
 import { buildBundle } from '../cliBundle.js';
-import { PYTHON, REPO, SKIP_PYTHON } from '../doctor/helpers.js';
+import { PYTHON, REPO, SKIP_PYTHON, hookedPython } from '../doctor/helpers.js';
 
 const CASES = join(REPO, 'test', 'equivalence', 'cases');
 const RUNNER = join(REPO, 'scripts', 'equivalence.mjs');
@@ -34,7 +40,10 @@ interface KnownDifference {
 const known = JSON.parse(readFileSync(join(REPO, 'test', 'equivalence', 'known-differences.json'), 'utf8')) as {
   schemaVersion: number;
   cases: Record<string, KnownDifference>;
+  pathRoute: { cases: Record<string, KnownDifference> };
 };
+/** The families the path route (no site hook) runs again: where the environment and the launch decide the route's reach. */
+const PATH_ROUTE_FAMILIES = /^(envx|launch)_/;
 const names = listCases(CASES).map((c) => c.name);
 /** Everything the runner says differs in a case: its lines of details and the lines only one run printed. */
 const evidence = (r: CaseResult) =>
@@ -42,8 +51,8 @@ const evidence = (r: CaseResult) =>
 
 describe('the known-differences list', () => {
   it('names only cases that exist, each with the aspects that differ and a text to find', () => {
-    expect(known.schemaVersion).toBe(1);
-    for (const [name, k] of Object.entries(known.cases)) {
+    expect(known.schemaVersion).toBe(2);
+    for (const [name, k] of [...Object.entries(known.cases), ...Object.entries(known.pathRoute.cases)]) {
       expect(names, name).toContain(name);
       expect(k.differs.length, name).toBeGreaterThan(0);
       expect(k.contains.length, name).toBeGreaterThan(0);
@@ -57,32 +66,28 @@ describe.skipIf(SKIP_PYTHON)('plain run and doctor run behave the same (CPU torc
   let runnerCode: number | null = null;
   let byName: Map<string, CaseResult>;
 
+  let pathReport: EquivalenceReport;
+
   beforeAll(async () => {
     const bundle = await buildBundle('gpuwise-equivalence-test');
-    const json = join(tmp, 'equivalence.json');
-    const args = [
-      RUNNER,
-      '--python',
-      PYTHON,
-      '--cli',
-      bundle,
-      '--cases',
-      CASES,
-      '--jobs',
-      '2',
-      '--json',
-      json,
-      '--generate',
-      GENERATED_SEEDS,
-    ];
-    runnerCode = await new Promise<number | null>((ok, fail) => {
+    const site = await runSuite(bundle, hookedPython(tmp), 'site', ['--generate', GENERATED_SEEDS], 'site');
+    runnerCode = site.code;
+    report = site.report;
+    byName = new Map(report.cases.map((c) => [c.name, c]));
+    pathReport = (await runSuite(bundle, PYTHON, 'path', ['--only', names.filter((n) => PATH_ROUTE_FAMILIES.test(n)).join(',')], 'path')).report;
+  }, 1_800_000);
+
+  /** The runner over the cases with `python`, doctor attaching by `route`; its JSON report and exit status. */
+  async function runSuite(bundle: string, python: string, route: string, extra: string[], tag: string) {
+    const json = join(tmp, `equivalence-${tag}.json`);
+    const args = [RUNNER, '--python', python, '--cli', bundle, '--cases', CASES, '--jobs', '2', '--json', json, '--attach', route, ...extra];
+    const code = await new Promise<number | null>((ok, fail) => {
       const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'ignore'] });
       child.once('error', fail);
-      child.once('close', (code) => ok(code));
+      child.once('close', (c) => ok(c));
     });
-    report = JSON.parse(readFileSync(json, 'utf8')) as EquivalenceReport;
-    byName = new Map(report.cases.map((c) => [c.name, c]));
-  }, 1_800_000);
+    return { code, report: JSON.parse(readFileSync(json, 'utf8')) as EquivalenceReport };
+  }
   afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
   it('ran every case and the generated programs, and exits 1 exactly when one differs', () => {
@@ -131,5 +136,26 @@ describe.skipIf(SKIP_PYTHON)('plain run and doctor run behave the same (CPU torc
     expect(r.equal, `${name} now runs the same under doctor: remove it from known-differences.json`).toBe(false);
     expect(r.differs, r.details.join('\n')).toEqual(k.differs);
     expect(evidence(r)).toContain(k.contains);
+  });
+
+  describe('without the site hook (the boot folder on PYTHONPATH)', () => {
+    const pathCases = () => pathReport.cases;
+    it('ran the environment and launcher families again', () => {
+      expect(pathCases().map((c) => c.name)).toEqual(names.filter((n) => PATH_ROUTE_FAMILIES.test(n)));
+    });
+
+    it.each(names.filter((n) => PATH_ROUTE_FAMILIES.test(n) && !(n in known.pathRoute.cases)))('%s: the same under doctor', (name) => {
+      const r = pathCases().find((c) => c.name === name) as CaseResult;
+      expect(r.details, name).toEqual([]);
+    });
+
+    it.each(Object.keys(known.pathRoute.cases))('%s: differs as recorded, and a process it did not reach is named with why', (name) => {
+      const r = pathCases().find((c) => c.name === name) as CaseResult;
+      const k = known.pathRoute.cases[name] as KnownDifference;
+      expect(r.equal, `${name} now runs the same without the site hook: remove it from known-differences.json's pathRoute`).toBe(false);
+      expect(r.differs, r.details.join('\n')).toEqual(k.differs);
+      expect(evidence(r)).toContain(k.contains);
+      if (k.differs.includes('steps')) expect(r.doctor.probe?.unprobed ?? [], name).not.toEqual([]);
+    });
   });
 });
