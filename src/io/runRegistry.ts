@@ -1,6 +1,7 @@
 /**
  * doctor's run registry (shell): `/tmp/gpuwise-UID/`, a folder only this user may write, holding one entry per running
- * doctor (`run-DOCTORPID.json`, run/attach.ts's RunEntry) and the marks probed processes leave (`probed-DOCTORPID-PID`).
+ * doctor (`run-DOCTORPID.json`, run/attach.ts's RunEntry) and the marks probed processes leave: `torch-DOCTORPID-PID`
+ * (the probe saw it import torch), `trained-DOCTORPID-PID` (it began to train; python/gpuwise/probe/config.py).
  * A Python process finds its run by walking its ancestors to doctor (python/gpuwise/boot/attach.py), so nothing of
  * doctor's needs to be in the command's environment. The path is fixed (not TMPDIR): the command may change its
  * environment, and both sides must find the same folder. Entries of doctors that are gone are swept when a new one is
@@ -30,7 +31,7 @@ export interface RunRegistry {
   dir: string;
   /** Writes (or replaces) this doctor's entry; the command must be started after it. */
   register(entry: Omit<RunEntry, 'doctorPid' | 'doctorStartTicks' | 'schemaVersion'>): RunEntry;
-  /** The pids that marked themselves probed in this doctor's run. */
+  /** The pids whose probe saw them import torch in this doctor's run. */
   probedPids(): Set<number>;
   /** Removes this doctor's entry and marks (the folder too when nothing else is in it). */
   close(): void;
@@ -46,7 +47,7 @@ export function openRunRegistry(dir = registryDir()): RunRegistry | { problem: s
   const myTicks = startTicksOf(me);
   if (myTicks === null) return { problem: '/proc/self/stat is unreadable' };
   const entryPath = join(dir, `run-${me}.json`);
-  const markPrefix = `probed-${me}-`;
+  const markPrefix = `torch-${me}-`;
   return {
     dir,
     register(fields) {
@@ -116,7 +117,12 @@ function listOrEmpty(dir: string): string[] {
 
 function removeRun(dir: string, doctorPid: number): void {
   for (const name of listOrEmpty(dir))
-    if (name === `run-${doctorPid}.json` || name.startsWith(`probed-${doctorPid}-`) || name === `.run-${doctorPid}.tmp`)
+    if (
+      name === `run-${doctorPid}.json` ||
+      name.startsWith(`torch-${doctorPid}-`) ||
+      name.startsWith(`trained-${doctorPid}-`) ||
+      name === `.run-${doctorPid}.tmp`
+    )
       rmSync(join(dir, name), { force: true });
 }
 

@@ -71,7 +71,7 @@ export interface CommandProcess {
   exe: string | null;
   /** PyTorch's library was mapped into it (it imported torch). */
   torch: boolean;
-  /** It ran the probe (it marked itself in the registry). */
+  /** It ran the probe, which saw it import torch (its mark in the registry). */
   probed: boolean;
   /** Its PYTHONPATH when it started; undefined: unset; null: its environment could not be read. */
   pythonpath: string | undefined | null;

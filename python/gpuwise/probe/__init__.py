@@ -73,21 +73,20 @@ def activate_in_run(entry, ancestors, route):
     """Called by boot/attach.py for a process of a doctor run (`entry`: the run's registry entry; `ancestors`: the pids
     between this process and doctor; `route`: "site" or "path", how it was attached). A launcher (torchrun, accelerate
     launch) runs no probe and leaves the environment as it is: its ranks are started from it. A child of a probed
-    process runs one only when it trains (a rank, a spawn child)."""
+    process runs one only when it trains (a rank, a spawn child): config.runs_probe."""
     global _PROBE
     if _PROBE is not None:
         return None
     argv = getattr(sys, "orig_argv", None) or [sys.executable] + list(sys.argv)
     if config.is_launcher(argv):
         return None
-    environment = config.RunEnvironment(entry.get("pythonpathTokens"))
+    environment = config.RunEnvironment(entry.get("pythonpathTokens"), entry)
     environment.scrub_view()
-    if config.probed_ancestor(entry, ancestors) and not config.is_training_child(os.environ, argv):
+    if not config.runs_probe(entry, ancestors, os.environ, argv):
         environment.withdraw()
         return None
     if route == "site":
         environment.withdraw()  # its children find the run through the same site hook
-    config.mark_probed(entry)
     _PROBE = start(dict(entry.get("settings") or {}), environment)
     _PROBE.sink.connect_early()
     return _PROBE

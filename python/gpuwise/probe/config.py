@@ -43,8 +43,10 @@ PROBE_VARIABLES = (
     "GPUWISE_PROBED_PARENT",
     "GPUWISE_IMPORTABLE",
 )
-# Where the run's registry entry keeps each probed process's mark (boot/attach.py's registry folder).
-PROBED_MARK = "probed-%d-%d"
+# The marks a probed process leaves in the run's registry folder (boot/attach.py), by doctor's pid and its own: it
+# imported torch (it is the training's process, not a wrapper such as `conda run`), it began to train.
+TORCH_MARK = "torch-%d-%d"
+TRAINED_MARK = "trained-%d-%d"
 # Set (in the C environment only) by a probed process: its children know they are children.
 PARENT_MARK = "GPUWISE_PROBED_PARENT"
 # The user's PYTHONPATH before doctor put the boot folder in front (absent: it was unset).
@@ -204,7 +206,8 @@ def _set_c_pythonpath(value):
 class RunEnvironment(object):
     """What a process of a doctor run leaves of doctor's one change to its environment (the boot folder on PYTHONPATH)."""
 
-    def __init__(self, tokens):
+    def __init__(self, tokens, entry=None):
+        self.entry = entry
         self.tokens = tokens or None
         self.boot_dir = os.path.abspath(tokens["set"]) if tokens and tokens.get("set") else None
         self.started = os.environ.get("PYTHONPATH")
@@ -220,6 +223,17 @@ class RunEnvironment(object):
                 _view_set("PYTHONPATH", self.user)
         if self.boot_dir is not None:
             sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != self.boot_dir]
+
+    def imported_torch(self):
+        """The process imported torch: its children are the training's own (runs_probe)."""
+        if self.entry is not None:
+            _mark(self.entry, TORCH_MARK)
+
+    def trains(self):
+        """The process began to train: children it starts from now on, and a program it execs, run plainly."""
+        if self.entry is not None:
+            _mark(self.entry, TRAINED_MARK)
+        self.withdraw()
 
     def withdraw(self):
         """The C environment too: children started from now on inherit the user's PYTHONPATH. A script that set
@@ -237,20 +251,37 @@ class DirectEnvironment(object):
     def __init__(self, pythonpath):
         self.pythonpath = pythonpath
 
-    def withdraw(self):
+    def imported_torch(self):
+        pass
+
+    def trains(self):
         withdraw_c_environment(self.pythonpath)
 
 
-def probed_ancestor(entry, ancestors):
-    """Whether one of `ancestors` (pids between this process and doctor) runs the probe."""
+def _marked(entry, mark, pids):
     folder, doctor = entry.get("registryDir"), entry.get("doctorPid")
-    return any(os.path.exists(os.path.join(folder, PROBED_MARK % (doctor, pid))) for pid in ancestors)
+    return any(os.path.exists(os.path.join(folder, mark % (doctor, pid))) for pid in pids)
 
 
-def mark_probed(entry):
-    """This process runs the probe: its children will know (the mark is removed with the run's entry)."""
+def runs_probe(entry, ancestors, env, argv):
+    """Whether this process of a doctor run runs the probe, from the marks of the processes above it (`ancestors`,
+    nearest first; its own pid too, for an image that replaced a process by exec): none once one of them began to
+    train (children started then run plainly, and so does a program it exec'd); else only a rank or a spawn child
+    below a process that imported torch (the training's own children: a data preparation script, an evaluation
+    subprocess, a compile worker run plainly); else the probe (the first process of the command that may train: a
+    wrapper that never imported torch, such as `conda run`, is not the training)."""
+    lineage = [os.getpid()] + list(ancestors)
+    if _marked(entry, TRAINED_MARK, lineage):
+        return False
+    if _marked(entry, TORCH_MARK, lineage):
+        return is_training_child(env, argv)
+    return True
+
+
+def _mark(entry, mark):
+    """Leaves `mark` for this process in the registry folder (removed with the run's entry)."""
     try:
-        path = os.path.join(entry["registryDir"], PROBED_MARK % (entry["doctorPid"], os.getpid()))
+        path = os.path.join(entry["registryDir"], mark % (entry["doctorPid"], os.getpid()))
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600))
     except (OSError, KeyError, TypeError):
         pass

@@ -230,6 +230,8 @@ class Probe(StepsMixin, WindowMixin):
 
     def _install(self, torch):
         self.torch = torch
+        if self.environment is not None:
+            self.environment.imported_torch()
         self.inference_mode_on = getattr(torch, "is_inference_mode_enabled", None)  # torch >= 1.9; read per forward
         # Every import the probe needs, made now (on the thread importing torch) and never later from a hook, where
         # an import could meet a thread of the script importing torch's lazy modules.
@@ -297,7 +299,7 @@ class Probe(StepsMixin, WindowMixin):
         if not self.withdrawn:
             self.withdrawn = True
             if self.environment is not None:
-                self.environment.withdraw()
+                self.environment.trains()
             self.background.ensure()  # the watchdog watches from the first step on
 
     def _optimizer_steps(self):
