@@ -68,6 +68,7 @@ class Clock(_harness.StepClock):
         super().__init__(torch.device("cpu"), a.warmup)
         self.a = a
         self.wait_s = 0.0
+        self.idle_s = 0.0
         self.cpu0 = None
         self.cpu1 = None
 
@@ -78,10 +79,12 @@ class Clock(_harness.StepClock):
         return self.cpu0 is None or time.perf_counter() - self.host[self.warmup] < self.a.seconds
 
     def next(self, it):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.thread_time()
         batch = next(it)
         if self.cpu0 is not None:
-            self.wait_s += time.perf_counter() - t
+            dt = time.perf_counter() - t
+            self.wait_s += dt
+            self.idle_s += max(0.0, dt - (time.thread_time() - c))
         return batch
 
     def tick(self, samples=0):
@@ -99,6 +102,7 @@ class Clock(_harness.StepClock):
         return {
             "loop_cpu_ms": round(cpu / n * 1e3, 3),
             "loop_wait_ms": round(self.wait_s / n * 1e3, 3),
+            "loop_idle_ms": round(self.idle_s / n * 1e3, 3),
             "loop_cpu_share": round(cpu / max(1e-9, wall - self.wait_s), 3),
         }
 

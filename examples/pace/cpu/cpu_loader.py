@@ -14,7 +14,7 @@ import _cpu
 
 
 def main():
-    ap = _cpu.parser(__doc__, seconds=3, warmup=6, workers=1, batch=16)
+    ap = _cpu.parser(__doc__, seconds=4, warmup=6, workers=1, batch=16)  # 4 s: doctor reads the workers' CPU once a second
     ap.add_argument("--size", type=int, default=80, help="image side in pixels (default 80: about 0.3 ms of CPU a sample)")
     a = _cpu.parse(ap)
     _cpu._harness.require(__file__, "numpy")
