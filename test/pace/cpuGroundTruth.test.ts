@@ -85,7 +85,7 @@ const CASES: Case[] = [
     work: 'waits',
     levers: ['more-workers'],
     why: 'samples wait on I/O (64 ms a batch a worker, little CPU): 2 workers on 2 cores leave the loop waiting most of its step; more workers than cores keep up',
-    reference: ['--workers', '24'],
+    reference: ['--workers', '16'],
   },
   {
     name: 'io_w4',
@@ -95,7 +95,7 @@ const CASES: Case[] = [
     work: 'waits',
     levers: ['more-workers'],
     why: 'already twice the cores, the loop still waits on I/O: more workers still help, the cores do not cap them',
-    reference: ['--workers', '24'],
+    reference: ['--workers', '16'],
   },
   {
     name: 'cpu_w1',

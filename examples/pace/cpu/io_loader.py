@@ -4,9 +4,10 @@ count, past the cores: 8 workers on 2 cores wait in parallel as well as 8 on 8 (
 wait measured 4.4 ms a step with 8 workers against 14.3 ms with 2, and doctor said num_workers=1).
 
     python3 examples/pace/cpu/io_loader.py --workers 2            # the loop waits most of its step
-    python3 examples/pace/cpu/io_loader.py --workers 24           # the host's step, the loader keeping up
+    python3 examples/pace/cpu/io_loader.py --workers 16           # the host's step, the loader keeping up
 
-The loop: an MLP's step (a few ms of CPU on one thread). A sleep takes about as long on a loaded machine as on a quiet
+The loop: an MLP's step (about 7 ms of CPU on one thread: the workers' own CPU, 2-3 ms a batch for making the samples
+and handing the batch over, stays well under what the loop leaves of 2 cores). A sleep takes about as long on a loaded machine as on a quiet
 one, so the loader's rate is much the same under doctor and in the plain runs after it: the suite holds the steps this
 loader sets to the bound. What a loaded machine adds is the wake-up after each sleep (waiting for a core): long waits
 of few samples keep that small against the wait (8 ms a sample; with 4 ms, 4 workers on the loaded 2-core VM took
@@ -20,7 +21,7 @@ def main():
     ap = _cpu.parser(__doc__, seconds=3, warmup=8, workers=2, batch=8)
     ap.add_argument("--sample-ms", type=float, default=8.0, help="the wait of one sample (default 8 ms: 64 ms a batch of 8)")
     ap.add_argument("--dim", type=int, default=256, help="features of a sample")
-    ap.add_argument("--hidden", type=int, default=1024, help="the MLP's hidden width (the host's work a step)")
+    ap.add_argument("--hidden", type=int, default=2048, help="the MLP's hidden width (the host's work a step: about 7 ms)")
     a = _cpu.parse(ap)
     import torch
     from torch.utils.data import DataLoader, Dataset
