@@ -14,21 +14,23 @@
  * A loaded 2-core machine moves CPU work more than waits: a sleep takes about as long whatever else runs, a core's
  * work does not (on the development VM, shared with other jobs at a load of 5-13, an MLP step's wall time was 3.5x
  * its CPU time). So the steps are held to the bound where waits set them: a loader whose samples wait on I/O, its
- * epoch starts, and doctor's own step of such a loop against the plain runs'; a held step is judged against the
+ * epoch starts, and doctor's own step of such a loop against the plain runs'. A held step is judged against the
  * plain runs' range (a prediction inside it is off by no more than the machine moved identical runs), then their
- * median. A step the model says the host then binds (CPU) is printed, its time not held: what is held there is that
- * the host binds indeed (the loop idles waiting for its batches less than HOST_BINDS_MAX_IDLE of the step). The
- * scripts bound by CPU (cpu_loader, host_loop) are printed only: doctor's run and the plain runs after it see
- * different loads, and what the workers get of the cores changes with them. Their levers are held all the same: what
- * doctor advises is read off the report, not timed. Every run lasts a few seconds whatever the machine's speed
- * (--seconds: doctor reads the workers' CPU time about once a second), so the test takes about as long on a quiet
- * machine as on a loaded one: 70-90 s on the development VM at a load of 8-12.
+ * median; a case whose doctor step misses the plain runs' is measured once more (doctor and the plain runs), a burst
+ * of load during one of them being likelier than a probe that misses once. A step the model says the host then
+ * binds (CPU) is printed, its time not held: what is held there is that the host binds indeed (the loop idles
+ * waiting for its batches less than HOST_BINDS_MAX_IDLE of the step). The scripts bound by CPU (cpu_loader,
+ * host_loop) are printed only: doctor's run and the plain runs after it see different loads, and what the workers
+ * get of the cores changes with them. Their levers are held all the same: what doctor advises is read off the
+ * report, not timed. Every run lasts a few seconds whatever the machine's speed (--seconds: doctor reads the
+ * workers' CPU time about once a second), so a quiet machine saves only start-ups: 75 s on the development VM at a
+ * load of 4, 80-120 s at 7-9, up to 140 s at 12.
  *
  * KNOWN_FAILING lists the checks today's model fails, each with why: they run as `it.fails`, so CI stays green while
  * they fail and goes red when one passes, which is when its entry goes. KNOWN_FLAKY, those it fails on a loaded
  * machine only: skipped with the failure when they fail.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -45,12 +47,13 @@ const BOUND = 0.2;
 const REPEAT = 3;
 /**
  * After a step the model says the host binds, the loop must idle waiting for its batches (off the CPU in next()) less
- * than this share of the step. A loader that binds leaves the loop idle most of its step (io_loader: 77% with 2
- * workers, 56% with 4, on the loaded development VM); one that keeps up, the hand-over of a ready batch (16% of the
- * 4.7 ms step with 13 workers there; next() also spends about a millisecond of CPU on it, which doctor counts as wait).
+ * than this share of the step. A loader that binds leaves the loop idle most of its step (io_loader on the loaded
+ * development VM: about 76% with 2 workers, 54-63% with 4); one that keeps up, what the hand-over of a ready batch
+ * leaves (6-15% with 12 to 16 workers there; next() also spends about a millisecond of CPU on it, which doctor
+ * counts as wait).
  */
 const HOST_BINDS_MAX_IDLE = 0.3;
-/** GPUWISE_CPU_TRUTH_OUT=DIR keeps the doctor runs, the plain runs' lines and the table there. */
+/** GPUWISE_CPU_TRUTH_OUT=DIR keeps the doctor runs, the plain runs' lines (measured.jsonl) and the table there. */
 const KEEP = process.env.GPUWISE_CPU_TRUTH_OUT;
 
 type Lever = 'more-workers' | 'persistent' | 'no-loader-step' | 'no-workers-past-cores' | 'batch';
@@ -72,7 +75,11 @@ interface Case {
   levers: Lever[];
   /** Why those levers, with what was measured on the development VM. */
   why: string;
-  /** The lever an expert would pull: measured (and printed) where the plan misses a lever, to show what it missed. */
+  /**
+   * The lever an expert would pull: measured once (and printed) where the plan misses a lever, to show what it
+   * missed; with GPUWISE_CPU_TRUTH_OUT only (a few seconds a case on a loaded machine, for a figure the check does not
+   * need).
+   */
   reference?: string[];
 }
 
@@ -123,7 +130,7 @@ const CASES: Case[] = [
     plainSeconds: 1.5,
     work: 'waits',
     levers: ['persistent'],
-    why: 'epochs of 6 steps whose 2 workers start again each time (150 ms opening the data set): persistent workers start once',
+    why: 'epochs of 6 steps whose 2 workers start again each time (300 ms opening the data set): persistent workers start once',
     reference: ['--persistent-workers'],
   },
   {
@@ -209,14 +216,16 @@ interface Outcome {
   doctorS: number;
   rows: Row[];
   plainS: number;
+  /** Measured twice: why the first was put aside. */
+  retried?: string;
 }
 
 const ms = (ns: number | null | undefined) => (typeof ns === 'number' ? ns / 1e6 : null);
 const fmt = (x: number | null | undefined, d = 1) => (typeof x === 'number' ? x.toFixed(d) : '-');
 const pct = (x: number | null) => (x === null ? '-' : `${x >= 0 ? '+' : ''}${(x * 100).toFixed(0)}%`);
 
-const tmp = mkdtempSync(join(tmpdir(), 'gpuwise-cpu-truth-'));
-const out = KEEP ?? tmp;
+let tmp = '';
+let out = '';
 const outcomes: Outcome[] = [];
 let bundle = '';
 const t0 = Date.now();
@@ -247,6 +256,7 @@ async function plain(c: Case, flags: string[], repeat = REPEAT): Promise<Line> {
   expect(r.code, r.stderr.slice(-3000)).toBe(0);
   const line = lineOf(r.stdout);
   expect(line, r.stdout.slice(-2000)).not.toBeNull();
+  if (KEEP) appendFileSync(join(KEEP, 'measured.jsonl'), `${JSON.stringify({ case: c.name, flags: [...c.flags, ...flags].join(' '), ...line })}\n`);
   return line as Line;
 }
 
@@ -307,8 +317,23 @@ function judge(c: Case, step: 'now' | 'plan', bound: string, predictedMs: number
   };
 }
 
-/** Runs doctor on the case, follows its plan plainly, and measures each step: one row per step, "now" first. */
+/**
+ * The case measured (once more where doctor's own step misses the plain runs', which a burst of load during one of
+ * them does: on the development VM at a load of 10, doctor's step of io_loader with 4 workers came out at 34 ms
+ * against 17-20 ms plainly, its loop's wall time outside the waits 3x its CPU time; a probe or model that misses
+ * misses twice).
+ */
 async function measure(c: Case): Promise<Outcome> {
+  const first = await measureOnce(c);
+  const now = first.rows[0] as Row;
+  if (now.ok) return first;
+  const again = await measureOnce(c);
+  const why = `doctor's step ${fmt(now.predictedMs)} ms against ${fmt(now.measuredMs)} ms plainly at the first try`;
+  return { ...again, retried: why };
+}
+
+/** Runs doctor on the case, follows its plan plainly, and measures each step: one row per step, "now" first. */
+async function measureOnce(c: Case): Promise<Outcome> {
   const { report, seconds, reportPath } = await underDoctor(c);
   const started = Date.now();
   const name = c.script.replace(/\.py$/, '');
@@ -339,7 +364,7 @@ async function measure(c: Case): Promise<Outcome> {
   const advice = c.levers.includes('batch') && batch ? batchAdvice(report, batch) : null;
   if (advice) rows.push(row(advice.label, advice.flags, ms(advice.expectedNs), '?', 'plan', await plain(c, advice.flags)));
   // A lever the plan misses: what it would have given, measured once from the run as it was (no prediction to judge).
-  if (c.reference && c.levers.some((l) => leverProblem(l, c, report) !== null))
+  if (KEEP && c.reference && c.levers.some((l) => leverProblem(l, c, report) !== null))
     rows.push({ ...row('lever missed (not in the plan)', c.reference, null, '', 'plan', await plain(c, c.reference, 1)), judged: 'printed', note: '' });
   return { c, report, doctorS: seconds, rows, plainS: (Date.now() - started) / 1e3 };
 }
@@ -433,7 +458,8 @@ function table(): string {
     const dl = o.report.findings.find((f) => f.id === 'dataloader-bound');
     const st = o.report.ranks[0]?.steps;
     const steady = st ? `, its step over ${st.measuredSteps} of ${st.steps} steps from step ${st.steadyFromStep}` : '';
-    return `- ${o.c.name} (doctor ${o.doctorS.toFixed(1)} s${steady}; plain runs ${o.plainS.toFixed(1)} s): ${p?.why ?? 'no pace section'}${
+    const retried = o.retried ? `; measured again: ${o.retried}` : '';
+    return `- ${o.c.name} (doctor ${o.doctorS.toFixed(1)} s${steady}; plain runs ${o.plainS.toFixed(1)} s${retried}): ${p?.why ?? 'no pace section'}${
       dl ? `; dataloader-bound ${dl.severity}, code num_workers=${/num_workers=(\d+)/.exec(dl.recommendation?.code ?? '')?.[1] ?? '?'}` : ''
     }`;
   });
@@ -443,14 +469,17 @@ function table(): string {
 describe.skipIf(SKIP_PYTHON)("ground truth on CPU: doctor's plan followed and measured (examples/pace/cpu)", () => {
   beforeAll(async () => {
     bundle = await buildBundle('gpuwise-cpu-ground-truth');
+    tmp = mkdtempSync(join(tmpdir(), 'gpuwise-cpu-truth-'));
+    out = KEEP ?? tmp;
     if (KEEP) mkdirSync(KEEP, { recursive: true });
+    if (KEEP) rmSync(join(KEEP, 'measured.jsonl'), { force: true });
   }, 120_000);
 
   afterAll(() => {
     const text = `${table()}\n\ntotal ${((Date.now() - t0) / 1e3).toFixed(0)} s`;
     console.log(`\nCPU ground truth (issue 44): predicted against measured, per batch of the doctor run's size\n${text}\n`);
     if (KEEP) writeFileSync(join(KEEP, 'table.md'), `${text}\n`);
-    rmSync(tmp, { recursive: true, force: true });
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
   });
 
   for (const c of CASES) {
