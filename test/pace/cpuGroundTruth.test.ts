@@ -63,7 +63,7 @@ interface Case {
   script: string;
   flags: string[];
   /**
-   * Seconds of measured steps in each plain run (--seconds; doctor's run takes the script's default, 3 s: doctor's
+   * Seconds of measured steps in each plain run (--seconds; doctor's run takes the script's default, 3-4 s: doctor's
    * steady part starts where the step times settle, which a loop bound by its loader reaches from its first steps,
    * the batches its workers prefetched while the model was built included, and it reads the workers' CPU time about
    * once a second).

@@ -17,7 +17,7 @@ import _cpu
 
 
 def main():
-    ap = _cpu.parser(__doc__, seconds=3, warmup=6, workers=2, batch=8)  # the warm-up: the first epoch
+    ap = _cpu.parser(__doc__, seconds=4, warmup=6, workers=2, batch=8)  # the warm-up: the first epoch; 4 s: 8 epochs or so
     ap.add_argument("--batches", type=int, default=6, help="batches an epoch (default 6)")
     ap.add_argument("--open-ms", type=float, default=300.0, help="what a worker waits opening the data set when it starts (default 300 ms)")
     ap.add_argument("--sample-ms", type=float, default=2.0, help="the wait of one sample (default 2 ms: 16 ms a batch of 8)")
