@@ -7,9 +7,10 @@ unlike io_loader.py, workers past the cores share them.
     python3 examples/pace/cpu/cpu_loader.py --workers 1        # one worker's CPU sets the pace
     python3 examples/pace/cpu/cpu_loader.py --workers 4        # 4 workers on 2 cores: more would not help
 
-The loop: a small model over the images pooled to 12x12 (a few ms of CPU, receiving the batch included). CPU-bound work slows down with whatever
-else runs on the machine, so the suite prints this script's predictions against the measured steps but does not hold
-them to the bound (test/pace/cpuGroundTruth.test.ts says when)."""
+The loop: a small model over the images pooled to 12x12 (a few ms of CPU, receiving the batch included). CPU-bound
+work slows down with whatever else runs on the machine, so the suite prints this script's predictions against the
+measured steps but does not hold them to the bound (test/pace/cpuGroundTruth.test.ts says why); the levers doctor
+names are held."""
 import _cpu
 
 
