@@ -4,12 +4,14 @@ than as the expectations guessed it.
 
     python3 examples/pace/follow_plan.py REPORT.json NAME
 
-A fix is read from its id and its label (the words doctor prints): `num_workers 4 -> 7` gives `--workers 7`,
-persistent workers `--persistent-workers`, pinned memory `--pin-memory`, bf16 autocast `--amp bf16` (Lightning's
-`--precision bf16-mixed`), channels_last `--channels-last`, torch.compile `--compile`, a fused AdamW
-`--fused-adamw`, fewer launches (launch-bound: compile, CUDA graphs) `--compile --compile-mode reduce-overhead`
-where the script has that mode, syncs out of the loop `--log-every 50` (the scripts call `.item()` when
-they log; timm_style's `--sync-every 50`; none for hf_generate, whose syncs are generate()'s own). A step that needs more DataLoader workers than the flags give
+A fix is read from its id and its label (the words doctor prints): `num_workers 4 -> 7` gives `--workers 7` ("more
+DataLoader workers", without a count, the count of the DataLoader finding's code), persistent workers
+`--persistent-workers`, pinned memory `--pin-memory`, bf16 autocast `--amp bf16` (Lightning's `--precision
+bf16-mixed`), channels_last `--channels-last`, torch.compile `--compile`, a fused AdamW `--fused-adamw`, fewer
+launches (launch-bound: compile, CUDA graphs) `--compile --compile-mode reduce-overhead` where the script has that
+mode, syncs out of the loop `--log-every 50` (the scripts call `.item()` when they log; timm_style's `--sync-every
+50`; none for hf_generate, whose syncs are generate()'s own), a batch (`batch 8 -> 32`, `batch x4`) `--batch` in the
+CPU scripts of examples/pace/cpu/. A step that needs more DataLoader workers than the flags give
 (`workersNeeded`) gets them, and one that asks for drop_last=True (`dropLast`: a compiling fix over a loader with a
 partial last batch) `--drop-last`. The first fix these scripts cannot express stops the plan there (said on stderr): the
 steps after it assume it.
@@ -27,19 +29,36 @@ SYNC_FLAG = {"timm_style": "--sync-every"}
 OWN_SYNCS = {"hf_generate"}
 # The scripts whose DataLoader keeps its last, partial batch unless --drop-last (the others drop it always).
 DROP_LAST = {"jpeg_resnet", "fakedata_resnet", "gan_fakedata"}
+# The CPU ground-truth scripts (examples/pace/cpu/, test/pace/cpuGroundTruth.test.ts): --batch sets their batch, so a
+# batch fix ("batch 8 -> 32", "batch 32", "batch x4" of the run's batch) is followed there.
+BATCH = {"io_loader", "cpu_loader", "epochs", "host_loop"}
 # The scripts whose --compile takes --compile-mode (_harness.model_flags, compiled_cnn.py): launch-bound's fix there is
 # torch.compile(mode="reduce-overhead").
 COMPILE_MODE = {"jpeg_resnet", "timm_style", "fakedata_resnet", "gpu_bound", "compiled_cnn"}
 
 
-def flags_of(fix_id, label, name, flags):
-    """The flags after `flags` with this fix applied, or None when the scripts have no flag for it."""
+def flags_of(fix_id, label, name, flags, batch=None, workers=None):
+    """The flags after `flags` with this fix applied, or None when the scripts have no flag for it. `batch`: the run's
+    batch (samples a step), for a fix that multiplies it; `workers`: the count the DataLoader finding's code gives, for
+    a step that asks for "more DataLoader workers" without one."""
     out = dict(flags)
     text = label.lower()
     known = False
+    if name in BATCH:
+        m = re.search(r"\bbatch (?:\d+ -> )?(\d+)\b", text)
+        k = re.search(r"\bbatch x(\d+)\b", text)
+        if m:
+            out["--batch"] = m.group(1)
+            known = True
+        elif k and batch:
+            out["--batch"] = str(int(out.get("--batch") or batch) * int(k.group(1)))
+            known = True
     m = re.search(r"num_workers (\d+) -> (\d+)", text)
     if m:
         out["--workers"] = m.group(2)
+        known = True
+    elif "more dataloader workers" in text and workers:
+        out["--workers"] = str(workers)  # no count in the label: the one the DataLoader finding's code gives
         known = True
     if "persistent" in text:
         out["--persistent-workers"] = None
@@ -98,10 +117,16 @@ def main(argv):
         sys.stderr.write("follow_plan.py: %s: cannot read the report (%s)\n" % (path, e))
         return 1
     plan = ((report.get("pace") or {}).get("plan") or {}).get("steps") or []
+    batch = (((report.get("ranks") or [{}])[0] or {}).get("steps") or {}).get("samplesPerStep")
+    workers = None
+    for f in report.get("findings") or []:
+        code = re.search(r"num_workers=(\d+)", ((f.get("recommendation") or {}).get("code") or ""))
+        if f.get("id") == "dataloader-bound":
+            workers = (f.get("data") or {}).get("workersRecommended") or (int(code.group(1)) if code else None)
     flags = {}
     lines = ["base="]
     for i, step in enumerate(plan, 1):
-        nxt = flags_of(step.get("id") or "", step.get("label") or "", name, flags)
+        nxt = flags_of(step.get("id") or "", step.get("label") or "", name, flags, batch, workers)
         if nxt is None:
             sys.stderr.write("follow_plan.py: %s: step %d (%s) has no flag in the script: the plan is followed up to it\n" % (path, i, step.get("label")))
             break

@@ -214,6 +214,24 @@ describe("follow_plan.py: doctor's plan as the scripts' flags", () => {
     expect(r.stderr).toContain('has no flag in the script');
   });
 
+  it("follows a batch in the CPU scripts (examples/pace/cpu) and 'more DataLoader workers' with the count of the finding's code", () => {
+    const report = join(data, 'report-cpu.json');
+    const write = (steps: { id: string; label: string }[], findings: unknown[] = []) =>
+      writeFileSync(report, JSON.stringify({ schemaVersion: 1, ranks: [{ steps: { samplesPerStep: 8 } }], findings, pace: { plan: { steps } } }));
+    const follow = (name: string) => spawnSync('python3', [join(REPO, 'examples', 'pace', 'follow_plan.py'), report, name], { encoding: 'utf8' });
+    write([
+      { id: 'whatif-bigger-batch', label: 'batch x4' },
+      { id: 'whatif-bigger-batch', label: 'batch 8 -> 64' },
+    ]);
+    expect(follow('host_loop').stdout.trim().split('\n')).toEqual(['base=', 'plan1=--batch 32', 'plan2=--batch 64']);
+    expect(follow('jpeg_resnet').stdout.trim().split('\n')).toEqual(['base=']); // the GPU corpus has no --batch
+    write(
+      [{ id: 'dataloader-bound', label: 'more DataLoader workers' }],
+      [{ id: 'dataloader-bound', data: {}, recommendation: { code: 'DataLoader(dataset, num_workers=8, pin_memory=True)' } }],
+    );
+    expect(follow('cpu_loader').stdout.trim().split('\n')).toEqual(['base=', 'plan1=--workers 8']);
+  });
+
   it("says bf16 in Lightning's words, and names an unreadable report in one line", () => {
     expect(plan([{ id: 'mixed-precision', label: 'bf16 autocast + channels_last' }], 'lightning_datamodule').stdout).toContain(
       'plan1=--precision bf16-mixed --channels-last',
