@@ -1103,16 +1103,21 @@ export function jobStage(
  * (the job's set-up). The probe's findings name each rank they were looked for on.
  */
 export function paceStage(job: Job | null, findings: readonly RankedFinding[], traces: readonly TraceInput[]): DoctorReport['pace'] {
+  return paceReportOf(job, plannedFindings(job, findings, traces));
+}
+
+/** The findings as the plan reads them: a window's and a what-if's also name the job's ranks without a window. */
+export function plannedFindings(job: Job | null, findings: readonly RankedFinding[], traces: readonly TraceInput[]): RankedFinding[] {
   const windowed = new Set(traces.filter((t) => t.metrics !== null).map((t) => t.rank));
   const unseen = (job?.ranks ?? []).map((r) => r.rank).filter((r) => !windowed.has(r));
-  const planned = findings.map((f) =>
-    f.source === 'planner' && unseen.length > 0
+  if (unseen.length === 0) return [...findings];
+  return findings.map((f) =>
+    f.source === 'planner'
       ? { ...f, ranks: [] }
-      : f.source === 'trace' && unseen.length > 0 && f.ranks.length > 0
+      : f.source === 'trace' && f.ranks.length > 0
         ? { ...f, ranks: [...new Set([...f.ranks, ...unseen])].sort((a, b) => a - b) }
         : f,
   );
-  return paceReportOf(job, planned);
 }
 
 /**

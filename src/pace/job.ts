@@ -142,6 +142,12 @@ export function applyJobFix(job: Job, fix: Fix, among: readonly number[] = []): 
   return { ...job, ranks: fix.ops.some((o) => o.kind === 'balance') ? balanced(ranks, among) : ranks };
 }
 
+/** The ranks of the job a fix changes (applyJobFix): those it names, every rank where it changes the batch. */
+export function ranksMadeOn(job: Job, fix: Fix, among: readonly number[] = []): number[] {
+  const named = job.ranks.filter((r) => names(among, r.rank)).map((r) => r.rank);
+  return named.length > 0 && fix.ops.some((o) => o.kind === 'batch') ? job.ranks.map((r) => r.rank) : named;
+}
+
 /**
  * The ranks `among` names balanced: each takes the mean across them of the work they do, in each rank's own measure
  * (weighted by its calibration, so what its stages leave unexplained stays its own and balanced ranks all take the

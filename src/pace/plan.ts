@@ -8,7 +8,7 @@
 import { fmtMs } from '../util/format.js';
 import type { Fix } from './fix.js';
 import { boundWords } from './gain.js';
-import { applyJobFix, type Job, type JobRank, type JobStep, jobStepOf } from './job.js';
+import { applyJobFix, type Job, type JobRank, type JobStep, jobStepOf, ranksMadeOn } from './job.js';
 import { type Bound, type PartialBatch, type Pipeline, stepOf, workersToAsk } from './pipeline.js';
 
 /** A fix must shorten the composed step by this share to take a place in the plan. */
@@ -44,8 +44,9 @@ export interface PlanStep {
   dropLast: boolean;
   /** The line as the report prints it (without its number). */
   text: string;
-  /** The rank whose own step binds once it is made (a job of several ranks only). */
+  /** The rank whose own step binds once it is made, and the ranks the fix is made on (a job of several ranks only). */
   rank?: number;
+  ranks?: number[];
 }
 
 export interface PacePlan {
@@ -101,7 +102,7 @@ export function planOf(job: Job, candidates: readonly PlanCandidate[]): PacePlan
       workersNeeded: need,
       dropLast: partial !== null,
       text: `${best.c.fix.label}: ${fmtMs(now)} -> ${fmtMs(best.s.perBatchNs)}, then ${boundText} binds${several ? ` (rank ${best.s.rank})` : ''}${need !== null ? `; needs about ${need} DataLoader workers` : ''}${dropLast}`,
-      ...onRank(best.s),
+      ...(several ? { rank: best.s.rank, ranks: ranksMadeOn(cur, best.c.fix, best.c.ranks ?? []) } : {}),
     });
     cur = best.q;
     now = best.s.perBatchNs;

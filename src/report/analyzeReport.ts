@@ -84,13 +84,13 @@ export function buildAnalyzeReport(
       topFinding: findings[0]?.id ?? null,
     },
     findings,
-    pace: paceReportOf(paceJob(ranks, collectives), findings),
+    pace: paceReportOf(analyzeJobOf(ranks, collectives), findings),
     metrics: { ranks },
   };
 }
 
 /** The job of the ranks with steps: each rank's window pipeline less its wait for the others in collectives. */
-function paceJob(ranks: readonly TraceMetrics[], collectives: readonly CollectiveTimings[]): ReturnType<typeof windowJob> {
+export function analyzeJobOf(ranks: readonly TraceMetrics[], collectives: readonly CollectiveTimings[]): ReturnType<typeof windowJob> {
   const timed = ranks.flatMap((m, i) => (m.perStep.durNs > 0 ? [i] : []));
   const withCollectives = collectives.length === ranks.length ? timed.map((i) => collectives[i] as CollectiveTimings) : [];
   const ms = timed.map((i) => ranks[i] as TraceMetrics);
