@@ -8,7 +8,7 @@
 import { fmtMs } from '../util/format.js';
 import type { Fix } from './fix.js';
 import { boundWords } from './gain.js';
-import { applyJobFix, type Job, type JobRank, type JobStep, jobStepOf, ranksMadeOn } from './job.js';
+import { applyJobFix, type Job, type JobRank, jobStepOf, ranksMadeOn } from './job.js';
 import { type Bound, type PartialBatch, type Pipeline, stepOf, workersToAsk } from './pipeline.js';
 
 /** A fix must shorten the composed step by this share to take a place in the plan. */
@@ -64,7 +64,6 @@ export interface PacePlan {
 export function planOf(job: Job, candidates: readonly PlanCandidate[]): PacePlan {
   const start = jobStepOf(job);
   const several = job.ranks.length > 1;
-  const onRank = (s: JobStep) => (several ? { rank: s.rank } : {});
   let cur = job;
   let now = start.perBatchNs;
   const left = [...candidates];
@@ -107,7 +106,7 @@ export function planOf(job: Job, candidates: readonly PlanCandidate[]): PacePlan
     cur = best.q;
     now = best.s.perBatchNs;
   }
-  return { stepNs: start.perBatchNs, bound: start.bound, ...onRank(start), steps, expectedStepNs: now };
+  return { stepNs: start.perBatchNs, bound: start.bound, ...(several ? { rank: start.rank } : {}), steps, expectedStepNs: now };
 }
 
 /** Why a compiling fix asks for drop_last, in words. */
