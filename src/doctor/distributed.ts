@@ -12,6 +12,8 @@
 import { IMBALANCE_MIN_SHARE } from '../advice/rules/distributed.js';
 import type { ProbeBalance } from '../advice/rules/rule.js';
 import type { HelloRecord } from '../run/records.js';
+import { balanceLimits, type Job, jobOf } from '../pace/job.js';
+import { measuredStep, type Pipeline } from '../pace/pipeline.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
 import { fmtMs, fmtPct } from '../util/format.js';
 
@@ -179,21 +181,47 @@ const lineOf = (v: RankView) =>
   `rank ${v.rank}: median step ${v.medianStepS === null ? 'n/a' : fmtMs(v.medianStepS * 1e9)}, DataLoader wait ${v.dataWaitPerStepS === null ? 'n/a' : `${fmtMs(v.dataWaitPerStepS * 1e9)} a step`} (probe, every steady step)`;
 
 /**
- * The probe-timed side of rank-imbalance, as the rule's context (advice/rules/rule.ts ProbeBalance): the skew and the
- * DataLoader waits' spread with a line per rank, the straggler when the steps name one, and balancing's gain: the
- * larger of the median skew and the wait spread. Null without a view.
+ * Each rank's wait in collectives a step as the probe times it, ns (what doctor has where no window times the
+ * collectives on every rank): a synchronous job's ranks meet in every collective, so a rank waits there for the rank
+ * that waits longest on its DataLoader, the difference of their waits. Assumed: a rank's longer step otherwise (the
+ * step-time skew) is its own work, so no wait is read from it; without every rank's DataLoader wait, none waits.
  */
-export function probeBalanceOf(view: DistributedView | null): ProbeBalance | null {
+export function probeWaitsNs(view: DistributedView | null): Map<number, number> {
+  const out = new Map<number, number>();
+  if (view === null || view.ranks.some((v) => v.dataWaitPerStepS === null)) return out;
+  const most = Math.max(...view.ranks.map((v) => v.dataWaitPerStepS as number));
+  for (const v of view.ranks) out.set(v.rank, (most - (v.dataWaitPerStepS as number)) * 1e9);
+  return out;
+}
+
+/**
+ * The job as the probe times it: each rank's pipeline (`pipelines`, doctor's run pipelines by rank; else the rank's
+ * median step alone) less its wait (probeWaitsNs). Null without a rank.
+ */
+export function probeJobOf(view: DistributedView | null, pipelines: ReadonlyMap<number, Pipeline> = new Map()): Job | null {
+  const waits = probeWaitsNs(view);
+  const byRank = new Map(pipelines);
+  for (const v of view?.ranks ?? [])
+    if (!byRank.has(v.rank) && v.medianStepS !== null) byRank.set(v.rank, measuredStep(v.medianStepS * 1e9, `rank ${v.rank}'s median step (probe)`));
+  return jobOf([...byRank].map(([rank, pipeline]) => ({ rank, pipeline, waitNs: waits.get(rank) ?? 0 })));
+}
+
+/**
+ * The probe-timed side of rank-imbalance, as the rule's context (advice/rules/rule.ts ProbeBalance): the skew and the
+ * DataLoader waits' spread with a line per rank, the straggler when the steps name one, and the job balancing's gain
+ * is read on (`job`: probeJobOf, by default on the ranks' median steps alone). Null without a view.
+ */
+export function probeBalanceOf(view: DistributedView | null, job: Job | null = probeJobOf(view)): ProbeBalance | null {
   if (view === null) return null;
   const st = view.straggler;
   const skewLine = `probe-timed over the run: skew ${view.skew === null ? 'n/a' : fmtPct(view.skew)} (rank ${view.slowestRank} slowest), DataLoader wait spread ${view.dataWaitSpread === null ? 'n/a' : fmtPct(view.dataWaitSpread)} of the step`;
-  const medians = view.ranks.map((v) => v.medianStepS ?? 0);
-  const slowS = Math.max(...medians);
-  const meanS = medians.reduce((a, b) => a + b, 0) / medians.length;
-  const stepNs = slowS * 1e9;
-  const bySkew = (slowS - meanS) * 1e9;
-  const byWait = (view.dataWaitSpread ?? 0) * stepNs;
-  const savedNs = Math.max(bySkew, byWait);
+  const waits = [...probeWaitsNs(view)];
+  const loading = waits.find(([, ns]) => ns === 0)?.[0];
+  const waiting = waits.filter(([, ns]) => ns > 0);
+  const waitText = waiting.length
+    ? `; the others wait in collectives for rank ${loading}, which waits longest on its DataLoader (${waiting.map(([r, ns]) => `rank ${r} ${fmtMs(ns)} a step`).join(', ')}): its work, not theirs`
+    : '';
+  const limits = job ? balanceLimits(job, view.ranks.map((v) => v.rank)) : '';
   return {
     ranks: view.ranks.map((v) => v.rank),
     evidence: [skewLine, ...view.ranks.map(lineOf), ...view.why.map((w) => `rank ${st?.rank ?? view.slowestRank}: ${w}`)],
@@ -210,13 +238,7 @@ export function probeBalanceOf(view: DistributedView | null): ProbeBalance | nul
                 : `Rank ${st.rank} waits on its DataLoader longer than the others: they wait for it in every collective`,
           },
     compared: view.skew !== null,
-    balanced:
-      st === null || !(stepNs > 0)
-        ? null
-        : {
-            stepNs,
-            expectedStepNs: stepNs - Math.min(savedNs, 0.99 * stepNs),
-            arithmetic: `balanced ranks: the slowest median ${fmtMs(stepNs)} down to the mean median ${fmtMs(meanS * 1e9)} (${fmtMs(bySkew)}), or the DataLoader wait spread ${fmtPct(view.dataWaitSpread ?? 0)} of the step (${fmtMs(byWait)}) no longer waited for in collectives: the larger, ${fmtMs(savedNs)}`,
-          },
+    job: st === null ? null : job,
+    balanceArithmetic: `balanced ranks each take the mean of the ranks' own work, timed by the probe over every steady step${waitText}${limits ? `; ${limits}` : ''}`,
   };
 }

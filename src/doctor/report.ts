@@ -13,6 +13,7 @@ import { frameworkNamedBy, inFramework, inTraceFramework } from '../advice/frame
 import { type Finding, finding } from '../findings/finding.js';
 import { sortFindings } from '../findings/rank.js';
 import type { MemoryReport } from '../memory/report.js';
+import { type Job, windowJob } from '../pace/job.js';
 import type { Pipeline } from '../pace/pipeline.js';
 import { type PaceReport, paceReportOf } from '../pace/report.js';
 import { epochStartsOf, runPipeline } from '../pace/run.js';
@@ -43,7 +44,7 @@ import type { CollectiveTimings } from '../trace/metrics/collectives.js';
 import { modelFlopsAtStep } from '../trace/metrics/modelFlops.js';
 import type { ModelFlops, TraceMetrics } from '../trace/metrics/types.js';
 import { type GpuProcess, gpuProcessesOf, isGpuProcess, withJobPids } from './gpuProcesses.js';
-import { type DistributedView, distributedView, probeBalanceOf } from './distributed.js';
+import { type DistributedView, distributedView, probeBalanceOf, probeJobOf } from './distributed.js';
 import { type Ending, endingOf, type FirstFailure } from './ending.js';
 import { type HangAnalysis, hangAnalysis, innermostFrames, openStalls, recoveredStalls } from './hang.js';
 import { dataParallelAlternativeOf } from './dataParallelFix.js';
@@ -1061,18 +1062,62 @@ export function whatIfStage(
   return { findings: planned.findings, traceFindings: traceFindings.map((f) => planned.merged.find((m) => m.id === f.id) ?? f) };
 }
 
-/** Stage 9: what sets the pace of the slowest training rank and the plan of the findings' fixes on it (pace/report.ts). */
-export function paceStage(
-  paces: ReadonlyMap<number, Pipeline>,
-  ranks: readonly RankSummary[],
-  findings: readonly Finding[],
-): DoctorReport['pace'] {
+/** Each rank's pipeline: its first process's (processes that are not ranks of one job all count as rank 0). */
+function pipelinesByRank(paces: ReadonlyMap<number, Pipeline>, ranks: readonly RankSummary[]): Map<number, Pipeline> {
   const byRank = new Map<number, Pipeline>();
   for (const r of ranks) {
     const p = paces.get(r.pid);
     if (p && !byRank.has(r.rank)) byRank.set(r.rank, p);
   }
-  return paceReportOf(byRank, findings);
+  return byRank;
+}
+
+/**
+ * Stage 4c: the job (pace/job.ts): each training rank's pipeline less its wait for the others in collectives. The wait
+ * is the windows' (collectiveWaits) where every rank has a window of one job begun at the same step, else the probe's
+ * (probeWaitsNs: the DataLoader waits' differences). `probe` forces the probe's.
+ */
+export function jobStage(
+  paces: ReadonlyMap<number, Pipeline>,
+  ranks: readonly RankSummary[],
+  traces: readonly TraceInput[],
+  view: DistributedView | null,
+  apart: boolean,
+  probe = false,
+): Job | null {
+  const byRank = pipelinesByRank(paces, ranks);
+  const analysed = traces.filter((t) => t.metrics !== null && t.collectives !== null && byRank.has(t.rank));
+  const windowed = !probe && !apart && crossRankRulesRun(traces) && byRank.size > 1 && analysed.length === byRank.size;
+  if (!windowed) return probeJobOf(view, byRank);
+  return windowJob(
+    analysed.map((t) => t.metrics as TraceMetrics),
+    analysed.map((t) => t.collectives as CollectiveTimings),
+    analysed.map((t) => byRank.get(t.rank) as Pipeline),
+  );
+}
+
+/**
+ * Stage 9: what sets the pace of the slowest training rank and the plan of the findings' fixes over the job
+ * (pace/report.ts). The trace's rules look only at ranks with a window, so their findings name those; a rank of the
+ * job without a window of its own runs the same script, so their fixes apply to it too (assumed), as a what-if's does
+ * (the job's set-up). The probe's findings name each rank they were looked for on.
+ */
+export function paceStage(job: Job | null, findings: readonly RankedFinding[], traces: readonly TraceInput[]): DoctorReport['pace'] {
+  return paceReportOf(job, plannedFindings(job, findings, traces));
+}
+
+/** The findings as the plan reads them: a window's and a what-if's also name the job's ranks without a window. */
+export function plannedFindings(job: Job | null, findings: readonly RankedFinding[], traces: readonly TraceInput[]): RankedFinding[] {
+  const windowed = new Set(traces.filter((t) => t.metrics !== null).map((t) => t.rank));
+  const unseen = (job?.ranks ?? []).map((r) => r.rank).filter((r) => !windowed.has(r));
+  if (unseen.length === 0) return [...findings];
+  return findings.map((f) =>
+    f.source === 'planner'
+      ? { ...f, ranks: [] }
+      : f.source === 'trace' && f.ranks.length > 0
+        ? { ...f, ranks: [...new Set([...f.ranks, ...unseen])].sort((a, b) => a - b) }
+        : f,
+  );
 }
 
 /**
@@ -1091,7 +1136,7 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
   const asked = askedPrecisionOf(input.command, processes, id.model);
   const apart = windowsApart(processes);
   const paces = pacesOf(processes, ranks, input.traces);
-  const probeBalance = probeBalanceOf(distributed);
+  const probeBalance = probeBalanceOf(distributed, jobStage(paces, ranks, input.traces, distributed, apart !== null, true));
   const ending = endingOf(processes, input.disconnectedAtMs, input.hang?.atMs ?? null, input.stepBeacons);
   const stalls = openStalls(input.records);
   const hang = hangAnalysis(stalls, input.hang ? input.hang.timeoutS : null, input.hang?.atMs ?? null);
@@ -1184,7 +1229,7 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
       whatIf.result.setup || whatIf.result.calibration ? { setup: whatIf.result.setup, calibration: whatIf.result.calibration } : null,
     whatIfProblem: whatIf.result.problem,
     findings,
-    pace: paceStage(paces, ranks, findings),
+    pace: paceStage(jobStage(paces, ranks, input.traces, distributed, apart !== null), findings, input.traces),
     notes,
   };
 }

@@ -26,7 +26,12 @@ export type FixOp =
   /** The batch k times larger: per-sample work (GPU, the loader's batches, copies) grows k times, per-step costs do not. */
   | { kind: 'batch'; k: number }
   /** The whole step multiplied by `factor`: a change measured elsewhere or modelled as a whole (another layout). */
-  | { kind: 'step'; factor: number };
+  | { kind: 'step'; factor: number }
+  /**
+   * The ranks of a job balanced: each takes the mean across the ranks of the work they do (job.ts `balanced`). Work
+   * moves between ranks, none goes, so it means nothing to one rank's pipeline: applyFix leaves it, the job applies it.
+   */
+  | { kind: 'balance' };
 
 export interface Fix {
   /** The change in a few words, for the plan ("bf16 autocast + channels_last"). */
@@ -91,6 +96,10 @@ function applyOp(p: Pipeline, op: FixOp): Pipeline {
       };
     case 'comm': {
       const comm = p.stages.comm.ns;
+      const whole = p.stages.gpu.ns;
+      // Without a window (a rank of a job whose window another rank's stands for) the whole-step stage holds the
+      // communication, not told apart: it goes from there.
+      if (!p.deviceTimed && !comm && whole !== null) return withStage(p, 'gpu', Math.max(0, whole - op.ns * p.scale.gpu));
       return comm === null ? p : withStage(p, 'comm', Math.max(0, comm - op.ns * p.scale.gpu));
     }
     case 'batch': {
@@ -114,6 +123,8 @@ function applyOp(p: Pipeline, op: FixOp): Pipeline {
           : l;
       return { ...p, stages, loader, serial: p.serial.map((c) => ({ ...c, ns: c.ns * f })) };
     }
+    case 'balance':
+      return p;
   }
 }
 

@@ -6,6 +6,7 @@
 import type { EstimatedGain } from '../findings/finding.js';
 import { fmtMs } from '../util/format.js';
 import { applyFix, type Fix, fixEffect } from './fix.js';
+import { applyJobFix, type Job, jobStepOf } from './job.js';
 import { measuredStep, type Pipeline, type StageName, stageLabel, stepOf } from './pipeline.js';
 
 /** The bound in words ("the GPU"), for "then the GPU binds". */
@@ -38,6 +39,36 @@ export function gainOf(p: Pipeline, fix: Fix): EstimatedGain | null {
     savedFraction: Math.max(0, (now - expected) / now),
     arithmetic,
     ...(p.source === 'step' ? {} : { boundNow: before.bound, boundAfter: after.bound }),
+  };
+}
+
+/**
+ * The gain of `fix`, made on the ranks `among` names (all where none), on a job of several ranks (job.ts): the job's
+ * step now and once it is made, each the slowest rank's own step; the ranks' stages before and after in the
+ * arithmetic. Clamped as gainOf is: a fix the job leaves nothing of gains 0, and says which rank still binds.
+ */
+export function jobGainOf(job: Job, fix: Fix, among: readonly number[] = []): EstimatedGain | null {
+  if (!(job.stepNs > 0)) return null;
+  const before = jobStepOf(job);
+  const q = applyJobFix(job, fix, among);
+  const after = jobStepOf(q);
+  const now = before.perBatchNs;
+  const expected = Math.min(now, Math.max(after.perBatchNs, now * 0.01));
+  const effects = job.ranks
+    .map((r, i) => ({ rank: r.rank, effect: fixEffect(r.pipeline, (q.ranks[i] as Job['ranks'][number]).pipeline) }))
+    .filter((e) => e.effect !== 'no stage changes')
+    .map((e) => `rank ${e.rank}: ${e.effect}`);
+  const arithmetic =
+    `${fix.arithmetic}. On the job's ${job.ranks.length} ranks (each rank's own work, its wait for the others taken out; the job goes at the pace of the slowest): ` +
+    `${effects.join('; ') || 'no stage changes'}; now on rank ${before.rank} ${before.why}; after it on rank ${after.rank} ${after.why}: expect ${fmtMs(expected)} (now ${fmtMs(now)})` +
+    (expected >= now * 0.999 ? `: ${boundWords(before.pipeline, before.bound)} of rank ${before.rank} still sets the pace, so this fix alone leaves the step as it is` : '');
+  return {
+    stepTimeNs: now,
+    expectedStepTimeNs: expected,
+    savedFraction: Math.max(0, (now - expected) / now),
+    arithmetic,
+    boundNow: before.bound,
+    boundAfter: after.bound,
   };
 }
 

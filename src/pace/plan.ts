@@ -2,11 +2,13 @@
  * A plan (pure): the findings' fixes in the order that gains most, each applied on top of the ones before it, with the
  * step expected after it and the stage that binds then ("1. num_workers 4 -> 12: 116 -> 70 ms, then the GPU binds;
  * 2. bf16 autocast + channels_last: -> 42 ms, needs about 11 workers"). Greedy: at each place the fix that shortens
- * the composed step most; it stops when no fix left gains at least MIN_STEP_GAIN of the step.
+ * the composed step most; it stops when no fix left gains at least MIN_STEP_GAIN of the step. Composed over the job
+ * (job.ts): each fix on the ranks its finding names, the step the slowest rank's own; a run of one rank is a job of one.
  */
 import { fmtMs } from '../util/format.js';
-import { applyFix, type Fix } from './fix.js';
+import type { Fix } from './fix.js';
 import { boundWords } from './gain.js';
+import { applyJobFix, type Job, type JobRank, jobStepOf, ranksMadeOn } from './job.js';
 import { type Bound, type PartialBatch, type Pipeline, stepOf, workersToAsk } from './pipeline.js';
 
 /** A fix must shorten the composed step by this share to take a place in the plan. */
@@ -18,6 +20,8 @@ export interface PlanCandidate {
   /** The finding the fix comes from. */
   id: string;
   fix: Fix;
+  /** The ranks its finding names: the fix applies to them (to every rank where none or absent). */
+  ranks?: readonly number[];
 }
 
 export interface PlanStep {
@@ -40,43 +44,52 @@ export interface PlanStep {
   dropLast: boolean;
   /** The line as the report prints it (without its number). */
   text: string;
+  /** The rank whose own step binds once it is made, and the ranks the fix is made on (a job of several ranks only). */
+  rank?: number;
+  ranks?: number[];
 }
 
 export interface PacePlan {
   /** The step now and what binds it. */
   stepNs: number;
   bound: Bound;
+  /** The rank whose own step binds now (a job of several ranks only). */
+  rank?: number;
   steps: PlanStep[];
   /** The step expected after every fix of the plan. */
   expectedStepNs: number;
 }
 
-/** The plan for a pipeline and the fixes on offer. */
-export function planOf(p: Pipeline, candidates: readonly PlanCandidate[]): PacePlan {
-  const start = stepOf(p);
-  let cur = p;
+/** The plan for a job (a run of one rank: a job of one) and the fixes on offer. */
+export function planOf(job: Job, candidates: readonly PlanCandidate[]): PacePlan {
+  const start = jobStepOf(job);
+  const several = job.ranks.length > 1;
+  let cur = job;
   let now = start.perBatchNs;
   const left = [...candidates];
   const steps: PlanStep[] = [];
+  const slowest = job.ranks.find((r) => r.rank === job.slowestRank) as JobRank;
   while (left.length > 0 && steps.length < MAX_PLAN_STEPS) {
-    const loaderBinds = stepOf(cur).bound === 'input';
+    const loaderBinds = jobStepOf(cur).bound === 'input';
     const tried = left.map((c) => {
-      const q = applyFix(cur, c.fix);
-      return { c, ...(loaderBinds ? { q, s: stepOf(q) } : withWorkersNeeded(q, stepOf(q))) };
+      const q = applyJobFix(cur, c.fix, c.ranks ?? []);
+      const r = loaderBinds ? q : withWorkersNeeded(q);
+      return { c, q: r, s: jobStepOf(r) };
     });
     const best = tried.reduce((a, b) => (b.s.perBatchNs < a.s.perBatchNs ? b : a));
     if (!(best.s.perBatchNs < now * (1 - MIN_STEP_GAIN))) break;
     left.splice(left.indexOf(best.c), 1);
     for (const id of best.c.fix.includes ?? []) for (const c of left.filter((x) => x.id === id)) left.splice(left.indexOf(c), 1);
-    // The workers the loader needs now, when its rate is known and the run's count is short of it.
-    const l = best.q.loader;
+    // The workers the binding rank's loader needs now, when its rate is known and the run's count is short of it.
+    const bp = best.s.pipeline;
+    const l = bp.loader;
     const have = typeof l?.workersTo === 'number' ? l.workersTo : (l?.workers ?? null);
     const setsWorkers = best.c.fix.ops.some((o) => o.kind === 'workers');
     // As many as the cores allow: the step was expected with that many (stepOf's `enough`).
     const wanted = best.s.workersNeeded !== null && l ? workersToAsk(l, best.s.workersNeeded) : null;
     const need = !setsWorkers && wanted !== null && have !== null && wanted > have ? wanted : null;
-    const boundText = boundWords(best.q, best.s.bound);
-    const partial = best.c.fix.compiles ? (p.partialBatch ?? null) : null;
+    const boundText = boundWords(bp, best.s.bound);
+    const partial = best.c.fix.compiles ? (slowest.measured.partialBatch ?? null) : null;
     const dropLast = partial !== null ? `; with DataLoader(drop_last=True): ${partialWords(partial)}` : '';
     steps.push({
       id: best.c.id,
@@ -87,12 +100,13 @@ export function planOf(p: Pipeline, candidates: readonly PlanCandidate[]): PaceP
       boundText,
       workersNeeded: need,
       dropLast: partial !== null,
-      text: `${best.c.fix.label}: ${fmtMs(now)} -> ${fmtMs(best.s.perBatchNs)}, then ${boundText} binds${need !== null ? `; needs about ${need} DataLoader workers` : ''}${dropLast}`,
+      text: `${best.c.fix.label}: ${fmtMs(now)} -> ${fmtMs(best.s.perBatchNs)}, then ${boundText} binds${several ? ` (rank ${best.s.rank})` : ''}${need !== null ? `; needs about ${need} DataLoader workers` : ''}${dropLast}`,
+      ...(several ? { rank: best.s.rank, ranks: ranksMadeOn(cur, best.c.fix, best.c.ranks ?? []) } : {}),
     });
     cur = best.q;
     now = best.s.perBatchNs;
   }
-  return { stepNs: start.perBatchNs, bound: start.bound, steps, expectedStepNs: now };
+  return { stepNs: start.perBatchNs, bound: start.bound, ...(several ? { rank: start.rank } : {}), steps, expectedStepNs: now };
 }
 
 /** Why a compiling fix asks for drop_last, in words. */
@@ -108,13 +122,17 @@ function partialWords(b: PartialBatch): string {
  * more workers are the DataLoader finding's gain, never another fix's. (A Lightning ResNet-50 on an H200: pinned memory, "needs about 3
  * workers", measured 42.1 ms with 3; the step at its 2 workers, 67.3 ms, was what the plan said before.)
  */
-function withWorkersNeeded(q: Pipeline, s: ReturnType<typeof stepOf>): { q: Pipeline; s: ReturnType<typeof stepOf> } {
+function withWorkersNeeded(job: Job): Job {
+  return { ...job, ranks: job.ranks.map((r) => ({ ...r, pipeline: rankWithWorkersNeeded(r.pipeline) })) };
+}
+
+/** One rank's pipeline with the workers its step says it needs, where they shorten it. */
+function rankWithWorkersNeeded(q: Pipeline): Pipeline {
   const l = q.loader;
-  if (!l || l.batchNsPerWorker === null || l.workersTo !== undefined || s.workersNeeded === null || s.workersNeeded <= (l.workers ?? 0))
-    return { q, s };
+  const s = stepOf(q);
+  if (!l || l.batchNsPerWorker === null || l.workersTo !== undefined || s.workersNeeded === null || s.workersNeeded <= (l.workers ?? 0)) return q;
   const r: Pipeline = { ...q, loader: { ...l, workersTo: 'enough' } };
-  const rs = stepOf(r);
-  return rs.perBatchNs < s.perBatchNs ? { q: r, s: rs } : { q, s };
+  return stepOf(r).perBatchNs < s.perBatchNs ? r : q;
 }
 
 /** The plan as lines, numbered, for the terminal and Markdown. */

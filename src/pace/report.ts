@@ -1,31 +1,62 @@
 /**
- * What the reports carry of the pace model (pure): the pipeline of the slowest rank (its stages, the bound and why)
- * and the plan of the findings' fixes on it, and the words every renderer prints for them (terminal, Markdown, HTML;
- * analyze and doctor alike).
+ * What the reports carry of the pace model (pure): the pipeline of the slowest rank as measured (its stages, the bound
+ * and why), the plan of the findings' fixes over the job (job.ts: every rank's own pipeline), and the words every
+ * renderer prints for them (terminal, Markdown, HTML; analyze and doctor alike).
  */
 import type { Finding } from '../findings/finding.js';
 import { fmtMs } from '../util/format.js';
-import { type PaceSummary, type Pipeline, paceSummary, STAGE_NAMES, type StageName } from './pipeline.js';
+import { type Job, type JobRank, jobStepOf } from './job.js';
+import { type Bound, type PaceSummary, paceSummary, STAGE_NAMES, type StageName, stepOf } from './pipeline.js';
 import { type PacePlan, planOf } from './plan.js';
 
 export interface PaceReport extends PaceSummary {
-  /** The rank the pipeline is of: the slowest (a synchronous job goes at its pace). */
+  /** The rank the pipeline is of: the slowest as measured (a synchronous job goes at its pace). */
   rank: number;
   plan: PacePlan;
+  /** A job of several ranks: each rank's own step (its wait for the others taken out) and which binds the job. */
+  job?: JobSummary;
+}
+
+export interface JobSummary {
+  /** The rank whose own step sets the job's pace now. */
+  bindingRank: number;
+  /** The slowest rank's measured step over the longest own step (job.ts). */
+  calibration: number;
+  ranks: {
+    rank: number;
+    /** The rank's measured step, its wait for the other ranks in it, and its own step without that wait, ns. */
+    stepNs: number;
+    waitNs: number;
+    ownStepNs: number;
+    /** What binds its own step. */
+    bound: Bound;
+  }[];
 }
 
 /**
- * The pace section of a report: `paces` by rank; the slowest rank's pipeline and the plan of the fixes its findings
- * offer (defects: advice such as a bigger batch is weighed, not planned). Null without a pipeline.
+ * The pace section of a report: the slowest rank's pipeline as measured and the plan over the job of the fixes the
+ * findings offer, each on the ranks it names (defects: advice such as a bigger batch is weighed, not planned). Null
+ * without a job.
  */
-export function paceReportOf(paces: ReadonlyMap<number, Pipeline>, findings: readonly Finding[]): PaceReport | null {
-  const slowest = [...paces].sort((a, b) => b[1].stepNs - a[1].stepNs || a[0] - b[0])[0];
-  if (!slowest) return null;
-  const [rank, p] = slowest;
+export function paceReportOf(job: Job | null, findings: readonly Finding[]): PaceReport | null {
+  if (job === null) return null;
+  const slowest = job.ranks.find((r) => r.rank === job.slowestRank) as JobRank;
   const candidates = findings
-    .filter((f) => f.fix && f.kind !== 'advice' && (f.ranks.length === 0 || f.ranks.includes(rank)))
-    .map((f) => ({ id: f.id, fix: f.fix as NonNullable<Finding['fix']> }));
-  return { rank, ...paceSummary(p), plan: planOf(p, candidates) };
+    .filter((f) => f.fix && f.kind !== 'advice')
+    .map((f) => ({ id: f.id, fix: f.fix as NonNullable<Finding['fix']>, ranks: f.ranks }));
+  const plan = planOf(job, candidates);
+  return { rank: job.slowestRank, ...paceSummary(slowest.measured), plan, ...(job.ranks.length > 1 ? { job: jobSummary(job) } : {}) };
+}
+
+function jobSummary(job: Job): JobSummary {
+  return {
+    bindingRank: jobStepOf(job).rank,
+    calibration: job.calibration,
+    ranks: job.ranks.map((r) => {
+      const s = stepOf(r.pipeline);
+      return { rank: r.rank, stepNs: r.measured.stepNs, waitNs: r.waitNs, ownStepNs: s.stepNs, bound: s.bound };
+    }),
+  };
 }
 
 const STAGE_TITLE: Record<StageName, string> = { input: 'DataLoader', host: 'host', gpu: 'GPU', comm: 'communication' };
@@ -41,11 +72,24 @@ export function paceRows(r: PaceSummary): [string, string, string, string][] {
   ];
 }
 
-/** The headline: what sets the pace now, and the step after the plan. */
+/** The headline: what sets the pace now (and, in a job of several ranks, which rank's own work), the step after the plan. */
 export function paceHeadline(r: PaceReport, ranks: number): string {
   const who = ranks > 1 ? ` (rank ${r.rank}, the slowest)` : '';
   const after = r.plan.steps.length ? `; after the plan: ${fmtMs(r.plan.expectedStepNs)} (${(r.plan.stepNs / r.plan.expectedStepNs).toFixed(1)}x)` : '';
-  return `mean step ${fmtMs(r.stepNs)}${who}: ${r.why}${after}`;
+  return `mean step ${fmtMs(r.stepNs)}${who}: ${r.why}${r.job ? jobWords(r.job, r.rank) : ''}${after}`;
+}
+
+/** Which rank's own work sets the job's pace, where it is not the slowest rank's measured step. */
+function jobWords(j: JobSummary, slowest: number): string {
+  const s = j.ranks.find((x) => x.rank === slowest);
+  const b = j.ranks.find((x) => x.rank === j.bindingRank);
+  if (!s || !b || !(s.waitNs > 0)) return '';
+  const own = `; rank ${s.rank} waits ${fmtMs(s.waitNs)} a step for the others in collectives (its own step ${fmtMs(s.ownStepNs)})`;
+  return j.bindingRank === slowest ? own : `${own}: rank ${b.rank}'s own work sets the job's pace (${fmtMs(b.ownStepNs)}, ${boundWordsOf(b.bound)} binding)`;
+}
+
+function boundWordsOf(b: Bound): string {
+  return b === 'serial' ? 'the serial costs' : b === 'input' ? 'the DataLoader' : b === 'comm' ? 'communication' : `the ${b === 'gpu' ? 'GPU' : 'host'}`;
 }
 
 

@@ -7,6 +7,7 @@ import { diagnose } from '../advice/engine.js';
 import { frameworkNamedBy, inTraceFramework } from '../advice/framework.js';
 import type { Finding } from '../findings/finding.js';
 import { severityRank } from '../findings/rank.js';
+import { windowJob } from '../pace/job.js';
 import { type PaceReport, paceReportOf } from '../pace/report.js';
 import { windowPipeline } from '../pace/window.js';
 import type { CollectiveTimings } from '../trace/metrics/collectives.js';
@@ -43,8 +44,8 @@ export interface AnalyzeReport {
   findings: Finding[];
   /**
    * What sets the pace of the slowest rank's step in the window (src/pace/: its stages, each measured or assumed, the
-   * bound and why) and the plan of the findings' fixes on it; null without a step. Added within schema 2 (absent
-   * from older reports).
+   * bound and why) and the plan of the findings' fixes over the job of every rank (pace/job.ts; `job` with two ranks
+   * or more); null without a step. Added within schema 2 (absent from older reports).
    */
   pace?: PaceReport | null;
   metrics: { ranks: TraceMetrics[] };
@@ -83,7 +84,15 @@ export function buildAnalyzeReport(
       topFinding: findings[0]?.id ?? null,
     },
     findings,
-    pace: paceReportOf(new Map(ranks.filter((m) => m.perStep.durNs > 0).map((m) => [m.rank, windowPipeline(m)])), findings),
+    pace: paceReportOf(analyzeJobOf(ranks, collectives), findings),
     metrics: { ranks },
   };
+}
+
+/** The job of the ranks with steps: each rank's window pipeline less its wait for the others in collectives. */
+export function analyzeJobOf(ranks: readonly TraceMetrics[], collectives: readonly CollectiveTimings[]): ReturnType<typeof windowJob> {
+  const timed = ranks.flatMap((m, i) => (m.perStep.durNs > 0 ? [i] : []));
+  const withCollectives = collectives.length === ranks.length ? timed.map((i) => collectives[i] as CollectiveTimings) : [];
+  const ms = timed.map((i) => ranks[i] as TraceMetrics);
+  return windowJob(ms, withCollectives, ms.map(windowPipeline));
 }

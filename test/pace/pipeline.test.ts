@@ -9,6 +9,7 @@ import { applyFix, type Fix } from '../../src/pace/fix.js';
 import { gainOf } from '../../src/pace/gain.js';
 import { calibrated, type LoaderFacts, type Pipeline, type Stage, stepOf } from '../../src/pace/pipeline.js';
 import { keptUp } from '../../src/pace/run.js';
+import { soloJob } from '../../src/pace/job.js';
 import { planLines, planOf } from '../../src/pace/plan.js';
 
 const ms = 1e6;
@@ -188,7 +189,7 @@ describe("the plan (the issue's ResNet-50 reading JPEGs through 4 workers, H200)
   });
 
   it('orders the fixes by what each gains on top of the ones before it, and says what binds after each', () => {
-    const plan = planOf(p, [
+    const plan = planOf(soloJob(p), [
       { id: 'mixed-precision', fix: bf16 },
       { id: 'dataloader-bound', fix: workers },
     ]);
@@ -205,7 +206,7 @@ describe("the plan (the issue's ResNet-50 reading JPEGs through 4 workers, H200)
   it("asks for drop_last=True with a fix that compiles the model where the loader keeps a partial last batch, and only there", () => {
     const partial = { ...p, partialBatch: { samples: [32], fullSamples: 64, everySteps: 63 } };
     const compiled: Fix = { ...bf16, label: 'torch.compile', compiles: true };
-    const plan = planOf(partial, [
+    const plan = planOf(soloJob(partial), [
       { id: 'fusion', fix: compiled },
       { id: 'dataloader-bound', fix: workers },
     ]);
@@ -218,7 +219,7 @@ describe("the plan (the issue's ResNet-50 reading JPEGs through 4 workers, H200)
     );
     // every batch full: no such condition
     expect(
-      planOf(p, [
+      planOf(soloJob(p), [
         { id: 'fusion', fix: compiled },
         { id: 'dataloader-bound', fix: workers },
       ]).steps.map((s) => s.dropLast),
@@ -227,7 +228,7 @@ describe("the plan (the issue's ResNet-50 reading JPEGs through 4 workers, H200)
 
   it('the cores cap the workers: past them the DataLoader binds again', () => {
     const few = pipe({ stepMs: 116, input: 116, gpu: 70, loader: { ...jpegLoader, cpuCores: 8 } });
-    const plan = planOf(few, [
+    const plan = planOf(soloJob(few), [
       { id: 'dataloader-bound', fix: workers },
       { id: 'mixed-precision', fix: bf16 },
     ]);
@@ -245,14 +246,14 @@ describe("the plan (the issue's ResNet-50 reading JPEGs through 4 workers, H200)
     const two = pipe({ stepMs: 68, host: 68, gpu: 50, loader: { ...jpegLoader, workers: 2, batchNsPerWorker: 128 * ms } });
     const halfHost: Fix = { label: 'half the host', ops: [{ kind: 'host', work: 'launches', factor: 0.5 }], arithmetic: '' };
     expect(stepOf(applyFix(two, halfHost)).bound).toBe('input');
-    const plan = planOf(two, [{ id: 'host-thing', fix: halfHost }]);
+    const plan = planOf(soloJob(two), [{ id: 'host-thing', fix: halfHost }]);
     expect(plan.steps.map((s) => [Math.round(s.expectedStepNs / ms), s.bound, s.workersNeeded])).toEqual([[50, 'gpu', 4]]);
     // where the loader binds already, more workers are the DataLoader finding's gain: bf16 alone gains nothing
-    expect(planOf(p, [{ id: 'mixed-precision', fix: bf16 }]).steps).toEqual([]);
+    expect(planOf(soloJob(p), [{ id: 'mixed-precision', fix: bf16 }]).steps).toEqual([]);
   });
 
   it('stops when no fix left shortens the step', () => {
-    expect(planOf(pipe({ stepMs: 100, host: 100, gpu: 50 }), [{ id: 'mixed-precision', fix: bf16 }]).steps).toEqual([]);
+    expect(planOf(soloJob(pipe({ stepMs: 100, host: 100, gpu: 50 })), [{ id: 'mixed-precision', fix: bf16 }]).steps).toEqual([]);
   });
 });
 
@@ -325,7 +326,7 @@ describe('a loader the loop does not wait on keeps up (issue 44: timm train.py o
   });
 
   it('leaves bf16 its gain, with the workers the faster step needs', () => {
-    const plan = planOf(p, [{ id: 'mixed-precision', fix: halfGpu }]);
+    const plan = planOf(soloJob(p), [{ id: 'mixed-precision', fix: halfGpu }]);
     expect(plan.steps.map((s) => s.id)).toEqual(['mixed-precision']);
     const step = plan.steps[0];
     expect(Math.abs((step?.expectedStepNs ?? 0) / ms - 43.1) / 43.1).toBeLessThan(0.15);

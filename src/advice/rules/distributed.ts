@@ -1,12 +1,14 @@
 /** Multi-GPU rules: DataParallel, DDP communication, rank imbalance. */
 
-import type { CollectiveTimings } from '../../trace/metrics/collectives.js';
 import { type Finding, withGain } from '../../findings/finding.js';
-import { wholeStepFix, wholeStepGain } from '../../pace/gain.js';
+import type { Fix } from '../../pace/fix.js';
+import { jobGainOf } from '../../pace/gain.js';
+import { balanceLimits, windowJob } from '../../pace/job.js';
 import { windowPipeline } from '../../pace/window.js';
+import { type CollectiveTimings, collectiveWaits } from '../../trace/metrics/collectives.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtBytes, fmtMs, fmtPct } from '../../util/format.js';
-import { type CrossRankRule, finding, type GpuPeak, paced, type ProbeBalance, type RankRule, type RunContext, stepNs } from './rule.js';
+import { type CrossRankRule, finding, type GpuPeak, paced, pipelineOf, type ProbeBalance, type RankRule, type RunContext, stepNs } from './rule.js';
 
 const COMM_MIN_EXPOSED_SHARE = 0.1;
 const SMALL_BUCKET_BYTES = 4 * 1024 * 1024;
@@ -279,8 +281,8 @@ export const rankImbalance: CrossRankRule = (ranks: TraceMetrics[], collectives:
  * none): a finding when the steps name a straggler.
  */
 export function probeImbalanceFinding(b: ProbeBalance): Finding | null {
-  if (b.straggler === null || b.balanced === null) return null;
-  const { stepNs: now, expectedStepNs, arithmetic } = b.balanced;
+  if (b.straggler === null || b.job === null) return null;
+  const fix = probeBalanceFix(b, b.straggler.rank);
   return finding({
     id: 'rank-imbalance',
     title: b.straggler.title,
@@ -288,9 +290,14 @@ export function probeImbalanceFinding(b: ProbeBalance): Finding | null {
     evidence: b.evidence,
     data: { straggler: b.straggler.rank, by: b.straggler.by, ...b.data },
     recommendation: rankImbalanceRecommendation(b.straggler.rank),
-    fix: wholeStepFix(`rank ${b.straggler.rank} balanced with the others`, now, expectedStepNs, arithmetic),
-    estimatedGain: wholeStepGain(now, expectedStepNs, arithmetic),
+    fix,
+    estimatedGain: jobGainOf(b.job, fix, b.ranks),
   });
+}
+
+/** Balancing as the probe times the ranks: each takes the mean of the ranks' own work (pace/job.ts). */
+function probeBalanceFix(b: ProbeBalance, straggler: number): Fix {
+  return { label: `rank ${straggler} balanced with the others`, ops: [{ kind: 'balance' }], arithmetic: b.balanceArithmetic };
 }
 
 /**
@@ -312,41 +319,21 @@ export function weighedAgainstProbe(w: Finding, b: ProbeBalance): Finding {
       null,
     );
   const windowShare = w.estimatedGain?.savedFraction ?? 0;
-  if (b.balanced === null) return extended;
-  const gain = wholeStepGain(b.balanced.stepNs, b.balanced.expectedStepNs, b.balanced.arithmetic);
+  if (b.job === null || b.straggler === null) return extended;
+  const gain = jobGainOf(b.job, probeBalanceFix(b, b.straggler.rank), b.ranks);
   if (gain === null || gain.savedFraction <= windowShare) return extended;
   return withGain(extended, { ...gain, arithmetic: `${gain.arithmetic} (probe, every steady step; the window's own estimate was ${fmtPct(windowShare)}: ${w.estimatedGain?.arithmetic ?? 'none'})` });
 }
 
 /**
- * The imbalance the ranks' windows show: a collective's transfer time is its shortest duration across ranks (they all
- * move the same bytes); what a rank spends beyond that is waiting, and the straggler waits least.
+ * The imbalance the ranks' windows show: each rank's wait in collectives for the others (collectiveWaits: beyond a
+ * collective's shortest duration across the ranks, a rank waits; the straggler waits least) and its compute. The fix
+ * balances the ranks (pace/job.ts): each takes the mean of the ranks' own work, its gain the job's step before and after.
  */
 function windowImbalance(ranks: TraceMetrics[], collectives: readonly CollectiveTimings[], contexts: readonly (RunContext | undefined)[]): Finding | null {
   // Without every rank's collectives, only the compute skew is seen.
-  const maps = collectives.length === ranks.length ? collectives.map(timingsByKey) : [];
-  const waitNs = ranks.map(() => 0);
-  let matched = 0;
-  // Collectives of rank 0, each once, that every rank has.
-  for (const [group, first] of maps[0] ?? []) {
-    for (const key of first.keys()) {
-      const durs: number[] = [];
-      for (const m of maps) {
-        const d = m.get(group)?.get(key);
-        if (d === undefined) break;
-        durs.push(d);
-      }
-      if (durs.length < maps.length) continue;
-      matched++;
-      const min = Math.min(...durs);
-      durs.forEach((d, i) => {
-        waitNs[i]! += d - min;
-      });
-    }
-  }
+  const { waitNsPerStep: waitPerStep, matched } = collectiveWaits(collectives.length === ranks.length ? collectives : [], ranks.map((r) => r.steps.length));
   const busy = ranks.map((r) => r.perStep.busyNs - r.perStep.kernelNsByCategory.communication);
-  const steps = ranks.map((r) => Math.max(1, r.steps.length));
-  const waitPerStep = waitNs.map((w, i) => w / steps[i]!);
   const step = Math.max(...ranks.map(stepNs));
   const maxBusy = Math.max(...busy);
   const minBusy = Math.min(...busy);
@@ -358,16 +345,22 @@ function windowImbalance(ranks: TraceMetrics[], collectives: readonly Collective
   // Ranks that never meet in a collective do not wait for each other (two independent jobs, traces without
   // communication): a difference in their compute is not an imbalance. Without the collectives' timings, the
   // communication kernels tell whether they met.
-  if (maps.length > 0 ? matched === 0 : ranks.every((r) => r.perStep.kernelNsByCategory.communication === 0)) return null;
+  if (collectives.length === ranks.length ? matched === 0 : ranks.every((r) => r.perStep.kernelNsByCategory.communication === 0)) return null;
   if (step <= 0 || skew / step < IMBALANCE_MIN_SHARE) return null;
   const straggler = ranks[busy.indexOf(maxBusy)]!.rank;
-  const saved = Math.max(maxBusy - meanBusy, maxWait - minWait);
-  // Judged on the slowest rank's step: every rank goes at its pace.
-  const slowest = ranks.reduce((a, r, i) => (stepNs(r) > stepNs(ranks[a]!) ? i : a), 0);
-  return paced(ranks[slowest]!, contexts[slowest]?.pace ?? undefined, {
+  // Judged on the job: every rank's pipeline (doctor's run, else the window's) less its wait for the others.
+  const job = windowJob(ranks, collectives, ranks.map((m, i) => pipelineOf(m, contexts[i]?.pace)));
+  const all = ranks.map((r) => r.rank);
+  const limits = job ? balanceLimits(job, all) : '';
+  const fix: Fix = {
+    label: `rank ${straggler} balanced with the others`,
+    ops: [{ kind: 'balance' }],
+    arithmetic: `balanced ranks each take the mean of the ranks' own work (compute ${fmtMs(meanBusy)} a step on average; rank ${straggler} takes ${fmtMs(maxBusy)}, the longest wait for the others is ${fmtMs(maxWait)})${limits ? `; ${limits}` : ''}`,
+  };
+  return finding({
     id: 'rank-imbalance',
     title: `Rank ${straggler} is slower: the other ranks wait up to ${fmtMs(maxWait)} per step in collectives`,
-    ranks: ranks.map((r) => r.rank),
+    ranks: all,
     evidence: [
       ...ranks.map(
         (r, i) =>
@@ -377,21 +370,7 @@ function windowImbalance(ranks: TraceMetrics[], collectives: readonly Collective
     ],
     data: { straggler, maxComputeNs: maxBusy, minComputeNs: minBusy, maxWaitNsPerStep: maxWait, matchedCollectives: matched },
     recommendation: rankImbalanceRecommendation(straggler),
-  }, {
-    label: `rank ${straggler} balanced with the others`,
-    ops: [{ kind: 'step', factor: Math.max(0, 1 - saved / step) }],
-    arithmetic: `balanced ranks would each take the mean compute ${fmtMs(meanBusy)}; the slowest takes ${fmtMs(maxBusy)}, the longest wait is ${fmtMs(maxWait)}: ${fmtMs(saved)} of the window's ${fmtMs(step)} step saved`,
+    fix,
+    estimatedGain: job ? jobGainOf(job, fix, all) : null,
   });
-}
-
-/** Durations by group, then sequence number (or its text): a later duplicate replaces an earlier one. */
-function timingsByKey(t: CollectiveTimings): Map<string, Map<number | string, number>> {
-  const out = new Map<string, Map<number | string, number>>();
-  for (let k = 0; k < t.count; k++) {
-    const group = t.groups[t.group[k]!]!;
-    let m = out.get(group);
-    if (m === undefined) out.set(group, (m = new Map()));
-    m.set(t.seqText.get(k) ?? t.seq[k]!, t.durNs[k]!);
-  }
-  return out;
 }

@@ -2,6 +2,7 @@ import { type Finding, type FindingParts, finding } from '../../findings/finding
 import { type GpuSpec, lookupGpu } from '../../gpus/catalogue.js';
 import type { Fix } from '../../pace/fix.js';
 import { gainOf } from '../../pace/gain.js';
+import type { Job } from '../../pace/job.js';
 import type { Pipeline } from '../../pace/pipeline.js';
 import { windowPipeline } from '../../pace/window.js';
 import type { CollectiveTimings } from '../../trace/metrics/collectives.js';
@@ -75,8 +76,13 @@ export interface ProbeBalance {
   straggler: { rank: number; by: 'step-time' | 'dataloader-wait'; title: string } | null;
   /** The ranks' medians could be compared (two or more had one). */
   compared: boolean;
-  /** Balancing as a whole-step change: the slowest median to the expected step; null without a straggler. */
-  balanced: { stepNs: number; expectedStepNs: number; arithmetic: string } | null;
+  /**
+   * The job as the probe times it (pace/job.ts): each rank's pipeline less its wait in collectives, the wait read off
+   * the DataLoader waits (doctor/distributed.ts probeWaitsNs); balancing's gain is read on it. Null without one.
+   */
+  job: Job | null;
+  /** What the probe says of balancing, in words and numbers (the fix's arithmetic). */
+  balanceArithmetic: string;
 }
 
 /** One GPU's peak memory used by the process (NVML), with the GPU's name as the report writes it ("GPU 1 (cuda:0)"). */

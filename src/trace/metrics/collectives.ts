@@ -80,3 +80,53 @@ export function collectiveTimings(model: TraceModel, steps: readonly { startNs: 
 export function collectiveKey(t: CollectiveTimings, k: number): string {
   return `${t.groups[t.group[k]!]}#${t.seqText.get(k) ?? t.seq[k]!}`;
 }
+
+/** Each rank's wait in collectives for the other ranks, per analysed step, and how many collectives every rank had. */
+export interface CollectiveWaits {
+  /** By rank index (the order the timings were given in), ns per step. */
+  waitNsPerStep: number[];
+  matched: number;
+}
+
+/**
+ * The time each rank waits in collectives for the others (pure): a collective moves the same bytes on every rank, so
+ * its transfer time is its shortest duration across the ranks; what a rank spends in it beyond that is waiting, and
+ * the rank the others wait for waits least. Only collectives every rank has count. `stepCounts[i]` is rank i's
+ * analysed steps (the wait is per step); ranks without timings (`timings.length` short of `stepCounts.length`) wait 0,
+ * nothing matched. The one home of this figure: rank-imbalance's evidence and the pace model's job (pace/job.ts).
+ */
+export function collectiveWaits(timings: readonly CollectiveTimings[], stepCounts: readonly number[]): CollectiveWaits {
+  const waitNs = stepCounts.map(() => 0);
+  const maps = timings.length === stepCounts.length ? timings.map(timingsByKey) : [];
+  let matched = 0;
+  // Collectives of rank 0, each once, that every rank has.
+  for (const [group, first] of maps[0] ?? []) {
+    for (const key of first.keys()) {
+      const durs: number[] = [];
+      for (const m of maps) {
+        const d = m.get(group)?.get(key);
+        if (d === undefined) break;
+        durs.push(d);
+      }
+      if (durs.length < maps.length) continue;
+      matched++;
+      const min = Math.min(...durs);
+      durs.forEach((d, i) => {
+        waitNs[i]! += d - min;
+      });
+    }
+  }
+  return { waitNsPerStep: waitNs.map((w, i) => w / Math.max(1, stepCounts[i]!)), matched };
+}
+
+/** Durations by group, then sequence number (or its text): a later duplicate replaces an earlier one. */
+function timingsByKey(t: CollectiveTimings): Map<string, Map<number | string, number>> {
+  const out = new Map<string, Map<number | string, number>>();
+  for (let k = 0; k < t.count; k++) {
+    const group = t.groups[t.group[k]!]!;
+    let m = out.get(group);
+    if (m === undefined) out.set(group, (m = new Map()));
+    m.set(t.seqText.get(k) ?? t.seq[k]!, t.durNs[k]!);
+  }
+  return out;
+}
