@@ -150,16 +150,6 @@ const CASES: Case[] = [
  * "CASE plan"), each with why. Remove an entry once the model is fixed: its `it.fails` then fails.
  */
 const KNOWN_FAILING: Record<string, string> = {
-  // The worker count is capped at the cores less the loop's (2 cores: 1) though the workers wait on I/O: a worker
-  // takes 35-45 ms a batch with 2-3 ms of CPU, "about 10 workers keep up ... so 1 is the most". The finding is INFO,
-  // -0%, and the plan empty.
-  'io_w2 lever: more-workers': 'the plan is EMPTY: workers capped at the cores less one, though they wait on I/O',
-  'io_w2 never fewer workers': "the DataLoader finding's code says num_workers=1 to a run of 2 waiting on I/O",
-  'io_w4 lever: more-workers': 'the plan is EMPTY: workers capped at the cores less one, though they wait on I/O',
-  'io_w4 never fewer workers': "the DataLoader finding's code says num_workers=1 to a run of 4 waiting on I/O",
-  // Bound by CPU past the cores, more workers would not help, and neither would fewer; the code's count is the cap.
-  'cpu_w4 never fewer workers': "the DataLoader finding's code says num_workers=1 to a run of 4",
-  'epochs never fewer workers': "the DataLoader finding's code (persistent workers) says num_workers=1 to a run of 2",
   // The loader's period is read from the loop's waits, which hold the epoch starts' stalls: a batch "takes 78 ms in a
   // worker" (16 ms of I/O), so once the start-ups go the loader still binds at 39 ms a step; measured about 14 ms.
   'epochs plan': 'persistent workers predicted about 3x the measured step: the epoch stalls counted in the loader period',
