@@ -12,7 +12,7 @@ import weakref
 
 from .. import PROTOCOL_VERSION, __version__
 from ..transport import Sink
-from . import config, patches
+from . import config, patches, safe
 from .background import IDLE_TICK_S, TICK_S, Background
 from .batch import BatchReader, batch_dim_of
 from .beacon import StepBeacon
@@ -137,7 +137,7 @@ class Probe(StepsMixin, WindowMixin):
         self.window_done = False
         self.window_plan = None  # (first step, reason) of a distributed run's common window
         self.own_ready_at = None  # the step at which this rank would have opened its window alone
-        self.user_profilers = weakref.WeakSet()
+        self.user_profilers = {}  # id -> weak reference: the script's profilers prepared (window.py)
         self.time_armed_at = None  # perf_counter() when the time window became possible (CUDA initialised)
         self.time_state = None  # None, "open" (profiling), "done"
         self.calls = CallWatch()  # the calls seen through sys.monitoring (patches.py)
@@ -392,7 +392,8 @@ class Probe(StepsMixin, WindowMixin):
             self.input_samples_known = False
         else:
             self.input_samples += n
-        ids = kwargs.get("input_ids") if isinstance(kwargs, dict) and "input_ids" in kwargs else first
+        ids = safe.get(kwargs, "input_ids")
+        ids = first if ids is None else ids
         tok = reader.tokens(ids, dim)
         if tok is None:
             self.input_tokens_known = False
@@ -567,8 +568,11 @@ class Probe(StepsMixin, WindowMixin):
         self._queue("end", {"reason": reason, "steps": self.step, "exception": self.exception, "gpuStepTimes": gpu_times, "forwardGradModes": grad_modes}, now=True)
 
     def _on_exception(self, etype, value):
-        name = getattr(etype, "__name__", str(etype))
-        message = str(value)
+        name = safe.type_name(value)
+        # The message without the exception's own `__str__` (the script's code): its arguments when they are text.
+        args = safe.attr(value, "args", ())
+        plain = safe.head(args, 8)
+        message = BaseException.__str__(value) if all(type(a) in (str, int, float) for a in plain) else name
         # cuBLAS and cuDNN fail their own workspace allocations with ALLOC_FAILED: memory ran out as well.
         oom = name == "OutOfMemoryError" or "out of memory" in message.lower() or "STATUS_ALLOC_FAILED" in message
         self.exception = name

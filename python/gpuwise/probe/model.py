@@ -18,11 +18,13 @@ A model compiled with `torch.compile(module)` is the one exception: its `Optimiz
 hooks make `OptimizedModule.__call__` warn.
 """
 import gc
-import json
 import os
 import sys
 import threading
+import types
 import weakref
+
+from . import safe
 
 # Training frameworks whose own loop drives the steps, by the module of a frame on the stack at a step.
 _FRAMEWORKS = (("transformers.trainer", "transformers"), ("lightning.", "lightning"), ("pytorch_lightning.", "lightning"), ("accelerate.", "accelerate"))
@@ -74,7 +76,7 @@ class RootWatch(object):
             ident = threading.get_ident()
             d = watch.depth.get(ident, 0)
             watch.depth[ident] = d + 1
-            if d == 0 and (watch.thread is None or watch.thread == ident) and next(iter(module.parameters()), None) is not None:
+            if d == 0 and (watch.thread is None or watch.thread == ident) and safe.has_parameters(module):
                 watch._found(module, args, ident)
             return None
 
@@ -177,9 +179,11 @@ class RootWatch(object):
         every module call of the model would pay for at each of the steps. False where it cannot (Python < 3.12, no
         free tool id, a forward that is not plain Python code, one set on the instance)."""
         module = root()
-        if self.calls is None or module is None or "forward" in module.__dict__:
+        own = safe.instance_dict(module) if module is not None else None
+        if self.calls is None or module is None or own is None or "forward" in own:
             return False
-        code = getattr(getattr(type(module), "forward", None), "__code__", None)
+        forward = safe.type_attr(type(module), "forward")
+        code = forward.__code__ if type(forward) is types.FunctionType else None
         if code is None or code.co_argcount < 1:
             return False
         n = code.co_argcount + code.co_kwonlyargcount
@@ -258,17 +262,14 @@ def _model_roots(torch, optimizer):
     nn.Modules (no other module's child) holding parameters of the optimizer, unwrapped from
     DDP/DataParallel/FSDP. Read from the garbage collector's objects rather than forward hooks,
     which would slow every module call and interfere with torch.compile's guards."""
-    params = set()
-    for g in optimizer.param_groups if optimizer is not None else ():
-        for p in g.get("params", []):
-            params.add(id(p))
+    params = set(id(p) for p in _optimizer_params(optimizer))
     Module = torch.nn.Module
-    # type() rather than isinstance(): isinstance reads `__class__`, which some objects intercept
-    # (torch.distributed's deprecated reduce_op warns on any attribute access).
-    modules = [o for o in gc.get_objects() if issubclass(type(o), Module)]
+    # The type's MRO rather than isinstance(): isinstance reads `__class__`, which some objects intercept
+    # (torch.distributed's deprecated reduce_op warns on any attribute access). Every read below is safe.py's.
+    modules = [o for o in gc.get_objects() if safe.is_module(o, Module)]
     children = set()
     for m in modules:
-        for c in m.children():
+        for _, c in safe.children(m):
             children.add(id(c))
     roots = []
     for m in modules:
@@ -278,25 +279,43 @@ def _model_roots(torch, optimizer):
         if any(m is x for x in roots):
             continue
         # Without an optimizer (gpuwise.step() or batch steps): every outermost module with parameters.
-        if any(optimizer is None or id(p) in params for p in m.parameters()):
+        if any(optimizer is None or id(p) in params for p in safe.parameters(m)):
             roots.append(m)
     # Largest first: the model before, say, a small auxiliary head trained by the same optimizer.
-    roots.sort(key=lambda m: -sum(p.numel() for p in m.parameters()))
+    tensors = safe.Tensors(torch)
+    with tensors.disabled():
+        sizes = dict((id(m), sum(_numel(tensors, p) for p in safe.parameters(m))) for m in roots)
+    roots.sort(key=lambda m: -sizes[id(m)])
     return roots
+
+
+def _numel(tensors, t):
+    """Elements of a tensor the probe may read (safe.Tensors), 0 for one it may not (an uninitialized parameter)."""
+    facts = tensors.facts(t)
+    return facts[0] if facts is not None else 0
+
+
+def _optimizer_params(optimizer):
+    """The parameters of an optimizer's groups, read off its instance dict (no property or override runs)."""
+    out = []
+    for g in safe.head(safe.attr(optimizer, "param_groups"), 10000) if optimizer is not None else ():
+        out.extend(safe.head(safe.get(g, "params"), 10000000))
+    return out
 
 
 def _unwrap(torch, module):
     # DistributedDataParallel, DataParallel and FSDP1 keep the user's model in `.module`, torch.compile's
     # OptimizedModule in `._orig_mod` (possibly both, in either order).
+    # Both are registered submodules: read from the `_modules` table, never through the wrapper's `__getattr__`.
     for _ in range(4):
-        name = type(module).__name__
+        name = safe.type_name(module)
         if name in ("DistributedDataParallel", "DataParallel", "FullyShardedDataParallel"):
-            inner = getattr(module, "module", None)
+            inner = dict(safe.children(module)).get("module")
         elif name == "OptimizedModule":
-            inner = getattr(module, "_orig_mod", None)
+            inner = dict(safe.children(module)).get("_orig_mod")
         else:
             return module
-        if not isinstance(inner, torch.nn.Module):
+        if inner is None or not safe.is_module(inner, torch.nn.Module):
             return module
         module = inner
     return module
@@ -335,15 +354,17 @@ def _accelerate_precision():
     if st is None:
         return None
     try:
-        shared = getattr(getattr(st, "AcceleratorState", None), "_shared_state", None) or {}
-        mp = shared.get("_mixed_precision")
+        cls = safe.attr(st, "AcceleratorState")
+        shared = safe.type_attr(cls, "_shared_state") if type(cls) is type else None
+        mp = safe.get(shared, "_mixed_precision")
     except Exception:
         mp = None
     if mp is None:
         mp = os.environ.get("ACCELERATE_MIXED_PRECISION")  # launched by accelerate, its Accelerator not built yet
     if mp is None:
         return None
-    return str(getattr(mp, "value", mp))  # a PrecisionType enum in some versions
+    mp = safe.attr(mp, "_value_", mp)  # a PrecisionType enum in some versions (its member's own value)
+    return mp if type(mp) is str else None
 
 
 def _framework():
@@ -369,7 +390,15 @@ def _dtype_name(dtype):
 def _model_summary(torch, roots, optimizer):
     """The `model` record: a gpuwise-model/1 object (paramCount, paramGroups, names) plus the
     per-module dtypes, buffers and optimizer state. The architecture numbers `plan` needs come
-    from the Hugging Face config (`hfConfig`) when the model carries one; gpuwise reads it."""
+    from the Hugging Face config (`hfConfig`) when the model carries one; gpuwise reads it.
+    Every read is safe.py's: the modules' own tables, torch's C tensor accessors; a tensor it may not read (an
+    uninitialized lazy parameter, a subclass whose sizes are Python code) is left out of the counts."""
+    tensors = safe.Tensors(torch)
+    with tensors.disabled():
+        return _model_summary_read(torch, tensors, roots, optimizer)
+
+
+def _model_summary_read(torch, tensors, roots, optimizer):
     seen = set()
     modules = []
     total = 0
@@ -378,43 +407,48 @@ def _model_summary(torch, roots, optimizer):
     name = None
     hf_config = None
     for root in roots:
-        name = name or type(root).__name__
-        groups = [("(root)", type(root).__name__, root.named_parameters(recurse=False))]
-        groups += [(n, type(c).__name__, c.named_parameters()) for n, c in root.named_children()]
-        for gname, cls, named in groups:
+        name = name or safe.type_name(root)
+        groups = [("(root)", safe.type_name(root), [p for _, p in safe.own_parameters(root)])]
+        groups += [(n, safe.type_name(c), safe.parameters(c)) for n, c in safe.children(root)]
+        for gname, cls, params in groups:
             entry = {"name": gname, "class": cls, "paramCount": 0, "trainableParamCount": 0, "dtypes": {}}
-            for _, p in named:
+            for p in params:
                 if id(p) in seen:
                     continue  # tied weights count once
                 seen.add(id(p))
-                n = p.numel()
+                facts = tensors.facts(p)
+                if facts is None:
+                    continue
+                n, dtype, _, requires_grad = facts
                 entry["paramCount"] += n
-                entry["trainableParamCount"] += n if p.requires_grad else 0
-                d = _dtype_name(p.dtype)
+                entry["trainableParamCount"] += n if requires_grad else 0
+                d = _dtype_name(dtype)
                 entry["dtypes"][d] = entry["dtypes"].get(d, 0) + n
             if entry["paramCount"] > 0:
                 modules.append(entry)
                 total += entry["paramCount"]
                 trainable += entry["trainableParamCount"]
-        for b in root.buffers():
+        for b in safe.buffers(root):
+            facts = tensors.facts(b)
+            if facts is None:
+                continue
+            n, dtype, size, _ = facts
             buffers["count"] += 1
-            buffers["bytes"] += b.numel() * b.element_size()
-            d = _dtype_name(b.dtype)
-            buffers["dtypes"][d] = buffers["dtypes"].get(d, 0) + b.numel() * b.element_size()
-        cfg = getattr(root, "config", None)
-        if hf_config is None and cfg is not None and callable(getattr(cfg, "to_dict", None)):
-            try:
-                hf_config = json.loads(json.dumps(cfg.to_dict(), default=str))
-            except Exception:
-                hf_config = None
+            buffers["bytes"] += n * size
+            d = _dtype_name(dtype)
+            buffers["dtypes"][d] = buffers["dtypes"].get(d, 0) + n * size
+        if hf_config is None:
+            hf_config = hf_config_of(safe.attr(root, "config"))
     state = {"bytes": 0, "dtypes": {}}
-    for st in optimizer.state.values() if optimizer is not None else ():
-        for v in st.values() if isinstance(st, dict) else ():
-            if isinstance(v, torch.Tensor):
-                nbytes = v.numel() * v.element_size()
+    for st in safe.values(safe.attr(optimizer, "state")) if optimizer is not None else ():
+        for v in safe.values(st):
+            facts = tensors.facts(v) if safe.is_a(v, torch.Tensor) else None
+            if facts is not None:
+                nbytes = facts[0] * facts[2]
                 state["bytes"] += nbytes
-                d = _dtype_name(v.dtype)
+                d = _dtype_name(facts[1])
                 state["dtypes"][d] = state["dtypes"].get(d, 0) + nbytes
+    groups_n = safe.length(safe.attr(optimizer, "param_groups")) if optimizer is not None else None
     return {
         "format": "gpuwise-model/1",
         "name": name or "unknown",
@@ -428,14 +462,51 @@ def _model_summary(torch, roots, optimizer):
         "optimizer": None
         if optimizer is None
         else {
-            "class": type(optimizer).__name__,
-            "paramGroups": len(optimizer.param_groups),
+            "class": safe.type_name(optimizer),
+            "paramGroups": groups_n or 0,
             "stateBytes": state["bytes"],
             "stateDtypes": state["dtypes"],
         },
         "hfConfig": hf_config,
         "found": len(roots) > 0,
     }
+
+
+# A Hugging Face config's values are read this deep (a composite model's text and vision configs are one level down).
+_CONFIG_DEPTH = 3
+
+
+def hf_config_of(cfg):
+    """A Hugging Face model's config (a `PretrainedConfig`) as JSON: its instance's plain values and its class's
+    `model_type`, read without calling `to_dict()` (the config's own code: a subclass may override it, warn, or
+    compute); None for anything else."""
+    if cfg is None or "PretrainedConfig" not in safe.class_names(cfg):
+        return None
+    return _plain(cfg, _CONFIG_DEPTH)
+
+
+def _plain(v, depth):
+    """`v` as JSON values where it is one already (numbers, strings, lists, dicts, a torch dtype by name, a nested
+    config); anything else is left out (None)."""
+    t = type(v)
+    if v is None or t in (bool, int, float, str):
+        return v
+    if depth <= 0:
+        return None
+    if safe.is_sequence(v):
+        return [_plain(x, depth - 1) for x in safe.head(v, 1000)]
+    if safe.is_dict(v):
+        return dict((k, _plain(x, depth - 1)) for k, x in safe.items(v)[:1000] if type(k) is str)
+    if safe.type_name(v) == "dtype":
+        return _dtype_name(v)  # torch.dtype's str is C
+    if "PretrainedConfig" in safe.class_names(v):
+        own = safe.instance_dict(v) or {}
+        out = dict((k, _plain(x, depth - 1)) for k, x in own.items() if type(k) is str and not k.startswith("_"))
+        model_type = safe.type_attr(type(v), "model_type")
+        if type(model_type) is str and "model_type" not in out:
+            out["model_type"] = model_type
+        return out
+    return None
 
 
 def setup_facts(torch, root, roots, autocast_dtype):
@@ -445,10 +516,10 @@ def setup_facts(torch, root, roots, autocast_dtype):
     for m in [root] + list(roots):
         if m is None:
             continue
-        if type(m).__name__ == "OptimizedModule" or getattr(m, "_orig_mod", None) is not None:
+        if safe.type_name(m) == "OptimizedModule" or dict(safe.children(m)).get("_orig_mod") is not None:
             compiled, evidence = True, "OptimizedModule (torch.compile(model))"
             break
-        if getattr(m, "_compiled_call_impl", None) is not None:
+        if safe.attr(m, "_compiled_call_impl") is not None:
             compiled, evidence = True, "module.compile()"
             break
     if compiled is None:

@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 
-from . import calls
+from . import calls, safe
 
 _get_ident = threading.get_ident
 _perf_counter = time.perf_counter
@@ -177,11 +177,12 @@ def wrap_optimizer_step(probe, patches, cls):
     profiler's entry point); once per defining class. Also used by the notebook for classes built before the probe existed."""
     torch = probe.torch
     # The class in the MRO whose `step` runs (a user's subclass may inherit AdamW's); the base class's is abstract.
-    owner = next((c for c in cls.__mro__ if "step" in c.__dict__), None)
-    name = "optimizer-step:%s.%s" % (getattr(owner, "__module__", "?"), getattr(owner, "__qualname__", "?"))
+    owner = next((c for c in safe.mro(cls) if "step" in safe.class_dict(c)), None)
+    own = safe.class_dict(owner) if owner is not None else {}
+    name = "optimizer-step:%s.%s" % (own.get("__module__", "?"), own.get("__qualname__", "?"))
     if owner is None or owner is torch.optim.Optimizer or patches.has(name):
         return
-    step = owner.__dict__["step"]
+    step = own["step"]
 
     def step_wrapper(self_opt, *args, **kwargs):
         try:
@@ -346,13 +347,13 @@ def install_compile(probe, patches, torch):
     Module = torch.nn.Module
 
     def compile(*args, **kwargs):
-        model = args[0] if args else kwargs.get("model")
+        model = args[0] if args else dict.get(kwargs, "model")
         try:
             out = original(*args, **kwargs)
         except BaseException as e:
             _drop_own_frame(e)
             raise
-        if isinstance(model, Module) and isinstance(out, Module) and out is not model and not probe.disabled:
+        if safe.is_module(model, Module) and safe.is_module(out, Module) and out is not model and not probe.disabled:
             probe._guarded(probe.root_watch.compiled, out)
         return out
 

@@ -35,6 +35,7 @@ import threading
 import time
 import weakref
 
+from . import safe
 from .threads import native_id
 from .window import STEADY_WINDOW
 
@@ -61,6 +62,13 @@ def cpu_read_at(step):
 
 _get_ident = threading.get_ident
 _thread_time = time.thread_time
+
+
+def _yielded(it):
+    """A DataLoader iterator's count of batches returned (`_num_yielded`, off its instance dict), None if unknown."""
+    d = safe.instance_dict(it)
+    n = d.get("_num_yielded") if d is not None else None
+    return n if type(n) is int else None
 
 
 class StepsMixin(object):
@@ -209,8 +217,9 @@ class StepsMixin(object):
             self.beacon.set(step)
             if self.batches_paused:
                 it = self.feed[0]()
-                if it is not None:  # the batches so far, for the loader record (loader.py)
-                    self.feed[1].batches_pending = max(0, it._num_yielded - self.feed_mark)
+                n = _yielded(it) if it is not None else None
+                if n is not None:  # the batches so far, for the loader record (loader.py)
+                    self.feed[1].batches_pending = max(0, n - self.feed_mark)
             if step >= self.burst_at:
                 self._leave_quiet(ident)
         except Exception as e:
@@ -347,9 +356,9 @@ class StepsMixin(object):
         self.feed_id = id(it)
         state = self.loader_watch.state_of(it)
         try:
-            ok = state is not None and type(it._num_yielded) is int
+            ok = state is not None and _yielded(it) is not None
             self.feed = (weakref.ref(it), state) if ok else None
-        except (AttributeError, TypeError):
+        except TypeError:
             self.feed = None
 
     def _pause_batches(self):
@@ -360,9 +369,10 @@ class StepsMixin(object):
         it = feed[0]() if feed is not None and not self.last_step_mixed else None
         if it is None:
             return
-        if self.next_code is not None and not self.calls.pause(self.next_code):
+        n = _yielded(it)
+        if n is None or (self.next_code is not None and not self.calls.pause(self.next_code)):
             return
-        self.feed_mark = it._num_yielded
+        self.feed_mark = n
         feed[1].batches_pending = 0
         self.batches_paused = True
 

@@ -16,7 +16,9 @@ import os
 import pickle
 import threading
 import time
+import weakref
 
+from . import safe
 from .watchdog import median
 
 # Steady state: the median of the last STEADY_WINDOW host step times within STEADY_TOLERANCE of the
@@ -205,8 +207,9 @@ class WindowMixin(object):
                 return False
         except Exception:
             return False
-        for p in list(self.user_profilers):
-            if getattr(p, "entered", False) and getattr(p, "kineto_results", None) is None:
+        for ref in list(self.user_profilers.values()):
+            p = ref()
+            if p is not None and safe.attr(p, "entered") is True and safe.attr(p, "kineto_results") is None:
                 return False
         return True
 
@@ -462,7 +465,12 @@ class WindowMixin(object):
 
     def _on_user_profiler(self, prof):
         """The script prepares a profiler: ours stops first (on its thread), and opens no more while that one runs."""
-        self.user_profilers.add(prof)
+        # By id, with a weak reference: a WeakSet would hash the profiler (a subclass's __hash__ is the script's).
+        key, profilers = id(prof), self.user_profilers
+        try:
+            profilers[key] = weakref.ref(prof, lambda r: profilers.pop(key, None) if profilers.get(key) is r else None)
+        except TypeError:
+            pass
         if self.prof is not None:
             self._stop_profiler("user-profiler")
 
