@@ -80,7 +80,8 @@ def _dict_descriptor(cls):
     for c in _type_mro(cls):
         descr = _type_dict(c).get("__dict__")
         if descr is not None:
-            found = descr if type(descr) is _GETSET else None  # a class's own `__dict__` (a property) is code
+            # A C descriptor (a module's is a member); a class's own `__dict__` (a property) is code.
+            found = descr if type(descr) is _GETSET or type(descr) is _MEMBER else None
             break
     if len(_DICT_DESCRIPTORS) < 4096:
         _DICT_DESCRIPTORS[id(cls)] = (cls, found)
