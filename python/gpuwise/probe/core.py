@@ -12,7 +12,7 @@ import weakref
 
 from .. import PROTOCOL_VERSION, __version__
 from ..transport import Sink
-from . import config, patches, safe
+from . import config, hooks, patches, safe
 from .background import IDLE_TICK_S, TICK_S, Background
 from .batch import BatchReader, batch_dim_of
 from .beacon import StepBeacon
@@ -107,6 +107,7 @@ class Probe(StepsMixin, WindowMixin):
         self.batches_paused = False  # between bursts, the DataLoader's batches read off its iterator (steps.py)
         self.next_code = None  # the code of the DataLoader iterators' __next__, where sys.monitoring watches it
         self.backward_code = None  # torch.autograd.backward's, where sys.monitoring watches it (paused like next_code)
+        self.backward_spans = []  # (start, end) of backward passes seen from their start, appended at their end
         self.backward_until_window = False  # its watch is taken back once the window is done (_optimizer_steps)
         self.feed = None  # (weakref to the iterator, its loader's state) the steps' DataLoader batches come from
         self.feed_id = None  # id() of that iterator
@@ -406,8 +407,7 @@ class Probe(StepsMixin, WindowMixin):
         """A sequence-first module inside the model may get the model's input transposed (the model turned its
         [batch, seq] input around before it): its first call, read through one global pre-hook, tells."""
         seq = self.seq_module() if self.seq_module is not None else None
-        register = getattr(getattr(self.torch.nn.modules, "module", None), "register_module_forward_pre_hook", None)
-        if seq is None or register is None or self.root_watch.instance is not None:
+        if seq is None or self.root_watch.instance is not None:
             return  # (a compiled model's modules run inside compiled code: the flag stands)
         probe = self
         handles = []
@@ -423,8 +423,10 @@ class Probe(StepsMixin, WindowMixin):
             probe._guarded(probe._confirm_batch_dim, args)
             return None
 
-        handles.append(register(on_call))
-        self.patches.add_undo("batch-dim-check", lambda: [h.remove() for h in handles])
+        h = hooks.global_forward_pre_hook(torch, on_call)
+        if h is not None:
+            handles.append(h)
+            self.patches.add_undo("batch-dim-check", lambda: [h.remove() for h in handles])
 
     def _confirm_batch_dim(self, args):
         x = self.batch_reader.first_argument(args, {})

@@ -24,7 +24,7 @@ import threading
 import types
 import weakref
 
-from . import safe
+from . import hooks, safe
 
 # Training frameworks whose own loop drives the steps, by the module of a frame on the stack at a step.
 _FRAMEWORKS = (("transformers.trainer", "transformers"), ("lightning.", "lightning"), ("pytorch_lightning.", "lightning"), ("accelerate.", "accelerate"))
@@ -42,9 +42,9 @@ class RootWatch(object):
     def __init__(self, torch, on_discovered, on_root_call, calls=None):
         self.torch = torch
         self.calls = calls  # calls.CallWatch: the root's forward code watched while persistent (Python >= 3.12)
-        mod = getattr(torch.nn.modules, "module", None)
-        self._register_pre = getattr(mod, "register_module_forward_pre_hook", None)
-        self._register_post = getattr(mod, "register_module_forward_hook", None)
+        # Global hooks put into torch's tables without a handle id of the script's (hooks.py).
+        self._register_pre = lambda hook: hooks.global_forward_pre_hook(torch, hook)
+        self._register_post = lambda hook: hooks.global_forward_hook(torch, hook, always_call=True)
         self.on_discovered = on_discovered
         self.on_root_call = on_root_call
         self.root_ref = None
@@ -89,11 +89,10 @@ class RootWatch(object):
                 watch.depth[ident] = d - 1
             return None
 
-        self.discovery.append(self._register_pre(on_pre))
-        try:
-            self.discovery.append(self._register_post(on_post, always_call=True))
-        except TypeError:  # torch < 2.0: no always_call (a forward that raises leaves its depth until a backward)
-            self.discovery.append(self._register_post(on_post))
+        # (torch < 2.0 has no always_call: a forward that raises leaves its depth until a backward.)
+        for h in (self._register_pre(on_pre), self._register_post(on_post)):
+            if h is not None:
+                self.discovery.append(h)
 
     def end_discovery(self):
         for h in self.discovery:
@@ -129,10 +128,7 @@ class RootWatch(object):
                 watch.on_root_call(args, kwargs or {}, ident)
             return None
 
-        try:
-            self.instance = wrapper.register_forward_pre_hook(on_call, with_kwargs=True)
-        except TypeError:  # torch < 2.0
-            self.instance = wrapper.register_forward_pre_hook(lambda mod, args: on_call(mod, args))
+        self.instance = hooks.instance_forward_pre_hook(wrapper, on_call)
         self.on_discovered(wrapper)
 
     def set_thread(self, ident):

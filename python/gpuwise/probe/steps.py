@@ -144,15 +144,18 @@ class StepsMixin(object):
         """Whether `source` may count steps now: no higher source is counting them."""
         return self.step_source is None or SOURCE_RANK[source] >= SOURCE_RANK[self.step_source]
 
-    def _on_backward(self, ident, t0):
-        """A backward pass called at `t0` (perf_counter) returned: its call's wall time is the step's `backwardS`. Never
-        between bursts: the backward is not watched then, or its wrapper returns at once (`_enter_quiet`)."""
+    def _on_backward(self, ident, t0, ended=True):
+        """A backward pass called at `t0` (perf_counter) returned (`ended`): its call's wall time is the step's
+        `backwardS`. Where only its start is seen (`ended` False: Python < 3.12, patches.py) it counts from there, and
+        its wall time comes from the engine's callback at its end (`backward_spans`). Never between bursts: the
+        backward is not watched then, or its wrapper returns at once (`_enter_quiet`)."""
         if not self._admits("backward", ident):
             return
-        now = time.perf_counter()
+        now = time.perf_counter() if ended else t0
         self.last_activity = now
         self.backward_calls += 1
-        self.backward_s += now - t0
+        if ended:
+            self.backward_s += now - t0
         watch = self.root_watch
         watch.reset_depth()  # a forward that raised left its depth behind: a backward ends it
         if self.prof is not None:
@@ -424,6 +427,11 @@ class StepsMixin(object):
         work = self.next_step_work
         bg = self.background
         first = not self.announced
+        spans = self.backward_spans
+        if spans:  # the backward passes that ended since (patches.py: seen from their start), from the engine's thread
+            n = len(spans)
+            self.backward_s += sum(t1 - t0 for t0, t1 in spans[:n])
+            del spans[:n]
         foreign_input = False
         if source != "graph":
             self.replays_since_other = 0
