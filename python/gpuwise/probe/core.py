@@ -4,7 +4,6 @@ import atexit
 import inspect
 import os
 import platform
-import socket
 import sys
 import threading
 import time
@@ -548,7 +547,7 @@ class Probe(StepsMixin, WindowMixin):
                 "torch": getattr(torch, "__version__", None),
                 "cudnn": cudnn,
                 "cuda": self.gpu.announce_fields() if self.gpu is not None else {"available": False, "initialized": False, "version": None, "devices": [], "currentDevice": None},
-                "hostname": socket.gethostname(),
+                "hostname": os.uname().nodename,  # (socket.gethostname() is an audit event the script would see)
                 "argv": list(sys.argv),
                 "localRank": cfg.local_rank,
                 "worldSize": cfg.world_size,

@@ -536,10 +536,21 @@ def setup_facts(torch, root, roots, autocast_dtype):
     }
 
 
+def _root_holds_all(root, optimizer):
+    """Whether the outermost module seen holds every parameter the optimizer trains: then it is the model, and the
+    garbage collector's objects need not be walked (`gc.get_objects` is an audit event the script would see)."""
+    if root is None or optimizer is None:
+        return False
+    params = _optimizer_params(optimizer)
+    held = set(id(p) for p in safe.parameters(root))
+    return len(params) > 0 and all(id(p) in held for p in params)
+
+
 def model_record(torch, optimizer, root, autocast_dtype, batch_dim):
     """The `model` record's fields: the summary of the model(s) the optimizer trains (else the root), its set-up and,
     when the root is known, how its input holds the batch (`batch_dim`: (dimension, evidence) or None)."""
-    roots = _model_roots(torch, optimizer)
+    inner = _unwrap(torch, root) if root is not None else None
+    roots = [inner] if _root_holds_all(inner, optimizer) else _model_roots(torch, optimizer)
     if not roots and root is not None:
         roots = [_unwrap(torch, root)]
     summary = _model_summary(torch, roots, optimizer)
