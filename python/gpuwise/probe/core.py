@@ -332,7 +332,16 @@ class Probe(StepsMixin, WindowMixin):
         self.background = Background(self)
         self.sender.wake = self.background.wake
         self.tag = "rank%d" % self.cfg.rank if self.cfg.rank is not None else "pid%d" % self.pid
+        if self.prof is not None and self.window_thread == threading.get_ident() and self._is_legacy(self.prof):
+            # Forked inside the window, from its thread: the child inherits the thread's enabled profiler (its own
+            # profiler would fail "already enabled"). The CPU profiler's state is the thread's alone: taken back.
+            # (Kineto's, in a CUDA process, is left: stopping it in a child could meet the parent's CUPTI state.)
+            try:
+                self.torch.autograd._disable_profiler_legacy()
+            except Exception:
+                pass
         self.prof = None
+        self.prof_step_fn = None
         self.window_done = True  # the parent's window is the parent's
         self.time_state = "done"
         # The parent's sampled loop is not the child's: every step of its own is seen until it settles.
