@@ -62,9 +62,12 @@ class RootWatch(object):
     # ---------- discovery ----------
 
     def discover(self):
-        """Arms the global hooks that find the root (at `import torch`, and again when the root was found on a thread
-        that turned out not to step)."""
+        """Arms what finds the root (at `import torch`, and again when the root was found on a thread that turned out
+        not to step): the starts of nn.Module's `_call_impl` code where sys.monitoring can watch them, else global
+        hooks."""
         if self.discovery or self._register_pre is None or self._register_post is None:
+            return
+        if self._discover_by_code():
             return
         torch = self.torch
         watch = self
@@ -94,6 +97,46 @@ class RootWatch(object):
             if h is not None:
                 self.discovery.append(h)
 
+    def _discover_by_code(self):
+        """Python >= 3.12: the root found from the starts of `Module._call_impl` (calls.watch_start), nothing in torch's
+        hook tables (a script, a library or torch.compile that reads them sees none, a trace records no hook). A call
+        is at depth 0 when no other `_call_impl` frame is below it on its thread's stack. False where it cannot
+        watch (an older Python, no free tool id, a torch whose `_call_impl` is not Python code)."""
+        Module = self.torch.nn.Module
+        impl = safe.class_dict(Module).get("_call_impl")
+        code = impl.__code__ if type(impl) is types.FunctionType else None
+        if self.calls is None or code is None or code.co_argcount < 1 or not code.co_flags & 0x04:  # CO_VARARGS
+            return False
+        n = code.co_argcount + code.co_kwonlyargcount
+        self_name, star = code.co_varnames[0], code.co_varnames[n]
+        starstar = code.co_varnames[n + 1] if code.co_flags & 0x08 else None  # CO_VARKEYWORDS
+        torch = self.torch
+        watch = self
+
+        def on_start(frame, ident):
+            if _compiling(torch) or _tracing(torch) or (watch.thread is not None and watch.thread != ident):
+                return
+            f = frame.f_back
+            while f is not None:
+                if f.f_code is code:
+                    return  # inside another module's call
+                f = f.f_back
+            try:
+                loc = frame.f_locals
+                module, args = loc.get(self_name), loc.get(star) or ()
+                kwargs = loc.get(starstar) if starstar is not None else None
+                kwargs = dict(kwargs) if type(kwargs) is dict else {}
+            except Exception:
+                return
+            if module is not None and safe.has_parameters(module):
+                watch._found(module, args, ident, kwargs)
+
+        undo = self.calls.watch_start(code, on_start)
+        if undo is None:
+            return False
+        self.discovery.append(_Handle(undo))
+        return True
+
     def end_discovery(self):
         for h in self.discovery:
             h.remove()
@@ -105,14 +148,14 @@ class RootWatch(object):
         if self.depth:
             self.depth = {}
 
-    def _found(self, module, args, ident):
+    def _found(self, module, args, ident, kwargs=None):
         # The first call at depth 0 of a module with parameters is the model's: a loss module has none. Settling at
         # once takes the global hooks away before torch.compile traces the model.
         self.end_discovery()
         self.root_ref = weakref.ref(module)
         self.root_thread = ident
         self.on_discovered(module)
-        self.on_root_call(args, _call_kwargs(1), ident)
+        self.on_root_call(args, _call_kwargs(1) if kwargs is None else kwargs, ident)
 
     def compiled(self, wrapper):
         """`torch.compile(module)` returned `wrapper` (an OptimizedModule): it is the root; global hooks end."""
