@@ -8,6 +8,24 @@ Rules it keeps:
   its own environment (config.py); no signal handler, no `sys.excepthook`, no thread in `threading.enumerate()`;
   batches are read without calling into the tensors (batch.py); the profiler window never meets the script's own
   profiler (window.py); DataLoader workers and children that are not training processes run no probe;
+- the script's code never runs on the probe's account: its objects (model, batch, optimizer, DataLoader, profiler,
+  exception) are read only through safe.py, which cannot call a property, `__getattr__`, an override, a dict
+  subclass's methods or a metaclass's `__instancecheck__`; what cannot be read that way stays unknown;
+- its hooks go into torch's hook tables under keys of its own (hooks.py): the handle ids the script gets are the ones
+  it gets without doctor; on Python >= 3.12 the model's calls are seen through sys.monitoring (calls.py), nothing in
+  the tables at all; no frame of the probe's is inside a backward pass (patches.py, `_watch_backward_start`);
+- no child process, and no library loaded or symbol looked up once the script runs (ticker.py, beacon.py: looked up
+  at the boot): nothing a SIGCHLD handler or an audit hook of the script's meets; the profiler window stays in its
+  thread and process (a child forked inside it takes its profiler state back; its own ops run with the script's
+  torch function and dispatch modes off);
+- what remains, and why (the equivalence cases that still differ, test/equivalence/known-differences.json): the
+  background work's timer (ticker.py), which glibc runs on a helper thread of its own, listed in /proc/self/task:
+  the watchdog must see a stalled training thread from outside it (and read its stack), and the time window start
+  on the main thread when nothing else runs; the files it opens (/proc readings, the run directory's traces and step
+  counter), which an audit hook sees as `open` events; its live state (step counter, clock readings, queued
+  records), which tracemalloc attributes to the probe's files; on Python < 3.12 a global forward pre-hook in torch's
+  table while the model's next call must be read (loops without a DataLoader: between a step's end and the model's
+  next call), which a trace or an export made then records;
 - fail-open: every hook runs inside `_guarded`; the first internal error is written once to
   stderr, the probe switches itself off, and the training goes on unchanged;
 - it never imports torch: it waits for the script to import it (a post-import hook), and makes every import it

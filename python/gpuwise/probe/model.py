@@ -1,8 +1,11 @@
 """The model: the outermost module found from its calls, its input read for the batch, and the model record.
 
-The outermost module (the root) is found without touching any module: global forward hooks
-(`register_module_forward_pre_hook`, `register_module_forward_hook`) watch module calls until the first call at
-depth 0 (no other module's call around it) of a module with parameters on the stepping thread, and are removed there.
+The outermost module (the root) is found without touching any module: on Python >= 3.12 the starts of
+`Module._call_impl` (sys.monitoring, calls.watch_start), elsewhere global forward hooks put into torch's tables under
+the probe's own keys (hooks.py: no handle id taken), watch module calls until the first call at depth 0 (no other
+module's call around it) of a module with parameters on the stepping thread, and stop there. Every read of a module
+(its parameters, children, `batch_first`, a Hugging Face `config`) goes through safe.py: no property, `__getattr__`
+or overridden `parameters()` of the script's runs.
 After that, the root's calls are seen only while the probe needs them, never through one of the module's own hooks:
 armed at a step's end and after each backward pass when no DataLoader feeds the steps (the batch is then the root's
 input, one call per micro-batch), removed at the root's next call; kept while forward calls are the only steps

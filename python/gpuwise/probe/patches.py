@@ -4,9 +4,11 @@ Every patch replaces one attribute of torch (never of a user object) and is reco
 puts the original back (`restore(name)` once its use is over, `restore_all()` when the probe ends: at the exit, when
 it switches itself off, in a DataLoader worker). Where torch has a global hook the probe uses it instead of a wrapper
 (the optimizer step post-hook of torch >= 2.0). A wrapper keeps its original's name, docstring and `__wrapped__`,
-takes its own entry off the traceback of an exception passing through it (`_drop_own_frame`), and
-`torch.autograd.backward`'s is registered as TorchScript's builtin for `aten::backward` while it is in place, so a
-scripted function that calls it compiles as without doctor.
+takes its own entry off the traceback of an exception passing through it (`_drop_own_frame`). The backward pass is
+seen through sys.monitoring (Python >= 3.12), else through `torch.autograd._make_grads`, which returns before the
+engine runs, and the engine's own final callback (`_watch_backward_start`): no frame of the probe's is in a stack
+taken inside backward. Only a torch without those pieces gets a wrapper of `torch.autograd.backward`, registered as
+TorchScript's builtin for `aten::backward` while it is in place, so a scripted function that calls it compiles.
 """
 import functools
 import sys

@@ -6,7 +6,13 @@ timer instead (`timer_create` with SIGEV_THREAD, one-shot, armed again by each r
 native thread of its own, and ctypes gives that thread a Python thread state only for the duration of the call, so
 between runs the process holds no thread of the probe's that Python knows. libc's helper thread blocks every signal:
 the signals the script receives go where they went without doctor. A process where the timer cannot be made (another
-OS, a libc without it) gets the resident thread (`_thread`), as before.
+OS, a glibc before 2.34, whose timers are in librt) gets the resident thread (`_thread`), as before.
+
+What stays visible, and why: glibc starts one helper thread at the first `timer_create` (it waits for the timer's
+signal and starts a thread per expiry), so /proc/self/task lists one thread more from the first step on (two during
+a run). It cannot be avoided while the watchdog exists: a stall is the training thread making no progress, so only a
+thread beside it can notice it and read its stack (and a signal, the other way, would be a handler the script sees).
+The C functions are looked up when the module is imported (doctor's boot), never later: see `_libc_timers`.
 
 `run()` does the work and returns the seconds until the next run (None: no more). `wake()` asks for a run now, from any
 thread; `stop()` ends the runs and returns once none is in progress, so the interpreter's end never meets one.
