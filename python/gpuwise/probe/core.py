@@ -27,6 +27,14 @@ from .watchdog import Watchdog
 from .window import WindowMixin
 
 _get_ident = threading.get_ident
+
+
+def _plain_arg(a):
+    """An exception argument whose text is C's to make (no `__str__` or `__repr__` of the script's)."""
+    t = type(a)
+    if a is None or t in (str, int, float, bool):
+        return True
+    return t is tuple and all(x is None or type(x) in (str, int, float, bool) for x in a)
 # A fork waits at most this long for the background work's job (an export) to finish.
 FORK_WAIT_S = 30.0
 
@@ -582,7 +590,7 @@ class Probe(StepsMixin, WindowMixin):
         # The message without the exception's own `__str__` (the script's code): its arguments when they are text.
         args = safe.attr(value, "args", ())
         plain = safe.head(args, 8)
-        message = BaseException.__str__(value) if all(type(a) in (str, int, float) for a in plain) else name
+        message = BaseException.__str__(value) if all(_plain_arg(a) for a in plain) else name
         # cuBLAS and cuDNN fail their own workspace allocations with ALLOC_FAILED: memory ran out as well.
         oom = name == "OutOfMemoryError" or "out of memory" in message.lower() or "STATUS_ALLOC_FAILED" in message
         self.exception = name

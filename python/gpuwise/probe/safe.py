@@ -11,6 +11,7 @@ the instance's `__dict__` through the C descriptor of its class, the base types'
 and torch's C tensor accessors with `__torch_function__` disabled (no subclass's Python override runs). What cannot be
 read that way is unknown to the probe (None, or skipped), never read another way.
 """
+import contextlib
 import types
 
 _MISSING = object()
@@ -252,6 +253,28 @@ def has_parameters(module, limit=10000):
 # ---------- tensors ----------
 
 
+def no_modes(torch, dispatch=False):
+    """A context in which torch calls of the probe's run no `__torch_function__` of the script's, neither a tensor
+    subclass's nor a torch function mode's (`DisableTorchFunction`; torch 1.x's leaves modes on, so its mode is set
+    aside as torch's own `_no_torch_function_mode` does); with `dispatch`, no `__torch_dispatch__` mode either (the
+    Python dispatch key excluded while it lasts). Nothing of the script's is called, and all is as before after."""
+    c = torch._C
+    stack = contextlib.ExitStack()
+    off = getattr(c, "DisableTorchFunction", None)
+    if off is not None:
+        stack.enter_context(off())
+    overrides = getattr(torch, "overrides", None)
+    legacy_modes = getattr(overrides, "_no_torch_function_mode", None) if getattr(c, "DisableTorchFunctionSubclass", None) is None else None
+    mode_on = getattr(c, "_is_torch_function_mode_enabled", None)
+    if legacy_modes is not None and mode_on is not None and mode_on():
+        stack.enter_context(legacy_modes())
+    guard = getattr(c, "_DisableTorchDispatch", None) if dispatch else None
+    if guard is not None:
+        held = [guard()]  # a guard object (not a context manager): in force while it lives
+        stack.callback(held.clear)
+    return stack
+
+
 class Tensors(object):
     """torch's C accessors of a tensor, with `__torch_function__` off while they run: a tensor subclass's Python
     override is never called. A tensor whose class (outside torch) defines `__torch_dispatch__` (its sizes may be
@@ -266,9 +289,10 @@ class Tensors(object):
         bd = _type_dict(base)
         self._dtype = bd["dtype"].__get__
         self._requires_grad = bd["requires_grad"].__get__
-        self._off = getattr(c, "DisableTorchFunctionSubclass", None) or getattr(c, "DisableTorchFunction", None)
+        self.torch = torch
         parameter = getattr(getattr(torch.nn, "parameter", None), "UninitializedTensorMixin", None)
         self._uninitialized = parameter
+        self._mode_on = getattr(c, "_is_torch_function_mode_enabled", None)
         self._ok_types = {}  # id(class) -> (class, readable)
 
     def readable(self, x):
@@ -289,18 +313,17 @@ class Tensors(object):
 
     def disabled(self):
         """The context in which the accessors below run no `__torch_function__` (enter it around a batch of reads)."""
-        return self._off() if self._off is not None else _NoContext()
+        return no_modes(self.torch)
+
+    def modes_on(self):
+        """Whether a torch function mode of the script's would still see the accessors (inside `disabled()`: torch
+        1.x's guard leaves modes on; torch 2's turns them off)."""
+        return self._mode_on is not None and bool(self._mode_on())
 
     def facts(self, x):
-        """(numel, dtype, element size, requires_grad) of a readable tensor, inside `disabled()`; None otherwise."""
-        if not self.readable(x):
+        """(numel, dtype, element size, requires_grad) of a readable tensor, inside `disabled()`; None otherwise (also
+        while a torch function mode would see the read)."""
+        if not self.readable(x) or self.modes_on():
             return None
         return self._numel(x), self._dtype(x), self._element_size(x), self._requires_grad(x)
 
-
-class _NoContext(object):
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False

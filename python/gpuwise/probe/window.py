@@ -328,16 +328,7 @@ class WindowMixin(object):
     def _no_dispatch(self):
         """The context in which the probe's own ops run (the ProfilerStep spans' record_function): no torch function or
         dispatch mode of the script's sees them (an op-counting TorchDispatchMode would count them)."""
-        c = self.torch._C
-        stack = contextlib.ExitStack()
-        off = getattr(c, "DisableTorchFunction", None)
-        if off is not None:
-            stack.enter_context(off())
-        guard = getattr(c, "_DisableTorchDispatch", None)
-        if guard is not None:
-            held = [guard()]  # a guard object (not a context manager): in force while it lives
-            stack.callback(held.clear)
-        return stack
+        return safe.no_modes(self.torch, dispatch=True)
 
     def _distributed_info(self):
         dist = getattr(self.torch, "distributed", None)
