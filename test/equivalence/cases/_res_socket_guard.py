@@ -1,4 +1,9 @@
-"""A pytest-socket-style guard: `socket.socket` replaced by a class that refuses to be made (tests that must not
+"""Pending (named with a leading `_`, so the suite does not run it yet): the probe's socket is transport.py's, which
+the socket's redesign (issue 43, item 5) owns; under doctor today the guard refuses the probe's socket at its first
+record and the probe prints an internal error and switches itself off (no steps recorded). Rename it to
+res_socket_guard.py once transport.py makes its socket from the class bound at the boot.
+
+A pytest-socket-style guard: `socket.socket` replaced by a class that refuses to be made (tests that must not
 touch the network), installed right after the imports; the training then runs and a blocked attempt is reported.
 """
 import socket
