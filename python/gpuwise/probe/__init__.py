@@ -18,10 +18,12 @@ Rules it keeps:
   at the boot): nothing a SIGCHLD handler or an audit hook of the script's meets; the profiler window stays in its
   thread and process (a child forked inside it takes its profiler state back; its own ops run with the script's
   torch function and dispatch modes off);
-- what remains, and why (the equivalence cases that still differ, test/equivalence/known-differences.json): the
-  background work's timer (ticker.py), which glibc runs on a helper thread of its own, listed in /proc/self/task:
-  the watchdog must see a stalled training thread from outside it (and read its stack), and the time window start
-  on the main thread when nothing else runs; the files it opens (/proc readings, the run directory's traces and step
+- no thread where nothing needs one: the background work runs inline at step ends (background.py); a timer
+  (ticker.py) is started only for the duties about time passing while the training thread does nothing the probe
+  sees: the watchdog where doctor diagnoses hangs (a process that uses CUDA, a rank of a distributed run; a stalled
+  thread cannot report itself, and its stack is read from beside it), and the time window of a run without steps;
+- what remains, and why (the equivalence cases that still differ, test/equivalence/known-differences.json): that
+  timer's thread where it runs (glibc's helper thread, listed in /proc/self/task, never in `threading`); the files it opens (/proc readings, the run directory's traces and step
   counter), which an audit hook sees as `open` events; its live state (step counter, clock readings, queued
   records), which tracemalloc attributes to the probe's files; on Python < 3.12 a global forward pre-hook in torch's
   table while the model's next call must be read (loops without a DataLoader: between a step's end and the model's
@@ -41,10 +43,10 @@ Rules it keeps:
 - a step costs the training thread two clock reads and a queued record, and past the first GPUWISE_FULL_STEPS steps
   of a steady optimizer loop only a counter, save in bursts of 32 steps in 1024 (steps.py); the records are written
   in batches, what
-  the socket does not take by the probe's background work (background.py), which a timer runs (ticker.py): no thread
-  of the probe's stays between its runs;
-- the outermost module and its input (model.py): found from its calls through global forward hooks, removed at
-  once; its later calls are seen only while the batch must be read off them;
+  the socket does not take by the probe's background work (background.py): inline at step ends, or where a timer
+  runs (ticker.py), from it, with no thread of the probe's known to Python between its runs;
+- the outermost module and its input (model.py): found from its calls (sys.monitoring on Python >= 3.12, else global
+  forward hooks in torch's tables under the probe's own keys), which stop at once; its later calls are seen only while the batch must be read off them;
 - no step at all (real work without any of these): once CUDA is initialised and nothing step-like happened for
   GPUWISE_TIME_WINDOW_AFTER_S, a time window of GPUWISE_TIME_WINDOW_S is profiled on the main thread and analysed
   as one step (mainthread.py: a pending call, no signal);

@@ -475,6 +475,8 @@ class Probe(StepsMixin, WindowMixin):
             attach(lambda device, alloc, device_alloc, device_free: self._guarded(self._on_oom, device, alloc, device_alloc, device_free))
         if self.cfg.memory_history_always:
             self.gpu.start_history()
+        if self.withdrawn:
+            self.background.ensure()  # the watchdog, now that the process uses CUDA (a training that started on CPU)
         self._arm_time_window()
 
     def _on_oom(self, device, alloc_bytes, device_allocated_bytes, device_free_bytes):
@@ -513,6 +515,23 @@ class Probe(StepsMixin, WindowMixin):
                 self._queue("stall", stall)
                 self.sender.flush(wait_s=2.0)
         self._window_timers(now)
+
+    def _inline_tick(self, now):
+        """The tick's work without a timer (background.run_inline, on the stepping thread): the records the socket did
+        not take (never waiting), the readings, and a step window past its time limit closed here."""
+        self.sender.flush(block=False)
+        if self.announced and not self.ended:
+            self._queue_readings(now)
+        if self.prof is not None:
+            self._close_if_overdue(now)
+
+    def needs_timer(self):
+        """Whether a duty needs the timer's runs (background.py): the watchdog where doctor diagnoses hangs (a process
+        that uses CUDA, a rank of a distributed run), or an armed time window."""
+        cfg = self.cfg
+        if self.time_armed_at is not None and self.time_state != "done":
+            return True
+        return cfg.stall_floor_s > 0 and (self.cuda_on or (cfg.world_size or 1) > 1)
 
     def _queue_readings(self, now, force=False):
         """The periodic readings due now (`force`: the last, at the end): each DataLoader's (loader.py), and the CPU by

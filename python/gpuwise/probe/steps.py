@@ -528,7 +528,8 @@ class StepsMixin(object):
             sys.stderr.flush()
             raise SystemExit(0)
         self._quiet_if_due(step)
-        if source != "batch" and (wrote or rare or self.prof is not None or not self.window_done or history_stopped):
+        inline = bg.ticker is None and (bg.jobs or now >= bg.inline_at) and bg.run_inline(now)  # no timer: due work
+        if source != "batch" and (wrote or rare or inline or self.prof is not None or not self.window_done or history_stopped):
             # The probe's own work at the boundary is not part of the next step. (A batch step
             # ends where the next fetch started: that fetch's wait belongs to the next step.) The thread's CPU clock is
             # a system call (see the module docstring): both clocks are read again only when the probe's work here

@@ -9,9 +9,11 @@ the signals the script receives go where they went without doctor. A process whe
 OS, a glibc before 2.34, whose timers are in librt) gets the resident thread (`_thread`), as before.
 
 What stays visible, and why: glibc starts one helper thread at the first `timer_create` (it waits for the timer's
-signal and starts a thread per expiry), so /proc/self/task lists one thread more from the first step on (two during
-a run). It cannot be avoided while the watchdog exists: a stall is the training thread making no progress, so only a
-thread beside it can notice it and read its stack (and a signal, the other way, would be a handler the script sees).
+signal and starts a thread per expiry), so /proc/self/task lists one thread more from then on (two during a run). It
+cannot be avoided where the watchdog runs: a stall is the training thread making no progress, so only a thread beside
+it can notice it and read its stack (and a signal, the other way, would be a handler the script sees). So the timer
+is made only where a duty needs it (background.py: a process that uses CUDA, a rank of a distributed run, an armed
+time window); elsewhere the work runs inline and the process has no thread of the probe's.
 The C functions are looked up when the module is imported (doctor's boot), never later: see `_libc_timers`.
 
 `run()` does the work and returns the seconds until the next run (None: no more). `wake()` asks for a run now, from any
