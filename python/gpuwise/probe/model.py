@@ -58,6 +58,9 @@ class RootWatch(object):
         self.armed = None  # handle of the global pre-hook that waits for the root's next call
         self.instance = None  # handle of the pre-hook on a compiled root's OptimizedModule
         self.persistent = False  # keep the pre-hook armed after a call (forward calls are the steps)
+        # The `_call_impl` frame (its id) of the root call discovery has just read: the start of its `forward`, which
+        # the watch armed then sees next, is the same call (read once).
+        self.read_at_found = None
 
     def root(self):
         return self.root_ref() if self.root_ref is not None else None
@@ -132,7 +135,7 @@ class RootWatch(object):
             except Exception:
                 return
             if module is not None and safe.has_parameters(module):
-                watch._found(module, args, ident, kwargs)
+                watch._found(module, args, ident, kwargs, id(frame))
 
         undo = self.calls.watch_start(code, on_start)
         if undo is None:
@@ -151,13 +154,15 @@ class RootWatch(object):
         if self.depth:
             self.depth = {}
 
-    def _found(self, module, args, ident, kwargs=None):
+    def _found(self, module, args, ident, kwargs=None, call_frame=None):
         # The first call at depth 0 of a module with parameters is the model's: a loss module has none. Settling at
         # once takes the global hooks away before torch.compile traces the model.
         self.end_discovery()
         self.root_ref = weakref.ref(module)
         self.root_thread = ident
         self.on_discovered(module)
+        if isinstance(self.armed, _Handle) and call_frame is not None:
+            self.read_at_found = call_frame  # armed through the forward's code: its start is this very call
         self.on_root_call(args, _call_kwargs(1) if kwargs is None else kwargs, ident)
 
     def compiled(self, wrapper):
@@ -238,6 +243,11 @@ class RootWatch(object):
         watch = self
 
         def on_start(frame, ident):
+            if watch.read_at_found is not None:
+                same = frame.f_back is not None and id(frame.f_back) == watch.read_at_found
+                watch.read_at_found = None
+                if same:
+                    return  # the call discovery has just read
             try:
                 loc = frame.f_locals
                 if loc.get(names[0]) is not root() or _compiling(torch) or _tracing(torch):
