@@ -65,8 +65,8 @@ it at `import torch`, without CUDA), GPUWISE_GPU_TIMING=0 (no CUDA timing events
 GPUWISE_MAX_STEPS (stop cleanly with exit status 0 after that many steps), GPUWISE_MEMORY_HISTORY=1 (record
 allocation history from CUDA start instead of only in the window), GPUWISE_PROBE_FAULT=step|batch (test knob: raise
 inside the probe's hook at step 2 / the second batch), GPUWISE_STALL_S (the watchdog's floor, default 30 s; 0 = no
-watchdog), GPUWISE_STALL_REPEAT_S (how often a stall is reported again, default 60 s), GPUWISE_FULL_STEPS (steps
-recorded in full before the steady loop is sampled, default 2048; "all": every step), GPUWISE_USER_PYTHONPATH (the
+watchdog; it runs where the process uses CUDA or is a rank of a distributed run), GPUWISE_STALL_REPEAT_S (how often a
+stall is reported again, default 60 s), GPUWISE_FULL_STEPS (steps recorded in full before the steady loop is sampled, default 2048; "all": every step), GPUWISE_USER_PYTHONPATH (the
 PYTHONPATH doctor found, restored for the script).
 """
 import os
