@@ -171,7 +171,8 @@ describe.skipIf(SKIP_PYTHON)('probe (CPU torch)', () => {
     expect(share).toBeGreaterThan(0.35);
     expect(share).toBeLessThan(0.65);
     expect(last.processCpuS!).toBeGreaterThanOrEqual(last.autogradCpuS + last.steppingCpuS);
-    expect(last.threads).toBeGreaterThanOrEqual(3);
+    // The stepping thread and pt_autograd_0: a CPU process has no thread of the probe's (its work runs inline).
+    expect(last.threads).toBeGreaterThanOrEqual(2);
     // The pace model's host stage is both threads' work, not the stepping thread's alone.
     const report = await rediagnosed(dir);
     const host = report.pace?.stages.host;

@@ -8,6 +8,26 @@ Rules it keeps:
   its own environment (config.py); no signal handler, no `sys.excepthook`, no thread in `threading.enumerate()`;
   batches are read without calling into the tensors (batch.py); the profiler window never meets the script's own
   profiler (window.py); DataLoader workers and children that are not training processes run no probe;
+- the script's code never runs on the probe's account: its objects (model, batch, optimizer, DataLoader, profiler,
+  exception) are read only through safe.py, which cannot call a property, `__getattr__`, an override, a dict
+  subclass's methods or a metaclass's `__instancecheck__`; what cannot be read that way stays unknown;
+- its hooks go into torch's hook tables under keys of its own (hooks.py): the handle ids the script gets are the ones
+  it gets without doctor; on Python >= 3.12 the model's calls are seen through sys.monitoring (calls.py), nothing in
+  the tables at all; no frame of the probe's is inside a backward pass (patches.py, `_watch_backward_start`);
+- no child process, and no library loaded or symbol looked up once the script runs (ticker.py, beacon.py: looked up
+  at the boot): nothing a SIGCHLD handler or an audit hook of the script's meets; the profiler window stays in its
+  thread and process (a child forked inside it takes its profiler state back; its own ops run with the script's
+  torch function and dispatch modes off);
+- no thread where nothing needs one: the background work runs inline at step ends (background.py); a timer
+  (ticker.py) is started only for the duties about time passing while the training thread does nothing the probe
+  sees: the watchdog where doctor diagnoses hangs (a process that uses CUDA, a rank of a distributed run; a stalled
+  thread cannot report itself, and its stack is read from beside it), and the time window of a run without steps;
+- what remains, and why (the equivalence cases that still differ, test/equivalence/known-differences.json): that
+  timer's thread where it runs (glibc's helper thread, listed in /proc/self/task, never in `threading`); the files it opens (/proc readings, the run directory's traces and step
+  counter), which an audit hook sees as `open` events; its live state (step counter, clock readings, queued
+  records), which tracemalloc attributes to the probe's files; on Python < 3.12 a global forward pre-hook in torch's
+  table while the model's next call must be read (loops without a DataLoader: between a step's end and the model's
+  next call), which a trace or an export made then records;
 - fail-open: every hook runs inside `_guarded`; the first internal error is written once to
   stderr, the probe switches itself off, and the training goes on unchanged;
 - it never imports torch: it waits for the script to import it (a post-import hook), and makes every import it
@@ -23,10 +43,10 @@ Rules it keeps:
 - a step costs the training thread two clock reads and a queued record, and past the first GPUWISE_FULL_STEPS steps
   of a steady optimizer loop only a counter, save in bursts of 32 steps in 1024 (steps.py); the records are written
   in batches, what
-  the socket does not take by the probe's background work (background.py), which a timer runs (ticker.py): no thread
-  of the probe's stays between its runs;
-- the outermost module and its input (model.py): found from its calls through global forward hooks, removed at
-  once; its later calls are seen only while the batch must be read off them;
+  the socket does not take by the probe's background work (background.py): inline at step ends, or where a timer
+  runs (ticker.py), from it, with no thread of the probe's known to Python between its runs;
+- the outermost module and its input (model.py): found from its calls (sys.monitoring on Python >= 3.12, else global
+  forward hooks in torch's tables under the probe's own keys), which stop at once; its later calls are seen only while the batch must be read off them;
 - no step at all (real work without any of these): once CUDA is initialised and nothing step-like happened for
   GPUWISE_TIME_WINDOW_AFTER_S, a time window of GPUWISE_TIME_WINDOW_S is profiled on the main thread and analysed
   as one step (mainthread.py: a pending call, no signal);
@@ -45,8 +65,8 @@ it at `import torch`, without CUDA), GPUWISE_GPU_TIMING=0 (no CUDA timing events
 GPUWISE_MAX_STEPS (stop cleanly with exit status 0 after that many steps), GPUWISE_MEMORY_HISTORY=1 (record
 allocation history from CUDA start instead of only in the window), GPUWISE_PROBE_FAULT=step|batch (test knob: raise
 inside the probe's hook at step 2 / the second batch), GPUWISE_STALL_S (the watchdog's floor, default 30 s; 0 = no
-watchdog), GPUWISE_STALL_REPEAT_S (how often a stall is reported again, default 60 s), GPUWISE_FULL_STEPS (steps
-recorded in full before the steady loop is sampled, default 2048; "all": every step), GPUWISE_USER_PYTHONPATH (the
+watchdog; it runs where the process uses CUDA or is a rank of a distributed run), GPUWISE_STALL_REPEAT_S (how often a
+stall is reported again, default 60 s), GPUWISE_FULL_STEPS (steps recorded in full before the steady loop is sampled, default 2048; "all": every step), GPUWISE_USER_PYTHONPATH (the
 PYTHONPATH doctor found, restored for the script).
 """
 import os

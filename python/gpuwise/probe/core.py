@@ -4,7 +4,6 @@ import atexit
 import inspect
 import os
 import platform
-import socket
 import sys
 import threading
 import time
@@ -12,7 +11,7 @@ import weakref
 
 from .. import PROTOCOL_VERSION, __version__
 from ..transport import Sink
-from . import config, patches
+from . import config, hooks, patches, safe
 from .background import IDLE_TICK_S, TICK_S, Background
 from .batch import BatchReader, batch_dim_of
 from .beacon import StepBeacon
@@ -28,6 +27,14 @@ from .watchdog import Watchdog
 from .window import WindowMixin
 
 _get_ident = threading.get_ident
+
+
+def _plain_arg(a):
+    """An exception argument whose text is C's to make (no `__str__` or `__repr__` of the script's)."""
+    t = type(a)
+    if a is None or t in (str, int, float, bool):
+        return True
+    return t is tuple and all(x is None or type(x) in (str, int, float, bool) for x in a)
 # A fork waits at most this long for the background work's job (an export) to finish.
 FORK_WAIT_S = 30.0
 
@@ -105,6 +112,7 @@ class Probe(StepsMixin, WindowMixin):
         self.batches_paused = False  # between bursts, the DataLoader's batches read off its iterator (steps.py)
         self.next_code = None  # the code of the DataLoader iterators' __next__, where sys.monitoring watches it
         self.backward_code = None  # torch.autograd.backward's, where sys.monitoring watches it (paused like next_code)
+        self.backward_spans = []  # (start, end) of backward passes seen from their start, appended at their end
         self.backward_until_window = False  # its watch is taken back once the window is done (_optimizer_steps)
         self.feed = None  # (weakref to the iterator, its loader's state) the steps' DataLoader batches come from
         self.feed_id = None  # id() of that iterator
@@ -135,7 +143,7 @@ class Probe(StepsMixin, WindowMixin):
         self.window_done = False
         self.window_plan = None  # (first step, reason) of a distributed run's common window
         self.own_ready_at = None  # the step at which this rank would have opened its window alone
-        self.user_profilers = weakref.WeakSet()
+        self.user_profilers = {}  # id -> weak reference: the script's profilers prepared (window.py)
         self.time_armed_at = None  # perf_counter() when the time window became possible (CUDA initialised)
         self.time_state = None  # None, "open" (profiling), "done"
         self.calls = CallWatch()  # the calls seen through sys.monitoring (patches.py)
@@ -332,7 +340,16 @@ class Probe(StepsMixin, WindowMixin):
         self.background = Background(self)
         self.sender.wake = self.background.wake
         self.tag = "rank%d" % self.cfg.rank if self.cfg.rank is not None else "pid%d" % self.pid
+        if self.prof is not None and self.window_thread == threading.get_ident() and self._is_legacy(self.prof):
+            # Forked inside the window, from its thread: the child inherits the thread's enabled profiler (its own
+            # profiler would fail "already enabled"). The CPU profiler's state is the thread's alone: taken back.
+            # (Kineto's, in a CUDA process, is left: stopping it in a child could meet the parent's CUPTI state.)
+            try:
+                self.torch.autograd._disable_profiler_legacy()
+            except Exception:
+                pass
         self.prof = None
+        self.prof_step_fn = None
         self.window_done = True  # the parent's window is the parent's
         self.time_state = "done"
         # The parent's sampled loop is not the child's: every step of its own is seen until it settles.
@@ -392,7 +409,8 @@ class Probe(StepsMixin, WindowMixin):
             self.input_samples_known = False
         else:
             self.input_samples += n
-        ids = kwargs.get("input_ids") if isinstance(kwargs, dict) and "input_ids" in kwargs else first
+        ids = safe.get(kwargs, "input_ids")
+        ids = first if ids is None else ids
         tok = reader.tokens(ids, dim)
         if tok is None:
             self.input_tokens_known = False
@@ -405,8 +423,7 @@ class Probe(StepsMixin, WindowMixin):
         """A sequence-first module inside the model may get the model's input transposed (the model turned its
         [batch, seq] input around before it): its first call, read through one global pre-hook, tells."""
         seq = self.seq_module() if self.seq_module is not None else None
-        register = getattr(getattr(self.torch.nn.modules, "module", None), "register_module_forward_pre_hook", None)
-        if seq is None or register is None or self.root_watch.instance is not None:
+        if seq is None or self.root_watch.instance is not None:
             return  # (a compiled model's modules run inside compiled code: the flag stands)
         probe = self
         handles = []
@@ -422,8 +439,10 @@ class Probe(StepsMixin, WindowMixin):
             probe._guarded(probe._confirm_batch_dim, args)
             return None
 
-        handles.append(register(on_call))
-        self.patches.add_undo("batch-dim-check", lambda: [h.remove() for h in handles])
+        h = hooks.global_forward_pre_hook(torch, on_call)
+        if h is not None:
+            handles.append(h)
+            self.patches.add_undo("batch-dim-check", lambda: [h.remove() for h in handles])
 
     def _confirm_batch_dim(self, args):
         x = self.batch_reader.first_argument(args, {})
@@ -456,6 +475,8 @@ class Probe(StepsMixin, WindowMixin):
             attach(lambda device, alloc, device_alloc, device_free: self._guarded(self._on_oom, device, alloc, device_alloc, device_free))
         if self.cfg.memory_history_always:
             self.gpu.start_history()
+        if self.withdrawn:
+            self.background.ensure()  # the watchdog, now that the process uses CUDA (a training that started on CPU)
         self._arm_time_window()
 
     def _on_oom(self, device, alloc_bytes, device_allocated_bytes, device_free_bytes):
@@ -494,6 +515,23 @@ class Probe(StepsMixin, WindowMixin):
                 self._queue("stall", stall)
                 self.sender.flush(wait_s=2.0)
         self._window_timers(now)
+
+    def _inline_tick(self, now):
+        """The tick's work without a timer (background.run_inline, on the stepping thread): the records the socket did
+        not take (never waiting), the readings, and a step window past its time limit closed here."""
+        self.sender.flush(block=False)
+        if self.announced and not self.ended:
+            self._queue_readings(now)
+        if self.prof is not None:
+            self._close_if_overdue(now)
+
+    def needs_timer(self):
+        """Whether a duty needs the timer's runs (background.py): the watchdog where doctor diagnoses hangs (a process
+        that uses CUDA, a rank of a distributed run), or an armed time window."""
+        cfg = self.cfg
+        if self.time_armed_at is not None and self.time_state != "done":
+            return True
+        return cfg.stall_floor_s > 0 and (self.cuda_on or (cfg.world_size or 1) > 1)
 
     def _queue_readings(self, now, force=False):
         """The periodic readings due now (`force`: the last, at the end): each DataLoader's (loader.py), and the CPU by
@@ -545,7 +583,7 @@ class Probe(StepsMixin, WindowMixin):
                 "torch": getattr(torch, "__version__", None),
                 "cudnn": cudnn,
                 "cuda": self.gpu.announce_fields() if self.gpu is not None else {"available": False, "initialized": False, "version": None, "devices": [], "currentDevice": None},
-                "hostname": socket.gethostname(),
+                "hostname": os.uname().nodename,  # (socket.gethostname() is an audit event the script would see)
                 "argv": list(sys.argv),
                 "localRank": cfg.local_rank,
                 "worldSize": cfg.world_size,
@@ -567,8 +605,11 @@ class Probe(StepsMixin, WindowMixin):
         self._queue("end", {"reason": reason, "steps": self.step, "exception": self.exception, "gpuStepTimes": gpu_times, "forwardGradModes": grad_modes}, now=True)
 
     def _on_exception(self, etype, value):
-        name = getattr(etype, "__name__", str(etype))
-        message = str(value)
+        name = safe.type_name(value)
+        # The message without the exception's own `__str__` (the script's code): its arguments when they are text.
+        args = safe.attr(value, "args", ())
+        plain = safe.head(args, 8)
+        message = BaseException.__str__(value) if all(_plain_arg(a) for a in plain) else name
         # cuBLAS and cuDNN fail their own workspace allocations with ALLOC_FAILED: memory ran out as well.
         oom = name == "OutOfMemoryError" or "out of memory" in message.lower() or "STATUS_ALLOC_FAILED" in message
         self.exception = name

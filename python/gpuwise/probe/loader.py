@@ -12,6 +12,7 @@ import os
 import threading
 import weakref
 
+from . import safe
 from .watchdog import median
 
 # The background runs read the loaders at most this often.
@@ -64,7 +65,9 @@ class _Loader(object):
 
 class LoaderWatch(object):
     def __init__(self):
-        self.loaders = weakref.WeakKeyDictionary()  # DataLoader -> _Loader (looked up on the iterating thread only)
+        # id(DataLoader) -> (weak reference, _Loader), looked up on the iterating thread only. By id: a weak-keyed
+        # dict would hash and compare the loaders (a subclass's __hash__ and __eq__ are the script's code).
+        self.loaders = {}
         self.states = []  # every _Loader, in order (its index): what the background runs read
         self.by_iterator = {}  # id(iterator) -> _Loader, for the iterators of this epoch
         self.read_at = None
@@ -74,10 +77,18 @@ class LoaderWatch(object):
 
     def on_iter(self, loader, it, step, t0=None):
         """`loader.__iter__()`, called at perf_counter() `t0`, returned `it` (on the thread that iterates)."""
-        state = self.loaders.get(loader)
+        got = self.loaders.get(id(loader))
+        state = got[1] if got is not None and got[0]() is loader else None
         if state is None:
-            state = self.loaders[loader] = _Loader(len(self.states))
+            state = _Loader(len(self.states))
             self.states.append(state)
+            key, loaders = id(loader), self.loaders
+            try:
+                ref = weakref.ref(loader, lambda r: loaders.pop(key, None) if loaders.get(key, (None,))[0] is r else None)
+            except TypeError:
+                ref = None  # a loader without weak references: not kept (each epoch counts as a new loader)
+            if ref is not None:
+                loaders[key] = (ref, state)
         if state.iterator_id is not None and state.iterator_id != id(it):
             self.by_iterator.pop(state.iterator_id, None)  # the epoch before's (its id may be reused once it is gone)
         self.by_iterator[id(it)] = state
@@ -90,13 +101,14 @@ class LoaderWatch(object):
             self.children_cpu = t[2] + t[3]
         for pid in _worker_pids(it):  # known from the start: a worker gone before the next reading still counts
             state.worker_cpu.setdefault(pid, 0.0)
-        workers = getattr(it, "_num_workers", 0) or 0
+        # Read off the instances' dicts (safe.py): a DataLoader subclass's properties are the script's code.
+        workers = _int_or_none(safe.attr(it, "_num_workers")) or 0
         state.settings = {
             "workers": int(workers),
-            "persistentWorkers": bool(getattr(loader, "persistent_workers", False)),
-            "prefetchFactor": _int_or_none(getattr(loader, "prefetch_factor", None)) if workers else None,
-            "pinMemory": bool(getattr(loader, "pin_memory", False)),
-            "batchSize": _int_or_none(getattr(loader, "batch_size", None)),
+            "persistentWorkers": safe.attr(loader, "persistent_workers") is True,
+            "prefetchFactor": _int_or_none(safe.attr(loader, "prefetch_factor")) if workers else None,
+            "pinMemory": safe.attr(loader, "pin_memory") is True,
+            "batchSize": _int_or_none(safe.attr(loader, "batch_size")),
         }
 
     def state_of(self, it):
@@ -169,13 +181,14 @@ class LoaderWatch(object):
 
 
 def _worker_pids(it):
+    """The worker processes' pids, from each multiprocessing Process's `_popen` (what its `pid` property reads)."""
     pids = []
-    for w in list(getattr(it, "_workers", None) or []) if it is not None else []:
-        pid = getattr(w, "pid", None)
-        if isinstance(pid, int):
+    for w in safe.head(safe.attr(it, "_workers"), 1024) if it is not None else []:
+        pid = safe.attr(safe.attr(w, "_popen"), "pid")
+        if type(pid) is int:
             pids.append(pid)
     return pids
 
 
 def _int_or_none(x):
-    return int(x) if isinstance(x, int) and not isinstance(x, bool) else None
+    return x if type(x) is int else None

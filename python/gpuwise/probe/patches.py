@@ -4,16 +4,18 @@ Every patch replaces one attribute of torch (never of a user object) and is reco
 puts the original back (`restore(name)` once its use is over, `restore_all()` when the probe ends: at the exit, when
 it switches itself off, in a DataLoader worker). Where torch has a global hook the probe uses it instead of a wrapper
 (the optimizer step post-hook of torch >= 2.0). A wrapper keeps its original's name, docstring and `__wrapped__`,
-takes its own entry off the traceback of an exception passing through it (`_drop_own_frame`), and
-`torch.autograd.backward`'s is registered as TorchScript's builtin for `aten::backward` while it is in place, so a
-scripted function that calls it compiles as without doctor.
+takes its own entry off the traceback of an exception passing through it (`_drop_own_frame`). The backward pass is
+seen through sys.monitoring (Python >= 3.12), else through `torch.autograd._make_grads`, which returns before the
+engine runs, and the engine's own final callback (`_watch_backward_start`): no frame of the probe's is in a stack
+taken inside backward. Only a torch without those pieces gets a wrapper of `torch.autograd.backward`, registered as
+TorchScript's builtin for `aten::backward` while it is in place, so a scripted function that calls it compiles.
 """
 import functools
 import sys
 import threading
 import time
 
-from . import calls
+from . import calls, hooks, safe
 
 _get_ident = threading.get_ident
 _perf_counter = time.perf_counter
@@ -129,16 +131,12 @@ def install_optimizer(probe, patches, torch):
     """Steps: the global post-step hook (torch >= 2.0), else torch 1.x's profiler entry point called after each step,
     else (older torch) each optimizer class's `step` wrapped; `__init__` wrapped until the first step, only to know
     whether the script builds an optimizer (the batch fallback)."""
-    register = getattr(torch.optim.Optimizer, "register_optimizer_step_post_hook", None)
-    if register is None:
-        # torch 2.x: a function of the torch.optim.optimizer module, which torch.optim's namespace does not always
-        # expose as an attribute.
-        register = getattr(sys.modules.get("torch.optim.optimizer"), "register_optimizer_step_post_hook", None)
+    # torch 2.x: the global post-step hook, put into torch's table without a handle id of the script's (hooks.py).
+    handle = hooks.optimizer_post_hook(torch, probe._optimizer_hook)
     Optimizer = torch.optim.Optimizer
     original_init = Optimizer.__dict__["__init__"]
     wrap_steps = False
-    if register is not None:
-        handle = register(probe._optimizer_hook)
+    if handle is not None:
         patches.add_undo("optimizer-hook", handle.remove)
         probe.step_hook = "optimizer-step-post-hook"
     elif "_optimizer_step_code" in Optimizer.__dict__ and "_hook_for_profile" in Optimizer.__dict__:
@@ -177,11 +175,12 @@ def wrap_optimizer_step(probe, patches, cls):
     profiler's entry point); once per defining class. Also used by the notebook for classes built before the probe existed."""
     torch = probe.torch
     # The class in the MRO whose `step` runs (a user's subclass may inherit AdamW's); the base class's is abstract.
-    owner = next((c for c in cls.__mro__ if "step" in c.__dict__), None)
-    name = "optimizer-step:%s.%s" % (getattr(owner, "__module__", "?"), getattr(owner, "__qualname__", "?"))
+    owner = next((c for c in safe.mro(cls) if "step" in safe.class_dict(c)), None)
+    own = safe.class_dict(owner) if owner is not None else {}
+    name = "optimizer-step:%s.%s" % (own.get("__module__", "?"), own.get("__qualname__", "?"))
     if owner is None or owner is torch.optim.Optimizer or patches.has(name):
         return
-    step = owner.__dict__["step"]
+    step = own["step"]
 
     def step_wrapper(self_opt, *args, **kwargs):
         try:
@@ -281,6 +280,8 @@ def install_backward(probe, patches, torch):
     if _watch(probe, patches, "backward", original, on_return):
         probe.backward_code = original.__code__  # paused between bursts of the sampled loop (steps.py)
         return
+    if _watch_backward_start(probe, patches, torch, original):
+        return
 
     def backward(*args, **kwargs):
         t0 = _perf_counter()
@@ -308,6 +309,61 @@ def install_backward(probe, patches, torch):
         except Exception:
             pass
     patches.replace("backward", torch.autograd, "backward", backward, undo=unregister)
+
+
+def _watch_backward_start(probe, patches, torch, backward):
+    """Where sys.monitoring is missing: the backward pass seen without a frame of the probe's inside it (a wrapper of
+    `torch.autograd.backward` is a frame in every stack taken in backward: a custom Function's, a tensor hook's,
+    faulthandler's, a warning's `stacklevel`). `torch.autograd.backward` calls `torch.autograd._make_grads` before the
+    engine runs: that private function is wrapped, and its frame is gone when the pass starts. The pass's end is
+    the engine's own final callback (`queue_callback`), queued from a one-time hook on the graph node of the tensor
+    the pass starts from (the loss's `grad_fn`, which the pass frees): the backward's wall time (`backwardS`).
+    `torch.autograd.grad` calls `_make_grads` too: only calls from `backward`'s code count. False where this torch
+    lacks these pieces (the wrapper of `backward` then)."""
+    autograd = torch.autograd
+    make_grads = autograd.__dict__.get("_make_grads")
+    backward_code = getattr(backward, "__code__", None)
+    engine = getattr(getattr(getattr(autograd, "variable", None), "Variable", None), "_execution_engine", None)
+    queue_callback = getattr(engine, "queue_callback", None)
+    if make_grads is None or backward_code is None or queue_callback is None:
+        return False
+    getframe = sys._getframe
+    Tensor = torch.Tensor
+    spans = probe.backward_spans
+
+    def end_hook(t0):
+        done = []
+
+        def hook(grad_inputs, grad_outputs):
+            if not done:  # (a graph kept with retain_graph runs it again with the next pass: that one has its own)
+                done.append(True)
+                queue_callback(lambda: spans.append((t0, _perf_counter())))
+
+        return hook
+
+    def _make_grads(outputs, *args, **kwargs):
+        t0 = _perf_counter()
+        try:
+            out = make_grads(outputs, *args, **kwargs)
+        except BaseException as e:
+            _drop_own_frame(e)
+            raise
+        if probe.burst_at is None and not probe.disabled and getframe(1).f_code is backward_code:
+            probe._guarded(probe._on_backward, _get_ident(), t0, False)
+            # The node of the first plain tensor (a subclass's `grad_fn` may be its own Python code): its hook runs
+            # as the pass begins, and the engine calls back when the whole pass is done.
+            first = safe.first(outputs)
+            node = first.grad_fn if type(first) is Tensor else None
+            if node is not None and not probe.disabled:
+                try:
+                    hooks.rollback(node.register_hook(end_hook(t0)))
+                except Exception:
+                    pass  # (a node that takes no hook: this pass has no wall time)
+        return out
+
+    functools.update_wrapper(_make_grads, make_grads)
+    patches.replace("backward", autograd, "_make_grads", _make_grads)
+    return True
 
 
 def install_graph_replay(probe, patches, torch):
@@ -346,13 +402,13 @@ def install_compile(probe, patches, torch):
     Module = torch.nn.Module
 
     def compile(*args, **kwargs):
-        model = args[0] if args else kwargs.get("model")
+        model = args[0] if args else dict.get(kwargs, "model")
         try:
             out = original(*args, **kwargs)
         except BaseException as e:
             _drop_own_frame(e)
             raise
-        if isinstance(model, Module) and isinstance(out, Module) and out is not model and not probe.disabled:
+        if safe.is_module(model, Module) and safe.is_module(out, Module) and out is not model and not probe.disabled:
             probe._guarded(probe.root_watch.compiled, out)
         return out
 

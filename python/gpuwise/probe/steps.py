@@ -35,6 +35,7 @@ import threading
 import time
 import weakref
 
+from . import safe
 from .threads import native_id
 from .window import STEADY_WINDOW
 
@@ -61,6 +62,13 @@ def cpu_read_at(step):
 
 _get_ident = threading.get_ident
 _thread_time = time.thread_time
+
+
+def _yielded(it):
+    """A DataLoader iterator's count of batches returned (`_num_yielded`, off its instance dict), None if unknown."""
+    d = safe.instance_dict(it)
+    n = d.get("_num_yielded") if d is not None else None
+    return n if type(n) is int else None
 
 
 class StepsMixin(object):
@@ -136,15 +144,18 @@ class StepsMixin(object):
         """Whether `source` may count steps now: no higher source is counting them."""
         return self.step_source is None or SOURCE_RANK[source] >= SOURCE_RANK[self.step_source]
 
-    def _on_backward(self, ident, t0):
-        """A backward pass called at `t0` (perf_counter) returned: its call's wall time is the step's `backwardS`. Never
-        between bursts: the backward is not watched then, or its wrapper returns at once (`_enter_quiet`)."""
+    def _on_backward(self, ident, t0, ended=True):
+        """A backward pass called at `t0` (perf_counter) returned (`ended`): its call's wall time is the step's
+        `backwardS`. Where only its start is seen (`ended` False: Python < 3.12, patches.py) it counts from there, and
+        its wall time comes from the engine's callback at its end (`backward_spans`). Never between bursts: the
+        backward is not watched then, or its wrapper returns at once (`_enter_quiet`)."""
         if not self._admits("backward", ident):
             return
-        now = time.perf_counter()
+        now = time.perf_counter() if ended else t0
         self.last_activity = now
         self.backward_calls += 1
-        self.backward_s += now - t0
+        if ended:
+            self.backward_s += now - t0
         watch = self.root_watch
         watch.reset_depth()  # a forward that raised left its depth behind: a backward ends it
         if self.prof is not None:
@@ -209,8 +220,9 @@ class StepsMixin(object):
             self.beacon.set(step)
             if self.batches_paused:
                 it = self.feed[0]()
-                if it is not None:  # the batches so far, for the loader record (loader.py)
-                    self.feed[1].batches_pending = max(0, it._num_yielded - self.feed_mark)
+                n = _yielded(it) if it is not None else None
+                if n is not None:  # the batches so far, for the loader record (loader.py)
+                    self.feed[1].batches_pending = max(0, n - self.feed_mark)
             if step >= self.burst_at:
                 self._leave_quiet(ident)
         except Exception as e:
@@ -347,9 +359,9 @@ class StepsMixin(object):
         self.feed_id = id(it)
         state = self.loader_watch.state_of(it)
         try:
-            ok = state is not None and type(it._num_yielded) is int
+            ok = state is not None and _yielded(it) is not None
             self.feed = (weakref.ref(it), state) if ok else None
-        except (AttributeError, TypeError):
+        except TypeError:
             self.feed = None
 
     def _pause_batches(self):
@@ -360,9 +372,10 @@ class StepsMixin(object):
         it = feed[0]() if feed is not None and not self.last_step_mixed else None
         if it is None:
             return
-        if self.next_code is not None and not self.calls.pause(self.next_code):
+        n = _yielded(it)
+        if n is None or (self.next_code is not None and not self.calls.pause(self.next_code)):
             return
-        self.feed_mark = it._num_yielded
+        self.feed_mark = n
         feed[1].batches_pending = 0
         self.batches_paused = True
 
@@ -414,6 +427,11 @@ class StepsMixin(object):
         work = self.next_step_work
         bg = self.background
         first = not self.announced
+        spans = self.backward_spans
+        if spans:  # the backward passes that ended since (patches.py: seen from their start), from the engine's thread
+            n = len(spans)
+            self.backward_s += sum(t1 - t0 for t0, t1 in spans[:n])
+            del spans[:n]
         foreign_input = False
         if source != "graph":
             self.replays_since_other = 0
@@ -510,7 +528,8 @@ class StepsMixin(object):
             sys.stderr.flush()
             raise SystemExit(0)
         self._quiet_if_due(step)
-        if source != "batch" and (wrote or rare or self.prof is not None or not self.window_done or history_stopped):
+        inline = bg.ticker is None and (bg.jobs or now >= bg.inline_at) and bg.run_inline(now)  # no timer: due work
+        if source != "batch" and (wrote or rare or inline or self.prof is not None or not self.window_done or history_stopped):
             # The probe's own work at the boundary is not part of the next step. (A batch step
             # ends where the next fetch started: that fetch's wait belongs to the next step.) The thread's CPU clock is
             # a system call (see the module docstring): both clocks are read again only when the probe's work here

@@ -6,7 +6,15 @@ timer instead (`timer_create` with SIGEV_THREAD, one-shot, armed again by each r
 native thread of its own, and ctypes gives that thread a Python thread state only for the duration of the call, so
 between runs the process holds no thread of the probe's that Python knows. libc's helper thread blocks every signal:
 the signals the script receives go where they went without doctor. A process where the timer cannot be made (another
-OS, a libc without it) gets the resident thread (`_thread`), as before.
+OS, a glibc before 2.34, whose timers are in librt) gets the resident thread (`_thread`), as before.
+
+What stays visible, and why: glibc starts one helper thread at the first `timer_create` (it waits for the timer's
+signal and starts a thread per expiry), so /proc/self/task lists one thread more from then on (two during a run). It
+cannot be avoided where the watchdog runs: a stall is the training thread making no progress, so only a thread beside
+it can notice it and read its stack (and a signal, the other way, would be a handler the script sees). So the timer
+is made only where a duty needs it (background.py: a process that uses CUDA, a rank of a distributed run, an armed
+time window); elsewhere the work runs inline and the process has no thread of the probe's.
+The C functions are looked up when the module is imported (doctor's boot), never later: see `_libc_timers`.
 
 `run()` does the work and returns the seconds until the next run (None: no more). `wake()` asks for a run now, from any
 thread; `stop()` ends the runs and returns once none is in progress, so the interpreter's end never meets one.
@@ -54,24 +62,24 @@ class _ITimerSpec(ctypes.Structure):
 
 
 def _libc_timers():
-    """(timer_create, timer_settime, timer_delete) from libc (librt before glibc 2.34), or None."""
+    """(timer_create, timer_settime, timer_delete) from the C library already in the process, looked up once when the
+    probe is imported (doctor's boot, before the script runs), or None. No library is loaded for them, and none
+    searched for: `ctypes.util.find_library` starts an `ldconfig` child (whose SIGCHLD a script's handler would
+    reap), and a load or a symbol lookup after the script started is an event its audit hooks see (`ctypes.dlopen`,
+    `ctypes.dlsym`). `ctypes.pythonapi` is the process's own symbols, opened when ctypes was imported: libc's timers
+    are there from glibc 2.34 (librt's before: the resident thread then). Its calls keep the GIL (short calls: armed
+    from the training thread, no other thread takes it there)."""
     if not sys.platform.startswith("linux"):
         return None
-    import ctypes.util
-
-    for name in (None, ctypes.util.find_library("rt")):
-        try:
-            lib = ctypes.CDLL(name, use_errno=True)
-            create, delete = lib.timer_create, lib.timer_delete
-            # Armed from the training thread (a wake): a call that keeps the GIL, so no other thread takes it there.
-            settime = ctypes.PyDLL(name).timer_settime
-        except (OSError, AttributeError, TypeError):
-            continue
-        create.argtypes = [ctypes.c_int, ctypes.POINTER(_SigEvent), ctypes.POINTER(ctypes.c_void_p)]
-        settime.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.POINTER(_ITimerSpec), ctypes.c_void_p]
-        delete.argtypes = [ctypes.c_void_p]
-        return create, settime, delete
-    return None
+    try:
+        lib = ctypes.pythonapi
+        create, settime, delete = lib.timer_create, lib.timer_settime, lib.timer_delete
+    except (AttributeError, OSError):
+        return None
+    create.argtypes = [ctypes.c_int, ctypes.POINTER(_SigEvent), ctypes.POINTER(ctypes.c_void_p)]
+    settime.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.POINTER(_ITimerSpec), ctypes.c_void_p]
+    delete.argtypes = [ctypes.c_void_p]
+    return create, settime, delete
 
 
 class TimerTicker(object):
@@ -92,7 +100,7 @@ class TimerTicker(object):
         event.notify = SIGEV_THREAD
         event.function = self.callback
         if self._create(CLOCK_MONOTONIC, ctypes.byref(event), ctypes.byref(self.timer)) != 0:
-            raise OSError(ctypes.get_errno(), "timer_create")
+            raise OSError("timer_create failed")  # (its errno is not read: ctypes.get_errno is an audit event)
 
     def start(self, delay_s=0.0):
         self._arm(delay_s)
@@ -192,17 +200,15 @@ class ThreadTicker(object):
         self.wake()
 
 
-_TIMERS = []  # [timers or None], found once per process
+_TIMERS = _libc_timers()  # at import: see _libc_timers
 
 
 def make_ticker(run, native=True):
     """A TimerTicker where libc has the timers (`native`), else a ThreadTicker; not started."""
     if native:
-        if not _TIMERS:
-            _TIMERS.append(_libc_timers())
-        if _TIMERS[0] is not None:
+        if _TIMERS is not None:
             try:
-                return TimerTicker(run, _TIMERS[0])
+                return TimerTicker(run, _TIMERS)
             except (OSError, ctypes.ArgumentError):
                 pass
     return ThreadTicker(run)

@@ -11,12 +11,17 @@ ends inside it does not leave it open over the code that follows. Stopping is ke
 trace and the memory snapshot are written by the background work (background.py), and the steps that overlap that work carry
 `probeWork` in their records, so the step statistics leave them out.
 """
+import contextlib
 import json
 import os
 import pickle
+import sys
 import threading
 import time
+import warnings
+import weakref
 
+from . import safe
 from .watchdog import median
 
 # Steady state: the median of the last STEADY_WINDOW host step times within STEADY_TOLERANCE of the
@@ -103,6 +108,19 @@ def _matched_ranges(thread_records):
     return out
 
 
+@contextlib.contextmanager
+def _quiet_encoding():
+    """Under `-X warn_default_encoding`, torch's trace writer (an `open()` without an encoding) would warn on the
+    script's stderr: the EncodingWarning is ignored while it writes. Only then: `catch_warnings` swaps the process's
+    filter list, which a filter the script sets meanwhile from another thread would not outlive."""
+    if not getattr(sys.flags, "warn_default_encoding", 0):
+        yield
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EncodingWarning)  # noqa: F821 (Python >= 3.10, as the flag)
+        yield
+
+
 def in_probe(frame):
     """Whether `frame` (or a caller of it) is the probe's own code."""
     f = frame
@@ -115,7 +133,7 @@ def in_probe(frame):
 
 def _write_json_atomic(path, obj):
     tmp = "%s.%d.tmp" % (path, os.getpid())
-    with open(tmp, "w") as f:
+    with open(tmp, "w", encoding="utf-8") as f:  # (an encoding named: no EncodingWarning under -X warn_default_encoding)
         json.dump(obj, f)
     os.replace(tmp, path)
 
@@ -125,7 +143,7 @@ def _read_window_plan(path):
     if not os.path.exists(path):
         return None
     try:
-        with open(path) as f:
+        with open(path, encoding="utf-8") as f:
             d = json.load(f)
         return (int(d["step"]), str(d["reason"]))
     except (OSError, ValueError, KeyError, TypeError):
@@ -205,8 +223,9 @@ class WindowMixin(object):
                 return False
         except Exception:
             return False
-        for p in list(self.user_profilers):
-            if getattr(p, "entered", False) and getattr(p, "kineto_results", None) is None:
+        for ref in list(self.user_profilers.values()):
+            p = ref()
+            if p is not None and safe.attr(p, "entered") is True and safe.attr(p, "kineto_results") is None:
                 return False
         return True
 
@@ -235,7 +254,7 @@ class WindowMixin(object):
             # CUDA build, Kineto initialises the driver and starts threads of its own: a process forked afterwards
             # that exits normally then aborts joining them, and one that trains on a thread other than the one that
             # imported torch gets Kineto's error on stderr.
-            kp = legacy(record_shapes=True)
+            kp = legacy(record_shapes=self._shapes_recordable())
             self.own_profiler = kp
             try:
                 kp._start_trace()
@@ -283,7 +302,7 @@ class WindowMixin(object):
         spelling of this torch: `use_device="cuda"` from 2.4 (`use_cuda` then warns it is deprecated), else
         `use_cuda`."""
         params = self.profiler_params
-        opts = {"use_kineto": True, "record_shapes": True}
+        opts = {"use_kineto": True, "record_shapes": self._shapes_recordable()}
         if "use_cpu" in params:
             opts["use_cpu"] = True
         if cuda_on:
@@ -292,6 +311,24 @@ class WindowMixin(object):
             else:
                 opts["use_cuda"] = True
         return opts
+
+    def _shapes_recordable(self):
+        """Whether the window records the ops' input shapes. Not for a model whose inference takes TransformerEncoder's
+        fast path (no gradients, nested tensors enabled): the profiler's shape callback cannot read a nested tensor's
+        sizes, and torch 1.13 writes an error line on the script's stderr for each of its ops."""
+        modes = self.forward_grad_modes
+        root = self.root_watch.root() if self.root_watch is not None else None
+        if root is None or modes[0] > 0 or modes[1] + modes[2] == 0:
+            return True
+        for _, m in safe.named_modules(root):
+            if "TransformerEncoder" in safe.class_names(m) and safe.attr(m, "enable_nested_tensor") is not False:
+                return False
+        return True
+
+    def _no_dispatch(self):
+        """The context in which the probe's own ops run (the ProfilerStep spans' record_function): no torch function or
+        dispatch mode of the script's sees them (an op-counting TorchDispatchMode would count them)."""
+        return safe.no_modes(self.torch, dispatch=True)
 
     def _distributed_info(self):
         dist = getattr(self.torch, "distributed", None)
@@ -304,13 +341,15 @@ class WindowMixin(object):
 
     def _enter_step_span(self, step):
         # The same `ProfilerStep#N` spans torch.profiler's schedule writes, which analyze reads as steps.
-        self.prof_step_fn = self.torch.autograd.profiler.record_function("ProfilerStep#%d" % step)
-        self.prof_step_fn.__enter__()
+        with self._no_dispatch():  # (torch 1.x's record_function also makes a tensor when it is built)
+            self.prof_step_fn = self.torch.autograd.profiler.record_function("ProfilerStep#%d" % step)
+            self.prof_step_fn.__enter__()
 
     def _exit_step_span(self):
         if self.prof_step_fn is not None:
             span, self.prof_step_fn = self.prof_step_fn, None
-            span.__exit__(None, None, None)
+            with self._no_dispatch():
+                span.__exit__(None, None, None)
 
     def _stop_profiler(self, why):
         """On the window's thread: stops the profiler (a CUDA synchronisation and the profiler's own stop, no more) and
@@ -380,7 +419,8 @@ class WindowMixin(object):
             # Timed: the background run holds the GIL through torch's C++ writers, so this is time the training
             # thread may have waited too (its steps meanwhile are marked as the probe's work).
             t0 = time.perf_counter()
-            fields["trace"], trace_error = _written(trace, probe._export_trace, prof, results, trace)
+            with _quiet_encoding():
+                fields["trace"], trace_error = _written(trace, probe._export_trace, prof, results, trace)
             t1 = time.perf_counter()
             fields["snapshot"], snapshot_error = _written(snapshot, probe._export_snapshot, snapshot, device, keep_history)
             fields["exportS"] = {"trace": t1 - t0, "snapshot": time.perf_counter() - t1 if snapshot else 0.0}
@@ -462,7 +502,12 @@ class WindowMixin(object):
 
     def _on_user_profiler(self, prof):
         """The script prepares a profiler: ours stops first (on its thread), and opens no more while that one runs."""
-        self.user_profilers.add(prof)
+        # By id, with a weak reference: a WeakSet would hash the profiler (a subclass's __hash__ is the script's).
+        key, profilers = id(prof), self.user_profilers
+        try:
+            profilers[key] = weakref.ref(prof, lambda r: profilers.pop(key, None) if profilers.get(key) is r else None)
+        except TypeError:
+            pass
         if self.prof is not None:
             self._stop_profiler("user-profiler")
 
