@@ -169,9 +169,7 @@ export function loaderFacts(records: readonly LoaderRecord[], batchesPerStep: nu
       : null;
   const processCores =
     dt > 0 && first.processCpuS !== null && last.processCpuS !== null ? (last.processCpuS - first.processCpuS) / dt : null;
-  // Epoch starts are recorded as steps of the stepping thread: their gaps are steps, whatever the batches a step takes.
-  const starts = epochStartsOf(main);
-  const stepsPerEpoch = median(starts.slice(1).map((s, i) => s - (starts[i] as number)));
+  const stepsPerEpoch = stepsPerEpochOf(main);
   return {
     workers: last.workers,
     batchNsPerWorker: cpuNsPerBatch,
@@ -188,6 +186,23 @@ export function loaderFacts(records: readonly LoaderRecord[], batchesPerStep: nu
     startNs: null,
     epochFillNs: typeof last.epochFillS === 'number' ? last.epochFillS * 1e9 : null,
   };
+}
+
+/**
+ * Steps an epoch, from a loader's records: the steps between the first and the last epoch start they show over the
+ * epochs begun in between. The records are read about once a second, so with epochs shorter than that they skip
+ * epoch starts: the gaps between the starts they show are several epochs (epochs of 6 steps read as 18 on the VM).
+ * Epoch starts are recorded as steps of the stepping thread: their gaps are steps, whatever the batches a step takes.
+ * Null when the records show one epoch.
+ */
+export function stepsPerEpochOf(records: readonly LoaderRecord[]): number | null {
+  const byEpoch = new Map<number, number>();
+  for (const r of records) byEpoch.set(r.epoch, r.epochStartStep);
+  const epochs = [...byEpoch.keys()].sort((a, b) => a - b);
+  const first = epochs[0];
+  const last = epochs[epochs.length - 1];
+  if (first === undefined || last === undefined || last <= first) return null;
+  return ((byEpoch.get(last) as number) - (byEpoch.get(first) as number)) / (last - first);
 }
 
 /** The steps at which a loader's epochs began, from its records. */

@@ -8,7 +8,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { diagnose } from '../../src/advice/engine.js';
 import { loadTrace } from '../../src/io/loadTrace.js';
 import { stepOf } from '../../src/pace/pipeline.js';
-import { gpuIdleInWaitsNs, runPipeline } from '../../src/pace/run.js';
+import { gpuIdleInWaitsNs, runPipeline, stepsPerEpochOf } from '../../src/pace/run.js';
 import type { StallPattern, StepStats } from '../../src/run/steps.js';
 import { analyzeTrace } from '../../src/trace/metrics/index.js';
 import type { TraceMetrics } from '../../src/trace/metrics/types.js';
@@ -117,5 +117,17 @@ describe("the GPU's idle in the loop's DataLoader waits (gpuIdleInWaitsNs)", () 
 
   it('without a window the whole wait is idle, as before', () => {
     expect(gpuIdleInWaitsNs(59.4 * ms, stalls, null, 142 * ms)).toBe(59.4 * ms);
+  });
+});
+
+describe("a loader's epochs from its records (read about once a second)", () => {
+  const at = (step: number, epoch: number, epochStartStep: number) =>
+    ({ type: 'loader', step, epoch, epochStartStep }) as unknown as Parameters<typeof stepsPerEpochOf>[0][number];
+
+  it('counts steps an epoch over the epochs begun between the records, not over the starts the records happened to see', () => {
+    // examples/pace/cpu/epochs.py on the VM: 6-step epochs, records at steps 1, 19, 37, 55 and 66 (every third epoch)
+    const records = [at(1, 1, 0), at(19, 4, 18), at(37, 7, 36), at(55, 10, 54), at(66, 11, 60)];
+    expect(stepsPerEpochOf(records)).toBe(6);
+    expect(stepsPerEpochOf([at(1, 1, 0), at(40, 1, 0)])).toBeNull();
   });
 });
