@@ -1,11 +1,30 @@
 #!/usr/bin/env node
 // A synthetic probe: run under doctor as the command (`gpuwise doctor -- node bench/doctor/sendRecords.mjs ...`),
-// it connects to $GPUWISE_SOCKET as the Python probe does and sends a hello record, STEPS step records (about
+// it finds doctor's collector as the Python probe does (doctor's run registry, through its ancestry: src/run/attach.ts;
+// else $GPUWISE_SOCKET) and sends a hello record, STEPS step records (about
 // 300 bytes each, GPU step times lagging two steps, as the real probe sends them) and an end record.
 //   --steps N            step records (default 1000)
 //   --long-line MB       first send MB megabytes without a newline (a probe gone wrong)
 //   --exit CODE          exit status (default 0)
+import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
+
+/** The collector's socket: the run entry of the doctor above this process (/tmp/gpuwise-UID/run-PID.json), else the variable. */
+function socketPath() {
+  const stat = (pid) => {
+    const text = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    return text.slice(text.lastIndexOf(')') + 2).split(' ');
+  };
+  for (let pid = process.ppid, n = 0; pid > 1 && n < 64; pid = Number(stat(pid)[1]), n++) {
+    try {
+      const entry = JSON.parse(readFileSync(`/tmp/gpuwise-${process.getuid()}/run-${pid}.json`, 'utf8'));
+      if (entry.settings?.GPUWISE_SOCKET) return entry.settings.GPUWISE_SOCKET;
+    } catch {
+      // not doctor
+    }
+  }
+  return process.env.GPUWISE_SOCKET;
+}
 
 const args = process.argv.slice(2);
 const opt = (name, dflt) => {
@@ -18,7 +37,7 @@ const exitCode = opt('--exit', 0);
 const pid = process.pid;
 const base = { v: 1, pid, rank: null };
 
-const sock = connect(process.env.GPUWISE_SOCKET);
+const sock = connect(socketPath());
 const send = (text) => (sock.write(text) ? Promise.resolve() : new Promise((ok) => sock.once('drain', ok)));
 
 sock.on('connect', async () => {

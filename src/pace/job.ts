@@ -14,6 +14,7 @@ import { collectiveWaits, type CollectiveTimings } from '../trace/metrics/collec
 import type { TraceMetrics } from '../trace/metrics/types.js';
 import { applyFix, type Fix } from './fix.js';
 import { type PaceStep, type Pipeline, type SerialCost, type SerialKind, STAGE_NAMES, type StageName, stepOf } from './pipeline.js';
+import { INPUT_BINDS_SHARE } from './window.js';
 
 export interface JobRank {
   rank: number;
@@ -164,9 +165,9 @@ export function balanced(ranks: readonly JobRank[], among: readonly number[] = [
   const group = ranks.filter((r) => names(among, r.rank));
   if (group.length < 2) return [...ranks];
   const meanOf = (f: (p: Pipeline) => number) => group.reduce((a, r) => a + f(r.pipeline) * r.pipeline.calibration, 0) / group.length;
-  const timed = STAGE_NAMES.filter((s) => group.every((r) => r.pipeline.stages[s].ns !== null));
-  const sameTiming = STAGE_NAMES.every((s) => timed.includes(s) || group.every((r) => r.pipeline.stages[s].ns === null));
-  const stageMeans = timed.map((s) => [s, meanOf((p) => p.stages[s].ns as number)] as const);
+  const timed = STAGE_NAMES.filter((s) => group.every((r) => balanceNs(r.pipeline, s) !== null));
+  const sameTiming = STAGE_NAMES.every((s) => timed.includes(s) || group.every((r) => balanceNs(r.pipeline, s) === null));
+  const stageMeans = timed.map((s) => [s, meanOf((p) => balanceNs(p, s) as number)] as const);
   const kinds = sameTiming ? [...new Set(group.flatMap((r) => r.pipeline.serial.map((c) => c.kind)))] : [];
   const serialMeans = kinds.map((k) => [k, meanOf((p) => kindNs(p, k))] as const);
   const loaderKnown = group.every((r) => r.pipeline.loader !== null && r.pipeline.loader.batchNsPerWorker !== null);
@@ -193,13 +194,24 @@ export function balanced(ranks: readonly JobRank[], among: readonly number[] = [
 }
 
 /**
+ * A stage's time for balancing: as timed, or for a DataLoader the loop hardly waits on (so the run cannot time it), at
+ * most the rest of the rank's step: it keeps up (run.ts keptUp). Taking the most is taking the least gain: a rank whose
+ * loader keeps up can take on at most what it does in its own step.
+ */
+function balanceNs(p: Pipeline, s: StageName): number | null {
+  const ns = p.stages[s].ns;
+  if (ns !== null || s !== 'input' || p.inputWaitNs >= INPUT_BINDS_SHARE * p.stepNs) return ns;
+  return stepOf({ ...p, calibration: 1, loader: null }).stepNs;
+}
+
+/**
  * What balancing cannot move, in words ('' when it moves everything): the stages some of the ranks `among` names time
  * and others cannot (and with them the serial costs).
  */
 export function balanceLimits(job: Job, among: readonly number[] = []): string {
   const group = job.ranks.filter((r) => names(among, r.rank));
   const partly = STAGE_NAMES.filter((s) => {
-    const timed = group.filter((r) => r.pipeline.stages[s].ns !== null);
+    const timed = group.filter((r) => balanceNs(r.pipeline, s) !== null);
     return timed.length > 0 && timed.length < group.length;
   });
   if (group.length < 2 || partly.length === 0) return '';

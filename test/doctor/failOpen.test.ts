@@ -49,7 +49,7 @@ describe('doctor fails open', () => {
     const script = join(tmp, 'rm-then-send.sh');
     writeFileSync(
       script,
-      `#!/bin/sh\nrm -rf "$GPUWISE_RUN_DIR"\nexec ${JSON.stringify(process.execPath)} ${JSON.stringify(SENDER)} --steps 300 --exit 5\n`,
+      `#!/bin/sh\nrm -rf ${JSON.stringify(out)}\nexec ${JSON.stringify(process.execPath)} ${JSON.stringify(SENDER)} --steps 300 --exit 5\n`,
       { mode: 0o755 },
     );
     const r = await runBounded(bundle, ['doctor', '--out', out, '--', script], { timeoutMs: 60_000, env: env() });

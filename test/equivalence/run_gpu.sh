@@ -6,6 +6,8 @@
 # closing readers on doctor's own streams, closed descriptors, env/bash/make/torchrun launchers) need sh, bash, make,
 # tee, head, timeout and cat there; torchrun's case runs two gloo ranks on the CPU. The generated programs of seeds
 # $SEEDS (default 0-11; scripts/equivalenceGen.mjs) run too; one that differs is kept and its path printed in the table.
+# ATTACH=site|path picks the route doctor attaches its probe by (the runner's --attach; ATTACH=site needs the site hook in
+# that python3: SITE_HOOK=1 installs it first, as the wheel would); ONLY=a,b runs those cases alone (no generated ones).
 # Writes OUT/equivalence.json (scripts/equivalence.mjs's report) and OUT/equivalence.txt (the table).
 #   bash test/equivalence/run_gpu.sh [OUT] [CLI]     OUT defaults to $OUT, else .gpu-out/equivalence
 # Exit status: the runner's (0 every case the same, 1 some differ, 2 it could not run).
@@ -29,7 +31,13 @@ python3 -c 'import sys, torch; print("python", sys.version.split()[0], "torch", 
 for tool in sh bash make tee head timeout cat; do
   command -v "$tool" >/dev/null || echo "run_gpu.sh: warning: $tool is missing here: the cases that use it will differ or fail" >&2
 done
-node scripts/equivalence.mjs --python python3 --cli "$cli" --cases test/equivalence/cases --generate "${SEEDS:-0-11}" --jobs "$jobs" --json "$out/equivalence.json" > "$out/equivalence.txt" 2> "$out/progress.log"
+if [ "${SITE_HOOK:-0}" = 1 ]; then
+  site=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  cp -r python/gpuwise "$site/" && cp python/gpuwise-probe.pth python/_gpuwise_site.py "$site/" && echo "run_gpu.sh: the site hook installed in $site"
+fi
+select=(--generate "${SEEDS:-0-11}")
+[ -n "${ONLY:-}" ] && select=(--only "$ONLY")
+node scripts/equivalence.mjs --python python3 --cli "$cli" --cases test/equivalence/cases "${select[@]}" ${ATTACH:+--attach "$ATTACH"} --jobs "$jobs" --json "$out/equivalence.json" > "$out/equivalence.txt" 2> "$out/progress.log"
 code=$?
 cat "$out/equivalence.txt"
 exit $code

@@ -107,7 +107,10 @@ def activate_in_run(entry, ancestors, route):
         return None
     if route == "site":
         environment.withdraw()  # its children find the run through the same site hook
-    _PROBE = start(dict(entry.get("settings") or {}), environment)
+    # doctor's settings from the entry; a rank's own variables (RANK, LOCAL_RANK, WORLD_SIZE ...) from its environment.
+    settings = dict(os.environ)
+    settings.update(entry.get("settings") or {})
+    _PROBE = start(settings, environment)
     _PROBE.sink.connect_early()
     return _PROBE
 
