@@ -9,7 +9,6 @@ import type { ThreadCpuPerStep } from '../run/threadCpu.js';
 import type { StallPattern, StepBatch, StepStats } from '../run/steps.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
 import { fmtMs, fmtPct } from '../util/format.js';
-import { median } from '../util/stats.js';
 import {
   calibrated,
   epochStartNs,
