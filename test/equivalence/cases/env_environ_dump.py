@@ -1,8 +1,5 @@
 """os.environ as the script sees it, every key with a digest of its value (no value printed), after training.
 
-# equivalence: allow stdout-line ^GPUWISE_[A-Z_]+ -- doctor's settings for its probe (docs/doctor.md)
-# equivalence: allow stdout-line ^PYTHONPATH -- doctor puts its boot folder first on PYTHONPATH; its entries are checked below
-# equivalence: allow stdout-line ^PYTHONPATH entry: .*/gpuwise/boot$ -- that boot folder
 """
 import hashlib
 import os

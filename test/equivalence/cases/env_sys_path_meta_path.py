@@ -1,7 +1,6 @@
 """sys.path (the script's folder shown as <here>), sys.meta_path's finders, sys.path_hooks, and the sitecustomize
 module's public names, after training.
 
-# equivalence: allow stdout-line ^sys.path .*/gpuwise/boot$ -- doctor's boot folder, first on PYTHONPATH (docs/doctor.md)
 """
 import os
 import sys

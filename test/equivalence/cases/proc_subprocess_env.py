@@ -3,9 +3,6 @@ PYTHONPATH and sys.path entries that name gpuwise, then trains 20 steps itself a
 see (threads, excepthook, the backward function).
 
 The child is an unrelated process of the script's: it must not carry a probe of its own.
-# equivalence: allow stdout-line ^child env GPUWISE_[A-Z_]+$ -- doctor's settings for its probe (docs/doctor.md)
-# equivalence: allow stdout-line ^child env PYTHONPATH$ -- doctor puts its boot folder on PYTHONPATH (for torchrun/accelerate ranks)
-# equivalence: allow stdout-line ^child (PYTHONPATH|sys.path) entry: .*/gpuwise/boot$ -- that boot folder
 """
 import subprocess
 import sys

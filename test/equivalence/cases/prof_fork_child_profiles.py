@@ -1,6 +1,7 @@
 """Children forked from the training loop (an evaluation or a checkpoint writer that profiles itself) at every other
 step from 10 to 40: each runs its own `torch.autograd.profiler.profile()` around a little work and exits with 0 when
 that worked, 3 when torch refused; the parent prints the exit statuses.
+# equivalence: allow stderr-line DeprecationWarning: This process \(pid=\d+\) is multi-threaded -- Python 3.12 warns at a fork in a process with threads (torch's), naming the pid, which differs between plain runs too
 """
 import os
 

@@ -16,8 +16,10 @@ import tempfile  # noqa: E402
 
 import torch  # noqa: E402
 
+# `lightning` keeps the trainer in lightning.pytorch (lightning.LightningModule is the same class; its callbacks live
+# only there); pytorch_lightning has them at the top.
 L = importlib.import_module(name)
-ModelCheckpoint = importlib.import_module(name + ".callbacks").ModelCheckpoint
+ModelCheckpoint = importlib.import_module(name + (".pytorch.callbacks" if name == "lightning" else ".callbacks")).ModelCheckpoint
 
 
 class Lit(L.LightningModule):
