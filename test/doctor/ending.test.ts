@@ -264,12 +264,13 @@ describe('recorded on 2x H200 under torchrun (examples/doctor/runs/h200-ranks, r
     expect(d?.straggler).toEqual({ rank: 1, by: 'dataloader-wait' });
     expect(d?.why).toEqual(['more DataLoader wait: 26.1 ms a step against 3.57 ms on rank 0']);
     const f = r.findings.find((x) => x.id === 'rank-imbalance');
-    expect(f).toMatchObject({ source: 'probe', severity: 'high', data: { straggler: 1 } });
+    expect(f).toMatchObject({ source: 'probe', data: { straggler: 1 } });
     // Rank 0's own step is its step less its wait for rank 1's DataLoader (26.1 - 3.57 ms a step); balancing gives each
-    // rank the mean of the ranks' own work, and the plan's balance is the finding's.
+    // rank the mean of the ranks' own work, and the plan's balance is the finding's. Rank 0's loader keeps up, so its
+    // time is not measured: it counts at most the rest of rank 0's own step (99 ms), the least the balance can give.
     const [w0, w1] = (d?.ranks ?? []).map((v) => (v.dataWaitPerStepS ?? 0) * 1e9);
     expect(r.pace?.job?.ranks[0]?.waitNs).toBeCloseTo((w1 ?? 0) - (w0 ?? 0), 0);
     expect(r.pace?.plan.steps[0]).toMatchObject({ id: 'rank-imbalance', expectedStepNs: f?.estimatedGain?.expectedStepTimeNs });
-    expect(f?.estimatedGain?.savedFraction).toBeGreaterThan(0.2);
+    expect(f?.estimatedGain?.savedFraction).toBeGreaterThan(0.1);
   });
 });

@@ -2,7 +2,7 @@
 
 import type { GemmShapeStat, TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtBytes, fmtMs, fmtPct } from '../../util/format.js';
-import { bf16AutocastEffect } from '../autocast.js';
+import { type AutocastEffect, bf16AutocastEffect } from '../autocast.js';
 import { bf16WeightsEffect, unshapedDecodeEffect } from '../bf16Weights.js';
 import { BF16_AUTOCAST_SWITCHES } from '../framework.js';
 import { modelParallelFigures } from './modelParallel.js';
@@ -24,19 +24,28 @@ function fp32MatmulNsPerStep(m: TraceMetrics): number | null {
   return fp32 > 0 && fp32 / Math.max(matmulNs(m), 1) >= FP32_MIN_SHARE_OF_MATMUL ? fp32 : null;
 }
 
+/**
+ * no-tensor-cores' fix on the step of `m`: bf16 autocast, the same model as mixed-precision's (advice/autocast.ts), TF32
+ * at the peaks' ratio; null where fp32 matmuls are not a matmul share worth it or the GPU has no tensor cores. The
+ * fusion rule judges compile on the step this fix leaves (a plan makes it first).
+ */
+export function tensorCoreEffect(m: TraceMetrics): AutocastEffect | null {
+  if (fp32MatmulNsPerStep(m) === null) return null;
+  const cc = Number(m.devices[0]?.computeCapability ?? '8.0');
+  if (cc > 0 && cc < 7) return null; // no tensor cores before Volta
+  const gpu = gpuOf(m);
+  const tf32Ratio = gpu !== null && gpu.tf32Tflops > 0 && gpu.bf16Tflops > 0 ? gpu.tf32Tflops / gpu.bf16Tflops : 0.5;
+  return bf16AutocastEffect(m, tf32Ratio, false);
+}
+
 export const noTensorCores: RankRule = (m, ctx) => {
   if (ctx?.inference) return null; // generation, evaluation: bf16 weights, not autocast (bf16Weights below)
   const step = stepNs(m);
   const p = m.precision;
   const fp32PerStep = fp32MatmulNsPerStep(m);
   const mm = matmulNs(m);
-  if (step <= 0 || fp32PerStep === null) return null;
-  const cc = Number(m.devices[0]?.computeCapability ?? '8.0');
-  if (cc > 0 && cc < 7) return null; // no tensor cores before Volta
-  // The fix is bf16 autocast: the same model as mixed-precision's (advice/autocast.ts), TF32 at the peaks' ratio.
-  const gpu = gpuOf(m);
-  const tf32Ratio = gpu !== null && gpu.tf32Tflops > 0 && gpu.bf16Tflops > 0 ? gpu.tf32Tflops / gpu.bf16Tflops : 0.5;
-  const effect = bf16AutocastEffect(m, tf32Ratio, false);
+  const effect = tensorCoreEffect(m);
+  if (step <= 0 || fp32PerStep === null || effect === null) return null;
   const parts = pacedParts(
     m,
     ctx?.pace,

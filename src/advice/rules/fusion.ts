@@ -5,11 +5,12 @@
 
 import { type EstimatedGain, finding } from '../../findings/finding.js';
 import type { Fix } from '../../pace/fix.js';
+import type { Pipeline } from '../../pace/pipeline.js';
 import { gainOf } from '../../pace/gain.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtMs, fmtPct } from '../../util/format.js';
 import { attentionFixEffect } from './attention.js';
-import { misalignedGemms } from './compute.js';
+import { misalignedGemms, tensorCoreEffect } from './compute.js';
 import { matmulNs, pipelineOf, type RankRule, stepNs } from './rule.js';
 
 /**
@@ -108,18 +109,33 @@ export function compileSavings(m: TraceMetrics): {
   };
 }
 
+/**
+ * The GPU's busy share of the step: the run's, outside the profiler, where doctor measured one (its GPU stage over its
+ * mean step), else the window's. The profiler's own cost lengthens a host-bound window: minGPT at GPT-2 size in bf16
+ * with SDPA ran a 41 ms step whose window took 84 ms, its GPU read 39.5% busy there and 81% in the run, and compile,
+ * which measured 22.5 ms, was never offered.
+ */
+function busyShareOf(m: TraceMetrics, pace: Pipeline | null | undefined): number {
+  const gpu = pace?.source === 'run' ? pace.stages.gpu.ns : null;
+  return gpu !== null && gpu !== undefined && pace && pace.stepNs > 0 ? Math.min(1, gpu / pace.stepNs) : m.gpuBusyShare;
+}
+
 export const fusion: RankRule = (m, ctx) => {
   const step = stepNs(m);
   // Compiled already, by the trace's Triton kernels or the probe's sight of torch.compile's wrapper.
-  if (step <= 0 || isCompiled(m) || ctx?.compiled === true || m.gpuBusyShare < MIN_BUSY_SHARE) return null;
+  if (step <= 0 || isCompiled(m) || ctx?.compiled === true || busyShareOf(m, ctx?.pace) < MIN_BUSY_SHARE) return null;
   const mm = matmulNs(m);
   if (mm <= 0 || m.perStep.kernelNsByCategory.conv > MAX_CONV_SHARE * mm) return null;
   const fusable = Math.min(fusableNs(m), m.perStep.busyNs - mm);
-  // The share is of the GPU's work once hand-written attention is fused (its own finding, first in the plan): its
-  // score-sized kernels would otherwise hide what compile fuses after it (a GPT-2 with attention written out: 23% of
-  // the busy time before SDPA, 54% after; compile then measured 45.2 -> 35.1 ms on an H200).
-  const busyAfterAttention = m.perStep.busyNs - (attentionFixEffect(m)?.gpuNsSaved ?? 0);
-  if (fusable < MIN_FUSABLE_SHARE * busyAfterAttention) return null;
+  // The share is of the GPU's work once hand-written attention is fused and the matmuls run on tensor cores (their own
+  // findings, first in a plan): score-sized kernels and fp32 matmuls would otherwise hide what compile fuses after them
+  // (a GPT-2 with attention written out: 23% of the busy time before SDPA, 54% after; compile then measured 45.2 ->
+  // 35.1 ms on an H200; minGPT at GPT-2 size in fp32: 24% before bf16, about half after it, and compile measured
+  // 36.8 -> 22.5 ms once bf16 and SDPA were in).
+  const precision = ctx?.inference ? null : tensorCoreEffect(m);
+  const memoryBoundSaved = (precision?.ops ?? []).filter((o) => o.kind === 'gpu' && o.work === 'memory-bound').reduce((a, o) => a + (o.kind === 'gpu' ? o.ns * (1 - o.factor) : 0), 0);
+  const busyAfter = m.perStep.busyNs - (attentionFixEffect(m)?.gpuNsSaved ?? 0) - (precision?.savedNs ?? 0);
+  if (fusable - memoryBoundSaved < MIN_FUSABLE_SHARE * busyAfter) return null;
   const c = compileSavings(m);
   const byKind = c.castPointwise + c.softmax + c.norm;
   // The kinds add up to the fusable time; when busy time caps it, the savings shrink with it.
