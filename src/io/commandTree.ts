@@ -5,10 +5,11 @@
  * why (run/attach.ts), instead of reporting that nothing trained. Sampled every few seconds: a short-lived process
  * may be missed, a training process is not.
  */
-import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
+import { readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { lookUp } from './siteHook.js';
 import { type CommandProcess, parentAndStart } from '../run/attach.js';
+import { listOrEmpty } from './readLimited.js';
 
 const PYTHON_NAME = /^python[0-9.]*$/;
 /** PyTorch's shared libraries: libtorch_cpu.so, libtorch_python.so, libtorch_cuda.so ... */
@@ -124,13 +125,5 @@ function readOrNull(path: string, encoding: 'latin1' | 'utf8'): string | null {
     return readFileSync(path, encoding);
   } catch {
     return null;
-  }
-}
-
-function listOrEmpty(dir: string): string[] {
-  try {
-    return readdirSync(dir);
-  } catch {
-    return [];
   }
 }

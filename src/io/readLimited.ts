@@ -3,7 +3,7 @@
  * before anything is read, and a file without one (/dev/zero, a FIFO, /proc) is read only up to the limit: a
  * wrong argument costs at most `maxBytes`, never all memory. Gzip is inflated with a bound too.
  */
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readdirSync, readSync } from 'node:fs';
 import { gunzipSync } from 'node:zlib';
 import { InputError } from './inputError.js';
 
@@ -99,5 +99,14 @@ export function firstLineOf(path: string, maxBytes = 256): string | null {
     return null;
   } finally {
     if (fd !== undefined) closeSync(fd);
+  }
+}
+
+/** A folder's entries; none when it cannot be read (missing, not a folder, not ours). */
+export function listOrEmpty(dir: string): string[] {
+  try {
+    return readdirSync(dir);
+  } catch {
+    return [];
   }
 }

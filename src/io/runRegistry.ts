@@ -7,9 +7,10 @@
  * environment, and both sides must find the same folder. Entries of doctors that are gone are swept when a new one is
  * written.
  */
-import { closeSync, lstatSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, rmSync, rmdirSync, writeSync } from 'node:fs';
+import { closeSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, rmdirSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { type RunEntry, parentAndStart } from '../run/attach.js';
+import { listOrEmpty } from './readLimited.js';
 
 export const REGISTRY_ROOT = '/tmp';
 
@@ -105,14 +106,6 @@ function ensurePrivateDir(dir: string, uid: number): string | null {
     return `${dir} cannot be read (${(e as NodeJS.ErrnoException).code})`;
   }
   return null;
-}
-
-function listOrEmpty(dir: string): string[] {
-  try {
-    return readdirSync(dir);
-  } catch {
-    return [];
-  }
 }
 
 function removeRun(dir: string, doctorPid: number): void {

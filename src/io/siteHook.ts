@@ -5,10 +5,10 @@
  * PYTHONPATH. Whether a Python has the hook is read from the filesystem, never by starting that Python (which would run
  * the user's own site customisations).
  */
-import { copyFileSync, cpSync, existsSync, readdirSync, realpathSync, statSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, realpathSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
-import { firstLineOf } from './readLimited.js';
+import { firstLineOf, listOrEmpty } from './readLimited.js';
 
 export const HOOK_PTH = 'gpuwise-probe.pth';
 export const HOOK_MODULE = '_gpuwise_site.py';
@@ -83,14 +83,6 @@ function shebangPython(file: string): string | null {
   if (!m) return null;
   const interp = (m[1] as string).endsWith('/env') ? ((m[2] as string).trim().split(/\s+/).find((w) => !w.startsWith('-')) ?? '') : (m[1] as string);
   return PYTHON_NAME.test(interp.slice(interp.lastIndexOf('/') + 1)) ? interp : null;
-}
-
-function listOrEmpty(dir: string): string[] {
-  try {
-    return readdirSync(dir);
-  } catch {
-    return [];
-  }
 }
 
 function isDir(p: string): boolean {

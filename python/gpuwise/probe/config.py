@@ -166,13 +166,7 @@ def withdraw_c_environment(pythonpath):
             os.unsetenv(name)
         except (OSError, ValueError):
             pass
-    try:
-        if pythonpath is None:
-            os.unsetenv("PYTHONPATH")
-        else:
-            os.putenv("PYTHONPATH", pythonpath)
-    except (OSError, ValueError):
-        pass
+    _set_c_pythonpath(pythonpath)
 
 
 def without_boot_entry(value, tokens):
