@@ -64,18 +64,21 @@ def find_run():
         return None
     ancestors = []
     pid = os.getpid()
-    for _ in range(MAX_DEPTH):
-        parent, _start = _parent_and_start(pid)
-        if parent in runs:
-            entry = _read_entry(runs[parent])
-            if entry is None or entry.get("doctorStartTicks") != _parent_and_start(parent)[1]:
+    try:
+        for _ in range(MAX_DEPTH):
+            parent, _start = _parent_and_start(pid)
+            if parent in runs:
+                entry = _read_entry(runs[parent])
+                if entry is None or entry.get("doctorStartTicks") != _parent_and_start(parent)[1]:
+                    return None
+                entry["registryDir"] = folder
+                return entry, ancestors
+            if parent <= 1:
                 return None
-            entry["registryDir"] = folder
-            return entry, ancestors
-        if parent <= 1:
-            return None
-        ancestors.append(parent)
-        pid = parent
+            ancestors.append(parent)
+            pid = parent
+    except (OSError, ValueError, IndexError):
+        return None  # an ancestor gone meanwhile, or a /proc this process may not read: not doctor's
     return None
 
 
