@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Every shipped trace, run directory and memory snapshot through the built CLI's --json, written to one folder, so a
 // change that should not change behaviour (a refactor) can be checked: `node scripts/reportSnapshot.mjs OUT` before
-// and after, then `node scripts/reportSnapshot.mjs --compare A B`. Timings of the tool itself are dropped.
+// and after, then `node scripts/reportSnapshot.mjs --compare A B`. Timings of the tool itself are dropped, and the
+// checkout's path, so two worktrees compare.
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -39,7 +40,7 @@ function jobs() {
 function scrub(v) {
   if (Array.isArray(v)) return v.map(scrub);
   if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).filter(([k]) => !VOLATILE.has(k)).map(([k, x]) => [k, scrub(x)]));
-  return v;
+  return typeof v === 'string' ? v.replaceAll(REPO, '') : v;
 }
 
 async function snapshot(out) {
