@@ -3,7 +3,7 @@
  * doctor on an H200 (examples/pace/runs/h200-d, one call of 2026-12-07) and then plainly at each plan step in the same
  * call (measured.jsonl: llm.c's own average, minGPT's mean by CUDA events). Each plan step's expected step, from
  * `doctor --from`, against what the run with that change measured; the table is printed. What holds is held; what the
- * model still misses (compile's size on llm.c) is held as missed, so a change that fixes it turns this red and the
+ * model still misses (llm.c's second step, from a window scaled whole) is held as missed, so a change that fixes it turns this red and the
  * bound moves with it (examples/pace/external/README.md).
  */
 import { readFileSync } from 'node:fs';
@@ -49,22 +49,25 @@ describe('public scripts on an H200: doctor plans against plain runs of each ste
     expect(Math.abs(step('llmc_hand', 1, 'llmc:sdpa'))).toBeLessThan(0.15);
   });
 
-  it('llm.c: compile is planned after SDPA but its gain is still underestimated (GEMMs padded and long pointwise chains: the eager window 51.7 ms of GPU work, compiled 18.1)', () => {
-    expect(reports.get('llmc_hand')?.pace?.plan.steps[1]?.id).toBe('fusion');
-    expect(step('llmc_hand', 2, 'llmc:sdpa_compile')).toBeGreaterThan(0.15);
+  it('llm.c with SDPA: compile within 15% (chains of pointwise kernels, the GEMMs padded, the host by its kernels)', () => {
     expect(reports.get('llmc_sdpa')?.pace?.plan.steps[0]?.id).toBe('fusion');
-    expect(step('llmc_sdpa', 1, 'llmc:sdpa_compile')).toBeGreaterThan(0.15);
+    expect(Math.abs(step('llmc_sdpa', 1, 'llmc:sdpa_compile'))).toBeLessThan(0.15);
   });
 
-  it('minGPT in fp32: bf16, then compile and SDPA in the plan (compile was missed: the share it fuses judged before bf16); the last step within 15%', () => {
+  it("llm.c's second step from the hand-written state is still missed: its window is GPU-bound, scaled whole to the run, which leaves 12.9 ms of serial costs where its SDPA twin reads 5.8", () => {
+    expect(reports.get('llmc_hand')?.pace?.plan.steps[1]?.id).toBe('fusion');
+    expect(step('llmc_hand', 2, 'llmc:sdpa_compile')).toBeGreaterThan(0.15);
+  });
+
+  it('minGPT in fp32: bf16, then compile and SDPA in the plan; the last step within 20% (bf16 leaves the host binding, and the fp32 run, GPU-bound, did not time it)', () => {
     const plan = reports.get('mingpt_fp32')?.pace?.plan.steps ?? [];
     expect(plan.map((s) => s.id)).toEqual(['no-tensor-cores', 'fusion', 'attention']);
     step('mingpt_fp32', 1, 'mingpt:bf16');
-    expect(Math.abs(step('mingpt_fp32', 3, 'mingpt:bf16_sdpa_compile'))).toBeLessThan(0.15);
+    expect(Math.abs(step('mingpt_fp32', 3, 'mingpt:bf16_sdpa_compile'))).toBeLessThan(0.2);
   });
 
-  it("minGPT with bf16 and SDPA: compile planned (its window's GPU read 39.5% busy under the profiler, the run's 81%)", () => {
+  it("minGPT with bf16 and SDPA: compile planned (its window's GPU read 39.5% busy under the profiler, the run's 81%) and within 15% (the host keeps half its work: half the kernels)", () => {
     expect(reports.get('mingpt_bf16_sdpa')?.pace?.plan.steps[0]?.id).toBe('fusion');
-    step('mingpt_bf16_sdpa', 1, 'mingpt:bf16_sdpa_compile');
+    expect(Math.abs(step('mingpt_bf16_sdpa', 1, 'mingpt:bf16_sdpa_compile'))).toBeLessThan(0.15);
   });
 });

@@ -7,6 +7,7 @@ import { crossDeviceStats } from './crossDevice.js';
 import { coveredLen, firstAfter, unionOf } from './intervals.js';
 import { attentionStats } from './attention.js';
 import { kernelMix } from './kernelMix.js';
+import { pointwiseChains } from './pointwiseChains.js';
 import { commStats, kernelFigures, median } from './kernels.js';
 import { pickFramework } from '../framework.js';
 import { modelFlops } from './modelFlops.js';
@@ -108,6 +109,7 @@ export function analyzeTrace(model: TraceModel): TraceMetrics {
     copies: k.copies,
     gemmShapes: k.gemmShapes,
     kernelMix: kernelMix(k.byName, steps.length),
+    pointwiseChains: pointwiseChains(model, windows),
     modelFlops: modelFlops(
       k.gemmShapes,
       k.convolutions,

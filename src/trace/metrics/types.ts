@@ -142,6 +142,18 @@ export interface KernelMix {
   memoryBoundFp32ByAutocast: { keptFp32Ns: number; activationNs: number; copyNs: number; reductionNs: number; batchNormNs: number; pointwiseNs: number };
 }
 
+/**
+ * Consecutive cast and pointwise kernels of a stream (pointwiseChains.ts), per analysed step: their time, the time
+ * with each chain one kernel as long as its mean member (what a compiler fusing each chain would leave at one kernel's
+ * traffic), how many chains and how many kernels they hold.
+ */
+export interface PointwiseChains {
+  ns: number;
+  asOneKernelNs: number;
+  chainsPerStep: number;
+  kernelsPerStep: number;
+}
+
 /** The shape of an attention: the batched matmuls' batch (batch x heads), the sequence and the head dimension. */
 export interface AttentionShape {
   batch: number;
@@ -320,6 +332,8 @@ export interface TraceMetrics {
   copies: CopyStats[];
   gemmShapes: GemmShapeStat[];
   kernelMix: KernelMix;
+  /** Chains of cast and pointwise kernels (pointwiseChains.ts; added after schema 2's release). */
+  pointwiseChains: PointwiseChains;
   /** null when the trace cannot tell (see ModelFlops). */
   modelFlops: ModelFlops | null;
   /** Attention in the step: hand-written, fused (added after schema 2's first release). */
