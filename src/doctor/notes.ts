@@ -42,33 +42,47 @@ function shellNotes(input: DoctorInput, processes: readonly ProcessRecords[]): s
 
 /** The profiler windows: without steps, without a trace or snapshot, what their stop cost, CUPTI left attached, begun early. */
 function windowNotes(input: DoctorInput, processes: readonly ProcessRecords[], ranks: readonly RankSummary[]): string[] {
+  return [
+    ...input.traces
+      .filter((t) => t.metrics !== null && t.metrics.steps.length === 0)
+      .map(
+        (t) =>
+          `${t.path}: analyze found no profiled steps in it (a process without CUDA is profiled by torch's legacy profiler, whose CPU-only trace has no event categories)`,
+      ),
+    ...processes.flatMap(profileEndNotes),
+    ...ranks.flatMap((r) => {
+      const slowed = r.steps.slowedAfterWindow;
+      return slowed
+        ? [
+            `rank ${r.rank}: the steps after the profiler window ran ${(slowed.slowdown * 100).toFixed(0)}% slower than the ${slowed.stepsBefore} steady steps before it (CUPTI, the profiler's CUDA tracing, stayed attached after this window, and each launch pays its callback): the run's statistics are those ${slowed.stepsBefore} steps`,
+          ]
+        : [];
+    }),
+    ...processes.flatMap(unsettledStartNotes),
+  ];
+}
+
+/** A window's end without its trace or snapshot, and what its stop and export cost the training. */
+function profileEndNotes(p: ProcessRecords): string[] {
   const notes: string[] = [];
-  for (const t of input.traces)
-    if (t.metrics !== null && t.metrics.steps.length === 0)
-      notes.push(
-        `${t.path}: analyze found no profiled steps in it (a process without CUDA is profiled by torch's legacy profiler, whose CPU-only trace has no event categories)`,
-      );
-  for (const p of processes)
-    for (const r of p.records)
-      if (r.type === 'profile-end') {
-        if (r.traceError !== undefined) notes.push(`pid ${p.pid}: the profiler window has no trace: ${r.traceError}`);
-        if (r.snapshotError !== undefined) notes.push(`pid ${p.pid}: the profiler window has no memory snapshot: ${r.snapshotError}`);
-        if (r.stopS !== undefined) notes.push(windowCostNote(p.pid, r.stopS, r.exportS));
-      }
-  for (const r of ranks) {
-    const slowed = r.steps.slowedAfterWindow;
-    if (slowed)
-      notes.push(
-        `rank ${r.rank}: the steps after the profiler window ran ${(slowed.slowdown * 100).toFixed(0)}% slower than the ${slowed.stepsBefore} steady steps before it (CUPTI, the profiler's CUDA tracing, stayed attached after this window, and each launch pays its callback): the run's statistics are those ${slowed.stepsBefore} steps`,
-      );
-  }
-  for (const p of processes)
-    for (const r of p.records)
-      if (r.type === 'profile-start' && r.settled === false)
-        notes.push(
-          `rank ${p.rank}: the profiled window started at step ${r.step} before the step times settled (${r.reason === 'cap' ? 'the wait reached its cap' : 'a fixed step'}${r.warmupSteps !== undefined ? `, after ${r.warmupSteps} steps` : ''}): its figures may include warm-up; the run's own statistics use its steady steps`,
-        );
+  for (const r of p.records)
+    if (r.type === 'profile-end') {
+      if (r.traceError !== undefined) notes.push(`pid ${p.pid}: the profiler window has no trace: ${r.traceError}`);
+      if (r.snapshotError !== undefined) notes.push(`pid ${p.pid}: the profiler window has no memory snapshot: ${r.snapshotError}`);
+      if (r.stopS !== undefined) notes.push(windowCostNote(p.pid, r.stopS, r.exportS));
+    }
   return notes;
+}
+
+/** A window started before the step times settled (protocol 2). */
+function unsettledStartNotes(p: ProcessRecords): string[] {
+  return p.records.flatMap((r) =>
+    r.type === 'profile-start' && r.settled === false
+      ? [
+          `rank ${p.rank}: the profiled window started at step ${r.step} before the step times settled (${r.reason === 'cap' ? 'the wait reached its cap' : 'a fixed step'}${r.warmupSteps !== undefined ? `, after ${r.warmupSteps} steps` : ''}): its figures may include warm-up; the run's own statistics use its steady steps`,
+        ]
+      : [],
+  );
 }
 
 /** A rank's probe that switched itself off, or whose step times never settled. */

@@ -38,7 +38,7 @@ export interface ProducerInput {
   whatIfs: WhatIfResult;
 }
 
-export interface Produced {
+interface Produced {
   findings: Finding[];
   /** Findings of the producers it needs, amended (same id): they replace theirs. */
   revised?: Finding[];

@@ -16,7 +16,7 @@ export function summarizeRanks(processes: readonly ProcessRecords[], gpuSamples:
 }
 
 /** One rank's summary: steady step statistics, memory beside NVML, how it ended. */
-export function summarizeRank(p: ProcessRecords, gpuSamples: Snapshot[] | null, disconnectedAtMs?: Record<number, number>): RankSummary {
+function summarizeRank(p: ProcessRecords, gpuSamples: Snapshot[] | null, disconnectedAtMs?: Record<number, number>): RankSummary {
   const recs = p.records;
   const lastMem = lastMemoryOf(p);
   const { max: nvml, timeline: nvmlTimeline } = nvmlUsedByPid(gpuSamples, p.pid);

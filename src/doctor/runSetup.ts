@@ -97,27 +97,14 @@ function inferredSetup(ev: SetupEvidence, model: ModelRecord): RunSetup {
   const assumptions: string[] = [];
   const steps = [...ev.steps].sort((a, b) => a.step - b.step);
   const batch = batchAndSequence(steps, assumptions);
-  const bytes = modelBytes(model);
-  const precision = inferPrecision(bytes, model.autocastDtype, ev.metrics, ev.askedPrecision ?? null);
-  const optimizer = inferOptimizer(model.optimizer?.class ?? null, model.optimizer?.stateBytes ?? 0);
-  const compiled = inferCompiled(model, ev.metrics);
   const gpu = gpuOf(ev.hello, assumptions);
-  const peak = steps.reduce((m, s) => Math.max(m, s.memory?.peakAllocatedBytes ?? 0), 0);
   const worldSize = Math.max(1, ev.worldSize ?? 1);
-  const parallelism = inferParallelism(worldSize, ev.metrics);
-  const inferences: SetupInference[] = [];
-  const note = (name: SetupInference['name'], i: Inferred<string | boolean | null>) => {
-    inferences.push({ name, value: i.value, how: i.how, evidence: i.evidence });
-    if (i.how === 'guessed') assumptions.push(i.evidence);
-  };
-  note('precision', precision);
-  note('optimizer', optimizer);
-  note('compiled', compiled);
-  note('parallelism', parallelism);
+  const inferred = inferencesOf(ev, model, worldSize, assumptions);
+  const peak = steps.reduce((m, s) => Math.max(m, s.memory?.peakAllocatedBytes ?? 0), 0);
   return {
     ...batch,
-    precision: precision.value,
-    optimizer: optimizer.value,
+    precision: inferred.precision,
+    optimizer: inferred.optimizer,
     optimizerClass: model.optimizer?.class ?? null,
     checkpointing: 'none',
     gpuName: gpu.device?.name ?? null,
@@ -128,9 +115,26 @@ function inferredSetup(ev: SetupEvidence, model: ModelRecord): RunSetup {
     measuredPeakAllocatedBytes: peak > 0 ? peak : null,
     measuredStepS: ev.medianStepS,
     assumptions,
-    inferences,
-    compiled: compiled.value,
+    inferences: inferred.inferences,
+    compiled: inferred.compiled,
   };
+}
+
+/** Precision, optimizer, compiled and parallel layout, each with how it is known; the guessed ones are assumptions too. */
+function inferencesOf(ev: SetupEvidence, model: ModelRecord, worldSize: number, assumptions: string[]) {
+  const precision = inferPrecision(modelBytes(model), model.autocastDtype, ev.metrics, ev.askedPrecision ?? null);
+  const optimizer = inferOptimizer(model.optimizer?.class ?? null, model.optimizer?.stateBytes ?? 0);
+  const compiled = inferCompiled(model, ev.metrics);
+  const parallelism = inferParallelism(worldSize, ev.metrics);
+  const named: [SetupInference['name'], Inferred<string | boolean | null>][] = [
+    ['precision', precision],
+    ['optimizer', optimizer],
+    ['compiled', compiled],
+    ['parallelism', parallelism],
+  ];
+  const inferences: SetupInference[] = named.map(([name, i]) => ({ name, value: i.value, how: i.how, evidence: i.evidence }));
+  for (const i of inferences) if (i.how === 'guessed') assumptions.push(i.evidence);
+  return { precision: precision.value, optimizer: optimizer.value, compiled: compiled.value, inferences };
 }
 
 /** The full batches' size (the mode over the steps, never a last partial batch's), accumulation and sequence. */

@@ -1,7 +1,7 @@
 /**
- * What-ifs calibrated on the run doctor watched (pure). From the probe's records it infers the run's set-up once
- * (run/setup.ts: micro-batch, accumulation, sequence, precision, optimizer, compiled, checkpointing, parallel layout,
- * GPU), builds a MemoryModel of the run (run/memoryModel.ts: the planner calibrated on the measured peak, or the
+ * What-ifs calibrated on the run doctor watched (pure). On the run's set-up, inferred once by the run stage
+ * (runSetup.ts: micro-batch, accumulation, sequence, precision, optimizer, compiled, checkpointing, parallel layout,
+ * GPU), it builds a MemoryModel of the run (run/memoryModel.ts: the planner calibrated on the measured peak, or the
  * per-sample line of any module), and evaluates the what-if specs against it: the largest batch that fits and twice
  * the batch (facts), a bigger batch worth weighing (advice: the batch that reaches the claimed gain, with what else
  * changes), bf16 autocast for an fp32 run, activation checkpointing when memory binds, FSDP over the run's (or the
@@ -81,7 +81,7 @@ export interface WhatIfResult {
 }
 
 /** What the what-ifs are evaluated on: the run's set-up and hardware (the run stage's, runSetup.ts), its model, its pipeline. */
-export interface WhatIfInput {
+interface WhatIfInput {
   /** The run's set-up; null without the probe's model record. */
   setup: RunSetup | null;
   hardware: Hardware | null;
@@ -96,7 +96,7 @@ const gib = (b: number) => fmtGiB(b);
 const pct = (f: number) => `${f >= 0 ? '+' : ''}${(f * 100).toFixed(1)}%`;
 const times = (f: number) => `${f.toFixed(f >= 10 ? 0 : f >= 2 ? 1 : 2)}x`;
 /** Below this throughput gain a what-if is not worth a finding. */
-export const WHATIF_MIN_GAIN = 1.05;
+const WHATIF_MIN_GAIN = 1.05;
 /** The bigger batch named is the smallest of 2x and 4x the run's batch that reaches this share of the best claimed gain. */
 const BIGGER_BATCH_SHARE_OF_GAIN = 0.9;
 

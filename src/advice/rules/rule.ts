@@ -14,8 +14,9 @@ import { fmtMs } from '../../util/format.js';
 export { type FindingParts, finding } from '../../findings/finding.js';
 
 /**
- * What doctor knows of the run beyond its trace (analyze has only the trace), for one rank; the rules read it and
- * decide themselves, nothing rewrites their findings afterwards.
+ * What doctor knows of the run beyond its trace (analyze has only the trace), for one rank: a view of doctor's run model
+ * (doctor/traceRules.ts reads it off the `Run` and its pace); the rules read it and decide themselves, nothing rewrites
+ * their findings afterwards.
  * - `askedHalf`: the half precision the run asked for, read off its launch (run/setup.ts askedPrecision: accelerate's
  *   state, a launcher's or script's flag), and what showed it. A precision rule that sees fp32 matmuls in such a run
  *   says that autocast does not reach them, instead of recommending the mixed precision the run already asks for.

@@ -12,7 +12,7 @@ import type { WhatIfResult } from '../whatIfs.js';
 import type { Run } from './run.js';
 
 /** What the report is assembled from. */
-export interface ReportParts {
+interface ReportParts {
   run: Run;
   whatIfs: WhatIfResult;
   findings: RankedFinding[];

@@ -16,7 +16,7 @@ import { type HangAnalysis, hangAnalysis, openStalls } from '../hang.js';
 import { outcomeOf, type RunOutcome } from '../outcome.js';
 import { summarizeRanks } from '../rankSummary.js';
 import type { DoctorInput, GpuSummary, RankSummary, TraceInput } from '../reportTypes.js';
-import { askedPrecisionOf, hardwareOf, type PlanModel, planModelOf, runSetupOf } from '../runSetup.js';
+import { askedPrecisionOf, hardwareOf, type PlanModel, planModelOf, runSetupOf, type SetupEvidence } from '../runSetup.js';
 import type { ProcessRecords } from './records.js';
 
 /** The run doctor watched, as every stage after the records reads it. */
@@ -50,35 +50,23 @@ export interface Run {
 
 /** The run, from the shell's input and the records grouped by process. */
 export function runOf(input: DoctorInput, processes: readonly ProcessRecords[]): Run {
-  const { hello, model, setupRank } = identityOf(processes);
+  const identity = identityOf(processes);
   const ranks = summarizeRanks(processes, input.gpuSamples, input.disconnectedAtMs);
   const ending = endingOf(processes, input.disconnectedAtMs, input.hang?.atMs ?? null, input.stepBeacons);
   const hang = hangAnalysis(openStalls(input.records), input.hang ? input.hang.timeoutS : null, input.hang?.atMs ?? null);
-  const outcome = outcomeOf(input, ranks, ending, hang);
-  const planModel = planModelOf(model);
-  const asked = askedPrecisionOf(input.command, processes, model);
-  const setup = runSetupOf({
-    hello,
-    model,
-    planModel: planModel.model,
-    steps: setupRank?.steps ?? [],
-    medianStepS: ranks.find((r) => r.rank === (setupRank?.rank ?? 0))?.steps.medianS ?? null,
-    worldSize: hello?.worldSize ?? null,
-    metrics: setupWindowOf(input.traces, setupRank?.rank ?? 0),
-    askedPrecision: asked,
-  });
+  const planModel = planModelOf(identity.model);
+  const asked = askedPrecisionOf(input.command, processes, identity.model);
+  const setup = runSetupOf(setupEvidenceOf(input, identity, ranks, planModel, asked));
   return {
     input,
     processes,
-    hello,
-    model,
-    setupRank,
+    ...identity,
     ranks,
     gpus: gpusOf(input, processes),
     distributed: distributedOf(processes, ranks, input.traces),
     ending,
     hang,
-    outcome,
+    outcome: outcomeOf(input, ranks, ending, hang),
     planModel,
     asked,
     windowsApart: windowsApartOf(processes),
@@ -87,8 +75,25 @@ export function runOf(input: DoctorInput, processes: readonly ProcessRecords[]):
   };
 }
 
+type Identity = Pick<Run, 'hello' | 'model' | 'setupRank'>;
+
+/** What the set-up is inferred from: the set-up rank's steps, median step and window, the model, the precision asked. */
+function setupEvidenceOf(input: DoctorInput, id: Identity, ranks: readonly RankSummary[], planModel: PlanModel, asked: Run['asked']): SetupEvidence {
+  const rank = id.setupRank?.rank ?? 0;
+  return {
+    hello: id.hello,
+    model: id.model,
+    planModel: planModel.model,
+    steps: id.setupRank?.steps ?? [],
+    medianStepS: ranks.find((r) => r.rank === rank)?.steps.medianS ?? null,
+    worldSize: id.hello?.worldSize ?? null,
+    metrics: setupWindowOf(input.traces, rank),
+    askedPrecision: asked,
+  };
+}
+
 /** What the run is, from the lowest rank that told it: its hello, its model, and the rank whose steps the set-up uses. */
-function identityOf(processes: readonly ProcessRecords[]): Pick<Run, 'hello' | 'model' | 'setupRank'> {
+function identityOf(processes: readonly ProcessRecords[]): Identity {
   const lowest = <T>(pick: (p: ProcessRecords) => T | null) =>
     [...processes].filter((p) => pick(p) !== null).sort((a, b) => a.rank - b.rank)[0];
   const h = lowest((p) => p.hello);
