@@ -17,8 +17,9 @@ import { hostSync, launchBound } from './rules/host.js';
 import { dataloaderBound, dataloaderFinding, pageableH2d } from './rules/input.js';
 import { memoryNearLimit } from './rules/memory.js';
 import { modelParallelBubble } from './rules/modelParallel.js';
-import { channelsLast, fp16WithoutScaler, mixedPrecision } from './rules/precision.js';
-import type { CrossRankRule, RankRule, RunContext } from './rules/rule.js';
+import { channelsLast, fp16WithoutScaler, halfMasterWeights, mixedPrecision } from './rules/precision.js';
+import type { CrossRankRule, ModelRule, RankRule, RunContext } from './rules/rule.js';
+import type { ModelRecord } from '../run/records.js';
 
 export const RANK_RULES: readonly RankRule[] = [
   dataloaderBound,
@@ -42,6 +43,8 @@ export const RANK_RULES: readonly RankRule[] = [
   memoryNearLimit,
 ];
 export const CROSS_RANK_RULES: readonly CrossRankRule[] = [rankImbalance];
+/** The rules on the model the probe described (doctor). */
+const MODEL_RULES: readonly ModelRule[] = [halfMasterWeights];
 
 /**
  * `collectives[i]`, rank i's collective timings, lets the rules compare ranks collective by collective; `contexts[i]`,
@@ -71,4 +74,9 @@ export function diagnose(ranks: TraceMetrics[], collectives: readonly Collective
 export function diagnoseRun(pace: Pipeline, rank: number): Finding[] {
   const f = dataloaderFinding(pace, null, rank);
   return f ? [f] : [];
+}
+
+/** The findings the probe's model record supports (doctor): the model rules'. */
+export function diagnoseModel(model: ModelRecord): Finding[] {
+  return MODEL_RULES.flatMap((rule) => rule(model) ?? []);
 }

@@ -5,7 +5,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { basename } from 'node:path';
-import type { CommandPython } from '../doctor/report.js';
+import type { CommandPython } from '../doctor/reportTypes.js';
 import { firstLineOf } from '../io/readLimited.js';
 
 const PYTHON_NAME = /^python[0-9.]*$/;

@@ -6,13 +6,14 @@
 import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { basename, dirname, join } from 'node:path';
-import { type DoctorInput, buildDoctorReport } from '../doctor/report.js';
+import type { DoctorInput } from '../doctor/reportTypes.js';
+import { buildDoctorReport } from '../doctor/report.js';
 import { inlineAssets } from '../serve/assets.js';
 import { renderDoctorHtml } from '../serve/pages/runs.js';
 import { renderDoctorMarkdown } from '../doctor/markdown.js';
 import { renderDoctorText } from '../doctor/render.js';
 import { StallTracker, innermostFrames } from '../doctor/hang.js';
-import type { DoctorReport } from '../doctor/report.js';
+import type { DoctorReport } from '../doctor/reportTypes.js';
 import { analysedWindowEnds, type ProbeRecord, rankOf } from '../run/records.js';
 import { InputError } from '../io/inputError.js';
 import { analyseSnapshotFiles, analyseTraceFiles, type CaptureRef } from '../io/captures.js';

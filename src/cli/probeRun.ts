@@ -9,7 +9,7 @@ import { type Server, type Socket, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { ChildExit } from '../doctor/report.js';
+import type { ChildExit } from '../run/exit.js';
 import { DEFAULT_RECORD_LIMITS, RecordSample } from '../doctor/recordSample.js';
 import { type ProbeRecord, parseProbeLines } from '../doctor/records.js';
 import { InputError } from '../io/inputError.js';

@@ -29,7 +29,7 @@ import {
   stepSourceNote,
 } from './renderParts.js';
 import { findingMarkdown, mdCode as code } from '../report/findingText.js';
-import type { DoctorReport } from './report.js';
+import type { DoctorReport } from './reportTypes.js';
 import { whatIfsOf } from './reportCheck.js';
 
 const BARS = '▁▂▃▄▅▆▇█';

@@ -8,7 +8,7 @@
 import { type ChildExit, exitFromRecords } from '../run/exit.js';
 import { openStalls } from './hang.js';
 import { RecordSample } from './recordSample.js';
-import type { DoctorInput, DoctorReport, SnapshotInput, TraceInput } from './report.js';
+import type { DoctorInput, DoctorReport, SnapshotInput, TraceInput } from './reportTypes.js';
 import { type ProbeRecord, rankOf } from '../run/records.js';
 
 export interface RecordedRunInput {

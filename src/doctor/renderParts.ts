@@ -6,7 +6,7 @@
 import { fmtBytes, fmtGpuMemory, fmtMs, fmtPct, fmtRate } from '../util/format.js';
 import { withoutControlChars } from '../util/controlChars.js';
 import { gpuProcessLabel, isGpuProcess } from './gpuProcesses.js';
-import type { DoctorReport, GpuSummary, RankSummary } from './report.js';
+import type { DoctorReport, GpuSummary, RankSummary } from './reportTypes.js';
 
 export const s2ns = (s: number) => s * 1e9;
 

@@ -4,7 +4,7 @@
  * in a renderer. Checks the envelope and the parts every reader walks; optional parts added to
  * schema 1 later (stepTimeline, whatIfs) are read defensively by the renderers.
  */
-import { DOCTOR_SCHEMA_VERSION, type DoctorReport } from './report.js';
+import { DOCTOR_SCHEMA_VERSION, type DoctorReport } from './reportTypes.js';
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 

@@ -22,7 +22,7 @@ export const MIN_SPLIT_STEPS = 5;
 /** The time-slicing estimate never assumes the other process took more than this share of the GPU. */
 const MAX_OTHER_SHARE = 0.9;
 
-/** A process of the run as the sharing rules read it (built by report.ts from its records and statistics). */
+/** A process of the run as the sharing rules read it (built by producers.ts from its records and statistics). */
 export interface SharingProcess {
   pid: number;
   rank: number;
@@ -39,7 +39,7 @@ export interface SharingProcess {
   peakAllocatedBytes: number;
 }
 
-/** What the rules read of a GPU summary (report.ts GpuSummary has it all). */
+/** What the rules read of a GPU summary (reportTypes.ts GpuSummary has it all). */
 export interface SharingGpu {
   index: number;
   cudaIndex?: number | null;

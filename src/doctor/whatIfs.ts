@@ -1,7 +1,7 @@
 /**
- * What-ifs calibrated on the run doctor watched (pure). From the probe's records it infers the run's set-up once
- * (run/setup.ts: micro-batch, accumulation, sequence, precision, optimizer, compiled, checkpointing, parallel layout,
- * GPU), builds a MemoryModel of the run (run/memoryModel.ts: the planner calibrated on the measured peak, or the
+ * What-ifs calibrated on the run doctor watched (pure). On the run's set-up, inferred once by the run stage
+ * (runSetup.ts: micro-batch, accumulation, sequence, precision, optimizer, compiled, checkpointing, parallel layout,
+ * GPU), it builds a MemoryModel of the run (run/memoryModel.ts: the planner calibrated on the measured peak, or the
  * per-sample line of any module), and evaluates the what-if specs against it: the largest batch that fits and twice
  * the batch (facts), a bigger batch worth weighing (advice: the batch that reaches the claimed gain, with what else
  * changes), bf16 autocast for an fp32 run, activation checkpointing when memory binds, FSDP over the run's (or the
@@ -13,7 +13,6 @@ import { adviceFinding, type Finding } from '../findings/finding.js';
 import type { Fix } from '../pace/fix.js';
 import { batchThroughputFactor, gainOf } from '../pace/gain.js';
 import { measuredStep, type Pipeline } from '../pace/pipeline.js';
-import { type GpuSpec, gpuById, lookupGpu } from '../gpus/catalogue.js';
 import {
   calibratedPeakBytes,
   calibratedStepS,
@@ -24,24 +23,12 @@ import {
 } from '../planner/fromRun.js';
 import type { ModelDescription } from '../planner/model.js';
 import { budgetBytes, evaluatePlan, ofBudgetText, type Plan, type PlanRequest } from '../planner/plan.js';
-import type { Hardware, OptimizerKind, Parallelism, Precision, TrainingSetup } from '../planner/setup.js';
+import type { Hardware, Parallelism, TrainingSetup } from '../planner/setup.js';
 import { largestBatch, type MemoryModel, perSampleLineFrom, perSampleMemoryModel, plannerMemoryModel } from '../run/memoryModel.js';
-import type { HelloRecord, ModelRecord, StepRecord } from '../run/records.js';
-import { batchOfSteps } from '../run/steps.js';
-import {
-  type Inferred,
-  type RunSetup,
-  type SetupInference,
-  inferCheckpointing,
-  inferCompiled,
-  inferOptimizer,
-  inferParallelism,
-  inferPrecision,
-  modelBytes,
-  residentBytes,
-} from '../run/setup.js';
-import type { TraceMetrics } from '../trace/metrics/types.js';
+import type { ModelRecord } from '../run/records.js';
+import { modelBytes, residentBytes, type RunSetup } from '../run/setup.js';
 import { fmtBytes, fmtGiB } from '../util/format.js';
+import { plannerRequestOf } from './runSetup.js';
 
 export interface WhatIf {
   /** `max-batch` and `double-batch` (facts), `bigger-batch` (advice), `amp-bf16`, `checkpointing`, `fsdp`, `grad-accum`. */
@@ -93,115 +80,25 @@ export interface WhatIfResult {
   problem: string | null;
 }
 
-export interface WhatIfInput {
-  hello: HelloRecord | null;
+/** What the what-ifs are evaluated on: the run's set-up and hardware (the run stage's, runSetup.ts), its model, its pipeline. */
+interface WhatIfInput {
+  /** The run's set-up; null without the probe's model record. */
+  setup: RunSetup | null;
+  hardware: Hardware | null;
   model: ModelRecord | null;
   planModel: ModelDescription | null;
-  /** Step records of the rank whose memory binds (rank 0 when all are alike). */
-  steps: StepRecord[];
-  medianStepS: number | null;
-  worldSize: number | null;
-  /** The captured window's metrics (precision of the matmuls, compiled kernels, the parallel layout), when analysed. */
-  metrics: TraceMetrics | null;
   /** The rank's pipeline (pace/): how a bigger batch changes its step; null without step times. */
   pace: Pipeline | null;
   outOfMemory: boolean;
-  /** The precision the run's launch asked for (run/setup.ts askedPrecision); absent or null when not read. */
-  askedPrecision?: Inferred<Precision | null> | null;
 }
 
 const gib = (b: number) => fmtGiB(b);
 const pct = (f: number) => `${f >= 0 ? '+' : ''}${(f * 100).toFixed(1)}%`;
 const times = (f: number) => `${f.toFixed(f >= 10 ? 0 : f >= 2 ? 1 : 2)}x`;
 /** Below this throughput gain a what-if is not worth a finding. */
-export const WHATIF_MIN_GAIN = 1.05;
+const WHATIF_MIN_GAIN = 1.05;
 /** The bigger batch named is the smallest of 2x and 4x the run's batch that reaches this share of the best claimed gain. */
 const BIGGER_BATCH_SHARE_OF_GAIN = 0.9;
-
-/** The run's set-up from the records; the assumptions it had to make are listed in it. */
-export function inferRunSetup(input: WhatIfInput): RunSetup {
-  const assumptions: string[] = [];
-  const steps = [...input.steps].sort((a, b) => a.step - b.step);
-  // The full batches' size (the mode over the steps), never a last partial batch's.
-  const { microBatch, gradAccum, samplesPerStep } = batchOfSteps(steps);
-  if (microBatch !== null && samplesPerStep !== null && gradAccum > 1 && samplesPerStep % gradAccum !== 0)
-    assumptions.push(`micro-batch: ${samplesPerStep} samples over ${gradAccum} batches per step, rounded to ${microBatch}`);
-  const seqStep = [...steps].reverse().find((s) => typeof s.seqLen === 'number');
-  const seq = seqStep?.seqLen ?? null;
-  const bytes = input.model ? modelBytes(input.model) : null;
-  const precision = bytes ? inferPrecision(bytes, input.model?.autocastDtype, input.metrics, input.askedPrecision ?? null) : null;
-  const optimizer = inferOptimizer(input.model?.optimizer?.class ?? null, input.model?.optimizer?.stateBytes ?? 0);
-  const compiled = inferCompiled(input.model, input.metrics);
-  const devices = input.hello?.cuda.devices ?? [];
-  const cur = input.hello?.cuda.currentDevice ?? 0;
-  const device = devices.find((d) => d.index === cur) ?? devices[0] ?? null;
-  let gpuCatalogId: string | null = null;
-  if (device) {
-    gpuCatalogId = lookupGpu({ name: device.name, memoryBytes: device.totalMemoryBytes })?.id ?? null;
-    if (gpuCatalogId === null)
-      assumptions.push(`GPU ${device.name} is not in the planner's catalogue: memory from the device, no step-time estimate`);
-  }
-  const peak = steps.reduce((m, s) => Math.max(m, s.memory?.peakAllocatedBytes ?? 0), 0);
-  const worldSize = Math.max(1, input.worldSize ?? 1);
-  const parallelism = inferParallelism(worldSize, input.metrics);
-  const inferences: SetupInference[] = [];
-  const note = (name: SetupInference['name'], i: Inferred<string | boolean | null>) => {
-    inferences.push({ name, value: i.value, how: i.how, evidence: i.evidence });
-    if (i.how === 'guessed') assumptions.push(i.evidence);
-  };
-  if (precision) note('precision', precision);
-  note('optimizer', optimizer);
-  note('compiled', compiled);
-  note('parallelism', parallelism);
-  return {
-    microBatch,
-    gradAccum,
-    seq,
-    precision: precision?.value ?? null,
-    optimizer: optimizer.value,
-    optimizerClass: input.model?.optimizer?.class ?? null,
-    checkpointing: 'none',
-    gpuName: device?.name ?? null,
-    gpuCatalogId,
-    gpuMemoryBytes: device?.totalMemoryBytes ?? null,
-    worldSize,
-    visibleGpus: devices.length,
-    measuredPeakAllocatedBytes: peak > 0 ? peak : null,
-    measuredStepS: input.medianStepS,
-    assumptions,
-    inferences,
-    compiled: compiled.value,
-  };
-}
-
-/** The hardware the planner sees for the run: its GPU from the catalogue (with the device's own memory), or memory only. */
-export function hardwareOf(setup: RunSetup): Hardware | null {
-  if (setup.gpuMemoryBytes === null) return null;
-  let gpu: GpuSpec;
-  if (setup.gpuCatalogId !== null) gpu = { ...gpuById(setup.gpuCatalogId), memoryBytes: setup.gpuMemoryBytes };
-  else
-    gpu = {
-      id: 'measured',
-      name: setup.gpuName ?? 'GPU',
-      memoryBytes: setup.gpuMemoryBytes,
-      bf16Tflops: 0,
-      fp16Tflops: 0,
-      tf32Tflops: 0,
-      fp32Tflops: 0,
-      memoryBandwidth: 0,
-      intraNodeBandwidth: 0,
-      source: 'memory as the device reported it',
-    };
-  const gpus = Math.max(setup.worldSize, setup.visibleGpus, 1);
-  return {
-    gpu,
-    gpusPerNode: gpus,
-    nodes: 1,
-    intraNodeBandwidth: gpu.intraNodeBandwidth,
-    interNodeBandwidth: 25e9,
-    hostBandwidth: 25e9,
-  };
-}
 
 /** What the batch what-ifs need from a memory model and a throughput estimate, whatever their basis. */
 interface BatchContext {
@@ -362,39 +259,13 @@ interface Eval {
   samplesPerS: number | null;
 }
 
-function plannerWhatIfs(setup: RunSetup, model: ModelDescription, hw: Hardware, input: WhatIfInput): WhatIfResult {
+function plannerWhatIfs(setup: RunSetup, baseReq: PlanRequest, input: WhatIfInput): WhatIfResult {
   const b0 = setup.microBatch as number;
-  const seq = setup.seq as number;
   const world = setup.worldSize;
-  const basePar: Parallelism = {
-    dp: world > 1 ? 'ddp' : 'none',
-    dpSize: world,
-    tp: 1,
-    pp: 1,
-    reshardAfterForward: true,
-    cpuOffload: false,
-  };
-  const baseSetup: TrainingSetup = {
-    microBatch: b0,
-    seq,
-    precision: setup.precision as Precision,
-    optimizer: setup.optimizer as OptimizerKind,
-    checkpointing: 'none',
-    gradAccum: setup.gradAccum,
-    mode: 'train',
-  };
+  const hw = baseReq.hardware;
+  const baseSetup = baseReq.setup;
+  const basePar = baseReq.parallelism;
   const measured = setup.measuredPeakAllocatedBytes;
-  const compiled = inferCompiled(input.model, input.metrics);
-  const ck = inferCheckpointing(
-    measured,
-    (c) => evaluatePlan({ model, hardware: hw, setup: { ...baseSetup, checkpointing: c }, parallelism: basePar }).memory.peakAllocatedBytes,
-    compiled,
-  );
-  baseSetup.checkpointing = ck.value;
-  setup.checkpointing = ck.value;
-  setup.inferences?.push({ name: 'checkpointing', value: ck.value, how: ck.how, evidence: ck.evidence });
-  if (ck.value !== 'none') setup.assumptions.push(ck.evidence);
-  const baseReq: PlanRequest = { model, hardware: hw, setup: baseSetup, parallelism: basePar };
   const cal = calibratePlanner(baseReq, input.outOfMemory && measured === null ? null : measured, setup.measuredStepS);
   const basis: WhatIfBasis = cal.basis;
   const at = (s: Partial<TrainingSetup>, p: Partial<Parallelism> = {}): Eval => {
@@ -616,16 +487,15 @@ function perSampleWhatIfs(setup: RunSetup, model: ModelRecord, hw: Hardware, inp
   };
 }
 
-/** Infers the run's set-up, calibrates on it, and lists the what-ifs the data supports. */
+/** Calibrates on the run's set-up and lists the what-ifs the data supports. */
 export function buildWhatIfs(input: WhatIfInput): WhatIfResult {
-  if (!input.model) return { setup: null, calibration: null, whatIfs: [], problem: 'no model summary from the probe' };
-  const setup = inferRunSetup(input);
-  const hw = hardwareOf(setup);
+  const { setup, hardware: hw } = input;
+  if (!input.model || !setup) return { setup: null, calibration: null, whatIfs: [], problem: 'no model summary from the probe' };
   if (!hw) return { setup, calibration: null, whatIfs: [], problem: 'no CUDA device: memory what-ifs need a GPU run' };
   if (setup.microBatch === null || setup.microBatch < 1)
     return { setup, calibration: null, whatIfs: [], problem: 'the batch size could not be told from the DataLoader batches' };
-  const plannerReady = input.planModel !== null && setup.seq !== null && setup.precision !== null && setup.optimizer !== null;
-  if (plannerReady) return plannerWhatIfs(setup, input.planModel as ModelDescription, hw, input);
+  const req = plannerRequestOf(setup, input.planModel, hw);
+  if (req) return plannerWhatIfs(setup, req, input);
   const why = !input.planModel
     ? 'the planner has no block layout for this model'
     : setup.seq === null
@@ -653,7 +523,7 @@ function sameChange(w: WhatIf, f: Finding): boolean {
  */
 export function whatIfFindings(
   result: WhatIfResult,
-  traceFindings: Finding[],
+  traceFindings: readonly Finding[],
   stepS: number | null,
   /** The rank whose steps and memory the what-ifs were calibrated on. */
   rank: number,

@@ -5,7 +5,7 @@
  */
 import type { Severity } from '../findings/finding.js';
 import { severityRank } from '../findings/rank.js';
-import type { DoctorReport, RankedFinding } from '../doctor/report.js';
+import type { DoctorReport, RankedFinding } from '../doctor/reportTypes.js';
 import { runFigures } from './figures.js';
 
 export const COMPARE_SCHEMA_VERSION = 1;

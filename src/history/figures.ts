@@ -4,7 +4,7 @@
  * never disagree on what "median step" means for a multi-rank job.
  */
 import { SEVERITIES, type Severity } from '../findings/finding.js';
-import type { DoctorReport, RankSummary } from '../doctor/report.js';
+import type { DoctorReport, RankSummary } from '../doctor/reportTypes.js';
 
 export interface RunFigures {
   /** Ranks (processes) that timed at least one step. */

@@ -3,7 +3,7 @@
  * code on the files, so a run diagnosed by doctor reads like `analyze` and `memory` on them. A file that cannot be
  * read or analysed becomes an entry with its error, never a failure of the whole report.
  */
-import type { SnapshotInput, TraceInput } from '../doctor/report.js';
+import type { SnapshotInput, TraceInput } from '../doctor/reportTypes.js';
 import { analyze as analyzeSnapshot } from '../memory/report.js';
 import { analyzeTrace, collectiveTimings } from '../trace/metrics/index.js';
 import { loadTrace } from './loadTrace.js';

@@ -4,7 +4,7 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import type { DoctorReport } from '../doctor/report.js';
+import type { DoctorReport } from '../doctor/reportTypes.js';
 import { parseDoctorReport } from '../doctor/reportCheck.js';
 import { renderDoctorHtml } from '../serve/pages/runs.js';
 import { renderDoctorMarkdown } from '../doctor/markdown.js';

@@ -9,7 +9,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { analysedWindowEnds, type ProbeRecord, parseProbeLines, rankOf } from '../run/records.js';
 import { parseDoctorReport } from '../doctor/reportCheck.js';
-import type { DoctorReport } from '../doctor/report.js';
+import type { DoctorReport } from '../doctor/reportTypes.js';
 import { InputError } from './inputError.js';
 import { asOtherInput } from './otherInput.js';
 

@@ -16,7 +16,7 @@ import { closeSync, existsSync, mkdirSync, openSync, readSync, rmdirSync, statSy
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
-import type { DoctorReport } from '../doctor/report.js';
+import type { DoctorReport } from '../doctor/reportTypes.js';
 import { doctorReportProblem } from '../doctor/reportCheck.js';
 import { type RunFigures, runFigures } from '../history/figures.js';
 import { InputError } from './inputError.js';

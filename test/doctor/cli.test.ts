@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildBundle } from '../cliBundle.js';
-import type { DoctorReport } from '../../src/doctor/report.js';
+import type { DoctorReport } from '../../src/doctor/reportTypes.js';
 import { PYTHON, REPO, SKIP_PYTHON, TINY, pyEnv, runProcess } from './helpers.js';
 
 const tmp = mkdtempSync(join(tmpdir(), 'gpuwise-doctor-'));

@@ -9,7 +9,7 @@ import { dataParallelAlternativeOf, dataParallelFit } from '../../src/doctor/dat
 import type { Hardware } from '../../src/planner/setup.js';
 import type { TraceMetrics } from '../../src/trace/metrics/types.js';
 import type { RunSetup } from '../../src/run/setup.js';
-import { hardwareOf } from '../../src/doctor/whatIfs.js';
+import { hardwareOf } from '../../src/doctor/runSetup.js';
 import { gpuById } from '../../src/gpus/catalogue.js';
 import type { ModelRecord } from '../../src/run/records.js';
 import { splitTrace } from '../helpers/splitTrace.js';

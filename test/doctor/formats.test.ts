@@ -2,7 +2,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { renderDoctorMarkdown, sparkline } from '../../src/doctor/markdown.js';
 import type { ProbeRecord, StepRecord } from '../../src/run/records.js';
-import type { DoctorReport } from '../../src/doctor/report.js';
+import type { DoctorReport } from '../../src/doctor/reportTypes.js';
 import { STEP_TIMELINE_MAX_POINTS, stepTimelineOf } from '../../src/run/steps.js';
 import { doctorReportProblem } from '../../src/doctor/reportCheck.js';
 import { inlineAssets } from '../../src/serve/assets.js';

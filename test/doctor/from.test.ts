@@ -7,7 +7,7 @@
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { DoctorReport } from '../../src/doctor/report.js';
+import type { DoctorReport } from '../../src/doctor/reportTypes.js';
 import { saveRun } from '../../src/io/runStore.js';
 import { runCli } from '../helpers/cli.js';
 import { cleanScratch, makeScratch } from '../telemetry/scratch.js';

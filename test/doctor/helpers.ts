@@ -7,7 +7,7 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'vitest';
-import type { DoctorReport } from '../../src/doctor/report.js';
+import type { DoctorReport } from '../../src/doctor/reportTypes.js';
 import { type ProbeRecord, parseProbeLines } from '../../src/run/records.js';
 import { installSiteHook } from '../../src/io/siteHook.js';
 import { runCli } from '../helpers/cli.js';

@@ -1,6 +1,6 @@
 /** A DoctorInput around probe records, for tests of the pure report builder (no processes, no files). */
 import type { ProbeRecord } from '../../src/run/records.js';
-import type { DoctorInput } from '../../src/doctor/report.js';
+import type { DoctorInput } from '../../src/doctor/reportTypes.js';
 
 export function doctorInput(records: ProbeRecord[], over: Partial<DoctorInput> = {}): DoctorInput {
   return {

@@ -276,13 +276,13 @@ describe.skipIf(SKIP_PYTHON)('half-precision master weights (CPU torch)', () => 
   ];
 
   it('a model cast to bf16 with a plain optimizer gets the word; fp32 weights do not', async () => {
-    const { halfMasterWeightsFinding } = await import('../../src/doctor/report.js');
+    const { halfMasterWeights } = await import('../../src/advice/rules/precision.js');
     const half = model((await probe(script(true), { GPUWISE_PROFILE_STEPS: '0' })).records);
     expect(half.optimizer.stateDtypes).toHaveProperty('bfloat16');
-    const f = halfMasterWeightsFinding(half);
+    const f = halfMasterWeights(half);
     expect(f).toMatchObject({ id: 'half-master-weights', severity: 'info' });
     expect(f!.title).toMatch(/SGD's state are bfloat16/);
-    expect(halfMasterWeightsFinding(model((await probe(script(false), { GPUWISE_PROFILE_STEPS: '0' })).records))).toBeNull();
+    expect(halfMasterWeights(model((await probe(script(false), { GPUWISE_PROFILE_STEPS: '0' })).records))).toBeNull();
   });
 });
 

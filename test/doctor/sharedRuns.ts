@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { groupProcesses } from '../../src/doctor/report.js';
+import { groupProcesses } from '../../src/doctor/stages/records.js';
 import { type HelloRecord, parseProbeLines, type ProbeRecord, type StepRecord } from '../../src/run/records.js';
 import { emptyGpu, emptyProcess, type GpuSample, type ProcessSample, type Snapshot } from '../../src/telemetry/sample.js';
 

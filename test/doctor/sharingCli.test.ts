@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DoctorReport } from '../../src/doctor/report.js';
+import type { DoctorReport } from '../../src/doctor/reportTypes.js';
 import { buildBundle, buildFakeNvml } from '../cliBundle.js';
 import { PYTHON, REPO, SKIP_PYTHON, TINY, pyEnv, runProcess } from './helpers.js';
 

@@ -9,7 +9,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { DoctorReport } from '../../src/doctor/report.js';
+import type { DoctorReport } from '../../src/doctor/reportTypes.js';
 import { SEVERITIES } from '../../src/findings/finding.js';
 import { runCli } from '../helpers/cli.js';
 import { REPO } from './helpers.js';

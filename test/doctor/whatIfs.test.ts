@@ -10,7 +10,9 @@ import type { Finding } from '../../src/findings/finding.js';
 import type { HelloRecord, ModelRecord, StepRecord } from '../../src/run/records.js';
 import { renderDoctorText } from '../../src/doctor/render.js';
 import { buildDoctorReport } from '../../src/doctor/report.js';
-import { buildWhatIfs, type WhatIfInput, whatIfFindings } from '../../src/doctor/whatIfs.js';
+import { hardwareOf, runSetupOf, type SetupEvidence } from '../../src/doctor/runSetup.js';
+import { buildWhatIfs, whatIfFindings } from '../../src/doctor/whatIfs.js';
+import type { Pipeline } from '../../src/pace/pipeline.js';
 import { calibratedPeakBytes, calibratePlanner } from '../../src/planner/fromRun.js';
 import { perSampleLineFrom, perSampleMemoryModel } from '../../src/run/memoryModel.js';
 import { residentBytes } from '../../src/run/setup.js';
@@ -21,6 +23,13 @@ import type { TraceMetrics } from '../../src/trace/metrics/types.js';
 import { meta as traceMeta, metricsOf, tracePath } from '../helpers/fixtures.js';
 import { loadMeasurements, type Measurement, modelFor, requestFor } from '../planner/calibrationData.js';
 import { doctorInput } from './input.js';
+
+/** What-ifs on a run as doctor's stages make them: the set-up inferred (the run stage's, runSetup.ts), then evaluated. */
+type RunWhatIfInput = SetupEvidence & { pace: Pipeline | null; outOfMemory: boolean };
+function whatIfsOf(i: RunWhatIfInput) {
+  const setup = runSetupOf(i);
+  return buildWhatIfs({ setup, hardware: setup && hardwareOf(setup), model: i.model, planModel: i.planModel, pace: i.pace, outOfMemory: i.outOfMemory });
+}
 
 const PLANNER_FIXTURES = fileURLToPath(new URL('../fixtures/planner/', import.meta.url));
 /** torch.cuda.get_device_properties(0).total_memory of the H200 in examples/doctor/results/h200-summary.json. */
@@ -284,7 +293,7 @@ describe('doctor report what-ifs', () => {
 
   it('infers checkpointing from the measured peak', () => {
     const run = find((r) => r.model === 'gpt2' && r.ckpt && r.batch === 8);
-    const setupOnly = buildWhatIfs({
+    const setupOnly = whatIfsOf({
       hello: hello(),
       model: modelRecord(run, gpt2Config, 'GPT2LMHeadModel'),
       planModel: modelFor('gpt2'),
@@ -307,7 +316,7 @@ describe('doctor report what-ifs', () => {
   it('a compiled model is known as such, and its low peak is not read as checkpointing', () => {
     const run = find((r) => r.model === 'gpt2' && r.ckpt && r.batch === 8);
     const compiledModel = { ...modelRecord(run, gpt2Config, 'GPT2LMHeadModel'), v: 2, compiled: true, compiledEvidence: 'OptimizedModule' };
-    const res = buildWhatIfs({
+    const res = whatIfsOf({
       hello: hello(),
       model: compiledModel,
       planModel: modelFor('gpt2'),
@@ -323,7 +332,7 @@ describe('doctor report what-ifs', () => {
     expect(res.setup?.inferences?.find((i) => i.name === 'checkpointing')?.evidence).toMatch(/compiled \(fusion lowers the peak\), so checkpointing is not inferred/);
     // Inductor's kernels in the window tell it too, without the probe's field
     const triton = { ...ampMetrics, topKernels: [{ name: 'triton_poi_fused_add_mul_0', category: 'elementwise', count: 1, totalNs: 1, meanNs: 1 }] } as unknown as TraceMetrics;
-    const fromTrace = buildWhatIfs({ ...{ hello: hello(), planModel: modelFor('gpt2'), steps: steps(run), medianStepS: run.step_s, worldSize: null, outOfMemory: false }, model: modelRecord(run, gpt2Config, 'GPT2LMHeadModel'), metrics: triton, pace: null });
+    const fromTrace = whatIfsOf({ ...{ hello: hello(), planModel: modelFor('gpt2'), steps: steps(run), medianStepS: run.step_s, worldSize: null, outOfMemory: false }, model: modelRecord(run, gpt2Config, 'GPT2LMHeadModel'), metrics: triton, pace: null });
     expect(fromTrace.setup).toMatchObject({ compiled: true, checkpointing: 'none' });
   });
 
@@ -443,7 +452,7 @@ const ampMetrics = {
 
 describe('whatIfFindings', () => {
   const run = find((r) => r.model === 'resnet50' && r.prec === 'amp_bf16' && r.opt === 'sgd' && r.batch === 32);
-  const input: WhatIfInput = {
+  const input: RunWhatIfInput = {
     hello: hello(),
     model: modelRecord(run, null, 'ResNet'),
     planModel: null,
@@ -456,7 +465,7 @@ describe('whatIfFindings', () => {
   };
 
   it('turns a bigger batch into advice with the pipeline arithmetic (the GPU work grows, the host\'s does not)', () => {
-    const res = buildWhatIfs(input);
+    const res = whatIfsOf(input);
     const max = res.whatIfs.find((w) => w.id === 'max-batch');
     const k = Math.min(4, (max?.batch ?? 0) / 32); // claims stop at 4x the batch
     // The host sets the pace (100 ms a step, the GPU 50 ms): with a k-times batch the GPU works 50k ms against the
@@ -483,7 +492,7 @@ describe('whatIfFindings', () => {
       ...ampMetrics,
       perStep: { durNs: 100e6, busyNs: 10e6, idleByCauseNs: { dataloader: 88e6, hostSync: 0, h2dCopy: 0, communication: 0, launch: 2e6, other: 0 } },
     } as unknown as TraceMetrics;
-    const res = buildWhatIfs({ ...input, metrics: starved, pace: windowPipeline(starved) });
+    const res = whatIfsOf({ ...input, metrics: starved, pace: windowPipeline(starved) });
     const max = res.whatIfs.find((w) => w.id === 'max-batch');
     expect(max?.throughputFactor).toBeLessThan(1.02);
     expect(res.whatIfs.map((w) => w.id)).not.toContain('bigger-batch');
@@ -491,7 +500,7 @@ describe('whatIfFindings', () => {
   });
 
   it("merges into the trace's gpu-underused instead of saying it twice", () => {
-    const res = buildWhatIfs(input);
+    const res = whatIfsOf(input);
     // the trace's finding of the same change: its fix is a bigger batch
     const underused = { id: 'gpu-underused', evidence: ['GPU busy 50%'], data: {}, fix: { label: 'batch x4', ops: [{ kind: 'batch', k: 4 }], arithmetic: '' } } as unknown as Finding;
     const { findings, merged } = whatIfFindings(res, [underused], 0.1, 0);

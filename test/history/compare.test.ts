@@ -2,7 +2,8 @@
 import { describe, expect, it } from 'vitest';
 import { doctorInput } from '../doctor/input.js';
 import type { ProbeRecord, StepRecord } from '../../src/run/records.js';
-import { type DoctorInput, buildDoctorReport } from '../../src/doctor/report.js';
+import type { DoctorInput } from '../../src/doctor/reportTypes.js';
+import { buildDoctorReport } from '../../src/doctor/report.js';
 import { commandChanges, compareFindings, compareRuns } from '../../src/history/compare.js';
 import { runFigures } from '../../src/history/figures.js';
 import { renderComparisonMarkdown, renderComparisonText, renderRunsTable, shortCommand, timeChangeText } from '../../src/history/render.js';

@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { DoctorReport } from '../../src/doctor/report.js';
+import type { DoctorReport } from '../../src/doctor/reportTypes.js';
 import { InputError } from '../../src/io/inputError.js';
 import { saveRun, storePath } from '../../src/io/runStore.js';
 import { sqlite } from '../../src/io/sqlite.js';

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DoctorReport } from '../../src/doctor/report.js';
+import type { DoctorReport } from '../../src/doctor/reportTypes.js';
 import { runCli } from '../helpers/cli.js';
 import { SKIP_PYTHON } from '../doctor/helpers.js';
 import { onGpu, probeRecords, reportOf } from './reports.js';

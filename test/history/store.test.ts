@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProbeRecord } from '../../src/run/records.js';
-import type { DoctorReport } from '../../src/doctor/report.js';
+import type { DoctorReport } from '../../src/doctor/reportTypes.js';
 import { InputError } from '../../src/io/inputError.js';
 import { loadRunRef } from '../../src/io/loadRunRef.js';
 import { listRuns, loadRun, newRunId, resolveRunRef, resolveRunRefNoted, saveRun, storePath } from '../../src/io/runStore.js';

@@ -8,7 +8,10 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { recordedRunInput } from '../../src/doctor/rediagnose.js';
-import { buildDoctorReport, groupProcesses, pacesOf, summarizeRank } from '../../src/doctor/report.js';
+import { buildDoctorReport } from '../../src/doctor/report.js';
+import { paceOf } from '../../src/doctor/stages/pace.js';
+import { groupProcesses } from '../../src/doctor/stages/records.js';
+import { runOf } from '../../src/doctor/stages/run.js';
 import { analyseTraceFiles } from '../../src/io/captures.js';
 import { readRunDir } from '../../src/io/runDir.js';
 import { applyFix, type Fix } from '../../src/pace/fix.js';
@@ -81,9 +84,7 @@ export async function runReport(runDir: string, name: string): Promise<{ report:
   );
   const input = recordedRunInput({ ...dir, traces, snapshots: [], version: 'test' });
   const report = buildDoctorReport(input);
-  const processes = groupProcesses(input.records);
-  const ranks = processes.map((p) => summarizeRank(p, input.gpuSamples, input.disconnectedAtMs));
-  const pace = [...pacesOf(processes, ranks, input.traces).values()].sort((a, b) => b.stepNs - a.stepNs)[0] as Pipeline;
+  const pace = [...paceOf(runOf(input, groupProcesses(input.records))).byPid.values()].sort((a, b) => b.stepNs - a.stepNs)[0] as Pipeline;
   return { report, pace };
 }
 

@@ -9,7 +9,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DoctorReport } from '../../src/doctor/report.js';
+import type { DoctorReport } from '../../src/doctor/reportTypes.js';
 import { REPO, rediagnosed } from '../doctor/helpers.js';
 
 const RUNS = join(REPO, 'examples', 'pace', 'runs', 'h200-d');

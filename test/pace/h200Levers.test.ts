@@ -10,7 +10,7 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { launchBound } from '../../src/advice/rules/host.js';
-import type { DoctorReport } from '../../src/doctor/report.js';
+import type { DoctorReport } from '../../src/doctor/reportTypes.js';
 import { loadTrace } from '../../src/io/loadTrace.js';
 import { analyzeTrace } from '../../src/trace/metrics/index.js';
 import { REPO, rediagnosed } from '../doctor/helpers.js';

@@ -8,18 +8,12 @@ import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { recordedRunInput } from '../../src/doctor/rediagnose.js';
-import {
-  buildDoctorReport,
-  type DoctorInput,
-  type DoctorReport,
-  distributedStage,
-  groupProcesses,
-  jobStage,
-  pacesOf,
-  plannedFindings,
-  summarizeRank,
-  windowsApart,
-} from '../../src/doctor/report.js';
+import { buildDoctorReport } from '../../src/doctor/report.js';
+import type { DoctorInput, DoctorReport } from '../../src/doctor/reportTypes.js';
+import { paceOf } from '../../src/doctor/stages/pace.js';
+import { plannedFindings } from '../../src/doctor/stages/plan.js';
+import { groupProcesses } from '../../src/doctor/stages/records.js';
+import { runOf } from '../../src/doctor/stages/run.js';
 import { analyseTraceFiles } from '../../src/io/captures.js';
 import { loadTrace } from '../../src/io/loadTrace.js';
 import { readRunDir } from '../../src/io/runDir.js';
@@ -241,10 +235,7 @@ async function inputOf(dir: string): Promise<DoctorInput> {
 
 /** The job the report's plan is composed over, by the report's own stages. */
 function doctorJob(input: DoctorInput): Job | null {
-  const processes = groupProcesses(input.records);
-  const ranks = processes.map((p) => summarizeRank(p, input.gpuSamples, input.disconnectedAtMs)).sort((a, b) => a.rank - b.rank || a.pid - b.pid);
-  const view = distributedStage(processes, ranks, input.traces);
-  return jobStage(pacesOf(processes, ranks, input.traces), ranks, input.traces, view, windowsApart(processes) !== null);
+  return paceOf(runOf(input, groupProcesses(input.records))).job;
 }
 
 describe('invariants on every shipped doctor run', () => {

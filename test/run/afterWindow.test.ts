@@ -9,7 +9,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { groupProcesses } from '../../src/doctor/report.js';
+import { groupProcesses } from '../../src/doctor/stages/records.js';
 import { parseProbeLines, type ProbeRecord } from '../../src/run/records.js';
 import { gpuStepTimesOf, stepStats } from '../../src/run/steps.js';
 import { REPO } from '../doctor/helpers.js';

@@ -7,7 +7,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { buildDoctorReport, groupProcesses, partialBatchNote } from '../../src/doctor/report.js';
+import { buildDoctorReport } from '../../src/doctor/report.js';
+import { groupProcesses } from '../../src/doctor/stages/records.js';
+import { partialBatchNote } from '../../src/doctor/notes.js';
 import { parseProbeLines, type ProbeRecord } from '../../src/run/records.js';
 import { batchOfSteps } from '../../src/run/steps.js';
 import { doctorInput } from '../doctor/input.js';

@@ -9,7 +9,7 @@ import { request } from 'node:http';
 import { type Server, createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DoctorReport } from '../../src/doctor/report.js';
+import type { DoctorReport } from '../../src/doctor/reportTypes.js';
 import { buildBundle } from '../cliBundle.js';
 import { PYTHON, SKIP_PYTHON, TINY, pyEnv, runProcess } from '../doctor/helpers.js';
 import { http, scratch } from './helpers.js';

@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { DoctorReport } from '../../src/doctor/report.js';
+import type { DoctorReport } from '../../src/doctor/reportTypes.js';
 import { compareRuns } from '../../src/history/compare.js';
 import type { AnalyzeReport } from '../../src/report/analyzeReport.js';
 import { analyzeVerdict } from '../../src/serve/pages/analyze.js';

@@ -1,7 +1,8 @@
 /**
  * Precision and memory-format rules: a step that still runs in fp32/TF32 (bf16 autocast's effect on its GPU work:
  * advice/autocast.ts), and a convolutional net under autocast fed NCHW tensors (cuDNN transposes them around every
- * convolution, and NCHW normalisation kernels in bf16 are slow).
+ * convolution, and NCHW normalisation kernels in bf16 are slow); and, from doctor's model record, weights and optimizer
+ * state in bf16/fp16 without an fp32 master copy.
  */
 
 import { catalogueName } from '../../gpus/catalogue.js';
@@ -9,7 +10,7 @@ import type { TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtMs } from '../../util/format.js';
 import { bf16AutocastEffect } from '../autocast.js';
 import { BF16_AUTOCAST_SWITCHES } from '../framework.js';
-import { type FindingParts, finding, gpuOf, matmulNs, paced, pacedParts, type RankRule, type RunContext, stepNs } from './rule.js';
+import { type FindingParts, finding, gpuOf, matmulNs, type ModelRule, paced, pacedParts, type RankRule, type RunContext, stepNs } from './rule.js';
 
 /** Already mixed precision: at least this share of the known-precision matmul time on 16/8-bit tensor cores. */
 const HALF_MATMUL_SHARE = 0.5;
@@ -196,6 +197,57 @@ export const fp16WithoutScaler: RankRule = (m) => {
         transformers: 'TrainingArguments(..., fp16=True)  # the Trainer scales the loss itself',
         lightning: 'Trainer(..., precision="16-mixed")',
         accelerate: 'accelerate launch --mixed_precision fp16 train.py',
+      },
+    },
+    estimatedGain: null,
+  });
+};
+
+/** Half-precision weights and optimizer state past this share of the parameters: no fp32 master copy exists. */
+const HALF_WEIGHTS_MIN_SHARE = 0.9;
+const HALF_DTYPES = new Set(['bfloat16', 'float16']);
+
+/**
+ * The model's weights and the optimizer's state are bf16/fp16 (`model.to(torch.bfloat16)` before the optimizer):
+ * updates smaller than the weight's last bit (lr x update below about 1/256 of the weight in bf16) are lost, so
+ * training stalls or drifts. Autocast keeps fp32 master weights and runs the matmuls in bf16 all the same. No time
+ * gain: a correctness word (severity info). Doctor's: it reads the probe's model record, not a window.
+ */
+export const halfMasterWeights: ModelRule = (model) => {
+  const opt = model.optimizer;
+  if (!opt) return null;
+  let half = 0;
+  let all = 0;
+  for (const m of model.modules)
+    for (const [dtype, n] of Object.entries(m.dtypes)) {
+      all += n;
+      if (HALF_DTYPES.has(dtype)) half += n;
+    }
+  const stateHalf = Object.entries(opt.stateDtypes).reduce((a, [d, b]) => a + (HALF_DTYPES.has(d) ? b : 0), 0);
+  const stateAll = Object.values(opt.stateDtypes).reduce((a, b) => a + b, 0);
+  // An optimizer that keeps fp32 state for half weights (a mixed-precision optimizer) holds the master copy itself.
+  if (all === 0 || half / all < HALF_WEIGHTS_MIN_SHARE || (stateAll > 0 && stateHalf / stateAll < HALF_WEIGHTS_MIN_SHARE)) return null;
+  const dtype = Object.entries(model.modules[0]?.dtypes ?? {}).find(([d]) => HALF_DTYPES.has(d))?.[0] ?? 'bfloat16';
+  return finding({
+    id: 'half-master-weights',
+    title: `The weights and ${opt.class}'s state are ${dtype}: no fp32 master copy, small updates are lost`,
+    ranks: [model.rank ?? 0],
+    evidence: [
+      `${((half / all) * 100).toFixed(0)}% of ${all.toLocaleString('en-US')} parameters in bf16/fp16; ${opt.class} state ${stateAll > 0 ? `${((stateHalf / stateAll) * 100).toFixed(0)}% bf16/fp16` : 'not created yet'}`,
+    ],
+    data: { halfParamShare: half / all, optimizer: opt.class },
+    recommendation: {
+      summary:
+        'Keep the parameters and the optimizer state in fp32 and run the forward under bf16 autocast: the matmuls still run on bf16 tensor cores, and the optimizer adds each update to an fp32 weight. (Pure-bf16 training needs an optimizer that keeps fp32 state or compensates the rounding.)',
+      code: [
+        'model = Model().cuda()                      # fp32 weights: no model.to(torch.bfloat16)',
+        'opt = torch.optim.AdamW(model.parameters(), lr=lr, fused=True)',
+        'with torch.autocast("cuda", dtype=torch.bfloat16):',
+        '    loss = loss_fn(model(x), y)',
+      ].join('\n'),
+      frameworks: {
+        transformers: 'load the model in fp32 and pass TrainingArguments(..., bf16=True)',
+        lightning: 'Trainer(..., precision="bf16-mixed")  # not "bf16-true"',
       },
     },
     estimatedGain: null,

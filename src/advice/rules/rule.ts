@@ -6,6 +6,7 @@ import type { Job } from '../../pace/job.js';
 import type { Pipeline } from '../../pace/pipeline.js';
 import { windowPipeline } from '../../pace/window.js';
 import type { CollectiveTimings } from '../../trace/metrics/collectives.js';
+import type { ModelRecord } from '../../run/records.js';
 import type { DecodeStats } from '../../run/steps.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtMs } from '../../util/format.js';
@@ -13,8 +14,9 @@ import { fmtMs } from '../../util/format.js';
 export { type FindingParts, finding } from '../../findings/finding.js';
 
 /**
- * What doctor knows of the run beyond its trace (analyze has only the trace), for one rank; the rules read it and
- * decide themselves, nothing rewrites their findings afterwards.
+ * What doctor knows of the run beyond its trace (analyze has only the trace), for one rank: a view of doctor's run model
+ * (doctor/traceRules.ts reads it off the `Run` and its pace); the rules read it and decide themselves, nothing rewrites
+ * their findings afterwards.
  * - `askedHalf`: the half precision the run asked for, read off its launch (run/setup.ts askedPrecision: accelerate's
  *   state, a launcher's or script's flag), and what showed it. A precision rule that sees fp32 matmuls in such a run
  *   says that autocast does not reach them, instead of recommending the mixed precision the run already asks for.
@@ -97,6 +99,8 @@ export interface GpuPeak {
  * returns at most one finding; its fix's gain is judged on `ctx.pace`, by default the window's own pipeline.
  */
 export type RankRule = (m: TraceMetrics, ctx?: RunContext) => Finding | null;
+/** A rule that reads the model the probe described (doctor only: its modules' dtypes, its optimizer's state), not a window. */
+export type ModelRule = (model: ModelRecord) => Finding | null;
 /**
  * A rule that compares ranks (runs only with two or more); `collectives[i]` is rank i's, or empty when not given;
  * `contexts[i]` rank i's context, as for a rank rule.

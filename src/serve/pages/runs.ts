@@ -5,7 +5,7 @@
  * one design serves both.
  */
 import { findingParts, type ShownFinding } from '../../report/findingText.js';
-import type { DoctorReport } from '../../doctor/report.js';
+import type { DoctorReport } from '../../doctor/reportTypes.js';
 import type { EstimatedGain } from '../../findings/finding.js';
 import type { RunComparison } from '../../history/compare.js';
 import { type ComparedFigure, findingsText, memoryFigures, type RunRow, shortCommand, stepFigures, throughputText, whenText } from '../../history/render.js';
