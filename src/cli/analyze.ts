@@ -1,5 +1,6 @@
 /** `gpuwise analyze <trace|dir>...`: diagnose torch.profiler traces. */
 import { readdir, stat } from 'node:fs/promises';
+import type { Dirent } from 'node:fs';
 import { join } from 'node:path';
 import { SEVERITIES, type Severity } from '../findings/finding.js';
 import { severityRank } from '../findings/rank.js';
@@ -117,7 +118,10 @@ export function exitCode(report: AnalyzeReport, failOn: Severity | undefined): n
   return report.findings.some((f) => severityRank(f.severity) <= severityRank(failOn)) ? EXIT_FINDINGS : EXIT_OK;
 }
 
-/** Expands directories into the trace files they hold (one level, sorted), checking every path. */
+/** How deep under a directory given to analyze traces are looked for (a run's folder of rank folders is 2). */
+const MAX_TRACE_DEPTH = 4;
+
+/** Expands directories into the trace files they hold, subfolders included (sorted), checking every path. */
 export async function collectTraceFiles(paths: string[]): Promise<string[]> {
   const out: string[] = [];
   for (const p of paths) {
@@ -131,16 +135,25 @@ export async function collectTraceFiles(paths: string[]): Promise<string[]> {
       out.push(p);
       continue;
     }
-    let entries: string[];
-    try {
-      entries = await readdir(p);
-    } catch (e) {
-      throw new InputError(p, describeFsError(e));
-    }
-    const traces = entries.filter((e) => TRACE_FILE.test(e) && !e.endsWith('.meta.json')).sort();
-    if (traces.length === 0) throw new InputError(p, 'directory holds no trace files (*.json, *.json.gz)');
-    out.push(...traces.map((e) => join(p, e)));
+    const traces = await tracesUnder(p, MAX_TRACE_DEPTH);
+    if (traces.length === 0) throw new InputError(p, `directory holds no trace files (*.json, *.json.gz), in it or ${MAX_TRACE_DEPTH - 1} levels of subfolders`);
+    out.push(...traces);
   }
   return out;
+}
+
+/** The trace files in `dir` and its subfolders down to `depth` levels, sorted by path; an unreadable subfolder is skipped. */
+async function tracesUnder(dir: string, depth: number, top = true): Promise<string[]> {
+  let entries: Dirent[];
+  try {
+    entries = await readdir(dir, { withFileTypes: true });
+  } catch (e) {
+    if (top) throw new InputError(dir, describeFsError(e));
+    return [];
+  }
+  const files = entries.filter((e) => !e.isDirectory() && TRACE_FILE.test(e.name) && !e.name.endsWith('.meta.json')).map((e) => join(dir, e.name));
+  const subs = depth > 1 ? entries.filter((e) => e.isDirectory() && !e.name.startsWith('.')) : [];
+  const nested = await Promise.all(subs.map((e) => tracesUnder(join(dir, e.name), depth - 1, false)));
+  return [...files, ...nested.flat()].sort();
 }
 

@@ -13,12 +13,38 @@ export class UsageError extends Error {
  * closest known ones, a flag without its value says so. Every command also takes `--no-color` (color.ts).
  */
 export function parseFlags<T extends ParseArgsConfig>(config: T): ReturnType<typeof parseArgs<T>> & { values: { 'no-color'?: boolean } } {
-  const withColor = { ...config, options: { ...COLOR_OPTIONS, ...config.options } };
+  const options = { ...COLOR_OPTIONS, ...config.options };
+  const withColor = { ...config, options, ...(config.args ? { args: joinNegativeValues(config.args, options) } : {}) };
   try {
     return parseArgs(withColor) as ReturnType<typeof parseArgs<T>> & { values: { 'no-color'?: boolean } };
   } catch (e) {
     throw new UsageError(describeFlagError(e as Error & { code?: string }, withColor));
   }
+}
+
+/**
+ * `--batch -4` as `--batch=-4`: util.parseArgs refuses a value that starts with '-' ("argument is ambiguous"), so a
+ * negative number never reached the flag's own check, whose line says what is wrong with it.
+ */
+function joinNegativeValues(args: readonly string[], options: NonNullable<ParseArgsConfig['options']>): string[] {
+  // The flag as written -> its long form (a short flag takes no '=value').
+  const takesValue = new Map<string, string>(
+    Object.entries(options).flatMap(([name, o]) =>
+      o.type === 'string' ? [[`--${name}`, `--${name}`] as const, ...(o.short ? [[`-${o.short}`, `--${name}`] as const] : [])] : [],
+    ),
+  );
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i] as string;
+    if (a === '--') return [...out, ...args.slice(i)];
+    const next = args[i + 1];
+    const long = takesValue.get(a);
+    if (long !== undefined && next !== undefined && /^-\d/.test(next)) {
+      out.push(`${long}=${next}`);
+      i++;
+    } else out.push(a);
+  }
+  return out;
 }
 
 function describeFlagError(e: Error & { code?: string }, config: ParseArgsConfig): string {

@@ -14,7 +14,12 @@ export type InputKind =
   | 'probe-records'
   | 'nvidia-smi'
   | 'sqlite'
-  | 'run-directory';
+  | 'run-directory'
+  /** Files that are no gpuwise input at all, named by their magic bytes so the line says what was given. */
+  | 'image'
+  | 'pdf'
+  | 'zip'
+  | 'executable';
 
 const KIND_NAMES: Record<InputKind, string> = {
   trace: 'a torch.profiler trace',
@@ -25,7 +30,21 @@ const KIND_NAMES: Record<InputKind, string> = {
   'nvidia-smi': 'nvidia-smi output',
   sqlite: 'a SQLite database (a gpuwise record file, or the doctor run history)',
   'run-directory': 'a doctor run directory',
+  image: 'an image (PNG, JPEG or GIF)',
+  pdf: 'a PDF document',
+  zip: 'a zip archive (a torch.save checkpoint is one)',
+  executable: 'an executable (ELF)',
 };
+
+/** Magic bytes of files that are no gpuwise input, first match wins. */
+const FOREIGN: readonly [InputKind, readonly number[]][] = [
+  ['image', [0x89, 0x50, 0x4e, 0x47]],
+  ['image', [0xff, 0xd8, 0xff]],
+  ['image', [0x47, 0x49, 0x46, 0x38]],
+  ['pdf', [0x25, 0x50, 0x44, 0x46]],
+  ['zip', [0x50, 0x4b, 0x03, 0x04]],
+  ['executable', [0x7f, 0x45, 0x4c, 0x46]],
+];
 
 /** The name of a kind, as an error line says it ("a torch.profiler trace"). */
 export function inputKindName(kind: InputKind): string {
@@ -34,6 +53,7 @@ export function inputKindName(kind: InputKind): string {
 
 /** The kind of the file whose first bytes (inflated, if gzip) are `head`; null when not recognised. */
 export function inputKindOf(head: Uint8Array): InputKind | null {
+  for (const [kind, magic] of FOREIGN) if (magic.every((b, i) => head[i] === b)) return kind;
   if (head.length >= 2 && head[0] === 0x80 && (head[1] as number) >= 2 && (head[1] as number) <= 5) return 'snapshot';
   let text = '';
   for (let i = 0; i < Math.min(head.length, 4096); i++) text += String.fromCharCode(head[i] as number);

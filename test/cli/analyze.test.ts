@@ -130,3 +130,20 @@ function dir(name: string): string {
   mkdirSync(p, { recursive: true });
   return p;
 }
+
+describe('analyze DIR (issue 47: subfolders were skipped silently)', () => {
+  it('finds traces in subfolders, and names the depth it looked to when there are none', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gpuwise-dir-'));
+    mkdirSync(join(dir, 'run-a', 'rank0'), { recursive: true });
+    mkdirSync(join(dir, 'empty', 'deeper'), { recursive: true });
+    writeFileSync(join(dir, 'run-a', 'rank0', 'resnet_tuned.trace.json.gz'), readFileSync(tracePath('resnet_tuned')));
+    const r = await runCli(['analyze', dir, '--json']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(join('run-a', 'rank0', 'resnet_tuned.trace.json.gz'));
+    const none = await runCli(['analyze', join(dir, 'empty')]);
+    expect([none.code, none.stderr]).toEqual([
+      2,
+      `gpuwise analyze: ${join(dir, 'empty')}: directory holds no trace files (*.json, *.json.gz), in it or 3 levels of subfolders\n`,
+    ]);
+  });
+});

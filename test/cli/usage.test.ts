@@ -86,6 +86,16 @@ describe('unknown flags', () => {
     expect(r.stderr).not.toMatch(/To specify a positional argument/);
   });
 
+  it("a negative number reaches the flag's own check (issue 47: `plan --batch -4` read \"argument is ambiguous\")", async () => {
+    for (const args of [
+      ['plan', '--model', 'gpt2', '--gpu', 'h100', '--batch', '-4'],
+      ['plan', '--model', 'gpt2', '--gpu', 'h100', '--batch=-4'],
+    ]) {
+      const r = await runCli(args);
+      expect([r.code, r.stderr]).toEqual([2, "gpuwise plan: --batch: '-4' is not an integer >= 1\n"]);
+    }
+  });
+
   it('a flag without its value says so', async () => {
     const r = await runCli(['analyze', tracePath('resnet_starved'), '--fail-on']);
     expect(r.code).toBe(2);

@@ -2,10 +2,12 @@
  * A file given to the wrong command is named for what it is, with the command that reads it, in one line (exit 2):
  * the shipped traces, snapshots, run directories and nvidia-smi files, each given where another is read.
  */
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { REPO } from '../doctor/helpers.js';
 import { runCli } from '../helpers/cli.js';
+import { cleanScratch, makeScratch } from '../telemetry/scratch.js';
 
 const TRACE = join(REPO, 'examples', 'traces', 'resnet_starved.trace.json.gz');
 const SNAPSHOT = join(REPO, 'test', 'fixtures', 'memory', 'memory_snapshot.pickle.gz');
@@ -65,5 +67,22 @@ describe('a file given to the wrong command', () => {
     // With the page named, the flag goes anywhere.
     const r = await runCli(['analyze', '--html', '/dev/null', TRACE]);
     expect([r.code, r.stderr]).toEqual([0, 'gpuwise analyze: wrote /dev/null\n']);
+  });
+});
+
+describe('a file that is no gpuwise input is named by what it is (issue 47: a PNG read "not JSON (at character 0)")', () => {
+  afterAll(cleanScratch);
+  const dir = makeScratch('foreign-');
+  const files: [string, number[], string][] = [
+    ['plot.png', [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13], 'an image (PNG, JPEG or GIF)'],
+    ['photo.jpg', [0xff, 0xd8, 0xff, 0xe0, 0, 16], 'an image (PNG, JPEG or GIF)'],
+    ['paper.pdf', [...Buffer.from('%PDF-1.7\n')], 'a PDF document'],
+    ['model.pt', [0x50, 0x4b, 0x03, 0x04, 20, 0], 'a zip archive (a torch.save checkpoint is one)'],
+  ];
+  it.each(files)('%s', async (name, bytes, what) => {
+    const path = join(dir, name);
+    writeFileSync(path, Buffer.from(bytes));
+    expect(await refused(['analyze', path])).toBe(`gpuwise analyze: ${path}: ${what}, not a torch.profiler trace`);
+    expect(await refused(['memory', path])).toBe(`gpuwise memory: ${path}: ${what}, not ${PICKLE}`);
   });
 });
