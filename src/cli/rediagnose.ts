@@ -14,7 +14,7 @@ import { buildDoctorReport, type DoctorReport } from '../doctor/report.js';
 import { analyseSnapshotFiles, analyseTraceFiles, type CaptureRef } from '../io/captures.js';
 import { readStepBeacons } from '../io/beacons.js';
 import { type CapturedFile, readRunDir } from '../io/runDir.js';
-import { VERSION } from './version.js';
+import { VERSION } from '../util/version.js';
 import { PLAIN } from '../report/style.js';
 import { terminalWidth } from './color.js';
 

@@ -24,7 +24,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { constants as osConstants } from 'node:os';
 import type { ChildExit } from '../run/exit.js';
-import { type Koffi, loadKoffi } from '../live/koffiLoader.js';
+import { type Koffi, loadKoffi } from './koffiLoader.js';
 import { SETTABLE_FLAGS, stdioClosedAtStart, stdioFlagsAtStart } from './stdioAtStart.js';
 
 /** stdin, stdout, stderr: inherited from gpuwise, or stdin from /dev/null (`ignore`) and these fds as 1 and 2. */

@@ -8,7 +8,7 @@
  * dumpable, so that no core of Node's is written or handed to a crash reporter), then raise(). Where that cannot be
  * done (no koffi, not Linux) or the process survives it, the exit status 128+N set before stays.
  */
-import { type Koffi, loadKoffi } from '../live/koffiLoader.js';
+import { type Koffi, loadKoffi } from './koffiLoader.js';
 
 const RLIMIT_CORE = 4;
 const PR_SET_DUMPABLE = 4;

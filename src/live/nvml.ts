@@ -16,7 +16,7 @@
  *  - never nvmlDeviceGetPcieThroughput (blocks about 21 ms per call).
  * NVML_ERROR_GPU_IS_LOST marks that GPU lost for good; the others keep being sampled.
  */
-import { type Koffi, loadKoffi } from './koffiLoader.js';
+import { type Koffi, loadKoffi } from '../io/koffiLoader.js';
 import {
   CLOCK_MEM,
   CLOCK_SM,
