@@ -19,6 +19,7 @@ import { type RunRegistry, openRunRegistry } from '../io/runRegistry.js';
 import { hasSiteHook, likelyPython } from '../io/siteHook.js';
 import { type AttachRoute, type CommandProcess, type PythonpathTokens, bootTokens, withBootEntry } from '../run/attach.js';
 import type { Snapshot } from '../telemetry/sample.js';
+import { sleep } from '../io/sleep.js';
 
 /** The folder holding `gpuwise/` (the probe package): next to dist/ in a package, or the repo's python/. */
 export function probeRoot(): string {
@@ -346,7 +347,6 @@ async function listenSomewhere(collector: Collector, runDir: string): Promise<st
   return null;
 }
 
-export const sleep = (ms: number) => new Promise<void>((ok) => setTimeout(ok, ms));
 
 type GpuSampling = { samples: Snapshot[]; stop: () => Promise<void> } | { reason: string };
 

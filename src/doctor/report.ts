@@ -53,6 +53,7 @@ import { gpuSharedFindings, ranksShareGpuFinding, type SharingGpu, type SharingP
 import type { RunSetup } from '../run/setup.js';
 import { buildWhatIfs, hardwareOf, type WhatIf, type WhatIfCalibration, type WhatIfResult, whatIfFindings } from './whatIfs.js';
 import { fmtMs } from '../util/format.js';
+import { isHalfDtype } from '../util/dtype.js';
 
 /** The collector (cli/probeRun.ts) takes the exit type from here. */
 export type { ChildExit } from '../run/exit.js';
@@ -776,7 +777,6 @@ export function decodeFindingsOf(
 
 /** Half-precision weights and optimizer state past this share of the parameters: no fp32 master copy exists. */
 const HALF_WEIGHTS_MIN_SHARE = 0.9;
-const HALF_DTYPES = new Set(['bfloat16', 'float16']);
 
 /**
  * The model's weights and the optimizer's state are bf16/fp16 (`model.to(torch.bfloat16)` before the optimizer):
@@ -792,13 +792,13 @@ export function halfMasterWeightsFinding(model: ModelRecord | null): Finding | n
   for (const m of model.modules)
     for (const [dtype, n] of Object.entries(m.dtypes)) {
       all += n;
-      if (HALF_DTYPES.has(dtype)) half += n;
+      if (isHalfDtype(dtype)) half += n;
     }
-  const stateHalf = Object.entries(opt.stateDtypes).reduce((a, [d, b]) => a + (HALF_DTYPES.has(d) ? b : 0), 0);
+  const stateHalf = Object.entries(opt.stateDtypes).reduce((a, [d, b]) => a + (isHalfDtype(d) ? b : 0), 0);
   const stateAll = Object.values(opt.stateDtypes).reduce((a, b) => a + b, 0);
   // An optimizer that keeps fp32 state for half weights (a mixed-precision optimizer) holds the master copy itself.
   if (all === 0 || half / all < HALF_WEIGHTS_MIN_SHARE || (stateAll > 0 && stateHalf / stateAll < HALF_WEIGHTS_MIN_SHARE)) return null;
-  const dtype = Object.entries(model.modules[0]?.dtypes ?? {}).find(([d]) => HALF_DTYPES.has(d))?.[0] ?? 'bfloat16';
+  const dtype = Object.entries(model.modules[0]?.dtypes ?? {}).find(([d]) => isHalfDtype(d))?.[0] ?? 'bfloat16';
   return finding({
     id: 'half-master-weights',
     title: `The weights and ${opt.class}'s state are ${dtype}: no fp32 master copy, small updates are lost`,

@@ -91,7 +91,7 @@ const F_SETFL = 4;
 /** glibc's sizes are 336 (attributes), 80 (file actions) and 128 (sigset_t, siginfo_t) bytes: room to spare. */
 const ATTR_BYTES = 1024;
 const ACTIONS_BYTES = 512;
-const SIGSET_BYTES = 256;
+export const SIGSET_BYTES = 256;
 const SIGINFO_BYTES = 128;
 
 // biome-ignore lint/suspicious/noExplicitAny: koffi functions are variadic by nature

@@ -9,14 +9,12 @@ import type { TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtMs } from '../../util/format.js';
 import { bf16AutocastEffect } from '../autocast.js';
 import { BF16_AUTOCAST_SWITCHES } from '../framework.js';
-import { type FindingParts, finding, gpuOf, matmulNs, paced, pacedParts, type RankRule, type RunContext, stepNs } from './rule.js';
+import { type FindingParts, finding, fp32MatmulNsPerStep, gpuOf, matmulNs, paced, pacedParts, type RankRule, type RunContext, stepNs } from './rule.js';
 
 /** Already mixed precision: at least this share of the known-precision matmul time on 16/8-bit tensor cores. */
 const HALF_MATMUL_SHARE = 0.5;
-/** fp32 SIMT matmuls past this share of matmul time are no-tensor-cores' finding (compute.ts). */
-const FP32_SIMT_SHARE = 0.1;
 /** Below this share of the step the lever is not worth a finding. */
-const MIN_SHARE = 0.05;
+const MIN_SAVED_SHARE = 0.05;
 /** Conv time past this share of matmul time makes a convolutional net (channels_last applies). */
 const CONV_NET_SHARE = 0.2;
 /**
@@ -59,13 +57,12 @@ export const mixedPrecision: RankRule = (m, ctx) => {
   const p = m.precision;
   const mix = m.kernelMix;
   const n = Math.max(1, m.steps.length);
-  const mm = matmulNs(m);
   const half = (p.tensorCore16Ns + p.tensorCore8Ns) / n;
   const tf32 = p.tensorCoreTf32Ns / n;
   const simt = p.fp32Ns / n;
   const known = half + tf32 + simt;
   if (step <= 0 || known <= 0 || half >= HALF_MATMUL_SHARE * known) return null;
-  if (simt >= FP32_SIMT_SHARE * Math.max(mm, 1)) return null; // no-tensor-cores says it, with the GEMMs' own rates
+  if (fp32MatmulNsPerStep(m) !== null) return null; // no-tensor-cores says it (compute.ts), with the GEMMs' own rates
   const cc = Number(m.devices[0]?.computeCapability ?? '0');
   const gpu = gpuOf(m);
   const bf16 = cc >= 8 || cc === 0;
@@ -76,7 +73,7 @@ export const mixedPrecision: RankRule = (m, ctx) => {
   // With channels_last beside autocast the layout transposes go: cuDNN runs bf16 convolutions in NHWC.
   const effect = bf16AutocastEffect(m, tf32Ratio, convNet);
   const saved = effect.savedNs;
-  if (saved / step < MIN_SHARE) return null;
+  if (saved / step < MIN_SAVED_SHARE) return null;
   const dtype = bf16 ? 'bfloat16' : 'float16';
   const code = [
     `with torch.autocast("cuda", dtype=torch.${dtype}):`,
@@ -134,7 +131,7 @@ export const channelsLast: RankRule = (m, ctx) => {
   if (m.precision.tensorCore16Ns / n < 0.5 * conv) return null;
   const nchwHalf = Math.min(mix.nchwNormPoolNs, mix.halfNormPoolNs);
   const saved = mix.nchwTransposeNs + NCHW_NORM_POOL_SAVED * nchwHalf;
-  if (saved / step < MIN_SHARE) return null;
+  if (saved / step < MIN_SAVED_SHARE) return null;
   return paced(
     m,
     ctx?.pace,

@@ -128,6 +128,27 @@ export function whenInSteps(m: TraceMetrics, atNs: number): string {
   return last ? `${fmtMs(atNs - last.endNs)} after the last analysed step` : 'outside the analysed steps';
 }
 
+/**
+ * The model is compiled, as the rules judge it: the probe saw torch.compile (`ctx.compiled`), or the window ran
+ * Inductor's Triton kernels (KernelMix.tritonKernels: trace/kernelClass.ts's isInductorKernel). doctor's what-ifs and
+ * the planner's hint ask run/setup.ts's inferCompiled, which names its evidence, on the same two facts.
+ */
+export function isCompiled(m: TraceMetrics, ctx?: RunContext | null): boolean {
+  return ctx?.compiled === true || m.kernelMix.tritonKernels > 0;
+}
+
+/** fp32 SIMT matmuls worth no-tensor-cores' finding: this share of the matmul time or more. */
+const FP32_MIN_SHARE_OF_MATMUL = 0.1;
+
+/**
+ * fp32 (SIMT) matmul time per step when it is a share of the matmuls worth a finding (FP32_MIN_SHARE_OF_MATMUL), else
+ * null: no-tensor-cores' finding (compute.ts), which mixed-precision (precision.ts) leaves to it.
+ */
+export function fp32MatmulNsPerStep(m: TraceMetrics): number | null {
+  const fp32 = m.precision.fp32Ns / Math.max(1, m.steps.length);
+  return fp32 > 0 && fp32 / Math.max(matmulNs(m), 1) >= FP32_MIN_SHARE_OF_MATMUL ? fp32 : null;
+}
+
 export function matmulNs(m: TraceMetrics): number {
   const k = m.perStep.kernelNsByCategory;
   return k.gemm + k.conv + k.attention;
