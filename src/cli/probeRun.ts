@@ -11,7 +11,7 @@ import { delimiter, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ChildExit } from '../doctor/report.js';
 import { DEFAULT_RECORD_LIMITS, RecordSample } from '../doctor/recordSample.js';
-import { type ProbeRecord, parseProbeLines } from '../doctor/records.js';
+import { type ProbeRecord, parseProbeLines } from '../run/records.js';
 import { InputError } from '../io/inputError.js';
 import { CommandTree } from '../io/commandTree.js';
 import { type ChildStdio, SpawnError, type StartedChild, startInNewSession } from '../io/nativeSpawn.js';

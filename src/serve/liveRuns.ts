@@ -18,7 +18,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { VERSION } from '../util/version.js';
 import { inlineAssets } from './assets.js';
 import { renderDoctorHtml } from './pages/runs.js';
-import { analysedWindowEnds, type ProbeRecord, type StepRecord, parseProbeLines, rankOf } from '../doctor/records.js';
+import { analysedWindowEnds, type ProbeRecord, type StepRecord, parseProbeLines, rankOf } from '../run/records.js';
 import { renderDoctorText } from '../doctor/render.js';
 import { type DoctorReport, type SnapshotInput, type TraceInput, buildDoctorReport } from '../doctor/report.js';
 import { loadTrace } from '../io/loadTrace.js';
