@@ -37,6 +37,25 @@ const FUNCTIONAL_LOOP = (seconds: number) => [
   '    y = F.softmax(F.relu(F.linear(torch.randn(32, 128), w)), dim=-1)',
 ];
 
+/**
+ * The same loop until the probe's time window has opened and closed again (its profiler on, then off, on this
+ * thread), at most `limitS`: what follows starts after the window on any machine. A loop of fixed length let a loaded
+ * machine open or close the window late, so the steps after it began while it was still open, and the step window
+ * they should get never came.
+ */
+const FUNCTIONAL_UNTIL_TIME_WINDOW = (limitS: number) => [
+  'import time, torch',
+  'import torch.nn.functional as F',
+  'w = torch.randn(128, 128)',
+  't0 = time.time()',
+  'opened = False',
+  `while time.time() - t0 < ${limitS}:`,
+  '    profiling = torch.autograd._profiler_enabled()',
+  '    if opened and not profiling: break',
+  '    opened = opened or profiling',
+  '    y = F.softmax(F.relu(F.linear(torch.randn(32, 128), w)), dim=-1)',
+];
+
 /** Chrome trace events of a file the probe exported. */
 const eventsOf = (path: string): Any[] => {
   const d = JSON.parse(readFileSync(path, 'utf8'));
@@ -106,7 +125,7 @@ describe.skipIf(SKIP_PYTHON)('the time window of a run without steps (CPU torch)
   it('keeps the step window when the steps start after a time window (set-up before the training)', async () => {
     const { records, stderr } = await probe(
       [
-        ...FUNCTIONAL_LOOP(2),
+        ...FUNCTIONAL_UNTIL_TIME_WINDOW(60),
         'model = torch.nn.Linear(64, 8)',
         'opt = torch.optim.SGD(model.parameters(), lr=0.01)',
         'for i in range(30):',
