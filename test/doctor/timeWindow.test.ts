@@ -7,7 +7,8 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { gunzipSync, gzipSync } from 'node:zlib';
+import { promisify } from 'node:util';
+import { gunzip, gzip } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DoctorReport } from '../../src/doctor/report.js';
 import { analysedWindowEnds } from '../../src/run/records.js';
@@ -236,12 +237,13 @@ describe.skipIf(SKIP_PYTHON)('gpuwise doctor on a loop without steps (CPU torch,
 describe('a time window of real GPU work through doctor --from (an H200 window without its step markers)', () => {
   it('analyses the window as one step: findings, and the note that says what to add', async () => {
     // A time window is a profiler trace without ProfilerStep spans: the real launch-bound MLP window, spans removed.
-    const trace = JSON.parse(gunzipSync(readFileSync(join(REPO, 'examples', 'traces', 'mlp_launch_bound.trace.json.gz'))).toString('utf8'));
+    // (29 MB inflated: zlib off the test's thread, so a loaded machine does not stall the worker's replies to vitest.)
+    const trace = JSON.parse((await promisify(gunzip)(readFileSync(join(REPO, 'examples', 'traces', 'mlp_launch_bound.trace.json.gz')))).toString('utf8'));
     const events = (trace.traceEvents as Any[]).filter((e) => !String(e.name ?? '').startsWith('ProfilerStep#'));
     expect(events.length).toBeLessThan(trace.traceEvents.length);
     const dir = join(tmp, 'from-time-window');
     mkdirSync(dir);
-    writeFileSync(join(dir, 'trace-pid4242-time.json.gz'), gzipSync(JSON.stringify({ ...trace, traceEvents: events })));
+    writeFileSync(join(dir, 'trace-pid4242-time.json.gz'), await promisify(gzip)(JSON.stringify({ ...trace, traceEvents: events })));
     const base = { v: 2, pid: 4242, rank: null };
     const t = 1_790_000_000;
     const records = [
