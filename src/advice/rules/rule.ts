@@ -1,3 +1,8 @@
+/**
+ * What every rule shares (pure): the rule types (`RankRule`, the `RunContext` doctor hands over), `paced`, a finding
+ * whose fix's gain the pace model makes on the pipeline given (doctor's run) or the window's, and the tests several
+ * rules ask the same way: the step, the matmul time, fp32 matmuls worth a finding, a compiled model, the GPU.
+ */
 import { type Finding, type FindingParts, finding } from '../../findings/finding.js';
 import { type GpuSpec, lookupGpu } from '../../gpus/catalogue.js';
 import type { Fix } from '../../pace/fix.js';
