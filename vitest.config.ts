@@ -5,9 +5,19 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     // CI machines have 2 cores; fixture tests parse real multi-MB traces.
     testTimeout: 60_000,
+    // beforeAll hooks build the CLI bundle, start servers, browsers and Python: on a loaded 2-core machine far more
+    // than the 10 s default.
+    hookTimeout: 60_000,
+    // The last task updates and the pool's shutdown, on a loaded machine (the default is 10 s). The worker's own calls
+    // to vitest (onTaskUpdate) wait 60 s, which no option changes: a test must not hold its thread that long in
+    // synchronous work (spawnSync, zlib's *Sync on big files), or vitest reports "Timeout calling onTaskUpdate".
+    teardownTimeout: 30_000,
     // Two test files at a time even on 2 cores (vitest's default is cores - 1 = 1 there): most of the suite waits on
     // the processes it starts (Python with torch, the CLI, chromium), so the files overlap well.
     maxWorkers: 2,
     minWorkers: 1,
+    // CI (.ci/run sets CI=true): a dot a test, the failures in full at the end; less for the main process to write
+    // while the workers report to it.
+    reporters: process.env.CI ? ['dot'] : ['default'],
   },
 });

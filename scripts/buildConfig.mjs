@@ -21,7 +21,7 @@ export function cliBuildOptions(outfile = 'dist/gpuwise.mjs') {
     format: 'esm',
     target: 'node20',
     outfile,
-    // koffi is loaded with require() (src/live/koffiLoader.ts): an ES module has none of its own.
+    // koffi is loaded with require() (src/io/koffiLoader.ts): an ES module has none of its own.
     banner: { js: 'import { createRequire as __gwCreateRequire } from "node:module"; const require = __gwCreateRequire(import.meta.url);' },
     define: {
       __GPUWISE_VERSION__: JSON.stringify(pkg.version),

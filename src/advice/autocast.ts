@@ -14,7 +14,9 @@
  */
 import { catalogueName } from '../gpus/catalogue.js';
 import type { KernelMix, TraceMetrics } from '../trace/metrics/types.js';
+import { FP32_KERNEL, HALF_KERNEL } from '../trace/kernelClass.js';
 import { fmtMs } from '../util/format.js';
+import { isHalfDtype } from '../util/dtype.js';
 import type { FixOp } from '../pace/fix.js';
 import { gpuOf } from './rules/rule.js';
 
@@ -29,9 +31,8 @@ export const TENSOR_CORE_SPEEDUP = 4;
  * smaller shapes.
  */
 const TENSOR_CORE_EFFICIENCY = 0.6;
-/** A GEMM's dtype as the trace records it (aten's names and torch's): fp32, and the 16-bit ones. */
+/** A GEMM's dtype as the trace records it (aten's names and torch's): fp32. The 16-bit ones: util/dtype.ts's isHalfDtype. */
 export const FP32_DTYPES: ReadonlySet<string> = new Set(['float', 'float32']);
-export const HALF_DTYPES: ReadonlySet<string> = new Set(['c10::BFloat16', 'bfloat16', 'c10::Half', 'half', 'float16']);
 /** fp32 fused attention to bf16 (flash): 12.7 -> 1.9 ms a step (GPT-2, H100), 30.4 -> 3.8 ms (ViT-B/16, H200). */
 const FP32_ATTENTION_LEFT = 0.14;
 /**
@@ -59,7 +60,7 @@ const MEMORY_BOUND_LEFT: Record<keyof KernelMix['memoryBoundFp32ByAutocast'], nu
  * device's catalogue peak times TENSOR_CORE_EFFICIENCY; null when neither is known.
  */
 export function halfGemmRate(m: TraceMetrics): { flopPerNs: number; basis: string } | null {
-  const half = m.gemmShapes.filter((g) => g.dtype !== null && HALF_DTYPES.has(g.dtype) && g.misalignedDims.length === 0);
+  const half = m.gemmShapes.filter((g) => isHalfDtype(g.dtype) && g.misalignedDims.length === 0);
   const flops = half.reduce((a, g) => a + g.flopsPerCall * g.calls, 0);
   const ns = half.reduce((a, g) => a + g.gpuNs, 0);
   if (ns > 0 && flops > 0)
@@ -78,7 +79,7 @@ function fp32AttentionNs(m: TraceMetrics): number {
   const fused = m.attention?.fused;
   if (!fused || fused.topKernel === null) return 0;
   const k = fused.topKernel;
-  return /_f32_|<float\b|, float\b/.test(k) && !/bf16|BFloat16|half|Half|f16/.test(k) ? fused.kernelNs : 0;
+  return (/_f32_/.test(k) || FP32_KERNEL.test(k)) && !HALF_KERNEL.test(k) ? fused.kernelNs : 0;
 }
 
 export interface AutocastEffect {

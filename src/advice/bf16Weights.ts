@@ -20,9 +20,9 @@
  * the steps are decode steps of a known batch, `unshapedDecodeEffect` costs them as a whole.
  */
 import type { GemmShapeStat, TraceMetrics } from '../trace/metrics/types.js';
-import { dtypeBytes } from '../util/dtype.js';
+import { dtypeBytes, isHalfDtype } from '../util/dtype.js';
 import { fmtMs } from '../util/format.js';
-import { type AutocastEffect, FP32_DTYPES, HALF_DTYPES, halfGemmRate } from './autocast.js';
+import { type AutocastEffect, FP32_DTYPES, halfGemmRate } from './autocast.js';
 import { gpuOf } from './rules/rule.js';
 
 /** Flops per byte below which a GEMM is memory-bound, where the GPU is not in the catalogue (an H100's fp32 ridge is 20). */
@@ -37,7 +37,7 @@ export function gemmBytes(g: GemmShapeStat, bytesPerElement: number): number {
 
 /** A float GEMM's element size (fp32 or 16-bit; util/dtype.ts); null for the others (integer GEMMs), which are not fitted. */
 function elementBytes(dtype: string | null): number | null {
-  return dtype !== null && (FP32_DTYPES.has(dtype) || HALF_DTYPES.has(dtype)) ? dtypeBytes(dtype) : null;
+  return dtype !== null && (FP32_DTYPES.has(dtype) || isHalfDtype(dtype)) ? dtypeBytes(dtype) : null;
 }
 
 /** A memory-bound GEMM call's time: `fixedNs` plus its bytes at `nsPerByte`. */

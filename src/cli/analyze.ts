@@ -1,13 +1,9 @@
 /** `gpuwise analyze <trace|dir>...`: diagnose torch.profiler traces. */
-import { readdir, stat } from 'node:fs/promises';
-import type { Dirent } from 'node:fs';
-import { join } from 'node:path';
 import { SEVERITIES, type Severity } from '../findings/finding.js';
 import { severityRank } from '../findings/rank.js';
-import { InputError } from '../io/inputError.js';
-import { describeFsError } from '../io/readTrace.js';
 import { checkHtmlTarget, writeReportFile } from '../io/reportTarget.js';
 import { loadTrace } from '../io/loadTrace.js';
+import { collectTraceFiles } from '../io/traceFiles.js';
 import type { AnalyzeReport } from '../report/analyzeReport.js';
 import { type AnalysedInput, analyzeJson, buildAnalyzeRuns } from '../report/analyzeRuns.js';
 import { renderMarkdown } from '../report/markdown.js';
@@ -18,7 +14,8 @@ import { renderTerminal } from '../report/terminal.js';
 import { assessTrace, coverageNote } from '../trace/coverage.js';
 import { collectiveTimings } from '../trace/metrics/index.js';
 import { identityOf } from '../trace/runGroups.js';
-import { EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, VERSION } from './version.js';
+import { VERSION } from '../util/version.js';
+import { EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK } from './version.js';
 import { terminalWidth, useColor } from './color.js';
 import { progressBar } from './progress.js';
 import { UsageError, htmlTookInput, parseFlags } from './usage.js';
@@ -42,8 +39,6 @@ Options:
 Exit codes: 0 done, 1 a finding at or above --fail-on, 2 bad input or usage, or
 nothing to judge (no GPU activity, no whole step with GPU work, not a PyTorch
 profiler trace). A damaged trace is analysed on the steps read whole only.`;
-
-const TRACE_FILE = /\.json(\.gz)?$/i;
 
 export async function run(argv: string[]): Promise<number> {
   const { values, positionals } = parseFlags({
@@ -117,43 +112,3 @@ export function exitCode(report: AnalyzeReport, failOn: Severity | undefined): n
   if (failOn === undefined) return EXIT_OK;
   return report.findings.some((f) => severityRank(f.severity) <= severityRank(failOn)) ? EXIT_FINDINGS : EXIT_OK;
 }
-
-/** How deep under a directory given to analyze traces are looked for (a run's folder of rank folders is 2). */
-const MAX_TRACE_DEPTH = 4;
-
-/** Expands directories into the trace files they hold, subfolders included (sorted), checking every path. */
-export async function collectTraceFiles(paths: string[]): Promise<string[]> {
-  const out: string[] = [];
-  for (const p of paths) {
-    let st: Awaited<ReturnType<typeof stat>>;
-    try {
-      st = await stat(p);
-    } catch (e) {
-      throw new InputError(p, describeFsError(e));
-    }
-    if (!st.isDirectory()) {
-      out.push(p);
-      continue;
-    }
-    const traces = await tracesUnder(p, MAX_TRACE_DEPTH);
-    if (traces.length === 0) throw new InputError(p, `directory holds no trace files (*.json, *.json.gz), in it or ${MAX_TRACE_DEPTH - 1} levels of subfolders`);
-    out.push(...traces);
-  }
-  return out;
-}
-
-/** The trace files in `dir` and its subfolders down to `depth` levels, sorted by path; an unreadable subfolder is skipped. */
-async function tracesUnder(dir: string, depth: number, top = true): Promise<string[]> {
-  let entries: Dirent[];
-  try {
-    entries = await readdir(dir, { withFileTypes: true });
-  } catch (e) {
-    if (top) throw new InputError(dir, describeFsError(e));
-    return [];
-  }
-  const files = entries.filter((e) => !e.isDirectory() && TRACE_FILE.test(e.name) && !e.name.endsWith('.meta.json')).map((e) => join(dir, e.name));
-  const subs = depth > 1 ? entries.filter((e) => e.isDirectory() && !e.name.startsWith('.')) : [];
-  const nested = await Promise.all(subs.map((e) => tracesUnder(join(dir, e.name), depth - 1, false)));
-  return [...files, ...nested.flat()].sort();
-}
-

@@ -7,8 +7,8 @@ import { spawnSync } from 'node:child_process';
 import { basename } from 'node:path';
 import type { CommandPython } from '../doctor/reportTypes.js';
 import { firstLineOf } from '../io/readLimited.js';
+import { PYTHON_NAME } from '../run/attach.js';
 
-const PYTHON_NAME = /^python[0-9.]*$/;
 
 /**
  * The Python `cmd` starts: its first word when that is a python (python, python3, /opt/env/bin/python3.11), or the

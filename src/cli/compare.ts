@@ -4,7 +4,7 @@
  */
 import { compareRuns } from '../history/compare.js';
 import { renderComparisonMarkdown, renderComparisonText } from '../history/render.js';
-import { loadRunRef } from '../io/loadRunRef.js';
+import { loadRunRef } from './runRef.js';
 import { storeDir } from '../io/runStore.js';
 import { jsonReport } from './jsonReport.js';
 import { UsageError, parseFlags } from './usage.js';

@@ -21,7 +21,7 @@ import { checkHtmlTarget, writeReportFile } from '../io/reportTarget.js';
 import { type RunFeed, startRunFeed } from '../serve/runFeed.js';
 import { unprobedProcesses } from '../run/attach.js';
 import { checkPythonTorch, commandPythonOf } from './commandPython.js';
-import { VERSION } from './version.js';
+import { VERSION } from '../util/version.js';
 import { endBySignal } from '../io/signalDeath.js';
 import { type ProbeRun, makeRunDir, startProbeRun } from './probeRun.js';
 import { readStepBeacons } from '../io/beacons.js';

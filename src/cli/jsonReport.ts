@@ -3,7 +3,7 @@
  * and the pip package (package.json's), in every JSON report. Commands whose report type already carries
  * `version` (analyze, doctor, tune) write the same value.
  */
-import { VERSION } from './version.js';
+import { VERSION } from '../util/version.js';
 
 export function jsonReport(value: object): string {
   const { schemaVersion, ...rest } = value as { schemaVersion?: unknown };

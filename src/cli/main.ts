@@ -6,9 +6,8 @@ import { InputError } from '../io/inputError.js';
 import { closeMatches } from '../util/closeMatches.js';
 import { NoGpuError } from './noGpuError.js';
 import { UsageError } from './usage.js';
-import { EXIT_BAD_INPUT, EXIT_NO_GPU, EXIT_OK, VERSION } from './version.js';
-
-export { EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_NO_GPU, EXIT_OK, VERSION } from './version.js';
+import { VERSION } from '../util/version.js';
+import { EXIT_BAD_INPUT, EXIT_NO_GPU, EXIT_OK } from './version.js';
 
 type Command = { summary: string; load: () => Promise<{ run(argv: string[]): Promise<number> }> };
 

@@ -11,7 +11,7 @@ import { delimiter, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ChildExit } from '../run/exit.js';
 import { DEFAULT_RECORD_LIMITS, RecordSample } from '../doctor/recordSample.js';
-import { type ProbeRecord, parseProbeLines } from '../doctor/records.js';
+import { type ProbeRecord, parseProbeLines } from '../run/records.js';
 import { InputError } from '../io/inputError.js';
 import { CommandTree } from '../io/commandTree.js';
 import { type ChildStdio, SpawnError, type StartedChild, startInNewSession } from '../io/nativeSpawn.js';
@@ -19,6 +19,7 @@ import { type RunRegistry, openRunRegistry } from '../io/runRegistry.js';
 import { hasSiteHook, likelyPython } from '../io/siteHook.js';
 import { type AttachRoute, type CommandProcess, type PythonpathTokens, bootTokens, withBootEntry } from '../run/attach.js';
 import type { Snapshot } from '../telemetry/sample.js';
+import { sleep } from '../io/sleep.js';
 
 /** The folder holding `gpuwise/` (the probe package): next to dist/ in a package, or the repo's python/. */
 export function probeRoot(): string {
@@ -346,7 +347,6 @@ async function listenSomewhere(collector: Collector, runDir: string): Promise<st
   return null;
 }
 
-export const sleep = (ms: number) => new Promise<void>((ok) => setTimeout(ok, ms));
 
 type GpuSampling = { samples: Snapshot[]; stop: () => Promise<void> } | { reason: string };
 

@@ -5,7 +5,7 @@
  */
 import { spawn } from 'node:child_process';
 import { RecordWriter } from '../io/recordStore.js';
-import { VERSION } from './version.js';
+import { VERSION } from '../util/version.js';
 import { parseDurationMs, parseIntervalMs, splitCommand } from './telemetryArgs.js';
 import { NO_GPU_HINTS, openLive } from './telemetryLive.js';
 import { parseFlags, UsageError } from './usage.js';

@@ -15,7 +15,7 @@ import type { DoctorReport } from '../doctor/reportTypes.js';
 import { analyseSnapshotFiles, analyseTraceFiles, type CaptureRef } from '../io/captures.js';
 import { readStepBeacons } from '../io/beacons.js';
 import { type CapturedFile, readRunDir } from '../io/runDir.js';
-import { VERSION } from './version.js';
+import { VERSION } from '../util/version.js';
 import { PLAIN } from '../report/style.js';
 import { terminalWidth } from './color.js';
 

@@ -6,7 +6,8 @@
 import { existsSync, statSync } from 'node:fs';
 import { renderRunsTable } from '../history/render.js';
 import { InputError } from '../io/inputError.js';
-import { loadRunRef, looksLikePath } from '../io/loadRunRef.js';
+import { looksLikePath } from '../io/loadRunRef.js';
+import { loadRunRef } from './runRef.js';
 import { checkHtmlTarget } from '../io/reportTarget.js';
 import { listRuns, storeDir, storePath } from '../io/runStore.js';
 import { printDoctorReport, rediagnoseRunDir } from './rediagnose.js';

@@ -7,7 +7,7 @@ import { readSmiFiles } from '../io/readSmiFile.js';
 import { resolveCudaVisibleDevices } from '../telemetry/cudaVisible.js';
 import type { Snapshot } from '../telemetry/sample.js';
 import { selectGpus, visibleDevicesValue } from '../telemetry/select.js';
-import { VERSION } from './version.js';
+import { VERSION } from '../util/version.js';
 import { parseCount, splitCommand } from './telemetryArgs.js';
 import { NO_GPU_HINTS, openLive } from './telemetryLive.js';
 import { parseBytes, parseFlags, UsageError } from './usage.js';

@@ -13,7 +13,7 @@ import { renderTuneHtml } from '../serve/pages/tune.js';
 import { renderTuneMarkdown } from '../tune/markdown.js';
 import { type TuneTrial, buildTuneReport, renderTuneText } from '../tune/report.js';
 import { OOM_TEXT, type TrialSummary, summarizeTrial } from '../tune/trial.js';
-import { VERSION } from './version.js';
+import { VERSION } from '../util/version.js';
 import { type ProbeRun, makeRunDir, startProbeRun } from './probeRun.js';
 import { splitCommand } from './telemetryArgs.js';
 import { UsageError, parseFlags } from './usage.js';

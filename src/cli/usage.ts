@@ -1,3 +1,7 @@
+/**
+ * Flag parsing for every command (shell): util.parseArgs with one-line errors (UsageError, exit 2), did-you-mean for
+ * an unknown flag, `--no-color` added to every command, and the sizes and values flags take.
+ */
 import { existsSync } from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { closeMatches } from '../util/closeMatches.js';

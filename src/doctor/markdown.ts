@@ -5,7 +5,7 @@
  */
 import { planLines } from '../pace/plan.js';
 import { paceHeadline, paceRows } from '../pace/report.js';
-import { fmtBytes, fmtGpuMemory, fmtPct, fmtRate } from '../util/format.js';
+import { SPARK_BARS, fmtBytes, fmtGpuMemory, fmtPct, fmtRate } from '../util/format.js';
 import {
   durationText,
   distributedTable,
@@ -32,8 +32,6 @@ import { findingMarkdown, mdCode as code } from '../report/findingText.js';
 import type { DoctorReport } from './reportTypes.js';
 import { whatIfsOf } from './reportCheck.js';
 
-const BARS = '▁▂▃▄▅▆▇█';
-
 function cell(s: string): string {
   return s.replace(/\|/g, '\\|').replace(/\n/g, ' ');
 }
@@ -53,7 +51,7 @@ export function sparkline(values: (number | null)[], width = 48, max?: number): 
       const v = values[i];
       if (v !== null && v !== undefined && Number.isFinite(v)) m = Math.max(m ?? v, v);
     }
-    out += m === null ? '·' : BARS[Math.min(BARS.length - 1, Math.max(0, Math.round((top > 0 ? m / top : 0) * (BARS.length - 1))))];
+    out += m === null ? '·' : SPARK_BARS[Math.min(SPARK_BARS.length - 1, Math.max(0, Math.round((top > 0 ? m / top : 0) * (SPARK_BARS.length - 1))))];
   }
   return out;
 }

@@ -9,7 +9,7 @@
  * `end` and `exception` records; the difference between any two kept readings stays exact. The records themselves all
  * go to the run directory as they arrive (cli/probeRun.ts).
  */
-import type { CpuRecord, LoaderRecord, ProbeRecord, StepRecord } from './records.js';
+import type { CpuRecord, LoaderRecord, ProbeRecord, StepRecord } from '../run/records.js';
 
 export interface RecordSampleLimits {
   headSteps: number;

@@ -6,9 +6,8 @@ import { flopsLeftOut, flopsSplit, mfuText } from '../report/flopsText.js';
 import { PLAIN, type Style } from '../report/style.js';
 import { fmtBytes, fmtGpuMemory, fmtMs, fmtPct } from '../util/format.js';
 import type { DoctorReport, RankSummary } from './reportTypes.js';
-import { batchDimText, decodeText, distributedTable, gpuProcessRows, planModelLine, hangLines, probeSilentText, hostCpuNote, rankLabel, setupFacts, setupGuesses, stallNote, stepSourceNote } from './renderParts.js';
+import { batchDimText, decodeText, distributedTable, gpuProcessRows, planModelLine, hangLines, probeSilentText, hostCpuNote, rankLabel, s2ns, setupFacts, setupGuesses, stallNote, stepSourceNote } from './renderParts.js';
 
-const s2ns = (s: number) => s * 1e9;
 
 function stepLine(r: RankSummary): string {
   const st = r.steps;

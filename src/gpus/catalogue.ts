@@ -1,7 +1,7 @@
 /**
- * The GPU catalogue (pure, a leaf every pillar imports): per-precision dense peak rates, memory and link bandwidth of
- * each GPU, and how to recognise it from what NVML, nvidia-smi, torch and Kineto print ("NVIDIA H100 80GB HBM3" is the
- * H100 SXM) or what a user types ("h100", "RTX 4090", "A100-PCIE-40GB"). Rates are the vendor's datasheet peaks
+ * The GPU catalogue (pure, a leaf every pillar imports; it reads only util/units.ts): per-precision dense peak rates,
+ * memory and link bandwidth of each GPU, and how to recognise it from what NVML, nvidia-smi, torch and Kineto print
+ * ("NVIDIA H100 80GB HBM3" is the H100 SXM) or what a user types ("h100", "RTX 4090", "A100-PCIE-40GB"). Rates are the vendor's datasheet peaks
  * (dense, no sparsity); the planner's time model applies fitted efficiencies to them, and analyze's rules read them
  * for the tensor-core and MFU estimates. `memoryBytes` is what `torch.cuda.get_device_properties().total_memory`
  * reports where measured, else the nvidia-smi total in MiB.
@@ -9,6 +9,7 @@
  * `lookupGpu` returns null for a GPU it does not know: the caller words the problem (a CLI names its flag and can list
  * `closeGpuMatches`; a report says "not in the catalogue").
  */
+import { GiB, MiB } from '../util/units.js';
 
 /**
  * A catalogue entry as a report names it. Its name carries the memory it is sold with ("NVIDIA H200 141GB": 10^9
@@ -54,8 +55,6 @@ interface GpuIdentity {
   pciDeviceIds: number[];
 }
 
-const GiB = 1024 ** 3;
-const MiB = 1024 ** 2;
 const TB = 1e12;
 const GB = 1e9;
 

@@ -8,10 +8,9 @@
 import { readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { lookUp } from './siteHook.js';
-import { type CommandProcess, parentAndStart } from '../run/attach.js';
+import { type CommandProcess, PYTHON_NAME, parentAndStart } from '../run/attach.js';
 import { listOrEmpty } from './readLimited.js';
 
-const PYTHON_NAME = /^python[0-9.]*$/;
 /** PyTorch's shared libraries: libtorch_cpu.so, libtorch_python.so, libtorch_cuda.so ... */
 const TORCH_LIBRARY = /\/libtorch[_a-z]*\.so/;
 

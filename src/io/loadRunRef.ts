@@ -1,17 +1,13 @@
 /**
  * What a RUN argument of `runs show` and `compare` names (shell): a run directory or a report.json
- * (works without any store), else a run of the history: `last`, `last~N`, an id or a unique id prefix.
+ * (works without any store), else a run of the history: `last`, `last~N`, an id or a unique id prefix. The report
+ * is checked as a doctor report (doctor/reportCheck.ts); the commands take it through `cli/runRef.ts`, which also
+ * proves it readable by their renderers.
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DoctorReport } from '../doctor/reportTypes.js';
 import { parseDoctorReport } from '../doctor/reportCheck.js';
-import { renderDoctorHtml } from '../serve/pages/runs.js';
-import { renderDoctorMarkdown } from '../doctor/markdown.js';
-import { renderDoctorText } from '../doctor/render.js';
-import { compareRuns } from '../history/compare.js';
-import { renderComparisonMarkdown, renderComparisonText } from '../history/render.js';
-import { stripControlChars } from '../util/controlChars.js';
 import { InputError } from './inputError.js';
 import { readTextInput } from './readTextInput.js';
 import { loadRun, resolveRunRefNoted } from './runStore.js';
@@ -30,7 +26,7 @@ export interface LoadedRun {
 }
 
 /** Reads RUN_DIR/report.json or a report file; InputError with one line when it is not a doctor report. */
-export function readReportFile(path: string): { report: DoctorReport; file: string } {
+function readReportFile(path: string): { report: DoctorReport; file: string } {
   const { file, text } = readTextInput(path, 'report.json', 'not a doctor run directory?');
   let report: DoctorReport;
   try {
@@ -38,30 +34,7 @@ export function readReportFile(path: string): { report: DoctorReport; file: stri
   } catch (e) {
     throw asOtherInput(new InputError(file, (e as Error).message), file, 'doctor-report'); // a trace...: said as what it is
   }
-  return { report: readableReport(report, file), file };
-}
-
-/**
- * A report from outside (a file, the history) as every reader will take it: its strings without terminal control
- * characters (a report.json could recolour or retitle the terminal through `runs show`), and proven readable by
- * the renderers of `runs show` and `compare`, so a damaged field is one line naming the file, never an internal
- * error deep in a renderer.
- */
-export function readableReport(report: DoctorReport, where: string): DoctorReport {
-  try {
-    const clean = stripControlChars(report);
-    renderDoctorText(clean);
-    renderDoctorMarkdown(clean);
-    renderDoctorHtml(clean, { uplotJs: '', uplotCss: '' }); // the page around the report; uPlot plays no part in the check
-    const run = { label: where, id: null, report: clean };
-    const c = compareRuns(run, run);
-    renderComparisonText(c);
-    renderComparisonMarkdown(c);
-    JSON.stringify(c);
-    return clean;
-  } catch (e) {
-    throw new InputError(where, `is a damaged gpuwise doctor report (${e instanceof Error ? e.message : String(e)})`);
-  }
+  return { report, file };
 }
 
 export function looksLikePath(ref: string): boolean {
@@ -69,7 +42,7 @@ export function looksLikePath(ref: string): boolean {
 }
 
 /** `measuredOnly`: `last` and `last~N` skip runs that measured no step, saying so in `note` (compare). */
-export async function loadRunRef(ref: string, storeDir: string, opts: { measuredOnly?: boolean } = {}): Promise<LoadedRun> {
+export async function readRunRef(ref: string, storeDir: string, opts: { measuredOnly?: boolean } = {}): Promise<LoadedRun> {
   if (looksLikePath(ref)) {
     const { report, file } = readReportFile(ref);
     return { label: ref, id: null, report, source: file, note: null };
@@ -77,5 +50,5 @@ export async function loadRunRef(ref: string, storeDir: string, opts: { measured
   const { id, note } = await resolveRunRefNoted(storeDir, ref, opts);
   const { report } = await loadRun(storeDir, id);
   const source = join(storeDir, 'runs.sqlite');
-  return { label: id, id, report: readableReport(report, `${source} (run ${id})`), source, note };
+  return { label: id, id, report, source, note };
 }

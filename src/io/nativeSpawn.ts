@@ -24,7 +24,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { constants as osConstants } from 'node:os';
 import type { ChildExit } from '../run/exit.js';
-import { type Koffi, loadKoffi } from '../live/koffiLoader.js';
+import { type Koffi, loadKoffi } from './koffiLoader.js';
 import { SETTABLE_FLAGS, stdioClosedAtStart, stdioFlagsAtStart } from './stdioAtStart.js';
 
 /** stdin, stdout, stderr: inherited from gpuwise, or stdin from /dev/null (`ignore`) and these fds as 1 and 2. */
@@ -91,7 +91,7 @@ const F_SETFL = 4;
 /** glibc's sizes are 336 (attributes), 80 (file actions) and 128 (sigset_t, siginfo_t) bytes: room to spare. */
 const ATTR_BYTES = 1024;
 const ACTIONS_BYTES = 512;
-const SIGSET_BYTES = 256;
+export const SIGSET_BYTES = 256;
 const SIGINFO_BYTES = 128;
 
 // biome-ignore lint/suspicious/noExplicitAny: koffi functions are variadic by nature

@@ -8,7 +8,8 @@ import { type InputKind, inputKindOf, otherKindProblem } from '../util/inputKind
 import { InputError } from './inputError.js';
 import { gunzipHead, isGzip } from './readLimited.js';
 
-const HEAD_BYTES = 4096;
+/** How much of a file's head tells what it is (here) or whether it is a gpuwise report (reportTarget.ts). */
+export const HEAD_BYTES = 4096;
 
 /** The first bytes of `path` (inflated when gzip); null when it cannot be read (missing, a directory, no access). */
 export function fileHead(path: string): Uint8Array | null {

@@ -6,8 +6,8 @@
 import { closeSync, fstatSync, openSync, readdirSync, readSync } from 'node:fs';
 import { gunzipSync } from 'node:zlib';
 import { InputError } from './inputError.js';
+import { MiB } from '../util/units.js';
 
-export const MiB = 1 << 20;
 
 function mib(n: number): string {
   return n >= MiB ? `${Math.round(n / MiB)} MB` : `${Math.round(n / 1024)} KB`;

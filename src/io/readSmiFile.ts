@@ -12,7 +12,8 @@ import { type AppRow, attachApps, isAppsCsv, parseAppsCsv, parseGpuCsv } from '.
 import { isSmiTable, parseSmiTable } from '../telemetry/smiTable.js';
 import { parseSmiXml } from '../telemetry/smiXml.js';
 import { InputError } from './inputError.js';
-import { MiB, gunzipLimited, isGzip, readFileLimited } from './readLimited.js';
+import { MiB } from '../util/units.js';
+import { gunzipLimited, isGzip, readFileLimited } from './readLimited.js';
 import { asOtherInput } from './otherInput.js';
 
 /** nvidia-smi listings are kilobytes (a few hundred KB for a large host's process table): far above, not a listing. */

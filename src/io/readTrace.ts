@@ -17,8 +17,8 @@ export type ReadProgress = (bytesRead: number, totalBytes: number) => void;
 // Small chunks keep every decoded string in V8's young generation, where it dies cheaply:
 // 1 MB chunks became malloc-backed external strings and 512 KB ones large-object-space
 // strings that only a full GC frees; either tripled peak RSS in our measurements.
-const CHUNK_BYTES = 64 * 1024;
-/** Bytes per read from the file (plain and compressed); decoded CHUNK_BYTES at a time. */
+const READ_CHUNK_BYTES = 64 * 1024;
+/** Bytes per read from the file (plain and compressed); decoded READ_CHUNK_BYTES at a time. */
 const READ_BYTES = 1024 * 1024;
 
 export interface TraceSource {
@@ -125,7 +125,7 @@ export async function readTraceFile(path: string, sink: TraceSink, onProgress?: 
 /**
  * Plain files: one reused buffer, so reading allocates nothing per chunk. The file is read
  * a megabyte at a time (each read is a round trip through libuv's thread pool: with 64 KB
- * reads that took 15% of a 200 MB analysis) and handed out in CHUNK_BYTES slices, which
+ * reads that took 15% of a 200 MB analysis) and handed out in READ_CHUNK_BYTES slices, which
  * the caller decodes before asking for the next.
  */
 async function* plainChunks(path: string, progress: { bytesRead: number }): AsyncGenerator<Buffer, void, undefined> {
@@ -135,8 +135,8 @@ async function* plainChunks(path: string, progress: { bytesRead: number }): Asyn
     for (;;) {
       const { bytesRead } = await fh.read(buf, 0, READ_BYTES, null);
       if (bytesRead === 0) return;
-      for (let at = 0; at < bytesRead; at += CHUNK_BYTES) {
-        const end = Math.min(at + CHUNK_BYTES, bytesRead);
+      for (let at = 0; at < bytesRead; at += READ_CHUNK_BYTES) {
+        const end = Math.min(at + READ_CHUNK_BYTES, bytesRead);
         progress.bytesRead += end - at;
         yield buf.subarray(at, end);
       }
@@ -152,7 +152,7 @@ async function* gunzipChunks(path: string, progress: { bytesRead: number }): Asy
     progress.bytesRead += b.length;
   });
   try {
-    yield* file.pipe(createGunzip({ chunkSize: CHUNK_BYTES }));
+    yield* file.pipe(createGunzip({ chunkSize: READ_CHUNK_BYTES }));
   } finally {
     file.destroy();
   }

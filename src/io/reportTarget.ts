@@ -9,6 +9,7 @@
 import { closeSync, constants, lstatSync, openSync, readSync, type Stats, statSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { InputError } from './inputError.js';
+import { HEAD_BYTES } from './otherInput.js';
 
 /**
  * What a checked target is: `new` (nothing there), `report` (an earlier report, or empty), `stream` (a terminal,
@@ -31,7 +32,6 @@ export const HTML_REPORT: ReportSignature = {
   test: (head) => head.startsWith('<!doctype html>') && head.includes('gpuwise'),
 };
 
-const HEAD_BYTES = 4096;
 
 function code(e: unknown): string {
   return (e as NodeJS.ErrnoException).code ?? (e as Error).message;

@@ -21,6 +21,7 @@ import { doctorReportProblem } from '../doctor/reportCheck.js';
 import { type RunFigures, runFigures } from '../history/figures.js';
 import { InputError } from './inputError.js';
 import { type Database, sqlite } from './sqlite.js';
+import { sleep } from './sleep.js';
 
 /** Current schema of runs.sqlite; `schema_version` holds one row per migration applied. */
 export const RUN_STORE_SCHEMA_VERSION = 1;
@@ -92,7 +93,6 @@ export interface StoredRun extends Omit<RunFigures, 'trainingRanks' | 'findingsB
   findings: { high: number; medium: number; low: number; info: number };
 }
 
-const sleep = (ms: number) => new Promise<void>((ok) => setTimeout(ok, ms));
 
 function isLocked(e: unknown): boolean {
   return /database is locked|SQLITE_BUSY/i.test((e as Error)?.message ?? '');
@@ -307,8 +307,8 @@ export async function saveRun(dir: string, report: DoctorReport, ctx: SaveContex
   );
 }
 
-const num = (v: unknown): number | null => (typeof v === 'number' ? v : typeof v === 'bigint' ? Number(v) : null);
-const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
+const colNum = (v: unknown): number | null => (typeof v === 'number' ? v : typeof v === 'bigint' ? Number(v) : null);
+const colStr = (v: unknown): string | null => (typeof v === 'string' ? v : null);
 
 function rowToRun(r: Record<string, unknown>): StoredRun {
   let command: string[] = [];
@@ -320,32 +320,32 @@ function rowToRun(r: Record<string, unknown>): StoredRun {
   }
   return {
     id: String(r.id),
-    startedAtMs: num(r.started_at_ms) ?? 0,
-    durationS: num(r.duration_s),
+    startedAtMs: colNum(r.started_at_ms) ?? 0,
+    durationS: colNum(r.duration_s),
     command,
-    cwd: str(r.cwd),
-    hostname: str(r.hostname),
+    cwd: colStr(r.cwd),
+    hostname: colStr(r.hostname),
     outcome: String(r.outcome),
-    exitCode: num(r.exit_code),
-    runDir: str(r.run_dir),
-    gpuwiseVersion: str(r.gpuwise_version),
-    medianStepS: num(r.median_step_s),
-    meanStepS: num(r.mean_step_s),
-    p90StepS: num(r.p90_step_s),
-    samplesPerS: num(r.samples_per_s),
-    tokensPerS: num(r.tokens_per_s),
-    dataWaitShare: num(r.data_wait_share),
-    peakAllocatedBytes: num(r.peak_allocated_bytes),
-    peakReservedBytes: num(r.peak_reserved_bytes),
-    maxProcessNvmlBytes: num(r.max_process_nvml_bytes),
-    maxGpuUsedBytes: num(r.max_gpu_used_bytes),
-    gpuNames: str(r.gpu_names) ? String(r.gpu_names).split(', ') : [],
-    worldSize: num(r.world_size),
+    exitCode: colNum(r.exit_code),
+    runDir: colStr(r.run_dir),
+    gpuwiseVersion: colStr(r.gpuwise_version),
+    medianStepS: colNum(r.median_step_s),
+    meanStepS: colNum(r.mean_step_s),
+    p90StepS: colNum(r.p90_step_s),
+    samplesPerS: colNum(r.samples_per_s),
+    tokensPerS: colNum(r.tokens_per_s),
+    dataWaitShare: colNum(r.data_wait_share),
+    peakAllocatedBytes: colNum(r.peak_allocated_bytes),
+    peakReservedBytes: colNum(r.peak_reserved_bytes),
+    maxProcessNvmlBytes: colNum(r.max_process_nvml_bytes),
+    maxGpuUsedBytes: colNum(r.max_gpu_used_bytes),
+    gpuNames: colStr(r.gpu_names) ? String(r.gpu_names).split(', ') : [],
+    worldSize: colNum(r.world_size),
     findings: {
-      high: num(r.findings_high) ?? 0,
-      medium: num(r.findings_medium) ?? 0,
-      low: num(r.findings_low) ?? 0,
-      info: num(r.findings_info) ?? 0,
+      high: colNum(r.findings_high) ?? 0,
+      medium: colNum(r.findings_medium) ?? 0,
+      low: colNum(r.findings_low) ?? 0,
+      info: colNum(r.findings_info) ?? 0,
     },
   };
 }
@@ -385,7 +385,7 @@ export async function resolveRunRefNoted(dir: string, ref: string, opts: { measu
   const rows = await withStore(dir, false, [] as { id: string; outcome: string; measured: boolean }[], (db) =>
     db
       .all('SELECT id, outcome, median_step_s FROM run ORDER BY started_at_ms DESC, id DESC')
-      .map((r) => ({ id: String(r.id), outcome: String(r.outcome), measured: !opts.measuredOnly || num(r.median_step_s) !== null })),
+      .map((r) => ({ id: String(r.id), outcome: String(r.outcome), measured: !opts.measuredOnly || colNum(r.median_step_s) !== null })),
   );
   const ids = rows.map((r) => r.id);
   const last = /^last(?:~(\d+))?$/.exec(ref);

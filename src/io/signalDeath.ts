@@ -8,13 +8,13 @@
  * dumpable, so that no core of Node's is written or handed to a crash reporter), then raise(). Where that cannot be
  * done (no koffi, not Linux) or the process survives it, the exit status 128+N set before stays.
  */
-import { type Koffi, loadKoffi } from '../live/koffiLoader.js';
+import { type Koffi, loadKoffi } from './koffiLoader.js';
+import { SIGSET_BYTES } from './nativeSpawn.js';
 
 const RLIMIT_CORE = 4;
 const PR_SET_DUMPABLE = 4;
 const SIG_UNBLOCK = 1;
-/** glibc's sigset_t is 128 bytes; struct rlimit two 64-bit words. */
-const SIGSET_BYTES = 128;
+/** struct rlimit: two 64-bit words. The sigset_t buffer is nativeSpawn.ts's SIGSET_BYTES. */
 const RLIMIT_BYTES = 16;
 
 // biome-ignore lint/suspicious/noExplicitAny: koffi functions are variadic by nature

@@ -8,12 +8,12 @@
 import { copyFileSync, cpSync, existsSync, realpathSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
+import { PYTHON_NAME } from '../run/attach.js';
 import { firstLineOf, listOrEmpty } from './readLimited.js';
 
 export const HOOK_PTH = 'gpuwise-probe.pth';
 export const HOOK_MODULE = '_gpuwise_site.py';
 
-const PYTHON_NAME = /^python[0-9.]*$/;
 
 /** The site-packages folders a Python at `python` (as named: a venv's bin/python is a link) reads .pth files from. */
 export function siteDirsOf(python: string): string[] {

@@ -16,8 +16,9 @@
  *  - never nvmlDeviceGetPcieThroughput (blocks about 21 ms per call).
  * NVML_ERROR_GPU_IS_LOST marks that GPU lost for good; the others keep being sampled.
  */
-import { type Koffi, loadKoffi } from './koffiLoader.js';
+import { type Koffi, loadKoffi } from '../io/koffiLoader.js';
 import {
+  TWO_POW_32,
   CLOCK_MEM,
   CLOCK_SM,
   cString,
@@ -161,7 +162,6 @@ const noRare = (): RareFigures => ({
 const COMPUTE_MODES = ['Default', 'Exclusive_Thread', 'Prohibited', 'Exclusive_Process'];
 /** One GetFieldValues call: the PCIe byte counters and memory temperature (about 0.5 ms on an H200). */
 const SLOW_FIELD_IDS: readonly number[] = [FI.PCIE_COUNT_TX_BYTES, FI.PCIE_COUNT_RX_BYTES, FI.MEMORY_TEMP];
-const TWO_POW_32 = 2 ** 32;
 
 interface DeviceState {
   index: number;

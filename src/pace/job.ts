@@ -13,7 +13,7 @@
 import { collectiveWaits, type CollectiveTimings } from '../trace/metrics/collectives.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
 import { applyFix, type Fix } from './fix.js';
-import { type PaceStep, type Pipeline, type SerialCost, type SerialKind, STAGE_NAMES, type StageName, stepOf } from './pipeline.js';
+import { type PaceStep, type Pipeline, type SerialCost, type SerialKind, STAGE_NAMES, STAGE_WORDS, type StageName, stepOf } from './pipeline.js';
 import { INPUT_BINDS_SHARE } from './window.js';
 
 export interface JobRank {
@@ -221,7 +221,6 @@ export function balanceLimits(job: Job, among: readonly number[] = []): string {
   return `${which}: work a rank's evidence cannot time does not move, nor do the serial costs, which split the same work by what each rank could time`;
 }
 
-const STAGE_WORDS: Record<StageName, string> = { input: 'the DataLoader', host: 'the host', gpu: 'the GPU', comm: 'communication' };
 
 function kindNs(p: Pipeline, k: SerialKind): number {
   return p.serial.filter((c) => c.kind === k).reduce((a, c) => a + c.ns, 0);

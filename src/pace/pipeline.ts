@@ -152,7 +152,7 @@ export interface PaceStep {
   workersKeepUp: boolean | null;
 }
 
-const STAGE_WORDS: Record<StageName, string> = { input: 'the DataLoader', host: 'the host', gpu: 'the GPU', comm: 'communication' };
+export const STAGE_WORDS: Record<StageName, string> = { input: 'the DataLoader', host: 'the host', gpu: 'the GPU', comm: 'communication' };
 
 export function stageLabel(p: Pipeline, s: StageName): string {
   return p.stages[s].label ?? STAGE_WORDS[s];

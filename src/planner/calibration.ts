@@ -3,8 +3,7 @@
  * H200). Each is a property of PyTorch or the GPU stack, never of a particular model; the accuracy test
  * re-checks them against every committed measurement.
  */
-
-const MiB = 1024 ** 2;
+import { MiB } from '../util/units.js';
 
 export const CALIBRATION = {
   /** cuBLAS/cuBLASLt workspaces held by the caching allocator: alloc_before_step - mem_after_steps = 65 MiB on every row. */

@@ -2,10 +2,9 @@
  * `gpuwise plan` as text: the terminal report (a plan, a search, or a plan that does not fit with what would) and
  * its Markdown form. Pure: takes the `--json` object (report.ts), returns strings.
  */
-import { fmtGpuMemory } from '../util/format.js';
+import { fmtGiB, fmtGpuMemory } from '../util/format.js';
 import type { PlanJson } from './report.js';
 
-const gib = (b: number) => `${(b / 1024 ** 3).toFixed(2)} GiB`;
 
 export function layoutText(j: Pick<PlanJson, 'parallelism' | 'setup'>): string {
   const p = j.parallelism;
@@ -50,11 +49,11 @@ function memoryLines(j: PlanJson): string[] {
   const m = j.memory;
   return [
     `Memory per GPU (binding phase: ${m.bindingPhase})`,
-    ...m.components.map((c) => `  ${c.label.padEnd(22)} ${gib(c.bytes).padStart(12)}  ${c.note}`),
-    `  ${'max_memory_allocated'.padEnd(22)} ${gib(m.peakAllocatedBytes).padStart(12)}  forward ${gib(m.phases.forwardBytes)}, backward ${gib(m.phases.backwardBytes)}, optimizer ${gib(m.phases.optimizerBytes)}`,
-    `  ${'max_memory_reserved'.padEnd(22)} ${gib(m.peakReservedBytes).padStart(12)}`,
-    `  ${'nvidia-smi'.padEnd(22)} ${gib(m.deviceUsedBytes).padStart(12)}`,
-    `  ${'budget'.padEnd(22)} ${gib(m.budgetBytes).padStart(12)}  ${m.headroomBytes >= 0 ? `headroom ${gib(m.headroomBytes)}` : `short by ${gib(-m.headroomBytes)}`}`,
+    ...m.components.map((c) => `  ${c.label.padEnd(22)} ${fmtGiB(c.bytes, 2).padStart(12)}  ${c.note}`),
+    `  ${'max_memory_allocated'.padEnd(22)} ${fmtGiB(m.peakAllocatedBytes, 2).padStart(12)}  forward ${fmtGiB(m.phases.forwardBytes, 2)}, backward ${fmtGiB(m.phases.backwardBytes, 2)}, optimizer ${fmtGiB(m.phases.optimizerBytes, 2)}`,
+    `  ${'max_memory_reserved'.padEnd(22)} ${fmtGiB(m.peakReservedBytes, 2).padStart(12)}`,
+    `  ${'nvidia-smi'.padEnd(22)} ${fmtGiB(m.deviceUsedBytes, 2).padStart(12)}`,
+    `  ${'budget'.padEnd(22)} ${fmtGiB(m.budgetBytes, 2).padStart(12)}  ${m.headroomBytes >= 0 ? `headroom ${fmtGiB(m.headroomBytes, 2)}` : `short by ${fmtGiB(-m.headroomBytes, 2)}`}`,
   ];
 }
 
@@ -70,7 +69,7 @@ export function renderPlan(j: PlanJson): string {
     if (j.wouldFit.maxMicroBatch === 0 && j.wouldFit.changes.length === 0) lines.push('  nothing with these GPUs: add GPUs or use a larger card');
     return `${lines.join('\n')}\n`;
   }
-  if (j.maxBatch) lines.push('', `Largest micro-batch that fits: ${j.maxBatch.microBatch} (peak ${gib(j.maxBatch.peakAllocatedBytes ?? 0)} of ${gib(j.maxBatch.budgetBytes)})`);
+  if (j.maxBatch) lines.push('', `Largest micro-batch that fits: ${j.maxBatch.microBatch} (peak ${fmtGiB(j.maxBatch.peakAllocatedBytes ?? 0, 2)} of ${fmtGiB(j.maxBatch.budgetBytes, 2)})`);
   const t = j.time;
   lines.push(
     '',
@@ -79,7 +78,7 @@ export function renderPlan(j: PlanJson): string {
   );
   if (j.savers.length > 0) {
     lines.push('', 'Top memory savers');
-    for (const sv of j.savers) lines.push(`  ${sv.change.padEnd(34)} -${gib(sv.savedBytes)}  step ${sv.stepTimeDeltaMs >= 0 ? '+' : ''}${sv.stepTimeDeltaMs.toFixed(1)} ms`);
+    for (const sv of j.savers) lines.push(`  ${sv.change.padEnd(34)} -${fmtGiB(sv.savedBytes, 2)}  step ${sv.stepTimeDeltaMs >= 0 ? '+' : ''}${sv.stepTimeDeltaMs.toFixed(1)} ms`);
   }
   return `${lines.join('\n')}\n`;
 }
@@ -112,7 +111,7 @@ export function renderSearch(j: PlanJson): string {
   ];
   for (const p of srch.plans) {
     lines.push(
-      `${String(p.rank).padStart(3)}  ${p.tokensPerSec.toLocaleString('en-US').padStart(10)}  ${p.stepTimeMs.toFixed(1).padStart(9)}  ${gib(p.peakAllocatedBytes).padStart(10)}  ${p.bindingTerm.padEnd(13)}  ${layoutText(p)}, global ${p.globalBatch}`,
+      `${String(p.rank).padStart(3)}  ${p.tokensPerSec.toLocaleString('en-US').padStart(10)}  ${p.stepTimeMs.toFixed(1).padStart(9)}  ${fmtGiB(p.peakAllocatedBytes, 2).padStart(10)}  ${p.bindingTerm.padEnd(13)}  ${layoutText(p)}, global ${p.globalBatch}`,
     );
     if (p.savers.length > 0) lines.push(`${' '.repeat(5)}savers: ${p.savers.map((sv) => `${sv.change} -${(sv.savedBytes / 1024 ** 3).toFixed(1)} GiB`).join('; ')}`);
   }

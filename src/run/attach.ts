@@ -86,7 +86,8 @@ export interface UnprobedProcess {
   reason: string;
 }
 
-const PYTHON_NAME = /^python[0-9.]*$/;
+/** A Python interpreter's file name (`python`, `python3`, `python3.12`): the one test, for doctor's command and the process tree. */
+export const PYTHON_NAME = /^python[0-9.]*$/;
 const baseName = (p: string) => p.slice(p.lastIndexOf('/') + 1);
 
 /** The interpreter's own options before the script or `-m`/`-c` (`-I`, `-E`, `-S`, also combined as `-IS`). */

@@ -21,7 +21,8 @@
 import { CALIBRATION } from '../planner/calibration.js';
 import type { Checkpointing, OptimizerKind, Precision } from '../planner/setup.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
-import { dtypeBytes } from '../util/dtype.js';
+import { isInductorKernel } from '../trace/kernelClass.js';
+import { dtypeBytes, halfDtypeOf } from '../util/dtype.js';
 import type { ModelRecord } from './records.js';
 import { fmtGiB } from '../util/format.js';
 
@@ -96,8 +97,11 @@ export function inferOptimizer(className: string | null, stateBytes: number): In
     : { value, how: 'measured', evidence: stateBytes > 0 || value !== 'sgd' ? seen : `${seen} without state (no momentum)` };
 }
 
-const HALF = /Half|float16/;
-const BF16 = /BFloat16|bfloat16/;
+/** The autocast precision a 16-bit dtype's name asks for (util/dtype.ts), null for any other. */
+function autocastOf(dtype: string): 'amp-bf16' | 'amp-fp16' | null {
+  const h = halfDtypeOf(dtype);
+  return h === 'bf16' ? 'amp-bf16' : h === 'fp16' ? 'amp-fp16' : null;
+}
 
 /** What the run was launched with, beside its records: the facts its asked-for precision is read from. */
 export interface LaunchFacts {
@@ -144,7 +148,7 @@ export function precisionFlag(args: readonly string[]): { value: Precision; flag
     let p: Precision | undefined;
     if (name === 'mixed_precision') p = ACCELERATE_PRECISION[value];
     else if (name === 'precision' || name === 'trainer.precision') p = LIGHTNING_PRECISION[value];
-    else if (name === 'dtype') p = BF16.test(value) ? 'amp-bf16' : HALF.test(value) ? 'amp-fp16' : undefined;
+    else if (name === 'dtype') p = autocastOf(value) ?? undefined;
     else if (name === 'bf16' || name === 'fp16') {
       // a bare switch, or one given a truth value (HfArgumentParser takes `--bf16 True`)
       const word = m[2] !== undefined ? value : TRUE_WORDS.has(value) || FALSE_WORDS.has(value) ? value : '';
@@ -193,7 +197,7 @@ export function inferPrecision(
   if (top !== 'float32')
     return { value: null, how: 'unknown', evidence: `parameters in ${top ?? 'no dtype'}: not a set-up the planner models`, candidates: [] };
   if (autocastDtype) {
-    const p: Precision | null = BF16.test(autocastDtype) ? 'amp-bf16' : HALF.test(autocastDtype) ? 'amp-fp16' : null;
+    const p: Precision | null = autocastOf(autocastDtype);
     if (p) return { value: p, how: 'measured', evidence: `fp32 parameters, forward under autocast(${autocastDtype})`, candidates: [p] };
   }
   const askedValue = asked?.value ?? null;
@@ -215,8 +219,8 @@ export function inferPrecision(
   const pr = metrics.precision;
   const known = pr.tensorCore16Ns + pr.tensorCoreTf32Ns + pr.tensorCore8Ns + pr.fp32Ns;
   if (known > 0 && pr.tensorCore16Ns > 0.5 * known) {
-    const half = metrics.gemmShapes.some((g) => g.dtype !== null && HALF.test(g.dtype) && !BF16.test(g.dtype));
-    const bf = metrics.gemmShapes.some((g) => g.dtype !== null && BF16.test(g.dtype));
+    const half = metrics.gemmShapes.some((g) => halfDtypeOf(g.dtype) === 'fp16');
+    const bf = metrics.gemmShapes.some((g) => halfDtypeOf(g.dtype) === 'bf16');
     const p: Precision = half && !bf ? 'amp-fp16' : 'amp-bf16';
     return {
       value: p,
@@ -235,14 +239,12 @@ export function inferPrecision(
   return { value: 'fp32', how: 'measured', evidence: 'fp32 parameters and fp32 matmuls in the window', candidates: ['fp32'] };
 }
 
-/** Inductor's generated kernels carry these prefixes. */
-const TRITON_KERNEL = /^triton_(poi|red|per|tem|mm|bmm)_|^triton_/;
 
 /** A compiled model: the probe's `compiled` field (protocol 2), else Inductor's Triton kernels in the window. */
 export function inferCompiled(model: Pick<ModelRecord, 'compiled' | 'compiledEvidence'> | null, metrics: TraceMetrics | null): Inferred<boolean | null> {
   if (model?.compiled === true)
     return { value: true, how: 'measured', evidence: `the probe saw a compiled model (${model.compiledEvidence ?? 'torch.compile'})` };
-  const triton = (metrics?.topKernels ?? []).find((k) => TRITON_KERNEL.test(k.name));
+  const triton = (metrics?.topKernels ?? []).find((k) => isInductorKernel(k.name));
   if (triton) return { value: true, how: 'measured', evidence: `Inductor-generated Triton kernels in the window (${triton.name})` };
   if (model?.compiled === false) return { value: false, how: 'measured', evidence: 'the probe saw no torch.compile' };
   return { value: null, how: 'unknown', evidence: metrics ? 'no compiled kernels in the window' : 'not told (older probe, no window)' };

@@ -15,10 +15,10 @@
  */
 import { hostname } from 'node:os';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { VERSION } from '../cli/version.js';
+import { VERSION } from '../util/version.js';
 import { inlineAssets } from './assets.js';
 import { renderDoctorHtml } from './pages/runs.js';
-import { analysedWindowEnds, type ProbeRecord, type StepRecord, parseProbeLines, rankOf } from '../doctor/records.js';
+import { analysedWindowEnds, type ProbeRecord, type StepRecord, parseProbeLines, rankOf } from '../run/records.js';
 import { renderDoctorText } from '../doctor/render.js';
 import type { DoctorReport, SnapshotInput, TraceInput } from '../doctor/reportTypes.js';
 import { buildDoctorReport } from '../doctor/report.js';

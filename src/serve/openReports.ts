@@ -8,8 +8,8 @@
 import { createWriteStream, existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
 import { basename, join } from 'node:path';
-import { collectTraceFiles } from '../cli/analyze.js';
-import { VERSION } from '../cli/version.js';
+import { collectTraceFiles } from '../io/traceFiles.js';
+import { VERSION } from '../util/version.js';
 import { InputError } from '../io/inputError.js';
 import { loadTrace } from '../io/loadTrace.js';
 import { fileHead } from '../io/otherInput.js';

@@ -38,7 +38,7 @@ export const TEMPERATURE_V1_VERSION = TEMPERATURE_V1_SIZE | (1 << 24);
 export const FI = { MEMORY_TEMP: 82, TOTAL_ENERGY_CONSUMPTION: 83, PCIE_COUNT_TX_BYTES: 197, PCIE_COUNT_RX_BYTES: 198 } as const;
 export const FIELD_VALUE_SIZE = 40;
 
-const TWO_POW_32 = 2 ** 32;
+export const TWO_POW_32 = 2 ** 32;
 
 /**
  * A little-endian u64 as a number; null for NVML_VALUE_NOT_AVAILABLE (-1 stored unsigned). Read as two

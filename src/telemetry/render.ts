@@ -1,5 +1,5 @@
 /** Pure text helpers for the terminal views: units, sparklines, aligned tables, the `smi` table. */
-import { fmtGpuMemory } from '../util/format.js';
+import { SPARK_BARS, fmtGpuMemory } from '../util/format.js';
 import { type GpuSample, type ProcessSample, type Snapshot, usableMemoryBytes } from './sample.js';
 
 const GIB = 1024 ** 3;
@@ -19,8 +19,6 @@ export function formatNumber(v: number | null, unit = '', digits = 0): string {
   return v === null ? '-' : `${v.toFixed(digits)}${unit}`;
 }
 
-const BARS = '▁▂▃▄▅▆▇█';
-
 /**
  * A sparkline of the last `width` values scaled to [0, max]; a value that is not available is a
  * space, so a gap in the data stays visible. Shorter histories are right-aligned (newest at the right).
@@ -31,7 +29,7 @@ export function sparkline(values: ReadonlyArray<number | null>, width: number, m
   const cells = tail.map((v) => {
     if (v === null || !Number.isFinite(v)) return ' ';
     const f = max > 0 ? Math.min(1, Math.max(0, v / max)) : 0;
-    return BARS[Math.min(BARS.length - 1, Math.floor(f * BARS.length))]!;
+    return SPARK_BARS[Math.min(SPARK_BARS.length - 1, Math.floor(f * SPARK_BARS.length))]!;
   });
   return ' '.repeat(width - cells.length) + cells.join('');
 }

@@ -13,7 +13,7 @@ export interface XmlElement {
   text: string;
 }
 
-const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" };
+const XML_ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" };
 
 function decodeEntities(s: string): string {
   if (!s.includes('&')) return s;
@@ -25,7 +25,7 @@ function decodeEntities(s: string): string {
         throw new TelemetryParseError(`invalid character reference ${m.slice(0, 24)} in the XML`);
       return String.fromCodePoint(code);
     }
-    return ENTITIES[e] ?? m;
+    return XML_ENTITIES[e] ?? m;
   });
 }
 

@@ -2,8 +2,11 @@
  * Classifies GPU activities by name: what kind of work a kernel does, and for
  * matrix multiplies whether it runs on tensor cores and in which precision.
  * Collectives are recognised from NCCL args first (kernel names change between
- * NCCL releases), names second.
+ * NCCL releases), names second. The one home of what a kernel's name says of its
+ * element type (HALF_KERNEL, FP16_KERNEL, FP32_KERNEL) and of Inductor's Triton
+ * kernels (isInductorKernel); a dtype's own name is util/dtype.ts's.
  */
+import { isHalfDtype } from '../util/dtype.js';
 
 export const KernelCategory = {
   gemm: 0,
@@ -58,9 +61,24 @@ const TCTF32 = /tf32|s1688|s16816|tensorop_s|xmma.*f32f32_tf32/i;
 const TC8 = /e4m3|e5m2|fp8|i8816|imma|int8/i;
 const SIMT = /simt|sgemm(?!.*tensorop)|ffma|dgemm|gemv|f32f32_f32f32_f32/i;
 const TC_GENERIC = /tensorop|wgmma|gmma|hmma|nvjet|sm90_xmma|sm80_xmma|flash|fmha/i;
-/** 16-bit element types in a kernel's template arguments, and the launching op's 16-bit dtypes. */
+/** A 16-bit float element type in a kernel's name (template arguments, `_bf16`, `_f16`): bf16 or fp16. */
+export const HALF_KERNEL = /BFloat16|bfloat16|__nv_bfloat16|\bbf16\b|_bf16|c10::Half|__half\b|\bhalf\b|\bfp16\b|_f16/;
+/** fp16 (not bf16) in a kernel's name. */
+export const FP16_KERNEL = /c10::Half|__half\b|\bhalf\b|\bfp16\b/;
+/** fp32 in a kernel's template arguments or name. */
+export const FP32_KERNEL = /<float\b|\(float\b|, float\b|_f32f32|\bfloat\)|FloatType|<float,/;
+/**
+ * The 16-bit element types a matmul kernel's template arguments name, for its precision when no tile marker (TC16)
+ * did: stricter than HALF_KERNEL (a whole `bfloat16` word, `__half` and c10's types only), which is what the reports
+ * were measured with (HALF_KERNEL here moves some of the shipped ResNet traces' unknown-precision matmuls to bf16).
+ */
 const SIXTEEN_BIT_TYPE = /__nv_bfloat16|\bbfloat16\b|__half\b|c10::BFloat16|c10::Half/;
-const SIXTEEN_BIT_OP = /BFloat16|Half|bfloat16|float16/;
+/** Inductor's generated kernels (a compiled model): `triton_poi_...`, `triton_red_...`, `triton_per_...`, `triton_tem_...`. */
+const INDUCTOR_KERNEL = /^triton_|\btriton_(poi|red|per|tem)_/;
+
+export function isInductorKernel(name: string): boolean {
+  return INDUCTOR_KERNEL.test(name);
+}
 
 /**
  * Precision of a matmul-like kernel from its name, refined by the dtype of
@@ -73,7 +91,7 @@ export function matmulPrecision(name: string, opDtype: string | null): MatmulPre
   if (TCTF32.test(name)) return MatmulPrecision.tensorCoreTf32;
   // A 16-bit matrix-vector product (a decode step at batch 1: cuBLAS's `gemv2T_kernel_val<..., __nv_bfloat16, ...>`)
   // runs on CUDA cores but is no fp32 matmul: a bf16 model is already in the precision the fp32 rules ask for.
-  if (SIXTEEN_BIT_TYPE.test(name) || (opDtype !== null && SIXTEEN_BIT_OP.test(opDtype))) return MatmulPrecision.tensorCore16;
+  if (SIXTEEN_BIT_TYPE.test(name) || isHalfDtype(opDtype)) return MatmulPrecision.tensorCore16;
   if (SIMT.test(name)) return MatmulPrecision.fp32;
   if (opDtype !== null) {
     if (/^(float|double)$/.test(opDtype)) {

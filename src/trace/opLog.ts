@@ -169,7 +169,7 @@ export function copyGpuOp(to: GpuOp, from: GpuOp): void {
 /** Chunk size of a log without a store (and the file store's). */
 export const CHUNK_BYTES = 256 * 1024;
 /** The largest record: its length byte, 2 bytes of flags, 9 numbers of at most 10 bytes, a float32 (under 256). */
-const MAX_RECORD_BYTES = 3 + 9 * 10 + 4;
+const MAX_OP_RECORD_BYTES = 3 + 9 * 10 + 4;
 
 const scratchF64 = new Float64Array(1);
 const scratchF64Bytes = new Uint8Array(scratchF64.buffer);
@@ -198,7 +198,7 @@ export class OpLogWriter {
     private readonly store: ChunkStore | null = null,
   ) {
     this.chunkBytes = store?.chunkBytes ?? CHUNK_BYTES;
-    if (!(this.chunkBytes >= 2 * MAX_RECORD_BYTES)) throw new Error(`op log: chunks of ${this.chunkBytes} bytes cannot hold records`);
+    if (!(this.chunkBytes >= 2 * MAX_OP_RECORD_BYTES)) throw new Error(`op log: chunks of ${this.chunkBytes} bytes cannot hold records`);
     this.buf = new Uint8Array(this.chunkBytes);
     this.log = { device, count: 0, chunks: [this.buf], chunkLengths: [0], stored: [-1], runs: [], laneKeys: [], smShares: [] };
   }
@@ -220,7 +220,7 @@ export class OpLogWriter {
 
   /** Encodes an op (the object is not kept). */
   append(op: GpuOp): void {
-    if (this.pos + MAX_RECORD_BYTES > this.buf.length) {
+    if (this.pos + MAX_OP_RECORD_BYTES > this.buf.length) {
       const full = this.log.chunks.length - 1;
       this.log.chunkLengths[full] = this.pos;
       const handle = this.store === null ? -1 : this.store.offer(this.buf, this.pos);

@@ -6,7 +6,7 @@
  * needs the whole text, rounds integers above 2^53 and turns "123.456" µs into
  * a double whose ns value can be off by one. Generic streaming JSON libraries
  * allocate a token object per value and ran an order of magnitude slower in
- * our measurements (see ARCHITECTURE.md). This parser knows the shape of a
+ * our measurements (see docs/design.md). This parser knows the shape of a
  * trace: it walks the top-level object, hands every element of `traceEvents`
  * to a sink through one reused event object, and parses only the `args` keys
  * that gpuwise reads, skipping the rest without building values.

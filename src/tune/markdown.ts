@@ -5,7 +5,8 @@
 import { fmtBytes, fmtGpuMemory } from '../util/format.js';
 import type { TuneReport } from './report.js';
 
-const rate = (x: number | null) => (x === null ? '-' : x >= 100 ? Math.round(x).toLocaleString('en-US') : x.toPrecision(3));
+/** A trial's throughput as tune's answer and page print it. */
+export const rateText = (x: number | null) => (x === null ? '-' : x >= 100 ? Math.round(x).toLocaleString('en-US') : x.toPrecision(3));
 
 /** The answer lines, shared with the HTML page. */
 export function tuneAnswer(r: TuneReport): string[] {
@@ -27,7 +28,7 @@ export function renderTuneMarkdown(r: TuneReport): string {
   for (const t of r.trials) {
     const thr = r.throughputUnit === 'tokens/s' ? t.tokensPerS : t.samplesPerS;
     out.push(
-      `| ${t.index}${t.kind === 'curve' ? 'c' : ''} | ${t.value} | ${t.outcome} | ${t.peakAllocatedBytes !== null ? fmtBytes(t.peakAllocatedBytes) : '-'} | ${t.peakReservedBytes !== null ? fmtBytes(t.peakReservedBytes) : '-'} | ${t.stepTimeS !== null ? `${(t.stepTimeS * 1e3).toFixed(1)} ms` : '-'} | ${rate(thr)} |`,
+      `| ${t.index}${t.kind === 'curve' ? 'c' : ''} | ${t.value} | ${t.outcome} | ${t.peakAllocatedBytes !== null ? fmtBytes(t.peakAllocatedBytes) : '-'} | ${t.peakReservedBytes !== null ? fmtBytes(t.peakReservedBytes) : '-'} | ${t.stepTimeS !== null ? `${(t.stepTimeS * 1e3).toFixed(1)} ms` : '-'} | ${rateText(thr)} |`,
     );
   }
   out.push('', `Trials: ${r.searchTrials} of at most ${r.maxTrials}; stopped: ${r.stopReason}`);

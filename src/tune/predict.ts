@@ -9,10 +9,10 @@ import { residentBytes } from '../run/setup.js';
 import { plannerLine } from './plannerHint.js';
 import type { DeviceBudget, MemoryLine } from './line.js';
 import type { TrialSummary } from './trial.js';
+import { MiB } from '../util/units.js';
 
 export type { DeviceBudget, MemoryLine } from './line.js';
 
-const MiB = 1024 ** 2;
 
 /** Every constant of the search in one place. */
 export const TUNE = {

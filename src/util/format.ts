@@ -1,5 +1,8 @@
 /** Number formatting shared by every report (pure). Binary units, as PyTorch and nvidia-smi print them. */
 
+/** The eight block heights of a sparkline, lowest first (doctor's Markdown, the terminal's GPU history). */
+export const SPARK_BARS = '▁▂▃▄▅▆▇█';
+
 export function fmtMs(ns: number): string {
   const ms = ns / 1e6;
   if (ms >= 100) return `${ms.toFixed(0)} ms`;

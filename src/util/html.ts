@@ -1,6 +1,6 @@
 /** HTML escaping, defined once for every HTML page gpuwise writes (analyze, memory, doctor): text and attribute values. */
-const ENTITIES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 
 export function escapeHtml(s: string): string {
-  return s.replace(/[&<>"']/g, (c) => ENTITIES[c] as string);
+  return s.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c] as string);
 }

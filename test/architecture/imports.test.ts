@@ -1,6 +1,7 @@
 /**
  * The architecture as a check (ARCHITECTURE.md): the pure core imports no Node built-in and no shell module, directly
- * or through another module; the module graph has no cycle (static and lazy imports alike). Reads the sources'
+ * or through another module; each shell folder imports only the core and the shells below it (io < live < serve <
+ * cli); the module graph has no cycle, nor the graph of folders (static and lazy imports alike). Reads the sources'
  * import statements: the same graph esbuild and tsc see, without building anything.
  */
 import { readdirSync, readFileSync } from 'node:fs';
@@ -14,6 +15,19 @@ const SRC = resolve(__dirname, '..', '..', 'src');
 const CORE = ['trace', 'advice', 'findings', 'gpus', 'report', 'planner', 'memory', 'doctor', 'history', 'tune', 'run', 'util', 'telemetry', 'pace'];
 /** Shell modules inside a core folder, each named (none since telemetry's readers moved to live/). */
 const SHELLS_IN_CORE = new Set<string>([]);
+/**
+ * The shell folders, lowest first, each with the shell folders it may import besides the core (type imports too: they
+ * are the design's dependencies). io reads and writes files and processes for everyone; live reads the GPUs; serve is
+ * the dashboard and the `--html` pages; cli dispatches and may use them all. No shell imports cli.
+ */
+const SHELL_DEPS: Record<string, string[]> = {
+  io: [],
+  live: ['io'],
+  serve: ['io', 'live'],
+  cli: ['io', 'live', 'serve'],
+};
+/** Pure folders inside a shell folder: data in, HTML out (every `--html` page), so they import the core only. */
+const PURE_IN_SHELL = ['serve/pages/'];
 
 const BUILTINS = new Set([...builtinModules, ...builtinModules.map((m) => `node:${m}`)]);
 
@@ -56,6 +70,7 @@ for (const f of files)
   );
 
 const isCore = (f: string) => CORE.includes(f.split('/')[0] as string) && !SHELLS_IN_CORE.has(f);
+const folderOf = (f: string) => f.split('/')[0] as string;
 
 describe('the pure core', () => {
   it('has its modules where the test looks (the graph is read)', () => {
@@ -80,6 +95,43 @@ describe('the pure core', () => {
     const bad = [...graph].flatMap(([f, edges]) =>
       f.startsWith('advice/') ? edges.filter((e) => e.target?.startsWith('planner/')).map((e) => `${f} -> ${e.target}`) : [],
     );
+    expect(bad).toEqual([]);
+  });
+});
+
+describe('the shells', () => {
+  it('every folder under src/ is core or a shell, none both', () => {
+    const folders = readdirSync(SRC, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
+    expect(folders.filter((d) => !CORE.includes(d) && !(d in SHELL_DEPS))).toEqual([]);
+    expect(folders.filter((d) => CORE.includes(d) && d in SHELL_DEPS)).toEqual([]);
+    expect(Object.keys(SHELL_DEPS).filter((d) => !folders.includes(d))).toEqual([]);
+  });
+
+  it('each shell imports only the core and the shells below it (io < live < serve < cli): none reaches sideways or up', () => {
+    const bad: string[] = [];
+    for (const [f, edges] of graph) {
+      const allowed = SHELL_DEPS[folderOf(f)];
+      if (allowed === undefined) continue;
+      for (const e of edges) {
+        if (e.target === null || isCore(e.target)) continue;
+        const to = folderOf(e.target);
+        if (to !== folderOf(f) && !allowed.includes(to)) bad.push(`${f} -> ${e.target}`);
+      }
+    }
+    expect(bad).toEqual([]);
+  });
+
+  it('the pages inside serve/ are pure: no Node built-in, no package, nothing of a shell but other pages', () => {
+    const bad: string[] = [];
+    for (const [f, edges] of graph) {
+      const pure = PURE_IN_SHELL.find((p) => f.startsWith(p));
+      if (pure === undefined) continue;
+      for (const e of edges) {
+        if (e.target === null) {
+          if (!e.typeOnly) bad.push(`${f} imports ${e.spec}`);
+        } else if (!isCore(e.target) && !e.target.startsWith(pure)) bad.push(`${f} -> ${e.target}`);
+      }
+    }
     expect(bad).toEqual([]);
   });
 });
@@ -123,6 +175,32 @@ describe('the module graph', () => {
       state.set(f, 'done');
     };
     for (const f of graph.keys()) if (!state.has(f)) visit(f);
+    expect(cycles).toEqual([]);
+  });
+
+  it('has no cycle between folders (value imports: what runs; the shells\' type imports are held by their layering)', () => {
+    // Type imports are left out: the core's findings/ and pace/ name each other's types (a Finding carries its Fix).
+    const folders = new Map<string, Set<string>>();
+    for (const [f, edges] of graph)
+      for (const e of edges)
+        if (e.target !== null && !e.typeOnly && folderOf(e.target) !== folderOf(f))
+          folders.set(folderOf(f), (folders.get(folderOf(f)) ?? new Set()).add(folderOf(e.target)));
+    const cycles: string[] = [];
+    const state = new Map<string, 'open' | 'done'>();
+    const stack: string[] = [];
+    const visit = (d: string) => {
+      state.set(d, 'open');
+      stack.push(d);
+      for (const to of folders.get(d) ?? []) {
+        const s = state.get(to);
+        if (s === 'open') cycles.push([...stack.slice(stack.indexOf(to)), to].join(' -> '));
+        else if (s === undefined) visit(to);
+      }
+      stack.pop();
+      state.set(d, 'done');
+    };
+    for (const d of folders.keys()) if (!state.has(d)) visit(d);
+    expect(folders.size).toBeGreaterThan(10);
     expect(cycles).toEqual([]);
   });
 });

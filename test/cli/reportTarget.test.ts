@@ -111,9 +111,8 @@ describe('checkHtmlTarget', () => {
   it('a FIFO that nothing reads is refused at once (no hang); /dev/null is a stream', () => {
     const fifo = join(tmp, 'fifo');
     if (spawnSync('mkfifo', [fifo]).status === 0) {
-      const t0 = performance.now();
+      // A hang would block here (a synchronous open): the test's own timeout is the guard, no clock.
       expect(refusal(() => checkHtmlTarget(fifo, []))).toMatch(/FIFO that nothing reads/);
-      expect(performance.now() - t0).toBeLessThan(5000); // a hang guard, not a speed target
     }
     expect(checkHtmlTarget('/dev/null', [])).toBe('stream');
   });

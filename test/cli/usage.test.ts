@@ -36,7 +36,7 @@ describe('commands: a typo, help, the version', () => {
   });
 
   it('-v, -V and --version print the version', async () => {
-    const { VERSION } = await import('../../src/cli/version.js');
+    const { VERSION } = await import('../../src/util/version.js');
     for (const flag of ['-v', '-V', '--version']) expect(await runCli([flag])).toEqual({ code: 0, stdout: `${VERSION}\n`, stderr: '' });
   });
 });

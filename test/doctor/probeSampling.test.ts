@@ -4,13 +4,13 @@
  * (the end record, the beacon), the DataLoader's batches too, and the first step of each burst is timed from its own
  * start, not from the last burst. Run for real with the CPU PyTorch.
  */
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { buildDoctorReport } from '../../src/doctor/report.js';
 import { doctorInput } from './input.js';
+import { spawnAsync } from '../helpers/spawnAsync.js';
 import { fallbackRecords, PROBE_ROOT, PYTHON, SKIP_PYTHON, probeScript, pyEnv } from './helpers.js';
 
 const tmp = mkdtempSync(join(tmpdir(), 'gpuwise-probe-sampling-'));
@@ -59,9 +59,11 @@ describe.skipIf(SKIP_PYTHON)('the sampled steady loop (CPU torch)', () => {
     expect(Number(beacon.readBigUInt64LE(0))).toBe(STEPS);
     const burst = steps.filter((s) => s.step >= 1024);
     expect(burst.every((s) => s.batches === 1 && s.samples === 8 && s.stepSource === 'optimizer' && s.stepTimeS > 0)).toBe(true);
-    // A burst's first step is one step: not the 936 counted since the head (about 936 x the median).
-    const median = [...steps.map((s) => s.stepTimeS)].sort((a, b) => a - b)[steps.length >> 1];
-    for (const first of [1024, 2048]) expect(steps.find((s) => s.step === first).stepTimeS).toBeLessThan(50 * median);
+    // A burst's first step is one step: not the 700 and more counted since the head or the last burst, which would take
+    // longer than the head's 299 steps together. Against half of those (not a multiple of the median step): a loaded
+    // machine that preempts the one step for a while must not fail it.
+    const headS = steps.filter((s) => s.step < 300).reduce((a, s) => a + s.stepTimeS, 0);
+    for (const first of [1024, 2048]) expect(steps.find((s) => s.step === first).stepTimeS).toBeLessThan(headS / 2);
     expect(steps.find((s) => s.step === 1024).hostCpuS).toBeNull(); // its start's CPU clock was not read
     // The report counts the run's steps, not its records, and times the steps from the records it has.
     const report = buildDoctorReport(doctorInput(records));
@@ -141,7 +143,7 @@ describe.skipIf(SKIP_PYTHON)('the sampled steady loop (CPU torch)', () => {
     expect(records.find((r) => r.type === 'end').steps).toBe(STEPS);
   });
 
-  it("counts through torch 2's global post-step hook too (simulated on this torch: the hook is the probe's method)", () => {
+  it("counts through torch 2's global post-step hook too (simulated on this torch: the hook is the probe's method)", async () => {
     // CI's torch 1.13 has no global optimizer hooks, so the probe takes its torch 1 path there. Here torch 2's
     // registration and its call after each step (hook(optimizer, args, kwargs)) are put in before the probe starts,
     // and the loop runs past the head: every step counted, the head and two bursts recorded, the hook removed at the end.
@@ -178,7 +180,7 @@ describe.skipIf(SKIP_PYTHON)('the sampled steady loop (CPU torch)', () => {
       'p.switch_off()',
       'print(json.dumps({"hook": p.step_hook, "counted": p.step, "left": len(hooks)}))',
     ].join('\n');
-    const r = spawnSync(PYTHON, ['-c', script], { encoding: 'utf8', env: pyEnv({}), timeout: 120_000 });
+    const r = await spawnAsync(PYTHON, ['-c', script], { env: pyEnv({}), timeout: 120_000 });
     expect(r.status, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout.trim().split('\n').at(-1)!)).toEqual({ hook: 'optimizer-step-post-hook', counted: STEPS, left: 0 });
     const steps = fallbackRecords(dir).filter((r) => r.type === 'step');

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { ProbeRecord } from '../../src/doctor/records.js';
+import type { ProbeRecord } from '../../src/run/records.js';
 import { SKIP_PYTHON, probeScript } from './helpers.js';
 
 const tmp = mkdtempSync(join(tmpdir(), 'gpuwise-probe-steps-'));

@@ -1,7 +1,7 @@
 /** The bounded record sample doctor and tune keep in memory (src/doctor/recordSample.ts). */
 import { describe, expect, it } from 'vitest';
 import { PERIODIC_HEAD, PERIODIC_MIDDLE, RecordSample } from '../../src/doctor/recordSample.js';
-import type { ProbeRecord, StepRecord } from '../../src/doctor/records.js';
+import type { ProbeRecord, StepRecord } from '../../src/run/records.js';
 import { gpuStepTimesOf, stepStats, stepsInFlightOf } from '../../src/run/steps.js';
 
 const step = (pid: number, s: number, gpu: [number, number][] = []): StepRecord => ({

@@ -7,7 +7,8 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { gunzipSync, gzipSync } from 'node:zlib';
+import { promisify } from 'node:util';
+import { gunzip, gzip } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DoctorReport } from '../../src/doctor/reportTypes.js';
 import { analysedWindowEnds } from '../../src/run/records.js';
@@ -34,6 +35,25 @@ const FUNCTIONAL_LOOP = (seconds: number) => [
   'w = torch.randn(128, 128)',
   't0 = time.time()',
   `while time.time() - t0 < ${seconds}:`,
+  '    y = F.softmax(F.relu(F.linear(torch.randn(32, 128), w)), dim=-1)',
+];
+
+/**
+ * The same loop until the probe's time window has opened and closed again (its profiler on, then off, on this
+ * thread), at most `limitS`: what follows starts after the window on any machine. A loop of fixed length let a loaded
+ * machine open or close the window late, so the steps after it began while it was still open, and the step window
+ * they should get never came.
+ */
+const FUNCTIONAL_UNTIL_TIME_WINDOW = (limitS: number) => [
+  'import time, torch',
+  'import torch.nn.functional as F',
+  'w = torch.randn(128, 128)',
+  't0 = time.time()',
+  'opened = False',
+  `while time.time() - t0 < ${limitS}:`,
+  '    profiling = torch.autograd._profiler_enabled()',
+  '    if opened and not profiling: break',
+  '    opened = opened or profiling',
   '    y = F.softmax(F.relu(F.linear(torch.randn(32, 128), w)), dim=-1)',
 ];
 
@@ -106,7 +126,7 @@ describe.skipIf(SKIP_PYTHON)('the time window of a run without steps (CPU torch)
   it('keeps the step window when the steps start after a time window (set-up before the training)', async () => {
     const { records, stderr } = await probe(
       [
-        ...FUNCTIONAL_LOOP(2),
+        ...FUNCTIONAL_UNTIL_TIME_WINDOW(60),
         'model = torch.nn.Linear(64, 8)',
         'opt = torch.optim.SGD(model.parameters(), lr=0.01)',
         'for i in range(30):',
@@ -217,12 +237,13 @@ describe.skipIf(SKIP_PYTHON)('gpuwise doctor on a loop without steps (CPU torch,
 describe('a time window of real GPU work through doctor --from (an H200 window without its step markers)', () => {
   it('analyses the window as one step: findings, and the note that says what to add', async () => {
     // A time window is a profiler trace without ProfilerStep spans: the real launch-bound MLP window, spans removed.
-    const trace = JSON.parse(gunzipSync(readFileSync(join(REPO, 'examples', 'traces', 'mlp_launch_bound.trace.json.gz'))).toString('utf8'));
+    // (29 MB inflated: zlib off the test's thread, so a loaded machine does not stall the worker's replies to vitest.)
+    const trace = JSON.parse((await promisify(gunzip)(readFileSync(join(REPO, 'examples', 'traces', 'mlp_launch_bound.trace.json.gz')))).toString('utf8'));
     const events = (trace.traceEvents as Any[]).filter((e) => !String(e.name ?? '').startsWith('ProfilerStep#'));
     expect(events.length).toBeLessThan(trace.traceEvents.length);
     const dir = join(tmp, 'from-time-window');
     mkdirSync(dir);
-    writeFileSync(join(dir, 'trace-pid4242-time.json.gz'), gzipSync(JSON.stringify({ ...trace, traceEvents: events })));
+    writeFileSync(join(dir, 'trace-pid4242-time.json.gz'), await promisify(gzip)(JSON.stringify({ ...trace, traceEvents: events })));
     const base = { v: 2, pid: 4242, rank: null };
     const t = 1_790_000_000;
     const records = [

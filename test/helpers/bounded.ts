@@ -17,6 +17,9 @@ export interface BoundedRun {
   stderr: string;
   /** Peak resident memory of the process, MiB; null when it was killed before it could tell. */
   peakRssMiB: number | null;
+  /** CPU time the process used, all its threads, ms (null as peakRssMiB): work done, whatever the machine's load. */
+  cpuMs: number | null;
+  /** Wall time: grows with the machine's load; for messages, never for a bound (a hang is `timedOut`). */
   wallMs: number;
   timedOut: boolean;
 }
@@ -53,13 +56,16 @@ export function runBounded(
     child.once('close', (code, signal) => {
       clearTimeout(timer);
       let peak: number | null = null;
+      let cpu: number | null = null;
       try {
-        peak = Number(readFileSync(rssFile, 'utf8')) / 2 ** 20;
+        const [bytes, ms] = readFileSync(rssFile, 'utf8').split(' ').map(Number);
+        peak = (bytes as number) / 2 ** 20;
+        cpu = ms ?? null;
       } catch {
         peak = null;
       }
       rmSync(dir, { recursive: true, force: true });
-      ok({ code, signal, stdout, stderr, peakRssMiB: peak, wallMs: performance.now() - started, timedOut });
+      ok({ code, signal, stdout, stderr, peakRssMiB: peak, cpuMs: cpu, wallMs: performance.now() - started, timedOut });
     });
   });
 }

@@ -1,5 +1,6 @@
-// Preloaded (node --import) into a process under test: writes its peak resident set size, in bytes,
-// to $GPUWISE_TEST_RSS_FILE when it exits, so tests can bound memory without /usr/bin/time.
+// Preloaded (node --import) into a process under test: writes its peak resident set size, in bytes, and the CPU
+// time it used (all its threads, ms) to $GPUWISE_TEST_RSS_FILE when it exits, so tests can bound memory and work
+// without /usr/bin/time. CPU time, unlike wall time, does not grow when other processes load the machine.
 // VmHWM from /proc (Linux): getrusage's maxrss carries the high-water mark of the forking parent across
 // exec (a 400 MB test runner made every child look 400 MB).
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -14,4 +15,8 @@ function peakBytes() {
   }
   return process.resourceUsage().maxRSS * 1024;
 }
-if (file) process.on('exit', () => writeFileSync(file, String(peakBytes())));
+function cpuMs() {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+}
+if (file) process.on('exit', () => writeFileSync(file, `${peakBytes()} ${cpuMs()}`));

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProbeRecord } from '../../src/run/records.js';
 import type { DoctorReport } from '../../src/doctor/reportTypes.js';
 import { InputError } from '../../src/io/inputError.js';
-import { loadRunRef } from '../../src/io/loadRunRef.js';
+import { loadRunRef } from '../../src/cli/runRef.js';
 import { listRuns, loadRun, newRunId, resolveRunRef, resolveRunRefNoted, saveRun, storePath } from '../../src/io/runStore.js';
 import { SKIP_PYTHON } from '../doctor/helpers.js';
 import { GiB, onGpu, probeRecords, reportOf } from './reports.js';

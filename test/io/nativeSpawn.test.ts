@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startProbeRun } from '../../src/cli/probeRun.js';
 import { InputError } from '../../src/io/inputError.js';
-import { loadKoffi } from '../../src/live/koffiLoader.js';
+import { loadKoffi } from '../../src/io/koffiLoader.js';
 import { type ChildStdio, SpawnError, nativeSpawnAvailable, startInNewSession, signalName } from '../../src/io/nativeSpawn.js';
 
 const PY = '/usr/bin/python3';

@@ -1,7 +1,7 @@
 /** Every JSON report names the gpuwise version that wrote it (the one of `gpuwise --version`), on shipped inputs. */
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { VERSION } from '../../src/cli/main.js';
+import { VERSION } from '../../src/util/version.js';
 import { REPO } from '../doctor/helpers.js';
 import { runCli } from '../helpers/cli.js';
 

@@ -7,7 +7,7 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
-import { parseProbeLines } from '../../src/doctor/records.js';
+import { parseProbeLines } from '../../src/run/records.js';
 import { buildDoctorReport } from '../../src/doctor/report.js';
 import { loadTrace } from '../../src/io/loadTrace.js';
 import { saveRun } from '../../src/io/runStore.js';

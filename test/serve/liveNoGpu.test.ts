@@ -1,6 +1,7 @@
 /**
- * The Live GPUs page on a machine without a GPU (no NVML library, no nvidia-smi): within two seconds it says so
- * where the GPUs would be, with the sampler's own reason, instead of "waiting for the first sample" for ever.
+ * The Live GPUs page on a machine without a GPU (no NVML library, no nvidia-smi): it says so where the GPUs would be,
+ * with the sampler's own reason, instead of "waiting for the first sample" for ever. (It does within a second or two;
+ * the wait here is long so that a loaded machine cannot fail it: no wall-clock bound in a unit test.)
  */
 import type { Browser } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -24,12 +25,10 @@ describe.skipIf(missing !== null)('Live GPUs without a GPU', () => {
   });
 
   for (const path of ['live', 'live-panel']) {
-    it(`${path}: "no NVIDIA GPU can be read here" and why, in place of the GPUs, within 2 s`, async () => {
+    it(`${path}: "no NVIDIA GPU can be read here" and why, in place of the GPUs`, async () => {
       const page = await browser.newPage();
       await page.goto(s.url + path, { waitUntil: 'load' });
-      const t0 = Date.now();
-      await page.waitForFunction(() => (document.getElementById('no-gpu')?.textContent ?? '').length > 0, { timeout: 2_000 });
-      expect(Date.now() - t0).toBeLessThan(2_000);
+      await page.waitForFunction(() => (document.getElementById('no-gpu')?.textContent ?? '').length > 0, { timeout: 30_000 });
       const said = await page.$eval('#no-gpu', (e) => e.textContent ?? '');
       expect(said).toMatch(/^no NVIDIA GPU can be read here: .*libnvidia-ml.*nvidia-smi is not installed/);
       expect(await page.$eval('#procs tbody', (e) => e.textContent ?? '')).toBe('no GPU sampled');

@@ -5,12 +5,13 @@
  * a GPU), and explains a snapshot. The test reads the outputs the notebook displayed and the history the runs
  * were saved in. Skipped locally without nbclient/ipykernel/torch; under CI=true that fails instead.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { listRuns, loadRun } from '../../src/io/runStore.js';
 import { buildBundle } from '../cliBundle.js';
+import { spawnAsync } from '../helpers/spawnAsync.js';
 import { OOM_SNAPSHOT, ROOT } from './fixtures.js';
 import { scratch } from './helpers.js';
 
@@ -44,10 +45,9 @@ describe.skipIf(missing !== null)('the notebook, executed by a real kernel', () 
     const work = scratch('notebook');
     store = join(work, 'store');
     const out = join(work, 'out.ipynb');
-    const r = spawnSync(PY, [join(ROOT, 'test', 'serve', 'run_notebook.py'), join(ROOT, 'examples', 'notebook', 'gpuwise.ipynb'), out, '300'], {
+    const r = await spawnAsync(PY, [join(ROOT, 'test', 'serve', 'run_notebook.py'), join(ROOT, 'examples', 'notebook', 'gpuwise.ipynb'), out, '300'], {
       cwd: work,
       env: { ...process.env, PYTHONPATH: join(ROOT, 'python'), GPUWISE_CLI: `${process.execPath} ${bundle}`, GPUWISE_STORE: store, GPUWISE_NOTEBOOK_SNAPSHOT: OOM_SNAPSHOT, GPUWISE_NOTEBOOK_PROXY: '0', PYDEVD_DISABLE_FILE_VALIDATION: '1' },
-      encoding: 'utf8',
       timeout: 400_000,
     });
     if (r.status !== 0) throw new Error(`the notebook did not run: ${r.stderr || r.error}`);

@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -11,6 +10,7 @@ import { analyzeTrace } from '../../src/trace/metrics/index.js';
 import type { TraceModel } from '../../src/trace/model.js';
 import { TraceJsonParser } from '../../src/trace/parser.js';
 import { tracePath } from '../helpers/fixtures.js';
+import { spawnAsync } from '../helpers/spawnAsync.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'gpuwise-chunkfile-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -31,7 +31,8 @@ describe('op log chunks in a temporary file (bounded memory on large traces)', (
   it('loads a trace with its op-log budget set to nothing: full chunks in the file, the same metrics', async () => {
     // The shipped GPT-2 steps repeated to 70 MB: an op log of more than one 256 KB chunk.
     const big = join(mkdtempSync(join(tmpdir(), 'gpuwise-bigtrace-')), 'big.json');
-    execFileSync('node', ['bench/trace/makeBigTrace.mjs', tracePath('gpt2_amp'), big, '70'], { stdio: 'ignore' });
+    const made = await spawnAsync('node', ['bench/trace/makeBigTrace.mjs', tracePath('gpt2_amp'), big, '70'], { stdio: 'ignore' });
+    expect(made.status).toBe(0);
     const inFile = await loadTrace(big, undefined, { threads: 1, opLogMemoryBytes: 0 });
     const inMemory = await loadTrace(big, undefined, { threads: 1, opLogMemoryBytes: 1 << 30 });
     expect(inFile.gpu.logs.some((l) => l.chunks.includes(null))).toBe(true);

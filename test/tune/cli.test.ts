@@ -150,11 +150,10 @@ describe.skipIf(SKIP_PYTHON)('gpuwise tune on a CPU script that runs out of memo
     ]);
     expect(rep.searchTrials).toBe(3);
 
+    // A trial that would run 10 minutes ends at its timeout: were it waited for, this test would pass its own timeout.
     const out2 = outDir();
-    const t0 = Date.now();
-    const r2 = await tune(['--out', out2, '--param', 'b=2..8', '--timeout', '1', '--', 'sh', '-c', 'sleep 60', 'sh', '{b}']);
+    const r2 = await tune(['--out', out2, '--param', 'b=2..8', '--timeout', '1', '--', 'sh', '-c', 'sleep 600', 'sh', '{b}']);
     expect(r2.code).toBe(1);
-    expect(Date.now() - t0).toBeLessThan(20_000);
     expect(reportOf(out2).trials.map((t) => t.outcome)).toEqual(['timeout']);
   });
 
@@ -180,17 +179,15 @@ describe.skipIf(SKIP_PYTHON)('gpuwise tune on a CPU script that runs out of memo
 
   it('two ranks: one runs out of memory while the other would hang; the whole trial is ended at once', async () => {
     const out = outDir();
-    // Rank 0 takes 2 minutes per step, as a rank waiting for the failed one in a collective would hang.
+    // Rank 0 takes 2 minutes per step, as a rank waiting for the failed one in a collective would hang: were the
+    // trial waited for, this test would pass its own timeout, and rank 0's log would say it was done.
     const rank = (i: number) =>
       `RANK=${i} LOCAL_RANK=${i} WORLD_SIZE=2 ${PYTHON} ${TOY} --oom-rank 1 --other-rank-sleep-ms 120000 --batch-size $1 --fits 16`;
     const script = `${rank(0)} & ${rank(1)} & wait`;
-    const t0 = Date.now();
     const r = await tune(['--out', out, '--param', 'b=32..64', '--', 'sh', '-c', script, 'sh', '{b}']);
-    const tookS = (Date.now() - t0) / 1000;
     expect(r.code).toBe(1);
     const rep = reportOf(out);
     expect(rep.trials.map((t) => [t.value, t.outcome, t.detail])).toEqual([[32, 'oom', 'out of memory on rank 1 in step 1']]);
-    expect(tookS).toBeLessThan(60);
     expect(readFileSync(join(rep.trials[0]?.runDir ?? '', 'stdout.log'), 'utf8')).not.toContain('done after');
   });
 

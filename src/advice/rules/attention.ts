@@ -10,6 +10,7 @@ import type { Fix } from '../../pace/fix.js';
 import { kernelLabel } from '../../trace/kernelClass.js';
 import type { HandWrittenAttention, TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtBytes, fmtMs, fmtPct } from '../../util/format.js';
+import { isHalfDtype } from '../../util/dtype.js';
 import { finding, gpuOf, pacedParts, type RankRule, stepNs } from './rule.js';
 
 /**
@@ -24,8 +25,7 @@ import { finding, gpuOf, pacedParts, type RankRule, stepNs } from './rule.js';
  */
 export const FUSED_ATTENTION_SHARE_OF_PEAK = { forward: 0.31, backward: 0.24 } as const;
 /** The hand-written attention must take this share of the step to be worth a finding. */
-const MIN_SHARE = 0.02;
-const HALF = /BFloat16|Half|bfloat16|float16/;
+const HAND_WRITTEN_MIN_SHARE = 0.02;
 
 /** What replacing the hand-written attention with a fused kernel changes in a step (per step; data for the pace model). */
 export interface AttentionFixEffect {
@@ -53,7 +53,7 @@ export function attentionFixEffect(m: TraceMetrics): AttentionFixEffect | null {
   const h = m.attention.handWritten;
   const gpu = gpuOf(m);
   if (h === null || gpu === null) return null;
-  const half = h.shapes.every((s) => s.dtype !== null && HALF.test(s.dtype));
+  const half = h.shapes.every((s) => isHalfDtype(s.dtype));
   const peak = half ? gpu.bf16Tflops : gpu.fp32Tflops;
   if (!(peak > 0)) return null;
   const causal = h.masked;
@@ -90,7 +90,7 @@ export const attention: RankRule = (m, ctx) => {
   const h = m.attention.handWritten;
   if (step <= 0 || h === null) return null;
   const unfused = h.gemmNs + h.betweenNs;
-  if (unfused < MIN_SHARE * step) return null;
+  if (unfused < HAND_WRITTEN_MIN_SHARE * step) return null;
   const effect = attentionFixEffect(m);
   const fused = m.attention.fused;
   const evidence = [

@@ -2,14 +2,14 @@
 
 import type { GemmShapeStat, TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtBytes, fmtMs, fmtPct } from '../../util/format.js';
+import { isHalfDtype } from '../../util/dtype.js';
 import { type AutocastEffect, bf16AutocastEffect } from '../autocast.js';
 import { bf16WeightsEffect, unshapedDecodeEffect } from '../bf16Weights.js';
 import { BF16_AUTOCAST_SWITCHES } from '../framework.js';
 import { modelParallelFigures } from './modelParallel.js';
 import { autocastNotReaching } from './precision.js';
-import { finding, gpuOf, matmulNs, paced, pacedParts, type RankRule, type RunContext, stepNs } from './rule.js';
+import { finding, fp32MatmulNsPerStep, gpuOf, matmulNs, paced, pacedParts, type RankRule, type RunContext, stepNs } from './rule.js';
 
-const FP32_MIN_SHARE_OF_MATMUL = 0.1;
 const MISALIGNED_MIN_SHARE = 0.01;
 const UNDERUSED_MAX_MEMORY_SHARE = 0.5;
 const UNDERUSED_MAX_BUSY = 0.6;
@@ -17,12 +17,6 @@ const UNDERUSED_MAX_SM_EFFICIENCY = 0.6;
 /** Never suggest more than this batch multiple, and keep 20% of memory as headroom. */
 const MAX_BATCH_SCALE = 4;
 const MEMORY_HEADROOM = 0.8;
-
-/** fp32 (SIMT) matmul time per step when it is a share of the matmuls worth a finding (FP32_MIN_SHARE_OF_MATMUL), else null. */
-function fp32MatmulNsPerStep(m: TraceMetrics): number | null {
-  const fp32 = m.precision.fp32Ns / Math.max(1, m.steps.length);
-  return fp32 > 0 && fp32 / Math.max(matmulNs(m), 1) >= FP32_MIN_SHARE_OF_MATMUL ? fp32 : null;
-}
 
 /**
  * no-tensor-cores' fix on the step of `m`: bf16 autocast, the same model as mixed-precision's (advice/autocast.ts), TF32
@@ -252,7 +246,7 @@ export const misalignedShapes: RankRule = (m, ctx) => {
 };
 
 function alignLabel(dtype: string | null): string {
-  if (dtype === null || /BFloat16|Half/.test(dtype)) return '8';
+  if (dtype === null || isHalfDtype(dtype)) return '8';
   return /^(float|double)$/.test(dtype) ? '4' : '8';
 }
 

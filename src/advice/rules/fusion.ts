@@ -11,7 +11,7 @@ import type { TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtMs, fmtPct } from '../../util/format.js';
 import { attentionFixEffect } from './attention.js';
 import { misalignedGemms, tensorCoreEffect } from './compute.js';
-import { matmulNs, pipelineOf, type RankRule, stepNs } from './rule.js';
+import { isCompiled, matmulNs, pipelineOf, type RankRule, stepNs } from './rule.js';
 
 /**
  * The GPU must be busy for its kernel time to matter: below this, input or launch rules apply. Low on purpose: a
@@ -73,10 +73,6 @@ export function compileHostKeeps(m: TraceMetrics): number {
 
 /** A convolutional net's normalisation cannot fuse into its convolutions in training: the factor was not measured there. */
 const MAX_CONV_SHARE = 0.2;
-
-export function isCompiled(m: TraceMetrics): boolean {
-  return m.kernelMix.tritonKernels > 0;
-}
 
 /**
  * The fusable kernel time by kind, less hand-written attention's kernels between its matmuls: those are the attention
@@ -155,7 +151,7 @@ function busyShareOf(m: TraceMetrics, pace: Pipeline | null | undefined): number
 export const fusion: RankRule = (m, ctx) => {
   const step = stepNs(m);
   // Compiled already, by the trace's Triton kernels or the probe's sight of torch.compile's wrapper.
-  if (step <= 0 || isCompiled(m) || ctx?.compiled === true || busyShareOf(m, ctx?.pace) < MIN_BUSY_SHARE) return null;
+  if (step <= 0 || isCompiled(m, ctx) || busyShareOf(m, ctx?.pace) < MIN_BUSY_SHARE) return null;
   const mm = matmulNs(m);
   if (mm <= 0 || m.perStep.kernelNsByCategory.conv > MAX_CONV_SHARE * mm) return null;
   const fusable = Math.min(fusableNs(m), m.perStep.busyNs - mm);

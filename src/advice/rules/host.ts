@@ -3,8 +3,8 @@ import { ACCUMULATE_ON_GPU_CODE } from '../keepOnGpu.js';
 import { fmtMs, fmtPct, fmtWindow } from '../../util/format.js';
 import type { Fix } from '../../pace/fix.js';
 import { gainOf } from '../../pace/gain.js';
-import { compileWarmupWords, isCompiled } from './fusion.js';
-import { finding, paced, pipelineOf, type RankRule, stepNs, whenInSteps } from './rule.js';
+import { compileWarmupWords } from './fusion.js';
+import { finding, isCompiled, paced, pipelineOf, type RankRule, stepNs, whenInSteps } from './rule.js';
 
 const SYNC_MIN_SHARE = 0.01;
 const LAUNCH_MIN_SHARE = 0.1;
@@ -150,7 +150,7 @@ export const launchBound: RankRule = (m, ctx) => {
   const saved = idle * LAUNCH_RECOVERABLE;
   const graphs = l.graphLaunchesPerStep ?? 0;
   const graphed = graphs >= 1;
-  const compiled = isCompiled(m) || ctx?.compiled === true;
+  const compiled = isCompiled(m, ctx);
   const fix: Fix = {
     label: ctx?.decode ? 'static KV cache + CUDA graphs' : compiled ? 'CUDA graphs (mode="reduce-overhead")' : 'fewer launches (compile, CUDA graphs)',
     ops: [{ kind: 'host', work: 'launches', ns: saved }],

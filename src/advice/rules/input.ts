@@ -4,12 +4,11 @@ import type { Finding } from '../../findings/finding.js';
 import type { Fix } from '../../pace/fix.js';
 import { gainOf } from '../../pace/gain.js';
 import { LOADER_HEADROOM, type Pipeline, stepOf, workerCap, workersToAsk, workerStartUpNs } from '../../pace/pipeline.js';
+import { INPUT_BINDS_SHARE } from '../../pace/window.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtBytes, fmtMs, fmtPct, fmtWindow } from '../../util/format.js';
 import { finding, paced, pipelineOf, type RankRule, stepNs, whenInSteps } from './rule.js';
 
-/** Fires when the loop waits on the DataLoader at least this share of the step. */
-const DATALOADER_MIN_SHARE = 0.05;
 /** Pinned host-to-device bandwidth assumed when the trace has no pinned copy to measure (PCIe Gen4 x16, practical). */
 const ASSUMED_PINNED_GBS = 20;
 const PAGEABLE_MIN_SHARE = 0.002;
@@ -84,7 +83,7 @@ export function dataloaderFinding(p: Pipeline, m: TraceMetrics | null, rank: num
   const l0 = p.loader;
   const startUp = l0?.stepsPerEpoch ? workerStartUpNs(l0) / l0.stepsPerEpoch : 0;
   const epochStarts = p.serial.some((c) => c.kind === 'epoch-starts') || startUp >= EPOCH_START_MIN_SHARE * step;
-  if (!(step > 0) || wait / step < DATALOADER_MIN_SHARE) return null;
+  if (!(step > 0) || wait / step < INPUT_BINDS_SHARE) return null;
   const run = p.source === 'run';
   const rec = workersFor(p);
   const capacity = loaderCapacity(p);

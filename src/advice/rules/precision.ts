@@ -7,17 +7,16 @@
 
 import { catalogueName } from '../../gpus/catalogue.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
+import { isHalfDtype } from '../../util/dtype.js';
 import { fmtMs } from '../../util/format.js';
 import { bf16AutocastEffect } from '../autocast.js';
 import { BF16_AUTOCAST_SWITCHES } from '../framework.js';
-import { type FindingParts, finding, gpuOf, matmulNs, type ModelRule, paced, pacedParts, type RankRule, type RunContext, stepNs } from './rule.js';
+import { type FindingParts, finding, fp32MatmulNsPerStep, gpuOf, matmulNs, type ModelRule, paced, pacedParts, type RankRule, type RunContext, stepNs } from './rule.js';
 
 /** Already mixed precision: at least this share of the known-precision matmul time on 16/8-bit tensor cores. */
 const HALF_MATMUL_SHARE = 0.5;
-/** fp32 SIMT matmuls past this share of matmul time are no-tensor-cores' finding (compute.ts). */
-const FP32_SIMT_SHARE = 0.1;
 /** Below this share of the step the lever is not worth a finding. */
-const MIN_SHARE = 0.05;
+const MIN_SAVED_SHARE = 0.05;
 /** Conv time past this share of matmul time makes a convolutional net (channels_last applies). */
 const CONV_NET_SHARE = 0.2;
 /**
@@ -60,13 +59,12 @@ export const mixedPrecision: RankRule = (m, ctx) => {
   const p = m.precision;
   const mix = m.kernelMix;
   const n = Math.max(1, m.steps.length);
-  const mm = matmulNs(m);
   const half = (p.tensorCore16Ns + p.tensorCore8Ns) / n;
   const tf32 = p.tensorCoreTf32Ns / n;
   const simt = p.fp32Ns / n;
   const known = half + tf32 + simt;
   if (step <= 0 || known <= 0 || half >= HALF_MATMUL_SHARE * known) return null;
-  if (simt >= FP32_SIMT_SHARE * Math.max(mm, 1)) return null; // no-tensor-cores says it, with the GEMMs' own rates
+  if (fp32MatmulNsPerStep(m) !== null) return null; // no-tensor-cores says it (compute.ts), with the GEMMs' own rates
   const cc = Number(m.devices[0]?.computeCapability ?? '0');
   const gpu = gpuOf(m);
   const bf16 = cc >= 8 || cc === 0;
@@ -77,7 +75,7 @@ export const mixedPrecision: RankRule = (m, ctx) => {
   // With channels_last beside autocast the layout transposes go: cuDNN runs bf16 convolutions in NHWC.
   const effect = bf16AutocastEffect(m, tf32Ratio, convNet);
   const saved = effect.savedNs;
-  if (saved / step < MIN_SHARE) return null;
+  if (saved / step < MIN_SAVED_SHARE) return null;
   const dtype = bf16 ? 'bfloat16' : 'float16';
   const code = [
     `with torch.autocast("cuda", dtype=torch.${dtype}):`,
@@ -135,7 +133,7 @@ export const channelsLast: RankRule = (m, ctx) => {
   if (m.precision.tensorCore16Ns / n < 0.5 * conv) return null;
   const nchwHalf = Math.min(mix.nchwNormPoolNs, mix.halfNormPoolNs);
   const saved = mix.nchwTransposeNs + NCHW_NORM_POOL_SAVED * nchwHalf;
-  if (saved / step < MIN_SHARE) return null;
+  if (saved / step < MIN_SAVED_SHARE) return null;
   return paced(
     m,
     ctx?.pace,
@@ -205,7 +203,6 @@ export const fp16WithoutScaler: RankRule = (m) => {
 
 /** Half-precision weights and optimizer state past this share of the parameters: no fp32 master copy exists. */
 const HALF_WEIGHTS_MIN_SHARE = 0.9;
-const HALF_DTYPES = new Set(['bfloat16', 'float16']);
 
 /**
  * The model's weights and the optimizer's state are bf16/fp16 (`model.to(torch.bfloat16)` before the optimizer):
@@ -221,13 +218,13 @@ export const halfMasterWeights: ModelRule = (model) => {
   for (const m of model.modules)
     for (const [dtype, n] of Object.entries(m.dtypes)) {
       all += n;
-      if (HALF_DTYPES.has(dtype)) half += n;
+      if (isHalfDtype(dtype)) half += n;
     }
-  const stateHalf = Object.entries(opt.stateDtypes).reduce((a, [d, b]) => a + (HALF_DTYPES.has(d) ? b : 0), 0);
+  const stateHalf = Object.entries(opt.stateDtypes).reduce((a, [d, b]) => a + (isHalfDtype(d) ? b : 0), 0);
   const stateAll = Object.values(opt.stateDtypes).reduce((a, b) => a + b, 0);
   // An optimizer that keeps fp32 state for half weights (a mixed-precision optimizer) holds the master copy itself.
   if (all === 0 || half / all < HALF_WEIGHTS_MIN_SHARE || (stateAll > 0 && stateHalf / stateAll < HALF_WEIGHTS_MIN_SHARE)) return null;
-  const dtype = Object.entries(model.modules[0]?.dtypes ?? {}).find(([d]) => HALF_DTYPES.has(d))?.[0] ?? 'bfloat16';
+  const dtype = Object.entries(model.modules[0]?.dtypes ?? {}).find(([d]) => isHalfDtype(d))?.[0] ?? 'bfloat16';
   return finding({
     id: 'half-master-weights',
     title: `The weights and ${opt.class}'s state are ${dtype}: no fp32 master copy, small updates are lost`,

@@ -1,3 +1,8 @@
+/**
+ * What every rule shares (pure): the rule types (`RankRule`, the `RunContext` doctor hands over), `paced`, a finding
+ * whose fix's gain the pace model makes on the pipeline given (doctor's run) or the window's, and the tests several
+ * rules ask the same way: the step, the matmul time, fp32 matmuls worth a finding, a compiled model, the GPU.
+ */
 import { type Finding, type FindingParts, finding } from '../../findings/finding.js';
 import { type GpuSpec, lookupGpu } from '../../gpus/catalogue.js';
 import type { Fix } from '../../pace/fix.js';
@@ -130,6 +135,27 @@ export function whenInSteps(m: TraceMetrics, atNs: number): string {
   const last = m.steps[m.steps.length - 1];
   if (first && atNs < first.startNs) return `${fmtMs(first.startNs - atNs)} before the first analysed step`;
   return last ? `${fmtMs(atNs - last.endNs)} after the last analysed step` : 'outside the analysed steps';
+}
+
+/**
+ * The model is compiled, as the rules judge it: the probe saw torch.compile (`ctx.compiled`), or the window ran
+ * Inductor's Triton kernels (KernelMix.tritonKernels: trace/kernelClass.ts's isInductorKernel). doctor's what-ifs and
+ * the planner's hint ask run/setup.ts's inferCompiled, which names its evidence, on the same two facts.
+ */
+export function isCompiled(m: TraceMetrics, ctx?: RunContext | null): boolean {
+  return ctx?.compiled === true || m.kernelMix.tritonKernels > 0;
+}
+
+/** fp32 SIMT matmuls worth no-tensor-cores' finding: this share of the matmul time or more. */
+const FP32_MIN_SHARE_OF_MATMUL = 0.1;
+
+/**
+ * fp32 (SIMT) matmul time per step when it is a share of the matmuls worth a finding (FP32_MIN_SHARE_OF_MATMUL), else
+ * null: no-tensor-cores' finding (compute.ts), which mixed-precision (precision.ts) leaves to it.
+ */
+export function fp32MatmulNsPerStep(m: TraceMetrics): number | null {
+  const fp32 = m.precision.fp32Ns / Math.max(1, m.steps.length);
+  return fp32 > 0 && fp32 / Math.max(matmulNs(m), 1) >= FP32_MIN_SHARE_OF_MATMUL ? fp32 : null;
 }
 
 export function matmulNs(m: TraceMetrics): number {

@@ -9,12 +9,11 @@ import { IDLE_CAUSES, type TraceMetrics } from '../../trace/metrics/types.js';
 import type { AnalyzeReport } from '../../report/analyzeReport.js';
 import { IDLE_LABELS } from '../../report/terminal.js';
 import { fmtBytes, fmtGpuMemory, fmtMs, fmtPct, fmtWindow } from '../../util/format.js';
-import { type InlineAssets, esc, noscriptTable, page, scrollBox, spread, table } from './layout.js';
+import { type InlineAssets, enc, esc, noscriptTable, page, scrollBox, spread, table } from './layout.js';
 import { flopsLeftOut, flopsSplit, mfuText } from '../../report/flopsText.js';
 import { findingHtml, verdictGainText } from './runs.js';
 import { paceHtml } from './pace.js';
 
-const enc = encodeURIComponent;
 
 /** Busy first, then the idle causes, in one fixed order and colour everywhere on the page. */
 const PARTS = ['busy', ...IDLE_CAUSES] as const;

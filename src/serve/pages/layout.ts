@@ -8,6 +8,8 @@ import { CHARTS_JS } from './clientCharts.js';
 
 /** The one HTML escaping (util/html.ts), under the short name the page builders use. */
 export const esc = escapeHtml;
+/** A value in a link's query or path. */
+export const enc = encodeURIComponent;
 
 /**
  * What a page needs inline to stand alone as one file (the `--html` reports): uPlot's script and style sheet. The

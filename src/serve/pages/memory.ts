@@ -7,10 +7,9 @@
 import type { LiveDiff, MemoryDiff } from '../../memory/diff.js';
 import type { LiveSet, MemoryReport } from '../../memory/report.js';
 import { fmtBytes, fmtPct, fmtSignedBytes, fmtUs } from '../../util/format.js';
-import { type InlineAssets, esc, noscriptTable, page, scrollBox, spread, table } from './layout.js';
+import { type InlineAssets, enc, esc, noscriptTable, page, scrollBox, spread, table } from './layout.js';
 import { findingHtml } from './runs.js';
 
-const enc = encodeURIComponent;
 
 const COLORS: Record<string, string> = {
   parameters: '#4e79a7',

@@ -5,10 +5,10 @@
  * plain HTML and the page reads the same with JavaScript off.
  */
 import { hardwareText, layoutText, modelSourceText, searchChoiceText } from '../../planner/render.js';
+import { fmtGiB } from '../../util/format.js';
 import type { PlanJson } from '../../planner/report.js';
 import { type InlineAssets, esc, page, scrollBox, table } from './layout.js';
 
-const gib = (b: number) => `${(b / 1024 ** 3).toFixed(2)} GiB`;
 const COLORS = ['#1565c0', '#6a1b9a', '#00897b', '#ef6c00', '#558b2f', '#8e44ad', '#f9a825', '#757575', '#283593', '#e53935'];
 const colorOf = (i: number) => COLORS[i % COLORS.length]!;
 
@@ -17,10 +17,10 @@ function memoryBar(j: PlanJson): string {
   const m = j.memory;
   const sum = m.components.reduce((a, c) => a + c.bytes, 0);
   const scale = Math.max(m.budgetBytes, m.peakReservedBytes, sum, 1);
-  const parts = m.components.map((c, i) => `<i title="${esc(c.label)}: ${esc(gib(c.bytes))}" style="width:${((100 * c.bytes) / scale).toFixed(2)}%;background:${colorOf(i)}"></i>`).join('');
+  const parts = m.components.map((c, i) => `<i title="${esc(c.label)}: ${esc(fmtGiB(c.bytes, 2))}" style="width:${((100 * c.bytes) / scale).toFixed(2)}%;background:${colorOf(i)}"></i>`).join('');
   const budgetPct = ((100 * m.budgetBytes) / scale).toFixed(2);
-  return `<div style="position:relative"><div class="stack" style="height:28px">${parts}</div><div title="budget ${esc(gib(m.budgetBytes))}" style="position:absolute;top:-3px;bottom:-3px;left:${budgetPct}%;border-left:2px solid #000"></div></div>
-<div class="dim" style="font-size:12px">${m.components.map((c, i) => `<span class="sw" style="background:${colorOf(i)}"></span>${esc(c.label)} ${esc(gib(c.bytes))}`).join(' &nbsp; ')} &nbsp; │ budget ${esc(gib(m.budgetBytes))}</div>`;
+  return `<div style="position:relative"><div class="stack" style="height:28px">${parts}</div><div title="budget ${esc(fmtGiB(m.budgetBytes, 2))}" style="position:absolute;top:-3px;bottom:-3px;left:${budgetPct}%;border-left:2px solid #000"></div></div>
+<div class="dim" style="font-size:12px">${m.components.map((c, i) => `<span class="sw" style="background:${colorOf(i)}"></span>${esc(c.label)} ${esc(fmtGiB(c.bytes, 2))}`).join(' &nbsp; ')} &nbsp; │ budget ${esc(fmtGiB(m.budgetBytes, 2))}</div>`;
 }
 
 function timeTable(j: PlanJson): string {
@@ -57,23 +57,23 @@ export function renderPlanHtml(j: PlanJson, assets: InlineAssets): string {
   const components = table(
     ['component', 'per GPU', 'note'],
     [
-      ...m.components.map((c) => [c.label, gib(c.bytes), c.note]),
-      ['max_memory_allocated', gib(m.peakAllocatedBytes), `forward ${gib(m.phases.forwardBytes)}, backward ${gib(m.phases.backwardBytes)}, optimizer ${gib(m.phases.optimizerBytes)}`],
-      ['max_memory_reserved', gib(m.peakReservedBytes), ''],
-      ['nvidia-smi', gib(m.deviceUsedBytes), ''],
-      ['budget', gib(m.budgetBytes), m.headroomBytes >= 0 ? `headroom ${gib(m.headroomBytes)}` : `short by ${gib(-m.headroomBytes)}`],
+      ...m.components.map((c) => [c.label, fmtGiB(c.bytes, 2), c.note]),
+      ['max_memory_allocated', fmtGiB(m.peakAllocatedBytes, 2), `forward ${fmtGiB(m.phases.forwardBytes, 2)}, backward ${fmtGiB(m.phases.backwardBytes, 2)}, optimizer ${fmtGiB(m.phases.optimizerBytes, 2)}`],
+      ['max_memory_reserved', fmtGiB(m.peakReservedBytes, 2), ''],
+      ['nvidia-smi', fmtGiB(m.deviceUsedBytes, 2), ''],
+      ['budget', fmtGiB(m.budgetBytes, 2), m.headroomBytes >= 0 ? `headroom ${fmtGiB(m.headroomBytes, 2)}` : `short by ${fmtGiB(-m.headroomBytes, 2)}`],
     ],
     'memory',
     ['text', 'num', 'text'],
   );
   const savers =
     !j.wouldFit && j.savers.length
-      ? `<h2>Memory savers</h2>${table(['change', 'saves', 'step time'], j.savers.map((s) => [s.change, `−${gib(s.savedBytes)}`, `${s.stepTimeDeltaMs >= 0 ? '+' : ''}${s.stepTimeDeltaMs.toFixed(1)} ms`]), 'savers', ['text', 'num', 'num'])}`
+      ? `<h2>Memory savers</h2>${table(['change', 'saves', 'step time'], j.savers.map((s) => [s.change, `−${fmtGiB(s.savedBytes, 2)}`, `${s.stepTimeDeltaMs >= 0 ? '+' : ''}${s.stepTimeDeltaMs.toFixed(1)} ms`]), 'savers', ['text', 'num', 'num'])}`
       : '';
   const search = j.search?.plans.length
     ? `<h2>Layouts that fit (${j.search.feasible} of ${j.search.candidates})</h2>${choice === null ? '' : `<p id="search-choice">${esc(choice)}</p>`}${table(
         ['#', 'tokens/s', 'step', 'peak', 'binds', 'layout'],
-        j.search.plans.map((p) => [String(p.rank), p.tokensPerSec.toLocaleString('en-US'), `${p.stepTimeMs.toFixed(1)} ms`, gib(p.peakAllocatedBytes), p.bindingTerm, `${layoutText(p)}, global ${p.globalBatch}`]),
+        j.search.plans.map((p) => [String(p.rank), p.tokensPerSec.toLocaleString('en-US'), `${p.stepTimeMs.toFixed(1)} ms`, fmtGiB(p.peakAllocatedBytes, 2), p.bindingTerm, `${layoutText(p)}, global ${p.globalBatch}`]),
         'search',
         ['num', 'num', 'num', 'num', 'text', 'text'],
       )}`

@@ -4,7 +4,7 @@
  * `analyze --html` and `memory --html` write standalone.
  */
 import { fmtBytes } from '../../util/format.js';
-import { esc, page, scrollBox } from './layout.js';
+import { enc, esc, page, scrollBox } from './layout.js';
 
 export type OpenedKind = 'trace' | 'snapshot';
 
@@ -18,7 +18,6 @@ export interface OpenedReportRow {
   headline: string;
 }
 
-const enc = encodeURIComponent;
 
 export const REPORTS_INDEX_JS = `
 (function () {

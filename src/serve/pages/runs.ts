@@ -13,14 +13,13 @@ import { fmtBytes, fmtGpuMemory, fmtMs, fmtPct, fmtRate } from '../../util/forma
 import { distributedTable, durationText, environmentRows, fmtBytesOr, GPU_PROCESS_COLUMNS, hangLines, GPU_PROCESS_NOTE, gpuProcessRows, fmtStepS, modelLine, nvmlBesideAllocator, planModelLine, rankLabel, rankShort, setupFacts, setupGuesses, stepSourceNote, hostCpuNote, decodeText, stallNote } from '../../doctor/renderParts.js';
 import { whatIfsOf } from '../../doctor/reportCheck.js';
 import { paceHtml } from './pace.js';
-import { type ColumnKind, type InlineAssets, esc, noscriptTable, page, scrollBox, spread, table } from './layout.js';
+import { type ColumnKind, type InlineAssets, enc, esc, noscriptTable, page, scrollBox, spread, table } from './layout.js';
 
 /** The history's rows as the list shows them (a StoredRun has these fields). */
 export interface RunListRow extends RunRow {
   durationS: number | null;
 }
 
-const enc = encodeURIComponent;
 
 function stepText(s: number | null): string {
   return s === null ? 'n/a' : fmtMs(s * 1e9);

@@ -4,13 +4,13 @@
  * against the value tried (the measured peaks, the line, the budget, the predicted largest and the values that ran
  * out of memory marked), throughput against the value, every trial. No server page: tune runs the command itself.
  */
-import { tuneAnswer } from '../../tune/markdown.js';
+import { rateText, tuneAnswer } from '../../tune/markdown.js';
 import { TUNE } from '../../tune/predict.js';
 import type { TuneReport, TuneTrial } from '../../tune/report.js';
 import { fmtBytes, fmtGpuMemory } from '../../util/format.js';
 import { type InlineAssets, esc, noscriptTable, page, spread, table } from './layout.js';
+import { GiB } from '../../util/units.js';
 
-const GiB = 1024 ** 3;
 const gib = (b: number | null) => (b === null ? null : b / GiB);
 
 export interface TuneChartData {
@@ -94,7 +94,6 @@ export const TUNE_PAGE_JS = `
 })();
 `;
 
-const rate = (x: number | null) => (x === null ? '-' : x >= 100 ? Math.round(x).toLocaleString('en-US') : x.toPrecision(3));
 const OUTCOME: Record<TuneTrial['outcome'], string> = { ok: 'ok', oom: 'out of memory', failed: 'failed', timeout: 'timed out', interrupted: 'stopped' };
 
 function memoryLineText(r: TuneReport): string {
@@ -135,7 +134,7 @@ export function renderTuneHtml(r: TuneReport, assets: InlineAssets): string {
       ? `<div id="chart-tune-throughput" class="chart"></div>${noscriptTable(
           `${thr.unit} against ${name} (the chart needs JavaScript)`,
           [name, thr.unit],
-          spread(thr.x.length, 12).map((i) => [String(thr.x[i]), rate(thr.y[i] ?? null)]),
+          spread(thr.x.length, 12).map((i) => [String(thr.x[i]), rateText(thr.y[i] ?? null)]),
         )}`
       : `<p class="dim">${thr ? 'one value measured: nothing to draw' : 'no throughput measured (the probe could not count samples or tokens per step)'}</p>`;
   const trials = table(
@@ -147,7 +146,7 @@ export function renderTuneHtml(r: TuneReport, assets: InlineAssets): string {
       t.peakAllocatedBytes !== null ? fmtBytes(t.peakAllocatedBytes) : '-',
       t.peakReservedBytes !== null ? fmtBytes(t.peakReservedBytes) : '-',
       t.stepTimeS !== null ? `${(t.stepTimeS * 1e3).toFixed(t.stepTimeS < 0.1 ? 1 : 0)} ms` : '-',
-      rate(throughputOf(r, t)),
+      rateText(throughputOf(r, t)),
       t.reason,
       t.detail,
     ]),

@@ -18,7 +18,7 @@
  * model that already runs fused attention is never told to.
  */
 import { attentionBackend, attentionOpFlops, type AttentionBackend } from '../attentionOps.js';
-import { CopyKind, KernelCategory } from '../kernelClass.js';
+import { CopyKind, FP32_KERNEL, HALF_KERNEL, KernelCategory } from '../kernelClass.js';
 import type { TraceModel } from '../model.js';
 import { forEachOpByStart, OpKind } from '../opLog.js';
 import { dtypeBytes } from '../../util/dtype.js';
@@ -35,8 +35,6 @@ const SOFTMAX = /softmax/i;
 const NOT_ATTENTION_SOFTMAX = /log_?softmax|LogSoftMax/i;
 const SOFTMAX_BACKWARD = /softmax_warp_backward|SoftMaxBackward|softmax_backward/i;
 const MASKING = /masked_fill|where/i;
-const HALF_NAME = /BFloat16|bfloat16|c10::Half|__half\b|\bhalf\b/;
-const FLOAT_NAME = /<float\b|\(float\b|, float\b|\bfloat\)/;
 const MATMUL = new Set<number>([KernelCategory.gemm, KernelCategory.conv, KernelCategory.attention]);
 
 /** An attention shape found by step 1, with what the pass adds up for it. */
@@ -102,8 +100,8 @@ function attentionShapes(model: TraceModel): { groupOf: Int32Array; groups: Grou
 
 /** Bytes an elementwise kernel writes per element, from the dtype its name carries; the matmuls' dtype otherwise. */
 function elementBytes(name: string, fallback: number): number {
-  if (HALF_NAME.test(name)) return 2;
-  if (FLOAT_NAME.test(name)) return 4;
+  if (HALF_KERNEL.test(name)) return 2;
+  if (FP32_KERNEL.test(name)) return 4;
   return fallback;
 }
 

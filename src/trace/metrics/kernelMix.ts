@@ -6,7 +6,7 @@
  * GradScaler. Read from kernel names, which carry their template arguments; one entry per distinct
  * name, so this costs nothing per kernel.
  */
-import { KernelCategory } from '../kernelClass.js';
+import { FP16_KERNEL, FP32_KERNEL, HALF_KERNEL, KernelCategory, isInductorKernel } from '../kernelClass.js';
 import type { KernelMix } from './types.js';
 
 export interface NamedKernelTime {
@@ -16,13 +16,9 @@ export interface NamedKernelTime {
   totalNs: number;
 }
 
-const HALF = /BFloat16|bfloat16|__nv_bfloat16|\bbf16\b|_bf16|c10::Half|__half\b|\bhalf\b|\bfp16\b|_f16/;
-const FP16 = /c10::Half|__half\b|\bhalf\b|\bfp16\b/;
-const FP32 = /<float\b|\(float\b|, float\b|_f32f32|\bfloat\)|FloatType|<float,/;
 const TRANSPOSE = /nchwToNhwc|nhwcToNchw/;
 const NORM_POOL = /batch_norm|bn_fw|bn_bw|bn_bw_|instance_norm|group_norm|max_pool|avg_pool|adaptive_avg|upsample/i;
 const CHANNELS_LAST = /channels_last|nhwc|NHWC/;
-const TRITON = /^triton_|\btriton_(poi|red|per|tem)_/;
 const GRAD_SCALER = /amp_update_scale|non_finite_check_and_unscale/;
 /** What a fusable kernel does, first match wins (see KernelMix.fusable). */
 const MULTI_TENSOR = /multi_tensor_apply|fused_adam|fused_sgd|_foreach_/;
@@ -48,7 +44,7 @@ export function autocastKind(name: string, category: number): keyof KernelMix['m
 
 /** What a kernel a compiler could fuse does (KernelMix.fusable's key), first match wins; null for a kernel it could not fuse. */
 export function fusableKind(name: string, category: number): keyof KernelMix['fusable'] | null {
-  if (!FUSABLE.has(category) || TRITON.test(name)) return null;
+  if (!FUSABLE.has(category) || isInductorKernel(name)) return null;
   if (MULTI_TENSOR.test(name)) return 'optimizerNs';
   if (CAST_COPY.test(name)) return 'castNs';
   if (NORM.test(name)) return 'normNs';
@@ -82,7 +78,7 @@ export function kernelMix(kernels: readonly NamedKernelTime[], steps: number): K
   for (const k of kernels) {
     const t = k.totalNs;
     const name = k.name;
-    if (TRITON.test(name)) {
+    if (isInductorKernel(name)) {
       mix.tritonNs += t;
       mix.tritonKernels += k.count;
     }
@@ -91,11 +87,11 @@ export function kernelMix(kernels: readonly NamedKernelTime[], steps: number): K
       if (kind !== null) fu[kind] += t;
     }
     if (GRAD_SCALER.test(name)) mix.gradScalerKernels += k.count;
-    if (FP16.test(name)) mix.fp16Kernels += k.count;
+    if (FP16_KERNEL.test(name)) mix.fp16Kernels += k.count;
     if (k.category === KernelCategory.elementwise || k.category === KernelCategory.reduction) {
       if (TRANSPOSE.test(name)) mix.nchwTransposeNs += t;
-      else if (HALF.test(name)) mix.memoryBoundHalfNs += t;
-      else if (FP32.test(name)) {
+      else if (HALF_KERNEL.test(name)) mix.memoryBoundHalfNs += t;
+      else if (FP32_KERNEL.test(name)) {
         mix.memoryBoundFp32Ns += t;
         byAutocast[autocastKind(name, k.category)] += t;
       }
@@ -103,7 +99,7 @@ export function kernelMix(kernels: readonly NamedKernelTime[], steps: number): K
       if (NORM_POOL.test(name)) {
         if (CHANNELS_LAST.test(name)) mix.channelsLastNormPoolNs += t;
         else mix.nchwNormPoolNs += t;
-        if (HALF.test(name)) mix.halfNormPoolNs += t;
+        if (HALF_KERNEL.test(name)) mix.halfNormPoolNs += t;
       }
     }
   }

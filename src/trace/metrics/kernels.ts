@@ -19,6 +19,7 @@ import type { NamedKernelTime } from './kernelMix.js';
 import { Medians } from './select.js';
 import type { StepWindow } from './steps.js';
 import type { CommStats, CopyStats, GemmShapeStat, KernelStat, LaunchStats, PrecisionStats } from './types.js';
+import { isHalfDtype } from '../../util/dtype.js';
 
 export function median(values: ArrayLike<number>): number {
   const n = values.length;
@@ -288,7 +289,7 @@ export function gemmDims(op: string, dims: number[][]): { batch: number; m: numb
 /** Tensor cores want leading dimensions in multiples of 8 elements for 16-bit types, 4 for 32-bit, 16 for 8-bit. */
 export function alignmentFor(dtype: string | null): number {
   if (dtype === null) return 8;
-  if (/BFloat16|Half|bfloat16|float16/.test(dtype)) return 8;
+  if (isHalfDtype(dtype)) return 8;
   if (/Float8|fp8|e4m3|e5m2|int8|char/i.test(dtype)) return 16;
   return 4;
 }

@@ -1,5 +1,6 @@
 /**
- * Finds koffi at run time (shell). The bundle keeps koffi external because it ships a native
+ * Finds koffi at run time (shell), for NVML (live/nvml.ts), doctor's child (nativeSpawn.ts) and gpuwise's own end by
+ * a signal (signalDeath.ts). The bundle keeps koffi external because it ships a native
  * `.node` file per platform (in the optional package @koromix/koffi-<os>-<arch>). Looked up in order:
  *   1. $GPUWISE_KOFFI_DIR: a folder holding `koffi/` (a node_modules folder) or koffi itself;
  *   2. the normal Node resolution from this file: node_modules/koffi next to dist/ (or src/).
