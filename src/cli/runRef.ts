@@ -3,7 +3,7 @@
  * renderer they use. Here, in the CLI, because those renderers span doctor/, history/ and serve's pages.
  */
 import { renderDoctorMarkdown } from '../doctor/markdown.js';
-import type { DoctorReport } from '../doctor/report.js';
+import type { DoctorReport } from '../doctor/reportTypes.js';
 import { renderDoctorText } from '../doctor/render.js';
 import { compareRuns } from '../history/compare.js';
 import { renderComparisonMarkdown, renderComparisonText } from '../history/render.js';

@@ -3,7 +3,7 @@
  * as the terminal report; the series over time are drawn as one-line sparklines since Markdown has
  * no charts (the HTML page has them).
  */
-import { planLines } from '../pace/plan.js';
+import { inPlanText, planFirstMarkdown } from '../report/planFirst.js';
 import { paceHeadline, paceRows } from '../pace/report.js';
 import { SPARK_BARS, fmtBytes, fmtGpuMemory, fmtPct, fmtRate } from '../util/format.js';
 import {
@@ -60,6 +60,7 @@ export function renderDoctorMarkdown(r: DoctorReport): string {
   const out: string[] = [];
   out.push(`## gpuwise doctor: ${code(r.run.command.join(' '))}`, '');
   out.push(`**Outcome:** ${r.run.outcomeText} · ran ${durationText(r.run.durationS)} · run directory ${code(r.run.runDir)}`, '');
+  if (r.pace) out.push(...planFirstMarkdown(r.pace.plan, r.findings), '');
 
   out.push('### Environment', '', '| | |', '|---|---|');
   for (const [k, v] of environmentRows(r)) out.push(`| ${cell(k)} | ${cell(v)} |`);
@@ -161,7 +162,7 @@ export function renderDoctorMarkdown(r: DoctorReport): string {
   out.push('### Findings', '');
   if (r.findings.length === 0) out.push('No findings.', '');
   r.findings.forEach((f, i) => {
-    out.push(...findingMarkdown(f, i, '####'));
+    out.push(...findingMarkdown(f, i, '####', inPlanText(r.pace?.plan, f)));
   });
 
   const whatIfs = whatIfsOf(r);
@@ -189,12 +190,10 @@ export function renderDoctorMarkdown(r: DoctorReport): string {
     for (const n of r.notes) out.push(`- ${n}`);
     out.push('');
   }
-  // The report ends with what sets the pace and the plan (pace/).
+  // The report ends with what sets the pace, stage by stage (the plan opened it).
   if (r.pace) {
     out.push('### What sets the pace', '', paceHeadline(r.pace, r.ranks.length), '', '| stage | per step | how | evidence |', '|---|---|---|---|');
     for (const row of paceRows(r.pace)) out.push(`| ${row.map(cell).join(' | ')} |`);
-    out.push('', '### Plan', '', "Each fix on top of the ones before it; steps per batch of the run's size.", '');
-    for (const l of planLines(r.pace.plan)) out.push(l);
     out.push('');
   }
   out.push(`<sub>gpuwise ${r.version}, doctor report schema ${r.schemaVersion}</sub>`);

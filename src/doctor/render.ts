@@ -1,5 +1,5 @@
 /** The doctor report as terminal text (pure). */
-import { planLines } from '../pace/plan.js';
+import { inPlanText, planFirstLines } from '../report/planFirst.js';
 import { paceHeadline, paceRows } from '../pace/report.js';
 import { findingLines } from '../report/findingText.js';
 import { flopsLeftOut, flopsSplit, mfuText } from '../report/flopsText.js';
@@ -46,6 +46,7 @@ export function renderDoctorText(r: DoctorReport, style: Style = PLAIN, width = 
   out.push(`Outcome: ${r.run.outcomeText}`);
   out.push(`Run directory: ${r.run.runDir}`);
   out.push('');
+  if (r.pace) out.push(...planFirstLines(r.pace.plan, r.findings).map((l, i) => (i === 0 ? style.bold(l) : l)), '');
   out.push('Environment');
   if (e.probeSilent) out.push(`  ${probeSilentText(e)}`);
   else {
@@ -158,21 +159,18 @@ export function renderDoctorText(r: DoctorReport, style: Style = PLAIN, width = 
   out.push('Findings');
   if (r.findings.length === 0) out.push('  none');
   r.findings.forEach((f, i) => {
-    out.push(...(i === 0 ? [] : ['']), ...findingLines(f, style, i, width));
+    out.push(...(i === 0 ? [] : ['']), ...findingLines(f, style, i, width, inPlanText(r.pace?.plan, f)));
   });
   if (r.notes.length) {
     out.push('');
     out.push('Notes');
     for (const n of r.notes) out.push(`  - ${n}`);
   }
-  // The report ends with what sets the pace and the plan (pace/).
+  // The report ends with what sets the pace, stage by stage (the plan opened it).
   if (r.pace) {
     out.push('');
     out.push(`What sets the pace: ${paceHeadline(r.pace, r.ranks.length)}`);
     for (const [what, time, how, evidence] of paceRows(r.pace)) out.push(`  ${what}: ${time} (${how}): ${evidence}`);
-    out.push('');
-    out.push('Plan (each fix on top of the ones before it; steps per batch of the run\'s size)');
-    for (const l of planLines(r.pace.plan)) out.push(`  ${l}`);
   }
   return `${out.join('\n')}\n`;
 }

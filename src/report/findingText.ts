@@ -2,7 +2,8 @@
  * The one format of a finding (pure), for every report that shows one: the terminal text of analyze, memory and
  * doctor, their Markdown, and the HTML pages (serve/pages/runs.ts findingHtml lays out these same parts). In this
  * order everywhere: severity and title, with a tag (id, ranks, source, advice); what the fix gives, first
- * (`expected: 183 ms -> 72.2 ms per step (-61%, 2.54x)`, or for a memory finding the bytes it frees); `how:` the
+ * (`expected: 183 ms -> 72.2 ms per step (-61%, 2.54x)`, or for a memory finding the bytes it frees), and, where the
+ * plan gives it another figure after the fixes before it, that figure too (report/planFirst.ts); `how:` the
  * arithmetic behind it; the evidence; `fix:` and its code (led by the framework's own switch when the framework is
  * known: advice/framework.ts). A title states no share of the step: the expected line does, and the evidence holds
  * the measured shares.
@@ -85,7 +86,7 @@ export function findingParts(f: ShownFinding): FindingParts {
  * A finding as terminal lines: ` 1. HIGH   title  [id, tags]`, then the expected line, `how:`, the evidence, `fix:` and
  * the code. `width`: wrap prose to it (the terminal's columns); 0 leaves lines whole.
  */
-export function findingLines(f: ShownFinding, st: Style, index: number, width = 0): string[] {
+export function findingLines(f: ShownFinding, st: Style, index: number, width = 0, inPlan: string | null = null): string[] {
   const p = findingParts(f);
   const out: string[] = [];
   const wrap = (line: string, hang: number) => wrapLine(line, width, hang);
@@ -95,7 +96,8 @@ export function findingLines(f: ShownFinding, st: Style, index: number, width = 
   const head = wrap(`${num} ${sev} ${p.title}  ${tag}`, 11);
   if (head.length === 1) out.push(`${num} ${st.severity(p.severity, sev)} ${st.bold(p.title)}  ${st.dim(tag)}`);
   else out.push(`${num} ${st.severity(p.severity, sev)} ${st.bold(head[0]!.slice(num.length + 8))}`, ...head.slice(1).map((l) => st.bold(l)));
-  if (p.gain) out.push(...wrap(`    ${p.gain.label}: ${p.gain.text}`, 5));
+  if (p.gain) out.push(...wrap(`    ${p.gain.label}${inPlan ? ' alone' : ''}: ${p.gain.text}`, 5));
+  if (inPlan) out.push(...wrap(`    ${inPlan}`, 5));
   if (p.how) out.push(...wrap(`    how: ${p.how}`, 5).map((l) => st.dim(l)));
   for (const e of p.evidence) out.push(...wrap(`    · ${e}`, 2));
   out.push(...wrap(`    fix: ${p.fix}`, 5));
@@ -112,10 +114,11 @@ export function mdCode(s: string): string {
 }
 
 /** A finding as Markdown, the parts in the terminal's order; `heading`: its level (`###`, `####`). */
-export function findingMarkdown(f: ShownFinding, index: number, heading: string): string[] {
+export function findingMarkdown(f: ShownFinding, index: number, heading: string, inPlan: string | null = null): string[] {
   const p = findingParts(f);
   const out = [`${heading} ${index + 1}. ${ICON[p.severity] ?? ''} ${p.severity.toUpperCase()}: ${p.title}`, [mdCode(p.id), ...p.tags].join(' · '), ''];
-  if (p.gain) out.push(`**${p.gain.label}:** ${p.gain.text}${p.how ? '  ' : ''}`);
+  if (p.gain) out.push(`**${p.gain.label}${inPlan ? ' alone' : ''}:** ${p.gain.text}${p.how || inPlan ? '  ' : ''}`);
+  if (inPlan) out.push(`**${inPlan.replace(/^(in the plan[^:]*):/, '$1:**')}${p.how ? '  ' : ''}`);
   if (p.how) out.push(`_how:_ ${p.how}`);
   if (p.gain || p.how) out.push('');
   if (p.evidence.length) out.push(...p.evidence.map((e) => `- ${e}`), '');

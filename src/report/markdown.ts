@@ -3,8 +3,8 @@ import { fmtBytes, fmtMs, fmtPct } from '../util/format.js';
 import { IDLE_CAUSES } from '../trace/metrics/types.js';
 import type { AnalyzeReport } from './analyzeReport.js';
 import { findingMarkdown } from './findingText.js';
+import { inPlanText, planFirstMarkdown } from './planFirst.js';
 import { IDLE_LABELS } from './terminal.js';
-import { planLines } from '../pace/plan.js';
 import { paceHeadline, paceRows } from '../pace/report.js';
 
 function cell(s: string): string {
@@ -14,9 +14,10 @@ function cell(s: string): string {
 export function renderMarkdown(r: AnalyzeReport): string {
   const out: string[] = [];
   out.push(`## gpuwise analyze: ${r.inputs.map((i) => `\`${i.path.split('/').pop()}\``).join(', ')}`, '');
+  if (r.pace) out.push(...planFirstMarkdown(r.pace.plan, r.findings), '');
   if (r.findings.length === 0) out.push('No findings.', '');
   r.findings.forEach((f, i) => {
-    out.push(...findingMarkdown(f, i, '###'));
+    out.push(...findingMarkdown(f, i, '###', inPlanText(r.pace?.plan, f)));
   });
   const warnings = r.inputs.flatMap((i) => i.warnings.map((w) => `> ⚠️ \`${i.path.split('/').pop()}\`: ${w}`));
   if (warnings.length) out.push(...warnings, '');
@@ -36,7 +37,7 @@ export function renderMarkdown(r: AnalyzeReport): string {
   if (r.pace) {
     out.push('### What sets the pace', '', paceHeadline(r.pace, r.metrics.ranks.length), '', '| stage | per step | how | evidence |', '|---|---|---|---|');
     for (const row of paceRows(r.pace)) out.push(`| ${row.map(cell).join(' | ')} |`);
-    out.push('', '### Plan', '', 'Each fix on top of the ones before it.', '', ...planLines(r.pace.plan), '');
+    out.push('');
   }
   out.push(`<sub>gpuwise ${r.version}, report schema ${r.schemaVersion}</sub>`);
   return `${out.join('\n')}\n`;

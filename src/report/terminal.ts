@@ -4,10 +4,10 @@ import { fmtBytes, fmtGpuMemory, fmtMs, fmtPct, fmtWindow } from '../util/format
 import { wrapLine } from '../util/wrap.js';
 import { CATEGORY_NAMES } from '../trace/kernelClass.js';
 import { IDLE_CAUSES, type IdleCause, type TraceMetrics } from '../trace/metrics/types.js';
-import { planLines } from '../pace/plan.js';
 import { paceHeadline, paceRows } from '../pace/report.js';
 import type { AnalyzeReport } from './analyzeReport.js';
 import { findingLines } from './findingText.js';
+import { inPlanText, planFirstLines } from './planFirst.js';
 import type { Style } from './style.js';
 
 export const IDLE_LABELS: Record<IdleCause, string> = {
@@ -85,19 +85,20 @@ function rankSection(m: TraceMetrics, st: Style): string[] {
 }
 
 /**
- * Findings first (the answer), then what the input could support (warnings), then the figures per rank: the same
- * order as every gpuwise report. `width`: the terminal's columns for wrapping prose (0: no wrapping).
+ * What to do first (the plan, report/planFirst.ts), then the findings (why), then what the input could support
+ * (warnings), then the figures per rank and what sets the pace: the same order as every gpuwise report. `width`: the terminal's columns for wrapping prose (0: no wrapping).
  */
 export function renderTerminal(r: AnalyzeReport, st: Style, width = 0): string {
   const out: string[] = [];
   const names = r.inputs.map((i) => i.path.split('/').pop()).join(', ');
   out.push(st.bold(`gpuwise analyze · ${names}`), '');
+  if (r.pace) out.push(...planFirstLines(r.pace.plan, r.findings).flatMap((l, i) => wrapLine(i === 0 ? st.bold(l) : l, width, 7)), '');
   if (r.findings.length === 0) {
     out.push(st.bold('No findings: nothing in this trace points to a fix worth making.'), '');
   } else {
     out.push(st.bold(`Findings (${r.findings.length}, most gain first)`), '');
     r.findings.forEach((f, i) => {
-      out.push(...findingLines(f, st, i, width), '');
+      out.push(...findingLines(f, st, i, width, inPlanText(r.pace?.plan, f)), '');
     });
   }
   const warnings = r.inputs.flatMap((i) => i.warnings.map((w) => `${i.path}: ${w}`));
@@ -106,12 +107,10 @@ export function renderTerminal(r: AnalyzeReport, st: Style, width = 0): string {
     // Prose rows wrap under their text; bar rows (fixed columns) stay whole.
     out.push(...rankSection(m, st).flatMap((l) => (l.includes('█') ? [l] : wrapLine(l, width, 13))), '');
   }
-  // It ends with what sets the pace in the window and the plan (pace/).
+  // It ends with what sets the pace in the window, stage by stage (the plan opened it).
   if (r.pace) {
     out.push(...wrapLine(st.bold(`What sets the pace: ${paceHeadline(r.pace, r.metrics.ranks.length)}`), width, 2));
     for (const [what, time, how, evidence] of paceRows(r.pace)) out.push(...wrapLine(`  ${what}: ${time} (${how}): ${evidence}`, width, 4));
-    out.push('', st.bold('Plan (each fix on top of the ones before it)'));
-    for (const l of planLines(r.pace.plan)) out.push(...wrapLine(`  ${l}`, width, 5));
   }
   return `${out.join('\n').replace(/\n+$/, '')}\n`;
 }

@@ -27,6 +27,19 @@ import { type CollectiveTimings, analyzeTrace, collectiveTimings } from '../../s
 import type { TraceMetrics } from '../../src/trace/metrics/types.js';
 import { endedEarly, TraceJsonParser } from '../../src/trace/parser.js';
 import { TRACES } from '../helpers/fixtures.js';
+import { renderDoctorText } from '../../src/doctor/render.js';
+import { renderTerminal } from '../../src/report/terminal.js';
+import { PLAIN } from '../../src/report/style.js';
+
+/**
+ * Issue 47: a report opens with what to do. The first lines after the header (three lines for doctor: the command,
+ * the outcome, the run directory; one for analyze) are the plan: its whole gain, then each step with its change.
+ */
+function opensWithPlan(text: string, headerLines: number, steps: number): void {
+  const lines = text.split('\n').slice(headerLines + 1);
+  expect(lines[0]).toMatch(steps > 0 ? /^What to do: .* -> .* a step \(\d+\.\d\dx\)/ : /^What to do: no fix found/);
+  for (let i = 1; i <= steps; i++) expect(lines.join('\n')).toMatch(new RegExp(`\\n  ${i}\\. `));
+}
 
 const ms = 1e6;
 const REPO = join(__dirname, '..', '..');
@@ -100,6 +113,14 @@ describe('invariants on every shipped trace', () => {
   it('each trace alone', () => {
     expect(singles.length).toBeGreaterThanOrEqual(25);
     for (const f of singles) if (loaded.get(f)?.metrics.perStep.durNs) checkAnalyze(nameOf(f), ranksOf([f]));
+  });
+
+  it('each report opens with the plan (issue 47)', () => {
+    for (const f of singles) {
+      if (!loaded.get(f)?.metrics.perStep.durNs) continue;
+      const report = reportOf(ranksOf([f]));
+      if (report.pace) opensWithPlan(renderTerminal(report, PLAIN), 1, report.pace.plan.steps.length);
+    }
   });
 
   it('no window has a host stage above its step (issue 44: model_parallel_pipelined read 72.0 ms in a 57.9 ms step: busy and gaps summed over the two GPUs one process drives)', () => {
@@ -261,6 +282,13 @@ describe('invariants on every shipped doctor run', () => {
       expect(paceViolations(job, cands), name).toEqual([]);
       expect(paceReportViolations(report.pace!), name).toEqual([]);
       expect(report.pace?.plan, name).toEqual(planOf(job, cands));
+    }
+  });
+
+  it('each report opens with the plan (issue 47)', () => {
+    for (const d of dirs) {
+      const { report } = reports.get(d)!;
+      if (report.pace) opensWithPlan(renderDoctorText(report), 3, report.pace.plan.steps.length);
     }
   });
 

@@ -1,0 +1,90 @@
+/**
+ * What to do, first (pure): the opening of every report that has a plan (analyze's and doctor's terminal text and
+ * Markdown). Each plan step in a line: the fix, the step before and after it, what binds next and the workers it
+ * needs; under it the change to make, the first line of its finding's code (led by the framework's own switch where
+ * doctor knows the framework). The findings, why, follow. A reader who stops after these lines knows what to change
+ * and what it gives (issue 47: the plan used to close the report, under a first finding of LOW).
+ */
+import type { PacePlan, PlanStep } from '../pace/plan.js';
+import { fmtMs } from '../util/format.js';
+import { mdCode, type ShownFinding } from './findingText.js';
+
+/** Bracket depth a line of Python adds (strings aside: the fixes' code has no bracket inside a string). */
+function depthOf(line: string): number {
+  let d = 0;
+  for (const c of line.replace(/#.*$/, '')) d += c === '(' || c === '[' || c === '{' ? 1 : c === ')' || c === ']' || c === '}' ? -1 : 0;
+  return d;
+}
+
+/** The first statement of a fix's code (a call over several lines joined into one), its comments left out. */
+export function changeLine(code: string): string | null {
+  const lines = code.split('\n');
+  const start = lines.findIndex((l) => l.trim().length > 0 && !l.trim().startsWith('#'));
+  if (start < 0) return null;
+  const parts: string[] = [];
+  let depth = 0;
+  for (const l of lines.slice(start, start + 6)) {
+    const text = l.replace(/\s+#.*$/, '').trim();
+    parts.push(text);
+    depth += depthOf(text);
+    if (depth <= 0) break;
+  }
+  return parts.join(' ').replace(/([([{]) /g, '$1').replace(/ ([)\]}])/g, '$1');
+}
+
+function speedup(fromNs: number, toNs: number): string {
+  return toNs > 0 ? `${(fromNs / toNs).toFixed(2)}x` : '';
+}
+
+/** The plan step's line: "bf16 autocast: 143 ms -> 75.3 ms a step (1.90x); then the GPU binds; needs 10 workers". */
+function stepLine(s: PlanStep, i: number): string {
+  const workers = s.workersNeeded !== null ? `; needs about ${s.workersNeeded} DataLoader workers` : '';
+  const drop = s.dropLast ? '; with DataLoader(drop_last=True)' : '';
+  const ranks = s.ranks && s.ranks.length > 1 ? ` (ranks ${s.ranks.join(', ')})` : '';
+  return `${i + 1}. ${s.label}${ranks}: ${fmtMs(s.fromStepNs)} -> ${fmtMs(s.expectedStepNs)} a step (${speedup(s.fromStepNs, s.expectedStepNs)}); then ${s.boundText} binds${workers}${drop}`;
+}
+
+/**
+ * The section's lines, unstyled: a headline with the whole plan's gain, each step and its change. With no plan step:
+ * one line that says so (and the findings follow).
+ */
+export function planFirstLines(plan: PacePlan, findings: readonly ShownFinding[]): string[] {
+  if (plan.steps.length === 0) return ['What to do: no fix found that shortens the step (the findings below say what was looked at)'];
+  const out = [
+    `What to do: ${fmtMs(plan.stepNs)} -> ${fmtMs(plan.expectedStepNs)} a step (${speedup(plan.stepNs, plan.expectedStepNs)}) with ${plan.steps.length === 1 ? 'this change' : `these ${plan.steps.length} changes, each on top of the ones before`}`,
+  ];
+  plan.steps.forEach((s, i) => {
+    out.push(`  ${stepLine(s, i)}`);
+    const f = findings.find((x) => x.id === s.id);
+    const change = f ? changeLine(f.recommendation.code) : null;
+    if (change) out.push(`       change: ${change}`);
+  });
+  return out;
+}
+
+/**
+ * A finding's gain in the plan beside its gain alone, where they differ: "in the plan (step 2, after bf16 autocast):
+ * 74.8 ms -> 41.0 ms a step (1.82x)". null when the finding is not in the plan or the two agree within 1%.
+ */
+export function inPlanText(plan: PacePlan | null | undefined, f: ShownFinding): string | null {
+  const i = plan ? plan.steps.findIndex((s) => s.id === f.id) : -1;
+  if (!plan || i < 0) return null;
+  const s = plan.steps[i] as PlanStep;
+  const alone = f.estimatedGain ? 1 - f.estimatedGain.expectedStepTimeNs / f.estimatedGain.stepTimeNs : 0;
+  const planned = s.fromStepNs > 0 ? 1 - s.expectedStepNs / s.fromStepNs : 0;
+  if (Math.abs(planned - alone) < 0.01) return null;
+  const after = i > 0 ? `, after ${plan.steps.slice(0, i).map((x) => x.label).join(', ')}` : '';
+  return `in the plan (step ${i + 1}${after}): ${fmtMs(s.fromStepNs)} -> ${fmtMs(s.expectedStepNs)} a step (${speedup(s.fromStepNs, s.expectedStepNs)})`;
+}
+
+/** The same section as Markdown: a bold headline, the steps as a numbered list with the change as code. */
+export function planFirstMarkdown(plan: PacePlan, findings: readonly ShownFinding[]): string[] {
+  const [head, ...rest] = planFirstLines(plan, findings);
+  const out = [`**${head}**`, ''];
+  for (const l of rest) {
+    const change = /^ +change: (.*)$/.exec(l);
+    if (change) out.push(`   change: ${mdCode(change[1] as string)}`);
+    else out.push(l.trim());
+  }
+  return out;
+}

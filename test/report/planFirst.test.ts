@@ -1,0 +1,33 @@
+/**
+ * The report's opening (report/planFirst.ts, issue 47): the plan's steps with the change to make, and a finding's gain
+ * in the plan beside its gain alone (the Trainer's GPT-2 in fp32: compile alone -12%, after bf16 1.58x).
+ */
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { renderDoctorText } from '../../src/doctor/render.js';
+import { changeLine, inPlanText } from '../../src/report/planFirst.js';
+import { REPO, rediagnosed } from '../doctor/helpers.js';
+
+describe('what to do, first', () => {
+  it('the change is the first statement of the fix, a call over several lines joined, comments left out', () => {
+    expect(changeLine('# pin the memory\nloader = DataLoader(dataset,\n    num_workers=8,  # the cores\n    pin_memory=True)\nx = 1')).toBe(
+      'loader = DataLoader(dataset, num_workers=8, pin_memory=True)',
+    );
+    expect(changeLine('# only a comment')).toBeNull();
+  });
+
+  it("the Trainer's GPT-2: the plan in the framework's words first; compile's gain alone and in the plan both said", async () => {
+    const r = await rediagnosed(join(REPO, 'examples', 'realworld', 'runs', 'hf_trainer_gpt2'));
+    const text = renderDoctorText(r).split('\n');
+    expect(text[4]).toMatch(/^What to do: 184 ms -> .* a step/);
+    expect(text[5]).toMatch(/^ {2}1\. bf16 autocast \(tensor cores\): 184 ms -> /);
+    expect(text[6]).toBe('       change: TrainingArguments(..., bf16=True)');
+    const fusion = r.findings.find((f) => f.id === 'fusion')!;
+    const planned = inPlanText(r.pace?.plan, fusion);
+    expect(planned).toMatch(/^in the plan \(step 2, after bf16 autocast \(tensor cores\)\): 66\.0 ms -> /);
+    expect(text.join('\n')).toContain(`    expected alone: ${fusion.estimatedGain ? '184 ms' : ''}`);
+    expect(text.join('\n')).toContain(`    ${planned}`);
+    // a finding whose gain is the same alone and in the plan (the plan's first step) says it once
+    expect(inPlanText(r.pace?.plan, r.findings.find((f) => f.id === r.pace?.plan.steps[0]?.id)!)).toBeNull();
+  });
+});
