@@ -162,7 +162,7 @@ function unshapedFp32Weights(m: TraceMetrics, ctx: RunContext, loop: { steps: st
   if (fp32 === null) return null;
   const effect = unshapedDecodeEffect(m, fp32, ctx.decode?.batch ?? null);
   const parts = {
-    id: 'bf16-weights',
+    id: 'bf16-weights' as const,
     title: `${loop.steps} run fp32 matmuls (${fmtMs(fp32)} a step): load the weights in bf16`,
     ranks: [m.rank],
     evidence: [
