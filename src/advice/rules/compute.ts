@@ -1,5 +1,6 @@
 /** GPU compute rules: fp32 matmuls (bf16 weights where the steps generate), misaligned GEMM shapes, an under-used GPU. */
 
+import { largestWithinLimit } from '../../gpus/memoryFit.js';
 import type { GemmShapeStat, TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtBytes, fmtMs, fmtPct } from '../../util/format.js';
 import { type AutocastEffect, bf16AutocastEffect } from '../autocast.js';
@@ -272,7 +273,8 @@ export const gpuUnderused: RankRule = (m, ctx) => {
   if (idle > 0 && m.perStep.idleByCauseNs.dataloader / idle > 0.5) return null;
   // A model split over GPUs idles each one while another works: that bubble grows with the batch (model-parallel-bubble).
   if (modelParallelFigures(m)) return null;
-  const scale = Math.max(1, Math.min(MAX_BATCH_SCALE, Math.floor((MEMORY_HEADROOM * total) / Math.max(mem.peakReservedBytes, 1))));
+  // The batch multiple whose reserved memory stays within the card less the share kept free (gpus/memoryFit.ts).
+  const scale = Math.max(1, Math.min(MAX_BATCH_SCALE, largestWithinLimit(0, Math.max(mem.peakReservedBytes, 1), MEMORY_HEADROOM * total)));
   if (scale < 2) return null;
   return paced(
     m,
