@@ -133,11 +133,11 @@ export function bf16AutocastEffect(m: TraceMetrics, tf32Ratio: number, transpose
   const transposes = transposesGo ? mix.nchwTransposeNs : 0;
   if (transposes > 0) parts.push(`layout transposes ${fmtMs(transposes)} go`);
   const ops: FixOp[] = [
-    ...(tf32 > 0 ? [{ kind: 'gpu' as const, work: 'tf32-matmul', ns: tf32, factor: tf32Ratio }] : []),
-    ...(simt > 0 ? [{ kind: 'gpu' as const, work: 'fp32-matmul', ns: simt, factor: Math.max(0, 1 - simtSaved / simt) }] : []),
-    ...(attention > 0 ? [{ kind: 'gpu' as const, work: 'fp32-attention', ns: attention, factor: FP32_ATTENTION_LEFT }] : []),
-    ...(memNs > 0 ? [{ kind: 'gpu' as const, work: 'memory-bound', ns: memNs, factor: memLeft / memNs }] : []),
-    ...(transposes > 0 ? [{ kind: 'gpu' as const, work: 'nchw-transposes', ns: transposes, factor: 0 }] : []),
+    ...(tf32 > 0 ? [{ kind: 'gpu', work: 'tf32-matmul', ns: tf32, factor: tf32Ratio } satisfies FixOp] : []),
+    ...(simt > 0 ? [{ kind: 'gpu', work: 'fp32-matmul', ns: simt, factor: Math.max(0, 1 - simtSaved / simt) } satisfies FixOp] : []),
+    ...(attention > 0 ? [{ kind: 'gpu', work: 'fp32-attention', ns: attention, factor: FP32_ATTENTION_LEFT } satisfies FixOp] : []),
+    ...(memNs > 0 ? [{ kind: 'gpu', work: 'memory-bound', ns: memNs, factor: memLeft / memNs } satisfies FixOp] : []),
+    ...(transposes > 0 ? [{ kind: 'gpu', work: 'nchw-transposes', ns: transposes, factor: 0 } satisfies FixOp] : []),
   ];
   const savedNs = simtSaved + tf32Saved + attention * (1 - FP32_ATTENTION_LEFT) + (memNs - memLeft) + transposes;
   return {

@@ -19,6 +19,7 @@
  * latency more than bytes), are left as they are; where no GEMM has a shape (kernels replayed from a CUDA graph) and
  * the steps are decode steps of a known batch, `unshapedDecodeEffect` costs them as a whole.
  */
+import type { FixOp } from '../pace/fix.js';
 import type { GemmShapeStat, TraceMetrics } from '../trace/metrics/types.js';
 import { dtypeBytes, isHalfDtype } from '../util/dtype.js';
 import { fmtMs } from '../util/format.js';
@@ -180,7 +181,7 @@ export function unshapedDecodeEffect(m: TraceMetrics, fp32GemmNs: number, decode
   return {
     ops: [
       { kind: 'gpu', work: 'fp32-matmul', ns: fp32GemmNs, factor: 0.5 },
-      ...(attentionNs > 0 ? [{ kind: 'gpu' as const, work: 'fp32-attention', ns: attentionNs, factor: 0.5 }] : []),
+      ...(attentionNs > 0 ? [{ kind: 'gpu', work: 'fp32-attention', ns: attentionNs, factor: 0.5 } satisfies FixOp] : []),
     ],
     savedNs,
     arithmetic: `fp32 GEMMs ${fmtMs(fp32GemmNs)} a decode step at batch ${decodeBatch}: ${decodeBatch / 2} flops a byte of weight, under the GPU's fp32 ridge (${ridge.toFixed(0)}), so they wait on the weights' bytes, which bf16 halves: ${fmtMs(fp32GemmNs / 2)}${attentionText} (shapes not recorded, so no fixed cost per call is told apart)`,

@@ -67,7 +67,7 @@ export const PRODUCERS: readonly FindingProducer[] = [
   /** A generation loop's own levers (decode.ts). */
   { name: 'decode-levers', source: 'probe', needs: [], produce: ({ run, pace }) => ({ findings: decodeFindings(run, pace) }) },
   /** GPUs shared while the run trained (sharing.ts). */
-  { name: 'gpu-sharing', source: 'telemetry', needs: [], produce: ({ run }) => ({ findings: sharingFindings(run) }) },
+  { name: 'gpu-sharing', source: 'telemetry', needs: [], produce: ({ run, pace }) => ({ findings: sharingFindings(run, pace) }) },
   /** The what-ifs that promise throughput (whatIfs.ts), merged into the trace finding that says the same. */
   { name: 'what-ifs', source: 'planner', needs: ['trace-rules'], produce: (input, needed) => whatIfProduced(input, needed('trace-rules')) },
 ];
@@ -106,11 +106,11 @@ function decodeFindings(run: Run, pace: RunPace): Finding[] {
 }
 
 /** Another process's work beside a training process (`gpu-shared`), ranks of one job on one GPU while others idle (`ranks-share-gpu`). */
-function sharingFindings(run: Run): Finding[] {
+function sharingFindings(run: Run, pace: RunPace): Finding[] {
   const procs = sharingProcessesOf(run);
   const gpus = run.gpus ?? [];
-  const share = ranksShareGpuFinding(gpus, procs);
-  return [...(share ? [share] : []), ...gpuSharedFindings(gpus, procs)];
+  const share = ranksShareGpuFinding(gpus, procs, pace);
+  return [...(share ? [share] : []), ...gpuSharedFindings(gpus, procs, pace)];
 }
 
 function sharingProcessesOf(run: Run): SharingProcess[] {

@@ -10,7 +10,10 @@
  *   (no `torch.cuda.set_device(local_rank)`).
  */
 import { type EstimatedGain, type Finding, finding } from '../findings/finding.js';
-import { wholeStepFix, wholeStepGain } from '../pace/gain.js';
+import type { Fix } from '../pace/fix.js';
+import { gainOf, jobGainOf } from '../pace/gain.js';
+import type { Job } from '../pace/job.js';
+import { measuredStep, type Pipeline } from '../pace/pipeline.js';
 import type { HelloRecord, StepRecord } from '../run/records.js';
 import { slowedByProbe } from '../run/steps.js';
 import { fmtBytes, fmtMs, fmtPct } from '../util/format.js';
@@ -48,6 +51,31 @@ export interface SharingGpu {
   timeline: { tS: number[] };
   firstSampleAtMs?: number | null;
   processes?: GpuProcess[];
+}
+
+/**
+ * The run's pace as the sharing rules read it (stages/pace.ts RunPace): each process's pipeline, each rank's, and the
+ * job of several ranks. A fix's gain is made on the pipeline of the process it concerns (the job, for ranks).
+ */
+export interface SharingPace {
+  byPid: ReadonlyMap<number, Pipeline>;
+  byRank: ReadonlyMap<number, Pipeline>;
+  job: Job | null;
+}
+
+const NO_PACE: SharingPace = { byPid: new Map(), byRank: new Map(), job: null };
+
+/**
+ * A change measured or modelled as the whole step: `stepNs` (the basis it was measured on) becomes `expectedNs`. The
+ * gain is that ratio on the process's pipeline (the run's step and the plan's); on the measured step alone where the
+ * process has none.
+ */
+function wholeStep(label: string, stepNs: number, expectedNs: number, arithmetic: string): Fix {
+  return { label, ops: [{ kind: 'step', factor: stepNs > 0 ? Math.max(0, expectedNs / stepNs) : 1 }], arithmetic };
+}
+
+function gainOn(p: Pipeline | undefined, stepNs: number, fix: Fix): EstimatedGain | null {
+  return gainOf(p ?? measuredStep(stepNs, 'the measured step'), fix);
 }
 
 type WindowState = 'active' | 'idle' | 'unknown';
@@ -177,13 +205,15 @@ function otherLine(o: GpuProcess, g: SharingGpu): string {
 
 interface Assessed {
   split: Split;
+  fix: Fix;
   gain: EstimatedGain | null;
   basis: 'measured' | 'time-slicing';
   slowdown: number | null;
   evidence: string;
 }
 
-function assess(sp: Split): Assessed | null {
+function assess(sp: Split, label: string, pace: SharingPace): Assessed | null {
+  const p = pace.byPid.get(sp.trainer.pid);
   const nC = sp.contended.length;
   const nA = sp.alone.length;
   if (nC < MIN_SPLIT_STEPS) return null;
@@ -193,34 +223,42 @@ function assess(sp: Split): Assessed | null {
     const medA = median(sp.alone);
     const slowdown = medC / medA - 1;
     const mean = (nC * medC + nA * medA) / (nC + nA);
+    // Measured on the whole step (the steps alone against the mix): a whole-step change, the ratio on the run's step.
+    const fix = wholeStep(
+      label,
+      mean * 1e9,
+      medA * 1e9,
+      `${nC} of ${nC + nA} steps at the contended median ${fmtS(medC)} and ${nA} at the alone median ${fmtS(medA)}: ${fmtS(mean)} a step on average; alone every step would take about ${fmtS(medA)}`,
+    );
     return {
       split: sp,
       basis: 'measured',
       slowdown,
       evidence: `${trainerLabel(sp.trainer)}: median step ${fmtS(medC)} over ${nC} steps while the other process(es) ran work on the GPU, ${fmtS(medA)} over ${nA} steps while they did not: ${slowdown >= 0 ? '+' : ''}${fmtPct(slowdown)} (${left})`,
-      gain: wholeStepGain(
-        mean * 1e9,
-        medA * 1e9,
-        `${nC} of ${nC + nA} steps at the contended median ${fmtS(medC)} and ${nA} at the alone median ${fmtS(medA)}: ${fmtS(mean)} a step on average; alone every step would take about ${fmtS(medA)}`,
-      ),
+      fix,
+      gain: gainOn(p, mean * 1e9, fix),
     };
   }
   const other = Math.min(MAX_OTHER_SHARE, (sp.othersSharePercent ?? 0) / 100);
+  // An upper bound reached when this process always has GPU work queued: a whole-step change of 1 - the others' share.
+  const fix = wholeStep(
+    label,
+    medC * 1e9,
+    medC * (1 - other) * 1e9,
+    `time-slicing estimate, not a measurement (no step ran alone): without MPS the GPU runs one process's kernels at a time, so the ${fmtPct(other)} of the SM time spent on the other process(es) is time this process's kernels wait: ${fmtS(medC)} x (1 - ${other.toFixed(2)}) = ${fmtS(medC * (1 - other))}; an upper bound, reached when this process always has GPU work queued`,
+  );
   return {
     split: sp,
     basis: 'time-slicing',
     slowdown: null,
     evidence: `${trainerLabel(sp.trainer)}: ${nC} steps (median ${fmtS(medC)}) ran while the other process(es) ran work on the GPU and only ${nA} without, so the slowdown cannot be measured on this run; in those seconds the other process(es) took ${sp.othersSharePercent === null ? 'n/a' : pct(sp.othersSharePercent)} of the SM time, this process ${sp.ownSharePercent === null ? 'n/a' : pct(sp.ownSharePercent)}`,
-    gain: wholeStepGain(
-      medC * 1e9,
-      medC * (1 - other) * 1e9,
-      `time-slicing estimate, not a measurement (no step ran alone): without MPS the GPU runs one process's kernels at a time, so the ${fmtPct(other)} of the SM time spent on the other process(es) is time this process's kernels wait: ${fmtS(medC)} x (1 - ${other.toFixed(2)}) = ${fmtS(medC * (1 - other))}; an upper bound, reached when this process always has GPU work queued`,
-    ),
+    fix,
+    gain: gainOn(p, medC * 1e9, fix),
   };
 }
 
 /** `gpu-shared`, one finding per GPU where another process ran work beside a training process. */
-export function gpuSharedFindings(gpus: readonly SharingGpu[], procs: readonly SharingProcess[]): Finding[] {
+export function gpuSharedFindings(gpus: readonly SharingGpu[], procs: readonly SharingProcess[], pace: SharingPace = NO_PACE): Finding[] {
   const out: Finding[] = [];
   for (const g of gpus) {
     const listed = g.processes ?? [];
@@ -230,7 +268,7 @@ export function gpuSharedFindings(gpus: readonly SharingGpu[], procs: readonly S
       const others = listed.filter((o) => o.pid !== p.pid && !isPeer(p, o) && o.activeSamples > 0);
       if (others.length === 0) continue;
       const sp = splitSteps(p, g, others);
-      const a = sp ? assess(sp) : null;
+      const a = sp ? assess(sp, others.every((o) => o.job) ? 'one GPU per process' : 'the GPU to this run alone', pace) : null;
       if (a) assessed.push(a);
     }
     if (assessed.length === 0) continue;
@@ -265,7 +303,7 @@ export function gpuSharedFindings(gpus: readonly SharingGpu[], procs: readonly S
           sameRun,
         },
         recommendation: sameRun ? sameRunFix(procs) : foreignFix(),
-        ...(worst.gain ? { fix: wholeStepFix(sameRun ? 'one GPU per process' : 'the GPU to this run alone', worst.gain.stepTimeNs, worst.gain.expectedStepTimeNs, worst.gain.arithmetic) } : {}),
+        ...(worst.gain ? { fix: { ...worst.fix, label: sameRun ? 'one GPU per process' : 'the GPU to this run alone' } } : {}),
         estimatedGain: worst.gain,
       }),
     );
@@ -300,16 +338,16 @@ function foreignFix(): Finding['recommendation'] {
  * none of its processes. Read off NVML (the GPU holding most of each rank's memory); without NVML process figures,
  * off the probe (ranks on one host reporting the same current device of several visible ones).
  */
-export function ranksShareGpuFinding(gpus: readonly SharingGpu[], procs: readonly SharingProcess[]): Finding | null {
+export function ranksShareGpuFinding(gpus: readonly SharingGpu[], procs: readonly SharingProcess[], pace: SharingPace = NO_PACE): Finding | null {
   const ranks = procs.filter((p) => p.rankFromEnv && p.steps.length > 0);
   if (new Set(ranks.map((r) => r.rank)).size < 2) return null;
-  const nvml = fromNvml(gpus, ranks);
+  const nvml = fromNvml(gpus, ranks, pace);
   // NVML's word (where each rank's memory is) wins over the probe's ordinals, which depend on each rank's CUDA_VISIBLE_DEVICES.
-  return nvml !== undefined ? nvml : fromProbe(ranks);
+  return nvml !== undefined ? nvml : fromProbe(ranks, pace);
 }
 
 /** undefined: NVML did not list two ranks' processes (the probe decides). */
-function fromNvml(gpus: readonly SharingGpu[], ranks: readonly SharingProcess[]): Finding | null | undefined {
+function fromNvml(gpus: readonly SharingGpu[], ranks: readonly SharingProcess[], pace: SharingPace): Finding | null | undefined {
   const main = new Map<number, SharingGpu>();
   for (const r of ranks) {
     const g = mainGpuOf(gpus, r.pid);
@@ -336,7 +374,7 @@ function fromNvml(gpus: readonly SharingGpu[], ranks: readonly SharingProcess[])
     ...idle.map((x) => `GPU ${x.index}${typeof x.cudaIndex === 'number' ? ` (cuda:${x.cudaIndex})` : ''}: no process of this run${x.meanUtilizationPercent === null ? '' : `, utilisation mean ${pct(x.meanUtilizationPercent)}`}${(x.processes ?? []).some((p) => !p.job) ? ' (other processes use it)' : ''}`),
     ...probeLines(group),
   ];
-  return shareFinding(gi, rankList, idle.map((x) => x.index), group, shares, evidence, 'nvml');
+  return shareFinding(gi, rankList, idle.map((x) => x.index), group, shares, evidence, 'nvml', pace);
 }
 
 function probeLines(group: readonly SharingProcess[]): string[] {
@@ -347,7 +385,7 @@ function probeLines(group: readonly SharingProcess[]): string[] {
   ];
 }
 
-function fromProbe(ranks: readonly SharingProcess[]): Finding | null {
+function fromProbe(ranks: readonly SharingProcess[], pace: SharingPace): Finding | null {
   const byKey = new Map<string, SharingProcess[]>();
   for (const r of ranks) {
     const dev = r.device ?? r.hello?.cuda.currentDevice ?? null;
@@ -378,6 +416,7 @@ function fromProbe(ranks: readonly SharingProcess[]): Finding | null {
     shared.map(() => null),
     evidence,
     'probe',
+    pace,
     'cuda:',
   );
 }
@@ -390,6 +429,7 @@ function shareFinding(
   shares: (number | null)[],
   evidence: string[],
   source: 'nvml' | 'probe',
+  pace: SharingPace,
   prefix = 'GPU ',
 ): Finding {
   const n = group.length;
@@ -402,6 +442,8 @@ function shareFinding(
   const arithmetic = known && minOthers > 0
     ? `time-slicing: the GPU runs one rank's kernels at a time, so each rank waits while the others' kernels run (at least ${fmtPct(minOthers)} of the SM time); on its own GPU: ${fmtS(stepS)} x (1 - ${minOthers.toFixed(2)}) = ${fmtS(stepS - saved)}`
     : `time-slicing: ${n} ranks on one GPU each get about 1/${n} of it; on their own GPUs: ${fmtS(stepS)} / ${n} = ${fmtS(stepS / n)}`;
+  // Time-slicing: a whole-step change (an upper bound, each rank always having GPU work queued), on the ranks sharing.
+  const fix = stepS > 0 ? wholeStep('one GPU per rank', stepS * 1e9, (stepS - saved) * 1e9, arithmetic) : null;
   return finding({
     id: 'ranks-share-gpu',
     title: `Ranks ${rankList.join(', ')} all run on ${prefix}${gpu} while ${idle.map((i) => `${prefix}${i}`).join(', ')} ${idle.length === 1 ? 'stays' : 'stay'} idle`,
@@ -417,7 +459,17 @@ function shareFinding(
         'model = DistributedDataParallel(model.to(local_rank), device_ids=[local_rank])',
       ].join('\n'),
     },
-    ...(stepS > 0 ? { fix: wholeStepFix('one GPU per rank', stepS * 1e9, (stepS - saved) * 1e9, arithmetic) } : {}),
-    estimatedGain: stepS > 0 ? wholeStepGain(stepS * 1e9, (stepS - saved) * 1e9, arithmetic) : null,
+    ...(fix ? { fix } : {}),
+    estimatedGain: fix ? shareGain(fix, stepS * 1e9, rankList, pace) : null,
   });
+}
+
+/**
+ * The gain of giving each sharing rank its own GPU: on the job (the ranks' own pipelines, the slowest setting the
+ * pace) when it holds them all, else on the slowest sharing rank's pipeline, else on the measured step alone.
+ */
+function shareGain(fix: Fix, stepNs: number, ranks: readonly number[], pace: SharingPace): EstimatedGain | null {
+  if (pace.job && ranks.every((r) => pace.job?.ranks.some((x) => x.rank === r))) return jobGainOf(pace.job, fix, ranks);
+  const slowest = ranks.map((r) => pace.byRank.get(r)).filter((p): p is Pipeline => p !== undefined).sort((a, b) => b.stepNs - a.stepNs)[0];
+  return gainOn(slowest, stepNs, fix);
 }

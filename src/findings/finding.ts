@@ -6,6 +6,9 @@
  * (src/pace/gain.ts: a fix applied to the step's pipeline); memory gains by memory's findings (`memoryGainFrom`).
  */
 import type { Fix } from '../pace/fix.js';
+import type { FindingId } from './ids.js';
+
+export type { FindingId } from './ids.js';
 
 export type Severity = 'high' | 'medium' | 'low' | 'info';
 export const SEVERITIES: readonly Severity[] = ['high', 'medium', 'low', 'info'];
@@ -42,8 +45,8 @@ export interface MemoryGain {
 }
 
 export interface Finding {
-  /** Stable identifier, e.g. `dataloader-bound`. */
-  id: string;
+  /** Stable identifier, e.g. `dataloader-bound` (findings/ids.ts). */
+  id: FindingId;
   severity: Severity;
   title: string;
   /** Ranks the finding was seen on (one entry for single-GPU traces; empty for a memory snapshot). */

@@ -4,8 +4,12 @@
  * and `stepOf` (pipeline.ts) answers the new step and the stage that binds next. GPU and host figures are in the
  * profiled window's ns; the pipeline's `scale` takes them to its own (a run outside the profiler).
  */
+import type { FindingId } from '../findings/ids.js';
 import { fmtMs } from '../util/format.js';
 import { type Pipeline, type SerialKind, type Stage, type StageName, stageLabel } from './pipeline.js';
+import type { GpuWork, HostWork } from './work.js';
+
+export { GPU_WORK, type GpuWork, HOST_WORK, type HostWork } from './work.js';
 
 export type FixOp =
   /** The DataLoader's worker count: a number, or `enough` for the demand of the other stages (capped by the cores). */
@@ -13,12 +17,16 @@ export type FixOp =
   /** persistent_workers=True: the workers' start-up at each epoch start goes (the fill of the first batch stays). */
   | { kind: 'persistent-workers' }
   /**
-   * A work item of the GPU (`work` names it: `fp32-matmul`, `memory-bound`, `nchw-transposes`, ...): `ns` of it per
-   * step now, of which `factor` remains. Two fixes naming the same item compose (bf16 halves what fusion then fuses).
+   * A work item of the GPU (`work` names it, work.ts GPU_WORK: `fp32-matmul`, `memory-bound`, `nchw-transposes`, ...):
+   * `ns` of it per step now, of which `factor` remains. Two fixes naming the same item compose (bf16 halves what fusion
+   * then fuses).
    */
-  | { kind: 'gpu'; work: string; ns: number; factor: number }
-  /** The host's own work per step: `ns` of it (window ns) goes, or all of it is multiplied by `factor`. */
-  | { kind: 'host'; work: string; ns?: number; factor?: number }
+  | { kind: 'gpu'; work: GpuWork; ns: number; factor: number }
+  /**
+   * The host's own work per step (`work` names it, work.ts HOST_WORK): `ns` of it (window ns) goes, or all of it is
+   * multiplied by `factor`.
+   */
+  | { kind: 'host'; work: HostWork; ns?: number; factor?: number }
   /** A serial cost of this kind (or every one) multiplied by `factor` (0: gone), or `ns` (window ns) of it removed. */
   | { kind: 'serial'; cost: SerialKind | 'all'; factor?: number; ns?: number }
   /** Exposed communication: `ns` of it (window ns) hidden under compute. */
@@ -48,7 +56,7 @@ export interface Fix {
    * Findings whose change this fix makes too (its code does it: a static cache's CUDA graphs run under
    * inference_mode): once it is in a plan, theirs leave it, so one change is not counted twice.
    */
-  includes?: readonly string[];
+  includes?: readonly FindingId[];
 }
 
 function withStage(p: Pipeline, s: StageName, ns: number | null, evidence?: string): Pipeline {
@@ -72,20 +80,20 @@ function applyOp(p: Pipeline, op: FixOp): Pipeline {
     case 'gpu': {
       const gpu = p.stages.gpu.ns;
       if (gpu === null) return p;
-      const left = p.work[op.work] ?? 1;
+      const left = p.work.gpu[op.work] ?? 1;
       const saved = op.ns * left * (1 - op.factor) * p.scale.gpu;
-      return { ...withStage(p, 'gpu', Math.max(0, gpu - saved)), work: { ...p.work, [op.work]: left * op.factor } };
+      return { ...withStage(p, 'gpu', Math.max(0, gpu - saved)), work: { ...p.work, gpu: { ...p.work.gpu, [op.work]: left * op.factor } } };
     }
     case 'host': {
       const host = p.stages.host.ns;
-      const key = `host:${op.work}`;
-      const left = p.work[key] ?? 1;
+      const left = p.work.host[op.work] ?? 1;
       const factor = op.factor ?? 1;
+      const work = { ...p.work, host: { ...p.work.host, [op.work]: left * factor } };
       // Launch gaps and a drain's refill are the host's too: what shortens its work shortens them.
       const serial = p.serial.map((c) => (c.kind === 'gaps' || c.kind === 'refill' ? { ...c, ns: c.ns * factor } : c));
-      if (host === null) return { ...p, serial, work: { ...p.work, [key]: left * factor } };
+      if (host === null) return { ...p, serial, work };
       const next = op.ns !== undefined ? host - op.ns * left * p.scale.host : host * factor;
-      return { ...withStage({ ...p, serial }, 'host', Math.max(0, next)), work: { ...p.work, [key]: left * factor } };
+      return { ...withStage({ ...p, serial }, 'host', Math.max(0, next)), work };
     }
     case 'serial':
       return {

@@ -22,6 +22,7 @@
  */
 import type { StallPattern } from '../run/steps.js';
 import { fmtMs } from '../util/format.js';
+import { noWorkTouched, type WorkLeft } from './work.js';
 
 export type Provenance = 'measured' | 'assumed';
 export type StageName = 'input' | 'host' | 'gpu' | 'comm';
@@ -110,8 +111,8 @@ export interface Pipeline {
   scale: { gpu: number; host: number };
   /** Measured step / modelled step now: the share the stages leave unexplained, kept through fixes. */
   calibration: number;
-  /** What is left of each work item a fix named (1 = untouched), so two fixes of the same kernels compose. */
-  work: Record<string, number>;
+  /** What is left of each work item a fix named (1 = untouched), by stage, so two fixes of the same kernels compose. */
+  work: WorkLeft;
   /** The batch as a multiple of the run's (batch fixes): the per-batch step is the step over it. */
   batchScale: number;
   /** The GPU's own work is timed apart from the host's (a profiled window): what per-sample and per-step costs need. */
@@ -392,7 +393,7 @@ export function measuredStep(stepNs: number, evidence: string): Pipeline {
     loader: null,
     scale: { gpu: 1, host: 1 },
     calibration: 1,
-    work: {},
+    work: noWorkTouched(),
     batchScale: 1,
     deviceTimed: false,
     inputWaitNs: 0,

@@ -5,6 +5,7 @@
  * the composed step most; it stops when no fix left gains at least MIN_STEP_GAIN of the step. Composed over the job
  * (job.ts): each fix on the ranks its finding names, the step the slowest rank's own; a run of one rank is a job of one.
  */
+import type { FindingId } from '../findings/ids.js';
 import { fmtMs } from '../util/format.js';
 import type { Fix } from './fix.js';
 import { boundWords } from './gain.js';
@@ -18,7 +19,7 @@ export const MAX_PLAN_STEPS = 6;
 
 export interface PlanCandidate {
   /** The finding the fix comes from. */
-  id: string;
+  id: FindingId;
   fix: Fix;
   /** The ranks its finding names: the fix applies to them (to every rank where none or absent). */
   ranks?: readonly number[];

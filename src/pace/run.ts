@@ -22,6 +22,7 @@ import {
   stepOf,
   workerCap,
 } from './pipeline.js';
+import { noWorkTouched } from './work.js';
 import {
   deviceBusyNs,
   GPU_BOUND_SHARE,
@@ -440,7 +441,7 @@ export function runPipeline(ev: RunEvidence): Pipeline | null {
     serial,
     loader,
     scale: { gpu: gpuScale, host: hostScale },
-    work: {},
+    work: noWorkTouched(),
     batchScale: 1,
     deviceTimed: m !== null,
     inputWaitNs: W,

@@ -18,6 +18,7 @@
 import type { TraceMetrics } from '../trace/metrics/types.js';
 import { fmtMs, fmtPct } from '../util/format.js';
 import { calibrated, type Pipeline, type SerialCost, type Stage } from './pipeline.js';
+import { noWorkTouched } from './work.js';
 
 /** The GPU waits in DataLoader.__next__ this share of the step or more: the loader sets the pace. */
 export const INPUT_BINDS_SHARE = 0.05;
@@ -174,7 +175,7 @@ function buildWindowPipeline(m: TraceMetrics): Pipeline {
     serial,
     loader: null,
     scale: { gpu: 1, host: 1 },
-    work: {},
+    work: noWorkTouched(),
     batchScale: 1,
     deviceTimed: true,
     inputWaitNs: idle.dataloader,

@@ -2,6 +2,7 @@
  * The planner's entry points (pure): evaluate one plan, find the largest batch, list memory savers, and
  * search the space of parallel layouts for the best feasible plans.
  */
+import { type FitTerms, fitsMemory } from '../gpus/memoryFit.js';
 import { PlanError } from './errors.js';
 import { CALIBRATION as K } from './calibration.js';
 import { type MemoryPrediction, predictMemory } from './memory.js';
@@ -53,7 +54,12 @@ export function ofBudgetText(budgetBytes: number): string {
 
 /** The fit rule: the peak with its slack, plus the hole fragmentation leaves for the largest blocks, within the budget. */
 export function fitsIn(memory: { peakAllocatedBytes: number; fragmentationBytes: number }, budget: number): boolean {
-  return memory.peakAllocatedBytes * K.fitSlack + memory.fragmentationBytes <= budget;
+  return fitsMemory(memory.peakAllocatedBytes, budget, plannerFitTerms(memory.fragmentationBytes));
+}
+
+/** The planner's terms of the fit rule (gpus/memoryFit.ts): its calibrated slack, and the fragmentation's hole. */
+export function plannerFitTerms(fragmentationBytes = 0): FitTerms {
+  return { slack: K.fitSlack, holeBytes: fragmentationBytes };
 }
 
 export function evaluatePlan(req: PlanRequest): Plan {

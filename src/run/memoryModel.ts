@@ -5,8 +5,9 @@
  *   module; run/setup.ts residentBytes says what is resident).
  * doctor's what-ifs are specs evaluated against a MemoryModel, and tune's memory line is the same per-sample line.
  */
-import { calibratedPeakBytes, fitsBudget, type PlannerCalibration, type WhatIfBasis } from '../planner/fromRun.js';
-import type { Plan } from '../planner/plan.js';
+import { fitsMemory } from '../gpus/memoryFit.js';
+import { calibratedPeakBytes, type PlannerCalibration, type WhatIfBasis } from '../planner/fromRun.js';
+import { type Plan, plannerFitTerms } from '../planner/plan.js';
 
 export interface MemoryModel {
   basis: WhatIfBasis;
@@ -39,7 +40,7 @@ export function plannerMemoryModel(
     if (!e) {
       const plan = planAt(b, accum);
       const peak = calibratedPeakBytes(cal, plan);
-      e = { peak, fits: fitsBudget(peak, plan.budgetBytes, plan.memory.fragmentationBytes) };
+      e = { peak, fits: fitsMemory(peak, plan.budgetBytes, plannerFitTerms(plan.memory.fragmentationBytes)) };
       cache.set(key, e);
     }
     return e;
@@ -62,7 +63,7 @@ export interface PerSampleLine {
 /** peak(b) = fixed + perSample x b; fits by the planner's fit rule (no fragmentation term: not modelled). */
 export function perSampleMemoryModel(line: PerSampleLine, budgetBytes: number, describe: string): MemoryModel {
   const peak = (b: number) => line.fixedBytes + line.perSampleBytes * b;
-  return { basis: 'measured-per-sample', peak, fits: (b) => fitsBudget(peak(b), budgetBytes), budgetBytes, describe };
+  return { basis: 'measured-per-sample', peak, fits: (b) => fitsMemory(peak(b), budgetBytes, plannerFitTerms()), budgetBytes, describe };
 }
 
 /** The per-sample line through one measured peak; null when the peak is not above the resident bytes. */

@@ -3,6 +3,7 @@
  * so the trials measured so far predict the largest value that fits, and each next trial verifies a prediction
  * instead of bisecting blindly. Definitions and the evidence for the constants: docs/tune.md.
  */
+import { largestWithinLimit, peakLimitBytes } from '../gpus/memoryFit.js';
 import { CALIBRATION } from '../planner/calibration.js';
 import { type MemoryModel, perSampleMemoryModel } from '../run/memoryModel.js';
 import { residentBytes } from '../run/setup.js';
@@ -67,7 +68,7 @@ export function deviceBudget(trials: TrialSummary[]): DeviceBudget | null {
     totalBytes,
     nonAllocatorBytes,
     nonAllocatorSource: measured.length ? 'nvml' : 'calibration',
-    allocatorLimitBytes: (totalBytes - nonAllocatorBytes) / TUNE.allocatorSlack,
+    allocatorLimitBytes: peakLimitBytes(totalBytes - nonAllocatorBytes, TUNE.allocatorSlack),
   };
 }
 
@@ -138,8 +139,7 @@ export function lineMemoryModel(line: MemoryLine, budget: DeviceBudget): MemoryM
 
 /** Largest value whose predicted peak stays within `limitBytes` (Infinity when memory does not grow with the value). */
 export function largestWithin(line: MemoryLine, limitBytes: number): number {
-  if (line.perValueBytes <= 0) return Number.POSITIVE_INFINITY;
-  return Math.floor((limitBytes - line.fixedBytes) / line.perValueBytes);
+  return largestWithinLimit(line.fixedBytes, line.perValueBytes, limitBytes);
 }
 
 export type Decision = { next: number; reason: string; predicted: number | null } | { next: null; reason: string };

@@ -31,7 +31,7 @@ const runDirs = (): string[] =>
 describe('no finding contradicts its own evidence', () => {
   it('catches a "slower" claim over faster figures and a title share the evidence does not state', () => {
     const base: Finding = {
-      id: 'x',
+      id: 'fusion',
       severity: 'info',
       title: 'GEMMs run slower than the aligned ones (20% of the step)',
       ranks: [0],

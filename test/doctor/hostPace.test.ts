@@ -46,7 +46,7 @@ const stats = (cpuMs: number | null, stepsInFlight: number | null = 1): StepStat
   ({ meanS: 0.0382, medianS: 0.0382, dataWaitShare: 0, medianHostCpuS: cpuMs === null ? null : cpuMs / 1e3, medianStepsInFlight: stepsInFlight, stalls: null }) as unknown as StepStats;
 const pipeline = (cpuMs: number | null, stepsInFlight: number | null = 1, w = window()) =>
   runPipeline({ steps: stats(cpuMs, stepsInFlight), window: w, loader: [], batchesPerStep: 1 })!;
-const halveGpu = { label: 'bf16', ops: [{ kind: 'gpu' as const, work: 'matmul', ns: 35.2e6, factor: 0.5 }], arithmetic: 'a' };
+const halveGpu = { label: 'bf16', ops: [{ kind: 'gpu' as const, work: 'fp32-matmul' as const, ns: 35.2e6, factor: 0.5 }], arithmetic: 'a' };
 
 describe('the host stage (hand-built run figures)', () => {
   it('the stepping thread\'s CPU time is the host stage: a fix that halves the GPU\'s work leaves the step at it', async () => {

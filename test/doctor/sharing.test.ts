@@ -120,12 +120,15 @@ describe('gpu-shared', () => {
     expect(nC + nA).toBeLessThan(steps); // warm-up, change-overs and steps past the last sample left out
     expect(f?.title).toMatch(/^GPU 0 is shared: pid 5001's steps took \d+% longer while pid 4242 python serve\.py --port 8000 \(alice\) ran work on it$/);
     expect(f?.evidence.join('\n')).toMatch(/median step .* over \d+ steps while the other process\(es\) ran work on the GPU, .* over \d+ steps while they did not/);
-    // the gain: what the run saves alone, i.e. the contended steps at the alone pace
+    // the gain: what the run saves alone, i.e. the contended steps at the alone pace: the alone median over the steps'
+    // mean, a whole-step ratio made on the run's pipeline (its step the pace section's and the plan's)
     const g = f?.estimatedGain;
-    const expected = (f?.data.aloneMedianS as number) * 1e9;
-    expect(g?.expectedStepTimeNs).toBeCloseTo(expected, 0);
     const mean = (nC * (f?.data.contendedMedianS as number) + nA * (f?.data.aloneMedianS as number)) / (nC + nA);
-    expect(g?.savedFraction).toBeCloseTo(1 - (f?.data.aloneMedianS as number) / mean, 6);
+    const ratio = (f?.data.aloneMedianS as number) / mean;
+    expect(g?.stepTimeNs).toBeCloseTo(r.pace?.stepNs as number, 0);
+    expect(g?.expectedStepTimeNs).toBeCloseTo((r.pace?.stepNs as number) * ratio, 0);
+    expect(g?.savedFraction).toBeCloseTo(1 - ratio, 6);
+    expect(r.pace?.plan.steps.find((s) => s.id === 'gpu-shared')?.expectedStepNs).toBeCloseTo(g?.expectedStepTimeNs as number, 0);
     expect(f?.severity).toBe(g!.savedFraction >= 0.25 ? 'high' : 'medium');
     expect(f?.recommendation.code).toContain('gpuwise select -n 1');
     expect(f?.recommendation.summary).toMatch(/MPS.*MIG/);

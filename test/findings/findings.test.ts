@@ -1,12 +1,14 @@
 /** The one Finding factory (severity from the gain only) and the one ranking and merging. */
 import { describe, expect, it } from 'vitest';
 import { type Finding, type FindingParts, finding, memoryGainFrom, withGain } from '../../src/findings/finding.js';
+import type { FindingId } from '../../src/findings/ids.js';
 import { wholeStepGain } from '../../src/pace/gain.js';
 import { mergeById, sortFindings } from '../../src/findings/rank.js';
 
-const parts = (id: string, saved: number | null, ranks = [0]): FindingParts => ({
-  id,
-  title: id,
+// Names stand for ids here: the order and the merge read only the id's equality.
+const parts = (name: string, saved: number | null, ranks = [0]): FindingParts => ({
+  id: name as FindingId,
+  title: name,
   ranks,
   evidence: [],
   data: {},

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { doctorInput } from '../doctor/input.js';
 import type { ProbeRecord, StepRecord } from '../../src/run/records.js';
 import type { DoctorInput } from '../../src/doctor/reportTypes.js';
+import type { FindingId } from '../../src/findings/ids.js';
 import { buildDoctorReport } from '../../src/doctor/report.js';
 import { commandChanges, compareFindings, compareRuns } from '../../src/history/compare.js';
 import { runFigures } from '../../src/history/figures.js';
@@ -135,7 +136,7 @@ describe('compare pieces', () => {
   });
 
   it('findings: new, changed severity and gain, unchanged', () => {
-    const f = (id: string, severity: 'high' | 'medium' | 'low', saved: number) => ({
+    const f = (id: FindingId, severity: 'high' | 'medium' | 'low', saved: number) => ({
       id,
       severity,
       title: id,

@@ -6,7 +6,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { Fix, FixOp } from '../../src/pace/fix.js';
+import type { Fix, FixOp, GpuWork, HostWork } from '../../src/pace/fix.js';
 import { jobGainOf } from '../../src/pace/gain.js';
 import { fixViolations, jobViolations, planViolations } from '../../src/pace/invariants.js';
 import { applyJobFix, balanced, type Job, jobOf, jobStepOf, ownPipeline, type RankPipeline, soloJob } from '../../src/pace/job.js';
@@ -37,7 +37,7 @@ function pipe(o: PipeSpec): Pipeline {
     serial: (o.serial ?? []).filter(([, ns]) => ns > 0).map(([k, ns]) => cost(k, ns)),
     loader: null,
     scale: { gpu: 1, host: 1 },
-    work: {},
+    work: { gpu: {}, host: {} },
     batchScale: 1,
     deviceTimed: o.deviceTimed ?? true,
     inputWaitNs: 0,
@@ -92,7 +92,7 @@ describe('the job: the slowest rank\'s own step, calibrated on the slowest rank\
   it("a fix on rank 0 alone leaves rank 1's host: the job's step stays", () => {
     const overlap: Fix = { label: 'communication overlapped', ops: [{ kind: 'comm', ns: 35.2 * ms }], arithmetic: '' };
     expect(jobStepOf(applyJobFix(job, overlap, [0])).stepNs / ms).toBeCloseTo(45.9, 9);
-    const graphs: Fix = { label: 'CUDA graphs', ops: [{ kind: 'host', work: 'launch', factor: 0.3 }], arithmetic: '' };
+    const graphs: Fix = { label: 'CUDA graphs', ops: [{ kind: 'host', work: 'launches', factor: 0.3 }], arithmetic: '' };
     const after = jobStepOf(applyJobFix(job, graphs, [1]));
     // rank 1's host 36.5 -> 11 ms: rank 1's 16.5 ms step; rank 0's own 3.7 + 1.4 + 7 = 12.1 ms; x 45.9 / 42
     expect(after.rank).toBe(1);
@@ -102,7 +102,7 @@ describe('the job: the slowest rank\'s own step, calibrated on the slowest rank\
   it('a plan over the job says which rank binds after each step', () => {
     const plan = planOf(job, [
       { id: 'comm-bound', fix: { label: 'overlap', ops: [{ kind: 'comm', ns: 35.2 * ms }], arithmetic: '' }, ranks: [0] },
-      { id: 'launch-bound', fix: { label: 'CUDA graphs', ops: [{ kind: 'host', work: 'launch', factor: 0.3 }], arithmetic: '' }, ranks: [1] },
+      { id: 'launch-bound', fix: { label: 'CUDA graphs', ops: [{ kind: 'host', work: 'launches', factor: 0.3 }], arithmetic: '' }, ranks: [1] },
     ]);
     expect(plan.rank).toBe(1);
     expect(plan.steps.map((s) => [s.id, s.rank, s.ranks])).toEqual([['launch-bound', 1, [1]]]);
@@ -113,7 +113,7 @@ describe('the job: the slowest rank\'s own step, calibrated on the slowest rank\
     const one = soloJob(r1);
     expect(one.calibration).toBe(1);
     expect(jobStepOf(one).stepNs).toBe(stepOf(r1).stepNs);
-    const plan = planOf(one, [{ id: 'x', fix: { label: 'half host', ops: [{ kind: 'host', work: 'h', factor: 0.5 }], arithmetic: '' } }]);
+    const plan = planOf(one, [{ id: 'launch-bound', fix: { label: 'half host', ops: [{ kind: 'host', work: 'launches', factor: 0.5 }], arithmetic: '' } }]);
     expect(plan.rank).toBeUndefined();
     expect(plan.steps[0]?.text).toMatch(/then the host binds$/);
   });
@@ -177,9 +177,9 @@ const timingArb = fc.record({ input: fc.boolean(), host: fc.boolean(), comm: fc.
 
 /** Fix ops that only take work away (or move it): what the rules emit. */
 const opArb: fc.Arbitrary<FixOp> = fc.oneof(
-  fc.record({ kind: fc.constant('gpu' as const), work: fc.constantFrom('a', 'b'), ns: msArb(40), factor: fc.double({ min: 0, max: 1, noNaN: true }) }),
-  fc.record({ kind: fc.constant('host' as const), work: fc.constantFrom('h', 'k'), factor: fc.double({ min: 0, max: 1, noNaN: true }) }),
-  fc.record({ kind: fc.constant('host' as const), work: fc.constant('n'), ns: msArb(40) }),
+  fc.record({ kind: fc.constant('gpu' as const), work: fc.constantFrom<GpuWork>('fp32-matmul', 'memory-bound'), ns: msArb(40), factor: fc.double({ min: 0, max: 1, noNaN: true }) }),
+  fc.record({ kind: fc.constant('host' as const), work: fc.constantFrom<HostWork>('launches', 'autograd'), factor: fc.double({ min: 0, max: 1, noNaN: true }) }),
+  fc.record({ kind: fc.constant('host' as const), work: fc.constant<HostWork>('dataparallel'), ns: msArb(40) }),
   fc.record({ kind: fc.constant('serial' as const), cost: fc.constantFrom<SerialKind | 'all'>(...KINDS, 'all'), factor: fc.double({ min: 0, max: 1, noNaN: true }) }),
   fc.record({ kind: fc.constant('comm' as const), ns: msArb(40) }),
   fc.record({ kind: fc.constant('step' as const), factor: fc.double({ min: 0, max: 1, noNaN: true }) }),
@@ -206,7 +206,7 @@ function inputsOf(g: Generated, rankOf: (i: number) => number = (i) => i): RankP
 }
 
 function candidatesOf(g: Generated, rankOf: (i: number) => number = (i) => i): PlanCandidate[] {
-  return g.fixes.map((f, i) => ({ id: `f${i}`, fix: { label: `fix ${i}`, ops: f.ops, arithmetic: '' }, ranks: f.ranks.map(rankOf) }));
+  return g.fixes.map((f, i) => ({ id: `whatif-f${i}` as const, fix: { label: `fix ${i}`, ops: f.ops, arithmetic: '' }, ranks: f.ranks.map(rankOf) }));
 }
 
 const RUNS = { numRuns: 300, seed: 44 };

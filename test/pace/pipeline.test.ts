@@ -37,7 +37,7 @@ function pipe(o: {
     serial: o.syncs ? [{ kind: 'syncs', ns: o.syncs * ms, perStep: 1, how: 'measured', evidence: 'by hand' }] : [],
     loader: o.loader ?? null,
     scale: { gpu: 1, host: 1 },
-    work: {},
+    work: { gpu: {}, host: {} },
     batchScale: 1,
     deviceTimed: true,
     inputWaitNs: 0,
@@ -246,7 +246,7 @@ describe("the plan (the issue's ResNet-50 reading JPEGs through 4 workers, H200)
     const two = pipe({ stepMs: 68, host: 68, gpu: 50, loader: { ...jpegLoader, workers: 2, batchNsPerWorker: 128 * ms } });
     const halfHost: Fix = { label: 'half the host', ops: [{ kind: 'host', work: 'launches', factor: 0.5 }], arithmetic: '' };
     expect(stepOf(applyFix(two, halfHost)).bound).toBe('input');
-    const plan = planOf(soloJob(two), [{ id: 'host-thing', fix: halfHost }]);
+    const plan = planOf(soloJob(two), [{ id: 'launch-bound', fix: halfHost }]);
     expect(plan.steps.map((s) => [Math.round(s.expectedStepNs / ms), s.bound, s.workersNeeded])).toEqual([[50, 'gpu', 4]]);
     // where the loader binds already, more workers are the DataLoader finding's gain: bf16 alone gains nothing
     expect(planOf(soloJob(p), [{ id: 'mixed-precision', fix: bf16 }]).steps).toEqual([]);

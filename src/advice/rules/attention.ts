@@ -127,7 +127,7 @@ export const attention: RankRule = (m, ctx) => {
       }
     : null;
   const parts = {
-    id: 'attention',
+    id: 'attention' as const,
     title: mathFix
       ? `Attention runs on SDPA's math fallback, unfused: ${fmtPct(unfused / step)} of the step`
       : `Attention is written out by hand: its matmuls and the softmax and masking kernels between them take ${fmtPct(unfused / step)} of the step`,

@@ -1,5 +1,6 @@
 /** GPU compute rules: fp32 matmuls (bf16 weights where the steps generate), misaligned GEMM shapes, an under-used GPU. */
 
+import { largestWithinLimit } from '../../gpus/memoryFit.js';
 import type { GemmShapeStat, TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtBytes, fmtMs, fmtPct } from '../../util/format.js';
 import { isHalfDtype } from '../../util/dtype.js';
@@ -156,7 +157,7 @@ function unshapedFp32Weights(m: TraceMetrics, ctx: RunContext, loop: { steps: st
   if (fp32 === null) return null;
   const effect = unshapedDecodeEffect(m, fp32, ctx.decode?.batch ?? null);
   const parts = {
-    id: 'bf16-weights',
+    id: 'bf16-weights' as const,
     title: `${loop.steps} run fp32 matmuls (${fmtMs(fp32)} a step): load the weights in bf16`,
     ranks: [m.rank],
     evidence: [
@@ -266,7 +267,8 @@ export const gpuUnderused: RankRule = (m, ctx) => {
   if (idle > 0 && m.perStep.idleByCauseNs.dataloader / idle > 0.5) return null;
   // A model split over GPUs idles each one while another works: that bubble grows with the batch (model-parallel-bubble).
   if (modelParallelFigures(m)) return null;
-  const scale = Math.max(1, Math.min(MAX_BATCH_SCALE, Math.floor((MEMORY_HEADROOM * total) / Math.max(mem.peakReservedBytes, 1))));
+  // The batch multiple whose reserved memory stays within the card less the share kept free (gpus/memoryFit.ts).
+  const scale = Math.max(1, Math.min(MAX_BATCH_SCALE, largestWithinLimit(0, Math.max(mem.peakReservedBytes, 1), MEMORY_HEADROOM * total)));
   if (scale < 2) return null;
   return paced(
     m,

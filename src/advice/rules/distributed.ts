@@ -320,9 +320,15 @@ export function weighedAgainstProbe(w: Finding, b: ProbeBalance): Finding {
     );
   const windowShare = w.estimatedGain?.savedFraction ?? 0;
   if (b.job === null || b.straggler === null) return extended;
-  const gain = jobGainOf(b.job, probeBalanceFix(b, b.straggler.rank), b.ranks);
+  const probeFix = probeBalanceFix(b, b.straggler.rank);
+  const gain = jobGainOf(b.job, probeFix, b.ranks);
   if (gain === null || gain.savedFraction <= windowShare) return extended;
-  return withGain(extended, { ...gain, arithmetic: `${gain.arithmetic} (probe, every steady step; the window's own estimate was ${fmtPct(windowShare)}: ${w.estimatedGain?.arithmetic ?? 'none'})` });
+  // The probe's gain, its arithmetic naming the window's estimate it replaces: the same fix on the same job, worded.
+  const fix: Fix = {
+    ...probeFix,
+    arithmetic: `${probeFix.arithmetic} (probe, every steady step; the window's own estimate was ${fmtPct(windowShare)}: ${w.estimatedGain?.arithmetic ?? 'none'})`,
+  };
+  return withGain({ ...extended, fix }, jobGainOf(b.job, fix, b.ranks));
 }
 
 /**

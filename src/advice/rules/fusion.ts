@@ -4,7 +4,7 @@
  */
 
 import { type EstimatedGain, finding } from '../../findings/finding.js';
-import type { Fix } from '../../pace/fix.js';
+import type { Fix, FixOp } from '../../pace/fix.js';
 import type { Pipeline } from '../../pace/pipeline.js';
 import { gainOf } from '../../pace/gain.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
@@ -180,7 +180,7 @@ export const fusion: RankRule = (m, ctx) => {
     label: 'torch.compile',
     ops: [
       { kind: 'gpu', work: 'memory-bound', ns: kindsNs, factor: kindsNs > 0 ? Math.max(0, 1 - fused / kindsNs) : 1 },
-      ...(padded > 0 ? [{ kind: 'gpu' as const, work: 'misaligned-gemms', ns: bad, factor: Math.max(0, 1 - padded / bad) }] : []),
+      ...(padded > 0 ? [{ kind: 'gpu', work: 'misaligned-gemms', ns: bad, factor: Math.max(0, 1 - padded / bad) } satisfies FixOp] : []),
       { kind: 'host', work: 'launches', factor: hostKeeps },
     ],
     compiles: true,

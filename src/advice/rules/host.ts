@@ -163,7 +163,7 @@ export const launchBound: RankRule = (m, ctx) => {
   // A model not compiled yet pays the compilation first: the steps the saving takes to pay it back.
   const warmup = !graphed && !ctx?.decode && !compiled ? compileWarmupWords(gain) : null;
   const parts = {
-    id: 'launch-bound',
+    id: 'launch-bound' as const,
     title: graphed
       ? 'CPU-bound around a CUDA graph: the GPU waits for the launches left outside it'
       : 'CPU-bound: the GPU waits for kernel launches',

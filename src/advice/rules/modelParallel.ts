@@ -7,10 +7,12 @@
  * on one GPU (its context's `dataParallel`), data parallelism over the same GPUs leads the finding.
  */
 import type { Finding } from '../../findings/finding.js';
-import { wholeStepFix, wholeStepGain } from '../../pace/gain.js';
+import type { Fix } from '../../pace/fix.js';
+import { gainOf } from '../../pace/gain.js';
+import type { Pipeline } from '../../pace/pipeline.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtBytes, fmtGiB, fmtMs, fmtPct } from '../../util/format.js';
-import { type DataParallelAlternative, finding, paced, type RankRule, stepNs } from './rule.js';
+import { type DataParallelAlternative, finding, paced, pipelineOf, type RankRule, stepNs } from './rule.js';
 
 /** Fires at this share of the bubble a strict turn-taking split has (1 - 1/n): 30% for two GPUs, whose worst is 50%. */
 const BUBBLE_MIN_OF_SERIAL = 0.6;
@@ -203,7 +205,7 @@ export const modelParallelBubble: RankRule = (m, ctx) => {
     ops: [{ kind: 'step', factor: est.expectedNs / f.stepNs }],
     arithmetic: est.arithmetic,
   });
-  return ctx?.dataParallel && bubble ? ledByDataParallel(bubble, f, ctx.dataParallel) : bubble;
+  return ctx?.dataParallel && bubble ? ledByDataParallel(bubble, f, ctx.dataParallel, pipelineOf(m, ctx.pace)) : bubble;
 };
 
 /** Ring all-reduce of the gradients over n GPUs: 2 (n - 1) / n of their bytes over each GPU's link. */
@@ -235,7 +237,7 @@ const FSDP_CODE = (n: number) =>
  * although DDP overlaps most of it with the backward, as a ratio of the window's step applied to the run's), the
  * pipelining fix after it in the summary and the code. Slower than the pipeline, it stays a line of evidence.
  */
-function ledByDataParallel(f: Finding, fig: ModelParallelFigures, alt: DataParallelAlternative): Finding {
+function ledByDataParallel(f: Finding, fig: ModelParallelFigures, alt: DataParallelAlternative, pace: Pipeline): Finding {
   const g = f.estimatedGain;
   if (!g) return f;
   const n = fig.devices.length;
@@ -257,6 +259,8 @@ function ledByDataParallel(f: Finding, fig: ModelParallelFigures, alt: DataParal
   if (!(expected <= pipelined))
     return { ...f, evidence: [...f.evidence, `${fitText}; ${name} would take about ${fmtMs(expected)} a step, the pipeline ${fmtMs(pipelined)}`] };
   const { severity: _s, ...parts } = f;
+  // Another layout, modelled whole (the window's data-parallel step over its step): a ratio of the run's step.
+  const fix: Fix = { label: `${name} over the ${n} GPUs`, ops: [{ kind: 'step', factor: ratio }], arithmetic };
   return finding({
     ...parts,
     evidence: [...f.evidence, fitText],
@@ -265,7 +269,7 @@ function ledByDataParallel(f: Finding, fig: ModelParallelFigures, alt: DataParal
       summary: `The whole model fits on one GPU (${fmtGiB(alt.peakBytes)} ${alt.budgetText}): train it data-parallel over the same ${n} GPUs with ${name}, one process per GPU on 1/${n} of the batch: no GPU waits for another (about ${fmtMs(expected)} a step). Else pipeline the split with micro-batches (${f.data.microBatches} of them: about ${fmtMs(pipelined)}).`,
       code: `${alt.layout === 'ddp' ? DDP_CODE(n) : FSDP_CODE(n)}\n\n# or keep the split and pipeline it:\n${PIPELINE_CODE}`,
     },
-    fix: wholeStepFix(`${name} over the ${n} GPUs`, step, expected, arithmetic),
-    estimatedGain: wholeStepGain(step, expected, arithmetic),
+    fix,
+    estimatedGain: gainOf(pace, fix),
   });
 }
