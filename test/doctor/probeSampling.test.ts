@@ -176,7 +176,7 @@ describe.skipIf(SKIP_PYTHON)('the sampled steady loop (CPU torch)', () => {
       '    opt.step()',
       'p.sender.flush()',
       'p.switch_off()',
-      'print(json.dumps({"hook": p.step_hook, "counted": p.step, "left": len(hooks)}))',
+      'print(json.dumps({"hook": p.step_hook, "counted": p.steps.step, "left": len(hooks)}))',
     ].join('\n');
     const r = spawnSync(PYTHON, ['-c', script], { encoding: 'utf8', env: pyEnv({}), timeout: 120_000 });
     expect(r.status, r.stderr).toBe(0);

@@ -274,6 +274,11 @@ class RootWatch(object):
         self.armed = _Handle(undo)
         return True
 
+    def give_up_calls(self):
+        """A DataLoader feeds the steps (batches outrank forwards): the root's calls are no longer needed."""
+        self.persistent = False
+        self.disarm()
+
     def disarm(self):
         if self.armed is not None:
             self.armed.remove()
