@@ -5,7 +5,8 @@ import weakref
 
 from . import hooks, safe
 from .batch import batch_dim_of
-from .model import RootWatch, _autocast_dtype, model_record
+from .model import RootWatch
+from .modelrecord import autocast_in_force, model_record
 
 _perf_counter = time.perf_counter
 
@@ -51,7 +52,7 @@ class ModelWatch(object):
         steps.forward_seen(now)
         self._count_grad_mode()
         if self.autocast_dtype is None:
-            self.autocast_dtype = _autocast_dtype(torch)
+            self.autocast_dtype = autocast_in_force(torch)
         steps.forward_step(now, ident)  # a forward that starts a step ends the one before, before its batch counts
         if steps.source not in (None, "forward") and not torch.is_grad_enabled():
             # An evaluation call between training steps is not the step's work; the watch stays armed for the next
