@@ -46,14 +46,14 @@ opt = torch.optim.SGD(m.parameters(), lr=1e-3)
 xs, ys = torch.randn(steps * 8, 16), torch.randn(steps * 8, 16)
 for i, (x, y) in enumerate(DataLoader(TensorDataset(xs, ys), batch_size=8)):
     if i == 100 and mode.startswith("hooks-no"):  # the part left out, once the probe has settled
-        setattr(p, {"hooks-no-batch": "_on_batch", "hooks-no-backward": "_on_backward", "hooks-no-end": "_end_step", "hooks-no-optimizer": "_on_optimizer_step"}[mode], lambda *a, **k: None)
+        setattr(p.steps, {"hooks-no-batch": "on_batch", "hooks-no-backward": "on_backward", "hooks-no-end": "end_step", "hooks-no-optimizer": "_on_optimizer_step"}[mode], lambda *a, **k: None)
     loss = torch.nn.functional.mse_loss(m(x), y)
     opt.zero_grad(set_to_none=True)
     loss.backward()
     opt.step()
 if mode != "plain" and not mode.startswith("hooks-no"):
-    assert p.step >= steps - 1, "the probe counted %d steps of %d" % (p.step, steps)
-    assert (mode == "sampled") == (p.burst_at is not None), "the steady loop sampled: %s" % p.burst_at
+    assert p.steps.step >= steps - 1, "the probe counted %d steps of %d" % (p.steps.step, steps)
+    assert (mode == "sampled") == (p.sampler.burst_at is not None), "the steady loop sampled: %s" % p.sampler.burst_at
 EOF
 count() { # mode steps -> instructions
   PYTHONHASHSEED=0 valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null "$python" "$tmp/loop.py" "$1" "$probe_dir" "$2" 2>&1 |

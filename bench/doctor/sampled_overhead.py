@@ -43,7 +43,7 @@ from overhead import _TIMED_LOOP  # noqa: E402  (the loop overhead.py measures, 
 exec(_TIMED_LOOP)  # m, opt, a, timed_loop(steps, pad, loop, xs, ys) -> (wall times, CPU times), pad_for(target_s, loop)
 
 SKIP = 5  # a segment's first steps: the probe's start or stop just before them
-from gpuwise.probe.steps import SAMPLE_BURST as BURST, SAMPLE_PERIOD as PERIOD  # noqa: E402
+from gpuwise.probe.sampling import SAMPLE_BURST as BURST, SAMPLE_PERIOD as PERIOD  # noqa: E402
 
 
 def main():
@@ -69,12 +69,12 @@ def main():
                 p = probe_mod.start(env)
                 if side.startswith("counted"):
                     timed_loop(2, 0, "dataloader", xs, ys)  # noqa: F821  (the first steps: the optimizer known)
-                    p._enter_quiet(10**9)  # what the steps between two bursts run: only counted
-                if side == "counted" and p.next_code is not None:
-                    p.calls.unwatch(p.next_code)  # as a run's pause does (this segment's new iterator would end it)
+                    p.sampler.enter(10**9, p.steps.batch.last_step_mixed)  # what the steps between two bursts run: only counted
+                if side == "counted" and p.sampler.next_code is not None:
+                    p.calls.unwatch(p.sampler.next_code)  # as a run's pause does (this segment's new iterator would end it)
             times, cpus = timed_loop(n, pad, "dataloader", xs, ys)  # noqa: F821
             if p is not None:
-                assert (p.burst_at is not None) == side.startswith("counted")
+                assert (p.sampler.burst_at is not None) == side.startswith("counted")
                 p.sender.flush()
                 p.switch_off()
             got[side][0].append(statistics.mean(times[SKIP:]))
@@ -97,7 +97,7 @@ def main():
         if "counted-next-watched" in cost:
             out[name]["countedNextWatchedUs"] = round(cost["counted-next-watched"] * 1e6, 1)
     # One probe for the whole run over one DataLoader iterator, its segments toggled between recording every step,
-    # counting as between two bursts (`_enter_quiet`: the DataLoader's `__next__` and the backward pass unwatched), and
+    # counting as between two bursts (`Sampler.enter`: the DataLoader's `__next__` and the backward pass unwatched), and
     # switched off (`disabled`: each hook returns at its first test, and the code objects sys.monitoring watches are
     # paused, so only the optimizer hook's first test runs): no probe started just before the timed steps. A fresh
     # probe's first background runs (its announcement, the first readings) land in the segments above, on the
@@ -114,13 +114,13 @@ def main():
                 for code in list(p.calls.watched):
                     p.calls.pause(code)
             if side == "full":
-                p.last_boundary = None  # its first step's time would span the segments before
+                p.steps.clock.last_boundary = None  # its first step's time would span the segments before
             if side == "counted":
-                p._enter_quiet(10**12)
-                assert p.batches_paused, "the DataLoader was not paused"
+                p.sampler.enter(10**12, p.steps.batch.last_step_mixed)
+                assert p.sampler.batches_paused, "the DataLoader was not paused"
             times, cpus = timed_loop(n, pad, it, None, None)  # noqa: F821
             if side == "counted":
-                p._leave_quiet(threading.get_ident())
+                p.steps.leave_quiet(threading.get_ident())
             if side == "disabled":
                 for code in list(p.calls.watched):
                     p.calls.resume(code)

@@ -57,7 +57,7 @@ def main():
     if dev == "cuda":
         torch.cuda.synchronize()
     true_mean = (time.perf_counter() - t0) / (args.steps - 1)
-    p._guarded(p._end, "exit")
+    p.guarded(p.end, "exit")
     p.sender.flush()
     recs = [json.loads(line) for f in glob.glob(os.path.join(run_dir, "probe*.jsonl")) for line in open(f)]
     steps = [r for r in recs if r["type"] == "step"]

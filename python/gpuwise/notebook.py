@@ -236,10 +236,10 @@ def _probe_for_cell(env):
     p = probe_mod.start(env)
     probe_mod._PROBE = p
     if p.torch is not None and p.step_hook == "optimizer-step-wrapper":
-        p._guarded(_wrap_existing_optimizers, p, p.torch)
+        p.guarded(_wrap_existing_optimizers, p, p.torch)
     # An optimizer built in an earlier cell went past the probe's constructor hook: without this the DataLoader's
     # batches took over as the step source before the optimizer stepped (torch 2.11 on an H100: "no optimizer").
-    p.optimizer_built = True
+    p.steps.saw_optimizer_built()
     # The cell's allocations are recorded from its start (not only over the profiled window), so an out-of-memory
     # error anywhere in it is explained by memory_report(): on an H100, a cell run with --profile-steps 0 left an OOM
     # snapshot without history, and its report had nothing to say. CUDA initialised in an earlier cell never calls
@@ -272,18 +272,18 @@ def _wrap_existing_optimizers(p, torch):
             continue
         seen.add(cls)
         todo.extend(cls.__subclasses__())
-        probe_mod.wrap_optimizer_step(p, p.patches, cls)
-    p.optimizer_built = True
+        probe_mod.wrap_optimizer_step(torch, p.steps, p.patches, cls)
+    p.steps.saw_optimizer_built()
 
 
 def _finish_probe(p, error):
     if error is not None and not (isinstance(error, SystemExit) and p.ended):
-        p._guarded(p._on_exception, type(error), error)
+        p.guarded(p.on_exception, type(error), error)
     else:
-        p._guarded(p._stop_profiler, "exit")
+        p.guarded(p.window.stop, "exit")
         p.background.wait_jobs(60.0)
         if p.announced and not p.ended:
-            p._guarded(p._end, "exit")
+            p.guarded(p.end, "exit")
     if p.gpu is not None and p.gpu.history_on:
         try:
             p.gpu.stop_history()  # the OOM snapshot, if any, was written when the error happened
@@ -361,7 +361,7 @@ def doctor_cell(shell, line, cell):
         exit_code = 0 if isinstance(error, SystemExit) and p.ended and not p.exception else 1
         _release_after_error(shell)
     notes = []
-    if p.step == 0:
+    if p.steps.step == 0:
         notes.append("no training step was seen in the cell (no optimizer step, no DataLoader batch, no gpuwise.step())")
     try:
         out = srv.post_json("api/runs/live/end?id=" + urllib.parse.quote(run_id), {"exitCode": exit_code, "notes": notes, "cwd": os.getcwd()})

@@ -178,7 +178,7 @@ describe.skipIf(SKIP_PYTHON)('the sampled steady loop (CPU torch)', () => {
       '    opt.step()',
       'p.sender.flush()',
       'p.switch_off()',
-      'print(json.dumps({"hook": p.step_hook, "counted": p.step, "left": len(hooks)}))',
+      'print(json.dumps({"hook": p.step_hook, "counted": p.steps.step, "left": len(hooks)}))',
     ].join('\n');
     const r = await spawnAsync(PYTHON, ['-c', script], { env: pyEnv({}), timeout: 120_000 });
     expect(r.status, r.stderr).toBe(0);

@@ -28,7 +28,7 @@ Rules it keeps:
   records), which tracemalloc attributes to the probe's files; on Python < 3.12 a global forward pre-hook in torch's
   table while the model's next call must be read (loops without a DataLoader: between a step's end and the model's
   next call), which a trace or an export made then records;
-- fail-open: every hook runs inside `_guarded`; the first internal error is written once to
+- fail-open: every hook runs inside `Probe.guarded`; the first internal error is written once to
   stderr, the probe switches itself off, and the training goes on unchanged;
 - it never imports torch: it waits for the script to import it (a post-import hook), and makes every import it
   needs then, never later from a hook;
@@ -41,7 +41,7 @@ Rules it keeps:
   FALLBACK_AFTER calls is taken to drive nothing: a hand-written update, inference); graph replays also take over
   from a higher source that fell silent for GRAPH_TAKEOVER replays (a whole training step captured in a graph);
 - a step costs the training thread two clock reads and a queued record, and past the first GPUWISE_FULL_STEPS steps
-  of a steady optimizer loop only a counter, save in bursts of 32 steps in 1024 (steps.py); the records are written
+  of a steady optimizer loop only a counter, save in bursts of 32 steps in 1024 (sampling.py); the records are written
   in batches, what
   the socket does not take by the probe's background work (background.py): inline at step ends, or where a timer
   runs (ticker.py), from it, with no thread of the probe's known to Python between its runs;
@@ -86,7 +86,7 @@ def mark_step():
     """`gpuwise.step()`: the script marks the end of a step itself (loops without torch.optim)."""
     p = _PROBE
     if p is not None and p.torch is not None:
-        p._guarded(p._on_marker, threading.get_ident())
+        p.guarded(p.steps.on_marker, threading.get_ident())
 
 
 def activate_in_run(entry, ancestors, route):

@@ -22,7 +22,7 @@ from .ticker import make_ticker
 
 _thread_time = time.thread_time
 
-# The finest interval between runs, while a window's timers are due (core.py's tick_s: otherwise the readings' second,
+# The finest interval between runs, while a window's timers are due (ticks.py's tick_s: otherwise the readings' second,
 # or the watchdog's resolution once nothing moves)...
 TICK_S = 0.25
 # ...and the interval once nothing moves and no watchdog runs (GPUWISE_STALL_S=0): queued records still go out.
@@ -40,6 +40,10 @@ class Background(object):
         self.jobs_done = 0
         self.idle = _thread.allocate_lock()  # held while a job runs: `wait_jobs` waits on it
         self.inline_at = 0.0  # perf_counter() of the next inline run's readings (no timer: run_inline)
+
+    def after_fork(self):
+        """In a forked child: the parent's jobs, timer and lock (held, maybe, at the fork) are not this process's."""
+        self.__init__(self.probe)
 
     def ensure(self):
         """Starts the timer's runs in this process where a duty needs them (`probe.needs_timer()`); else the work runs
@@ -73,11 +77,11 @@ class Background(object):
         jobs, and the tick's work when READ_EVERY_S has passed (`force`: now). True when it did anything."""
         if self.timed() or self.stopped or (not self.jobs and not force and now < self.inline_at):
             return False
-        if self.jobs and self.probe._profiler_free():
+        if self.jobs and self.probe.profiler_free():
             self._jobs(self.probe)  # (not while a profiler of the script's records this thread: the exit runs them then)
         if force or now >= self.inline_at:
             self.inline_at = now + READ_EVERY_S
-            self.probe._inline_tick(now)
+            self.probe.inline_tick(now)
         return True
 
     def wait_jobs(self, timeout_s):
@@ -116,9 +120,9 @@ class Background(object):
     def _work(self, probe):
         self._jobs(probe)
         try:
-            probe._background_tick()
+            probe.background_tick()
         except Exception as e:  # the probe's error (fail-open: one line, the probe off), not a thread's traceback
-            probe._fail(e)
+            probe.fail(e)
         return None if self.stopped else probe.tick_s()
 
     def _jobs(self, probe):
@@ -128,7 +132,7 @@ class Background(object):
                 self.busy = name  # before it leaves the queue: `pending()` never sees it neither queued nor running
                 self.jobs.popleft()
                 try:
-                    probe._guarded(job)
+                    probe.guarded(job)
                 finally:
                     self.busy = None
                     self.jobs_done += 1

@@ -80,7 +80,7 @@ class Gpu(object):
             return []
 
     def mark_boundary(self):
-        """An event where the next step starts after steps that were not timed (sampled steps: steps.py), so that step's
+        """An event where the next step starts after steps that were not timed (sampled steps: sampling.py), so that step's
         GPU time runs from here, and the time since the last timed step is nobody's."""
         if not self.timing:
             return

@@ -54,7 +54,7 @@ class _Loader(object):
         self.iterator_id = None  # id() of the current iterator (no reference is kept)
         self.batches = 0  # batches its iterators returned, all epochs
         # Batches returned between two bursts of the sampled loop, read off the iterator's own count by the stepping
-        # thread (steps.py): added to `batches` when the burst starts, reported with it meanwhile.
+        # thread (sampling.py): added to `batches` when the burst starts, reported with it meanwhile.
         self.batches_pending = 0
         self.worker_cpu = {}  # pid -> CPU seconds when last read
         self.worker_cpu_s = 0.0  # the workers' CPU so far (the sum of what each read added)
@@ -74,6 +74,10 @@ class LoaderWatch(object):
         self.children_cpu = None  # os.times()'s CPU of reaped children at the last reading
         self.proc = os.path.exists("/proc/self/stat")
         self.reading = threading.Lock()
+
+    def after_fork(self):
+        """In a forked child: the parent's loaders and the lock a reading may have held at the fork are not its own."""
+        self.__init__()
 
     def on_iter(self, loader, it, step, t0=None):
         """`loader.__iter__()`, called at perf_counter() `t0`, returned `it` (on the thread that iterates)."""

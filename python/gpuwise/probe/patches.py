@@ -114,66 +114,66 @@ class _TorchImportHook(object):
         return spec
 
 
-def _watch(probe, patches, name, function, on_return):
+def _watch(calls_watch, patches, name, function, on_return):
     """Sees `function`'s calls through sys.monitoring (calls.py), with the undo under `name`: True, or False where
     it cannot (Python < 3.12, no free tool id, a function without Python code) and a wrapper is needed."""
     code = getattr(function, "__code__", None)
     if code is None or not calls.available():
         return False
-    undo = probe.calls.watch(code, on_return)
+    undo = calls_watch.watch(code, on_return)
     if undo is None:
         return False
     patches.add_undo(name, undo)
     return True
 
 
-def install_optimizer(probe, patches, torch):
+def install_optimizer(probe, patches, torch, steps):
     """Steps: the global post-step hook (torch >= 2.0), else torch 1.x's profiler entry point called after each step,
     else (older torch) each optimizer class's `step` wrapped; `__init__` wrapped until the first step, only to know
-    whether the script builds an optimizer (the batch fallback)."""
+    whether the script builds an optimizer (the batch fallback). Returns which of them sees the steps."""
     # torch 2.x: the global post-step hook, put into torch's table without a handle id of the script's (hooks.py).
-    handle = hooks.optimizer_post_hook(torch, probe._optimizer_hook)
+    handle = hooks.optimizer_post_hook(torch, steps.optimizer_hook)
     Optimizer = torch.optim.Optimizer
     original_init = Optimizer.__dict__["__init__"]
     wrap_steps = False
     if handle is not None:
         patches.add_undo("optimizer-hook", handle.remove)
-        probe.step_hook = "optimizer-step-post-hook"
+        step_hook = "optimizer-step-post-hook"
     elif "_optimizer_step_code" in Optimizer.__dict__ and "_hook_for_profile" in Optimizer.__dict__:
         # torch 1.x wraps every optimizer class's `step` for its own profiler, and that wrapper calls
         # `self._optimizer_step_code()` after each step: torch's private entry point for profilers, inherited by every
         # optimizer. Seeing that call leaves `step` itself, which scripts and libraries inspect, torch's own.
         original_code = Optimizer.__dict__["_optimizer_step_code"]
-        probe.step_hook = "optimizer-step-code"
+        step_hook = "optimizer-step-code"
 
         def _optimizer_step_code(self_opt):
             original_code(self_opt)  # still called: a profiler's Python tracer looks for its frame
-            probe._optimizer_hook(self_opt)
+            steps.optimizer_hook(self_opt)
 
         functools.update_wrapper(_optimizer_step_code, original_code)
         patches.replace("optimizer-step-code", Optimizer, "_optimizer_step_code", _optimizer_step_code)
     else:
-        probe.step_hook = "optimizer-step-wrapper"
+        step_hook = "optimizer-step-wrapper"
         wrap_steps = True
 
     def __init__(self_opt, *args, **kwargs):
-        probe.optimizer_built = True
+        steps.saw_optimizer_built()
         try:
             original_init(self_opt, *args, **kwargs)
         except BaseException as e:
             _drop_own_frame(e)
             raise
         if wrap_steps:
-            probe._guarded(wrap_optimizer_step, probe, patches, type(self_opt))
+            probe.guarded(wrap_optimizer_step, torch, steps, patches, type(self_opt))
 
     functools.update_wrapper(__init__, original_init)
     patches.replace("optimizer-init", Optimizer, "__init__", __init__)
+    return step_hook
 
 
-def wrap_optimizer_step(probe, patches, cls):
+def wrap_optimizer_step(torch, steps, patches, cls):
     """Wraps the `step` that instances of optimizer class `cls` run (a torch with neither a global step hook nor the
     profiler's entry point); once per defining class. Also used by the notebook for classes built before the probe existed."""
-    torch = probe.torch
     # The class in the MRO whose `step` runs (a user's subclass may inherit AdamW's); the base class's is abstract.
     owner = next((c for c in safe.mro(cls) if "step" in safe.class_dict(c)), None)
     own = safe.class_dict(owner) if owner is not None else {}
@@ -188,7 +188,7 @@ def wrap_optimizer_step(probe, patches, cls):
         except BaseException as e:
             _drop_own_frame(e)
             raise
-        probe._optimizer_hook(self_opt)
+        steps.optimizer_hook(self_opt)
         return out
 
     # Keeps torch's own markers (1.x sets `hooked` on the profiled step) and the name.
@@ -196,17 +196,18 @@ def wrap_optimizer_step(probe, patches, cls):
     patches.replace(name, owner, "step", step_wrapper)
 
 
-def install_dataloader(probe, patches, dl):
+def install_dataloader(probe, patches, dl, steps, sampler, calls_watch):
     """DataLoader waits and batches: every `__next__` of a DataLoader iterator timed; and each iterator as
-    `DataLoader.__iter__` returns it (its settings and workers: loader.py)."""
+    `DataLoader.__iter__` returns it (its settings and workers: loader.py). Returns the code of `__next__` where
+    sys.monitoring watches it (paused between bursts of the sampled loop: sampling.py), else None."""
     original_iter = dl.DataLoader.__dict__.get("__iter__")
     if original_iter is not None:
 
         def on_iter(t0, it, frame, ident):
             if not probe.disabled:
-                probe._guarded(probe._on_loader_iter, frame.f_locals.get("self"), it, t0)
+                probe.guarded(steps.on_loader_iter, frame.f_locals.get("self"), it, t0)
 
-        if not _watch(probe, patches, "dataloader-iter", original_iter, on_iter):
+        if not _watch(calls_watch, patches, "dataloader-iter", original_iter, on_iter):
 
             def __iter__(loader):
                 t0 = _perf_counter()
@@ -216,7 +217,7 @@ def install_dataloader(probe, patches, dl):
                     _drop_own_frame(e)
                     raise
                 if not probe.disabled:
-                    probe._guarded(probe._on_loader_iter, loader, it, t0)
+                    probe.guarded(steps.on_loader_iter, loader, it, t0)
                 return it
 
             functools.update_wrapper(__iter__, original_iter)
@@ -225,11 +226,10 @@ def install_dataloader(probe, patches, dl):
 
     def on_next(t0, batch, frame, ident):
         if not probe.disabled:
-            probe._guarded(probe._on_batch, t0, _perf_counter() - t0, batch, ident, frame.f_locals.get("self"))
+            probe.guarded(steps.on_batch, t0, _perf_counter() - t0, batch, ident, frame.f_locals.get("self"))
 
-    if _watch(probe, patches, "dataloader-next", original_next, on_next):
-        probe.next_code = original_next.__code__  # paused between bursts of the sampled loop (steps.py)
-        return
+    if _watch(calls_watch, patches, "dataloader-next", original_next, on_next):
+        return original_next.__code__
 
     # Without sys.monitoring: `__next__` calls `self._next_data()`, a private method of each iterator class that
     # nothing but `__next__` calls or inspects; wrapping it leaves the iterator's `__next__` torch's own. The wait is
@@ -241,10 +241,11 @@ def install_dataloader(probe, patches, dl):
         if "_next_data" in cls.__dict__ and cls is not dl._BaseDataLoaderIter:
             classes.append(cls)
     for cls in classes:
-        _wrap_next_data(probe, patches, cls)
+        _wrap_next_data(probe, patches, cls, steps, sampler)
+    return None
 
 
-def _wrap_next_data(probe, patches, cls):
+def _wrap_next_data(probe, patches, cls, steps, sampler):
     original = cls.__dict__["_next_data"]
 
     def _next_data(it):
@@ -254,34 +255,34 @@ def _wrap_next_data(probe, patches, cls):
         except BaseException as e:  # StopIteration and the loader's own errors pass unchanged
             _drop_own_frame(e)
             raise
-        if probe.disabled or probe.batches_paused:  # paused: between bursts of the sampled loop (steps.py)
+        if probe.disabled or sampler.batches_paused:  # paused: between bursts of the sampled loop (sampling.py)
             return batch
         if probe.role is None:
-            probe._guarded(probe._on_batch, t0, _perf_counter() - t0, batch, _get_ident(), it)
+            probe.guarded(steps.on_batch, t0, _perf_counter() - t0, batch, _get_ident(), it)
             return batch
-        try:  # _guarded, inlined: this runs for every batch
-            probe._on_batch(t0, _perf_counter() - t0, batch, _get_ident(), it)
+        try:  # guarded, inlined: this runs for every batch
+            steps.on_batch(t0, _perf_counter() - t0, batch, _get_ident(), it)
         except Exception as e:
-            probe._fail(e)
+            probe.fail(e)
         return batch
 
     functools.update_wrapper(_next_data, original)
     patches.replace("dataloader-next:%s" % cls.__qualname__, cls, "_next_data", _next_data)
 
 
-def install_backward(probe, patches, torch):
-    """Backward passes: `Tensor.backward` calls `torch.autograd.backward` by attribute, so one wrapper sees both."""
+def install_backward(probe, patches, torch, steps, sampler, calls_watch):
+    """Backward passes: `Tensor.backward` calls `torch.autograd.backward` by attribute, so one wrapper sees both.
+    Returns its code where sys.monitoring watches it (paused between bursts: sampling.py), else None."""
     original = torch.autograd.backward
 
     def on_return(t0, value, frame, ident):
         if not probe.disabled:
-            probe._guarded(probe._on_backward, ident, t0)
+            probe.guarded(steps.on_backward, ident, t0)
 
-    if _watch(probe, patches, "backward", original, on_return):
-        probe.backward_code = original.__code__  # paused between bursts of the sampled loop (steps.py)
-        return
-    if _watch_backward_start(probe, patches, torch, original):
-        return
+    if _watch(calls_watch, patches, "backward", original, on_return):
+        return original.__code__
+    if _watch_backward_start(probe, patches, torch, original, steps, sampler):
+        return None
 
     def backward(*args, **kwargs):
         t0 = _perf_counter()
@@ -290,8 +291,8 @@ def install_backward(probe, patches, torch):
         except BaseException as e:
             _drop_own_frame(e)
             raise
-        if probe.burst_at is None and not probe.disabled:  # between bursts: not watched (steps.py, _enter_quiet)
-            probe._guarded(probe._on_backward, _get_ident(), t0)
+        if sampler.burst_at is None and not probe.disabled:  # between bursts: not watched (sampling.py)
+            probe.guarded(steps.on_backward, _get_ident(), t0)
         return out
 
     functools.update_wrapper(backward, original)
@@ -309,9 +310,10 @@ def install_backward(probe, patches, torch):
         except Exception:
             pass
     patches.replace("backward", torch.autograd, "backward", backward, undo=unregister)
+    return None
 
 
-def _watch_backward_start(probe, patches, torch, backward):
+def _watch_backward_start(probe, patches, torch, backward, steps, sampler):
     """Where sys.monitoring is missing: the backward pass seen without a frame of the probe's inside it (a wrapper of
     `torch.autograd.backward` is a frame in every stack taken in backward: a custom Function's, a tensor hook's,
     faulthandler's, a warning's `stacklevel`). `torch.autograd.backward` calls `torch.autograd._make_grads` before the
@@ -329,7 +331,7 @@ def _watch_backward_start(probe, patches, torch, backward):
         return False
     getframe = sys._getframe
     Tensor = torch.Tensor
-    spans = probe.backward_spans
+    spans = steps.batch.backward_spans
 
     def end_hook(t0):
         done = []
@@ -348,8 +350,8 @@ def _watch_backward_start(probe, patches, torch, backward):
         except BaseException as e:
             _drop_own_frame(e)
             raise
-        if probe.burst_at is None and not probe.disabled and getframe(1).f_code is backward_code:
-            probe._guarded(probe._on_backward, _get_ident(), t0, False)
+        if sampler.burst_at is None and not probe.disabled and getframe(1).f_code is backward_code:
+            probe.guarded(steps.on_backward, _get_ident(), t0, False)
             # The node of the first plain tensor (a subclass's `grad_fn` may be its own Python code): its hook runs
             # as the pass begins, and the engine calls back when the whole pass is done.
             first = safe.first(outputs)
@@ -366,7 +368,7 @@ def _watch_backward_start(probe, patches, torch, backward):
     return True
 
 
-def install_graph_replay(probe, patches, torch):
+def install_graph_replay(probe, patches, torch, steps, calls_watch):
     """Counts `torch.cuda.CUDAGraph.replay` calls (a Python method over the C graph in every torch with graphs)."""
     cls = getattr(getattr(torch, "cuda", None), "CUDAGraph", None)
     original = cls.__dict__.get("replay") if cls is not None else None
@@ -375,9 +377,9 @@ def install_graph_replay(probe, patches, torch):
 
     def on_return(t0, value, frame, ident):
         if not probe.disabled:
-            probe._guarded(probe._on_graph_replay, frame.f_locals.get("self"), ident)
+            probe.guarded(steps.on_graph_replay, frame.f_locals.get("self"), ident)
 
-    if _watch(probe, patches, "graph-replay", original, on_return):
+    if _watch(calls_watch, patches, "graph-replay", original, on_return):
         return
 
     def replay(graph, *args, **kwargs):
@@ -387,14 +389,14 @@ def install_graph_replay(probe, patches, torch):
             _drop_own_frame(e)
             raise
         if not probe.disabled:
-            probe._guarded(probe._on_graph_replay, graph, _get_ident())
+            probe.guarded(steps.on_graph_replay, graph, _get_ident())
         return out
 
     functools.update_wrapper(replay, original)
     patches.replace("graph-replay", cls, "replay", replay)
 
 
-def install_compile(probe, patches, torch):
+def install_compile(probe, patches, torch, root_watch):
     """`torch.compile(module)`: the returned wrapper is the model (model.py, RootWatch.compiled)."""
     original = getattr(torch, "compile", None)
     if original is None:
@@ -409,14 +411,14 @@ def install_compile(probe, patches, torch):
             _drop_own_frame(e)
             raise
         if safe.is_module(model, Module) and safe.is_module(out, Module) and out is not model and not probe.disabled:
-            probe._guarded(probe.root_watch.compiled, out)
+            probe.guarded(root_watch.compiled, out)
         return out
 
     functools.update_wrapper(compile, original)
     patches.replace("compile", torch, "compile", compile)
 
 
-def install_profiler_guard(probe, patches, torch):
+def install_profiler_guard(probe, patches, torch, window, profiler):
     """Every torch profiler prepares through `torch.autograd.profiler.profile._prepare_trace`: the probe's window
     steps aside for the script's (window.py)."""
     cls = torch.autograd.profiler.profile
@@ -425,8 +427,8 @@ def install_profiler_guard(probe, patches, torch):
         return
 
     def _prepare_trace(prof, *args, **kwargs):
-        if not probe.profiler_opening and prof is not probe.own_profiler and not probe.disabled:
-            probe._guarded(probe._on_user_profiler, prof)
+        if not profiler.lets_through(prof) and not probe.disabled:
+            probe.guarded(window.on_user_profiler, prof)
         try:
             return original(prof, *args, **kwargs)
         except BaseException as e:

@@ -52,7 +52,7 @@ _STEP_LINE = (
 
 
 def _step_line(row):
-    """A step record, queued as a tuple in the order of _STEP_LINE (steps.py, `_end_step`): no dict is built on the
+    """A step record, queued as a tuple in the order of _STEP_LINE (steps.py, `Steps.end_step`): no dict is built on the
     training thread."""
     v, pid, rank, t, gpu, step, step_time, host_cpu, wait, batches, forwards, samples, tokens, seq_len, batch_source, source, memory, profiled, work, backward = row
     return _STEP_LINE % (
@@ -88,8 +88,9 @@ def line_of(rec):
 class Sender(object):
     """The queue between the hooks and the sink (transport.Sink): `put` from any thread, `flush` writes the batch."""
 
-    def __init__(self, sink, wake=None):
+    def __init__(self, sink, wake=None, rank=None):
         self.sink = sink
+        self.rank = rank  # the process's rank in a distributed run, on every record
         self.queue = collections.deque()
         self.wake = wake  # asks the background work to write what the socket did not take
         self.lock = threading.Lock()  # one writer at a time
@@ -107,6 +108,10 @@ class Sender(object):
         if _perf_counter() - self.flushed_at >= self.flush_every_s:
             return self.flush(block=False)
         return False
+
+    def put_record(self, kind, fields, now=False):
+        """Queues a record of `kind` with `fields` (`now`: written at once, as a record that may be the last)."""
+        return self.put(record(kind, self.rank, fields), now=now)
 
     def flush(self, wait_s=None, block=True):
         """Writes every queued record, in order, as one batch. `block=False`: never waits, neither for the lock nor for

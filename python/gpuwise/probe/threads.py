@@ -38,6 +38,10 @@ class ThreadCpuWatch(object):
         self.read_at = None
         self.reading = threading.Lock()
 
+    def after_fork(self):
+        """In a forked child: its threads are not the parent's."""
+        self.__init__()
+
     def add_probe_cpu(self, cpu_s):
         """A background run's own CPU time (from the first reading on, as the threads')."""
         if self.last:
