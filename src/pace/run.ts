@@ -231,224 +231,267 @@ export function gpuIdleInWaitsNs(waitNs: number, stalls: StallPattern | null, m:
   return Math.max(0, waitNs - ahead);
 }
 
+/** The run's step and its DataLoader waits, ns: what every stage below is read against. */
+interface RunTimes {
+  /** The mean step. */
+  stepNs: number;
+  /** The loop's wait on the DataLoader a step. */
+  waitNs: number;
+  /** The step without its DataLoader waits: what the window's GPU-bound test and scale compare with. */
+  stepLessWaitsNs: number;
+  stalls: StallPattern | null;
+}
+
+/** The GPU and communication stages, the serial costs, and the run's chain (the step less the GPU's idle in waits). */
+interface DeviceSide {
+  gpu: Stage;
+  comm: Stage;
+  gpuScale: number;
+  serial: SerialCost[];
+  /** The GPU's idle in the loop's DataLoader waits. */
+  idleInWaitsNs: number;
+  /** The run's step without that idle: the host and GPU's chain. */
+  chainNs: number;
+}
+
+/** The DataLoader's epoch starts: the serial cost of their stalls, the waits left to its period, and their cost a step. */
+interface EpochStarts {
+  serial: SerialCost[];
+  restWaitNs: number;
+  epochNsPerStep: number;
+  /** The wait at each epoch start at the run's worker count, null when not measured. */
+  epochWaitNs: number | null;
+}
+
 /** The run's pipeline; null without a mean step. */
 export function runPipeline(ev: RunEvidence): Pipeline | null {
   const st = ev.steps;
   if (st.meanS === null || !(st.meanS > 0)) return null;
-  const S = st.meanS * 1e9;
-  const W = Math.min(S, (st.dataWaitShare ?? 0) * S);
+  const stepNs = st.meanS * 1e9;
+  const waitNs = Math.min(stepNs, (st.dataWaitShare ?? 0) * stepNs);
+  const t: RunTimes = { stepNs, waitNs, stepLessWaitsNs: stepNs - waitNs, stalls: st.stalls ?? null };
   const m = ev.window;
-  /** The run's step without its DataLoader waits: what the window's GPU-bound test and scale compare with. */
-  const S0 = S - W;
-  /** The GPU's idle in the loop's DataLoader waits (all of them without a window; gpuIdleInWaitsNs with one). */
-  let idleInWaits = W;
-  /** The run's step without that idle: the host and GPU's chain (set with the GPU below). */
-  let Sx = S0;
-  const stalls = st.stalls ?? null;
+  const device = m ? deviceFromWindow(m, t) : deviceWithoutWindow(t);
+  const facts = loaderFacts(ev.loader, ev.batchesPerStep);
+  const epochs = epochStartCosts(t, facts);
+  const { input, loader } = inputStage(t, facts, epochs, device.idleInWaitsNs, st.medianS ?? 0);
+  const host = hostStage(ev, m, t, device);
+  const serial = host.refill ? [...device.serial.filter((c) => c.kind !== 'syncs' && c.kind !== 'gaps'), ...epochs.serial, host.refill] : [...device.serial, ...epochs.serial];
+  const hostWin = m ? windowHost(m).ns : null;
+  const hostScale = host.stage.ns !== null && hostWin !== null && hostWin > 0 ? host.stage.ns / hostWin : 1;
+  const built = {
+    source: 'run' as const,
+    stepNs,
+    stages: { input, host: host.stage, gpu: device.gpu, comm: device.comm },
+    serial,
+    loader,
+    scale: { gpu: device.gpuScale, host: hostScale },
+    work: noWorkTouched(),
+    batchScale: 1,
+    deviceTimed: m !== null,
+    inputWaitNs: waitNs,
+    stalls: t.stalls,
+    partialBatch: partialBatchOf(ev.batch),
+  };
+  return calibrated(epochs.restWaitNs < INPUT_BINDS_SHARE * stepNs ? keptUp(built) : built);
+}
 
-  // The GPU and communication: the window's, scaled to the run when the profiler's cost is on the GPU timeline.
-  let gpu: Stage;
-  let comm: Stage;
-  let gpuScale = 1;
-  let serial: SerialCost[] = [];
-  if (m) {
-    const w = windowPipeline(m);
-    const Wwin = m.perStep.durNs;
-    const busy = deviceBusyNs(m);
-    // GPU-bound window: the profiler's own cost then lands on the GPU timeline.
-    const gpuBound = busy >= GPU_BOUND_SHARE * Wwin;
-    if (gpuBound && Wwin > (1 + MIN_PROFILER_COST_SHARE) * S0) gpuScale = S0 / Wwin;
-    const scaleText =
-      gpuScale !== 1
-        ? `, x ${fmtMs(S0)} / ${fmtMs(Wwin)} (the window is GPU-bound, so the profiler's own cost is on the GPU timeline)`
-        : '';
-    gpu = {
-      ...w.stages.gpu,
-      ns: (w.stages.gpu.ns ?? 0) * gpuScale,
-      evidence: `the profiled window's ${w.stages.gpu.evidence}${scaleText}`,
-    };
-    comm = { ...w.stages.comm, ns: (w.stages.comm.ns ?? 0) * gpuScale };
-    // The run says how long the GPU idles; the window says why: its idle split by cause, scaled to the run's idle.
-    const deviceRun = (gpu.ns ?? 0) + (comm.ns ?? 0);
-    idleInWaits = gpuIdleInWaitsNs(W, stalls, m, deviceRun);
-    Sx = S - idleInWaits;
-    const idleRun = Math.max(0, Sx - deviceRun);
-    const idleWin = Math.max(0, Wwin - busy - m.perStep.idleByCauseNs.dataloader);
-    const f = idleWin > 0 ? idleRun / idleWin : 0;
-    serial = w.serial
-      .map((c) => ({
-        ...c,
-        ns: c.ns * f,
-        how: 'assumed' as const,
-        evidence: `${c.evidence} in the window; the run idles ${fmtMs(idleRun)} a step outside the profiler (its step less the GPU's idle in DataLoader waits, less the GPU's work), split as in the window`,
-      }))
-      .filter((c) => c.ns > 0);
-  } else {
-    gpu = {
-      ns: Sx,
+/**
+ * The GPU and communication from the window, scaled to the run when the window is GPU-bound and longer than the run
+ * (the profiler's cost is then on the GPU timeline); the run says how long the GPU idles, the window says why: its
+ * serial costs, scaled to the run's idle.
+ */
+function deviceFromWindow(m: TraceMetrics, t: RunTimes): DeviceSide {
+  const w = windowPipeline(m);
+  const windowStepNs = m.perStep.durNs;
+  const busyNs = deviceBusyNs(m);
+  const gpuBound = busyNs >= GPU_BOUND_SHARE * windowStepNs;
+  const gpuScale = gpuBound && windowStepNs > (1 + MIN_PROFILER_COST_SHARE) * t.stepLessWaitsNs ? t.stepLessWaitsNs / windowStepNs : 1;
+  const scaleText =
+    gpuScale !== 1
+      ? `, x ${fmtMs(t.stepLessWaitsNs)} / ${fmtMs(windowStepNs)} (the window is GPU-bound, so the profiler's own cost is on the GPU timeline)`
+      : '';
+  const gpu: Stage = { ...w.stages.gpu, ns: (w.stages.gpu.ns ?? 0) * gpuScale, evidence: `the profiled window's ${w.stages.gpu.evidence}${scaleText}` };
+  const comm: Stage = { ...w.stages.comm, ns: (w.stages.comm.ns ?? 0) * gpuScale };
+  const deviceRunNs = (gpu.ns ?? 0) + (comm.ns ?? 0);
+  const idleInWaitsNs = gpuIdleInWaitsNs(t.waitNs, t.stalls, m, deviceRunNs);
+  const chainNs = t.stepNs - idleInWaitsNs;
+  const idleRunNs = Math.max(0, chainNs - deviceRunNs);
+  const idleWindowNs = Math.max(0, windowStepNs - busyNs - m.perStep.idleByCauseNs.dataloader);
+  const share = idleWindowNs > 0 ? idleRunNs / idleWindowNs : 0;
+  const serial = w.serial
+    .map((c) => ({
+      ...c,
+      ns: c.ns * share,
+      how: 'assumed' as const,
+      evidence: `${c.evidence} in the window; the run idles ${fmtMs(idleRunNs)} a step outside the profiler (its step less the GPU's idle in DataLoader waits, less the GPU's work), split as in the window`,
+    }))
+    .filter((c) => c.ns > 0);
+  return { gpu, comm, gpuScale, serial, idleInWaitsNs, chainNs };
+}
+
+/** Without a window the host and the GPU are one stage: the step less its DataLoader waits. */
+function deviceWithoutWindow(t: RunTimes): DeviceSide {
+  return {
+    gpu: {
+      ns: t.stepLessWaitsNs,
       how: 'assumed',
       label: 'the host and the GPU',
-      evidence: `no profiler window tells the host and the GPU apart: the step less its DataLoader wait, ${fmtMs(Sx)}`,
-    };
-    comm = { ns: 0, how: 'assumed', evidence: 'no profiler window: communication not told apart' };
-  }
+      evidence: `no profiler window tells the host and the GPU apart: the step less its DataLoader wait, ${fmtMs(t.stepLessWaitsNs)}`,
+    },
+    comm: { ns: 0, how: 'assumed', evidence: 'no profiler window: communication not told apart' },
+    gpuScale: 1,
+    serial: [],
+    idleInWaitsNs: t.waitNs,
+    chainNs: t.stepLessWaitsNs,
+  };
+}
 
-  // Stalls at epoch starts (the workers start again), or long stalls many steps apart that hold most of the waiting,
-  // are a serial cost: between them the loader keeps up, so its rate is not what they show.
+/** Whether the loader's records say how long an epoch is: its epoch starts are then the loader's own cost. */
+function hasEpochModel(loader: LoaderFacts | null): loader is LoaderFacts {
+  return loader !== null && loader.stepsPerEpoch !== null && loader.cpuNsPerBatch !== null && (loader.workers ?? 0) > 0;
+}
+
+/**
+ * The epoch starts. Stalls at epoch starts (the workers start again), or long stalls many steps apart that hold most
+ * of the waiting, are a serial cost: between them the loader keeps up, so its rate is not what they show. Where the
+ * loader's records say how long an epoch is, its epoch starts are the loader's own cost (pipeline.ts epochStartNs),
+ * which changes with the worker count; the wait at each is the probe's measure, else the stalls at epoch starts (an
+ * older probe), else the model's fill.
+ */
+function epochStartCosts(t: RunTimes, loader: LoaderFacts | null): EpochStarts {
+  const s = t.stalls;
   const longStalls =
-    stalls !== null &&
-    (stalls.when === 'epoch-starts' ||
-      (stalls.when === 'periodic' &&
-        (stalls.everySteps ?? 0) >= LONG_STALL_PERIOD_STEPS &&
-        stalls.waitShareInStalls >= LONG_STALL_WAIT_SHARE));
-  // The loader's records say how long an epoch is: its epoch starts are then the loader's own cost (pipeline.ts
-  // epochStartNs), which changes with the worker count; the stalls measured there tell the workers' start-up.
-  let loader = loaderFacts(ev.loader, ev.batchesPerStep);
-  const epochModel = loader !== null && loader.stepsPerEpoch !== null && loader.cpuNsPerBatch !== null && (loader.workers ?? 0) > 0;
-  let restW = W;
-  if (longStalls && W > 0 && !epochModel) {
-    const ns = W * stalls.waitShareInStalls;
-    restW = W - ns;
-    serial.push({
-      kind: 'epoch-starts',
-      ns,
-      perStep: null,
-      how: stalls.when === 'epoch-starts' ? 'measured' : 'assumed',
-      evidence:
-        stalls.when === 'epoch-starts'
-          ? `${stalls.stalledSteps} of ${stalls.measuredSteps} steps stalled ${fmtMs(stalls.meanStallS * 1e9)} each at the start of an epoch (the workers start again): ${fmtMs(ns)} a step on average`
-          : `${stalls.stalledSteps} of ${stalls.measuredSteps} steps stalled ${fmtMs(stalls.meanStallS * 1e9)} each, every ${stalls.everySteps} steps, holding ${fmtPct(stalls.waitShareInStalls)} of the waiting: the start of each epoch, most likely (the workers start again; the DataLoader's own records would tell): ${fmtMs(ns)} a step on average`,
-    });
+    s !== null &&
+    (s.when === 'epoch-starts' ||
+      (s.when === 'periodic' && (s.everySteps ?? 0) >= LONG_STALL_PERIOD_STEPS && s.waitShareInStalls >= LONG_STALL_WAIT_SHARE));
+  if (hasEpochModel(loader)) {
+    const epochWaitNs = loader.epochFillNs ?? (s?.when === 'epoch-starts' ? s.meanStallS * 1e9 : null);
+    const epochNsPerStep = epochWaitNs !== null ? epochWaitNs / (loader.stepsPerEpoch ?? 1) : epochStartNs(loader, loader.workers);
+    return { serial: [], restWaitNs: Math.max(0, t.waitNs - epochNsPerStep), epochNsPerStep, epochWaitNs };
   }
+  if (!(longStalls && t.waitNs > 0)) return { serial: [], restWaitNs: t.waitNs, epochNsPerStep: 0, epochWaitNs: null };
+  const ns = t.waitNs * s.waitShareInStalls;
+  const cost: SerialCost = {
+    kind: 'epoch-starts',
+    ns,
+    perStep: null,
+    how: s.when === 'epoch-starts' ? 'measured' : 'assumed',
+    evidence:
+      s.when === 'epoch-starts'
+        ? `${s.stalledSteps} of ${s.measuredSteps} steps stalled ${fmtMs(s.meanStallS * 1e9)} each at the start of an epoch (the workers start again): ${fmtMs(ns)} a step on average`
+        : `${s.stalledSteps} of ${s.measuredSteps} steps stalled ${fmtMs(s.meanStallS * 1e9)} each, every ${s.everySteps} steps, holding ${fmtPct(s.waitShareInStalls)} of the waiting: the start of each epoch, most likely (the workers start again; the DataLoader's own records would tell): ${fmtMs(ns)} a step on average`,
+  };
+  return { serial: [cost], restWaitNs: t.waitNs - ns, epochNsPerStep: 0, epochWaitNs: null };
+}
 
-  // The wait at each epoch start at the run's worker count: the probe's measure of it, else the stalls at epoch starts
-  // (an older probe), else not measured (the model's fill stands for it).
-  const epochWaitNs =
-    !loader || !epochModel ? null : (loader.epochFillNs ?? (stalls?.when === 'epoch-starts' ? stalls.meanStallS * 1e9 : null));
-  let epochNs = 0;
-  if (loader && epochModel) {
-    epochNs = epochWaitNs !== null ? epochWaitNs / (loader.stepsPerEpoch ?? 1) : epochStartNs(loader, loader.workers);
-    restW = Math.max(0, W - epochNs);
-  }
-  // The input stage: measured in the workers, else inferred from the loop's waits.
+/**
+ * The input stage: measured in the workers (their CPU a batch; their wall time a batch where the loop waits on them),
+ * else inferred from the loop's waits. Returns the loader's facts as settled here (the worker's time a batch, and the
+ * workers' start-up from the wait at epoch starts less the model's fill).
+ */
+function inputStage(
+  t: RunTimes,
+  facts: LoaderFacts | null,
+  epochs: EpochStarts,
+  idleInWaitsNs: number,
+  medianS: number,
+): { input: Stage; loader: LoaderFacts | null } {
+  const { stepNs: S, waitNs: W } = t;
+  const idleText = idleInWaitsNs < W ? `; the GPU idles ${fmtMs(idleInWaitsNs)} a step of it and runs work queued before the waits through the rest` : '';
+  const waitsText = `the loop waits ${fmtMs(W)} a step on the DataLoader (${fmtPct(W / S)} of the mean step ${fmtMs(S)}, median ${fmtMs(medianS * 1e9)})${stallText(t.stalls)}${idleText}`;
+  const binds = epochs.restWaitNs >= INPUT_BINDS_SHARE * S;
+  let loader = facts;
   let input: Stage;
-  // Where the GPU ran queued work through part of the waits, say how much of them it idled.
-  const idleText = idleInWaits < W ? `; the GPU idles ${fmtMs(idleInWaits)} a step of it and runs work queued before the waits through the rest` : '';
-  const waitsText = `the loop waits ${fmtMs(W)} a step on the DataLoader (${fmtPct(W / S)} of the mean step ${fmtMs(S)}, median ${fmtMs((st.medianS ?? 0) * 1e9)})${stallText(stalls)}${idleText}`;
   if (loader && loader.cpuNsPerBatch !== null && loader.workers !== null && loader.workers > 0) {
-    const W0 = loader.workers;
-    const bps = loader.batchesPerStep;
+    const workers = loader.workers;
     const cpuPerBatch = `${fmtMs(loader.cpuNsPerBatch)} of CPU a batch (read from /proc)`;
     const keeps = loader.processCores !== null ? ` and keeps ${loader.processCores.toFixed(1)} busy itself` : '';
     const coresText = loader.cpuCores !== null ? `; the process may use ${loader.cpuCores} cores${keeps}` : '';
-    if (restW >= INPUT_BINDS_SHARE * S) {
-      // The loader binds: its workers work without pause, a step's batches every mean step (less the epoch starts' waits;
-      // the host and GPU's serial costs pass inside that period).
-      const period = Math.max(0, S - epochNs);
-      // Their wall time a batch is what the waits show. A worker (one thread) spends no more CPU on a batch than that:
-      // a larger CPU figure holds the start-up of workers forked again at each epoch, which the epoch starts count.
-      const wallNs = (period * W0) / bps;
-      const cpuText =
-        loader.cpuNsPerBatch > wallNs ? `${cpuPerBatch}, taken as ${fmtMs(wallNs)}: it holds the workers' start-up` : cpuPerBatch;
+    if (binds) {
+      // The loader binds: its workers work without pause, a step's batches every mean step (less the epoch starts'
+      // waits; the host and GPU's serial costs pass inside that period). Their wall time a batch is what the waits show;
+      // a worker spends no more CPU on a batch than that: a larger CPU figure holds the start-up of workers forked again
+      // at each epoch, which the epoch starts count.
+      const periodNs = Math.max(0, S - epochs.epochNsPerStep);
+      const wallNs = (periodNs * workers) / loader.batchesPerStep;
+      const cpuText = loader.cpuNsPerBatch > wallNs ? `${cpuPerBatch}, taken as ${fmtMs(wallNs)}: it holds the workers' start-up` : cpuPerBatch;
       loader = { ...loader, batchNsPerWorker: wallNs, cpuNsPerBatch: Math.min(loader.cpuNsPerBatch, wallNs) };
       input = {
-        ns: period,
+        ns: periodNs,
         how: 'measured',
-        evidence: `${W0} worker(s) deliver a step's batches every ${fmtMs(period)} (the loop waits for them): each takes ${fmtMs(wallNs)} a batch, with ${cpuText}${coresText}; ${waitsText}`,
+        evidence: `${workers} worker(s) deliver a step's batches every ${fmtMs(periodNs)} (the loop waits for them): each takes ${fmtMs(wallNs)} a batch, with ${cpuText}${coresText}; ${waitsText}`,
       };
     } else {
-      const period = (loader.cpuNsPerBatch * bps) / Math.min(W0, workerCap(loader));
+      const periodNs = (loader.cpuNsPerBatch * loader.batchesPerStep) / Math.min(workers, workerCap(loader));
       input = {
-        ns: period,
+        ns: periodNs,
         how: 'measured',
-        evidence: `the workers spend ${cpuPerBatch}${coresText}: ${W0} worker(s) make a step's batches in ${fmtMs(period)} at the least; ${waitsText}`,
+        evidence: `the workers spend ${cpuPerBatch}${coresText}: ${workers} worker(s) make a step's batches in ${fmtMs(periodNs)} at the least; ${waitsText}`,
       };
     }
-  } else if (restW >= INPUT_BINDS_SHARE * S)
+  } else if (binds)
     input = {
-      ns: Math.max(0, S - epochNs),
+      ns: Math.max(0, S - epochs.epochNsPerStep),
       how: 'assumed',
-      evidence: `${waitsText}: the loader delivers about one batch per mean step, so its period is the mean step${epochNs > 0 ? ' less the epoch starts' : ''}`,
+      evidence: `${waitsText}: the loader delivers about one batch per mean step, so its period is the mean step${epochs.epochNsPerStep > 0 ? ' less the epoch starts' : ''}`,
     };
   else input = { ns: null, how: 'assumed', evidence: `${waitsText}: the loader keeps up; its capacity is not measured (an older probe)` };
-
   // The measured wait at epoch starts, less the fill the model gives at the run's worker count (with the worker's time a
   // batch settled above), is the workers' start-up (persistent workers have none): the model then gives that wait.
-  if (loader && epochWaitNs !== null && !loader.persistentWorkers) {
-    loader = { ...loader, startNs: Math.max(0, epochWaitNs - firstBatchFillNs(loader, loader.workers)) };
-  }
+  if (loader && epochs.epochWaitNs !== null && !loader.persistentWorkers)
+    loader = { ...loader, startNs: Math.max(0, epochs.epochWaitNs - firstBatchFillNs(loader, loader.workers)) };
+  return { input, loader };
+}
 
-  // The host: the stepping thread's CPU time where it cannot hold a spin on the GPU.
+/**
+ * The host: the stepping thread's CPU time where it cannot hold a spin on the GPU; the step less the GPU's work where
+ * the GPU idles with nothing else to explain it; a loop that spins in a drain each step (drainSpin), whose refill then
+ * replaces the window's syncs and gaps among the serial costs.
+ */
+function hostStage(ev: RunEvidence, m: TraceMetrics | null, t: RunTimes, d: DeviceSide): { stage: Stage; refill: SerialCost | null } {
+  const st = ev.steps;
   const cpuS = st.medianHostCpuS ?? null;
   // A run whose window shows no GPU work (or has no window a GPU trace could give) and whose steps were not timed on a
   // GPU runs on the CPU: its thread's CPU time is the work.
   const noGpuWork = (st.medianStepsInFlight ?? null) === null && (m === null || deviceBusyNs(m) === 0);
   const problem = cpuS === null ? null : hostTimeProblem(st.medianStepsInFlight ?? null, m);
+  const deviceRunNs = (d.gpu.ns ?? 0) + (d.comm.ns ?? 0);
   let host: Stage =
     cpuS === null
-      ? {
-          ns: null,
-          how: 'assumed',
-          evidence: "the probe sent no host CPU time (an older probe), and a window's host time carries the profiler's own cost",
-        }
+      ? { ns: null, how: 'assumed', evidence: "the probe sent no host CPU time (an older probe), and a window's host time carries the profiler's own cost" }
       : noGpuWork || problem === null
         ? hostWork(
             cpuS * 1e9,
             m,
             ev.threads ?? null,
             noGpuWork,
-            m !== null && !noGpuWork && (gpu.ns ?? 0) + (comm.ns ?? 0) >= GPU_BOUND_SHARE * Sx,
+            m !== null && !noGpuWork && deviceRunNs >= GPU_BOUND_SHARE * d.chainNs,
             st.medianBackwardS && st.medianBackwardProfiledS ? { plainS: st.medianBackwardS, profiledS: st.medianBackwardProfiledS } : null,
           )
-        : {
-            ns: null,
-            how: 'assumed',
-            evidence: `the stepping thread's CPU time is ${fmtMs(cpuS * 1e9)} a step, not taken as the host's own work: ${problem}`,
-          };
-  // The GPU idles a tenth of the run's step or more with no sync, DataLoader wait or copy to explain it: the host side
-  // sets the pace, whatever its thread's clock says (the GIL held by other threads, the scheduler: time it does not see).
-  if (m) {
-    const deviceRun = (gpu.ns ?? 0) + (comm.ns ?? 0);
-    const idleRun = Sx - deviceRun;
-    // Launch gaps a GPU-bound window shows are serial (the host behind in parts of the step), already explained; the
-    // stalls are DataLoader waits, already out of Sx.
-    const explained = serial.filter((c) => c.kind !== 'epoch-starts').reduce((a, c) => a + c.ns, 0);
-    if (
-      idleRun - explained >= HOST_BINDS_IDLE_SHARE * S &&
-      syncBlockedNs(m) <= HOST_SYNC_MAX_SHARE * m.perStep.durNs &&
-      !(host.ns !== null && host.ns >= Sx - explained)
-    ) {
-      host = {
-        ns: Sx - explained,
-        how: 'assumed',
-        evidence: `the GPU works ${fmtMs(deviceRun)} of the run's ${fmtMs(Sx)} step (less the GPU's idle in DataLoader waits) and idles ${fmtPct((idleRun - explained) / S)} of it with no sync, copy or DataLoader wait to explain it: the host side sets the pace${cpuS !== null ? ` (its thread's CPU time, ${fmtMs(cpuS * 1e9)}, does not see all of it: the GIL held by other threads, the scheduler)` : ''}`,
-      };
-    }
-  }
-  // A loop that drains the GPU's queue every step and whose thread's CPU time is its whole step spun in the drain:
-  // its CPU time is not its work, and the GPU's idle after each drain is host work in series with the GPU's (drainSpin).
-  const spin = m && cpuS !== null ? drainSpin(m, cpuS * 1e9, (st.medianS ?? st.meanS) * 1e9, Sx, (gpu.ns ?? 0) + (comm.ns ?? 0)) : null;
-  if (spin) {
-    host = spin.host;
-    serial = [...serial.filter((c) => c.kind !== 'syncs' && c.kind !== 'gaps'), spin.refill];
-  }
-  const hostWin = m ? windowHost(m).ns : null;
-  const hostScale = host.ns !== null && hostWin !== null && hostWin > 0 ? host.ns / hostWin : 1;
-  const built = {
-    source: 'run' as const,
-    stepNs: S,
-    stages: { input, host, gpu, comm },
-    serial,
-    loader,
-    scale: { gpu: gpuScale, host: hostScale },
-    work: noWorkTouched(),
-    batchScale: 1,
-    deviceTimed: m !== null,
-    inputWaitNs: W,
-    stalls,
-    partialBatch: partialBatchOf(ev.batch),
+        : { ns: null, how: 'assumed', evidence: `the stepping thread's CPU time is ${fmtMs(cpuS * 1e9)} a step, not taken as the host's own work: ${problem}` };
+  if (m) host = hostFromUnexplainedIdle(m, t, d, host, cpuS) ?? host;
+  const spin = m && cpuS !== null ? drainSpin(m, cpuS * 1e9, (st.medianS ?? st.meanS ?? 0) * 1e9, d.chainNs, deviceRunNs) : null;
+  return spin ? { stage: spin.host, refill: spin.refill } : { stage: host, refill: null };
+}
+
+/**
+ * The GPU idles a tenth of the run's step or more with no sync, DataLoader wait or copy to explain it: the host side sets
+ * the pace, whatever its thread's clock says (the GIL held by other threads, the scheduler: time it does not see).
+ * Launch gaps a GPU-bound window shows are serial (the host behind in parts of the step), already explained; the
+ * stalls are DataLoader waits, already out of the chain. null where the idle is explained.
+ */
+function hostFromUnexplainedIdle(m: TraceMetrics, t: RunTimes, d: DeviceSide, host: Stage, cpuS: number | null): Stage | null {
+  const deviceRunNs = (d.gpu.ns ?? 0) + (d.comm.ns ?? 0);
+  const idleRunNs = d.chainNs - deviceRunNs;
+  const explainedNs = d.serial.filter((c) => c.kind !== 'epoch-starts').reduce((a, c) => a + c.ns, 0);
+  const unexplained = idleRunNs - explainedNs >= HOST_BINDS_IDLE_SHARE * t.stepNs && syncBlockedNs(m) <= HOST_SYNC_MAX_SHARE * m.perStep.durNs;
+  if (!unexplained || (host.ns !== null && host.ns >= d.chainNs - explainedNs)) return null;
+  return {
+    ns: d.chainNs - explainedNs,
+    how: 'assumed',
+    evidence: `the GPU works ${fmtMs(deviceRunNs)} of the run's ${fmtMs(d.chainNs)} step (less the GPU's idle in DataLoader waits) and idles ${fmtPct((idleRunNs - explainedNs) / t.stepNs)} of it with no sync, copy or DataLoader wait to explain it: the host side sets the pace${cpuS !== null ? ` (its thread's CPU time, ${fmtMs(cpuS * 1e9)}, does not see all of it: the GIL held by other threads, the scheduler)` : ''}`,
   };
-  return calibrated(restW < INPUT_BINDS_SHARE * S ? keptUp(built) : built);
 }
 
 /**
