@@ -273,6 +273,10 @@ class Probe(StepsMixin, WindowMixin):
         patches.install_backward(self, p, torch)
         patches.install_compile(self, p, torch)
         patches.install_profiler_guard(self, p, torch)
+        if self.cfg.trial is not None:  # `tune --plan` only: the fixes a trial makes (trial.py)
+            from . import trial
+
+            trial.install(self, torch)
         self.root_watch.discover()
         p.add_undo("root-watch", self.root_watch.remove_all)
         if self.cfg.time_cpu:
