@@ -4,20 +4,20 @@
  * the records the probes wrote to files when no collector listened, and optional GPU sampling
  * (live/sampler.ts).
  */
-import { closeSync, existsSync, mkdirSync, openSync, readSync, readdirSync, rmSync, writeSync } from 'node:fs';
-import { type Server, type Socket, createServer } from 'node:net';
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readSync, rmSync, writeSync } from 'node:fs';
+import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { ChildExit } from '../doctor/report.js';
 import { DEFAULT_RECORD_LIMITS, RecordSample } from '../doctor/recordSample.js';
 import { type ProbeRecord, parseProbeLines } from '../doctor/records.js';
-import { InputError } from '../io/inputError.js';
+import type { ChildExit } from '../doctor/report.js';
 import { CommandTree } from '../io/commandTree.js';
+import { InputError } from '../io/inputError.js';
 import { type ChildStdio, SpawnError, type StartedChild, startInNewSession } from '../io/nativeSpawn.js';
-import { type RunRegistry, openRunRegistry } from '../io/runRegistry.js';
+import { openRunRegistry, type RunRegistry } from '../io/runRegistry.js';
 import { hasSiteHook, likelyPython } from '../io/siteHook.js';
-import { type AttachRoute, type CommandProcess, type PythonpathTokens, bootTokens, withBootEntry } from '../run/attach.js';
+import { type AttachRoute, bootTokens, type CommandProcess, type PythonpathTokens, withBootEntry } from '../run/attach.js';
 import type { Snapshot } from '../telemetry/sample.js';
 
 /** The folder holding `gpuwise/` (the probe package): next to dist/ in a package, or the repo's python/. */
@@ -428,6 +428,8 @@ export interface ProbeRunOptions {
   runDir: string;
   /** Probe settings added to the environment (GPUWISE_MAX_STEPS, GPUWISE_PROFILE_STEPS, ...). */
   env?: Record<string, string>;
+  /** Variables for the command itself, which its script sees (tune --plan's GPUWISE_TRIAL=1); not the probe's settings. */
+  commandEnv?: Record<string, string>;
   /**
    * Where the command's stdout and stderr go: inherited (default); `stderr`: both to gpuwise's stderr (so that
    * gpuwise's stdout holds only its report: `doctor --json | jq`); or these files (created, never overwritten).
@@ -551,7 +553,7 @@ export async function startProbeRun(opts: ProbeRunOptions): Promise<ProbeRun> {
       fds.push(openSync(opts.output.stdoutPath, 'wx'), openSync(opts.output.stderrPath, 'wx'));
       stdio = ['ignore', fds[0] as number, fds[1] as number];
     }
-    child = await startChild(cmd, attach.env, stdio);
+    child = await startChild(cmd, opts.commandEnv ? { ...attach.env, ...opts.commandEnv } : attach.env, stdio);
   } catch (e) {
     if ('stop' in gpu) await gpu.stop();
     await collector.close(0, socketPath);
