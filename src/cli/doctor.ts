@@ -6,29 +6,29 @@
 import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { basename, dirname, join } from 'node:path';
-import { innermostFrames, StallTracker } from '../doctor/hang.js';
-import { renderDoctorMarkdown } from '../doctor/markdown.js';
-import { renderDoctorText } from '../doctor/render.js';
-import type { DoctorReport } from '../doctor/report.js';
-import { buildDoctorReport, type DoctorInput } from '../doctor/report.js';
-import { readStepBeacons } from '../io/beacons.js';
-import { analyseSnapshotFiles, analyseTraceFiles, type CaptureRef } from '../io/captures.js';
-import { InputError } from '../io/inputError.js';
-import { checkHtmlTarget, writeReportFile } from '../io/reportTarget.js';
-import { endBySignal } from '../io/signalDeath.js';
-import { PLAIN } from '../report/style.js';
-import { unprobedProcesses } from '../run/attach.js';
-import { analysedWindowEnds, type ProbeRecord, rankOf } from '../run/records.js';
+import { type DoctorInput, buildDoctorReport } from '../doctor/report.js';
 import { inlineAssets } from '../serve/assets.js';
 import { renderDoctorHtml } from '../serve/pages/runs.js';
+import { renderDoctorMarkdown } from '../doctor/markdown.js';
+import { renderDoctorText } from '../doctor/render.js';
+import { StallTracker, innermostFrames } from '../doctor/hang.js';
+import type { DoctorReport } from '../doctor/report.js';
+import { analysedWindowEnds, type ProbeRecord, rankOf } from '../run/records.js';
+import { InputError } from '../io/inputError.js';
+import { analyseSnapshotFiles, analyseTraceFiles, type CaptureRef } from '../io/captures.js';
+import { checkHtmlTarget, writeReportFile } from '../io/reportTarget.js';
 import { type RunFeed, startRunFeed } from '../serve/runFeed.js';
-import { terminalWidth } from './color.js';
+import { unprobedProcesses } from '../run/attach.js';
 import { checkPythonTorch, commandPythonOf } from './commandPython.js';
-import { makeRunDir, type ProbeRun, type ProbeRunResult, startProbeRun } from './probeRun.js';
-import { printDoctorReport, rediagnoseRunDir } from './rediagnose.js';
-import { splitCommand } from './telemetryArgs.js';
-import { parseFlags, UsageError } from './usage.js';
 import { VERSION } from './version.js';
+import { endBySignal } from '../io/signalDeath.js';
+import { type ProbeRun, type ProbeRunResult, makeRunDir, startProbeRun } from './probeRun.js';
+import { readStepBeacons } from '../io/beacons.js';
+import { printDoctorReport, rediagnoseRunDir } from './rediagnose.js';
+import { terminalWidth } from './color.js';
+import { PLAIN } from '../report/style.js';
+import { splitCommand } from './telemetryArgs.js';
+import { UsageError, parseFlags } from './usage.js';
 
 const HELP = `Usage: gpuwise doctor [options] -- CMD [ARGS...]
        gpuwise doctor --from RUN_DIR [--json | --md | --html FILE]
@@ -227,9 +227,7 @@ export async function run(argv: string[]): Promise<number> {
       writeReportFile(values.html, html ?? renderDoctorHtml(report, inlineAssets()), cmd.slice(1), '--html');
       process.stderr.write(`gpuwise doctor: wrote ${values.html}\n`);
     } catch (e) {
-      process.stderr.write(
-        `gpuwise doctor: warning: ${values.html} not written (${(e as Error).message}); the same page is ${join(runDir, 'report.html')}\n`,
-      );
+      process.stderr.write(`gpuwise doctor: warning: ${values.html} not written (${(e as Error).message}); the same page is ${join(runDir, 'report.html')}\n`);
     }
   }
   const savedAs = await saveToHistory(report, values.store);

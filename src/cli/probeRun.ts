@@ -4,20 +4,20 @@
  * the records the probes wrote to files when no collector listened, and optional GPU sampling
  * (live/sampler.ts).
  */
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readSync, rmSync, writeSync } from 'node:fs';
-import { createServer, type Server, type Socket } from 'node:net';
+import { closeSync, existsSync, mkdirSync, openSync, readSync, readdirSync, rmSync, writeSync } from 'node:fs';
+import { type Server, type Socket, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { ChildExit } from '../doctor/report.js';
 import { DEFAULT_RECORD_LIMITS, RecordSample } from '../doctor/recordSample.js';
 import { type ProbeRecord, parseProbeLines } from '../doctor/records.js';
-import type { ChildExit } from '../doctor/report.js';
-import { CommandTree } from '../io/commandTree.js';
 import { InputError } from '../io/inputError.js';
+import { CommandTree } from '../io/commandTree.js';
 import { type ChildStdio, SpawnError, type StartedChild, startInNewSession } from '../io/nativeSpawn.js';
-import { openRunRegistry, type RunRegistry } from '../io/runRegistry.js';
+import { type RunRegistry, openRunRegistry } from '../io/runRegistry.js';
 import { hasSiteHook, likelyPython } from '../io/siteHook.js';
-import { type AttachRoute, bootTokens, type CommandProcess, type PythonpathTokens, withBootEntry } from '../run/attach.js';
+import { type AttachRoute, type CommandProcess, type PythonpathTokens, bootTokens, withBootEntry } from '../run/attach.js';
 import type { Snapshot } from '../telemetry/sample.js';
 
 /** The folder holding `gpuwise/` (the probe package): next to dist/ in a package, or the repo's python/. */

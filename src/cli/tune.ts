@@ -5,19 +5,19 @@
  */
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { type SearchSpace, conclude, curveValues, decideNext } from '../tune/predict.js';
 import { checkHtmlTarget } from '../io/reportTarget.js';
 import { inlineAssets } from '../serve/assets.js';
 import { renderTuneHtml } from '../serve/pages/tune.js';
 import { renderTuneMarkdown } from '../tune/markdown.js';
-import { conclude, curveValues, decideNext, type SearchSpace } from '../tune/predict.js';
-import { buildTuneReport, renderTuneText, type TuneTrial } from '../tune/report.js';
+import { type TuneTrial, buildTuneReport, renderTuneText } from '../tune/report.js';
 import type { TrialSummary } from '../tune/trial.js';
-import { fmtGiB } from '../util/format.js';
-import { makeRunDir } from './probeRun.js';
-import { splitCommand } from './telemetryArgs.js';
-import { runTrial, type TrialRun } from './trialRun.js';
-import { parseFlags, UsageError } from './usage.js';
 import { VERSION } from './version.js';
+import { makeRunDir } from './probeRun.js';
+import { type TrialRun, runTrial } from './trialRun.js';
+import { splitCommand } from './telemetryArgs.js';
+import { UsageError, parseFlags } from './usage.js';
+import { fmtGiB } from '../util/format.js';
 
 const HELP = `Usage: gpuwise tune --param NAME=LO..HI [options] -- CMD ... {NAME} ...
 

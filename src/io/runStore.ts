@@ -402,11 +402,7 @@ export async function resolveRunRef(dir: string, ref: string): Promise<string> {
  * compare, and silently becoming `last` would make `compare last~1 last` meaningless. The runs skipped are named
  * in `note`; an id still reaches any run.
  */
-export async function resolveRunRefNoted(
-  dir: string,
-  ref: string,
-  opts: { measuredOnly?: boolean } = {},
-): Promise<{ id: string; note: string | null }> {
+export async function resolveRunRefNoted(dir: string, ref: string, opts: { measuredOnly?: boolean } = {}): Promise<{ id: string; note: string | null }> {
   const path = storePath(dir);
   const rows = await withStore(dir, false, [] as { id: string; outcome: string; measured: boolean }[], (db) =>
     db

@@ -4,11 +4,11 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ProbeRecord } from '../../src/run/records.js';
 import type { DoctorReport } from '../../src/doctor/report.js';
 import { InputError } from '../../src/io/inputError.js';
 import { loadRunRef } from '../../src/io/loadRunRef.js';
 import { listRuns, loadRun, newRunId, resolveRunRef, resolveRunRefNoted, saveRun, storePath } from '../../src/io/runStore.js';
-import type { ProbeRecord } from '../../src/run/records.js';
 import { SKIP_PYTHON } from '../doctor/helpers.js';
 import { GiB, onGpu, probeRecords, reportOf } from './reports.js';
 
@@ -104,9 +104,7 @@ describe.skipIf(SKIP_PYTHON)('run history on real doctor reports', () => {
     expect(await resolveRunRef(dir, (ids[1] as string).slice(0, 13))).toBe(ids[1]); // 261121-070100
     expect(await problemOf(resolveRunRef(dir, '261121'))).toMatch(/^261121: matches 3 runs \(.+\): give more of the id$/);
     expect(await problemOf(resolveRunRef(dir, 'last~3'))).toBe('last~3: the history holds 3 run(s): last~3 goes past the oldest');
-    expect(await problemOf(resolveRunRef(dir, 'zzz'))).toBe(
-      `zzz: unknown run: not an id in ${storePath(dir)}, nor a run directory or report.json`,
-    );
+    expect(await problemOf(resolveRunRef(dir, 'zzz'))).toBe(`zzz: unknown run: not an id in ${storePath(dir)}, nor a run directory or report.json`);
     expect(await problemOf(resolveRunRef(freshStore(), 'last'))).toMatch(/^last: no runs in .+runs\.sqlite yet$/);
   });
 
@@ -126,13 +124,9 @@ describe.skipIf(SKIP_PYTHON)('run history on real doctor reports', () => {
     expect(await resolveRunRef(dir, 'last')).toBe(failedId); // runs show: the newest, whatever it did
     const loaded = await loadRunRef('last', dir, measured);
     expect(loaded.id).toBe(ids[2]);
-    expect(loaded.note).toBe(
-      `last is ${ids[2]}: skipped 1 newer run(s) that measured no step (${failedId} failed); name one by its id to use it`,
-    );
+    expect(loaded.note).toBe(`last is ${ids[2]}: skipped 1 newer run(s) that measured no step (${failedId} failed); name one by its id to use it`);
     expect((await loadRunRef(failedId, dir)).id).toBe(failedId);
-    expect(await problemOf(resolveRunRefNoted(dir, 'last~3', measured))).toMatch(
-      /holds 3 run\(s\) that measured steps: last~3 goes past the oldest \(runs that measured none are not counted: .* failed\)/,
-    );
+    expect(await problemOf(resolveRunRefNoted(dir, 'last~3', measured))).toMatch(/holds 3 run\(s\) that measured steps: last~3 goes past the oldest \(runs that measured none are not counted: .* failed\)/);
   });
 
   it('a run directory or report.json works without any store; a foreign JSON file is refused', async () => {
@@ -193,7 +187,7 @@ describe.skipIf(SKIP_PYTHON)('run history on real doctor reports', () => {
     db2.exec('PRAGMA locking_mode=EXCLUSIVE');
     db2.run('INSERT INTO schema_version VALUES (3, 0)');
     db2.close();
-    expect(await problemOf(listRuns(newer, null))).toMatch(/was written by a newer gpuwise \(run history schema 2; this one knows 1\)/);
+    expect(await problemOf(listRuns(newer, null))).toMatch(/was written by a newer gpuwise \(run history schema 3; this one knows 2\)/);
 
     // Pages overwritten in the middle of the file (a disk error, a bad copy).
     const torn = freshStore();
