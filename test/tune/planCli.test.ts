@@ -1,0 +1,169 @@
+/**
+ * `gpuwise tune --plan` end to end on CPU (Debian's torch), the CLI bundled and run as its own process, on
+ * examples/pace/cpu/io_loader.py: a DataLoader whose samples wait on I/O, 2 workers, so the loop waits most of its
+ * step and doctor's plan says more workers. The truth is measurable on any machine: a sleep takes about as long on a
+ * loaded machine as on a quiet one (the script's docstring). Checked:
+ *
+ * - the diagnosis, the baseline and the plan's num_workers step measured (three counts), more workers kept;
+ * - the verified best configuration's step within BOUND of the same configuration run plainly (`--workers N`, the
+ *   median of REPEAT runs' means, each run --seconds long, in one process);
+ * - a lever that does not help is not kept: persistent_workers (`--try`) on a loader whose epoch never ends;
+ * - the (predicted, measured) pairs in the history, and `runs --accuracy` reading them;
+ * - usage errors: one line, exit 2, nothing written.
+ *
+ * About 35-60 s on the 2-core development VM (a diagnosis of 100 steps, 5 trials of 2 s of steps, the plain runs).
+ */
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { PlanTuneReport } from '../../src/tune/planTrials.js';
+import { buildBundle } from '../cliBundle.js';
+import { PYTHON, REPO, SKIP_PYTHON, pyEnv, runProcess } from '../doctor/helpers.js';
+
+const tmp = mkdtempSync(join(tmpdir(), 'gpuwise-tune-plan-'));
+const bundle = join(REPO, 'node_modules', '.cache', 'gpuwise-tune-plan-test', 'gpuwise.mjs');
+const IO_LOADER = join(REPO, 'examples', 'pace', 'cpu', 'io_loader.py');
+const STORE = join(tmp, 'store');
+/** The verified best step against the same configuration run plainly. */
+const BOUND = 0.2;
+const REPEAT = 3;
+
+beforeAll(async () => {
+  await buildBundle('gpuwise-tune-plan-test');
+});
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+const gpuwise = (args: string[]) => runProcess(process.execPath, [bundle, ...args], pyEnv({ GPUWISE_STORE: STORE }));
+
+describe('gpuwise tune --plan: usage', () => {
+  it('bad flags: one line, exit 2, nothing written', async () => {
+    const cases: [string[], RegExp][] = [
+      [['--plan'], /missing the command/],
+      [['--plan', '--try', 'fp8', '--', 'x'], /--try: 'fp8' is not one of/],
+      [['--plan', '--try', 'workers', '--', 'x'], /workers needs a value/],
+      [['--plan', '--param', 'b=1..4', '--', 'x', '{b}'], /--plan with --param is not there yet/],
+      [['--plan', '--json', '--md', '--', 'x'], /exclusive/],
+    ];
+    for (const [args, re] of cases) {
+      const out = join(tmp, `usage-${cases.findIndex((c) => c[0] === args)}`);
+      const r = await gpuwise(['tune', '--out', out, ...args]);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr.trim().split('\n')).toHaveLength(1);
+      expect(r.stderr).toMatch(re);
+      expect(existsSync(out)).toBe(false);
+    }
+  });
+});
+
+interface Measured {
+  report: PlanTuneReport;
+  stdout: string;
+  stderr: string;
+  plain: { mean_step_ms: number; runs_ms: number[] };
+}
+
+let round = 0;
+/** tune --plan on io_loader with 2 workers, then the verified best configuration run plainly right after. */
+async function measure(): Promise<Measured> {
+  const out = join(tmp, `io-${round++}`);
+  const r = await gpuwise([
+    'tune',
+    '--plan',
+    '--json',
+    '--out',
+    out,
+    '--trial-seconds',
+    '2',
+    '--try',
+    'persistent-workers',
+    '--',
+    PYTHON,
+    IO_LOADER,
+    '--workers',
+    '2',
+  ]);
+  expect(r.code, r.stderr).toBe(0);
+  const report = JSON.parse(r.stdout) as PlanTuneReport;
+  expect(JSON.parse(readFileSync(join(out, 'tune-plan.json'), 'utf8'))).toEqual(report);
+  const workers = report.best.settings.loader?.numWorkers ?? 2;
+  const p = await runProcess(PYTHON, [IO_LOADER, '--workers', String(workers), '--seconds', '2', '--repeat', String(REPEAT)], pyEnv({}));
+  expect(p.code, p.stderr).toBe(0);
+  return { report, stdout: r.stdout, stderr: r.stderr, plain: JSON.parse(p.stdout.trim().split('\n').pop() as string) };
+}
+
+const offOf = (m: Measured) => Math.abs((m.report.best.stepNs ?? 0) / 1e6 / m.plain.mean_step_ms - 1);
+const ratioOf = (m: Measured) => m.report.steps.find((s) => s.stepId === 'dataloader-bound')?.measuredRatio ?? 1;
+
+describe.skipIf(SKIP_PYTHON)('gpuwise tune --plan on a loader waiting on I/O', () => {
+  let m: Measured;
+  let report: PlanTuneReport;
+  let stdout = '';
+
+  beforeAll(async () => {
+    m = await measure();
+    // A burst of load on the shared 2-core machine during the trials or the plain runs moves one against the other
+    // (the MLP's 7 ms of CPU a step, not the loader's sleeps): measured once more, as the CPU ground truth does
+    // (test/pace/cpuGroundTruth.test.ts), a burst during one of them being likelier than a tool that misses once.
+    if (offOf(m) >= BOUND || ratioOf(m) >= 0.6) {
+      process.stderr.write(
+        `planCli: measured again (best ${((m.report.best.stepNs ?? 0) / 1e6).toFixed(2)} ms against ${m.plain.mean_step_ms} ms plainly, workers ratio ${ratioOf(m).toFixed(2)})\n`,
+      );
+      m = await measure();
+    }
+    report = m.report;
+    stdout = m.stdout;
+    // The progress went to stderr: the command will run several times, and about how long the trials take.
+    expect(m.stderr).toMatch(/runs the command several times/);
+    expect(m.stderr).toMatch(/\d+ trial\(s\) of \d+ steps to run: about \d+ s/);
+  }, 400_000);
+
+  it('measures the plan’s num_workers step and keeps more workers', () => {
+    expect(report.schemaVersion).toBe(1);
+    expect(report.baseline?.outcome).toBe('ok');
+    const loader = report.steps.find((s) => s.stepId === 'dataloader-bound');
+    expect(loader, stdout).toBeDefined();
+    const s = loader as NonNullable<typeof loader>;
+    expect(s.injectable).toBe(true);
+    expect(s.predictedStepNs).toBeGreaterThan(0);
+    expect(s.measuredStepNs).toBeGreaterThan(0);
+    expect(s.trials.length).toBeGreaterThanOrEqual(2); // the plan's count and its neighbours
+    const trials = report.trials.map((t) => `#${t.index} ${t.name}: ${t.outcome} ${JSON.stringify(t.measure)}`).join('\n');
+    expect(s.kept, `${JSON.stringify(s)}\n${trials}`).toBe(true);
+    expect(s.applied?.loader?.numWorkers).toBeGreaterThan(2);
+    expect(s.measuredRatio).toBeLessThan(0.6); // the loop waited about 80% of its step on 2 workers
+    for (const t of report.trials) expect(t.settings.loader?.match ?? null).toEqual(t.index === 1 ? null : { batchSize: 8, numWorkers: 2 });
+    expect(report.best.settings.loader?.numWorkers).toBe(s.applied?.loader?.numWorkers);
+    expect(report.permanent[0]?.lines[0]).toMatch(new RegExp(`num_workers=${s.applied?.loader?.numWorkers}\\)`));
+    expect(report.totalS).toBeGreaterThan(report.trialsS);
+  });
+
+  it('does not keep a lever that does not help: persistent_workers on a loader whose epoch never ends', () => {
+    const p = report.steps.find((s) => s.stepId === 'try:persistent-workers');
+    expect(p?.measuredStepNs, stdout).toBeGreaterThan(0);
+    expect(p?.kept, JSON.stringify(p)).toBe(false);
+    expect(p?.why).toMatch(/within the margin/);
+    expect(report.best.settings.loader?.persistentWorkers).toBeUndefined();
+  });
+
+  it('the verified best step is within 20% of the same configuration run plainly', () => {
+    const workers = report.best.settings.loader?.numWorkers as number;
+    const tuned = (report.best.stepNs as number) / 1e6;
+    expect(
+      offOf(m),
+      `tune --plan ${tuned.toFixed(2)} ms with ${workers} workers; plainly ${m.plain.mean_step_ms} ms (runs ${m.plain.runs_ms.join(', ')})`,
+    ).toBeLessThan(BOUND);
+  });
+
+  it('stores each measured step’s (predicted, measured) pair; runs --accuracy reads them', async () => {
+    const r = await gpuwise(['runs', '--accuracy', '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    const acc = JSON.parse(r.stdout) as { levers: { stepId: string; pairs: number }[] };
+    expect(acc.levers.find((l) => l.stepId === 'dataloader-bound')?.pairs).toBe(round);
+    const text = await gpuwise(['runs', '--accuracy']);
+    expect(text.stdout).toMatch(/dataloader-bound\s+\d\s+x0\.\d\d/);
+    // The diagnosis run is in the history as a doctor run.
+    const runs = await gpuwise(['runs', '--json']);
+    expect((JSON.parse(runs.stdout) as { runs: unknown[] }).runs).toHaveLength(round);
+  }, 60_000);
+});
