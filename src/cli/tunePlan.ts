@@ -93,7 +93,12 @@ function intFlag(text: string | undefined, flag: string, min: number): number | 
 }
 
 /** What the probe said of a trial (trial-PID.json of its processes; the first process's losses). */
-function readProbeTrial(dir: string): { applied: string[]; notApplied: { lever: string; why: string }[]; losses: Losses | null } {
+function readProbeTrial(dir: string): {
+  said: boolean;
+  applied: string[];
+  notApplied: { lever: string; why: string }[];
+  losses: Losses | null;
+} {
   const applied = new Set<string>();
   const notApplied = new Map<string, string>();
   let losses: Losses | null = null;
@@ -121,7 +126,7 @@ function readProbeTrial(dir: string): { applied: string[]; notApplied: { lever: 
       // a file torn by a killed process: what it said is unknown
     }
   }
-  return { applied: [...applied], notApplied: [...notApplied].map(([lever, why]) => ({ lever, why })), losses };
+  return { said: names.length > 0, applied: [...applied], notApplied: [...notApplied].map(([lever, why]) => ({ lever, why })), losses };
 }
 
 export async function runPlan(argv: string[]): Promise<number> {
@@ -229,7 +234,11 @@ export async function runPlan(argv: string[]): Promise<number> {
       const diverged = stepId === null ? null : divergence(baselineLosses, probe.losses);
       let outcome: PlanTrial['outcome'] = r.summary.outcome;
       let detail = r.summary.detail;
-      if (outcome === 'ok' && diverged !== null) {
+      if (outcome === 'ok' && !probe.said && r.records.length > 0) {
+        // Records but no trial-PID.json: a probe without trial support (another gpuwise's) ran the command as it is.
+        outcome = 'failed';
+        detail = 'the probe made no change (it wrote no trial-PID.json: a probe without tune --plan support?)';
+      } else if (outcome === 'ok' && diverged !== null) {
         outcome = 'diverged';
         detail = diverged;
       } else if (outcome === 'ok' && measure === null) {

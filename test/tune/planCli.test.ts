@@ -34,7 +34,9 @@ beforeAll(async () => {
 });
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
-const gpuwise = (args: string[]) => runProcess(process.execPath, [bundle, ...args], pyEnv({ GPUWISE_STORE: STORE }));
+// The probe of this checkout (a node_modules linked from another checkout would make the bundle find that one's).
+const gpuwise = (args: string[]) =>
+  runProcess(process.execPath, [bundle, ...args], pyEnv({ GPUWISE_STORE: STORE, GPUWISE_PROBE_DIR: join(REPO, 'python') }));
 
 describe('gpuwise tune --plan: usage', () => {
   it('bad flags: one line, exit 2, nothing written', async () => {
