@@ -85,6 +85,7 @@ const OPTIONS = {
 } as const;
 
 const DEFAULT_DIAGNOSIS_STEPS = 100;
+const msText = (ns: number) => `${(ns / 1e6).toFixed(2)} ms`;
 
 function intFlag(text: string | undefined, flag: string, min: number): number | undefined {
   if (text === undefined) return undefined;
@@ -287,6 +288,7 @@ export async function runPlan(argv: string[]): Promise<number> {
         measuredStepNs: null,
         measuredSpreadNs: null,
         measuredRatio: null,
+        recheck: null,
         chosen: null,
         applied: null,
         kept: false,
@@ -314,7 +316,20 @@ export async function runPlan(argv: string[]): Promise<number> {
         step.why = `every trial failed: ${failures.join('; ')}`;
         continue;
       }
-      const verdict = betterBeyondSpread(current, chosen.measure);
+      let verdict = betterBeyondSpread(current, chosen.measure);
+      if (verdict.better && verdict.gainNs < PLAN_TUNE.confirmBelow * current.meanNs && !interrupted) {
+        // A small gain: the configuration it was tried on runs again, and the fix must beat that run too.
+        const again = await runOne(`${keptNames.length ? settingsText(kept) : 'baseline'} again`, sp.stepId, kept);
+        step.trials.push(again.index);
+        const second = again.measure ? betterBeyondSpread(again.measure, chosen.measure) : null;
+        step.recheck = {
+          trial: again.index,
+          stepNs: again.measure?.meanNs ?? null,
+          spreadNs: again.measure?.spreadNs ?? null,
+          better: second?.better ?? false,
+        };
+        if (second !== null && !second.better) verdict = { ...second, better: false };
+      }
       step.measuredStepNs = chosen.measure.meanNs;
       step.measuredSpreadNs = chosen.measure.spreadNs;
       step.measuredRatio = chosen.measure.meanNs / current.meanNs;
@@ -325,8 +340,14 @@ export async function runPlan(argv: string[]): Promise<number> {
         kept = chosen.settings;
         current = chosen.measure;
         keptNames.push(chosen.c.name);
-      } else
-        step.why = `${chosen.c.name} measured ${(chosen.measure.meanNs / 1e6).toFixed(2)} ms against ${(current.meanNs / 1e6).toFixed(2)} ms: a gain of ${(verdict.gainNs / 1e6).toFixed(2)} ms, within the margin of ${(verdict.marginNs / 1e6).toFixed(2)} ms (${PLAN_TUNE.zSpread} x the spread, at least ${PLAN_TUNE.minGain * 100}% of the step)`;
+      } else {
+        const gain = verdict.gainNs > 0 ? `a gain of ${msText(verdict.gainNs)}` : `${msText(-verdict.gainNs)} slower`;
+        const margin = `not beyond the margin of ${msText(verdict.marginNs)} (${PLAN_TUNE.zSpread} x the spread, at least ${PLAN_TUNE.minGain * 100}% of the step)`;
+        step.why =
+          step.recheck !== null && step.recheck.stepNs !== null
+            ? `${chosen.c.name} measured ${msText(chosen.measure.meanNs)}, faster than the first run of the configuration it was tried on (${msText(current.meanNs)}) but not than its second (${msText(step.recheck.stepNs)}): ${gain}, ${margin}`
+            : `${chosen.c.name} measured ${msText(chosen.measure.meanNs)} against ${msText(current.meanNs)}: ${gain}, ${margin}`;
+      }
       if (failures.length) step.why = [step.why, `failed: ${failures.join('; ')}`].filter(Boolean).join('; ');
     }
     const trialsS = trials.reduce((a, t) => a + t.wallS, 0);

@@ -27,7 +27,9 @@ export function settingsText(s: TrialSettings): string {
 function stepVerdict(s: PlanTuneStep): string {
   if (!s.injectable) return s.codeChange ? `predicted only: ${s.why ?? 'needs a code change'}` : (s.why ?? 'not tried');
   if (s.measuredStepNs === null) return s.why ?? 'no trial measured a step';
-  return s.kept ? `kept (${s.chosen})` : `not kept: ${s.why ?? 'no gain beyond the spread'}`;
+  return s.kept
+    ? `kept (${s.chosen}${s.recheck ? `; confirmed against a second run of the configuration before, #${s.recheck.trial}` : ''})`
+    : `not kept: ${s.why ?? 'no gain beyond the spread'}`;
 }
 
 function trialLine(t: PlanTrial): string {

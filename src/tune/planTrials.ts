@@ -21,6 +21,12 @@ export const PLAN_TUNE = {
   zSpread: 2,
   /** ... and more than this share of the step (the drift between runs on a shared machine: one run against the next). */
   minGain: 0.03,
+  /**
+   * A gain under this share of the step is confirmed: the configuration it was tried on runs again right after, and
+   * the fix must beat that run too (a shared machine's load moves one run against the next by more than the spread
+   * within a run: on the 2-core development VM, 9% between two trials of the same loader).
+   */
+  confirmBelow: 0.15,
   /** Blocks of consecutive steady steps whose means give the spread (steps are correlated: a loader's rhythm). */
   blocks: 5,
   /** Trials aim at this many seconds of steps (--trial-seconds), within [minSteps, maxSteps] steps. */
@@ -465,6 +471,8 @@ export interface PlanTuneStep {
   measuredSpreadNs: number | null;
   /** measured / measuredFrom. */
   measuredRatio: number | null;
+  /** A small gain's confirmation: the configuration tried on, run again after the fix's trial, and whether the fix beat it too. */
+  recheck: { trial: number; stepNs: number | null; spreadNs: number | null; better: boolean } | null;
   /** The candidate chosen (the best measured, or the smallest worker count as good), and its change. */
   chosen: string | null;
   applied: TrialSettings | null;
