@@ -192,8 +192,21 @@ export async function runPlan(argv: string[]): Promise<number> {
     const plan = report.pace?.plan ?? null;
     const facts = runFactsOf(report);
     const notes: string[] = [];
-    if (report.run.exitCode !== 0)
-      say(`gpuwise tune --plan: the diagnosis run ended ${report.run.outcome} (exit ${report.run.exitCode}); see ${diagDir}/stderr.log`);
+    if (report.run.exitCode !== 0) {
+      say(
+        `gpuwise tune --plan: the diagnosis run ended ${report.run.outcome} (exit ${report.run.exitCode}); the last lines of its stderr:`,
+      );
+      let tail: string[] = [];
+      try {
+        tail = readFileSync(join(diagDir, 'stderr.log'), 'utf8')
+          .split('\n')
+          .filter((l) => l.trim() !== '')
+          .slice(-5);
+      } catch {
+        // no stderr kept
+      }
+      for (const l of tail) say(`  | ${l}`);
+    }
     if (plan === null) notes.push('the diagnosis has no plan (no timed step): nothing to verify');
     const findings = new Map(report.findings.map((f) => [f.id, f]));
     const planSteps: PlanStepIn[] = (plan?.steps ?? []).map((s) => ({
@@ -206,12 +219,12 @@ export async function runPlan(argv: string[]): Promise<number> {
     }));
     const stepPlans = trialPlan(planSteps, facts, tries);
     const steps = stepsFlag ?? stepsPerTrial(plan?.stepNs ?? null, trialSeconds);
-    const nTrials = 1 + stepPlans.reduce((a, s) => a + s.candidates.length, 0);
+    const nTrials = plan === null ? 0 : 1 + stepPlans.reduce((a, s) => a + s.candidates.length, 0);
     const perTrialS = diagWallS * Math.min(1, steps / diagnosisSteps) + 2;
     say(
       `diagnosis: ${plan ? `${(plan.stepNs / 1e6).toFixed(1)} ms a step; plan: ${plan.steps.map((s) => s.label).join('; ') || 'nothing to fix'}` : 'no plan'} (${diagWallS.toFixed(0)} s)`,
     );
-    say(`${nTrials} trial(s) of ${steps} steps to run: about ${Math.round(nTrials * perTrialS)} s`);
+    if (nTrials > 0) say(`${nTrials} trial(s) of ${steps} steps to run: about ${Math.round(nTrials * perTrialS)} s`);
 
     // ---------- the trials ----------
     const trials: PlanTrial[] = [];
