@@ -96,6 +96,8 @@ function intFlag(text: string | undefined, flag: string, min: number): number | 
 /** What the probe said of a trial (trial-PID.json of its processes; the first process's losses). */
 function readProbeTrial(dir: string): {
   said: boolean;
+  /** DataLoaders whose arguments the probe changed. */
+  loadersChanged: number;
   applied: string[];
   notApplied: { lever: string; why: string }[];
   losses: Losses | null;
@@ -103,6 +105,7 @@ function readProbeTrial(dir: string): {
   const applied = new Set<string>();
   const notApplied = new Map<string, string>();
   let losses: Losses | null = null;
+  let loadersChanged = 0;
   let names: string[] = [];
   try {
     names = readdirSync(dir).filter((f) => /^trial-\d+\.json$/.test(f));
@@ -117,7 +120,9 @@ function readProbeTrial(dir: string): {
         firstLosses?: (number | string)[];
         lastLosses?: (number | string)[];
         errors?: string[];
+        loaders?: unknown[];
       };
+      loadersChanged += Array.isArray(o.loaders) ? o.loaders.length : 0;
       for (const a of o.applied ?? []) if (typeof a.lever === 'string') applied.add(a.lever);
       for (const s of o.skipped ?? []) if (typeof s.lever === 'string') notApplied.set(s.lever, String(s.why ?? ''));
       for (const e of o.errors ?? []) notApplied.set('model', String(e));
@@ -127,7 +132,22 @@ function readProbeTrial(dir: string): {
       // a file torn by a killed process: what it said is unknown
     }
   }
-  return { said: names.length > 0, applied: [...applied], notApplied: [...notApplied].map(([lever, why]) => ({ lever, why })), losses };
+  return {
+    said: names.length > 0,
+    loadersChanged,
+    applied: [...applied],
+    notApplied: [...notApplied].map(([lever, why]) => ({ lever, why })),
+    losses,
+  };
+}
+
+/** Whether the settings change a DataLoader argument (not only name the loader to change). */
+function changesLoader(s: TrialSettings): boolean {
+  const l = s.loader;
+  return (
+    l !== undefined &&
+    (l.numWorkers !== undefined || l.pinMemory !== undefined || l.persistentWorkers !== undefined || l.prefetchFactor !== undefined)
+  );
 }
 
 export async function runPlan(argv: string[]): Promise<number> {
@@ -252,6 +272,11 @@ export async function runPlan(argv: string[]): Promise<number> {
         // Records but no trial-PID.json: a probe without trial support (another gpuwise's) ran the command as it is.
         outcome = 'failed';
         detail = 'the probe made no change (it wrote no trial-PID.json: a probe without tune --plan support?)';
+      } else if (outcome === 'ok' && changesLoader(settings) && probe.loadersChanged === 0) {
+        // The training loader was not found (built with other arguments than the diagnosis saw): nothing was tried.
+        const m = settings.loader?.match;
+        outcome = 'failed';
+        detail = `no DataLoader was built with the training loader's arguments (batch size ${m?.batchSize ?? 'any'}, ${m?.numWorkers ?? 'any'} workers): nothing changed`;
       } else if (outcome === 'ok' && diverged !== null) {
         outcome = 'diverged';
         detail = diverged;

@@ -6,9 +6,12 @@
 import { describe, expect, it } from 'vitest';
 import { leverAccuracy, pairError } from '../../src/history/leverAccuracy.js';
 import type { StepRecord } from '../../src/run/records.js';
+import { renderPlanTuneMarkdown, renderPlanTuneText } from '../../src/tune/planReport.js';
 import {
   type Measure,
   type PlanStepIn,
+  type PlanTrial,
+  type PlanTuneReport,
   type RunFacts,
   betterBeyondSpread,
   chooseCandidate,
@@ -58,7 +61,10 @@ describe('which plan steps are tried, with what', () => {
     expect(workerCounts(1, 0)).toEqual([1, 2]);
     expect(namedWorkers(step('dataloader-bound', 'num_workers 2 -> 14', { workersRecommended: 12 }))).toBe(12);
     expect(namedWorkers(step('dataloader-bound', 'num_workers 2 -> 14'))).toBe(14);
-    const [p] = trialPlan([step('dataloader-bound', 'num_workers 2 -> 14, persistent DataLoader workers', { workersRecommended: 14 })], CPU);
+    const [p] = trialPlan(
+      [step('dataloader-bound', 'num_workers 2 -> 14, persistent DataLoader workers', { workersRecommended: 14 })],
+      CPU,
+    );
     expect(p?.candidates.map((c) => c.name)).toEqual(['num_workers=10', 'num_workers=14', 'num_workers=20', 'persistent_workers=True']);
     expect(p?.candidates[0]?.change.loader?.match).toEqual({ batchSize: 8, numWorkers: 2 });
   });
@@ -91,7 +97,11 @@ describe('which plan steps are tried, with what', () => {
 
   it('fixes that need a code change stay predicted, marked so', () => {
     const [a, s, n] = trialPlan(
-      [step('attention', 'F.scaled_dot_product_attention'), step('host-sync', 'syncs out of the loop'), step('ddp-accum-without-no-sync', 'no_sync()')],
+      [
+        step('attention', 'F.scaled_dot_product_attention'),
+        step('host-sync', 'syncs out of the loop'),
+        step('ddp-accum-without-no-sync', 'no_sync()'),
+      ],
       GPU,
     );
     for (const p of [a, s, n]) {
@@ -110,7 +120,9 @@ describe('which plan steps are tried, with what', () => {
     const [t] = trialPlan([], CPU, [{ lever: 'persistent-workers', value: null }]);
     expect(t?.source).toBe('try');
     expect(t?.candidates[0]?.change).toEqual({ loader: { persistentWorkers: true, match: { batchSize: 8, numWorkers: 2 } } });
-    const [noWorkers] = trialPlan([], { ...CPU, loader: { ...(CPU.loader as NonNullable<RunFacts['loader']>), workers: 0 } }, [{ lever: 'prefetch-factor', value: 4 }]);
+    const [noWorkers] = trialPlan([], { ...CPU, loader: { ...(CPU.loader as NonNullable<RunFacts['loader']>), workers: 0 } }, [
+      { lever: 'prefetch-factor', value: 4 },
+    ]);
     expect(noWorkers?.why).toMatch(/no workers/);
   });
 
@@ -136,7 +148,20 @@ describe('measuring and keeping', () => {
 
   it('a trial’s steady steps: the first step and the warm-up left out, its cost counted', () => {
     const rec = (step: number, t: number): StepRecord =>
-      ({ type: 'step', v: 3, pid: 7, rank: null, t: step, step, stepTimeS: t, dataWaitS: 0, batches: 1, samples: 8, memory: null, profiled: false }) as unknown as StepRecord;
+      ({
+        type: 'step',
+        v: 3,
+        pid: 7,
+        rank: null,
+        t: step,
+        step,
+        stepTimeS: t,
+        dataWaitS: 0,
+        batches: 1,
+        samples: 8,
+        memory: null,
+        profiled: false,
+      }) as unknown as StepRecord;
     const times = [2.0, 0.5, 0.3, ...Array.from({ length: 40 }, () => 0.01)];
     const m = measureTrial(times.map((t, i) => rec(i + 1, t)));
     expect(m?.meanNs).toBeCloseTo(0.01e9, -3);
@@ -211,5 +236,111 @@ describe('accuracy by lever (runs --accuracy)', () => {
     expect(rows).toHaveLength(1);
     expect(rows[0]?.pairs).toBe(2);
     expect(rows[0]?.maxAbsError).toBeCloseTo(1 / 3, 6);
+  });
+});
+
+describe('the report as text and Markdown', () => {
+  const trial = (index: number, name: string, meanMs: number, settings: PlanTrial['settings']): PlanTrial => ({
+    index,
+    name,
+    stepId: index === 1 ? null : 'dataloader-bound',
+    settings,
+    outcome: 'ok',
+    detail: '60 steps',
+    measure: measure(meanMs, 0.3),
+    applied: index === 1 ? [] : ['loader'],
+    notApplied: [],
+    wallS: 3,
+    runDir: `/runs/trial-${index}`,
+  });
+  const base = {
+    stepId: 'dataloader-bound',
+    label: 'num_workers 2 -> 14',
+    source: 'plan' as const,
+    injectable: true,
+    codeChange: false,
+    why: null,
+    fromStepNs: 33e6,
+    predictedStepNs: 6.6e6,
+    predictedRatio: 0.2,
+    measuredFromStepNs: 33e6,
+    measuredStepNs: 7.6e6,
+    measuredSpreadNs: 0.3e6,
+    measuredRatio: 0.23,
+    recheck: null,
+    chosen: 'num_workers=10',
+    applied: { loader: { numWorkers: 10 } },
+    kept: true,
+    trials: [2],
+  };
+  const report: PlanTuneReport = {
+    schemaVersion: 1,
+    tool: 'gpuwise',
+    command: 'tune --plan',
+    version: '0.2.0',
+    cmd: ['python', 'train.py'],
+    outDir: '/runs',
+    stepsPerTrial: 119,
+    diagnosis: { runDir: '/runs/diagnosis', runId: 'r1', stepNs: 33.8e6, planExpectedStepNs: 6.6e6, bound: 'input', wallS: 7 },
+    baseline: trial(1, 'baseline', 33.8, {}),
+    steps: [
+      base,
+      {
+        ...base,
+        stepId: 'try:persistent-workers',
+        label: 'persistent_workers=True',
+        source: 'try',
+        fromStepNs: null,
+        predictedStepNs: null,
+        predictedRatio: null,
+        kept: false,
+        why: 'persistent_workers=True measured 7.80 ms against 7.60 ms: 0.20 ms slower, not beyond the margin of 0.85 ms',
+      },
+      {
+        ...base,
+        stepId: 'attention',
+        label: 'F.scaled_dot_product_attention',
+        injectable: false,
+        codeChange: true,
+        why: 'needs a code change: SDPA',
+        measuredStepNs: null,
+      },
+      { ...base, stepId: 'fusion', label: 'torch.compile', injectable: false, why: 'not tried: no CUDA in this run', measuredStepNs: null },
+    ],
+    trials: [trial(1, 'baseline', 33.8, {}), trial(2, 'num_workers=10', 7.6, { loader: { numWorkers: 10 } })],
+    best: {
+      settings: { loader: { numWorkers: 10 } },
+      names: ['num_workers=10'],
+      stepNs: 7.6e6,
+      spreadNs: 0.3e6,
+      baselineStepNs: 33.8e6,
+      speedup: 4.45,
+    },
+    permanent: permanentChanges({ loader: { numWorkers: 10 } }, null),
+    trialsS: 22,
+    totalS: 29,
+    warmupCostS: 0,
+    notes: [],
+    exitCode: 0,
+  };
+
+  it('each plan step predicted and measured with its verdict; the best; the permanent change; the time', () => {
+    const text = renderPlanTuneText(report);
+    expect(text).toMatch(
+      /num_workers 2 -> 14 \[dataloader-bound\]\s+33\.0 ms -> 6\.60 ms\s+x0\.20\s+33\.0 ms -> 7\.60 ms\s+x0\.23\s+kept \(num_workers=10\)/,
+    );
+    expect(text).toMatch(/\[try:persistent-workers\].*not kept: persistent_workers=True measured 7\.80 ms/);
+    expect(text).toMatch(/\[attention\].*predicted only: needs a code change: SDPA/);
+    expect(text).toMatch(/\[fusion\].*not tried: no CUDA in this run/);
+    expect(text).toMatch(/Verified best: num_workers=10: 7\.60 ms ± 300 us a step against 33\.8 ms as the script is \(4\.45x\)/);
+    expect(text).toMatch(/plain PyTorch:\n\s+\| loader = DataLoader\(dataset, batch_size=B, num_workers=10\)/);
+    expect(text).toMatch(/Time: 29 s in all \(diagnosis 7 s, trials 22 s\)/);
+    expect(text.match(/#1 baseline/g)).toHaveLength(1);
+    const md = renderPlanTuneMarkdown(report);
+    expect(md).toMatch(
+      /\| 1 \| num_workers 2 -> 14 `dataloader-bound` \| 33\.0 ms → 6\.60 ms \| x0\.20 \| 33\.0 ms → 7\.60 ms \| x0\.23 \| kept/,
+    );
+    expect(md).toMatch(/\*\*Verified best: num_workers=10\*\*/);
+    expect(md).toMatch(/```python\nloader = DataLoader/);
   });
 });
