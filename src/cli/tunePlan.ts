@@ -141,6 +141,11 @@ function readProbeTrial(dir: string): {
   };
 }
 
+/** Two runs of one configuration whose means differ beyond their spread (the keep rule's margin, either way round). */
+function sameConfigMoved(a: Measure, b: Measure): boolean {
+  return betterBeyondSpread(a, b).better || betterBeyondSpread(b, a).better;
+}
+
 /** Whether the settings change a DataLoader argument (not only name the loader to change). */
 function changesLoader(s: TrialSettings): boolean {
   const l = s.loader;
@@ -366,7 +371,11 @@ export async function runPlan(argv: string[]): Promise<number> {
           spreadNs: again.measure?.spreadNs ?? null,
           better: second?.better ?? false,
         };
-        if (second !== null && !second.better) verdict = { ...second, better: false };
+        // The two runs of the same configuration apart beyond their spread: the machine's load moved between runs,
+        // and no small gain is verified under it.
+        const moved = again.measure ? sameConfigMoved(current, again.measure) : true;
+        step.recheck.moved = moved;
+        if (second === null || !second.better || moved) verdict = { ...(second ?? verdict), better: false };
       }
       step.measuredStepNs = chosen.measure.meanNs;
       step.measuredSpreadNs = chosen.measure.spreadNs;
@@ -382,9 +391,11 @@ export async function runPlan(argv: string[]): Promise<number> {
         const gain = verdict.gainNs > 0 ? `a gain of ${msText(verdict.gainNs)}` : `${msText(-verdict.gainNs)} slower`;
         const margin = `not beyond the margin of ${msText(verdict.marginNs)} (${PLAN_TUNE.zSpread} x the spread, at least ${PLAN_TUNE.minGain * 100}% of the step)`;
         step.why =
-          step.recheck !== null && step.recheck.stepNs !== null
-            ? `${chosen.c.name} measured ${msText(chosen.measure.meanNs)}, faster than the first run of the configuration it was tried on (${msText(current.meanNs)}) but not than its second (${msText(step.recheck.stepNs)}): ${gain}, ${margin}`
-            : `${chosen.c.name} measured ${msText(chosen.measure.meanNs)} against ${msText(current.meanNs)}: ${gain}, ${margin}`;
+          step.recheck?.moved && step.recheck.stepNs !== null
+            ? `${chosen.c.name} measured ${msText(chosen.measure.meanNs)} against ${msText(current.meanNs)}, but the configuration it was tried on measured ${msText(step.recheck.stepNs)} when run again: the machine's load moved between runs more than the gain, which is not verified (run tune --plan again on a quieter machine)`
+            : step.recheck !== null && step.recheck.stepNs !== null
+              ? `${chosen.c.name} measured ${msText(chosen.measure.meanNs)}, faster than the first run of the configuration it was tried on (${msText(current.meanNs)}) but not than its second (${msText(step.recheck.stepNs)}): ${gain}, ${margin}`
+              : `${chosen.c.name} measured ${msText(chosen.measure.meanNs)} against ${msText(current.meanNs)}: ${gain}, ${margin}`;
       }
       if (failures.length) step.why = [step.why, `failed: ${failures.join('; ')}`].filter(Boolean).join('; ');
     }

@@ -471,8 +471,11 @@ export interface PlanTuneStep {
   measuredSpreadNs: number | null;
   /** measured / measuredFrom. */
   measuredRatio: number | null;
-  /** A small gain's confirmation: the configuration tried on, run again after the fix's trial, and whether the fix beat it too. */
-  recheck: { trial: number; stepNs: number | null; spreadNs: number | null; better: boolean } | null;
+  /**
+   * A small gain's confirmation: the configuration tried on, run again after the fix's trial; whether the fix beat it
+   * too, and whether the two runs of that configuration moved apart beyond their spread (then nothing is kept).
+   */
+  recheck: { trial: number; stepNs: number | null; spreadNs: number | null; better: boolean; moved?: boolean } | null;
   /** The candidate chosen (the best measured, or the smallest worker count as good), and its change. */
   chosen: string | null;
   applied: TrialSettings | null;

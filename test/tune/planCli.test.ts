@@ -144,7 +144,7 @@ describe.skipIf(SKIP_PYTHON)('gpuwise tune --plan on a loader waiting on I/O', (
     const p = report.steps.find((s) => s.stepId === 'try:persistent-workers');
     expect(p?.measuredStepNs, stdout).toBeGreaterThan(0);
     expect(p?.kept, JSON.stringify(p)).toBe(false);
-    expect(p?.why).toMatch(/not beyond the margin/);
+    expect(p?.why).toMatch(/not beyond the margin|the machine's load moved/);
     expect(report.best.settings.loader?.persistentWorkers).toBeUndefined();
   });
 
