@@ -169,3 +169,38 @@ describe.skipIf(SKIP_PYTHON)('gpuwise tune --plan on a loader waiting on I/O', (
     expect((JSON.parse(runs.stdout) as { runs: unknown[] }).runs).toHaveLength(round);
   }, 60_000);
 });
+
+describe.skipIf(SKIP_PYTHON)('gpuwise tune --plan: the trials’ environment', () => {
+  it('trials see GPUWISE_TRIAL=1 and the diagnosis does not; --try changes the training loader only', async () => {
+    const out = join(tmp, 'env');
+    const script = join(REPO, 'test', 'fixtures', 'tune', 'trial_probe.py');
+    const r = await gpuwise([
+      'tune',
+      '--plan',
+      '--json',
+      '--out',
+      out,
+      '--steps',
+      '6',
+      '--diagnosis-steps',
+      '12',
+      '--try',
+      'workers=1',
+      '--',
+      PYTHON,
+      script,
+    ]);
+    expect(r.code, r.stderr).toBe(0);
+    const report = JSON.parse(r.stdout) as PlanTuneReport;
+    // The script's first line: GPUWISE_TRIAL as it sees it.
+    const trialEnv = (dir: string) =>
+      (JSON.parse(readFileSync(join(dir, 'stdout.log'), 'utf8').split('\n')[0] as string) as { trialEnv: string | null }).trialEnv;
+    expect(trialEnv(report.diagnosis.runDir)).toBeNull();
+    expect(report.trials.length).toBeGreaterThanOrEqual(2);
+    for (const t of report.trials) expect(trialEnv(t.runDir), t.name).toBe('1');
+    const tried = report.trials.find((t) => t.name === 'num_workers=1');
+    expect(tried?.settings.loader).toEqual({ numWorkers: 1, match: { batchSize: 8, numWorkers: 0 } });
+    expect(tried?.applied).toEqual(['loader']);
+    for (const t of report.trials) expect(readFileSync(join(t.runDir, 'stderr.log'), 'utf8')).toMatch(/stopping after 6 steps/);
+  }, 120_000);
+});
