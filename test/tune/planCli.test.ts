@@ -11,7 +11,8 @@
  * - the (predicted, measured) pairs in the history, and `runs --accuracy` reading them;
  * - usage errors: one line, exit 2, nothing written.
  *
- * About 35-60 s on the 2-core development VM (a diagnosis of 100 steps, 5 trials of 2 s of steps, the plain runs).
+ * About 35-60 s on the 2-core development VM (a diagnosis of 100 steps, 5 trials of 2 s of steps, the plain runs); a
+ * measurement that misses a check runs again (at most ATTEMPTS, each miss said on stderr): the machine's load moves runs.
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -94,8 +95,32 @@ async function measure(): Promise<Measured> {
   return { report, stdout: r.stdout, stderr: r.stderr, plain: JSON.parse(p.stdout.trim().split('\n').pop() as string) };
 }
 
-const offOf = (m: Measured) => Math.abs((m.report.best.stepNs ?? 0) / 1e6 / m.plain.mean_step_ms - 1);
+/**
+ * The verified best step against the plain runs, as the CPU ground truth judges a held step
+ * (test/pace/cpuGroundTruth.test.ts): inside the plain runs' range (off by no more than the machine moved identical
+ * runs), else against their median; 0 when inside.
+ */
+const offOf = (m: Measured) => {
+  const tuned = (m.report.best.stepNs ?? 0) / 1e6;
+  if (tuned >= Math.min(...m.plain.runs_ms) && tuned <= Math.max(...m.plain.runs_ms)) return 0;
+  return Math.abs(tuned / m.plain.mean_step_ms - 1);
+};
 const ratioOf = (m: Measured) => m.report.steps.find((s) => s.stepId === 'dataloader-bound')?.measuredRatio ?? 1;
+const keptOf = (m: Measured, id: string) => m.report.steps.find((s) => s.stepId === id)?.kept;
+/** What is checked below, as one line: empty when all holds. */
+function misses(m: Measured): string {
+  const out: string[] = [];
+  if (offOf(m) >= BOUND)
+    out.push(
+      `best ${((m.report.best.stepNs ?? 0) / 1e6).toFixed(2)} ms against ${m.plain.mean_step_ms} ms plainly (runs ${m.plain.runs_ms.join(', ')})`,
+    );
+  if (ratioOf(m) >= 0.6 || keptOf(m, 'dataloader-bound') !== true)
+    out.push(`workers ratio ${ratioOf(m).toFixed(2)}, kept ${keptOf(m, 'dataloader-bound')}`);
+  if (keptOf(m, 'try:persistent-workers') !== false) out.push(`persistent_workers kept ${keptOf(m, 'try:persistent-workers')}`);
+  return out.join('; ');
+}
+/** Measurements at most: each one after the first follows a miss. */
+const ATTEMPTS = 3;
 
 describe.skipIf(SKIP_PYTHON)('gpuwise tune --plan on a loader waiting on I/O', () => {
   let m: Measured;
@@ -103,22 +128,22 @@ describe.skipIf(SKIP_PYTHON)('gpuwise tune --plan on a loader waiting on I/O', (
   let stdout = '';
 
   beforeAll(async () => {
-    m = await measure();
     // A burst of load on the shared 2-core machine during the trials or the plain runs moves one against the other
-    // (the MLP's 7 ms of CPU a step, not the loader's sleeps): measured once more, as the CPU ground truth does
-    // (test/pace/cpuGroundTruth.test.ts), a burst during one of them being likelier than a tool that misses once.
-    if (offOf(m) >= BOUND || ratioOf(m) >= 0.6) {
-      process.stderr.write(
-        `planCli: measured again (best ${((m.report.best.stepNs ?? 0) / 1e6).toFixed(2)} ms against ${m.plain.mean_step_ms} ms plainly, workers ratio ${ratioOf(m).toFixed(2)})\n`,
-      );
+    // (the MLP's 7 ms of CPU a step, not the loader's sleeps; other test files running beside this one): measured
+    // again, as the CPU ground truth does, a burst during one of them being likelier than a tool that misses thrice.
+    // Each miss is said on stderr.
+    for (let i = 1; ; i++) {
       m = await measure();
+      const miss = misses(m);
+      if (miss === '' || i === ATTEMPTS) break;
+      process.stderr.write(`planCli: measured again (${miss})\n`);
     }
     report = m.report;
     stdout = m.stdout;
     // The progress went to stderr: the command will run several times, and about how long the trials take.
     expect(m.stderr).toMatch(/runs the command several times/);
     expect(m.stderr).toMatch(/\d+ trial\(s\) of \d+ steps to run: about \d+ s/);
-  }, 400_000);
+  }, 600_000);
 
   it('measures the plan’s num_workers step and keeps more workers', () => {
     expect(report.schemaVersion).toBe(1);
