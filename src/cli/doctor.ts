@@ -23,7 +23,7 @@ import { unprobedProcesses } from '../run/attach.js';
 import { checkPythonTorch, commandPythonOf } from './commandPython.js';
 import { VERSION } from '../util/version.js';
 import { endBySignal } from '../io/signalDeath.js';
-import { type ProbeRun, makeRunDir, startProbeRun } from './probeRun.js';
+import { type ProbeRun, type ProbeRunResult, makeRunDir, startProbeRun } from './probeRun.js';
 import { readStepBeacons } from '../io/beacons.js';
 import { printDoctorReport, rediagnoseRunDir } from './rediagnose.js';
 import { terminalWidth } from './color.js';
@@ -195,38 +195,14 @@ export async function run(argv: string[]): Promise<number> {
   const stopHung = watchForHang(probeRun, stalls, hangTimeoutS);
   const done = await probeRun.done;
   clearInterval(stopHung.timer);
-  const { exit, forwardedSignal, records, stepRecordsByPid, skippedLines, notes, gpuSamples, gpuUnavailableReason, endedAtMs: ended } = done;
-  const parsed = { records, skippedLines };
-  // Nothing from the probe: say whether the command's Python has PyTorch at all (and which Python it is).
-  const python = records.length === 0 && !done.attach.processes.some((p) => p.torch) ? commandPythonOf(cmd) : null;
-  const captured = capturesOf(parsed.records);
-  const [traces, snapshots] = [await analyseTraceFiles(captured.traces), await analyseSnapshotFiles(captured.snapshots)];
-  const input: DoctorInput = {
-    version: VERSION,
-    command: cmd,
+  const { exit } = done;
+  const report = await reportOfRun({
+    cmd,
     runDir,
     startedAtMs: started.getTime(),
-    endedAtMs: ended,
-    exit,
-    forwardedSignal,
+    done,
     hang: stopHung.stopped ? { timeoutS: hangTimeoutS, atMs: done.stoppedAtMs } : null,
-    disconnectedAtMs: done.disconnectedAtMs,
-    stepBeacons: readStepBeacons(runDir),
-    records: parsed.records,
-    stepRecordsByPid,
-    skippedLines: parsed.skippedLines,
-    traces,
-    snapshots,
-    gpuSamples,
-    gpuUnavailableReason,
-    // written below, with report.json, when the model has a config plan reads
-    planModelFile: join(runDir, 'model.json'),
-    python: python === null ? null : checkPythonTorch(python),
-    commandPids: done.attach.processes.map((p) => p.pid),
-    unprobed: unprobedProcesses(done.attach.processes, done.attach.route, done.attach.tokens),
-    notes,
-  };
-  const report = buildDoctorReport(input);
+  });
   // The run directory may be gone or full (removed mid-run, a full disk): the report still reaches stdout and the
   // exit status stays the command's.
   let html: string | null = null;
@@ -262,6 +238,62 @@ export async function run(argv: string[]): Promise<number> {
   // The command died of a signal doctor did not send: doctor dies of it too once done (a parent tells the two apart).
   if (exit.signal !== null && done.stoppedBy === null) endBySignal(exit.code - 128);
   return exit.code;
+}
+
+/**
+ * The doctor report of a finished probe run (shared with `tune --plan`'s diagnosis): the captured windows and snapshots
+ * analysed, and the run's records, exit and samples turned into one report (doctor/report.ts).
+ */
+export async function reportOfRun(opts: {
+  cmd: string[];
+  runDir: string;
+  startedAtMs: number;
+  done: ProbeRunResult;
+  hang: DoctorInput['hang'];
+}): Promise<DoctorReport> {
+  const { cmd, runDir, done } = opts;
+  const {
+    exit,
+    forwardedSignal,
+    records,
+    stepRecordsByPid,
+    skippedLines,
+    notes,
+    gpuSamples,
+    gpuUnavailableReason,
+    endedAtMs: ended,
+  } = done;
+  const parsed = { records, skippedLines };
+  // Nothing from the probe: say whether the command's Python has PyTorch at all (and which Python it is).
+  const python = records.length === 0 && !done.attach.processes.some((p) => p.torch) ? commandPythonOf(cmd) : null;
+  const captured = capturesOf(parsed.records);
+  const [traces, snapshots] = [await analyseTraceFiles(captured.traces), await analyseSnapshotFiles(captured.snapshots)];
+  const input: DoctorInput = {
+    version: VERSION,
+    command: cmd,
+    runDir,
+    startedAtMs: opts.startedAtMs,
+    endedAtMs: ended,
+    exit,
+    forwardedSignal,
+    hang: opts.hang,
+    disconnectedAtMs: done.disconnectedAtMs,
+    stepBeacons: readStepBeacons(runDir),
+    records: parsed.records,
+    stepRecordsByPid,
+    skippedLines: parsed.skippedLines,
+    traces,
+    snapshots,
+    gpuSamples,
+    gpuUnavailableReason,
+    // written below, with report.json, when the model has a config plan reads
+    planModelFile: join(runDir, 'model.json'),
+    python: python === null ? null : checkPythonTorch(python),
+    commandPids: done.attach.processes.map((p) => p.pid),
+    unprobed: unprobedProcesses(done.attach.processes, done.attach.route, done.attach.tokens),
+    notes,
+  };
+  return buildDoctorReport(input);
 }
 
 /** --hang-timeout's default: ten minutes with every rank stalled (a slow step has long been reported by then). */
@@ -313,7 +345,7 @@ async function feedServe(storeFlag: string | undefined, cmd: string[], runDir: s
 }
 
 /** Saves the run in the history; a store that cannot be written costs one warning line, never the exit code. Returns the run's id. */
-async function saveToHistory(report: DoctorReport, storeFlag: string | undefined): Promise<string | null> {
+export async function saveToHistory(report: DoctorReport, storeFlag: string | undefined): Promise<string | null> {
   let where = storeFlag ?? process.env.GPUWISE_STORE ?? '~/.gpuwise';
   try {
     const { saveRun, storeDir, storePath } = await import('../io/runStore.js');

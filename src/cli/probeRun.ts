@@ -428,6 +428,8 @@ export interface ProbeRunOptions {
   runDir: string;
   /** Probe settings added to the environment (GPUWISE_MAX_STEPS, GPUWISE_PROFILE_STEPS, ...). */
   env?: Record<string, string>;
+  /** Variables for the command itself, which its script sees (tune --plan's GPUWISE_TRIAL=1); not the probe's settings. */
+  commandEnv?: Record<string, string>;
   /**
    * Where the command's stdout and stderr go: inherited (default); `stderr`: both to gpuwise's stderr (so that
    * gpuwise's stdout holds only its report: `doctor --json | jq`); or these files (created, never overwritten).
@@ -551,7 +553,7 @@ export async function startProbeRun(opts: ProbeRunOptions): Promise<ProbeRun> {
       fds.push(openSync(opts.output.stdoutPath, 'wx'), openSync(opts.output.stderrPath, 'wx'));
       stdio = ['ignore', fds[0] as number, fds[1] as number];
     }
-    child = await startChild(cmd, attach.env, stdio);
+    child = await startChild(cmd, opts.commandEnv ? { ...attach.env, ...opts.commandEnv } : attach.env, stdio);
   } catch (e) {
     if ('stop' in gpu) await gpu.stop();
     await collector.close(0, socketPath);

@@ -4,12 +4,14 @@
  * (terminal, --json, --md, --html FILE).
  */
 import { existsSync, statSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { leverAccuracy, renderLeverAccuracy } from '../history/leverAccuracy.js';
 import { renderRunsTable } from '../history/render.js';
 import { InputError } from '../io/inputError.js';
 import { looksLikePath } from '../io/loadRunRef.js';
 import { loadRunRef } from './runRef.js';
 import { checkHtmlTarget } from '../io/reportTarget.js';
-import { listRuns, storeDir, storePath } from '../io/runStore.js';
+import { listLeverTrials, listRuns, storeDir, storePath } from '../io/runStore.js';
 import { printDoctorReport, rediagnoseRunDir } from './rediagnose.js';
 import { jsonReport } from './jsonReport.js';
 import { UsageError, parseFlags } from './usage.js';
@@ -18,6 +20,7 @@ export const RUNS_SCHEMA_VERSION = 1;
 
 const HELP = `Usage: gpuwise runs [--store DIR] [--limit N] [--json]
        gpuwise runs show RUN [--store DIR] [--rediagnose] [--json | --md | --html FILE]
+       gpuwise runs --accuracy [--store DIR] [--json]
 
 Lists the runs \`gpuwise doctor\` saved in the local history (DIR/runs.sqlite), newest first:
 id, start, outcome, command, median step, throughput, peak memory (allocator reserved, else NVML),
@@ -32,6 +35,8 @@ Options:
   --json         JSON on stdout (runs: schemaVersion 1; show: the doctor report)
   --md           show: the report as Markdown
   --html FILE    show: write the report as one self-contained HTML page
+  --accuracy     the pace model's error on this machine by lever: each plan step gpuwise tune --plan
+                 measured, its predicted step against the measured one
   --rediagnose   show: rebuild the report from the run directory's records with this version's
                  rules (as gpuwise doctor --from RUN_DIR) instead of printing the saved one
   -h, --help     this help
@@ -60,6 +65,7 @@ export async function run(argv: string[]): Promise<number> {
       md: { type: 'boolean' },
       html: { type: 'string' },
       rediagnose: { type: 'boolean' },
+      accuracy: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -69,6 +75,16 @@ export async function run(argv: string[]): Promise<number> {
   }
   const dir = storeDir(values.store);
   const [sub, ...rest] = positionals;
+  if (values.accuracy) {
+    if (sub !== undefined || values.md || values.html !== undefined || values.limit !== undefined || values.rediagnose)
+      throw new UsageError('--accuracy takes only --store and --json');
+    const host = hostname();
+    const rows = leverAccuracy(await listLeverTrials(dir), host);
+    if (values.json)
+      process.stdout.write(jsonReport({ schemaVersion: RUNS_SCHEMA_VERSION, tool: 'gpuwise', command: 'runs --accuracy', store: storePath(dir), hostname: host, levers: rows }));
+    else process.stdout.write(renderLeverAccuracy(rows, storePath(dir), host));
+    return 0;
+  }
   if (sub === 'show') {
     if (rest.length !== 1) throw new UsageError('give one run: gpuwise runs show RUN (an id, last, last~N, or a run directory)');
     if (values.limit !== undefined) throw new UsageError('--limit is for the list, not for show');

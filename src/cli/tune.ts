@@ -3,8 +3,7 @@
  * probe, each time with another value, and finds the largest value that trains without running out of memory,
  * predicting it from the measured memory (src/tune/predict.ts) instead of bisecting blindly.
  */
-import { closeSync, mkdirSync, openSync, readSync, rmSync, writeFileSync } from 'node:fs';
-import { StringDecoder } from 'node:string_decoder';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type SearchSpace, conclude, curveValues, decideNext } from '../tune/predict.js';
 import { checkHtmlTarget } from '../io/reportTarget.js';
@@ -12,9 +11,10 @@ import { inlineAssets } from '../serve/assets.js';
 import { renderTuneHtml } from '../serve/pages/tune.js';
 import { renderTuneMarkdown } from '../tune/markdown.js';
 import { type TuneTrial, buildTuneReport, renderTuneText } from '../tune/report.js';
-import { OOM_TEXT, type TrialSummary, summarizeTrial } from '../tune/trial.js';
+import type { TrialSummary } from '../tune/trial.js';
 import { VERSION } from '../util/version.js';
-import { type ProbeRun, makeRunDir, startProbeRun } from './probeRun.js';
+import { makeRunDir } from './probeRun.js';
+import { type TrialRun, runTrial } from './trialRun.js';
 import { splitCommand } from './telemetryArgs.js';
 import { UsageError, parseFlags } from './usage.js';
 import { fmtGiB } from '../util/format.js';
@@ -29,6 +29,7 @@ within 5% of the best throughput measured).
 
   gpuwise tune --param batch_size=8..512 -- python train.py --batch-size {batch_size}
   gpuwise tune --param bs=1..64 --multiple-of 8 -- torchrun --nproc_per_node 4 train.py --bs={bs}
+  gpuwise tune --plan -- python train.py     (doctor's plan of fixes, each measured: gpuwise tune --plan --help)
 
 Options:
   --param NAME=LO..HI  the integer to size; CMD must contain {NAME}, replaced by each trial's value
@@ -72,7 +73,6 @@ const DEFAULT_STEPS = 8;
 const DEFAULT_MAX_TRIALS = 3;
 const DEFAULT_MAX_TRIALS_BLIND = 6;
 const DEFAULT_MARGIN = 0.1;
-const STDERR_TAIL_LINES = 15;
 
 function intFlag(text: string | undefined, flag: string, min: number): number | undefined {
   if (text === undefined) return undefined;
@@ -108,122 +108,6 @@ function shellQuote(args: string[]): string {
   return args.map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`)).join(' ');
 }
 
-/** Reads what a file gained since the last call (the trial's stderr, as it is written). */
-class FileTail {
-  private offset = 0;
-  private text = '';
-  /** UTF-8 split across reads stays whole. */
-  private readonly decoder = new StringDecoder('utf8');
-  constructor(private readonly path: string) {}
-  /**
-   * Reads what the file gained; each chunk goes to `sink` (--show-output) and only the last 16 KB are kept: a trial
-   * that prints 300 MB at once must not be held in memory (it was: 710 MB).
-   */
-  read(sink?: (text: string) => void): boolean {
-    let fd: number;
-    try {
-      fd = openSync(this.path, 'r');
-    } catch {
-      return false;
-    }
-    const buf = Buffer.alloc(1 << 16);
-    let any = false;
-    try {
-      for (;;) {
-        const n = readSync(fd, buf, 0, buf.length, this.offset);
-        if (n <= 0) break;
-        this.offset += n;
-        any = true;
-        const got = this.decoder.write(buf.subarray(0, n));
-        sink?.(got);
-        // Keep the end only: enough for the last lines and a message split across reads.
-        this.text = (this.text + got).slice(-16384);
-      }
-    } finally {
-      closeSync(fd);
-    }
-    return any;
-  }
-  lastLines(n: number): string[] {
-    return this.text
-      .split('\n')
-      .filter((l) => l.trim() !== '')
-      .slice(-n);
-  }
-  matches(re: RegExp): boolean {
-    return re.test(this.text);
-  }
-}
-
-interface TrialRun {
-  summary: TrialSummary;
-  stderrTail: string[];
-}
-
-async function runTrial(opts: {
-  cmd: string[];
-  dir: string;
-  value: number;
-  steps: number;
-  timeoutS: number | undefined;
-  showOutput: boolean;
-}): Promise<TrialRun> {
-  mkdirSync(opts.dir, { recursive: true });
-  const stdoutPath = join(opts.dir, 'stdout.log');
-  const stderrPath = join(opts.dir, 'stderr.log');
-  const out = new FileTail(stdoutPath);
-  const err = new FileTail(stderrPath);
-  let run: ProbeRun | null = null;
-  let oomSeen = false;
-  const stopForOom = () => {
-    oomSeen = true;
-    run?.stop('oom');
-  };
-  run = await startProbeRun({
-    cmd: opts.cmd,
-    runDir: opts.dir,
-    // Short trials, no profiler window: only the steps' memory and time are needed.
-    env: { GPUWISE_MAX_STEPS: String(opts.steps), GPUWISE_PROFILE_STEPS: '0' },
-    output: { stdoutPath, stderrPath },
-    // Any rank out of memory ends the whole trial, so no other rank waits forever in a collective.
-    onRecord: (r) => {
-      if (r.type === 'exception' && r.outOfMemory) stopForOom();
-    },
-  });
-  const started = run;
-  if (oomSeen) started.stop('oom'); // seen before the handle existed
-  let timedOut = false;
-  const timer = opts.timeoutS
-    ? setTimeout(() => {
-        timedOut = true;
-        started.stop('timeout');
-      }, opts.timeoutS * 1000)
-    : null;
-  const poll = () => {
-    const echo = opts.showOutput ? (t: string) => process.stderr.write(t) : undefined;
-    out.read(echo);
-    const e = err.read(echo);
-    if (!oomSeen && e && err.matches(OOM_TEXT)) stopForOom();
-  };
-  const poller = setInterval(poll, 200);
-  const res = await started.done;
-  clearInterval(poller);
-  if (timer) clearTimeout(timer);
-  poll();
-  const stderrTail = err.lastLines(STDERR_TAIL_LINES);
-  const summary = summarizeTrial({
-    value: opts.value,
-    records: res.records,
-    exit: res.exit,
-    forwardedSignal: res.forwardedSignal,
-    stoppedBy: oomSeen ? 'oom' : timedOut ? 'timeout' : null,
-    stderrOom: err.matches(OOM_TEXT),
-    stderrTail,
-    gpuSamples: res.gpuSamples,
-  });
-  return { summary, stderrTail };
-}
-
 function fmtTrialLine(t: TrialSummary): string {
   if (t.outcome !== 'ok') return `${t.outcome === 'oom' ? 'OOM' : t.outcome.toUpperCase()}: ${t.detail}`;
   const parts = [`OK (${t.detail})`];
@@ -235,6 +119,8 @@ function fmtTrialLine(t: TrialSummary): string {
 }
 
 export async function run(argv: string[]): Promise<number> {
+  // --plan: the plan's fixes verified (tunePlan.ts), its own flags.
+  if (splitCommand(argv).own.includes('--plan')) return (await import('./tunePlan.js')).runPlan(argv);
   const { own, command: cmd } = splitCommand(argv);
   const { values, positionals } = parseFlags({ args: own, options: OPTIONS, allowPositionals: true, strict: true });
   if (values.help) {

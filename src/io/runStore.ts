@@ -24,7 +24,7 @@ import { type Database, sqlite } from './sqlite.js';
 import { sleep } from './sleep.js';
 
 /** Current schema of runs.sqlite; `schema_version` holds one row per migration applied. */
-export const RUN_STORE_SCHEMA_VERSION = 1;
+export const RUN_STORE_SCHEMA_VERSION = 2;
 export const STORE_FILE = 'runs.sqlite';
 export const LOCK_WAIT_MS = 10_000;
 export const STALE_LOCK_MS = 60_000;
@@ -64,6 +64,28 @@ CREATE TABLE run (
   report_deflate BLOB NOT NULL
 );
 CREATE INDEX run_by_start ON run (started_at_ms, id);
+`,
+  // tune --plan: each plan step's (predicted, measured) pair, for the pace model's accuracy on this machine by lever.
+  2: `
+CREATE TABLE lever_trial (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  run_id TEXT,
+  at_ms INTEGER NOT NULL,
+  hostname TEXT,
+  device TEXT,
+  command_line TEXT NOT NULL,
+  step_id TEXT NOT NULL,
+  lever TEXT,
+  label TEXT NOT NULL,
+  predicted_from_s REAL,
+  predicted_s REAL,
+  measured_from_s REAL,
+  measured_s REAL,
+  spread_s REAL,
+  kept INTEGER NOT NULL,
+  settings_json TEXT
+);
+CREATE INDEX lever_trial_by_host ON lever_trial (hostname, step_id);
 `,
 };
 
@@ -439,4 +461,92 @@ export async function loadRun(dir: string, id: string): Promise<{ run: StoredRun
   const problem = doctorReportProblem(report);
   if (problem !== null) throw new InputError(path, `run ${id}: the stored report ${problem}`);
   return { run: rowToRun(row), report: report as DoctorReport };
+}
+
+/** One plan step measured by `tune --plan`: the plan's prediction and the trial's measurement. */
+export interface LeverTrialRow {
+  /** The diagnosis run's id in the history (null when it was not saved). */
+  runId: string | null;
+  atMs: number;
+  hostname: string | null;
+  device: string | null;
+  commandLine: string;
+  stepId: string;
+  lever: string | null;
+  label: string;
+  /** The plan's step before the fix and after it, and the measured ones (the configuration tried on, then the fix), s. */
+  predictedFromS: number | null;
+  predictedS: number | null;
+  measuredFromS: number | null;
+  measuredS: number | null;
+  spreadS: number | null;
+  kept: boolean;
+  settingsJson: string | null;
+}
+
+/** Saves tune --plan's (predicted, measured) pairs. Throws InputError when the store cannot be written. */
+export async function saveLeverTrials(dir: string, rows: readonly LeverTrialRow[], opts: StoreOptions = {}): Promise<number> {
+  return withStore(
+    dir,
+    true,
+    0,
+    (db) => {
+      db.exec('BEGIN IMMEDIATE');
+      try {
+        for (const r of rows)
+          db.run(
+            `INSERT INTO lever_trial (run_id, at_ms, hostname, device, command_line, step_id, lever, label, predicted_from_s, predicted_s,
+             measured_from_s, measured_s, spread_s, kept, settings_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+            [
+              r.runId,
+              r.atMs,
+              r.hostname,
+              r.device,
+              r.commandLine,
+              r.stepId,
+              r.lever,
+              r.label,
+              r.predictedFromS,
+              r.predictedS,
+              r.measuredFromS,
+              r.measuredS,
+              r.spreadS,
+              r.kept ? 1 : 0,
+              r.settingsJson,
+            ],
+          );
+        db.exec('COMMIT');
+      } catch (e) {
+        db.exec('ROLLBACK');
+        throw e;
+      }
+      return rows.length;
+    },
+    opts,
+  );
+}
+
+/** Every pair saved (oldest first); empty for a store without any (or written before schema 2). */
+export async function listLeverTrials(dir: string): Promise<LeverTrialRow[]> {
+  return withStore(dir, false, [] as LeverTrialRow[], (db) => {
+    const tables = new Set(db.all("SELECT name FROM sqlite_master WHERE type = 'table'").map((r) => String(r.name)));
+    if (!tables.has('lever_trial')) return [];
+    return db.all('SELECT * FROM lever_trial ORDER BY at_ms, id').map((r) => ({
+      runId: colStr(r.run_id),
+      atMs: colNum(r.at_ms) ?? 0,
+      hostname: colStr(r.hostname),
+      device: colStr(r.device),
+      commandLine: String(r.command_line ?? ''),
+      stepId: String(r.step_id ?? ''),
+      lever: colStr(r.lever),
+      label: String(r.label ?? ''),
+      predictedFromS: colNum(r.predicted_from_s),
+      predictedS: colNum(r.predicted_s),
+      measuredFromS: colNum(r.measured_from_s),
+      measuredS: colNum(r.measured_s),
+      spreadS: colNum(r.spread_s),
+      kept: colNum(r.kept) === 1,
+      settingsJson: colStr(r.settings_json),
+    }));
+  });
 }

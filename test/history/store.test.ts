@@ -85,7 +85,7 @@ describe.skipIf(SKIP_PYTHON)('run history on real doctor reports', () => {
     const { Database } = createRequire(import.meta.url)('node-sqlite3-wasm');
     const db = new Database(storePath(dir), { readOnly: true });
     db.exec('PRAGMA locking_mode=EXCLUSIVE');
-    expect(db.all('SELECT version FROM schema_version')).toEqual([{ version: 1 }]);
+    expect(db.all('SELECT version FROM schema_version')).toEqual([{ version: 1 }, { version: 2 }]);
     expect(db.get('SELECT outcome, command_line, findings_high FROM run')).toEqual({
       outcome: 'completed',
       command_line: 'python train.py --run 0',
@@ -185,9 +185,9 @@ describe.skipIf(SKIP_PYTHON)('run history on real doctor reports', () => {
     await saveRun(newer, reports[0] as DoctorReport, ctx);
     const db2 = new Database(storePath(newer));
     db2.exec('PRAGMA locking_mode=EXCLUSIVE');
-    db2.run('INSERT INTO schema_version VALUES (2, 0)');
+    db2.run('INSERT INTO schema_version VALUES (3, 0)');
     db2.close();
-    expect(await problemOf(listRuns(newer, null))).toMatch(/was written by a newer gpuwise \(run history schema 2; this one knows 1\)/);
+    expect(await problemOf(listRuns(newer, null))).toMatch(/was written by a newer gpuwise \(run history schema 3; this one knows 2\)/);
 
     // Pages overwritten in the middle of the file (a disk error, a bad copy).
     const torn = freshStore();

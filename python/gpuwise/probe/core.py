@@ -176,6 +176,10 @@ class Probe(object):
         self.window.install(torch, gpu, model)
         self.steps.install(gpu, model, self.window, reader)
         self._install_patches(torch, dl)
+        if self.cfg.trial is not None:  # `tune --plan` only: the fixes a trial makes (trial.py)
+            from . import trial
+
+            trial.install(self, torch)
         model.root_watch.discover()
         self.patches.add_undo("root-watch", model.root_watch.remove_all)
         if self.cfg.time_cpu:

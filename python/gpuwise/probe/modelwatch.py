@@ -28,6 +28,7 @@ class ModelWatch(object):
         self.root_input_shape = None
         self.seq_module = None
         self.sent = None  # the model record: None, "time" (with the time window), "step" (at the first step)
+        self.listeners = []  # called with the training model once it is found (`tune --plan`'s trial only)
         self.root_watch = RootWatch(
             torch,
             lambda module: life.guarded(self._on_discovered, module),
@@ -38,6 +39,10 @@ class ModelWatch(object):
     def root(self):
         return self.root_watch.root()
 
+    def on_discovered(self, listener):
+        """Calls `listener(module)` once the training model is found (after the probe's own reading of it)."""
+        self.listeners.append(listener)
+
     def _on_discovered(self, module):
         self.life.starts_training()
         dim, evidence, seq_module = batch_dim_of(module)
@@ -45,6 +50,8 @@ class ModelWatch(object):
         self.seq_module = weakref.ref(seq_module) if seq_module is not None and seq_module is not module else None
         if self.steps.forwards_may_be_steps():
             self.root_watch.arm(persistent=True)  # forwards may be the steps: each one is seen until a backward
+        for listener in self.listeners:
+            listener(module)
 
     def _on_root_forward(self, args, kwargs, ident):
         torch, steps = self.torch, self.steps

@@ -1,0 +1,102 @@
+/**
+ * The probe's side of `tune --plan` (python/gpuwise/probe/trial.py) on Debian's CPU torch, through the probe's direct
+ * interface (the boot folder on PYTHONPATH, GPUWISE_* settings): the training loader's arguments are changed and only
+ * its; the GPU levers (TF32, cudnn.benchmark, bf16 autocast, channels_last, torch.compile) are not applied without
+ * CUDA and leave the program as it runs plainly; the losses are read; and without GPUWISE_TRIAL_SETTINGS nothing of
+ * it runs.
+ */
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { BOOT, PYTHON, REPO, SKIP_PYTHON, pyEnv, runProcess } from '../doctor/helpers.js';
+
+const SCRIPT = join(REPO, 'test', 'fixtures', 'tune', 'trial_probe.py');
+const tmp = mkdtempSync(join(tmpdir(), 'gpuwise-plan-probe-'));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+let n = 0;
+
+interface Out {
+  trialEnv: string | null;
+  train: [number, boolean, number | null];
+  eval: [number, boolean];
+  tf32: boolean;
+  benchmark: boolean;
+  precision: string | null;
+  autocast: boolean;
+  channelsLast: boolean;
+  losses: number[];
+}
+
+async function run(
+  settings: object | null,
+  probe = true,
+): Promise<{ out: Out; code: number | null; stderr: string; trial: Record<string, unknown> | null; dir: string }> {
+  const dir = join(tmp, `run${n++}`);
+  mkdirSync(dir);
+  const env = !probe
+    ? pyEnv({})
+    : pyEnv({
+        PYTHONPATH: BOOT,
+        GPUWISE_RUN_DIR: dir,
+        GPUWISE_PROFILE_STEPS: '0',
+        ...(settings !== null ? { GPUWISE_TRIAL_SETTINGS: JSON.stringify(settings) } : {}),
+      });
+  const r = await runProcess(PYTHON, [SCRIPT], env);
+  const line = r.stdout.trim().split('\n').pop() as string;
+  const files = readdirSync(dir).filter((f) => /^trial-\d+\.json$/.test(f));
+  const trial = files[0] ? (JSON.parse(readFileSync(join(dir, files[0]), 'utf8')) as Record<string, unknown>) : null;
+  return { out: JSON.parse(line) as Out, code: r.code, stderr: r.stderr, trial, dir };
+}
+
+describe.skipIf(SKIP_PYTHON)('the trial probe on CPU', () => {
+  it('changes the training loader only, leaves the GPU levers as the plain run has them, reads the losses', async () => {
+    const plain = await run(null, false); // plainly, without the probe
+    const probed = await run(null); // under the probe, no trial
+    const trial = await run({
+      loader: { numWorkers: 2, persistentWorkers: true, prefetchFactor: 3, match: { batchSize: 8, numWorkers: 0 } },
+      tf32: true,
+      cudnnBenchmark: true,
+      autocast: 'bf16',
+      channelsLast: true,
+      compile: 'default',
+    });
+    for (const r of [plain, probed, trial]) expect(r.code, r.stderr).toBe(0);
+    expect(probed.out).toEqual(plain.out);
+    expect(probed.trial).toBeNull(); // no trial settings: trial.py never ran
+    // The training loader (batch 8) got the trial's arguments; the evaluation loader (batch 4) did not.
+    expect(trial.out.train).toEqual([2, true, 3]);
+    expect(trial.out.eval).toEqual(plain.out.eval);
+    // Without CUDA, every GPU lever is left as it is: the program runs as plainly, the same losses.
+    const { train: _t, ...rest } = trial.out;
+    const { train: _p, ...plainRest } = plain.out;
+    expect(rest).toEqual(plainRest);
+    const t = trial.trial as {
+      cuda: boolean;
+      applied: { lever: string }[];
+      skipped: { lever: string; why: string }[];
+      loaders: unknown[];
+      firstLosses: number[];
+      lastLosses: number[];
+    };
+    expect(t.cuda).toBe(false);
+    expect(t.applied.map((a) => a.lever)).toEqual(['loader']);
+    expect(t.skipped.map((s) => s.lever).sort()).toEqual(['autocast', 'channelsLast', 'compile', 'cudnnBenchmark', 'tf32']);
+    expect(new Set(t.skipped.map((s) => s.why))).toEqual(new Set(['not applied: no CUDA']));
+    expect(t.loaders).toEqual([
+      {
+        from: { numWorkers: 0, pinMemory: null, persistentWorkers: null, prefetchFactor: null },
+        to: { numWorkers: 2, persistentWorkers: true, prefetchFactor: 3 },
+      },
+    ]);
+    // The losses the probe read (at the exit, no sync during the steps) are the script's own.
+    expect(t.firstLosses.map((x) => Number(x.toFixed(6)))).toEqual(plain.out.losses.slice(0, 8));
+    expect(t.lastLosses.map((x) => Number(x.toFixed(6)))).toEqual(plain.out.losses.slice(8));
+  }, 120_000);
+
+  it('persistent_workers and prefetch_factor are dropped where the loader keeps no workers (torch refuses them)', async () => {
+    const r = await run({ loader: { numWorkers: 0, persistentWorkers: true, prefetchFactor: 4, match: { batchSize: 8 } } });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.out.train).toEqual([0, false, 2]);
+  }, 60_000);
+});

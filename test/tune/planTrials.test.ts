@@ -1,0 +1,346 @@
+/**
+ * tune --plan's pure decisions (src/tune/planTrials.ts, history/leverAccuracy.ts): which plan steps the probe can make
+ * and with which settings, the worker counts around the plan's, the spread of a trial's mean, the keep rule, the
+ * divergence test, the permanent change in the user's terms, and the accuracy by lever.
+ */
+import { describe, expect, it } from 'vitest';
+import { leverAccuracy, pairError } from '../../src/history/leverAccuracy.js';
+import type { StepRecord } from '../../src/run/records.js';
+import { renderPlanTuneMarkdown, renderPlanTuneText } from '../../src/tune/planReport.js';
+import {
+  type Measure,
+  type PlanStepIn,
+  type PlanTrial,
+  type PlanTuneReport,
+  type RunFacts,
+  betterBeyondSpread,
+  chooseCandidate,
+  divergence,
+  meanAndSpread,
+  measureTrial,
+  namedWorkers,
+  parseTry,
+  permanentChanges,
+  stepsPerTrial,
+  trialPlan,
+  withChange,
+  workerCounts,
+} from '../../src/tune/planTrials.js';
+
+const CPU: RunFacts = {
+  cuda: false,
+  autocast: '',
+  compiled: false,
+  framework: null,
+  loader: { workers: 2, batchSize: 8, pinMemory: false, persistentWorkers: false, prefetchFactor: 2 },
+  cpuCores: 2,
+};
+const GPU: RunFacts = { ...CPU, cuda: true };
+const step = (id: string, label: string, data: Record<string, unknown> | null = null): PlanStepIn => ({
+  id,
+  label,
+  fromStepNs: 100e6,
+  expectedStepNs: 50e6,
+  workersNeeded: null,
+  data,
+});
+const measure = (meanMs: number, spreadMs: number): Measure => ({
+  steps: 50,
+  meanNs: meanMs * 1e6,
+  spreadNs: spreadMs * 1e6,
+  warmupSteps: 1,
+  warmupCostNs: 0,
+  settled: true,
+  timing: 'host',
+});
+
+describe('which plan steps are tried, with what', () => {
+  it('the loader: the plan’s worker count and a neighbour below and above, only for the training loader', () => {
+    expect(workerCounts(14, 2)).toEqual([10, 14, 20]);
+    expect(workerCounts(3, 2)).toEqual([3, 4]); // below would be 2: the run's own count is not tried again
+    expect(workerCounts(1, 0)).toEqual([1, 2]);
+    expect(namedWorkers(step('dataloader-bound', 'num_workers 2 -> 14', { workersRecommended: 12 }))).toBe(12);
+    expect(namedWorkers(step('dataloader-bound', 'num_workers 2 -> 14'))).toBe(14);
+    const [p] = trialPlan(
+      [step('dataloader-bound', 'num_workers 2 -> 14, persistent DataLoader workers', { workersRecommended: 14 })],
+      CPU,
+    );
+    expect(p?.candidates.map((c) => c.name)).toEqual(['num_workers=10', 'num_workers=14', 'num_workers=20', 'persistent_workers=True']);
+    expect(p?.candidates[0]?.change.loader?.match).toEqual({ batchSize: 8, numWorkers: 2 });
+  });
+
+  it('GPU levers: tried only where the run has CUDA; autocast not where the run has it; compile not on a compiled model', () => {
+    const steps = [
+      step('no-tensor-cores', 'bf16 autocast (tensor cores)'),
+      step('mixed-precision', 'bf16 autocast + channels_last'),
+      step('fusion', 'torch.compile'),
+      step('launch-bound', 'CUDA graphs (mode="reduce-overhead")'),
+      step('pageable-h2d', 'pinned memory, non-blocking copies'),
+    ];
+    for (const p of trialPlan(steps, CPU)) {
+      expect(p.candidates).toEqual([]);
+      expect(p.why).toBe('not tried: no CUDA in this run');
+    }
+    const onGpu = trialPlan(steps, GPU);
+    expect(onGpu.map((p) => p.candidates.map((c) => c.change))).toEqual([
+      [{ tf32: true, cudnnBenchmark: true }, { autocast: 'bf16' }],
+      [{ autocast: 'bf16', channelsLast: true, cudnnBenchmark: true }],
+      [{ compile: 'default' }],
+      [{ compile: 'reduce-overhead' }],
+      [{ loader: { pinMemory: true, match: { batchSize: 8, numWorkers: 2 } } }],
+    ]);
+    const withAmp = trialPlan(steps, { ...GPU, autocast: 'bfloat16', compiled: true });
+    expect(withAmp[0]?.candidates.map((c) => c.name)).toEqual(['TF32 + cudnn.benchmark']);
+    expect(withAmp[1]?.why).toMatch(/has bfloat16 autocast already/);
+    expect(withAmp[2]?.why).toMatch(/compiled already/);
+  });
+
+  it('fixes that need a code change stay predicted, marked so', () => {
+    const [a, s, n] = trialPlan(
+      [
+        step('attention', 'F.scaled_dot_product_attention'),
+        step('host-sync', 'syncs out of the loop'),
+        step('ddp-accum-without-no-sync', 'no_sync()'),
+      ],
+      GPU,
+    );
+    for (const p of [a, s, n]) {
+      expect(p?.codeChange).toBe(true);
+      expect(p?.candidates).toEqual([]);
+      expect(p?.why).toMatch(/^needs a code change/);
+    }
+  });
+
+  it('--try: levers the plan did not name; values checked', () => {
+    expect(parseTry('workers=8')).toEqual({ lever: 'workers', value: 8 });
+    expect(parseTry('persistent-workers')).toEqual({ lever: 'persistent-workers', value: null });
+    expect(parseTry('workers')).toHaveProperty('problem');
+    expect(parseTry('bf16=2')).toHaveProperty('problem');
+    expect(parseTry('fp8')).toHaveProperty('problem');
+    const [t] = trialPlan([], CPU, [{ lever: 'persistent-workers', value: null }]);
+    expect(t?.source).toBe('try');
+    expect(t?.candidates[0]?.change).toEqual({ loader: { persistentWorkers: true, match: { batchSize: 8, numWorkers: 2 } } });
+    const [noWorkers] = trialPlan([], { ...CPU, loader: { ...(CPU.loader as NonNullable<RunFacts['loader']>), workers: 0 } }, [
+      { lever: 'prefetch-factor', value: 4 },
+    ]);
+    expect(noWorkers?.why).toMatch(/no workers/);
+  });
+
+  it('settings accumulate: each trial on top of the ones kept, the loader key by key', () => {
+    const kept = withChange({}, { loader: { numWorkers: 14, match: { batchSize: 8, numWorkers: 2 } } });
+    expect(withChange(kept, { loader: { persistentWorkers: true }, tf32: true })).toEqual({
+      loader: { numWorkers: 14, persistentWorkers: true, match: { batchSize: 8, numWorkers: 2 } },
+      tf32: true,
+    });
+  });
+});
+
+describe('measuring and keeping', () => {
+  it('the spread of the mean comes from block means (a loader’s rhythm does not shrink it to nothing)', () => {
+    const alternating = Array.from({ length: 100 }, (_, i) => (i % 2 ? 20e6 : 40e6));
+    const ms = meanAndSpread(alternating);
+    expect(ms?.meanNs).toBeCloseTo(30e6, -3);
+    expect(ms?.spreadNs).toBeLessThan(1e6); // blocks of 20 alternating steps have the same mean
+    const drifting = Array.from({ length: 100 }, (_, i) => 30e6 + i * 0.2e6);
+    expect(meanAndSpread(drifting)?.spreadNs).toBeGreaterThan(2.5e6); // the i.i.d. standard error would say 0.58 ms
+    expect(meanAndSpread([5e6])?.spreadNs).toBe(5e6); // one step: nothing known of the spread
+  });
+
+  it('a trial’s steady steps: the first step and the warm-up left out, its cost counted', () => {
+    const rec = (step: number, t: number): StepRecord =>
+      ({
+        type: 'step',
+        v: 3,
+        pid: 7,
+        rank: null,
+        t: step,
+        step,
+        stepTimeS: t,
+        dataWaitS: 0,
+        batches: 1,
+        samples: 8,
+        memory: null,
+        profiled: false,
+      }) as unknown as StepRecord;
+    const times = [2.0, 0.5, 0.3, ...Array.from({ length: 40 }, () => 0.01)];
+    const m = measureTrial(times.map((t, i) => rec(i + 1, t)));
+    expect(m?.meanNs).toBeCloseTo(0.01e9, -3);
+    expect(m?.warmupSteps).toBe(3);
+    expect(m?.warmupCostNs).toBeGreaterThan(2.7e9);
+  });
+
+  it('kept only beyond the spread and beyond the minimum gain', () => {
+    expect(betterBeyondSpread(measure(33, 0.7), measure(7.9, 0.15)).better).toBe(true);
+    expect(betterBeyondSpread(measure(10, 0.5), measure(9.2, 0.5)).better).toBe(false); // 0.8 < 2 x 0.71
+    expect(betterBeyondSpread(measure(10, 0.01), measure(9.8, 0.01)).better).toBe(false); // 2% < 3%
+    expect(betterBeyondSpread(measure(10, 0.01), measure(9.5, 0.01)).better).toBe(true);
+  });
+
+  it('of several worker counts: the smallest no worse than the fastest beyond the spread', () => {
+    const c = [
+      { index: 2, measure: measure(7.9, 0.14) },
+      { index: 3, measure: measure(7.88, 0.8) },
+      { index: 4, measure: measure(9.0, 0.46) },
+    ];
+    expect(chooseCandidate(c)).toBe(2);
+    expect(chooseCandidate([{ index: 2, measure: measure(20, 0.1) }, ...c.slice(1)])).toBe(3);
+    expect(chooseCandidate([])).toBeNull();
+  });
+
+  it('steps per trial: about the seconds asked at the diagnosis’s pace, bounded', () => {
+    expect(stepsPerTrial(33e6, 4)).toBe(122);
+    expect(stepsPerTrial(1e9, 4)).toBe(30);
+    expect(stepsPerTrial(1e6, 4)).toBe(600);
+    expect(stepsPerTrial(null)).toBe(60);
+  });
+
+  it('divergence: a loss not finite, or far above the baseline’s first losses', () => {
+    const base = { first: [2.4, 2.2, 2.3], last: [] };
+    expect(divergence(base, { first: [2.4, 'nan'], last: [] })).toMatch(/became nan/);
+    expect(divergence(base, { first: [2.4, 2.3], last: [9, 12] })).toMatch(/far from the baseline/);
+    expect(divergence(base, { first: [2.4, 2.3], last: [1.9, 2.8] })).toBeNull();
+    expect(divergence(null, { first: [2.4], last: [] })).toBeNull();
+    expect(divergence(base, null)).toBeNull();
+  });
+});
+
+describe('the change to make it permanent', () => {
+  it('plain PyTorch lines, TrainingArguments, Lightning and accelerate; the run’s own framework first', () => {
+    const s = withChange({ loader: { numWorkers: 12 } }, { autocast: 'bf16', tf32: true });
+    const all = permanentChanges(s, null);
+    expect(all.map((p) => p.framework)).toEqual(['pytorch', 'transformers', 'lightning', 'accelerate']);
+    expect(all[0]?.lines).toContain('loader = DataLoader(dataset, batch_size=B, num_workers=12)');
+    expect(all[1]?.lines).toEqual(['TrainingArguments(..., bf16=True, tf32=True, dataloader_num_workers=12)']);
+    expect(all[2]?.lines).toContain('Trainer(..., precision="bf16-mixed")');
+    expect(all[3]?.lines[0]).toMatch(/mixed_precision="bf16"/);
+    expect(permanentChanges(s, 'transformers')[0]?.framework).toBe('transformers');
+    expect(permanentChanges({}, null)).toEqual([]);
+  });
+});
+
+describe('accuracy by lever (runs --accuracy)', () => {
+  it('ratios compared, by plan step, on this host only', () => {
+    const pair = (host: string, predicted: number, measured: number) => ({
+      hostname: host,
+      stepId: 'dataloader-bound',
+      lever: 'num_workers=12',
+      predictedFromS: 0.0345,
+      predictedS: 0.0345 * predicted,
+      measuredFromS: 0.0332,
+      measuredS: 0.0332 * measured,
+      kept: true,
+      atMs: 0,
+    });
+    expect(pairError(pair('vm', 0.16, 0.24))).toBeCloseTo(0.16 / 0.24 - 1, 6);
+    const rows = leverAccuracy([pair('vm', 0.16, 0.24), pair('vm', 0.2, 0.2), pair('other', 0.5, 0.1)], 'vm');
+    expect(rows).toHaveLength(1);
+    expect(rows[0]?.pairs).toBe(2);
+    expect(rows[0]?.maxAbsError).toBeCloseTo(1 / 3, 6);
+  });
+});
+
+describe('the report as text and Markdown', () => {
+  const trial = (index: number, name: string, meanMs: number, settings: PlanTrial['settings']): PlanTrial => ({
+    index,
+    name,
+    stepId: index === 1 ? null : 'dataloader-bound',
+    settings,
+    outcome: 'ok',
+    detail: '60 steps',
+    measure: measure(meanMs, 0.3),
+    applied: index === 1 ? [] : ['loader'],
+    notApplied: [],
+    wallS: 3,
+    runDir: `/runs/trial-${index}`,
+  });
+  const base = {
+    stepId: 'dataloader-bound',
+    label: 'num_workers 2 -> 14',
+    source: 'plan' as const,
+    injectable: true,
+    codeChange: false,
+    why: null,
+    fromStepNs: 33e6,
+    predictedStepNs: 6.6e6,
+    predictedRatio: 0.2,
+    measuredFromStepNs: 33e6,
+    measuredStepNs: 7.6e6,
+    measuredSpreadNs: 0.3e6,
+    measuredRatio: 0.23,
+    recheck: null,
+    chosen: 'num_workers=10',
+    applied: { loader: { numWorkers: 10 } },
+    kept: true,
+    trials: [2],
+  };
+  const report: PlanTuneReport = {
+    schemaVersion: 1,
+    tool: 'gpuwise',
+    command: 'tune --plan',
+    version: '0.2.0',
+    cmd: ['python', 'train.py'],
+    outDir: '/runs',
+    stepsPerTrial: 119,
+    diagnosis: { runDir: '/runs/diagnosis', runId: 'r1', stepNs: 33.8e6, planExpectedStepNs: 6.6e6, bound: 'input', wallS: 7 },
+    baseline: trial(1, 'baseline', 33.8, {}),
+    steps: [
+      base,
+      {
+        ...base,
+        stepId: 'try:persistent-workers',
+        label: 'persistent_workers=True',
+        source: 'try',
+        fromStepNs: null,
+        predictedStepNs: null,
+        predictedRatio: null,
+        kept: false,
+        why: 'persistent_workers=True measured 7.80 ms against 7.60 ms: 0.20 ms slower, not beyond the margin of 0.85 ms',
+      },
+      {
+        ...base,
+        stepId: 'attention',
+        label: 'F.scaled_dot_product_attention',
+        injectable: false,
+        codeChange: true,
+        why: 'needs a code change: SDPA',
+        measuredStepNs: null,
+      },
+      { ...base, stepId: 'fusion', label: 'torch.compile', injectable: false, why: 'not tried: no CUDA in this run', measuredStepNs: null },
+    ],
+    trials: [trial(1, 'baseline', 33.8, {}), trial(2, 'num_workers=10', 7.6, { loader: { numWorkers: 10 } })],
+    best: {
+      settings: { loader: { numWorkers: 10 } },
+      names: ['num_workers=10'],
+      stepNs: 7.6e6,
+      spreadNs: 0.3e6,
+      baselineStepNs: 33.8e6,
+      speedup: 4.45,
+    },
+    permanent: permanentChanges({ loader: { numWorkers: 10 } }, null),
+    trialsS: 22,
+    totalS: 29,
+    warmupCostS: 0,
+    notes: [],
+    exitCode: 0,
+  };
+
+  it('each plan step predicted and measured with its verdict; the best; the permanent change; the time', () => {
+    const text = renderPlanTuneText(report);
+    expect(text).toMatch(
+      /num_workers 2 -> 14 \[dataloader-bound\]\s+33\.0 ms -> 6\.60 ms\s+x0\.20\s+33\.0 ms -> 7\.60 ms\s+x0\.23\s+kept \(num_workers=10\)/,
+    );
+    expect(text).toMatch(/\[try:persistent-workers\].*not kept: persistent_workers=True measured 7\.80 ms/);
+    expect(text).toMatch(/\[attention\].*predicted only: needs a code change: SDPA/);
+    expect(text).toMatch(/\[fusion\].*not tried: no CUDA in this run/);
+    expect(text).toMatch(/Verified best: num_workers=10: 7\.60 ms ± 300 us a step against 33\.8 ms as the script is \(4\.45x\)/);
+    expect(text).toMatch(/plain PyTorch:\n\s+\| loader = DataLoader\(dataset, batch_size=B, num_workers=10\)/);
+    expect(text).toMatch(/Time: 29 s in all \(diagnosis 7 s, trials 22 s\)/);
+    expect(text.match(/#1 baseline/g)).toHaveLength(1);
+    const md = renderPlanTuneMarkdown(report);
+    expect(md).toMatch(
+      /\| 1 \| num_workers 2 -> 14 `dataloader-bound` \| 33\.0 ms → 6\.60 ms \| x0\.20 \| 33\.0 ms → 7\.60 ms \| x0\.23 \| kept/,
+    );
+    expect(md).toMatch(/\*\*Verified best: num_workers=10\*\*/);
+    expect(md).toMatch(/```python\nloader = DataLoader/);
+  });
+});
