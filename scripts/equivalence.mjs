@@ -14,7 +14,7 @@
  *
  *   # equivalence: allow stdout-line|stderr-line|file REGEX -- why
  *       lines of stdout or stderr matching REGEX are dropped from both runs before comparing; a file whose path
- *       relative to the working directory matches REGEX may differ in its bytes. docs/doctor.md lists them.
+ *       relative to the working directory matches REGEX may differ in its bytes. docs/validation/equivalence.md lists them.
  *   # equivalence: command WORD...
  *       the command both runs execute (doctor runs it as `gpuwise doctor ... -- WORD...`), in shell-like words ('...'
  *       and "..." quote, a backslash escapes in "..."; nothing is expanded): `{python}` is the interpreter under test

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 /**
- * The sample outputs quoted in README.md and docs/*.md, taken from the tool itself: each sits between
+ * The sample outputs quoted in README.md, docs/*.md (the user guides), docs/reference/*.md, docs/validation/*.md and
+ * examples/realworld/README.md, taken from the tool itself: each sits between
  *
  *   <!-- excerpt: analyze examples/traces/resnet_starved.trace.json.gz | from 1. -->
  *   ```
@@ -30,7 +31,8 @@ const CLOSE = '<!-- /excerpt -->';
 
 /** The Markdown files that may quote the tool. */
 export function docFiles() {
-  return ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => join('docs', f))];
+  const md = (dir) => readdirSync(join(ROOT, dir)).filter((f) => f.endsWith('.md')).map((f) => join(dir, f));
+  return ['README.md', ...md('docs'), ...md(join('docs', 'reference')), ...md(join('docs', 'validation')), join('examples', 'realworld', 'README.md')];
 }
 
 /**

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU check of the host floor (docs/doctor.md, "re-based on the run"): ResNet-50 fp32 at batch 64 on one GPU under
+# GPU check of the host floor (docs/validation/pace.md, "re-based on the run"): ResNet-50 fp32 at batch 64 on one GPU under
 # doctor, then the advice followed (--amp --channels-last), and the expected step of the fp32 run's GPU-work fixes
 # against the step the second run measured.
 #

@@ -1,4 +1,4 @@
-"""gpuwise's in-process probe for PyTorch training (see docs/doctor.md).
+"""gpuwise's in-process probe for PyTorch training (see docs/reference/doctor.md, "The probe").
 
 `gpuwise doctor -- CMD` puts `python/gpuwise/boot` (a sitecustomize) and `python/` on PYTHONPATH;
 the sitecustomize loads this package as `_gpuwise_probe` (the name `gpuwise` stays the user's: a

@@ -64,7 +64,7 @@ Every run is saved in the run history (gpuwise runs, gpuwise compare last~1 last
 directory also gets report.json, report.md and report.html.
 Exit status: CMD's own; when CMD died of a signal, doctor ends by the same signal after its report
 (128+N where it cannot); 124 when doctor stopped a hung job; 2 for bad usage or a CMD that cannot start.
-Environment for the probe: see docs/doctor.md.
+Environment for the probe: see docs/reference/doctor.md, "The probe".
 `;
 
 const OPTIONS = {

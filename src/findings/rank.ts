@@ -1,6 +1,6 @@
 /**
  * Ranking and merging findings (pure): one order for every report and one rule for the same finding seen on several
- * ranks. The order (docs/doctor.md, "Findings"): severity; within a severity, the share of the step saved, largest
+ * ranks. The order (docs/reference/doctor.md, "The order of findings"): severity; within a severity, the share of the step saved, largest
  * first; then the share of memory freed; on a tie a defect before an advice (a set-up change to weigh); a stable sort
  * keeps the sources' order for what is left. Nothing else moves a finding: a list read top-down is "most gain first"
  * within each severity.

@@ -1,5 +1,5 @@
 /**
- * The pace model's invariants as code (pure; docs/doctor.md, "What sets the pace"): what every job, fix and plan
+ * The pace model's invariants as code (pure; docs/reference/doctor.md, "What sets the pace"): what every job, fix and plan
  * satisfies, each one broken said in words (none broken: an empty list). The tests run them over every shipped trace
  * and run, mutated copies of them (truncated, a step dropped, ranks swapped) and generated jobs (test/pace/job.test.ts).
  */

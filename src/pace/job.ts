@@ -1,5 +1,5 @@
 /**
- * A job of one or more ranks (pure): what sets a data-parallel job's pace, and what a fix does to it (docs/doctor.md,
+ * A job of one or more ranks (pure): what sets a data-parallel job's pace, and what a fix does to it (docs/reference/doctor.md,
  * "What sets the pace", "Several ranks").
  *
  * In a synchronous job every rank waits for the others at each collective, so a rank's measured step holds its own

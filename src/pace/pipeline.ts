@@ -1,6 +1,6 @@
 /**
  * What sets a training step's pace (pure): the step as a pipeline of stages, each a time per step with where it comes
- * from, and the one documented way they combine (docs/doctor.md, "What sets the pace").
+ * from, and the one documented way they combine (docs/reference/doctor.md, "What sets the pace").
  *
  * Stages that overlap take their max: the DataLoader's workers produce the next batches while the stepping thread
  * issues this step's work and the GPU runs the work issued before, each behind a queue (prefetched batches, CUDA's

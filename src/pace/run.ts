@@ -2,7 +2,7 @@
  * The pipeline of a run doctor watched (pure), built from its unprofiled steps: the mean step (the throughput), the
  * loop's DataLoader waits, the stepping thread's CPU time, the DataLoader's own production when the probe measured it,
  * and the profiled window for what only a trace shows (the GPU's work and how its idle splits by cause), taken to the
- * run's scale. docs/doctor.md, "What sets the pace", walks through it.
+ * run's scale. docs/reference/doctor.md, "What sets the pace", walks through it.
  */
 import type { LoaderRecord } from '../run/records.js';
 import type { ThreadCpuPerStep } from '../run/threadCpu.js';

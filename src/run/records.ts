@@ -291,7 +291,7 @@ export interface StallRecord extends Base {
  * `DataLoader.__iter__` returns it and its background thread reads, about once a second and at the end, the batches the
  * loader has yielded and the CPU time of its worker processes from /proc. Counts are cumulative over the loader's
  * epochs; the differences between two records give the CPU a batch costs in the workers and the cores the training
- * process itself uses (docs/doctor.md, "What sets the pace").
+ * process itself uses (docs/reference/doctor.md, "What sets the pace").
  */
 export interface LoaderRecord extends Base {
   type: 'loader';

@@ -4,7 +4,7 @@
  * Each inference is a value with its evidence and how it was known: `measured` (read off the records or the trace),
  * `guessed` (from indirect evidence, such as memory: reports label these as guesses), or `unknown`.
  *
- * Disagreements settled here (doctor and tune used to answer differently; docs/doctor.md, "Set-up inference"):
+ * Disagreements settled here (doctor and tune used to answer differently; docs/reference/doctor.md, "What-ifs", "The run's set-up"):
  * - optimizer kind: matched on the class name case-insensitively with its common variants (apex/DeepSpeed
  *   `FusedAdam` and `AdamWFp32` are AdamW, bitsandbytes `AdamW8bit`/`PagedAdamW8bit` are 8-bit AdamW), not on the
  *   exact torch class name: the memory the planner predicts depends on the algorithm, not on who implemented it;

@@ -1,5 +1,6 @@
 /**
- * README.md and docs/*.md say what the tool prints (issue 24 item 17): every quoted output between
+ * README.md, docs/ and examples/realworld/README.md say what the tool prints (issue 24 item 17, issue 47 item 8): every
+ * quoted output between
  * `<!-- excerpt: ARGS -->` markers equals what `gpuwise ARGS` prints on the shipped input now
  * (`node scripts/updateDocExcerpts.mjs` rewrites them after a change of output); the README's word on each shipped
  * trace is analyze's; and the README says what `npm test` costs and what `.ci/run` installs.
@@ -17,12 +18,17 @@ const README = read('README.md');
 describe('the docs quote the tool as it prints', () => {
   const excerpts = docFiles().flatMap((f) => findExcerpts(read(f), f));
 
-  it("quotes analyze's top finding, a memory report and a plan, each from a shipped input", () => {
+  it("quotes analyze's plan, a report in each user guide that has one on a shipped input, and doctor's plans on the real-code corpus", () => {
     expect(excerpts.map((x) => [x.file, x.args[0]])).toEqual(
       expect.arrayContaining([
         ['README.md', 'analyze'],
+        ['docs/analyze.md', 'analyze'],
+        ['docs/doctor.md', 'doctor'],
+        ['docs/doctor.md', 'compare'],
         ['docs/memory.md', 'memory'],
         ['docs/planner.md', 'plan'],
+        ['docs/telemetry.md', 'smi'],
+        ['examples/realworld/README.md', 'doctor'],
       ]),
     );
   });
@@ -57,6 +63,12 @@ describe("the README's word on the shipped traces is analyze's", () => {
       if (!top || top.severity === 'low' || top.severity === 'info') return;
       expect(c.says).not.toMatch(/healthy/i);
       expect(c.says).toContain(`${top.id} ${top.severity}`);
+      // Every `id severity (-N%)` it quotes is a finding analyze prints, with that severity and saving.
+      for (const [, id, severity, pct] of c.says.matchAll(/([a-z0-9-]+) (high|medium|low|info) \(-(\d+)%\)/g)) {
+        const f = r.findings.find((x) => x.id === id);
+        expect(f, `${c.path}: no ${id} finding`).toBeDefined();
+        expect(`${id} ${f!.severity} (-${Math.round((f!.estimatedGain?.savedFraction ?? 0) * 100)}%)`).toBe(`${id} ${severity} (-${pct}%)`);
+      }
     });
 });
 

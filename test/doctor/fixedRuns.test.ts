@@ -25,7 +25,7 @@ async function doctorReport(name: string) {
 }
 
 describe('expected steps against the fixed runs (H200 examples)', () => {
-  // The expected step after the fix, against the step the fixed script measured: within 25% (errors in docs/doctor.md).
+  // The expected step after the fix, against the step the fixed script measured: within 25% (errors in docs/validation/doctor-tests.md).
   for (const [name, id] of [
     ['starved_dataloader', 'dataloader-bound'],
     ['host_sync', 'host-sync'],

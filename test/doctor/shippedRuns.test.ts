@@ -1,6 +1,6 @@
 /**
  * Every run directory shipped with the project (examples/doctor/runs/*, examples/realworld/runs), re-diagnosed with
- * `doctor --from` as a new user would: its findings in the documented order (docs/doctor.md, "The order of
+ * `doctor --from` as a new user would: its findings in the documented order (docs/reference/doctor.md, "The order of
  * findings"), each in the one format of a finding (report/findingText.ts: the expected step first, then how, the
  * evidence, the fix with its code), and nothing in the report that points at what the directory does not hold (a
  * recording machine's path as a file, a report.json said to be missing, a plan command on a model.json that is not

@@ -91,7 +91,7 @@ describe('calibration on one measured batch predicts the others', () => {
       `calibrated: n=${s.n} median ${(s.median * 100).toFixed(2)}% max ${(s.max * 100).toFixed(2)}%; uncalibrated median ${(u.median * 100).toFixed(2)}% max ${(u.max * 100).toFixed(2)}%\n${lines.join('\n')}`,
     );
     expect(s.n).toBeGreaterThanOrEqual(11);
-    // Documented in docs/doctor.md: median 0.6%, max 1.5% (uncalibrated: 1.5%, 9.8%).
+    // Documented in docs/reference/doctor.md, "What-ifs": median 0.6%, max 1.5% (uncalibrated: 1.5%, 9.8%).
     expect(s.median).toBeLessThan(0.01);
     expect(s.max).toBeLessThan(0.02);
     expect(s.max).toBeLessThan(u.max);

@@ -65,3 +65,15 @@ describe('tune report', () => {
     expect(retries.notes.join('\n')).toMatch(/trial 2 \(batch_size=\d+\): the allocator had to free its cache 3 time\(s\) to fit/);
   });
 });
+
+describe("docs/tune.md's simulated report", () => {
+  it('is what renderTuneText prints for these simulated trials (issue 47 item 8: every quoted output generated and tested)', async () => {
+    const { readFileSync } = await import('node:fs');
+    const { join } = await import('node:path');
+    const doc = readFileSync(join(__dirname, '..', '..', 'docs', 'tune.md'), 'utf8');
+    const start = doc.indexOf('```\ngpuwise tune: batch_size in 1..1024 on NVIDIA H100');
+    expect(start, 'docs/tune.md quotes the simulated H100 report').toBeGreaterThan(0);
+    const quoted = doc.slice(start + 4, doc.indexOf('\n```', start + 4));
+    expect(quoted).toBe(renderTuneText(report(true)).replace(/\n+$/, ''));
+  });
+});

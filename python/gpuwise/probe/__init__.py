@@ -1,5 +1,5 @@
 """The in-process probe: step records, DataLoader waits, allocator statistics, a profiler window,
-memory snapshots and the out-of-memory snapshot, streamed as JSON lines (see docs/doctor.md).
+memory snapshots and the out-of-memory snapshot, streamed as JSON lines (see docs/reference/doctor.md, "The probe").
 
 Rules it keeps:
 - the program runs as without doctor: nothing of the probe's is put on a user object (no hook on a module, no

@@ -1,5 +1,5 @@
 """A long hand-written loop (300 steps, no optimizer, no DataLoader) marking its steps with gpuwise.step() behind a
-guarded import, as docs/doctor.md suggests; the weights are printed every 100 steps and saved.
+guarded import, as docs/reference/doctor.md ("The probe") suggests; the weights are printed every 100 steps and saved.
 """
 import torch
 

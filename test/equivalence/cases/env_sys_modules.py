@@ -2,7 +2,7 @@
 
 A probe's imports of torch parts the script never used change what is loaded (and what a lazily imported torch
 part then does). The standard library's modules are not printed: a probe needs some (socket, json) to talk to
-doctor, an allowed difference (docs/doctor.md).
+doctor, an allowed difference (docs/validation/equivalence.md).
 # equivalence: allow stdout-line ^module _gpuwise_probe(\..*)?$ -- the probe package itself, under its private name
 """
 import sys
