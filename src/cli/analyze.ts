@@ -62,7 +62,7 @@ export async function run(argv: string[]): Promise<number> {
   const failOn = values['fail-on'];
   if (failOn !== undefined && !SEVERITIES.includes(failOn as Severity)) throw new UsageError(`--fail-on: '${failOn}' is not one of ${SEVERITIES.join(', ')}`);
 
-  const files = await collectTraceFiles(positionals);
+  const files = await collectTraceFiles(positionals, (line) => process.stderr.write(`gpuwise analyze: ${line}\n`));
   if (values.html !== undefined) checkHtmlTarget(values.html, files);
 
   const showProgress = !values['no-progress'] && process.stderr.isTTY === true;

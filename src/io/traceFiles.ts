@@ -1,5 +1,6 @@
 /**
- * The trace files a path names (shell): a file as is, a directory as the traces it and its subfolders hold (sorted).
+ * The trace files a path names (shell): a file as is, a directory as the traces it holds (its subfolders' where it
+ * has none at its top).
  * analyze's arguments and serve's "open a path" read paths the same way.
  */
 import type { Dirent } from 'node:fs';
@@ -12,8 +13,12 @@ const TRACE_FILE = /\.json(\.gz)?$/i;
 /** How deep under a directory traces are looked for (a run's folder of rank folders is 2). */
 const MAX_TRACE_DEPTH = 4;
 
-/** Expands directories into the trace files they hold, subfolders included (sorted), checking every path. */
-export async function collectTraceFiles(paths: string[]): Promise<string[]> {
+/**
+ * Expands directories into the trace files they hold (sorted), checking every path. A directory with traces of its own
+ * is read at its top only, and `onNote` names its subfolders that hold more (a folder of unrelated runs stays that);
+ * one with none at its top is read down its subfolders (a run's folder of rank folders).
+ */
+export async function collectTraceFiles(paths: string[], onNote: (line: string) => void = () => {}): Promise<string[]> {
   const out: string[] = [];
   for (const p of paths) {
     let st: Awaited<ReturnType<typeof stat>>;
@@ -26,11 +31,26 @@ export async function collectTraceFiles(paths: string[]): Promise<string[]> {
       out.push(p);
       continue;
     }
+    const top = await tracesUnder(p, 1, true);
+    if (top.length > 0) {
+      out.push(...top);
+      const more = await subfoldersWithTraces(p);
+      if (more.length) onNote(`${p}: read at its top only; subfolders with traces too: ${more.join(', ')} (name them to analyze them)`);
+      continue;
+    }
     const traces = await tracesUnder(p, MAX_TRACE_DEPTH, true);
     if (traces.length === 0) throw new InputError(p, `directory holds no trace files (*.json, *.json.gz), in it or ${MAX_TRACE_DEPTH - 1} levels of subfolders`);
     out.push(...traces);
   }
   return out;
+}
+
+/** The subfolders of `dir` that hold traces (down to MAX_TRACE_DEPTH), each as "NAME/ (N traces)". */
+async function subfoldersWithTraces(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { withFileTypes: true }).catch(() => [] as Dirent[]);
+  const subs = entries.filter((e) => e.isDirectory() && !e.name.startsWith('.')).sort((a, b) => a.name.localeCompare(b.name));
+  const counts = await Promise.all(subs.map(async (e) => [e.name, (await tracesUnder(join(dir, e.name), MAX_TRACE_DEPTH - 1, false)).length] as const));
+  return counts.filter(([, n]) => n > 0).map(([name, n]) => `${name}/ (${n} trace${n === 1 ? '' : 's'})`);
 }
 
 /** The trace files in `dir` and its subfolders down to `depth` levels, sorted by path; an unreadable subfolder is skipped. */

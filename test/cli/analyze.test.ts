@@ -132,7 +132,7 @@ function dir(name: string): string {
 }
 
 describe('analyze DIR (issue 47: subfolders were skipped silently)', () => {
-  it('finds traces in subfolders, and names the depth it looked to when there are none', async () => {
+  it('reads subfolders where the top has no trace; names them where it has', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'gpuwise-dir-'));
     mkdirSync(join(dir, 'run-a', 'rank0'), { recursive: true });
     mkdirSync(join(dir, 'empty', 'deeper'), { recursive: true });
@@ -145,5 +145,11 @@ describe('analyze DIR (issue 47: subfolders were skipped silently)', () => {
       2,
       `gpuwise analyze: ${join(dir, 'empty')}: directory holds no trace files (*.json, *.json.gz), in it or 3 levels of subfolders\n`,
     ]);
+    // a trace at the top: that is what is read, and the subfolder with more is named
+    writeFileSync(join(dir, 'top.trace.json.gz'), readFileSync(tracePath('resnet_tuned')));
+    const top = await runCli(['analyze', dir, '--json']);
+    expect(top.code).toBe(0);
+    expect(top.stdout).not.toContain(join('run-a', 'rank0'));
+    expect(top.stderr).toContain(`gpuwise analyze: ${dir}: read at its top only; subfolders with traces too: run-a/ (1 trace) (name them to analyze them)`);
   });
 });
