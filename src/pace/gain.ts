@@ -10,6 +10,10 @@ import { applyJobFix, type Job, jobStepOf } from './job.js';
 import { measuredStep, type Pipeline, type StageName, stageLabel, stepOf } from './pipeline.js';
 
 /** The bound in words ("the GPU"), for "then the GPU binds". */
+function capital(s: string): string {
+  return s.charAt(0).toUpperCase() + s.slice(1);
+}
+
 export function boundWords(p: Pipeline, bound: StageName | 'serial'): string {
   return bound === 'serial' ? 'the serial costs (syncs, copies, gaps)' : bound === 'comm' ? 'communication' : stageLabel(p, bound);
 }
@@ -30,9 +34,10 @@ export function gainOf(p: Pipeline, fix: Fix): EstimatedGain | null {
   const arithmetic =
     p.source === 'step'
       ? `${fix.arithmetic}: expect ${fmtMs(expected)} a step (now ${fmtMs(now)})`
-      : `${fix.arithmetic}. On the pipeline (${p.source === 'run' ? 'the run outside the profiler' : 'the profiled window'}): ${fixEffect(p, q)}; ` +
-        `now ${before.why}; after it ${after.why}: expect ${fmtMs(expected)}${per} (now ${fmtMs(now)})` +
-        (expected >= now * 0.999 ? `: ${boundWords(p, before.bound)} still sets the pace, so this fix alone leaves the step as it is` : '');
+      : `${fix.arithmetic}. On the ${p.source === 'run' ? "run's pipeline (outside the profiler)" : "window's pipeline"}: ${fixEffect(p, q)}. ` +
+        (expected >= now * 0.999
+          ? `${capital(boundWords(p, before.bound))} still sets the pace, so this fix alone leaves the step at ${fmtMs(now)}`
+          : `Then ${boundWords(q, after.bound)} sets the pace: ${fmtMs(expected)}${per} (now ${fmtMs(now)}, set by ${boundWords(p, before.bound)})`);
   return {
     stepTimeNs: now,
     expectedStepTimeNs: expected,
@@ -60,8 +65,10 @@ export function jobGainOf(job: Job, fix: Fix, among: readonly number[] = []): Es
     .map((e) => `rank ${e.rank}: ${e.effect}`);
   const arithmetic =
     `${fix.arithmetic}. On the job's ${job.ranks.length} ranks (each rank's own work, its wait for the others taken out; the job goes at the pace of the slowest): ` +
-    `${effects.join('; ') || 'no stage changes'}; now on rank ${before.rank} ${before.why}; after it on rank ${after.rank} ${after.why}: expect ${fmtMs(expected)} (now ${fmtMs(now)})` +
-    (expected >= now * 0.999 ? `: ${boundWords(before.pipeline, before.bound)} of rank ${before.rank} still sets the pace, so this fix alone leaves the step as it is` : '');
+    `${effects.join('; ') || 'no stage changes'}. ` +
+    (expected >= now * 0.999
+      ? `${capital(boundWords(before.pipeline, before.bound))} of rank ${before.rank} still sets the pace, so this fix alone leaves the step at ${fmtMs(now)}`
+      : `Then ${boundWords(after.pipeline, after.bound)} of rank ${after.rank} sets the pace: ${fmtMs(expected)} (now ${fmtMs(now)}, set by ${boundWords(before.pipeline, before.bound)} of rank ${before.rank})`);
   return {
     stepTimeNs: now,
     expectedStepTimeNs: expected,

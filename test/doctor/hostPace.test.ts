@@ -149,7 +149,7 @@ describe('the same script on another H100, recorded with hostCpuS (examples/doct
     expect(st.medianHostCpuS).toBeLessThan(0.5 * (st.medianS as number));
     const mp = fp32.findings.find((f) => f.id === 'mixed-precision')!;
     expect(mp.severity).toBe('info');
-    expect(mp.estimatedGain!.arithmetic).toMatch(/the host still sets the pace/);
+    expect(mp.estimatedGain!.arithmetic).toMatch(/The host still sets the pace, so this fix alone leaves the step at/);
     expect(fp32.pace?.stages.host.evidence).toMatch(/the host side sets the pace/);
     // The advice followed (--amp --channels-last): its mean step against the expectation (57.7 vs 59.7 ms measured).
     const amp = await from('amp_cl_b64');
