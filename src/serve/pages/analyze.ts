@@ -12,7 +12,7 @@ import { fmtBytes, fmtGpuMemory, fmtMs, fmtPct, fmtWindow } from '../../util/for
 import { type InlineAssets, enc, esc, noscriptTable, page, scrollBox, spread, table } from './layout.js';
 import { flopsLeftOut, flopsSplit, mfuText } from '../../report/flopsText.js';
 import { findingHtml, verdictGainText } from './runs.js';
-import { paceHtml } from './pace.js';
+import { paceHtml, planFirstHtml } from './pace.js';
 
 
 /** Busy first, then the idle causes, in one fixed order and colour everywhere on the page. */
@@ -256,6 +256,7 @@ export function analyzePage(r: AnalyzeReport, o: AnalyzePageOptions): string {
 <div class="dim">${r.summary.ranks} rank(s)${r.run ? ` (${esc(r.run.label)})` : ''}, ${r.summary.stepsAnalysed} step(s) analysed, median step ${esc(fmtMs(r.summary.stepTimeMedianNs))}, GPU busy ${esc(fmtPct(r.summary.gpuBusyShare))}</div>
 ${perfetto ? `<div style="margin-top:8px">${perfetto} <span id="perfetto-status" class="dim"></span></div>` : ''}</div>
 ${warnings.length + notes.length ? `<ul id="warnings">${[...notes, ...warnings].join('')}</ul>` : ''}
+${planFirstHtml(r.pace?.plan, r.findings)}
 <h2>Findings, ranked</h2><div id="findings">${r.findings.length ? r.findings.map((f, i) => findingHtml({ ...f, source: 'trace' }, i)).join('\n') : '<p class="dim">no findings: nothing in this trace points to a fix worth making</p>'}</div>
 <h2>Step breakdown per rank</h2>${stepBreakdownHtml(r)}
 ${r.metrics.ranks.map((m, i) => rankSection(m, charts.ranks[i]!)).join('\n')}

@@ -1,11 +1,28 @@
-/** What sets the pace and the plan (src/pace/report.ts) as HTML, for the doctor and analyze pages (pure). */
-import { planLines } from '../../pace/plan.js';
+/** What to do (the plan, first) and what sets the pace (last) as HTML, for the doctor and analyze pages (pure). */
+import type { PacePlan } from '../../pace/plan.js';
 import { type PaceReport, paceHeadline, paceRows } from '../../pace/report.js';
+import type { ShownFinding } from '../../report/findingText.js';
+import { planFirstLines } from '../../report/planFirst.js';
 import { esc, table } from './layout.js';
 
-/** The page's last section: the pipeline's stages, what binds and the plan; empty without one. */
+/**
+ * The page's opening after its verdict: the plan's whole gain, then each step with the change to make (the same lines
+ * as the terminal's, report/planFirst.ts); empty without a plan.
+ */
+export function planFirstHtml(plan: PacePlan | null | undefined, findings: readonly ShownFinding[]): string {
+  if (!plan) return '';
+  const [head, ...rest] = planFirstLines(plan, findings);
+  const items: string[] = [];
+  for (const l of rest) {
+    const change = /^ +change: (.*)$/.exec(l);
+    if (change && items.length) items[items.length - 1] += `<div class="dim">change: <code>${esc(change[1] as string)}</code></div>`;
+    else items.push(esc(l.trim().replace(/^\d+\. /, '')));
+  }
+  return `<h2>What to do</h2><p id="plan-head">${esc((head ?? '').replace(/^What to do: /, ''))}</p>${items.length ? `<ol id="plan">${items.map((i) => `<li>${i}</li>`).join('')}</ol>` : ''}`;
+}
+
+/** The page's last section: the pipeline's stages and what binds; empty without one. */
 export function paceHtml(r: PaceReport | null | undefined, ranks: number): string {
   if (!r) return '';
-  return `<h2>What sets the pace</h2><p>${esc(paceHeadline(r, ranks))}</p>${table(['stage', 'per step', 'how', 'evidence'], paceRows(r), 'pace')}
-<h2>Plan <span class="dim">(each fix on top of the ones before it)</span></h2><ol id="plan">${r.plan.steps.length ? r.plan.steps.map((s) => `<li>${esc(s.text)}</li>`).join('') : `<li>${esc(planLines(r.plan)[0] ?? '')}</li>`}</ol>`;
+  return `<h2>What sets the pace</h2><p>${esc(paceHeadline(r, ranks))}</p>${table(['stage', 'per step', 'how', 'evidence'], paceRows(r), 'pace')}`;
 }

@@ -12,7 +12,7 @@ import { type ComparedFigure, findingsText, memoryFigures, type RunRow, shortCom
 import { fmtBytes, fmtGpuMemory, fmtMs, fmtPct, fmtRate } from '../../util/format.js';
 import { distributedTable, durationText, environmentRows, fmtBytesOr, GPU_PROCESS_COLUMNS, hangLines, GPU_PROCESS_NOTE, gpuProcessRows, fmtStepS, modelLine, nvmlBesideAllocator, planModelLine, rankLabel, rankShort, setupFacts, setupGuesses, stepSourceNote, hostCpuNote, decodeText, stallNote } from '../../doctor/renderParts.js';
 import { whatIfsOf } from '../../doctor/reportCheck.js';
-import { paceHtml } from './pace.js';
+import { paceHtml, planFirstHtml } from './pace.js';
 import { type ColumnKind, type InlineAssets, enc, esc, noscriptTable, page, scrollBox, spread, table } from './layout.js';
 
 /** The history's rows as the list shows them (a StoredRun has these fields). */
@@ -308,8 +308,8 @@ export interface RunPageOptions {
 
 /**
  * A doctor report as a page: the run page of `gpuwise serve` and, standalone, the `--html` file. Verdict first,
- * then the findings ranked, the what-ifs, step time (table and chart), GPU memory and utilisation (tables and
- * charts), environment, model, the captured window, notes, and what sets the pace with the plan.
+ * then what to do (the plan), the findings ranked, the what-ifs, step time (table and chart), GPU memory and utilisation (tables and
+ * charts), environment, model, the captured window, notes, and what sets the pace.
  */
 export function runPage(r: DoctorReport, o: RunPageOptions): string {
   const charts = runChartData(r);
@@ -320,6 +320,7 @@ export function runPage(r: DoctorReport, o: RunPageOptions): string {
   const body = `<h1>${esc(title)}</h1>
 <div class="card"><div class="verdict ${verdictClass(r)}" id="verdict">${esc(verdictText(r))}</div>
 <div class="dim">${esc(r.run.outcomeText)} <code>${esc(r.run.command.join(' '))}</code></div><div style="margin-top:8px">${figuresHtml(r)}</div></div>
+${planFirstHtml(r.pace?.plan, r.findings)}
 <h2>Findings, ranked</h2><div id="findings">${findings}</div>
 ${whatIfsHtml(r)}
 ${stepsSection(r, charts)}
