@@ -29,7 +29,11 @@ export function changeLine(code: string): string | null {
     depth += depthOf(text);
     if (depth <= 0) break;
   }
-  return parts.join(' ').replace(/([([{]) /g, '$1').replace(/ ([)\]}])/g, '$1');
+  const first = parts.join(' ').replace(/([([{]) /g, '$1').replace(/ ([)\]}])/g, '$1');
+  // A block's header (`for ...:`, `with ...:`) says little alone: its first statement goes with it.
+  if (!first.endsWith(':')) return first;
+  const body = lines.slice(start + parts.length).find((l) => l.trim().length > 0 && !l.trim().startsWith('#'));
+  return body ? `${first} ${body.replace(/\s+#.*$/, '').trim()} ...` : first;
 }
 
 function speedup(fromNs: number, toNs: number): string {

@@ -14,6 +14,10 @@ describe('what to do, first', () => {
       'loader = DataLoader(dataset, num_workers=8, pin_memory=True)',
     );
     expect(changeLine('# only a comment')).toBeNull();
+    // a block's header comes with its first statement
+    expect(changeLine('for i, b in enumerate(mbs):\n    ctx = model.no_sync() if i < n else nullcontext()\n    with ctx:\n        loss.backward()')).toBe(
+      'for i, b in enumerate(mbs): ctx = model.no_sync() if i < n else nullcontext() ...',
+    );
   });
 
   it("the Trainer's GPT-2: the plan in the framework's words first; compile's gain alone and in the plan both said", async () => {
