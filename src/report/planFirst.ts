@@ -16,10 +16,11 @@ function depthOf(line: string): number {
   return d;
 }
 
-/** The first statement of a fix's code (a call over several lines joined into one), its comments left out. */
+/** The first statement of a fix's code (a call over several lines joined into one), its comments and imports left out. */
 export function changeLine(code: string): string | null {
   const lines = code.split('\n');
-  const start = lines.findIndex((l) => l.trim().length > 0 && !l.trim().startsWith('#'));
+  // Comments and imports are not the change (SDPA's code opens with `import torch.nn.functional as F`).
+  const start = lines.findIndex((l) => l.trim().length > 0 && !/^(#|import |from \S+ import )/.test(l.trim()));
   if (start < 0) return null;
   const parts: string[] = [];
   let depth = 0;
@@ -40,12 +41,12 @@ function speedup(fromNs: number, toNs: number): string {
   return toNs > 0 ? `${(fromNs / toNs).toFixed(2)}x` : '';
 }
 
-/** The plan step's line: "bf16 autocast: 143 ms -> 75.3 ms a step (1.90x); then the GPU binds; needs 10 workers". */
+/** The plan step's line: "bf16 autocast: 143 ms -> 75.3 ms a step (1.90x); then the GPU sets the pace; needs 10 workers". */
 function stepLine(s: PlanStep, i: number): string {
   const workers = s.workersNeeded !== null ? `; needs about ${s.workersNeeded} DataLoader workers` : '';
   const drop = s.dropLast ? '; with DataLoader(drop_last=True)' : '';
   const ranks = s.ranks && s.ranks.length > 1 ? ` (ranks ${s.ranks.join(', ')})` : '';
-  return `${i + 1}. ${s.label}${ranks}: ${fmtMs(s.fromStepNs)} -> ${fmtMs(s.expectedStepNs)} a step (${speedup(s.fromStepNs, s.expectedStepNs)}); then ${s.boundText} binds${workers}${drop}`;
+  return `${i + 1}. ${s.label}${ranks}: ${fmtMs(s.fromStepNs)} -> ${fmtMs(s.expectedStepNs)} a step (${speedup(s.fromStepNs, s.expectedStepNs)}); then ${s.boundText} sets the pace${workers}${drop}`;
 }
 
 /**

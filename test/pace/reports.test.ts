@@ -51,7 +51,7 @@ describe('doctor: the pace and the plan', () => {
   it('every format opens with the plan and ends with what sets the pace', () => {
     const text = renderDoctorText(doctor);
     expect(text).toMatch(/\nWhat sets the pace: mean step 203 ms: the DataLoader sets the pace: /);
-    expect(text).toMatch(/^gpuwise doctor: .*\n.*\n.*\n\nWhat to do: 203 ms -> [\d.]+ ms a step .*\n {2}1\. more DataLoader workers: 203 ms -> [\d.]+ ms a step \([\d.]+x\); then the GPU binds/);
+    expect(text).toMatch(/^gpuwise doctor: .*\n.*\n.*\n\nWhat to do: 203 ms -> [\d.]+ ms a step .*\n {2}1\. more DataLoader workers: 203 ms -> [\d.]+ ms a step \([\d.]+x\); then the GPU sets the pace/);
     expect(text.trimEnd().split('\n').at(-1)).toMatch(/^ {2}(DataLoader|host|GPU|serial)/);
     const md = renderDoctorMarkdown(doctor);
     expect(md).toMatch(/### What sets the pace\n\nmean step 203 ms/);
@@ -70,7 +70,7 @@ describe('analyze: the pace and the plan from the window alone', () => {
     expect(p.stages.host.ns).toBeNull();
     expect(p.stages.host.evidence).toMatch(/the window cannot tell its own time/);
     expect(p.plan.steps[0]?.id).toBe('dataloader-bound');
-    expect(renderTerminal(analyze, plain)).toMatch(/^gpuwise analyze · .*\n\nWhat to do: 625 ms -> [\d.]+ ms a step .*\n {2}1\. more DataLoader workers: 625 ms -> 42\.8 ms a step \(14\.61x\); then the GPU binds[\s\S]*What sets the pace: mean step 625 ms: the DataLoader sets the pace/);
+    expect(renderTerminal(analyze, plain)).toMatch(/^gpuwise analyze · .*\n\nWhat to do: 625 ms -> [\d.]+ ms a step .*\n {2}1\. more DataLoader workers: 625 ms -> 42\.8 ms a step \(14\.61x\); then the GPU sets the pace[\s\S]*What sets the pace: mean step 625 ms: the DataLoader sets the pace/);
     expect(renderMarkdown(analyze)).toMatch(/\*\*What to do: 625 ms -> [^*]*\*\*\n\n1\. more DataLoader workers/);
     expect(renderAnalyzeHtml(analyze, inlineAssets())).toMatch(/<ol id="plan"><li>more DataLoader workers/);
   });

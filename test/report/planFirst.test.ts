@@ -14,6 +14,9 @@ describe('what to do, first', () => {
       'loader = DataLoader(dataset, num_workers=8, pin_memory=True)',
     );
     expect(changeLine('# only a comment')).toBeNull();
+    expect(changeLine('import torch.nn.functional as F\ny = F.scaled_dot_product_attention(q, k, v, is_causal=True)')).toBe(
+      'y = F.scaled_dot_product_attention(q, k, v, is_causal=True)',
+    );
     // a block's header comes with its first statement
     expect(changeLine('for i, b in enumerate(mbs):\n    ctx = model.no_sync() if i < n else nullcontext()\n    with ctx:\n        loss.backward()')).toBe(
       'for i, b in enumerate(mbs): ctx = model.no_sync() if i < n else nullcontext() ...',
