@@ -243,7 +243,7 @@ export const commBound: RankRule = (m, ctx) => {
     title: 'Communication is not hidden by compute',
     ranks: [m.rank],
     evidence: [
-      `collective kernels ${fmtMs(c.commNsPerStep)} per step; ${fmtMs(c.exposedNsPerStep)} (${fmtPct(c.exposedNsPerStep / step)} of the ${fmtMs(step)} step) run while no compute kernel runs (overlap ${c.overlapShare === null ? 'n/a' : fmtPct(c.overlapShare)})`,
+      `collective kernels ${fmtMs(c.commNsPerStep)} per step; ${fmtMs(c.exposedNsPerStep)} (${fmtPct(c.exposedNsPerStep / step)} of the profiled window's ${fmtMs(step)} step) run while no compute kernel runs (overlap ${c.overlapShare === null ? 'n/a' : fmtPct(c.overlapShare)})`,
       `${c.collectives} collectives moving ${fmtBytes(c.bytes)}, median ${fmtBytes(c.medianMessageBytes)}`,
     ],
     data: { commNsPerStep: c.commNsPerStep, exposedNsPerStep: c.exposedNsPerStep, overlapShare: c.overlapShare },
