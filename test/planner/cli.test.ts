@@ -98,8 +98,8 @@ describe('gpuwise plan --json', () => {
     await cli(...args, '--html', page);
     expect(readFileSync(page, 'utf8')).toContain(`<p id="search-choice">${line}</p>`);
     const emitted = (await cli(...args, '--emit', 'torchrun')).out;
-    expect(emitted).toMatch(/--micro-batch 32 \\\n {2}--grad-accum 1 \\/);
-    expect(emitted).toMatch(/--strategy zero1/);
+    expect(emitted).toContain("# your script's flags for: ZeRO-1 (optimizer state sharded over 8 GPUs), micro-batch 32 per GPU, gradient accumulation 1,");
+    expect(emitted).not.toMatch(/--strategy|--micro-batch/);
     // when the simplest of the tie is also the fastest, the line says so
     const one = (await cli('--model', gpt2, '--gpu', 'h200', '--search')).out;
     expect(one).toMatch(/^chosen: single replica, mb 64, accum 1, ckpt none: ties within 2% with \d+ others; the fastest and the simplest of them$/m);
