@@ -11,7 +11,8 @@ import { UsageError, parseFlags } from './usage.js';
 
 const HELP = `Usage: gpuwise compare RUN_A RUN_B [--store DIR] [--json | --md]
 
-What changed from RUN_A to RUN_B: median/mean/p90 step time, samples/s and tokens/s, the DataLoader
+What changed from RUN_A to RUN_B, led by what the runs do not share (another script, other GPUs) and the
+figure to compare by (the median step; the throughput when the batch per step changed): median/mean/p90 step time, samples/s and tokens/s, the DataLoader
 wait share, peak allocated/reserved and NVML memory, the outcome, the findings (new, gone, changed
 severity or estimated gain) and the environment (torch, GPUs, world size, command arguments).
 

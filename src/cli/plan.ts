@@ -187,10 +187,19 @@ function buildHardware(v: Values, assumed: string[]): Hardware {
     gpu = match.gpu;
   }
   const cap = s(v, 'memory-cap');
+  const gpusPerNode = int(s(v, 'gpus'), '--gpus', 1);
+  const nodes = int(s(v, 'nodes'), '--nodes', 1);
+  // Issue 47: every default a prediction rests on is said, the bandwidths too (where they are used).
+  if (gpusPerNode > 1 && s(v, 'intra-bw') === undefined)
+    assumed.push(
+      `--intra-bw ${Math.round(gpu.intraNodeBandwidth / 1e9)} (GB/s inside a node: ${mem !== undefined ? 'the default for a GPU given by its figures' : `the ${gpu.name.replace(/^NVIDIA\s+/, '')} catalogue entry`})`,
+    );
+  if (nodes > 1 && s(v, 'inter-bw') === undefined) assumed.push('--inter-bw 25 (GB/s across nodes)');
+  if (v.offload) assumed.push('host-GPU bandwidth 25 GB/s for the offload (no flag)');
   return {
     gpu,
-    gpusPerNode: int(s(v, 'gpus'), '--gpus', 1),
-    nodes: int(s(v, 'nodes'), '--nodes', 1),
+    gpusPerNode,
+    nodes,
     intraNodeBandwidth: (positive(s(v, 'intra-bw'), '--intra-bw') ?? gpu.intraNodeBandwidth / 1e9) * 1e9,
     interNodeBandwidth: (positive(s(v, 'inter-bw'), '--inter-bw') ?? 25) * 1e9,
     hostBandwidth: 25e9,
@@ -208,6 +217,10 @@ function buildRequest(model: ModelDescription, v: Values, assumed: string[]): Pl
   if (s(v, 'seq') === undefined) assumed.push(`--seq ${seqDefault}${seqDefault === model.maxPositions ? " (the model's maximum)" : ''}`);
   if (s(v, 'batch') === undefined && !v['max-batch'] && !v.search) assumed.push('--batch 1');
   if (s(v, 'optimizer') === undefined) assumed.push('--optimizer adamw');
+  // --search chooses the accumulation and the checkpointing itself.
+  if (s(v, 'grad-accum') === undefined && !v.search) assumed.push('--grad-accum 1');
+  if (s(v, 'checkpointing') === undefined && !v.search) assumed.push('--checkpointing none');
+  if (s(v, 'mode') === undefined) assumed.push('--mode train');
   const setup: TrainingSetup = {
     microBatch: int(s(v, 'batch'), '--batch', 1),
     seq: int(s(v, 'seq'), '--seq', seqDefault),

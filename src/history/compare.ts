@@ -58,6 +58,18 @@ export interface RunComparison {
   findings: FindingChange[];
   /** Only the environment fields that differ. */
   environment: { field: string; before: string | null; after: string | null }[];
+  /**
+   * What the two runs have in common, said before any ratio: the script (null when the same), the GPUs (null when the
+   * same or unknown), the samples per step (null when the same or unknown), and the measure the headline compares by:
+   * the step time when the batch is the same, else the throughput both runs count (tokens/s, else samples/s).
+   */
+  basis: {
+    scripts: { before: string; after: string } | null;
+    gpus: { before: string; after: string } | null;
+    samplesPerStep: { before: number; after: number } | null;
+    tokensPerStep: { before: number; after: number } | null;
+    measure: 'step' | 'samples/s' | 'tokens/s';
+  };
   /** The command's arguments that changed, each with the flag before it for context. */
   commandChanges: { before: string[]; after: string[] }[];
 }
@@ -164,6 +176,47 @@ function envRows(r: DoctorReport): Record<string, string | null> {
   };
 }
 
+const INTERPRETERS = /^(python[\d.]*|python|torchrun|accelerate|deepspeed|uv|env|-m|run|launch|-u)$/;
+
+/** The script a command runs: its first `.py` argument, else the module after -m, else its first argument (basenames). */
+export function scriptOf(command: string[]): string {
+  const base = (s: string) => s.split(/[\\/]/).pop() ?? s;
+  const py = command.find((a) => /\.py$/.test(a));
+  if (py !== undefined) return base(py);
+  const m = command.indexOf('-m');
+  if (m >= 0 && command[m + 1] !== undefined) return command[m + 1] as string;
+  const first = command.find((a) => !INTERPRETERS.test(base(a)) && !a.startsWith('-'));
+  return base(first ?? command[0] ?? '');
+}
+
+const gpuText = (names: string[]) => names.map((n) => n.replace(/^NVIDIA\s+/, '')).join(', ');
+
+function basisOf(a: DoctorReport, b: DoctorReport, fa: ReturnType<typeof runFigures>, fb: ReturnType<typeof runFigures>): RunComparison['basis'] {
+  const sa = scriptOf(a.run.command);
+  const sb = scriptOf(b.run.command);
+  const ga = gpuText(fa.gpuNames);
+  const gb = gpuText(fb.gpuNames);
+  const differs = (x: number | null, y: number | null) => (x !== null && y !== null && Math.abs(x - y) > 0.005 * Math.max(x, y) ? { before: x, after: y } : null);
+  const samplesPerStep = differs(fa.samplesPerStep, fb.samplesPerStep);
+  const tokensPerStep = differs(fa.tokensPerStep, fb.tokensPerStep);
+  const both = (x: number | null, y: number | null) => x !== null && y !== null && x > 0 && y > 0;
+  const measure =
+    samplesPerStep === null && tokensPerStep === null
+      ? 'step'
+      : both(fa.tokensPerS, fb.tokensPerS)
+        ? 'tokens/s'
+        : both(fa.samplesPerS, fb.samplesPerS)
+          ? 'samples/s'
+          : 'step';
+  return {
+    scripts: sa !== sb ? { before: sa, after: sb } : null,
+    gpus: ga !== gb && ga !== '' && gb !== '' ? { before: ga, after: gb } : null,
+    samplesPerStep,
+    tokensPerStep,
+    measure,
+  };
+}
+
 export function compareRuns(a: { label: string; id: string | null; report: DoctorReport }, b: { label: string; id: string | null; report: DoctorReport }): RunComparison {
   const fa = runFigures(a.report);
   const fb = runFigures(b.report);
@@ -189,6 +242,7 @@ export function compareRuns(a: { label: string; id: string | null; report: Docto
     environment: Object.keys(ea)
       .filter((k) => ea[k] !== eb[k])
       .map((k) => ({ field: k, before: ea[k] ?? null, after: eb[k] ?? null })),
+    basis: basisOf(a.report, b.report, fa, fb),
     commandChanges: commandChanges(a.report.run.command, b.report.run.command),
   };
 }

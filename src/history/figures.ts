@@ -16,6 +16,12 @@ export interface RunFigures {
   /** Summed over the training ranks (each rank trains on its own samples); null when a rank could not count them. */
   samplesPerS: number | null;
   tokensPerS: number | null;
+  /**
+   * Samples and tokens per step, summed over the training ranks (the global batch): the probe's median per step, else
+   * throughput x mean step (older reports); null when a rank could not count them.
+   */
+  samplesPerStep: number | null;
+  tokensPerStep: number | null;
   /** Largest DataLoader wait share of any training rank. */
   dataWaitShare: number | null;
   /** Largest allocator peaks of any rank (torch.cuda.memory_stats), null without CUDA. */
@@ -41,6 +47,11 @@ function sumOf(values: (number | null | undefined)[]): number | null {
   return (values as number[]).reduce((a, b) => a + b, 0);
 }
 
+function perStep(median: number | null | undefined, perS: number | null, meanS: number | null): number | null {
+  if (typeof median === 'number' && Number.isFinite(median)) return median;
+  return perS !== null && meanS !== null && Number.isFinite(perS * meanS) ? Math.round(perS * meanS) : null;
+}
+
 export function trainingRanks(report: DoctorReport): RankSummary[] {
   return (report.ranks ?? []).filter((r) => r.steps?.medianS !== null && r.steps?.medianS !== undefined);
 }
@@ -60,6 +71,8 @@ export function runFigures(report: DoctorReport): RunFigures {
     p90StepS: slowest?.steps.p90S ?? null,
     samplesPerS: ranks.length ? sumOf(ranks.map((r) => r.steps.samplesPerS)) : null,
     tokensPerS: ranks.length ? sumOf(ranks.map((r) => r.steps.tokensPerS)) : null,
+    samplesPerStep: ranks.length ? sumOf(ranks.map((r) => perStep(r.steps.samplesPerStep, r.steps.samplesPerS, r.steps.meanS))) : null,
+    tokensPerStep: ranks.length ? sumOf(ranks.map((r) => perStep(r.steps.tokensPerStep, r.steps.tokensPerS, r.steps.meanS))) : null,
     dataWaitShare: maxOf(ranks.map((r) => r.steps.dataWaitShare)),
     peakAllocatedBytes: maxOf(all.map((r) => r.allocator?.peakAllocatedBytes)),
     peakReservedBytes: maxOf(all.map((r) => r.allocator?.peakReservedBytes)),

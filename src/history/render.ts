@@ -92,10 +92,22 @@ export interface ComparedFigure {
 
 const orNa = (fmt: (v: number) => string) => (v: number | null) => (v === null ? 'n/a' : fmt(v));
 
-function timeFigure(label: string, c: Change): ComparedFigure {
+/** What a step holds in either run when the batch changed ("256 samples vs 16"), else null. */
+function batchText(c: RunComparison): string | null {
+  const b = c.basis;
+  if (b.samplesPerStep) return `${fmtCount(b.samplesPerStep.after)} samples vs ${fmtCount(b.samplesPerStep.before)}`;
+  if (b.tokensPerStep) return `${fmtCount(b.tokensPerStep.after)} tokens vs ${fmtCount(b.tokensPerStep.before)}`;
+  return null;
+}
+
+const fmtCount = (v: number) => (Number.isInteger(v) ? v.toLocaleString('en-US') : v.toFixed(1));
+
+/** A step time; with `perBatch` (the batch changed) its change is not called faster or slower: a step holds other work. */
+function timeFigure(label: string, c: Change, perBatch: string | null = null): ComparedFigure {
   const fig = { label, before: fmtS(c.before), after: fmtS(c.after), unit: null };
   if (c.change === null || c.after === null || c.before === null || c.after <= 0) return { ...fig, change: null, better: null };
   if (Math.abs(c.change) < 0.005) return { ...fig, change: 'no change', better: null };
+  if (perBatch !== null) return { ...fig, change: `${pct(c.change)}, per step of ${perBatch}`, better: null };
   return c.after < c.before
     ? { ...fig, change: `${pct(c.change)}, ${factor(c.before / c.after)} faster`, better: true }
     : { ...fig, change: `${pct(c.change)}, ${factor(c.after / c.before)} slower`, better: false };
@@ -124,10 +136,11 @@ const known = (c: Change) => c.before !== null || c.after !== null;
 
 /** The step-time and throughput figures of a comparison, those known in either run. */
 export function stepFigures(c: RunComparison): ComparedFigure[] {
+  const batch = c.basis ? batchText(c) : null;
   return [
-    known(c.stepTime.medianS) ? timeFigure('median step', c.stepTime.medianS) : null,
-    known(c.stepTime.meanS) ? timeFigure('mean step', c.stepTime.meanS) : null,
-    known(c.stepTime.p90S) ? timeFigure('p90 step', c.stepTime.p90S) : null,
+    known(c.stepTime.medianS) ? timeFigure('median step', c.stepTime.medianS, batch) : null,
+    known(c.stepTime.meanS) ? timeFigure('mean step', c.stepTime.meanS, batch) : null,
+    known(c.stepTime.p90S) ? timeFigure('p90 step', c.stepTime.p90S, batch) : null,
     known(c.throughput.samplesPerS) ? valueFigure('samples/s', c.throughput.samplesPerS, fmtRate, 'better') : null,
     known(c.throughput.tokensPerS) ? valueFigure('tokens/s', c.throughput.tokensPerS, fmtRate, 'better') : null,
     known(c.dataWaitShare) ? shareFigure('DataLoader wait', c.dataWaitShare) : null,
@@ -180,10 +193,48 @@ interface Section {
   lines: string[];
 }
 
+/**
+ * The headline (issue 47): what differs between the two setups before any ratio (another script, other GPUs), then the
+ * one figure to compare by: the median step for one batch, the throughput when the batch changed (with the step time
+ * per batch as a secondary fact: a step of 16x the samples is not "slower").
+ */
+export function headlineLines(c: RunComparison, style: Style = 'text'): string[] {
+  const code = (s: string) => (style === 'md' ? `\`${s}\`` : s);
+  const b = c.basis;
+  if (!b) return [];
+  const out: string[] = [];
+  const setup = [
+    b.scripts ? `different scripts: ${code(b.scripts.before)} vs ${code(b.scripts.after)}` : null,
+    b.gpus ? `different GPUs: ${b.gpus.before} vs ${b.gpus.after}` : null,
+  ].filter((x): x is string => x !== null);
+  if (setup.length) out.push(`${setup.join('; ')}: two setups, not one change`);
+  const per = b.samplesPerStep ?? b.tokensPerStep;
+  if (per !== null) {
+    const unit = b.samplesPerStep ? 'samples' : 'tokens';
+    const by = b.measure === 'step' ? 'neither run counts its throughput, so only the step time (per step of a different batch)' : 'compared by throughput';
+    out.push(`batch ${fmtCount(per.before)} ${ARROW[style]} ${fmtCount(per.after)} ${unit} per step: ${by}`);
+    if (b.measure !== 'step') {
+      const t = b.measure === 'tokens/s' ? c.throughput.tokensPerS : c.throughput.samplesPerS;
+      out.push(figureText(valueFigure(b.measure, t, fmtRate, 'better'), style));
+    }
+    const m = c.stepTime.medianS;
+    if (m.before !== null && m.after !== null && m.change !== null) {
+      const ratio = per.after / per.before;
+      const times = ratio >= 1 ? `${factor(ratio)} the ${unit}` : `${factor(1 / ratio)} fewer ${unit}`;
+      out.push(`step time per batch ${fmtS(m.before)} ${ARROW[style]} ${fmtS(m.after)} (${pct(m.change)}), for ${times} per step`);
+    }
+    return out;
+  }
+  if (known(c.stepTime.medianS)) out.push(figureText(timeFigure('median step', c.stepTime.medianS), style));
+  return out;
+}
+
 function sections(c: RunComparison, style: Style): Section[] {
   const a = ARROW[style];
   const code = (s: string) => (style === 'md' ? `\`${s}\`` : s);
   const out: Section[] = [];
+  const head = headlineLines(c, style);
+  if (head.length) out.push({ title: 'In short', lines: head });
   out.push({
     title: 'Outcome',
     lines: [c.outcomeChanged ? `${c.a.outcome} ${a} ${c.b.outcome} (${c.b.outcomeText})` : `${c.b.outcome} in both runs`],

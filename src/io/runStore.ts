@@ -101,7 +101,7 @@ export function storePath(dir: string): string {
 }
 
 /** One run as listed: the columns (the key figures as `history/figures.ts` defines them), without the report. */
-export interface StoredRun extends Omit<RunFigures, 'trainingRanks' | 'findingsBySeverity'> {
+export interface StoredRun extends Omit<RunFigures, 'trainingRanks' | 'findingsBySeverity' | 'samplesPerStep' | 'tokensPerStep'> {
   id: string;
   startedAtMs: number;
   durationS: number | null;

@@ -42,16 +42,41 @@ function batchLine(plan: Plan): string {
   return `global batch ${plan.globalBatch} = micro-batch ${s.microBatch} x accumulation ${s.gradAccum} x data-parallel ${plan.parallelism.dpSize}`;
 }
 
-/** Arguments for the user's script: the plan's knobs, named as gpuwise names them. */
-function scriptArgs(plan: Plan): string[] {
+/** The data-parallel strategy in words, for a script that sets it up its own way. */
+function strategyText(p: Plan['parallelism'], nodes: number): string {
+  const over = `over ${p.dpSize} GPUs`;
+  const offload = p.cpuOffload ? ', optimizer state in CPU memory' : '';
+  switch (p.dp) {
+    case 'none':
+      return 'one replica (no data parallelism)';
+    case 'ddp':
+      return `DDP (DistributedDataParallel ${over})`;
+    case 'zero1':
+      return `ZeRO-1 (optimizer state sharded ${over}${offload})`;
+    case 'zero2':
+      return `ZeRO-2 (optimizer state and gradients sharded ${over}${offload})`;
+    case 'fsdp':
+      return `FSDP (parameters, gradients and optimizer state sharded ${over}, ${p.reshardAfterForward ? 'resharded' : 'not resharded'} after forward${offload})`;
+    case 'hsdp': {
+      const shard = p.hsdpShardSize ?? p.dpSize / nodes;
+      return `HSDP (sharded within groups of ${shard} GPUs, replicated over ${p.dpSize / shard} groups, ${p.reshardAfterForward ? 'resharded' : 'not resharded'} after forward${offload})`;
+    }
+  }
+}
+
+/**
+ * What the user's script must be told, as a comment: its flags are its own (issue 47: a `train.py` has no
+ * `--strategy`), so the launch line passes none and this says the layout in plain words.
+ */
+function scriptComment(plan: Plan, nodes: number): string[] {
   const s = plan.setup;
   const p = plan.parallelism;
-  const args = [`--micro-batch ${s.microBatch}`, `--grad-accum ${s.gradAccum}`, `--seq ${s.seq}`, `--precision ${s.precision}`];
-  if (p.dp !== 'none') args.push(`--strategy ${p.dp}`);
-  if (p.tp > 1) args.push(`--tp ${p.tp}`);
-  if (p.pp > 1) args.push(`--pp ${p.pp}`);
-  if (s.checkpointing !== 'none') args.push(`--checkpointing ${s.checkpointing}`);
-  return args;
+  const parts = [strategyText(p, nodes)];
+  if (p.tp > 1) parts.push(`tensor parallel ${p.tp}`);
+  if (p.pp > 1) parts.push(`pipeline parallel ${p.pp}`);
+  parts.push(`micro-batch ${s.microBatch} per GPU`, `gradient accumulation ${s.gradAccum}`, `sequence ${s.seq}`, `precision ${s.precision}`);
+  parts.push(s.checkpointing === 'none' ? 'no activation checkpointing' : `${s.checkpointing} activation checkpointing`);
+  return [`# your script's flags for: ${parts.join(', ')}`, "# (the launch line below passes none of them: set them with your script's own flags or config)"];
 }
 
 function torchrunArgs(ctx: EmitContext, nodesVar?: string): string[] {
@@ -74,8 +99,9 @@ export function emitTorchrun(ctx: EmitContext): string {
     `# gpuwise plan: ${commentText(`${ctx.model.name} on ${ctx.hardware.nodes}x${ctx.hardware.gpusPerNode} ${ctx.hardware.gpu.name}`)}`,
     `# ${batchLine(ctx.plan)}`,
   ];
+  lines.push(...scriptComment(ctx.plan, ctx.hardware.nodes));
   if (ctx.hardware.nodes > 1) lines.push('# run on every node with MASTER_ADDR set to the first node');
-  lines.push([...torchrunArgs(ctx), shellWord(ctx.script), ...scriptArgs(ctx.plan)].join(' \\\n  '));
+  lines.push([...torchrunArgs(ctx), shellWord(ctx.script)].join(' \\\n  '));
   return `${lines.join('\n')}\n`;
 }
 
@@ -127,7 +153,6 @@ export function emitAccelerate(ctx: EmitContext): string {
     cfg.deepspeed_config = {
       zero_stage: p.dp === 'zero1' ? 1 : 2,
       gradient_accumulation_steps: s.gradAccum,
-      gradient_clipping: 1.0,
       offload_optimizer_device: p.cpuOffload ? 'cpu' : 'none',
       offload_param_device: 'none',
       zero3_init_flag: false,
@@ -168,14 +193,12 @@ export function emitDeepSpeed(ctx: EmitContext): string {
     train_batch_size: plan.globalBatch,
     train_micro_batch_size_per_gpu: s.microBatch,
     gradient_accumulation_steps: s.gradAccum,
-    gradient_clipping: 1.0,
     bf16: { enabled: s.precision === 'amp-bf16' || s.precision === 'bf16' },
     fp16: { enabled: s.precision === 'amp-fp16' },
     zero_optimization: zero,
-    activation_checkpointing: { partition_activations: false, contiguous_memory_optimization: false },
-    steps_per_print: 100,
-    wall_clock_breakdown: false,
   };
+  // Only what the plan decided (issue 47): no gradient clipping, print interval or activation settings of DeepSpeed's
+  // own; the plan's activation checkpointing is the script's (the model's gradient_checkpointing_enable).
   return `${JSON.stringify(cfg, null, 2)}\n`;
 }
 
@@ -244,10 +267,11 @@ export function emitSlurm(ctx: EmitContext): string {
     `#SBATCH --cpus-per-task=${8 * perNode}`,
     '#SBATCH --exclusive',
     `# gpuwise plan: ${commentText(ctx.model.name)}; ${batchLine(plan)}`,
+    ...scriptComment(plan, hw.nodes),
     'set -euo pipefail',
     'MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
     'export MASTER_ADDR',
-    `srun ${[...launcher, shellWord(ctx.script), ...scriptArgs(plan)].join(' \\\n  ')}`,
+    `srun ${[...launcher, shellWord(ctx.script)].join(' \\\n  ')}`,
   ];
   return `${lines.join('\n')}\n`;
 }

@@ -122,6 +122,10 @@ export function memorySavers(req: PlanRequest, base: Plan = evaluatePlan(req), t
   if (p.dpSize > 1) {
     if (p.dp === 'ddp' || p.dp === 'zero1') variants.push(['--strategy zero2', {}, { dp: 'zero2' }]);
     if (p.dp !== 'fsdp' && p.dp !== 'hsdp') variants.push(['--strategy fsdp', {}, { dp: 'fsdp', reshardAfterForward: true }]);
+    // Across nodes, HSDP (shard within a node, replicate across) keeps the all-gathers on NVLink (issue 47).
+    const nodes = req.hardware.nodes;
+    if (nodes > 1 && p.dp !== 'hsdp' && p.dpSize % nodes === 0 && p.dpSize > nodes)
+      variants.push(['--strategy hsdp', {}, { dp: 'hsdp', hsdpShardSize: p.dpSize / nodes, reshardAfterForward: true }]);
     if ((p.dp === 'fsdp' || p.dp === 'hsdp') && !p.reshardAfterForward)
       variants.push(['reshard after forward (drop --no-reshard)', {}, { reshardAfterForward: true }]);
   }
@@ -132,7 +136,16 @@ export function memorySavers(req: PlanRequest, base: Plan = evaluatePlan(req), t
     const saved = base.memory.peakAllocatedBytes - v.memory.peakAllocatedBytes;
     if (saved > 0) out.push({ change, savedBytes: saved, stepTimeDeltaMs: v.time.stepTimeMs - base.time.stepTimeMs });
   }
-  return out.sort((a, b) => b.savedBytes - a.savedBytes).slice(0, top);
+  const picked = out.sort((a, b) => b.savedBytes - a.savedBytes).slice(0, top);
+  // HSDP saves less than FSDP, so the largest savings leave it out; where the model puts it ahead of every other
+  // change of strategy offered, it takes the last place (issue 47: 528 ms against FSDP's 3,137, not suggested).
+  const hsdp = out.find((x) => x.change === '--strategy hsdp');
+  const strategies = picked.filter((x) => x.change.startsWith('--strategy '));
+  if (hsdp && !picked.includes(hsdp) && (strategies.length > 0 || hsdp.stepTimeDeltaMs < 0) && strategies.every((x) => hsdp.stepTimeDeltaMs < x.stepTimeDeltaMs)) {
+    const at = picked.length < top ? picked.length : picked.length - 1;
+    picked.splice(at, picked.length - at, hsdp);
+  }
+  return picked;
 }
 
 export interface SearchOptions {

@@ -45,6 +45,14 @@ function headLines(j: PlanJson): string[] {
   return lines;
 }
 
+/** "headroom 0.31 GiB to max_memory_reserved (1.06 GiB to max_memory_allocated)": both peaks, reserved first (issue 47). */
+export function headroomText(m: PlanJson['memory']): string {
+  const side = (b: number) => (b >= 0 ? `${fmtGiB(b, 2)}` : `short by ${fmtGiB(-b, 2)}`);
+  const alloc = m.headroomAllocatedBytes;
+  const head = m.headroomBytes >= 0 ? `headroom ${fmtGiB(m.headroomBytes, 2)} to max_memory_reserved` : `max_memory_reserved over it by ${fmtGiB(-m.headroomBytes, 2)}`;
+  return `${head} (${side(alloc)} to max_memory_allocated)`;
+}
+
 function memoryLines(j: PlanJson): string[] {
   const m = j.memory;
   return [
@@ -53,7 +61,7 @@ function memoryLines(j: PlanJson): string[] {
     `  ${'max_memory_allocated'.padEnd(22)} ${fmtGiB(m.peakAllocatedBytes, 2).padStart(12)}  forward ${fmtGiB(m.phases.forwardBytes, 2)}, backward ${fmtGiB(m.phases.backwardBytes, 2)}, optimizer ${fmtGiB(m.phases.optimizerBytes, 2)}`,
     `  ${'max_memory_reserved'.padEnd(22)} ${fmtGiB(m.peakReservedBytes, 2).padStart(12)}`,
     `  ${'nvidia-smi'.padEnd(22)} ${fmtGiB(m.deviceUsedBytes, 2).padStart(12)}`,
-    `  ${'budget'.padEnd(22)} ${fmtGiB(m.budgetBytes, 2).padStart(12)}  ${m.headroomBytes >= 0 ? `headroom ${fmtGiB(m.headroomBytes, 2)}` : `short by ${fmtGiB(-m.headroomBytes, 2)}`}`,
+    `  ${'budget'.padEnd(22)} ${fmtGiB(m.budgetBytes, 2).padStart(12)}  ${headroomText(m)}`,
   ];
 }
 

@@ -47,7 +47,10 @@ export interface PlanJson {
     /** `name` is the stable key, `label` the same in words (what the human reports print). */
     components: { name: string; label: string; bytes: number; note: string }[];
     budgetBytes: number;
+    /** Budget - max_memory_reserved (the larger of the two peaks: what the allocator holds); negative when over. */
     headroomBytes: number;
+    /** Budget - max_memory_allocated (issue 47: said beside the reserved one, never alone). */
+    headroomAllocatedBytes: number;
   };
   stepTimeMs: number;
   time: {
@@ -159,7 +162,8 @@ export function planJson(model: ModelDescription, hw: Hardware, plan: Plan, save
       },
       components: componentsJson(plan.memory.components),
       budgetBytes: plan.budgetBytes,
-      headroomBytes: plan.budgetBytes - plan.memory.peakAllocatedBytes,
+      headroomBytes: plan.budgetBytes - Math.max(plan.memory.peakReservedBytes, plan.memory.peakAllocatedBytes),
+      headroomAllocatedBytes: plan.budgetBytes - plan.memory.peakAllocatedBytes,
     },
     stepTimeMs: round3(t.stepTimeMs),
     time: {

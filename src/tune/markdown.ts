@@ -8,13 +8,31 @@ import type { TuneReport } from './report.js';
 /** A trial's throughput as tune's answer and page print it. */
 export const rateText = (x: number | null) => (x === null ? '-' : x >= 100 ? Math.round(x).toLocaleString('en-US') : x.toPrecision(3));
 
+/**
+ * "Largest that fits: batch_size=37 (verified; 42 ran out of memory)" only when a value above it ran out of memory or it
+ * is the upper limit; else "Largest tried: batch_size=22 (nothing above it tried: --max-trials)" (issue 47).
+ */
+export function largestLine(r: TuneReport): string {
+  const res = r.result;
+  const name = r.param.name;
+  // Reports of before issue 47 have no `verified`: what they say can be told from the bracket alone.
+  const verified = res.verified !== undefined ? res.verified : res.smallestOom !== null ? 'oom' : (res.largestOk ?? 0) >= r.param.hi ? 'limit' : null;
+  if (verified === 'oom') return `Largest that fits: ${name}=${res.largestOk} (verified; ${res.smallestOom} ran out of memory)`;
+  if (verified === 'limit') return `Largest that fits: ${name}=${res.largestOk} (verified: the upper limit, ${r.param.hi})`;
+  const why = /\(--max-trials\)/.test(r.stopReason) ? '--max-trials' : r.stopReason || 'the search stopped';
+  return `Largest tried: ${name}=${res.largestOk} (nothing above it tried: ${why})`;
+}
+
 /** The answer lines, shared with the HTML page. */
 export function tuneAnswer(r: TuneReport): string[] {
   const name = r.param.name;
   const res = r.result;
   if (res.largestOk === null) return [`No value of ${name} in ${r.param.lo}..${r.param.hi} fits: ${r.stopReason}.`];
-  const out = [`Largest that fits: ${name}=${res.largestOk}${res.smallestOom !== null ? ` (${res.smallestOom} ran out of memory)` : ''}`];
-  if (res.recommended !== null) out.push(`Recommended: ${name}=${res.recommended} (leaves ${Math.round(r.margin * 100)}% of the GPU memory free)`);
+  const out = [largestLine(r)];
+  const pct = `${Math.round(r.margin * 100)}%`;
+  if (res.line === null) out.push(`Recommended: no margin: the trials measured no memory figures to apply ${pct} to`);
+  else if (res.recommended !== null) out.push(`Recommended: ${name}=${res.recommended} (leaves ${pct} of the GPU memory free)`);
+  else out.push(`Recommended: none leaves ${pct} of the GPU memory free`);
   if (res.goldilocks !== null) out.push(`Goldilocks: ${name}=${res.goldilocks}: ${res.goldilocksReason}`);
   return out;
 }

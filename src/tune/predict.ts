@@ -240,12 +240,18 @@ export interface TuneResult {
   largestOk: number | null;
   /** The smallest value that ran out of memory. */
   smallestOom: number | null;
+  /**
+   * Why largestOk is the largest that fits (issue 47): `oom` (a value above it ran out of memory), `limit` (it is the
+   * upper limit, or no multiple is left above it); null when nothing above it was tried (--max-trials, a prediction's
+   * stop): then it is only the largest tried.
+   */
+  verified: 'oom' | 'limit' | null;
   /** The line's largest value that fits (no margin), within [largestOk, smallestOom). */
   predictedLargest: number | null;
   /**
    * The largest value at or under largestOk whose predicted peak, as nvidia-smi would show it (allocated x the measured
    * reserved/allocated ratio + memory outside the allocator), leaves `margin` of the GPU free; without memory figures,
-   * largestOk x (1 - margin).
+   * none (null): no memory figures to apply the margin to (issue 47).
    */
   recommended: number | null;
   recommendedPeakBytes: number | null;
@@ -309,14 +315,12 @@ export function conclude(space: SearchSpace, trials: TrialSummary[], margin: num
       recommended = v;
       recommendedPeakBytes = lineMemoryModel(line, budget).peak(v) * rr + budget.nonAllocatorBytes;
     }
-  } else if (maxOk !== null) {
-    const v = roundDown(Math.floor(maxOk * (1 - margin)), m);
-    recommended = v >= space.lo ? v : Math.min(maxOk, space.lo);
   }
   const g = goldilocks(trials);
   return {
     largestOk: maxOk,
     smallestOom: minOom,
+    verified: maxOk === null ? null : minOom !== null && minOom > maxOk ? 'oom' : maxOk + m > space.hi ? 'limit' : null,
     predictedLargest,
     recommended,
     recommendedPeakBytes,

@@ -4,6 +4,7 @@
 import { fmtBytes, fmtGpuMemory } from '../util/format.js';
 import { type SearchSpace, TUNE, type TuneResult, throughputOf } from './predict.js';
 import type { TrialSummary } from './trial.js';
+import { largestLine } from './markdown.js';
 
 export const TUNE_SCHEMA_VERSION = 1;
 
@@ -167,13 +168,11 @@ export function renderTuneText(r: TuneReport): string {
   if (res.largestOk === null) {
     out.push(`No value fits: ${r.stopReason}.`);
   } else {
-    const bracket = res.smallestOom !== null ? `; ${res.smallestOom} ran out of memory` : '';
-    out.push(`Largest that fits: ${name}=${res.largestOk} (verified${bracket})`);
+    out.push(largestLine(r));
     if (res.predictedLargest !== null && res.predictedLargest > res.largestOk)
       out.push(`  the memory line puts the limit at ${res.predictedLargest} (not verified)`);
     const pct = `${Math.round(r.margin * 100)}%`;
-    if (res.recommended !== null && res.line === null)
-      out.push(`Recommended: ${name}=${res.recommended} (${pct} under the largest that fits: no memory figures to apply the margin to)`);
+    if (res.line === null) out.push(`Recommended: no margin: the trials measured no memory figures to apply ${pct} to`);
     else if (res.recommended !== null) {
       const peak =
         res.recommendedPeakBytes !== null && r.device

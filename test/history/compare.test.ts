@@ -114,6 +114,52 @@ describe('compareRuns', () => {
   });
 });
 
+describe('compare says what the two runs have in common before any ratio (issue 47 item 5)', () => {
+  const runOf = (pid: number, samples: number, stepS: number, command: string[], gpu = 'NVIDIA H100') => {
+    const h = hello(pid, '2.4.0', null);
+    (h as { cuda: { devices: { name: string }[] } }).cuda.devices[0]!.name = gpu;
+    return report([h, ...[1, 2, 3, 4, 5, 6].map((i) => step(pid, i, stepS, 0, { samples }))], command);
+  };
+  const headline = (text: string) => text.split('\n\n')[1] ?? '';
+
+  it('a change of batch: the headline compares samples/s, the step time per batch second, no "slower"', () => {
+    // Batch 16 at 20 ms (800 samples/s) -> batch 256 at 73.2 ms (3,497 samples/s: +337%): each step 3.7x longer.
+    const c = compareRuns(
+      { label: 'A', id: null, report: runOf(1, 16, 0.02, ['python', 'train.py', '--batch', '16']) },
+      { label: 'B', id: null, report: runOf(2, 256, 0.0732, ['python', 'train.py', '--batch', '256']) },
+    );
+    expect(c.basis.samplesPerStep).toEqual({ before: 16, after: 256 });
+    expect(c.basis.measure).toBe('samples/s');
+    const text = renderComparisonText(c);
+    const head = headline(text);
+    expect(head).toMatch(/^In short\n {2}batch 16 -> 256 samples per step: compared by throughput\n {2}samples\/s 800 -> 3,497 \(\+337%\)\n {2}step time per batch 20\.0 ms -> 73\.2 ms \(\+266%\), for 16x the samples per step$/);
+    expect(text).not.toMatch(/slower/);
+    expect(text).toContain('  median step 20.0 ms -> 73.2 ms (+266%, per step of 256 samples vs 16)\n');
+  });
+
+  it('different scripts on different GPUs: said before any ratio', () => {
+    const c = compareRuns(
+      { label: 'A', id: null, report: runOf(1, 32, 0.412, ['python', 'train.py'], 'NVIDIA H100 80GB HBM3') },
+      { label: 'B', id: null, report: runOf(2, 32, 0.147, ['python', 'bench/other.py'], 'NVIDIA H200') },
+    );
+    expect(c.basis.scripts).toEqual({ before: 'train.py', after: 'other.py' });
+    expect(c.basis.gpus).toEqual({ before: 'H100 80GB HBM3', after: 'H200' });
+    const head = headline(renderComparisonText(c));
+    expect(head.split('\n').slice(0, 3)).toEqual([
+      'In short',
+      '  different scripts: train.py vs other.py; different GPUs: H100 80GB HBM3 vs H200: two setups, not one change',
+      '  median step 412 ms -> 147 ms (-64%, 2.8x faster)',
+    ]);
+    expect(renderComparisonMarkdown(c)).toContain('- different scripts: `train.py` vs `other.py`; different GPUs: H100 80GB HBM3 vs H200: two setups, not one change');
+  });
+
+  it('one script, one GPU, one batch: the median step leads', () => {
+    const c = compareRuns({ label: 'A', id: null, report: before }, { label: 'B', id: null, report: after });
+    expect(c.basis).toMatchObject({ scripts: null, gpus: null, samplesPerStep: null, measure: 'step' });
+    expect(headline(renderComparisonText(c))).toBe('In short\n  median step 412 ms -> 171 ms (-58%, 2.4x faster)');
+  });
+});
+
 describe('figures of multi-rank runs', () => {
   it('the slowest rank sets the step time, throughput adds up over ranks', () => {
     const rank = (pid: number, r: number, s: number) => [hello(pid, '2.3.1', 2, r), ...[1, 2, 3].map((i) => ({ ...step(pid, i, s, 0), rank: r }))];

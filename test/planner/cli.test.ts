@@ -98,8 +98,8 @@ describe('gpuwise plan --json', () => {
     await cli(...args, '--html', page);
     expect(readFileSync(page, 'utf8')).toContain(`<p id="search-choice">${line}</p>`);
     const emitted = (await cli(...args, '--emit', 'torchrun')).out;
-    expect(emitted).toMatch(/--micro-batch 32 \\\n {2}--grad-accum 1 \\/);
-    expect(emitted).toMatch(/--strategy zero1/);
+    expect(emitted).toContain("# your script's flags for: ZeRO-1 (optimizer state sharded over 8 GPUs), micro-batch 32 per GPU, gradient accumulation 1,");
+    expect(emitted).not.toMatch(/--strategy|--micro-batch/);
     // when the simplest of the tie is also the fastest, the line says so
     const one = (await cli('--model', gpt2, '--gpu', 'h200', '--search')).out;
     expect(one).toMatch(/^chosen: single replica, mb 64, accum 1, ckpt none: ties within 2% with \d+ others; the fastest and the simplest of them$/m);
@@ -386,5 +386,28 @@ describe('plan: visible defaults, sizes, Hugging Face ids, reports', () => {
     writeFileSync(foreign, 'mine');
     expect((await cli('--model', gpt2, '--html', foreign)).code).toBe(2);
     expect(readFileSync(foreign, 'utf8')).toBe('mine');
+  });
+});
+
+describe('plan says every default it rests on and measures headroom against reserved (issue 47 item 6)', () => {
+  it('the bandwidths, accumulation, checkpointing and mode it assumed are listed under "assumed"', async () => {
+    const two = (await cli('--model', gpt2, '--gpu', 'h100-sxm', '--gpus', '8', '--nodes', '2', '--batch', '8', '--seq', '1024')).out;
+    const line = two.split('\n').find((l) => l.startsWith('assumed (not given): ')) ?? '';
+    for (const d of ['--inter-bw 25 (GB/s across nodes)', '--intra-bw 450 (GB/s inside a node: the H100 SXM5 80GB catalogue entry)', '--grad-accum 1', '--checkpointing none', '--mode train'])
+      expect(line).toContain(d);
+    // Given, or not used (one node, one GPU): not listed.
+    const one = (await cli('--model', gpt2, '--gpu', 'h200', '--batch', '8', '--seq', '1024', '--grad-accum', '2')).out;
+    expect(one.split('\n').find((l) => l.startsWith('assumed (not given): '))).not.toMatch(/--inter-bw|--intra-bw|--grad-accum/);
+    const j = JSON.parse((await cli('--model', gpt2, '--gpus', '8', '--nodes', '2', '--inter-bw', '50', '--json')).out) as PlanJson;
+    expect(j.assumed?.join('; ')).not.toContain('--inter-bw');
+    expect(j.assumed?.join('; ')).toContain('--intra-bw 450');
+  });
+
+  it('headroom against max_memory_reserved, with that to allocated beside it', async () => {
+    const args = ['--model', gpt2, '--gpu', 'h200', '--batch', '8', '--seq', '1024', '--memory-cap', '13.6GiB'];
+    const j = JSON.parse((await cli(...args, '--json')).out) as PlanJson;
+    expect(j.memory.headroomBytes).toBe(j.memory.budgetBytes - j.memory.peakReservedBytes);
+    expect(j.memory.headroomAllocatedBytes).toBe(j.memory.budgetBytes - j.memory.peakAllocatedBytes);
+    expect((await cli(...args)).out).toMatch(/\n {2}budget {20}13\.60 GiB {2}headroom 0\.31 GiB to max_memory_reserved \(1\.06 GiB to max_memory_allocated\)\n/);
   });
 });

@@ -38,13 +38,12 @@ const ddp = request('gpt2', { microBatch: 8, gradAccum: 2 }, { dp: 'ddp', dpSize
 const zero2 = request('qwen2-0.5b', { microBatch: 4, gradAccum: 3 }, { dp: 'zero2', dpSize: 8, cpuOffload: true }, hardware('a100-80', 8));
 
 describe('torchrun', () => {
-  it('single node: standalone, nproc = GPUs, batch arithmetic in the script args', () => {
+  it('single node: standalone, nproc = GPUs, the batch arithmetic in a comment', () => {
     const out = emit('torchrun', ctx(ddp));
     const f = flags(out);
     expect(out).toMatch(/^torchrun /m);
     expect(f.get('standalone')).toBe('true');
     expect(f.get('nproc_per_node')).toBe('4');
-    expect(Number(f.get('micro-batch')) * Number(f.get('grad-accum')) * 4).toBe(evaluatePlan(ddp).globalBatch);
     expect(out).toContain('global batch 64 = micro-batch 8 x accumulation 2 x data-parallel 4');
   });
   it('multi-node: c10d rendezvous on MASTER_ADDR', () => {
@@ -53,8 +52,28 @@ describe('torchrun', () => {
     expect(f.get('nproc_per_node')).toBe('8');
     expect(f.get('rdzv_backend')).toBe('c10d');
     expect(f.get('rdzv_endpoint')).toBe('$MASTER_ADDR:29500');
-    expect(f.get('strategy')).toBe('fsdp');
-    expect(f.get('checkpointing')).toBe('full');
+  });
+  // Issue 47 item 6: the user's train.py has no --strategy, --micro-batch ...: the launch line holds torchrun's own
+  // arguments and the script, nothing after it; the layout the script must set up is a comment in plain words.
+  it("names no flag of the script: only torchrun's own arguments, the layout as a comment", () => {
+    const z1 = request('gpt2', { microBatch: 32, gradAccum: 1 }, { dp: 'zero1', dpSize: 8 }, hardware('h100-sxm', 8));
+    for (const [format, r] of [
+      ['torchrun', z1],
+      ['torchrun', fsdp],
+      ['torchrun', ddp],
+      ['slurm', fsdp],
+    ] as const) {
+      const out = emit(format, ctx(r));
+      const code = out.split('\n').filter((l) => !l.startsWith('#'));
+      const launch = code.join('\n').slice(code.join('\n').indexOf('torchrun'));
+      const toks = launch.replace(/\\\n/g, ' ').split(/\s+/).filter(Boolean);
+      expect(toks.at(-1), `${format}: the script ends the line`).toBe('train.py');
+      for (const t of toks.filter((x) => x.startsWith('--'))) expect(t).toMatch(/^--(standalone|nnodes|nproc_per_node|rdzv_backend|rdzv_endpoint|rdzv_id)\b/);
+      expect(out).not.toMatch(/--(strategy|micro-batch|grad-accum|seq|precision|checkpointing|tp|pp)\b/);
+    }
+    const out = emit('torchrun', ctx(z1));
+    expect(out).toContain("# your script's flags for: ZeRO-1 (optimizer state sharded over 8 GPUs), micro-batch 32 per GPU, gradient accumulation 1, sequence 1024, precision amp-bf16, no activation checkpointing\n");
+    expect(emit('torchrun', ctx(fsdp))).toContain("# your script's flags for: FSDP (parameters, gradients and optimizer state sharded over 32 GPUs, resharded after forward), micro-batch 2 per GPU, gradient accumulation 4, sequence 4096, precision amp-bf16, full activation checkpointing\n");
   });
 });
 
@@ -116,6 +135,16 @@ describe('FSDP2 snippet', () => {
     for (const line of code.split('\n')) expect((/^ */.exec(line)?.[0].length ?? 0) % 4).toBe(0);
   });
   it('refuses a non-FSDP plan (the core names no flag: the CLI adds them)', () => expect(() => emit('fsdp2', ctx(ddp))).toThrow(/not FSDP: plan with the FSDP strategy first/));
+});
+
+describe('configs hold only what the plan decided (issue 47 item 6)', () => {
+  it('DeepSpeed JSON and accelerate add no gradient clipping, print interval or activation settings of their own', () => {
+    for (const r of [ddp, zero2, fsdp]) {
+      const j = JSON.parse(emit('deepspeed', ctx(r)));
+      for (const k of ['gradient_clipping', 'steps_per_print', 'wall_clock_breakdown', 'activation_checkpointing']) expect(j, k).not.toHaveProperty(k);
+    }
+    expect(parseYaml(emit('accelerate', ctx(zero2))).deepspeed_config).not.toHaveProperty('gradient_clipping');
+  });
 });
 
 describe('sbatch', () => {

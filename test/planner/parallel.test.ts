@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/planner/errors.js';
 import { predictMemory } from '../../src/planner/memory.js';
 import { describeModel, MODEL_SUMMARY_FORMAT } from '../../src/planner/modelSummary.js';
-import { evaluatePlan, layoutSimplicity, type Plan, SEARCH_TIE_TOLERANCE, searchPlans } from '../../src/planner/plan.js';
+import { evaluatePlan, layoutSimplicity, memorySavers, type Plan, SEARCH_TIE_TOLERANCE, searchPlans } from '../../src/planner/plan.js';
 import { predictStepTime } from '../../src/planner/time.js';
 import { hardware, model, request } from './helpers.js';
 
@@ -130,5 +130,27 @@ describe('model summary (gpuwise-model/1)', () => {
     expect(() => describeModel({ format: MODEL_SUMMARY_FORMAT, ...m, layers: -1 })).toThrow(ConfigError);
     expect(() => describeModel({ format: MODEL_SUMMARY_FORMAT, ...m, layers: -1 })).toThrow(/^layers: must be a non-negative number/);
     expect(() => describeModel({ format: 'other/2' })).toThrow(/^format: unknown model summary format/);
+  });
+});
+
+describe('HSDP among the suggestions (issue 47 item 6)', () => {
+  // Llama 2 7B on 4 nodes of 8 H100s, ZeRO-1: FSDP saves the most memory but adds 1.2 s of cross-node all-gathers;
+  // HSDP (shard within a node, replicate across) saves memory too and the model puts it 1 s faster than ZeRO-1.
+  const r = request('llama-2-7b', { microBatch: 1, seq: 4096 }, { dp: 'zero1', dpSize: 32 }, hardware('h100-sxm', 8, 4));
+
+  it('is suggested where the model puts it ahead of FSDP', () => {
+    const savers = memorySavers(r);
+    expect(savers.length).toBeLessThanOrEqual(3);
+    const hsdp = savers.find((s) => s.change === '--strategy hsdp');
+    const fsdp = savers.find((s) => s.change === '--strategy fsdp');
+    expect(hsdp, savers.map((s) => s.change).join(', ')).toBeDefined();
+    expect(hsdp!.savedBytes).toBeGreaterThan(0);
+    expect(hsdp!.stepTimeDeltaMs).toBeLessThan(fsdp?.stepTimeDeltaMs ?? Number.POSITIVE_INFINITY);
+    expect(hsdp!.stepTimeDeltaMs).toBeLessThan(0);
+  });
+
+  it('not on one node, where HSDP is FSDP', () => {
+    const one = request('llama-2-7b', { microBatch: 1, seq: 4096 }, { dp: 'zero1', dpSize: 8 }, hardware('h100-sxm', 8));
+    expect(memorySavers(one, undefined, 6).map((s) => s.change)).not.toContain('--strategy hsdp');
   });
 });

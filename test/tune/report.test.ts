@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { conclude } from '../../src/tune/predict.js';
 import { type TuneTrial, buildTuneReport, renderTuneText } from '../../src/tune/report.js';
+import { renderTuneMarkdown, tuneAnswer } from '../../src/tune/markdown.js';
 import { CARDS, measuredCurves, runSearch, simulateTrial } from './simulate.js';
 
 const space = { name: 'batch_size', lo: 1, hi: 1024, start: 4, multipleOf: 1, maxTrials: 3 };
@@ -75,5 +76,69 @@ describe("docs/tune.md's simulated report", () => {
     expect(start, 'docs/tune.md quotes the simulated H100 report').toBeGreaterThan(0);
     const quoted = doc.slice(start + 4, doc.indexOf('\n```', start + 4));
     expect(quoted).toBe(renderTuneText(report(true)).replace(/\n+$/, ''));
+  });
+});
+
+describe('what tune says it verified, and its margin (issue 47 item 5)', () => {
+  const sp = { name: 'batch_size', lo: 1, hi: 40, start: 4, multipleOf: 1, maxTrials: 3 };
+  const trial = (index: number, value: number, outcome: 'ok' | 'oom' = 'ok'): TuneTrial => ({
+    value,
+    outcome,
+    detail: outcome === 'ok' ? 'OK (8 steps)' : 'out of memory on rank 0 in step 1',
+    ranks: 1,
+    steps: outcome === 'ok' ? 8 : 0,
+    peakAllocatedBytes: null,
+    peakReservedBytes: null,
+    peakFromFirstStep: false,
+    allocRetries: null,
+    nonAllocatorBytes: null,
+    deviceTotalBytes: null,
+    deviceName: null,
+    worldSize: 1,
+    stepTimeS: outcome === 'ok' ? 0.001 * value : null,
+    stepTimeFrom: outcome === 'ok' ? 'host' : null,
+    samplesPerS: outcome === 'ok' ? 1000 + value : null,
+    tokensPerS: null,
+    samplesPerStep: outcome === 'ok' ? value : null,
+    seqLen: null,
+    recoveredOom: false,
+    model: null,
+    index,
+    kind: 'search',
+    reason: 'r',
+    command: ['python', 't.py'],
+    runDir: `/runs/${index}`,
+  });
+  const rep = (trials: TuneTrial[], stopReason: string) =>
+    buildTuneReport({ version: '0', space: sp, stepsPerTrial: 8, margin: 0.1, maxTrials: 3, outDir: '/runs', trials, stopReason, result: conclude(sp, trials, 0.1), interrupted: false });
+
+  it('--max-trials 3 stopped at 22 of 1..40 with nothing above it tried: "largest tried", never "verified"', () => {
+    const r = rep([trial(1, 4), trial(2, 12), trial(3, 22)], '3 trials used (--max-trials)');
+    expect(r.result.verified).toBeNull();
+    const text = renderTuneText(r);
+    expect(text).toContain('Largest tried: batch_size=22 (nothing above it tried: --max-trials)\n');
+    expect(text).not.toMatch(/verified|Largest that fits/);
+    const md = renderTuneMarkdown(r);
+    expect(md).toContain('**Largest tried: batch_size=22 (nothing above it tried: --max-trials)**');
+    expect(md).not.toMatch(/verified|Largest that fits/);
+  });
+
+  it('verified when a value above it ran out of memory, or the upper limit ran', () => {
+    const oom = rep([trial(1, 4), trial(2, 22), trial(3, 30, 'oom')], '3 trials used (--max-trials)');
+    expect(oom.result.verified).toBe('oom');
+    expect(renderTuneText(oom)).toContain('Largest that fits: batch_size=22 (verified; 30 ran out of memory)\n');
+    const top = rep([trial(1, 4), trial(2, 40)], 'the upper limit fits');
+    expect(top.result.verified).toBe('limit');
+    expect(renderTuneText(top)).toContain('Largest that fits: batch_size=40 (verified: the upper limit, 40)\n');
+    expect(tuneAnswer(top)[0]).toBe('Largest that fits: batch_size=40 (verified: the upper limit, 40)');
+  });
+
+  it('without memory figures, --md and the page recommend no margin', () => {
+    const r = rep([trial(1, 4), trial(2, 22), trial(3, 30, 'oom')], '3 trials used (--max-trials)');
+    const md = renderTuneMarkdown(r);
+    expect(md).not.toMatch(/Recommended: batch_size=\d+|leaves 10% of the GPU memory free/);
+    expect(md).toContain('Recommended: no margin: the trials measured no memory figures to apply 10% to');
+    expect(tuneAnswer(r).join('\n')).not.toMatch(/leaves 10%/);
+    expect(renderTuneText(r)).not.toMatch(/Recommended: batch_size=/);
   });
 });

@@ -4,7 +4,7 @@
  * time by term, the memory savers, the layouts a search found. No time series, so no chart script: the bars are
  * plain HTML and the page reads the same with JavaScript off.
  */
-import { hardwareText, layoutText, modelSourceText, searchChoiceText } from '../../planner/render.js';
+import { hardwareText, headroomText, layoutText, modelSourceText, searchChoiceText } from '../../planner/render.js';
 import { fmtGiB } from '../../util/format.js';
 import type { PlanJson } from '../../planner/report.js';
 import { type InlineAssets, esc, page, scrollBox, table } from './layout.js';
@@ -61,7 +61,7 @@ export function renderPlanHtml(j: PlanJson, assets: InlineAssets): string {
       ['max_memory_allocated', fmtGiB(m.peakAllocatedBytes, 2), `forward ${fmtGiB(m.phases.forwardBytes, 2)}, backward ${fmtGiB(m.phases.backwardBytes, 2)}, optimizer ${fmtGiB(m.phases.optimizerBytes, 2)}`],
       ['max_memory_reserved', fmtGiB(m.peakReservedBytes, 2), ''],
       ['nvidia-smi', fmtGiB(m.deviceUsedBytes, 2), ''],
-      ['budget', fmtGiB(m.budgetBytes, 2), m.headroomBytes >= 0 ? `headroom ${fmtGiB(m.headroomBytes, 2)}` : `short by ${fmtGiB(-m.headroomBytes, 2)}`],
+      ['budget', fmtGiB(m.budgetBytes, 2), headroomText(m)],
     ],
     'memory',
     ['text', 'num', 'text'],

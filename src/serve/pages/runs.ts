@@ -8,7 +8,7 @@ import { findingParts, type ShownFinding } from '../../report/findingText.js';
 import type { DoctorReport } from '../../doctor/reportTypes.js';
 import type { EstimatedGain } from '../../findings/finding.js';
 import type { RunComparison } from '../../history/compare.js';
-import { type ComparedFigure, findingsText, memoryFigures, type RunRow, shortCommand, stepFigures, throughputText, whenText } from '../../history/render.js';
+import { type ComparedFigure, findingsText, headlineLines, memoryFigures, type RunRow, shortCommand, stepFigures, throughputText, whenText } from '../../history/render.js';
 import { fmtBytes, fmtGpuMemory, fmtMs, fmtPct, fmtRate } from '../../util/format.js';
 import { distributedTable, durationText, environmentRows, fmtBytesOr, GPU_PROCESS_COLUMNS, hangLines, GPU_PROCESS_NOTE, gpuProcessRows, fmtStepS, modelLine, nvmlBesideAllocator, planModelLine, rankLabel, rankShort, setupFacts, setupGuesses, stepSourceNote, hostCpuNote, decodeText, stallNote } from '../../doctor/renderParts.js';
 import { whatIfsOf } from '../../doctor/reportCheck.js';
@@ -374,6 +374,7 @@ export function comparePage(c: RunComparison, a: DoctorReport, b: DoctorReport):
     `${r.id ? `<a href="run?id=${enc(r.id)}">${esc(r.label)}</a>` : esc(r.label)} <span class="dim">${esc(whenText(r.startedAtMs))}</span> <span class="${outcomeClass(r.outcome)}">${esc(r.outcome)}</span><br><code>${esc(r.command.join(' '))}</code>`;
   const body = `<h1>Compare</h1>
 <div class="card"><div><b>A</b> ${runCell(c.a)}</div><div style="margin-top:6px"><b>B</b> ${runCell(c.b)}</div></div>
+${headlineLines(c).length ? `<div class="card" id="compare-headline">${headlineLines(c).map((l) => `<div>${esc(l)}</div>`).join('')}</div>` : ''}
 <div class="tw"><table id="compare-figures"><thead><tr><th>figure</th><th class="num">A</th><th class="num">B</th><th class="num">change</th></tr></thead><tbody>
 ${[...stepFigures(c), ...memoryFigures(c)].map(figureRow).join('\n')}</tbody></table></div>
 <h2>Findings</h2><div class="tw"><table id="compare-findings"><thead><tr><th>finding</th><th>status</th><th>A</th><th>B</th></tr></thead><tbody>
