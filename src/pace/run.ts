@@ -436,12 +436,19 @@ function inputStage(
       how: 'assumed',
       evidence: `${waitsText}: the loader delivers about one batch per mean step, so its period is the mean step${epochs.epochNsPerStep > 0 ? ' less the epoch starts' : ''}`,
     };
-  else input = { ns: null, how: 'assumed', evidence: `${waitsText}: the loader keeps up; its capacity is not measured (an older probe)` };
+  else input = { ns: null, how: 'assumed', evidence: `${waitsText}: the loader keeps up; ${unmeasuredLoaderWhy(loader)}` };
   // The measured wait at epoch starts, less the fill the model gives at the run's worker count (with the worker's time a
   // batch settled above), is the workers' start-up (persistent workers have none): the model then gives that wait.
   if (loader && epochs.epochWaitNs !== null && !loader.persistentWorkers)
     loader = { ...loader, startNs: Math.max(0, epochs.epochWaitNs - firstBatchFillNs(loader, loader.workers)) };
   return { input, loader };
+}
+
+/** Why a loader that keeps up has no measured capacity, in the user's terms. */
+function unmeasuredLoaderWhy(loader: LoaderFacts | null): string {
+  if (loader === null) return 'no torch DataLoader fed the steps (the batches come from the loop itself), or the probe that ran sent no DataLoader records';
+  if ((loader.workers ?? 0) === 0) return "the DataLoader loads in the training process (num_workers=0): its time is the host's";
+  return "its workers' CPU time was not read (the probe that ran sent none)";
 }
 
 /**
