@@ -126,7 +126,7 @@ describe('checkHtmlTarget', () => {
       expect(r.stderr).toBe(`gpuwise memory: wrote ${page}\n`);
       expect(r.code).toBe(0);
     }
-    expect(readFileSync(page, 'utf8')).toMatch(/^<!doctype html>[^]*gpuwise/);
+    expect(readFileSync(page, 'utf8')).toMatch(/^<!doctype html>[\s\S]*gpuwise/);
     const other = join(tmp, 'notes.html');
     writeFileSync(other, 'my notes');
     const refused = await runCli(['memory', snap, '--html', other]);

@@ -87,13 +87,18 @@ describe('smi', () => {
 
 describe('select', () => {
   it("prints CUDA_VISIBLE_DEVICES for the best GPUs and respects the caller's", async () => {
-    const from = ['--from', fixturePath('query-gpu.busy.csv')];
+    // Both GPUs at 100 %: busy, not free (issue 47 item 7), unless --max-util accepts them.
+    const from = ['--from', fixturePath('query-gpu.busy.csv'), '--max-util', '100'];
+    const none = await gpuwise(['select', '-n', '1', '--from', fixturePath('query-gpu.busy.csv')]);
+    expect(none.code).toBe(1);
+    expect(none.stdout).toBe('');
+    expect(none.stderr).toMatch(/only 0 of 1 GPUs qualify \(GPU 0: busy \(100% utilisation; --max-util 100 accepts it\); GPU 1: busy/);
     expect((await gpuwise(['select', '-n', '1', ...from])).stdout).toBe('0\n'); // GPU 0 has more free memory
     expect((await gpuwise(['select', '-n', '1', ...from], { CUDA_VISIBLE_DEVICES: '1' })).stdout).toBe('1\n');
     expect((await gpuwise(['select', '-n', '2', '--format', 'uuid', ...from])).stdout).toBe(
       'GPU-0f176bdc-3405-3276-cdfa-544f010a401d,GPU-d9051a70-4846-2428-26d9-f7d1a0a353ea\n',
     );
-    const busy = await gpuwise(['select', '-n', '1', '--max-util', '10', ...from]);
+    const busy = await gpuwise(['select', '-n', '1', '--max-util', '10', '--from', fixturePath('query-gpu.busy.csv')]);
     expect(busy.code).toBe(1);
     expect(busy.stderr).toMatch(/only 0 of 1 GPUs qualify \(GPU 0: too busy; GPU 1: too busy\)/);
   });
