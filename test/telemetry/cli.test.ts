@@ -48,6 +48,34 @@ describe('smi', () => {
     expect(j.gpus[1].processes).toEqual([expect.objectContaining({ pid: 621, usedMemoryBytes: 8632 * 2 ** 20 })]);
   });
 
+  it('"Mem busy", not "MemBW": NVML\'s memory-controller busy share is not a bandwidth, in text, Markdown and HTML (issue 47 item 7)', async () => {
+    const f = fixturePath('nvidia-smi-q.busy.xml.gz');
+    const text = (await gpuwise(['smi', '--from', f])).stdout;
+    const md = (await gpuwise(['smi', '--md', '--from', f])).stdout;
+    const html = join(dir, 'smi-membusy.html');
+    await gpuwise(['smi', '--from', f, '--html', html]);
+    const page = readFileSync(html, 'utf8');
+    expect(text).toMatch(/ {2}Util {2}Mem busy {2}/);
+    expect(md).toMatch(/\| Util \| Mem busy \|/);
+    expect(page).toContain('<th class="num">Mem busy</th>');
+    for (const out of [text, md, page]) expect(out).not.toContain('MemBW');
+  });
+
+  it('the text shows the memory total the JSON gives, under the same name (issue 47 item 7)', async () => {
+    for (const f of ['query-gpu.busy.csv', 'nvidia-smi-q.busy.xml.gz', 'nvidia-smi.busy.txt']) {
+      const text = await gpuwise(['smi', '--from', fixturePath(f)]);
+      const json = JSON.parse((await gpuwise(['smi', '--json', '--from', fixturePath(f)])).stdout);
+      const head = text.stdout.split('\n').find((l) => l.startsWith('GPU  Name'))!;
+      expect(head).toContain('Memory used / usable');
+      for (const g of json.gpus as { index: number; memoryUsedBytes: number; memoryTotalBytes: number; memoryReservedBytes: number | null; memoryUsableBytes: number }[]) {
+        // One figure: the usable total (NVML's total less the driver's reserve, torch's total_memory) in every view.
+        expect(g.memoryUsableBytes).toBe(g.memoryTotalBytes - (g.memoryReservedBytes ?? 0));
+        const row = text.stdout.split('\n').find((l) => l.startsWith(`  ${g.index}  `))!;
+        expect(row).toContain(` / ${(g.memoryUsableBytes / 2 ** 30).toFixed(1)} GiB`);
+      }
+    }
+  });
+
   it('reads gzip XML and prints the table', async () => {
     const r = await gpuwise(['smi', '--from', fixturePath('nvidia-smi-q.busy.xml.gz')]);
     expect(r.code).toBe(0);
