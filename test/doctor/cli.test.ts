@@ -149,7 +149,7 @@ describe.skipIf(SKIP_PYTHON)('gpuwise doctor on a CPU training script', () => {
     expect(r.code).toBe(0);
     // The user's output comes first, unchanged; the report follows.
     expect(r.stdout.indexOf('tiny_train: done after 14 steps')).toBeLessThan(r.stdout.indexOf('Outcome: completed'));
-    expect(r.stdout).toMatch(/steps: 14 steps, median [\d.]+ ms/);
+    expect(r.stdout).toMatch(/steps: 14 steps \(\d+ timed\), median [\d.]+ ms/);
     expect(r.stdout).toMatch(/DataLoader wait: \d+% of step time/);
     expect(readdirSync(out).sort()).toEqual(expect.arrayContaining(['probe.jsonl', 'report.json']));
     // The probe's step counter (beacon-PID) is evidence only for a process killed before its records arrived: a
