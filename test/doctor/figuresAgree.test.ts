@@ -52,6 +52,11 @@ describe.skipIf(SKIP_PYTHON)('doctor on a CPU run: no GPU wording', () => {
     const report = await text(out);
     expect(report).not.toMatch(/GPU\(s\) of 0 visible/);
     expect(report).not.toMatch(/the GPU idles|idles \d+% of it/);
+    // The pace names no GPU stage of 0 ns: the chain is the DataLoader's and the host's.
+    expect(report).not.toMatch(/the GPU 0 ns|^ {2}GPU: 0 ns/m);
+    const pace = report.split('\n').find((l) => l.startsWith('What sets the pace: '));
+    expect(pace).toMatch(/ sets the pace: the (DataLoader|host) /);
+    expect(pace).not.toContain('GPU');
     expect(report).toMatch(/^ {2}run: batch 16, fp32, AdamW, on the CPU \(no GPU visible\)$/m);
   });
 });
