@@ -24,7 +24,7 @@ import { checkPythonTorch, commandPythonOf } from './commandPython.js';
 import { VERSION } from '../util/version.js';
 import { endBySignal } from '../io/signalDeath.js';
 import { type ProbeRun, type ProbeRunResult, makeRunDir, startProbeRun } from './probeRun.js';
-import { readStepBeacons } from '../io/beacons.js';
+import { readStepBeacons, removeSpentBeacons } from '../io/beacons.js';
 import { printDoctorReport, rediagnoseRunDir } from './rediagnose.js';
 import { terminalWidth } from './color.js';
 import { PLAIN } from '../report/style.js';
@@ -293,7 +293,10 @@ export async function reportOfRun(opts: {
     unprobed: unprobedProcesses(done.attach.processes, done.attach.route, done.attach.tokens),
     notes,
   };
-  return buildDoctorReport(input);
+  const report = buildDoctorReport(input);
+  // Read: the counters of the processes that ended are spent; a killed process's stays, the evidence (io/beacons.ts).
+  removeSpentBeacons(runDir, parsed.records);
+  return report;
 }
 
 /** --hang-timeout's default: ten minutes with every rank stalled (a slow step has long been reported by then). */

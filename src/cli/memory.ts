@@ -2,10 +2,9 @@
  * `gpuwise memory SNAPSHOT` and `gpuwise memory diff A B`: the shell around
  * src/memory (read the file, analyse, print or write the report).
  */
-import { writeFile } from 'node:fs/promises';
 import { SEVERITIES, type Severity } from '../findings/finding.js';
 import { severityRank } from '../findings/rank.js';
-import { checkHtmlTarget } from '../io/reportTarget.js';
+import { checkHtmlTarget, writeReportFile } from '../io/reportTarget.js';
 import { diffSnapshots, renderDiffMarkdown, renderDiffText } from '../memory/diff.js';
 import { inlineAssets } from '../serve/assets.js';
 import { renderMemoryDiffHtml, renderMemoryHtml } from '../serve/pages/memory.js';
@@ -29,7 +28,7 @@ out-of-memory error happened. \`diff\` shows what grew from snapshot A to B.
 Options:
   --json            the report as JSON on stdout (schemaVersion 1)
   --md              the report as Markdown on stdout
-  --html FILE       also write a self-contained HTML page to FILE (never overwrites)
+  --html FILE       also write a self-contained HTML page to FILE
   --no-color        no colour (also NO_COLOR=1; colour is only used on a terminal)
   --batch N         batch size of the run: turns activation bytes into the batch that fits
   --device N        device index to analyse (default: the one with the most history)
@@ -89,7 +88,7 @@ export async function run(argv: string[]): Promise<number> {
     const d = diffSnapshots(a, b, opts.topSources ?? 15);
     process.stdout.write(values.json ? jsonReport(d) : values.md ? renderDiffMarkdown(d) : renderDiffText(d));
     if (values.html) {
-      await writeFile(values.html, renderMemoryDiffHtml(d, inlineAssets()));
+      writeReportFile(values.html, renderMemoryDiffHtml(d, inlineAssets()), positionals, '--html');
       process.stderr.write(`gpuwise memory: wrote ${values.html}\n`);
     }
     return 0;
@@ -101,14 +100,11 @@ export async function run(argv: string[]): Promise<number> {
       new UsageError(positionals.length === 0 ? 'missing SNAPSHOT (see gpuwise memory --help)' : 'give one SNAPSHOT (or use `gpuwise memory diff A B`)')
     );
   const path = positionals[0]!;
+  if (values.html) checkHtmlTarget(values.html, positionals);
   const { report } = await load(path, opts);
   if (values.html) {
-    try {
-      await writeFile(values.html, renderMemoryHtml(report, inlineAssets()), { flag: 'wx' });
-    } catch (e) {
-      const code = (e as NodeJS.ErrnoException).code;
-      throw new InputError(values.html, code === 'EEXIST' ? 'already exists (gpuwise never overwrites a file; choose another name)' : (e as Error).message);
-    }
+    // The shared rule (reportTarget.ts): an earlier gpuwise page is replaced, anything else is refused.
+    writeReportFile(values.html, renderMemoryHtml(report, inlineAssets()), positionals, '--html');
     process.stderr.write(`gpuwise memory: wrote ${values.html}\n`);
   }
   const width = terminalWidth();

@@ -4,7 +4,7 @@
  */
 import { readRecording } from '../io/recordStore.js';
 import { History, onlyGpus, renderMonitor, renderNoGpu, SORT_KEYS, type SortKey } from '../telemetry/monitorView.js';
-import type { Snapshot } from '../telemetry/sample.js';
+import { type Snapshot, snapshotJson } from '../telemetry/sample.js';
 import { LiveSampler, NoGpu, openLiveSource } from '../live/sampler.js';
 import { useColor } from './color.js';
 import { NoGpuError } from './noGpuError.js';
@@ -92,7 +92,7 @@ async function jsonStream(intervalMs: number, count: number | null, only: readon
     // A recording as NDJSON: every sample at once (it is already recorded).
     const rec = readRecording(replayPath);
     const snaps = count === null ? rec.snapshots : rec.snapshots.slice(0, count);
-    for (const snap of snaps) if (!process.stdout.write(`${JSON.stringify(onlyGpus(snap, only))}\n`)) await new Promise((r) => process.stdout.once('drain', r));
+    for (const snap of snaps) if (!process.stdout.write(`${JSON.stringify(snapshotJson(onlyGpus(snap, only)))}\n`)) await new Promise((r) => process.stdout.once('drain', r));
     return 0;
   }
   const sampler = await openLive({ hint: NO_GPU_HINTS.monitor });
@@ -111,7 +111,7 @@ async function jsonStream(intervalMs: number, count: number | null, only: readon
       const start = Date.now();
       try {
         const s = onlyGpus(await sampler.sample(), only);
-        if (!process.stdout.write(`${JSON.stringify(s)}\n`)) await new Promise((r) => process.stdout.once('drain', r));
+        if (!process.stdout.write(`${JSON.stringify(snapshotJson(s))}\n`)) await new Promise((r) => process.stdout.once('drain', r));
       } catch (e) {
         process.stderr.write(`gpuwise monitor: sample failed: ${(e as Error).message}\n`); // the stream goes on
       }

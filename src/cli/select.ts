@@ -12,13 +12,15 @@ import { parseCount, splitCommand } from './telemetryArgs.js';
 import { NO_GPU_HINTS, openLive } from './telemetryLive.js';
 import { parseBytes, parseFlags, UsageError } from './usage.js';
 
-const HELP = `gpuwise select: choose the N best GPUs (most free memory, then least busy) for a new job.
+const HELP = `gpuwise select: choose the N best GPUs for a new job: idle GPUs (at most 10% busy) first, then
+the most free memory, then the least busy. A GPU at 90% utilisation or more is busy, not free: it is
+not chosen unless --max-util accepts it.
 
 Usage: gpuwise select -n N [--min-free SIZE] [--max-util PERCENT] [--format index|uuid] [-- CMD ARGS...]
 
   -n, --count N       how many GPUs (default 1)
   --min-free SIZE     only GPUs with at least this much free memory (e.g. 20, in GiB, or 20GiB)
-  --max-util PERCENT  only GPUs at most this busy (GPU utilisation)
+  --max-util PERCENT  only GPUs at most this busy (GPU utilisation; default: under 90%)
   --format index|uuid what to print (default index)
   --all               also consider GPUs hidden by the caller's CUDA_VISIBLE_DEVICES
   --from FILE         choose from nvidia-smi output files (the plain table, -q -x XML, query CSV)

@@ -13,7 +13,7 @@ import { formatBytes, formatNumber, renderSmi, table } from '../telemetry/render
 import { renderSmiMarkdown } from '../telemetry/smiReport.js';
 import { inlineAssets } from '../serve/assets.js';
 import { renderSmiHtml } from '../serve/pages/smi.js';
-import type { Snapshot } from '../telemetry/sample.js';
+import { type Snapshot, snapshotJson } from '../telemetry/sample.js';
 import type { LiveSampler } from '../live/sampler.js';
 import { jsonReport } from './jsonReport.js';
 import { parseCount, parseDurationMs } from './telemetryArgs.js';
@@ -109,7 +109,7 @@ function replay(path: string, atText: string | undefined, json: boolean): number
     recoveredFromCrash: rec.recoveredFromCrash,
   };
   if (json) {
-    out(jsonReport({ schemaVersion: 1, recording, summary, snapshot: snap }));
+    out(jsonReport({ schemaVersion: 1, recording, summary, snapshot: snap && snapshotJson(snap) }));
     return 0;
   }
   const spanS = ((lastSnap.timestampMs ?? 0) - startMs) / 1000;
@@ -173,7 +173,7 @@ export async function run(argv: string[]): Promise<number> {
   }
   out(
     values.json
-      ? jsonReport(snapshot)
+      ? jsonReport(snapshotJson(snapshot))
       : values.md
         ? renderSmiMarkdown(snapshot)
         : renderSmi(snapshot, process.stdout.isTTY ? (process.stdout.columns ?? 160) : 400),

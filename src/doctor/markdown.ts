@@ -27,6 +27,7 @@ import {
   setupFacts,
   setupGuesses,
   stepSourceNote,
+  exceptionWhen,
 } from './renderParts.js';
 import { findingMarkdown, mdCode as code } from '../report/findingText.js';
 import type { DoctorReport } from './reportTypes.js';
@@ -117,7 +118,7 @@ export function renderDoctorMarkdown(r: DoctorReport): string {
           '',
         );
       if (x.exception)
-        out.push(`**${rankLabel(x)}: exception in step ${x.exception.step + 1}**: ${code(`${x.exception.name}: ${x.exception.message.split('\n')[0] ?? ''}`)}`, '');
+        out.push(`**${rankLabel(x)}: exception ${exceptionWhen(x.exception.step)}**: ${code(`${x.exception.name}: ${x.exception.message.split('\n')[0] ?? ''}`)}`, '');
     }
   }
 

@@ -6,7 +6,7 @@ import { flopsLeftOut, flopsSplit, mfuText } from '../report/flopsText.js';
 import { PLAIN, type Style } from '../report/style.js';
 import { fmtBytes, fmtGpuMemory, fmtMs, fmtPct } from '../util/format.js';
 import type { DoctorReport, RankSummary } from './reportTypes.js';
-import { batchDimText, decodeText, distributedTable, gpuProcessRows, planModelLine, hangLines, probeSilentText, hostCpuNote, rankLabel, s2ns, setupFacts, setupGuesses, stallNote, stepSourceNote } from './renderParts.js';
+import { batchDimText, decodeText, exceptionWhen, distributedTable, gpuProcessRows, planModelLine, hangLines, probeSilentText, hostCpuNote, rankLabel, s2ns, setupFacts, setupGuesses, stallNote, stepSourceNote } from './renderParts.js';
 
 
 function stepLine(r: RankSummary): string {
@@ -14,7 +14,11 @@ function stepLine(r: RankSummary): string {
   if (st.steps === 0) return 'no step identified (see the notes)';
   if (st.medianS === null) return `${st.steps} step(s) seen; too few to time (the first step is warm-up)`;
   const parts = [
-    `${st.steps} steps${st.timing === 'gpu' ? ' (timed on the GPU)' : ''}`,
+    // The statistics are over the steps timed (warm-up, profiled and sampled-out steps left out): say so when they are
+    // fewer than the steps run (issue 47 item 4: "30 steps, median 688 us" where 8 were measured).
+    st.measuredSteps !== st.steps
+      ? `${st.steps} steps (${st.measuredSteps} timed${st.timing === 'gpu' ? ' on the GPU' : ''})`
+      : `${st.steps} steps${st.timing === 'gpu' ? ' (timed on the GPU)' : ''}`,
     `median ${fmtMs(s2ns(st.medianS))}`,
     `mean ${fmtMs(s2ns(st.meanS ?? 0))}`,
     `p90 ${fmtMs(s2ns(st.p90S ?? 0))}`,
@@ -91,7 +95,7 @@ export function renderDoctorText(r: DoctorReport, style: Style = PLAIN, width = 
         `  OUT OF MEMORY in step ${r0.oom.step}: asked ${fmtBytes(r0.oom.allocBytes)} with ${fmtBytes(r0.oom.deviceFreeBytes)} free${r0.oom.snapshot ? `; snapshot ${r0.oom.snapshot}` : ''}`,
       );
     if (r0.exception)
-      out.push(`  exception in step ${r0.exception.step + 1}: ${r0.exception.name}: ${r0.exception.message.split('\n')[0] ?? ''}`);
+      out.push(`  exception ${exceptionWhen(r0.exception.step)}: ${r0.exception.name}: ${r0.exception.message.split('\n')[0] ?? ''}`);
   }
   const dt = distributedTable(r);
   if (dt) {
@@ -147,7 +151,10 @@ export function renderDoctorText(r: DoctorReport, style: Style = PLAIN, width = 
     const su = r.whatIfBasis?.setup;
     if (su && su.microBatch !== null)
       out.push(
-        `  run: batch ${su.microBatch}${su.gradAccum > 1 ? ` x ${su.gradAccum} accumulation` : ''}${su.seq !== null ? `, seq ${su.seq}` : ''}, ${su.precision ?? 'precision ?'}, ${su.optimizerClass ?? 'no optimizer'}${su.checkpointing !== 'none' ? ', checkpointing' : ''}, ${su.worldSize} GPU(s) of ${su.visibleGpus} visible`,
+        `  run: batch ${su.microBatch}${su.gradAccum > 1 ? ` x ${su.gradAccum} accumulation` : ''}${su.seq !== null ? `, seq ${su.seq}` : ''}, ${su.precision ?? 'precision ?'}, ${su.optimizerClass ?? 'no optimizer'}${su.checkpointing !== 'none' ? ', checkpointing' : ''}, ${
+          // A CPU run has no GPU to count (issue 47 item 4: "1 GPU(s) of 0 visible").
+          su.visibleGpus === 0 ? 'on the CPU (no GPU visible)' : `${su.worldSize} GPU(s) of ${su.visibleGpus} visible`
+        }`,
       );
     if (c) out.push(`  calibration: ${c.text}`);
     if (r.whatIfProblem) out.push(`  none: ${r.whatIfProblem}`);

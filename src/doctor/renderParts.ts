@@ -246,3 +246,11 @@ export function hangLines(r: DoctorReport, frames = 4): { head: string; ranks: s
   );
   return { head, ranks };
 }
+
+/**
+ * When an exception was raised, from the steps its process had ended: "in step N+1", or "before the first training
+ * step" when none had (issue 47 item 4: a script that failed in its set-up read "in step 1"), as the outcome says.
+ */
+export function exceptionWhen(stepsEnded: number): string {
+  return stepsEnded === 0 ? 'before the first training step' : `in step ${stepsEnded + 1}`;
+}

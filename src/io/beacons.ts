@@ -1,9 +1,12 @@
 /**
  * The step counters the probe keeps in the run directory (`beacon-PID`, 8 bytes: the last step the process ended, an
  * unsigned integer in the machine's order; python/gpuwise/probe/beacon.py): how far a process got when it was killed
- * with its last records still queued. A file that is not 8 bytes, or that cannot be read, is left out.
+ * with its last records still queued. A file that is not 8 bytes, or that cannot be read, is left out. A live doctor
+ * removes the counter of each process whose end record arrived once it has read them (removeSpentBeacons): the end
+ * record holds its step count, so the file says nothing more; a killed process's counter stays as the evidence.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import type { ProbeRecord } from '../run/records.js';
 import { join } from 'node:path';
 import { endianness } from 'node:os';
 
@@ -31,4 +34,33 @@ export function readStepBeacons(dir: string): Record<number, number> {
     }
   }
   return out;
+}
+
+/**
+ * Removes the counters (`beacon-PID`) of the processes whose end record is among `records`: they ended normally and
+ * their records arrived, so the counter is spent (issue 47 item 7: every run directory kept a stray file). The
+ * counter of a process without an end record (killed before its records arrived) is kept: it is the evidence of how
+ * far that process got, read again by `doctor --from`. Returns the pids whose counter was removed; a file that cannot
+ * be removed is left.
+ */
+export function removeSpentBeacons(dir: string, records: readonly ProbeRecord[]): number[] {
+  const ended = new Set(records.filter((r) => r.type === 'end').map((r) => r.pid));
+  let entries: string[];
+  try {
+    entries = readdirSync(dir);
+  } catch {
+    return [];
+  }
+  const removed: number[] = [];
+  for (const name of entries) {
+    const m = BEACON.exec(name);
+    if (!m || !ended.has(Number(m[1]))) continue;
+    try {
+      rmSync(join(dir, name));
+      removed.push(Number(m[1]));
+    } catch {
+      // left in place: it is read as before
+    }
+  }
+  return removed.sort((a, b) => a - b);
 }

@@ -315,6 +315,8 @@ export function stepOf(p: Pipeline): PaceStep {
   const gapsText = gapParts.length ? ` (${gapParts.join(', ')})` : '';
   const parts = candidates
     .sort((a, b) => b[1] - a[1])
+    // A GPU side of 0 ns (a CPU run: no kernel at all) is not named in the chain (issue 47 item 4).
+    .filter(([s, ns]) => !((s === 'gpu' || s === 'comm') && ns === 0 && (device ?? 0) === 0))
     .map(
       ([s, ns]) =>
         `${s === 'comm' || (s === 'gpu' && comm > 0) ? 'the GPU and its exposed communication' : stageLabel(p, s as StageName)} ${fmtMs(ns)}${s === 'gpu' || s === 'comm' ? gapsText : ''}`,

@@ -64,7 +64,8 @@ const STAGE_TITLE: Record<StageName, string> = { input: 'DataLoader', host: 'hos
 /** One row per stage and serial cost: what, time per step (or "not timed"), measured or assumed, the evidence. */
 export function paceRows(r: PaceSummary): [string, string, string, string][] {
   return [
-    ...STAGE_NAMES.filter((s) => !(s === 'comm' && !(r.stages.comm.ns ?? 0))).map((s): [string, string, string, string] => {
+    // No row for communication that took nothing, nor for a GPU that did nothing (a CPU run, issue 47 item 4).
+    ...STAGE_NAMES.filter((s) => !(s === 'comm' && !(r.stages.comm.ns ?? 0)) && !(s === 'gpu' && r.stages.gpu.ns === 0 && !(r.stages.comm.ns ?? 0))).map((s): [string, string, string, string] => {
       const st = r.stages[s];
       return [st.label ? `${STAGE_TITLE[s]} (${st.label})` : STAGE_TITLE[s], st.ns === null ? 'not timed' : fmtMs(st.ns), st.how, st.evidence];
     }),

@@ -494,6 +494,14 @@ function hostFromUnexplainedIdle(m: TraceMetrics, t: RunTimes, d: DeviceSide, ho
   const explainedNs = d.serial.filter((c) => c.kind !== 'epoch-starts').reduce((a, c) => a + c.ns, 0);
   const unexplained = idleRunNs - explainedNs >= HOST_BINDS_IDLE_SHARE * t.stepNs && syncBlockedNs(m) <= HOST_SYNC_MAX_SHARE * m.perStep.durNs;
   if (!unexplained || (host.ns !== null && host.ns >= d.chainNs - explainedNs)) return null;
+  const cpuClock = cpuS !== null ? ` (its thread's CPU time, ${fmtMs(cpuS * 1e9)}, does not see all of it: the GIL held by other threads, the scheduler)` : '';
+  // No GPU work at all: a CPU run, where no GPU idles (issue 47 item 4: "the GPU idles 87%" on a CPU run).
+  if (deviceRunNs === 0)
+    return {
+      ns: d.chainNs - explainedNs,
+      how: 'assumed',
+      evidence: `no GPU work in the run (a CPU run): the host side does all of the run's ${fmtMs(d.chainNs)} step (less the DataLoader waits) and sets the pace${cpuClock}`,
+    };
   return {
     ns: d.chainNs - explainedNs,
     how: 'assumed',

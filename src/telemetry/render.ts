@@ -105,7 +105,9 @@ export function rankCell(p: ProcessSample): string {
 }
 
 export function gpuRows(s: Snapshot): string[][] {
-  const head = ['GPU', 'Name', 'Bus id', 'Memory used / total', 'Util', 'MemBW', 'Power', 'Temp', 'SM clock', 'Clock events'];
+  // "Mem busy": NVML's memory utilisation is the share of the sample period the memory controller was busy, not a
+  // bandwidth (issue 47 item 7: it was labelled "MemBW"). "usable": the total CUDA can use, `memoryUsableBytes` in --json.
+  const head = ['GPU', 'Name', 'Bus id', 'Memory used / usable', 'Util', 'Mem busy', 'Power', 'Temp', 'SM clock', 'Clock events'];
   const rows = s.gpus.map((g) =>
     g.lost
       ? [String(g.index), g.name, g.pciBusId ?? '-', 'LOST (fell off the bus)', '', '', '', '', '', '']

@@ -114,6 +114,28 @@ export function usableMemoryBytes(g: Pick<GpuSample, 'memoryTotalBytes' | 'memor
   return g.memoryReservedBytes !== null && g.memoryReservedBytes < g.memoryTotalBytes ? g.memoryTotalBytes - g.memoryReservedBytes : g.memoryTotalBytes;
 }
 
+/** A GPU as the JSON views write it: `memoryUsableBytes` (usableMemoryBytes) beside NVML's total, the figure the text shows. */
+export type GpuJson = GpuSample & { memoryUsableBytes: number | null };
+
+/**
+ * A snapshot as `smi --json`, `smi --replay --json` and `monitor --json-stream` write it: each GPU with
+ * `memoryUsableBytes`, the total the table, Markdown and HTML show (issue 47 item 7: the text said 139.8 GiB where the
+ * JSON's only total said 140.4 GiB), placed after `memoryTotalBytes`.
+ */
+export function snapshotJson(s: Snapshot): Omit<Snapshot, 'gpus'> & { gpus: GpuJson[] } {
+  return {
+    ...s,
+    gpus: s.gpus.map((g) => {
+      const out: Record<string, unknown> = {};
+      for (const [k, v] of Object.entries(g)) {
+        out[k] = v;
+        if (k === 'memoryTotalBytes') out.memoryUsableBytes = usableMemoryBytes(g);
+      }
+      return out as unknown as GpuJson;
+    }),
+  };
+}
+
 export function emptyGpu(index: number, uuid: string, name: string): GpuSample {
   return {
     index,

@@ -18,6 +18,7 @@ import {
   truncateSync,
   writeFileSync,
   existsSync,
+  readFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -117,6 +118,23 @@ describe('checkHtmlTarget', () => {
     expect(checkHtmlTarget('/dev/null', [])).toBe('stream');
   });
 
+  it('memory --html replaces its own earlier page like the other commands, and still refuses a file that is not a report (issue 47 item 7)', async () => {
+    const snap = join(__dirname, '..', 'fixtures', 'memory', 'train_p2.pickle');
+    const page = join(tmp, 'memory.html');
+    for (let i = 0; i < 2; i++) {
+      const r = await runCli(['memory', snap, '--html', page]);
+      expect(r.stderr).toBe(`gpuwise memory: wrote ${page}\n`);
+      expect(r.code).toBe(0);
+    }
+    expect(readFileSync(page, 'utf8')).toMatch(/^<!doctype html>[\s\S]*gpuwise/);
+    const other = join(tmp, 'notes.html');
+    writeFileSync(other, 'my notes');
+    const refused = await runCli(['memory', snap, '--html', other]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/exists and is not a gpuwise report: refusing to overwrite it/);
+    expect(readFileSync(other, 'utf8')).toBe('my notes');
+    for (let i = 0; i < 2; i++) expect((await runCli(['memory', 'diff', snap, snap, '--html', page])).code).toBe(0);
+  });
   it('analyze --html /dev/stdout writes the page into a pipe and ends', async () => {
     const bundle = await buildBundle('gpuwise-target-test');
     const r = await runBounded(bundle, ['analyze', TRACE, '--html', '/dev/stdout'], { timeoutMs: 60_000 });

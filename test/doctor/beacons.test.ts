@@ -4,11 +4,12 @@
  * PyTorch: the counter says the last step the process ended, a forked child counts in a file of its own (never in its
  * parent's), and the process keeps no descriptor open for it.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { readStepBeacons } from '../../src/io/beacons.js';
+import { readStepBeacons, removeSpentBeacons } from '../../src/io/beacons.js';
+import type { ProbeRecord } from '../../src/run/records.js';
 import { BOOT, PROBE_ROOT, PYTHON, SKIP_PYTHON, pyEnv, runProcess } from './helpers.js';
 
 const tmp = mkdtempSync(join(tmpdir(), 'gpuwise-beacons-'));
@@ -57,5 +58,30 @@ describe.skipIf(SKIP_PYTHON)('the step counter in the run directory', () => {
     writeFileSync(join(dir, 'beacon-13'), ok);
     expect(readStepBeacons(dir)).toEqual({ 13: 42 });
     expect(readStepBeacons(join(dir, 'missing'))).toEqual({});
+  });
+
+  it("at a run's end the counter of a process whose end record arrived is removed; a killed process's stays, the evidence (issue 47 item 7)", () => {
+    const dir = mkdtempSync(join(tmp, 'spent-'));
+    const counter = (step: bigint) => {
+      const b = Buffer.alloc(8);
+      b.writeBigUInt64LE(step);
+      return b;
+    };
+    writeFileSync(join(dir, 'beacon-100'), counter(30n)); // ended: its end record says 30 steps
+    writeFileSync(join(dir, 'beacon-200'), counter(6n)); // killed in step 7: no end record, 4 step records
+    writeFileSync(join(dir, 'beacon-300'), counter(2n)); // killed before any record arrived
+    writeFileSync(join(dir, 'report.json'), '{}');
+    const records = [
+      { type: 'hello', pid: 100 },
+      { type: 'step', pid: 100, step: 30 },
+      { type: 'end', pid: 100, reason: 'exit', steps: 30 },
+      { type: 'hello', pid: 200 },
+      { type: 'step', pid: 200, step: 4 },
+    ] as unknown as ProbeRecord[];
+    expect(removeSpentBeacons(dir, records)).toEqual([100]);
+    expect(readdirSync(dir).sort()).toEqual(['beacon-200', 'beacon-300', 'report.json']);
+    expect(readStepBeacons(dir)).toEqual({ 200: 6, 300: 2 });
+    expect(removeSpentBeacons(join(dir, 'missing'), records)).toEqual([]);
+    expect(existsSync(join(dir, 'beacon-100'))).toBe(false);
   });
 });

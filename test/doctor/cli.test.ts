@@ -149,10 +149,16 @@ describe.skipIf(SKIP_PYTHON)('gpuwise doctor on a CPU training script', () => {
     expect(r.code).toBe(0);
     // The user's output comes first, unchanged; the report follows.
     expect(r.stdout.indexOf('tiny_train: done after 14 steps')).toBeLessThan(r.stdout.indexOf('Outcome: completed'));
-    expect(r.stdout).toMatch(/steps: 14 steps, median [\d.]+ ms/);
+    expect(r.stdout).toMatch(/steps: 14 steps \(\d+ timed\), median [\d.]+ ms/);
     expect(r.stdout).toMatch(/DataLoader wait: \d+% of step time/);
     expect(readdirSync(out).sort()).toEqual(expect.arrayContaining(['probe.jsonl', 'report.json']));
+    // The probe's step counter (beacon-PID) is evidence only for a process killed before its records arrived: a
+    // run that ended leaves none behind (issue 47 item 7), and doctor --from reads the directory as before.
+    expect(readdirSync(out).filter((f) => f.startsWith('beacon-'))).toEqual([]);
     const rep = reportOf(out);
+    const again = await runProcess(process.execPath, [bundle, 'doctor', '--from', out, '--json'], pyEnv({ GPUWISE_STORE: join(tmp, 'store') }));
+    expect(again.code).toBe(0);
+    expect((JSON.parse(again.stdout) as DoctorReport).ranks[0]?.steps.steps).toBe(14);
     expect(rep).toMatchObject({ schemaVersion: 1, command: 'doctor', run: { outcome: 'completed', exitCode: 0 } });
     expect(rep.ranks).toHaveLength(1);
     // Step 1 (warm-up), the profiled steps 3 and 4 and step 5 (it writes the trace) are left out, and the statistics

@@ -61,7 +61,7 @@ describe('gpuwise memory', () => {
     expect(await main(['memory', '--fail-on', 'high', fixturePath('train_p4.pickle')])).toBe(0);
   });
 
-  it('--html writes one offline page and never overwrites', async () => {
+  it('--html writes one offline page, replaces its own earlier page and never another file', async () => {
     const page = join(tmp, 'report.html');
     expect(await main(['memory', '--html', page, fixturePath('oom_activations.pickle.gz')])).toBe(0);
     const html = readFileSync(page, 'utf8');
@@ -70,9 +70,13 @@ describe('gpuwise memory', () => {
     expect(html).toMatch(/Out of memory/);
     expect(html).not.toMatch(/(src|href)=["']?https?:/);
     expect(html).not.toMatch(/<script[^>]* src=|<link rel="stylesheet"/);
-    expect(await main(['memory', '--html', page, fixturePath('train_p4.pickle')])).toBe(2);
-    expect(err).toMatch(/already exists/);
-    expect(readFileSync(page, 'utf8')).toBe(html);
+    expect(await main(['memory', '--html', page, fixturePath('train_p4.pickle')])).toBe(0);
+    expect(readFileSync(page, 'utf8')).not.toBe(html);
+    const notes = join(tmp, 'notes.html');
+    writeFileSync(notes, 'my notes');
+    expect(await main(['memory', '--html', notes, fixturePath('train_p4.pickle')])).toBe(2);
+    expect(err).toMatch(/exists and is not a gpuwise report: refusing to overwrite it/);
+    expect(readFileSync(notes, 'utf8')).toBe('my notes');
   });
 
   it('diff prints growth by source line', async () => {

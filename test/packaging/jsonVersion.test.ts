@@ -15,7 +15,7 @@ describe('version in every JSON report', () => {
     ['memory diff', ['memory', 'diff', '--json', at('test', 'fixtures', 'memory', 'leak_step2.pickle'), at('test', 'fixtures', 'memory', 'leak_step6.pickle')]],
     ['plan', ['plan', '--json', '--model', at('test', 'fixtures', 'planner', 'configs', 'gpt2', 'config.json'), '--gpu', 'h200', '--batch', '8', '--seq', '1024']],
     ['smi', ['smi', '--json', '--from', smiXml]],
-    ['select', ['select', '--json', '-n', '1', '--from', smiXml]],
+    ['select', ['select', '--json', '-n', '1', '--max-util', '100', '--from', smiXml]],
   ])('%s', async (_name, argv) => {
     const r = await runCli(argv);
     expect(r.stderr).toBe('');

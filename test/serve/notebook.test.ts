@@ -74,7 +74,7 @@ describe.skipIf(missing !== null)('the notebook, executed by a real kernel', () 
     const text = shown(c, 'text/plain').join('\n');
     // 4096 samples in batches of 128, two epochs: 64 optimizer steps, AdamW built in the cell before.
     expect(text).toContain('Outcome: completed (exit code 0)');
-    expect(text).toMatch(/steps: 64 steps, median [\d.]+ ms/);
+    expect(text).toMatch(/steps: 64 steps \(\d+ timed\), median [\d.]+ ms/);
     expect(text).toContain('optimizer AdamW');
     expect(text).toMatch(/saved as run (\S+)/);
     const html = shown(c, 'text/html').join('');

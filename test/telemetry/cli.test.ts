@@ -48,6 +48,34 @@ describe('smi', () => {
     expect(j.gpus[1].processes).toEqual([expect.objectContaining({ pid: 621, usedMemoryBytes: 8632 * 2 ** 20 })]);
   });
 
+  it('"Mem busy", not "MemBW": NVML\'s memory-controller busy share is not a bandwidth, in text, Markdown and HTML (issue 47 item 7)', async () => {
+    const f = fixturePath('nvidia-smi-q.busy.xml.gz');
+    const text = (await gpuwise(['smi', '--from', f])).stdout;
+    const md = (await gpuwise(['smi', '--md', '--from', f])).stdout;
+    const html = join(dir, 'smi-membusy.html');
+    await gpuwise(['smi', '--from', f, '--html', html]);
+    const page = readFileSync(html, 'utf8');
+    expect(text).toMatch(/ {2}Util {2}Mem busy {2}/);
+    expect(md).toMatch(/\| Util \| Mem busy \|/);
+    expect(page).toContain('<th class="num">Mem busy</th>');
+    for (const out of [text, md, page]) expect(out).not.toContain('MemBW');
+  });
+
+  it('the text shows the memory total the JSON gives, under the same name (issue 47 item 7)', async () => {
+    for (const f of ['query-gpu.busy.csv', 'nvidia-smi-q.busy.xml.gz', 'nvidia-smi.busy.txt']) {
+      const text = await gpuwise(['smi', '--from', fixturePath(f)]);
+      const json = JSON.parse((await gpuwise(['smi', '--json', '--from', fixturePath(f)])).stdout);
+      const head = text.stdout.split('\n').find((l) => l.startsWith('GPU  Name'))!;
+      expect(head).toContain('Memory used / usable');
+      for (const g of json.gpus as { index: number; memoryUsedBytes: number; memoryTotalBytes: number; memoryReservedBytes: number | null; memoryUsableBytes: number }[]) {
+        // One figure: the usable total (NVML's total less the driver's reserve, torch's total_memory) in every view.
+        expect(g.memoryUsableBytes).toBe(g.memoryTotalBytes - (g.memoryReservedBytes ?? 0));
+        const row = text.stdout.split('\n').find((l) => l.startsWith(`  ${g.index}  `))!;
+        expect(row).toContain(` / ${(g.memoryUsableBytes / 2 ** 30).toFixed(1)} GiB`);
+      }
+    }
+  });
+
   it('reads gzip XML and prints the table', async () => {
     const r = await gpuwise(['smi', '--from', fixturePath('nvidia-smi-q.busy.xml.gz')]);
     expect(r.code).toBe(0);
@@ -87,13 +115,18 @@ describe('smi', () => {
 
 describe('select', () => {
   it("prints CUDA_VISIBLE_DEVICES for the best GPUs and respects the caller's", async () => {
-    const from = ['--from', fixturePath('query-gpu.busy.csv')];
+    // Both GPUs at 100 %: busy, not free (issue 47 item 7), unless --max-util accepts them.
+    const from = ['--from', fixturePath('query-gpu.busy.csv'), '--max-util', '100'];
+    const none = await gpuwise(['select', '-n', '1', '--from', fixturePath('query-gpu.busy.csv')]);
+    expect(none.code).toBe(1);
+    expect(none.stdout).toBe('');
+    expect(none.stderr).toMatch(/only 0 of 1 GPUs qualify \(GPU 0: busy \(100% utilisation; --max-util 100 accepts it\); GPU 1: busy/);
     expect((await gpuwise(['select', '-n', '1', ...from])).stdout).toBe('0\n'); // GPU 0 has more free memory
     expect((await gpuwise(['select', '-n', '1', ...from], { CUDA_VISIBLE_DEVICES: '1' })).stdout).toBe('1\n');
     expect((await gpuwise(['select', '-n', '2', '--format', 'uuid', ...from])).stdout).toBe(
       'GPU-0f176bdc-3405-3276-cdfa-544f010a401d,GPU-d9051a70-4846-2428-26d9-f7d1a0a353ea\n',
     );
-    const busy = await gpuwise(['select', '-n', '1', '--max-util', '10', ...from]);
+    const busy = await gpuwise(['select', '-n', '1', '--max-util', '10', '--from', fixturePath('query-gpu.busy.csv')]);
     expect(busy.code).toBe(1);
     expect(busy.stderr).toMatch(/only 0 of 1 GPUs qualify \(GPU 0: too busy; GPU 1: too busy\)/);
   });

@@ -7,7 +7,7 @@ import { escapeLabelValue, renderExposition } from '../../src/telemetry/promethe
 import { summarizeRecording } from '../../src/telemetry/recordSummary.js';
 import { renderSmi, sparkline, table, textWidth } from '../../src/telemetry/render.js';
 import { emptyGpu, emptyProcess, MIB, type Snapshot, TelemetryParseError } from '../../src/telemetry/sample.js';
-import { selectGpus, visibleDevicesValue } from '../../src/telemetry/select.js';
+import { BUSY_PERCENT, IDLE_PERCENT, selectGpus, visibleDevicesValue } from '../../src/telemetry/select.js';
 import { attachApps, parseAppsCsv, parseGpuCsv } from '../../src/telemetry/smiCsv.js';
 import { parseSmiXml } from '../../src/telemetry/smiXml.js';
 import { fixture } from './fixtures.js';
@@ -48,11 +48,32 @@ describe('select', () => {
     ]);
     expect(selectGpus(list, { count: 1, minFreeBytes: null, maxUtilPercent: null, candidates: null }).chosen[0]!.index).toBe(3);
   });
+  it('a GPU at or near 100% is not free: busy GPUs are left out unless --max-util takes them, and an idle GPU ranks before a busier one with more free memory (issue 47 item 7)', () => {
+    // The shipped H200 host under load: both GPUs at 100 %, GPU 0 with the most free memory.
+    const loaded = busy().gpus;
+    const none = selectGpus(loaded, { count: 1, minFreeBytes: null, maxUtilPercent: null, candidates: null });
+    expect(none.chosen).toEqual([]);
+    expect(none.satisfied).toBe(false);
+    expect(none.rejected.map((r) => [r.gpu.index, r.reason])).toEqual([
+      [0, 'busy (100% utilisation; --max-util 100 accepts it)'],
+      [1, 'busy (100% utilisation; --max-util 100 accepts it)'],
+    ]);
+    // Asked for, a busy GPU is taken (the user's limit rules).
+    expect(selectGpus(loaded, { count: 1, minFreeBytes: null, maxUtilPercent: 100, candidates: null }).chosen.map((g) => g.index)).toEqual([0]);
+    // GPU 0 of the loaded host beside an idle GPU with less free memory (the idle host's GPU 1, 20 GiB in use).
+    const idle = { ...parseGpuCsv(fixture('query-gpu.idle.csv')).gpus[1]!, index: 1 };
+    idle.memoryFreeBytes = idle.memoryFreeBytes! - 20 * 1024 * MIB;
+    const half = { ...loaded[1]!, index: 2, utilizationGpuPercent: 60, memoryFreeBytes: loaded[0]!.memoryFreeBytes };
+    expect(idle.memoryFreeBytes).toBeLessThan(loaded[0]!.memoryFreeBytes!);
+    const mixed = [loaded[0]!, idle, half];
+    expect(selectGpus(mixed, { count: 3, minFreeBytes: null, maxUtilPercent: 100, candidates: null }).chosen.map((g) => g.index)).toEqual([1, 2, 0]);
+    expect(selectGpus(mixed, { count: 1, minFreeBytes: null, maxUtilPercent: null, candidates: null }).chosen.map((g) => g.index)).toEqual([1]);
+  });
   it('prints uuids in index order', () => {
     const s = busy().gpus;
     expect(visibleDevicesValue([s[1]!, s[0]!], 'uuid')).toBe(`${s[0]!.uuid},${s[1]!.uuid}`);
   });
-  it('property: chosen are qualified, distinct, at most count, and best-first by free memory', () => {
+  it('property: chosen are qualified, distinct, at most count, never busy, idle first and best-first by free memory', () => {
     fc.assert(
       fc.property(
         fc.array(fc.record({ free: fc.option(fc.nat(1000)), util: fc.option(fc.nat(100)), lost: fc.boolean() }), { maxLength: 8 }),
@@ -71,9 +92,14 @@ describe('select', () => {
           for (const g of sel.chosen) {
             expect(g.lost).toBe(false);
             if (minFree !== null) expect(g.memoryFreeBytes!).toBeGreaterThanOrEqual(minFree);
+            expect(g.utilizationGpuPercent ?? 0).toBeLessThan(BUSY_PERCENT);
           }
-          for (let i = 1; i < sel.chosen.length; i++)
-            expect(sel.chosen[i - 1]!.memoryFreeBytes ?? -1).toBeGreaterThanOrEqual(sel.chosen[i]!.memoryFreeBytes ?? -1);
+          const idle = (g: (typeof list)[number]) => g.utilizationGpuPercent !== null && g.utilizationGpuPercent <= IDLE_PERCENT;
+          for (let i = 1; i < sel.chosen.length; i++) {
+            const [a, b] = [sel.chosen[i - 1]!, sel.chosen[i]!];
+            expect(Number(idle(a))).toBeGreaterThanOrEqual(Number(idle(b)));
+            if (idle(a) === idle(b)) expect(a.memoryFreeBytes ?? -1).toBeGreaterThanOrEqual(b.memoryFreeBytes ?? -1);
+          }
           expect(sel.chosen.length + sel.rejected.length).toBeLessThanOrEqual(list.length);
         },
       ),

@@ -1,0 +1,62 @@
+/**
+ * doctor's terminal report says the basis of its figures and no more than the run holds (issue 47 item 4): the step
+ * count beside the number of steps timed, no GPU wording on a CPU run, an exception raised before any step is not
+ * "in step 1". On shipped run directories (doctor --from) and on CPU runs of the CPU PyTorch.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { runCli } from '../helpers/cli.js';
+import { PYTHON, REPO, SKIP_PYTHON, TINY } from './helpers.js';
+
+const RUNS = join(REPO, 'examples', 'doctor', 'runs');
+const tmp = mkdtempSync(join(tmpdir(), 'gpuwise-figures-'));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+const text = async (dir: string) => {
+  const r = await runCli(['doctor', '--from', dir]);
+  expect(r.code, r.stderr).toBe(0);
+  return r.stdout;
+};
+
+describe('doctor: figures with their basis', () => {
+  it('the steps line says how many of the steps were timed when it is fewer than were run', async () => {
+    const out = await text(join(RUNS, 'h200', 'fp32_matmul'));
+    expect(out).toMatch(/^ {2}steps: 40 steps \(33 timed on the GPU\), median 25\.0 ms/m);
+    const two = await text(join(RUNS, 'h200', 'accum_no_sync'));
+    expect(two.match(/steps: 30 steps \(23 timed on the GPU\), median/g)).toHaveLength(2);
+  });
+
+  it('an exception raised before any step is "before the first training step", not "in step 1"', async () => {
+    const out = await text(join(RUNS, 'h100-onegpu', 'gloo_crash_rank1'));
+    // The launcher ran no step; the ranks raised in step 21.
+    expect(out).toMatch(/^ {2}exception before the first training step: ChildFailedError/m);
+    expect(out).not.toMatch(/exception in step 1:/);
+    expect(out.match(/^ {2}exception in step 21: RuntimeError/gm)).toHaveLength(2);
+  });
+});
+
+describe.skipIf(SKIP_PYTHON)('doctor on a CPU run: no GPU wording', () => {
+  it('the what-if basis and the pace say the run is on the CPU, not that a GPU idles', async () => {
+    const out = join(tmp, 'cpu');
+    const prev = process.env.GPUWISE_STORE;
+    process.env.GPUWISE_STORE = join(tmp, 'store');
+    try {
+      const r = await runCli(['doctor', '--out', out, '--profile-at', '3', '--profile-steps', '2', '--', PYTHON, TINY, '--steps', '12']);
+      expect(r.code, r.stderr).toBe(0);
+    } finally {
+      if (prev === undefined) delete process.env.GPUWISE_STORE;
+      else process.env.GPUWISE_STORE = prev;
+    }
+    const report = await text(out);
+    expect(report).not.toMatch(/GPU\(s\) of 0 visible/);
+    expect(report).not.toMatch(/the GPU idles|idles \d+% of it/);
+    // The pace names no GPU stage of 0 ns: the chain is the DataLoader's and the host's.
+    expect(report).not.toMatch(/the GPU 0 ns|^ {2}GPU: 0 ns/m);
+    const pace = report.split('\n').find((l) => l.startsWith('What sets the pace: '));
+    expect(pace).toMatch(/ sets the pace: the (DataLoader|host) /);
+    expect(pace).not.toContain('GPU');
+    expect(report).toMatch(/^ {2}run: batch 16, fp32, AdamW, on the CPU \(no GPU visible\)$/m);
+  });
+});
