@@ -1,7 +1,7 @@
 /**
- * What to do, first (pure): the opening of every report that has a plan (analyze's and doctor's terminal text and
- * Markdown). Each plan step in a line: the fix, the step before and after it, what binds next and the workers it
- * needs; under it the change to make, the first line of its finding's code (led by the framework's own switch where
+ * What to do, first (pure): the opening of every report that has a plan (analyze's and doctor's terminal text,
+ * Markdown and HTML pages, serve/pages/pace.ts). Each plan step in a line: the fix, the step before and after it, what
+ * sets the pace next and the workers it needs; under it the change to make, the first line of its finding's code (led by the framework's own switch where
  * doctor knows the framework). The findings, why, follow. A reader who stops after these lines knows what to change
  * and what it gives (issue 47: the plan used to close the report, under a first finding of LOW).
  */
