@@ -213,11 +213,11 @@ export const pageableH2d: RankRule = (m, ctx) => {
       },
       recommendation: {
         summary: 'Pinned (page-locked) host buffers copy at full PCIe speed and let the copy run asynchronously, overlapped with compute.',
-        code: [
-          'DataLoader(..., pin_memory=True)',
-          '# or for your own tensors: x = x.pin_memory()',
-          'x = x.to(device, non_blocking=True)',
-        ].join('\n'),
+        // A run doctor watched with no torch DataLoader (its batches made by the loop, as llm.c's): its own tensors first.
+        code: (ctx?.pace?.source === 'run' && ctx.pace.loader === null
+          ? ['x = x.pin_memory()  # the batch your loop makes, in page-locked memory', 'x = x.to(device, non_blocking=True)']
+          : ['DataLoader(..., pin_memory=True)', '# or for your own tensors: x = x.pin_memory()', 'x = x.to(device, non_blocking=True)']
+        ).join('\n'),
       },
     },
     {
