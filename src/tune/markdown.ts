@@ -3,25 +3,10 @@
  * for an issue or a pull request. Pure.
  */
 import { fmtBytes, fmtGpuMemory } from '../util/format.js';
-import type { TuneReport } from './report.js';
+import { largestLine, type TuneReport } from './report.js';
 
 /** A trial's throughput as tune's answer and page print it. */
 export const rateText = (x: number | null) => (x === null ? '-' : x >= 100 ? Math.round(x).toLocaleString('en-US') : x.toPrecision(3));
-
-/**
- * "Largest that fits: batch_size=37 (verified; 42 ran out of memory)" only when a value above it ran out of memory or it
- * is the upper limit; else "Largest tried: batch_size=22 (nothing above it tried: --max-trials)" (issue 47).
- */
-export function largestLine(r: TuneReport): string {
-  const res = r.result;
-  const name = r.param.name;
-  // Reports of before issue 47 have no `verified`: what they say can be told from the bracket alone.
-  const verified = res.verified !== undefined ? res.verified : res.smallestOom !== null ? 'oom' : (res.largestOk ?? 0) >= r.param.hi ? 'limit' : null;
-  if (verified === 'oom') return `Largest that fits: ${name}=${res.largestOk} (verified; ${res.smallestOom} ran out of memory)`;
-  if (verified === 'limit') return `Largest that fits: ${name}=${res.largestOk} (verified: the upper limit, ${r.param.hi})`;
-  const why = /\(--max-trials\)/.test(r.stopReason) ? '--max-trials' : r.stopReason || 'the search stopped';
-  return `Largest tried: ${name}=${res.largestOk} (nothing above it tried: ${why})`;
-}
 
 /** The answer lines, shared with the HTML page. */
 export function tuneAnswer(r: TuneReport): string[] {
