@@ -13,12 +13,13 @@ import { modelParallelFigures } from '../advice/rules/modelParallel.js';
 import type { DataParallelAlternative } from '../advice/rules/rule.js';
 import { fitsBudget } from '../planner/fromRun.js';
 import { budgetBytes, evaluatePlan, ofBudgetText } from '../planner/plan.js';
-import type { Hardware, Parallelism, TrainingSetup } from '../planner/setup.js';
+import type { Hardware, Parallelism } from '../planner/setup.js';
 import type { ModelDescription } from '../planner/model.js';
 import type { ModelRecord } from '../run/records.js';
 import { modelBytes } from '../run/setup.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
 import type { RunSetup } from '../run/setup.js';
+import { trainingSetupOf } from './runSetup.js';
 
 export interface DataParallelFit {
   layout: 'ddp' | 'fsdp';
@@ -39,23 +40,8 @@ export function dataParallelFit(
   planModel: ModelDescription | null,
 ): DataParallelFit | null {
   const budget = budgetBytes(hw, gpus);
-  if (
-    planModel &&
-    setup.seq !== null &&
-    setup.precision !== null &&
-    setup.optimizer !== null &&
-    setup.microBatch !== null &&
-    setup.microBatch >= gpus
-  ) {
-    const s: TrainingSetup = {
-      microBatch: Math.floor(setup.microBatch / gpus),
-      seq: setup.seq,
-      precision: setup.precision,
-      optimizer: setup.optimizer,
-      checkpointing: setup.checkpointing,
-      gradAccum: setup.gradAccum,
-      mode: 'train',
-    };
+  const s = planModel && setup.microBatch !== null && setup.microBatch >= gpus ? trainingSetupOf(setup, Math.floor(setup.microBatch / gpus)) : null;
+  if (planModel && s !== null) {
     for (const dp of ['ddp', 'fsdp'] as const) {
       const par: Parallelism = { dp, dpSize: gpus, tp: 1, pp: 1, reshardAfterForward: true, cpuOffload: false };
       const plan = evaluatePlan({ model: planModel, hardware: hw, setup: s, parallelism: par });

@@ -8,7 +8,7 @@ import { lookupGpu, type GpuSpec, gpuById } from '../gpus/catalogue.js';
 import type { ModelDescription } from '../planner/model.js';
 import { describeModel, MODEL_SUMMARY_FORMAT } from '../planner/modelSummary.js';
 import { evaluatePlan, type PlanRequest } from '../planner/plan.js';
-import type { Hardware, Precision } from '../planner/setup.js';
+import type { Hardware, Precision, TrainingSetup } from '../planner/setup.js';
 import type { HelloRecord, ModelRecord, StepRecord } from '../run/records.js';
 import {
   askedPrecision,
@@ -175,26 +175,32 @@ function withCheckpointing(setup: RunSetup, req: PlanRequest, compiled: Inferred
   };
 }
 
+/** The run's set-up as the planner takes it, at `microBatch` sequences a GPU; null without the sequence, precision or optimizer. */
+export function trainingSetupOf(setup: RunSetup, microBatch: number): TrainingSetup | null {
+  if (setup.seq === null || setup.precision === null || setup.optimizer === null) return null;
+  return {
+    microBatch,
+    seq: setup.seq,
+    precision: setup.precision,
+    optimizer: setup.optimizer,
+    checkpointing: setup.checkpointing,
+    gradAccum: setup.gradAccum,
+    mode: 'train',
+  };
+}
+
 /**
  * The planner's request for the run as it ran (its model, hardware, set-up and data-parallel layout), when the planner
  * can model it: a block layout, a batch, the sequence, precision and optimizer known; else null.
  */
 export function plannerRequestOf(setup: RunSetup, planModel: ModelDescription | null, hw: Hardware): PlanRequest | null {
-  if (!planModel || setup.microBatch === null || setup.microBatch < 1 || setup.seq === null || setup.precision === null || setup.optimizer === null)
-    return null;
+  const training = setup.microBatch !== null && setup.microBatch >= 1 ? trainingSetupOf(setup, setup.microBatch) : null;
+  if (!planModel || training === null) return null;
   const world = setup.worldSize;
   return {
     model: planModel,
     hardware: hw,
-    setup: {
-      microBatch: setup.microBatch,
-      seq: setup.seq,
-      precision: setup.precision,
-      optimizer: setup.optimizer,
-      checkpointing: setup.checkpointing,
-      gradAccum: setup.gradAccum,
-      mode: 'train',
-    },
+    setup: training,
     parallelism: { dp: world > 1 ? 'ddp' : 'none', dpSize: world, tp: 1, pp: 1, reshardAfterForward: true, cpuOffload: false },
   };
 }

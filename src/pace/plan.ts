@@ -92,6 +92,7 @@ export function planOf(job: Job, candidates: readonly PlanCandidate[]): PacePlan
     const boundText = boundWords(bp, best.s.bound);
     const partial = best.c.fix.compiles ? (slowest.measured.partialBatch ?? null) : null;
     const dropLast = partial !== null ? `; with DataLoader(drop_last=True): ${partialWords(partial)}` : '';
+    const madeOn = several ? ranksMadeOn(cur, best.c.fix, best.c.ranks ?? []) : [];
     steps.push({
       id: best.c.id,
       label: best.c.fix.label,
@@ -101,8 +102,8 @@ export function planOf(job: Job, candidates: readonly PlanCandidate[]): PacePlan
       boundText,
       workersNeeded: need,
       dropLast: partial !== null,
-      text: `${best.c.fix.label}: ${fmtMs(now)} -> ${fmtMs(best.s.perBatchNs)}, then ${boundText} binds${several ? ` (rank ${best.s.rank})` : ''}${need !== null ? `; needs about ${need} DataLoader workers` : ''}${dropLast}`,
-      ...(several ? { rank: best.s.rank, ranks: ranksMadeOn(cur, best.c.fix, best.c.ranks ?? []) } : {}),
+      text: `${best.c.fix.label}${madeOn.length > 1 ? ` (ranks ${madeOn.join(', ')})` : ''}: ${fmtMs(now)} -> ${fmtMs(best.s.perBatchNs)} a step (${speedupText(now, best.s.perBatchNs)}); then ${boundText} sets the pace${several ? ` (rank ${best.s.rank})` : ''}${need !== null ? `; needs about ${need} DataLoader workers` : ''}${dropLast}`,
+      ...(several ? { rank: best.s.rank, ranks: madeOn } : {}),
     });
     cur = best.q;
     now = best.s.perBatchNs;
@@ -137,6 +138,11 @@ function rankWithWorkersNeeded(q: Pipeline): Pipeline {
 }
 
 /** The plan as lines, numbered, for the terminal and Markdown. */
+/** "1.90x": a step's speed-up, from the step before to the step after. */
+export function speedupText(fromNs: number, toNs: number): string {
+  return toNs > 0 ? `${(fromNs / toNs).toFixed(2)}x` : '';
+}
+
 export function planLines(plan: PacePlan): string[] {
   if (plan.steps.length === 0) return ['no fix found shortens the step'];
   return plan.steps.map((s, i) => `${i + 1}. ${s.text}`);

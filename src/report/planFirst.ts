@@ -5,7 +5,7 @@
  * doctor knows the framework). The findings, why, follow. A reader who stops after these lines knows what to change
  * and what it gives (issue 47: the plan used to close the report, under a first finding of LOW).
  */
-import type { PacePlan, PlanStep } from '../pace/plan.js';
+import { type PacePlan, type PlanStep, planLines, speedupText } from '../pace/plan.js';
 import { fmtMs } from '../util/format.js';
 import { mdCode, type ShownFinding } from './findingText.js';
 
@@ -37,18 +37,6 @@ export function changeLine(code: string): string | null {
   return body ? `${first} ${body.replace(/\s+#.*$/, '').trim()} ...` : first;
 }
 
-function speedup(fromNs: number, toNs: number): string {
-  return toNs > 0 ? `${(fromNs / toNs).toFixed(2)}x` : '';
-}
-
-/** The plan step's line: "bf16 autocast: 143 ms -> 75.3 ms a step (1.90x); then the GPU sets the pace; needs 10 workers". */
-function stepLine(s: PlanStep, i: number): string {
-  const workers = s.workersNeeded !== null ? `; needs about ${s.workersNeeded} DataLoader workers` : '';
-  const drop = s.dropLast ? '; with DataLoader(drop_last=True)' : '';
-  const ranks = s.ranks && s.ranks.length > 1 ? ` (ranks ${s.ranks.join(', ')})` : '';
-  return `${i + 1}. ${s.label}${ranks}: ${fmtMs(s.fromStepNs)} -> ${fmtMs(s.expectedStepNs)} a step (${speedup(s.fromStepNs, s.expectedStepNs)}); then ${s.boundText} sets the pace${workers}${drop}`;
-}
-
 /**
  * The section's lines, unstyled: a headline with the whole plan's gain, each step and its change. With no plan step:
  * one line that says so (and the findings follow).
@@ -56,10 +44,11 @@ function stepLine(s: PlanStep, i: number): string {
 export function planFirstLines(plan: PacePlan, findings: readonly ShownFinding[]): string[] {
   if (plan.steps.length === 0) return ['What to do: no fix found that shortens the step (the findings below say what was looked at)'];
   const out = [
-    `What to do: ${fmtMs(plan.stepNs)} -> ${fmtMs(plan.expectedStepNs)} a step (${speedup(plan.stepNs, plan.expectedStepNs)}) with ${plan.steps.length === 1 ? 'this change' : `these ${plan.steps.length} changes, each on top of the ones before`}`,
+    `What to do: ${fmtMs(plan.stepNs)} -> ${fmtMs(plan.expectedStepNs)} a step (${speedupText(plan.stepNs, plan.expectedStepNs)}) with ${plan.steps.length === 1 ? 'this change' : `these ${plan.steps.length} changes, each on top of the ones before`}`,
   ];
+  const lines = planLines(plan);
   plan.steps.forEach((s, i) => {
-    out.push(`  ${stepLine(s, i)}`);
+    out.push(`  ${lines[i]}`);
     const f = findings.find((x) => x.id === s.id);
     const change = f ? changeLine(f.recommendation.code) : null;
     if (change) out.push(`       change: ${change}`);
@@ -79,7 +68,7 @@ export function inPlanText(plan: PacePlan | null | undefined, f: ShownFinding): 
   const planned = s.fromStepNs > 0 ? 1 - s.expectedStepNs / s.fromStepNs : 0;
   if (Math.abs(planned - alone) < 0.01) return null;
   const after = i > 0 ? `, after ${plan.steps.slice(0, i).map((x) => x.label).join(', ')}` : '';
-  return `in the plan (step ${i + 1}${after}): ${fmtMs(s.fromStepNs)} -> ${fmtMs(s.expectedStepNs)} a step (${speedup(s.fromStepNs, s.expectedStepNs)})`;
+  return `in the plan (step ${i + 1}${after}): ${fmtMs(s.fromStepNs)} -> ${fmtMs(s.expectedStepNs)} a step (${speedupText(s.fromStepNs, s.expectedStepNs)})`;
 }
 
 /** The same section as Markdown: a bold headline, the steps as a numbered list with the change as code. */

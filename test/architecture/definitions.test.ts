@@ -4,10 +4,11 @@
  * of a 16-bit float dtype and of Inductor's Triton kernels live in their homes (util/dtype.ts for a dtype's name,
  * trace/kernelClass.ts for a kernel's) and nowhere else. Reads the sources with TypeScript's parser.
  */
-import { readdirSync, readFileSync } from 'node:fs';
-import { join, relative, resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { relative, resolve } from 'node:path';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
+import { sources } from './sources.js';
 
 const SRC = resolve(__dirname, '..', '..', 'src');
 /** Where a 16-bit float dtype (by a dtype's name, by a kernel's) and Inductor's kernels are recognised. */
@@ -16,14 +17,6 @@ const TRITON_HOME = 'trace/kernelClass.ts';
 /** A regular expression or a string that names a 16-bit float type. */
 const HALF_WORD = /bf16|bfloat16|float16|\bhalf\b|\bHalf\b|c10::Half|fp16|_f16/i;
 
-function sources(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
-    const p = join(dir, e.name);
-    if (e.isDirectory()) return sources(p);
-    // The AssemblyScript scanner mirrors its record constants with eventScanner.ts: a separate compilation unit.
-    return e.name.endsWith('.ts') && !e.name.endsWith('.as.ts') && !e.name.endsWith('.d.ts') ? [p] : [];
-  });
-}
 
 interface Constant {
   file: string;

@@ -10,6 +10,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FINDING_IDS } from '../../src/findings/ids.js';
 import { GPU_WORK, HOST_WORK } from '../../src/pace/work.js';
+import { sources } from './sources.js';
 
 const SRC = resolve(__dirname, '..', '..', 'src');
 
@@ -33,13 +34,6 @@ const PURE_IN_SHELL = ['serve/pages/'];
 
 const BUILTINS = new Set([...builtinModules, ...builtinModules.map((m) => `node:${m}`)]);
 
-function sources(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
-    const p = join(dir, e.name);
-    if (e.isDirectory()) return sources(p);
-    return e.name.endsWith('.ts') && !e.name.endsWith('.as.ts') && !e.name.endsWith('.d.ts') ? [p] : [];
-  });
-}
 
 interface Edge {
   to: string;

@@ -106,7 +106,7 @@ describe('the job: the slowest rank\'s own step, calibrated on the slowest rank\
     ]);
     expect(plan.rank).toBe(1);
     expect(plan.steps.map((s) => [s.id, s.rank, s.ranks])).toEqual([['launch-bound', 1, [1]]]);
-    expect(plan.steps[0]?.text).toMatch(/^CUDA graphs: 45\.9 ms -> 18\.0 ms, then the host binds \(rank 1\)$/);
+    expect(plan.steps[0]?.text).toMatch(/^CUDA graphs: 45\.9 ms -> 18\.0 ms a step \(2\.55x\); then the host sets the pace \(rank 1\)$/);
   });
 
   it('one rank: a job of one, its plan the pipeline\'s as before', () => {
@@ -115,7 +115,7 @@ describe('the job: the slowest rank\'s own step, calibrated on the slowest rank\
     expect(jobStepOf(one).stepNs).toBe(stepOf(r1).stepNs);
     const plan = planOf(one, [{ id: 'launch-bound', fix: { label: 'half host', ops: [{ kind: 'host', work: 'launches', factor: 0.5 }], arithmetic: '' } }]);
     expect(plan.rank).toBeUndefined();
-    expect(plan.steps[0]?.text).toMatch(/then the host binds$/);
+    expect(plan.steps[0]?.text).toMatch(/then the host sets the pace$/);
   });
 });
 

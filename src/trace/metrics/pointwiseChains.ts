@@ -32,6 +32,17 @@ export function pointwiseChains(model: TraceModel, windows: StepWindow[]): Point
     c.kernels = 0;
     c.ns = 0;
   };
+  // Per kernel name, whether it joins a chain (its regular expressions run once a name, not once a kernel); per log,
+  // each lane's stream (its key split once a lane).
+  const inChain = new Int8Array(names.length).fill(-1);
+  const joins = (nameId: number, category: number): boolean => {
+    if (inChain[nameId] === -1) {
+      const kind = fusableKind(names[nameId]!, category);
+      inChain[nameId] = kind === 'castNs' || kind === 'pointwiseNs' ? 1 : 0;
+    }
+    return inChain[nameId] === 1;
+  };
+  const streams = new Map<object, string[]>();
   for (const device of new Set(model.gpu.logs.map((l) => l.device))) {
     const lanes = new Map<string, Chain>();
     forEachOpByStart(
@@ -40,11 +51,12 @@ export function pointwiseChains(model: TraceModel, windows: StepWindow[]): Point
       (op, log) => {
         if (op.kind !== OpKind.kernel || !inside(op.startNs)) return;
         // Kernels of a stream run in order whatever thread launched them (the backward's come from autograd's).
-        const stream = log.laneKeys[op.lane]!.split('|')[0]!;
+        let keys = streams.get(log);
+        if (keys === undefined) streams.set(log, (keys = log.laneKeys.map((k) => k.split('|')[0]!)));
+        const stream = keys[op.lane]!;
         let chain = lanes.get(stream);
         if (chain === undefined) lanes.set(stream, (chain = { kernels: 0, ns: 0 }));
-        const kind = fusableKind(names[op.nameId]!, op.category);
-        if (kind === 'castNs' || kind === 'pointwiseNs') {
+        if (joins(op.nameId, op.category)) {
           chain.kernels++;
           chain.ns += op.durNs;
         } else close(chain);
