@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import LongestFirst from './test/sequencer.js';
 
 export default defineConfig({
   test: {
@@ -19,5 +20,7 @@ export default defineConfig({
     // CI (.ci/run sets CI=true): a dot a test, the failures in full at the end; less for the main process to write
     // while the workers report to it.
     reporters: process.env.CI ? ['dot'] : ['default'],
+    // The longest files first, also on a fresh clone that has no durations of an earlier run (test/sequencer.ts).
+    sequence: { sequencer: LongestFirst },
   },
 });
