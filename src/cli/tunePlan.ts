@@ -10,6 +10,9 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { DoctorReport } from '../doctor/reportTypes.js';
 import { InputError } from '../io/inputError.js';
+import { checkHtmlTarget, writeReportFile } from '../io/reportTarget.js';
+import { inlineAssets } from '../serve/assets.js';
+import { renderPlanTuneHtml } from '../serve/pages/tunePlan.js';
 import { renderPlanTuneMarkdown, renderPlanTuneText, settingsText } from '../tune/planReport.js';
 import {
   betterBeyondSpread,
@@ -62,6 +65,7 @@ Options:
                      (predicted, measured) pair (gpuwise runs --accuracy)
   --json             the result as JSON on stdout (schemaVersion ${PLAN_TUNE_SCHEMA_VERSION}); progress on stderr
   --md               the result as Markdown on stdout; progress on stderr
+  --html FILE        also write the result as a self-contained HTML page to FILE
   --show-output      echo each run's output to stderr (always kept in its stdout.log/stderr.log)
 
 Exit status: 0 when the trials ran (whatever was kept); 1 when the diagnosis or the baseline failed; 2 bad usage;
@@ -78,6 +82,7 @@ const OPTIONS = {
   out: { type: 'string' },
   store: { type: 'string' },
   json: { type: 'boolean' },
+  html: { type: 'string' },
   md: { type: 'boolean' },
   'show-output': { type: 'boolean' },
   param: { type: 'string' },
@@ -167,6 +172,8 @@ export async function runPlan(argv: string[]): Promise<number> {
     throw new UsageError('--plan with --param is not there yet: run gpuwise tune --param ... and gpuwise tune --plan ... apart');
   if (values.json && values.md) throw new UsageError('--json and --md are exclusive');
   if (cmd.length === 0) throw new UsageError('missing the command to run: gpuwise tune --plan -- python train.py ...');
+  // Before any run: a page that would overwrite one of the command's own files, or a folder, is refused now.
+  if (values.html !== undefined) checkHtmlTarget(values.html, cmd.slice(1));
   const tries = (values.try ?? [])
     .flatMap((t) => t.split(','))
     .map((t) => {
@@ -438,6 +445,7 @@ export async function runPlan(argv: string[]): Promise<number> {
     };
     writeFileSync(join(outDir, 'tune-plan.json'), `${JSON.stringify(result, null, 2)}\n`, { flag: 'wx' });
     await saveHistory(result, report, values.store);
+    if (values.html !== undefined) writeReportFile(values.html, renderPlanTuneHtml(result, inlineAssets()), result.cmd.slice(1), '--html');
     if (values.json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
     else if (values.md) process.stdout.write(renderPlanTuneMarkdown(result));
     else process.stdout.write(`\n${renderPlanTuneText(result)}`);

@@ -24,7 +24,8 @@ export function settingsText(s: TrialSettings): string {
   return parts.length ? parts.join(', ') : 'as the script has it';
 }
 
-function stepVerdict(s: PlanTuneStep): string {
+/** A plan step's verdict in words: kept, not kept and why, or predicted only. */
+export function planStepVerdict(s: PlanTuneStep): string {
   if (!s.injectable) return s.codeChange ? `predicted only: ${s.why ?? 'needs a code change'}` : (s.why ?? 'not tried');
   if (s.measuredStepNs === null) return s.why ?? 'no trial measured a step';
   return s.kept
@@ -32,7 +33,8 @@ function stepVerdict(s: PlanTuneStep): string {
     : `not kept: ${s.why ?? 'no gain beyond the spread'}`;
 }
 
-function trialLine(t: PlanTrial): string {
+/** One trial in a line: its measured step (or how it failed), its warm-up, its time, what it could not apply. */
+export function trialLine(t: PlanTrial): string {
   const m = t.measure;
   const warm =
     m && m.warmupCostNs > 0.5e9 ? `, warm-up ${(m.warmupCostNs / 1e9).toFixed(1)} s over ${m.warmupSteps} steps (not in the mean)` : '';
@@ -58,7 +60,7 @@ export function renderPlanTuneText(r: PlanTuneReport): string {
     ratio(s.predictedRatio),
     s.measuredStepNs !== null ? `${ms(s.measuredFromStepNs)} -> ${ms(s.measuredStepNs)}` : '-',
     ratio(s.measuredRatio),
-    stepVerdict(s),
+    planStepVerdict(s),
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((x) => (x[i] as string).length)));
   const line = (c: string[]) => c.map((x, i) => (i === c.length - 1 ? x : x.padEnd(widths[i] as number))).join('  ');
@@ -100,7 +102,7 @@ export function renderPlanTuneMarkdown(r: PlanTuneReport): string {
   ];
   r.steps.forEach((s, i) => {
     out.push(
-      `| ${i + 1} | ${s.label} \`${s.stepId}\` | ${s.predictedStepNs !== null ? `${ms(s.fromStepNs)} → ${ms(s.predictedStepNs)}` : '-'} | ${ratio(s.predictedRatio)} | ${s.measuredStepNs !== null ? `${ms(s.measuredFromStepNs)} → ${ms(s.measuredStepNs)}` : '-'} | ${ratio(s.measuredRatio)} | ${stepVerdict(s)} |`,
+      `| ${i + 1} | ${s.label} \`${s.stepId}\` | ${s.predictedStepNs !== null ? `${ms(s.fromStepNs)} → ${ms(s.predictedStepNs)}` : '-'} | ${ratio(s.predictedRatio)} | ${s.measuredStepNs !== null ? `${ms(s.measuredFromStepNs)} → ${ms(s.measuredStepNs)}` : '-'} | ${ratio(s.measuredRatio)} | ${planStepVerdict(s)} |`,
     );
   });
   const b = r.best;

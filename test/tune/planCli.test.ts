@@ -47,6 +47,8 @@ describe('gpuwise tune --plan: usage', () => {
       [['--plan', '--try', 'workers', '--', 'x'], /workers needs a value/],
       [['--plan', '--param', 'b=1..4', '--', 'x', '{b}'], /--plan with --param is not there yet/],
       [['--plan', '--json', '--md', '--', 'x'], /exclusive/],
+      // A page that would overwrite the command's own script is refused before anything runs.
+      [['--plan', '--html', IO_LOADER, '--', 'python3', IO_LOADER], /--html/],
     ];
     for (const [args, re] of cases) {
       const out = join(tmp, `usage-${cases.findIndex((c) => c[0] === args)}`);
@@ -61,6 +63,8 @@ describe('gpuwise tune --plan: usage', () => {
 
 interface Measured {
   report: PlanTuneReport;
+  /** The page --html wrote. */
+  html: string;
   stdout: string;
   stderr: string;
   plain: { mean_step_ms: number; runs_ms: number[] };
@@ -69,11 +73,14 @@ interface Measured {
 let round = 0;
 /** tune --plan on io_loader with 2 workers, then the verified best configuration run plainly right after. */
 async function measure(): Promise<Measured> {
-  const out = join(tmp, `io-${round++}`);
+  const out = join(tmp, `io-${round}`);
+  const htmlPath = join(tmp, `io-${round++}.html`);
   const r = await gpuwise([
     'tune',
     '--plan',
     '--json',
+    '--html',
+    htmlPath,
     '--out',
     out,
     '--trial-seconds',
@@ -92,7 +99,13 @@ async function measure(): Promise<Measured> {
   const workers = report.best.settings.loader?.numWorkers ?? 2;
   const p = await runProcess(PYTHON, [IO_LOADER, '--workers', String(workers), '--seconds', '2', '--repeat', String(REPEAT)], pyEnv({}));
   expect(p.code, p.stderr).toBe(0);
-  return { report, stdout: r.stdout, stderr: r.stderr, plain: JSON.parse(p.stdout.trim().split('\n').pop() as string) };
+  return {
+    report,
+    html: readFileSync(htmlPath, 'utf8'),
+    stdout: r.stdout,
+    stderr: r.stderr,
+    plain: JSON.parse(p.stdout.trim().split('\n').pop() as string),
+  };
 }
 
 /** Identical plain runs this far apart (slowest over fastest): the machine's load, not the tool, sets the comparison. */
@@ -168,6 +181,9 @@ describe.skipIf(SKIP_PYTHON)('gpuwise tune --plan on a loader waiting on I/O', (
     expect(report.best.settings.loader?.numWorkers).toBe(s.applied?.loader?.numWorkers);
     expect(report.permanent[0]?.lines[0]).toMatch(new RegExp(`num_workers=${s.applied?.loader?.numWorkers}\\)`));
     expect(report.totalS).toBeGreaterThan(report.trialsS);
+    // --html: the same result as a page, the verified best first.
+    expect(m.html).toMatch(/<div class="verdict ok" id="verdict">Verified best: num_workers=\d+: /);
+    expect(m.html).toContain('<table id="plan-steps">');
   });
 
   it('does not keep a lever that does not help: persistent_workers on a loader whose epoch never ends', () => {

@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { leverAccuracy, pairError } from '../../src/history/leverAccuracy.js';
 import type { StepRecord } from '../../src/run/records.js';
+import { planTuneChartData, renderPlanTuneHtml } from '../../src/serve/pages/tunePlan.js';
 import { renderPlanTuneMarkdown, renderPlanTuneText } from '../../src/tune/planReport.js';
 import {
   type Measure,
@@ -342,5 +343,22 @@ describe('the report as text and Markdown', () => {
     );
     expect(md).toMatch(/\*\*Verified best: num_workers=10\*\*/);
     expect(md).toMatch(/```python\nloader = DataLoader/);
+  });
+
+  it('the HTML page: the verified best first, each plan step predicted and measured, the chart data, every trial', () => {
+    const html = renderPlanTuneHtml(report, { uplotJs: '', uplotCss: '' });
+    const text = html.replace(/<[^>]+>/g, ' ').replace(/&gt;/g, '>').replace(/&amp;/g, '&').replace(/\s+/g, ' ');
+    expect(html.indexOf('id="verdict"')).toBeLessThan(html.indexOf('id="plan-steps"'));
+    expect(text).toMatch(/Verified best: num_workers=10: 7\.60 ms ± 300 us a step against 33\.8 ms as the script is \(4\.45x\)/);
+    expect(text).toMatch(/Plain PyTorch loader = DataLoader\(dataset, batch_size=B, num_workers=10\)/);
+    expect(text).toMatch(/1 num_workers 2 -> 14 \[dataloader-bound\] 33\.0 ms → 6\.60 ms x0\.20 33\.0 ms → 7\.60 ms x0\.23 kept \(num_workers=10\)/);
+    expect(text).toMatch(/\[attention\] .* predicted only: needs a code change: SDPA/);
+    expect(text).toMatch(/29 s in all \(diagnosis 7 s, trials 22 s\)/);
+    expect((text.match(/#1 baseline/g) ?? []).length).toBe(1);
+    // The chart: as run, then each plan step; a step with no trial has no measured point.
+    const data = planTuneChartData(report);
+    expect(data.labels).toEqual(['as run', '1. num_workers 2 -> 14', '2. persistent_workers=True', '3. F.scaled_dot_product_attention', '4. torch.compile']);
+    expect(data.predictedMs.slice(0, 2)).toEqual([33.8, 6.6]);
+    expect(data.measuredMs).toEqual([33.8, 7.6, 7.6, null, null]);
   });
 });
