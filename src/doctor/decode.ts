@@ -12,77 +12,86 @@
  *   - torch.inference_mode: named in the static cache's fix (which then `includes` it); where the forwards ran with
  *     gradients (the probe counts them by grad mode) a finding of its own (`decode-autograd`), its gain the host's
  *     time without autograd's share (AUTOGRAD_HOST_RATIO) and without the graphs' release (`inferenceModeFix`).
- * Batching's effect is data (`decodeLeverEffects`); its finding's gain comes from it. bf16 weights and the static
- * cache are rules' fixes (advice/rules).
+ * Batching is a fix on the run's pipeline (`decodeBatching`: pace's batch op, whose model of a decode step's GPU work
+ * is pace/batch.ts); bf16 weights and the static cache are rules' fixes (advice/rules).
  */
-import { adviceFinding, type Finding, finding } from '../findings/finding.js';
+import { adviceFinding, type EstimatedGain, type Finding, finding } from '../findings/finding.js';
 import type { Fix } from '../pace/fix.js';
-import { gainOf, wholeStepFix, wholeStepGain } from '../pace/gain.js';
+import { gainOf } from '../pace/gain.js';
 import type { Pipeline } from '../pace/pipeline.js';
 import type { ForwardGradModes } from '../run/records.js';
 import type { DecodeStats } from '../run/steps.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
 import { fmtMs, fmtPct } from '../util/format.js';
 
-/** Batch multiples weighed for batching requests: the largest whose GPU work, grown in proportion, still fits in the step. */
+/** Batch multiples weighed for batching requests: the one the run's pipeline gives the most tokens per second. */
 const BATCH_SCALES = [8, 4, 2] as const;
+/** Batching requests under this many times the tokens per second is not worth the requests and the KV cache it needs. */
+const MIN_TOKENS_FACTOR = 2;
 
-export interface DecodeLeverEffects {
-  /** The decode step the effects are of (the run's median, ns), and the GPU's work in it (the profiled window's busy time). */
-  stepNs: number;
-  gpuBusyNs: number | null;
-  /**
-   * k sequences per decode step: the GPU's work taken to grow k-fold (an upper bound: a decode step's matmuls read the
-   * weights once whatever the batch), the step to stay while that fits in it. Null without the window or below 2x.
-   */
-  batching: { batchScale: number; batchAfter: number | null; stepNsAfter: number; tokensPerSAfter: number | null } | null;
+/** Batching requests on the run's pipeline: k times the sequences per decode step, its fix and gain. */
+export interface DecodeBatching {
+  batchScale: number;
+  fix: Fix;
+  gain: EstimatedGain;
+  /** Tokens per second after over now: the step per batch of the run's size now over after. */
+  tokensFactor: number;
 }
 
-/** Each decode lever's effect on the run's decode step; `metrics`: the profiled window of decode steps, when analysed. */
-export function decodeLeverEffects(decode: DecodeStats, metrics: TraceMetrics | null): DecodeLeverEffects | null {
-  if (decode.decodeStepS === null) return null;
-  const stepNs = decode.decodeStepS * 1e9;
-  const busy = metrics ? metrics.perStep.busyNs : null;
-  const k = busy !== null && busy > 0 ? (BATCH_SCALES.find((x) => busy * x <= stepNs) ?? null) : null;
+/** k times the sequences per decode step, as pace's batch op (pace/batch.ts says what grows with the sequences). */
+export function decodeBatchingFix(k: number, decode: DecodeStats, p: Pipeline): Fix {
+  const now = decode.batch ?? 1;
   return {
-    stepNs,
-    gpuBusyNs: busy,
-    batching:
-      k === null
-        ? null
-        : {
-            batchScale: k,
-            batchAfter: decode.batch !== null ? decode.batch * k : null,
-            stepNsAfter: stepNs,
-            tokensPerSAfter: decode.tokensPerS !== null ? decode.tokensPerS * k : null,
-          },
+    label: `${k}x the sequences per decode step`,
+    ops: [{ kind: 'batch', k }],
+    arithmetic: `${k}x the sequences per decode step (${now} -> ${now * k}): the host's launches and Python stay a step's; ${p.gpuPerStep.evidence}`,
   };
 }
 
-function batchingArithmetic(k: number, stepAfterNs: number, busyNs: number, stepNs: number): string {
-  return `${k}x the sequences per decode step at about the same step (${fmtMs(stepAfterNs)}: the GPU's ${fmtMs(busyNs)} grown ${k}-fold stays within it): ${fmtMs(stepAfterNs / k)} per current batch of tokens instead of ${fmtMs(stepNs)}`;
+/**
+ * The batching that gives the most tokens per second on the run's pipeline `p`; null without a pipeline that times
+ * the GPU apart (a profiled window), or where the best gives under MIN_TOKENS_FACTOR.
+ */
+export function decodeBatching(decode: DecodeStats, p: Pipeline | null): DecodeBatching | null {
+  if (!p?.deviceTimed || decode.decodeStepS === null) return null;
+  let best: DecodeBatching | null = null;
+  for (const k of BATCH_SCALES) {
+    const fix = decodeBatchingFix(k, decode, p);
+    const gain = gainOf(p, fix);
+    if (!gain || !(gain.expectedStepTimeNs > 0)) continue;
+    const tokensFactor = gain.stepTimeNs / gain.expectedStepTimeNs;
+    if (!best || tokensFactor > best.tokensFactor) best = { batchScale: k, fix, gain, tokensFactor };
+  }
+  return best && best.tokensFactor >= MIN_TOKENS_FACTOR ? best : null;
 }
+
+const times = (f: number) => (Math.abs(f - Math.round(f)) < 0.05 ? `${Math.round(f)}x` : `${f.toFixed(1)}x`);
 
 /**
  * Batching requests, advice to weigh (it changes what a call computes, and each request's latency stays the step's):
- * the tokens of k sequences at the cost of about one decode step, while the GPU's work fits in it.
+ * the tokens of k sequences at about the cost of one decode step, while the GPU's work stays about a step's.
+ * `metrics`: the profiled window of decode steps; `pace`: the rank's pipeline the gain is judged on.
  */
-export function decodeBatchingFinding(decode: DecodeStats, effects: DecodeLeverEffects, rank: number): Finding | null {
-  const b = effects.batching;
-  const busy = effects.gpuBusyNs;
-  if (b === null || busy === null) return null;
+export function decodeBatchingFinding(decode: DecodeStats, metrics: TraceMetrics | null, pace: Pipeline | null, rank: number): Finding | null {
+  const b = decodeBatching(decode, pace);
+  const busy = metrics ? metrics.perStep.busyNs : null;
+  if (b === null || busy === null || !(busy > 0) || decode.decodeStepS === null) return null;
   const k = b.batchScale;
-  const step = effects.stepNs;
+  const step = decode.decodeStepS * 1e9;
   const now = decode.batch ?? 1;
+  const after = decode.tokensPerS !== null ? decode.tokensPerS * b.tokensFactor : null;
   const rate = (x: number | null) => (x === null ? '?' : Math.round(x).toLocaleString('en-US'));
   return adviceFinding({
     id: 'decode-batching',
-    title: `Decode steps run ${now} sequence${now === 1 ? '' : 's'} at a time on a GPU busy ${fmtPct(busy / step)} of each: ${k}x the sequences per step would give about ${k}x the tokens/s`,
+    title: `Decode steps run ${now} sequence${now === 1 ? '' : 's'} at a time on a GPU busy ${fmtPct(busy / step)} of each: ${k}x the sequences per step would give about ${times(b.tokensFactor)} the tokens/s`,
     ranks: [rank],
     evidence: [
       `${decode.decodeSteps} decode steps measured: ${fmtMs(step)} a decode step at batch ${now}, ${rate(decode.tokensPerS)} tokens/s generated`,
       `the GPU works ${fmtMs(busy)} of each decode step (the profiled window), busy ${fmtPct(busy / step)}: the rest is launches and Python, which cost the same for ${k}x the sequences`,
-      `with ${k}x the sequences the GPU's work, even grown ${k}-fold, takes ${fmtMs(busy * k)}, within the step: about ${rate(b.tokensPerSAfter)} tokens/s`,
+      pace?.gpuPerStep.upToScale !== null && pace?.gpuPerStep.upToScale !== undefined
+        ? `${pace.gpuPerStep.evidence}; measured on an H200, a decode step's GPU work grew 12% at 4x the sequences and 53% at 8x in fp32, so where the GPU binds the step is longer than modelled`
+        : `the GPU's work is taken to grow ${k}-fold (an upper bound: a decode step's matmuls read the weights once whatever the batch, but without the batch or the GPU's ridge point no less is claimed)`,
+      `on the run's pipeline, ${k}x the sequences give about ${times(b.tokensFactor)} the tokens/s: about ${rate(after)} tokens/s`,
     ],
     data: {
       decodeStepNs: step,
@@ -90,19 +99,18 @@ export function decodeBatchingFinding(decode: DecodeStats, effects: DecodeLeverE
       batch: now,
       batchScale: k,
       tokensPerS: decode.tokensPerS,
-      tokensPerSAfter: b.tokensPerSAfter,
+      tokensPerSAfter: after,
     },
     recommendation: {
-      summary: `Generate for ${k}x the sequences per call: batch the prompts (pad them on the left for a decoder-only model) or serve requests in batches; each request still waits a step per token, but the step yields ${k}x the tokens. Advice to weigh: it needs ${k}x the requests at once and ${k}x the KV cache.`,
+      summary: `Generate for ${k}x the sequences per call: batch the prompts (pad them on the left for a decoder-only model) or serve requests in batches; each request still waits a step per token, but the step yields about ${times(b.tokensFactor)} the tokens. Advice to weigh: it needs ${k}x the requests at once and ${k}x the KV cache.`,
       code: [
         'tokenizer.padding_side = "left"                      # decoder-only models pad on the left',
         'inputs = tokenizer(prompts, return_tensors="pt", padding=True).to("cuda")   # a list of prompts',
         'out = model.generate(**inputs, max_new_tokens=128)',
       ].join('\n'),
     },
-    // The batching's effect as a whole-step change per current batch of tokens (pace/gain.ts).
-    fix: wholeStepFix(`${k}x the sequences per decode step`, step, b.stepNsAfter / k, batchingArithmetic(k, b.stepNsAfter, busy, step)),
-    estimatedGain: wholeStepGain(step, b.stepNsAfter / k, batchingArithmetic(k, b.stepNsAfter, busy, step)),
+    fix: b.fix,
+    estimatedGain: b.gain,
   });
 }
 

@@ -12,7 +12,7 @@ import { diagnoseModel, diagnoseRun } from '../advice/engine.js';
 import { probeImbalanceFinding } from '../advice/rules/distributed.js';
 import type { Finding } from '../findings/finding.js';
 import { gpuStepTimesOf } from '../run/steps.js';
-import { decodeAutogradFinding, decodeBatchingFinding, decodeLeverEffects } from './decode.js';
+import { decodeAutogradFinding, decodeBatchingFinding } from './decode.js';
 import type { RankedFinding } from './reportTypes.js';
 import { gpuSharedFindings, ranksShareGpuFinding, type SharingProcess } from './sharing.js';
 import type { RunPace } from './stages/pace.js';
@@ -96,10 +96,10 @@ function decodeFindings(run: Run, pace: RunPace): Finding[] {
   for (const r of run.ranks) {
     const decode = r.steps.decode;
     if (!decode) continue;
-    const effects = decodeLeverEffects(decode, windowOf(run.input.traces, r.rank));
-    const f = effects ? decodeBatchingFinding(decode, effects, r.rank) : null;
+    const p = pace.byRank.get(r.rank) ?? null;
+    const f = decodeBatchingFinding(decode, windowOf(run.input.traces, r.rank), p, r.rank);
     if (f) out.push(f);
-    const autograd = r.forwardGradModes ? decodeAutogradFinding(decode, r.forwardGradModes, r.rank, pace.byRank.get(r.rank) ?? null) : null;
+    const autograd = r.forwardGradModes ? decodeAutogradFinding(decode, r.forwardGradModes, r.rank, p) : null;
     if (autograd) out.push(autograd);
   }
   return out;

@@ -11,7 +11,7 @@
  */
 import { adviceFinding, type Finding } from '../findings/finding.js';
 import type { Fix } from '../pace/fix.js';
-import { batchThroughputFactor, gainOf } from '../pace/gain.js';
+import { batchedStepOf, batchThroughputFactor, gainOf } from '../pace/gain.js';
 import { measuredStep, type Pipeline } from '../pace/pipeline.js';
 import {
   calibratedPeakBytes,
@@ -212,7 +212,7 @@ function batchWhatIfs(ctx: BatchContext): WhatIf[] {
         ctx,
         'bigger-batch',
         `batch ${b} (${kText} the run's ${b0}): predicted ${gib(memory.peak(b))} ${ofBudgetText(memory.budgetBytes)}${thr(b)}`,
-        `A bigger per-GPU batch fills the GPU better: GPU busy time and per-sample loading and copies grow with the batch, the other idle time does not (${ctx.estimate}). ${b} is the smallest of 2x and ${MAX_CLAIMED_BATCH_SCALE}x the batch that reaches ${times(pick.f)}; the largest that fits is ${bMax}, but the estimate claims nothing more past ${MAX_CLAIMED_BATCH_SCALE}x. ${changes} Advice to weigh, an estimate: verify it with one run.`,
+        `A bigger per-GPU batch fills the GPU better: the GPU's per-sample work and per-sample loading and copies grow with the batch, the other idle time and the optimizer's update do not (${ctx.estimate}). ${b} is the smallest of 2x and ${MAX_CLAIMED_BATCH_SCALE}x the batch that reaches ${times(pick.f)}; the largest that fits is ${bMax}, but the estimate claims nothing more past ${MAX_CLAIMED_BATCH_SCALE}x. ${changes} Advice to weigh, an estimate: verify it with one run.`,
         b,
         setup.gradAccum,
         sameGlobal
@@ -282,11 +282,13 @@ function plannerWhatIfs(setup: RunSetup, baseReq: PlanRequest, input: WhatIfInpu
     };
   };
   const base = at({});
-  const factor = (e: Eval) => {
-    const f = e.samplesPerS !== null && base.samplesPerS !== null && base.samplesPerS > 0 ? e.samplesPerS / base.samplesPerS : null;
-    if (f === null) return null;
-    // A batch-only change: the planner models compute, the trace says how much of this run's step grows with the batch
-    // (a starved DataLoader gains nothing from a bigger batch), so the smaller of the two.
+  // One step model a what-if. A change of the batch alone is pace's (the run's pipeline knows what of this step grows
+  // with the batch: a starved DataLoader gains nothing from it) where the pipeline times the GPU apart; the calibrated
+  // planner's where it does not, and for the changes pace cannot make: the precision (the planner costs the kernels it
+  // changes, pace only shortens ones a trace names), activation checkpointing (a recomputed forward) and FSDP (another
+  // parallel layout and its communication). Memory is the planner's throughout.
+  const timed = input.pace?.deviceTimed ? input.pace : null;
+  const paceBatch = (e: Eval): number | null => {
     const p = e.plan;
     const q = base.plan;
     const batchOnly =
@@ -294,8 +296,16 @@ function plannerWhatIfs(setup: RunSetup, baseReq: PlanRequest, input: WhatIfInpu
       p.setup.checkpointing === q.setup.checkpointing &&
       p.parallelism.dp === q.parallelism.dp &&
       p.parallelism.dpSize === q.parallelism.dpSize;
-    const t = batchOnly ? paceFactor(input.pace, p.setup.microBatch / b0) : null;
-    return t === null ? f : Math.min(f, t);
+    return timed && batchOnly ? p.setup.microBatch / b0 : null;
+  };
+  const factor = (e: Eval) => {
+    const k = paceBatch(e);
+    if (timed && k !== null) return paceFactor(timed, k);
+    return e.samplesPerS !== null && base.samplesPerS !== null && base.samplesPerS > 0 ? e.samplesPerS / base.samplesPerS : null;
+  };
+  const stepS = (e: Eval) => {
+    const k = paceBatch(e);
+    return timed && k !== null ? batchedStepOf(timed, k).stepNs / 1e9 : e.stepS;
   };
   const estimate = basis === 'planner-calibrated' ? 'calibrated on this run' : 'planner only, not calibrated';
   const memory = plannerMemoryModel(
@@ -308,7 +318,7 @@ function plannerWhatIfs(setup: RunSetup, baseReq: PlanRequest, input: WhatIfInpu
     b0,
     memory,
     factor: (b) => factor(at({ microBatch: b })),
-    stepS: (b) => at({ microBatch: b }).stepS,
+    stepS: (b) => stepS(at({ microBatch: b })),
     estimate,
     outOfMemory: input.outOfMemory,
   });
@@ -326,7 +336,7 @@ function plannerWhatIfs(setup: RunSetup, baseReq: PlanRequest, input: WhatIfInpu
     gradAccum: e.plan.setup.gradAccum,
     gpus: e.plan.parallelism.dpSize,
     throughputFactor: factor(e),
-    stepTimeS: e.stepS,
+    stepTimeS: stepS(e),
     recommendation,
   });
   const thr = (e: Eval) => {

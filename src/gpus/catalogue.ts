@@ -472,6 +472,11 @@ export function lookupGpu(query: string | GpuQuery): GpuSpec | null {
   return matchGpu(query)?.gpu ?? null;
 }
 
+/** A profiled device's catalogue entry (a trace's `devices` row: its name and memory), or null for one the catalogue lacks. */
+export function gpuOfDevice(d: { name: string; totalMemoryBytes: number } | undefined): GpuSpec | null {
+  return d?.name ? lookupGpu({ name: d.name, memoryBytes: d.totalMemoryBytes }) : null;
+}
+
 /** "A100-SXM4-40GB" -> 40 GiB; GH200's "480GB" counts host memory and is ignored by the caller's family check. */
 function memoryInName(name: string): number | null {
   const m = /(\d{2,3})\s*gb/i.exec(name);

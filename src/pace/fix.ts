@@ -6,6 +6,7 @@
  */
 import type { FindingId } from '../findings/ids.js';
 import { fmtMs } from '../util/format.js';
+import { batchedGpuNs } from './batch.js';
 import { type Pipeline, type SerialKind, type Stage, type StageName, stageLabel } from './pipeline.js';
 import type { GpuWork, HostWork } from './work.js';
 
@@ -31,7 +32,10 @@ export type FixOp =
   | { kind: 'serial'; cost: SerialKind | 'all'; factor?: number; ns?: number }
   /** Exposed communication: `ns` of it (window ns) hidden under compute. */
   | { kind: 'comm'; ns: number }
-  /** The batch k times larger: per-sample work (GPU, the loader's batches, copies) grows k times, per-step costs do not. */
+  /**
+   * The batch k times larger: per-sample work (the GPU's, the loader's batches, copies) grows k times, per-step costs
+   * do not (the host's launches, syncs, the GPU's work once a step: batch.ts).
+   */
   | { kind: 'batch'; k: number }
   /** The whole step multiplied by `factor`: a change measured elsewhere or modelled as a whole (another layout). */
   | { kind: 'step'; factor: number }
@@ -113,7 +117,7 @@ function applyOp(p: Pipeline, op: FixOp): Pipeline {
     case 'batch': {
       const k = op.k;
       const scaled = (s: StageName) => (p.stages[s].ns === null ? null : (p.stages[s].ns as number) * k);
-      let q = withStage(p, 'gpu', scaled('gpu'));
+      let q = withStage(p, 'gpu', batchedGpuNs(p, k));
       if (!(p.loader && p.loader.batchNsPerWorker !== null)) q = withStage(q, 'input', scaled('input'));
       return {
         ...q,
@@ -129,7 +133,8 @@ function applyOp(p: Pipeline, op: FixOp): Pipeline {
         l && l.batchNsPerWorker !== null
           ? { ...l, batchNsPerWorker: l.batchNsPerWorker * f, cpuNsPerBatch: l.cpuNsPerBatch === null ? null : l.cpuNsPerBatch * f }
           : l;
-      return { ...p, stages, loader, serial: p.serial.map((c) => ({ ...c, ns: c.ns * f })) };
+      const gpuPerStep = { ...p.gpuPerStep, ns: p.gpuPerStep.ns * f };
+      return { ...p, stages, loader, gpuPerStep, serial: p.serial.map((c) => ({ ...c, ns: c.ns * f })) };
     }
     case 'balance':
       return p;

@@ -7,7 +7,7 @@ import type { EstimatedGain } from '../findings/finding.js';
 import { fmtMs } from '../util/format.js';
 import { applyFix, type Fix, fixEffect } from './fix.js';
 import { applyJobFix, type Job, jobStepOf } from './job.js';
-import { measuredStep, type Pipeline, type StageName, stageLabel, stepOf } from './pipeline.js';
+import { measuredStep, type PaceStep, type Pipeline, type StageName, stageLabel, stepOf } from './pipeline.js';
 
 /** The bound in words ("the GPU"), for "then the GPU binds". */
 function capital(s: string): string {
@@ -94,9 +94,14 @@ export function wholeStepGain(stepNs: number, expectedNs: number, arithmetic: st
   return expectedNs < stepNs ? gainOf(measuredStep(stepNs, 'the measured step'), fix) : null;
 }
 
-/** Samples/s with a k-times batch against now (per-sample work grows k times, per-step costs do not). */
+/** The step with a k-times batch (the batch op: per-sample work grows k times, per-step costs do not; batch.ts). */
+export function batchedStepOf(p: Pipeline, k: number): PaceStep {
+  return stepOf(applyFix(p, { label: `batch x${k}`, ops: [{ kind: 'batch', k }], arithmetic: '' }));
+}
+
+/** Samples/s with a k-times batch against now. */
 export function batchThroughputFactor(p: Pipeline, k: number): number {
   const now = stepOf(p).perBatchNs;
-  const after = stepOf(applyFix(p, { label: `batch x${k}`, ops: [{ kind: 'batch', k }], arithmetic: '' })).perBatchNs;
+  const after = batchedStepOf(p, k).perBatchNs;
   return after > 0 ? now / after : 1;
 }

@@ -115,6 +115,8 @@ export interface Pipeline {
   work: WorkLeft;
   /** The batch as a multiple of the run's (batch fixes): the per-batch step is the step over it. */
   batchScale: number;
+  /** The GPU's work a step does once whatever its batch, which a batch fix does not grow (batch.ts). */
+  gpuPerStep: GpuPerStep;
   /** The GPU's own work is timed apart from the host's (a profiled window): what per-sample and per-step costs need. */
   deviceTimed: boolean;
   /** The loop's wait on the DataLoader per step: the GPU idle in DataLoader.__next__ (window), the probe's mean wait (run). */
@@ -124,6 +126,19 @@ export interface Pipeline {
   /** The loader's partial batches (a run's steps only): what a fix that compiles the model meets at each epoch's end. */
   partialBatch?: PartialBatch | null;
 }
+
+/** The GPU's work a step does once whatever its batch (batch.ts says what counts). */
+export interface GpuPerStep {
+  /** Window ns (the pipeline's `scale.gpu` takes it to its own). */
+  ns: number;
+  /** The batch, as a multiple of the run's, up to which it stays once a step; null: at any batch. */
+  upToScale: number | null;
+  /** What it is, in words. */
+  evidence: string;
+}
+
+/** No GPU work told apart as once a step: all of it grows with the batch. */
+export const NO_GPU_PER_STEP: GpuPerStep = { ns: 0, upToScale: null, evidence: 'no GPU work told apart as once a step' };
 
 /** A DataLoader that keeps each epoch's last, smaller batch (`drop_last=False`), read from the run's steps. */
 export interface PartialBatch {
@@ -397,6 +412,7 @@ export function measuredStep(stepNs: number, evidence: string): Pipeline {
     calibration: 1,
     work: noWorkTouched(),
     batchScale: 1,
+    gpuPerStep: NO_GPU_PER_STEP,
     deviceTimed: false,
     inputWaitNs: 0,
     stalls: null,

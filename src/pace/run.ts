@@ -19,9 +19,11 @@ import {
   type SerialCost,
   type Stage,
   loaderPeriodNs,
+  NO_GPU_PER_STEP,
   stepOf,
   workerCap,
 } from './pipeline.js';
+import { gpuPerStepOf } from './batch.js';
 import { noWorkTouched } from './work.js';
 import {
   deviceBusyNs,
@@ -288,6 +290,8 @@ export function runPipeline(ev: RunEvidence): Pipeline | null {
     scale: { gpu: device.gpuScale, host: hostScale },
     work: noWorkTouched(),
     batchScale: 1,
+    // A decode step's GPU work is once a step up to the matmuls' ridge; a training step's, its optimizer's (batch.ts).
+    gpuPerStep: m ? gpuPerStepOf(m, windowPipeline(m).stages.gpu.ns ?? 0, st.decode?.batch ?? null) : NO_GPU_PER_STEP,
     deviceTimed: m !== null,
     inputWaitNs: waitNs,
     stalls: t.stalls,

@@ -17,6 +17,7 @@
  */
 import type { TraceMetrics } from '../trace/metrics/types.js';
 import { fmtMs, fmtPct } from '../util/format.js';
+import { gpuPerStepOf } from './batch.js';
 import { calibrated, type Pipeline, type SerialCost, type Stage } from './pipeline.js';
 import { noWorkTouched } from './work.js';
 
@@ -152,6 +153,7 @@ function buildWindowPipeline(m: TraceMetrics): Pipeline {
           evidence: `the GPU waited ${fmtMs(idle.dataloader)} a step on the DataLoader: it keeps up, and its capacity is not measured in a window`,
         };
   const { basis: _basis, ...hostStage } = host;
+  const gpuNs = Math.max(0, busy - exposed);
   return calibrated({
     source: 'window',
     stepNs: step,
@@ -159,7 +161,7 @@ function buildWindowPipeline(m: TraceMetrics): Pipeline {
       input,
       host: hostStage,
       gpu: {
-        ns: Math.max(0, busy - exposed),
+        ns: gpuNs,
         how: 'measured',
         evidence: `kernels, copies and memsets ${fmtMs(busy)} a step${devices > 1 ? ` (at least one of its ${devices} GPUs busy)` : ''}${exposed > 0 ? `, of which ${fmtMs(exposed)} communication no compute hides` : ''}`,
       },
@@ -177,6 +179,8 @@ function buildWindowPipeline(m: TraceMetrics): Pipeline {
     scale: { gpu: 1, host: 1 },
     work: noWorkTouched(),
     batchScale: 1,
+    // Analyze does not know decode steps (doctor's run pipeline does): the optimizer's kernels alone.
+    gpuPerStep: gpuPerStepOf(m, gpuNs),
     deviceTimed: true,
     inputWaitNs: idle.dataloader,
     stalls: null,

@@ -159,16 +159,34 @@ describe('one model of the step\'s pace (src/pace/)', () => {
     expect(bad).toEqual([]);
   });
 
-  it('makes every expected step on the run\'s pipeline: a whole-step gain on a bare measured step (wholeStepGain) only where named', () => {
-    // doctor/decode.ts: batching's own model (the step stays while the GPU's work k-fold fits in a decode step), on the
-    // decode steps' median; pace's batch op (GPU work k-fold beside a drain's refill) is further from the measured
-    // static-cache pair (hf_generate_fp32_static_b1 -> _b8), so it stays until the batch model knows sub-linear GEMMs.
-    const allowed = new Set(['doctor/decode.ts']);
+  it('makes every expected step on the run\'s pipeline: no whole-step gain or fix on a bare measured step outside pace/', () => {
+    // doctor/decode.ts had its own batching model there (the step kept while the GPU's work k-fold fitted in it); its
+    // batching is pace's batch op on the run's pipeline now (pace/batch.ts), as every fix's gain.
     const bad = files
-      .filter((f) => !rel(f).startsWith('pace/') && !allowed.has(rel(f)))
-      .filter((f) => /\bwholeStepGain\s*\(/.test(strip(readFileSync(f, 'utf8'))))
+      .filter((f) => !rel(f).startsWith('pace/'))
+      .filter((f) => /\bwholeStep(Gain|Fix)\s*\(/.test(strip(readFileSync(f, 'utf8'))))
       .map(rel);
     expect(bad).toEqual([]);
+  });
+
+  it('has one batch model: no module outside pace/ scales a step, a GPU time or a busy time by a batch multiple', () => {
+    // A batch change is pace's batch op (pace/batch.ts: what of the GPU's work grows with the batch); a rule or a
+    // what-if names the multiple in a fix and reads the step off the pipeline. `busy * k <= stepNs` was decode.ts's own.
+    const scaling = /\b\w*(busy|step|gpu)\w*\s*\*\s*(k|x|kIn|scale|batchScale)\b|\b(k|kIn|scale|batchScale)\s*\*\s*\w*(busy|step|gpu)\w*/gi;
+    const bad = files
+      .filter((f) => !rel(f).startsWith('pace/'))
+      .flatMap((f) => [...strip(readFileSync(f, 'utf8')).matchAll(scaling)].map((m) => `${rel(f)}: ${m[0]}`));
+    expect(bad).toEqual([]);
+  });
+
+  it("has one step model a what-if: the what-ifs never reduce two estimates to one (planner's and pace's)", () => {
+    // doctor/whatIfs.ts took Math.min(planner factor, pace factor) for a batch change: two step models, the smaller
+    // winning. A batch change is pace's where the pipeline times the GPU, the planner's elsewhere and for the changes
+    // pace cannot make; a min or max of two variables there is two models again.
+    const text = strip(readFileSync(join(SRC, 'doctor', 'whatIfs.ts'), 'utf8'));
+    const bad = [...text.matchAll(/Math\.(min|max)\(\s*([a-z]\w*)\s*,\s*([a-z]\w*)\s*\)/g)].map((m) => m[0]);
+    expect(bad).toEqual([]);
+    expect(text).toMatch(/\bbatchThroughputFactor\(/);
   });
 
   it('names work items by a closed type per stage: no string-keyed work item, no `host:` key prefix', () => {

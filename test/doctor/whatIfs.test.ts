@@ -443,7 +443,13 @@ const ampMetrics = {
     topFp32Kernels: [],
   },
   gemmShapes: [{ dtype: 'c10::BFloat16' }],
-  perStep: { durNs: 100e6, busyNs: 50e6, idleByCauseNs: { dataloader: 0, hostSync: 0, h2dCopy: 0, communication: 0, launch: 50e6, other: 0 }, syncDrains: 0 },
+  perStep: {
+    durNs: 100e6,
+    busyNs: 50e6,
+    idleByCauseNs: { dataloader: 0, hostSync: 0, h2dCopy: 0, communication: 0, launch: 50e6, other: 0 },
+    kernelNsByCategory: { gemm: 40e6, attention: 0, conv: 0, elementwise: 10e6, reduction: 0, optimizer: 0, communication: 0, memcpy: 0, memset: 0, other: 0 },
+    syncDrains: 0,
+  },
   steps: [{}],
   examples: { syncCalls: [], dataLoaderWaitNsPerStep: 0 },
   comm: { collectives: 0, commNsPerStep: 0, exposedNsPerStep: 0 },
@@ -490,7 +496,7 @@ describe('whatIfFindings', () => {
   it('claims nothing for a bigger batch when the idle time is the DataLoader (it grows with the batch too)', () => {
     const starved = {
       ...ampMetrics,
-      perStep: { durNs: 100e6, busyNs: 10e6, idleByCauseNs: { dataloader: 88e6, hostSync: 0, h2dCopy: 0, communication: 0, launch: 2e6, other: 0 } },
+      perStep: { ...ampMetrics.perStep, durNs: 100e6, busyNs: 10e6, idleByCauseNs: { dataloader: 88e6, hostSync: 0, h2dCopy: 0, communication: 0, launch: 2e6, other: 0 } },
     } as unknown as TraceMetrics;
     const res = whatIfsOf({ ...input, metrics: starved, pace: windowPipeline(starved) });
     const max = res.whatIfs.find((w) => w.id === 'max-batch');

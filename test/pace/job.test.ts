@@ -10,7 +10,7 @@ import type { Fix, FixOp, GpuWork, HostWork } from '../../src/pace/fix.js';
 import { jobGainOf } from '../../src/pace/gain.js';
 import { fixViolations, jobViolations, planViolations } from '../../src/pace/invariants.js';
 import { applyJobFix, balanced, type Job, jobOf, jobStepOf, ownPipeline, type RankPipeline, soloJob } from '../../src/pace/job.js';
-import { calibrated, type Pipeline, type SerialCost, type SerialKind, type Stage, stepOf } from '../../src/pace/pipeline.js';
+import { calibrated, NO_GPU_PER_STEP, type Pipeline, type SerialCost, type SerialKind, type Stage, stepOf } from '../../src/pace/pipeline.js';
 import { type PlanCandidate, planOf } from '../../src/pace/plan.js';
 
 const ms = 1e6;
@@ -39,6 +39,7 @@ function pipe(o: PipeSpec): Pipeline {
     scale: { gpu: 1, host: 1 },
     work: { gpu: {}, host: {} },
     batchScale: 1,
+    gpuPerStep: NO_GPU_PER_STEP,
     deviceTimed: o.deviceTimed ?? true,
     inputWaitNs: 0,
     stalls: null,

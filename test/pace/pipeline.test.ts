@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { dataloaderFinding } from '../../src/advice/rules/input.js';
 import { applyFix, type Fix } from '../../src/pace/fix.js';
 import { gainOf } from '../../src/pace/gain.js';
-import { calibrated, type LoaderFacts, type Pipeline, type Stage, stepOf } from '../../src/pace/pipeline.js';
+import { calibrated, type LoaderFacts, NO_GPU_PER_STEP, type Pipeline, type Stage, stepOf } from '../../src/pace/pipeline.js';
 import { keptUp } from '../../src/pace/run.js';
 import { soloJob } from '../../src/pace/job.js';
 import { planLines, planOf } from '../../src/pace/plan.js';
@@ -39,6 +39,7 @@ function pipe(o: {
     scale: { gpu: 1, host: 1 },
     work: { gpu: {}, host: {} },
     batchScale: 1,
+    gpuPerStep: NO_GPU_PER_STEP,
     deviceTimed: true,
     inputWaitNs: 0,
     stalls: null,

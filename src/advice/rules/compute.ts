@@ -296,7 +296,7 @@ export const gpuUnderused: RankRule = (m, ctx) => {
     {
       label: `batch x${scale}`,
       ops: [{ kind: 'batch', k: scale }],
-      arithmetic: `a ${scale}x batch fits in memory (peak reserved ${fmtBytes(mem.peakReservedBytes)} of ${fmtBytes(total)}, ${fmtPct(1 - MEMORY_HEADROOM)} kept free); per-sample work (the GPU's, the loader's batches, copies) grows ${scale}x, per-step costs (launches, syncs) do not`,
+      arithmetic: `a ${scale}x batch fits in memory (peak reserved ${fmtBytes(mem.peakReservedBytes)} of ${fmtBytes(total)}, ${fmtPct(1 - MEMORY_HEADROOM)} kept free); per-sample work (the GPU's, the loader's batches, copies) grows ${scale}x, per-step costs (launches, syncs, the optimizer's update) do not`,
     },
   );
 };

@@ -4,7 +4,7 @@
  * rules ask the same way: the step, the matmul time, fp32 matmuls worth a finding, a compiled model, the GPU.
  */
 import { type Finding, type FindingParts, finding } from '../../findings/finding.js';
-import { type GpuSpec, lookupGpu } from '../../gpus/catalogue.js';
+import { type GpuSpec, gpuOfDevice } from '../../gpus/catalogue.js';
 import type { Fix } from '../../pace/fix.js';
 import { gainOf } from '../../pace/gain.js';
 import type { Job } from '../../pace/job.js';
@@ -165,8 +165,7 @@ export function matmulNs(m: TraceMetrics): number {
 
 /** The trace's GPU in the catalogue (its peaks), or null for one the catalogue lacks. */
 export function gpuOf(m: TraceMetrics): GpuSpec | null {
-  const d = m.devices[0];
-  return d?.name ? lookupGpu({ name: d.name, memoryBytes: d.totalMemoryBytes }) : null;
+  return gpuOfDevice(m.devices[0]);
 }
 
 /** The pipeline a rule's gains come from: the run's when doctor gives one (`RunContext.pace`), else the window's. */
