@@ -35,6 +35,8 @@ export interface ProbeSummary {
   signal: string | null;
   /** Processes doctor found using torch without the probe, each as `pid N: reason` (report.environment.unprobed). */
   unprobed: string[];
+  /** Every unprobed process is named in the report's notes, and no note says the probe sent nothing. */
+  unprobedNoted: boolean;
 }
 
 /** `steps`: doctor recorded steps in fewer processes than the case declares (`probed`, 1 by default). */

@@ -504,9 +504,14 @@ function probeSummary(runDir) {
       signal: report.run?.signal ?? null,
       // Processes that imported torch without the probe, named with the reason (doctor's environment.unprobed).
       unprobed: Array.isArray(report.environment?.unprobed) ? report.environment.unprobed.map((u) => `pid ${u.pid}: ${u.reason}`) : [],
+      // Each of them named in the report's notes too (what a reader of the text report sees), never "nothing trained".
+      unprobedNoted:
+        Array.isArray(report.environment?.unprobed) &&
+        report.environment.unprobed.every((u) => (report.notes ?? []).some((n) => String(n).includes(`pid ${u.pid}`))) &&
+        !(report.notes ?? []).some((n) => /the probe sent nothing/.test(String(n))),
     };
   } catch {
-    return { report: false, processes: 0, steps: 0, probed: 0, windows: 0, probeErrors: [], outcome: null, signal: null, unprobed: [] };
+    return { report: false, processes: 0, steps: 0, probed: 0, windows: 0, probeErrors: [], outcome: null, signal: null, unprobed: [], unprobedNoted: false };
   }
 }
 

@@ -14,7 +14,6 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
  */
 export const LONGEST_FIRST = [
   'test/equivalence/equivalence.test.ts',
-  'test/doctor/launchers.test.ts',
   'test/pace/cpuGroundTruth.test.ts',
   'test/doctor/probeSteps.test.ts',
   'test/doctor/cli.test.ts',

@@ -4,6 +4,7 @@
  * trace and snapshot with analyze's and memory's code and prints one report (src/doctor/).
  */
 import { existsSync, rmSync, writeFileSync } from 'node:fs';
+import { type LeverAccuracy, leverAccuracy } from '../history/leverAccuracy.js';
 import { hostname } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import type { DoctorInput } from '../doctor/reportTypes.js';
@@ -202,6 +203,7 @@ export async function run(argv: string[]): Promise<number> {
     startedAtMs: started.getTime(),
     done,
     hang: stopHung.stopped ? { timeoutS: hangTimeoutS, atMs: done.stoppedAtMs } : null,
+    leverAccuracy: await machineLeverAccuracy(values.store),
   });
   // The run directory may be gone or full (removed mid-run, a full disk): the report still reaches stdout and the
   // exit status stays the command's.
@@ -250,6 +252,8 @@ export async function reportOfRun(opts: {
   startedAtMs: number;
   done: ProbeRunResult;
   hang: DoctorInput['hang'];
+  /** What tune --plan measured on this machine before (machineLeverAccuracy). */
+  leverAccuracy?: readonly LeverAccuracy[];
 }): Promise<DoctorReport> {
   const { cmd, runDir, done } = opts;
   const {
@@ -292,6 +296,7 @@ export async function reportOfRun(opts: {
     commandPids: done.attach.processes.map((p) => p.pid),
     unprobed: unprobedProcesses(done.attach.processes, done.attach.route, done.attach.tokens),
     notes,
+    leverAccuracy: opts.leverAccuracy ?? [],
   };
   const report = buildDoctorReport(input);
   // Read: the counters of the processes that ended are spent; a killed process's stays, the evidence (io/beacons.ts).
@@ -344,6 +349,20 @@ async function feedServe(storeFlag: string | undefined, cmd: string[], runDir: s
     });
   } catch {
     return null;
+  }
+}
+
+/**
+ * What `tune --plan` measured of each plan step on this machine (the history's pairs of this hostname), for a live
+ * run's plan to say where this machine differs from the model. A run re-diagnosed with --from may come from another
+ * machine: it gets none. A store that cannot be read gives none (saving the run says what is wrong with it).
+ */
+export async function machineLeverAccuracy(storeFlag: string | undefined): Promise<LeverAccuracy[]> {
+  try {
+    const { listLeverTrials, storeDir } = await import('../io/runStore.js');
+    return leverAccuracy(await listLeverTrials(storeDir(storeFlag)), hostname());
+  } catch {
+    return [];
   }
 }
 

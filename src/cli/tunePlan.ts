@@ -36,7 +36,7 @@ import {
   trialPlan,
   withChange,
 } from '../tune/planTrials.js';
-import { reportOfRun, saveToHistory } from './doctor.js';
+import { machineLeverAccuracy, reportOfRun, saveToHistory } from './doctor.js';
 import { makeRunDir, startProbeRun } from './probeRun.js';
 import { splitCommand } from './telemetryArgs.js';
 import { runTrial } from './trialRun.js';
@@ -213,7 +213,7 @@ export async function runPlan(argv: string[]): Promise<number> {
         output: { stdoutPath: join(diagDir, 'stdout.log'), stderrPath: join(diagDir, 'stderr.log') },
       });
       const done = await run.done;
-      report = await reportOfRun({ cmd, runDir: diagDir, startedAtMs: diagStart, done, hang: null });
+      report = await reportOfRun({ cmd, runDir: diagDir, startedAtMs: diagStart, done, hang: null, leverAccuracy: await machineLeverAccuracy(values.store) });
     } catch (e) {
       if (created) rmSync(outDir, { recursive: true, force: true });
       throw e;

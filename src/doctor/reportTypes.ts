@@ -3,6 +3,7 @@
  * snapshots) and the `--json` contract it returns (`DoctorReport`, `schemaVersion` 1: its fields only grow).
  */
 import type { Finding } from '../findings/finding.js';
+import type { LeverAccuracy } from '../history/leverAccuracy.js';
 import type { MemoryReport } from '../memory/report.js';
 import type { PaceReport } from '../pace/report.js';
 import type { UnprobedProcess } from '../run/attach.js';
@@ -92,6 +93,11 @@ export interface DoctorInput {
    * no plan command: a suggestion's input must exist).
    */
   planModelFile?: string | null;
+  /**
+   * What `tune --plan` measured of each plan step on this machine (the run history's pairs, history/leverAccuracy.ts);
+   * absent or empty when it measured none.
+   */
+  leverAccuracy?: readonly LeverAccuracy[];
   /** The command's Python and its PyTorch, checked when the probe sent nothing; absent when not checked. */
   python?: CommandPython | null;
   /** The command's processes /proc showed while it ran (run/attach.ts): the job's, probed or not; absent: not watched. */
@@ -238,5 +244,11 @@ export interface DoctorReport {
    * after schema 1's release (absent from older reports).
    */
   pace?: PaceReport | null;
+  /**
+   * Of the plan's steps, those `tune --plan` has measured on this machine before: the predicted and measured ratio
+   * by step id (DoctorInput.leverAccuracy). The plan's figures stay the model's; the report says where this machine
+   * measured otherwise. Added to schema 1 after its release: absent when none was measured.
+   */
+  measuredHere?: LeverAccuracy[];
   notes: string[];
 }

@@ -71,6 +71,15 @@ export function leverAccuracy(pairs: readonly LeverPair[], hostname: string | nu
 
 const pct = (x: number) => `${x >= 0 ? '+' : ''}${(x * 100).toFixed(0)}%`;
 
+/**
+ * A plan step's record on this machine in a line, under the step (doctor's plan): what its trials measured against what
+ * the model predicted, as ratios of the step before the fix (the module comment says why ratios).
+ */
+export function measuredHereText(a: LeverAccuracy): string {
+  const off = Math.abs(a.medianError) < 0.1 ? 'as predicted' : a.medianError > 0 ? 'more than predicted' : 'less than predicted';
+  return `on this machine, tune --plan measured this fix at x${a.medianMeasuredRatio.toFixed(2)} of the step before it where x${a.medianPredictedRatio.toFixed(2)} was predicted (${a.pairs} trial${a.pairs === 1 ? '' : 's'}): it gave ${off}`;
+}
+
 /** The terminal table of `gpuwise runs --accuracy`. */
 export function renderLeverAccuracy(rows: readonly LeverAccuracy[], where: string, host: string | null): string {
   if (rows.length === 0)

@@ -10,6 +10,7 @@ import { NvmlSource, NvmlUnavailable } from './nvml.js';
 import { ProcReader } from './procfs.js';
 import type { Snapshot } from '../telemetry/sample.js';
 import { SmiSource } from './smiFallback.js';
+import { lookUp } from '../io/siteHook.js';
 
 export interface GpuSource {
   readonly kind: 'nvml' | 'nvidia-smi';
@@ -46,7 +47,11 @@ export async function openLiveSource(env: NodeJS.ProcessEnv = process.env, opts:
       reasons.push(e.message);
     }
   }
-  if (want !== 'nvml') {
+  const smiBin = env.GPUWISE_NVIDIA_SMI || 'nvidia-smi';
+  // Not on PATH: said without a spawn (forking this process for a program that is not there cost doctor about 0.1 s
+  // of a CPU machine's time at each start).
+  if (want !== 'nvml' && !smiBin.includes('/') && lookUp(smiBin, env.PATH) === null) reasons.push(`${smiBin} is not installed`);
+  else if (want !== 'nvml') {
     const smi = new SmiSource(env.GPUWISE_NVIDIA_SMI || undefined);
     try {
       const first = await smi.sample();

@@ -6,6 +6,7 @@
  * and what it gives (issue 47: the plan used to close the report, under a first finding of LOW).
  */
 import { type PacePlan, type PlanStep, planLines, speedupText } from '../pace/plan.js';
+import { type LeverAccuracy, measuredHereText } from '../history/leverAccuracy.js';
 import { fmtMs } from '../util/format.js';
 import { mdCode, type ShownFinding } from './findingText.js';
 
@@ -37,11 +38,14 @@ export function changeLine(code: string): string | null {
   return body ? `${first} ${body.replace(/\s+#.*$/, '').trim()} ...` : first;
 }
 
+/** A line under a plan step (its change, what this machine measured), as planFirstLines indents it. */
+export const SUB_LINE = /^ {7}\S/;
+
 /**
  * The section's lines, unstyled: a headline with the whole plan's gain, each step and its change. With no plan step:
  * one line that says so (and the findings follow).
  */
-export function planFirstLines(plan: PacePlan, findings: readonly ShownFinding[]): string[] {
+export function planFirstLines(plan: PacePlan, findings: readonly ShownFinding[], measuredHere: readonly LeverAccuracy[] = []): string[] {
   if (plan.steps.length === 0) return ['What to do: no fix found that shortens the step (the findings below say what was looked at)'];
   const out = [
     `What to do: ${fmtMs(plan.stepNs)} -> ${fmtMs(plan.expectedStepNs)} a step (${speedupText(plan.stepNs, plan.expectedStepNs)}) with ${plan.steps.length === 1 ? 'this change' : `these ${plan.steps.length} changes, each on top of the ones before`}`,
@@ -52,6 +56,8 @@ export function planFirstLines(plan: PacePlan, findings: readonly ShownFinding[]
     const f = findings.find((x) => x.id === s.id);
     const change = f ? changeLine(f.recommendation.code) : null;
     if (change) out.push(`       change: ${change}`);
+    const here = measuredHere.find((a) => a.stepId === s.id);
+    if (here) out.push(`       ${measuredHereText(here)}`);
   });
   return out;
 }
@@ -72,12 +78,13 @@ export function inPlanText(plan: PacePlan | null | undefined, f: ShownFinding): 
 }
 
 /** The same section as Markdown: a bold headline, the steps as a numbered list with the change as code. */
-export function planFirstMarkdown(plan: PacePlan, findings: readonly ShownFinding[]): string[] {
-  const [head, ...rest] = planFirstLines(plan, findings);
+export function planFirstMarkdown(plan: PacePlan, findings: readonly ShownFinding[], measuredHere: readonly LeverAccuracy[] = []): string[] {
+  const [head, ...rest] = planFirstLines(plan, findings, measuredHere);
   const out = [`**${head}**`, ''];
   for (const l of rest) {
     const change = /^ +change: (.*)$/.exec(l);
     if (change) out.push(`   change: ${mdCode(change[1] as string)}`);
+    else if (SUB_LINE.test(l)) out.push(`   ${l.trim()}`);
     else out.push(l.trim());
   }
   return out;

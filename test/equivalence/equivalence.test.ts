@@ -155,7 +155,14 @@ describe.skipIf(SKIP_PYTHON)('plain run and doctor run behave the same (CPU torc
       expect(r.equal, `${name} now runs the same without the site hook: remove it from known-differences.json's pathRoute`).toBe(false);
       expect(r.differs, r.details.join('\n')).toEqual(k.differs);
       expect(evidence(r)).toContain(k.contains);
-      if (k.differs.includes('steps')) expect(r.doctor.probe?.unprobed ?? [], name).not.toEqual([]);
+      if (k.differs.includes('steps')) {
+        // Named with why: the command replaced PYTHONPATH, or ran python -I / -E (run/attach.ts), in the report's
+        // fields and its notes.
+        const unprobed = r.doctor.probe?.unprobed ?? [];
+        expect(unprobed, name).not.toEqual([]);
+        for (const u of unprobed) expect(u, name).toMatch(/^pid \d+: .*(PYTHONPATH|python -[IE])/);
+        expect(r.doctor.probe?.unprobedNoted, name).toBe(true);
+      }
     });
   });
 });

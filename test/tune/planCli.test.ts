@@ -18,6 +18,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { DoctorReport } from '../../src/doctor/reportTypes.js';
 import type { PlanTuneReport } from '../../src/tune/planTrials.js';
 import { buildBundle } from '../cliBundle.js';
 import { PYTHON, REPO, SKIP_PYTHON, pyEnv, runProcess } from '../doctor/helpers.js';
@@ -208,14 +209,21 @@ describe.skipIf(SKIP_PYTHON)('gpuwise tune --plan on a loader waiting on I/O', (
   it('stores each measured step’s (predicted, measured) pair; runs --accuracy reads them', async () => {
     const r = await gpuwise(['runs', '--accuracy', '--json']);
     expect(r.code, r.stderr).toBe(0);
-    const acc = JSON.parse(r.stdout) as { levers: { stepId: string; pairs: number }[] };
+    const acc = JSON.parse(r.stdout) as { levers: { stepId: string; pairs: number; medianMeasuredRatio: number }[] };
     expect(acc.levers.find((l) => l.stepId === 'dataloader-bound')?.pairs).toBe(round);
     const text = await gpuwise(['runs', '--accuracy']);
     expect(text.stdout).toMatch(/dataloader-bound\s+\d\s+x0\.\d\d/);
     // The diagnosis run is in the history as a doctor run.
     const runs = await gpuwise(['runs', '--json']);
     expect((JSON.parse(runs.stdout) as { runs: unknown[] }).runs).toHaveLength(round);
-  }, 60_000);
+    // A later doctor run on this machine says, under its plan's step, what the trials measured of it.
+    const d = await gpuwise(['doctor', '--json', '--no-serve', '--out', join(tmp, 'later'), '--', PYTHON, IO_LOADER, '--workers', '2', '--seconds', '2']);
+    expect(d.code, d.stderr).toBe(0);
+    const later = JSON.parse(d.stdout) as DoctorReport;
+    const here = later.measuredHere?.find((a) => a.stepId === 'dataloader-bound');
+    expect(here?.pairs, JSON.stringify(later.pace?.plan.steps.map((s) => s.id))).toBe(round);
+    expect(here?.medianMeasuredRatio).toBeCloseTo(acc.levers.find((l) => l.stepId === 'dataloader-bound')?.medianMeasuredRatio ?? Number.NaN, 6);
+  }, 120_000);
 });
 
 describe.skipIf(SKIP_PYTHON)('gpuwise tune --plan: the trials’ environment', () => {

@@ -7,7 +7,7 @@
 import type { PaceReport } from '../../pace/report.js';
 import { modelFlopsAtStep } from '../../trace/metrics/modelFlops.js';
 import { notesOf } from '../notes.js';
-import { DOCTOR_SCHEMA_VERSION, type DoctorReport, type RankedFinding, type RankSummary } from '../reportTypes.js';
+import { DOCTOR_SCHEMA_VERSION, type DoctorInput, type DoctorReport, type RankedFinding, type RankSummary } from '../reportTypes.js';
 import type { WhatIfResult } from '../whatIfs.js';
 import type { Run } from './run.js';
 
@@ -42,8 +42,16 @@ export function reportOf({ run, whatIfs, findings, pace }: ReportParts): DoctorR
     whatIfProblem: whatIfs.problem,
     findings,
     pace,
+    ...measuredHereOf(input.leverAccuracy, pace),
     notes: notesOf(run),
   };
+}
+
+/** The plan's steps this machine's `tune --plan` trials measured before (absent when none). */
+function measuredHereOf(accuracy: DoctorInput['leverAccuracy'], pace: PaceReport | null): Pick<DoctorReport, 'measuredHere'> {
+  const ids = new Set((pace?.plan.steps ?? []).map((s) => s.id));
+  const here = (accuracy ?? []).filter((a) => ids.has(a.stepId));
+  return here.length > 0 ? { measuredHere: here } : {};
 }
 
 function runSection({ input, outcome, ending, hang }: Run): DoctorReport['run'] {

@@ -2,20 +2,26 @@
 import type { PacePlan } from '../../pace/plan.js';
 import { type PaceReport, paceHeadline, paceRows } from '../../pace/report.js';
 import type { ShownFinding } from '../../report/findingText.js';
-import { planFirstLines } from '../../report/planFirst.js';
+import { SUB_LINE, planFirstLines } from '../../report/planFirst.js';
+import type { LeverAccuracy } from '../../history/leverAccuracy.js';
 import { esc, table } from './layout.js';
 
 /**
  * The page's opening after its verdict: the plan's whole gain, then each step with the change to make (the same lines
  * as the terminal's, report/planFirst.ts); empty without a plan.
  */
-export function planFirstHtml(plan: PacePlan | null | undefined, findings: readonly ShownFinding[]): string {
+export function planFirstHtml(
+  plan: PacePlan | null | undefined,
+  findings: readonly ShownFinding[],
+  measuredHere: readonly LeverAccuracy[] = [],
+): string {
   if (!plan) return '';
-  const [head, ...rest] = planFirstLines(plan, findings);
+  const [head, ...rest] = planFirstLines(plan, findings, measuredHere);
   const items: string[] = [];
   for (const l of rest) {
     const change = /^ +change: (.*)$/.exec(l);
     if (change && items.length) items[items.length - 1] += `<div class="dim">change: <code>${esc(change[1] as string)}</code></div>`;
+    else if (SUB_LINE.test(l) && items.length) items[items.length - 1] += `<div class="dim">${esc(l.trim())}</div>`;
     else items.push(esc(l.trim().replace(/^\d+\. /, '')));
   }
   return `<h2>What to do</h2><p id="plan-head">${esc((head ?? '').replace(/^What to do: /, ''))}</p>${items.length ? `<ol id="plan">${items.map((i) => `<li>${i}</li>`).join('')}</ol>` : ''}`;
