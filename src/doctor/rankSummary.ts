@@ -2,7 +2,7 @@
  * One process's summary in the report (pure): its steady step statistics (run/steps.ts), its memory beside what NVML
  * saw of it, and how it ended.
  */
-import { epochStartsOf } from '../pace/run.js';
+import { epochStartsOf, loaderFacts } from '../pace/run.js';
 import type { ExceptionRecord, OomRecord, ProbeRecord } from '../run/records.js';
 import { countedStepsOf, gpuStepTimesOf, type StepStats, stepStats, stepTimelineOf } from '../run/steps.js';
 import type { Snapshot } from '../telemetry/sample.js';
@@ -46,6 +46,8 @@ function stepsOf(p: ProcessRecords): StepStats {
     epochStartsOf(p.loader),
     recs.some((r) => r.type === 'profile-end' && r.cuptiDetached === true),
     countedStepsOf(recs),
+    // An epoch start holds up each worker's first batch (the main loader's workers).
+    Math.max(1, loaderFacts(p.loader, null)?.workers ?? 1),
   );
 }
 

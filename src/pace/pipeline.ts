@@ -266,21 +266,34 @@ function inputNs(
  * the cores left to them share the cores), plus the workers' start-up unless they are persistent; once every
  * `stepsPerEpoch` steps. More workers shorten the period, not this fill: on the H100 timm run, 14 workers took the
  * steady step to 87 ms and the epoch starts (a 1.0-1.5 s stall every 31 steps) kept the mean at 127.
+ *
+ * Where the loader binds (`periodNs` above `chainNs`, the host and GPU's side), the steady steps wait for batches too:
+ * the workers' first batches, one each, made together during the fill, would have taken as many periods of the steady
+ * loop, of which the loop spends the chain working; only the rest of the fill is the epoch start's own. On the H100
+ * timm run (4 workers, 871 ms of CPU a batch, 218 ms steps within the epochs against a 84 ms chain) an epoch start
+ * cost 351 ms over the steps within the epochs, less than the 871 ms fill alone.
  */
-export function epochStartNs(l: LoaderFacts | null, workers: number | null, batchScale = 1): number {
+export function epochStartNs(l: LoaderFacts | null, workers: number | null, batchScale = 1, periodNs: number | null = null, chainNs = 0): number {
   if (!l || l.stepsPerEpoch === null || !(l.stepsPerEpoch > 0)) return 0;
-  return (firstBatchFillNs(l, workers, batchScale) + workerStartUpNs(l)) / l.stepsPerEpoch;
+  const firstSteps = Math.max(0, workers ?? 0) / Math.max(1, l.batchesPerStep);
+  const hidden = periodNs !== null ? firstSteps * Math.max(0, periodNs - chainNs) : 0;
+  return (Math.max(0, firstBatchFillNs(l, workers, batchScale) - hidden) + workerStartUpNs(l)) / l.stepsPerEpoch;
 }
 
 /**
  * The fill of an epoch's first batch, ns: one worker makes it alone at the pace every worker then works at (all start
  * at once: more workers than the cores left to them share the cores); 0 without a worker's time a batch or a worker.
+ * Only the CPU a batch costs is shared: the rest of a worker's time a batch is waiting (I/O), which holds no core
+ * (examples/pace/cpu/epochs.py, 2 ms sleeps a sample: persistent workers took 12.3 ms a step with 2 workers on the
+ * 2-core VM and 9.7 with 3, where sharing all of it made the fill, and the step, grow with the workers). Without the
+ * CPU measured, the whole time is taken as CPU, as loaderPeriodNs takes it.
  */
 export function firstBatchFillNs(l: LoaderFacts, workers: number | null, batchScale = 1): number {
   if (workers === null || workers <= 0 || l.batchNsPerWorker === null) return 0;
   const busy = workers + Math.max(1, l.processCores ?? 1);
   const shared = l.cpuCores !== null && busy > l.cpuCores ? busy / l.cpuCores : 1;
-  return l.batchNsPerWorker * batchScale * shared;
+  const cpuNs = Math.min(l.cpuNsPerBatch ?? l.batchNsPerWorker, l.batchNsPerWorker);
+  return (l.batchNsPerWorker - cpuNs + cpuNs * shared) * batchScale;
 }
 
 /** The workers' start-up at an epoch start, ns: 0 when they are persistent (as run, or as a fix set) or it is not measured. */
@@ -288,8 +301,8 @@ export function workerStartUpNs(l: LoaderFacts): number {
   return (l.persistentTo ?? l.persistentWorkers ?? false) ? 0 : (l.startNs ?? 0);
 }
 
-/** The step the pipeline sets, the binding stage, and why, in words. */
-export function stepOf(p: Pipeline): PaceStep {
+/** The host and GPU's side of the step: its parts, and the chain the serial costs make of it (stepOf). */
+function sideOf(p: Pipeline) {
   const host = p.stages.host.ns;
   const gpu = p.stages.gpu.ns;
   const comm = p.stages.comm.ns ?? 0;
@@ -309,12 +322,30 @@ export function stepOf(p: Pipeline): PaceStep {
   // The serial costs lengthen the host and GPU's side of the step: a sync or a blocking copy stops the stepping thread
   // and the GPU, not the workers, which go on filling the prefetch queue. The loader must keep up with that side.
   const chain = core + serial;
+  return { host, gpu, comm, device, refill, gaps, starts, serial, gpuSide, core, chain };
+}
+
+/**
+ * The loader's fill at an epoch start in the pipeline as it is, ns (once an epoch; epochStartNs without the workers'
+ * start-up): what run.ts takes off a measured epoch start to leave the start-up.
+ */
+export function epochFillInNs(p: Pipeline): number {
+  const l = p.loader;
+  if (!l || l.stepsPerEpoch === null || !(l.stepsPerEpoch > 0)) return 0;
+  const { chain } = sideOf(p);
+  const input = inputNs(p, chain);
+  return epochStartNs({ ...l, startNs: null, persistentTo: true }, input.workers, p.batchScale, input.ns, chain) * l.stepsPerEpoch;
+}
+
+/** The step the pipeline sets, the binding stage, and why, in words. */
+export function stepOf(p: Pipeline): PaceStep {
+  const { host, gpu, comm, device, refill, gaps, starts, serial, gpuSide, core, chain } = sideOf(p);
   const input = inputNs(p, chain);
   const candidates: [Bound, number][] = [];
   if (input.ns !== null) candidates.push(['input', input.ns]);
   if (host !== null) candidates.push(['host', host]);
   if (gpuSide !== null) candidates.push([gpu !== null && (gpu ?? 0) >= comm ? 'gpu' : 'comm', gpuSide]);
-  const epochs = epochStartNs(p.loader, input.workers, p.batchScale) + starts;
+  const epochs = epochStartNs(p.loader, input.workers, p.batchScale, input.ns, chain) + starts;
   const modelled = Math.max(input.ns ?? 0, chain) + epochs;
   const stepNs = modelled * p.calibration;
   let bound: Bound;

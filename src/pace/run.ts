@@ -6,11 +6,12 @@
  */
 import type { LoaderRecord } from '../run/records.js';
 import type { ThreadCpuPerStep } from '../run/threadCpu.js';
-import type { StallPattern, StepBatch, StepStats } from '../run/steps.js';
+import type { EpochSteps, StallPattern, StepBatch, StepStats } from '../run/steps.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
 import { fmtMs, fmtPct } from '../util/format.js';
 import {
   calibrated,
+  epochFillInNs,
   epochStartNs,
   firstBatchFillNs,
   type LoaderFacts,
@@ -207,9 +208,29 @@ export function stepsPerEpochOf(records: readonly LoaderRecord[]): number | null
   return ((byEpoch.get(last) as number) - (byEpoch.get(first) as number)) / (last - first);
 }
 
-/** The steps at which a loader's epochs began, from its records. */
+/**
+ * The steps at which the loaders' epochs began, from their records. The records are read about once a second, so with
+ * shorter epochs they skip some: between two records of a loader the epochs begun in between are spread evenly over
+ * the steps between their starts (epochs of one loader take as many steps each, but the last batch's rounding).
+ */
 export function epochStartsOf(records: readonly LoaderRecord[]): number[] {
-  return [...new Set(records.map((r) => r.epochStartStep))].sort((a, b) => a - b);
+  const out = new Set<number>();
+  const byLoader = new Map<number, Map<number, number>>();
+  for (const r of records) {
+    const epochs = byLoader.get(r.loader) ?? new Map<number, number>();
+    epochs.set(r.epoch, r.epochStartStep);
+    byLoader.set(r.loader, epochs);
+    out.add(r.epochStartStep);
+  }
+  for (const epochs of byLoader.values()) {
+    const seen = [...epochs.entries()].sort((a, b) => a[0] - b[0]);
+    for (let i = 1; i < seen.length; i++) {
+      const [e0, s0] = seen[i - 1] as [number, number];
+      const [e1, s1] = seen[i] as [number, number];
+      for (let e = e0 + 1; e < e1; e++) out.add(Math.round(s0 + ((s1 - s0) * (e - e0)) / (e1 - e0)));
+    }
+  }
+  return [...out].sort((a, b) => a - b);
 }
 
 /**
@@ -261,8 +282,22 @@ interface EpochStarts {
   serial: SerialCost[];
   restWaitNs: number;
   epochNsPerStep: number;
-  /** The wait at each epoch start at the run's worker count, null when not measured. */
+  /**
+   * The wait for an epoch's first batch at the run's worker count (the workers' start-up and the fill), null when not
+   * measured: the probe's epochFillS, else the stalls at epoch starts.
+   */
   epochWaitNs: number | null;
+  /**
+   * Without that wait, what an epoch start adds over the steps within the epochs (the start-up and the part of the
+   * fill the steady steps do not hide, pipeline.ts epochStartNs), from the steps; null when not told apart.
+   */
+  epochExtraNs: number | null;
+  /**
+   * The step and waits within the epochs, where the steps tell the epoch starts apart (StepStats.epochSteps): what the
+   * stages are read from, since what the epoch starts add (the workers forked again in `iter()`, their start-up, the
+   * first batch's fill) is their cost, not the loader's period nor the host's work. Null otherwise: the run's own.
+   */
+  within: RunTimes | null;
 }
 
 /** The run's pipeline; null without a mean step. */
@@ -273,11 +308,13 @@ export function runPipeline(ev: RunEvidence): Pipeline | null {
   const waitNs = Math.min(stepNs, (st.dataWaitShare ?? 0) * stepNs);
   const t: RunTimes = { stepNs, waitNs, stepLessWaitsNs: stepNs - waitNs, stalls: st.stalls ?? null };
   const m = ev.window;
-  const device = m ? deviceFromWindow(m, t) : deviceWithoutWindow(t);
   const facts = loaderFacts(ev.loader, ev.batchesPerStep);
-  const epochs = epochStartCosts(t, facts);
+  const epochs = epochStartCosts(t, facts, st.epochSteps ?? null);
+  // The host and the GPU are read from the steps within the epochs where those are told apart (EpochStarts.within).
+  const staged = epochs.within ?? t;
+  const device = m ? deviceFromWindow(m, staged) : deviceWithoutWindow(staged);
   const { input, loader } = inputStage(t, facts, epochs, device.idleInWaitsNs, st.medianS ?? 0);
-  const host = hostStage(ev, m, t, device);
+  const host = hostStage(ev, m, staged, device);
   const serial = host.refill ? [...device.serial.filter((c) => c.kind !== 'syncs' && c.kind !== 'gaps'), ...epochs.serial, host.refill] : [...device.serial, ...epochs.serial];
   const hostWin = m ? windowHost(m).ns : null;
   const hostScale = host.stage.ns !== null && hostWin !== null && hostWin > 0 ? host.stage.ns / hostWin : 1;
@@ -297,7 +334,25 @@ export function runPipeline(ev: RunEvidence): Pipeline | null {
     stalls: t.stalls,
     partialBatch: partialBatchOf(ev.batch),
   };
-  return calibrated(epochs.restWaitNs < INPUT_BINDS_SHARE * stepNs ? keptUp(built) : built);
+  return calibrated(withStartUp(loaderWaitedOn(t, epochs) ? built : keptUp(built), epochs));
+}
+
+/**
+ * The workers' start-up (persistent workers have none), with the worker's time a batch settled: the measured wait for
+ * an epoch's first batch less the fill the model gives at the run's worker count; else what an epoch start adds over
+ * the steps within the epochs less the part of the fill the model leaves at the run's stages. The model then gives
+ * what was measured.
+ */
+function withStartUp(p: Omit<Pipeline, 'calibration'>, epochs: EpochStarts): Omit<Pipeline, 'calibration'> {
+  const l = p.loader;
+  if (!l || l.persistentWorkers) return p;
+  const startNs =
+    epochs.epochWaitNs !== null
+      ? epochs.epochWaitNs - firstBatchFillNs(l, l.workers)
+      : epochs.epochExtraNs !== null
+        ? epochs.epochExtraNs - epochFillInNs({ ...p, calibration: 1 })
+        : null;
+  return startNs === null ? p : { ...p, loader: { ...l, startNs: Math.max(0, startNs) } };
 }
 
 /**
@@ -363,18 +418,42 @@ function hasEpochModel(loader: LoaderFacts | null): loader is LoaderFacts {
  * which changes with the worker count; the wait at each is the probe's measure, else the stalls at epoch starts (an
  * older probe), else the model's fill.
  */
-function epochStartCosts(t: RunTimes, loader: LoaderFacts | null): EpochStarts {
+function epochStartCosts(t: RunTimes, loader: LoaderFacts | null, split: EpochSteps | null): EpochStarts {
   const s = t.stalls;
   const longStalls =
     s !== null &&
     (s.when === 'epoch-starts' ||
       (s.when === 'periodic' && (s.everySteps ?? 0) >= LONG_STALL_PERIOD_STEPS && s.waitShareInStalls >= LONG_STALL_WAIT_SHARE));
   if (hasEpochModel(loader)) {
+    if (split) {
+      // The steps that took an epoch's first batch against the others: all an epoch start adds (the fork in `iter()`,
+      // outside the loop's waits, as well as the wait for the first batch) is its cost; the loader's period and the host
+      // are what the steps within the epochs show. examples/pace/cpu/epochs.py on the 2-core VM: 360 ms epoch-start
+      // steps (312 ms of it waiting) every 6 steps against 8.5 ms within the epochs; read from the whole run's waits
+      // less the probe's epochFillS (343 ms, the fork in it), the loader seemed to keep up and the fork (48 ms an epoch)
+      // stayed in the host, which then bound after persistent workers, where the loop measured waiting 80% of its step.
+      // Without the probe's wait for the first batch, an epoch start's cost is what the measured mean holds past the
+      // steps within the epochs, once every stepsPerEpoch steps (the model's spacing): the statistics leave out steps
+      // the probe's own work slowed, now and then an epoch start, so their share of epoch starts is not one an epoch,
+      // and the starts' own mean difference would leave the calibration to carry that share into every fix's step.
+      const withinNs = split.otherMeanS * 1e9;
+      const withinWaitNs = Math.min(withinNs, split.otherWaitS * 1e9);
+      const epochNsPerStep = Math.max(0, t.stepNs - withinNs);
+      return {
+        serial: [],
+        restWaitNs: withinWaitNs,
+        epochNsPerStep,
+        epochWaitNs: loader.epochFillNs,
+        epochExtraNs: epochNsPerStep * (loader.stepsPerEpoch ?? 1),
+        within: { stepNs: withinNs, waitNs: withinWaitNs, stepLessWaitsNs: withinNs - withinWaitNs, stalls: null },
+      };
+    }
     const epochWaitNs = loader.epochFillNs ?? (s?.when === 'epoch-starts' ? s.meanStallS * 1e9 : null);
     const epochNsPerStep = epochWaitNs !== null ? epochWaitNs / (loader.stepsPerEpoch ?? 1) : epochStartNs(loader, loader.workers);
-    return { serial: [], restWaitNs: Math.max(0, t.waitNs - epochNsPerStep), epochNsPerStep, epochWaitNs };
+    return { serial: [], restWaitNs: Math.max(0, t.waitNs - epochNsPerStep), epochNsPerStep, epochWaitNs, epochExtraNs: null, within: null };
   }
-  if (!(longStalls && t.waitNs > 0)) return { serial: [], restWaitNs: t.waitNs, epochNsPerStep: 0, epochWaitNs: null };
+  if (!(longStalls && t.waitNs > 0))
+    return { serial: [], restWaitNs: t.waitNs, epochNsPerStep: 0, epochWaitNs: null, epochExtraNs: null, within: null };
   const ns = t.waitNs * s.waitShareInStalls;
   const cost: SerialCost = {
     kind: 'epoch-starts',
@@ -386,7 +465,15 @@ function epochStartCosts(t: RunTimes, loader: LoaderFacts | null): EpochStarts {
         ? `${s.stalledSteps} of ${s.measuredSteps} steps stalled ${fmtMs(s.meanStallS * 1e9)} each at the start of an epoch (the workers start again): ${fmtMs(ns)} a step on average`
         : `${s.stalledSteps} of ${s.measuredSteps} steps stalled ${fmtMs(s.meanStallS * 1e9)} each, every ${s.everySteps} steps, holding ${fmtPct(s.waitShareInStalls)} of the waiting: the start of each epoch, most likely (the workers start again; the DataLoader's own records would tell): ${fmtMs(ns)} a step on average`,
   };
-  return { serial: [cost], restWaitNs: t.waitNs - ns, epochNsPerStep: 0, epochWaitNs: null };
+  return { serial: [cost], restWaitNs: t.waitNs - ns, epochNsPerStep: 0, epochWaitNs: null, epochExtraNs: null, within: null };
+}
+
+/**
+ * Whether the loop waits on its loader outside the epoch starts: INPUT_BINDS_SHARE of the step they leave (within the
+ * epochs where the steps tell them apart).
+ */
+function loaderWaitedOn(t: RunTimes, epochs: EpochStarts): boolean {
+  return epochs.restWaitNs >= INPUT_BINDS_SHARE * (epochs.within?.stepNs ?? t.stepNs);
 }
 
 /**
@@ -402,9 +489,16 @@ function inputStage(
   medianS: number,
 ): { input: Stage; loader: LoaderFacts | null } {
   const { stepNs: S, waitNs: W } = t;
-  const idleText = idleInWaitsNs < W ? `; the GPU idles ${fmtMs(idleInWaitsNs)} a step of it and runs work queued before the waits through the rest` : '';
-  const waitsText = `the loop waits ${fmtMs(W)} a step on the DataLoader (${fmtPct(W / S)} of the mean step ${fmtMs(S)}, median ${fmtMs(medianS * 1e9)})${stallText(t.stalls)}${idleText}`;
-  const binds = epochs.restWaitNs >= INPUT_BINDS_SHARE * S;
+  const within = epochs.within;
+  const withinText = within
+    ? `; within its epochs (the steps that took an epoch's first batch left out) ${fmtMs(within.waitNs)} of a ${fmtMs(within.stepNs)} step`
+    : '';
+  const idleText =
+    idleInWaitsNs < (within?.waitNs ?? W)
+      ? `; the GPU idles ${fmtMs(idleInWaitsNs)} a step of ${within ? 'those' : 'it'} and runs work queued before the waits through the rest`
+      : '';
+  const waitsText = `the loop waits ${fmtMs(W)} a step on the DataLoader (${fmtPct(W / S)} of the mean step ${fmtMs(S)}, median ${fmtMs(medianS * 1e9)})${stallText(t.stalls)}${withinText}${idleText}`;
+  const binds = loaderWaitedOn(t, epochs);
   let loader = facts;
   let input: Stage;
   if (loader && loader.cpuNsPerBatch !== null && loader.workers !== null && loader.workers > 0) {
@@ -441,10 +535,6 @@ function inputStage(
       evidence: `${waitsText}: the loader delivers about one batch per mean step, so its period is the mean step${epochs.epochNsPerStep > 0 ? ' less the epoch starts' : ''}`,
     };
   else input = { ns: null, how: 'assumed', evidence: `${waitsText}: the loader keeps up; ${unmeasuredLoaderWhy(loader)}` };
-  // The measured wait at epoch starts, less the fill the model gives at the run's worker count (with the worker's time a
-  // batch settled above), is the workers' start-up (persistent workers have none): the model then gives that wait.
-  if (loader && epochs.epochWaitNs !== null && !loader.persistentWorkers)
-    loader = { ...loader, startNs: Math.max(0, epochs.epochWaitNs - firstBatchFillNs(loader, loader.workers)) };
   return { input, loader };
 }
 

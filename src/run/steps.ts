@@ -81,6 +81,13 @@ export interface StepStats {
    */
   stalls?: StallPattern | null;
   /**
+   * The measured steps that took an epoch's first batches, one a worker (the workers started again unless persistent,
+   * the prefetch queue empty), against the others: what an epoch start costs over a step within an epoch, and the step
+   * and waits the loader keeps within its epochs (epochStepsOf). Absent where the DataLoader's records tell no epoch
+   * start among the measured steps, or none of the others.
+   */
+  epochSteps?: EpochSteps;
+  /**
    * Steps that are decode steps (generation: forward calls of the model on one new token per sequence), with the
    * tokens generated per second and the time to the first token; null for any other run. Added in 0.3.
    */
@@ -171,6 +178,53 @@ const PERIODIC_SHARE = 0.6;
 /** Stalls are at epoch starts when at least this share of their waiting falls within EPOCH_START_STEPS of one. */
 const EPOCH_START_SHARE = 0.5;
 const EPOCH_START_STEPS = 2;
+
+/** The measured steps split at epoch starts (StepStats.epochSteps); times are means over each part, in seconds. */
+export interface EpochSteps {
+  /** Measured steps that took an epoch's first batches (one a worker), their mean time and mean DataLoader wait. */
+  startSteps: number;
+  startMeanS: number;
+  startWaitS: number;
+  /** The other measured steps (within epochs), their mean time and mean DataLoader wait. */
+  otherSteps: number;
+  otherMeanS: number;
+  otherWaitS: number;
+}
+
+/**
+ * The measured steps split into those that took an epoch's first `firstBatches` batches (one a worker: each worker's
+ * first batch waits for its own start-up, and the workers start one after another) and the others; null where either
+ * part is empty. `epochStarts` must hold every epoch start (epochStartsOf fills in those the loader's records, read
+ * about once a second, skipped); `all` is every step recorded, for the batches each took.
+ */
+export function epochStepsOf(
+  steps: readonly { step: number; timeS: number; waitS: number }[],
+  epochStarts: readonly number[],
+  all: readonly { step: number; batches: number }[] = [],
+  firstBatches = 1,
+): EpochSteps | null {
+  const batchesOf = new Map(all.map((s) => [s.step, s.batches]));
+  const firsts = new Set<number>();
+  for (const e of epochStarts) {
+    // The steps after the epoch start until they have taken firstBatches batches (one a step where not recorded).
+    for (let step = e + 1, taken = 0; taken < Math.max(1, firstBatches); step++) {
+      firsts.add(step);
+      taken += Math.max(1, batchesOf.get(step) ?? 1);
+    }
+  }
+  const start = steps.filter((s) => firsts.has(s.step));
+  const other = steps.filter((s) => !firsts.has(s.step));
+  if (start.length === 0 || other.length === 0) return null;
+  const mean = (xs: typeof steps, f: (s: (typeof steps)[number]) => number) => xs.reduce((a, s) => a + f(s), 0) / xs.length;
+  return {
+    startSteps: start.length,
+    startMeanS: mean(start, (s) => s.timeS),
+    startWaitS: mean(start, (s) => s.waitS),
+    otherSteps: other.length,
+    otherMeanS: mean(other, (s) => s.timeS),
+    otherWaitS: mean(other, (s) => s.waitS),
+  };
+}
 
 /** How the DataLoader waits fall over the steps: a few long stalls, every N steps or at epoch starts, or spread. */
 export interface StallPattern {
@@ -412,6 +466,8 @@ export function stepStats(
   cuptiDetached = false,
   /** The steps the process counted (its end record): more than its records tell once the probe sampled its steady loop. */
   countedSteps = 0,
+  /** The batches an epoch start holds up: one a DataLoader worker (epochStepsOf). */
+  epochStartBatches = 1,
 ): StepStats {
   const ordered = withGraphDecodeSteps([...steps].sort((a, b) => a.step - b.step));
   const hostTimed = ordered.filter((s, i) => i > 0 && s.stepTimeS !== null && Number.isFinite(s.stepTimeS));
@@ -448,6 +504,8 @@ export function stepStats(
   const backwardProfiled = backwardOf(profiled.slice(1, -1));
   const inFlightByStep = stepsInFlightOf(ordered);
   const inFlight = measured.map((s) => inFlightByStep.get(s.step)).filter((n): n is number => n !== undefined);
+  const timedWaits = measured.map((s) => ({ step: s.step, timeS: timeOf(s), waitS: s.dataWaitS }));
+  const epochSteps = epochStepsOf(timedWaits, epochStarts, ordered, epochStartBatches);
   return {
     steps: Math.max(ordered.length, last?.step ?? 0, countedSteps),
     measuredSteps: measured.length,
@@ -471,10 +529,8 @@ export function stepStats(
     medianBackwardS: backward.length >= MIN_BACKWARD_READINGS ? quantile(backward, 0.5) : null,
     medianBackwardProfiledS: backwardProfiled.length >= 2 ? quantile(backwardProfiled, 0.5) : null,
     medianStepsInFlight: timing === 'gpu' && inFlight.length > 0 ? quantile(sortedOf(inFlight), 0.5) : null,
-    stalls: stallPatternOf(
-      measured.map((s) => ({ step: s.step, timeS: timeOf(s), waitS: s.dataWaitS })),
-      epochStarts,
-    ),
+    stalls: stallPatternOf(timedWaits, epochStarts),
+    ...(epochSteps ? { epochSteps } : {}),
     decode: decodeStatsOf(measured, timeOf, last?.stepSource ?? null),
     slowedAfterWindow: afterWindow?.slowed ?? null,
   };

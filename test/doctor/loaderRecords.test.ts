@@ -160,3 +160,30 @@ describe('the loader record of a real run', () => {
     expect(Math.abs(first.expectedStepNs / 1e6 - 57.0) / 57.0).toBeLessThan(0.15);
   });
 });
+
+// A real run (the 2-core VM, Debian's CPU torch 1.13): examples/pace/cpu/epochs.py as shipped (2 workers sleeping 2 ms a
+// sample, started again every 6-step epoch, 300 ms opening the data set), under doctor; the ground-truth suite's run
+// (test/pace/cpuGroundTruth.test.ts). Measured plainly after it (3 runs each, load 4-9): as run 64.7 ms a step (64.4-70.3),
+// persistent workers 12.4 (10.6-13.9); 3 persistent workers, the plan's step, 9.66 (8.75-9.67).
+describe('short epochs whose workers start again (issue 44)', () => {
+  it("reads the loader's period within the epochs: the loader binds, the fork in iter() is the epoch starts' cost, not the host's", async () => {
+    const r = await rediagnosed(join(REPO, 'examples/pace/runs/cpu/epochs'));
+    const p = r.pace!;
+    const within = r.ranks[0]!.steps.epochSteps!;
+    expect(within.startSteps + within.otherSteps).toBe(r.ranks[0]!.steps.measuredSteps);
+    // the steps within the epochs wait most of their time: the loader binds there, at their mean step
+    expect(within.otherWaitS / within.otherMeanS).toBeGreaterThan(0.5);
+    expect(p.bound).toBe('input');
+    expect(p.stages.input.ns! / 1e9).toBeCloseTo(within.otherMeanS, 6);
+    // the host is the stepping thread's CPU time, not the step less its waits (which held the workers' fork)
+    expect(p.stages.host.how).toBe('measured');
+    expect(p.stages.host.ns! / 1e6).toBeLessThan(3);
+    expect(p.calibration).toBeGreaterThan(0.95);
+    expect(p.calibration).toBeLessThan(1.05);
+    // persistent workers first; the step followed plainly measured 9.66 ms with 3 of them
+    const first = p.plan.steps[0]!;
+    expect(first.label).toMatch(/persistent/);
+    expect(first.bound).toBe('input');
+    expect(Math.abs(first.expectedStepNs / 1e6 - 9.66) / 9.66).toBeLessThan(0.2);
+  });
+});

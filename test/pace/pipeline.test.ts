@@ -7,7 +7,16 @@ import { describe, expect, it } from 'vitest';
 import { dataloaderFinding } from '../../src/advice/rules/input.js';
 import { applyFix, type Fix } from '../../src/pace/fix.js';
 import { gainOf } from '../../src/pace/gain.js';
-import { calibrated, type LoaderFacts, NO_GPU_PER_STEP, type Pipeline, type Stage, stepOf } from '../../src/pace/pipeline.js';
+import {
+  calibrated,
+  epochStartNs,
+  firstBatchFillNs,
+  type LoaderFacts,
+  NO_GPU_PER_STEP,
+  type Pipeline,
+  type Stage,
+  stepOf,
+} from '../../src/pace/pipeline.js';
 import { keptUp } from '../../src/pace/run.js';
 import { soloJob } from '../../src/pace/job.js';
 import { planLines, planOf } from '../../src/pace/plan.js';
@@ -333,5 +342,36 @@ describe('a loader the loop does not wait on keeps up (issue 44: timm train.py o
     expect(Math.abs((step?.expectedStepNs ?? 0) / ms - 43.1) / 43.1).toBeLessThan(0.15);
     expect(step?.workersNeeded).toBeGreaterThanOrEqual(8);
     expect(step?.workersNeeded).toBeLessThanOrEqual(12);
+  });
+});
+
+describe("an epoch start's fill (issue 44: examples/pace/cpu/epochs.py, 2 workers sleeping 16 ms a batch, 6-step epochs)", () => {
+  const epochs: LoaderFacts = {
+    ...jpegLoader,
+    workers: 2,
+    batchNsPerWorker: 16.9 * ms,
+    cpuNsPerBatch: 6.6 * ms,
+    processCores: 0.08,
+    cpuCores: 2,
+    samplesPerBatch: 8,
+    stepsPerEpoch: 6,
+    startNs: 320 * ms,
+    persistentWorkers: false,
+  };
+
+  it('shares the cores only for the CPU a batch costs: a worker waiting on I/O holds none', () => {
+    // 2 workers and the loop on 2 cores: the CPU part takes 1.5x as long, the 10.3 ms of waiting does not
+    expect(firstBatchFillNs(epochs, 2) / ms).toBeCloseTo(10.3 + 6.6 * 1.5, 6);
+    expect(firstBatchFillNs({ ...epochs, cpuNsPerBatch: null }, 2) / ms).toBeCloseTo(16.9 * 1.5, 6);
+  });
+
+  it('where the loader binds, the steady steps hide the fill less the chain: only the rest and the start-up are the epoch start\'s', () => {
+    const fill = firstBatchFillNs(epochs, 2);
+    // the loader's period 8.45 ms against a 2 ms chain: 2 x 6.45 ms of the fill would have passed waiting anyway
+    expect(epochStartNs(epochs, 2, 1, 8.45 * ms, 2 * ms) / ms).toBeCloseTo((fill / ms - 2 * 6.45 + 320) / 6, 6);
+    // where the chain binds, all of the fill is the epoch start's
+    expect(epochStartNs(epochs, 2, 1, 8.45 * ms, 20 * ms) / ms).toBeCloseTo((fill / ms + 320) / 6, 6);
+    // persistent workers keep the fill, lose the start-up
+    expect(epochStartNs({ ...epochs, persistentTo: true }, 2, 1, 8.45 * ms, 2 * ms) / ms).toBeCloseTo((fill / ms - 2 * 6.45) / 6, 6);
   });
 });

@@ -8,8 +8,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { diagnose } from '../../src/advice/engine.js';
 import { loadTrace } from '../../src/io/loadTrace.js';
 import { stepOf } from '../../src/pace/pipeline.js';
-import { gpuIdleInWaitsNs, runPipeline, stepsPerEpochOf } from '../../src/pace/run.js';
-import type { StallPattern, StepStats } from '../../src/run/steps.js';
+import { epochStartsOf, gpuIdleInWaitsNs, runPipeline, stepsPerEpochOf } from '../../src/pace/run.js';
+import { epochStepsOf, type StallPattern, type StepStats } from '../../src/run/steps.js';
 import { analyzeTrace } from '../../src/trace/metrics/index.js';
 import type { TraceMetrics } from '../../src/trace/metrics/types.js';
 import { TRACES } from '../helpers/fixtures.js';
@@ -129,5 +129,27 @@ describe("a loader's epochs from its records (read about once a second)", () => 
     const records = [at(1, 1, 0), at(19, 4, 18), at(37, 7, 36), at(55, 10, 54), at(66, 11, 60)];
     expect(stepsPerEpochOf(records)).toBe(6);
     expect(stepsPerEpochOf([at(1, 1, 0), at(40, 1, 0)])).toBeNull();
+  });
+
+  it('fills in the epoch starts the records skipped, spread evenly between those they saw', () => {
+    const records = [at(1, 1, 0), at(19, 4, 18), at(37, 7, 36), at(55, 10, 54), at(66, 11, 60)];
+    expect(epochStartsOf(records)).toEqual([0, 6, 12, 18, 24, 30, 36, 42, 48, 54, 60]);
+  });
+
+  it("splits the steps at epoch starts: those that took the workers' first batches, one a worker, and the others", () => {
+    // 2 workers, epochs of 6 steps: each epoch's first two steps wait for the workers started again
+    const steps = Array.from({ length: 18 }, (_, i) => {
+      const pos = i % 6;
+      return { step: i + 1, timeS: pos === 0 ? 0.36 : pos === 1 ? 0.002 : 0.0085, waitS: pos === 0 ? 0.31 : pos === 1 ? 0 : 0.007 };
+    });
+    const all = steps.map((s) => ({ step: s.step, batches: 1 }));
+    const split = epochStepsOf(steps, [0, 6, 12], all, 2)!;
+    expect(split).toMatchObject({ startSteps: 6, otherSteps: 12 });
+    expect(split.startMeanS).toBeCloseTo(0.181, 6);
+    expect(split.otherMeanS).toBeCloseTo(0.0085, 9);
+    expect(split.otherWaitS).toBeCloseTo(0.007, 9);
+    // a step of two batches takes both workers' first batches
+    expect(epochStepsOf(steps, [0, 6, 12], all.map((s) => ({ ...s, batches: 2 })), 2)).toMatchObject({ startSteps: 3 });
+    expect(epochStepsOf(steps, [], all, 2)).toBeNull();
   });
 });
