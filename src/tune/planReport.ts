@@ -4,8 +4,9 @@
 import { fmtMs } from '../util/format.js';
 import type { PlanTrial, PlanTuneReport, PlanTuneStep, TrialSettings } from './planTrials.js';
 
-const ms = (ns: number | null) => (ns === null ? '-' : fmtMs(ns));
-const ratio = (x: number | null) => (x === null ? '-' : `x${x.toFixed(2)}`);
+/** A step in ms, or '-'; a ratio as x0.23, or '-' (the text, Markdown and HTML renderings share them). */
+export const ms = (ns: number | null) => (ns === null ? '-' : fmtMs(ns));
+export const ratio = (x: number | null) => (x === null ? '-' : `x${x.toFixed(2)}`);
 const pm = (m: { meanNs: number; spreadNs: number } | null) => (m === null ? '-' : `${fmtMs(m.meanNs)} ± ${fmtMs(m.spreadNs)}`);
 
 /** The settings in words (`num_workers=14, bf16 autocast`); `as run` when none. */

@@ -3,13 +3,11 @@
  * first (the verified best configuration, its step against the script as it is, the change to make it permanent),
  * then each plan step predicted against measured (a chart and the table), every trial, the time it all took.
  */
-import { planStepVerdict, settingsText, trialLine } from '../../tune/planReport.js';
+import { ms, planStepVerdict, ratio, settingsText, trialLine } from '../../tune/planReport.js';
 import type { PlanTuneReport } from '../../tune/planTrials.js';
 import { fmtMs } from '../../util/format.js';
 import { type InlineAssets, esc, noscriptTable, page, table } from './layout.js';
 
-const ms = (ns: number | null) => (ns === null ? '-' : fmtMs(ns));
-const ratio = (x: number | null) => (x === null ? '-' : `x${x.toFixed(2)}`);
 
 /** The chart's data: each plan step's predicted and measured step (ms; null where one is missing). */
 export interface PlanTuneChartData {
