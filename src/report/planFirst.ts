@@ -5,7 +5,8 @@
  * doctor knows the framework). The findings, why, follow. A reader who stops after these lines knows what to change
  * and what it gives (issue 47: the plan used to close the report, under a first finding of LOW).
  */
-import { type PacePlan, type PlanStep, planLines, speedupText } from '../pace/plan.js';
+import { PER_RUN_BATCH, speedupText } from '../pace/gain.js';
+import { type PacePlan, type PlanStep, planLines } from '../pace/plan.js';
 import { fmtMs } from '../util/format.js';
 import { mdCode, type ShownFinding } from './findingText.js';
 
@@ -44,7 +45,7 @@ export function changeLine(code: string): string | null {
 export function planFirstLines(plan: PacePlan, findings: readonly ShownFinding[]): string[] {
   if (plan.steps.length === 0) return ['What to do: no fix found that shortens the step (the findings below say what was looked at)'];
   const out = [
-    `What to do: ${fmtMs(plan.stepNs)} -> ${fmtMs(plan.expectedStepNs)} a step (${speedupText(plan.stepNs, plan.expectedStepNs)}) with ${plan.steps.length === 1 ? 'this change' : `these ${plan.steps.length} changes, each on top of the ones before`}`,
+    `What to do: ${fmtMs(plan.stepNs)} -> ${fmtMs(plan.expectedStepNs)} ${plan.batchScale ? PER_RUN_BATCH : 'a step'} (${speedupText(plan.stepNs, plan.expectedStepNs, plan.batchScale)}) with ${plan.steps.length === 1 ? 'this change' : `these ${plan.steps.length} changes, each on top of the ones before`}`,
   ];
   const lines = planLines(plan);
   plan.steps.forEach((s, i) => {
@@ -68,7 +69,7 @@ export function inPlanText(plan: PacePlan | null | undefined, f: ShownFinding): 
   const planned = s.fromStepNs > 0 ? 1 - s.expectedStepNs / s.fromStepNs : 0;
   if (Math.abs(planned - alone) < 0.01) return null;
   const after = i > 0 ? `, after ${plan.steps.slice(0, i).map((x) => x.label).join(', ')}` : '';
-  return `in the plan (step ${i + 1}${after}): ${fmtMs(s.fromStepNs)} -> ${fmtMs(s.expectedStepNs)} a step (${speedupText(s.fromStepNs, s.expectedStepNs)})`;
+  return `in the plan (step ${i + 1}${after}): ${fmtMs(s.fromStepNs)} -> ${fmtMs(s.expectedStepNs)} ${s.batchScale ? PER_RUN_BATCH : 'a step'} (${speedupText(s.fromStepNs, s.expectedStepNs, s.batchScale)})`;
 }
 
 /** The same section as Markdown: a bold headline, the steps as a numbered list with the change as code. */

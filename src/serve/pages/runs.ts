@@ -7,6 +7,7 @@
 import { findingParts, type ShownFinding } from '../../report/findingText.js';
 import type { DoctorReport } from '../../doctor/reportTypes.js';
 import type { EstimatedGain } from '../../findings/finding.js';
+import { PER_RUN_BATCH } from '../../pace/gain.js';
 import type { RunComparison } from '../../history/compare.js';
 import { type ComparedFigure, findingsText, headlineLines, memoryFigures, type RunRow, shortCommand, stepFigures, throughputText, whenText } from '../../history/render.js';
 import { fmtBytes, fmtGpuMemory, fmtMs, fmtPct, fmtRate } from '../../util/format.js';
@@ -71,7 +72,7 @@ ${p.gain ? `<div><b>${p.gain.label}:</b> ${esc(p.gain.text)}</div>` : ''}${p.how
  * "−100%" when the step is nearly all waiting, which reads as a step of no time; the expected step cannot.
  */
 export function verdictGainText(g: EstimatedGain): string {
-  return `fixing it: ${fmtMs(g.stepTimeNs)} → ${fmtMs(g.expectedStepTimeNs)} per step`;
+  return `fixing it: ${fmtMs(g.stepTimeNs)} → ${fmtMs(g.expectedStepTimeNs)} ${g.batchScale ? PER_RUN_BATCH : 'per step'}`;
 }
 
 /** The one line a person reads first: how the run ended and what limits it most. */
