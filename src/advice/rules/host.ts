@@ -46,6 +46,19 @@ const INFERENCE_SYNC_FIX = {
   ].join('\n'),
 };
 
+/**
+ * host-sync's fix where the Hugging Face Trainer runs the loop: the loop is the Trainer's, and it reads every batch's
+ * loss on the host itself: with `logging_nan_inf_filter` (on by default) its inner training loop tests
+ * `torch.isnan(tr_loss_step) or torch.isinf(tr_loss_step)`, two bool() of a CUDA tensor (aten::isnan, aten::isinf,
+ * each an aten::is_nonzero: a sync); the filter only decides which losses are logged. The recorded Trainer GPT-2
+ * (examples/realworld/runs/hf_trainer_gpt2) has these two and one more a step, transformers' packed-sequence check in
+ * the mask preparation (`(packed_sequence_mask[:, -1] == 0).all()`, made when the batch has no attention_mask).
+ */
+const TRAINER_SYNC_SWITCH = [
+  "TrainingArguments(..., logging_nan_inf_filter=False)   # the Trainer tests each batch's loss for nan/inf on the host: 2 syncs; the filter only changes the logged loss",
+  "# transformers' mask preparation in the forward may read one more (its packed-sequence check, without attention_mask in the batch)",
+].join('\n');
+
 export const hostSync: RankRule = (m, ctx) => {
   const step = stepNs(m);
   const idle = m.perStep.idleByCauseNs.hostSync;
@@ -91,6 +104,7 @@ export const hostSync: RankRule = (m, ctx) => {
               summary:
                 'Keep values on the GPU inside the loop: every .item(), .cpu(), .tolist(), print(tensor), torch.cuda.synchronize() or data-dependent shape (nonzero, boolean masks) waits for all queued work. Log every N steps, and accumulate metrics on the GPU.',
               code: [ACCUMULATE_ON_GPU_CODE, '# find hidden syncs: torch.cuda.set_sync_debug_mode("warn")'].join('\n'),
+              frameworks: { transformers: TRAINER_SYNC_SWITCH },
             },
     },
     {
