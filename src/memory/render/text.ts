@@ -1,6 +1,7 @@
 /** Terminal and Markdown renderings of a memory report (pure: report in, text out). */
 import { findingLines, findingMarkdown } from '../../report/findingText.js';
 import { PLAIN, type Style } from '../../report/style.js';
+import { SOURCE_LINE_WORDS } from '../frames.js';
 import type { LiveSet, MemoryReport } from '../report.js';
 import { fmtBytes, fmtPct, fmtUs } from '../../util/format.js';
 
@@ -22,7 +23,7 @@ function liveLines(live: LiveSet, indent: string): string[] {
     out.push(`${indent}${label(c.category).padEnd(22)}${fmtBytes(c.bytes).padStart(11)} ${fmtPct(share).padStart(4)} ${bar(share)}`);
   }
   if (live.bySource.length > 0) {
-    out.push('', `${indent}Largest sources (first frame outside torch and the standard library):`);
+    out.push('', `${indent}Largest sources (${SOURCE_LINE_WORDS}):`);
     for (const s of live.bySource.slice(0, 10)) {
       out.push(`${indent}${fmtBytes(s.bytes).padStart(11)}  ${label(s.category).padEnd(20)} ${s.shortSource}${s.function ? ` (${s.function})` : ''}  x${s.allocations}`);
     }

@@ -5,6 +5,7 @@
  * (uPlot, the peak and the OOM marked), what was live at the allocated peak by category and by source line.
  */
 import type { LiveDiff, MemoryDiff } from '../../memory/diff.js';
+import { SOURCE_LINE_WORDS } from '../../memory/frames.js';
 import type { LiveSet, MemoryReport } from '../../memory/report.js';
 import { fmtBytes, fmtPct, fmtSignedBytes, fmtUs } from '../../util/format.js';
 import { type InlineAssets, enc, esc, noscriptTable, page, scrollBox, spread, table } from './layout.js';
@@ -85,7 +86,7 @@ function liveHtml(live: LiveSet, id: string): string {
     .join('')}</tbody></table>`);
   const max = Math.max(1, ...live.bySource.map((s) => s.bytes));
   const sources = live.bySource.length
-    ? `<h3>Largest sources <span class="dim">(first frame outside torch and the standard library)</span></h3>${scrollBox(`<table class="sources"><thead><tr><th>source line</th><th>function</th><th>category</th><th class="num">bytes</th><th class="num">allocations</th><th></th></tr></thead><tbody>${live.bySource
+    ? `<h3>Largest sources <span class="dim">(${esc(SOURCE_LINE_WORDS)})</span></h3>${scrollBox(`<table class="sources"><thead><tr><th>source line</th><th>function</th><th>category</th><th class="num">bytes</th><th class="num">allocations</th><th></th></tr></thead><tbody>${live.bySource
         .map(
           (s) =>
             `<tr><td class="long" title="${esc(s.source)}"><code>${esc(s.shortSource)}</code></td><td><code>${esc(s.function)}</code></td><td class="key"><span class="sw" style="background:${color(s.category)}"></span>${esc(catLabel(s.category))}</td><td class="num">${esc(fmtBytes(s.bytes))}</td><td class="num">${s.allocations}</td><td class="bar-cell"><div class="hb" style="width:${((100 * s.bytes) / max).toFixed(1)}%;background:${color(s.category)}"></div></td></tr>`,
