@@ -3,7 +3,7 @@ import { findingLines, findingMarkdown } from '../../report/findingText.js';
 import { PLAIN, type Style } from '../../report/style.js';
 import { SOURCE_LINE_WORDS } from '../frames.js';
 import type { LiveSet, MemoryReport } from '../report.js';
-import { fmtBytes, fmtPct, fmtUs } from '../../util/format.js';
+import { fmtInt, fmtBytes, fmtPct, fmtUs } from '../../util/format.js';
 
 const label = (c: string): string => c.replace('_', ' ');
 
@@ -40,7 +40,7 @@ export function renderText(r: MemoryReport, st: Style = PLAIN, width = 0): strin
   const h = r.history;
   const out: string[] = [];
   out.push(
-    `gpuwise memory: ${r.input.path}  (device ${r.device}; ${h.entries.toLocaleString('en-US')} history entries${h.durationUs !== null ? ` over ${fmtUs(h.durationUs)}` : ''}${r.input.legacy ? '; legacy segment list' : ''})`,
+    `gpuwise memory: ${r.input.path}  (device ${r.device}; ${fmtInt(h.entries)} history entries${h.durationUs !== null ? ` over ${fmtUs(h.durationUs)}` : ''}${r.input.legacy ? '; legacy segment list' : ''})`,
     '',
   );
   if (r.findings.length === 0) out.push('No findings.', '');

@@ -7,7 +7,7 @@
 import type { LiveDiff, MemoryDiff } from '../../memory/diff.js';
 import { SOURCE_LINE_WORDS } from '../../memory/frames.js';
 import type { LiveSet, MemoryReport } from '../../memory/report.js';
-import { fmtBytes, fmtPct, fmtSignedBytes, fmtUs } from '../../util/format.js';
+import { fmtInt, fmtBytes, fmtPct, fmtSignedBytes, fmtUs } from '../../util/format.js';
 import { type InlineAssets, enc, esc, noscriptTable, page, scrollBox, spread, table } from './layout.js';
 import { findingHtml } from './runs.js';
 
@@ -146,7 +146,7 @@ export function memoryPage(r: MemoryReport, o: MemoryPageOptions): string {
   const title = o.standalone ? 'gpuwise memory' : `Memory snapshot: ${o.label}`;
   const body = `<h1>${esc(title)}</h1>
 <div class="card"><div class="verdict ${sevClass}" id="verdict">${esc(memoryVerdict(r))}</div>
-<div class="dim"><code>${esc(r.input.path)}</code> · device ${r.device} · ${h.entries.toLocaleString('en-US')} allocator history entries${h.durationUs !== null ? ` over ${esc(fmtUs(h.durationUs))}` : ''}${r.input.legacy ? ' · legacy segment list' : ''}</div>
+<div class="dim"><code>${esc(r.input.path)}</code> · device ${r.device} · ${fmtInt(h.entries)} allocator history entries${h.durationUs !== null ? ` over ${esc(fmtUs(h.durationUs))}` : ''}${r.input.legacy ? ' · legacy segment list' : ''}</div>
 <span class="fig"><span class="dim">peak allocated</span><b>${esc(fmtBytes(t.peakAllocatedBytes))}</b></span><span class="fig"><span class="dim">peak reserved</span><b>${esc(fmtBytes(t.peakReservedBytes))}</b></span><span class="fig"><span class="dim">at the end</span><b>${esc(fmtBytes(t.finalAllocatedBytes))}</b></span></div>
 <h2>Findings, ranked</h2><div id="findings">${r.findings.length ? r.findings.map((f, i) => findingHtml({ ...f, source: 'memory' }, i)).join('\n') : '<p class="dim">no findings</p>'}</div>
 ${oom}
