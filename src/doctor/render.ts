@@ -1,5 +1,5 @@
 /** The doctor report as terminal text (pure). */
-import { inPlanText, planFirstLines } from '../report/planFirst.js';
+import { inPlanText, planFirstLines, RUN_STEP_NAME } from '../report/planFirst.js';
 import { paceHeadline, paceRows } from '../pace/report.js';
 import { findingLines } from '../report/findingText.js';
 import { flopsLeftOut, flopsSplit, mfuText } from '../report/flopsText.js';
@@ -50,7 +50,7 @@ export function renderDoctorText(r: DoctorReport, style: Style = PLAIN, width = 
   out.push(`Outcome: ${r.run.outcomeText}`);
   out.push(`Run directory: ${r.run.runDir}`);
   out.push('');
-  if (r.pace) out.push(...planFirstLines(r.pace.plan, r.findings).map((l, i) => (i === 0 ? style.bold(l) : l)), '');
+  if (r.pace) out.push(...planFirstLines(r.pace.plan, r.findings, RUN_STEP_NAME).map((l, i) => (i === 0 ? style.bold(l) : l)), '');
   out.push('Environment');
   if (e.probeSilent) out.push(`  ${probeSilentText(e)}`);
   else {

@@ -39,13 +39,21 @@ export function changeLine(code: string): string | null {
 }
 
 /**
- * The section's lines, unstyled: a headline with the whole plan's gain, each step and its change. With no plan step:
- * one line that says so (and the findings follow).
+ * What doctor's plan starts from, named in its headline: its report gives the profiled window's step too (slowed by
+ * the profiler: 189 ms against the run's 184 for the Trainer's GPT-2), near it in the findings' evidence.
  */
-export function planFirstLines(plan: PacePlan, findings: readonly ShownFinding[]): string[] {
+export const RUN_STEP_NAME = "the run's mean step";
+
+/**
+ * The section's lines, unstyled: a headline with the whole plan's gain, each step and its change. With no plan step:
+ * one line that says so (and the findings follow). `stepName`: what the plan's first step is, where the report gives
+ * another step beside it (doctor: RUN_STEP_NAME).
+ */
+export function planFirstLines(plan: PacePlan, findings: readonly ShownFinding[], stepName: string | null = null): string[] {
   if (plan.steps.length === 0) return ['What to do: no fix found that shortens the step (the findings below say what was looked at)'];
+  const per = plan.batchScale ? ` ${PER_RUN_BATCH}` : stepName ? '' : ' a step';
   const out = [
-    `What to do: ${fmtMs(plan.stepNs)} -> ${fmtMs(plan.expectedStepNs)} ${plan.batchScale ? PER_RUN_BATCH : 'a step'} (${speedupText(plan.stepNs, plan.expectedStepNs, plan.batchScale)}) with ${plan.steps.length === 1 ? 'this change' : `these ${plan.steps.length} changes, each on top of the ones before`}`,
+    `What to do: ${stepName ? `${stepName} ` : ''}${fmtMs(plan.stepNs)} -> ${fmtMs(plan.expectedStepNs)}${per} (${speedupText(plan.stepNs, plan.expectedStepNs, plan.batchScale)}) with ${plan.steps.length === 1 ? 'this change' : `these ${plan.steps.length} changes, each on top of the ones before`}`,
   ];
   const lines = planLines(plan);
   plan.steps.forEach((s, i) => {
@@ -73,8 +81,8 @@ export function inPlanText(plan: PacePlan | null | undefined, f: ShownFinding): 
 }
 
 /** The same section as Markdown: a bold headline, the steps as a numbered list with the change as code. */
-export function planFirstMarkdown(plan: PacePlan, findings: readonly ShownFinding[]): string[] {
-  const [head, ...rest] = planFirstLines(plan, findings);
+export function planFirstMarkdown(plan: PacePlan, findings: readonly ShownFinding[], stepName: string | null = null): string[] {
+  const [head, ...rest] = planFirstLines(plan, findings, stepName);
   const out = [`**${head}**`, ''];
   for (const l of rest) {
     const change = /^ +change: (.*)$/.exec(l);

@@ -4,7 +4,7 @@ import { fmtMs, fmtPct, fmtWindow } from '../../util/format.js';
 import type { Fix } from '../../pace/fix.js';
 import { gainOf } from '../../pace/gain.js';
 import { compileWarmupWords } from './fusion.js';
-import { finding, isCompiled, paced, pipelineOf, type RankRule, stepNs, whenInSteps } from './rule.js';
+import { finding, isCompiled, ofWindowStep, paced, pipelineOf, type RankRule, stepNs, whenInSteps } from './rule.js';
 
 const SYNC_MIN_SHARE = 0.01;
 const LAUNCH_MIN_SHARE = 0.1;
@@ -77,7 +77,7 @@ export const hostSync: RankRule = (m, ctx) => {
       title: `Host synchronisations drain the GPU queue (${fmtMs(idle)} idle per step)`,
       ranks: [m.rank],
       evidence: [
-        `GPU idle after the host blocked on the GPU: ${fmtMs(idle)} per step of ${fmtMs(step)} (${fmtPct(idle / step)})`,
+        `GPU idle after the host blocked on the GPU: ${fmtMs(idle)} per step ${ofWindowStep(idle, step)}`,
         ...(m.perStep.syncRefillNs > 0 && m.perStep.syncDrains > 0
           ? [
               `${m.perStep.syncDrains.toFixed(1)} syncs per step drained the queue (each a host wait: a sync call or a copy into pageable memory, the profiler's own included), each followed by ${fmtMs(m.perStep.syncRefillNs / m.perStep.syncDrains)} of launch gaps until the CPU was ahead again: the refill is the syncs' cost, not a launch bottleneck (the CPU does run ahead between syncs)`,
@@ -183,7 +183,7 @@ export const launchBound: RankRule = (m, ctx) => {
       : 'CPU-bound: the GPU waits for kernel launches',
     ranks: [m.rank],
     evidence: [
-      `GPU idle because the next kernel had not been launched yet: ${fmtMs(idle)} per step of ${fmtMs(step)} (${fmtPct(idle / step)})`,
+      `GPU idle because the next kernel had not been launched yet: ${fmtMs(idle)} per step ${ofWindowStep(idle, step)}`,
       `${l.kernelsPerStep.toFixed(0)} kernels per step, median kernel ${fmtMs(l.medianKernelNs)}; ${fmtPct(l.shorterThanLaunchFraction)} of kernels ran shorter than their launch call`,
       `CPU time in launch calls ${fmtMs(l.cpuLaunchNs)} vs GPU kernel time ${fmtMs(l.gpuKernelNs)} ${fmtWindow(m.steps.length)}; the GPU starts a kernel ${fmtMs(l.medianLaunchToStartNs)} after its launch returns (median)`,
       ...(ctx?.decode ? [`the steps are decode steps (one new token per sequence): ${ctx.decode.decodeSteps} measured`] : []),

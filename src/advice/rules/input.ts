@@ -7,7 +7,7 @@ import { LOADER_HEADROOM, type Pipeline, stepOf, workerCap, workersToAsk, worker
 import { INPUT_BINDS_SHARE } from '../../pace/window.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtInt, fmtBytes, fmtMs, fmtPct, fmtWindow } from '../../util/format.js';
-import { finding, paced, pipelineOf, type RankRule, stepNs, whenInSteps } from './rule.js';
+import { finding, ofWindowStep, paced, pipelineOf, type RankRule, stepNs, whenInSteps } from './rule.js';
 
 /** Pinned host-to-device bandwidth assumed when the trace has no pinned copy to measure (PCIe Gen4 x16, practical). */
 const ASSUMED_PINNED_GBS = 20;
@@ -91,7 +91,7 @@ export function dataloaderFinding(p: Pipeline, m: TraceMetrics | null, rank: num
   const evidence = [
     run
       ? `the training loop waited ${fmtMs(wait)} a step inside DataLoader.__next__ (${fmtPct(wait / step)} of the mean step ${fmtMs(step)}, over every measured step)`
-      : `GPU idle while the main process was inside DataLoader.__next__: ${fmtMs(wait)} per step of ${fmtMs(step)} (${fmtPct(wait / step)})`,
+      : `GPU idle while the main process was inside DataLoader.__next__: ${fmtMs(wait)} per step ${ofWindowStep(wait, step)}`,
     ...(m
       ? [
           `in the profiled window DataLoader.__next__ takes ${fmtMs(m.examples.dataLoaderWaitNsPerStep)} per step on the CPU; the GPU is busy ${fmtPct(m.gpuBusyShare)} of the time`,

@@ -9,9 +9,9 @@ import { esc, table } from './layout.js';
  * The page's opening after its verdict: the plan's whole gain, then each step with the change to make (the same lines
  * as the terminal's, report/planFirst.ts); empty without a plan.
  */
-export function planFirstHtml(plan: PacePlan | null | undefined, findings: readonly ShownFinding[]): string {
+export function planFirstHtml(plan: PacePlan | null | undefined, findings: readonly ShownFinding[], stepName: string | null = null): string {
   if (!plan) return '';
-  const [head, ...rest] = planFirstLines(plan, findings);
+  const [head, ...rest] = planFirstLines(plan, findings, stepName);
   const items: string[] = [];
   for (const l of rest) {
     const change = /^ +change: (.*)$/.exec(l);

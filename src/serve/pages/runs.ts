@@ -8,6 +8,7 @@ import { findingParts, type ShownFinding } from '../../report/findingText.js';
 import type { DoctorReport } from '../../doctor/reportTypes.js';
 import type { EstimatedGain } from '../../findings/finding.js';
 import { PER_RUN_BATCH } from '../../pace/gain.js';
+import { RUN_STEP_NAME } from '../../report/planFirst.js';
 import type { RunComparison } from '../../history/compare.js';
 import { type ComparedFigure, findingsText, headlineLines, memoryFigures, type RunRow, shortCommand, stepFigures, throughputText, whenText } from '../../history/render.js';
 import { fmtBytes, fmtGpuMemory, fmtMs, fmtPct, fmtRate } from '../../util/format.js';
@@ -321,7 +322,7 @@ export function runPage(r: DoctorReport, o: RunPageOptions): string {
   const body = `<h1>${esc(title)}</h1>
 <div class="card"><div class="verdict ${verdictClass(r)}" id="verdict">${esc(verdictText(r))}</div>
 <div class="dim">${esc(r.run.outcomeText)} <code>${esc(r.run.command.join(' '))}</code></div><div style="margin-top:8px">${figuresHtml(r)}</div></div>
-${planFirstHtml(r.pace?.plan, r.findings)}
+${planFirstHtml(r.pace?.plan, r.findings, RUN_STEP_NAME)}
 <h2>Findings, ranked</h2><div id="findings">${findings}</div>
 ${whatIfsHtml(r)}
 ${stepsSection(r, charts)}
