@@ -4,7 +4,7 @@
  */
 import { compareRuns } from '../history/compare.js';
 import { renderComparisonMarkdown, renderComparisonText } from '../history/render.js';
-import { loadRunRef } from './runRef.js';
+import { loadRunRef, renderedOrRefused } from './runRef.js';
 import { storeDir } from '../io/runStore.js';
 import { jsonReport } from './jsonReport.js';
 import { UsageError, parseFlags } from './usage.js';
@@ -52,9 +52,10 @@ export async function run(argv: string[]): Promise<number> {
   const b = await loadRunRef(positionals[1] as string, dir, { measuredOnly: true });
   // `last` never lands on a run that measured nothing without saying so (io/runStore.ts).
   for (const note of new Set([a.note, b.note])) if (note !== null) process.stderr.write(`gpuwise compare: ${note}\n`);
-  const c = compareRuns(a, b);
-  if (values.json) process.stdout.write(jsonReport(c));
-  else if (values.md) process.stdout.write(renderComparisonMarkdown(c));
-  else process.stdout.write(renderComparisonText(c));
+  const out = renderedOrRefused([a, b], () => {
+    const c = compareRuns(a, b);
+    return values.json ? jsonReport(c) : values.md ? renderComparisonMarkdown(c) : renderComparisonText(c);
+  });
+  process.stdout.write(out);
   return 0;
 }

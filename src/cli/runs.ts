@@ -9,7 +9,7 @@ import { leverAccuracy, renderLeverAccuracy } from '../history/leverAccuracy.js'
 import { renderRunsTable } from '../history/render.js';
 import { InputError } from '../io/inputError.js';
 import { looksLikePath } from '../io/loadRunRef.js';
-import { loadRunRef } from './runRef.js';
+import { loadRunRef, renderedOrRefused } from './runRef.js';
 import { checkHtmlTarget } from '../io/reportTarget.js';
 import { listLeverTrials, listRuns, storeDir, storePath } from '../io/runStore.js';
 import { printDoctorReport, rediagnoseRunDir } from './rediagnose.js';
@@ -99,7 +99,7 @@ export async function run(argv: string[]): Promise<number> {
     }
     const loaded = await loadRunRef(ref, dir);
     if (values.html !== undefined) checkHtmlTarget(values.html, [loaded.source]);
-    printDoctorReport(loaded.report, format, 'gpuwise runs');
+    renderedOrRefused([loaded], () => printDoctorReport(loaded.report, format, 'gpuwise runs'));
     return 0;
   }
   if (values.rediagnose) throw new UsageError('--rediagnose is for `gpuwise runs show RUN`');

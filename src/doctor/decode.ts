@@ -22,7 +22,7 @@ import type { Pipeline } from '../pace/pipeline.js';
 import type { ForwardGradModes } from '../run/records.js';
 import type { DecodeStats } from '../run/steps.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
-import { fmtMs, fmtPct } from '../util/format.js';
+import { fmtInt, fmtMs, fmtPct } from '../util/format.js';
 
 /** Batch multiples weighed for batching requests: the one the run's pipeline gives the most tokens per second. */
 const BATCH_SCALES = [8, 4, 2] as const;
@@ -80,7 +80,7 @@ export function decodeBatchingFinding(decode: DecodeStats, metrics: TraceMetrics
   const step = decode.decodeStepS * 1e9;
   const now = decode.batch ?? 1;
   const after = decode.tokensPerS !== null ? decode.tokensPerS * b.tokensFactor : null;
-  const rate = (x: number | null) => (x === null ? '?' : Math.round(x).toLocaleString('en-US'));
+  const rate = (x: number | null) => (x === null ? '?' : fmtInt(x));
   return adviceFinding({
     id: 'decode-batching',
     title: `Decode steps run ${now} sequence${now === 1 ? '' : 's'} at a time on a GPU busy ${fmtPct(busy / step)} of each: ${k}x the sequences per step would give about ${times(b.tokensFactor)} the tokens/s`,
@@ -178,7 +178,7 @@ export function decodeAutogradFinding(
     title: `Decode steps run with autograd on: ${fmtPct(modes.grad / seen)} of the model's forwards record a graph for a backward that never comes`,
     ranks: [rank],
     evidence: [
-      `of ${seen.toLocaleString('en-US')} forward calls of the outermost module, ${modes.grad.toLocaleString('en-US')} ran with gradients enabled, ${modes.noGrad.toLocaleString('en-US')} under no_grad, ${modes.inference.toLocaleString('en-US')} under inference_mode`,
+      `of ${fmtInt(seen)} forward calls of the outermost module, ${fmtInt(modes.grad)} ran with gradients enabled, ${fmtInt(modes.noGrad)} under no_grad, ${fmtInt(modes.inference)} under inference_mode`,
       `${decode.decodeSteps} decode steps measured: each op of them builds an autograd node and keeps its inputs for the backward, so a KV cache built from them holds every step's activations until the generation ends`,
       ...(decode.prefillStepS !== null && decode.decodeStepS !== null && decode.prefillStepS >= PREFILL_RELEASE_RATIO * decode.decodeStepS
         ? [

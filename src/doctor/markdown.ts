@@ -3,7 +3,7 @@
  * as the terminal report; the series over time are drawn as one-line sparklines since Markdown has
  * no charts (the HTML page has them).
  */
-import { inPlanText, planFirstMarkdown } from '../report/planFirst.js';
+import { inPlanText, planFirstMarkdown, RUN_STEP_NAME } from '../report/planFirst.js';
 import { paceHeadline, paceRows } from '../pace/report.js';
 import { SPARK_BARS, fmtBytes, fmtGpuMemory, fmtPct, fmtRate } from '../util/format.js';
 import {
@@ -61,7 +61,7 @@ export function renderDoctorMarkdown(r: DoctorReport): string {
   const out: string[] = [];
   out.push(`## gpuwise doctor: ${code(r.run.command.join(' '))}`, '');
   out.push(`**Outcome:** ${r.run.outcomeText} · ran ${durationText(r.run.durationS)} · run directory ${code(r.run.runDir)}`, '');
-  if (r.pace) out.push(...planFirstMarkdown(r.pace.plan, r.findings, r.measuredHere), '');
+  if (r.pace) out.push(...planFirstMarkdown(r.pace.plan, r.findings, RUN_STEP_NAME, r.measuredHere), '');
 
   out.push('### Environment', '', '| | |', '|---|---|');
   for (const [k, v] of environmentRows(r)) out.push(`| ${cell(k)} | ${cell(v)} |`);

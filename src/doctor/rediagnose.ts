@@ -29,24 +29,33 @@ export interface RecordedRunInput {
   stepBeacons?: Record<number, number>;
 }
 
-/** How a re-diagnosis says its report.json holds no GPU samples (also how it recognises its own reason, carried over). */
-const NO_SAMPLES_IN_REPORT = "this run directory's report.json holds none";
+/** Where GPU samples come from, in the user's terms: the lead of every reason a re-diagnosis has none. */
+const SAMPLED_LIVE = 'GPU utilisation and memory are sampled while doctor runs the command, and kept in the report it writes';
 
 /**
- * Why a re-diagnosed run has no GPU samples: they live only in the report.json doctor wrote (the probe records do
- * not carry them), so say whether there is none, it cannot be read, or it holds none and why (the recorded run's own
- * reason; a report.json written by a re-diagnosis had none to keep).
+ * The reasons a re-diagnosis gave before, each a report written by `doctor --from` (issue 47: "report.json holds
+ * none" said where the tool keeps them, not what the user can do): read in a saved report, they say it came from one.
+ */
+const REDIAGNOSIS_REASONS = [
+  SAMPLED_LIVE,
+  "this run directory's report.json holds none",
+  'the GPU samples live only in the report.json',
+  'the GPU samples live in report.json',
+  're-diagnosed from the probe records',
+];
+
+/**
+ * Why a re-diagnosed run has no GPU samples: they are kept only in the report doctor wrote as it ran the command (the
+ * probe's records do not carry them), so say whether there is none, it cannot be read, it came from a re-diagnosis
+ * itself, or the recorded run had none and why; and so what gets them: running the command under doctor.
  */
 export function noGpuSamplesReason(saved: DoctorReport | null, unreadable: boolean): string {
-  if (unreadable) return 'the GPU samples live in report.json, which could not be read (see the notes)';
-  if (!saved) return 'the GPU samples live only in the report.json doctor writes, and this run directory has none';
+  if (unreadable) return `${SAMPLED_LIVE} (report.json), and this run directory's could not be read (see the notes)`;
+  if (!saved) return `${SAMPLED_LIVE}; this run directory holds the probe's records but no such report`;
   const was = saved.gpuUnavailableReason;
-  if (was === null) return NO_SAMPLES_IN_REPORT;
-  if (was.startsWith(NO_SAMPLES_IN_REPORT)) return was;
-  // A report.json written by a re-diagnosis of a directory without one (gpuwise 0.2.0 worded it so).
-  if (was.startsWith('re-diagnosed from the probe records'))
-    return `${NO_SAMPLES_IN_REPORT}: it was written by doctor --from from the probe records, which carry none`;
-  return `${NO_SAMPLES_IN_REPORT}: the recorded run had none (${was})`;
+  if (was === null || REDIAGNOSIS_REASONS.some((r) => was.startsWith(r)))
+    return `${SAMPLED_LIVE}; this run directory's report was itself made by doctor --from from the probe's records, which do not carry them`;
+  return `the recorded run had none (${was})`;
 }
 
 export function recordedRunInput(run: RecordedRunInput): DoctorInput {

@@ -1,10 +1,10 @@
 /** The doctor report as terminal text (pure). */
-import { inPlanText, planFirstLines } from '../report/planFirst.js';
+import { inPlanText, planFirstLines, RUN_STEP_NAME } from '../report/planFirst.js';
 import { paceHeadline, paceRows } from '../pace/report.js';
 import { findingLines } from '../report/findingText.js';
 import { flopsLeftOut, flopsSplit, mfuText } from '../report/flopsText.js';
 import { PLAIN, type Style } from '../report/style.js';
-import { fmtBytes, fmtGpuMemory, fmtMs, fmtPct } from '../util/format.js';
+import { fmtInt, fmtBytes, fmtGpuMemory, fmtMs, fmtPct } from '../util/format.js';
 import type { DoctorReport, RankSummary } from './reportTypes.js';
 import { batchDimText, decodeText, exceptionWhen, distributedTable, gpuProcessRows, planModelLine, hangLines, probeSilentText, hostCpuNote, rankLabel, s2ns, setupFacts, setupGuesses, stallNote, stepSourceNote } from './renderParts.js';
 
@@ -30,7 +30,7 @@ function stepLine(r: RankSummary): string {
   if (decode) parts.push(decode);
   else {
     if (st.samplesPerS !== null) parts.push(`${st.samplesPerS.toFixed(st.samplesPerS >= 100 ? 0 : 1)} samples/s`);
-    if (st.tokensPerS !== null) parts.push(`${Math.round(st.tokensPerS).toLocaleString('en-US')} tokens/s (seq ${st.seqLen})`);
+    if (st.tokensPerS !== null) parts.push(`${fmtInt(st.tokensPerS)} tokens/s (seq ${st.seqLen})`);
   }
   const host = hostCpuNote(r);
   if (host) parts.push(host);
@@ -50,7 +50,7 @@ export function renderDoctorText(r: DoctorReport, style: Style = PLAIN, width = 
   out.push(`Outcome: ${r.run.outcomeText}`);
   out.push(`Run directory: ${r.run.runDir}`);
   out.push('');
-  if (r.pace) out.push(...planFirstLines(r.pace.plan, r.findings, r.measuredHere).map((l, i) => (i === 0 ? style.bold(l) : l)), '');
+  if (r.pace) out.push(...planFirstLines(r.pace.plan, r.findings, RUN_STEP_NAME, r.measuredHere).map((l, i) => (i === 0 ? style.bold(l) : l)), '');
   out.push('Environment');
   if (e.probeSilent) out.push(`  ${probeSilentText(e)}`);
   else {
@@ -68,7 +68,7 @@ export function renderDoctorText(r: DoctorReport, style: Style = PLAIN, width = 
     const dt = [...dtypes].map(([d, n]) => `${d} ${fmtPct(n / Math.max(1, m.totalParamCount))}`).join(', ');
     const batch = batchDimText(m);
     out.push(
-      `  model ${m.name}: ${m.paramCount.toLocaleString('en-US')} trainable parameters (${dt}); ${m.optimizer ? `optimizer ${m.optimizer.class}, state ${fmtBytes(m.optimizer.stateBytes)}` : 'no optimizer'}${batch ? `; ${batch}` : ''}`,
+      `  model ${m.name}: ${fmtInt(m.paramCount)} trainable parameters (${dt}); ${m.optimizer ? `optimizer ${m.optimizer.class}, state ${fmtBytes(m.optimizer.stateBytes)}` : 'no optimizer'}${batch ? `; ${batch}` : ''}`,
     );
   }
   const planLine = r.planModel ? planModelLine(r) : null;

@@ -3,7 +3,7 @@
  * for the same figure in every format. Everything here reads the report defensively, since a
  * stored report may predate a field added to schema 1.
  */
-import { fmtBytes, fmtGpuMemory, fmtMs, fmtPct, fmtRate } from '../util/format.js';
+import { fmtInt, fmtBytes, fmtGpuMemory, fmtMs, fmtPct, fmtRate } from '../util/format.js';
 import { withoutControlChars } from '../util/controlChars.js';
 import { gpuProcessLabel, isGpuProcess } from './gpuProcesses.js';
 import type { DoctorReport, GpuSummary, RankSummary } from './reportTypes.js';
@@ -60,7 +60,7 @@ export function stepSourceNote(r: Pick<RankSummary, 'steps'>): string | null {
 export function decodeText(r: Pick<RankSummary, 'steps'>): string | null {
   const d = r.steps.decode;
   if (!d) return null;
-  const rate = d.tokensPerS === null ? 'tokens/s unknown' : `${Math.round(d.tokensPerS).toLocaleString('en-US')} tokens/s generated`;
+  const rate = d.tokensPerS === null ? 'tokens/s unknown' : `${fmtInt(d.tokensPerS)} tokens/s generated`;
   const step = d.decodeStepS === null ? '' : `, ${fmtMs(d.decodeStepS * 1e9)} a decode step${d.batch !== null ? ` at batch ${d.batch}` : ''}`;
   const first =
     d.prefillStepS === null
@@ -124,7 +124,7 @@ export function modelLine(r: DoctorReport): string | null {
   const dt = [...dtypes].map(([d, n]) => `${d} ${fmtPct(n / Math.max(1, m.totalParamCount))}`).join(', ');
   const opt = m.optimizer ? `optimizer ${m.optimizer.class}, state ${fmtBytes(m.optimizer.stateBytes)}` : 'no optimizer';
   const batch = batchDimText(m);
-  return `${m.name}: ${m.paramCount.toLocaleString('en-US')} trainable parameters${dt ? ` (${dt})` : ''}; ${opt}${batch ? `; ${batch}` : ''}`;
+  return `${m.name}: ${fmtInt(m.paramCount)} trainable parameters${dt ? ` (${dt})` : ''}; ${opt}${batch ? `; ${batch}` : ''}`;
 }
 
 /** How the batch was read off the model's input, when a module's `batch_first` flag decided it (probe 0.2+). */

@@ -527,6 +527,13 @@ function sameChange(w: WhatIf, f: Finding): boolean {
   return false;
 }
 
+/** The what-if's samples per optimizer step over the run's (1 where the run's set-up is unknown). */
+function samplesScale(setup: RunSetup | null, w: WhatIf): number {
+  const b0 = setup?.microBatch ?? null;
+  if (!setup || b0 === null || b0 < 1) return 1;
+  return (w.batch * w.gradAccum * w.gpus) / (b0 * setup.gradAccum * setup.worldSize);
+}
+
 /**
  * What-ifs whose throughput gain clears WHATIF_MIN_GAIN, as findings; merged into trace findings that say the same.
  * `pace`: the rank's pipeline the gain is judged on (else the measured step `stepS` alone).
@@ -555,10 +562,13 @@ export function whatIfFindings(
       continue;
     }
     const basis = pace ?? (stepS !== null && stepS > 0 ? measuredStep(stepS * 1e9, 'the median step') : null);
-    // The what-if's own throughput factor, as a change of the whole step per batch of the run's size.
+    // The what-if's own throughput factor as a change of the whole step; a what-if of more samples a step (a bigger
+    // batch) says so, so its gain reads per the run's batch of samples, not per step (its own step is longer).
+    const k = samplesScale(result.setup, w);
     const fix: Fix = {
       label: w.id === 'bigger-batch' ? `batch ${w.batch}` : w.title.split(':')[0] ?? w.id,
       ops: [{ kind: 'step', factor: 1 / factor }],
+      ...(k !== 1 ? { batchScale: k } : {}),
       arithmetic: `samples/s x${factor.toFixed(2)} predicted: the same samples in ${(100 / factor).toFixed(0)}% of the time (${w.basis})`,
     };
     findings.push(

@@ -2,7 +2,7 @@
  * Text and Markdown for the run history (pure): the `gpuwise runs` table and the `gpuwise compare`
  * report. One sentence per figure, built once and set as terminal lines or Markdown bullets.
  */
-import { fmtBytes, fmtMs, fmtPct, fmtRate } from '../util/format.js';
+import { fmtInt, fmtBytes, fmtMs, fmtPct, fmtRate } from '../util/format.js';
 import type { Change, FindingChange, RunComparison } from './compare.js';
 
 /** The row of `gpuwise runs` (a StoredRun has these fields; kept structural so this module stays pure). */
@@ -100,7 +100,7 @@ function batchText(c: RunComparison): string | null {
   return null;
 }
 
-const fmtCount = (v: number) => (Number.isInteger(v) ? v.toLocaleString('en-US') : v.toFixed(1));
+const fmtCount = (v: number) => (Number.isInteger(v) ? fmtInt(v) : v.toFixed(1));
 
 /** A step time; with `perBatch` (the batch changed) its change is not called faster or slower: a step holds other work. */
 function timeFigure(label: string, c: Change, perBatch: string | null = null): ComparedFigure {

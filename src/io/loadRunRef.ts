@@ -10,7 +10,7 @@ import type { DoctorReport } from '../doctor/reportTypes.js';
 import { parseDoctorReport } from '../doctor/reportCheck.js';
 import { InputError } from './inputError.js';
 import { readTextInput } from './readTextInput.js';
-import { loadRun, resolveRunRefNoted } from './runStore.js';
+import { loadRunByRef } from './runStore.js';
 import { asOtherInput } from './otherInput.js';
 
 export interface LoadedRun {
@@ -47,8 +47,7 @@ export async function readRunRef(ref: string, storeDir: string, opts: { measured
     const { report, file } = readReportFile(ref);
     return { label: ref, id: null, report, source: file, note: null };
   }
-  const { id, note } = await resolveRunRefNoted(storeDir, ref, opts);
-  const { report } = await loadRun(storeDir, id);
+  const { id, note, report } = await loadRunByRef(storeDir, ref, opts);
   const source = join(storeDir, 'runs.sqlite');
   return { label: id, id, report, source, note };
 }

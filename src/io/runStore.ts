@@ -403,12 +403,25 @@ export async function resolveRunRef(dir: string, ref: string): Promise<string> {
  * in `note`; an id still reaches any run.
  */
 export async function resolveRunRefNoted(dir: string, ref: string, opts: { measuredOnly?: boolean } = {}): Promise<{ id: string; note: string | null }> {
-  const path = storePath(dir);
-  const rows = await withStore(dir, false, [] as { id: string; outcome: string; measured: boolean }[], (db) =>
-    db
-      .all('SELECT id, outcome, median_step_s FROM run ORDER BY started_at_ms DESC, id DESC')
-      .map((r) => ({ id: String(r.id), outcome: String(r.outcome), measured: !opts.measuredOnly || colNum(r.median_step_s) !== null })),
-  );
+  const rows = await withStore(dir, false, [] as RefRow[], (db) => refRows(db, opts));
+  return resolveAmong(rows, ref, storePath(dir), opts);
+}
+
+/** A run as a reference is resolved against: its id, its outcome, whether it counts for `last` (it measured a step). */
+interface RefRow {
+  id: string;
+  outcome: string;
+  measured: boolean;
+}
+
+function refRows(db: Database, opts: { measuredOnly?: boolean }): RefRow[] {
+  return db
+    .all('SELECT id, outcome, median_step_s FROM run ORDER BY started_at_ms DESC, id DESC')
+    .map((r) => ({ id: String(r.id), outcome: String(r.outcome), measured: !opts.measuredOnly || colNum(r.median_step_s) !== null }));
+}
+
+/** The run a reference names among the store's runs (newest first), or an InputError naming the reference. */
+function resolveAmong(rows: readonly RefRow[], ref: string, path: string, opts: { measuredOnly?: boolean }): { id: string; note: string | null } {
   const ids = rows.map((r) => r.id);
   const last = /^last(?:~(\d+))?$/.exec(ref);
   if (last) {
@@ -447,10 +460,35 @@ export async function resolveRunRefNoted(dir: string, ref: string, opts: { measu
 
 /** The stored run and its report. */
 export async function loadRun(dir: string, id: string): Promise<{ run: StoredRun; report: DoctorReport }> {
+  const row = await withStore(dir, false, null as Record<string, unknown> | null, (db) => reportRow(db, id));
+  return storedRunOf(row, id, storePath(dir));
+}
+
+/**
+ * The run a reference names (resolveRunRefNoted) and its report, in one use of the store: each use opens the file,
+ * reads its schema and checkpoints on close, and `compare` made four (bench/history/bench.mjs).
+ */
+export async function loadRunByRef(
+  dir: string,
+  ref: string,
+  opts: { measuredOnly?: boolean } = {},
+): Promise<{ id: string; note: string | null; run: StoredRun; report: DoctorReport }> {
   const path = storePath(dir);
-  const row = await withStore(dir, false, null as Record<string, unknown> | null, (db) =>
-    db.get(`SELECT ${LIST_COLUMNS}, report_deflate FROM run WHERE id = ?`, [id]),
-  );
+  const got = await withStore(dir, false, null as { id: string; note: string | null; row: Record<string, unknown> | null } | null, (db) => {
+    const named = resolveAmong(refRows(db, opts), ref, path, opts);
+    return { ...named, row: reportRow(db, named.id) };
+  });
+  // No store, or an empty one: the reference names nothing, and resolving it among no runs says so.
+  const { id, note, row } = got ?? { ...resolveAmong([], ref, path, opts), row: null };
+  return { id, note, ...storedRunOf(row, id, path) };
+}
+
+function reportRow(db: Database, id: string): Record<string, unknown> | null {
+  return db.get(`SELECT ${LIST_COLUMNS}, report_deflate FROM run WHERE id = ?`, [id]);
+}
+
+/** A stored row as the run and its report, checked: InputError naming the store for a damaged one. */
+function storedRunOf(row: Record<string, unknown> | null, id: string, path: string): { run: StoredRun; report: DoctorReport } {
   if (row === null) throw new InputError(id, `unknown run: not an id in ${path}`);
   let report: unknown;
   try {

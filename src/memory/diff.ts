@@ -4,7 +4,7 @@
  * allocated peak.
  */
 import { type Category, CATEGORIES } from './categorize.js';
-import { shortPath, sourceLineOf } from './frames.js';
+import { shortSource, sourceLineOf } from './frames.js';
 import { type Analysis, SCHEMA_VERSION } from './report.js';
 import { liveAt } from './replay.js';
 import { fmtBytes, fmtSignedBytes } from '../util/format.js';
@@ -56,7 +56,7 @@ function group(an: Analysis, index: number): Grouped {
     const c = a.category;
     cats.set(c, (cats.get(c) ?? 0) + a.blockBytes);
     const s = sourceLineOf(a.frames);
-    const label = s.filename === '' ? s.key : `${shortPath(s.filename)}:${s.line}`;
+    const label = shortSource(s);
     const row = sources.get(s.key) ?? { label, bytes: 0 };
     row.bytes += a.blockBytes;
     sources.set(s.key, row);

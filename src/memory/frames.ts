@@ -27,7 +27,21 @@ export type StackPhase = 'setup' | 'forward' | 'backward' | 'optimizer' | 'zero_
 
 const UNKNOWN_SOURCE: SourceLine = { key: '(no Python frame recorded)', filename: '', line: 0, name: '', kind: 'unknown' };
 
-const isPython = (f: Frame): boolean => f.filename.endsWith('.py') && f.line > 0;
+/**
+ * A notebook cell's code: IPython names it `<ipython-input-N-HASH>`, ipykernel (6+) `/tmp/ipykernel_PID/HASH.py`. The
+ * user's own code, though it is no file of theirs.
+ */
+const CELL_RE = /^<ipython-input-\d+-[0-9a-f]+>$|[\\/]ipykernel_\d+[\\/]\d+\.py$/;
+const isCell = (filename: string): boolean => CELL_RE.test(filename);
+const isPython = (f: Frame): boolean => f.line > 0 && (f.filename.endsWith('.py') || isCell(f.filename));
+/**
+ * Frames between the user's code and torch that are nobody's code to change: the notebook's machinery (IPython runs a
+ * cell through `run_code`; ipykernel, traitlets, tornado, zmq around it) and gpuwise's own probe and notebook magic,
+ * which wrap backward, the optimizer step and the DataLoader. A notebook's OOM named `interactiveshell.py (run_code)`
+ * and `gpuwise/probe.py (backward)` as its largest sources (issue 47): the cell is the line to change.
+ */
+const TOOLING_RE =
+  /[\\/](IPython|ipykernel|ipython_genutils|jupyter_client|jupyter_core|traitlets|tornado|zmq|debugpy|comm)[\\/]|[\\/]gpuwise[\\/](probe([\\/]|\.py$)|boot[\\/]|notebook\.py$|transport\.py$|_command\.py$|__init__\.py$|__main__\.py$)/;
 /** torch itself, the standard library (outside site-packages), frozen importlib and `<string>`-like pseudo files. */
 const TORCH_OR_STDLIB_RE = /[\\/]torch[\\/]|^<|[\\/]lib[\\/]python\d+(\.\d+)?[\\/](?!site-packages[\\/]|dist-packages[\\/])/;
 const PACKAGE_RE = /[\\/](site-packages|dist-packages)[\\/]/;
@@ -37,18 +51,25 @@ const AUTOGRAD_NODE_RE = /torch::autograd::generated::(\w+?Backward\d*)(?:_apply
 const sourceCache = new WeakMap<readonly Frame[], SourceLine>();
 
 /**
- * The first frame outside torch and the standard library (innermost first).
- * Without any Python frame (the autograd engine's thread), the backward node that allocated.
+ * The first frame outside torch, the standard library and the tooling around the user's code (innermost first): in a
+ * notebook, the cell. Without any such frame, the first tooling frame (an allocation of the tooling's own); without any
+ * Python frame (the autograd engine's thread), the backward node that allocated.
  */
 export function sourceLineOf(frames: readonly Frame[]): SourceLine {
   if (frames.length === 0) return UNKNOWN_SOURCE;
   const hit = sourceCache.get(frames);
   if (hit) return hit;
   let found: SourceLine | null = null;
+  let tooling: Frame | null = null;
   let node: string | null = null;
   for (const f of frames) {
     if (isPython(f)) {
-      if (!TORCH_OR_STDLIB_RE.test(f.filename)) {
+      if (isCell(f.filename)) {
+        found = { key: `${f.filename}:${f.line}`, filename: f.filename, line: f.line, name: f.name, kind: 'user' };
+        break;
+      }
+      if (TOOLING_RE.test(f.filename)) tooling ??= f;
+      else if (!TORCH_OR_STDLIB_RE.test(f.filename)) {
         found = { key: `${f.filename}:${f.line}`, filename: f.filename, line: f.line, name: f.name, kind: PACKAGE_RE.test(f.filename) ? 'library' : 'user' };
         break;
       }
@@ -57,6 +78,7 @@ export function sourceLineOf(frames: readonly Frame[]): SourceLine {
       if (m) node = m[1]!;
     }
   }
+  if (!found && tooling) found = { key: `${tooling.filename}:${tooling.line}`, filename: tooling.filename, line: tooling.line, name: tooling.name, kind: 'library' };
   const result = found ?? (node !== null ? { key: `autograd: ${node}`, filename: '', line: 0, name: '', kind: 'autograd' as const } : UNKNOWN_SOURCE);
   sourceCache.set(frames, result);
   return result;
@@ -134,10 +156,19 @@ export function hasPythonFrame(frames: readonly Frame[]): boolean {
   if (frames.length === 0) return false;
   let hit = pythonCache.get(frames);
   if (hit === undefined) {
-    hit = frames.some((f) => f.filename.endsWith('.py'));
+    hit = frames.some((f) => f.filename.endsWith('.py') || isCell(f.filename));
     pythonCache.set(frames, hit);
   }
   return hit;
+}
+
+/** What a source line is, for the reports' headings. */
+export const SOURCE_LINE_WORDS = "your code's first frame: torch, the standard library, a notebook's machinery and gpuwise's probe skipped";
+
+/** A source line for display: `dir/file.py:12`, a notebook cell as such, the key where there is no file. */
+export function shortSource(s: SourceLine): string {
+  if (s.filename === '') return s.key;
+  return `${isCell(s.filename) ? 'notebook cell ' : ''}${shortPath(s.filename)}:${s.line}`;
 }
 
 /** Shortens a path for display: the last `parts` components. */

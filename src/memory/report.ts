@@ -5,7 +5,7 @@
  */
 import { type Category, CATEGORIES, categorize, phases } from './categorize.js';
 import { findingsFor } from './findings.js';
-import { type SourceLine, shortPath, sourceLineOf } from './frames.js';
+import { type SourceLine, shortSource, sourceLineOf } from './frames.js';
 import type { CategoryBytes, LiveSet, MemoryReport, Oom, Timeline, Totals } from './reportTypes.js';
 import { type Allocation, type Replay, argMax, busiestDevice, liveAt, replay } from './replay.js';
 import type { Snapshot } from './snapshot.js';
@@ -177,7 +177,7 @@ function groupLive(live: Allocation[], index: number, timeUs: number | null, top
     .slice(0, top)
     .map((s) => ({
       source: s.line.key,
-      shortSource: s.line.filename === '' ? s.line.key : `${shortPath(s.line.filename)}:${s.line.line}`,
+      shortSource: shortSource(s.line),
       function: s.line.name,
       kind: s.line.kind,
       category: [...s.cat].sort((x, y) => y[1] - x[1])[0]![0],

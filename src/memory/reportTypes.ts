@@ -15,7 +15,7 @@ export interface CategoryBytes {
 }
 
 export interface SourceBytes {
-  /** `file:line` of the first frame outside torch and the standard library. */
+  /** `file:line` of the first frame of the user's code (frames.ts sourceLineOf: a notebook's cell, not IPython's run_code). */
   source: string;
   /** Shortened `dir/file.py:line` for display. */
   shortSource: string;

@@ -61,6 +61,12 @@ export interface Fix {
    * inference_mode): once it is in a plan, theirs leave it, so one change is not counted twice.
    */
   includes?: readonly FindingId[];
+  /**
+   * The change runs this many times the run's samples a step while its ops give the time per the run's batch directly
+   * (a what-if's throughput, modelled whole: a `step` op of 1 / the samples/s factor). Its gain then reads per the
+   * run's batch of samples, as a `batch` op's does, with the pipeline's own figures left as they were modelled.
+   */
+  batchScale?: number;
 }
 
 function withStage(p: Pipeline, s: StageName, ns: number | null, evidence?: string): Pipeline {

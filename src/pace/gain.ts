@@ -30,7 +30,12 @@ export function gainOf(p: Pipeline, fix: Fix): EstimatedGain | null {
   const after = stepOf(q);
   const now = before.perBatchNs;
   const expected = Math.min(now, Math.max(after.perBatchNs, now * 0.01));
-  const per = q.batchScale !== p.batchScale ? ` per ${fmtBatch(p.batchScale)} batch (${fmtMs(after.stepNs)} a step of the ${(q.batchScale / p.batchScale).toFixed(1)}x batch)` : '';
+  // A fix's own batch scale (a what-if's, modelled per the run's batch) multiplies the one its ops make.
+  const fixScale = fix.batchScale ?? 1;
+  const per =
+    q.batchScale !== p.batchScale || fixScale !== 1
+      ? ` per ${fmtBatch(p.batchScale)} batch (${fmtMs(after.stepNs * fixScale)} a step of the ${((q.batchScale / p.batchScale) * fixScale).toFixed(1)}x batch)`
+      : '';
   const arithmetic =
     p.source === 'step'
       ? `${fix.arithmetic}: expect ${fmtMs(expected)} a step (now ${fmtMs(now)})`
@@ -44,6 +49,7 @@ export function gainOf(p: Pipeline, fix: Fix): EstimatedGain | null {
     savedFraction: Math.max(0, (now - expected) / now),
     arithmetic,
     ...(p.source === 'step' ? {} : { boundNow: before.bound, boundAfter: after.bound }),
+    ...batchScaleOf(p.batchScale, q.batchScale * fixScale),
   };
 }
 
@@ -76,7 +82,30 @@ export function jobGainOf(job: Job, fix: Fix, among: readonly number[] = []): Es
     arithmetic,
     boundNow: before.bound,
     boundAfter: after.bound,
+    ...batchScaleOf(before.pipeline.batchScale, after.pipeline.batchScale * (fix.batchScale ?? 1)),
   };
+}
+
+/** The gain's `batchScale`, only where the fix changed the batch: its times are then per the run's batch of samples. */
+function batchScaleOf(before: number, after: number): { batchScale?: number } {
+  return after !== before ? { batchScale: after / before } : {};
+}
+
+/**
+ * What a time is per once a fix changed the batch: the run's batch of samples (the same samples in less time, so the
+ * speed-up is in samples/s), not a step, which the bigger batch makes longer. Issue 47: "4x larger batch" said "per step".
+ */
+export const PER_RUN_BATCH = "per the run's batch of samples";
+
+/** "4x", "1.5x": a batch multiple. */
+export function fmtBatchScale(k: number): string {
+  return Number.isInteger(k) ? `${k}x` : `${k.toFixed(1)}x`;
+}
+
+/** "1.90x" a step's speed-up, or "4.00x the samples/s" where the batch changed (batchScale not 1). */
+export function speedupText(fromNs: number, toNs: number, batchScale = 1): string {
+  if (!(toNs > 0)) return '';
+  return `${(fromNs / toNs).toFixed(2)}x${batchScale !== 1 ? ' the samples/s' : ''}`;
 }
 
 function fmtBatch(scale: number): string {

@@ -8,7 +8,7 @@
 import type { FindingId } from '../findings/ids.js';
 import { fmtMs } from '../util/format.js';
 import type { Fix } from './fix.js';
-import { boundWords } from './gain.js';
+import { boundWords, fmtBatchScale, PER_RUN_BATCH, speedupText } from './gain.js';
 import { applyJobFix, type Job, type JobRank, jobStepOf, ranksMadeOn } from './job.js';
 import { type Bound, type PartialBatch, type Pipeline, stepOf, workersToAsk } from './pipeline.js';
 
@@ -48,6 +48,8 @@ export interface PlanStep {
   /** The rank whose own step binds once it is made, and the ranks the fix is made on (a job of several ranks only). */
   rank?: number;
   ranks?: number[];
+  /** The batch over the run's once this step is made, where a step so far changed it: the times are then per the run's batch of samples. */
+  batchScale?: number;
 }
 
 export interface PacePlan {
@@ -59,6 +61,8 @@ export interface PacePlan {
   steps: PlanStep[];
   /** The step expected after every fix of the plan. */
   expectedStepNs: number;
+  /** The batch over the run's after the plan, where a step changed it: expectedStepNs is then per the run's batch of samples. */
+  batchScale?: number;
 }
 
 /** The plan for a job (a run of one rank: a job of one) and the fixes on offer. */
@@ -93,6 +97,10 @@ export function planOf(job: Job, candidates: readonly PlanCandidate[]): PacePlan
     const partial = best.c.fix.compiles ? (slowest.measured.partialBatch ?? null) : null;
     const dropLast = partial !== null ? `; with DataLoader(drop_last=True): ${partialWords(partial)}` : '';
     const madeOn = several ? ranksMadeOn(cur, best.c.fix, best.c.ranks ?? []) : [];
+    const batchScale = bp.batchScale / start.pipeline.batchScale;
+    const per = batchScale !== 1 ? PER_RUN_BATCH : 'a step';
+    // The step that changes the batch says how long its own, bigger step takes: its time per run's batch is not that.
+    const ownStep = batchScale !== (steps.at(-1)?.batchScale ?? 1) ? `; a step of the ${fmtBatchScale(batchScale)} batch: ${fmtMs(best.s.perBatchNs * batchScale)}` : '';
     steps.push({
       id: best.c.id,
       label: best.c.fix.label,
@@ -102,13 +110,15 @@ export function planOf(job: Job, candidates: readonly PlanCandidate[]): PacePlan
       boundText,
       workersNeeded: need,
       dropLast: partial !== null,
-      text: `${best.c.fix.label}${madeOn.length > 1 ? ` (ranks ${madeOn.join(', ')})` : ''}: ${fmtMs(now)} -> ${fmtMs(best.s.perBatchNs)} a step (${speedupText(now, best.s.perBatchNs)}); then ${boundText} sets the pace${several ? ` (rank ${best.s.rank})` : ''}${need !== null ? `; needs about ${need} DataLoader workers` : ''}${dropLast}`,
+      text: `${best.c.fix.label}${madeOn.length > 1 ? ` (ranks ${madeOn.join(', ')})` : ''}: ${fmtMs(now)} -> ${fmtMs(best.s.perBatchNs)} ${per} (${speedupText(now, best.s.perBatchNs, batchScale)}${ownStep}); then ${boundText} sets the pace${several ? ` (rank ${best.s.rank})` : ''}${need !== null ? `; needs about ${need} DataLoader workers` : ''}${dropLast}`,
       ...(several ? { rank: best.s.rank, ranks: madeOn } : {}),
+      ...(batchScale !== 1 ? { batchScale } : {}),
     });
     cur = best.q;
     now = best.s.perBatchNs;
   }
-  return { stepNs: start.perBatchNs, bound: start.bound, ...(several ? { rank: start.rank } : {}), steps, expectedStepNs: now };
+  const batchScale = steps.at(-1)?.batchScale;
+  return { stepNs: start.perBatchNs, bound: start.bound, ...(several ? { rank: start.rank } : {}), steps, expectedStepNs: now, ...(batchScale ? { batchScale } : {}) };
 }
 
 /** Why a compiling fix asks for drop_last, in words. */
@@ -138,11 +148,6 @@ function rankWithWorkersNeeded(q: Pipeline): Pipeline {
 }
 
 /** The plan as lines, numbered, for the terminal and Markdown. */
-/** "1.90x": a step's speed-up, from the step before to the step after. */
-export function speedupText(fromNs: number, toNs: number): string {
-  return toNs > 0 ? `${(fromNs / toNs).toFixed(2)}x` : '';
-}
-
 export function planLines(plan: PacePlan): string[] {
   if (plan.steps.length === 0) return ['no fix found shortens the step'];
   return plan.steps.map((s, i) => `${i + 1}. ${s.text}`);

@@ -5,6 +5,7 @@
  */
 import type { Finding } from '../findings/finding.js';
 import { fmtMs } from '../util/format.js';
+import { PER_RUN_BATCH } from './gain.js';
 import { type Job, type JobRank, jobStepOf } from './job.js';
 import { type Bound, type PaceSummary, paceSummary, STAGE_NAMES, type StageName, stepOf } from './pipeline.js';
 import { type PacePlan, planOf } from './plan.js';
@@ -76,7 +77,8 @@ export function paceRows(r: PaceSummary): [string, string, string, string][] {
 /** The headline: what sets the pace now (and, in a job of several ranks, which rank's own work), the step after the plan. */
 export function paceHeadline(r: PaceReport, ranks: number): string {
   const who = ranks > 1 ? ` (rank ${r.rank}, the slowest)` : '';
-  const after = r.plan.steps.length ? `; after the plan: ${fmtMs(r.plan.expectedStepNs)} (${(r.plan.stepNs / r.plan.expectedStepNs).toFixed(1)}x)` : '';
+  const per = r.plan.batchScale ? ` ${PER_RUN_BATCH}` : '';
+  const after = r.plan.steps.length ? `; after the plan: ${fmtMs(r.plan.expectedStepNs)}${per} (${(r.plan.stepNs / r.plan.expectedStepNs).toFixed(1)}x${per ? ' the samples/s' : ''})` : '';
   return `mean step ${fmtMs(r.stepNs)}${who}: ${r.why}${r.job ? jobWords(r.job, r.rank) : ''}${after}`;
 }
 

@@ -313,7 +313,7 @@ export function runPipeline(ev: RunEvidence): Pipeline | null {
   // The host and the GPU are read from the steps within the epochs where those are told apart (EpochStarts.within).
   const staged = epochs.within ?? t;
   const device = m ? deviceFromWindow(m, staged) : deviceWithoutWindow(staged);
-  const { input, loader } = inputStage(t, facts, epochs, device.idleInWaitsNs, st.medianS ?? 0);
+  const { input, loader } = inputStage(t, facts, epochs, device.idleInWaitsNs, st.medianS ?? 0, ev.batchesPerStep !== null);
   const host = hostStage(ev, m, staged, device);
   const serial = host.refill ? [...device.serial.filter((c) => c.kind !== 'syncs' && c.kind !== 'gaps'), ...epochs.serial, host.refill] : [...device.serial, ...epochs.serial];
   const hostWin = m ? windowHost(m).ns : null;
@@ -487,6 +487,7 @@ function inputStage(
   epochs: EpochStarts,
   idleInWaitsNs: number,
   medianS: number,
+  fedByDataLoader: boolean,
 ): { input: Stage; loader: LoaderFacts | null } {
   const { stepNs: S, waitNs: W } = t;
   const within = epochs.within;
@@ -534,15 +535,21 @@ function inputStage(
       how: 'assumed',
       evidence: `${waitsText}: the loader delivers about one batch per mean step, so its period is the mean step${epochs.epochNsPerStep > 0 ? ' less the epoch starts' : ''}`,
     };
-  else input = { ns: null, how: 'assumed', evidence: `${waitsText}: the loader keeps up; ${unmeasuredLoaderWhy(loader)}` };
+  else input = { ns: null, how: 'assumed', evidence: `${waitsText}: the loader keeps up; ${unmeasuredLoaderWhy(loader, fedByDataLoader)}` };
   return { input, loader };
 }
 
-/** Why a loader that keeps up has no measured capacity, in the user's terms. */
-function unmeasuredLoaderWhy(loader: LoaderFacts | null): string {
-  if (loader === null) return 'no torch DataLoader fed the steps (the batches come from the loop itself), or the probe that ran sent no DataLoader records';
+/**
+ * Why a loader that keeps up has no measured capacity, in the user's terms: `fedByDataLoader`, the step records counted
+ * DataLoader batches (so a DataLoader did feed the steps, only its own timings are missing).
+ */
+function unmeasuredLoaderWhy(loader: LoaderFacts | null, fedByDataLoader: boolean): string {
+  if (loader === null)
+    return fedByDataLoader
+      ? "a DataLoader fed the steps, but the run's records hold none of its own timings (its workers' time a batch), so what it could deliver is not measured"
+      : 'no torch DataLoader fed the steps (the batches come from the loop itself)';
   if ((loader.workers ?? 0) === 0) return "the DataLoader loads in the training process (num_workers=0): its time is the host's";
-  return "its workers' CPU time was not read (the probe that ran sent none)";
+  return "its workers' CPU time is not in the run's records";
 }
 
 /**
@@ -560,7 +567,11 @@ function hostStage(ev: RunEvidence, m: TraceMetrics | null, t: RunTimes, d: Devi
   const deviceRunNs = (d.gpu.ns ?? 0) + (d.comm.ns ?? 0);
   let host: Stage =
     cpuS === null
-      ? { ns: null, how: 'assumed', evidence: "the probe sent no host CPU time (an older probe), and a window's host time carries the profiler's own cost" }
+      ? {
+          ns: null,
+          how: 'assumed',
+          evidence: "the run's records hold too few readings of the training thread's CPU time to time the host, and the profiled window's host time carries the profiler's own cost",
+        }
       : noGpuWork || problem === null
         ? hostWork(
             cpuS * 1e9,

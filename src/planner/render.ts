@@ -2,7 +2,7 @@
  * `gpuwise plan` as text: the terminal report (a plan, a search, or a plan that does not fit with what would) and
  * its Markdown form. Pure: takes the `--json` object (report.ts), returns strings.
  */
-import { fmtGiB, fmtGpuMemory } from '../util/format.js';
+import { fmtInt, fmtGiB, fmtGpuMemory } from '../util/format.js';
 import type { PlanJson } from './report.js';
 
 
@@ -38,7 +38,7 @@ export function hardwareText(j: Pick<PlanJson, 'hardware'>): string {
 function headLines(j: PlanJson): string[] {
   const source = modelSourceText(j);
   const lines = [
-    `${j.model.name}: ${j.model.architecture}, ${j.model.params.toLocaleString('en-US')} parameters${source ? `; ${source}` : ''}`,
+    `${j.model.name}: ${j.model.architecture}, ${fmtInt(j.model.params)} parameters${source ? `; ${source}` : ''}`,
     `${hardwareText(j)}; ${j.setup.mode} ${j.setup.precision}, ${j.setup.optimizer}, seq ${j.setup.seq}; ${layoutText(j)}; global batch ${j.globalBatch}`,
   ];
   if (j.assumed?.length) lines.push(`assumed (not given): ${j.assumed.join('; ')}`);
@@ -82,7 +82,7 @@ export function renderPlan(j: PlanJson): string {
   lines.push(
     '',
     `Step time ${j.stepTimeMs.toFixed(1)} ms (${t.bindingTerm}-bound): compute ${t.computeMs.toFixed(1)}, memory-bound ${t.memoryBoundMs.toFixed(1)}, cpu floor ${t.cpuFloorMs.toFixed(1)}, exposed comm ${t.exposedCommMs.toFixed(1)} of ${t.commMs.toFixed(1)}, bubble ${t.bubbleMs.toFixed(1)} ms`,
-    `  ${Math.round(t.tokensPerSec).toLocaleString('en-US')} tokens/s, MFU ${(t.mfu * 100).toFixed(0)}%; overlap: ${t.overlap}`,
+    `  ${fmtInt(t.tokensPerSec)} tokens/s, MFU ${(t.mfu * 100).toFixed(0)}%; overlap: ${t.overlap}`,
   );
   if (j.savers.length > 0) {
     lines.push('', 'Top memory savers');
@@ -119,7 +119,7 @@ export function renderSearch(j: PlanJson): string {
   ];
   for (const p of srch.plans) {
     lines.push(
-      `${String(p.rank).padStart(3)}  ${p.tokensPerSec.toLocaleString('en-US').padStart(10)}  ${p.stepTimeMs.toFixed(1).padStart(9)}  ${fmtGiB(p.peakAllocatedBytes, 2).padStart(10)}  ${p.bindingTerm.padEnd(13)}  ${layoutText(p)}, global ${p.globalBatch}`,
+      `${String(p.rank).padStart(3)}  ${fmtInt(p.tokensPerSec).padStart(10)}  ${p.stepTimeMs.toFixed(1).padStart(9)}  ${fmtGiB(p.peakAllocatedBytes, 2).padStart(10)}  ${p.bindingTerm.padEnd(13)}  ${layoutText(p)}, global ${p.globalBatch}`,
     );
     if (p.savers.length > 0) lines.push(`${' '.repeat(5)}savers: ${p.savers.map((sv) => `${sv.change} -${(sv.savedBytes / 1024 ** 3).toFixed(1)} GiB`).join('; ')}`);
   }
@@ -146,12 +146,12 @@ export function renderPlanMarkdown(j: PlanJson): string {
     for (const c of j.wouldFit.changes) out.push(`- ${c}`);
     out.push('');
   } else {
-    out.push(`Step time **${j.stepTimeMs.toFixed(1)} ms** (${j.time.bindingTerm}-bound), ${Math.round(j.time.tokensPerSec).toLocaleString('en-US')} tokens/s, MFU ${(j.time.mfu * 100).toFixed(0)}%`, '');
+    out.push(`Step time **${j.stepTimeMs.toFixed(1)} ms** (${j.time.bindingTerm}-bound), ${fmtInt(j.time.tokensPerSec)} tokens/s, MFU ${(j.time.mfu * 100).toFixed(0)}%`, '');
     if (j.maxBatch) out.push(`Largest micro-batch that fits: **${j.maxBatch.microBatch}**`, '');
     if (j.search) {
       const choice = searchChoiceText(j);
       if (choice !== null) out.push(`${choice[0]?.toUpperCase()}${choice.slice(1)}.`, '');
-      for (const p of j.search.plans) out.push(`${p.rank}. ${layoutText(p)}, global ${p.globalBatch}: ${p.tokensPerSec.toLocaleString('en-US')} tokens/s, ${p.stepTimeMs.toFixed(1)} ms`);
+      for (const p of j.search.plans) out.push(`${p.rank}. ${layoutText(p)}, global ${p.globalBatch}: ${fmtInt(p.tokensPerSec)} tokens/s, ${p.stepTimeMs.toFixed(1)} ms`);
     }
     if (j.savers.length) out.push('', 'Memory savers:', '', ...j.savers.map((sv) => `- ${sv.change}: −${(sv.savedBytes / 1024 ** 3).toFixed(2)} GiB`));
   }

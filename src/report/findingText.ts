@@ -9,6 +9,7 @@
  * the measured shares.
  */
 import type { EstimatedGain, Finding, MemoryGain, Severity } from '../findings/finding.js';
+import { fmtBatchScale, PER_RUN_BATCH, speedupText } from '../pace/gain.js';
 import { fmtBytes, fmtMs, fmtPct } from '../util/format.js';
 import { wrapLine } from '../util/wrap.js';
 import type { Style } from './style.js';
@@ -45,10 +46,17 @@ const SOURCE_LABEL: Record<string, string> = {
   planner: 'from the planner',
 };
 
-/** "183 ms -> 72.2 ms per step (-61%, 2.54x)": the step now, the step once fixed, the share saved, the speed-up. */
+/**
+ * "183 ms -> 72.2 ms per step (-61%, 2.54x)": the step now, the step once fixed, the share saved, the speed-up. A fix
+ * that changes the batch gives the time per the run's batch of samples and the speed-up in samples/s, and the bigger
+ * batch's own step beside them: "17.6 ms -> 4.41 ms per the run's batch of samples (-75%, 4.00x the samples/s; a step
+ * of the 4x batch: 17.6 ms)".
+ */
 export function expectedStepText(g: EstimatedGain): string {
-  const speedup = g.expectedStepTimeNs > 0 ? `, ${(g.stepTimeNs / g.expectedStepTimeNs).toFixed(2)}x` : '';
-  return `${fmtMs(g.stepTimeNs)} -> ${fmtMs(g.expectedStepTimeNs)} per step (-${fmtPct(g.savedFraction)}${speedup})`;
+  const k = g.batchScale ?? 1;
+  const speedup = speedupText(g.stepTimeNs, g.expectedStepTimeNs, k);
+  const ownStep = k !== 1 ? `; a step of the ${fmtBatchScale(k)} batch: ${fmtMs(g.expectedStepTimeNs * k)}` : '';
+  return `${fmtMs(g.stepTimeNs)} -> ${fmtMs(g.expectedStepTimeNs)} ${k !== 1 ? PER_RUN_BATCH : 'per step'} (-${fmtPct(g.savedFraction)}${speedup ? `, ${speedup}` : ''}${ownStep})`;
 }
 
 /** "1.20 GiB of 14.1 GiB (8.5%)", and whether it lets a run that ran out of memory go on. */

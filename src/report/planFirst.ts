@@ -5,8 +5,9 @@
  * doctor knows the framework). The findings, why, follow. A reader who stops after these lines knows what to change
  * and what it gives (issue 47: the plan used to close the report, under a first finding of LOW).
  */
-import { type PacePlan, type PlanStep, planLines, speedupText } from '../pace/plan.js';
 import { type LeverAccuracy, measuredHereText } from '../history/leverAccuracy.js';
+import { PER_RUN_BATCH, speedupText } from '../pace/gain.js';
+import { type PacePlan, type PlanStep, planLines } from '../pace/plan.js';
 import { fmtMs } from '../util/format.js';
 import { mdCode, type ShownFinding } from './findingText.js';
 
@@ -42,13 +43,27 @@ export function changeLine(code: string): string | null {
 export const SUB_LINE = /^ {7}\S/;
 
 /**
- * The section's lines, unstyled: a headline with the whole plan's gain, each step and its change. With no plan step:
- * one line that says so (and the findings follow).
+ * What doctor's plan starts from, named in its headline: its report gives the profiled window's step too (slowed by
+ * the profiler: 189 ms against the run's 184 for the Trainer's GPT-2), near it in the findings' evidence.
  */
-export function planFirstLines(plan: PacePlan, findings: readonly ShownFinding[], measuredHere: readonly LeverAccuracy[] = []): string[] {
+export const RUN_STEP_NAME = "the run's mean step";
+
+/**
+ * The section's lines, unstyled: a headline with the whole plan's gain, each step and its change. With no plan step:
+ * one line that says so (and the findings follow). `stepName`: what the plan's first step is, where the report gives
+ * another step beside it (doctor: RUN_STEP_NAME). `measuredHere`: what tune --plan measured of the plan's steps on this
+ * machine, said under each (DoctorReport.measuredHere).
+ */
+export function planFirstLines(
+  plan: PacePlan,
+  findings: readonly ShownFinding[],
+  stepName: string | null = null,
+  measuredHere: readonly LeverAccuracy[] = [],
+): string[] {
   if (plan.steps.length === 0) return ['What to do: no fix found that shortens the step (the findings below say what was looked at)'];
+  const per = plan.batchScale ? ` ${PER_RUN_BATCH}` : stepName ? '' : ' a step';
   const out = [
-    `What to do: ${fmtMs(plan.stepNs)} -> ${fmtMs(plan.expectedStepNs)} a step (${speedupText(plan.stepNs, plan.expectedStepNs)}) with ${plan.steps.length === 1 ? 'this change' : `these ${plan.steps.length} changes, each on top of the ones before`}`,
+    `What to do: ${stepName ? `${stepName} ` : ''}${fmtMs(plan.stepNs)} -> ${fmtMs(plan.expectedStepNs)}${per} (${speedupText(plan.stepNs, plan.expectedStepNs, plan.batchScale)}) with ${plan.steps.length === 1 ? 'this change' : `these ${plan.steps.length} changes, each on top of the ones before`}`,
   ];
   const lines = planLines(plan);
   plan.steps.forEach((s, i) => {
@@ -74,12 +89,17 @@ export function inPlanText(plan: PacePlan | null | undefined, f: ShownFinding): 
   const planned = s.fromStepNs > 0 ? 1 - s.expectedStepNs / s.fromStepNs : 0;
   if (Math.abs(planned - alone) < 0.01) return null;
   const after = i > 0 ? `, after ${plan.steps.slice(0, i).map((x) => x.label).join(', ')}` : '';
-  return `in the plan (step ${i + 1}${after}): ${fmtMs(s.fromStepNs)} -> ${fmtMs(s.expectedStepNs)} a step (${speedupText(s.fromStepNs, s.expectedStepNs)})`;
+  return `in the plan (step ${i + 1}${after}): ${fmtMs(s.fromStepNs)} -> ${fmtMs(s.expectedStepNs)} ${s.batchScale ? PER_RUN_BATCH : 'a step'} (${speedupText(s.fromStepNs, s.expectedStepNs, s.batchScale)})`;
 }
 
 /** The same section as Markdown: a bold headline, the steps as a numbered list with the change as code. */
-export function planFirstMarkdown(plan: PacePlan, findings: readonly ShownFinding[], measuredHere: readonly LeverAccuracy[] = []): string[] {
-  const [head, ...rest] = planFirstLines(plan, findings, measuredHere);
+export function planFirstMarkdown(
+  plan: PacePlan,
+  findings: readonly ShownFinding[],
+  stepName: string | null = null,
+  measuredHere: readonly LeverAccuracy[] = [],
+): string[] {
+  const [head, ...rest] = planFirstLines(plan, findings, stepName, measuredHere);
   const out = [`**${head}**`, ''];
   for (const l of rest) {
     const change = /^ +change: (.*)$/.exec(l);

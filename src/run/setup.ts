@@ -247,7 +247,7 @@ export function inferCompiled(model: Pick<ModelRecord, 'compiled' | 'compiledEvi
   const triton = (metrics?.topKernels ?? []).find((k) => isInductorKernel(k.name));
   if (triton) return { value: true, how: 'measured', evidence: `Inductor-generated Triton kernels in the window (${triton.name})` };
   if (model?.compiled === false) return { value: false, how: 'measured', evidence: 'the probe saw no torch.compile' };
-  return { value: null, how: 'unknown', evidence: metrics ? 'no compiled kernels in the window' : 'not told (older probe, no window)' };
+  return { value: null, how: 'unknown', evidence: metrics ? 'no compiled kernels in the window' : 'not told: the run\'s records do not say, and no profiled window shows its kernels' };
 }
 
 /** The planner with full checkpointing must come this close to the measured peak for checkpointing to be guessed. */

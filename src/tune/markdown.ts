@@ -2,11 +2,11 @@
  * `gpuwise tune --md`: the result first (largest that fits, recommended, Goldilocks), then every trial, as Markdown
  * for an issue or a pull request. Pure.
  */
-import { fmtBytes, fmtGpuMemory } from '../util/format.js';
+import { fmtInt, fmtBytes, fmtGpuMemory } from '../util/format.js';
 import { largestLine, type TuneReport } from './report.js';
 
 /** A trial's throughput as tune's answer and page print it. */
-export const rateText = (x: number | null) => (x === null ? '-' : x >= 100 ? Math.round(x).toLocaleString('en-US') : x.toPrecision(3));
+export const rateText = (x: number | null) => (x === null ? '-' : x >= 100 ? fmtInt(x) : x.toPrecision(3));
 
 /** The answer lines, shared with the HTML page. */
 export function tuneAnswer(r: TuneReport): string[] {

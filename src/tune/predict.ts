@@ -3,6 +3,7 @@
  * so the trials measured so far predict the largest value that fits, and each next trial verifies a prediction
  * instead of bisecting blindly. Definitions and the evidence for the constants: docs/tune.md.
  */
+import { fmtInt } from '../util/format.js';
 import { largestWithinLimit, peakLimitBytes } from '../gpus/memoryFit.js';
 import { CALIBRATION } from '../planner/calibration.js';
 import { type MemoryModel, perSampleMemoryModel } from '../run/memoryModel.js';
@@ -290,7 +291,7 @@ export function goldilocks(trials: TrialSummary[]): { value: number | null; reas
 }
 
 function fmtRate(x: number): string {
-  return x >= 100 ? Math.round(x).toLocaleString('en-US') : x.toPrecision(3);
+  return x >= 100 ? fmtInt(x) : x.toPrecision(3);
 }
 
 export function conclude(space: SearchSpace, trials: TrialSummary[], margin: number): TuneResult {

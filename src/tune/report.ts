@@ -1,7 +1,7 @@
 /**
  * The result of `gpuwise tune` (the `--json` contract, schemaVersion 1) and its terminal rendering. Pure.
  */
-import { fmtBytes, fmtGpuMemory } from '../util/format.js';
+import { fmtInt, fmtBytes, fmtGpuMemory } from '../util/format.js';
 import { type SearchSpace, TUNE, type TuneResult, throughputOf } from './predict.js';
 import type { TrialSummary } from './trial.js';
 
@@ -116,7 +116,7 @@ function pad(s: string, n: number, right = false): string {
 
 function rate(x: number | null): string {
   if (x === null) return '-';
-  return x >= 100 ? Math.round(x).toLocaleString('en-US') : x.toPrecision(3);
+  return x >= 100 ? fmtInt(x) : x.toPrecision(3);
 }
 
 const OUTCOME_TEXT: Record<TrialSummary['outcome'], string> = {

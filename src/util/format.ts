@@ -60,9 +60,20 @@ export function fmtUs(us: number): string {
 }
 
 /** A rate per second (samples/s, tokens/s): whole and grouped from 100 ("15,221"), one decimal below ("87.1"). */
+/**
+ * An integer with thousands separators, "1,234,567" (rounded), as toLocaleString('en-US') writes it without loading
+ * ICU's locale data: that first call cost 12-90 ms of a `gpuwise runs` (bench/history/bench.mjs).
+ */
+export function fmtInt(n: number): string {
+  if (!Number.isFinite(n)) return String(n);
+  const r = Math.round(n);
+  const digits = BigInt(Math.abs(r)).toString().replace(/\B(?=(\d{3})+$)/g, ',');
+  return r < 0 ? `-${digits}` : digits;
+}
+
 export function fmtRate(perS: number | null | undefined): string {
   if (typeof perS !== 'number' || !Number.isFinite(perS)) return 'n/a';
-  return perS >= 100 ? Math.round(perS).toLocaleString('en-US') : perS.toFixed(1);
+  return perS >= 100 ? fmtInt(perS) : perS.toFixed(1);
 }
 
 /** TFLOP/s with the digits a small model needs too (0.012, 3.4, 228). */

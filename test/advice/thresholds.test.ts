@@ -47,7 +47,7 @@ describe('severity edges on hand-built metrics', () => {
         expect(f.estimatedGain?.savedFraction).toBeCloseTo(idle / 100e6, 12);
         // the share is the evidence's (and the expected line's), never the title's
         expect(f.title).toBe('The GPU waits on the DataLoader');
-        expect(f.evidence[0]).toContain(`(${fmtPct(idle / 100e6)})`);
+        expect(f.evidence[0]).toContain(`(${fmtPct(idle / 100e6)} of the profiled window's 100 ms step)`);
       }
     });
 });

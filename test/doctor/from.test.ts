@@ -80,6 +80,24 @@ describe('doctor --from RUN_DIR on the recorded H200 runs', () => {
     expect(r.findings.map((f) => f.id)).toContain('host-sync');
     expect(r.run.outcome).toBe('completed');
     expect(r.notes.join('\n')).toMatch(/exit status is not in the run directory/);
+    expect(r.gpuUnavailableReason).toBe(
+      "GPU utilisation and memory are sampled while doctor runs the command, and kept in the report it writes; this run directory holds the probe's records but no such report",
+    );
+  });
+
+  it("says why there are no GPU samples in the user's terms (issue 47: not where the tool keeps them)", async () => {
+    // host_sync's report.json was written by doctor --from itself: it had no samples to keep
+    const { stdout } = await runCli(['doctor', '--from', join(RUNS, 'host_sync')]);
+    expect(stdout.split('\n')).toContain(
+      "GPUs: no samples (GPU utilisation and memory are sampled while doctor runs the command, and kept in the report it writes; this run directory's report was itself made by doctor --from from the probe's records, which do not carry them)",
+    );
+    // a report written with the old wording is still read as a re-diagnosis's
+    const dir = makeScratch('from-old-reason');
+    for (const f of ['probe.jsonl', 'trace.json.gz']) copyFileSync(join(RUNS, 'host_sync', f), join(dir, f));
+    const saved = JSON.parse(readFileSync(join(RUNS, 'host_sync', 'report.json'), 'utf8')) as DoctorReport;
+    writeFileSync(join(dir, 'report.json'), JSON.stringify({ ...saved, gpuUnavailableReason: "this run directory's report.json holds none: it was written by doctor --from from the probe records, which carry none" }));
+    const again = JSON.parse((await runCli(['doctor', '--from', dir, '--json'])).stdout) as DoctorReport;
+    expect(again.gpuUnavailableReason).toMatch(/^GPU utilisation and memory are sampled while doctor runs the command.*report was itself made by doctor --from/);
   });
 });
 

@@ -8,6 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { renderDoctorText } from '../../src/doctor/render.js';
 import type { DoctorReport } from '../../src/doctor/reportTypes.js';
 import { REPO, rediagnosed } from './helpers.js';
 
@@ -66,6 +67,22 @@ describe('doctor on the real-code corpus (H100 runs, replayed with --from)', () 
     );
     const plain = (await fromDir('nanogpt_style')).findings[0]!.recommendation.code;
     expect(plain).not.toMatch(/Trainer|Lightning/);
+  });
+
+  it("a Trainer run's host syncs: the change is the Trainer's own switch, not loss.detach() in a loop the user did not write", async () => {
+    // The Trainer reads each batch's loss on the host (logging_nan_inf_filter: torch.isnan / torch.isinf on the loss);
+    // the window shows them: aten::is_nonzero 3 times a step (those two and transformers' packed-sequence check).
+    const r = await fromDir('hf_trainer_gpt2');
+    const sync = r.findings.find((f) => f.id === 'host-sync')!;
+    expect(sync.evidence).toContain('aten::is_nonzero forced a sync 3.0 times per step, first in step 12, 11.1 ms after it began');
+    expect(sync.recommendation.code.split('\n').slice(0, 2)).toEqual([
+      '# Hugging Face Trainer:',
+      "TrainingArguments(..., logging_nan_inf_filter=False)   # the Trainer tests each batch's loss for nan/inf on the host: 2 syncs; the filter only changes the logged loss",
+    ]);
+    const text = renderDoctorText(r).split('\n');
+    const step = text.findIndex((l) => /^ {2}\d\. syncs out of the loop: /.test(l));
+    expect(step).toBeGreaterThan(0);
+    expect(text[step + 1]).toBe('       change: TrainingArguments(..., logging_nan_inf_filter=False)');
   });
 
   it("reports model FLOPs and MFU on the run's own step (nanoGPT-style GPT-2: 6 x 124M parameters x 24,576 tokens of GEMMs, and causal attention)", async () => {

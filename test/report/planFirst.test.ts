@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { renderDoctorText } from '../../src/doctor/render.js';
 import { changeLine, inPlanText } from '../../src/report/planFirst.js';
 import { REPO, rediagnosed } from '../doctor/helpers.js';
+import { runCli } from '../helpers/cli.js';
 
 describe('what to do, first', () => {
   it('the change is the first statement of the fix, a call over several lines joined, comments left out', () => {
@@ -26,7 +27,7 @@ describe('what to do, first', () => {
   it("the Trainer's GPT-2: the plan in the framework's words first; compile's gain alone and in the plan both said", async () => {
     const r = await rediagnosed(join(REPO, 'examples', 'realworld', 'runs', 'hf_trainer_gpt2'));
     const text = renderDoctorText(r).split('\n');
-    expect(text[4]).toMatch(/^What to do: 184 ms -> .* a step/);
+    expect(text[4]).toMatch(/^What to do: the run's mean step 184 ms -> /);
     expect(text[5]).toMatch(/^ {2}1\. bf16 autocast \(tensor cores\): 184 ms -> /);
     expect(text[6]).toBe('       change: TrainingArguments(..., bf16=True)');
     const fusion = r.findings.find((f) => f.id === 'fusion')!;
@@ -36,5 +37,20 @@ describe('what to do, first', () => {
     expect(text.join('\n')).toContain(`    ${planned}`);
     // a finding whose gain is the same alone and in the plan (the plan's first step) says it once
     expect(inPlanText(r.pace?.plan, r.findings.find((f) => f.id === r.pace?.plan.steps[0]?.id)!)).toBeNull();
+  });
+
+  it("two step figures near each other are each named: the run's mean step (the plan) and the profiled window's (issue 47)", async () => {
+    // the Trainer's GPT-2: 184 ms the run's mean step, 189 ms the window's (the profiler slows it)
+    const r = await rediagnosed(join(REPO, 'examples', 'realworld', 'runs', 'hf_trainer_gpt2'));
+    const text = renderDoctorText(r).split('\n');
+    expect(text[4]).toBe("What to do: the run's mean step 184 ms -> 29.1 ms (6.31x) with these 3 changes, each on top of the ones before");
+    expect(text.find((l) => l.includes('steps: '))).toMatch(/median 183 ms, mean 184 ms/);
+    const sync = r.findings.find((f) => f.id === 'host-sync')!;
+    expect(sync.evidence[0]).toBe("GPU idle after the host blocked on the GPU: 9.74 ms per step (5.1% of the profiled window's 189 ms step)");
+    // every share of a 189 ms step in the findings names it as the window's
+    for (const f of r.findings) for (const e of f.evidence) if (/\b189 ms\b/.test(e)) expect(e).toContain("the profiled window's 189 ms step");
+    // analyze has the window's step alone: its headline is unchanged
+    const a = await runCli(['analyze', join(REPO, 'examples', 'traces', 'resnet_starved.trace.json.gz')]);
+    expect(a.stdout.split('\n')[2]).toMatch(/^What to do: 625 ms -> 38\.8 ms a step \(16\.10x\)/);
   });
 });

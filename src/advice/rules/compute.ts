@@ -9,7 +9,7 @@ import { bf16WeightsEffect, unshapedDecodeEffect } from '../bf16Weights.js';
 import { BF16_AUTOCAST_SWITCHES } from '../framework.js';
 import { modelParallelFigures } from './modelParallel.js';
 import { autocastNotReaching } from './precision.js';
-import { finding, fp32MatmulNsPerStep, gpuOf, matmulNs, paced, pacedParts, type RankRule, type RunContext, stepNs } from './rule.js';
+import { finding, fp32MatmulNsPerStep, gpuOf, matmulNs, ofWindowStep, paced, pacedParts, type RankRule, type RunContext, stepNs } from './rule.js';
 
 const MISALIGNED_MIN_SHARE = 0.01;
 const UNDERUSED_MAX_MEMORY_SHARE = 0.5;
@@ -49,7 +49,7 @@ export const noTensorCores: RankRule = (m, ctx) => {
       title: 'Matrix multiplies run in fp32 without tensor cores',
       ranks: [m.rank],
       evidence: [
-        `fp32 (SIMT) matmul kernels: ${fmtMs(fp32PerStep)} per step (${fmtPct(fp32PerStep / step)} of the profiled window's ${fmtMs(step)} step), ${fmtPct(fp32PerStep / Math.max(mm, 1))} of matmul time; tensor-core share of matmul time ${p.tensorCoreShare === null ? 'n/a' : fmtPct(p.tensorCoreShare)}`,
+        `fp32 (SIMT) matmul kernels: ${fmtMs(fp32PerStep)} per step ${ofWindowStep(fp32PerStep, step)}, ${fmtPct(fp32PerStep / Math.max(mm, 1))} of matmul time; tensor-core share of matmul time ${p.tensorCoreShare === null ? 'n/a' : fmtPct(p.tensorCoreShare)}`,
         ...p.topFp32Kernels.slice(0, 3).map((k) => `${k.name.slice(0, 90)}: ${k.count} calls, ${fmtMs(k.totalNs)}`),
       ],
       data: { fp32MatmulNsPerStep: fp32PerStep, tensorCoreShare: p.tensorCoreShare, matmulNsPerStep: mm },
@@ -226,7 +226,7 @@ export const misalignedShapes: RankRule = (m, ctx) => {
       title: 'GEMMs with dimensions that are not multiples of 8 run slower than the aligned ones',
       ranks: [m.rank],
       evidence: [
-        `misaligned GEMMs slower than the aligned ones: ${fmtMs(badNs)} per step (${fmtPct(badNs / step)} of the profiled window's ${fmtMs(step)} step)`,
+        `misaligned GEMMs slower than the aligned ones: ${fmtMs(badNs)} per step ${ofWindowStep(badNs, step)}`,
         ...lines,
       ],
       data: { misalignedGemmNsPerStep: badNs, shapes: bad.length, worstDim: example, paddedTo: padded },

@@ -8,7 +8,7 @@ import { windowPipeline } from '../../pace/window.js';
 import { type CollectiveTimings, collectiveWaits } from '../../trace/metrics/collectives.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtBytes, fmtMs, fmtPct } from '../../util/format.js';
-import { type CrossRankRule, finding, type GpuPeak, paced, pipelineOf, type ProbeBalance, type RankRule, type RunContext, stepNs } from './rule.js';
+import { type CrossRankRule, finding, type GpuPeak, ofWindowStep, paced, pipelineOf, type ProbeBalance, type RankRule, type RunContext, stepNs } from './rule.js';
 
 const COMM_MIN_EXPOSED_SHARE = 0.1;
 const SMALL_BUCKET_BYTES = 4 * 1024 * 1024;
@@ -243,7 +243,7 @@ export const commBound: RankRule = (m, ctx) => {
     title: 'Communication is not hidden by compute',
     ranks: [m.rank],
     evidence: [
-      `collective kernels ${fmtMs(c.commNsPerStep)} per step; ${fmtMs(c.exposedNsPerStep)} (${fmtPct(c.exposedNsPerStep / step)} of the profiled window's ${fmtMs(step)} step) run while no compute kernel runs (overlap ${c.overlapShare === null ? 'n/a' : fmtPct(c.overlapShare)})`,
+      `collective kernels ${fmtMs(c.commNsPerStep)} per step; ${fmtMs(c.exposedNsPerStep)} ${ofWindowStep(c.exposedNsPerStep, step)} run while no compute kernel runs (overlap ${c.overlapShare === null ? 'n/a' : fmtPct(c.overlapShare)})`,
       `${c.collectives} collectives moving ${fmtBytes(c.bytes)}, median ${fmtBytes(c.medianMessageBytes)}`,
     ],
     data: { commNsPerStep: c.commNsPerStep, exposedNsPerStep: c.exposedNsPerStep, overlapShare: c.overlapShare },

@@ -8,7 +8,7 @@ import type { Fix, FixOp } from '../../pace/fix.js';
 import type { Pipeline } from '../../pace/pipeline.js';
 import { gainOf } from '../../pace/gain.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
-import { fmtMs, fmtPct } from '../../util/format.js';
+import { fmtInt, fmtMs, fmtPct } from '../../util/format.js';
 import { attentionFixEffect } from './attention.js';
 import { misalignedGemms, tensorCoreEffect } from './compute.js';
 import { isCompiled, matmulNs, pipelineOf, type RankRule, stepNs } from './rule.js';
@@ -110,7 +110,7 @@ export const COMPILE_WARMUP_S = 32;
 export function compileWarmupWords(gain: EstimatedGain | null): string | null {
   const savedNs = gain === null ? 0 : gain.stepTimeNs - gain.expectedStepTimeNs;
   return savedNs > 0
-    ? `compiling takes time before the first step: about ${COMPILE_WARMUP_S} s for a ResNet-50 on an H200 (measured), minutes for larger models; at ${fmtMs(savedNs)} saved a step that is paid back after about ${Math.ceil((COMPILE_WARMUP_S * 1e9) / savedNs).toLocaleString('en-US')} steps`
+    ? `compiling takes time before the first step: about ${COMPILE_WARMUP_S} s for a ResNet-50 on an H200 (measured), minutes for larger models; at ${fmtMs(savedNs)} saved a step that is paid back after about ${fmtInt(Math.ceil((COMPILE_WARMUP_S * 1e9) / savedNs))} steps`
     : null;
 }
 

@@ -4,7 +4,7 @@ import { fmtMs, fmtPct, fmtWindow } from '../../util/format.js';
 import type { Fix } from '../../pace/fix.js';
 import { gainOf } from '../../pace/gain.js';
 import { compileWarmupWords } from './fusion.js';
-import { finding, isCompiled, paced, pipelineOf, type RankRule, stepNs, whenInSteps } from './rule.js';
+import { finding, isCompiled, ofWindowStep, paced, pipelineOf, type RankRule, stepNs, whenInSteps } from './rule.js';
 
 const SYNC_MIN_SHARE = 0.01;
 const LAUNCH_MIN_SHARE = 0.1;
@@ -46,6 +46,19 @@ const INFERENCE_SYNC_FIX = {
   ].join('\n'),
 };
 
+/**
+ * host-sync's fix where the Hugging Face Trainer runs the loop: the loop is the Trainer's, and it reads every batch's
+ * loss on the host itself: with `logging_nan_inf_filter` (on by default) its inner training loop tests
+ * `torch.isnan(tr_loss_step) or torch.isinf(tr_loss_step)`, two bool() of a CUDA tensor (aten::isnan, aten::isinf,
+ * each an aten::is_nonzero: a sync); the filter only decides which losses are logged. The recorded Trainer GPT-2
+ * (examples/realworld/runs/hf_trainer_gpt2) has these two and one more a step, transformers' packed-sequence check in
+ * the mask preparation (`(packed_sequence_mask[:, -1] == 0).all()`, made when the batch has no attention_mask).
+ */
+const TRAINER_SYNC_SWITCH = [
+  "TrainingArguments(..., logging_nan_inf_filter=False)   # the Trainer tests each batch's loss for nan/inf on the host: 2 syncs; the filter only changes the logged loss",
+  "# transformers' mask preparation in the forward may read one more (its packed-sequence check, without attention_mask in the batch)",
+].join('\n');
+
 export const hostSync: RankRule = (m, ctx) => {
   const step = stepNs(m);
   const idle = m.perStep.idleByCauseNs.hostSync;
@@ -64,7 +77,7 @@ export const hostSync: RankRule = (m, ctx) => {
       title: `Host synchronisations drain the GPU queue (${fmtMs(idle)} idle per step)`,
       ranks: [m.rank],
       evidence: [
-        `GPU idle after the host blocked on the GPU: ${fmtMs(idle)} per step of ${fmtMs(step)} (${fmtPct(idle / step)})`,
+        `GPU idle after the host blocked on the GPU: ${fmtMs(idle)} per step ${ofWindowStep(idle, step)}`,
         ...(m.perStep.syncRefillNs > 0 && m.perStep.syncDrains > 0
           ? [
               `${m.perStep.syncDrains.toFixed(1)} syncs per step drained the queue (each a host wait: a sync call or a copy into pageable memory, the profiler's own included), each followed by ${fmtMs(m.perStep.syncRefillNs / m.perStep.syncDrains)} of launch gaps until the CPU was ahead again: the refill is the syncs' cost, not a launch bottleneck (the CPU does run ahead between syncs)`,
@@ -91,6 +104,7 @@ export const hostSync: RankRule = (m, ctx) => {
               summary:
                 'Keep values on the GPU inside the loop: every .item(), .cpu(), .tolist(), print(tensor), torch.cuda.synchronize() or data-dependent shape (nonzero, boolean masks) waits for all queued work. Log every N steps, and accumulate metrics on the GPU.',
               code: [ACCUMULATE_ON_GPU_CODE, '# find hidden syncs: torch.cuda.set_sync_debug_mode("warn")'].join('\n'),
+              frameworks: { transformers: TRAINER_SYNC_SWITCH },
             },
     },
     {
@@ -169,7 +183,7 @@ export const launchBound: RankRule = (m, ctx) => {
       : 'CPU-bound: the GPU waits for kernel launches',
     ranks: [m.rank],
     evidence: [
-      `GPU idle because the next kernel had not been launched yet: ${fmtMs(idle)} per step of ${fmtMs(step)} (${fmtPct(idle / step)})`,
+      `GPU idle because the next kernel had not been launched yet: ${fmtMs(idle)} per step ${ofWindowStep(idle, step)}`,
       `${l.kernelsPerStep.toFixed(0)} kernels per step, median kernel ${fmtMs(l.medianKernelNs)}; ${fmtPct(l.shorterThanLaunchFraction)} of kernels ran shorter than their launch call`,
       `CPU time in launch calls ${fmtMs(l.cpuLaunchNs)} vs GPU kernel time ${fmtMs(l.gpuKernelNs)} ${fmtWindow(m.steps.length)}; the GPU starts a kernel ${fmtMs(l.medianLaunchToStartNs)} after its launch returns (median)`,
       ...(ctx?.decode ? [`the steps are decode steps (one new token per sequence): ${ctx.decode.decodeSteps} measured`] : []),

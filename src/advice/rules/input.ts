@@ -6,8 +6,8 @@ import { gainOf } from '../../pace/gain.js';
 import { LOADER_HEADROOM, type Pipeline, stepOf, workerCap, workersToAsk, workerStartUpNs } from '../../pace/pipeline.js';
 import { INPUT_BINDS_SHARE } from '../../pace/window.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
-import { fmtBytes, fmtMs, fmtPct, fmtWindow } from '../../util/format.js';
-import { finding, paced, pipelineOf, type RankRule, stepNs, whenInSteps } from './rule.js';
+import { fmtInt, fmtBytes, fmtMs, fmtPct, fmtWindow } from '../../util/format.js';
+import { finding, ofWindowStep, paced, pipelineOf, type RankRule, stepNs, whenInSteps } from './rule.js';
 
 /** Pinned host-to-device bandwidth assumed when the trace has no pinned copy to measure (PCIe Gen4 x16, practical). */
 const ASSUMED_PINNED_GBS = 20;
@@ -15,7 +15,7 @@ const PAGEABLE_MIN_SHARE = 0.002;
 /** The workers' start-up at epoch starts worth persistent workers: this share of the mean step or more. */
 const EPOCH_START_MIN_SHARE = 0.02;
 
-const fmtRate = (perS: number) => Math.round(perS).toLocaleString('en-US');
+const fmtRate = (perS: number) => fmtInt(perS);
 
 /**
  * The loader's capacity in words, when its production was measured in the workers: "4 workers deliver 1,100
@@ -91,7 +91,7 @@ export function dataloaderFinding(p: Pipeline, m: TraceMetrics | null, rank: num
   const evidence = [
     run
       ? `the training loop waited ${fmtMs(wait)} a step inside DataLoader.__next__ (${fmtPct(wait / step)} of the mean step ${fmtMs(step)}, over every measured step)`
-      : `GPU idle while the main process was inside DataLoader.__next__: ${fmtMs(wait)} per step of ${fmtMs(step)} (${fmtPct(wait / step)})`,
+      : `GPU idle while the main process was inside DataLoader.__next__: ${fmtMs(wait)} per step ${ofWindowStep(wait, step)}`,
     ...(m
       ? [
           `in the profiled window DataLoader.__next__ takes ${fmtMs(m.examples.dataLoaderWaitNsPerStep)} per step on the CPU; the GPU is busy ${fmtPct(m.gpuBusyShare)} of the time`,

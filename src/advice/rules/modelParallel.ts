@@ -187,7 +187,7 @@ export const modelParallelBubble: RankRule = (m, ctx) => {
     title: `A model split over GPUs ${gpus} in one process runs them in turn: ${fmtPct(f.bubbleShare)} of their time each waits for another`,
     ranks: [m.rank],
     evidence: [
-      `one process drives GPUs ${gpus}: busy ${f.busyNs.map((b, i) => `${fmtMs(b)} (GPU ${f.devices[i]})`).join(', ')} per step of ${fmtMs(f.stepNs)}`,
+      `one process drives GPUs ${gpus}: busy ${f.busyNs.map((b, i) => `${fmtMs(b)} (GPU ${f.devices[i]})`).join(', ')} per step of the profiled window's ${fmtMs(f.stepNs)} step`,
       `at least one GPU busy ${fmtMs(f.anyBusyNs)} per step; two or more at once only ${fmtMs(f.concurrentNs)} (${fmtPct(f.anyBusyNs > 0 ? f.concurrentNs / f.anyBusyNs : 0)}), one alone ${fmtMs(f.anyBusyNs - f.concurrentNs)}`,
       `bubble: 1 - sum of busy ${fmtMs(sumBusy)} / (${n} GPUs x ${fmtMs(f.anyBusyNs)}) = ${fmtPct(f.bubbleShare)} of the GPUs' time idle while another works (strict turns: ${fmtPct(1 - 1 / n)})`,
       `${cd.perStep.peerCopies.toFixed(0)} peer-to-peer copies per step between the GPUs (Memcpy PtoP), ${fmtBytes(cd.perStep.peerCopyBytes)}, ${fmtMs(copyNs)}`,

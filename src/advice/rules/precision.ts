@@ -8,7 +8,7 @@
 import { catalogueName } from '../../gpus/catalogue.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
 import { isHalfDtype } from '../../util/dtype.js';
-import { fmtMs } from '../../util/format.js';
+import { fmtInt, fmtMs } from '../../util/format.js';
 import { bf16AutocastEffect } from '../autocast.js';
 import { BF16_AUTOCAST_SWITCHES } from '../framework.js';
 import { type FindingParts, finding, fp32MatmulNsPerStep, gpuOf, matmulNs, type ModelRule, paced, pacedParts, type RankRule, type RunContext, stepNs } from './rule.js';
@@ -230,7 +230,7 @@ export const halfMasterWeights: ModelRule = (model) => {
     title: `The weights and ${opt.class}'s state are ${dtype}: no fp32 master copy, small updates are lost`,
     ranks: [model.rank ?? 0],
     evidence: [
-      `${((half / all) * 100).toFixed(0)}% of ${all.toLocaleString('en-US')} parameters in bf16/fp16; ${opt.class} state ${stateAll > 0 ? `${((stateHalf / stateAll) * 100).toFixed(0)}% bf16/fp16` : 'not created yet'}`,
+      `${((half / all) * 100).toFixed(0)}% of ${fmtInt(all)} parameters in bf16/fp16; ${opt.class} state ${stateAll > 0 ? `${((stateHalf / stateAll) * 100).toFixed(0)}% bf16/fp16` : 'not created yet'}`,
     ],
     data: { halfParamShare: half / all, optimizer: opt.class },
     recommendation: {

@@ -14,7 +14,7 @@ import type { CollectiveTimings } from '../../trace/metrics/collectives.js';
 import type { ModelRecord } from '../../run/records.js';
 import type { DecodeStats } from '../../run/steps.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
-import { fmtMs } from '../../util/format.js';
+import { fmtMs, fmtPct } from '../../util/format.js';
 
 export { type FindingParts, finding } from '../../findings/finding.js';
 
@@ -191,4 +191,13 @@ export function paced(
   fix: Fix,
 ): Finding {
   return finding(pacedParts(m, pace, parts, fix));
+}
+
+/**
+ * "(5.1% of the profiled window's 189 ms step)": a share of the step with the step named for what it is. doctor's
+ * report gives the run's mean step beside it (184 ms: the plan, the expected lines), and the window's step, slowed by
+ * the profiler, is another figure (issue 47: near-duplicate numbers).
+ */
+export function ofWindowStep(partNs: number, stepNs: number): string {
+  return `(${fmtPct(stepNs > 0 ? partNs / stepNs : 0)} of the profiled window's ${fmtMs(stepNs)} step)`;
 }

@@ -1,8 +1,9 @@
 /** Terminal and Markdown renderings of a memory report (pure: report in, text out). */
 import { findingLines, findingMarkdown } from '../../report/findingText.js';
 import { PLAIN, type Style } from '../../report/style.js';
+import { SOURCE_LINE_WORDS } from '../frames.js';
 import type { LiveSet, MemoryReport } from '../report.js';
-import { fmtBytes, fmtPct, fmtUs } from '../../util/format.js';
+import { fmtInt, fmtBytes, fmtPct, fmtUs } from '../../util/format.js';
 
 const label = (c: string): string => c.replace('_', ' ');
 
@@ -22,7 +23,7 @@ function liveLines(live: LiveSet, indent: string): string[] {
     out.push(`${indent}${label(c.category).padEnd(22)}${fmtBytes(c.bytes).padStart(11)} ${fmtPct(share).padStart(4)} ${bar(share)}`);
   }
   if (live.bySource.length > 0) {
-    out.push('', `${indent}Largest sources (first frame outside torch and the standard library):`);
+    out.push('', `${indent}Largest sources (${SOURCE_LINE_WORDS}):`);
     for (const s of live.bySource.slice(0, 10)) {
       out.push(`${indent}${fmtBytes(s.bytes).padStart(11)}  ${label(s.category).padEnd(20)} ${s.shortSource}${s.function ? ` (${s.function})` : ''}  x${s.allocations}`);
     }
@@ -39,7 +40,7 @@ export function renderText(r: MemoryReport, st: Style = PLAIN, width = 0): strin
   const h = r.history;
   const out: string[] = [];
   out.push(
-    `gpuwise memory: ${r.input.path}  (device ${r.device}; ${h.entries.toLocaleString('en-US')} history entries${h.durationUs !== null ? ` over ${fmtUs(h.durationUs)}` : ''}${r.input.legacy ? '; legacy segment list' : ''})`,
+    `gpuwise memory: ${r.input.path}  (device ${r.device}; ${fmtInt(h.entries)} history entries${h.durationUs !== null ? ` over ${fmtUs(h.durationUs)}` : ''}${r.input.legacy ? '; legacy segment list' : ''})`,
     '',
   );
   if (r.findings.length === 0) out.push('No findings.', '');

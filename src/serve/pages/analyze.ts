@@ -8,7 +8,7 @@ import { CATEGORY_NAMES } from '../../trace/kernelClass.js';
 import { IDLE_CAUSES, type TraceMetrics } from '../../trace/metrics/types.js';
 import type { AnalyzeReport } from '../../report/analyzeReport.js';
 import { IDLE_LABELS } from '../../report/terminal.js';
-import { fmtBytes, fmtGpuMemory, fmtMs, fmtPct, fmtWindow } from '../../util/format.js';
+import { fmtInt, fmtBytes, fmtGpuMemory, fmtMs, fmtPct, fmtWindow } from '../../util/format.js';
 import { type InlineAssets, enc, esc, noscriptTable, page, scrollBox, spread, table } from './layout.js';
 import { flopsLeftOut, flopsSplit, mfuText } from '../../report/flopsText.js';
 import { findingHtml, verdictGainText } from './runs.js';
@@ -246,7 +246,7 @@ export function analyzePage(r: AnalyzeReport, o: AnalyzePageOptions): string {
   const notes = (r.run?.notes ?? []).map((n) => `<li class="warn">${esc(n)}</li>`);
   const inputs = table(
     ['file', 'rank', 'events', 'steps used', 'left out'],
-    r.inputs.map((i) => [i.path, String(i.rank), i.events.toLocaleString('en-US'), i.coverage ? String(i.coverage.stepsUsed.length) : 'n/a', i.coverage ? String(i.coverage.stepsLeftOut.length) : 'n/a']),
+    r.inputs.map((i) => [i.path, String(i.rank), fmtInt(i.events), i.coverage ? String(i.coverage.stepsUsed.length) : 'n/a', i.coverage ? String(i.coverage.stepsLeftOut.length) : 'n/a']),
     'inputs',
     ['long', 'num', 'num', 'num', 'num'],
   );

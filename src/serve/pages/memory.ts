@@ -5,8 +5,9 @@
  * (uPlot, the peak and the OOM marked), what was live at the allocated peak by category and by source line.
  */
 import type { LiveDiff, MemoryDiff } from '../../memory/diff.js';
+import { SOURCE_LINE_WORDS } from '../../memory/frames.js';
 import type { LiveSet, MemoryReport } from '../../memory/report.js';
-import { fmtBytes, fmtPct, fmtSignedBytes, fmtUs } from '../../util/format.js';
+import { fmtInt, fmtBytes, fmtPct, fmtSignedBytes, fmtUs } from '../../util/format.js';
 import { type InlineAssets, enc, esc, noscriptTable, page, scrollBox, spread, table } from './layout.js';
 import { findingHtml } from './runs.js';
 
@@ -85,7 +86,7 @@ function liveHtml(live: LiveSet, id: string): string {
     .join('')}</tbody></table>`);
   const max = Math.max(1, ...live.bySource.map((s) => s.bytes));
   const sources = live.bySource.length
-    ? `<h3>Largest sources <span class="dim">(first frame outside torch and the standard library)</span></h3>${scrollBox(`<table class="sources"><thead><tr><th>source line</th><th>function</th><th>category</th><th class="num">bytes</th><th class="num">allocations</th><th></th></tr></thead><tbody>${live.bySource
+    ? `<h3>Largest sources <span class="dim">(${esc(SOURCE_LINE_WORDS)})</span></h3>${scrollBox(`<table class="sources"><thead><tr><th>source line</th><th>function</th><th>category</th><th class="num">bytes</th><th class="num">allocations</th><th></th></tr></thead><tbody>${live.bySource
         .map(
           (s) =>
             `<tr><td class="long" title="${esc(s.source)}"><code>${esc(s.shortSource)}</code></td><td><code>${esc(s.function)}</code></td><td class="key"><span class="sw" style="background:${color(s.category)}"></span>${esc(catLabel(s.category))}</td><td class="num">${esc(fmtBytes(s.bytes))}</td><td class="num">${s.allocations}</td><td class="bar-cell"><div class="hb" style="width:${((100 * s.bytes) / max).toFixed(1)}%;background:${color(s.category)}"></div></td></tr>`,
@@ -145,7 +146,7 @@ export function memoryPage(r: MemoryReport, o: MemoryPageOptions): string {
   const title = o.standalone ? 'gpuwise memory' : `Memory snapshot: ${o.label}`;
   const body = `<h1>${esc(title)}</h1>
 <div class="card"><div class="verdict ${sevClass}" id="verdict">${esc(memoryVerdict(r))}</div>
-<div class="dim"><code>${esc(r.input.path)}</code> · device ${r.device} · ${h.entries.toLocaleString('en-US')} allocator history entries${h.durationUs !== null ? ` over ${esc(fmtUs(h.durationUs))}` : ''}${r.input.legacy ? ' · legacy segment list' : ''}</div>
+<div class="dim"><code>${esc(r.input.path)}</code> · device ${r.device} · ${fmtInt(h.entries)} allocator history entries${h.durationUs !== null ? ` over ${esc(fmtUs(h.durationUs))}` : ''}${r.input.legacy ? ' · legacy segment list' : ''}</div>
 <span class="fig"><span class="dim">peak allocated</span><b>${esc(fmtBytes(t.peakAllocatedBytes))}</b></span><span class="fig"><span class="dim">peak reserved</span><b>${esc(fmtBytes(t.peakReservedBytes))}</b></span><span class="fig"><span class="dim">at the end</span><b>${esc(fmtBytes(t.finalAllocatedBytes))}</b></span></div>
 <h2>Findings, ranked</h2><div id="findings">${r.findings.length ? r.findings.map((f, i) => findingHtml({ ...f, source: 'memory' }, i)).join('\n') : '<p class="dim">no findings</p>'}</div>
 ${oom}

@@ -13,10 +13,11 @@ import { esc, table } from './layout.js';
 export function planFirstHtml(
   plan: PacePlan | null | undefined,
   findings: readonly ShownFinding[],
+  stepName: string | null = null,
   measuredHere: readonly LeverAccuracy[] = [],
 ): string {
   if (!plan) return '';
-  const [head, ...rest] = planFirstLines(plan, findings, measuredHere);
+  const [head, ...rest] = planFirstLines(plan, findings, stepName, measuredHere);
   const items: string[] = [];
   for (const l of rest) {
     const change = /^ +change: (.*)$/.exec(l);

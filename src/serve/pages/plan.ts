@@ -5,7 +5,7 @@
  * plain HTML and the page reads the same with JavaScript off.
  */
 import { hardwareText, headroomText, layoutText, modelSourceText, searchChoiceText } from '../../planner/render.js';
-import { fmtGiB } from '../../util/format.js';
+import { fmtInt, fmtGiB } from '../../util/format.js';
 import type { PlanJson } from '../../planner/report.js';
 import { type InlineAssets, esc, page, scrollBox, table } from './layout.js';
 
@@ -44,7 +44,7 @@ export function renderPlanHtml(j: PlanJson, assets: InlineAssets): string {
   const choice = searchChoiceText(j);
   const verdict = j.wouldFit
     ? `<div class="verdict bad" id="verdict">Does not fit: ${esc(j.wouldFit.explanation)}</div>`
-    : `<div class="verdict ok" id="verdict">Fits: step ${j.stepTimeMs.toFixed(1)} ms (${esc(j.time.bindingTerm)}-bound), ${Math.round(j.time.tokensPerSec).toLocaleString('en-US')} tokens/s, MFU ${(j.time.mfu * 100).toFixed(0)}%${j.maxBatch ? `; largest micro-batch ${j.maxBatch.microBatch}` : ''}</div>`;
+    : `<div class="verdict ok" id="verdict">Fits: step ${j.stepTimeMs.toFixed(1)} ms (${esc(j.time.bindingTerm)}-bound), ${fmtInt(j.time.tokensPerSec)} tokens/s, MFU ${(j.time.mfu * 100).toFixed(0)}%${j.maxBatch ? `; largest micro-batch ${j.maxBatch.microBatch}` : ''}</div>`;
   const wouldFit = j.wouldFit
     ? `<h2>What would fit</h2><ul id="would-fit">${[
         ...(j.wouldFit.maxMicroBatch > 0 ? [`<code>--batch ${j.wouldFit.maxMicroBatch}</code> (the largest micro-batch that fits this set-up)`] : []),
@@ -73,14 +73,14 @@ export function renderPlanHtml(j: PlanJson, assets: InlineAssets): string {
   const search = j.search?.plans.length
     ? `<h2>Layouts that fit (${j.search.feasible} of ${j.search.candidates})</h2>${choice === null ? '' : `<p id="search-choice">${esc(choice)}</p>`}${table(
         ['#', 'tokens/s', 'step', 'peak', 'binds', 'layout'],
-        j.search.plans.map((p) => [String(p.rank), p.tokensPerSec.toLocaleString('en-US'), `${p.stepTimeMs.toFixed(1)} ms`, fmtGiB(p.peakAllocatedBytes, 2), p.bindingTerm, `${layoutText(p)}, global ${p.globalBatch}`]),
+        j.search.plans.map((p) => [String(p.rank), fmtInt(p.tokensPerSec), `${p.stepTimeMs.toFixed(1)} ms`, fmtGiB(p.peakAllocatedBytes, 2), p.bindingTerm, `${layoutText(p)}, global ${p.globalBatch}`]),
         'search',
         ['num', 'num', 'num', 'num', 'text', 'text'],
       )}`
     : '';
   const body = `<h1>gpuwise plan: ${esc(j.model.name)}</h1>
 <div class="card">${verdict}
-<div class="dim">${esc(j.model.architecture)}, ${j.model.params.toLocaleString('en-US')} parameters${source === null ? '' : ` · ${esc(source)}`} · ${esc(hardwareText(j))} · ${esc(`${j.setup.mode} ${j.setup.precision}, ${j.setup.optimizer}, seq ${j.setup.seq}; ${layoutText(j)}; global batch ${j.globalBatch}`)}</div>
+<div class="dim">${esc(j.model.architecture)}, ${fmtInt(j.model.params)} parameters${source === null ? '' : ` · ${esc(source)}`} · ${esc(hardwareText(j))} · ${esc(`${j.setup.mode} ${j.setup.precision}, ${j.setup.optimizer}, seq ${j.setup.seq}; ${layoutText(j)}; global batch ${j.globalBatch}`)}</div>
 ${j.assumed?.length ? `<div class="dim">assumed (not given): ${esc(j.assumed.join('; '))}</div>` : ''}</div>
 ${wouldFit}
 <h2>Memory per GPU <span class="dim">(binding phase: ${esc(m.bindingPhase)})</span></h2><div class="card">${memoryBar(j)}</div>

@@ -7,6 +7,8 @@
 import { findingParts, type ShownFinding } from '../../report/findingText.js';
 import type { DoctorReport } from '../../doctor/reportTypes.js';
 import type { EstimatedGain } from '../../findings/finding.js';
+import { PER_RUN_BATCH } from '../../pace/gain.js';
+import { RUN_STEP_NAME } from '../../report/planFirst.js';
 import type { RunComparison } from '../../history/compare.js';
 import { type ComparedFigure, findingsText, headlineLines, memoryFigures, type RunRow, shortCommand, stepFigures, throughputText, whenText } from '../../history/render.js';
 import { fmtBytes, fmtGpuMemory, fmtMs, fmtPct, fmtRate } from '../../util/format.js';
@@ -71,7 +73,7 @@ ${p.gain ? `<div><b>${p.gain.label}:</b> ${esc(p.gain.text)}</div>` : ''}${p.how
  * "−100%" when the step is nearly all waiting, which reads as a step of no time; the expected step cannot.
  */
 export function verdictGainText(g: EstimatedGain): string {
-  return `fixing it: ${fmtMs(g.stepTimeNs)} → ${fmtMs(g.expectedStepTimeNs)} per step`;
+  return `fixing it: ${fmtMs(g.stepTimeNs)} → ${fmtMs(g.expectedStepTimeNs)} ${g.batchScale ? PER_RUN_BATCH : 'per step'}`;
 }
 
 /** The one line a person reads first: how the run ended and what limits it most. */
@@ -320,7 +322,7 @@ export function runPage(r: DoctorReport, o: RunPageOptions): string {
   const body = `<h1>${esc(title)}</h1>
 <div class="card"><div class="verdict ${verdictClass(r)}" id="verdict">${esc(verdictText(r))}</div>
 <div class="dim">${esc(r.run.outcomeText)} <code>${esc(r.run.command.join(' '))}</code></div><div style="margin-top:8px">${figuresHtml(r)}</div></div>
-${planFirstHtml(r.pace?.plan, r.findings, r.measuredHere)}
+${planFirstHtml(r.pace?.plan, r.findings, RUN_STEP_NAME, r.measuredHere)}
 <h2>Findings, ranked</h2><div id="findings">${findings}</div>
 ${whatIfsHtml(r)}
 ${stepsSection(r, charts)}
