@@ -110,7 +110,8 @@ export function decodeBatchingFinding(decode: DecodeStats, metrics: TraceMetrics
       ].join('\n'),
     },
     fix: b.fix,
-    estimatedGain: b.gain,
+    // A decode step's sequences each yield a token: its batch is told in tokens/s.
+    estimatedGain: b.gain && b.gain.batchScale !== undefined ? { ...b.gain, batchUnit: 'tokens' } : b.gain,
   });
 }
 

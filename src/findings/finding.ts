@@ -35,6 +35,11 @@ export interface EstimatedGain {
    * bigger batch takes expectedStepTimeNs x batchScale). Added within schema 1 of doctor and 2 of analyze.
    */
   batchScale?: number;
+  /**
+   * What a batch holds where `batchScale` is set: sequences whose steps each yield a token (a generation loop's decode
+   * steps: the speed-up is in tokens/s), else samples. Added within schema 1 of doctor.
+   */
+  batchUnit?: 'tokens';
 }
 
 /** What a memory change frees (memory findings: they save bytes, not step time). */

@@ -97,15 +97,25 @@ function batchScaleOf(before: number, after: number): { batchScale?: number } {
  */
 export const PER_RUN_BATCH = "per the run's batch of samples";
 
+/** PER_RUN_BATCH, or its decode-step form where each sequence of the batch yields a token a step. */
+export function perRunBatch(unit?: 'tokens'): string {
+  return unit === 'tokens' ? "per the run's batch of tokens" : PER_RUN_BATCH;
+}
+
+/** The bigger batch's own step: a time per the run's batch (a gain's expected step) times the batch multiple. */
+export function bigBatchStepNs(perRunBatchNs: number, batchScale: number): number {
+  return perRunBatchNs * batchScale;
+}
+
 /** "4x", "1.5x": a batch multiple. */
 export function fmtBatchScale(k: number): string {
   return Number.isInteger(k) ? `${k}x` : `${k.toFixed(1)}x`;
 }
 
 /** "1.90x" a step's speed-up, or "4.00x the samples/s" where the batch changed (batchScale not 1). */
-export function speedupText(fromNs: number, toNs: number, batchScale = 1): string {
+export function speedupText(fromNs: number, toNs: number, batchScale = 1, unit?: 'tokens'): string {
   if (!(toNs > 0)) return '';
-  return `${(fromNs / toNs).toFixed(2)}x${batchScale !== 1 ? ' the samples/s' : ''}`;
+  return `${(fromNs / toNs).toFixed(2)}x${batchScale !== 1 ? ` the ${unit ?? 'samples'}/s` : ''}`;
 }
 
 function fmtBatch(scale: number): string {

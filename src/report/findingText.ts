@@ -9,7 +9,7 @@
  * the measured shares.
  */
 import type { EstimatedGain, Finding, MemoryGain, Severity } from '../findings/finding.js';
-import { fmtBatchScale, PER_RUN_BATCH, speedupText } from '../pace/gain.js';
+import { bigBatchStepNs, fmtBatchScale, perRunBatch, speedupText } from '../pace/gain.js';
 import { fmtBytes, fmtMs, fmtPct } from '../util/format.js';
 import { wrapLine } from '../util/wrap.js';
 import type { Style } from './style.js';
@@ -54,9 +54,9 @@ const SOURCE_LABEL: Record<string, string> = {
  */
 export function expectedStepText(g: EstimatedGain): string {
   const k = g.batchScale ?? 1;
-  const speedup = speedupText(g.stepTimeNs, g.expectedStepTimeNs, k);
-  const ownStep = k !== 1 ? `; a step of the ${fmtBatchScale(k)} batch: ${fmtMs(g.expectedStepTimeNs * k)}` : '';
-  return `${fmtMs(g.stepTimeNs)} -> ${fmtMs(g.expectedStepTimeNs)} ${k !== 1 ? PER_RUN_BATCH : 'per step'} (-${fmtPct(g.savedFraction)}${speedup ? `, ${speedup}` : ''}${ownStep})`;
+  const speedup = speedupText(g.stepTimeNs, g.expectedStepTimeNs, k, g.batchUnit);
+  const ownStep = k !== 1 ? `; a step of the ${fmtBatchScale(k)} batch: ${fmtMs(bigBatchStepNs(g.expectedStepTimeNs, k))}` : '';
+  return `${fmtMs(g.stepTimeNs)} -> ${fmtMs(g.expectedStepTimeNs)} ${k !== 1 ? perRunBatch(g.batchUnit) : 'per step'} (-${fmtPct(g.savedFraction)}${speedup ? `, ${speedup}` : ''}${ownStep})`;
 }
 
 /** "1.20 GiB of 14.1 GiB (8.5%)", and whether it lets a run that ran out of memory go on. */

@@ -43,7 +43,7 @@ describe('a batch change is told per sample, not per step', () => {
     const r = await rediagnosed(join(REPO, 'examples', 'doctor', 'runs', 'h100-host', 'fp32_b64'));
     const f = r.findings.find((x) => x.id === 'whatif-bigger-batch')!;
     expect(f.estimatedGain?.batchScale).toBe(2);
-    const expected = "57.7 ms -> 38.9 ms per the run's batch of samples (-33%, 1.48x the samples/s; a step of the 2x batch: 77.7 ms)";
+    const expected = "57.7 ms -> 38.6 ms per the run's batch of samples (-33%, 1.49x the samples/s; a step of the 2x batch: 77.2 ms)";
     expect(renderDoctorText(r)).toContain(`    expected: ${expected}`);
     expect(renderDoctorMarkdown(r)).toContain(`**expected:** ${expected}`);
     expect(renderDoctorHtml(r, inlineAssets())).toContain(`<b>expected:</b> ${expected.replace(/'/g, '&#39;').replace('->', '-&gt;')}`);
