@@ -35,6 +35,7 @@ const window = (over: { kernelsPerStep?: number; syncNs?: number } = {}) =>
       busyNs: 37.3e6,
       idleByCauseNs: { dataloader: 0, hostSync: 0, h2dCopy: 0, communication: 0, launch: 53.3e6, other: 0 },
       syncDrains: 0,
+      kernelNsByCategory: { optimizer: 0 },
     },
     launch: { kernelsPerStep: over.kernelsPerStep ?? 741 },
     examples: { syncCalls: over.syncNs ? [{ name: 'cudaStreamSynchronize', count: 5, totalNs: over.syncNs * 5 }] : [], dataLoaderWaitNsPerStep: 0 },
