@@ -43,7 +43,7 @@ describe.skipIf(SKIP_PYTHON)('doctor on a CPU run: no GPU wording', () => {
     const prev = process.env.GPUWISE_STORE;
     process.env.GPUWISE_STORE = join(tmp, 'store');
     try {
-      const r = await runCli(['doctor', '--out', out, '--profile-at', '3', '--profile-steps', '2', '--', PYTHON, TINY, '--steps', '12']);
+      const r = await runCli(['doctor', '--out', out, '--profile-at', '3', '--profile-steps', '2', '--', PYTHON, TINY, '--steps', '12', '--loader-delay-ms', '2']);
       expect(r.code, r.stderr).toBe(0);
     } finally {
       if (prev === undefined) delete process.env.GPUWISE_STORE;
@@ -52,6 +52,9 @@ describe.skipIf(SKIP_PYTHON)('doctor on a CPU run: no GPU wording', () => {
     const report = await text(out);
     expect(report).not.toMatch(/GPU\(s\) of 0 visible/);
     expect(report).not.toMatch(/the GPU idles|idles \d+% of it/);
+    // The DataLoader's finding (the loop waits on it) says nothing of a GPU's busy share either.
+    expect(report).toMatch(/\[dataloader-bound, /);
+    expect(report).not.toMatch(/the GPU is busy \d+% of the time/);
     // The pace names no GPU stage of 0 ns: the chain is the DataLoader's and the host's.
     expect(report).not.toMatch(/the GPU 0 ns|^ {2}GPU: 0 ns/m);
     const pace = report.split('\n').find((l) => l.startsWith('What sets the pace: '));

@@ -92,7 +92,8 @@ export function dataloaderFinding(p: Pipeline, m: TraceMetrics | null, rank: num
     run
       ? `the training loop waited ${fmtMs(wait)} a step inside DataLoader.__next__ (${fmtPct(wait / step)} of the mean step ${fmtMs(step)}, over every measured step)`
       : `GPU idle while the main process was inside DataLoader.__next__: ${fmtMs(wait)} per step ${ofWindowStep(wait, step)}`,
-    ...(m
+    // A window without a GPU (a CPU run) has no GPU idle to time the loader's wait by: nothing to add there.
+    ...(m && m.devices.length > 0
       ? [
           `in the profiled window DataLoader.__next__ takes ${fmtMs(m.examples.dataLoaderWaitNsPerStep)} per step on the CPU; the GPU is busy ${fmtPct(m.gpuBusyShare)} of the time`,
         ]

@@ -40,7 +40,7 @@ export const CHARTS_JS = `
       width: width(el), height: o.height || 200, series: series,
       scales: { x: o.bars ? { time: false, range: function () { return [xs[0] - 0.6, xs[xs.length - 1] + 0.6]; } } : { time: !!o.time },
         y: o.yRange ? { range: o.yRange } : o.bars ? { range: function (u, min, max) { return [0, max * 1.05 || 1]; } } : {} },
-      axes: [o.bars ? { label: o.xLabel, incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000] } : { label: o.time ? undefined : o.xLabel }, { label: o.yLabel, size: 64, values: o.yFmt ? function (u, vs) { return vs.map(o.yFmt); } : undefined }],
+      axes: [o.bars || o.xInt ? { label: o.xLabel, incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000] } : { label: o.time ? undefined : o.xLabel }, { label: o.yLabel, size: 64, values: o.yFmt ? function (u, vs) { return vs.map(o.yFmt); } : undefined }],
       cursor: o.sync ? { drag: { x: true, y: false }, sync: { key: o.sync } } : { drag: { x: true, y: false } },
       hooks: Object.assign({}, o.hooks),
     };

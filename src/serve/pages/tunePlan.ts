@@ -31,7 +31,7 @@ const PLAN_TUNE_PAGE_JS = `
   var el = document.getElementById('chart-plan-steps');
   if (!el || d.labels.length < 2) return;
   var x = d.labels.map(function (_, i) { return i; });
-  gw.chart(el, { xLabel: 'plan step (0: as run)', xName: 'step', yLabel: 'step time', yFmt: gw.fmt.ms, height: 240,
+  gw.chart(el, { xLabel: 'plan step (0: as run)', xName: 'step', xInt: true, yLabel: 'step time', yFmt: gw.fmt.ms, height: 240,
     series: [{ label: 'predicted', color: '#2f6fde', points: true, dash: true, spanGaps: true },
              { label: 'measured by a trial', color: '#e4572e', points: true, spanGaps: true }],
     data: [x, d.predictedMs, d.measuredMs] });
