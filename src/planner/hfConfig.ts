@@ -12,10 +12,19 @@ type Json = Record<string, unknown>;
 const MAX_DIMENSION = 100_000_000;
 
 const LLAMA_LIKE = new Set(['llama', 'mistral', 'qwen2', 'qwen3', 'mixtral']);
-export const SUPPORTED_MODEL_TYPES = ['gpt2', 'bert', ...LLAMA_LIKE] as const;
+/** BERT's layout under other names: RoBERTa and its multilingual and French kin (their MLM heads are BERT's). */
+const BERT_LIKE: Record<string, string> = {
+  bert: 'BertForMaskedLM',
+  roberta: 'RobertaForMaskedLM',
+  'xlm-roberta': 'XLMRobertaForMaskedLM',
+  camembert: 'CamembertForMaskedLM',
+};
+export const SUPPORTED_MODEL_TYPES = ['gpt2', ...Object.keys(BERT_LIKE), ...LLAMA_LIKE, 'gpt_neox', 'phi'] as const;
 
 /** Model types the planner knows it cannot describe, and why (a clearer answer than "unknown model type"). */
 const NOT_MODELLED: Record<string, string> = {
+  t5: 'an encoder-decoder model (T5): the planner models one stack of blocks, a decoder or an encoder, not two with cross-attention',
+  bart: 'an encoder-decoder model (BART): the planner models one stack of blocks, a decoder or an encoder, not two with cross-attention',
   vit: 'a Vision Transformer: the planner models language models (token embeddings, a loss over the vocabulary at every position), not patch embeddings and a classifier head',
   resnet: 'a convolutional network: the planner describes a model as transformer blocks (width, heads, layers), which a CNN has not',
 };
@@ -60,9 +69,18 @@ export function describeHfConfig(cfg: unknown): ModelDescription {
   // Fields that change the memory picture in ways the planner does not model: refuse rather than guess.
   if (c.quantization_config !== undefined && c.quantization_config !== null)
     throw new ConfigError('quantization_config', 'quantized checkpoints are not supported (plan the unquantized model)');
-  if (c.is_encoder_decoder === true) throw new ConfigError('is_encoder_decoder', 'encoder-decoder models are not supported');
+  if (c.is_encoder_decoder === true && NOT_MODELLED[type] === undefined)
+    throw new ConfigError('is_encoder_decoder', 'encoder-decoder models are not supported');
   const m =
-    type === 'gpt2' ? describeGpt2(c) : type === 'bert' ? describeBert(c) : LLAMA_LIKE.has(type) ? describeLlamaLike(c, type) : null;
+    type === 'gpt2'
+      ? describeGpt2(c)
+      : BERT_LIKE[type] !== undefined
+        ? describeBert(c, type)
+        : LLAMA_LIKE.has(type)
+          ? describeLlamaLike(c, type)
+          : type === 'gpt_neox' || type === 'phi'
+            ? describeParallelGelu(c, type)
+            : null;
   if (m !== null) {
     if (!Number.isSafeInteger(m.paramCount))
       throw new ConfigError('(root)', `the dimensions give ${m.paramCount.toExponential(2)} parameters: out of range`);
@@ -127,14 +145,15 @@ function describeGpt2(c: Json): ModelDescription {
   };
 }
 
-function describeBert(c: Json): ModelDescription {
+function describeBert(c: Json, type = 'bert'): ModelDescription {
   const h = num(c, 'hidden_size');
   const L = num(c, 'num_hidden_layers');
   const a = num(c, 'num_attention_heads');
   const I = num(c, 'intermediate_size');
   const V = num(c, 'vocab_size');
   const pos = num(c, 'max_position_embeddings');
-  const types = num(c, 'type_vocab_size', 2);
+  // RoBERTa's configs give 1 (one token type); BERT's 2.
+  const types = num(c, 'type_vocab_size', type === 'bert' ? 2 : 1);
   if (h % a !== 0) throw new ConfigError('num_attention_heads', `${a} does not divide hidden_size ${h}`);
   const block = 4 * (h * h + h) + 2 * h + (h * I + I) + (I * h + h) + 2 * h;
   // BertForMaskedLM: no pooler; the MLM head has a dense+LayerNorm transform and a decoder tied to the
@@ -146,9 +165,9 @@ function describeBert(c: Json): ModelDescription {
   ];
   const total = sum(groups);
   return {
-    name: nameOf(c, 'bert', total),
-    modelType: 'bert',
-    architecture: 'BertForMaskedLM',
+    name: nameOf(c, type, total),
+    modelType: type,
+    architecture: BERT_LIKE[type] ?? 'BertForMaskedLM',
     family: 'bert',
     causal: false,
     paramCount: total,
@@ -257,6 +276,66 @@ function describeLlamaLike(c: Json, type: string): ModelDescription {
     hiddenDropout: 0,
     attentionDropout: prob(c, 'attention_dropout', 0),
     ...(moe ? { moe } : {}),
+  };
+}
+
+/**
+ * GPT-NeoX (Pythia) and Phi (phi-1, 1.5, 2): decoders of LayerNorm blocks with biases everywhere, a GELU MLP that is
+ * not gated, rotary positions (no position table) and an untied output head (Phi's with a bias). Counted as
+ * GPTNeoXForCausalLM and PhiForCausalLM build them: Pythia-1.4B 1,414,647,808 parameters, phi-2 2,779,683,840. Their
+ * activations are planned as GPT-2's blocks (LayerNorm, GELU, the same tensors saved), without GPT-2's position table.
+ */
+function describeParallelGelu(c: Json, type: 'gpt_neox' | 'phi'): ModelDescription {
+  const h = num(c, 'hidden_size');
+  const L = num(c, 'num_hidden_layers');
+  const a = num(c, 'num_attention_heads');
+  const I = num(c, 'intermediate_size', 4 * h);
+  const V = num(c, 'vocab_size');
+  const pos = num(c, 'max_position_embeddings', 2048);
+  if (h % a !== 0) throw new ConfigError('num_attention_heads', `${a} does not divide hidden_size ${h}`);
+  const kv = type === 'phi' ? num(c, 'num_key_value_heads', a) : a;
+  const hd = h / a;
+  const tied = bool(c, 'tie_word_embeddings', false);
+  // Two LayerNorms a block for GPT-NeoX, one for Phi (attention and MLP read the same normalised input).
+  const norms = (type === 'gpt_neox' ? 2 : 1) * 2 * h;
+  const attn = h * (a + 2 * kv) * hd + (a + 2 * kv) * hd + (h * h + h);
+  const mlp = h * I + I + (I * h + h);
+  const block = norms + attn + mlp;
+  const headBias = type === 'phi' ? V : 0;
+  const groups: ParamGroup[] = [
+    { name: type === 'phi' ? 'embed_tokens' : 'embed_in', count: V * h },
+    { name: `layers (x${L})`, count: L * block },
+    { name: type === 'phi' ? 'final_layernorm' : 'final_layer_norm', count: 2 * h },
+  ];
+  if (!tied || headBias > 0) groups.push({ name: type === 'phi' ? 'lm_head' : 'embed_out', count: (tied ? 0 : V * h) + headBias });
+  const total = sum(groups);
+  const act = c.hidden_act ?? 'gelu';
+  if (typeof act !== 'string') throw new ConfigError('hidden_act', 'must be a string');
+  return {
+    name: nameOf(c, type, total),
+    modelType: type,
+    architecture: type === 'phi' ? 'PhiForCausalLM' : 'GPTNeoXForCausalLM',
+    family: 'gpt2',
+    causal: true,
+    paramCount: total,
+    activeParamCount: total,
+    embeddingParamCount: V * h * (tied ? 1 : 2),
+    blockParamCount: block,
+    rootParamCount: total - L * block,
+    paramGroups: groups,
+    layers: L,
+    hidden: h,
+    heads: a,
+    kvHeads: kv,
+    headDim: hd,
+    intermediate: I,
+    vocab: V,
+    maxPositions: pos,
+    norm: 'layernorm',
+    mlpActivation: act === 'gelu_new' ? 'gelu-tanh-composite' : 'gelu',
+    tiedEmbeddings: tied,
+    hiddenDropout: prob(c, type === 'phi' ? 'resid_pdrop' : 'hidden_dropout', 0),
+    attentionDropout: prob(c, 'attention_dropout', 0),
   };
 }
 

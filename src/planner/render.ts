@@ -105,6 +105,15 @@ export function searchChoiceText(j: PlanJson): string | null {
   return `chosen: ${layoutText(best)}: ties within ${within} with ${others} (${fastest}); the simplest of them`;
 }
 
+/**
+ * How the table is ordered, said above it: in bands of plans within the tie tolerance of the fastest left, each band
+ * simplest first, so tokens/s is not in order inside a band (issue 47: a reader took it for a ranking error).
+ */
+export function searchOrderText(tolerance: number | null): string {
+  const within = tolerance === null ? 'a few percent' : `${Math.round(tolerance * 100)}%`;
+  return `order: the fastest plan left and every plan within ${within} of it form a band, simplest first (no tensor or pipeline parallelism, less sharding, no offload, less checkpointing, less accumulation): inside a band tokens/s is not in order`;
+}
+
 /** A layout search: the feasible plans ranked by throughput, ties to the simplest. */
 export function renderSearch(j: PlanJson): string {
   const srch = j.search;
@@ -114,6 +123,7 @@ export function renderSearch(j: PlanJson): string {
     `${j.model.name} on ${hardwareText(j)}: ${srch.feasible} of ${srch.candidates} candidate plans fit`,
     ...(j.assumed?.length ? [`assumed (not given): ${j.assumed.join('; ')}`] : []),
     ...(choice !== null ? [choice] : []),
+    searchOrderText(srch.choice?.tolerance ?? null),
     '',
     `${'#'.padStart(3)}  ${'tokens/s'.padStart(10)}  ${'step ms'.padStart(9)}  ${'peak'.padStart(10)}  ${'binds'.padEnd(13)}  layout`,
   ];
@@ -151,6 +161,8 @@ export function renderPlanMarkdown(j: PlanJson): string {
     if (j.search) {
       const choice = searchChoiceText(j);
       if (choice !== null) out.push(`${choice[0]?.toUpperCase()}${choice.slice(1)}.`, '');
+      const order = searchOrderText(j.search.choice?.tolerance ?? null);
+      out.push(`${order[0]?.toUpperCase()}${order.slice(1)}.`, '');
       for (const p of j.search.plans) out.push(`${p.rank}. ${layoutText(p)}, global ${p.globalBatch}: ${fmtInt(p.tokensPerSec)} tokens/s, ${p.stepTimeMs.toFixed(1)} ms`);
     }
     if (j.savers.length) out.push('', 'Memory savers:', '', ...j.savers.map((sv) => `- ${sv.change}: −${(sv.savedBytes / 1024 ** 3).toFixed(2)} GiB`));

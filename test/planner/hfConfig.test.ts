@@ -17,6 +17,10 @@ describe('exact parameter counts from config.json', () => {
     ['mistral-7b', 7_241_732_096],
     ['qwen2-0.5b', 494_032_768],
     ['mixtral-8x7b', 46_702_792_704],
+    // Read beside them since issue 47 (each was "unknown model type"): RobertaForMaskedLM, GPTNeoXForCausalLM, PhiForCausalLM.
+    ['roberta-base', 124_697_433],
+    ['pythia-1.4b', 1_414_647_808],
+    ['phi-2', 2_779_683_840],
   ])('%s has %d parameters', (name, expected) => {
     expect(describeHfConfig(cfg(name)).paramCount).toBe(expected);
   });
@@ -52,7 +56,9 @@ describe('bad configs name the field', () => {
     throw new Error('no error');
   };
   it('missing model_type', () => expect(bad({ hidden_size: 4 })).toMatch(/^model_type: missing/));
-  it('unknown model_type', () => expect(bad({ model_type: 't5' })).toMatch(/^model_type: unknown model type 't5'/));
+  it('unknown model_type', () => expect(bad({ model_type: 'mamba' })).toMatch(/^model_type: unknown model type 'mamba' \(supported: .*roberta.*gpt_neox, phi\)/));
+  it('an encoder-decoder (T5) is named as such, not as an unknown type', () =>
+    expect(bad(cfg('t5-small'))).toMatch(/^model_type: 't5' is an encoder-decoder model \(T5\): the planner models one stack of blocks/));
   it('missing field', () => {
     const c = cfg('llama-2-7b');
     delete c.hidden_size;

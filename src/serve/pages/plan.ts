@@ -4,7 +4,7 @@
  * time by term, the memory savers, the layouts a search found. No time series, so no chart script: the bars are
  * plain HTML and the page reads the same with JavaScript off.
  */
-import { hardwareText, headroomText, layoutText, modelSourceText, searchChoiceText } from '../../planner/render.js';
+import { hardwareText, headroomText, layoutText, modelSourceText, searchChoiceText, searchOrderText } from '../../planner/render.js';
 import { fmtInt, fmtGiB } from '../../util/format.js';
 import type { PlanJson } from '../../planner/report.js';
 import { type InlineAssets, esc, page, scrollBox, table } from './layout.js';
@@ -71,7 +71,7 @@ export function renderPlanHtml(j: PlanJson, assets: InlineAssets): string {
       ? `<h2>Memory savers</h2>${table(['change', 'saves', 'step time'], j.savers.map((s) => [s.change, `−${fmtGiB(s.savedBytes, 2)}`, `${s.stepTimeDeltaMs >= 0 ? '+' : ''}${s.stepTimeDeltaMs.toFixed(1)} ms`]), 'savers', ['text', 'num', 'num'])}`
       : '';
   const search = j.search?.plans.length
-    ? `<h2>Layouts that fit (${j.search.feasible} of ${j.search.candidates})</h2>${choice === null ? '' : `<p id="search-choice">${esc(choice)}</p>`}${table(
+    ? `<h2>Layouts that fit (${j.search.feasible} of ${j.search.candidates})</h2>${choice === null ? '' : `<p id="search-choice">${esc(choice)}</p>`}<p class="dim" id="search-order">${esc(searchOrderText(j.search.choice?.tolerance ?? null))}</p>${table(
         ['#', 'tokens/s', 'step', 'peak', 'binds', 'layout'],
         j.search.plans.map((p) => [String(p.rank), fmtInt(p.tokensPerSec), `${p.stepTimeMs.toFixed(1)} ms`, fmtGiB(p.peakAllocatedBytes, 2), p.bindingTerm, `${layoutText(p)}, global ${p.globalBatch}`]),
         'search',
