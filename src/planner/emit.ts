@@ -76,7 +76,26 @@ function scriptComment(plan: Plan, nodes: number): string[] {
   if (p.pp > 1) parts.push(`pipeline parallel ${p.pp}`);
   parts.push(`micro-batch ${s.microBatch} per GPU`, `gradient accumulation ${s.gradAccum}`, `sequence ${s.seq}`, `precision ${s.precision}`);
   parts.push(s.checkpointing === 'none' ? 'no activation checkpointing' : `${s.checkpointing} activation checkpointing`);
-  return [`# your script's flags for: ${parts.join(', ')}`, "# (the launch line below passes none of them: set them with your script's own flags or config)"];
+  return [
+    `# your script's flags for: ${parts.join(', ')}`,
+    "# (the launch line below passes none of them: set them with your script's own flags or config)",
+    ...deepSpeedAssumed(plan),
+  ];
+}
+
+/**
+ * ZeRO-1 and -2 are planned as DeepSpeed runs them (memory.ts): bf16 weights with fp32 master copies and activations
+ * in bf16, not autocast over fp32 weights. A torchrun launch of the user's own script does not give that by itself
+ * (issue 47: the search ranked ZeRO-1 above DDP on that assumption, and the torchrun config did not say it).
+ */
+function deepSpeedAssumed(plan: Plan): string[] {
+  const dp = plan.parallelism.dp;
+  if ((dp !== 'zero1' && dp !== 'zero2') || plan.setup.precision === 'fp32') return [];
+  return [
+    `# the plan's memory and step for ${dp === 'zero1' ? 'ZeRO-1' : 'ZeRO-2'} are DeepSpeed's (bf16 weights, fp32 master copies, activations in bf16:`,
+    '# gpuwise plan --emit deepspeed writes that config); torch.distributed.optim.ZeroRedundancyOptimizer under autocast keeps',
+    "# fp32 weights and autocast's activations, as DDP does: gpuwise plan's ddp strategy gives those figures",
+  ];
 }
 
 function torchrunArgs(ctx: EmitContext, nodesVar?: string): string[] {

@@ -107,6 +107,8 @@ describe('gpuwise plan --json', () => {
     const emitted = (await cli(...args, '--emit', 'torchrun')).out;
     expect(emitted).toContain("# your script's flags for: ZeRO-1 (optimizer state sharded over 8 GPUs), micro-batch 32 per GPU, gradient accumulation 1,");
     expect(emitted).not.toMatch(/--strategy|--micro-batch/);
+    // The ZeRO-1 choice rests on DeepSpeed's bf16 weights and activations: the torchrun config says so (issue 47).
+    expect(emitted).toContain("# the plan's memory and step for ZeRO-1 are DeepSpeed's (bf16 weights, fp32 master copies, activations in bf16:");
     // when the simplest of the tie is also the fastest, the line says so
     const one = (await cli('--model', gpt2, '--gpu', 'h200', '--search')).out;
     expect(one).toMatch(/^chosen: single replica, mb 64, accum 1, ckpt none: ties within 2% with \d+ others; the fastest and the simplest of them$/m);
