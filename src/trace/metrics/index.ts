@@ -160,13 +160,32 @@ function countByName(spans: CpuSpan[], windows: StepWindow[]): { name: string; c
   return [...m.values()].sort((a, b) => b.total - a.total);
 }
 
-/** Ops such as `aten::item` that really blocked: they contain a synchronising runtime call (on CPU tensors they do not). */
+/**
+ * Ops such as `aten::item` that really blocked: they contain a synchronising runtime call (on CPU tensors they do not).
+ * An op inside another on the same thread is the same sync (`aten::item` calls `aten::_local_scalar_dense`): only the
+ * outermost, the one the user's code called, is kept (issue 47: both were listed for the same syncs).
+ */
 function blockingOps(model: TraceModel, spans: HostSpans): CpuSpan[] {
   const sc = model.gpu.syncCalls;
   const syncs: [number, number][] = [...spans.memcpyCalls];
   for (let i = 0; i < sc.count; i++) syncs.push([sc.startNs[i]!, sc.startNs[i]! + sc.durNs[i]!]);
   const u = unionOf(syncs);
-  return model.syncOps.filter((op) => coveredLen(u, op.startNs, op.endNs) > 0);
+  const blocking = model.syncOps.filter((op) => coveredLen(u, op.startNs, op.endNs) > 0);
+  return outermost(blocking);
+}
+
+/** The spans not inside another of `spans` on the same thread (by start, the longer first where two start together). */
+function outermost(spans: readonly CpuSpan[]): CpuSpan[] {
+  const sorted = [...spans].sort((a, b) => a.startNs - b.startNs || b.endNs - a.endNs);
+  const openEnd = new Map<number | string, number>();
+  const out: CpuSpan[] = [];
+  for (const s of sorted) {
+    const end = openEnd.get(s.tid);
+    if (end !== undefined && s.endNs <= end) continue;
+    openEnd.set(s.tid, s.endNs);
+    out.push(s);
+  }
+  return out;
 }
 
 /** Whether `t` falls inside a step's CPU span (ProfilerStep#N), where the training loop's own code runs. */
