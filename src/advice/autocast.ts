@@ -15,7 +15,7 @@
 import { catalogueName } from '../gpus/catalogue.js';
 import type { KernelMix, TraceMetrics } from '../trace/metrics/types.js';
 import { FP32_KERNEL, HALF_KERNEL } from '../trace/kernelClass.js';
-import { fmtMs } from '../util/format.js';
+import { fmtFlops, fmtMs } from '../util/format.js';
 import { isHalfDtype } from '../util/dtype.js';
 import type { FixOp } from '../pace/fix.js';
 import { gpuOf } from './rules/rule.js';
@@ -113,7 +113,7 @@ export function bf16AutocastEffect(m: TraceMetrics, tf32Ratio: number, transpose
     const rest = simt - shapedNs;
     simtSaved = Math.max(0, shapedNs - bf16Ns) + rest * (1 - 1 / TENSOR_CORE_SPEEDUP);
     parts.push(
-      `fp32 GEMMs ${fmtMs(shapedNs)} per step do ${(shapedFlops * 1e-12).toFixed(2)} TFLOP, ${fmtMs(bf16Ns)} at ${rate.basis}${rest > 0 ? `; other fp32 matmul ${fmtMs(rest)} x 1/${TENSOR_CORE_SPEEDUP}` : ''}`,
+      `fp32 GEMMs ${fmtMs(shapedNs)} a step -> about ${fmtMs(bf16Ns)} in bf16 (their ${fmtFlops(shapedFlops)} at ${rate.basis})${rest > 0 ? `; other fp32 matmul ${fmtMs(rest)} x 1/${TENSOR_CORE_SPEEDUP}` : ''}`,
     );
   } else if (simt > 0) {
     simtSaved = simt * (1 - 1 / TENSOR_CORE_SPEEDUP);

@@ -76,6 +76,12 @@ export function fmtRate(perS: number | null | undefined): string {
   return perS >= 100 ? fmtInt(perS) : perS.toFixed(1);
 }
 
+/** A count of floating-point operations in the unit that reads: "812 MFLOP", "3.4 GFLOP", "1.21 TFLOP". */
+export function fmtFlops(flops: number): string {
+  const [v, u] = flops >= 1e12 ? [flops / 1e12, 'TFLOP'] : flops >= 1e9 ? [flops / 1e9, 'GFLOP'] : [flops / 1e6, 'MFLOP'];
+  return `${v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2)} ${u}`;
+}
+
 /** TFLOP/s with the digits a small model needs too (0.012, 3.4, 228). */
 export function fmtTflops(t: number): string {
   return t >= 10 ? t.toFixed(0) : t >= 1 ? t.toFixed(1) : t.toPrecision(2);

@@ -54,3 +54,13 @@ describe('bf16 autocast on the GPU work of two profiled transformers', () => {
     for (const r of rows) expect(Math.abs(r.predictedMs / r.measuredMs - 1), r.name).toBeLessThan(0.25);
   });
 });
+
+describe("the autocast arithmetic in a practitioner's words (issue 47 item 3)", () => {
+  it('gives the fp32 GEMMs as a time before and after, their work in a unit that reads (not "do 0.00 TFLOP")', async () => {
+    // The fp32 ResNet-50 on an H100: its shaped fp32 GEMMs (the classifier) are small; "0.00 TFLOP" said nothing.
+    const m = await metricsOf('examples/doctor/runs/h100-host/fp32_b64');
+    const how = bf16AutocastEffect(m, 0.5, false).arithmetic;
+    expect(how).toMatch(/^fp32 GEMMs [\d.]+ us a step -> about [\d.]+ (us|ns) in bf16 \(their \d+ MFLOP at \d+ TFLOP\/s/);
+    expect(how).not.toMatch(/0\.00 TFLOP/);
+  });
+});
