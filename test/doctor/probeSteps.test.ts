@@ -4,7 +4,7 @@
  * steady-state profiler window, and how a compiled model is known. Run for real with the CPU PyTorch.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { ProbeRecord } from '../../src/run/records.js';
@@ -215,7 +215,9 @@ describe.skipIf(SKIP_PYTHON)('probe steps without torch.optim or a DataLoader (C
     // Not while steps still get faster: steady steps from step 16 on, five of them at the least (five after five on a
     // quiet machine: step 24 or so; a loaded one's jitter has made two windows alike a step or two sooner).
     expect(start.step).toBeGreaterThanOrEqual(21);
-    expect(start.step).toBeLessThanOrEqual(30);
+    // How soon after: a quiet machine's steps agree by step 30. Under load (more runnable tasks than cores) their jitter
+    // can keep them from agreeing to the loop's end (step 40 seen with a CPU-heavy job beside CI): only held when quiet.
+    if ((loadavg()[0] ?? 0) <= cpus().length) expect(start.step).toBeLessThanOrEqual(30);
     expect(start.warmupSteps).toBe(start.step - 1);
     expect(records.some((r) => r.type === 'profile-end')).toBe(true);
   });
