@@ -102,7 +102,7 @@ describe('one format of a finding in doctor, as in analyze (hf_trainer_gpt2, the
     const { text } = await fromDir(dir);
     const block = text.slice(text.indexOf(' 1. HIGH'), text.indexOf('\n 2. ', text.indexOf(' 1. HIGH')));
     expect(block.split('\n').slice(0, 3).join('\n')).toMatch(
-      /^ 1\. HIGH {3}Matrix multiplies run in fp32 without tensor cores {2}\[no-tensor-cores, from the trace\]\n {4}expected: 184 ms -> 66\.\d ms per step \(-6\d%, 2\.7\dx\)\n {4}how: fp32 GEMMs 125 ms per step/,
+      /^ 1\. HIGH {3}Matrix multiplies run in fp32 without tensor cores {2}\[no-tensor-cores, from the trace\]\n {4}expected: 184 ms -> 66\.\d ms per step \(-6\d%, 2\.7\dx\)\n {4}how: fp32 GEMMs 125 ms a step -> about 10\.2 ms in bf16 \(their 6\.07 TFLOP at /,
     );
     expect(block).toContain("    · fp32 (SIMT) matmul kernels: 125 ms per step (66% of the profiled window's 189 ms step)");
     expect(block).toMatch(/ {4}fix: Run matmuls on tensor cores[^\n]*\n {6}\| # Hugging Face Trainer:\n {6}\| TrainingArguments\(\.\.\., bf16=True\)\n/);
