@@ -32,6 +32,9 @@ def parser(doc, steps, warmup=10, log_every=10):
     ap.add_argument("--warmup", type=int, default=None, help=f"steps left out of the timing (default {warmup}; smoke 1)")
     ap.add_argument("--log-every", type=int, default=log_every, help="steps between progress lines on stderr")
     ap.add_argument("--data", default=DEFAULT_DATA, help="where the local data sets are made (make_data.py)")
+    # The two global switches tune --plan may keep: set here so its verified best can be run plainly by flags.
+    ap.add_argument("--tf32", action="store_true", help='torch.set_float32_matmul_precision("high") and cuDNN TF32')
+    ap.add_argument("--cudnn-benchmark", action="store_true", help="torch.backends.cudnn.benchmark = True")
     ap.set_defaults(_steps=steps, _warmup=warmup)
     return ap
 
@@ -76,6 +79,11 @@ def device(a):
     import torch
 
     dev = torch.device(a.device)
+    if getattr(a, "tf32", False):
+        torch.set_float32_matmul_precision("high")
+        torch.backends.cudnn.allow_tf32 = True
+    if getattr(a, "cudnn_benchmark", False):
+        torch.backends.cudnn.benchmark = True
     if a.smoke:
         torch.set_num_threads(1)
     if dev.type == "cuda" and not torch.cuda.is_available():

@@ -14,7 +14,6 @@ import _harness as H  # noqa: E402
 ap = H.parser(__doc__, steps=120)
 H.loader_flags(ap, workers=6)
 H.model_flags(ap)
-ap.add_argument("--tf32", action="store_true", help="allow TF32 in fp32 matmuls and convolutions")
 ap.add_argument("--batch", type=int, default=128)
 ap.add_argument("--pool", type=int, default=1024, help="distinct images held in memory")
 a = H.parse(ap)
@@ -24,10 +23,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 import torchvision  # noqa: E402
 
-dev = H.device(a)
-if a.tf32:
-    torch.backends.cuda.matmul.allow_tf32 = True
-    torch.backends.cudnn.allow_tf32 = True
+dev = H.device(a)  # --tf32 (the harness's) allows TF32 in fp32 matmuls and convolutions
 side = 224
 if a.smoke:
     a.batch, a.pool, side = min(a.batch, 4), 16, 32
