@@ -4,9 +4,11 @@
  * by severity, then gain.
  */
 
-import type { Finding } from '../findings/finding.js';
+import { type Finding, withGain } from '../findings/finding.js';
+import { jobGainOf } from '../pace/gain.js';
+import { type Job, windowJob } from '../pace/job.js';
 import { mergeById, sortFindings } from '../findings/rank.js';
-import type { CollectiveTimings } from '../trace/metrics/collectives.js';
+import { type CollectiveTimings, collectiveWaits } from '../trace/metrics/collectives.js';
 import type { Pipeline } from '../pace/pipeline.js';
 import type { TraceMetrics } from '../trace/metrics/types.js';
 import { attention } from './rules/attention.js';
@@ -18,7 +20,7 @@ import { dataloaderBound, dataloaderFinding, pageableH2d } from './rules/input.j
 import { memoryNearLimit } from './rules/memory.js';
 import { modelParallelBubble } from './rules/modelParallel.js';
 import { channelsLast, fp16WithoutScaler, halfMasterWeights, mixedPrecision } from './rules/precision.js';
-import type { CrossRankRule, ModelRule, RankRule, RunContext } from './rules/rule.js';
+import { type CrossRankRule, type ModelRule, pipelineOf, type RankRule, type RunContext } from './rules/rule.js';
 import type { ModelRecord } from '../run/records.js';
 
 export const RANK_RULES: readonly RankRule[] = [
@@ -53,14 +55,16 @@ const MODEL_RULES: readonly ModelRule[] = [halfMasterWeights];
  */
 export function diagnose(ranks: TraceMetrics[], collectives: readonly CollectiveTimings[] = [], contexts: readonly (RunContext | undefined)[] = []): Finding[] {
   const perRank: Finding[] = [];
+  const waits = peerWaits(ranks, collectives);
   ranks.forEach((m, i) => {
-    const ctx = contexts[i];
+    const ctx = waits === null ? contexts[i] : { ...(contexts[i] ?? { askedHalf: null }), peerWaitNs: waits[i] ?? 0 };
     for (const rule of RANK_RULES) {
       const f = rule(m, ctx);
       if (f) perRank.push(f);
     }
   });
-  const byId = new Map(mergeById(perRank).map((f) => [f.id, f]));
+  const job = waits === null ? null : windowJob(ranks, collectives, ranks.map((m, i) => pipelineOf(m, contexts[i]?.pace)));
+  const byId = new Map(mergeById(perRank).map((f) => [f.id, job ? onJob(job, f) : f]));
   if (ranks.length > 1) {
     for (const rule of CROSS_RANK_RULES) {
       const f = rule(ranks, collectives, contexts);
@@ -68,6 +72,22 @@ export function diagnose(ranks: TraceMetrics[], collectives: readonly Collective
     }
   }
   return sortFindings([...byId.values()]);
+}
+
+/**
+ * A rank's finding judged on the job (pace/job.ts): the job's step is the slowest rank's own, so a fix on a rank that
+ * waits for another gains only what the job gains, and every finding's gain starts from the same measured step.
+ */
+function onJob(job: Job, f: Finding): Finding {
+  if (!f.fix || !f.estimatedGain) return f;
+  return withGain(f, jobGainOf(job, f.fix, f.ranks));
+}
+
+/** Each rank's wait a step for the others in collectives, where every rank's collectives were matched; else null. */
+function peerWaits(ranks: readonly TraceMetrics[], collectives: readonly CollectiveTimings[]): number[] | null {
+  if (ranks.length < 2 || collectives.length !== ranks.length || new Set(ranks.map((m) => m.rank)).size !== ranks.length) return null;
+  const w = collectiveWaits(collectives, ranks.map((m) => m.steps.length));
+  return w.matched > 0 ? w.waitNsPerStep : null;
 }
 
 /** The findings a run's pipeline supports without a profiled window (doctor, a rank without one): the DataLoader's. */

@@ -41,7 +41,16 @@ describe('scenario traces recorded on H200s', () => {
       for (const id of ids) {
         const f = findings.find((x) => x.id === id);
         expect(f, `${id} in ${findings.map((x) => x.id).join(',')}`).toBeDefined();
-        if (id !== 'memory-near-limit') expect(['high', 'medium', 'low']).toContain(f!.severity);
+        // On several ranks a fix is judged on the job: one that leaves the binding rank as it is gains nothing, and
+        // says so (ddp_small_buckets: rank 1's launches set the pace; rank 0's exposed communication is its wait).
+        const elsewhere = files.length > 1 && /still sets the pace/.test(f!.estimatedGain?.arithmetic ?? '');
+        if (id !== 'memory-near-limit' && !elsewhere) expect(['high', 'medium', 'low']).toContain(f!.severity);
+      }
+      if (files.length > 1) {
+        // One baseline: every step gain starts from the job's measured step, the slowest rank's.
+        const jobStepNs = Math.max(...ranks.map((r) => r.metrics.perStep.durNs));
+        for (const f of findings.filter((x) => x.estimatedGain))
+          expect(f.estimatedGain!.stepTimeNs / jobStepNs, `${f.id} starts from the job's step`).toBeCloseTo(1, 2);
       }
     });
   }

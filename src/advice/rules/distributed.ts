@@ -211,7 +211,8 @@ export const smallCommBuckets: RankRule = (m, ctx) => {
   const perStepBytes = c.bytes / Math.max(1, m.steps.length);
   const target = 100 * 1024 * 1024;
   const fewer = Math.max(1, Math.ceil(perStepBytes / target));
-  const saved = Math.min(c.exposedNsPerStep, Math.max(0, c.allReducesPerStep - fewer) * COLLECTIVE_LATENCY_NS);
+  const ownExposedNs = Math.max(0, c.exposedNsPerStep - Math.max(0, ctx?.peerWaitNs ?? 0));
+  const saved = Math.min(ownExposedNs, Math.max(0, c.allReducesPerStep - fewer) * COLLECTIVE_LATENCY_NS);
   return paced(m, ctx?.pace, {
     id: 'small-comm-buckets',
     title: `${c.allReducesPerStep.toFixed(0)} small all-reduces per step (median ${fmtBytes(c.medianMessageBytes)})`,
@@ -229,7 +230,7 @@ export const smallCommBuckets: RankRule = (m, ctx) => {
   }, {
     label: 'larger gradient buckets',
     ops: [{ kind: 'comm', ns: saved }],
-    arithmetic: `(${c.allReducesPerStep.toFixed(0)} - ${fewer}) collectives x ~${fmtMs(COLLECTIVE_LATENCY_NS)} latency, at most the exposed ${fmtMs(c.exposedNsPerStep)}: ${fmtMs(saved)}`,
+    arithmetic: `(${c.allReducesPerStep.toFixed(0)} - ${fewer}) collectives x ~${fmtMs(COLLECTIVE_LATENCY_NS)} latency, at most the exposed ${fmtMs(ownExposedNs)}${ownExposedNs < c.exposedNsPerStep ? ' (its wait for the other ranks left out)' : ''}: ${fmtMs(saved)}`,
   });
 };
 
@@ -237,16 +238,22 @@ export const commBound: RankRule = (m, ctx) => {
   const c = m.comm;
   const step = stepNs(m);
   // Windows begun at different steps: the exposed time is ranks waiting for the one the profiler slows.
-  if (ctx?.windowsApart === true || step <= 0 || c.exposedNsPerStep / step < COMM_MIN_EXPOSED_SHARE) return null;
+  if (ctx?.windowsApart === true || step <= 0) return null;
+  // A collective kernel spins until every rank arrives: the wait for a slower rank shows as exposed communication,
+  // but it is that rank's work (rank-imbalance), which no overlap of this rank's communication removes.
+  const waitNs = Math.min(c.exposedNsPerStep, Math.max(0, ctx?.peerWaitNs ?? 0));
+  const ownExposedNs = c.exposedNsPerStep - waitNs;
+  if (ownExposedNs / step < COMM_MIN_EXPOSED_SHARE) return null;
   return paced(m, ctx?.pace, {
     id: 'comm-bound',
     title: 'Communication is not hidden by compute',
     ranks: [m.rank],
     evidence: [
       `collective kernels ${fmtMs(c.commNsPerStep)} per step; ${fmtMs(c.exposedNsPerStep)} ${ofWindowStep(c.exposedNsPerStep, step)} run while no compute kernel runs (overlap ${c.overlapShare === null ? 'n/a' : fmtPct(c.overlapShare)})`,
+      ...(waitNs > 0 ? [`${fmtMs(waitNs)} of it a step is this rank waiting in collectives for the other ranks (their work, not communication): ${fmtMs(ownExposedNs)} left`] : []),
       `${c.collectives} collectives moving ${fmtBytes(c.bytes)}, median ${fmtBytes(c.medianMessageBytes)}`,
     ],
-    data: { commNsPerStep: c.commNsPerStep, exposedNsPerStep: c.exposedNsPerStep, overlapShare: c.overlapShare },
+    data: { commNsPerStep: c.commNsPerStep, exposedNsPerStep: c.exposedNsPerStep, peerWaitNsPerStep: waitNs, overlapShare: c.overlapShare },
     recommendation: {
       summary:
         'Overlap or shrink communication: more work per all-reduce (larger batch or gradient accumulation with no_sync), bf16 gradient compression, and for FSDP prefetching the next all-gather; check that GPUs talk over NVLink rather than PCIe/Ethernet (nvidia-smi topo -m).',
@@ -258,8 +265,8 @@ export const commBound: RankRule = (m, ctx) => {
     },
   }, {
     label: 'communication overlapped',
-    ops: [{ kind: 'comm', ns: c.exposedNsPerStep }],
-    arithmetic: `if fully overlapped, the exposed ${fmtMs(c.exposedNsPerStep)} a step goes (an upper bound)`,
+    ops: [{ kind: 'comm', ns: ownExposedNs }],
+    arithmetic: `if fully overlapped, the exposed ${fmtMs(ownExposedNs)} a step goes (an upper bound${waitNs > 0 ? `; the ${fmtMs(waitNs)} spent waiting for the other ranks stays` : ''})`,
   });
 };
 

@@ -52,6 +52,11 @@ export interface RunContext {
   gpuPeakBytes?: readonly GpuPeak[] | null;
   probeBalance?: ProbeBalance | null;
   dataParallel?: DataParallelAlternative | null;
+  /**
+   * This rank's wait a step in collectives for the other ranks (window ns; trace/metrics/collectives.ts), where the
+   * ranks' collectives were matched: the part of its exposed communication that is the others' work, not its own.
+   */
+  peerWaitNs?: number;
 }
 
 /** Data parallelism for a model split by hand, when the whole model fits on one GPU (doctor/dataParallelFix.ts). */
