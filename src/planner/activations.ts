@@ -6,7 +6,7 @@
  * fp32. Terms are tagged with whether tensor parallelism splits them (Megatron column/row layout).
  */
 import type { ModelDescription } from './model.js';
-import type { Precision } from './setup.js';
+import type { DataParallel, Precision } from './setup.js';
 
 /** How tensors are stored: c = compute dtype bytes, r = residual stream bytes, amp = autocast on. */
 export interface DtypeClass {
@@ -15,11 +15,40 @@ export interface DtypeClass {
   amp: boolean;
 }
 
-export function dtypeClass(precision: Precision, fsdpMixed = false): DtypeClass {
-  // FSDP2 MixedPrecisionPolicy(param_dtype=bf16) runs the whole forward in bf16 without autocast.
-  if (fsdpMixed || precision === 'bf16') return { c: 2, r: 2, amp: false };
+function dtypeClass(precision: Precision): DtypeClass {
+  if (precision === 'bf16') return { c: 2, r: 2, amp: false };
   if (precision === 'fp32') return { c: 4, r: 4, amp: false };
   return { c: 2, r: 4, amp: true };
+}
+
+/** The dtypes one rank works in: what the memory and the step-time models both read (one home, issue 47). */
+export interface RunDtypes {
+  /** Activations: compute and residual bytes, autocast on or off. */
+  d: DtypeClass;
+  /** The precision the matmuls run at (the datasheet rate it gets). */
+  compute: Precision;
+  /** Bytes per parameter of the weights, of the gradients and of each optimizer state tensor. */
+  weightBytes: number;
+  gradBytes: number;
+  stateBytes: number;
+}
+
+/**
+ * The run's one precision, as each data-parallel strategy keeps it. DDP and ZeRO-1/2 keep the same weights,
+ * gradients and activations (fp32 weights under autocast for amp-*, bf16 throughout for bf16): ZeRO differs from DDP
+ * only in what it shards (the optimizer state; ZeRO-2 the gradients too). FSDP/HSDP run as the FSDP2 config gpuwise
+ * emits does, `MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)`: fp32 sharded parameters (bf16 in pure bf16),
+ * the whole forward in bf16 without autocast.
+ */
+export function runDtypes(precision: Precision, dp: DataParallel): RunDtypes {
+  const bytes = precision === 'bf16' ? 2 : 4;
+  if (dp === 'fsdp' || dp === 'hsdp') {
+    // As modelled before issue 47's change (and measured): bf16 activations even in an fp32 run, whose all-gathered
+    // blocks are counted in bf16 too (memory.ts); an fp32 FSDP run is not modelled apart.
+    const compute: Precision = precision === 'fp32' ? 'fp32' : 'bf16';
+    return { d: dtypeClass('bf16'), compute, weightBytes: bytes, gradBytes: bytes, stateBytes: bytes };
+  }
+  return { d: dtypeClass(precision), compute: precision, weightBytes: bytes, gradBytes: bytes, stateBytes: bytes };
 }
 
 /** Bytes per token saved by one block, split into what TP shards and what it replicates. */

@@ -20,6 +20,12 @@ export interface EmitContext {
 }
 
 const RDZV_PORT = 29500;
+/** The name the accelerate config gives the DeepSpeed JSON it points to. */
+const DEEPSPEED_CONFIG_FILE = 'ds_config.json';
+
+function deepSpeedStage(dp: Plan['parallelism']['dp']): number {
+  return dp === 'zero1' ? 1 : dp === 'zero2' ? 2 : dp === 'fsdp' || dp === 'hsdp' ? 3 : 0;
+}
 
 /**
  * Text from outside (a model's name from a config or the probe, a GPU name) inside a `#` comment line of a
@@ -52,9 +58,9 @@ function strategyText(p: Plan['parallelism'], nodes: number): string {
     case 'ddp':
       return `DDP (DistributedDataParallel ${over})`;
     case 'zero1':
-      return `ZeRO-1 (optimizer state sharded ${over}${offload})`;
+      return `ZeRO-1 (optimizer state sharded ${over}${offload}: DDP with torch.distributed.optim.ZeroRedundancyOptimizer, or DeepSpeed stage 1)`;
     case 'zero2':
-      return `ZeRO-2 (optimizer state and gradients sharded ${over}${offload})`;
+      return `ZeRO-2 (optimizer state and gradients sharded ${over}${offload}: DeepSpeed stage 2)`;
     case 'fsdp':
       return `FSDP (parameters, gradients and optimizer state sharded ${over}, ${p.reshardAfterForward ? 'resharded' : 'not resharded'} after forward${offload})`;
     case 'hsdp': {
@@ -74,28 +80,57 @@ function scriptComment(plan: Plan, nodes: number): string[] {
   const parts = [strategyText(p, nodes)];
   if (p.tp > 1) parts.push(`tensor parallel ${p.tp}`);
   if (p.pp > 1) parts.push(`pipeline parallel ${p.pp}`);
-  parts.push(`micro-batch ${s.microBatch} per GPU`, `gradient accumulation ${s.gradAccum}`, `sequence ${s.seq}`, `precision ${s.precision}`);
+  parts.push(`micro-batch ${s.microBatch} per GPU`, `gradient accumulation ${s.gradAccum}`, `sequence ${s.seq}`, precisionText(plan));
   parts.push(s.checkpointing === 'none' ? 'no activation checkpointing' : `${s.checkpointing} activation checkpointing`);
   return [
     `# your script's flags for: ${parts.join(', ')}`,
     "# (the launch line below passes none of them: set them with your script's own flags or config)",
-    ...deepSpeedAssumed(plan),
   ];
 }
 
+/** FSDP2's `MixedPrecisionPolicy` parameter dtype for a precision: the fsdp2 snippet's and its figures'. */
+function fsdpParamDtype(precision: Plan['setup']['precision']): string {
+  return precision === 'amp-fp16' ? 'torch.float16' : precision === 'fp32' ? 'torch.float32' : 'torch.bfloat16';
+}
+
 /**
- * ZeRO-1 and -2 are planned as DeepSpeed runs them (memory.ts): bf16 weights with fp32 master copies and activations
- * in bf16, not autocast over fp32 weights. A torchrun launch of the user's own script does not give that by itself
- * (issue 47: the search ranked ZeRO-1 above DDP on that assumption, and the torchrun config did not say it).
+ * The precision the plan's memory and step figures assume (activations.ts runDtypes), in the words of the code that
+ * gives it: every strategy but FSDP runs the run's precision as DDP does (issue 47: a ZeRO-1 ranking rested on bf16
+ * weights and activations that a torchrun launch of the user's script does not give).
  */
-function deepSpeedAssumed(plan: Plan): string[] {
+function precisionText(plan: Plan): string {
+  const { precision } = plan.setup;
   const dp = plan.parallelism.dp;
-  if ((dp !== 'zero1' && dp !== 'zero2') || plan.setup.precision === 'fp32') return [];
-  return [
-    `# the plan's memory and step for ${dp === 'zero1' ? 'ZeRO-1' : 'ZeRO-2'} are DeepSpeed's (bf16 weights, fp32 master copies, activations in bf16:`,
-    '# gpuwise plan --emit deepspeed writes that config); torch.distributed.optim.ZeroRedundancyOptimizer under autocast keeps',
-    "# fp32 weights and autocast's activations, as DDP does: gpuwise plan's ddp strategy gives those figures",
-  ];
+  if ((dp === 'fsdp' || dp === 'hsdp') && precision !== 'fp32')
+    return `precision ${precision} (FSDP2 MixedPrecisionPolicy(param_dtype=${fsdpParamDtype(precision)}, reduce_dtype=torch.float32) over ${precision === 'bf16' ? 'bf16' : 'fp32'} sharded parameters, no autocast)`;
+  switch (precision) {
+    case 'fp32':
+      return 'precision fp32 (fp32 weights, no autocast)';
+    case 'amp-bf16':
+      return 'precision amp-bf16 (fp32 weights under torch.autocast(dtype=torch.bfloat16))';
+    case 'amp-fp16':
+      return 'precision amp-fp16 (fp32 weights under torch.autocast(dtype=torch.float16) with a GradScaler)';
+    case 'bf16':
+      return 'precision bf16 (model.to(torch.bfloat16): bf16 weights, gradients and optimizer state, no fp32 master copy)';
+  }
+}
+
+/**
+ * DeepSpeed's precision fields for the plan's precision: ZeRO-1/2 (and stage 0, DDP) keep the run's precision, so
+ * autocast over fp32 weights is `torch_autocast` (DeepSpeed 0.17 and later), not `bf16.enabled`, which would cast the
+ * weights to bf16; pure bf16 keeps bf16 master weights, gradients and optimizer state (ZeRO stages 1-3 only). Stage 3
+ * stands for FSDP, whose figures are FSDP2's bf16 parameters over fp32 shards: DeepSpeed's `bf16`.
+ */
+function deepSpeedPrecision(plan: Plan, stage: number): Record<string, unknown> {
+  const precision = plan.setup.precision;
+  const off = { bf16: { enabled: false }, fp16: { enabled: false } };
+  if (stage === 3) return { bf16: { enabled: precision === 'amp-bf16' || precision === 'bf16' }, fp16: { enabled: precision === 'amp-fp16' } };
+  if (precision === 'fp32') return off;
+  if (precision === 'bf16')
+    return stage === 0
+      ? { ...off, bf16: { enabled: true } }
+      : { ...off, bf16: { enabled: true, bf16_master_weights_and_grads: true, bf16_optimizer_states: true } };
+  return { ...off, torch_autocast: { enabled: true, dtype: precision === 'amp-bf16' ? 'bfloat16' : 'float16' } };
 }
 
 function torchrunArgs(ctx: EmitContext, nodesVar?: string): string[] {
@@ -135,19 +170,23 @@ export function emitAccelerate(ctx: EmitContext): string {
   const world = p.dpSize;
   const type = p.dp === 'none' ? 'NO' : p.dp === 'ddp' ? 'MULTI_GPU' : p.dp === 'fsdp' || p.dp === 'hsdp' ? 'FSDP' : 'DEEPSPEED';
   const mixed =
-    s.precision === 'amp-bf16' || ((p.dp === 'fsdp' || p.dp === 'hsdp' || p.dp === 'zero1' || p.dp === 'zero2') && s.precision !== 'fp32')
+    s.precision === 'amp-bf16' || ((p.dp === 'fsdp' || p.dp === 'hsdp') && s.precision !== 'fp32')
       ? 'bf16'
       : s.precision === 'amp-fp16'
         ? 'fp16'
         : 'no';
+  // ZeRO keeps the run's precision (deepSpeedPrecision), which accelerate's mixed_precision cannot say for DeepSpeed
+  // (its bf16 casts the weights): the DeepSpeed JSON of --emit deepspeed carries it, and accelerate then refuses its
+  // own mixed_precision and accumulation beside the file.
+  const dsFile = type === 'DEEPSPEED' && s.precision !== 'fp32';
   const cfg: Record<string, import('./yaml.js').YamlValue> = {
     compute_environment: 'LOCAL_MACHINE',
     distributed_type: type,
-    mixed_precision: mixed,
+    ...(dsFile ? {} : { mixed_precision: mixed }),
     num_machines: hw.nodes,
     num_processes: world,
     machine_rank: 0,
-    gradient_accumulation_steps: s.gradAccum,
+    ...(dsFile ? {} : { gradient_accumulation_steps: s.gradAccum }),
     gpu_ids: 'all',
     same_network: true,
     use_cpu: false,
@@ -168,9 +207,10 @@ export function emitAccelerate(ctx: EmitContext): string {
       fsdp_cpu_ram_efficient_loading: true,
     };
   }
-  if (type === 'DEEPSPEED') {
+  if (dsFile) cfg.deepspeed_config = { deepspeed_config_file: DEEPSPEED_CONFIG_FILE, zero3_init_flag: false };
+  else if (type === 'DEEPSPEED') {
     cfg.deepspeed_config = {
-      zero_stage: p.dp === 'zero1' ? 1 : 2,
+      zero_stage: deepSpeedStage(p.dp),
       gradient_accumulation_steps: s.gradAccum,
       offload_optimizer_device: p.cpuOffload ? 'cpu' : 'none',
       offload_param_device: 'none',
@@ -183,6 +223,10 @@ export function emitAccelerate(ctx: EmitContext): string {
   ];
   if (s.precision === 'bf16' && type !== 'FSDP' && type !== 'DEEPSPEED')
     head.push('# precision bf16: the script casts the model with model.to(torch.bfloat16)');
+  if (dsFile)
+    head.push(
+      `# ${DEEPSPEED_CONFIG_FILE}: the JSON of the same gpuwise plan with --emit deepspeed; it holds the ZeRO stage, the batch and the plan's ${precisionText(plan)}`,
+    );
   return `${head.join('\n')}\n${toYaml(cfg)}`;
 }
 
@@ -194,7 +238,7 @@ export function emitDeepSpeed(ctx: EmitContext): string {
     throw new PlanError(
       'the plan uses tensor or pipeline parallelism; DeepSpeed configs here cover data parallelism and ZeRO only',
     );
-  const stage = p.dp === 'zero1' ? 1 : p.dp === 'zero2' ? 2 : p.dp === 'fsdp' || p.dp === 'hsdp' ? 3 : 0;
+  const stage = deepSpeedStage(p.dp);
   const h2 = model.hidden * model.hidden;
   const zero: Record<string, unknown> = {
     stage,
@@ -212,8 +256,7 @@ export function emitDeepSpeed(ctx: EmitContext): string {
     train_batch_size: plan.globalBatch,
     train_micro_batch_size_per_gpu: s.microBatch,
     gradient_accumulation_steps: s.gradAccum,
-    bf16: { enabled: s.precision === 'amp-bf16' || s.precision === 'bf16' },
-    fp16: { enabled: s.precision === 'amp-fp16' },
+    ...deepSpeedPrecision(plan, stage),
     zero_optimization: zero,
   };
   // Only what the plan decided (issue 47): no gradient clipping, print interval or activation settings of DeepSpeed's
@@ -236,7 +279,7 @@ export function emitFsdp2(ctx: EmitContext): string {
   const mesh = hsdp
     ? `init_device_mesh("cuda", (${p.dpSize / (p.hsdpShardSize ?? p.dpSize / hw.nodes)}, ${p.hsdpShardSize ?? p.dpSize / hw.nodes}), mesh_dim_names=("dp_replicate", "dp_shard"))`
     : `init_device_mesh("cuda", (${p.dpSize},), mesh_dim_names=("dp_shard",))`;
-  const param = s.precision === 'amp-fp16' ? 'torch.float16' : s.precision === 'fp32' ? 'torch.float32' : 'torch.bfloat16';
+  const param = fsdpParamDtype(s.precision);
   const offload = p.cpuOffload ? ', offload_policy=CPUOffloadPolicy()' : '';
   const lines = [
     `# gpuwise plan: FSDP2 for ${commentText(`${model.name} on ${hw.nodes}x${hw.gpusPerNode} ${hw.gpu.name}`)}`,

@@ -59,6 +59,49 @@ function sum(groups: ParamGroup[]): number {
   return groups.reduce((s, g) => s + g.count, 0);
 }
 
+/**
+ * One family's numbers, as its reader counts them: everything in a ModelDescription but what follows from the
+ * parameter groups (the name, the total, the active and the root counts).
+ */
+type FamilyNumbers = Omit<ModelDescription, 'name' | 'paramCount' | 'activeParamCount' | 'rootParamCount'> & {
+  /** The config, for the name (`_name_or_path`). */
+  config: Json;
+  /** Parameters a token does not use (a mixture of experts' unrouted experts); 0 when absent. */
+  inactiveParams?: number;
+};
+
+/** The one builder of a ModelDescription from a config: each family's reader gives its numbers. */
+function describeFamily(f: FamilyNumbers): ModelDescription {
+  const total = sum(f.paramGroups);
+  return {
+    name: nameOf(f.config, f.modelType, total),
+    modelType: f.modelType,
+    architecture: f.architecture,
+    family: f.family,
+    causal: f.causal,
+    paramCount: total,
+    activeParamCount: total - (f.inactiveParams ?? 0),
+    embeddingParamCount: f.embeddingParamCount,
+    blockParamCount: f.blockParamCount,
+    rootParamCount: total - f.layers * f.blockParamCount,
+    paramGroups: f.paramGroups,
+    layers: f.layers,
+    hidden: f.hidden,
+    heads: f.heads,
+    kvHeads: f.kvHeads,
+    headDim: f.headDim,
+    intermediate: f.intermediate,
+    vocab: f.vocab,
+    maxPositions: f.maxPositions,
+    norm: f.norm,
+    mlpActivation: f.mlpActivation,
+    tiedEmbeddings: f.tiedEmbeddings,
+    hiddenDropout: f.hiddenDropout,
+    attentionDropout: f.attentionDropout,
+    ...(f.moe ? { moe: f.moe } : {}),
+  };
+}
+
 /** Parses a config.json object. Throws ConfigError naming the field on anything it cannot use. */
 export function describeHfConfig(cfg: unknown): ModelDescription {
   if (typeof cfg !== 'object' || cfg === null || Array.isArray(cfg)) throw new ConfigError('(root)', 'not a JSON object');
@@ -115,19 +158,14 @@ function describeGpt2(c: Json): ModelDescription {
     { name: 'ln_f', count: 2 * h },
   ];
   if (!tied) groups.push({ name: 'lm_head', count: V * h });
-  const total = sum(groups);
-  const embedding = V * h * (tied ? 1 : 2);
-  return {
-    name: nameOf(c, 'gpt2', total),
+  return describeFamily({
+    config: c,
     modelType: 'gpt2',
     architecture: 'GPT2LMHeadModel',
     family: 'gpt2',
     causal: true,
-    paramCount: total,
-    activeParamCount: total,
-    embeddingParamCount: embedding,
+    embeddingParamCount: V * h * (tied ? 1 : 2),
     blockParamCount: block,
-    rootParamCount: total - L * block,
     paramGroups: groups,
     layers: L,
     hidden: h,
@@ -142,7 +180,7 @@ function describeGpt2(c: Json): ModelDescription {
     tiedEmbeddings: tied,
     hiddenDropout: prob(c, 'resid_pdrop', 0.1),
     attentionDropout: prob(c, 'attn_pdrop', 0.1),
-  };
+  });
 }
 
 function describeBert(c: Json, type = 'bert'): ModelDescription {
@@ -163,18 +201,14 @@ function describeBert(c: Json, type = 'bert'): ModelDescription {
     { name: `encoder.layer (x${L})`, count: L * block },
     { name: 'cls.predictions', count: h * h + h + 2 * h + V },
   ];
-  const total = sum(groups);
-  return {
-    name: nameOf(c, type, total),
+  return describeFamily({
+    config: c,
     modelType: type,
     architecture: BERT_LIKE[type] ?? 'BertForMaskedLM',
     family: 'bert',
     causal: false,
-    paramCount: total,
-    activeParamCount: total,
     embeddingParamCount: V * h,
     blockParamCount: block,
-    rootParamCount: total - L * block,
     paramGroups: groups,
     layers: L,
     hidden: h,
@@ -189,7 +223,7 @@ function describeBert(c: Json, type = 'bert'): ModelDescription {
     tiedEmbeddings: true,
     hiddenDropout: prob(c, 'hidden_dropout_prob', 0.1),
     attentionDropout: prob(c, 'attention_probs_dropout_prob', 0.1),
-  };
+  });
 }
 
 /** BertModel with its pooler, the number usually quoted for "BERT-base" (109,482,240). */
@@ -242,7 +276,6 @@ function describeLlamaLike(c: Json, type: string): ModelDescription {
     { name: 'norm', count: h },
   ];
   if (!tied) groups.push({ name: 'lm_head', count: V * h });
-  const total = sum(groups);
   const archNames: Record<string, string> = {
     llama: 'LlamaForCausalLM',
     mistral: 'MistralForCausalLM',
@@ -250,17 +283,15 @@ function describeLlamaLike(c: Json, type: string): ModelDescription {
     qwen3: 'Qwen3ForCausalLM',
     mixtral: 'MixtralForCausalLM',
   };
-  return {
-    name: nameOf(c, type, total),
+  return describeFamily({
+    config: c,
     modelType: type,
     architecture: archNames[type] ?? type,
     family: 'llama',
     causal: true,
-    paramCount: total,
-    activeParamCount: total - L * (mlp - activeMlp),
+    inactiveParams: L * (mlp - activeMlp),
     embeddingParamCount: V * h * (tied ? 1 : 2),
     blockParamCount: block,
-    rootParamCount: total - L * block,
     paramGroups: groups,
     layers: L,
     hidden: h,
@@ -275,8 +306,8 @@ function describeLlamaLike(c: Json, type: string): ModelDescription {
     tiedEmbeddings: tied,
     hiddenDropout: 0,
     attentionDropout: prob(c, 'attention_dropout', 0),
-    ...(moe ? { moe } : {}),
-  };
+    moe,
+  });
 }
 
 /**
@@ -308,20 +339,16 @@ function describeParallelGelu(c: Json, type: 'gpt_neox' | 'phi'): ModelDescripti
     { name: type === 'phi' ? 'final_layernorm' : 'final_layer_norm', count: 2 * h },
   ];
   if (!tied || headBias > 0) groups.push({ name: type === 'phi' ? 'lm_head' : 'embed_out', count: (tied ? 0 : V * h) + headBias });
-  const total = sum(groups);
   const act = c.hidden_act ?? 'gelu';
   if (typeof act !== 'string') throw new ConfigError('hidden_act', 'must be a string');
-  return {
-    name: nameOf(c, type, total),
+  return describeFamily({
+    config: c,
     modelType: type,
     architecture: type === 'phi' ? 'PhiForCausalLM' : 'GPTNeoXForCausalLM',
     family: 'gpt2',
     causal: true,
-    paramCount: total,
-    activeParamCount: total,
     embeddingParamCount: V * h * (tied ? 1 : 2),
     blockParamCount: block,
-    rootParamCount: total - L * block,
     paramGroups: groups,
     layers: L,
     hidden: h,
@@ -336,7 +363,7 @@ function describeParallelGelu(c: Json, type: 'gpt_neox' | 'phi'): ModelDescripti
     tiedEmbeddings: tied,
     hiddenDropout: prob(c, type === 'phi' ? 'resid_pdrop' : 'hidden_dropout', 0),
     attentionDropout: prob(c, 'attention_dropout', 0),
-  };
+  });
 }
 
 function nameOf(c: Json, type: string, params: number): string {

@@ -8,7 +8,7 @@
  * each on top of what is resident (weights, master weights, optimizer state, buffers, cuBLAS workspace).
  * Reserved adds the caching allocator's slack; nvidia-smi adds the CUDA context (and NCCL buffers).
  */
-import { blockActivation, dtypeClass, outerActivationBytes } from './activations.js';
+import { blockActivation, outerActivationBytes, runDtypes } from './activations.js';
 import { CALIBRATION as K } from './calibration.js';
 import type { ModelDescription } from './model.js';
 import { isAmp, type OptimizerKind, type Parallelism, type TrainingSetup } from './setup.js';
@@ -19,7 +19,6 @@ export type Phase = 'forward' | 'backward' | 'optimizer';
 export type ComponentName =
   | 'cudaWorkspace'
   | 'weights'
-  | 'masterWeights'
   | 'optimizerState'
   | 'gradientBuckets'
   | 'gradients'
@@ -36,7 +35,6 @@ export type ComponentName =
 export const COMPONENT_LABELS: Record<ComponentName, string> = {
   cudaWorkspace: 'CUDA workspace',
   weights: 'weights',
-  masterWeights: 'fp32 master weights',
   optimizerState: 'optimizer state',
   gradientBuckets: 'gradient buckets',
   gradients: 'gradients',
@@ -144,10 +142,11 @@ export function predictMemory(m: ModelDescription, s: TrainingSetup, p: Parallel
   const n = Math.max(1, p.dp === 'hsdp' ? (p.hsdpShardSize ?? p.dpSize) : p.dpSize);
   const fsdp = p.dp === 'fsdp' || p.dp === 'hsdp';
   const zero = p.dp === 'zero1' || p.dp === 'zero2';
-  const d = dtypeClass(s.precision, fsdp || zero);
+  const dt = runDtypes(s.precision, p.dp);
+  const d = dt.d;
   const tokens = s.microBatch * s.seq;
   const pureBf16 = s.precision === 'bf16';
-  const stateDtype = pureBf16 ? 2 : 4;
+  const stateDtype = dt.stateBytes;
   const comps: Partial<Record<ComponentName, MemoryComponent>> = {};
   const add = (name: ComponentName, bytes: number, note: string) => {
     comps[name] = { name, label: COMPONENT_LABELS[name], bytes: Math.round(bytes), note };
@@ -156,7 +155,7 @@ export function predictMemory(m: ModelDescription, s: TrainingSetup, p: Parallel
   add('cudaWorkspace', K.cublasWorkspaceBytes + K.miscResidentBytes, 'cuBLAS workspaces and small resident tensors');
 
   if (s.mode === 'infer') {
-    const wb = pureBf16 ? 2 : 4;
+    const wb = dt.weightBytes;
     add('weights', sp.total * wb, `${wb} B/param`);
     if (isAmp(s.precision)) add('autocastWeightCopies', sp.matmul * 2, 'bf16 copies of matmul weights cached by autocast');
     if (m.causal) {
@@ -180,7 +179,6 @@ export function predictMemory(m: ModelDescription, s: TrainingSetup, p: Parallel
   const opt = optimizerStateBytesPerParam(s.optimizer, stateDtype, m.hidden);
   const offload = p.cpuOffload;
   let weights: number;
-  let master = 0;
   let optState: number;
   let grads: number; // gradient bytes alive at the end of backward / in the optimizer step
   let persistentGradBuffers = 0;
@@ -188,10 +186,9 @@ export function predictMemory(m: ModelDescription, s: TrainingSetup, p: Parallel
   let bwdBuffers = 0;
   let gradsDuringFwd = 0; // with accumulation the gradients of earlier micro-batches stay
   if (fsdp) {
-    const shardBytes = pureBf16 ? 2 : 4;
-    weights = offload ? 0 : (sp.total * shardBytes) / n;
+    weights = offload ? 0 : (sp.total * dt.weightBytes) / n;
     optState = offload ? 0 : (sp.total * opt) / n;
-    grads = offload ? 0 : (sp.total * shardBytes) / n;
+    grads = offload ? 0 : (sp.total * dt.gradBytes) / n;
     // bf16 all-gathered blocks (current + prefetched; every block without resharding) and the root, which
     // FSDP2 never reshards after forward. Backward reshards each block after its gradients are reduced, so
     // at its end two blocks remain, plus one block's bf16 gradients and their fp32 reduce-scatter input.
@@ -199,39 +196,25 @@ export function predictMemory(m: ModelDescription, s: TrainingSetup, p: Parallel
     fwdBuffers = unshardedBlocks * sp.block * 2 + sp.root * 2;
     bwdBuffers = 2 * sp.block * 2 + sp.root * 2 + sp.block * (2 + 4);
     gradsDuringFwd = s.gradAccum > 1 ? grads : 0;
-  } else if (zero) {
-    weights = sp.total * 2;
-    master = offload ? 0 : (sp.total * 4) / n;
-    optState = offload ? 0 : (sp.total * opt) / n;
-    const bucket = Math.min(sp.total, m.hidden * m.hidden) * 2;
-    if (p.dp === 'zero1') {
-      grads = sp.total * 2 + (offload ? 0 : (sp.total * 4) / n);
-      persistentGradBuffers = bucket;
-    } else {
-      grads = (sp.total * (2 + (offload ? 0 : 4))) / n;
-      persistentGradBuffers = 2 * bucket;
-    }
-    gradsDuringFwd = s.gradAccum > 1 ? grads : 0;
   } else {
-    const wb = pureBf16 ? 2 : 4;
-    weights = sp.total * wb;
-    optState = offload ? 0 : sp.total * opt;
-    grads = sp.total * wb;
-    // DDP's flat gradient buckets (gradient_as_bucket_view=False): measured at two gradient-sized copies.
-    if (p.dp === 'ddp') persistentGradBuffers = K.ddpGradientBufferCopies * sp.total * wb;
+    // DDP, and ZeRO-1/2 at the same precision (runDtypes): the same weights, gradients and activations, ZeRO-1
+    // sharding the optimizer state over the ranks, ZeRO-2 the gradients too (issue 47: ZeRO-1 was planned with bf16
+    // weights and activations against DDP's autocast, so the ranking compared precisions, not strategies).
+    weights = sp.total * dt.weightBytes;
+    optState = offload ? 0 : (sp.total * opt) / (zero ? n : 1);
+    grads = (sp.total * dt.gradBytes) / (p.dp === 'zero2' ? n : 1);
+    // DDP's flat gradient buckets (gradient_as_bucket_view=False): measured at two gradient-sized copies; ZeRO-1 keeps
+    // them (DDP with a sharded optimizer, torch's ZeroRedundancyOptimizer); ZeRO-2 reduces through two h x h buckets.
+    if (p.dp === 'ddp' || p.dp === 'zero1') persistentGradBuffers = K.ddpGradientBufferCopies * sp.total * dt.gradBytes;
+    else if (p.dp === 'zero2') persistentGradBuffers = 2 * Math.min(sp.total, m.hidden * m.hidden) * dt.gradBytes;
     gradsDuringFwd = s.gradAccum > 1 ? grads : 0;
   }
   const optTemp = offload ? 0 : (fsdp || zero ? sp.total / n : sp.total) * optimizerTemporaryBytesPerParam(s.optimizer, stateDtype);
 
-  add(
-    'weights',
-    weights,
-    fsdp ? `sharded ${pureBf16 ? 'bf16' : 'fp32'} parameters (1/${n})` : zero ? 'bf16 parameters' : `${pureBf16 ? 2 : 4} B/param`,
-  );
-  if (master > 0) add('masterWeights', master, `fp32 master copy (1/${n})`);
+  add('weights', weights, fsdp ? `sharded ${pureBf16 ? 'bf16' : 'fp32'} parameters (1/${n})` : `${dt.weightBytes} B/param`);
   add('optimizerState', optState, `${s.optimizer}${fsdp || zero ? ` (1/${n})` : ''}${offload ? ' (offloaded to CPU)' : ''}`);
   if (persistentGradBuffers > 0)
-    add('gradientBuckets', persistentGradBuffers, p.dp === 'ddp' ? 'DDP flat gradient buckets' : 'DeepSpeed reduce buckets');
+    add('gradientBuckets', persistentGradBuffers, p.dp === 'zero2' ? 'ZeRO-2 reduce buckets' : 'DDP flat gradient buckets');
 
   // ---- activations ----
   const blk = blockActivation(m, d);

@@ -101,7 +101,7 @@ export function searchChoiceText(j: PlanJson): string | null {
   const others = `${c.tiedPlans - 1} other${c.tiedPlans > 2 ? 's' : ''}`;
   const faster = c.fastest.tokensPerSec / best.tokensPerSec - 1;
   if (c.fastest.rank === best.rank) return `chosen: ${layoutText(best)}: ties within ${within} with ${others}; the fastest and the simplest of them`;
-  const fastest = `the fastest, #${c.fastest.rank} ${layoutText(c.fastest)}, is ${(faster * 100).toFixed(1)}% faster`;
+  const fastest = `the fastest, #${c.fastest.rank} ${layoutText(c.fastest)}, is ${faster < 0.0005 ? 'under 0.1%' : `${(faster * 100).toFixed(1)}%`} faster`;
   return `chosen: ${layoutText(best)}: ties within ${within} with ${others} (${fastest}); the simplest of them`;
 }
 

@@ -4,7 +4,7 @@
  * (eager PyTorch: small kernels wait on Python), communication with the stated overlap, and the 1F1B
  * pipeline bubble. Collectives use ring costs: all-reduce 2(n-1)/n, all-gather and reduce-scatter (n-1)/n.
  */
-import { blockActivation, dtypeClass, outerActivationBytes } from './activations.js';
+import { blockActivation, outerActivationBytes, runDtypes } from './activations.js';
 import { CALIBRATION as K } from './calibration.js';
 import type { GpuSpec } from './gpus.js';
 import { optimizerStateBytesPerParam, stageParams } from './memory.js';
@@ -51,8 +51,9 @@ export function predictStepTime(m: ModelDescription, s: TrainingSetup, p: Parall
   const sp = stageParams(m, p);
   const fsdp = p.dp === 'fsdp' || p.dp === 'hsdp';
   const zero = p.dp === 'zero1' || p.dp === 'zero2';
-  const precision = fsdp || zero ? (s.precision === 'fp32' ? 'fp32' : 'bf16') : s.precision;
-  const d = dtypeClass(precision, fsdp || zero);
+  const dt = runDtypes(s.precision, p.dp);
+  const precision = dt.compute;
+  const d = dt.d;
   const tokens = s.microBatch * s.seq;
   const train = s.mode === 'train';
   const micro = train ? s.gradAccum : 1;
@@ -72,9 +73,8 @@ export function predictStepTime(m: ModelDescription, s: TrainingSetup, p: Parall
   let memoryBoundMs = (micro * passes * actBytes * 1000) / hw.gpu.memoryBandwidth;
   if (train && !p.cpuOffload) {
     const shard = fsdp || zero ? p.dpSize : 1;
-    const stateBytes = s.precision === 'bf16' ? 2 : 4;
     // read param, grad, state; write param and state
-    const perParam = 2 * stateBytes + stateBytes + 2 * optimizerStateBytesPerParam(s.optimizer, stateBytes, m.hidden);
+    const perParam = 2 * dt.weightBytes + dt.gradBytes + 2 * optimizerStateBytesPerParam(s.optimizer, dt.stateBytes, m.hidden);
     memoryBoundMs += ((sp.total / shard) * perParam * 1000) / hw.gpu.memoryBandwidth;
   }
   const perLayerMs = K.cpuMsPerLayer + (m.moe ? m.moe.experts * K.cpuMsPerExpert : 0);
@@ -93,14 +93,17 @@ export function predictStepTime(m: ModelDescription, s: TrainingSetup, p: Parall
   if (train && n > 1) {
     const ring = (n - 1) / n;
     const dpBw = bw(crossesNodes && p.dp !== 'hsdp');
-    if (p.dp === 'ddp') {
-      commMs = ((sp.total * (s.precision === 'bf16' ? 2 : 4) * 2 * ring) / dpBw) * 1000;
+    if (p.dp === 'ddp' || p.dp === 'zero1') {
+      // ZeRO-1 reduces the gradients as DDP does, then all-gathers the parameters each rank updated.
+      const allReduceMs = ((sp.total * dt.gradBytes * 2 * ring) / dpBw) * 1000;
       const lastBucketMs = ((25e6 * 2 * ring) / dpBw) * 1000;
-      exposedCommMs = Math.max(commMs - K.commOverlap * bwdMs, 0) + Math.min(lastBucketMs, commMs);
-      overlap = `gradient all-reduce overlapped with backward (${K.commOverlap * 100}% of backward time), last bucket exposed`;
+      const agMs = p.dp === 'zero1' ? ((sp.total * dt.weightBytes * ring) / dpBw) * 1000 : 0;
+      commMs = allReduceMs + agMs;
+      exposedCommMs = Math.max(allReduceMs - K.commOverlap * bwdMs, 0) + Math.min(lastBucketMs, allReduceMs) + agMs;
+      overlap = `gradient all-reduce overlapped with backward (${K.commOverlap * 100}% of backward time), last bucket exposed${p.dp === 'zero1' ? '; parameter all-gather after the step exposed' : ''}`;
     } else if (zero) {
-      const rs = ((sp.total * 2 * ring) / dpBw) * 1000;
-      const ag = rs;
+      const rs = ((sp.total * dt.gradBytes * ring) / dpBw) * 1000;
+      const ag = ((sp.total * dt.weightBytes * ring) / dpBw) * 1000;
       commMs = rs + ag;
       exposedCommMs = Math.max(rs - K.commOverlap * bwdMs, 0) + ag;
       overlap = 'reduce-scatter overlapped with backward; parameter all-gather after the step exposed';

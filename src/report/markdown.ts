@@ -14,7 +14,7 @@ function cell(s: string): string {
 export function renderMarkdown(r: AnalyzeReport): string {
   const out: string[] = [];
   out.push(`## gpuwise analyze: ${r.inputs.map((i) => `\`${i.path.split('/').pop()}\``).join(', ')}`, '');
-  if (r.pace) out.push(...planFirstMarkdown(r.pace.plan, r.findings), '');
+  if (r.pace) out.push(...planFirstMarkdown({ plan: r.pace.plan, findings: r.findings }), '');
   if (r.findings.length === 0) out.push('No findings.', '');
   r.findings.forEach((f, i) => {
     out.push(...findingMarkdown(f, i, '###', inPlanText(r.pace?.plan, f)));

@@ -48,18 +48,26 @@ export const SUB_LINE = /^ {7}\S/;
  */
 export const RUN_STEP_NAME = "the run's mean step";
 
+/** What a report's opening is drawn from: planFirstLines, planFirstMarkdown and serve's planFirstHtml take it. */
+export interface PlanFirstOptions {
+  /** The pace plan: its steps, each step's gain and the whole plan's. */
+  plan: PacePlan;
+  /** The report's findings: each plan step's change is the first line of its finding's code. */
+  findings: readonly ShownFinding[];
+  /**
+   * What the plan's first step is, named in the headline where the report gives another step beside it (doctor:
+   * RUN_STEP_NAME); absent or null: the headline says "a step".
+   */
+  stepName?: string | null;
+  /** What tune --plan measured of the plan's steps on this machine, said under each (DoctorReport.measuredHere); none by default. */
+  measuredHere?: readonly LeverAccuracy[];
+}
+
 /**
  * The section's lines, unstyled: a headline with the whole plan's gain, each step and its change. With no plan step:
- * one line that says so (and the findings follow). `stepName`: what the plan's first step is, where the report gives
- * another step beside it (doctor: RUN_STEP_NAME). `measuredHere`: what tune --plan measured of the plan's steps on this
- * machine, said under each (DoctorReport.measuredHere).
+ * one line that says so (and the findings follow).
  */
-export function planFirstLines(
-  plan: PacePlan,
-  findings: readonly ShownFinding[],
-  stepName: string | null = null,
-  measuredHere: readonly LeverAccuracy[] = [],
-): string[] {
+export function planFirstLines({ plan, findings, stepName = null, measuredHere = [] }: PlanFirstOptions): string[] {
   if (plan.steps.length === 0) return ['What to do: no fix found that shortens the step (the findings below say what was looked at)'];
   const per = plan.batchScale ? ` ${PER_RUN_BATCH}` : stepName ? '' : ' a step';
   const out = [
@@ -93,13 +101,8 @@ export function inPlanText(plan: PacePlan | null | undefined, f: ShownFinding): 
 }
 
 /** The same section as Markdown: a bold headline, the steps as a numbered list with the change as code. */
-export function planFirstMarkdown(
-  plan: PacePlan,
-  findings: readonly ShownFinding[],
-  stepName: string | null = null,
-  measuredHere: readonly LeverAccuracy[] = [],
-): string[] {
-  const [head, ...rest] = planFirstLines(plan, findings, stepName, measuredHere);
+export function planFirstMarkdown(options: PlanFirstOptions): string[] {
+  const [head, ...rest] = planFirstLines(options);
   const out = [`**${head}**`, ''];
   for (const l of rest) {
     const change = /^ +change: (.*)$/.exec(l);

@@ -92,7 +92,7 @@ export function renderTerminal(r: AnalyzeReport, st: Style, width = 0): string {
   const out: string[] = [];
   const names = r.inputs.map((i) => i.path.split('/').pop()).join(', ');
   out.push(st.bold(`gpuwise analyze · ${names}`), '');
-  if (r.pace) out.push(...planFirstLines(r.pace.plan, r.findings).flatMap((l, i) => wrapLine(i === 0 ? st.bold(l) : l, width, 7)), '');
+  if (r.pace) out.push(...planFirstLines({ plan: r.pace.plan, findings: r.findings }).flatMap((l, i) => wrapLine(i === 0 ? st.bold(l) : l, width, 7)), '');
   if (r.findings.length === 0) {
     out.push(st.bold('No findings: nothing in this trace points to a fix worth making.'), '');
   } else {

@@ -56,7 +56,7 @@ const COMMANDS: [string, string[]][] = [
   ['plan', ['plan', '--model', at(`${CONFIGS}/gpt2`), '--gpu', 'h200', '--batch', '8']],
   ['plan, training that does not fit', ['plan', '--model', at(`${CONFIGS}/llama-2-7b`), '--gpu', 'rtx4090']],
   ['plan, FSDP with checkpointing', ['plan', '--model', at(`${CONFIGS}/llama-2-7b`), '--gpu', 'h100-sxm', '--gpus', '8', '--strategy', 'fsdp', '--checkpointing', 'full']],
-  ['plan, ZeRO at the optimizer step', ['plan', '--model', at(`${CONFIGS}/gpt2-medium`), '--gpu', 'a100-80', '--gpus', '4', '--strategy', 'zero1', '--batch', '1']],
+  ['plan, ZeRO at the optimizer step', ['plan', '--model', at(`${CONFIGS}/gpt2-medium`), '--gpu', 'a100-80', '--gpus', '4', '--strategy', 'zero1', '--batch', '1', '--seq', '128']],
   ['plan, inference', ['plan', '--model', at(`${CONFIGS}/mixtral-8x7b-2l`), '--gpu', 'h200', '--mode', 'infer', '--batch', '4']],
   ['plan --search', ['plan', '--model', at(`${CONFIGS}/gpt2`), '--gpu', 'h100-sxm', '--gpus', '8', '--search', '--global-batch', '256', '--top', '5']],
   ['memory', ['memory', at(`${MEMORY}/oom_fragmentation.pickle.gz`)]],

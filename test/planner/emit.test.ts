@@ -7,7 +7,7 @@ import { parse as parseYaml } from 'yaml';
 import { emit } from '../../src/planner/emit.js';
 import { PlanError } from '../../src/planner/errors.js';
 import { evaluatePlan, type PlanRequest } from '../../src/planner/plan.js';
-import type { Hardware } from '../../src/planner/setup.js';
+import type { Hardware, Precision } from '../../src/planner/setup.js';
 import { toYaml } from '../../src/planner/yaml.js';
 import { hardware, request } from './helpers.js';
 
@@ -72,8 +72,8 @@ describe('torchrun', () => {
       expect(out).not.toMatch(/--(strategy|micro-batch|grad-accum|seq|precision|checkpointing|tp|pp)\b/);
     }
     const out = emit('torchrun', ctx(z1));
-    expect(out).toContain("# your script's flags for: ZeRO-1 (optimizer state sharded over 8 GPUs), micro-batch 32 per GPU, gradient accumulation 1, sequence 1024, precision amp-bf16, no activation checkpointing\n");
-    expect(emit('torchrun', ctx(fsdp))).toContain("# your script's flags for: FSDP (parameters, gradients and optimizer state sharded over 32 GPUs, resharded after forward), micro-batch 2 per GPU, gradient accumulation 4, sequence 4096, precision amp-bf16, full activation checkpointing\n");
+    expect(out).toContain("# your script's flags for: ZeRO-1 (optimizer state sharded over 8 GPUs: DDP with torch.distributed.optim.ZeroRedundancyOptimizer, or DeepSpeed stage 1), micro-batch 32 per GPU, gradient accumulation 1, sequence 1024, precision amp-bf16 (fp32 weights under torch.autocast(dtype=torch.bfloat16)), no activation checkpointing\n");
+    expect(emit('torchrun', ctx(fsdp))).toContain("# your script's flags for: FSDP (parameters, gradients and optimizer state sharded over 32 GPUs, resharded after forward), micro-batch 2 per GPU, gradient accumulation 4, sequence 4096, precision amp-bf16 (FSDP2 MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) over fp32 sharded parameters, no autocast), full activation checkpointing\n");
   });
 });
 
@@ -96,9 +96,20 @@ describe('accelerate YAML', () => {
   it('DDP and DeepSpeed plans', () => {
     const a = parseYaml(emit('accelerate', ctx(ddp)));
     expect([a.distributed_type, a.num_processes, a.rdzv_backend]).toEqual(['MULTI_GPU', 4, 'static']);
-    const z = parseYaml(emit('accelerate', ctx(zero2)));
+    // fp32: the ZeRO stage inline; any other precision lives in the DeepSpeed JSON (accelerate's mixed_precision bf16
+    // would cast DeepSpeed's weights to bf16, which the plan's figures do not assume), and accelerate then takes no
+    // mixed_precision or accumulation of its own
+    const z32 = parseYaml(emit('accelerate', ctx({ ...zero2, setup: { ...zero2.setup, precision: 'fp32' } })));
+    expect(z32.distributed_type).toBe('DEEPSPEED');
+    expect(z32.mixed_precision).toBe('no');
+    expect(z32.deepspeed_config).toMatchObject({ zero_stage: 2, gradient_accumulation_steps: 3, offload_optimizer_device: 'cpu' });
+    const text = emit('accelerate', ctx(zero2));
+    const z = parseYaml(text);
     expect(z.distributed_type).toBe('DEEPSPEED');
-    expect(z.deepspeed_config).toMatchObject({ zero_stage: 2, gradient_accumulation_steps: 3, offload_optimizer_device: 'cpu' });
+    expect(z.deepspeed_config).toEqual({ deepspeed_config_file: 'ds_config.json', zero3_init_flag: false });
+    expect(z).not.toHaveProperty('mixed_precision');
+    expect(z).not.toHaveProperty('gradient_accumulation_steps');
+    expect(text).toContain('# ds_config.json: the JSON of the same gpuwise plan with --emit deepspeed;');
   });
   it('refuses tensor parallel plans', () => {
     const tp = request('llama-2-7b', {}, { tp: 8, dp: 'none', dpSize: 1 }, hardware('h100-sxm', 8));
@@ -111,13 +122,36 @@ describe('DeepSpeed JSON', () => {
     for (const r of [zero2, ddp, fsdp]) {
       const j = JSON.parse(emit('deepspeed', ctx(r)));
       expect(j.train_batch_size).toBe(j.train_micro_batch_size_per_gpu * j.gradient_accumulation_steps * r.parallelism.dpSize);
-      expect(j.bf16.enabled).toBe(true);
     }
     const z = JSON.parse(emit('deepspeed', ctx(zero2)));
     expect(z.zero_optimization.stage).toBe(2);
     expect(z.zero_optimization.offload_optimizer.device).toBe('cpu');
     expect(z.zero_optimization.reduce_bucket_size).toBe(896 * 896);
     expect(JSON.parse(emit('deepspeed', ctx(fsdp))).zero_optimization.stage).toBe(3);
+  });
+});
+
+// Issue 47 item 6: the config states the precision the plan's figures assume. ZeRO-1/2 (and DDP, stage 0) keep the
+// run's precision: autocast over fp32 weights is DeepSpeed's torch_autocast, not bf16.enabled (bf16 weights); pure bf16
+// keeps bf16 master weights and state; FSDP (stage 3) is planned as FSDP2's bf16 parameters, DeepSpeed's bf16.
+describe('DeepSpeed JSON precision is the plan\'s', () => {
+  const at = (r: PlanRequest, precision: Precision) => JSON.parse(emit('deepspeed', ctx({ ...r, setup: { ...r.setup, precision } })));
+  it('amp: torch autocast over fp32 weights for ZeRO and DDP', () => {
+    for (const r of [zero2, ddp]) {
+      const j = at(r, 'amp-bf16');
+      expect(j.torch_autocast).toEqual({ enabled: true, dtype: 'bfloat16' });
+      expect([j.bf16.enabled, j.fp16.enabled]).toEqual([false, false]);
+    }
+    expect(at(zero2, 'amp-fp16').torch_autocast).toEqual({ enabled: true, dtype: 'float16' });
+  });
+  it('bf16: bf16 master weights, gradients and optimizer state under ZeRO; fp32: nothing', () => {
+    expect(at(zero2, 'bf16').bf16).toEqual({ enabled: true, bf16_master_weights_and_grads: true, bf16_optimizer_states: true });
+    const f = at(zero2, 'fp32');
+    expect([f.bf16.enabled, f.fp16.enabled, f.torch_autocast]).toEqual([false, false, undefined]);
+  });
+  it('FSDP (stage 3): bf16 parameters, no autocast', () => {
+    const j = at(fsdp, 'amp-bf16');
+    expect([j.bf16.enabled, j.torch_autocast]).toEqual([true, undefined]);
   });
 });
 

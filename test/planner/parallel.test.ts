@@ -99,9 +99,13 @@ describe('search', () => {
     expect(res.choice?.fastest.time.tokensPerSec).toBe(fastest);
     const first = res.plans[0]!;
     for (const p of tied) expect(lexicographic(layoutSimplicity(first), layoutSimplicity(p))).toBeLessThanOrEqual(0);
-    // DDP is 15% slower here (its autocast keeps fp32 activations; FSDP and ZeRO run the forward in bf16, which the
-    // 2-GPU measurements confirm: FSDP2 14% faster than DDP for Llama-2-7B-4L): the least sharded of the tie wins.
-    expect([first.parallelism.dp, first.setup.microBatch, first.setup.gradAccum, first.setup.checkpointing]).toEqual(['zero1', 32, 1, 'none']);
+    // DDP is 15% slower here (its autocast keeps fp32 activations; FSDP2's mixed-precision policy runs the forward in
+    // bf16, which the 2-GPU measurements confirm: FSDP2 14% faster than DDP for Llama-2-7B-4L). ZeRO-1 and -2 keep the
+    // run's precision as DDP does (issue 47), so they tie with DDP, not with FSDP: the tie is FSDP's.
+    expect([first.parallelism.dp, first.setup.microBatch, first.setup.gradAccum, first.setup.checkpointing]).toEqual(['fsdp', 32, 1, 'none']);
+    for (const p of tied) expect(p.parallelism.dp).toBe('fsdp');
+    const best = (dp: string) => Math.max(...res.plans.filter((p) => p.parallelism.dp === dp).map((p) => p.time.tokensPerSec));
+    expect(Math.abs(best('zero1') / best('ddp') - 1)).toBeLessThan(SEARCH_TIE_TOLERANCE);
     expect(res.plans.slice(0, tied.length)).toEqual(expect.arrayContaining(tied));
     expectRankedWithTies(res.plans);
     // In pure bf16 DDP's activations are as small as FSDP's: DDP ties and, replicated, is simplest.

@@ -256,7 +256,7 @@ export function analyzePage(r: AnalyzeReport, o: AnalyzePageOptions): string {
 <div class="dim">${r.summary.ranks} rank(s)${r.run ? ` (${esc(r.run.label)})` : ''}, ${r.summary.stepsAnalysed} step(s) analysed, median step ${esc(fmtMs(r.summary.stepTimeMedianNs))}, GPU busy ${esc(fmtPct(r.summary.gpuBusyShare))}</div>
 ${perfetto ? `<div style="margin-top:8px">${perfetto} <span id="perfetto-status" class="dim"></span></div>` : ''}</div>
 ${warnings.length + notes.length ? `<ul id="warnings">${[...notes, ...warnings].join('')}</ul>` : ''}
-${planFirstHtml(r.pace?.plan, r.findings)}
+${planFirstHtml({ plan: r.pace?.plan, findings: r.findings })}
 <h2>Findings, ranked</h2><div id="findings">${r.findings.length ? r.findings.map((f, i) => findingHtml({ ...f, source: 'trace' }, i)).join('\n') : '<p class="dim">no findings: nothing in this trace points to a fix worth making</p>'}</div>
 <h2>Step breakdown per rank</h2>${stepBreakdownHtml(r)}
 ${r.metrics.ranks.map((m, i) => rankSection(m, charts.ranks[i]!)).join('\n')}

@@ -1,23 +1,16 @@
 /** What to do (the plan, first) and what sets the pace (last) as HTML, for the doctor and analyze pages (pure). */
-import type { PacePlan } from '../../pace/plan.js';
 import { type PaceReport, paceHeadline, paceRows } from '../../pace/report.js';
-import type { ShownFinding } from '../../report/findingText.js';
-import { SUB_LINE, planFirstLines } from '../../report/planFirst.js';
-import type { LeverAccuracy } from '../../history/leverAccuracy.js';
+import { type PlanFirstOptions, SUB_LINE, planFirstLines } from '../../report/planFirst.js';
 import { esc, table } from './layout.js';
 
 /**
  * The page's opening after its verdict: the plan's whole gain, then each step with the change to make (the same lines
  * as the terminal's, report/planFirst.ts); empty without a plan.
  */
-export function planFirstHtml(
-  plan: PacePlan | null | undefined,
-  findings: readonly ShownFinding[],
-  stepName: string | null = null,
-  measuredHere: readonly LeverAccuracy[] = [],
-): string {
+export function planFirstHtml(options: Omit<PlanFirstOptions, 'plan'> & { plan: PlanFirstOptions['plan'] | null | undefined }): string {
+  const { plan } = options;
   if (!plan) return '';
-  const [head, ...rest] = planFirstLines(plan, findings, stepName, measuredHere);
+  const [head, ...rest] = planFirstLines({ ...options, plan });
   const items: string[] = [];
   for (const l of rest) {
     const change = /^ +change: (.*)$/.exec(l);
