@@ -3,8 +3,8 @@
  * doctor on an H200 (examples/pace/runs/h200-d, one call of 2026-12-07) and then plainly at each plan step in the same
  * call (measured.jsonl: llm.c's own average, minGPT's mean by CUDA events). Each plan step's expected step, from
  * `doctor --from`, against what the run with that change measured; the table is printed. What holds is held; what the
- * model still misses (llm.c's second step, from a window scaled whole) is held as missed, so a change that fixes it turns this red and the
- * bound moves with it (examples/pace/external/README.md).
+ * model still misses (llm.c's second step above 15%, minGPT's bf16 step) is held by its bound, so a change that fixes it turns this red and the
+ * bound moves with it (examples/pace/external/README.md, docs/validation/compile.md).
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -54,9 +54,17 @@ describe('public scripts on an H200: doctor plans against plain runs of each ste
     expect(Math.abs(step('llmc_sdpa', 1, 'llmc:sdpa_compile'))).toBeLessThan(0.15);
   });
 
-  it("llm.c's second step from the hand-written state is still missed: its window is GPU-bound, scaled whole to the run, which leaves 12.9 ms of serial costs where its SDPA twin reads 5.8", () => {
+  it("llm.c written out: its GPU-bound window's kernels taken as measured (the profiler's cost is idle), so the run's serial costs are its SDPA twin's, and compile from there within 25%", () => {
+    // Both windows idle about 14 ms a step; both runs 5.8 ms once the kernels are not scaled (they fit in the run's
+    // step). Scaled whole, the hand-written run kept 12.9 ms of serial costs and its compile step read 35.0 ms (+51%).
+    const serialMs = (name: string) => (reports.get(name)?.pace?.serial ?? []).reduce((a, c) => a + c.ns, 0) / 1e6;
+    expect(Math.abs(serialMs('llmc_hand') / serialMs('llmc_sdpa') - 1)).toBeLessThan(0.1);
     expect(reports.get('llmc_hand')?.pace?.plan.steps[1]?.id).toBe('fusion');
-    expect(step('llmc_hand', 2, 'llmc:sdpa_compile')).toBeGreaterThan(0.15);
+    // Still above 15% (28.7 against 23.2): composed on the written-out window, SDPA leaves 1.8 ms more GPU work than
+    // its twin measured, and compile's chains there are cut by attention's own kernels (docs/validation/compile.md).
+    const err = step('llmc_hand', 2, 'llmc:sdpa_compile');
+    expect(err).toBeGreaterThan(0);
+    expect(err).toBeLessThan(0.25);
   });
 
   it('minGPT in fp32: bf16, then compile and SDPA in the plan; the last step within 20% (bf16 leaves the host binding, and the fp32 run, GPU-bound, did not time it)', () => {
