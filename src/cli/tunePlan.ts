@@ -31,8 +31,11 @@ import {
   parseTry,
   permanentChanges,
   runFactsOf,
-  stepsPerTrial,
+  stepCapOf,
   type TrialSettings,
+  type TrialStop,
+  type TrialStopped,
+  trialStopOf,
   trialPlan,
   withChange,
 } from '../tune/planTrials.js';
@@ -56,8 +59,9 @@ GPUWISE_TRIAL=1 in their environment (a script can skip its own side effects, su
 Options:
   --try LEVER        also try a fix the plan did not name (repeatable): workers=N, pin-memory, persistent-workers,
                      prefetch-factor=K, tf32, bf16, channels-last, compile, compile-reduce-overhead
-  --steps N          steps per trial (default: about ${PLAN_TUNE.trialSeconds} s of steps at the diagnosis's pace, ${PLAN_TUNE.minSteps} to ${PLAN_TUNE.maxSteps})
-  --trial-seconds S  the seconds of steps a trial aims at (default ${PLAN_TUNE.trialSeconds})
+  --steps N          run every trial exactly N steps (default: each trial runs until its step is steady, the
+                     standard error of its steady mean within ${PLAN_TUNE.stopRelSpread * 100}%, at most --trial-seconds of steady steps)
+  --trial-seconds S  the most seconds of steady steps a trial runs when its mean is slow to settle (default ${PLAN_TUNE.trialSeconds})
   --diagnosis-steps N  steps of the diagnosis run (default 100: the profiled window opens once steps settle)
   --timeout S        end a trial after S seconds (counted as failed)
   --out DIR          where the runs go (default ./gpuwise-runs/tune-plan-DATE-TIME); new or empty
@@ -106,11 +110,13 @@ function readProbeTrial(dir: string): {
   applied: string[];
   notApplied: { lever: string; why: string }[];
   losses: Losses | null;
+  stopped: TrialStopped | null;
 } {
   const applied = new Set<string>();
   const notApplied = new Map<string, string>();
   let losses: Losses | null = null;
   let loadersChanged = 0;
+  let stopped: TrialStopped | null = null;
   let names: string[] = [];
   try {
     names = readdirSync(dir).filter((f) => /^trial-\d+\.json$/.test(f));
@@ -126,7 +132,11 @@ function readProbeTrial(dir: string): {
         lastLosses?: (number | string)[];
         errors?: string[];
         loaders?: unknown[];
+        stop?: { why?: unknown; step?: unknown; steadySteps?: unknown } | null;
       };
+      const st = o.stop;
+      if (stopped === null && st && (st.why === 'steady' || st.why === 'seconds') && typeof st.step === 'number')
+        stopped = { why: st.why, step: st.step, steadySteps: typeof st.steadySteps === 'number' ? st.steadySteps : 0 };
       loadersChanged += Array.isArray(o.loaders) ? o.loaders.length : 0;
       for (const a of o.applied ?? []) if (typeof a.lever === 'string') applied.add(a.lever);
       for (const s of o.skipped ?? []) if (typeof s.lever === 'string') notApplied.set(s.lever, String(s.why ?? ''));
@@ -143,6 +153,7 @@ function readProbeTrial(dir: string): {
     applied: [...applied],
     notApplied: [...notApplied].map(([lever, why]) => ({ lever, why })),
     losses,
+    stopped,
   };
 }
 
@@ -250,13 +261,26 @@ export async function runPlan(argv: string[]): Promise<number> {
       data: (findings.get(s.id)?.data as Record<string, unknown> | undefined) ?? null,
     }));
     const stepPlans = trialPlan(planSteps, facts, tries);
-    const steps = stepsFlag ?? stepsPerTrial(plan?.stepNs ?? null, trialSeconds);
+    // The cap of steps (exactly the steps with --steps); by default a trial stops once its step is steady (steady.py).
+    const steps = stepsFlag ?? stepCapOf(plan?.stepNs ?? null, trialSeconds);
+    const stop: TrialStop | null = stepsFlag === undefined ? trialStopOf(trialSeconds) : null;
     const nTrials = plan === null ? 0 : 1 + stepPlans.reduce((a, s) => a + s.candidates.length, 0);
-    const perTrialS = diagWallS * Math.min(1, steps / diagnosisSteps) + 2;
+    // A trial's start-up is the diagnosis's beyond its steps; its steps from the least a steady stop takes to its cap.
+    const paceS = (plan?.stepNs ?? 0) / 1e9;
+    const startS = Math.max(1, diagWallS - diagnosisSteps * paceS);
+    const stepsS = (n: number) => startS + Math.min(steps, n) * paceS;
+    const [leastS, mostS] = stop
+      ? [stepsS(PLAN_TUNE.minSteadySteps + 2), Math.min(stepsS(steps), startS + 2 * stop.maxSeconds + 2)]
+      : [stepsS(steps), stepsS(steps)];
     say(
       `diagnosis: ${plan ? `${(plan.stepNs / 1e6).toFixed(1)} ms a step; plan: ${plan.steps.map((s) => s.label).join('; ') || 'nothing to fix'}` : 'no plan'} (${diagWallS.toFixed(0)} s)`,
     );
-    if (nTrials > 0) say(`${nTrials} trial(s) of ${steps} steps to run: about ${Math.round(nTrials * perTrialS)} s`);
+    if (nTrials > 0)
+      say(
+        stop
+          ? `${nTrials} trial(s) to run, each until its step is steady (at most ${steps} steps): about ${Math.round(nTrials * leastS)} to ${Math.round(nTrials * mostS)} s`
+          : `${nTrials} trial(s) of ${steps} steps to run: about ${Math.round(nTrials * leastS)} s`,
+      );
 
     // ---------- the trials ----------
     const trials: PlanTrial[] = [];
@@ -272,7 +296,7 @@ export async function runPlan(argv: string[]): Promise<number> {
         steps,
         timeoutS,
         showOutput,
-        env: { GPUWISE_TRIAL_SETTINGS: JSON.stringify(settings) },
+        env: { GPUWISE_TRIAL_SETTINGS: JSON.stringify(settings), ...(stop ? { GPUWISE_TRIAL_STOP: JSON.stringify(stop) } : {}) },
         commandEnv: { GPUWISE_TRIAL: '1' },
       });
       const probe = readProbeTrial(dir);
@@ -307,12 +331,13 @@ export async function runPlan(argv: string[]): Promise<number> {
         measure: outcome === 'ok' ? measure : null,
         applied: probe.applied,
         notApplied: probe.notApplied,
+        stopped: probe.stopped,
         wallS: r.wallMs / 1000,
         runDir: dir,
       };
       trials.push(t);
       say(
-        `  -> ${outcome === 'ok' && measure ? `${(measure.meanNs / 1e6).toFixed(2)} ms ± ${(measure.spreadNs / 1e6).toFixed(2)} ms a step (${measure.steps} steady steps)` : `${outcome}: ${detail}`}, ${t.wallS.toFixed(1)} s`,
+        `  -> ${outcome === 'ok' && measure ? `${(measure.meanNs / 1e6).toFixed(2)} ms ± ${(measure.spreadNs / 1e6).toFixed(2)} ms a step (${measure.steps} steady steps${t.stopped ? `; stopped at step ${t.stopped.step}: ${t.stopped.why === 'steady' ? 'steady' : `${trialSeconds} s of steady steps`}` : ''})` : `${outcome}: ${detail}`}, ${t.wallS.toFixed(1)} s`,
       );
       if (outcome === 'failed' || outcome === 'timeout') for (const l of r.stderrTail.slice(-5)) say(`  | ${l}`);
       return t;
@@ -417,6 +442,7 @@ export async function runPlan(argv: string[]): Promise<number> {
       cmd,
       outDir,
       stepsPerTrial: steps,
+      trialStop: stop,
       diagnosis: {
         runDir: diagDir,
         runId,

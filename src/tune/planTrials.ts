@@ -29,8 +29,16 @@ export const PLAN_TUNE = {
   confirmBelow: 0.15,
   /** Blocks of consecutive steady steps whose means give the spread (steps are correlated: a loader's rhythm). */
   blocks: 5,
-  /** Trials aim at this many seconds of steps (--trial-seconds), within [minSteps, maxSteps] steps. */
-  trialSeconds: 4,
+  /**
+   * A trial runs until its step is steady (python/gpuwise/probe/steady.py): the standard error of its steady steps' mean
+   * at most this share of the mean, over at least minSteadySteps steady steps. Under it the keep rule's margin is the
+   * MIN_GAIN floor, not the spread: 2 x sqrt(2) x 1% = 2.8% < 3%.
+   */
+  stopRelSpread: 0.01,
+  minSteadySteps: 20,
+  /** ... or until its steady steps add up to this many seconds (--trial-seconds): a noisy step's spread is what it is. */
+  trialSeconds: 8,
+  /** The cap of steps a trial runs (GPUWISE_MAX_STEPS); --steps N runs exactly N instead (no steadiness stop). */
   minSteps: 30,
   maxSteps: 600,
   /** The worker counts tried around the plan's: x below and x above (rounded, at least one apart). */
@@ -402,6 +410,32 @@ export function stepsPerTrial(diagnosisStepNs: number | null, seconds: number = 
   return Math.min(PLAN_TUNE.maxSteps, Math.max(PLAN_TUNE.minSteps, Math.ceil((seconds * 1e9) / diagnosisStepNs)));
 }
 
+/** When a trial stops (GPUWISE_TRIAL_STOP, python/gpuwise/probe/steady.py): its mean known, or its seconds of steady steps. */
+export interface TrialStop {
+  relSpread: number;
+  minSteps: number;
+  maxSeconds: number;
+}
+
+export function trialStopOf(seconds: number = PLAN_TUNE.trialSeconds): TrialStop {
+  return { relSpread: PLAN_TUNE.stopRelSpread, minSteps: PLAN_TUNE.minSteadySteps, maxSeconds: seconds };
+}
+
+/**
+ * The cap of steps of a trial that stops once steady: enough for the slowest stop (warm-up, then `seconds` of steady
+ * steps, twice over where the steps never settle) at the diagnosis's pace, within [minSteps, maxSteps].
+ */
+export function stepCapOf(diagnosisStepNs: number | null, seconds: number = PLAN_TUNE.trialSeconds): number {
+  return stepsPerTrial(diagnosisStepNs, 3 * seconds);
+}
+
+/** How a trial ended, as its probe said (trial-PID.json's `stop`): steady, its seconds of steady steps, or null (the cap, --steps, or the command's own end). */
+export interface TrialStopped {
+  why: 'steady' | 'seconds';
+  step: number;
+  steadySteps: number;
+}
+
 // ---------- divergence ----------
 
 /** The losses a trial's probe saw (trial-PID.json): numbers, or 'nan' / 'inf' for values that were not finite. */
@@ -448,6 +482,8 @@ export interface PlanTrial {
   /** What the probe did and did not apply (trial-PID.json). */
   applied: string[];
   notApplied: { lever: string; why: string }[];
+  /** Why the probe stopped it before its cap (null: the cap, --steps, or the command's own end). */
+  stopped: TrialStopped | null;
   wallS: number;
   runDir: string;
 }
@@ -496,7 +532,10 @@ export interface PlanTuneReport {
   version: string;
   cmd: string[];
   outDir: string;
+  /** The cap of steps of a trial (exactly its steps with --steps, when `trialStop` is null). */
   stepsPerTrial: number;
+  /** When a trial stops before its cap: its steady mean known (null: --steps N, every trial runs N steps). */
+  trialStop: TrialStop | null;
   diagnosis: {
     runDir: string;
     runId: string | null;

@@ -251,6 +251,7 @@ describe('the report as text and Markdown', () => {
     measure: measure(meanMs, 0.3),
     applied: index === 1 ? [] : ['loader'],
     notApplied: [],
+    stopped: null,
     wallS: 3,
     runDir: `/runs/trial-${index}`,
   });
@@ -282,6 +283,7 @@ describe('the report as text and Markdown', () => {
     cmd: ['python', 'train.py'],
     outDir: '/runs',
     stepsPerTrial: 119,
+    trialStop: null,
     diagnosis: { runDir: '/runs/diagnosis', runId: 'r1', stepNs: 33.8e6, planExpectedStepNs: 6.6e6, bound: 'input', wallS: 7 },
     baseline: trial(1, 'baseline', 33.8, {}),
     steps: [
