@@ -104,7 +104,7 @@ export function substitute(cmd: string[], name: string, value: number): string[]
   return cmd.map((a) => a.split(token).join(String(value)));
 }
 
-function shellQuote(args: string[]): string {
+export function shellQuote(args: string[]): string {
   return args.map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`)).join(' ');
 }
 

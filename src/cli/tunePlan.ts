@@ -30,6 +30,9 @@ import {
   type PlanTuneStep,
   parseTry,
   permanentChanges,
+  perStartBatch,
+  probeSettings,
+  type BatchParam,
   runFactsOf,
   stepCapOf,
   type TrialSettings,
@@ -43,6 +46,7 @@ import { machineLeverAccuracy, reportOfRun, saveToHistory } from './doctor.js';
 import { makeRunDir, startProbeRun } from './probeRun.js';
 import { splitCommand } from './telemetryArgs.js';
 import { runTrial } from './trialRun.js';
+import { parseParam, shellQuote, substitute } from './tune.js';
 import { parseFlags, UsageError } from './usage.js';
 
 export const PLAN_HELP = `Usage: gpuwise tune --plan [options] -- CMD [ARGS...]
@@ -57,6 +61,10 @@ best configuration and the change that makes it permanent. The command runs seve
 GPUWISE_TRIAL=1 in their environment (a script can skip its own side effects, such as checkpoints).
 
 Options:
+  --param NAME=LO..HI  the batch as one more lever: CMD has {NAME}; the diagnosis and the baseline run at --start
+                     (default LO), then the plan's batch step (doctor's 'batch xK') or, where the plan names none, a
+                     last step tries larger values on top of the fixes kept, compared per sample
+  --start V          the value of {NAME} the diagnosis and the baseline run at (default LO)
   --try LEVER        also try a fix the plan did not name (repeatable): workers=N, pin-memory, persistent-workers,
                      prefetch-factor=K, tf32, bf16, channels-last, compile, compile-reduce-overhead
   --steps N          run every trial exactly N steps (default: each trial runs until its step is steady, the
@@ -90,6 +98,7 @@ const OPTIONS = {
   md: { type: 'boolean' },
   'show-output': { type: 'boolean' },
   param: { type: 'string' },
+  start: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -179,10 +188,19 @@ export async function runPlan(argv: string[]): Promise<number> {
     return 0;
   }
   if (positionals.length > 0) throw new UsageError(`put the command after --: gpuwise tune --plan [options] -- ${positionals.join(' ')}`);
-  if (values.param !== undefined)
-    throw new UsageError('--plan with --param is not there yet: run gpuwise tune --param ... and gpuwise tune --plan ... apart');
   if (values.json && values.md) throw new UsageError('--json and --md are exclusive');
   if (cmd.length === 0) throw new UsageError('missing the command to run: gpuwise tune --plan -- python train.py ...');
+  let param: BatchParam | null = null;
+  if (values.param !== undefined) {
+    const p = parseParam(values.param);
+    if (!cmd.some((a) => a.includes(`{${p.name}}`)))
+      throw new UsageError(`the command has no {${p.name}} placeholder: write it where the value goes, e.g. --batch-size {${p.name}}`);
+    const start = intFlag(values.start, '--start', 1) ?? p.lo;
+    if (start < p.lo || start > p.hi) throw new UsageError(`--start: ${start} is outside ${p.lo}..${p.hi}`);
+    param = { ...p, start };
+  } else if (values.start !== undefined) throw new UsageError('--start needs --param NAME=LO..HI');
+  // The command as it runs at a value of the batch (as it is without --param).
+  const cmdAt = (value: number | null) => (param === null ? cmd : substitute(cmd, param.name, value ?? param.start));
   // Before any run: a page that would overwrite one of the command's own files, or a folder, is refused now.
   if (values.html !== undefined) checkHtmlTarget(values.html, cmd.slice(1));
   const tries = (values.try ?? [])
@@ -218,13 +236,13 @@ export async function runPlan(argv: string[]): Promise<number> {
     let report: DoctorReport;
     try {
       const run = await startProbeRun({
-        cmd,
+        cmd: cmdAt(null),
         runDir: diagDir,
         env: { GPUWISE_MAX_STEPS: String(diagnosisSteps) },
         output: { stdoutPath: join(diagDir, 'stdout.log'), stderrPath: join(diagDir, 'stderr.log') },
       });
       const done = await run.done;
-      report = await reportOfRun({ cmd, runDir: diagDir, startedAtMs: diagStart, done, hang: null, leverAccuracy: await machineLeverAccuracy(values.store) });
+      report = await reportOfRun({ cmd: cmdAt(null), runDir: diagDir, startedAtMs: diagStart, done, hang: null, leverAccuracy: await machineLeverAccuracy(values.store) });
     } catch (e) {
       if (created) rmSync(outDir, { recursive: true, force: true });
       throw e;
@@ -260,7 +278,7 @@ export async function runPlan(argv: string[]): Promise<number> {
       workersNeeded: s.workersNeeded,
       data: (findings.get(s.id)?.data as Record<string, unknown> | undefined) ?? null,
     }));
-    const stepPlans = trialPlan(planSteps, facts, tries);
+    const stepPlans = trialPlan(planSteps, facts, tries, param);
     // The cap of steps (exactly the steps with --steps); by default a trial stops once its step is steady (steady.py).
     const steps = stepsFlag ?? stepCapOf(plan?.stepNs ?? null, trialSeconds);
     const stop: TrialStop | null = stepsFlag === undefined ? trialStopOf(trialSeconds) : null;
@@ -288,19 +306,23 @@ export async function runPlan(argv: string[]): Promise<number> {
     const runOne = async (name: string, stepId: string | null, settings: TrialSettings): Promise<PlanTrial> => {
       const index = trials.length + 1;
       const dir = join(outDir, `trial-${index}-${name.replace(/[^A-Za-z0-9=._-]+/g, '_').slice(0, 60)}`);
-      say(`trial ${index}: ${name} (${settingsText(settings)})`);
+      const batch = settings.batch?.value ?? null;
+      const command = cmdAt(batch);
+      say(`trial ${index}: ${name} (${settingsText(settings)})${param ? `\n  $ ${shellQuote(command)}` : ''}`);
       const r = await runTrial({
-        cmd,
+        cmd: command,
         dir,
         value: index,
         steps,
         timeoutS,
         showOutput,
-        env: { GPUWISE_TRIAL_SETTINGS: JSON.stringify(settings), ...(stop ? { GPUWISE_TRIAL_STOP: JSON.stringify(stop) } : {}) },
+        env: { GPUWISE_TRIAL_SETTINGS: JSON.stringify(probeSettings(settings, param?.start ?? null)), ...(stop ? { GPUWISE_TRIAL_STOP: JSON.stringify(stop) } : {}) },
         commandEnv: { GPUWISE_TRIAL: '1' },
       });
       const probe = readProbeTrial(dir);
-      const measure = r.summary.outcome === 'ok' ? measureTrial(r.records) : null;
+      const own = r.summary.outcome === 'ok' ? measureTrial(r.records) : null;
+      // At another batch than the diagnosis's, compared per sample: the step per the diagnosis's batch of samples.
+      const measure = own && param && batch !== null ? perStartBatch(own, batch, param.start) : own;
       const diverged = stepId === null ? null : divergence(baselineLosses, probe.losses);
       let outcome: PlanTrial['outcome'] = r.summary.outcome;
       let detail = r.summary.detail;
@@ -332,6 +354,8 @@ export async function runPlan(argv: string[]): Promise<number> {
         applied: probe.applied,
         notApplied: probe.notApplied,
         stopped: probe.stopped,
+        batch: param ? (batch ?? param.start) : null,
+        batchStepNs: param && own ? own.meanNs : null,
         wallS: r.wallMs / 1000,
         runDir: dir,
       };
@@ -377,11 +401,18 @@ export async function runPlan(argv: string[]): Promise<number> {
       }
       const measured: { index: number; measure: Measure; c: Candidate; settings: TrialSettings }[] = [];
       const failures: string[] = [];
+      let oomAt: string | null = null;
       for (const c of sp.candidates) {
         if (interrupted) break;
+        if (c.lever === 'batch' && oomAt !== null) {
+          // Memory grows with the batch: past a value that ran out of memory, every larger one does too.
+          failures.push(`${c.name}: not tried (${oomAt} ran out of memory)`);
+          continue;
+        }
         const settings = withChange(kept, c.change);
         const t = await runOne(c.name, sp.stepId, settings);
         step.trials.push(t.index);
+        if (t.outcome === 'oom' && c.lever === 'batch') oomAt = c.name;
         if (t.outcome === 'ok' && t.measure) measured.push({ index: t.index, measure: t.measure, c, settings });
         else failures.push(`${c.name}: ${t.outcome} (${t.detail})`);
       }
@@ -443,6 +474,7 @@ export async function runPlan(argv: string[]): Promise<number> {
       outDir,
       stepsPerTrial: steps,
       trialStop: stop,
+      param,
       diagnosis: {
         runDir: diagDir,
         runId,
@@ -462,7 +494,10 @@ export async function runPlan(argv: string[]): Promise<number> {
         baselineStepNs: base?.meanNs ?? null,
         speedup: base && current ? base.meanNs / current.meanNs : null,
       },
-      permanent: permanentChanges(kept, facts.framework),
+      permanent: [
+        ...(param && kept.batch ? [{ framework: 'command', lines: [shellQuote(cmdAt(kept.batch.value))] }] : []),
+        ...permanentChanges(kept, facts.framework),
+      ],
       trialsS,
       totalS: (Date.now() - t0) / 1000,
       warmupCostS,

@@ -252,6 +252,8 @@ describe('the report as text and Markdown', () => {
     applied: index === 1 ? [] : ['loader'],
     notApplied: [],
     stopped: null,
+    batch: null,
+    batchStepNs: null,
     wallS: 3,
     runDir: `/runs/trial-${index}`,
   });
@@ -276,7 +278,7 @@ describe('the report as text and Markdown', () => {
     trials: [2],
   };
   const report: PlanTuneReport = {
-    schemaVersion: 1,
+    schemaVersion: 2,
     tool: 'gpuwise',
     command: 'tune --plan',
     version: '0.2.0',
@@ -284,6 +286,7 @@ describe('the report as text and Markdown', () => {
     outDir: '/runs',
     stepsPerTrial: 119,
     trialStop: null,
+    param: null,
     diagnosis: { runDir: '/runs/diagnosis', runId: 'r1', stepNs: 33.8e6, planExpectedStepNs: 6.6e6, bound: 'input', wallS: 7 },
     baseline: trial(1, 'baseline', 33.8, {}),
     steps: [
