@@ -46,7 +46,7 @@ import { machineLeverAccuracy, reportOfRun, saveToHistory } from './doctor.js';
 import { makeRunDir, startProbeRun } from './probeRun.js';
 import { splitCommand } from './telemetryArgs.js';
 import { runTrial } from './trialRun.js';
-import { parseParam, shellQuote, substitute } from './tune.js';
+import { parseParam, shellQuote, substitute } from './tuneParam.js';
 import { parseFlags, UsageError } from './usage.js';
 
 export const PLAN_HELP = `Usage: gpuwise tune --plan [options] -- CMD [ARGS...]

@@ -10,7 +10,8 @@ export const ratio = (x: number | null) => (x === null ? '-' : `x${x.toFixed(2)}
 const pm = (m: { meanNs: number; spreadNs: number } | null) => (m === null ? '-' : `${fmtMs(m.meanNs)} ± ${fmtMs(m.spreadNs)}`);
 
 /** A permanent change's heading: plain PyTorch, the command (--param's value), or the framework's name. */
-export const frameworkTitle = (f: string) => (f === 'pytorch' ? 'plain PyTorch' : f === 'command' ? 'the command' : f);
+export const frameworkTitle = (f: string, capital = false) =>
+  f === 'pytorch' ? `${capital ? 'P' : 'p'}lain PyTorch` : f === 'command' ? `${capital ? 'T' : 't'}he command` : f;
 
 /** With --param: what every step time of the report is per (a larger batch's step counted per the diagnosis's samples). */
 export function perSampleNote(r: PlanTuneReport): string | null {
@@ -132,7 +133,7 @@ export function renderPlanTuneMarkdown(r: PlanTuneReport): string {
       : `**Verified best: ${settingsText(b.settings)}**: ${ms(b.stepNs)} ± ${ms(b.spreadNs)} a step against ${ms(b.baselineStepNs)}${b.speedup !== null ? ` (${b.speedup.toFixed(2)}x)` : ''}.`,
   );
   for (const p of r.permanent)
-    out.push('', `${frameworkTitle(p.framework)}:`, p.framework === 'command' ? '```sh' : '```python', ...p.lines, '```');
+    out.push('', `${frameworkTitle(p.framework, true)}:`, p.framework === 'command' ? '```sh' : '```python', ...p.lines, '```');
   out.push('', '<details><summary>Trials</summary>', '');
   if (r.baseline) out.push(`- ${trialLine(r.baseline)}`);
   for (const t of r.trials) if (t.index !== r.baseline?.index) out.push(`- ${trialLine(t)}`);

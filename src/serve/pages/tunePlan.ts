@@ -45,7 +45,7 @@ function answerCard(r: PlanTuneReport): string {
       ? '<div class="verdict" id="verdict">Verified best: the script as it is (no fix measured better beyond the spread)</div>'
       : `<div class="verdict ok" id="verdict">Verified best: ${esc(settingsText(b.settings))}: ${esc(ms(b.stepNs))} ± ${esc(ms(b.spreadNs))} a step against ${esc(ms(b.baselineStepNs))} as the script is${b.speedup !== null ? ` (${b.speedup.toFixed(2)}x)` : ''}</div>`;
   const permanent = r.permanent
-    .map((p) => `<h3>${esc(frameworkTitle(p.framework))}</h3><pre><code>${esc(p.lines.join('\n'))}</code></pre>`)
+    .map((p) => `<h3>${esc(frameworkTitle(p.framework, true))}</h3><pre><code>${esc(p.lines.join('\n'))}</code></pre>`)
     .join('');
   return `<div class="card">${verdict}${permanent ? `<div>To make it permanent:</div>${permanent}` : ''}</div>`;
 }
