@@ -16,7 +16,9 @@ import { VERSION } from '../util/version.js';
 import { makeRunDir } from './probeRun.js';
 import { type TrialRun, runTrial } from './trialRun.js';
 import { splitCommand } from './telemetryArgs.js';
+import { parseParam, shellQuote, substitute } from './tuneParam.js';
 import { UsageError, parseFlags } from './usage.js';
+
 import { fmtGiB } from '../util/format.js';
 
 const HELP = `Usage: gpuwise tune --param NAME=LO..HI [options] -- CMD ... {NAME} ...
@@ -80,32 +82,12 @@ function intFlag(text: string | undefined, flag: string, min: number): number | 
   return Number(text);
 }
 
-/** `NAME=LO..HI` with 1 <= LO <= HI. */
-export function parseParam(text: string | undefined): { name: string; lo: number; hi: number } {
-  if (text === undefined) throw new UsageError('missing --param NAME=LO..HI (e.g. --param batch_size=8..512)');
-  const m = /^([A-Za-z_][A-Za-z0-9_.-]*)=(\d+)\.\.(\d+)$/.exec(text.trim());
-  if (!m) throw new UsageError(`--param: '${text}' is not NAME=LO..HI with integers (e.g. batch_size=8..512)`);
-  const [lo, hi] = [Number(m[2]), Number(m[3])];
-  if (lo < 1 || hi < lo) throw new UsageError(`--param: need 1 <= LO <= HI, got ${lo}..${hi}`);
-  return { name: m[1] as string, lo, hi };
-}
-
 function parseMargin(text: string | undefined): number {
   if (text === undefined) return DEFAULT_MARGIN;
   const m = /^(\d+(?:\.\d+)?)(%?)$/.exec(text.trim());
   const v = m ? Number(m[1]) / (m[2] ? 100 : 1) : Number.NaN;
   if (!(v >= 0 && v < 1)) throw new UsageError(`--margin: '${text}' is not a share of memory in [0, 1) such as 10% or 0.1`);
   return v;
-}
-
-/** Replaces every `{name}` in the arguments. */
-export function substitute(cmd: string[], name: string, value: number): string[] {
-  const token = `{${name}}`;
-  return cmd.map((a) => a.split(token).join(String(value)));
-}
-
-function shellQuote(args: string[]): string {
-  return args.map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`)).join(' ');
 }
 
 function fmtTrialLine(t: TrialSummary): string {

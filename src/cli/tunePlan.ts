@@ -30,9 +30,15 @@ import {
   type PlanTuneStep,
   parseTry,
   permanentChanges,
+  perStartBatch,
+  probeSettings,
+  type BatchParam,
   runFactsOf,
-  stepsPerTrial,
+  stepCapOf,
   type TrialSettings,
+  type TrialStop,
+  type TrialStopped,
+  trialStopOf,
   trialPlan,
   withChange,
 } from '../tune/planTrials.js';
@@ -40,6 +46,7 @@ import { machineLeverAccuracy, reportOfRun, saveToHistory } from './doctor.js';
 import { makeRunDir, startProbeRun } from './probeRun.js';
 import { splitCommand } from './telemetryArgs.js';
 import { runTrial } from './trialRun.js';
+import { parseParam, shellQuote, substitute } from './tuneParam.js';
 import { parseFlags, UsageError } from './usage.js';
 
 export const PLAN_HELP = `Usage: gpuwise tune --plan [options] -- CMD [ARGS...]
@@ -54,10 +61,15 @@ best configuration and the change that makes it permanent. The command runs seve
 GPUWISE_TRIAL=1 in their environment (a script can skip its own side effects, such as checkpoints).
 
 Options:
+  --param NAME=LO..HI  the batch as one more lever: CMD has {NAME}; the diagnosis and the baseline run at --start
+                     (default LO), then the plan's batch step (doctor's 'batch xK') or, where the plan names none, a
+                     last step tries larger values on top of the fixes kept, compared per sample
+  --start V          the value of {NAME} the diagnosis and the baseline run at (default LO)
   --try LEVER        also try a fix the plan did not name (repeatable): workers=N, pin-memory, persistent-workers,
                      prefetch-factor=K, tf32, bf16, channels-last, compile, compile-reduce-overhead
-  --steps N          steps per trial (default: about ${PLAN_TUNE.trialSeconds} s of steps at the diagnosis's pace, ${PLAN_TUNE.minSteps} to ${PLAN_TUNE.maxSteps})
-  --trial-seconds S  the seconds of steps a trial aims at (default ${PLAN_TUNE.trialSeconds})
+  --steps N          run every trial exactly N steps (default: each trial runs until its step is steady, the
+                     standard error of its steady mean within ${PLAN_TUNE.stopRelSpread * 100}%, at most --trial-seconds of steady steps)
+  --trial-seconds S  the most seconds of steady steps a trial runs when its mean is slow to settle (default ${PLAN_TUNE.trialSeconds})
   --diagnosis-steps N  steps of the diagnosis run (default 100: the profiled window opens once steps settle)
   --timeout S        end a trial after S seconds (counted as failed)
   --out DIR          where the runs go (default ./gpuwise-runs/tune-plan-DATE-TIME); new or empty
@@ -86,6 +98,7 @@ const OPTIONS = {
   md: { type: 'boolean' },
   'show-output': { type: 'boolean' },
   param: { type: 'string' },
+  start: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -106,11 +119,13 @@ function readProbeTrial(dir: string): {
   applied: string[];
   notApplied: { lever: string; why: string }[];
   losses: Losses | null;
+  stopped: TrialStopped | null;
 } {
   const applied = new Set<string>();
   const notApplied = new Map<string, string>();
   let losses: Losses | null = null;
   let loadersChanged = 0;
+  let stopped: TrialStopped | null = null;
   let names: string[] = [];
   try {
     names = readdirSync(dir).filter((f) => /^trial-\d+\.json$/.test(f));
@@ -126,7 +141,11 @@ function readProbeTrial(dir: string): {
         lastLosses?: (number | string)[];
         errors?: string[];
         loaders?: unknown[];
+        stop?: { why?: unknown; step?: unknown; steadySteps?: unknown } | null;
       };
+      const st = o.stop;
+      if (stopped === null && st && (st.why === 'steady' || st.why === 'seconds') && typeof st.step === 'number')
+        stopped = { why: st.why, step: st.step, steadySteps: typeof st.steadySteps === 'number' ? st.steadySteps : 0 };
       loadersChanged += Array.isArray(o.loaders) ? o.loaders.length : 0;
       for (const a of o.applied ?? []) if (typeof a.lever === 'string') applied.add(a.lever);
       for (const s of o.skipped ?? []) if (typeof s.lever === 'string') notApplied.set(s.lever, String(s.why ?? ''));
@@ -143,6 +162,7 @@ function readProbeTrial(dir: string): {
     applied: [...applied],
     notApplied: [...notApplied].map(([lever, why]) => ({ lever, why })),
     losses,
+    stopped,
   };
 }
 
@@ -168,10 +188,19 @@ export async function runPlan(argv: string[]): Promise<number> {
     return 0;
   }
   if (positionals.length > 0) throw new UsageError(`put the command after --: gpuwise tune --plan [options] -- ${positionals.join(' ')}`);
-  if (values.param !== undefined)
-    throw new UsageError('--plan with --param is not there yet: run gpuwise tune --param ... and gpuwise tune --plan ... apart');
   if (values.json && values.md) throw new UsageError('--json and --md are exclusive');
   if (cmd.length === 0) throw new UsageError('missing the command to run: gpuwise tune --plan -- python train.py ...');
+  let param: BatchParam | null = null;
+  if (values.param !== undefined) {
+    const p = parseParam(values.param);
+    if (!cmd.some((a) => a.includes(`{${p.name}}`)))
+      throw new UsageError(`the command has no {${p.name}} placeholder: write it where the value goes, e.g. --batch-size {${p.name}}`);
+    const start = intFlag(values.start, '--start', 1) ?? p.lo;
+    if (start < p.lo || start > p.hi) throw new UsageError(`--start: ${start} is outside ${p.lo}..${p.hi}`);
+    param = { ...p, start };
+  } else if (values.start !== undefined) throw new UsageError('--start needs --param NAME=LO..HI');
+  // The command as it runs at a value of the batch (as it is without --param).
+  const cmdAt = (value: number | null) => (param === null ? cmd : substitute(cmd, param.name, value ?? param.start));
   // Before any run: a page that would overwrite one of the command's own files, or a folder, is refused now.
   if (values.html !== undefined) checkHtmlTarget(values.html, cmd.slice(1));
   const tries = (values.try ?? [])
@@ -207,13 +236,13 @@ export async function runPlan(argv: string[]): Promise<number> {
     let report: DoctorReport;
     try {
       const run = await startProbeRun({
-        cmd,
+        cmd: cmdAt(null),
         runDir: diagDir,
         env: { GPUWISE_MAX_STEPS: String(diagnosisSteps) },
         output: { stdoutPath: join(diagDir, 'stdout.log'), stderrPath: join(diagDir, 'stderr.log') },
       });
       const done = await run.done;
-      report = await reportOfRun({ cmd, runDir: diagDir, startedAtMs: diagStart, done, hang: null, leverAccuracy: await machineLeverAccuracy(values.store) });
+      report = await reportOfRun({ cmd: cmdAt(null), runDir: diagDir, startedAtMs: diagStart, done, hang: null, leverAccuracy: await machineLeverAccuracy(values.store) });
     } catch (e) {
       if (created) rmSync(outDir, { recursive: true, force: true });
       throw e;
@@ -249,14 +278,27 @@ export async function runPlan(argv: string[]): Promise<number> {
       workersNeeded: s.workersNeeded,
       data: (findings.get(s.id)?.data as Record<string, unknown> | undefined) ?? null,
     }));
-    const stepPlans = trialPlan(planSteps, facts, tries);
-    const steps = stepsFlag ?? stepsPerTrial(plan?.stepNs ?? null, trialSeconds);
+    const stepPlans = trialPlan(planSteps, facts, tries, param);
+    // The cap of steps (exactly the steps with --steps); by default a trial stops once its step is steady (steady.py).
+    const steps = stepsFlag ?? stepCapOf(plan?.stepNs ?? null, trialSeconds);
+    const stop: TrialStop | null = stepsFlag === undefined ? trialStopOf(trialSeconds) : null;
     const nTrials = plan === null ? 0 : 1 + stepPlans.reduce((a, s) => a + s.candidates.length, 0);
-    const perTrialS = diagWallS * Math.min(1, steps / diagnosisSteps) + 2;
+    // A trial's start-up is the diagnosis's beyond its steps; its steps from the least a steady stop takes to its cap.
+    const paceS = (plan?.stepNs ?? 0) / 1e9;
+    const startS = Math.max(1, diagWallS - diagnosisSteps * paceS);
+    const stepsS = (n: number) => startS + Math.min(steps, n) * paceS;
+    const [leastS, mostS] = stop
+      ? [stepsS(PLAN_TUNE.minSteadySteps + 2), Math.min(stepsS(steps), startS + 2 * stop.maxSeconds + 2)]
+      : [stepsS(steps), stepsS(steps)];
     say(
       `diagnosis: ${plan ? `${(plan.stepNs / 1e6).toFixed(1)} ms a step; plan: ${plan.steps.map((s) => s.label).join('; ') || 'nothing to fix'}` : 'no plan'} (${diagWallS.toFixed(0)} s)`,
     );
-    if (nTrials > 0) say(`${nTrials} trial(s) of ${steps} steps to run: about ${Math.round(nTrials * perTrialS)} s`);
+    if (nTrials > 0)
+      say(
+        stop
+          ? `${nTrials} trial(s) to run, each until its step is steady (at most ${steps} steps): about ${Math.round(nTrials * leastS)} to ${Math.round(nTrials * mostS)} s`
+          : `${nTrials} trial(s) of ${steps} steps to run: about ${Math.round(nTrials * leastS)} s`,
+      );
 
     // ---------- the trials ----------
     const trials: PlanTrial[] = [];
@@ -264,19 +306,23 @@ export async function runPlan(argv: string[]): Promise<number> {
     const runOne = async (name: string, stepId: string | null, settings: TrialSettings): Promise<PlanTrial> => {
       const index = trials.length + 1;
       const dir = join(outDir, `trial-${index}-${name.replace(/[^A-Za-z0-9=._-]+/g, '_').slice(0, 60)}`);
-      say(`trial ${index}: ${name} (${settingsText(settings)})`);
+      const batch = settings.batch?.value ?? null;
+      const command = cmdAt(batch);
+      say(`trial ${index}: ${name} (${settingsText(settings)})${param ? `\n  $ ${shellQuote(command)}` : ''}`);
       const r = await runTrial({
-        cmd,
+        cmd: command,
         dir,
         value: index,
         steps,
         timeoutS,
         showOutput,
-        env: { GPUWISE_TRIAL_SETTINGS: JSON.stringify(settings) },
+        env: { GPUWISE_TRIAL_SETTINGS: JSON.stringify(probeSettings(settings, param?.start ?? null)), ...(stop ? { GPUWISE_TRIAL_STOP: JSON.stringify(stop) } : {}) },
         commandEnv: { GPUWISE_TRIAL: '1' },
       });
       const probe = readProbeTrial(dir);
-      const measure = r.summary.outcome === 'ok' ? measureTrial(r.records) : null;
+      const own = r.summary.outcome === 'ok' ? measureTrial(r.records) : null;
+      // At another batch than the diagnosis's, compared per sample: the step per the diagnosis's batch of samples.
+      const measure = own && param && batch !== null ? perStartBatch(own, batch, param.start) : own;
       const diverged = stepId === null ? null : divergence(baselineLosses, probe.losses);
       let outcome: PlanTrial['outcome'] = r.summary.outcome;
       let detail = r.summary.detail;
@@ -307,12 +353,15 @@ export async function runPlan(argv: string[]): Promise<number> {
         measure: outcome === 'ok' ? measure : null,
         applied: probe.applied,
         notApplied: probe.notApplied,
+        stopped: probe.stopped,
+        batch: param ? (batch ?? param.start) : null,
+        batchStepNs: param && own ? own.meanNs : null,
         wallS: r.wallMs / 1000,
         runDir: dir,
       };
       trials.push(t);
       say(
-        `  -> ${outcome === 'ok' && measure ? `${(measure.meanNs / 1e6).toFixed(2)} ms ± ${(measure.spreadNs / 1e6).toFixed(2)} ms a step (${measure.steps} steady steps)` : `${outcome}: ${detail}`}, ${t.wallS.toFixed(1)} s`,
+        `  -> ${outcome === 'ok' && measure ? `${(measure.meanNs / 1e6).toFixed(2)} ms ± ${(measure.spreadNs / 1e6).toFixed(2)} ms a step (${measure.steps} steady steps${t.stopped ? `; stopped at step ${t.stopped.step}: ${t.stopped.why === 'steady' ? 'steady' : `${trialSeconds} s of steady steps`}` : ''})` : `${outcome}: ${detail}`}, ${t.wallS.toFixed(1)} s`,
       );
       if (outcome === 'failed' || outcome === 'timeout') for (const l of r.stderrTail.slice(-5)) say(`  | ${l}`);
       return t;
@@ -352,11 +401,18 @@ export async function runPlan(argv: string[]): Promise<number> {
       }
       const measured: { index: number; measure: Measure; c: Candidate; settings: TrialSettings }[] = [];
       const failures: string[] = [];
+      let oomAt: string | null = null;
       for (const c of sp.candidates) {
         if (interrupted) break;
+        if (c.lever === 'batch' && oomAt !== null) {
+          // Memory grows with the batch: past a value that ran out of memory, every larger one does too.
+          failures.push(`${c.name}: not tried (${oomAt} ran out of memory)`);
+          continue;
+        }
         const settings = withChange(kept, c.change);
         const t = await runOne(c.name, sp.stepId, settings);
         step.trials.push(t.index);
+        if (t.outcome === 'oom' && c.lever === 'batch') oomAt = c.name;
         if (t.outcome === 'ok' && t.measure) measured.push({ index: t.index, measure: t.measure, c, settings });
         else failures.push(`${c.name}: ${t.outcome} (${t.detail})`);
       }
@@ -417,6 +473,8 @@ export async function runPlan(argv: string[]): Promise<number> {
       cmd,
       outDir,
       stepsPerTrial: steps,
+      trialStop: stop,
+      param,
       diagnosis: {
         runDir: diagDir,
         runId,
@@ -436,7 +494,10 @@ export async function runPlan(argv: string[]): Promise<number> {
         baselineStepNs: base?.meanNs ?? null,
         speedup: base && current ? base.meanNs / current.meanNs : null,
       },
-      permanent: permanentChanges(kept, facts.framework),
+      permanent: [
+        ...(param && kept.batch ? [{ framework: 'command', lines: [shellQuote(cmdAt(kept.batch.value))] }] : []),
+        ...permanentChanges(kept, facts.framework),
+      ],
       trialsS,
       totalS: (Date.now() - t0) / 1000,
       warmupCostS,

@@ -9,9 +9,22 @@ export const ms = (ns: number | null) => (ns === null ? '-' : fmtMs(ns));
 export const ratio = (x: number | null) => (x === null ? '-' : `x${x.toFixed(2)}`);
 const pm = (m: { meanNs: number; spreadNs: number } | null) => (m === null ? '-' : `${fmtMs(m.meanNs)} ± ${fmtMs(m.spreadNs)}`);
 
+/** A permanent change's heading: plain PyTorch, the command (--param's value), or the framework's name. */
+export const frameworkTitle = (f: string, capital = false) =>
+  f === 'pytorch' ? `${capital ? 'P' : 'p'}lain PyTorch` : f === 'command' ? `${capital ? 'T' : 't'}he command` : f;
+
+/** With --param: what every step time of the report is per (a larger batch's step counted per the diagnosis's samples). */
+export function perSampleNote(r: PlanTuneReport): string | null {
+  const p = r.param;
+  return p
+    ? `step times are per ${p.start} samples (${p.name}=${p.start}, the diagnosis's): a trial at a larger ${p.name} is compared per sample, its own step scaled by ${p.start}/${p.name} (its own step in the trial's line)`
+    : null;
+}
+
 /** The settings in words (`num_workers=14, bf16 autocast`); `as run` when none. */
 export function settingsText(s: TrialSettings): string {
   const parts: string[] = [];
+  if (s.batch) parts.push(`${s.batch.name}=${s.batch.value}`);
   const l = s.loader;
   if (l?.numWorkers !== undefined) parts.push(`num_workers=${l.numWorkers}`);
   if (l?.pinMemory) parts.push('pin_memory=True');
@@ -39,7 +52,9 @@ export function trialLine(t: PlanTrial): string {
   const m = t.measure;
   const warm =
     m && m.warmupCostNs > 0.5e9 ? `, warm-up ${(m.warmupCostNs / 1e9).toFixed(1)} s over ${m.warmupSteps} steps (not in the mean)` : '';
-  const what = t.outcome === 'ok' ? `${pm(m)} (${m?.steps ?? 0} steady steps${warm})` : `${t.outcome.toUpperCase()}: ${t.detail}`;
+  const own = t.batch !== null && t.batchStepNs !== null && t.measure && t.batchStepNs !== t.measure.meanNs ? ` (its own step at ${t.batch}: ${fmtMs(t.batchStepNs)})` : '';
+  const stopped = t.stopped ? `, stopped at step ${t.stopped.step}: ${t.stopped.why === 'steady' ? 'steady' : 'its seconds of steady steps'}` : '';
+  const what = t.outcome === 'ok' ? `${pm(m)}${own} (${m?.steps ?? 0} steady steps${warm}${stopped})` : `${t.outcome.toUpperCase()}: ${t.detail}`;
   const not = t.notApplied.length ? `; not applied: ${t.notApplied.map((n) => `${n.lever} (${n.why})`).join(', ')}` : '';
   return `#${t.index} ${t.name}: ${what}, ${t.wallS.toFixed(1)} s${not}`;
 }
@@ -48,7 +63,7 @@ export function renderPlanTuneText(r: PlanTuneReport): string {
   const out: string[] = [];
   const d = r.diagnosis;
   out.push(
-    `gpuwise tune --plan: ${r.steps.filter((s) => s.source === 'plan').length} plan step(s), ${r.trials.length} trial(s) of ${r.stepsPerTrial} steps`,
+    `gpuwise tune --plan: ${r.steps.filter((s) => s.source === 'plan').length} plan step(s), ${r.trials.length} trial(s) ${r.trialStop ? `each until its step is steady (at most ${r.stepsPerTrial} steps)` : `of ${r.stepsPerTrial} steps`}`,
     `diagnosis: ${ms(d.stepNs)} a step${d.bound ? `, bound by ${d.bound}` : ''}; the plan expects ${ms(d.planExpectedStepNs)} (${d.runDir}${d.runId ? `, run ${d.runId}` : ''})`,
     `baseline trial: ${r.baseline ? (r.baseline.outcome === 'ok' ? pm(r.baseline.measure) : `${r.baseline.outcome}: ${r.baseline.detail}`) : '-'}`,
     '',
@@ -65,8 +80,10 @@ export function renderPlanTuneText(r: PlanTuneReport): string {
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((x) => (x[i] as string).length)));
   const line = (c: string[]) => c.map((x, i) => (i === c.length - 1 ? x : x.padEnd(widths[i] as number))).join('  ');
-  out.push(line(head), ...rows.map(line), '');
-  out.push('Trials:');
+  out.push(line(head), ...rows.map(line));
+  const per = perSampleNote(r);
+  if (per) out.push(`(${per})`);
+  out.push('', 'Trials:');
   if (r.baseline) out.push(`  ${trialLine(r.baseline)}`);
   for (const t of r.trials) if (t.index !== r.baseline?.index) out.push(`  ${trialLine(t)}`);
   out.push('');
@@ -79,7 +96,7 @@ export function renderPlanTuneText(r: PlanTuneReport): string {
   if (r.permanent.length > 0) {
     out.push('To make it permanent:');
     for (const p of r.permanent) {
-      out.push(`  ${p.framework === 'pytorch' ? 'plain PyTorch' : p.framework}:`);
+      out.push(`  ${frameworkTitle(p.framework)}:`);
       for (const l of p.lines) out.push(`    | ${l}`);
     }
   }
@@ -107,6 +124,8 @@ export function renderPlanTuneMarkdown(r: PlanTuneReport): string {
     );
   });
   const b = r.best;
+  const perMd = perSampleNote(r);
+  if (perMd) out.push('', `(${perMd})`);
   out.push(
     '',
     b.names.length === 0
@@ -114,7 +133,7 @@ export function renderPlanTuneMarkdown(r: PlanTuneReport): string {
       : `**Verified best: ${settingsText(b.settings)}**: ${ms(b.stepNs)} ± ${ms(b.spreadNs)} a step against ${ms(b.baselineStepNs)}${b.speedup !== null ? ` (${b.speedup.toFixed(2)}x)` : ''}.`,
   );
   for (const p of r.permanent)
-    out.push('', `${p.framework === 'pytorch' ? 'Plain PyTorch' : p.framework}:`, '```python', ...p.lines, '```');
+    out.push('', `${frameworkTitle(p.framework, true)}:`, p.framework === 'command' ? '```sh' : '```python', ...p.lines, '```');
   out.push('', '<details><summary>Trials</summary>', '');
   if (r.baseline) out.push(`- ${trialLine(r.baseline)}`);
   for (const t of r.trials) if (t.index !== r.baseline?.index) out.push(`- ${trialLine(t)}`);

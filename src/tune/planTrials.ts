@@ -13,7 +13,7 @@ import type { DoctorReport } from '../doctor/reportTypes.js';
 import type { ProbeRecord, StepRecord } from '../run/records.js';
 import { gpuStepTimesOf, slowedByProbe, steadyStart } from '../run/steps.js';
 
-export const PLAN_TUNE_SCHEMA_VERSION = 1;
+export const PLAN_TUNE_SCHEMA_VERSION = 2;
 
 /** Every constant of the method. */
 export const PLAN_TUNE = {
@@ -29,8 +29,16 @@ export const PLAN_TUNE = {
   confirmBelow: 0.15,
   /** Blocks of consecutive steady steps whose means give the spread (steps are correlated: a loader's rhythm). */
   blocks: 5,
-  /** Trials aim at this many seconds of steps (--trial-seconds), within [minSteps, maxSteps] steps. */
-  trialSeconds: 4,
+  /**
+   * A trial runs until its step is steady (python/gpuwise/probe/steady.py): the standard error of its steady steps' mean
+   * at most this share of the mean, over at least minSteadySteps steady steps. Under it the keep rule's margin is the
+   * MIN_GAIN floor, not the spread: 2 x sqrt(2) x 1% = 2.8% < 3%.
+   */
+  stopRelSpread: 0.01,
+  minSteadySteps: 20,
+  /** ... or until its steady steps add up to this many seconds (--trial-seconds): a noisy step's spread is what it is. */
+  trialSeconds: 8,
+  /** The cap of steps a trial runs (GPUWISE_MAX_STEPS); --steps N runs exactly N instead (no steadiness stop). */
   minSteps: 30,
   maxSteps: 600,
   /** The worker counts tried around the plan's: x below and x above (rounded, at least one apart). */
@@ -55,6 +63,12 @@ export interface TrialSettings {
   autocast?: 'bf16';
   channelsLast?: boolean;
   compile?: 'default' | 'reduce-overhead';
+  /**
+   * The batch (`--param NAME=LO..HI`): tune substitutes `{NAME}` in the command with `value`; the probe never sees it.
+   * A trial's steps at another batch than the diagnosis's are compared per sample (`measure` is per the diagnosis's
+   * batch of samples).
+   */
+  batch?: { name: string; value: number };
 }
 
 /** A lever as `--try` names it and as the history stores it. */
@@ -67,9 +81,13 @@ export type Lever =
   | 'bf16'
   | 'channels-last'
   | 'compile'
-  | 'compile-reduce-overhead';
+  | 'compile-reduce-overhead'
+  | 'batch';
 
-export const LEVERS: readonly Lever[] = [
+/** The levers `--try` takes (the batch is --param's). */
+export type TryLever = Exclude<Lever, 'batch'>;
+
+export const LEVERS: readonly TryLever[] = [
   'workers',
   'pin-memory',
   'persistent-workers',
@@ -141,7 +159,7 @@ export interface Candidate {
 export interface StepTrialPlan {
   stepId: string;
   label: string;
-  source: 'plan' | 'try';
+  source: 'plan' | 'try' | 'param';
   fromStepNs: number | null;
   predictedStepNs: number | null;
   /** The candidates to measure; empty when the step is not tried (`why`). */
@@ -244,11 +262,11 @@ function candidatesOfStep(step: PlanStepIn, facts: RunFacts): { candidates: Cand
 }
 
 /** A `--try` lever (a fix the plan did not name, tried all the same): LEVER or LEVER=VALUE (workers=N, prefetch-factor=K). */
-export function parseTry(text: string): { lever: Lever; value: number | null } | { problem: string } {
+export function parseTry(text: string): { lever: TryLever; value: number | null } | { problem: string } {
   const m = /^([a-z0-9-]+)(?:=(\d+))?$/.exec(text.trim());
-  if (!m || !LEVERS.includes(m[1] as Lever))
+  if (!m || !LEVERS.includes(m[1] as TryLever))
     return { problem: `'${text}' is not one of ${LEVERS.join(', ')} (workers=N, prefetch-factor=K take a value)` };
-  const lever = m[1] as Lever;
+  const lever = m[1] as TryLever;
   const value = m[2] !== undefined ? Number(m[2]) : null;
   if ((lever === 'workers' || lever === 'prefetch-factor') && (value === null || value < 1))
     return { problem: `${lever} needs a value: ${lever}=N` };
@@ -256,9 +274,9 @@ export function parseTry(text: string): { lever: Lever; value: number | null } |
   return { lever, value };
 }
 
-function tryPlan(lever: Lever, value: number | null, facts: RunFacts): StepTrialPlan {
+function tryPlan(lever: TryLever, value: number | null, facts: RunFacts): StepTrialPlan {
   const match = { batchSize: facts.loader?.batchSize ?? null, numWorkers: facts.loader?.workers ?? null };
-  const changes: Record<Lever, { name: string; change: TrialSettings }> = {
+  const changes: Record<TryLever, { name: string; change: TrialSettings }> = {
     workers: { name: `num_workers=${value}`, change: { loader: { numWorkers: value ?? 0, match } } },
     'pin-memory': { name: 'pin_memory=True', change: { loader: { pinMemory: true, match } } },
     'persistent-workers': { name: 'persistent_workers=True', change: { loader: { persistentWorkers: true, match } } },
@@ -290,10 +308,11 @@ function tryPlan(lever: Lever, value: number | null, facts: RunFacts): StepTrial
 export function trialPlan(
   steps: readonly PlanStepIn[],
   facts: RunFacts,
-  tries: readonly { lever: Lever; value: number | null }[] = [],
+  tries: readonly { lever: TryLever; value: number | null }[] = [],
+  param: BatchParam | null = null,
 ): StepTrialPlan[] {
   const out: StepTrialPlan[] = steps.map((s) => {
-    const c = candidatesOfStep(s, facts);
+    const c = param !== null && s.id === BATCH_STEP ? batchCandidatesOf(param, batchScaleOf(s)) : candidatesOfStep(s, facts);
     return {
       stepId: s.id,
       label: s.label,
@@ -306,7 +325,78 @@ export function trialPlan(
     };
   });
   for (const t of tries) out.push(tryPlan(t.lever, t.value, facts));
+  // --param where the plan names no batch step: the batch is sized last, on top of every fix kept (a loader-bound step
+  // gains nothing from a larger batch until the loader keeps up; a larger batch changes the optimisation, so last).
+  if (param !== null && !steps.some((s) => s.id === BATCH_STEP)) {
+    const c = batchCandidatesOf(param, null);
+    out.push({
+      stepId: `param:${param.name}`,
+      label: `${param.name} ${param.start} -> larger (--param ${param.name}=${param.lo}..${param.hi})`,
+      source: 'param',
+      fromStepNs: null,
+      predictedStepNs: null,
+      ...c,
+    });
+  }
   return out;
+}
+
+// ---------- the batch (--param) ----------
+
+/** `--param NAME=LO..HI` beside `--plan`: the diagnosis and the baseline run at `start`. */
+export interface BatchParam {
+  name: string;
+  lo: number;
+  hi: number;
+  start: number;
+}
+
+/** The plan's batch step: doctor's `gpu-underused` (`batch xK`, its data's `batchScale`). */
+export const BATCH_STEP = 'gpu-underused';
+
+function batchScaleOf(s: PlanStepIn): number | null {
+  const k = s.data?.batchScale;
+  if (typeof k === 'number' && k > 1) return k;
+  const m = /batch x(\d+(?:\.\d+)?)/.exec(s.label);
+  return m ? Number(m[1]) : null;
+}
+
+/**
+ * The batch values tried, ascending, above `start` and within HI: the plan's (start x K) with a neighbour each side
+ * (x0.5, x2), or, where the plan names none, start x2, x4, x8; HI itself where the ladder stops short of it and fewer
+ * than three values are left.
+ */
+export function batchValues(p: BatchParam, scale: number | null): number[] {
+  const named = scale !== null ? Math.round(p.start * scale) : null;
+  const raw = named !== null ? [Math.round(named / 2), named, named * 2] : [p.start * 2, p.start * 4, p.start * 8];
+  const out = [...new Set(raw.map((v) => Math.min(p.hi, v)))].filter((v) => v > p.start).sort((a, b) => a - b);
+  if (out.length < 3 && p.hi > p.start && !out.includes(p.hi)) out.push(p.hi);
+  return out;
+}
+
+function batchCandidatesOf(p: BatchParam, scale: number | null): { candidates: Candidate[]; why: string | null; codeChange: boolean } {
+  const values = batchValues(p, scale);
+  if (values.length === 0) return { candidates: [], why: `no ${p.name} above ${p.start} within ${p.lo}..${p.hi}`, codeChange: false };
+  return {
+    candidates: values.map((v) => ({ name: `${p.name}=${v}`, lever: 'batch' as const, change: { batch: { name: p.name, value: v } } })),
+    why: null,
+    codeChange: false,
+  };
+}
+
+/** A measure at batch `value` per `start` samples (the diagnosis's batch): a step of twice the samples counts half. */
+export function perStartBatch(m: Measure, value: number, start: number): Measure {
+  const f = start / value;
+  return f === 1 ? m : { ...m, meanNs: m.meanNs * f, spreadNs: m.spreadNs * f };
+}
+
+/** The settings as the probe reads them: the batch left out, the training loader matched at the trial's batch. */
+export function probeSettings(s: TrialSettings, start: number | null): TrialSettings {
+  const { batch, ...rest } = s;
+  const m = rest.loader?.match;
+  if (batch && rest.loader && m && start !== null && m.batchSize === start)
+    return { ...rest, loader: { ...rest.loader, match: { ...m, batchSize: batch.value } } };
+  return rest;
 }
 
 /** Merges a change into the settings kept so far (the loader's keys one by one). */
@@ -402,6 +492,32 @@ export function stepsPerTrial(diagnosisStepNs: number | null, seconds: number = 
   return Math.min(PLAN_TUNE.maxSteps, Math.max(PLAN_TUNE.minSteps, Math.ceil((seconds * 1e9) / diagnosisStepNs)));
 }
 
+/** When a trial stops (GPUWISE_TRIAL_STOP, python/gpuwise/probe/steady.py): its mean known, or its seconds of steady steps. */
+export interface TrialStop {
+  relSpread: number;
+  minSteps: number;
+  maxSeconds: number;
+}
+
+export function trialStopOf(seconds: number = PLAN_TUNE.trialSeconds): TrialStop {
+  return { relSpread: PLAN_TUNE.stopRelSpread, minSteps: PLAN_TUNE.minSteadySteps, maxSeconds: seconds };
+}
+
+/**
+ * The cap of steps of a trial that stops once steady: enough for the slowest stop (warm-up, then `seconds` of steady
+ * steps, twice over where the steps never settle) at the diagnosis's pace, within [minSteps, maxSteps].
+ */
+export function stepCapOf(diagnosisStepNs: number | null, seconds: number = PLAN_TUNE.trialSeconds): number {
+  return stepsPerTrial(diagnosisStepNs, 3 * seconds);
+}
+
+/** How a trial ended, as its probe said (trial-PID.json's `stop`): steady, its seconds of steady steps, or null (the cap, --steps, or the command's own end). */
+export interface TrialStopped {
+  why: 'steady' | 'seconds';
+  step: number;
+  steadySteps: number;
+}
+
 // ---------- divergence ----------
 
 /** The losses a trial's probe saw (trial-PID.json): numbers, or 'nan' / 'inf' for values that were not finite. */
@@ -448,6 +564,14 @@ export interface PlanTrial {
   /** What the probe did and did not apply (trial-PID.json). */
   applied: string[];
   notApplied: { lever: string; why: string }[];
+  /** Why the probe stopped it before its cap (null: the cap, --steps, or the command's own end). */
+  stopped: TrialStopped | null;
+  /**
+   * With --param: the value its command ran with, and its own mean step at that value (`measure` is per the
+   * diagnosis's batch of samples: the same as this at the diagnosis's value). Null without --param.
+   */
+  batch: number | null;
+  batchStepNs: number | null;
   wallS: number;
   runDir: string;
 }
@@ -455,7 +579,7 @@ export interface PlanTrial {
 export interface PlanTuneStep {
   stepId: string;
   label: string;
-  source: 'plan' | 'try';
+  source: 'plan' | 'try' | 'param';
   /** Whether the probe can make it (else it stays predicted: `why`). */
   injectable: boolean;
   codeChange: boolean;
@@ -496,7 +620,15 @@ export interface PlanTuneReport {
   version: string;
   cmd: string[];
   outDir: string;
+  /** The cap of steps of a trial (exactly its steps with --steps, when `trialStop` is null). */
   stepsPerTrial: number;
+  /** When a trial stops before its cap: its steady mean known (null: --steps N, every trial runs N steps). */
+  trialStop: TrialStop | null;
+  /**
+   * `--param` beside `--plan`: the batch placeholder, its range and the value the diagnosis and the baseline ran at.
+   * Every step time of the report is then per `start` samples (a step of a larger batch scaled down to it).
+   */
+  param: BatchParam | null;
   diagnosis: {
     runDir: string;
     runId: string | null;
@@ -537,12 +669,14 @@ export function chooseCandidate(measured: readonly { index: number; measure: Mea
 export function permanentChanges(s: TrialSettings, framework: string | null): PermanentChange[] {
   const l = s.loader ?? {};
   const loaderArgs: string[] = [];
+  const b = s.batch?.value;
   if (l.numWorkers !== undefined) loaderArgs.push(`num_workers=${l.numWorkers}`);
   if (l.pinMemory) loaderArgs.push('pin_memory=True');
   if (l.persistentWorkers) loaderArgs.push('persistent_workers=True');
   if (l.prefetchFactor !== undefined) loaderArgs.push(`prefetch_factor=${l.prefetchFactor}`);
   const torchLines: string[] = [];
-  if (loaderArgs.length) torchLines.push(`loader = DataLoader(dataset, batch_size=B, ${loaderArgs.join(', ')})`);
+  if (loaderArgs.length || b !== undefined)
+    torchLines.push(`loader = DataLoader(dataset, ${[`batch_size=${b ?? 'B'}`, ...loaderArgs].join(', ')})`);
   if (s.tf32) torchLines.push('torch.set_float32_matmul_precision("high")  # TF32 matmuls', 'torch.backends.cudnn.allow_tf32 = True');
   if (s.cudnnBenchmark) torchLines.push('torch.backends.cudnn.benchmark = True');
   if (s.channelsLast)
@@ -553,6 +687,7 @@ export function permanentChanges(s: TrialSettings, framework: string | null): Pe
   if (torchLines.length === 0) return [];
   const out: PermanentChange[] = [{ framework: 'pytorch', lines: torchLines }];
   const hf: string[] = [];
+  if (b !== undefined) hf.push(`per_device_train_batch_size=${b}`);
   if (s.autocast) hf.push('bf16=True');
   if (s.tf32) hf.push('tf32=True');
   if (l.numWorkers !== undefined) hf.push(`dataloader_num_workers=${l.numWorkers}`);
@@ -566,7 +701,8 @@ export function permanentChanges(s: TrialSettings, framework: string | null): Pe
   if (s.autocast) lightning.push('Trainer(..., precision="bf16-mixed")');
   if (s.tf32) lightning.push('torch.set_float32_matmul_precision("high")');
   if (s.cudnnBenchmark) lightning.push('Trainer(..., benchmark=True)');
-  if (loaderArgs.length) lightning.push(`DataLoader(..., ${loaderArgs.join(', ')})  # in the LightningDataModule's *_dataloader()`);
+  const dl = [...(b !== undefined ? [`batch_size=${b}`] : []), ...loaderArgs];
+  if (dl.length) lightning.push(`DataLoader(..., ${dl.join(', ')})  # in the LightningDataModule's *_dataloader()`);
   if (s.channelsLast) lightning.push('model = model.to(memory_format=torch.channels_last)');
   if (s.compile)
     lightning.push(
@@ -578,7 +714,7 @@ export function permanentChanges(s: TrialSettings, framework: string | null): Pe
   if (s.autocast) acc.push('Accelerator(mixed_precision="bf16")  # or accelerate launch --mixed_precision bf16');
   if (s.compile) acc.push('Accelerator(dynamo_backend="inductor")');
   if (s.tf32) acc.push('torch.set_float32_matmul_precision("high")');
-  if (loaderArgs.length) acc.push(`DataLoader(..., ${loaderArgs.join(', ')})  # before accelerator.prepare(...)`);
+  if (dl.length) acc.push(`DataLoader(..., ${dl.join(', ')})  # before accelerator.prepare(...)`);
   const forms: PermanentChange[] = [
     ...(hfLines.length ? [{ framework: 'transformers', lines: hfLines }] : []),
     ...(lightning.length ? [{ framework: 'lightning', lines: lightning }] : []),

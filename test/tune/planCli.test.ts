@@ -46,7 +46,10 @@ describe('gpuwise tune --plan: usage', () => {
       [['--plan'], /missing the command/],
       [['--plan', '--try', 'fp8', '--', 'x'], /--try: 'fp8' is not one of/],
       [['--plan', '--try', 'workers', '--', 'x'], /workers needs a value/],
-      [['--plan', '--param', 'b=1..4', '--', 'x', '{b}'], /--plan with --param is not there yet/],
+      [['--plan', '--param', 'b=1..4', '--', 'x', '--bs', '8'], /the command has no \{b\} placeholder/],
+      [['--plan', '--param', 'b=1..x', '--', 'x', '{b}'], /--param: 'b=1..x' is not NAME=LO..HI/],
+      [['--plan', '--param', 'b=2..4', '--start', '9', '--', 'x', '{b}'], /--start: 9 is outside 2..4/],
+      [['--plan', '--start', '9', '--', 'x'], /--start needs --param/],
       [['--plan', '--json', '--md', '--', 'x'], /exclusive/],
       // A page that would overwrite the command's own script is refused before anything runs.
       [['--plan', '--html', IO_LOADER, '--', 'python3', IO_LOADER], /--html/],
@@ -161,11 +164,12 @@ describe.skipIf(SKIP_PYTHON)('gpuwise tune --plan on a loader waiting on I/O', (
     stdout = m.stdout;
     // The progress went to stderr: the command will run several times, and about how long the trials take.
     expect(m.stderr).toMatch(/runs the command several times/);
-    expect(m.stderr).toMatch(/\d+ trial\(s\) of \d+ steps to run: about \d+ s/);
+    expect(m.stderr).toMatch(/\d+ trial\(s\) to run, each until its step is steady \(at most \d+ steps\): about \d+ to \d+ s/);
   }, 600_000);
 
   it('measures the plan’s num_workers step and keeps more workers', () => {
-    expect(report.schemaVersion).toBe(1);
+    expect(report.schemaVersion).toBe(2);
+    expect(report.trialStop).toEqual({ relSpread: 0.01, minSteps: 20, maxSeconds: 2 });
     expect(report.baseline?.outcome).toBe('ok');
     const loader = report.steps.find((s) => s.stepId === 'dataloader-bound');
     expect(loader, stdout).toBeDefined();
@@ -259,4 +263,71 @@ describe.skipIf(SKIP_PYTHON)('gpuwise tune --plan: the trials’ environment', (
     expect(tried?.applied).toEqual(['loader']);
     for (const t of report.trials) expect(readFileSync(join(t.runDir, 'stderr.log'), 'utf8')).toMatch(/stopping after 6 steps/);
   }, 120_000);
+});
+
+describe.skipIf(SKIP_PYTHON)('gpuwise tune --plan --param: the batch as one more lever', () => {
+  it('tries larger batches on top of the fixes kept, compares them per sample, keeps one and names it in the command', async () => {
+    const out = join(tmp, 'param');
+    const toy = join(REPO, 'examples', 'doctor', 'tune_toy.py');
+    // A step of 10 ms whatever the batch (a sleep): per sample, a batch of 32 is 4x faster than one of 8; above 40
+    // the toy runs out of memory in its first step, as a GPU would.
+    const r = await gpuwise([
+      'tune',
+      '--plan',
+      '--json',
+      '--out',
+      out,
+      '--diagnosis-steps',
+      '20',
+      '--trial-seconds',
+      '1',
+      '--param',
+      'batch_size=8..64',
+      '--',
+      PYTHON,
+      toy,
+      '--batch-size',
+      '{batch_size}',
+      '--step-sleep-ms',
+      '10',
+      '--fits',
+      '40',
+    ]);
+    expect(r.code, r.stderr).toBe(0);
+    const report = JSON.parse(r.stdout) as PlanTuneReport;
+    expect(report.param).toEqual({ name: 'batch_size', lo: 8, hi: 64, start: 8 });
+    // The diagnosis and the baseline ran at --start (LO).
+    expect(readFileSync(join(report.diagnosis.runDir, 'stdout.log'), 'utf8')).toMatch(/tune_toy: rank 0 batch 8\n/);
+    expect(report.baseline?.batch).toBe(8);
+    const step = report.steps.find((s) => s.stepId === 'param:batch_size');
+    const trials = report.trials.map((t) => `#${t.index} ${t.name}: ${t.outcome} ${t.batchStepNs} ${JSON.stringify(t.measure)}`).join('\n');
+    expect(step?.source, trials).toBe('param');
+    // 16 and 32 measured, 64 ran out of memory: reported, not kept.
+    const at = (v: number) => report.trials.find((t) => t.batch === v && t.stepId === 'param:batch_size');
+    expect(at(64)?.outcome, trials).toBe('oom');
+    for (const v of [16, 32]) {
+      const t = at(v);
+      expect(t?.outcome, trials).toBe('ok');
+      // Compared per sample: the trial's own step (about 10 ms) scaled to the diagnosis's 8 samples.
+      expect((t?.measure?.meanNs as number) / (t?.batchStepNs as number)).toBeCloseTo(8 / v, 6);
+      expect(readFileSync(join(t?.runDir as string, 'stdout.log'), 'utf8')).toMatch(new RegExp(`batch ${v}\\n`));
+    }
+    expect(step?.kept, trials).toBe(true);
+    expect(step?.chosen).toBe('batch_size=32');
+    expect(step?.measuredRatio as number).toBeLessThan(0.4); // about 0.25: four times the samples in the same step
+    expect(report.best.settings.batch).toEqual({ name: 'batch_size', value: 32 });
+    // The permanent change names the value: the command itself, and the DataLoader's batch_size.
+    expect(report.permanent[0]).toEqual({ framework: 'command', lines: [`${PYTHON} ${toy} --batch-size 32 --step-sleep-ms 10 --fits 40`] });
+    expect(report.permanent.find((p) => p.framework === 'pytorch')?.lines[0]).toMatch(/DataLoader\(dataset, batch_size=32\)/);
+    // Each trial ran until its step was steady, or for its second of steady steps on a loaded machine (the probe's
+    // clean stop), short of its cap.
+    for (const t of report.trials.filter((x) => x.outcome === 'ok')) {
+      expect(['steady', 'seconds'], trials).toContain(t.stopped?.why);
+      expect(t.stopped?.step).toBeLessThan(report.stepsPerTrial);
+    }
+    // The text report says what the step times are per.
+    const md = await gpuwise(['tune', '--plan', '--md', '--out', join(tmp, 'param-md'), '--diagnosis-steps', '12', '--steps', '12', '--param', 'batch_size=8..16', '--', PYTHON, toy, '--batch-size', '{batch_size}']);
+    expect(md.code, md.stderr).toBe(0);
+    expect(md.stdout).toMatch(/step times are per 8 samples \(batch_size=8, the diagnosis's\)/);
+  }, 180_000);
 });

@@ -100,3 +100,57 @@ describe.skipIf(SKIP_PYTHON)('the trial probe on CPU', () => {
     expect(r.out.train).toEqual([0, false, 2]);
   }, 60_000);
 });
+
+describe.skipIf(SKIP_PYTHON)('the trial probe’s steadiness stop (steady.py)', () => {
+  const PACED = join(REPO, 'test', 'fixtures', 'tune', 'paced.py');
+  const CAP = 400;
+  /** paced.py under the probe as a trial: its stderr, the steps it recorded, and the stop trial-PID.json says. */
+  async function paced(args: string[], stop: object | null) {
+    const dir = join(tmp, `run${n++}`);
+    mkdirSync(dir);
+    const r = await runProcess(
+      PYTHON,
+      [PACED, ...args],
+      pyEnv({
+        PYTHONPATH: BOOT,
+        GPUWISE_RUN_DIR: dir,
+        GPUWISE_PROFILE_STEPS: '0',
+        GPUWISE_MAX_STEPS: String(CAP),
+        GPUWISE_TRIAL_SETTINGS: '{}',
+        ...(stop ? { GPUWISE_TRIAL_STOP: JSON.stringify(stop) } : {}),
+      }),
+    );
+    const file = readdirSync(dir).find((f) => /^trial-\d+\.json$/.test(f)) as string;
+    const trial = JSON.parse(readFileSync(join(dir, file), 'utf8')) as { stop: { why: string; step: number; steadySteps: number } | null };
+    const steps = readFileSync(join(dir, readdirSync(dir).find((f) => /^probe-\d+\.jsonl$/.test(f)) as string), 'utf8')
+      .split('\n')
+      .filter((l) => l.includes('"type":"step"')).length;
+    return { code: r.code, stderr: r.stderr, stop: trial.stop, steps };
+  }
+  const STOP = { relSpread: 0.01, minSteps: 20, maxSeconds: 2 };
+
+  it('stops a steady loop once its mean is known, a noisy one at its seconds of steady steps, cleanly', async () => {
+    // 30 ms sleeps: a few percent of wake-up latency a step, the mean within 1% after a few dozen steps.
+    const steady = await paced(['--ms', '30'], STOP);
+    // The same mean, each step's sleep anywhere in +-80%: the mean's spread stays several percent for hundreds of steps.
+    const noisy = await paced(['--ms', '30', '--jitter', '0.8'], STOP);
+    for (const r of [steady, noisy]) {
+      expect(r.code, r.stderr).toBe(0); // the clean stop of --steps: exit status 0, the script's own end never reached
+      expect(r.stderr).toMatch(/gpuwise probe: stopping after \d+ steps \(tune --plan: /);
+    }
+    expect(steady.stop?.why, steady.stderr).toBe('steady');
+    expect(steady.stop?.steadySteps).toBeGreaterThanOrEqual(STOP.minSteps);
+    expect(noisy.stop?.why, noisy.stderr).toBe('seconds');
+    // Fewer steps than the cap on the steady loop, and more on the noisy one than on the steady one.
+    expect(steady.stop?.step).toBeLessThan(CAP / 4);
+    expect(noisy.stop?.step as number).toBeGreaterThan((steady.stop?.step as number) * 1.5);
+    expect(steady.steps).toBe(steady.stop?.step); // every step up to the stop recorded, none after
+  }, 60_000);
+
+  it('without GPUWISE_TRIAL_STOP a trial runs to its cap (--steps)', async () => {
+    const r = await paced(['--ms', '1'], null);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stop).toBeNull();
+    expect(r.stderr).toMatch(new RegExp(`stopping after ${CAP} steps \\(--steps\\)`));
+  }, 60_000);
+});

@@ -14,6 +14,7 @@ import {
   type PlanTrial,
   type PlanTuneReport,
   type RunFacts,
+  batchValues,
   betterBeyondSpread,
   chooseCandidate,
   divergence,
@@ -21,7 +22,9 @@ import {
   measureTrial,
   namedWorkers,
   parseTry,
+  perStartBatch,
   permanentChanges,
+  probeSettings,
   stepsPerTrial,
   trialPlan,
   withChange,
@@ -251,6 +254,9 @@ describe('the report as text and Markdown', () => {
     measure: measure(meanMs, 0.3),
     applied: index === 1 ? [] : ['loader'],
     notApplied: [],
+    stopped: null,
+    batch: null,
+    batchStepNs: null,
     wallS: 3,
     runDir: `/runs/trial-${index}`,
   });
@@ -275,13 +281,15 @@ describe('the report as text and Markdown', () => {
     trials: [2],
   };
   const report: PlanTuneReport = {
-    schemaVersion: 1,
+    schemaVersion: 2,
     tool: 'gpuwise',
     command: 'tune --plan',
     version: '0.2.0',
     cmd: ['python', 'train.py'],
     outDir: '/runs',
     stepsPerTrial: 119,
+    trialStop: null,
+    param: null,
     diagnosis: { runDir: '/runs/diagnosis', runId: 'r1', stepNs: 33.8e6, planExpectedStepNs: 6.6e6, bound: 'input', wallS: 7 },
     baseline: trial(1, 'baseline', 33.8, {}),
     steps: [
@@ -360,5 +368,49 @@ describe('the report as text and Markdown', () => {
     expect(data.labels).toEqual(['as run', '1. num_workers 2 -> 14', '2. persistent_workers=True', '3. F.scaled_dot_product_attention', '4. torch.compile']);
     expect(data.predictedMs.slice(0, 2)).toEqual([33.8, 6.6]);
     expect(data.measuredMs).toEqual([33.8, 7.6, 7.6, null, null]);
+  });
+});
+
+describe('--param beside --plan: the batch as a lever', () => {
+  const param = { name: 'bs', lo: 8, hi: 256, start: 8 };
+  it('tries the plan’s batch step (batch xK) around start x K, else a ladder above start, within HI', () => {
+    expect(batchValues(param, 4)).toEqual([16, 32, 64]);
+    expect(batchValues(param, null)).toEqual([16, 32, 64]);
+    expect(batchValues({ ...param, hi: 40 }, null)).toEqual([16, 32, 40]);
+    expect(batchValues({ ...param, hi: 20 }, null)).toEqual([16, 20]);
+    expect(batchValues({ ...param, hi: 8 }, null)).toEqual([]);
+    // The plan's gpu-underused step becomes injectable with --param, at its place; without --param it stays predicted.
+    const plan = [step('dataloader-bound', 'num_workers 2 -> 4'), step('gpu-underused', 'batch x4', { batchScale: 4 })];
+    const withParam = trialPlan(plan, GPU, [], param);
+    expect(withParam.map((s) => s.stepId)).toEqual(['dataloader-bound', 'gpu-underused']);
+    expect(withParam[1]?.candidates.map((c) => c.change)).toEqual([16, 32, 64].map((v) => ({ batch: { name: 'bs', value: v } })));
+    expect(trialPlan(plan, GPU)[1]?.codeChange).toBe(true);
+    // A plan without a batch step: the batch is sized last, after the --try levers.
+    const last = trialPlan([plan[0] as PlanStepIn], CPU, [{ lever: 'tf32', value: null }], param);
+    expect(last.map((s) => [s.stepId, s.source])).toEqual([
+      ['dataloader-bound', 'plan'],
+      ['try:tf32', 'try'],
+      ['param:bs', 'param'],
+    ]);
+    expect(last[2]?.candidates.map((c) => c.name)).toEqual(['bs=16', 'bs=32', 'bs=64']);
+    expect(trialPlan([], CPU, [], { ...param, hi: 8 })[0]?.why).toMatch(/no bs above 8/);
+  });
+
+  it('compares a larger batch per sample; the probe never sees the batch, its loader matched at the trial’s', () => {
+    const m = perStartBatch(measure(40, 2), 32, 8);
+    expect([m.meanNs, m.spreadNs]).toEqual([10e6, 0.5e6]);
+    expect(perStartBatch(measure(40, 2), 8, 8).meanNs).toBe(40e6);
+    const kept = { loader: { numWorkers: 6, match: { batchSize: 8, numWorkers: 2 } }, batch: { name: 'bs', value: 32 } };
+    expect(probeSettings(kept, 8)).toEqual({ loader: { numWorkers: 6, match: { batchSize: 32, numWorkers: 2 } } });
+    // A loader whose batch is not the parameter (another batch than start): matched as the diagnosis saw it.
+    expect(probeSettings({ ...kept, loader: { ...kept.loader, match: { batchSize: 4, numWorkers: 2 } } }, 8).loader?.match).toEqual({
+      batchSize: 4,
+      numWorkers: 2,
+    });
+    expect(probeSettings({ tf32: true }, null)).toEqual({ tf32: true });
+    // The permanent change names the value.
+    const perm = permanentChanges({ batch: { name: 'bs', value: 32 }, loader: { numWorkers: 6 } }, 'transformers');
+    expect(perm[0]?.lines).toEqual(['TrainingArguments(..., per_device_train_batch_size=32, dataloader_num_workers=6)']);
+    expect(perm.find((p) => p.framework === 'pytorch')?.lines[0]).toBe('loader = DataLoader(dataset, batch_size=32, num_workers=6)');
   });
 });

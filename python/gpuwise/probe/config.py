@@ -43,6 +43,7 @@ PROBE_VARIABLES = (
     "GPUWISE_PROBED_PARENT",
     "GPUWISE_IMPORTABLE",
     "GPUWISE_TRIAL_SETTINGS",
+    "GPUWISE_TRIAL_STOP",
 )
 # The marks a probed process leaves in the run's registry folder (boot/attach.py), by doctor's pid and its own: it
 # imported torch (it is the training's process, not a wrapper such as `conda run`), it began to train.
@@ -321,3 +322,4 @@ class Settings(object):
         full = env.get("GPUWISE_FULL_STEPS")
         self.full_steps = None if full == "all" else _int_env(env, "GPUWISE_FULL_STEPS", 2048, 0)
         self.trial = env.get("GPUWISE_TRIAL_SETTINGS") or None  # `tune --plan`'s trial (trial.py); None in doctor's runs
+        self.trial_stop = env.get("GPUWISE_TRIAL_STOP") or None  # a trial's steadiness stop (steady.py)

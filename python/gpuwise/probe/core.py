@@ -310,12 +310,13 @@ class Probe(object):
         grad_modes = {"grad": modes[0], "noGrad": modes[1], "inference": modes[2]}
         self.sender.put_record("end", {"reason": reason, "steps": self.steps.step, "exception": self.exception, "gpuStepTimes": gpu_times, "forwardGradModes": grad_modes}, now=True)
 
-    def stop_after(self, step):
-        """`--steps`: step `step` was the last; the process exits with status 0."""
+    def stop_after(self, step, why="--steps"):
+        """`--steps`, or a trial's steadiness stop (steady.py; `why` says which): step `step` was the last; the process
+        exits with status 0."""
         self.window.stop("steps")
         self.background.wait_jobs(60.0)
         self.end("max-steps")
-        sys.stderr.write("gpuwise probe: stopping after %d steps (--steps)\n" % step)
+        sys.stderr.write("gpuwise probe: stopping after %d steps (%s)\n" % (step, why))
         sys.stderr.flush()
         raise SystemExit(0)
 

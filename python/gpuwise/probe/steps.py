@@ -77,6 +77,7 @@ class Steps(object):
         self.next_step_work = None  # the probe's own work the next step record carries (`probeWork`)
         self.jobs_seen = 0
         self.backward_until_window = False  # the backward's watch is taken back once the window is done
+        self.steady = None  # a `tune --plan` trial's steadiness stop (steady.py), set by trial.py
 
     def install(self, gpu, model, window, reader):
         """At torch's import: the collaborators that need torch."""
@@ -358,6 +359,8 @@ class Steps(object):
         if step_time is not None:
             self._keep_times(step_time, batch.data_wait_s)
         last_step = self.max_steps is not None and step >= self.max_steps
+        if not last_step and self.steady is not None:
+            last_step = self.steady.done(step, step_time)  # a trial whose steady mean is known (steady.py)
         cuda, gpu = life.cuda_on, self.gpu
         # A step row (records.py, _STEP_LINE's order): a tuple, formatted when the queue is written.
         wrote = self.sender.put(
@@ -373,7 +376,7 @@ class Steps(object):
         batch.reset()
         history_stopped = self._after_step(source, batch_source)
         if last_step:
-            life.stop_after(step)  # --steps: raises SystemExit
+            life.stop_after(step, self.steady.said() if self.steady is not None else "--steps")  # raises SystemExit
         burst_at = self.sampler.quiet_until(step)
         if burst_at is not None and self._may_go_quiet():
             self.sampler.enter(burst_at, batch.last_step_mixed)

@@ -21,7 +21,8 @@ probe behaves exactly as without this module). The setting is one JSON object (s
 
 What was applied, what was not and why, and the first and last losses seen (the scalar a `Tensor.backward()` starts
 from, read at the exit, never during the steps: no sync is added) are written to RUN_DIR/trial-PID.json at the
-exit (and at the install, in case the process dies). Every change is taken back at the exit (the patches' registry).
+exit (and at the install, in case the process dies), with the steadiness stop's decision (steady.py: the trial ends
+once its steady mean is known; GPUWISE_TRIAL_STOP). Every change is taken back at the exit (the patches' registry).
 """
 import atexit
 import functools
@@ -57,6 +58,7 @@ class Trial(object):
         self.model_done = False
         self.cuda = False
         self.errors = []
+        self.steady = None  # the steadiness stop (steady.py), when GPUWISE_TRIAL_STOP asks for one
 
     # ---------- at `import torch` ----------
 
@@ -81,6 +83,10 @@ class Trial(object):
             else:
                 self._watch_model()
         self._install_loss(torch, p)
+        from . import steady
+
+        self.steady = steady.install(self.probe, self.probe.cfg.trial_stop)
+        self.probe.steps.steady = self.steady
         atexit.register(self.write)
         self.write()
 
@@ -291,6 +297,7 @@ class Trial(object):
             "errors": self.errors,
             "firstLosses": _floats(self.first_losses),
             "lastLosses": _floats(self.last_losses),
+            "stop": self.steady.decision if self.steady is not None else None,
         }
         try:
             path = os.path.join(run_dir, "trial-%d.json" % os.getpid())

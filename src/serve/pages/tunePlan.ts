@@ -3,7 +3,7 @@
  * first (the verified best configuration, its step against the script as it is, the change to make it permanent),
  * then each plan step predicted against measured (a chart and the table), every trial, the time it all took.
  */
-import { ms, planStepVerdict, ratio, settingsText, trialLine } from '../../tune/planReport.js';
+import { frameworkTitle, ms, planStepVerdict, ratio, settingsText, trialLine } from '../../tune/planReport.js';
 import type { PlanTuneReport } from '../../tune/planTrials.js';
 import { fmtMs } from '../../util/format.js';
 import { type InlineAssets, esc, noscriptTable, page, table } from './layout.js';
@@ -45,7 +45,7 @@ function answerCard(r: PlanTuneReport): string {
       ? '<div class="verdict" id="verdict">Verified best: the script as it is (no fix measured better beyond the spread)</div>'
       : `<div class="verdict ok" id="verdict">Verified best: ${esc(settingsText(b.settings))}: ${esc(ms(b.stepNs))} ± ${esc(ms(b.spreadNs))} a step against ${esc(ms(b.baselineStepNs))} as the script is${b.speedup !== null ? ` (${b.speedup.toFixed(2)}x)` : ''}</div>`;
   const permanent = r.permanent
-    .map((p) => `<h3>${esc(p.framework === 'pytorch' ? 'Plain PyTorch' : p.framework)}</h3><pre><code>${esc(p.lines.join('\n'))}</code></pre>`)
+    .map((p) => `<h3>${esc(frameworkTitle(p.framework, true))}</h3><pre><code>${esc(p.lines.join('\n'))}</code></pre>`)
     .join('');
   return `<div class="card">${verdict}${permanent ? `<div>To make it permanent:</div>${permanent}` : ''}</div>`;
 }
