@@ -39,6 +39,7 @@ import {
   type TrialStop,
   type TrialStopped,
   trialStopOf,
+  leastSteadySteps,
   trialPlan,
   withChange,
 } from '../tune/planTrials.js';
@@ -316,7 +317,10 @@ export async function runPlan(argv: string[]): Promise<number> {
         steps,
         timeoutS,
         showOutput,
-        env: { GPUWISE_TRIAL_SETTINGS: JSON.stringify(probeSettings(settings, param?.start ?? null)), ...(stop ? { GPUWISE_TRIAL_STOP: JSON.stringify(stop) } : {}) },
+        env: {
+          GPUWISE_TRIAL_SETTINGS: JSON.stringify(probeSettings(settings, param?.start ?? null)),
+          ...(stop ? { GPUWISE_TRIAL_STOP: JSON.stringify({ ...stop, minSteps: leastSteadySteps(facts, settings, steps) }) } : {}),
+        },
         commandEnv: { GPUWISE_TRIAL: '1' },
       });
       const probe = readProbeTrial(dir);

@@ -115,6 +115,8 @@ export interface RunFacts {
     prefetchFactor: number | null;
   } | null;
   cpuCores: number | null;
+  /** Steps an epoch of the training loader takes (its batches), where the diagnosis read it. */
+  stepsPerEpoch: number | null;
 }
 
 export function runFactsOf(report: DoctorReport): RunFacts {
@@ -134,6 +136,7 @@ export function runFactsOf(report: DoctorReport): RunFacts {
         }
       : null,
     cpuCores: l?.cpuCores ?? null,
+    stepsPerEpoch: l?.stepsPerEpoch ?? null,
   };
 }
 
@@ -499,8 +502,30 @@ export interface TrialStop {
   maxSeconds: number;
 }
 
-export function trialStopOf(seconds: number = PLAN_TUNE.trialSeconds): TrialStop {
-  return { relSpread: PLAN_TUNE.stopRelSpread, minSteps: PLAN_TUNE.minSteadySteps, maxSeconds: seconds };
+export function trialStopOf(seconds: number = PLAN_TUNE.trialSeconds, minSteps: number = PLAN_TUNE.minSteadySteps): TrialStop {
+  return { relSpread: PLAN_TUNE.stopRelSpread, minSteps, maxSeconds: seconds };
+}
+
+/** A DataLoader's prefetch_factor where the run does not set it (torch's default, with workers). */
+const DEFAULT_PREFETCH = 2;
+/** Prefetched batches a trial's steady steps outlast: they came during the first step, faster than the loader's pace. */
+const PREFETCH_TIMES = 3;
+/** Epochs this short are run through once, so that the mean holds an epoch start as the run's mean does. */
+const MAX_EPOCH_STEPS = 300;
+
+/**
+ * The least steady steps a trial takes to stand for the run it verifies. A DataLoader's workers fill their queue
+ * (workers x prefetch_factor batches) while the first step waits, so the next steps take batches at no wait and a short
+ * trial reads the loader faster than it is (an H200 JPEG ResNet: 57 ms a step in 46 steps, 87 ms in a plain run of
+ * 120): the steady steps outlast that queue PREFETCH_TIMES over. Where an epoch is short, a trial runs through one, so
+ * its mean carries an epoch start's cost as the run's does. Bounded by `capSteps` less a margin for the warm-up.
+ */
+export function leastSteadySteps(facts: RunFacts, settings: TrialSettings, capSteps: number): number {
+  const workers = settings.loader?.numWorkers ?? facts.loader?.workers ?? 0;
+  const prefetch = workers > 0 ? (settings.loader?.prefetchFactor ?? facts.loader?.prefetchFactor ?? DEFAULT_PREFETCH) : 0;
+  const epoch = facts.stepsPerEpoch !== null && facts.stepsPerEpoch <= MAX_EPOCH_STEPS ? facts.stepsPerEpoch : 0;
+  const least = Math.max(PLAN_TUNE.minSteadySteps, PREFETCH_TIMES * workers * prefetch, epoch);
+  return Math.max(PLAN_TUNE.minSteadySteps, Math.min(least, capSteps - PLAN_TUNE.minSteadySteps));
 }
 
 /**

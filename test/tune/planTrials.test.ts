@@ -22,6 +22,8 @@ import {
   measureTrial,
   namedWorkers,
   parseTry,
+  leastSteadySteps,
+  PLAN_TUNE,
   perStartBatch,
   permanentChanges,
   probeSettings,
@@ -38,6 +40,7 @@ const CPU: RunFacts = {
   framework: null,
   loader: { workers: 2, batchSize: 8, pinMemory: false, persistentWorkers: false, prefetchFactor: 2 },
   cpuCores: 2,
+  stepsPerEpoch: null,
 };
 const GPU: RunFacts = { ...CPU, cuda: true };
 const step = (id: string, label: string, data: Record<string, unknown> | null = null): PlanStepIn => ({
@@ -412,5 +415,19 @@ describe('--param beside --plan: the batch as a lever', () => {
     const perm = permanentChanges({ batch: { name: 'bs', value: 32 }, loader: { numWorkers: 6 } }, 'transformers');
     expect(perm[0]?.lines).toEqual(['TrainingArguments(..., per_device_train_batch_size=32, dataloader_num_workers=6)']);
     expect(perm.find((p) => p.framework === 'pytorch')?.lines[0]).toBe('loader = DataLoader(dataset, batch_size=32, num_workers=6)');
+  });
+});
+
+describe('leastSteadySteps: a trial outlasts what its start-up hides', () => {
+  const jpeg: RunFacts = { ...CPU, cuda: true, loader: { ...CPU.loader!, workers: 4, prefetchFactor: 2 }, stepsPerEpoch: 63 };
+  it('runs through a short epoch, and past the queue the workers filled (three times over)', () => {
+    expect(leastSteadySteps(jpeg, {}, 600)).toBe(63);
+    expect(leastSteadySteps(jpeg, { loader: { numWorkers: 13 } }, 600)).toBe(78);
+    expect(leastSteadySteps(jpeg, { loader: { numWorkers: 13, prefetchFactor: 4 } }, 600)).toBe(156);
+  });
+  it('keeps the floor without a loader or with a long epoch, and stays under the cap', () => {
+    expect(leastSteadySteps({ ...jpeg, loader: null, stepsPerEpoch: null }, {}, 600)).toBe(PLAN_TUNE.minSteadySteps);
+    expect(leastSteadySteps({ ...jpeg, stepsPerEpoch: 5000 }, {}, 600)).toBe(24);
+    expect(leastSteadySteps(jpeg, { loader: { numWorkers: 13, prefetchFactor: 4 } }, 100)).toBe(100 - PLAN_TUNE.minSteadySteps);
   });
 });

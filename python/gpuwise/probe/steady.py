@@ -10,7 +10,7 @@ of the second half left out (a compilation's, the workers filling their queues),
 its standard error from the means of BLOCKS blocks of consecutive steps. The trial stops after the step at which
 
 - "steady": at least `minSteps` steady steps and a standard error at most `relSpread` of the mean, or
-- "seconds": the steady steps add up to `maxSeconds` (a noisy step: its spread is what it is),
+- "seconds": at least `minSteps` steady steps adding up to `maxSeconds` (a noisy step: its spread is what it is),
 
 with the clean stop of doctor's --steps (core.py, `stop_after`); GPUWISE_MAX_STEPS stays the cap of steps. Checked
 every tenth more steps (at least CHECK_MIN_GAP): a check sorts the second half's times, a few microseconds a step
@@ -99,7 +99,7 @@ class SteadyStop(object):
         mean, spread = mean_and_spread(steady)
         if len(steady) >= self.min_steps and mean > 0 and spread <= self.rel_spread * mean:
             why = "steady"
-        elif sum(steady) >= self.max_seconds:
+        elif len(steady) >= self.min_steps and sum(steady) >= self.max_seconds:
             why = "seconds"
         else:
             return False
