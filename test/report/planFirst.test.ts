@@ -54,3 +54,18 @@ describe('what to do, first', () => {
     expect(a.stdout.split('\n')[2]).toMatch(/^What to do: 625 ms -> 38\.8 ms a step \(16\.10x\)/);
   });
 });
+
+describe("a plan step's change says what that step sets (the cold read: 9 workers in step 1, 'needs about 11' in step 2, pin_memory twice)", () => {
+  it('the H100 JPEG ResNet: step 1 its own workers and no pinned memory, step 2 pinned memory with the workers it needs and the non-blocking copy', async () => {
+    const r = await rediagnosed(join(REPO, 'examples', 'pace', 'runs', 'h100', 'jpeg_resnet'));
+    const plan = r.pace!.plan!;
+    const lines = renderDoctorText(r).split('\n');
+    const changes = lines.filter((l) => /^ {7}change: /.test(l));
+    expect(plan.steps.map((s) => s.id)).toEqual(['dataloader-bound', 'pageable-h2d']);
+    const workers1 = /num_workers \d+ -> (\d+)/.exec(plan.steps[0]!.label)![1];
+    expect(changes[0]).toContain(`num_workers=${workers1}`);
+    expect(changes[0]).not.toContain('pin_memory');
+    expect(changes[1]).toContain(`num_workers=${plan.steps[1]!.workersNeeded}`);
+    expect(changes[1]).toMatch(/pin_memory=True.*non_blocking=True/);
+  });
+});

@@ -62,10 +62,12 @@ function workersFor(p: Pipeline): { workers: number; text: string } | null {
   };
 }
 
+// The DataLoader's change as its fix makes it: persistent workers (and a deeper queue) only where epoch starts stall.
 const LOADER_CODE = (workers: string, epochStarts: boolean) =>
   [
-    `loader = DataLoader(dataset, batch_size=B, num_workers=${workers}, pin_memory=True,`,
-    `                    persistent_workers=True, prefetch_factor=${epochStarts ? 4 : 2})`,
+    epochStarts
+      ? `loader = DataLoader(dataset, batch_size=B, num_workers=${workers}, pin_memory=True,\n                    persistent_workers=True, prefetch_factor=4)`
+      : `loader = DataLoader(dataset, batch_size=B, num_workers=${workers}, pin_memory=True)`,
     'for x, y in loader:',
     '    x = x.to(device, non_blocking=True); y = y.to(device, non_blocking=True)',
   ].join('\n');
