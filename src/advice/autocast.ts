@@ -67,6 +67,15 @@ const MEMORY_BOUND_LEFT: Record<keyof KernelMix['memoryBoundFp32ByAutocast'], nu
   pointwiseNs: 0.85,
 };
 
+/**
+ * Kernels autocast adds that the fp32 trace has no trace of: the casts of the weights to bf16 in the forward (4 bytes
+ * read and 2 written a weight) and of their bf16 gradients to fp32 in the backward (2 and 4), 12 bytes a weight, as
+ * memory-bound as the optimizer's update of the same weights: 28 bytes a weight for Adam (weight, gradient and two
+ * moments read, three written), 20 for SGD with momentum. 12/28, from bytes, not fitted; the fp32 MLP of
+ * examples/train/fp32_matmul.py (101M weights, fused AdamW 0.87 ms a step on an H200) gets 0.37 ms of casts.
+ */
+const WEIGHT_CASTS_OF_OPTIMIZER = 0.43;
+
 /** How fast a GEMM would run in bf16 (halfGemmCallNs reads it). */
 export interface HalfGemmRate {
   /** flop per ns of aligned shapes, and of shapes with a dimension not a multiple of the 16-bit alignment. */
@@ -112,9 +121,12 @@ export function catalogueHalfGemmRate(m: TraceMetrics): HalfGemmRate | null {
   };
 }
 
-/** One call of GEMM shape `g` in bf16 at `rate` (ns): a dimension not a multiple of 8 costs the misaligned rate. */
-export function halfGemmCallNs(g: GemmShapeStat, rate: HalfGemmRate): number {
-  const misaligned = [g.m, g.n, g.k].some((d) => d % HALF_ALIGNMENT !== 0);
+/**
+ * One call of GEMM shape `g` in bf16 at `rate` (ns): a dimension not a multiple of 8 costs the misaligned rate, unless
+ * `padded` (the shape padded to the alignment: the aligned rate).
+ */
+export function halfGemmCallNs(g: GemmShapeStat, rate: HalfGemmRate, padded = false): number {
+  const misaligned = !padded && [g.m, g.n, g.k].some((d) => d % HALF_ALIGNMENT !== 0);
   return g.flopsPerCall / (misaligned ? rate.misalignedFlopPerNs : rate.flopPerNs) + rate.callNs;
 }
 
@@ -152,8 +164,14 @@ export function bf16AutocastEffect(m: TraceMetrics, tf32Ratio: number, transpose
   const shapedNs = Math.min(simt, shaped.reduce((a, g) => a + g.gpuNs, 0) / n);
   const shapedFlops = shaped.reduce((a, g) => a + g.flopsPerCall * g.calls, 0) / n;
   let simtSaved = 0;
+  // Of the bf16 time, what shapes with a dimension not a multiple of 8 take beyond the aligned rate: its own work item
+  // (misaligned-gemms), so that padding them (compile's pad_mm, misaligned-shapes) after this fix takes it back.
+  let misalignedExcess = 0;
+  let bf16Ns = 0;
   if (simt > 0 && rate !== null && shapedNs > 0 && shapedFlops > 0) {
-    const bf16Ns = shaped.reduce((a, g) => a + halfGemmCallNs(g, rate) * g.calls, 0) / n;
+    bf16Ns = shaped.reduce((a, g) => a + halfGemmCallNs(g, rate) * g.calls, 0) / n;
+    const alignedNs = shaped.reduce((a, g) => a + halfGemmCallNs(g, rate, true) * g.calls, 0) / n;
+    misalignedExcess = shapedNs - alignedNs > 0 ? Math.min(bf16Ns - alignedNs, shapedNs - alignedNs) : 0;
     const rest = simt - shapedNs;
     simtSaved = Math.max(0, shapedNs - bf16Ns) + rest * (1 - 1 / TENSOR_CORE_SPEEDUP);
     parts.push(
@@ -174,16 +192,27 @@ export function bf16AutocastEffect(m: TraceMetrics, tf32Ratio: number, transpose
     parts.push(
       `fp32 memory-bound ${fmtMs(memNs)} -> ${fmtMs(memLeft)} (autocast's fp32 ops ${fmtMs(kinds.keptFp32Ns)} x ${MEMORY_BOUND_LEFT.keptFp32Ns} with their casts, activations ${fmtMs(kinds.activationNs)} x ${MEMORY_BOUND_LEFT.activationNs}, copies ${fmtMs(kinds.copyNs)} x ${MEMORY_BOUND_LEFT.copyNs}, reductions ${fmtMs(kinds.reductionNs)} x ${MEMORY_BOUND_LEFT.reductionNs}, batch norm ${fmtMs(kinds.batchNormNs)} x ${MEMORY_BOUND_LEFT.batchNormNs}, other pointwise ${fmtMs(kinds.pointwiseNs)} x ${MEMORY_BOUND_LEFT.pointwiseNs})`,
     );
+  // The weights' casts: each step casts every weight a matmul reads to bf16 and its bf16 gradient back to fp32. The
+  // optimizer also updates weights no matmul reads (an embedding table): the casts are at most twice the bf16 GEMMs'
+  // time, as their 12 bytes a weight are at most twice the 6 the three GEMMs of its layer read of it.
+  const weightCasts = Math.min(mix.fusable.optimizerNs * WEIGHT_CASTS_OF_OPTIMIZER, 2 * bf16Ns);
+  if (weightCasts > 0)
+    parts.push(`the weights' casts to bf16 and their gradients' back: ${fmtMs(weightCasts)} (the optimizer's ${fmtMs(mix.fusable.optimizerNs)} x ${WEIGHT_CASTS_OF_OPTIMIZER})`);
   const transposes = transposesGo ? mix.nchwTransposeNs : 0;
   if (transposes > 0) parts.push(`layout transposes ${fmtMs(transposes)} go`);
   const ops: FixOp[] = [
     ...(tf32 > 0 ? [{ kind: 'gpu', work: 'tf32-matmul', ns: tf32, factor: tf32Ratio } satisfies FixOp] : []),
-    ...(simt > 0 ? [{ kind: 'gpu', work: 'fp32-matmul', ns: simt, factor: Math.max(0, 1 - simtSaved / simt) } satisfies FixOp] : []),
+    ...(simt > 0
+      ? [{ kind: 'gpu', work: 'fp32-matmul', ns: simt, factor: Math.max(0, 1 - (simtSaved + misalignedExcess) / simt) } satisfies FixOp]
+      : []),
+    ...(misalignedExcess > 0 ? [{ kind: 'gpu', work: 'misaligned-gemms', ns: 0, factor: 1, addNs: misalignedExcess } satisfies FixOp] : []),
     ...(attention > 0 ? [{ kind: 'gpu', work: 'fp32-attention', ns: attention, factor: FP32_ATTENTION_LEFT } satisfies FixOp] : []),
-    ...(memNs > 0 ? [{ kind: 'gpu', work: 'memory-bound', ns: memNs, factor: memLeft / memNs } satisfies FixOp] : []),
+    ...(memNs > 0 || weightCasts > 0
+      ? [{ kind: 'gpu', work: 'memory-bound', ns: memNs, factor: memNs > 0 ? memLeft / memNs : 1, addNs: weightCasts } satisfies FixOp]
+      : []),
     ...(transposes > 0 ? [{ kind: 'gpu', work: 'nchw-transposes', ns: transposes, factor: 0 } satisfies FixOp] : []),
   ];
-  const savedNs = simtSaved + tf32Saved + attention * (1 - FP32_ATTENTION_LEFT) + (memNs - memLeft) + transposes;
+  const savedNs = simtSaved + tf32Saved + attention * (1 - FP32_ATTENTION_LEFT) + (memNs - memLeft) - weightCasts + transposes;
   return {
     ops,
     savedNs,
