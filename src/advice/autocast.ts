@@ -197,7 +197,9 @@ export function bf16AutocastEffect(m: TraceMetrics, tf32Ratio: number, transpose
   // time, as their 12 bytes a weight are at most twice the 6 the three GEMMs of its layer read of it.
   const weightCasts = Math.min(mix.fusable.optimizerNs * WEIGHT_CASTS_OF_OPTIMIZER, 2 * bf16Ns);
   if (weightCasts > 0)
-    parts.push(`the weights' casts to bf16 and their gradients' back: ${fmtMs(weightCasts)} (the optimizer's ${fmtMs(mix.fusable.optimizerNs)} x ${WEIGHT_CASTS_OF_OPTIMIZER})`);
+    parts.push(
+      `the weights' casts to bf16 and their gradients' back: ${fmtMs(weightCasts)} (the optimizer's ${fmtMs(mix.fusable.optimizerNs)} x ${WEIGHT_CASTS_OF_OPTIMIZER})`,
+    );
   const transposes = transposesGo ? mix.nchwTransposeNs : 0;
   if (transposes > 0) parts.push(`layout transposes ${fmtMs(transposes)} go`);
   const ops: FixOp[] = [

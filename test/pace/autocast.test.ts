@@ -3,6 +3,7 @@
  * bf16 run were both profiled: a Hugging Face GPT-2 on an H100 (examples/realworld/runs/hf_trainer_gpt2{,_bf16}) and
  * torchvision's ViT-B/16 on an H200 (examples/pace/runs/h200/gpu_bound{,_bf16}). The model reads the fp32 trace alone;
  * the bf16 trace is the measure of the GPU work it predicts. The step it gives the ViT's plan: test/pace/h200Corpus.test.ts.
+ * The GEMM rate by shape, its fit set and what was held out: docs/validation/autocast.md.
  */
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -85,7 +86,10 @@ describe('the bf16 GEMM rate by shape (docs/validation/autocast.md)', () => {
     [traceIn('examples/pace/runs/h200-d/mingpt_bf16_sdpa')],
   ])('predicts the held-out bf16 GEMMs of %s within 10%%', async (path) => {
     const g = await gemmsOf(path);
-    expect(Math.abs(g.predictedMs / g.measuredMs - 1), `predicted ${g.predictedMs.toFixed(2)} ms, measured ${g.measuredMs.toFixed(2)}`).toBeLessThan(0.1);
+    expect(
+      Math.abs(g.predictedMs / g.measuredMs - 1),
+      `predicted ${g.predictedMs.toFixed(2)} ms, measured ${g.measuredMs.toFixed(2)}`,
+    ).toBeLessThan(0.1);
   });
 });
 
