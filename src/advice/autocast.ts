@@ -13,7 +13,8 @@
  *   torchvision ViT-B/16 on an H200 (examples/pace/runs/h200/gpu_bound{,_bf16}).
  */
 import { catalogueName } from '../gpus/catalogue.js';
-import type { KernelMix, TraceMetrics } from '../trace/metrics/types.js';
+import { HALF_ALIGNMENT } from '../trace/metrics/kernels.js';
+import type { GemmShapeStat, KernelMix, TraceMetrics } from '../trace/metrics/types.js';
 import { FP32_KERNEL, HALF_KERNEL } from '../trace/kernelClass.js';
 import { fmtFlops, fmtMs } from '../util/format.js';
 import { isHalfDtype } from '../util/dtype.js';
@@ -26,11 +27,22 @@ import { gpuOf } from './rules/rule.js';
  */
 export const TENSOR_CORE_SPEEDUP = 4;
 /**
- * Share of the bf16 dense peak that large GEMMs reach, when the trace has no bf16 GEMMs of its own to measure it:
- * 716 of 989 TFLOP/s for GPT-2's aligned GEMMs on an H200 (examples/traces/gpt2_amp); 0.6 leaves room for
- * smaller shapes.
+ * The bf16 GEMM rate by shape, when the trace has no bf16 GEMMs of its own to measure it: a call takes its flops at a
+ * share of the catalogue's bf16 dense peak, plus a fixed cost. Fitted on the bf16 GEMMs of the profiled bf16 runs of
+ * the fit set (examples/realworld/runs/hf_trainer_gpt2_bf16, H100; examples/pace/runs/h200/gpu_bound_bf16, H200;
+ * examples/traces/scenarios/resnet50_amp{,_channels_last}, H100), the time-weighted squared log error of each shape's
+ * time least; held out: examples/traces/gpt2_amp, examples/pace/runs/h200-d/{llmc_sdpa,mingpt_bf16_sdpa},
+ * examples/doctor/runs/h100-host/alone_amp_cl (docs/validation/autocast.md).
+ * - aligned shapes (M, N and K multiples of 8): 0.78 of the peak (GPT-2's and ViT-B/16's linear layers ran at
+ *   550-800 TFLOP/s of 989 on an H100 and an H200);
+ * - a dimension not a multiple of 8 (GPT-2's 50,257-wide vocabulary): 0.12. cuBLAS runs these without the aligned
+ *   tensor-core kernels, 95-148 TFLOP/s on both cards, where fp32 SIMT ran them as fast as aligned ones: the output
+ *   layer, 6% of the fp32 GEMM time, took 71% of the bf16 GEMM time of the Trainer's GPT-2;
+ * - 6 us a call: the small GEMMs (a ResNet's classifier, 768 x 768 weight gradients) fall short of the rate.
  */
-const TENSOR_CORE_EFFICIENCY = 0.6;
+const TENSOR_CORE_EFFICIENCY = 0.78;
+const MISALIGNED_TENSOR_CORE_EFFICIENCY = 0.12;
+const GEMM_CALL_NS = 6_000;
 /** A GEMM's dtype as the trace records it (aten's names and torch's): fp32. The 16-bit ones: util/dtype.ts's isHalfDtype. */
 export const FP32_DTYPES: ReadonlySet<string> = new Set(['float', 'float32']);
 /** fp32 fused attention to bf16 (flash): 12.7 -> 1.9 ms a step (GPT-2, H100), 30.4 -> 3.8 ms (ViT-B/16, H200). */
@@ -56,22 +68,66 @@ const MEMORY_BOUND_LEFT: Record<keyof KernelMix['memoryBoundFp32ByAutocast'], nu
 };
 
 /**
- * The bf16 rate (flop per ns) the fp32 GEMMs would run at: what this trace's own bf16/fp16 GEMMs reached, else the
- * device's catalogue peak times TENSOR_CORE_EFFICIENCY; null when neither is known.
+ * Kernels autocast adds that the fp32 trace has no trace of: the casts of the weights to bf16 in the forward (4 bytes
+ * read and 2 written a weight) and of their bf16 gradients to fp32 in the backward (2 and 4), 12 bytes a weight, as
+ * memory-bound as the optimizer's update of the same weights: 28 bytes a weight for Adam (weight, gradient and two
+ * moments read, three written), 20 for SGD with momentum. 12/28, from bytes, not fitted; the fp32 MLP of
+ * examples/train/fp32_matmul.py (101M weights, fused AdamW 0.87 ms a step on an H200) gets 0.37 ms of casts.
  */
-export function halfGemmRate(m: TraceMetrics): { flopPerNs: number; basis: string } | null {
+const WEIGHT_CASTS_OF_OPTIMIZER = 0.43;
+
+/** How fast a GEMM would run in bf16 (halfGemmCallNs reads it). */
+export interface HalfGemmRate {
+  /** flop per ns of aligned shapes, and of shapes with a dimension not a multiple of the 16-bit alignment. */
+  flopPerNs: number;
+  misalignedFlopPerNs: number;
+  /** Fixed cost of a call (0 where the rate was measured on this trace's calls: it holds theirs). */
+  callNs: number;
+  basis: string;
+}
+
+/**
+ * The bf16 rate the fp32 GEMMs would run at: what this trace's own aligned bf16/fp16 GEMMs reached (misaligned shapes
+ * at that rate times the ratio of the two efficiencies: a trace's own misaligned 16-bit GEMMs are mostly tiny ones, no
+ * measure of a large one), else the device's catalogue peak times the efficiencies above; null when neither is known.
+ */
+export function halfGemmRate(m: TraceMetrics): HalfGemmRate | null {
   const half = m.gemmShapes.filter((g) => isHalfDtype(g.dtype) && g.misalignedDims.length === 0);
   const flops = half.reduce((a, g) => a + g.flopsPerCall * g.calls, 0);
   const ns = half.reduce((a, g) => a + g.gpuNs, 0);
-  if (ns > 0 && flops > 0)
-    return { flopPerNs: flops / ns, basis: `${((flops / ns) * 1e-3).toFixed(0)} TFLOP/s measured on this trace's bf16/fp16 GEMMs` };
+  if (ns > 0 && flops > 0) {
+    const aligned = flops / ns;
+    const misaligned = (aligned * MISALIGNED_TENSOR_CORE_EFFICIENCY) / TENSOR_CORE_EFFICIENCY;
+    return {
+      flopPerNs: aligned,
+      misalignedFlopPerNs: misaligned,
+      callNs: 0,
+      basis: `${(aligned * 1e-3).toFixed(0)} TFLOP/s measured on this trace's bf16/fp16 GEMMs, ${(misaligned * 1e-3).toFixed(0)} (x ${MISALIGNED_TENSOR_CORE_EFFICIENCY}/${TENSOR_CORE_EFFICIENCY}) where a dimension is not a multiple of ${HALF_ALIGNMENT}`,
+    };
+  }
+  return catalogueHalfGemmRate(m);
+}
+
+/** The bf16 GEMM rate of the catalogue's peak for the trace's GPU and the efficiencies above; null for an unknown GPU. */
+export function catalogueHalfGemmRate(m: TraceMetrics): HalfGemmRate | null {
   const gpu = gpuOf(m);
   if (gpu === null || !(gpu.bf16Tflops > 0)) return null;
   const tflops = gpu.bf16Tflops * TENSOR_CORE_EFFICIENCY;
   return {
     flopPerNs: tflops * 1e3,
-    basis: `${tflops.toFixed(0)} TFLOP/s = ${TENSOR_CORE_EFFICIENCY} x ${catalogueName(gpu.name)}'s bf16 dense peak ${gpu.bf16Tflops}`,
+    misalignedFlopPerNs: gpu.bf16Tflops * MISALIGNED_TENSOR_CORE_EFFICIENCY * 1e3,
+    callNs: GEMM_CALL_NS,
+    basis: `${tflops.toFixed(0)} TFLOP/s = ${TENSOR_CORE_EFFICIENCY} x ${catalogueName(gpu.name)}'s bf16 dense peak ${gpu.bf16Tflops}, ${(gpu.bf16Tflops * MISALIGNED_TENSOR_CORE_EFFICIENCY).toFixed(0)} (x ${MISALIGNED_TENSOR_CORE_EFFICIENCY}) where a dimension is not a multiple of ${HALF_ALIGNMENT}, + ${fmtMs(GEMM_CALL_NS)} a call`,
   };
+}
+
+/**
+ * One call of GEMM shape `g` in bf16 at `rate` (ns): a dimension not a multiple of 8 costs the misaligned rate, unless
+ * `padded` (the shape padded to the alignment: the aligned rate).
+ */
+export function halfGemmCallNs(g: GemmShapeStat, rate: HalfGemmRate, padded = false): number {
+  const misaligned = !padded && [g.m, g.n, g.k].some((d) => d % HALF_ALIGNMENT !== 0);
+  return g.flopsPerCall / (misaligned ? rate.misalignedFlopPerNs : rate.flopPerNs) + rate.callNs;
 }
 
 /** Fused attention kernels that ran on fp32 inputs (SDPA's memory-efficient `fmha_cutlass*_f32`, a float template). */
@@ -108,8 +164,14 @@ export function bf16AutocastEffect(m: TraceMetrics, tf32Ratio: number, transpose
   const shapedNs = Math.min(simt, shaped.reduce((a, g) => a + g.gpuNs, 0) / n);
   const shapedFlops = shaped.reduce((a, g) => a + g.flopsPerCall * g.calls, 0) / n;
   let simtSaved = 0;
+  // Of the bf16 time, what shapes with a dimension not a multiple of 8 take beyond the aligned rate: its own work item
+  // (misaligned-gemms), so that padding them (compile's pad_mm, misaligned-shapes) after this fix takes it back.
+  let misalignedExcess = 0;
+  let bf16Ns = 0;
   if (simt > 0 && rate !== null && shapedNs > 0 && shapedFlops > 0) {
-    const bf16Ns = shapedFlops / rate.flopPerNs;
+    bf16Ns = shaped.reduce((a, g) => a + halfGemmCallNs(g, rate) * g.calls, 0) / n;
+    const alignedNs = shaped.reduce((a, g) => a + halfGemmCallNs(g, rate, true) * g.calls, 0) / n;
+    misalignedExcess = shapedNs - alignedNs > 0 ? Math.min(bf16Ns - alignedNs, shapedNs - alignedNs) : 0;
     const rest = simt - shapedNs;
     simtSaved = Math.max(0, shapedNs - bf16Ns) + rest * (1 - 1 / TENSOR_CORE_SPEEDUP);
     parts.push(
@@ -130,16 +192,29 @@ export function bf16AutocastEffect(m: TraceMetrics, tf32Ratio: number, transpose
     parts.push(
       `fp32 memory-bound ${fmtMs(memNs)} -> ${fmtMs(memLeft)} (autocast's fp32 ops ${fmtMs(kinds.keptFp32Ns)} x ${MEMORY_BOUND_LEFT.keptFp32Ns} with their casts, activations ${fmtMs(kinds.activationNs)} x ${MEMORY_BOUND_LEFT.activationNs}, copies ${fmtMs(kinds.copyNs)} x ${MEMORY_BOUND_LEFT.copyNs}, reductions ${fmtMs(kinds.reductionNs)} x ${MEMORY_BOUND_LEFT.reductionNs}, batch norm ${fmtMs(kinds.batchNormNs)} x ${MEMORY_BOUND_LEFT.batchNormNs}, other pointwise ${fmtMs(kinds.pointwiseNs)} x ${MEMORY_BOUND_LEFT.pointwiseNs})`,
     );
+  // The weights' casts: each step casts every weight a matmul reads to bf16 and its bf16 gradient back to fp32. The
+  // optimizer also updates weights no matmul reads (an embedding table): the casts are at most twice the bf16 GEMMs'
+  // time, as their 12 bytes a weight are at most twice the 6 the three GEMMs of its layer read of it.
+  const weightCasts = Math.min(mix.fusable.optimizerNs * WEIGHT_CASTS_OF_OPTIMIZER, 2 * bf16Ns);
+  if (weightCasts > 0)
+    parts.push(
+      `the weights' casts to bf16 and their gradients' back: ${fmtMs(weightCasts)} (the optimizer's ${fmtMs(mix.fusable.optimizerNs)} x ${WEIGHT_CASTS_OF_OPTIMIZER})`,
+    );
   const transposes = transposesGo ? mix.nchwTransposeNs : 0;
   if (transposes > 0) parts.push(`layout transposes ${fmtMs(transposes)} go`);
   const ops: FixOp[] = [
     ...(tf32 > 0 ? [{ kind: 'gpu', work: 'tf32-matmul', ns: tf32, factor: tf32Ratio } satisfies FixOp] : []),
-    ...(simt > 0 ? [{ kind: 'gpu', work: 'fp32-matmul', ns: simt, factor: Math.max(0, 1 - simtSaved / simt) } satisfies FixOp] : []),
+    ...(simt > 0
+      ? [{ kind: 'gpu', work: 'fp32-matmul', ns: simt, factor: Math.max(0, 1 - (simtSaved + misalignedExcess) / simt) } satisfies FixOp]
+      : []),
+    ...(misalignedExcess > 0 ? [{ kind: 'gpu', work: 'misaligned-gemms', ns: 0, factor: 1, addNs: misalignedExcess } satisfies FixOp] : []),
     ...(attention > 0 ? [{ kind: 'gpu', work: 'fp32-attention', ns: attention, factor: FP32_ATTENTION_LEFT } satisfies FixOp] : []),
-    ...(memNs > 0 ? [{ kind: 'gpu', work: 'memory-bound', ns: memNs, factor: memLeft / memNs } satisfies FixOp] : []),
+    ...(memNs > 0 || weightCasts > 0
+      ? [{ kind: 'gpu', work: 'memory-bound', ns: memNs, factor: memNs > 0 ? memLeft / memNs : 1, addNs: weightCasts } satisfies FixOp]
+      : []),
     ...(transposes > 0 ? [{ kind: 'gpu', work: 'nchw-transposes', ns: transposes, factor: 0 } satisfies FixOp] : []),
   ];
-  const savedNs = simtSaved + tf32Saved + attention * (1 - FP32_ATTENTION_LEFT) + (memNs - memLeft) + transposes;
+  const savedNs = simtSaved + tf32Saved + attention * (1 - FP32_ATTENTION_LEFT) + (memNs - memLeft) - weightCasts + transposes;
   return {
     ops,
     savedNs,

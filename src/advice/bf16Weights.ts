@@ -23,7 +23,7 @@ import type { FixOp } from '../pace/fix.js';
 import type { GemmShapeStat, TraceMetrics } from '../trace/metrics/types.js';
 import { dtypeBytes, isHalfDtype } from '../util/dtype.js';
 import { fmtMs } from '../util/format.js';
-import { type AutocastEffect, FP32_DTYPES, halfGemmRate } from './autocast.js';
+import { type AutocastEffect, FP32_DTYPES, halfGemmCallNs, halfGemmRate } from './autocast.js';
 import { gpuOf } from './rules/rule.js';
 
 /** Flops per byte below which a GEMM is memory-bound, where the GPU is not in the catalogue (an H100's fp32 ridge is 20). */
@@ -121,7 +121,7 @@ export function bf16WeightsEffect(m: TraceMetrics): Bf16WeightsEffect | null {
       // this shape takes beyond the line).
       const nsPerByte = line?.nsPerByte ?? peakNsPerByte;
       if (nsPerByte !== null) after = Math.max(0, perCall - (nsPerByte * bytes) / 2);
-    } else if (rate !== null) after = Math.min(perCall, g.flopsPerCall / rate.flopPerNs);
+    } else if (rate !== null) after = Math.min(perCall, halfGemmCallNs(g, rate));
     const kind = bound ? mem : compute;
     kind.ns += g.gpuNs;
     kind.afterNs += after * g.calls;

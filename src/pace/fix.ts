@@ -20,9 +20,10 @@ export type FixOp =
   /**
    * A work item of the GPU (`work` names it, work.ts GPU_WORK: `fp32-matmul`, `memory-bound`, `nchw-transposes`, ...):
    * `ns` of it per step now, of which `factor` remains. Two fixes naming the same item compose (bf16 halves what fusion
-   * then fuses).
+   * then fuses). `addNs`: window ns of the item the fix adds beside it (autocast: fp32 GEMMs with a dimension not a
+   * multiple of 8 run slower than the aligned rate in bf16); a later fix naming the item leaves its `factor` of them.
    */
-  | { kind: 'gpu'; work: GpuWork; ns: number; factor: number }
+  | { kind: 'gpu'; work: GpuWork; ns: number; factor: number; addNs?: number }
   /**
    * The host's own work per step (`work` names it, work.ts HOST_WORK): `ns` of it (window ns) goes, or all of it is
    * multiplied by `factor`.
@@ -91,8 +92,14 @@ function applyOp(p: Pipeline, op: FixOp): Pipeline {
       const gpu = p.stages.gpu.ns;
       if (gpu === null) return p;
       const left = p.work.gpu[op.work] ?? 1;
-      const saved = op.ns * left * (1 - op.factor) * p.scale.gpu;
-      return { ...withStage(p, 'gpu', Math.max(0, gpu - saved)), work: { ...p.work, gpu: { ...p.work.gpu, [op.work]: left * op.factor } } };
+      const added = p.work.gpuAdded?.[op.work] ?? 0;
+      const saved = (op.ns * left + added) * (1 - op.factor) * p.scale.gpu - (op.addNs ?? 0) * p.scale.gpu;
+      const work = {
+        ...p.work,
+        gpu: { ...p.work.gpu, [op.work]: left * op.factor },
+        gpuAdded: { ...p.work.gpuAdded, [op.work]: added * op.factor + (op.addNs ?? 0) },
+      };
+      return { ...withStage(p, 'gpu', Math.max(0, gpu - saved)), work };
     }
     case 'host': {
       const host = p.stages.host.ns;

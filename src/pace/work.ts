@@ -12,7 +12,11 @@ export const GPU_WORK = [
   'tf32-matmul',
   /** Memory-bound kernels (elementwise, normalisation, reductions): autocast, fusion. */
   'memory-bound',
-  /** GEMMs whose shapes miss the tensor cores' alignment: fusion, misaligned-shapes. */
+  /**
+   * GEMMs whose shapes miss the tensor cores' alignment: fusion, misaligned-shapes pad them. Autocast adds to it: an
+   * fp32 GEMM with a dimension not a multiple of 8 runs as fast as an aligned one on the SIMT cores and far slower in
+   * bf16, and that excess is what padding then removes.
+   */
   'misaligned-gemms',
   /** NCHW <-> NHWC transposes around convolutions: channels_last, autocast. */
   'nchw-transposes',
@@ -46,9 +50,11 @@ export type HostWork = (typeof HOST_WORK)[number];
 export interface WorkLeft {
   gpu: Partial<Record<GpuWork, number>>;
   host: Partial<Record<HostWork, number>>;
+  /** GPU work (window ns) that fixes added to an item and that is left of it (FixOp `addNs`: autocast's misaligned GEMMs). */
+  gpuAdded?: Partial<Record<GpuWork, number>>;
 }
 
 /** No work item touched yet. */
 export function noWorkTouched(): WorkLeft {
-  return { gpu: {}, host: {} };
+  return { gpu: {}, host: {}, gpuAdded: {} };
 }

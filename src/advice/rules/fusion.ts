@@ -7,9 +7,11 @@ import { type EstimatedGain, finding } from '../../findings/finding.js';
 import type { Fix, FixOp } from '../../pace/fix.js';
 import type { Pipeline } from '../../pace/pipeline.js';
 import { gainOf } from '../../pace/gain.js';
+import { HALF_ALIGNMENT } from '../../trace/metrics/kernels.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtInt, fmtMs, fmtPct } from '../../util/format.js';
 import { attentionFixEffect } from './attention.js';
+import { FP32_DTYPES } from '../autocast.js';
 import { misalignedGemms, tensorCoreEffect } from './compute.js';
 import { isCompiled, matmulNs, pipelineOf, type RankRule, stepNs } from './rule.js';
 
@@ -175,12 +177,19 @@ export const fusion: RankRule = (m, ctx) => {
   const k = c.kinds;
   const kindsNs = k.castNs + k.pointwiseNs + k.softmaxNs + k.normNs;
   const bad = misalignedGemms(m).badNs;
+  const fp32Misaligned = m.gemmShapes.some((g) => g.dtype !== null && FP32_DTYPES.has(g.dtype) && [g.m, g.n, g.k].some((d) => d % HALF_ALIGNMENT !== 0));
   const hostKeeps = compileHostKeeps(m);
   const fix: Fix = {
     label: 'torch.compile',
     ops: [
       { kind: 'gpu', work: 'memory-bound', ns: kindsNs, factor: kindsNs > 0 ? Math.max(0, 1 - fused / kindsNs) : 1 },
-      ...(padded > 0 ? [{ kind: 'gpu', work: 'misaligned-gemms', ns: bad, factor: Math.max(0, 1 - padded / bad) } satisfies FixOp] : []),
+      ...(padded > 0
+        ? [{ kind: 'gpu', work: 'misaligned-gemms', ns: bad, factor: Math.max(0, 1 - padded / bad) } satisfies FixOp]
+        : fp32Misaligned
+          ? // fp32 GEMMs with a dimension not a multiple of 8 lose nothing to it on the SIMT cores; after bf16 autocast
+            // (a plan's earlier step) they do, and compile pads them: the excess that fix added goes.
+            [{ kind: 'gpu', work: 'misaligned-gemms', ns: 0, factor: 0 } satisfies FixOp]
+          : []),
       { kind: 'host', work: 'launches', factor: hostKeeps },
     ],
     compiles: true,

@@ -286,10 +286,13 @@ export function gemmDims(op: string, dims: number[][]): { batch: number; m: numb
   }
 }
 
+/** The multiple of elements tensor cores want a 16-bit GEMM's leading dimensions in. */
+export const HALF_ALIGNMENT = 8;
+
 /** Tensor cores want leading dimensions in multiples of 8 elements for 16-bit types, 4 for 32-bit, 16 for 8-bit. */
 export function alignmentFor(dtype: string | null): number {
-  if (dtype === null) return 8;
-  if (isHalfDtype(dtype)) return 8;
+  if (dtype === null) return HALF_ALIGNMENT;
+  if (isHalfDtype(dtype)) return HALF_ALIGNMENT;
   if (/Float8|fp8|e4m3|e5m2|int8|char/i.test(dtype)) return 16;
   return 4;
 }
