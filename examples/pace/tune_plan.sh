@@ -8,7 +8,8 @@
 #            (transformers' Trainer), lightning_datamodule (Lightning); default all four
 #   env      GPUWISE (default "node dist/gpuwise.mjs"), PYTHON (python3), DATA (/tmp/gpuwise-corpus-data),
 #            REPEAT (plain runs of the best, default 2), TUNE_TIMEOUT (seconds for one tune --plan, default 300),
-#            BASE_FLAGS (flags of every run of every script, e.g. "--device cpu --smoke" for a dry run)
+#            BASE_FLAGS (flags of every run of every script, e.g. "--device cpu --smoke" for a dry run),
+#            TUNE_FLAGS (more tune --plan options, e.g. "--trial-seconds 5 --diagnosis-steps 60")
 #
 # OUT gets NAME.plan.json (tune's --json), NAME.plan.err (its progress), NAME/ (its runs), measured.jsonl (the plain
 # runs' JSON lines, with the flags) and summary.txt (predicted, measured by tune, measured plainly).
@@ -39,7 +40,7 @@ for n in "${names[@]}"; do
   s=examples/pace/${SCRIPT[$n]}
   t0=$(date +%s)
   # shellcheck disable=SC2086
-  timeout "${TUNE_TIMEOUT:-300}" $gpuwise tune --plan --json --out "$out/$n" --store "$out/store" -- $python $s $base > "$out/$n.plan.json" 2> "$out/$n.plan.err"
+  timeout "${TUNE_TIMEOUT:-300}" $gpuwise tune --plan ${TUNE_FLAGS:-} --json --out "$out/$n" --store "$out/store" -- $python $s $base > "$out/$n.plan.json" 2> "$out/$n.plan.err"
   echo "tune_plan.sh: $n: tune --plan exit $? in $(($(date +%s) - t0)) s" >&2
   flags=$($python examples/pace/tune_flags.py "$out/$n.plan.json" "$n") || continue
   for ((r = 1; r <= ${REPEAT:-2}; r++)); do
