@@ -393,7 +393,20 @@ export function stepOf(p: Pipeline): PaceStep {
     bound === 'serial'
       ? (refillWhy ?? `the serial costs set the pace: ${fmtMs(serial)} a step (${serialList || 'none timed'}) against ${parts.join(', ') || 'no timed stage'}${epochText}`)
       : `${bound === 'input' ? 'the DataLoader' : bound === 'comm' ? 'communication' : stageLabel(p, bound)} sets the pace: ${parts.join(' > ')}${serialText}${epochText}${unknown.length ? `; not timed: ${unknown.join(', ')}` : ''}`;
-  return { stepNs, perBatchNs: stepNs / p.batchScale, bound, why, workersNeeded: input.workersNeeded, workersKeepUp: input.workersKeepUp };
+  return { stepNs, perBatchNs: stepNs / p.batchScale, bound, why: why + calibrationText(modelled, p.calibration), workersNeeded: input.workersNeeded, workersKeepUp: input.workersKeepUp };
+}
+
+/** Calibrations closer to 1 than this go unsaid: the figures add up as printed. */
+const CALIBRATION_SAID = 0.03;
+
+/**
+ * Where the figures above do not add up to the step (the measured step over the modelled one: the profiler's cost in
+ * an upper bound, what no stage timed), how they are taken: every figure scales by the same factor, so a fix's step
+ * is its stages' new sum at that scale (issue 47: "the host 18.2 ms sets the pace" beside a plan of 16.2 ms).
+ */
+function calibrationText(modelledNs: number, calibration: number): string {
+  if (!(modelledNs > 0) || Math.abs(calibration - 1) < CALIBRATION_SAID) return '';
+  return `; these add up to ${fmtMs(modelledNs)} against the measured ${fmtMs(modelledNs * calibration)}, so each counts at ${calibration.toFixed(2)}x its figure`;
 }
 
 /** The modelled step before calibration (stages and serial costs only). */

@@ -96,7 +96,14 @@ describe('stepOf: overlapped stages take their max, serial costs add', () => {
   it('a stage the evidence cannot time never binds, and is named as such', () => {
     const s = stepOf(pipe({ stepMs: 40, gpu: 38 }));
     expect(s.bound).toBe('gpu');
-    expect(s.why).toMatch(/not timed: the DataLoader, the host$/);
+    expect(s.why).toMatch(/not timed: the DataLoader, the host(;|$)/);
+  });
+
+  it('says how the figures are taken where they do not add up to the measured step (the cold read: a host of 18.2 ms "sets the pace" of a plan at 16.2)', () => {
+    const off = stepOf(pipe({ stepMs: 40, gpu: 38 }));
+    expect(off.why).toMatch(/these add up to 38\.0 ms against the measured 40\.0 ms, so each counts at 1\.05x its figure$/);
+    // within 3% the figures add up as printed: nothing said
+    expect(stepOf(pipe({ stepMs: 40, gpu: 39.5 })).why).not.toMatch(/add up to/);
   });
 
   it('what the stages leave unexplained is kept in proportion through a fix (the calibration)', () => {
