@@ -92,12 +92,17 @@ function exitOutcome(input: DoctorInput, ranks: readonly RankSummary[]): RunOutc
       outcome: 'interrupted',
       text: `interrupted (SIGINT passed to the command); exit code ${code}; the report covers the steps before`,
     };
+  // A recorded run that kept no exit status: what its records imply, said as such (issue 47: "completed (exit code
+  // 0)" above a note that no process ran and the code was assumed).
+  const kept = input.exit.inferred === true ? ', as the probe\'s records tell it: the run directory kept no exit status' : '';
   if (code !== 0)
     return {
       outcome: 'failed',
-      text: `the command failed with exit code ${code}${input.exit.signal ? ` (killed by ${input.exit.signal})` : ''}`,
+      text: kept
+        ? `failed${kept}`
+        : `the command failed with exit code ${code}${input.exit.signal ? ` (killed by ${input.exit.signal})` : ''}`,
     };
   if (ranks.length > 0 && ranks.every((r) => r.endReason === 'max-steps'))
     return { outcome: 'stopped-after-steps', text: `stopped cleanly after ${ranks[0]?.steps.steps ?? 0} steps (--steps)` };
-  return { outcome: 'completed', text: 'completed (exit code 0)' };
+  return { outcome: 'completed', text: kept ? `completed${kept}` : 'completed (exit code 0)' };
 }

@@ -174,3 +174,13 @@ describe("the README's first command without PyTorch", () => {
     expect((JSON.parse(missing.stdout) as DoctorReport).findings[0]?.id).toBe('dataloader-bound');
   });
 });
+
+describe('doctor --from a run directory that kept no exit status', () => {
+  it('says the outcome was read off the probe records, not that the command exited 0 (issue 47)', async () => {
+    const { rediagnosed } = await import('./helpers.js');
+    const r = await rediagnosed(join(REPO, 'examples', 'pace', 'runs', 'h100', 'jpeg_resnet'));
+    expect(existsSync(join(REPO, 'examples', 'pace', 'runs', 'h100', 'jpeg_resnet', 'report.json'))).toBe(false);
+    expect(r.run.outcome).toBe('completed');
+    expect(r.run.outcomeText).toBe("completed, as the probe's records tell it: the run directory kept no exit status");
+  });
+});

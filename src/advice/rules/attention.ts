@@ -162,8 +162,9 @@ export const attention: RankRule = (m, ctx) => {
             "Replace the written-out attention with F.scaled_dot_product_attention: one fused kernel (flash, memory-efficient or cuDNN) computes softmax(Q·Kᵀ·scale + mask)·V without writing the T x T scores to memory, forward and backward. Where the model has a switch, use it (Hugging Face: attn_implementation=\"sdpa\"; timm: fused_attn; a `flash` flag in nanoGPT-style code). torch.compile is no substitute: Inductor rewrites such patterns into SDPA only for some shapes and masks.",
           code: [
             'import torch.nn.functional as F',
-            '# q, k, v: [batch, heads, seq, head_dim]; replaces (q @ k.transpose(-2, -1)) * scale, masked_fill, softmax, dropout, @ v',
-            'y = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=self.dropout if self.training else 0.0)',
+            '# in the attention module\'s forward; q, k, v: [batch, heads, seq, head_dim]; replaces (q @ k.transpose(-2, -1)) * scale, masked_fill, softmax, dropout, @ v',
+            'y = F.scaled_dot_product_attention(q, k, v, is_causal=True)',
+            '# with attention dropout: dropout_p=<its probability> if self.training else 0.0 (minGPT: self.attn_dropout.p)',
             '# another mask (padding): attn_mask=mask (bool, True = attend) instead of is_causal',
           ].join('\n'),
           frameworks: {
