@@ -1,5 +1,5 @@
 /** What a model-FLOPs figure counted, in words shared by analyze's and doctor's reports. */
-import { catalogueName } from '../gpus/catalogue.js';
+import { catalogueName, lookupGpu } from '../gpus/catalogue.js';
 import type { ModelFlops } from '../trace/metrics/types.js';
 import { fmtMs, fmtPct, fmtTflops } from '../util/format.js';
 
@@ -32,5 +32,15 @@ export function flopsLeftOut(mf: ModelFlops): string | null {
 
 /** "2.4 TFLOP/s achieved, MFU 0.5% of the tf32 dense peak 494.7 TFLOP/s of the catalogue's NVIDIA H200 141GB" */
 export function mfuText(mf: ModelFlops, achieved = 'achieved'): string {
-  return `${fmtTflops(mf.achievedTflops)} TFLOP/s ${achieved}, MFU ${fmtPct(mf.mfu)} of the ${mf.peakPrecision} dense peak ${mf.peakTflops} TFLOP/s of ${catalogueName(mf.gpu)}`;
+  return `${fmtTflops(mf.achievedTflops)} TFLOP/s ${achieved}, MFU ${fmtPct(mf.mfu)} of the ${mf.peakPrecision} dense peak ${mf.peakTflops} TFLOP/s of ${catalogueName(mf.gpu)}${halfPeakText(mf)}`;
+}
+
+/**
+ * Beside an MFU against an fp32 or TF32 peak, the share of the bf16 peak the same work reaches: "51% of the fp32 peak"
+ * reads healthy where the tensor cores would do it several times faster (the cold read of issue 47).
+ */
+function halfPeakText(mf: ModelFlops): string {
+  if (mf.peakPrecision !== 'fp32' && mf.peakPrecision !== 'tf32') return '';
+  const bf16 = lookupGpu(mf.gpu)?.bf16Tflops;
+  return bf16 && bf16 > 0 ? `, ${fmtPct(mf.achievedTflops / bf16)} of its bf16 peak ${bf16} TFLOP/s` : '';
 }

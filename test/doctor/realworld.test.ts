@@ -147,3 +147,14 @@ describe('doctor on the real-code corpus (H100 runs, replayed with --from)', () 
     for (const f of r.findings) expect(f.recommendation.summary).not.toMatch(/^Compile the model/);
   });
 });
+
+describe("an MFU against an fp32 peak says the share of the bf16 peak beside it (the cold read: '51% of the fp32 peak' read as healthy)", () => {
+  it('the fp32 Trainer GPT-2 on an H100', async () => {
+    const { renderDoctorText } = await import('../../src/doctor/render.js');
+    const text = renderDoctorText(await fromDir('hf_trainer_gpt2'));
+    const m = /MFU (\d+)% of the fp32 dense peak [\d.]+ TFLOP\/s of [^,]+, ([\d.]+)% of its bf16 peak 989\.4 TFLOP\/s/.exec(text);
+    expect(m, text.split('\n').find((l) => l.includes('MFU'))).not.toBeNull();
+    // the same achieved TFLOP/s over the two peaks (66.9 and 989.4)
+    expect(Number(m![2]) / Number(m![1])).toBeCloseTo(66.9 / 989.4, 2);
+  });
+});
