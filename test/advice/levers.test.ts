@@ -48,7 +48,7 @@ describe('levers measured on an H100: finding, fix, measured step', () => {
     expect(ids).toContain('host-sync');
     expect(ids).not.toContain('launch-bound');
     const f = before.findings.find((x) => x.id === 'host-sync')!;
-    expect(f.evidence.join('\n')).toMatch(/syncs per step drained the queue \(each a host wait: a sync call or a copy into pageable memory, the profiler.s own included\), each followed by/);
+    expect(f.evidence.join('\n')).toMatch(/host waits a step found work queued and drained it \(a sync call or a copy into pageable memory, the profiler.s own included; a wait on an empty queue costs nothing\), each followed by/);
     expect(before.metrics.perStep.syncRefillNs).toBeGreaterThan(0);
     const after = await run('sync_refill_fixed');
     expect(after.findings.map((x) => x.id)).not.toContain('host-sync');

@@ -37,7 +37,7 @@ describe('analyze: per step or over the window, said', () => {
     // cudaDeviceSynchronize as the first step starts).
     expect(m.perStep.syncDrains * m.steps.length).toBeLessThanOrEqual(calls + 1 + 1e-9);
     const ev = r.findings.find((f) => f.id === 'host-sync')!.evidence;
-    expect(ev.find((e) => e.includes('drained the queue'))).toMatch(new RegExp(`^${m.perStep.syncDrains.toFixed(1).replace('.', '\\.')} syncs per step drained the queue \\(each a host wait`));
+    expect(ev.find((e) => e.includes('drained it'))).toMatch(new RegExp(`^${m.perStep.syncDrains.toFixed(1).replace('.', '\\.')} host waits a step found work queued and drained it \\(a sync call`));
     expect(ev).toContainEqual(expect.stringMatching(/^cudaStreamSynchronize: 4\.0 calls per step, 6\.\d+ ms blocked per step$/));
   });
 

@@ -41,7 +41,7 @@ describe('idle after a sync, by root cause', () => {
     expect(ids).toContain('host-sync');
     expect(ids).not.toContain('launch-bound');
     const f = diagnose([m]).find((x) => x.id === 'host-sync')!;
-    expect(f.evidence.join('\n')).toMatch(/1\.0 syncs per step drained the queue \(each a host wait: a sync call or a copy into pageable memory, the profiler.s own included\), each followed by/);
+    expect(f.evidence.join('\n')).toMatch(/1\.0 host waits a step found work queued and drained it \(a sync call or a copy into pageable memory, the profiler.s own included; a wait on an empty queue costs nothing\), each followed by/);
   });
 
   it('leaves the gaps to launch-bound when the CPU never gets ahead, syncs or not', () => {

@@ -280,7 +280,7 @@ export const gpuUnderused: RankRule = (m, ctx) => {
     ctx?.pace,
     {
       id: 'gpu-underused',
-      title: `The GPU is under-used and ${fmtPct(1 - memShare)} of its memory is free: a ${scale}x larger batch fits`,
+      title: `The GPU is under-used and ${1 - memShare > 0.99 ? 'over 99%' : fmtPct(1 - memShare)} of its memory is free: a ${scale}x larger batch fits`,
       ranks: [m.rank],
       evidence: [
         `GPU busy ${fmtPct(m.gpuBusyShare)} of the step${m.smEfficiency !== null ? `; estimated SM efficiency ${fmtPct(m.smEfficiency)}` : ''}`,
