@@ -3,6 +3,7 @@
  * and with which settings, the worker counts around the plan's, the spread of a trial's mean, the keep rule, the
  * divergence test, the permanent change in the user's terms, and the accuracy by lever.
  */
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { leverAccuracy, pairError } from '../../src/history/leverAccuracy.js';
 import type { StepRecord } from '../../src/run/records.js';
@@ -23,6 +24,7 @@ import {
   namedWorkers,
   parseTry,
   leastSteadySteps,
+  runFactsOf,
   PLAN_TUNE,
   perStartBatch,
   permanentChanges,
@@ -429,5 +431,28 @@ describe('leastSteadySteps: a trial outlasts what its start-up hides', () => {
     expect(leastSteadySteps({ ...jpeg, loader: null, stepsPerEpoch: null }, {}, 600)).toBe(PLAN_TUNE.minSteadySteps);
     expect(leastSteadySteps({ ...jpeg, stepsPerEpoch: 5000 }, {}, 600)).toBe(24);
     expect(leastSteadySteps(jpeg, { loader: { numWorkers: 13, prefetchFactor: 4 } }, 100)).toBe(100 - PLAN_TUNE.minSteadySteps);
+  });
+});
+
+describe('tune --plan on an H200 (examples/pace/runs/h200-tune, docs/validation/tune.md)', () => {
+  const dir = new URL('../../examples/pace/runs/h200-tune/', import.meta.url).pathname;
+  const read = (f: string) => JSON.parse(readFileSync(dir + f, 'utf8'));
+  const plain = readFileSync(`${dir}measured.jsonl`, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { run: string; mean_step_ms: number });
+  it("the memmap GPT's verified best (compile) is within 10% of the same change made by hand and run plainly", () => {
+    const r = read('memmap_gpt.plan.json') as PlanTuneReport;
+    expect(r.best.names).toEqual(['torch.compile']);
+    const runs = plain.filter((p) => p.run === 'memmap_gpt').map((p) => p.mean_step_ms);
+    const mean = runs.reduce((a, b) => a + b, 0) / runs.length;
+    expect(Math.abs(r.best.stepNs! / 1e6 / mean - 1)).toBeLessThan(0.1);
+  });
+  it("the JPEG ResNet's 46-step trials were shorter than what its loader hides; its trials now run through an epoch", () => {
+    const r = read('jpeg_resnet.plan.json') as PlanTuneReport;
+    expect(r.stepsPerTrial).toBeLessThan(63);
+    const facts = runFactsOf(read('jpeg_resnet/diagnosis-report.json'));
+    expect(facts.stepsPerEpoch).toBe(63);
+    expect(leastSteadySteps(facts, {}, 600)).toBeGreaterThanOrEqual(63);
   });
 });
