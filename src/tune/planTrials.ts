@@ -443,6 +443,28 @@ export function meanAndSpread(timesNs: readonly number[]): { meanNs: number; spr
   return { meanNs: mean, spreadNs: Math.sqrt(variance / k) };
 }
 
+/** A steady step this many times the steady median, not spent waiting for the DataLoader, is a one-time stall. */
+const ONE_TIME_STALL_X = 10;
+/** ... and at most this many of them in a trial: more is the run's own rhythm (an evaluation, a checkpoint), kept. */
+const ONE_TIME_STALLS_MAX = 2;
+
+/**
+ * The steady steps less one-time stalls: a step ONE_TIME_STALL_X times the median whose time is not the loop's wait for
+ * its batch is a warm-up at a new shape (cudnn.benchmark autotuning the partial last batch of an epoch, a compiled
+ * model recompiling for it), paid once in a run and not again at that shape: an H100 JPEG ResNet's bf16 +
+ * channels_last trial took 5.9 s at its epoch's partial batch, among steps of 40 ms, and read 151 ms a step. Such
+ * stalls count as warm-up (a cost, not in the mean); a DataLoader's stalls (their time is waiting) always stay.
+ */
+export function withoutOneTimeStalls(timesNs: readonly number[], waitsNs: readonly number[]): { kept: number[]; once: number[] } {
+  if (timesNs.length < 10) return { kept: [...timesNs], once: [] };
+  const sorted = [...timesNs].sort((a, b) => a - b);
+  const median = sorted[Math.floor(sorted.length / 2)] as number;
+  const stall = (t: number, i: number) => t > ONE_TIME_STALL_X * median && (waitsNs[i] ?? 0) < 0.5 * t;
+  const once = timesNs.filter(stall);
+  if (once.length === 0 || once.length > ONE_TIME_STALLS_MAX) return { kept: [...timesNs], once: [] };
+  return { kept: timesNs.filter((t, i) => !stall(t, i)), once };
+}
+
 /**
  * The steady steps of a trial's slowest process (the one definition of run/steps.ts: the first step and the warm-up
  * left out, GPU times where the CUDA events cover the steps), their mean and its spread; null without timed steps.
@@ -463,11 +485,12 @@ export function measureTrial(records: readonly ProbeRecord[]): Measure | null {
     const times = timed.map((s) => (timing === 'gpu' ? (gpu.get(s.step) as number) : (s.stepTimeS as number)) * 1e9);
     if (times.length === 0) continue;
     const steady = steadyStart(times);
-    const kept = times.slice(steady.start);
+    const waits = timed.slice(steady.start).map((s) => s.dataWaitS * 1e9);
+    const { kept, once } = withoutOneTimeStalls(times.slice(steady.start), waits);
     const ms = meanAndSpread(kept);
     if (ms === null) continue;
     const first = steps[0]?.stepTimeS;
-    const before = [...(typeof first === 'number' && Number.isFinite(first) ? [first * 1e9] : []), ...times.slice(0, steady.start)];
+    const before = [...(typeof first === 'number' && Number.isFinite(first) ? [first * 1e9] : []), ...times.slice(0, steady.start), ...once];
     const m: Measure = {
       steps: kept.length,
       meanNs: ms.meanNs,
