@@ -73,6 +73,7 @@ export function planOf(job: Job, candidates: readonly PlanCandidate[]): PacePlan
   let now = start.perBatchNs;
   const left = [...candidates];
   const steps: PlanStep[] = [];
+  let saidUntimed = false;
   const slowest = job.ranks.find((r) => r.rank === job.slowestRank) as JobRank;
   while (left.length > 0 && steps.length < MAX_PLAN_STEPS) {
     const loaderBinds = jobStepOf(cur).bound === 'input';
@@ -94,6 +95,10 @@ export function planOf(job: Job, candidates: readonly PlanCandidate[]): PacePlan
     const wanted = best.s.workersNeeded !== null && l ? workersToAsk(l, best.s.workersNeeded) : null;
     const need = !setsWorkers && wanted !== null && have !== null && wanted > have ? wanted : null;
     const boundText = boundWords(bp, best.s.bound);
+    // A stage the evidence could not time cannot be said to keep up: the step stops at it if it is longer (issue 47).
+    // Said at the first step it holds for; the steps after it rest on the same caveat.
+    const untimedHost: string = bp.stages.host.ns === null && best.s.bound !== 'host' && !saidUntimed ? ', unless the host (not timed) binds first' : '';
+    saidUntimed ||= untimedHost !== '';
     const partial = best.c.fix.compiles ? (slowest.measured.partialBatch ?? null) : null;
     const dropLast = partial !== null ? `; with DataLoader(drop_last=True): ${partialWords(partial)}` : '';
     const madeOn = several ? ranksMadeOn(cur, best.c.fix, best.c.ranks ?? []) : [];
@@ -110,7 +115,7 @@ export function planOf(job: Job, candidates: readonly PlanCandidate[]): PacePlan
       boundText,
       workersNeeded: need,
       dropLast: partial !== null,
-      text: `${best.c.fix.label}${madeOn.length > 1 ? ` (ranks ${madeOn.join(', ')})` : ''}: ${fmtMs(now)} -> ${fmtMs(best.s.perBatchNs)} ${per} (${speedupText(now, best.s.perBatchNs, batchScale)}${ownStep}); then ${boundText} sets the pace${several ? ` (rank ${best.s.rank})` : ''}${need !== null ? `; needs about ${need} DataLoader workers` : ''}${dropLast}`,
+      text: `${best.c.fix.label}${madeOn.length > 1 ? ` (ranks ${madeOn.join(', ')})` : ''}: ${fmtMs(now)} -> ${fmtMs(best.s.perBatchNs)} ${per} (${speedupText(now, best.s.perBatchNs, batchScale)}${ownStep}); then ${boundText} sets the pace${several ? ` (rank ${best.s.rank})` : ''}${untimedHost}${need !== null ? `; needs about ${need} DataLoader workers` : ''}${dropLast}`,
       ...(several ? { rank: best.s.rank, ranks: madeOn } : {}),
       ...(batchScale !== 1 ? { batchScale } : {}),
     });
