@@ -563,7 +563,7 @@ export function whatIfFindings(
     }
     const basis = pace ?? (stepS !== null && stepS > 0 ? measuredStep(stepS * 1e9, 'the median step') : null);
     // The what-if's own throughput factor as a change of the whole step; a what-if of more samples a step (a bigger
-    // batch) says so, so its gain reads per the run's batch of samples, not per step (its own step is longer).
+    // batch) says so, so its gain reads per batch of today's size, not per step (its own step is longer).
     const k = samplesScale(result.setup, w);
     const fix: Fix = {
       label: w.id === 'bigger-batch' ? `batch ${w.batch}` : w.title.split(':')[0] ?? w.id,

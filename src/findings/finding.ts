@@ -31,7 +31,7 @@ export interface EstimatedGain {
   boundAfter?: 'input' | 'host' | 'gpu' | 'comm' | 'serial';
   /**
    * The fix's batch over the run's (a 4x batch: 4), present only when the fix changes it. The two step times are then
-   * per the run's batch of samples, not per step: the time per sample, so the speed-up is in samples/s (a step of the
+   * per batch of today's size, not per step: the time per sample, so the speed-up is in samples/s (a step of the
    * bigger batch takes expectedStepTimeNs x batchScale). Added within schema 1 of doctor and 2 of analyze.
    */
   batchScale?: number;

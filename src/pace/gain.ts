@@ -34,7 +34,7 @@ export function gainOf(p: Pipeline, fix: Fix): EstimatedGain | null {
   const fixScale = fix.batchScale ?? 1;
   const per =
     q.batchScale !== p.batchScale || fixScale !== 1
-      ? ` per ${fmtBatch(p.batchScale)} batch (${fmtMs(after.stepNs * fixScale)} a step of the ${((q.batchScale / p.batchScale) * fixScale).toFixed(1)}x batch)`
+      ? ` per batch of ${fmtBatch(p.batchScale)} size (${fmtMs(after.stepNs * fixScale)} a step of the ${((q.batchScale / p.batchScale) * fixScale).toFixed(1)}x batch)`
       : '';
   const arithmetic =
     p.source === 'step'
@@ -86,7 +86,7 @@ export function jobGainOf(job: Job, fix: Fix, among: readonly number[] = []): Es
   };
 }
 
-/** The gain's `batchScale`, only where the fix changed the batch: its times are then per the run's batch of samples. */
+/** The gain's `batchScale`, only where the fix changed the batch: its times are then per batch of today's size. */
 function batchScaleOf(before: number, after: number): { batchScale?: number } {
   return after !== before ? { batchScale: after / before } : {};
 }
@@ -95,11 +95,11 @@ function batchScaleOf(before: number, after: number): { batchScale?: number } {
  * What a time is per once a fix changed the batch: the run's batch of samples (the same samples in less time, so the
  * speed-up is in samples/s), not a step, which the bigger batch makes longer. Issue 47: "4x larger batch" said "per step".
  */
-export const PER_RUN_BATCH = "per the run's batch of samples";
+export const PER_RUN_BATCH = "per batch of today's size";
 
 /** PER_RUN_BATCH, or its decode-step form where each sequence of the batch yields a token a step. */
 export function perRunBatch(unit?: 'tokens'): string {
-  return unit === 'tokens' ? "per the run's batch of tokens" : PER_RUN_BATCH;
+  return unit === 'tokens' ? "per today's batch of tokens" : PER_RUN_BATCH;
 }
 
 /** The bigger batch's own step: a time per the run's batch (a gain's expected step) times the batch multiple. */
@@ -119,7 +119,7 @@ export function speedupText(fromNs: number, toNs: number, batchScale = 1, unit?:
 }
 
 function fmtBatch(scale: number): string {
-  return scale === 1 ? "the run's" : `${scale}x the run's`;
+  return scale === 1 ? "today's" : `${scale}x today's`;
 }
 
 /** A change measured or modelled as a whole: the step `stepNs` becomes `expectedNs` (measured elsewhere, another layout). */

@@ -48,7 +48,7 @@ export interface PlanStep {
   /** The rank whose own step binds once it is made, and the ranks the fix is made on (a job of several ranks only). */
   rank?: number;
   ranks?: number[];
-  /** The batch over the run's once this step is made, where a step so far changed it: the times are then per the run's batch of samples. */
+  /** The batch over the run's once this step is made, where a step so far changed it: the times are then per batch of today's size. */
   batchScale?: number;
 }
 
@@ -61,7 +61,7 @@ export interface PacePlan {
   steps: PlanStep[];
   /** The step expected after every fix of the plan. */
   expectedStepNs: number;
-  /** The batch over the run's after the plan, where a step changed it: expectedStepNs is then per the run's batch of samples. */
+  /** The batch over the run's after the plan, where a step changed it: expectedStepNs is then per batch of today's size. */
   batchScale?: number;
 }
 

@@ -48,8 +48,8 @@ const SOURCE_LABEL: Record<string, string> = {
 
 /**
  * "183 ms -> 72.2 ms per step (-61%, 2.54x)": the step now, the step once fixed, the share saved, the speed-up. A fix
- * that changes the batch gives the time per the run's batch of samples and the speed-up in samples/s, and the bigger
- * batch's own step beside them: "17.6 ms -> 4.41 ms per the run's batch of samples (-75%, 4.00x the samples/s; a step
+ * that changes the batch gives the time per batch of today's size and the speed-up in samples/s, and the bigger
+ * batch's own step beside them: "17.6 ms -> 4.41 ms per batch of today's size (-75%, 4.00x the samples/s; a step
  * of the 4x batch: 17.6 ms)".
  */
 export function expectedStepText(g: EstimatedGain): string {

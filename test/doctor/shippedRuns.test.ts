@@ -62,13 +62,13 @@ describe('doctor --from on every shipped run directory', () => {
         if (f.estimatedGain) {
           // its gain alone, and where the plan gives it another after the fixes before it, that too (issue 47)
           const alone = /^ {4}expected alone: /.test(lines[head + 1] ?? '');
-          // a batch change reads per the run's batch of samples, its speed-up in samples/s, its own step beside them
+          // a batch change reads per batch of today's size, its speed-up in samples/s, its own step beside them
           const perStep = f.estimatedGain.batchScale
-            ? / per the run's batch of samples \(-[\d.]+%, [\d.]+x the samples\/s; a step of the [\d.]+x batch: \S+ \S+\)$/
+            ? / per batch of today's size \(-[\d.]+%, [\d.]+x the samples\/s; a step of the [\d.]+x batch: \S+ \S+\)$/
             : / per step \(-[\d.]+%, [\d.]+x\)$/;
           expect(lines[head + 1]).toMatch(/^ {4}expected( alone)?: \S+ \S+ -> \S+ \S+ /);
           expect(lines[head + 1]).toMatch(perStep);
-          if (alone) expect(lines[head + 2]).toMatch(/^ {4}in the plan \(step \d+(, after [^)]+(\)[^)]*)*)?\): \S+ \S+ -> \S+ \S+ (a step|per the run's batch of samples) \([\d.]+x( the samples\/s)?\)$/);
+          if (alone) expect(lines[head + 2]).toMatch(/^ {4}in the plan \(step \d+(, after [^)]+(\)[^)]*)*)?\): \S+ \S+ -> \S+ \S+ (a step|per batch of today's size) \([\d.]+x( the samples\/s)?\)$/);
           expect(lines[head + (alone ? 3 : 2)]).toMatch(/^ {4}how: /);
         }
         const fix = lines.findIndex((l, k) => k > head && l.startsWith('    fix: '));

@@ -182,7 +182,7 @@ describe('fixes compose', () => {
     const g = gainOf(p, { label: 'batch x4', ops: [{ kind: 'batch', k: 4 }], arithmetic: '' })!;
     // per batch of the run's size: max(16.5, 4 x 2.8) / 4
     expect(g.expectedStepTimeNs / ms).toBeCloseTo(16.5 / 4, 6);
-    expect(g.arithmetic).toMatch(/per the run's batch \(16\.5 ms a step of the 4\.0x batch\)/);
+    expect(g.arithmetic).toMatch(/per batch of today's size \(16\.5 ms a step of the 4\.0x batch\)/);
   });
 
   it('a whole-step change (measured elsewhere, another layout) scales every stage', () => {

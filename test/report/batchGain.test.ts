@@ -1,6 +1,6 @@
 /**
  * A fix that changes the batch (issue 47: the what-if "4x larger batch" labelled "per step"): the bigger batch's step
- * is longer, what shrinks is the time per sample. Its figures read per the run's batch of samples, its speed-up in
+ * is longer, what shrinks is the time per sample. Its figures read per batch of today's size, its speed-up in
  * samples/s, with the bigger batch's own step beside them, in the terminal, Markdown, HTML and --json, on analyze's
  * `gpu-underused` (a shipped trace) and doctor's bigger-batch what-if (a shipped run); a fix of the same batch keeps
  * "per step".
@@ -18,7 +18,7 @@ import { runCli } from '../helpers/cli.js';
 const MLP = join(REPO, 'examples', 'traces', 'mlp_launch_bound.trace.json.gz');
 
 describe('a batch change is told per sample, not per step', () => {
-  it("analyze: gpu-underused's 4x batch and the plan it opens read per the run's batch of samples", async () => {
+  it("analyze: gpu-underused's 4x batch and the plan it opens read per batch of today's size", async () => {
     const json = await runCli(['analyze', MLP, '--json']);
     expect(json.code, json.stderr).toBe(0);
     const r = JSON.parse(json.stdout) as AnalyzeReport;
@@ -30,9 +30,9 @@ describe('a batch change is told per sample, not per step', () => {
 
     const text = await runCli(['analyze', MLP]);
     const lines = text.stdout.split('\n');
-    expect(lines[2]).toBe("What to do: 17.6 ms -> 1.61 ms per the run's batch of samples (10.93x the samples/s) with these 2 changes, each on top of the ones before");
-    expect(lines[3]).toBe("  1. batch x4: 17.6 ms -> 4.41 ms per the run's batch of samples (4.00x the samples/s; a step of the 4x batch: 17.6 ms); then the host sets the pace");
-    const expected = "17.6 ms -> 4.41 ms per the run's batch of samples (-75%, 4.00x the samples/s; a step of the 4x batch: 17.6 ms)";
+    expect(lines[2]).toBe("What to do: 17.6 ms -> 1.61 ms per batch of today's size (10.93x the samples/s) with these 2 changes, each on top of the ones before");
+    expect(lines[3]).toBe("  1. batch x4: 17.6 ms -> 4.41 ms per batch of today's size (4.00x the samples/s; a step of the 4x batch: 17.6 ms); then the host sets the pace");
+    const expected = "17.6 ms -> 4.41 ms per batch of today's size (-75%, 4.00x the samples/s; a step of the 4x batch: 17.6 ms)";
     expect(text.stdout).toContain(`    expected: ${expected}`);
     expect(text.stdout).toContain('    expected: 17.6 ms -> 6.46 ms per step (-63%, 2.73x)');
     const md = await runCli(['analyze', MLP, '--md']);
@@ -43,7 +43,7 @@ describe('a batch change is told per sample, not per step', () => {
     const r = await rediagnosed(join(REPO, 'examples', 'doctor', 'runs', 'h100-host', 'fp32_b64'));
     const f = r.findings.find((x) => x.id === 'whatif-bigger-batch')!;
     expect(f.estimatedGain?.batchScale).toBe(2);
-    const expected = "57.7 ms -> 38.6 ms per the run's batch of samples (-33%, 1.49x the samples/s; a step of the 2x batch: 77.2 ms)";
+    const expected = "57.7 ms -> 38.6 ms per batch of today's size (-33%, 1.49x the samples/s; a step of the 2x batch: 77.2 ms)";
     expect(renderDoctorText(r)).toContain(`    expected: ${expected}`);
     expect(renderDoctorMarkdown(r)).toContain(`**expected:** ${expected}`);
     expect(renderDoctorHtml(r, inlineAssets())).toContain(`<b>expected:</b> ${expected.replace(/'/g, '&#39;').replace('->', '-&gt;')}`);

@@ -56,7 +56,7 @@ const INFERENCE_SYNC_FIX = {
  */
 const TRAINER_SYNC_SWITCH = [
   "TrainingArguments(..., logging_nan_inf_filter=False)   # the Trainer tests each batch's loss for nan/inf on the host: 2 syncs; the filter only changes the logged loss",
-  "# transformers' mask preparation in the forward may read one more (its packed-sequence check, without attention_mask in the batch)",
+  "# and the third a step: give the batch an attention_mask (without one, transformers' mask preparation reads its packed-sequence check on the host)",
 ].join('\n');
 
 export const hostSync: RankRule = (m, ctx) => {
