@@ -65,6 +65,11 @@ export interface PacePlan {
   batchScale?: number;
 }
 
+/** Whether a fix changes the batch (a batch op, or a what-if modelled at another batch). */
+function changesBatch(fix: Fix): boolean {
+  return fix.ops.some((o) => o.kind === 'batch') || (fix.batchScale ?? 1) !== 1;
+}
+
 /** The plan for a job (a run of one rank: a job of one) and the fixes on offer. */
 export function planOf(job: Job, candidates: readonly PlanCandidate[]): PacePlan {
   const start = jobStepOf(job);
@@ -82,7 +87,12 @@ export function planOf(job: Job, candidates: readonly PlanCandidate[]): PacePlan
       const r = loaderBinds ? q : withWorkersNeeded(q);
       return { c, q: r, s: jobStepOf(r) };
     });
-    const best = tried.reduce((a, b) => (b.s.perBatchNs < a.s.perBatchNs ? b : a));
+    // A larger batch changes the training itself (its learning rate, its optimisation), so the fixes that leave the
+    // batch as it is come first; a batch step is planned once none of them gains (issue 47: a DDP plan led by "batch x4").
+    const bestOf = (ts: typeof tried) => ts.reduce((a, b) => (b.s.perBatchNs < a.s.perBatchNs ? b : a));
+    const keepBatch = tried.filter((t) => !changesBatch(t.c.fix));
+    const bestKeeping = keepBatch.length > 0 ? bestOf(keepBatch) : null;
+    const best = bestKeeping !== null && bestKeeping.s.perBatchNs < now * (1 - MIN_STEP_GAIN) ? bestKeeping : bestOf(tried);
     if (!(best.s.perBatchNs < now * (1 - MIN_STEP_GAIN))) break;
     left.splice(left.indexOf(best.c), 1);
     for (const id of best.c.fix.includes ?? []) for (const c of left.filter((x) => x.id === id)) left.splice(left.indexOf(c), 1);

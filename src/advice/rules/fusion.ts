@@ -98,8 +98,9 @@ function fusableNs(m: TraceMetrics): number {
 /**
  * What compiling costs before the first step, s: a compiled ResNet-50 (bf16, channels_last) on an H200 ran its first
  * step 31.7 s after its first forward (examples/levers/runs/h200/compiled_cnn, torch 2.11); first compiled steps of
- * larger models are reported at minutes (129 s, pytorch#111180). The finding says how many steps its saving takes to
- * pay that back.
+ * larger models are reported at minutes (129 s, pytorch#111180). A GPT-2 124M (bf16, SDPA, AdamW) paid 34 s over its
+ * steady steps in a tune --plan trial on an H200 (examples/pace/runs/h200-tune). The finding says how many steps its
+ * saving takes to pay that back.
  */
 export const COMPILE_WARMUP_S = 32;
 
@@ -112,7 +113,7 @@ export const COMPILE_WARMUP_S = 32;
 export function compileWarmupWords(gain: EstimatedGain | null): string | null {
   const savedNs = gain === null ? 0 : gain.stepTimeNs - gain.expectedStepTimeNs;
   return savedNs > 0
-    ? `compiling takes time before the first step: about ${COMPILE_WARMUP_S} s for a ResNet-50 on an H200 (measured), minutes for larger models; at ${fmtMs(savedNs)} saved a step that is paid back after about ${fmtInt(Math.ceil((COMPILE_WARMUP_S * 1e9) / savedNs))} steps`
+    ? `compiling takes time before the first step: about ${COMPILE_WARMUP_S} s for a ResNet-50 or a GPT-2 124M on an H200 (measured), minutes for larger models (gpuwise tune --plan measures yours); at ${fmtMs(savedNs)} saved a step that is paid back after about ${fmtInt(Math.ceil((COMPILE_WARMUP_S * 1e9) / savedNs))} steps`
     : null;
 }
 
