@@ -55,7 +55,8 @@ const MODEL_RULES: readonly ModelRule[] = [halfMasterWeights];
  */
 export function diagnose(ranks: TraceMetrics[], collectives: readonly CollectiveTimings[] = [], contexts: readonly (RunContext | undefined)[] = []): Finding[] {
   const perRank: Finding[] = [];
-  const waits = peerWaits(ranks, collectives);
+  // Windows begun at different steps (doctor): the waits in them are the profiler's, not the job's.
+  const waits = contexts.some((c) => c?.windowsApart === true) ? null : peerWaits(ranks, collectives);
   ranks.forEach((m, i) => {
     const ctx = waits === null ? contexts[i] : { ...(contexts[i] ?? { askedHalf: null }), peerWaitNs: waits[i] ?? 0 };
     for (const rule of RANK_RULES) {

@@ -55,3 +55,21 @@ describe('scenario traces recorded on H200s', () => {
     });
   }
 });
+
+describe('windows begun at different steps (doctor): their waits are the profiler\'s, so no finding is judged on a job of them', () => {
+  it('ddp_small_buckets with windowsApart: each finding keeps its own rank\'s gain', async () => {
+    const files = ['rank0', 'rank1'].map((r) => `${DIR}ddp_small_buckets.${r}.trace.json.gz`);
+    const ranks = await Promise.all(
+      files.map(async (f) => {
+        const model = await loadTrace(f);
+        const metrics = analyzeTrace(model);
+        return { metrics, collectives: collectiveTimings(model, metrics.steps) };
+      }),
+    );
+    const metrics = ranks.map((r) => r.metrics);
+    const apart = diagnose(metrics, ranks.map((r) => r.collectives), metrics.map(() => ({ askedHalf: null, windowsApart: true })));
+    const launch = apart.find((f) => f.id === 'launch-bound')!;
+    // rank 1's own step (42.0 ms), not the job's 46.1 ms
+    expect(launch.estimatedGain!.stepTimeNs).toBeCloseTo(metrics[1]!.perStep.durNs, -3);
+  });
+});
