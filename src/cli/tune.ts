@@ -18,7 +18,6 @@ import { type TrialRun, runTrial } from './trialRun.js';
 import { splitCommand } from './telemetryArgs.js';
 import { parseParam, shellQuote, substitute } from './tuneParam.js';
 import { UsageError, parseFlags } from './usage.js';
-
 import { fmtGiB } from '../util/format.js';
 
 const HELP = `Usage: gpuwise tune --param NAME=LO..HI [options] -- CMD ... {NAME} ...

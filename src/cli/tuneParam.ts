@@ -20,7 +20,7 @@ export function substitute(cmd: string[], name: string, value: number): string[]
   return cmd.map((a) => a.split(token).join(String(value)));
 }
 
+/** A command as one shell line, each argument quoted where the shell would read it otherwise. */
 export function shellQuote(args: string[]): string {
   return args.map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`)).join(' ');
 }
-

@@ -289,7 +289,7 @@ export async function runPlan(argv: string[]): Promise<number> {
     const startS = Math.max(1, diagWallS - diagnosisSteps * paceS);
     const stepsS = (n: number) => startS + Math.min(steps, n) * paceS;
     const [leastS, mostS] = stop
-      ? [stepsS(PLAN_TUNE.minSteadySteps + 2), Math.min(stepsS(steps), startS + 2 * stop.maxSeconds + 2)]
+      ? [stepsS(leastSteadySteps(facts, {}, steps) + 2), Math.min(stepsS(steps), startS + 2 * stop.maxSeconds + 2)]
       : [stepsS(steps), stepsS(steps)];
     say(
       `diagnosis: ${plan ? `${(plan.stepNs / 1e6).toFixed(1)} ms a step; plan: ${plan.steps.map((s) => s.label).join('; ') || 'nothing to fix'}` : 'no plan'} (${diagWallS.toFixed(0)} s)`,

@@ -44,19 +44,18 @@ const kwarg = (name: string) => new RegExp(`(,\\s*)?\\b${name}=[^,)]*`);
 
 /**
  * The change of plan step `i`, in one line: its finding's first statement, made to say what this step sets. A
- * DataLoader call gets the worker count the step runs with (its label's "num_workers A -> B", or the count it needs)
- * and loses the keyword arguments a later step of the plan sets (pin_memory=True is the pinned-memory step's); a
- * pinned DataLoader says the non-blocking copy that goes with it, where its finding's code has one.
+ * DataLoader call gets the workers the step says it needs (`workersNeeded`: the fix's own count is in its finding's
+ * code already) and loses pin_memory where a later step of the plan is the pinned-memory one; a pinned DataLoader says
+ * the non-blocking copy that goes with it, where its finding's code has one.
  */
 export function stepChangeLine(plan: PacePlan, i: number, code: string): string | null {
   let line = changeLine(code);
   const step = plan.steps[i];
   if (line === null || step === undefined || !/\bDataLoader\(/.test(line)) return line;
-  const later = plan.steps.slice(i + 1);
-  if (later.some((s) => s.id === 'pageable-h2d') && kwarg('pin_memory').test(line)) line = line.replace(kwarg('pin_memory'), '');
-  const workers = /num_workers \d+ -> (\d+)/.exec(step.label)?.[1] ?? (step.workersNeeded !== null ? String(step.workersNeeded) : null);
-  if (workers !== null)
-    line = kwarg('num_workers').test(line) ? line.replace(/\bnum_workers=[^,)]*/, `num_workers=${workers}`) : line.replace(/DataLoader\(([^)]*)\)/, `DataLoader($1, num_workers=${workers})`);
+  if (plan.steps.slice(i + 1).some((s) => s.id === 'pageable-h2d')) line = line.replace(kwarg('pin_memory'), '');
+  const need = step.workersNeeded;
+  if (need !== null)
+    line = kwarg('num_workers').test(line) ? line.replace(/\bnum_workers=[^,)]*/, `num_workers=${need}`) : line.replace(/DataLoader\(([^)]*)\)/, `DataLoader($1, num_workers=${need})`);
   if (/\bpin_memory=True/.test(line) && /non_blocking=True/.test(code) && !/non_blocking/.test(line)) line += '; x = x.to(device, non_blocking=True)';
   return line.replace(/\(\s*,\s*/, '(');
 }

@@ -521,12 +521,13 @@ export function stepsPerTrial(diagnosisStepNs: number | null, seconds: number = 
 /** When a trial stops (GPUWISE_TRIAL_STOP, python/gpuwise/probe/steady.py): its mean known, or its seconds of steady steps. */
 export interface TrialStop {
   relSpread: number;
+  /** The floor of steady steps; each trial's probe is given its own, at least this (leastSteadySteps). */
   minSteps: number;
   maxSeconds: number;
 }
 
-export function trialStopOf(seconds: number = PLAN_TUNE.trialSeconds, minSteps: number = PLAN_TUNE.minSteadySteps): TrialStop {
-  return { relSpread: PLAN_TUNE.stopRelSpread, minSteps, maxSeconds: seconds };
+export function trialStopOf(seconds: number = PLAN_TUNE.trialSeconds): TrialStop {
+  return { relSpread: PLAN_TUNE.stopRelSpread, minSteps: PLAN_TUNE.minSteadySteps, maxSeconds: seconds };
 }
 
 /** A DataLoader's prefetch_factor where the run does not set it (torch's default, with workers). */
