@@ -9,6 +9,7 @@
  * where its numbers come from (`basis`); the ones that promise more throughput become findings (source `planner`),
  * merged into the trace's own finding when that already says the same (`gpu-underused`, `no-tensor-cores`).
  */
+import { autocastLines } from '../advice/snippets.js';
 import { adviceFinding, type Finding } from '../findings/finding.js';
 import type { Fix } from '../pace/fix.js';
 import { batchedStepOf, batchThroughputFactor, gainOf } from '../pace/gain.js';
@@ -359,7 +360,7 @@ function plannerWhatIfs(setup: RunSetup, baseReq: PlanRequest, input: WhatIfInpu
           ? null
           : {
               summary: 'Run the forward pass under bf16 autocast (weights and optimizer stay fp32).',
-              code: 'with torch.autocast("cuda", dtype=torch.bfloat16):\n    loss = model(**batch).loss\nloss.backward()',
+              code: [...autocastLines('bfloat16'), 'loss.backward()'].join('\n'),
             },
       ),
     );

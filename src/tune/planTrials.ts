@@ -2,13 +2,14 @@
  * `gpuwise tune --plan` (pure): which of doctor's plan steps the probe can make without an edit to the script, the
  * settings of each trial (python/gpuwise/probe/trial.py reads them), the worker counts around the plan's, a trial's
  * steady steps and the spread of their mean, whether a fix measured better beyond that spread, and the report
- * (`--json`, schemaVersion 1).
+ * (`--json`, schemaVersion 2).
  *
  * The trials go in the plan's order, each on top of the fixes kept so far: a fix is kept when its trial's mean step is
  * shorter than the configuration it was tried on by more than both Z_SPREAD x the spread of the difference and
  * MIN_GAIN of the step. A step with several candidates (the worker counts) keeps the smallest candidate no worse than
  * the best beyond the spread (fewer workers hold less memory and CPU), when that one is better than where it started.
  */
+import { autocastLines } from '../advice/snippets.js';
 import type { DoctorReport } from '../doctor/reportTypes.js';
 import type { ProbeRecord, StepRecord } from '../run/records.js';
 import { gpuStepTimesOf, slowedByProbe, steadyStart } from '../run/steps.js';
@@ -732,7 +733,7 @@ export function permanentChanges(s: TrialSettings, framework: string | null): Pe
     torchLines.push('model = model.to(memory_format=torch.channels_last)', 'x = x.to(device, memory_format=torch.channels_last)');
   if (s.compile)
     torchLines.push(s.compile === 'default' ? 'model = torch.compile(model)' : `model = torch.compile(model, mode="${s.compile}")`);
-  if (s.autocast) torchLines.push('with torch.autocast("cuda", dtype=torch.bfloat16):', '    loss = loss_fn(model(x), y)');
+  if (s.autocast) torchLines.push(...autocastLines('bfloat16'));
   if (torchLines.length === 0) return [];
   const out: PermanentChange[] = [{ framework: 'pytorch', lines: torchLines }];
   const hf: string[] = [];

@@ -7,6 +7,7 @@ import { isHalfDtype } from '../../util/dtype.js';
 import { type AutocastEffect, bf16AutocastEffect } from '../autocast.js';
 import { bf16WeightsEffect, unshapedDecodeEffect } from '../bf16Weights.js';
 import { BF16_AUTOCAST_SWITCHES } from '../framework.js';
+import { autocastLines } from '../snippets.js';
 import { modelParallelFigures } from './modelParallel.js';
 import { autocastNotReaching } from './precision.js';
 import { finding, fp32MatmulNsPerStep, gpuOf, matmulNs, ofWindowStep, paced, pacedParts, type RankRule, type RunContext, stepNs } from './rule.js';
@@ -56,8 +57,7 @@ export const noTensorCores: RankRule = (m, ctx) => {
       recommendation: {
         summary: 'Run matmuls on tensor cores: bf16 autocast (best), or at least TF32 for fp32 matmuls (Ampere and newer).',
         code: [
-          'with torch.autocast("cuda", dtype=torch.bfloat16):',
-          '    loss = model(x)',
+          ...autocastLines('bfloat16'),
           '# or keep fp32 weights and allow TF32 math:',
           'torch.backends.cuda.matmul.allow_tf32 = True  # torch.set_float32_matmul_precision("high")',
           'torch.backends.cudnn.allow_tf32 = True',

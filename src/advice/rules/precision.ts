@@ -11,6 +11,7 @@ import { isHalfDtype } from '../../util/dtype.js';
 import { fmtInt, fmtMs } from '../../util/format.js';
 import { bf16AutocastEffect } from '../autocast.js';
 import { BF16_AUTOCAST_SWITCHES } from '../framework.js';
+import { autocastLines } from '../snippets.js';
 import { type FindingParts, finding, fp32MatmulNsPerStep, gpuOf, matmulNs, type ModelRule, paced, pacedParts, type RankRule, type RunContext, stepNs } from './rule.js';
 
 /** Already mixed precision: at least this share of the known-precision matmul time on 16/8-bit tensor cores. */
@@ -45,8 +46,8 @@ export function autocastNotReaching(parts: FindingParts, asked: NonNullable<RunC
       summary: `Mixed precision is asked for, but the profiled matmuls ran in fp32/TF32: autocast does not cover the model's forward. Make the forward that trains run inside it: with accelerate, call the model accelerator.prepare() returned (not the object passed to it, nor model.module); in a hand-written loop, put the forward and the loss inside torch.autocast. A .float() cast or a custom autograd.Function inside the model also keeps its matmuls in fp32.`,
       code: [
         'model, optimizer, loader = accelerator.prepare(model, optimizer, loader)   # then train this model',
-        `with torch.autocast("cuda", dtype=torch.${asked.dtype}):   # a hand-written loop: forward and loss inside`,
-        '    loss = loss_fn(model(x), y)',
+        '# a hand-written loop: the forward and the loss inside autocast',
+        ...autocastLines(asked.dtype),
         'loss.backward()',
       ].join('\n'),
     },
@@ -78,8 +79,7 @@ export const mixedPrecision: RankRule = (m, ctx) => {
   if (saved / step < MIN_SAVED_SHARE) return null;
   const dtype = bf16 ? 'bfloat16' : 'float16';
   const code = [
-    `with torch.autocast("cuda", dtype=torch.${dtype}):`,
-    '    loss = loss_fn(model(x), y)',
+    ...autocastLines(dtype),
     'loss.backward()   # outside autocast; the optimizer keeps fp32 master weights',
     ...(bf16
       ? []
@@ -186,8 +186,7 @@ export const fp16WithoutScaler: RankRule = (m) => {
         : 'Scale the loss with torch.amp.GradScaler so small gradients survive in fp16.',
       code: [
         'scaler = torch.amp.GradScaler("cuda")',
-        'with torch.autocast("cuda", dtype=torch.float16):',
-        '    loss = loss_fn(model(x), y)',
+        ...autocastLines('float16'),
         'scaler.scale(loss).backward()',
         'scaler.step(opt); scaler.update()',
       ].join('\n'),
@@ -239,8 +238,7 @@ export const halfMasterWeights: ModelRule = (model) => {
       code: [
         'model = Model().cuda()                      # fp32 weights: no model.to(torch.bfloat16)',
         'opt = torch.optim.AdamW(model.parameters(), lr=lr, fused=True)',
-        'with torch.autocast("cuda", dtype=torch.bfloat16):',
-        '    loss = loss_fn(model(x), y)',
+        ...autocastLines('bfloat16'),
       ].join('\n'),
       frameworks: {
         transformers: 'load the model in fp32 and pass TrainingArguments(..., bf16=True)',
