@@ -40,6 +40,7 @@ import {
   type TrialStopped,
   trialStopOf,
   leastSteadySteps,
+  trialEpochSteps,
   trialPlan,
   withChange,
 } from '../tune/planTrials.js';
@@ -319,12 +320,12 @@ export async function runPlan(argv: string[]): Promise<number> {
         showOutput,
         env: {
           GPUWISE_TRIAL_SETTINGS: JSON.stringify(probeSettings(settings, param?.start ?? null)),
-          ...(stop ? { GPUWISE_TRIAL_STOP: JSON.stringify({ ...stop, minSteps: leastSteadySteps(facts, settings, steps) }) } : {}),
+          ...(stop ? { GPUWISE_TRIAL_STOP: JSON.stringify({ ...stop, minSteps: leastSteadySteps(facts, settings, steps, param?.start ?? null) }) } : {}),
         },
         commandEnv: { GPUWISE_TRIAL: '1' },
       });
       const probe = readProbeTrial(dir);
-      const own = r.summary.outcome === 'ok' ? measureTrial(r.records) : null;
+      const own = r.summary.outcome === 'ok' ? measureTrial(r.records, trialEpochSteps(facts, settings, param?.start ?? null)) : null;
       // At another batch than the diagnosis's, compared per sample: the step per the diagnosis's batch of samples.
       const measure = own && param && batch !== null ? perStartBatch(own, batch, param.start) : own;
       const diverged = stepId === null ? null : divergence(baselineLosses, probe.losses);

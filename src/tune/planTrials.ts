@@ -466,11 +466,47 @@ export function withoutOneTimeStalls(timesNs: readonly number[], waitsNs: readon
   return { kept: timesNs.filter((t, i) => !stall(t, i)), once };
 }
 
+/** Of the timed steps, those of the second epoch (steps E+1 to 2E), where the trial timed nearly all of them. */
+function secondEpoch(stepNumbers: readonly number[], epochSteps: number | null): { from: number; to: number } | null {
+  if (epochSteps === null || epochSteps < 2) return null;
+  const inside = stepNumbers.filter((n) => n > epochSteps && n <= 2 * epochSteps).length;
+  return inside >= EPOCH_COVERED * epochSteps ? { from: epochSteps + 1, to: 2 * epochSteps } : null;
+}
+
+/** The share of the second epoch's steps a trial must have timed for its mean to be that epoch's. */
+const EPOCH_COVERED = 0.9;
+
+/**
+ * Which timed steps make a trial's mean (indices [from, to) of `times`) and where its warm-up ends: the second epoch
+ * whole where it is known and timed and the warm-up ended inside the first; else every steady step.
+ */
+function measuredSpan(
+  stepNumbers: readonly number[],
+  times: readonly number[],
+  epochSteps: number | null,
+): { warmEnd: number; from: number; to: number; settled: boolean | null } {
+  const epoch = secondEpoch(stepNumbers, epochSteps);
+  if (epoch !== null) {
+    const from = stepNumbers.findIndex((n) => n >= epoch.from);
+    // The warm-up is judged on the first epoch alone: the second may run at another pace (the loader's), which is
+    // what it is measured for.
+    const warm = steadyStart(times.slice(0, from));
+    if (from > 0 && warm.start < from)
+      return { warmEnd: warm.start, from, to: stepNumbers.findLastIndex((n) => n <= epoch.to) + 1, settled: warm.settled };
+  }
+  const steady = steadyStart(times);
+  return { warmEnd: steady.start, from: steady.start, to: times.length, settled: steady.settled };
+}
+
 /**
  * The steady steps of a trial's slowest process (the one definition of run/steps.ts: the first step and the warm-up
  * left out, GPU times where the CUDA events cover the steps), their mean and its spread; null without timed steps.
+ * Where the epoch is short (`epochSteps`, trialEpochSteps) and the trial timed its second epoch, the mean is that
+ * epoch's, its start included: a long run is a sequence of such epochs, while the first runs on the queue the workers
+ * filled during the warm-up (an H100 Lightning ResNet-50 in bf16: 67 ms a step in its first epoch, 80 in its second,
+ * where its 2 workers bind; a trial mixing the two read 74.3 ms against 84.3 run plainly).
  */
-export function measureTrial(records: readonly ProbeRecord[]): Measure | null {
+export function measureTrial(records: readonly ProbeRecord[], epochSteps: number | null = null): Measure | null {
   const byPid = new Map<number, ProbeRecord[]>();
   for (const r of records) byPid.set(r.pid, [...(byPid.get(r.pid) ?? []), r]);
   let worst: Measure | null = null;
@@ -485,20 +521,24 @@ export function measureTrial(records: readonly ProbeRecord[]): Measure | null {
     const timed = timing === 'gpu' ? gpuTimed : hostTimed;
     const times = timed.map((s) => (timing === 'gpu' ? (gpu.get(s.step) as number) : (s.stepTimeS as number)) * 1e9);
     if (times.length === 0) continue;
-    const steady = steadyStart(times);
-    const waits = timed.slice(steady.start).map((s) => s.dataWaitS * 1e9);
-    const { kept, once } = withoutOneTimeStalls(times.slice(steady.start), waits);
+    const { warmEnd, from, to, settled } = measuredSpan(
+      timed.map((s) => s.step),
+      times,
+      epochSteps,
+    );
+    const waits = timed.slice(from, to).map((s) => s.dataWaitS * 1e9);
+    const { kept, once } = withoutOneTimeStalls(times.slice(from, to), waits);
     const ms = meanAndSpread(kept);
     if (ms === null) continue;
     const first = steps[0]?.stepTimeS;
-    const before = [...(typeof first === 'number' && Number.isFinite(first) ? [first * 1e9] : []), ...times.slice(0, steady.start), ...once];
+    const before = [...(typeof first === 'number' && Number.isFinite(first) ? [first * 1e9] : []), ...times.slice(0, warmEnd), ...once];
     const m: Measure = {
       steps: kept.length,
       meanNs: ms.meanNs,
       spreadNs: ms.spreadNs,
       warmupSteps: before.length,
       warmupCostNs: Math.max(0, before.reduce((a, b) => a + b, 0) - before.length * ms.meanNs),
-      settled: steady.settled,
+      settled,
       timing,
     };
     if (worst === null || m.meanNs > worst.meanNs) worst = m;
@@ -535,22 +575,37 @@ export function trialStopOf(seconds: number = PLAN_TUNE.trialSeconds): TrialStop
 const DEFAULT_PREFETCH = 2;
 /** Prefetched batches a trial's steady steps outlast: they came during the first step, faster than the loader's pace. */
 const PREFETCH_TIMES = 3;
-/** Epochs this short are run through once, so that the mean holds an epoch start as the run's mean does. */
+/** Epochs this short are measured whole (their start included), as a long run is a sequence of them. */
 const MAX_EPOCH_STEPS = 300;
+
+/**
+ * The steps of an epoch in a trial: the diagnosis's (`stepsPerEpoch`), at the trial's batch where --param changes it
+ * (`start` the diagnosis's value); null where unknown or longer than MAX_EPOCH_STEPS.
+ */
+export function trialEpochSteps(facts: RunFacts, settings: TrialSettings, start: number | null = null): number | null {
+  const e = facts.stepsPerEpoch;
+  if (e === null || !(e > 0)) return null;
+  const value = settings.batch?.value;
+  const steps = value !== undefined && start !== null && start > 0 ? Math.ceil((e * start) / value) : e;
+  return steps <= MAX_EPOCH_STEPS ? steps : null;
+}
 
 /**
  * The least steady steps a trial takes to stand for the run it verifies. A DataLoader's workers fill their queue
  * (workers x prefetch_factor batches) while the first step waits, so the next steps take batches at no wait and a short
  * trial reads the loader faster than it is (an H200 JPEG ResNet: 57 ms a step in 46 steps, 87 ms in a plain run of
- * 120): the steady steps outlast that queue PREFETCH_TIMES over. Where an epoch is short, a trial runs through one, so
- * its mean carries an epoch start's cost as the run's does. Bounded by `capSteps` less a margin for the warm-up.
+ * 120): the steady steps outlast that queue PREFETCH_TIMES over. Where an epoch is short, a trial runs through two,
+ * so that the second is measured whole, its start included (measureTrial); where two do not fit under `capSteps`,
+ * through one. Bounded by `capSteps` less a margin for the warm-up.
  */
-export function leastSteadySteps(facts: RunFacts, settings: TrialSettings, capSteps: number): number {
+export function leastSteadySteps(facts: RunFacts, settings: TrialSettings, capSteps: number, start: number | null = null): number {
   const workers = settings.loader?.numWorkers ?? facts.loader?.workers ?? 0;
   const prefetch = workers > 0 ? (settings.loader?.prefetchFactor ?? facts.loader?.prefetchFactor ?? DEFAULT_PREFETCH) : 0;
-  const epoch = facts.stepsPerEpoch !== null && facts.stepsPerEpoch <= MAX_EPOCH_STEPS ? facts.stepsPerEpoch : 0;
-  const least = Math.max(PLAN_TUNE.minSteadySteps, PREFETCH_TIMES * workers * prefetch, epoch);
-  return Math.max(PLAN_TUNE.minSteadySteps, Math.min(least, capSteps - PLAN_TUNE.minSteadySteps));
+  const room = capSteps - PLAN_TUNE.minSteadySteps;
+  const epoch = trialEpochSteps(facts, settings, start) ?? 0;
+  const epochs = 2 * epoch <= room ? 2 * epoch : epoch;
+  const least = Math.max(PLAN_TUNE.minSteadySteps, PREFETCH_TIMES * workers * prefetch, epochs);
+  return Math.max(PLAN_TUNE.minSteadySteps, Math.min(least, room));
 }
 
 /**

@@ -24,6 +24,7 @@ import {
   namedWorkers,
   parseTry,
   leastSteadySteps,
+  trialEpochSteps,
   withoutOneTimeStalls,
   runFactsOf,
   PLAN_TUNE,
@@ -177,6 +178,22 @@ describe('measuring and keeping', () => {
     expect(m?.meanNs).toBeCloseTo(0.01e9, -3);
     expect(m?.warmupSteps).toBe(3);
     expect(m?.warmupCostNs).toBeGreaterThan(2.7e9);
+  });
+
+  it("where the epoch is short, the mean is the second epoch's, its start included; without it, the steady steps'", () => {
+    const rec = (step: number, t: number, wait = 0): StepRecord =>
+      ({ type: 'step', v: 3, pid: 7, rank: null, t: step, step, stepTimeS: t, dataWaitS: wait, batches: 1, samples: 8, memory: null, profiled: false }) as unknown as StepRecord;
+    // epochs of 40 steps: the first on the queue the workers filled (60 ms), then the loader's pace (80 ms) and a
+    // 300 ms epoch start spent waiting; the trial ran 85 steps
+    const time = (step: number) => (step === 1 ? 5 : step === 41 || step === 81 ? 0.3 : step <= 40 ? 0.06 : 0.08);
+    const records = Array.from({ length: 85 }, (_, i) => rec(i + 1, time(i + 1), time(i + 1) === 0.3 ? 0.25 : 0));
+    const epoch = measureTrial(records, 40)!;
+    expect(epoch.meanNs / 1e6).toBeCloseTo((0.3 + 39 * 0.08) / 40 * 1e3, 3);
+    expect(epoch.steps).toBe(40);
+    // the epoch unknown, or its second epoch not timed: every steady step
+    const all = measureTrial(records, null)!;
+    expect(all.meanNs).toBeLessThan(epoch.meanNs);
+    expect(measureTrial(records.slice(0, 70), 40)).toEqual(measureTrial(records.slice(0, 70), null));
   });
 
   it('kept only beyond the spread and beyond the minimum gain', () => {
@@ -423,10 +440,14 @@ describe('--param beside --plan: the batch as a lever', () => {
 
 describe('leastSteadySteps: a trial outlasts what its start-up hides', () => {
   const jpeg: RunFacts = { ...CPU, cuda: true, loader: { ...CPU.loader!, workers: 4, prefetchFactor: 2 }, stepsPerEpoch: 63 };
-  it('runs through a short epoch, and past the queue the workers filled (three times over)', () => {
-    expect(leastSteadySteps(jpeg, {}, 600)).toBe(63);
-    expect(leastSteadySteps(jpeg, { loader: { numWorkers: 13 } }, 600)).toBe(78);
+  it('runs through two short epochs (the second is measured whole), and past the queue the workers filled (three times over)', () => {
+    expect(leastSteadySteps(jpeg, {}, 600)).toBe(126);
     expect(leastSteadySteps(jpeg, { loader: { numWorkers: 13, prefetchFactor: 4 } }, 600)).toBe(156);
+    // where two epochs do not fit under the cap, through one
+    expect(leastSteadySteps(jpeg, {}, 120)).toBe(63);
+    // at 4x the diagnosis's batch (--param), an epoch is a quarter as long
+    expect(trialEpochSteps(jpeg, { batch: { name: 'bs', value: 256 } }, 64)).toBe(16);
+    expect(leastSteadySteps(jpeg, { batch: { name: 'bs', value: 256 } }, 600, 64)).toBe(32); // two epochs of 16
   });
   it('keeps the floor without a loader or with a long epoch, and stays under the cap', () => {
     expect(leastSteadySteps({ ...jpeg, loader: null, stepsPerEpoch: null }, {}, 600)).toBe(PLAN_TUNE.minSteadySteps);

@@ -14,9 +14,9 @@ probe behaves exactly as without this module). The setting is one JSON object (s
   cudnnBenchmark: `torch.backends.cudnn.benchmark`. Set when torch is imported (a script that sets them itself later
   wins).
 - autocast (bf16), channelsLast (model and its 4-D inputs), compile ("default" or "reduce-overhead"): made on the
-  training model, the outermost module the probe finds (model.py), from its next call on: autocast through a pre-hook
-  and a hook of that module, channels_last by `module.to(memory_format=...)` and a pre-hook on its inputs, compile by
-  `module.compile()` (torch >= 2.2; else its forward compiled on the instance).
+  training model, the outermost module the probe finds (model.py), from its next call on: autocast by its forward
+  wrapped in a `with torch.autocast` block, channels_last by `module.to(memory_format=...)` and a pre-hook on its
+  inputs, compile by `module.compile()` (torch >= 2.2; else its forward compiled on the instance).
   All of these are GPU levers: without CUDA they are left as they are and reported "not applied: no CUDA".
 
 What was applied, what was not and why, and the first and last losses seen (the scalar a `Tensor.backward()` starts
@@ -217,26 +217,25 @@ class Trial(object):
         if dt is None:
             self.skipped.append({"lever": "autocast", "why": "unknown dtype %r" % (dtype,)})
             return
-        open_ = []
+        # The forward wrapped in a `with` block, not a context entered in a pre-hook and left in a hook: torch.compile
+        # traces a `with torch.autocast` but not one opened and closed across hooks (a compiled Trainer GPT-2 failed
+        # with "'autocast' object has no attribute 'prev'").
+        had_own = "forward" in module.__dict__
+        inner = module.forward
 
-        def pre(mod, args):
-            ctx = torch.autocast("cuda", dtype=dt)
-            ctx.__enter__()
-            open_.append(ctx)
+        @functools.wraps(inner)  # the signature stays readable (the Trainer inspects the forward's arguments)
+        def forward(*args, **kwargs):
+            with torch.autocast("cuda", dtype=dt):
+                return inner(*args, **kwargs)
 
-        def post(mod, args, out):
-            if open_:
-                open_.pop().__exit__(None, None, None)
-
-        h1 = module.register_forward_pre_hook(pre)
-        try:
-            h2 = module.register_forward_hook(post, always_call=True)
-        except TypeError:  # torch < 2.0: a forward that raises leaves its autocast open (the trial fails anyway)
-            h2 = module.register_forward_hook(post)
+        module.forward = forward
 
         def undo():
-            h1.remove()
-            h2.remove()
+            if module.__dict__.get("forward") is forward:
+                if had_own:
+                    module.forward = inner
+                else:
+                    del module.forward
 
         p.add_undo("trial-autocast", undo)
         self.applied.append({"lever": "autocast", "dtype": dtype})
