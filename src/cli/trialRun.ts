@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import type { ProbeRecord } from '../run/records.js';
 import { OOM_TEXT, summarizeTrial, type TrialSummary } from '../tune/trial.js';
+import { removeSpentBeacons } from '../io/beacons.js';
 import { type ProbeRun, startProbeRun } from './probeRun.js';
 
 const STDERR_TAIL_LINES = 15;
@@ -123,6 +124,8 @@ export async function runTrial(opts: {
   if (timer) clearTimeout(timer);
   poll();
   const stderrTail = err.lastLines(STDERR_TAIL_LINES);
+  // The step counters of the processes that ended are spent, as doctor's are; a killed process's stays (io/beacons.ts).
+  removeSpentBeacons(opts.dir, res.records);
   const summary = summarizeTrial({
     value: opts.value,
     records: res.records,

@@ -107,6 +107,8 @@ describe.skipIf(SKIP_PYTHON)('gpuwise tune on a CPU script that runs out of memo
     expect(readFileSync(join(t2?.runDir ?? '', 'stdout.log'), 'utf8')).toContain('tune_toy: rank 0 batch 8');
     expect(rep.trials[4]?.detail).toBe('out of memory on rank 0 in step 1');
     expect(rep.trials.every((t) => t.outcome !== 'ok' || (t.samplesPerS ?? 0) > 0)).toBe(true);
+    // A process that ended leaves no step counter behind (issue 47 item 7: a stray beacon-PID in every trial's directory).
+    expect(rep.trials.flatMap((t) => readdirSync(t.runDir ?? '').filter((f) => f.startsWith('beacon-')))).toEqual([]);
     expect(r.stdout).toContain('Largest that fits: batch_size=37 (verified; 49 ran out of memory)');
     expect(r.stdout).toContain('Recommended: no margin: the trials measured no memory figures to apply 10% to');
     expect(r.stdout).toContain('$ /usr/bin/python3');
