@@ -172,7 +172,7 @@ export function fixEffect(before: Pipeline, after: Pipeline): string {
     parts.push(`DataLoader workers ${before.loader?.workers ?? '?'} -> ${after.loader?.workersTo === 'enough' ? 'enough for the demand' : after.loader?.workersTo}`);
   const serialBefore = before.serial.reduce((a, c) => a + c.ns, 0);
   const serialAfter = after.serial.reduce((a, c) => a + c.ns, 0);
-  if (Math.abs(serialBefore - serialAfter) > 1e3) parts.push(`serial costs ${fmtMs(serialBefore)} -> ${fmtMs(serialAfter)}`);
+  if (Math.abs(serialBefore - serialAfter) > 1e3) parts.push(`blocking waits ${fmtMs(serialBefore)} -> ${fmtMs(serialAfter)}`);
   if (after.batchScale !== before.batchScale) parts.push(`batch x${(after.batchScale / before.batchScale).toFixed(after.batchScale / before.batchScale >= 10 ? 0 : 1)}`);
   return parts.join(', ') || 'no stage changes';
 }

@@ -15,7 +15,7 @@ function capital(s: string): string {
 }
 
 export function boundWords(p: Pipeline, bound: StageName | 'serial'): string {
-  return bound === 'serial' ? 'the serial costs (syncs, copies, gaps)' : bound === 'comm' ? 'communication' : stageLabel(p, bound);
+  return bound === 'serial' ? 'the blocking waits (syncs, copies, gaps)' : bound === 'comm' ? 'communication' : stageLabel(p, bound);
 }
 
 /**

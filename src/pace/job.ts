@@ -218,7 +218,7 @@ export function balanceLimits(job: Job, among: readonly number[] = []): string {
   const which = partly
     .map((s) => `${STAGE_WORDS[s]} is timed on rank ${group.filter((r) => r.pipeline.stages[s].ns !== null).map((r) => r.rank).join(', ')} only`)
     .join('; ');
-  return `${which}: work a rank's evidence cannot time does not move, nor do the serial costs, which split the same work by what each rank could time`;
+  return `${which}: work a rank's evidence cannot time does not move, nor do the blocking waits, which split the same work by what each rank could time`;
 }
 
 

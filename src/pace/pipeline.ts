@@ -379,8 +379,8 @@ export function stepOf(p: Pipeline): PaceStep {
     serial <= 0 || (bound === 'serial' && !refillBinds)
       ? ''
       : bound === 'input'
-        ? `; serial costs ${fmtMs(serial)} (${serialList}) lengthen the host and GPU's side to ${fmtMs(chain)}, inside the DataLoader's period`
-        : `; serial costs add ${fmtMs(serial)} (${serialList})`;
+        ? `; blocking waits ${fmtMs(serial)} (${serialList}) lengthen the host and GPU's side to ${fmtMs(chain)}, inside the DataLoader's period`
+        : `; blocking waits add ${fmtMs(serial)} (${serialList})`;
   const epochText = epochs > 0 ? `; epoch starts add ${fmtMs(epochs)}` : '';
   const unknown = STAGE_NAMES.filter((s) => p.stages[s].ns === null && !(s === 'input' && input.ns !== null) && s !== 'comm').map((s) =>
     stageLabel(p, s),
@@ -391,7 +391,7 @@ export function stepOf(p: Pipeline): PaceStep {
       : null;
   const why =
     bound === 'serial'
-      ? (refillWhy ?? `the serial costs set the pace: ${fmtMs(serial)} a step (${serialList || 'none timed'}) against ${parts.join(', ') || 'no timed stage'}${epochText}`)
+      ? (refillWhy ?? `the blocking waits set the pace: ${fmtMs(serial)} a step (${serialList || 'none timed'}) against ${parts.join(', ') || 'no timed stage'}${epochText}`)
       : `${bound === 'input' ? 'the DataLoader' : bound === 'comm' ? 'communication' : stageLabel(p, bound)} sets the pace: ${parts.join(' > ')}${serialText}${epochText}${unknown.length ? `; not timed: ${unknown.join(', ')}` : ''}`;
   return { stepNs, perBatchNs: stepNs / p.batchScale, bound, why: why + calibrationText(modelled, p.calibration), workersNeeded: input.workersNeeded, workersKeepUp: input.workersKeepUp };
 }

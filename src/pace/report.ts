@@ -70,7 +70,7 @@ export function paceRows(r: PaceSummary): [string, string, string, string][] {
       const st = r.stages[s];
       return [st.label ? `${STAGE_TITLE[s]} (${st.label})` : STAGE_TITLE[s], st.ns === null ? 'not timed' : fmtMs(st.ns), st.how, st.evidence];
     }),
-    ...r.serial.map((c): [string, string, string, string] => [`serial: ${c.kind}`, fmtMs(c.ns), c.how, c.evidence]),
+    ...r.serial.map((c): [string, string, string, string] => [`blocking wait: ${c.kind}`, fmtMs(c.ns), c.how, c.evidence]),
   ];
 }
 
@@ -92,7 +92,7 @@ function jobWords(j: JobSummary, slowest: number): string {
 }
 
 function boundWordsOf(b: Bound): string {
-  return b === 'serial' ? 'the serial costs' : b === 'input' ? 'the DataLoader' : b === 'comm' ? 'communication' : `the ${b === 'gpu' ? 'GPU' : 'host'}`;
+  return b === 'serial' ? 'the blocking waits' : b === 'input' ? 'the DataLoader' : b === 'comm' ? 'communication' : `the ${b === 'gpu' ? 'GPU' : 'host'}`;
 }
 
 

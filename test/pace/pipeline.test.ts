@@ -89,7 +89,7 @@ describe('stepOf: overlapped stages take their max, serial costs add', () => {
     // 120 + 8 on the device, + 3 of syncs: the modelled step, so nothing left unexplained
     expect(p.calibration).toBeCloseTo(131 / 131, 9);
     expect(s.why).toMatch(
-      /^the GPU sets the pace: the GPU and its exposed communication 128 ms > the host 55\.0 ms > the DataLoader 50\.0 ms; serial costs add 3\.00 ms/,
+      /^the GPU sets the pace: the GPU and its exposed communication 128 ms > the host 55\.0 ms > the DataLoader 50\.0 ms; blocking waits add 3\.00 ms/,
     );
   });
 
@@ -121,7 +121,7 @@ describe("serial costs lengthen the host and GPU's side, not the DataLoader's pe
     expect(s.bound).toBe('input');
     expect(p.calibration).toBeCloseTo(1, 9);
     expect(s.why).toMatch(
-      /serial costs 20\.0 ms \(syncs 20\.0 ms\) lengthen the host and GPU's side to 80\.0 ms, inside the DataLoader's period/,
+      /blocking waits 20\.0 ms \(syncs 20\.0 ms\) lengthen the host and GPU's side to 80\.0 ms, inside the DataLoader's period/,
     );
     // the loader twice as fast: 50 ms, under the GPU's side, which now binds with its syncs
     const faster = calibrated({ ...p, stepNs: 100 * ms, stages: { ...p.stages, input: stage(50 * ms) } });

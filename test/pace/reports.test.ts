@@ -52,7 +52,7 @@ describe('doctor: the pace and the plan', () => {
     const text = renderDoctorText(doctor);
     expect(text).toMatch(/\nWhat sets the pace: mean step 203 ms: the DataLoader sets the pace: /);
     expect(text).toMatch(/^gpuwise doctor: .*\n.*\n.*\n\nWhat to do: the run's mean step 203 ms -> [\d.]+ ms \(.*\n {2}1\. more DataLoader workers: 203 ms -> [\d.]+ ms a step \([\d.]+x\); then the GPU sets the pace/);
-    expect(text.trimEnd().split('\n').at(-1)).toMatch(/^ {2}(DataLoader|host|GPU|serial)/);
+    expect(text.trimEnd().split('\n').at(-1)).toMatch(/^ {2}(DataLoader|host|GPU|blocking wait)/);
     const md = renderDoctorMarkdown(doctor);
     expect(md).toMatch(/### What sets the pace\n\nmean step 203 ms/);
     expect(md).toMatch(/\*\*What to do: the run's mean step 203 ms -> [\d.]+ ms \([^*]*\*\*\n\n1\. more DataLoader workers/);

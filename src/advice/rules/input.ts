@@ -229,7 +229,7 @@ export const pageableH2d: RankRule = (m, ctx) => {
         { kind: 'serial', cost: 'copy', factor: 0 },
         { kind: 'gpu', work: 'pageable-copies', ns: copyNs, factor: keep },
       ],
-      arithmetic: `the GPU idle in the copy calls (${fmtMs(idleNs)} a step) goes, and the copies themselves (${fmtMs(copyNs)} a step) run at ${pinnedGBs.toFixed(0)} GB/s pinned instead of ${pageable.bandwidthGBs.toFixed(1)} GB/s`,
+      arithmetic: `the GPU idle in the copy calls (${fmtMs(idleNs)} a step in the profiled window) goes, and the copies themselves (${fmtMs(copyNs)} a step) run at ${pinnedGBs.toFixed(0)} GB/s pinned instead of ${pageable.bandwidthGBs.toFixed(1)} GB/s`,
     },
   );
 };
