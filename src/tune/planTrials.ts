@@ -265,6 +265,20 @@ function candidatesOfStep(step: PlanStepIn, facts: RunFacts): { candidates: Cand
   }
 }
 
+/**
+ * A step's candidates with the DataLoader workers the step says it then needs ("needs about 3 DataLoader workers"):
+ * they are part of the step, whose expected time was reached with them (pace/plan.ts). Without them the trial measures
+ * another configuration: an H100 Lightning ResNet-50's bf16 + channels_last ran at its 2 workers' pace where the plan
+ * counted on 3, and pinned memory (4 needed) measured slower than the step before it.
+ */
+function withWorkersNeeded(candidates: Candidate[], step: PlanStepIn, facts: RunFacts): Candidate[] {
+  const need = step.workersNeeded;
+  const have = facts.loader?.workers ?? null;
+  if (step.id === 'dataloader-bound' || need === null || have === null || need <= have) return candidates;
+  const match = { batchSize: facts.loader?.batchSize ?? null, numWorkers: have };
+  return candidates.map((c) => ({ ...c, name: `${c.name} + num_workers=${need}`, change: withChange(c.change, { loader: { numWorkers: need, match } }) }));
+}
+
 /** A `--try` lever (a fix the plan did not name, tried all the same): LEVER or LEVER=VALUE (workers=N, prefetch-factor=K). */
 export function parseTry(text: string): { lever: TryLever; value: number | null } | { problem: string } {
   const m = /^([a-z0-9-]+)(?:=(\d+))?$/.exec(text.trim());
@@ -323,7 +337,7 @@ export function trialPlan(
       source: 'plan',
       fromStepNs: s.fromStepNs,
       predictedStepNs: s.expectedStepNs,
-      candidates: c.candidates,
+      candidates: withWorkersNeeded(c.candidates, s, facts),
       codeChange: c.codeChange,
       why: c.why,
     };
@@ -403,10 +417,13 @@ export function probeSettings(s: TrialSettings, start: number | null): TrialSett
   return rest;
 }
 
-/** Merges a change into the settings kept so far (the loader's keys one by one). */
+/** Merges a change into the settings kept so far (the loader's keys one by one; its workers the larger count). */
 export function withChange(kept: TrialSettings, change: TrialSettings): TrialSettings {
   const out: TrialSettings = { ...kept, ...change };
   if (kept.loader || change.loader) out.loader = { ...kept.loader, ...change.loader };
+  // Workers never go down from one step to the next: a step that needs N keeps the more an earlier step set.
+  const workers = Math.max(kept.loader?.numWorkers ?? 0, change.loader?.numWorkers ?? 0);
+  if (out.loader && workers > 0) out.loader.numWorkers = workers;
   for (const k of Object.keys(out) as (keyof TrialSettings)[]) if (out[k] === undefined) delete out[k];
   return out;
 }

@@ -438,6 +438,23 @@ describe('--param beside --plan: the batch as a lever', () => {
   });
 });
 
+describe("a step's trial makes the DataLoader workers the step says it needs", () => {
+  it('on the H100 Lightning run: bf16 + channels_last with 3 workers, then pinned memory with 4 (examples/pace/runs/h100-tune-b)', () => {
+    const dir = new URL('../../examples/pace/runs/h100-tune-b/lightning_datamodule/', import.meta.url).pathname;
+    const report = JSON.parse(readFileSync(`${dir}diagnosis-report.json`, 'utf8'));
+    const facts = runFactsOf(report);
+    expect(facts.loader?.workers).toBe(2);
+    const plans = trialPlan(report.pace.plan.steps, facts);
+    expect(plans.map((p) => p.candidates.map((c) => c.name))).toEqual([
+      ['bf16 autocast + channels_last + num_workers=3'],
+      ['pin_memory=True + num_workers=4'],
+    ]);
+    expect(plans[0]?.candidates[0]?.change.loader).toEqual({ numWorkers: 3, match: { batchSize: 128, numWorkers: 2 } });
+    // the count kept never goes down: a later step's need below an earlier step's count keeps the earlier
+    expect(withChange({ loader: { numWorkers: 9 } }, { loader: { numWorkers: 4, pinMemory: true } }).loader).toEqual({ numWorkers: 9, pinMemory: true });
+  });
+});
+
 describe('leastSteadySteps: a trial outlasts what its start-up hides', () => {
   const jpeg: RunFacts = { ...CPU, cuda: true, loader: { ...CPU.loader!, workers: 4, prefetchFactor: 2 }, stepsPerEpoch: 63 };
   it('runs through two short epochs (the second is measured whole), and past the queue the workers filled (three times over)', () => {
