@@ -406,7 +406,9 @@ const CALIBRATION_SAID = 0.03;
  */
 function calibrationText(modelledNs: number, calibration: number): string {
   if (!(modelledNs > 0) || Math.abs(calibration - 1) < CALIBRATION_SAID) return '';
-  return `; these add up to ${fmtMs(modelledNs)} against the measured ${fmtMs(modelledNs * calibration)}, so each counts at ${calibration.toFixed(2)}x its figure`;
+  // Said with its cause, so that the scaling reads as what it is: the stages' figures do not sum to the measured step.
+  const cause = calibration < 1 ? 'the stages overlap more than the model counts' : 'part of the step is in no timed stage';
+  return `; these give a step of ${fmtMs(modelledNs)} where ${fmtMs(modelledNs * calibration)} was measured (${cause}), so the plan's times are scaled by ${calibration.toFixed(2)} to start from the measured step`;
 }
 
 /** The modelled step before calibration (stages and serial costs only). */
