@@ -45,14 +45,12 @@ const kwarg = (name: string) => new RegExp(`(,\\s*)?\\b${name}=[^,)]*`);
 /**
  * The change of plan step `i`, in one line: its finding's first statement, made to say what this step sets. A
  * DataLoader call gets the workers the step says it needs (`workersNeeded`: the fix's own count is in its finding's
- * code already) and loses pin_memory where a later step of the plan is the pinned-memory one; a pinned DataLoader says
- * the non-blocking copy that goes with it, where its finding's code has one.
+ * code already); a pinned DataLoader says the non-blocking copy that goes with it, where its finding's code has one.
  */
 export function stepChangeLine(plan: PacePlan, i: number, code: string): string | null {
   let line = changeLine(code);
   const step = plan.steps[i];
   if (line === null || step === undefined || !/\bDataLoader\(/.test(line)) return line;
-  if (plan.steps.slice(i + 1).some((s) => s.id === 'pageable-h2d')) line = line.replace(kwarg('pin_memory'), '');
   const need = step.workersNeeded;
   if (need !== null)
     line = kwarg('num_workers').test(line) ? line.replace(/\bnum_workers=[^,)]*/, `num_workers=${need}`) : line.replace(/DataLoader\(([^)]*)\)/, `DataLoader($1, num_workers=${need})`);

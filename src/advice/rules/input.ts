@@ -62,15 +62,13 @@ function workersFor(p: Pipeline): { workers: number; text: string } | null {
   };
 }
 
-// The DataLoader's change as its fix makes it: persistent workers (and a deeper queue) only where epoch starts stall.
+// The DataLoader's change as its fix makes it: its workers, and persistent workers (and a deeper queue) only where
+// epoch starts stall. Pinned memory is the pageable-copies finding's fix, not this one's: a plan that holds both says
+// each in its own step.
 const LOADER_CODE = (workers: string, epochStarts: boolean) =>
-  [
-    epochStarts
-      ? `loader = DataLoader(dataset, batch_size=B, num_workers=${workers}, pin_memory=True,\n                    persistent_workers=True, prefetch_factor=4)`
-      : `loader = DataLoader(dataset, batch_size=B, num_workers=${workers}, pin_memory=True)`,
-    'for x, y in loader:',
-    '    x = x.to(device, non_blocking=True); y = y.to(device, non_blocking=True)',
-  ].join('\n');
+  epochStarts
+    ? `loader = DataLoader(dataset, batch_size=B, num_workers=${workers},\n                    persistent_workers=True, prefetch_factor=4)`
+    : `loader = DataLoader(dataset, batch_size=B, num_workers=${workers})`;
 
 /**
  * The one DataLoader finding, from the pipeline's evidence: the loop's waits (the probe's over every step in a run,
@@ -169,10 +167,10 @@ export function dataloaderFinding(p: Pipeline, m: TraceMetrics | null, rank: num
     recommendation: {
       summary:
         moreWorkers && epochStarts && rec
-          ? `${stallText}: ${current ?? 'the'} workers cannot keep up (${rec.text}), and ${startUpSummary} Pin host memory and copy without blocking so loading overlaps compute.`
+          ? `${stallText}: ${current ?? 'the'} workers cannot keep up (${rec.text}), and ${startUpSummary}`
           : epochStarts
             ? `${atStarts ? 'The waits come in long stalls at epoch starts' : every !== null ? `The waits come in long stalls every ${every} steps (epoch starts, most likely)` : 'The loop waits on the DataLoader at epoch starts'}: ${startUpSummary}`
-            : `Load and augment in ${rec ? `${rec.workers} ` : ''}worker processes, pin host memory, and copy without blocking so loading overlaps compute. If workers still cannot keep up, move decoding/augmentation to the GPU (DALI, torchvision.transforms.v2 on CUDA tensors) or pre-process the dataset.`,
+            : `Load and augment in ${rec ? `${rec.workers} ` : ''}worker processes so that loading overlaps compute. If workers still cannot keep up, move decoding/augmentation to the GPU (DALI, torchvision.transforms.v2 on CUDA tensors) or pre-process the dataset.`,
       code: LOADER_CODE(workers, epochStarts),
     },
     fix,
