@@ -217,10 +217,18 @@ function candidatesOfStep(step: PlanStepIn, facts: RunFacts): { candidates: Cand
       const out: Candidate[] = [];
       const named = /num_workers/.test(step.label) || step.data?.workersRecommended !== undefined ? namedWorkers(step) : null;
       const have = facts.loader?.workers ?? null;
+      // The step is one configuration: persistent workers, where it names them, go with each worker count tried (an
+      // H100 JPEG ResNet's step "num_workers 4 -> 9, persistent DataLoader workers" had them tried apart, at 4 workers).
+      const persistent = /persistent/.test(step.label) && facts.loader?.persistentWorkers !== true;
+      const also = persistent ? { persistentWorkers: true } : {};
       if (named !== null && (have === null || named > have))
         for (const n of workerCounts(named, have))
-          out.push({ name: `num_workers=${n}`, lever: 'workers', change: { loader: { numWorkers: n, match } } });
-      if (/persistent/.test(step.label) && facts.loader?.persistentWorkers !== true)
+          out.push({
+            name: `num_workers=${n}${persistent ? ' + persistent_workers=True' : ''}`,
+            lever: 'workers',
+            change: { loader: { numWorkers: n, ...also, match } },
+          });
+      else if (persistent)
         out.push({ name: 'persistent_workers=True', lever: 'persistent-workers', change: { loader: { persistentWorkers: true, match } } });
       return out.length > 0
         ? { candidates: out, why: null, codeChange: false }
@@ -501,7 +509,7 @@ function measuredSpan(
   stepNumbers: readonly number[],
   times: readonly number[],
   epochSteps: number | null,
-): { warmEnd: number; from: number; to: number; settled: boolean | null } {
+): { warmEnd: number; from: number; to: number; settled: boolean | null; epoch: boolean } {
   const epoch = secondEpoch(stepNumbers, epochSteps);
   if (epoch !== null) {
     const from = stepNumbers.findIndex((n) => n >= epoch.from);
@@ -509,10 +517,10 @@ function measuredSpan(
     // what it is measured for.
     const warm = steadyStart(times.slice(0, from));
     if (from > 0 && warm.start < from)
-      return { warmEnd: warm.start, from, to: stepNumbers.findLastIndex((n) => n <= epoch.to) + 1, settled: warm.settled };
+      return { warmEnd: warm.start, from, to: stepNumbers.findLastIndex((n) => n <= epoch.to) + 1, settled: warm.settled, epoch: true };
   }
   const steady = steadyStart(times);
-  return { warmEnd: steady.start, from: steady.start, to: times.length, settled: steady.settled };
+  return { warmEnd: steady.start, from: steady.start, to: times.length, settled: steady.settled, epoch: false };
 }
 
 /**
@@ -538,7 +546,7 @@ export function measureTrial(records: readonly ProbeRecord[], epochSteps: number
     const timed = timing === 'gpu' ? gpuTimed : hostTimed;
     const times = timed.map((s) => (timing === 'gpu' ? (gpu.get(s.step) as number) : (s.stepTimeS as number)) * 1e9);
     if (times.length === 0) continue;
-    const { warmEnd, from, to, settled } = measuredSpan(
+    const { warmEnd, from, to, settled, epoch } = measuredSpan(
       timed.map((s) => s.step),
       times,
       epochSteps,
@@ -547,12 +555,17 @@ export function measureTrial(records: readonly ProbeRecord[], epochSteps: number
     const { kept, once } = withoutOneTimeStalls(times.slice(from, to), waits);
     const ms = meanAndSpread(kept);
     if (ms === null) continue;
+    // An epoch's start is a cost every epoch pays once, not noise: the spread of an epoch's mean is its other steps'
+    // (in one of the blocks it made the spread 4 to 9 times larger, and an H100 Lightning run's pinned memory, 72.9 ->
+    // 57.8 ms a step, was not kept).
+    const rest = epoch && kept.length > 4 ? meanAndSpread(kept.slice(1)) : null;
+    const spreadNs = rest !== null ? (rest.spreadNs * (kept.length - 1)) / kept.length : ms.spreadNs;
     const first = steps[0]?.stepTimeS;
     const before = [...(typeof first === 'number' && Number.isFinite(first) ? [first * 1e9] : []), ...times.slice(0, warmEnd), ...once];
     const m: Measure = {
       steps: kept.length,
       meanNs: ms.meanNs,
-      spreadNs: ms.spreadNs,
+      spreadNs,
       warmupSteps: before.length,
       warmupCostNs: Math.max(0, before.reduce((a, b) => a + b, 0) - before.length * ms.meanNs),
       settled,

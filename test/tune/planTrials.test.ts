@@ -76,8 +76,16 @@ describe('which plan steps are tried, with what', () => {
       [step('dataloader-bound', 'num_workers 2 -> 14, persistent DataLoader workers', { workersRecommended: 14 })],
       CPU,
     );
-    expect(p?.candidates.map((c) => c.name)).toEqual(['num_workers=10', 'num_workers=14', 'num_workers=20', 'persistent_workers=True']);
-    expect(p?.candidates[0]?.change.loader?.match).toEqual({ batchSize: 8, numWorkers: 2 });
+    // the step is one configuration: its persistent workers go with each count
+    expect(p?.candidates.map((c) => c.name)).toEqual([
+      'num_workers=10 + persistent_workers=True',
+      'num_workers=14 + persistent_workers=True',
+      'num_workers=20 + persistent_workers=True',
+    ]);
+    expect(p?.candidates[0]?.change.loader).toEqual({ numWorkers: 10, persistentWorkers: true, match: { batchSize: 8, numWorkers: 2 } });
+    // persistent workers alone where the step asks for no more workers
+    const [q] = trialPlan([step('dataloader-bound', 'persistent DataLoader workers')], { ...CPU, loader: { ...CPU.loader!, workers: 14 } });
+    expect(q?.candidates.map((c) => c.name)).toEqual(['persistent_workers=True']);
   });
 
   it('GPU levers: tried only where the run has CUDA; autocast not where the run has it; compile not on a compiled model', () => {
@@ -493,6 +501,29 @@ describe('tune --plan on an H200 (examples/pace/runs/h200-tune, docs/validation/
     const facts = runFactsOf(read('jpeg_resnet/diagnosis-report.json'));
     expect(facts.stepsPerEpoch).toBe(63);
     expect(leastSteadySteps(facts, {}, 600)).toBeGreaterThanOrEqual(63);
+  });
+});
+
+describe('an epoch measured whole (H100 Lightning ResNet-50 and JPEG ResNet, examples/pace/runs/h100-tune-c)', () => {
+  const dir = new URL('../../examples/pace/runs/h100-tune-c/', import.meta.url).pathname;
+  const records = (f: string) => parseProbeLines(readFileSync(dir + f, 'utf8')).records;
+  const plain = JSON.parse(readFileSync(`${dir}measured.jsonl`, 'utf8').trim().split('\n')[0] as string) as { mean_step_ms: number };
+  const bf16 = measureTrial(records('lightning_datamodule/trial-2-bf16-channels-last-workers-3.probe.jsonl'), 64)!;
+  const pinned = measureTrial(records('lightning_datamodule/trial-3-pinned-workers-5.probe.jsonl'), 64)!;
+  it('the mean is the second epoch (steps 65-128), its start included, and stands for the plain run of 150 steps', () => {
+    expect(bf16.steps).toBe(64);
+    expect(Math.abs(bf16.meanNs / 1e6 / plain.mean_step_ms - 1)).toBeLessThan(0.1);
+  });
+  it("the epoch start is not noise: the spread is the other steps', so pinned memory (72.9 -> 57.8 ms) is kept", () => {
+    expect(pinned.spreadNs / pinned.meanNs).toBeLessThan(0.05);
+    // (read with the epoch start in one of the blocks, the spread was 10 ms, and the gain of 15 ms not beyond it)
+    expect(betterBeyondSpread(bf16, pinned).better).toBe(true);
+  });
+  it('on the JPEG ResNet, 6 workers beat the baseline beyond the spread of each epoch', () => {
+    const base = measureTrial(records('jpeg_resnet/trial-1-baseline.probe.jsonl'), 63)!;
+    const six = measureTrial(records('jpeg_resnet/trial-2-workers-6.probe.jsonl'), 63)!;
+    expect([base.steps, six.steps]).toEqual([63, 63]);
+    expect(betterBeyondSpread(base, six).better).toBe(true);
   });
 });
 
