@@ -33,9 +33,12 @@ export function changeLine(code: string): string | null {
     if (depth <= 0) break;
   }
   const first = parts.join(' ').replace(/([([{]) /g, '$1').replace(/ ([)\]}])/g, '$1');
-  // A block's header (`for ...:`, `with ...:`) says little alone: its first statement goes with it.
+  // A block's header (`for ...:`, `with ...:`) says little alone: its first statement goes with it, or the comment
+  // that opens the block where the body is the loop's own (autocast: "# your forward and loss as they are").
   if (!first.endsWith(':')) return first;
-  const body = lines.slice(start + parts.length).find((l) => l.trim().length > 0 && !l.trim().startsWith('#'));
+  const rest = lines.slice(start + parts.length).filter((l) => l.trim().length > 0);
+  if (rest[0]?.trim().startsWith('#')) return `${first}  ${rest[0].trim().replace(/,? for example:$/, '')}`;
+  const body = rest.find((l) => !l.trim().startsWith('#'));
   return body ? `${first} ${body.replace(/\s+#.*$/, '').trim()} ...` : first;
 }
 

@@ -3,6 +3,7 @@
  * in the plan beside its gain alone (the Trainer's GPT-2 in fp32: compile alone -12%, after bf16 1.58x).
  */
 import { join } from 'node:path';
+import { autocastLines } from '../../src/advice/snippets.js';
 import { describe, expect, it } from 'vitest';
 import { renderDoctorText } from '../../src/doctor/render.js';
 import { changeLine, inPlanText } from '../../src/report/planFirst.js';
@@ -22,6 +23,8 @@ describe('what to do, first', () => {
     expect(changeLine('for i, b in enumerate(mbs):\n    ctx = model.no_sync() if i < n else nullcontext()\n    with ctx:\n        loss.backward()')).toBe(
       'for i, b in enumerate(mbs): ctx = model.no_sync() if i < n else nullcontext() ...',
     );
+    // ... or the comment that opens it, where the body is the loop's own (minGPT's forward is model(idx, targets))
+    expect(changeLine(autocastLines('bfloat16').join('\n'))).toBe('with torch.autocast("cuda", dtype=torch.bfloat16):  # your forward and loss as they are');
   });
 
   it("the Trainer's GPT-2: the plan in the framework's words first; compile's gain alone and in the plan both said", async () => {
