@@ -61,7 +61,7 @@ export function renderDoctorMarkdown(r: DoctorReport): string {
   const out: string[] = [];
   out.push(`## gpuwise doctor: ${code(r.run.command.join(' '))}`, '');
   out.push(`**Outcome:** ${r.run.outcomeText} · ran ${durationText(r.run.durationS)} · run directory ${code(r.run.runDir)}`, '');
-  if (r.pace) out.push(...planFirstMarkdown({ plan: r.pace.plan, findings: r.findings, stepName: RUN_STEP_NAME, measuredHere: r.measuredHere }), '');
+  if (r.pace) out.push(...planFirstMarkdown({ plan: r.pace.plan, findings: r.findings, stepName: RUN_STEP_NAME, measuredHere: r.measuredHere, from: 'run' }), '');
 
   out.push('### Environment', '', '| | |', '|---|---|');
   for (const [k, v] of environmentRows(r)) out.push(`| ${cell(k)} | ${cell(v)} |`);

@@ -50,7 +50,7 @@ export function renderDoctorText(r: DoctorReport, style: Style = PLAIN, width = 
   out.push(`Outcome: ${r.run.outcomeText}`);
   out.push(`Run directory: ${r.run.runDir}`);
   out.push('');
-  if (r.pace) out.push(...planFirstLines({ plan: r.pace.plan, findings: r.findings, stepName: RUN_STEP_NAME, measuredHere: r.measuredHere }).map((l, i) => (i === 0 ? style.bold(l) : l)), '');
+  if (r.pace) out.push(...planFirstLines({ plan: r.pace.plan, findings: r.findings, stepName: RUN_STEP_NAME, measuredHere: r.measuredHere, from: 'run' }).map((l, i) => (i === 0 ? style.bold(l) : l)), '');
   out.push('Environment');
   if (e.probeSilent) out.push(`  ${probeSilentText(e)}`);
   else {

@@ -70,7 +70,7 @@ export function jobGainOf(job: Job, fix: Fix, among: readonly number[] = []): Es
     .filter((e) => e.effect !== 'no stage changes')
     .map((e) => `rank ${e.rank}: ${e.effect}`);
   const arithmetic =
-    `${fix.arithmetic}. On the job's ${job.ranks.length} ranks (each rank's own work, its wait for the others taken out; the job goes at the pace of the slowest): ` +
+    `${fix.arithmetic}. On the job's ${job.ranks.length} ranks (each rank's own work, its wait for the others taken out; the job goes at the pace of the longest): ` +
     `${effects.join('; ') || 'no stage changes'}. ` +
     (expected >= now * 0.999
       ? `${capital(boundWords(before.pipeline, before.bound))} of rank ${before.rank} still sets the pace, so this fix alone leaves the step at ${fmtMs(now)}`

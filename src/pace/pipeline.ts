@@ -166,6 +166,8 @@ export interface PaceStep {
    */
   workersNeeded: number | null;
   workersKeepUp: boolean | null;
+  /** What epoch starts add to the step (the first batch's fill and the workers' start-up), ns, before calibration. */
+  epochStartsNs: number;
 }
 
 export const STAGE_WORDS: Record<StageName, string> = { input: 'the DataLoader', host: 'the host', gpu: 'the GPU', comm: 'communication' };
@@ -393,7 +395,7 @@ export function stepOf(p: Pipeline): PaceStep {
     bound === 'serial'
       ? (refillWhy ?? `the blocking waits set the pace: ${fmtMs(serial)} a step (${serialList || 'none timed'}) against ${parts.join(', ') || 'no timed stage'}${epochText}`)
       : `${bound === 'input' ? 'the DataLoader' : bound === 'comm' ? 'communication' : stageLabel(p, bound)} sets the pace: ${parts.join(' > ')}${serialText}${epochText}${unknown.length ? `; not timed: ${unknown.join(', ')}` : ''}`;
-  return { stepNs, perBatchNs: stepNs / p.batchScale, bound, why: why + calibrationText(modelled, p.calibration), workersNeeded: input.workersNeeded, workersKeepUp: input.workersKeepUp };
+  return { stepNs, perBatchNs: stepNs / p.batchScale, bound, why: why + calibrationText(modelled, p.calibration), workersNeeded: input.workersNeeded, workersKeepUp: input.workersKeepUp, epochStartsNs: epochs };
 }
 
 /** Calibrations closer to 1 than this go unsaid: the figures add up as printed. */

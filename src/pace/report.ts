@@ -76,7 +76,7 @@ export function paceRows(r: PaceSummary): [string, string, string, string][] {
 
 /** The headline: what sets the pace now (and, in a job of several ranks, which rank's own work), the step after the plan. */
 export function paceHeadline(r: PaceReport, ranks: number): string {
-  const who = ranks > 1 ? ` (rank ${r.rank}, the slowest)` : '';
+  const who = ranks > 1 ? ` (rank ${r.rank}'s, the longest measured)` : '';
   const per = r.plan.batchScale ? ` ${PER_RUN_BATCH}` : '';
   const after = r.plan.steps.length ? `; after the plan: ${fmtMs(r.plan.expectedStepNs)}${per} (${(r.plan.stepNs / r.plan.expectedStepNs).toFixed(1)}x${per ? ' the samples/s' : ''})` : '';
   return `mean step ${fmtMs(r.stepNs)}${who}: ${r.why}${r.job ? jobWords(r.job, r.rank) : ''}${after}`;

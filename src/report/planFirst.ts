@@ -83,13 +83,28 @@ export interface PlanFirstOptions {
   stepName?: string | null;
   /** What tune --plan measured of the plan's steps on this machine, said under each (DoctorReport.measuredHere); none by default. */
   measuredHere?: readonly LeverAccuracy[];
+  /**
+   * Where the plan comes from, for the note that closes it: a run doctor watched (tune --plan can measure its steps)
+   * or a trace (default).
+   */
+  from?: 'run' | 'trace';
+}
+
+/**
+ * The plan's closing note: its times are estimates, and how to measure them (a cold reader took three-digit figures
+ * from a chain of assumed factors for measurements). Not said where this machine measured every step already.
+ */
+function estimateNote(from: 'run' | 'trace'): string {
+  return from === 'run'
+    ? '       (estimates from this run; `gpuwise tune --plan -- CMD` measures each step on your script)'
+    : '       (estimates from the trace; make a change and profile again to measure it)';
 }
 
 /**
  * The section's lines, unstyled: a headline with the whole plan's gain, each step and its change. With no plan step:
  * one line that says so (and the findings follow).
  */
-export function planFirstLines({ plan, findings, stepName = null, measuredHere = [] }: PlanFirstOptions): string[] {
+export function planFirstLines({ plan, findings, stepName = null, measuredHere = [], from = 'trace' }: PlanFirstOptions): string[] {
   if (plan.steps.length === 0) return ['What to do: no fix found that shortens the step (the findings below say what was looked at)'];
   const per = plan.batchScale ? ` ${PER_RUN_BATCH}` : stepName ? '' : ' a step';
   const out = [
@@ -104,6 +119,7 @@ export function planFirstLines({ plan, findings, stepName = null, measuredHere =
     const here = measuredHere.find((a) => a.stepId === s.id);
     if (here) out.push(`       ${measuredHereText(here)}`);
   });
+  if (!plan.steps.every((s) => measuredHere.some((a) => a.stepId === s.id))) out.push(estimateNote(from));
   return out;
 }
 

@@ -40,6 +40,18 @@ describe('what to do, first', () => {
     expect(text.join('\n')).toContain(`    ${planned}`);
     // a finding whose gain is the same alone and in the plan (the plan's first step) says it once
     expect(inPlanText(r.pace?.plan, r.findings.find((f) => f.id === r.pace?.plan.steps[0]?.id)!)).toBeNull();
+    // the plan closes saying its times are estimates, and how to measure them (a cold reader took them for measurements)
+    const blank = text.indexOf('', 5);
+    expect(text[blank - 1]).toBe('       (estimates from this run; `gpuwise tune --plan -- CMD` measures each step on your script)');
+  });
+
+  it("the workers' start-up is said as part of what epoch starts cost, the pace section's figure (H100 JPEG ResNet)", async () => {
+    const r = await rediagnosed(join(REPO, 'examples', 'pace', 'runs', 'h100', 'jpeg_resnet'));
+    const text = renderDoctorText(r);
+    const part = /\(part of the (\S+ m?s) a step that epoch starts cost, the first batch's fill included\)/.exec(text);
+    const pace = /epoch starts add (\S+ m?s)/.exec(text);
+    expect(part?.[1]).toBeDefined();
+    expect(part?.[1]).toBe(pace?.[1]);
   });
 
   it("two step figures near each other are each named: the run's mean step (the plan) and the profiled window's (issue 47)", async () => {
@@ -55,6 +67,7 @@ describe('what to do, first', () => {
     // analyze has the window's step alone: its headline is unchanged
     const a = await runCli(['analyze', join(REPO, 'examples', 'traces', 'resnet_starved.trace.json.gz')]);
     expect(a.stdout.split('\n')[2]).toMatch(/^What to do: 625 ms -> 38\.8 ms a step \(16\.10x\)/);
+    expect(a.stdout).toContain('(estimates from the trace; make a change and profile again to measure it)');
   });
 });
 

@@ -109,7 +109,10 @@ export function dataloaderFinding(p: Pipeline, m: TraceMetrics | null, rank: num
   ];
   const workers = rec ? String(rec.workers) : '8';
   const waitHow = l0?.epochFillNs !== null ? 'measured' : 'from the stalls there';
-  const startUpText = `the workers start again at each epoch start: ${fmtMs(l0?.startNs ?? 0)} every ${l0?.stepsPerEpoch} steps (the wait for an epoch's first batch, ${waitHow}, less the fill of it), ${fmtMs(startUp)} a step`;
+  // The start-up is part of what an epoch start costs (the pace section's figure): said as such, so that the two agree.
+  const epochCostNs = stepOf(p).epochStartsNs;
+  const ofEpochCost = epochCostNs > startUp * 1.05 ? ` (part of the ${fmtMs(epochCostNs)} a step that epoch starts cost, the first batch's fill included)` : '';
+  const startUpText = `the workers start again at each epoch start: ${fmtMs(l0?.startNs ?? 0)} every ${l0?.stepsPerEpoch} steps (the wait for an epoch's first batch, ${waitHow}, less the fill of it), ${fmtMs(startUp)} a step${ofEpochCost}`;
   // Too few workers and their start-up at every epoch are two causes, often together (a JPEG loader whose 4 workers
   // stall the loop every 4 steps also starts them again each epoch): the fix takes each that the evidence shows. More
   // workers where their measured rate needs more than the run has, or where no epoch start explains the waits.

@@ -322,7 +322,7 @@ export function runPage(r: DoctorReport, o: RunPageOptions): string {
   const body = `<h1>${esc(title)}</h1>
 <div class="card"><div class="verdict ${verdictClass(r)}" id="verdict">${esc(verdictText(r))}</div>
 <div class="dim">${esc(r.run.outcomeText)} <code>${esc(r.run.command.join(' '))}</code></div><div style="margin-top:8px">${figuresHtml(r)}</div></div>
-${planFirstHtml({ plan: r.pace?.plan, findings: r.findings, stepName: RUN_STEP_NAME, measuredHere: r.measuredHere })}
+${planFirstHtml({ plan: r.pace?.plan, findings: r.findings, stepName: RUN_STEP_NAME, measuredHere: r.measuredHere, from: 'run' })}
 <h2>Findings, ranked</h2><div id="findings">${findings}</div>
 ${whatIfsHtml(r)}
 ${stepsSection(r, charts)}
