@@ -7,7 +7,7 @@
  */
 import type { FindingId } from '../findings/ids.js';
 import { fmtMs } from '../util/format.js';
-import type { Fix } from './fix.js';
+import { type Fix, fixEffect } from './fix.js';
 import { boundWords, fmtBatchScale, PER_RUN_BATCH, speedupText } from './gain.js';
 import { applyJobFix, type Job, type JobRank, jobStepOf, ranksMadeOn } from './job.js';
 import { type Bound, type PartialBatch, type Pipeline, stepOf, workersToAsk } from './pipeline.js';
@@ -43,6 +43,8 @@ export interface PlanStep {
    * graphs took 48 s at its first epoch's end, and ran slower for a dozen steps after).
    */
   dropLast: boolean;
+  /** What the fix changes of the stages at this place of the plan, in words ("the host 60.1 ms -> 30.2 ms, ..."). */
+  effect: string;
   /** The line as the report prints it (without its number). */
   text: string;
   /** The rank whose own step binds once it is made, and the ranks the fix is made on (a job of several ranks only). */
@@ -125,6 +127,7 @@ export function planOf(job: Job, candidates: readonly PlanCandidate[]): PacePlan
       boundText,
       workersNeeded: need,
       dropLast: partial !== null,
+      effect: fixEffect(cur.ranks.find((r) => r.rank === best.s.rank)?.pipeline ?? bp, bp),
       text: `${best.c.fix.label}${madeOn.length > 1 ? ` (ranks ${madeOn.join(', ')})` : ''}: ${fmtMs(now)} -> ${fmtMs(best.s.perBatchNs)} ${per} (${speedupText(now, best.s.perBatchNs, batchScale)}${ownStep}); then ${boundText} sets the pace${several ? ` (rank ${best.s.rank})` : ''}${untimedHost}${need !== null ? `; needs about ${need} DataLoader workers` : ''}${dropLast}`,
       ...(several ? { rank: best.s.rank, ranks: madeOn } : {}),
       ...(batchScale !== 1 ? { batchScale } : {}),

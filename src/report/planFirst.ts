@@ -135,7 +135,9 @@ export function inPlanText(plan: PacePlan | null | undefined, f: ShownFinding): 
   const planned = s.fromStepNs > 0 ? 1 - s.expectedStepNs / s.fromStepNs : 0;
   if (Math.abs(planned - alone) < 0.01) return null;
   const after = i > 0 ? `, after ${plan.steps.slice(0, i).map((x) => x.label).join(', ')}` : '';
-  return `in the plan (step ${i + 1}${after}): ${fmtMs(s.fromStepNs)} -> ${fmtMs(s.expectedStepNs)} ${s.batchScale ? PER_RUN_BATCH : 'a step'} (${speedupText(s.fromStepNs, s.expectedStepNs, s.batchScale)})`;
+  // What the fix changes at that place, so that a gain unlike the finding's own arithmetic (made on the run as it is) says why.
+  const effect = s.effect ? `: ${s.effect}` : '';
+  return `in the plan (step ${i + 1}${after}): ${fmtMs(s.fromStepNs)} -> ${fmtMs(s.expectedStepNs)} ${s.batchScale ? PER_RUN_BATCH : 'a step'} (${speedupText(s.fromStepNs, s.expectedStepNs, s.batchScale)})${effect}`;
 }
 
 /** The same section as Markdown: a bold headline, the steps as a numbered list with the change as code. */

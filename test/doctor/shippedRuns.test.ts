@@ -68,7 +68,7 @@ describe('doctor --from on every shipped run directory', () => {
             : / per step \(-[\d.]+%, [\d.]+x\)$/;
           expect(lines[head + 1]).toMatch(/^ {4}expected( alone)?: \S+ \S+ -> \S+ \S+ /);
           expect(lines[head + 1]).toMatch(perStep);
-          if (alone) expect(lines[head + 2]).toMatch(/^ {4}in the plan \(step \d+(, after [^)]+(\)[^)]*)*)?\): \S+ \S+ -> \S+ \S+ (a step|per batch of today's size) \([\d.]+x( the samples\/s)?\)$/);
+          if (alone) expect(lines[head + 2]).toMatch(/^ {4}in the plan \(step \d+(, after [^)]+(\)[^)]*)*)?\): \S+ \S+ -> \S+ \S+ (a step|per batch of today's size) \([\d.]+x( the samples\/s)?\)(: .+)?$/);
           expect(lines[head + (alone ? 3 : 2)]).toMatch(/^ {4}how: /);
         }
         const fix = lines.findIndex((l, k) => k > head && l.startsWith('    fix: '));
