@@ -491,15 +491,15 @@ export function withoutOneTimeStalls(timesNs: readonly number[], waitsNs: readon
   return { kept: timesNs.filter((t, i) => !stall(t, i)), once };
 }
 
+/** The share of the second epoch's steps a trial must have timed for its mean to be that epoch's. */
+const EPOCH_COVERED = 0.9;
+
 /** Of the timed steps, those of the second epoch (steps E+1 to 2E), where the trial timed nearly all of them. */
 function secondEpoch(stepNumbers: readonly number[], epochSteps: number | null): { from: number; to: number } | null {
   if (epochSteps === null || epochSteps < 2) return null;
   const inside = stepNumbers.filter((n) => n > epochSteps && n <= 2 * epochSteps).length;
   return inside >= EPOCH_COVERED * epochSteps ? { from: epochSteps + 1, to: 2 * epochSteps } : null;
 }
-
-/** The share of the second epoch's steps a trial must have timed for its mean to be that epoch's. */
-const EPOCH_COVERED = 0.9;
 
 /**
  * Which timed steps make a trial's mean (indices [from, to) of `times`) and where its warm-up ends: the second epoch
