@@ -190,6 +190,11 @@ export function namedWorkers(step: PlanStepIn): number | null {
   return step.workersNeeded;
 }
 
+/** The training loader as the diagnosis saw it: the DataLoader arguments a trial changes are given to it alone. */
+function trainingLoaderMatch(facts: RunFacts): NonNullable<TrialSettings['loader']>['match'] {
+  return { batchSize: facts.loader?.batchSize ?? null, numWorkers: facts.loader?.workers ?? null };
+}
+
 /** Why a step's fix needs the code changed (it stays predicted), by finding id. */
 const CODE_CHANGE: Record<string, string> = {
   attention: 'F.scaled_dot_product_attention replaces the attention code',
@@ -211,7 +216,7 @@ function candidatesOfStep(step: PlanStepIn, facts: RunFacts): { candidates: Cand
   const none = (why: string, codeChange = false) => ({ candidates: [], why, codeChange });
   const gpuOnly = (c: Candidate[]) =>
     facts.cuda ? { candidates: c, why: null, codeChange: false } : none('not tried: no CUDA in this run');
-  const match = { batchSize: facts.loader?.batchSize ?? null, numWorkers: facts.loader?.workers ?? null };
+  const match = trainingLoaderMatch(facts);
   switch (step.id) {
     case 'dataloader-bound': {
       const out: Candidate[] = [];
@@ -279,12 +284,12 @@ function candidatesOfStep(step: PlanStepIn, facts: RunFacts): { candidates: Cand
  * another configuration: an H100 Lightning ResNet-50's bf16 + channels_last ran at its 2 workers' pace where the plan
  * counted on 3, and pinned memory (4 needed) measured slower than the step before it.
  */
-function withWorkersNeeded(candidates: Candidate[], step: PlanStepIn, facts: RunFacts): Candidate[] {
+function withStepWorkers(candidates: Candidate[], step: PlanStepIn, facts: RunFacts): Candidate[] {
   const need = step.workersNeeded;
   const have = facts.loader?.workers ?? null;
   if (step.id === 'dataloader-bound' || need === null || have === null || need <= have) return candidates;
-  const match = { batchSize: facts.loader?.batchSize ?? null, numWorkers: have };
-  return candidates.map((c) => ({ ...c, name: `${c.name} + num_workers=${need}`, change: withChange(c.change, { loader: { numWorkers: need, match } }) }));
+  const loader = { numWorkers: need, match: trainingLoaderMatch(facts) };
+  return candidates.map((c) => ({ ...c, name: `${c.name} + num_workers=${need}`, change: withChange(c.change, { loader }) }));
 }
 
 /** A `--try` lever (a fix the plan did not name, tried all the same): LEVER or LEVER=VALUE (workers=N, prefetch-factor=K). */
@@ -301,7 +306,7 @@ export function parseTry(text: string): { lever: TryLever; value: number | null 
 }
 
 function tryPlan(lever: TryLever, value: number | null, facts: RunFacts): StepTrialPlan {
-  const match = { batchSize: facts.loader?.batchSize ?? null, numWorkers: facts.loader?.workers ?? null };
+  const match = trainingLoaderMatch(facts);
   const changes: Record<TryLever, { name: string; change: TrialSettings }> = {
     workers: { name: `num_workers=${value}`, change: { loader: { numWorkers: value ?? 0, match } } },
     'pin-memory': { name: 'pin_memory=True', change: { loader: { pinMemory: true, match } } },
@@ -345,7 +350,7 @@ export function trialPlan(
       source: 'plan',
       fromStepNs: s.fromStepNs,
       predictedStepNs: s.expectedStepNs,
-      candidates: withWorkersNeeded(c.candidates, s, facts),
+      candidates: withStepWorkers(c.candidates, s, facts),
       codeChange: c.codeChange,
       why: c.why,
     };
@@ -509,7 +514,7 @@ function measuredSpan(
   stepNumbers: readonly number[],
   times: readonly number[],
   epochSteps: number | null,
-): { warmEnd: number; from: number; to: number; settled: boolean | null; epoch: boolean } {
+): { warmEnd: number; from: number; to: number; settled: boolean | null; opensWithEpochStart: boolean } {
   const epoch = secondEpoch(stepNumbers, epochSteps);
   if (epoch !== null) {
     const from = stepNumbers.findIndex((n) => n >= epoch.from);
@@ -517,10 +522,16 @@ function measuredSpan(
     // what it is measured for.
     const warm = steadyStart(times.slice(0, from));
     if (from > 0 && warm.start < from)
-      return { warmEnd: warm.start, from, to: stepNumbers.findLastIndex((n) => n <= epoch.to) + 1, settled: warm.settled, epoch: true };
+      return {
+        warmEnd: warm.start,
+        from,
+        to: stepNumbers.findLastIndex((n) => n <= epoch.to) + 1,
+        settled: warm.settled,
+        opensWithEpochStart: stepNumbers[from] === epoch.from,
+      };
   }
   const steady = steadyStart(times);
-  return { warmEnd: steady.start, from: steady.start, to: times.length, settled: steady.settled, epoch: false };
+  return { warmEnd: steady.start, from: steady.start, to: times.length, settled: steady.settled, opensWithEpochStart: false };
 }
 
 /**
@@ -546,7 +557,7 @@ export function measureTrial(records: readonly ProbeRecord[], epochSteps: number
     const timed = timing === 'gpu' ? gpuTimed : hostTimed;
     const times = timed.map((s) => (timing === 'gpu' ? (gpu.get(s.step) as number) : (s.stepTimeS as number)) * 1e9);
     if (times.length === 0) continue;
-    const { warmEnd, from, to, settled, epoch } = measuredSpan(
+    const { warmEnd, from, to, settled, opensWithEpochStart } = measuredSpan(
       timed.map((s) => s.step),
       times,
       epochSteps,
@@ -558,7 +569,8 @@ export function measureTrial(records: readonly ProbeRecord[], epochSteps: number
     // An epoch's start is a cost every epoch pays once, not noise: the spread of an epoch's mean is its other steps'
     // (in one of the blocks it made the spread 4 to 9 times larger, and an H100 Lightning run's pinned memory, 72.9 ->
     // 57.8 ms a step, was not kept).
-    const rest = epoch && kept.length > 4 ? meanAndSpread(kept.slice(1)) : null;
+    const startKept = opensWithEpochStart && kept[0] === times[from];
+    const rest = startKept && kept.length > 4 ? meanAndSpread(kept.slice(1)) : null;
     const spreadNs = rest !== null ? (rest.spreadNs * (kept.length - 1)) / kept.length : ms.spreadNs;
     const first = steps[0]?.stepTimeS;
     const before = [...(typeof first === 'number' && Number.isFinite(first) ? [first * 1e9] : []), ...times.slice(0, warmEnd), ...once];
