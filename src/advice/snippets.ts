@@ -10,7 +10,7 @@
 export function autocastLines(dtype: 'bfloat16' | 'float16'): string[] {
   return [
     `with torch.autocast("cuda", dtype=torch.${dtype}):`,
-    '    # your forward and loss as they are, for example:',
-    '    loss = loss_fn(model(x), y)',
+    '    # your forward and loss as they are',
+    '    loss = loss_fn(model(x), y)   # for example',
   ];
 }

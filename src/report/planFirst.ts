@@ -37,7 +37,7 @@ export function changeLine(code: string): string | null {
   // that opens the block where the body is the loop's own (autocast: "# your forward and loss as they are").
   if (!first.endsWith(':')) return first;
   const rest = lines.slice(start + parts.length).filter((l) => l.trim().length > 0);
-  if (rest[0]?.trim().startsWith('#')) return `${first}  ${rest[0].trim().replace(/,? for example:$/, '')}`;
+  if (rest[0]?.trim().startsWith('#')) return `${first}  ${rest[0].trim()}`;
   const body = rest.find((l) => !l.trim().startsWith('#'));
   return body ? `${first} ${body.replace(/\s+#.*$/, '').trim()} ...` : first;
 }
