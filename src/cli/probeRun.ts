@@ -544,6 +544,14 @@ export async function startProbeRun(opts: ProbeRunOptions): Promise<ProbeRun> {
   const attach = attachTo(opts.cmd, probeDir, settings);
 
   const gpu: GpuSampling = opts.sampleGpus === false ? { reason: 'not sampled' } : await startGpuSampling();
+  // Signals that come while the command starts are held, then passed on once its process group exists: without this,
+  // a SIGHUP in that instant (the command already printing) ended gpuwise by Node's default and orphaned the job.
+  const held: NodeJS.Signals[] = [];
+  const holders = [...FORWARDED, ...PASSED_ON].map((sig) => [sig, () => held.push(sig)] as const);
+  for (const [sig, h] of holders) process.on(sig, h);
+  const stopHolding = () => {
+    for (const [sig, h] of holders) process.off(sig, h);
+  };
   let child: StartedChild;
   const fds: number[] = [];
   try {
@@ -555,9 +563,11 @@ export async function startProbeRun(opts: ProbeRunOptions): Promise<ProbeRun> {
     }
     child = await startChild(cmd, opts.commandEnv ? { ...attach.env, ...opts.commandEnv } : attach.env, stdio);
   } catch (e) {
+    stopHolding();
     if ('stop' in gpu) await gpu.stop();
     await collector.close(0, socketPath);
     attach.registry?.close();
+    for (const sig of held) process.kill(process.pid, sig); // no command to pass them to: gpuwise takes them as they came
     throw e;
   } finally {
     for (const fd of fds) closeSync(fd); // the child holds its own copies
@@ -612,6 +622,8 @@ export async function startProbeRun(opts: ProbeRunOptions): Promise<ProbeRun> {
   // Writes to a terminal that went away (SIGHUP) fail with EIO/EPIPE: never a reason to stop.
   const onStdioError = () => undefined;
   for (const [sig, h] of handlers) process.on(sig, h);
+  stopHolding();
+  for (const sig of held) handlers.find(([s]) => s === sig)?.[1]();
   process.on('exit', onExit).on('uncaughtException', onUncaught);
   process.stdout.on('error', onStdioError);
   process.stderr.on('error', onStdioError);
