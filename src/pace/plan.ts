@@ -11,6 +11,7 @@ import { type Fix, fixEffect } from './fix.js';
 import { boundWords, fmtBatchScale, PER_RUN_BATCH, speedupText } from './gain.js';
 import { applyJobFix, type Job, type JobRank, jobStepOf, ranksMadeOn } from './job.js';
 import { type Bound, type PartialBatch, type Pipeline, stepOf, workersToAsk } from './pipeline.js';
+import { bandText, type TypicalError, typicalErrorOf } from './typicalError.js';
 
 /** A fix must shorten the composed step by this share to take a place in the plan. */
 export const MIN_STEP_GAIN = 0.01;
@@ -45,6 +46,11 @@ export interface PlanStep {
   dropLast: boolean;
   /** What the fix changes of the stages at this place of the plan, in words ("the host 60.1 ms -> 30.2 ms, ..."). */
   effect: string;
+  /**
+   * How far plan steps of this kind have been from the GPU: the expected step is ± this share (typicalError.ts).
+   * Absent in reports saved before it was given.
+   */
+  typicalError?: TypicalError;
   /** The line as the report prints it (without its number). */
   text: string;
   /** The rank whose own step binds once it is made, and the ranks the fix is made on (a job of several ranks only). */
@@ -82,6 +88,8 @@ export function planOf(job: Job, candidates: readonly PlanCandidate[]): PacePlan
   const steps: PlanStep[] = [];
   let saidUntimed = false;
   const slowest = job.ranks.find((r) => r.rank === job.slowestRank) as JobRank;
+  // The DataLoader workers the plan has set so far (the run's own at first): a later step that needs more says so from there.
+  let workersNow: number | null = slowest.pipeline.loader?.workers ?? null;
   while (left.length > 0 && steps.length < MAX_PLAN_STEPS) {
     const loaderBinds = jobStepOf(cur).bound === 'input';
     const tried = left.map((c) => {
@@ -101,15 +109,18 @@ export function planOf(job: Job, candidates: readonly PlanCandidate[]): PacePlan
     // The workers the binding rank's loader needs now, when its rate is known and the run's count is short of it.
     const bp = best.s.pipeline;
     const l = bp.loader;
-    const have = typeof l?.workersTo === 'number' ? l.workersTo : (l?.workers ?? null);
-    const setsWorkers = best.c.fix.ops.some((o) => o.kind === 'workers');
+    const have = typeof l?.workersTo === 'number' ? l.workersTo : (workersNow ?? l?.workers ?? null);
+    const setsWorkers = best.c.fix.ops.find((o) => o.kind === 'workers');
     // As many as the cores allow: the step was expected with that many (stepOf's `enough`).
     const wanted = best.s.workersNeeded !== null && l ? workersToAsk(l, best.s.workersNeeded) : null;
     const need = !setsWorkers && wanted !== null && have !== null && wanted > have ? wanted : null;
+    const upFrom = need !== null && have !== null ? `, up from ${have}` : '';
+    workersNow = need ?? (setsWorkers ? (typeof setsWorkers.to === 'number' ? setsWorkers.to : (wanted ?? workersNow)) : workersNow);
     const boundText = boundWords(bp, best.s.bound);
     // A stage the evidence could not time cannot be said to keep up: the step stops at it if it is longer (issue 47).
     // Said at the first step it holds for; the steps after it rest on the same caveat.
-    const untimedHost: string = bp.stages.host.ns === null && best.s.bound !== 'host' && !saidUntimed ? ', unless the host (not timed) binds first' : '';
+    const untimedHost: string =
+      bp.stages.host.ns === null && best.s.bound !== 'host' && !saidUntimed ? ', unless the host (not timed) binds first' : '';
     saidUntimed ||= untimedHost !== '';
     const partial = best.c.fix.compiles ? (slowest.measured.partialBatch ?? null) : null;
     const dropLast = partial !== null ? `; with DataLoader(drop_last=True): ${partialWords(partial)}` : '';
@@ -117,7 +128,11 @@ export function planOf(job: Job, candidates: readonly PlanCandidate[]): PacePlan
     const batchScale = bp.batchScale / start.pipeline.batchScale;
     const per = batchScale !== 1 ? PER_RUN_BATCH : 'a step';
     // The step that changes the batch says how long its own, bigger step takes: its time per run's batch is not that.
-    const ownStep = batchScale !== (steps.at(-1)?.batchScale ?? 1) ? `; a step of the ${fmtBatchScale(batchScale)} batch: ${fmtMs(best.s.perBatchNs * batchScale)}` : '';
+    const ownStep =
+      batchScale !== (steps.at(-1)?.batchScale ?? 1)
+        ? `; a step of the ${fmtBatchScale(batchScale)} batch: ${fmtMs(best.s.perBatchNs * batchScale)}`
+        : '';
+    const typicalError = typicalErrorOf(best.c.id);
     steps.push({
       id: best.c.id,
       label: best.c.fix.label,
@@ -128,7 +143,8 @@ export function planOf(job: Job, candidates: readonly PlanCandidate[]): PacePlan
       workersNeeded: need,
       dropLast: partial !== null,
       effect: fixEffect(cur.ranks.find((r) => r.rank === best.s.rank)?.pipeline ?? bp, bp),
-      text: `${best.c.fix.label}${madeOn.length > 1 ? ` (ranks ${madeOn.join(', ')})` : ''}: ${fmtMs(now)} -> ${fmtMs(best.s.perBatchNs)} ${per} (${speedupText(now, best.s.perBatchNs, batchScale)}${ownStep}); then ${boundText} sets the pace${several ? ` (rank ${best.s.rank})` : ''}${untimedHost}${need !== null ? `; needs about ${need} DataLoader workers` : ''}${dropLast}`,
+      typicalError,
+      text: `${best.c.fix.label}${madeOn.length > 1 ? ` (ranks ${madeOn.join(', ')})` : ''}: ${fmtMs(now)} -> ${fmtMs(best.s.perBatchNs)} ${bandText(typicalError)} ${per} (${speedupText(now, best.s.perBatchNs, batchScale)}${ownStep}); then ${boundText} sets the pace${several ? ` (rank ${best.s.rank})` : ''}${untimedHost}${need !== null ? `; needs about ${need} DataLoader workers${upFrom}` : ''}${dropLast}`,
       ...(several ? { rank: best.s.rank, ranks: madeOn } : {}),
       ...(batchScale !== 1 ? { batchScale } : {}),
     });
@@ -136,7 +152,14 @@ export function planOf(job: Job, candidates: readonly PlanCandidate[]): PacePlan
     now = best.s.perBatchNs;
   }
   const batchScale = steps.at(-1)?.batchScale;
-  return { stepNs: start.perBatchNs, bound: start.bound, ...(several ? { rank: start.rank } : {}), steps, expectedStepNs: now, ...(batchScale ? { batchScale } : {}) };
+  return {
+    stepNs: start.perBatchNs,
+    bound: start.bound,
+    ...(several ? { rank: start.rank } : {}),
+    steps,
+    expectedStepNs: now,
+    ...(batchScale ? { batchScale } : {}),
+  };
 }
 
 /** Why a compiling fix asks for drop_last, in words. */
@@ -160,7 +183,8 @@ function withWorkersNeeded(job: Job): Job {
 function rankWithWorkersNeeded(q: Pipeline): Pipeline {
   const l = q.loader;
   const s = stepOf(q);
-  if (!l || l.batchNsPerWorker === null || l.workersTo !== undefined || s.workersNeeded === null || s.workersNeeded <= (l.workers ?? 0)) return q;
+  if (!l || l.batchNsPerWorker === null || l.workersTo !== undefined || s.workersNeeded === null || s.workersNeeded <= (l.workers ?? 0))
+    return q;
   const r: Pipeline = { ...q, loader: { ...l, workersTo: 'enough' } };
   return stepOf(r).perBatchNs < s.perBatchNs ? r : q;
 }

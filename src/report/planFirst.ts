@@ -8,6 +8,7 @@
 import { type LeverAccuracy, measuredHereText } from '../history/leverAccuracy.js';
 import { PER_RUN_BATCH, speedupText } from '../pace/gain.js';
 import { type PacePlan, type PlanStep, planLines } from '../pace/plan.js';
+import { bandText, typicalErrorWords } from '../pace/typicalError.js';
 import { fmtMs } from '../util/format.js';
 import { mdCode, type ShownFinding } from './findingText.js';
 
@@ -32,7 +33,10 @@ export function changeLine(code: string): string | null {
     depth += depthOf(text);
     if (depth <= 0) break;
   }
-  const first = parts.join(' ').replace(/([([{]) /g, '$1').replace(/ ([)\]}])/g, '$1');
+  const first = parts
+    .join(' ')
+    .replace(/([([{]) /g, '$1')
+    .replace(/ ([)\]}])/g, '$1');
   // A block's header (`for ...:`, `with ...:`) says little alone: its first statement goes with it, or the comment
   // that opens the block where the body is the loop's own (autocast: "# your forward and loss as they are").
   if (!first.endsWith(':')) return first;
@@ -56,8 +60,11 @@ export function stepChangeLine(plan: PacePlan, i: number, code: string): string 
   if (line === null || step === undefined || !/\bDataLoader\(/.test(line)) return line;
   const need = step.workersNeeded;
   if (need !== null)
-    line = kwarg('num_workers').test(line) ? line.replace(/\bnum_workers=[^,)]*/, `num_workers=${need}`) : line.replace(/DataLoader\(([^)]*)\)/, `DataLoader($1, num_workers=${need})`);
-  if (/\bpin_memory=True/.test(line) && /non_blocking=True/.test(code) && !/non_blocking/.test(line)) line += '; x = x.to(device, non_blocking=True)';
+    line = kwarg('num_workers').test(line)
+      ? line.replace(/\bnum_workers=[^,)]*/, `num_workers=${need}`)
+      : line.replace(/DataLoader\(([^)]*)\)/, `DataLoader($1, num_workers=${need})`);
+  if (/\bpin_memory=True/.test(line) && /non_blocking=True/.test(code) && !/non_blocking/.test(line))
+    line += '; x = x.to(device, non_blocking=True)';
   return line.replace(/\(\s*,\s*/, '(');
 }
 
@@ -94,10 +101,13 @@ export interface PlanFirstOptions {
  * The plan's closing note: its times are estimates, and how to measure them (a cold reader took three-digit figures
  * from a chain of assumed factors for measurements). Not said where this machine measured every step already.
  */
-function estimateNote(from: 'run' | 'trace'): string {
-  return from === 'run'
-    ? '       (estimates from this run; `gpuwise tune --plan -- CMD` measures each step on your script)'
-    : '       (estimates from the trace; make a change and profile again to measure it)';
+function estimateNote(from: 'run' | 'trace', banded: boolean): string[] {
+  return [
+    `       (estimates from ${from === 'run' ? 'this run' : 'the trace'}${banded ? `: ${typicalErrorWords()}` : ''};`,
+    from === 'run'
+      ? '       `gpuwise tune --plan -- CMD` measures each step on your script)'
+      : '       make a change and profile again to measure it)',
+  ];
 }
 
 /**
@@ -107,8 +117,9 @@ function estimateNote(from: 'run' | 'trace'): string {
 export function planFirstLines({ plan, findings, stepName = null, measuredHere = [], from = 'trace' }: PlanFirstOptions): string[] {
   if (plan.steps.length === 0) return ['What to do: no fix found that shortens the step (the findings below say what was looked at)'];
   const per = plan.batchScale ? ` ${PER_RUN_BATCH}` : stepName ? '' : ' a step';
+  const last = plan.steps.at(-1) as PlanStep;
   const out = [
-    `What to do: ${stepName ? `${stepName} ` : ''}${fmtMs(plan.stepNs)} -> ${fmtMs(plan.expectedStepNs)}${per} (${speedupText(plan.stepNs, plan.expectedStepNs, plan.batchScale)}) with ${plan.steps.length === 1 ? 'this change' : `these ${plan.steps.length} changes, each on top of the ones before`}`,
+    `What to do: ${stepName ? `${stepName} ` : ''}${fmtMs(plan.stepNs)} -> ${fmtMs(plan.expectedStepNs)}${last.typicalError ? ` ${bandText(last.typicalError)}` : ''}${per} (${speedupText(plan.stepNs, plan.expectedStepNs, plan.batchScale)}) with ${plan.steps.length === 1 ? 'this change' : `these ${plan.steps.length} changes, each on top of the ones before`}`,
   ];
   const lines = planLines(plan);
   plan.steps.forEach((s, i) => {
@@ -119,7 +130,13 @@ export function planFirstLines({ plan, findings, stepName = null, measuredHere =
     const here = measuredHere.find((a) => a.stepId === s.id);
     if (here) out.push(`       ${measuredHereText(here)}`);
   });
-  if (!plan.steps.every((s) => measuredHere.some((a) => a.stepId === s.id))) out.push(estimateNote(from));
+  if (!plan.steps.every((s) => measuredHere.some((a) => a.stepId === s.id)))
+    out.push(
+      ...estimateNote(
+        from,
+        plan.steps.some((s) => s.typicalError),
+      ),
+    );
   return out;
 }
 
@@ -134,7 +151,13 @@ export function inPlanText(plan: PacePlan | null | undefined, f: ShownFinding): 
   const alone = f.estimatedGain ? 1 - f.estimatedGain.expectedStepTimeNs / f.estimatedGain.stepTimeNs : 0;
   const planned = s.fromStepNs > 0 ? 1 - s.expectedStepNs / s.fromStepNs : 0;
   if (Math.abs(planned - alone) < 0.01) return null;
-  const after = i > 0 ? `, after ${plan.steps.slice(0, i).map((x) => x.label).join(', ')}` : '';
+  const after =
+    i > 0
+      ? `, after ${plan.steps
+          .slice(0, i)
+          .map((x) => x.label)
+          .join(', ')}`
+      : '';
   // What the fix changes at that place, so that a gain unlike the finding's own arithmetic (made on the run as it is) says why.
   const effect = s.effect ? `: ${s.effect}` : '';
   return `in the plan (step ${i + 1}${after}): ${fmtMs(s.fromStepNs)} -> ${fmtMs(s.expectedStepNs)} ${s.batchScale ? PER_RUN_BATCH : 'a step'} (${speedupText(s.fromStepNs, s.expectedStepNs, s.batchScale)})${effect}`;
