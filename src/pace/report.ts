@@ -79,16 +79,25 @@ export function paceHeadline(r: PaceReport, ranks: number): string {
   const who = ranks > 1 ? ` (rank ${r.rank}'s, the longest measured)` : '';
   const per = r.plan.batchScale ? ` ${PER_RUN_BATCH}` : '';
   const after = r.plan.steps.length ? `; after the plan: ${fmtMs(r.plan.expectedStepNs)}${per} (${(r.plan.stepNs / r.plan.expectedStepNs).toFixed(1)}x${per ? ' the samples/s' : ''})` : '';
-  return `mean step ${fmtMs(r.stepNs)}${who}: ${r.why}${r.job ? jobWords(r.job, r.rank) : ''}${after}`;
+  const other = r.job ? otherRankBinds(r.job, r.rank) : null;
+  // Where another rank's own work binds, rank r's pipeline (its wait for that rank read as communication) would name
+  // a second binding stage: the headline names the one that sets the job's pace (issue 47, the DDP cold read).
+  if (other) return `mean step ${fmtMs(r.stepNs)}${who}: ${other}${after}`;
+  return `mean step ${fmtMs(r.stepNs)}${who}: ${r.why}${r.job ? waitWords(r.job, r.rank) : ''}${after}`;
 }
 
-/** Which rank's own work sets the job's pace, where it is not the slowest rank's measured step. */
-function jobWords(j: JobSummary, slowest: number): string {
+/** Rank `slowest`'s wait for the others, where it has one. */
+function waitWords(j: JobSummary, slowest: number): string {
+  const s = j.ranks.find((x) => x.rank === slowest);
+  return s && s.waitNs > 0 ? `; rank ${s.rank} waits ${fmtMs(s.waitNs)} a step for the others in collectives (its own step ${fmtMs(s.ownStepNs)})` : '';
+}
+
+/** The job's pace in words where another rank's own work sets it, not the slowest rank's measured step; else null. */
+function otherRankBinds(j: JobSummary, slowest: number): string | null {
   const s = j.ranks.find((x) => x.rank === slowest);
   const b = j.ranks.find((x) => x.rank === j.bindingRank);
-  if (!s || !b || !(s.waitNs > 0)) return '';
-  const own = `; rank ${s.rank} waits ${fmtMs(s.waitNs)} a step for the others in collectives (its own step ${fmtMs(s.ownStepNs)})`;
-  return j.bindingRank === slowest ? own : `${own}: rank ${b.rank}'s own work sets the job's pace (${fmtMs(b.ownStepNs)}, ${boundWordsOf(b.bound)} binding)`;
+  if (!s || !b || j.bindingRank === slowest || !(s.waitNs > 0)) return null;
+  return `rank ${b.rank}'s own work sets the job's pace (${fmtMs(b.ownStepNs)} a step, ${boundWordsOf(b.bound)} binding); rank ${s.rank}'s own step is ${fmtMs(s.ownStepNs)} and it waits ${fmtMs(s.waitNs)} a step for the others in collectives`;
 }
 
 function boundWordsOf(b: Bound): string {

@@ -103,7 +103,7 @@ function hostWork(
   const autogradCpu = threads?.autogradNs ?? 0;
   const autograd = gpuBound ? 0 : autogradCpu;
   const thread = copies
-    ? `the stepping thread's CPU time ${fmtMs(cpuNs)} a step (median, outside the profiler) less the ${fmtMs(blocked)} a step the window shows it blocked inside copy calls (pageable copies wait for the GPU's queued work)`
+    ? `the stepping thread's CPU time ${fmtMs(cpuNs)} a step (median, outside the profiler) less its own ${fmtMs(blocked)} a step inside copy calls in the window's steps (a pageable copy waits there for the GPU's queued work)`
     : `${noGpuWork ? 'no GPU work: the step runs on the CPU, ' : ''}the stepping thread's CPU time, ${fmtMs(cpuNs)} a step (median, outside the profiler)`;
   const backwardText =
     autograd > 0

@@ -4,7 +4,7 @@ import type { Finding } from '../../findings/finding.js';
 import type { Fix } from '../../pace/fix.js';
 import { gainOf } from '../../pace/gain.js';
 import { LOADER_HEADROOM, type Pipeline, stepOf, workerCap, workersToAsk, workerStartUpNs } from '../../pace/pipeline.js';
-import { INPUT_BINDS_SHARE } from '../../pace/window.js';
+import { COPY_IDLE_WORDS, INPUT_BINDS_SHARE } from '../../pace/window.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtInt, fmtBytes, fmtMs, fmtPct, fmtWindow } from '../../util/format.js';
 import { finding, ofWindowStep, paced, pipelineOf, type RankRule, stepNs, whenInSteps } from './rule.js';
@@ -195,6 +195,8 @@ export const pageableH2d: RankRule = (m, ctx) => {
   const pinnedGBs = Math.max(pinned?.bandwidthGBs ?? 0, ASSUMED_PINNED_GBS);
   const keep = pageable.bandwidthGBs > 0 ? Math.min(1, pageable.bandwidthGBs / pinnedGBs) : 1;
   const ex = m.examples.pageableH2dExample;
+  // The run's own figure beside the window's, where doctor watched the run (the pace section's blocking wait).
+  const runCopyNs = ctx?.pace?.source === 'run' ? (ctx.pace.serial.find((c) => c.kind === 'copy')?.ns ?? null) : null;
   return paced(
     m,
     ctx?.pace,
@@ -204,7 +206,7 @@ export const pageableH2d: RankRule = (m, ctx) => {
       ranks: [m.rank],
       evidence: [
         `${pageable.count} HtoD copies from pageable memory ${fmtWindow(m.steps.length)}, ${fmtBytes(pageable.bytes)} in ${fmtMs(pageable.durNs)} (${pageable.bandwidthGBs.toFixed(1)} GB/s)`,
-        `GPU idle while the host was inside the copy call: ${fmtMs(idleNs)} per step`,
+        `${COPY_IDLE_WORDS.replace(/^t/, 'T')}: ${fmtMs(idleNs)} per step in the profiled window`,
         ...(ex ? [`largest: "${ex.name}" ${fmtBytes(ex.bytes)} in ${fmtMs(ex.durNs)} ${whenInSteps(m, ex.atNs)}`] : []),
         ...(pinned ? [`pinned copies in the same trace ran at ${pinned.bandwidthGBs.toFixed(1)} GB/s`] : []),
       ],
@@ -230,7 +232,7 @@ export const pageableH2d: RankRule = (m, ctx) => {
         { kind: 'serial', cost: 'copy', factor: 0 },
         { kind: 'gpu', work: 'pageable-copies', ns: copyNs, factor: keep },
       ],
-      arithmetic: `the GPU idle in the copy calls (${fmtMs(idleNs)} a step in the profiled window) goes, and the copies themselves (${fmtMs(copyNs)} a step) run at ${pinnedGBs.toFixed(0)} GB/s pinned instead of ${pageable.bandwidthGBs.toFixed(1)} GB/s`,
+      arithmetic: `${COPY_IDLE_WORDS} (${fmtMs(idleNs)} a step in the profiled window${runCopyNs !== null ? `, ${fmtMs(runCopyNs)} in the run outside the profiler` : ''}) goes, and the copies themselves (${fmtMs(copyNs)} a step) run at ${pinnedGBs.toFixed(0)} GB/s pinned instead of ${pageable.bandwidthGBs.toFixed(1)} GB/s`,
     },
   );
 };
