@@ -69,5 +69,5 @@ export function bandText(e: TypicalError): string {
 
 /** What the ± of a plan means, in words, for the note that closes a plan. */
 export function typicalErrorWords(): string {
-  return `± is how close ${Math.round(TYPICAL_COVER * 5)} in 5 of ${TYPICAL_ERROR_DATA.all.steps} plan steps came, measured on H100 and H200 GPUs, by kind of fix (docs/validation/pace.md)`;
+  return `± is how close ${Math.round(TYPICAL_COVER * 5)} in 5 of doctor's ${TYPICAL_ERROR_DATA.all.steps} plan steps run on H100/H200 GPUs came, by kind of fix (docs/validation/pace.md)`;
 }
