@@ -43,7 +43,7 @@ describe('what to do, first', () => {
     // the plan closes saying its times are estimates, and how to measure them (a cold reader took them for measurements)
     const blank = text.indexOf('', 5);
     expect(text.slice(blank - 2, blank)).toEqual([
-      '       (estimates from this run: ± is how close 4 in 5 of doctor's 61 plan steps run on H100/H200 GPUs came, by kind of fix (docs/validation/pace.md);',
+      '       (estimates from this run: ± is how close 4 in 5 of doctor\'s 61 plan steps run on H100/H200 GPUs came, by kind of fix (docs/validation/pace.md);',
       '       `gpuwise tune --plan -- CMD` measures each step on your script)',
     ]);
   });
