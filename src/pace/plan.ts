@@ -11,7 +11,7 @@ import { type Fix, fixEffect } from './fix.js';
 import { boundWords, fmtBatchScale, PER_RUN_BATCH, speedupText } from './gain.js';
 import { applyJobFix, type Job, type JobRank, jobStepOf, ranksMadeOn } from './job.js';
 import { type Bound, type PartialBatch, type Pipeline, stepOf, workersToAsk } from './pipeline.js';
-import { bandText, type TypicalError, typicalErrorOf } from './typicalError.js';
+import { likelyText, type TypicalError, typicalErrorOf } from './typicalError.js';
 
 /** A fix must shorten the composed step by this share to take a place in the plan. */
 export const MIN_STEP_GAIN = 0.01;
@@ -144,7 +144,7 @@ export function planOf(job: Job, candidates: readonly PlanCandidate[]): PacePlan
       dropLast: partial !== null,
       effect: fixEffect(cur.ranks.find((r) => r.rank === best.s.rank)?.pipeline ?? bp, bp),
       typicalError,
-      text: `${best.c.fix.label}${madeOn.length > 1 ? ` (ranks ${madeOn.join(', ')})` : ''}: ${fmtMs(now)} -> ${fmtMs(best.s.perBatchNs)} ${bandText(typicalError)} ${per} (${speedupText(now, best.s.perBatchNs, batchScale)}${ownStep}); then ${boundText} sets the pace${several ? ` (rank ${best.s.rank})` : ''}${untimedHost}${need !== null ? `; needs about ${need} DataLoader workers${upFrom}` : ''}${dropLast}`,
+      text: `${best.c.fix.label}${madeOn.length > 1 ? ` (ranks ${madeOn.join(', ')})` : ''}: ${fmtMs(now)} -> ${fmtMs(best.s.perBatchNs)} ${per} (${speedupText(now, best.s.perBatchNs, batchScale)}; ${likelyText(best.s.perBatchNs, typicalError)}${ownStep}); then ${boundText} sets the pace${several ? ` (rank ${best.s.rank})` : ''}${untimedHost}${need !== null ? `; needs about ${need} DataLoader workers${upFrom}` : ''}${dropLast}`,
       ...(several ? { rank: best.s.rank, ranks: madeOn } : {}),
       ...(batchScale !== 1 ? { batchScale } : {}),
     });

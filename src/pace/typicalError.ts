@@ -6,6 +6,7 @@
  * read in docs/validation/pace.md).
  */
 import type { FindingId } from '../findings/ids.js';
+import { fmtMs } from '../util/format.js';
 import { TYPICAL_ERROR_DATA } from './typicalErrorData.js';
 
 /** A kind of plan step, as the validation records group them. */
@@ -62,12 +63,22 @@ export function typicalErrorOf(id: string): TypicalError {
   return { share: TYPICAL_ERROR_DATA.all.share, lever: 'all', steps: TYPICAL_ERROR_DATA.all.steps };
 }
 
-/** "±15%": a band in a plan line. */
-export function bandText(e: TypicalError): string {
-  return `±${Math.round(e.share * 100)}%`;
+/**
+ * The range a step expected at `expectedNs` likely falls in: the steps of its kind measured p / (1 + error) with
+ * |error| at most the band 4 in 5 times ("65.4-88.5 ms": a cold reader asked for the range, not a ± to work out).
+ */
+export function likelyRangeNs(expectedNs: number, e: TypicalError): [number, number] {
+  return [expectedNs / (1 + e.share), expectedNs / Math.max(0.05, 1 - e.share)];
 }
 
-/** What the ± of a plan means, in words, for the note that closes a plan. */
+/** "likely 65.4-88.5 ms": the range in a plan line, the unit said once where both ends share it. */
+export function likelyText(expectedNs: number, e: TypicalError): string {
+  const [lo, hi] = likelyRangeNs(expectedNs, e).map(fmtMs) as [string, string];
+  const unit = / \S+$/.exec(hi)?.[0] ?? '';
+  return `likely ${lo.endsWith(unit) ? lo.slice(0, -unit.length) : lo}-${hi}`;
+}
+
+/** What the likely ranges of a plan mean, in words, for the note that closes a plan. */
 export function typicalErrorWords(): string {
-  return `± is how close ${Math.round(TYPICAL_COVER * 5)} in 5 of doctor's ${TYPICAL_ERROR_DATA.all.steps} plan steps run on H100/H200 GPUs came, by kind of fix (docs/validation/pace.md)`;
+  return `${Math.round(TYPICAL_COVER * 5)} in 5 of doctor's ${TYPICAL_ERROR_DATA.all.steps} plan steps run on H100/H200 GPUs measured within the likely range of their kind of fix (docs/validation/pace.md)`;
 }

@@ -8,7 +8,7 @@
 import { type LeverAccuracy, measuredHereText } from '../history/leverAccuracy.js';
 import { PER_RUN_BATCH, speedupText } from '../pace/gain.js';
 import { type PacePlan, type PlanStep, planLines } from '../pace/plan.js';
-import { bandText, typicalErrorWords } from '../pace/typicalError.js';
+import { likelyText, typicalErrorWords } from '../pace/typicalError.js';
 import { fmtMs } from '../util/format.js';
 import { mdCode, type ShownFinding } from './findingText.js';
 
@@ -119,7 +119,7 @@ export function planFirstLines({ plan, findings, stepName = null, measuredHere =
   const per = plan.batchScale ? ` ${PER_RUN_BATCH}` : stepName ? '' : ' a step';
   const last = plan.steps.at(-1) as PlanStep;
   const out = [
-    `What to do: ${stepName ? `${stepName} ` : ''}${fmtMs(plan.stepNs)} -> ${fmtMs(plan.expectedStepNs)}${last.typicalError ? ` ${bandText(last.typicalError)}` : ''}${per} (${speedupText(plan.stepNs, plan.expectedStepNs, plan.batchScale)}) with ${plan.steps.length === 1 ? 'this change' : `these ${plan.steps.length} changes, each on top of the ones before`}`,
+    `What to do: ${stepName ? `${stepName} ` : ''}${fmtMs(plan.stepNs)} -> ${fmtMs(plan.expectedStepNs)}${per} (${speedupText(plan.stepNs, plan.expectedStepNs, plan.batchScale)}${last.typicalError ? `; ${likelyText(plan.expectedStepNs, last.typicalError)}` : ''}) with ${plan.steps.length === 1 ? 'this change' : `these ${plan.steps.length} changes, each on top of the ones before`}`,
   ];
   const lines = planLines(plan);
   plan.steps.forEach((s, i) => {

@@ -8,7 +8,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { bandOf, type Lever, leverOf, MIN_LEVER_STEPS, typicalErrorOf } from '../../src/pace/typicalError.js';
+import { bandOf, type Lever, leverOf, likelyRangeNs, likelyText, MIN_LEVER_STEPS, typicalErrorOf } from '../../src/pace/typicalError.js';
 import { TYPICAL_ERROR_DATA } from '../../src/pace/typicalErrorData.js';
 import { REPO } from '../doctor/helpers.js';
 import { corpusRows, measuredMs, type Row, readMeasured, runReport } from './corpus.js';
@@ -193,6 +193,18 @@ describe("the plan's error bands from the GPU validation records", () => {
     console.log(`H200-fitted bands on the ${held.length} H100 steps: ${within} within`);
     expect(held.length).toBeGreaterThanOrEqual(10);
     expect(within / held.length).toBeGreaterThanOrEqual(0.6);
+  });
+
+  it('the likely range a plan line gives holds a measured step exactly where its error is within the band', () => {
+    for (const m of measured) {
+      const e = typicalErrorOf(m.lever === 'workers' ? 'dataloader-bound' : m.lever === 'precision' ? 'mixed-precision' : 'rank-imbalance');
+      const predictedNs = 50e6;
+      const measuredNs = predictedNs / (1 + m.error);
+      const [lo, hi] = likelyRangeNs(predictedNs, e);
+      expect(measuredNs >= lo - 1 && measuredNs <= hi + 1, m.source).toBe(Math.abs(m.error) <= e.share + 1e-9);
+    }
+    expect(likelyText(56.4e6, { share: 0.2, lever: 'all', steps: 61 })).toBe('likely 47.0-70.5 ms');
+    expect(likelyText(1.1e6, { share: 0.2, lever: 'all', steps: 61 })).toBe('likely 917 us-1.38 ms');
   });
 
   it("a plan step's band is its kind's where enough were measured, every kind's otherwise", () => {
