@@ -66,9 +66,16 @@ const STAGE_TITLE: Record<StageName, string> = { input: 'DataLoader', host: 'hos
 export function paceRows(r: PaceSummary): [string, string, string, string][] {
   return [
     // No row for communication that took nothing, nor for a GPU that did nothing (a CPU run, issue 47 item 4).
-    ...STAGE_NAMES.filter((s) => !(s === 'comm' && !(r.stages.comm.ns ?? 0)) && !(s === 'gpu' && r.stages.gpu.ns === 0 && !(r.stages.comm.ns ?? 0))).map((s): [string, string, string, string] => {
+    ...STAGE_NAMES.filter(
+      (s) => !(s === 'comm' && !(r.stages.comm.ns ?? 0)) && !(s === 'gpu' && r.stages.gpu.ns === 0 && !(r.stages.comm.ns ?? 0)),
+    ).map((s): [string, string, string, string] => {
       const st = r.stages[s];
-      return [st.label ? `${STAGE_TITLE[s]} (${st.label})` : STAGE_TITLE[s], st.ns === null ? 'not timed' : fmtMs(st.ns), st.how, st.evidence];
+      return [
+        st.label ? `${STAGE_TITLE[s]} (${st.label})` : STAGE_TITLE[s],
+        st.ns === null ? 'not timed' : fmtMs(st.ns),
+        st.how,
+        st.evidence,
+      ];
     }),
     ...r.serial.map((c): [string, string, string, string] => [`blocking wait: ${c.kind}`, fmtMs(c.ns), c.how, c.evidence]),
   ];
@@ -78,7 +85,9 @@ export function paceRows(r: PaceSummary): [string, string, string, string][] {
 export function paceHeadline(r: PaceReport, ranks: number): string {
   const who = ranks > 1 ? ` (rank ${r.rank}'s, the longest measured)` : '';
   const per = r.plan.batchScale ? ` ${PER_RUN_BATCH}` : '';
-  const after = r.plan.steps.length ? `; after the plan: ${fmtMs(r.plan.expectedStepNs)}${per} (${(r.plan.stepNs / r.plan.expectedStepNs).toFixed(1)}x${per ? ' the samples/s' : ''})` : '';
+  const after = r.plan.steps.length
+    ? `; after the plan: ${fmtMs(r.plan.expectedStepNs)}${per} (${(r.plan.stepNs / r.plan.expectedStepNs).toFixed(1)}x${per ? ' the samples/s' : ''})`
+    : '';
   const other = r.job ? otherRankBinds(r.job, r.rank) : null;
   // Where another rank's own work binds, rank r's pipeline (its wait for that rank read as communication) would name
   // a second binding stage: the headline names the one that sets the job's pace (issue 47, the DDP cold read).
@@ -89,7 +98,9 @@ export function paceHeadline(r: PaceReport, ranks: number): string {
 /** Rank `slowest`'s wait for the others, where it has one. */
 function waitWords(j: JobSummary, slowest: number): string {
   const s = j.ranks.find((x) => x.rank === slowest);
-  return s && s.waitNs > 0 ? `; rank ${s.rank} waits ${fmtMs(s.waitNs)} a step for the others in collectives (its own step ${fmtMs(s.ownStepNs)})` : '';
+  return s && s.waitNs > 0
+    ? `; rank ${s.rank} waits ${fmtMs(s.waitNs)} a step for the others in collectives (its own step ${fmtMs(s.ownStepNs)})`
+    : '';
 }
 
 /** The job's pace in words where another rank's own work sets it, not the slowest rank's measured step; else null. */
@@ -101,7 +112,11 @@ function otherRankBinds(j: JobSummary, slowest: number): string | null {
 }
 
 function boundWordsOf(b: Bound): string {
-  return b === 'serial' ? 'the blocking waits' : b === 'input' ? 'the DataLoader' : b === 'comm' ? 'communication' : `the ${b === 'gpu' ? 'GPU' : 'host'}`;
+  return b === 'serial'
+    ? 'the blocking waits'
+    : b === 'input'
+      ? 'the DataLoader'
+      : b === 'comm'
+        ? 'communication'
+        : `the ${b === 'gpu' ? 'GPU' : 'host'}`;
 }
-
-

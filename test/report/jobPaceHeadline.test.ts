@@ -5,19 +5,26 @@
  */
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runCli } from '../helpers/cli.js';
 import { REPO } from '../doctor/helpers.js';
+import { runCli } from '../helpers/cli.js';
 
 const SCENARIOS = join(REPO, 'examples', 'traces', 'scenarios');
 
 describe("a job's pace headline", () => {
   for (const name of ['ddp_small_buckets', 'ddp_imbalance', 'ddp_comm_bound', 'ddp_accum_no_sync'])
     it(`${name}: one binding stage, and the waiting rank's wait said as a wait`, async () => {
-      const r = await runCli(['analyze', '--no-color', join(SCENARIOS, `${name}.rank0.trace.json.gz`), join(SCENARIOS, `${name}.rank1.trace.json.gz`)]);
+      const r = await runCli([
+        'analyze',
+        '--no-color',
+        join(SCENARIOS, `${name}.rank0.trace.json.gz`),
+        join(SCENARIOS, `${name}.rank1.trace.json.gz`),
+      ]);
       expect(r.code, r.stderr).toBe(0);
       const head = r.stdout.split('\n').find((l) => l.startsWith('What sets the pace:')) as string;
       expect(head, name).toBeDefined();
       expect(head.slice('What sets the pace:'.length).match(/sets the (job's )?pace|binding/g)?.length, head).toBe(2); // "X's own work sets the job's pace (..., Y binding)"
-      expect(head).toMatch(/rank (\d)'s own work sets the job's pace \([\d.]+ m?s a step, [a-zA-Z ]+ binding\); rank (?!\1)\d's own step is [\d.]+ m?s and it waits [\d.]+ (ms|us) a step for the others in collectives/);
+      expect(head).toMatch(
+        /rank (\d)'s own work sets the job's pace \([\d.]+ m?s a step, [a-zA-Z ]+ binding\); rank (?!\1)\d's own step is [\d.]+ m?s and it waits [\d.]+ (ms|us) a step for the others in collectives/,
+      );
     });
 });
