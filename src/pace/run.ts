@@ -402,7 +402,7 @@ function deviceWithoutWindow(t: RunTimes): DeviceSide {
     gpu: {
       ns: t.stepLessWaitsNs,
       how: 'assumed',
-      label: 'the host and the GPU',
+      label: 'the host and GPU work',
       evidence: `no profiler window tells the host and the GPU apart: the step less its DataLoader wait, ${fmtMs(t.stepLessWaitsNs)}`,
     },
     comm: { ns: 0, how: 'assumed', evidence: 'no profiler window: communication not told apart' },

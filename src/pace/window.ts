@@ -79,7 +79,10 @@ export function windowHost(m: TraceMetrics): Stage & { basis: 'syncs' | 'launch-
       // overlap in time (a pipelined model on two GPUs: 34.9 + 37.1 ms in a 57.9 ms step).
       ns: Math.min(step, busy + gaps),
       how: 'assumed',
-      evidence: `the GPU waited ${fmtMs(gaps)} a step for the host's next launch (${fmtPct(gaps / step)} of the step) and worked ${fmtMs(busy)}: it ran at the host's pace`,
+      // Over several GPUs the wait is each one's mean and the work their union: said so, or the two read as one sum.
+      evidence: m.crossDevice
+        ? `its ${m.crossDevice.devices.length} GPUs each waited ${fmtMs(gaps)} a step on average for the host's next launch (${fmtPct(gaps / step)} of the step), and at least one of them worked ${fmtMs(busy)}: they ran at the host's pace`
+        : `the GPU waited ${fmtMs(gaps)} a step for the host's next launch (${fmtPct(gaps / step)} of the step) and worked ${fmtMs(busy)}: it ran at the host's pace`,
     };
   return {
     basis: 'none',

@@ -1,14 +1,15 @@
 /** What a model-FLOPs figure counted, in words shared by analyze's and doctor's reports. */
 import { catalogueName, lookupGpu } from '../gpus/catalogue.js';
 import type { ModelFlops } from '../trace/metrics/types.js';
-import { fmtMs, fmtPct, fmtTflops } from '../util/format.js';
+import { fmtFlops, fmtMs, fmtPct, fmtTflops } from '../util/format.js';
 
 /**
- * "9.10 TFLOP of GEMMs" when only GEMMs were counted, else the parts: "3.11 TFLOP: convolutions 3.11, GEMMs 0.00",
+ * "9.10 TFLOP of GEMMs" when only GEMMs were counted, else the parts: "3.11 TFLOP: convolutions 3.11, GEMMs 7.86 GFLOP",
  * "13.07 TFLOP: GEMMs 12.14, fused attention 0.93", "14.00 TFLOP: GEMMs 14.00 (hand-written attention 1.86)".
  */
 export function flopsSplit(mf: ModelFlops): string {
-  const t = (x: number) => (x / 1e12).toFixed(2);
+  // a part under 0.005 TFLOP in its own unit: "GEMMs 0.00" read as none where 7.86 GFLOP ran (issue 47)
+  const t = (x: number) => (x > 0 && x < 5e9 ? fmtFlops(x) : (x / 1e12).toFixed(2));
   // Reports saved before attention was counted lack its fields.
   const fused = mf.fusedAttentionFlopsPerStep ?? 0;
   const handWritten = mf.handWrittenAttentionFlopsPerStep ?? 0;

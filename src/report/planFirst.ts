@@ -150,7 +150,10 @@ export function inPlanText(plan: PacePlan | null | undefined, f: ShownFinding): 
   const s = plan.steps[i] as PlanStep;
   const alone = f.estimatedGain ? 1 - f.estimatedGain.expectedStepTimeNs / f.estimatedGain.stepTimeNs : 0;
   const planned = s.fromStepNs > 0 ? 1 - s.expectedStepNs / s.fromStepNs : 0;
-  if (Math.abs(planned - alone) < 0.01) return null;
+  // The same share from the same step says nothing new; the same share from a later step of the plan does (a batch x4
+  // after compile: 17.6 -> 4.41 ms alone, 6.46 -> 1.61 ms in the plan).
+  const aloneFromNs = f.estimatedGain?.stepTimeNs ?? s.fromStepNs;
+  if (Math.abs(planned - alone) < 0.01 && Math.abs(s.fromStepNs / aloneFromNs - 1) < 0.01) return null;
   const after =
     i > 0
       ? `, after ${plan.steps

@@ -37,7 +37,9 @@ function rankSection(m: TraceMetrics, st: Style): string[] {
     `  step time   median ${fmtMs(m.stepTime.medianNs)}  (mean ${fmtMs(m.stepTime.meanNs)}, min ${fmtMs(m.stepTime.minNs)}, max ${fmtMs(m.stepTime.maxNs)})   GPU busy ${fmtPct(m.gpuBusyShare)}` +
       (m.smEfficiency !== null ? `   est. SM efficiency ${fmtPct(m.smEfficiency)}` : ''),
   );
-  out.push('', `  ${st.bold('Where a step goes')} ${st.dim('(mean per step, all GPUs of this rank)')}`);
+  const nGpus = m.crossDevice?.devices.length ?? 1;
+  // Over several GPUs each row is a GPU's mean, not their union (the pace section's GPU stage is the union).
+  out.push('', `  ${st.bold('Where a step goes')} ${st.dim(nGpus > 1 ? `(mean per step and per GPU, over this rank's ${nGpus} GPUs)` : '(mean per step)')}`);
   const rows: [string, number][] = [['GPU busy', m.perStep.busyNs], ...IDLE_CAUSES.map((c) => [`idle: ${IDLE_LABELS[c]}`, m.perStep.idleByCauseNs[c]] as [string, number])];
   const total = m.perStep.busyNs + m.perStep.idleNs || 1;
   for (const [label, ns] of rows) {

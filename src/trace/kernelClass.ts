@@ -156,7 +156,8 @@ export function runtimeKind(name: string): RuntimeKind {
  * A kernel's name cut to what it does, for evidence lines: torch's elementwise kernels carry their functor or op in
  * template arguments hundreds of characters long (`vectorized_elementwise_kernel<4, AUnaryFunctor<..., MulFunctor<float>
  * >, ...>`: "MulFunctor (elementwise)"); a cast says its target (`direct_copy_kernel_cuda ... lambda(float)`: "copy to
- * float"). Other names are kept, cut at 70 characters.
+ * float"). Other names lose their parameter list, and where still longer than 70 characters are cut after a whole
+ * template argument or name part, never inside one (issue 47: `cutlass_80_simt_sgemm_2...`).
  */
 export function kernelLabel(name: string): string {
   const cast = /direct_copy_kernel_cuda.*?\{lambda\(([\w:]+)\)#\d+\}/.exec(name);
@@ -168,5 +169,12 @@ export function kernelLabel(name: string): string {
   const functor = /::(\w+Functor)</.exec(name.replace(/::(?:AUnary|BUnary|Binary)Functor</g, ''));
   if (functor && /elementwise_kernel/.test(name)) return `${functor[1]} (elementwise)`;
   const bare = name.replace(/^void /, '');
-  return bare.length > 70 ? `${bare.slice(0, 70)}...` : bare;
+  if (bare.length <= 70) return bare;
+  const noArgs = bare.replace(/\((?:[^()]|\([^()]*\))*\)\s*$/, '');
+  if (noArgs.length <= 70) return noArgs;
+  // the last separator within the first 70 characters: a name part or a template argument ends there
+  // (an identifier of underscored parts alone, as cuBLAS's sm80_xmma_gemm_..., is cut between two parts)
+  const at = (seps: string[]) => Math.max(...seps.map((sep) => noArgs.lastIndexOf(sep, 70)));
+  const cut = at([',', '<', ' ', '::']) > 20 ? at([',', '<', ' ', '::']) : at(['_']);
+  return `${noArgs.slice(0, cut > 20 ? cut + (noArgs.startsWith('<', cut) ? 1 : 0) : 70)}...`;
 }

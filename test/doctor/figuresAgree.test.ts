@@ -63,3 +63,16 @@ describe.skipIf(SKIP_PYTHON)('doctor on a CPU run: no GPU wording', () => {
     expect(report).toMatch(/^ {2}run: batch 16, fp32, AdamW, on the CPU \(no GPU visible\)$/m);
   });
 });
+
+describe('analyze: figures over the GPUs one process drives (issue 47 item 4)', () => {
+  it("a pipelined model on 2 GPUs: each GPU's mean wait and the union of their work said as such, never summed past the step", async () => {
+    const r = await runCli(['analyze', '--no-color', join(REPO, 'examples', 'traces', 'scenarios', 'model_parallel_pipelined.trace.json.gz')]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain("Where a step goes (mean per step and per GPU, over this rank's 2 GPUs)");
+    const host = /host: [\d.]+ ms \(assumed\): its 2 GPUs each waited ([\d.]+) ms a step on average for the host's next launch \(\d+% of the step\), and at least one of them worked ([\d.]+) ms/.exec(r.stdout);
+    expect(host, r.stdout).not.toBeNull();
+    const step = Number(/What sets the pace: mean step ([\d.]+) ms/.exec(r.stdout)?.[1]);
+    // the two figures are on different bases: their sum passes the step, which is why the words say so
+    expect(Number(host![1]) + Number(host![2])).toBeGreaterThan(step);
+  });
+});

@@ -2,6 +2,7 @@
 
 import { largestWithinLimit } from '../../gpus/memoryFit.js';
 import type { GemmShapeStat, TraceMetrics } from '../../trace/metrics/types.js';
+import { kernelLabel } from '../../trace/kernelClass.js';
 import { fmtBytes, fmtMs, fmtPct } from '../../util/format.js';
 import { isHalfDtype } from '../../util/dtype.js';
 import { type AutocastEffect, bf16AutocastEffect } from '../autocast.js';
@@ -51,7 +52,7 @@ export const noTensorCores: RankRule = (m, ctx) => {
       ranks: [m.rank],
       evidence: [
         `fp32 (SIMT) matmul kernels: ${fmtMs(fp32PerStep)} per step ${ofWindowStep(fp32PerStep, step)}, ${fmtPct(fp32PerStep / Math.max(mm, 1))} of matmul time; tensor-core share of matmul time ${p.tensorCoreShare === null ? 'n/a' : fmtPct(p.tensorCoreShare)}`,
-        ...p.topFp32Kernels.slice(0, 3).map((k) => `${k.name.slice(0, 90)}: ${k.count} calls, ${fmtMs(k.totalNs)}`),
+        ...p.topFp32Kernels.slice(0, 3).map((k) => `${kernelLabel(k.name)}: ${k.count} calls, ${fmtMs(k.totalNs)}`),
       ],
       data: { fp32MatmulNsPerStep: fp32PerStep, tensorCoreShare: p.tensorCoreShare, matmulNsPerStep: mm },
       recommendation: {
