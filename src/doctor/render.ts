@@ -1,13 +1,29 @@
 /** The doctor report as terminal text (pure). */
-import { inPlanText, planFirstLines, RUN_STEP_NAME } from '../report/planFirst.js';
+
 import { paceHeadline, paceRows } from '../pace/report.js';
 import { findingLines } from '../report/findingText.js';
 import { flopsLeftOut, flopsSplit, mfuText } from '../report/flopsText.js';
+import { inPlanText, planFirstLines, RUN_STEP_NAME } from '../report/planFirst.js';
 import { PLAIN, type Style } from '../report/style.js';
-import { fmtInt, fmtBytes, fmtGpuMemory, fmtMs, fmtPct } from '../util/format.js';
+import { fmtBytes, fmtGpuMemory, fmtInt, fmtMs, fmtPct } from '../util/format.js';
+import {
+  batchDimText,
+  decodeText,
+  distributedTable,
+  exceptionWhen,
+  gpuProcessRows,
+  hangLines,
+  hostCpuNote,
+  planModelLine,
+  probeSilentText,
+  rankLabel,
+  s2ns,
+  setupFacts,
+  setupGuesses,
+  stallNote,
+  stepSourceNote,
+} from './renderParts.js';
 import type { DoctorReport, RankSummary } from './reportTypes.js';
-import { batchDimText, decodeText, exceptionWhen, distributedTable, gpuProcessRows, planModelLine, hangLines, probeSilentText, hostCpuNote, rankLabel, s2ns, setupFacts, setupGuesses, stallNote, stepSourceNote } from './renderParts.js';
-
 
 function stepLine(r: RankSummary): string {
   const st = r.steps;
@@ -50,7 +66,17 @@ export function renderDoctorText(r: DoctorReport, style: Style = PLAIN, width = 
   out.push(`Outcome: ${r.run.outcomeText}`);
   out.push(`Run directory: ${r.run.runDir}`);
   out.push('');
-  if (r.pace) out.push(...planFirstLines({ plan: r.pace.plan, findings: r.findings, stepName: RUN_STEP_NAME, measuredHere: r.measuredHere, from: 'run' }).map((l, i) => (i === 0 ? style.bold(l) : l)), '');
+  if (r.pace)
+    out.push(
+      ...planFirstLines({
+        plan: r.pace.plan,
+        findings: r.findings,
+        stepName: RUN_STEP_NAME,
+        measuredHere: r.measuredHere,
+        from: 'run',
+      }).map((l, i) => (i === 0 ? style.bold(l) : l)),
+      '',
+    );
   out.push('Environment');
   if (e.probeSilent) out.push(`  ${probeSilentText(e)}`);
   else {
@@ -102,7 +128,11 @@ export function renderDoctorText(r: DoctorReport, style: Style = PLAIN, width = 
     out.push('');
     out.push(`Ranks compared: ${dt.summary}`);
     const widths = dt.head.map((h, i) => Math.max(h.length, ...dt.rows.map((row) => (row[i] ?? '').length)));
-    const line = (cells: string[]) => `  ${cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd()}`;
+    const line = (cells: string[]) =>
+      `  ${cells
+        .map((c, i) => c.padEnd(widths[i] ?? 0))
+        .join('  ')
+        .trimEnd()}`;
     out.push(line(dt.head));
     for (const row of dt.rows) out.push(line(row));
     for (const w of dt.why) out.push(`  ${w}`);
@@ -123,7 +153,8 @@ export function renderDoctorText(r: DoctorReport, style: Style = PLAIN, width = 
       );
       // one line per process seen on it: who, how long, memory peak/mean, SM share, samples with work
       for (const [gi, who, present, peak, mean, sm, work] of procRows)
-        if (gi === String(g.index)) out.push(`    ${who}: ${present}, memory peak ${peak} (mean ${mean}), SM share mean ${sm}, running work in ${work}`);
+        if (gi === String(g.index))
+          out.push(`    ${who}: ${present}, memory peak ${peak} (mean ${mean}), SM share mean ${sm}, running work in ${work}`);
     }
   } else if (r.gpuUnavailableReason) {
     out.push('');
@@ -153,7 +184,12 @@ export function renderDoctorText(r: DoctorReport, style: Style = PLAIN, width = 
       out.push(
         `  run: batch ${su.microBatch}${su.gradAccum > 1 ? ` x ${su.gradAccum} accumulation` : ''}${su.seq !== null ? `, seq ${su.seq}` : ''}, ${su.precision ?? 'precision ?'}, ${su.optimizerClass ?? 'no optimizer'}${su.checkpointing !== 'none' ? ', checkpointing' : ''}, ${
           // A CPU run has no GPU to count (issue 47 item 4: "1 GPU(s) of 0 visible").
-          su.visibleGpus === 0 ? 'on the CPU (no GPU visible)' : `${su.worldSize} GPU(s) of ${su.visibleGpus} visible`
+          // Ranks are not GPUs: two gloo ranks on one GPU read "2 GPU(s) of 1 visible".
+          su.visibleGpus === 0
+            ? 'on the CPU (no GPU visible)'
+            : su.worldSize > 1
+              ? `${su.worldSize} ranks, ${su.visibleGpus} GPU(s) visible to each`
+              : `1 GPU of ${su.visibleGpus} visible`
         }`,
       );
     if (c) out.push(`  calibration: ${c.text}`);

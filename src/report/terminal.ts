@@ -1,12 +1,13 @@
 /** Renders the analyze report for a terminal (pure: returns a string; colour is the caller's choice). */
-import { flopsLeftOut, flopsSplit, mfuText } from './flopsText.js';
-import { fmtBytes, fmtGpuMemory, fmtMs, fmtPct, fmtWindow } from '../util/format.js';
-import { wrapLine } from '../util/wrap.js';
+
+import { paceHeadline, paceRows } from '../pace/report.js';
 import { CATEGORY_NAMES } from '../trace/kernelClass.js';
 import { IDLE_CAUSES, type IdleCause, type TraceMetrics } from '../trace/metrics/types.js';
-import { paceHeadline, paceRows } from '../pace/report.js';
+import { fmtBytes, fmtGpuMemory, fmtMs, fmtPct, fmtWindow } from '../util/format.js';
+import { wrapLine } from '../util/wrap.js';
 import type { AnalyzeReport } from './analyzeReport.js';
 import { findingLines } from './findingText.js';
+import { flopsLeftOut, flopsSplit, mfuText } from './flopsText.js';
 import { inPlanText, planFirstLines } from './planFirst.js';
 import type { Style } from './style.js';
 
@@ -39,8 +40,14 @@ function rankSection(m: TraceMetrics, st: Style): string[] {
   );
   const nGpus = m.crossDevice?.devices.length ?? 1;
   // Over several GPUs each row is a GPU's mean, not their union (the pace section's GPU stage is the union).
-  out.push('', `  ${st.bold('Where a step goes')} ${st.dim(nGpus > 1 ? `(mean per step and per GPU, over this rank's ${nGpus} GPUs)` : '(mean per step)')}`);
-  const rows: [string, number][] = [['GPU busy', m.perStep.busyNs], ...IDLE_CAUSES.map((c) => [`idle: ${IDLE_LABELS[c]}`, m.perStep.idleByCauseNs[c]] as [string, number])];
+  out.push(
+    '',
+    `  ${st.bold('Where a step goes')} ${st.dim(nGpus > 1 ? `(mean per step and per GPU, over this rank's ${nGpus} GPUs)` : '(mean per step)')}`,
+  );
+  const rows: [string, number][] = [
+    ['GPU busy', m.perStep.busyNs],
+    ...IDLE_CAUSES.map((c) => [`idle: ${IDLE_LABELS[c]}`, m.perStep.idleByCauseNs[c]] as [string, number]),
+  ];
   const total = m.perStep.busyNs + m.perStep.idleNs || 1;
   for (const [label, ns] of rows) {
     if (ns <= 0 && label !== 'GPU busy') continue;
@@ -50,7 +57,8 @@ function rankSection(m: TraceMetrics, st: Style): string[] {
   const catTotal = cats.reduce((a, [, v]) => a + v, 0) || 1;
   if (cats.length) {
     out.push('', `  ${st.bold('GPU time by kind')} ${st.dim('(kernel durations per step)')}`);
-    for (const [c, v] of [...cats].sort((a, b) => b[1] - a[1])) out.push(`    ${c.padEnd(14)} ${fmtMs(v).padStart(10)} ${fmtPct(v / catTotal).padStart(5)}  ${bar(v / catTotal, 30)}`);
+    for (const [c, v] of [...cats].sort((a, b) => b[1] - a[1]))
+      out.push(`    ${c.padEnd(14)} ${fmtMs(v).padStart(10)} ${fmtPct(v / catTotal).padStart(5)}  ${bar(v / catTotal, 30)}`);
   }
   const p = m.precision;
   // Kernel and copy totals are over the analysed steps, beside the per-step figures above: each line says which.
@@ -71,7 +79,10 @@ function rankSection(m: TraceMetrics, st: Style): string[] {
         st.dim(`(${flopsSplit(mf)} per median step${flopsLeftOut(mf) ? `; ${flopsLeftOut(mf)}: a floor` : ''})`),
     );
   }
-  for (const c of m.copies) out.push(`  memcpy       ${c.kind.padEnd(14)} ${String(c.count).padStart(6)} copies ${fmtBytes(c.bytes).padStart(10)} ${fmtMs(c.durNs).padStart(10)} ${c.bandwidthGBs.toFixed(1).padStart(7)} GB/s  ${win}`);
+  for (const c of m.copies)
+    out.push(
+      `  memcpy       ${c.kind.padEnd(14)} ${String(c.count).padStart(6)} copies ${fmtBytes(c.bytes).padStart(10)} ${fmtMs(c.durNs).padStart(10)} ${c.bandwidthGBs.toFixed(1).padStart(7)} GB/s  ${win}`,
+    );
   if (m.comm.collectives > 0) {
     out.push(
       `  comm         ${m.comm.collectives} collectives ${win}, ${fmtMs(m.comm.commNsPerStep)} per step, exposed ${fmtMs(m.comm.exposedNsPerStep)} per step, overlap ${m.comm.overlapShare === null ? 'n/a' : fmtPct(m.comm.overlapShare)}, median message ${fmtBytes(m.comm.medianMessageBytes)}`,
@@ -94,7 +105,11 @@ export function renderTerminal(r: AnalyzeReport, st: Style, width = 0): string {
   const out: string[] = [];
   const names = r.inputs.map((i) => i.path.split('/').pop()).join(', ');
   out.push(st.bold(`gpuwise analyze · ${names}`), '');
-  if (r.pace) out.push(...planFirstLines({ plan: r.pace.plan, findings: r.findings }).flatMap((l, i) => wrapLine(i === 0 ? st.bold(l) : l, width, 7)), '');
+  if (r.pace)
+    out.push(
+      ...planFirstLines({ plan: r.pace.plan, findings: r.findings }).flatMap((l, i) => wrapLine(i === 0 ? st.bold(l) : l, width, 7)),
+      '',
+    );
   if (r.findings.length === 0) {
     out.push(st.bold('No findings: nothing in this trace points to a fix worth making.'), '');
   } else {

@@ -21,7 +21,18 @@ export const KernelCategory = {
   other: 9,
 } as const;
 export type KernelCategory = (typeof KernelCategory)[keyof typeof KernelCategory];
-export const CATEGORY_NAMES = ['gemm', 'attention', 'conv', 'elementwise', 'reduction', 'optimizer', 'communication', 'memcpy', 'memset', 'other'] as const;
+export const CATEGORY_NAMES = [
+  'gemm',
+  'attention',
+  'conv',
+  'elementwise',
+  'reduction',
+  'optimizer',
+  'communication',
+  'memcpy',
+  'memset',
+  'other',
+] as const;
 export type CategoryName = (typeof CATEGORY_NAMES)[number];
 
 /** Precision of a matrix-multiply kernel. */
@@ -34,15 +45,24 @@ export const MatmulPrecision = {
   unknown: 5,
 } as const;
 export type MatmulPrecision = (typeof MatmulPrecision)[keyof typeof MatmulPrecision];
-export const PRECISION_NAMES = ['n/a', 'bf16/fp16 tensor cores', 'tf32 tensor cores', 'fp8/int8 tensor cores', 'fp32 (no tensor cores)', 'unknown'] as const;
+export const PRECISION_NAMES = [
+  'n/a',
+  'bf16/fp16 tensor cores',
+  'tf32 tensor cores',
+  'fp8/int8 tensor cores',
+  'fp32 (no tensor cores)',
+  'unknown',
+] as const;
 
 const COMM = /nccl|^hccl|rccl|allreduce|all_reduce|allgather|reducescatter|sendrecv/i;
 const ATTENTION = /flash|fmha|attention|sdpa|attn/i;
 const CONV = /conv|implicit_gemm|fprop|dgrad|wgrad|winograd/i;
 const GEMM = /gemm|gemv|cutlass|nvjet|cublas|xmma|matmul|_mm_|splitKreduce|\bmm\b/i;
 const OPTIMIZER = /multi_tensor_apply|adam|sgd|lamb(?!da)|_foreach|fused_adam|optimizer|lerp_scalar|addcdiv|addcmul/i;
-const REDUCTION = /reduce|softmax|norm|sum_kernel|mean|cross_entropy|nll_loss|max_pool|avg_pool|argmax|cumsum|scan|topk|sort|batch_norm|bn_fw|bn_bw|layer_norm|GammaBeta|welford|var_|statistics/i;
-const ELEMENTWISE = /nchwToNhwc|nhwcToNchw|elementwise|vectorized|unrolled|CatArray|fill|copy|index|gather|scatter|where|clamp|cast|_to_|dropout|fused_dropout|gelu|relu|silu|tanh|sigmoid|embedding|pointwise|triton_poi/i;
+const REDUCTION =
+  /reduce|softmax|norm|sum_kernel|mean|cross_entropy|nll_loss|max_pool|avg_pool|argmax|cumsum|scan|topk|sort|batch_norm|bn_fw|bn_bw|layer_norm|GammaBeta|welford|var_|statistics/i;
+const ELEMENTWISE =
+  /nchwToNhwc|nhwcToNchw|elementwise|vectorized|unrolled|CatArray|fill|copy|index|gather|scatter|where|clamp|cast|_to_|dropout|fused_dropout|gelu|relu|silu|tanh|sigmoid|embedding|pointwise|triton_poi/i;
 
 export function categoriseKernel(name: string, hasCollectiveArgs: boolean): KernelCategory {
   if (hasCollectiveArgs || COMM.test(name)) return KernelCategory.communication;

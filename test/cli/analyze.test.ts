@@ -152,4 +152,20 @@ describe('analyze DIR (issue 47: subfolders were skipped silently)', () => {
     expect(top.stdout).not.toContain(join('run-a', 'rank0'));
     expect(top.stderr).toContain(`gpuwise analyze: ${dir}: read at its top only; subfolders with traces too: run-a/ (1 trace) (name them to analyze them)`);
   });
+
+  it('a JSON file beside the traces that is no trace (notes, a config) is left out and named, not fatal', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gpuwise-dir-'));
+    writeFileSync(join(dir, 'a.trace.json.gz'), readFileSync(tracePath('resnet_tuned')));
+    writeFileSync(join(dir, 'notes.json'), '{}');
+    mkdirSync(join(dir, 'sub'));
+    writeFileSync(join(dir, 'sub', 'config.json'), '{"lr": 0.1}');
+    const r = await runCli(['analyze', dir]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toBe(`gpuwise analyze: ${dir}: left out notes.json: JSON, but not a profiler trace (no traceEvents)\n`);
+    expect(r.stdout).toMatch(/^gpuwise analyze · a\.trace\.json\.gz/);
+    // named on its own it is still refused, with its reason
+    const alone = await runCli(['analyze', join(dir, 'notes.json')]);
+    expect(alone.code).toBe(2);
+    expect(alone.stderr).toContain('not a torch.profiler trace (no traceEvents)');
+  });
 });

@@ -76,3 +76,11 @@ describe('analyze: figures over the GPUs one process drives (issue 47 item 4)', 
     expect(Number(host![1]) + Number(host![2])).toBeGreaterThan(step);
   });
 });
+
+describe("doctor: a run's ranks are not its GPUs (issue 47 item 4)", () => {
+  it('two gloo ranks on one GPU: "2 ranks, 1 GPU(s) visible to each", not "2 GPU(s) of 1 visible"', async () => {
+    const r = await runCli(['doctor', '--from', join(REPO, 'examples', 'doctor', 'runs', 'h100-onegpu', 'gloo_crash_rank1'), '--no-color']);
+    expect(r.stdout).toMatch(/ {2}run: batch 64, fp32, SGD, 2 ranks, 1 GPU\(s\) visible to each\n/);
+    expect(r.stdout).not.toMatch(/GPU\(s\) of \d+ visible/);
+  });
+});
