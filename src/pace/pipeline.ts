@@ -394,7 +394,7 @@ export function stepOf(p: Pipeline): PaceStep {
   const why =
     bound === 'serial'
       ? (refillWhy ?? `the blocking waits set the pace: ${fmtMs(serial)} a step (${serialList || 'none timed'}) against ${parts.join(', ') || 'no timed stage'}${epochText}`)
-      : `${bound === 'input' ? 'the DataLoader' : bound === 'comm' ? 'communication' : stageLabel(p, bound)} sets the pace: ${parts.join(' > ')}${serialText}${epochText}${unknown.length ? `; not timed: ${unknown.join(', ')}` : ''}`;
+      : `${bound === 'input' ? 'the DataLoader' : bound === 'comm' ? 'communication' : stageLabel(p, bound)} sets the pace: ${parts.join(' > ')}${serialText}${epochText}${unknown.length ? `; ${unknown.join(' and ')} ${unknown.length > 1 ? 'were' : 'was'} not timed` : ''}`;
   return { stepNs, perBatchNs: stepNs / p.batchScale, bound, why: why + calibrationText(modelled, p.calibration), workersNeeded: input.workersNeeded, workersKeepUp: input.workersKeepUp, epochStartsNs: epochs };
 }
 

@@ -97,7 +97,7 @@ describe('stepOf: overlapped stages take their max, serial costs add', () => {
   it('a stage the evidence cannot time never binds, and is named as such', () => {
     const s = stepOf(pipe({ stepMs: 40, gpu: 38 }));
     expect(s.bound).toBe('gpu');
-    expect(s.why).toMatch(/not timed: the DataLoader, the host(;|$)/);
+    expect(s.why).toMatch(/the DataLoader and the host were not timed(;|$)/);
   });
 
   it('says how the figures are taken where they do not add up to the measured step (the cold read: a host of 18.2 ms "sets the pace" of a plan at 16.2)', () => {

@@ -80,7 +80,7 @@ export const hostSync: RankRule = (m, ctx) => {
         `GPU idle after the host blocked on the GPU: ${fmtMs(idle)} per step ${ofWindowStep(idle, step)}`,
         ...(m.perStep.syncRefillNs > 0 && m.perStep.syncDrains > 0
           ? [
-              `${m.perStep.syncDrains.toFixed(1)} host waits a step found work queued and drained it (a sync call or a copy into pageable memory, the profiler's own included; a wait on an empty queue costs nothing), each followed by ${fmtMs(m.perStep.syncRefillNs / m.perStep.syncDrains)} of launch gaps until the CPU was ahead again: the refill is the syncs' cost, not a launch bottleneck (the CPU does run ahead between syncs)`,
+              `${m.perStep.syncDrains.toFixed(1)} host waits a step found work queued and drained it (a sync call or a copy into pageable memory, the profiler's own included; a wait on an empty queue costs nothing), each followed by ${fmtMs(m.perStep.syncRefillNs / m.perStep.syncDrains)} of launch gaps until the CPU was ahead again: those gaps are the syncs' cost, not a launch bottleneck (the CPU does run ahead between syncs)`,
             ]
           : []),
         ...calls
