@@ -16,7 +16,7 @@ import { renderPlanHtml } from '../serve/pages/plan.js';
 import { defaultStrategy, parallelismFor, STRATEGIES, type Strategy } from '../planner/layout.js';
 import type { ModelDescription } from '../planner/model.js';
 import { whatWouldFit } from '../planner/noFit.js';
-import { evaluatePlan, maxMicroBatch, memorySavers, type Plan, type PlanRequest, searchPlans } from '../planner/plan.js';
+import { evaluatePlan, fasterLayouts, maxMicroBatch, memorySavers, type Plan, type PlanRequest, searchPlans } from '../planner/plan.js';
 import { renderPlan, renderPlanMarkdown, renderSearch } from '../planner/render.js';
 import { type ModelSourceJson, type PlanJson, planJson, planSummaryJson } from '../planner/report.js';
 import { wrapText } from '../util/wrap.js';
@@ -328,6 +328,8 @@ function runPlan(model: ModelDescription, v: Values, source: ModelSource): { jso
   }
   if (emitFormat) return writeEmit(emitFormat, model, plan, hw, v, assumed);
   const json = planJson(model, hw, plan, memorySavers({ ...req, setup: plan.setup }, plan));
+  const faster = fasterLayouts({ ...req, setup: plan.setup }, plan);
+  if (faster.length) json.faster = faster;
   if (maxBatch) json.maxBatch = maxBatch;
   if (assumed.length) json.assumed = assumed;
   return output(json, renderPlan);

@@ -88,7 +88,16 @@ export function renderPlan(j: PlanJson): string {
     lines.push('', 'Top memory savers');
     for (const sv of j.savers) lines.push(`  ${sv.change.padEnd(34)} -${fmtGiB(sv.savedBytes, 2)}  step ${sv.stepTimeDeltaMs >= 0 ? '+' : ''}${sv.stepTimeDeltaMs.toFixed(1)} ms`);
   }
+  if (j.faster?.length) {
+    lines.push('', 'Faster layouts that fit');
+    for (const f of j.faster) lines.push(`  ${fasterText(j, f).padEnd(34)}`.trimEnd());
+  }
   return `${lines.join('\n')}\n`;
+}
+
+/** "--strategy hsdp  step 430.0 ms (-84%), peak 17.80 GiB": a faster layout against the plan's step. */
+function fasterText(j: PlanJson, f: NonNullable<PlanJson['faster']>[number]): string {
+  return `${f.change.padEnd(34)} step ${f.stepTimeMs.toFixed(1)} ms (${((f.stepTimeMs / j.stepTimeMs - 1) * 100).toFixed(0)}%), peak ${fmtGiB(f.peakAllocatedBytes, 2)}`;
 }
 
 /** Why a search's first plan is first, in one line: the fastest, or the simplest of those tied with the fastest. */
@@ -166,6 +175,7 @@ export function renderPlanMarkdown(j: PlanJson): string {
       for (const p of j.search.plans) out.push(`${p.rank}. ${layoutText(p)}, global ${p.globalBatch}: ${fmtInt(p.tokensPerSec)} tokens/s, ${p.stepTimeMs.toFixed(1)} ms`);
     }
     if (j.savers.length) out.push('', 'Memory savers:', '', ...j.savers.map((sv) => `- ${sv.change}: −${(sv.savedBytes / 1024 ** 3).toFixed(2)} GiB`));
+    if (j.faster?.length) out.push('', 'Faster layouts that fit:', '', ...j.faster.map((f) => `- ${fasterText(j, f).replace(/ {2,}/g, ': ')}`));
   }
   out.push('', `<sub>gpuwise plan, schema ${j.schemaVersion}</sub>`);
   return `${out.join('\n')}\n`;

@@ -67,6 +67,8 @@ export interface PlanJson {
     mfu: number;
   };
   savers: { change: string; savedBytes: number; stepTimeDeltaMs: number }[];
+  /** Strategies that fit and shorten the step by 10% or more, fastest first (absent where none, and before 2026-12-07). */
+  faster?: { change: string; stepTimeMs: number; peakAllocatedBytes: number }[];
   maxBatch?: { microBatch: number; peakAllocatedBytes: number | null; budgetBytes: number };
   /** The defaults this plan rests on that the user did not give (the GPU, the precision ...), in words. */
   assumed?: string[];

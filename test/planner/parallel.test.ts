@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/planner/errors.js';
 import { predictMemory } from '../../src/planner/memory.js';
 import { describeModel, MODEL_SUMMARY_FORMAT } from '../../src/planner/modelSummary.js';
-import { evaluatePlan, layoutSimplicity, memorySavers, type Plan, SEARCH_TIE_TOLERANCE, searchPlans } from '../../src/planner/plan.js';
+import { evaluatePlan, FASTER_MIN_SHARE, fasterLayouts, layoutSimplicity, memorySavers, type Plan, SEARCH_TIE_TOLERANCE, searchPlans } from '../../src/planner/plan.js';
 import { predictStepTime } from '../../src/planner/time.js';
 import { hardware, model, request } from './helpers.js';
 
@@ -151,6 +151,21 @@ describe('HSDP among the suggestions (issue 47 item 6)', () => {
     expect(hsdp!.savedBytes).toBeGreaterThan(0);
     expect(hsdp!.stepTimeDeltaMs).toBeLessThan(fsdp?.stepTimeDeltaMs ?? Number.POSITIVE_INFINITY);
     expect(hsdp!.stepTimeDeltaMs).toBeLessThan(0);
+  });
+
+  it("from an FSDP plan across nodes, communication-bound: HSDP named as a faster layout that fits (it frees no memory, so no saver names it)", () => {
+    const fsdp = request('llama-2-7b', { microBatch: 1, seq: 2048 }, { dp: 'fsdp', dpSize: 32, reshardAfterForward: true }, hardware('h100-sxm', 8, 4));
+    const base = evaluatePlan(fsdp);
+    expect(base.time.bindingTerm).toBe('communication');
+    expect(memorySavers(fsdp, base, 6).map((s) => s.change)).not.toContain('--strategy hsdp');
+    const faster = fasterLayouts(fsdp, base);
+    expect(faster[0]?.change).toBe('--strategy hsdp');
+    // every layout named fits and takes a tenth off the step or more, fastest first
+    for (const f of faster) {
+      expect(f.stepTimeMs).toBeLessThanOrEqual(base.time.stepTimeMs * (1 - FASTER_MIN_SHARE));
+      expect(f.peakAllocatedBytes).toBeLessThan(base.budgetBytes);
+    }
+    expect(faster.map((f) => f.stepTimeMs)).toEqual([...faster.map((f) => f.stepTimeMs)].sort((a, b) => a - b));
   });
 
   it('not on one node, where HSDP is FSDP', () => {
