@@ -217,7 +217,8 @@ function describeBert(c: Json, type = 'bert'): ModelDescription {
     headDim: h / a,
     intermediate: I,
     vocab: V,
-    maxPositions: pos,
+    // RoBERTa's position ids start after its padding index (pad_token_id + 1): 514 embeddings hold 512 tokens.
+    maxPositions: type === 'bert' ? pos : pos - num(c, 'pad_token_id', 1) - 1,
     norm: 'layernorm',
     mlpActivation: 'gelu',
     tiedEmbeddings: true,

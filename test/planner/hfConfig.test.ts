@@ -25,6 +25,11 @@ describe('exact parameter counts from config.json', () => {
     expect(describeHfConfig(cfg(name)).paramCount).toBe(expected);
   });
 
+  it("RoBERTa's 514 position embeddings hold 512 tokens (its ids start after the padding index); BERT's 512 hold 512", () => {
+    expect(describeHfConfig(cfg('roberta-base')).maxPositions).toBe(512);
+    expect(describeHfConfig(cfg('bert-base')).maxPositions).toBe(512);
+  });
+
   it('BERT-base with pooler (BertModel) is 109,482,240', () => {
     expect(bertBaseModelParams(describeHfConfig(cfg('bert-base')))).toBe(109_482_240);
   });
