@@ -120,7 +120,7 @@ export function planOf(job: Job, candidates: readonly PlanCandidate[]): PacePlan
     // A stage the evidence could not time cannot be said to keep up: the step stops at it if it is longer (issue 47).
     // Said at the first step it holds for; the steps after it rest on the same caveat.
     const untimedHost: string =
-      bp.stages.host.ns === null && best.s.bound !== 'host' && !saidUntimed ? ', unless the host (not timed) binds first' : '';
+      bp.stages.host.ns === null && best.s.bound !== 'host' && !saidUntimed ? ', unless the host binds first (its time was not measured)' : '';
     saidUntimed ||= untimedHost !== '';
     const partial = best.c.fix.compiles ? (slowest.measured.partialBatch ?? null) : null;
     const dropLast = partial !== null ? `; with DataLoader(drop_last=True): ${partialWords(partial)}` : '';

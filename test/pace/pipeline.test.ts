@@ -215,7 +215,7 @@ describe("the plan (the issue's ResNet-50 reading JPEGs through 4 workers, H200)
     expect(plan.steps.map((s) => Math.round(s.expectedStepNs / ms))).toEqual([70, 42]);
     expect(planLines(plan)).toEqual([
       // the host is not timed in this pipeline: said once, at the first step it holds for
-      '1. num_workers 4 -> 9: 116 ms -> 70.0 ms a step (1.66x; likely 58.3-87.5 ms); then the GPU sets the pace, unless the host (not timed) binds first',
+      '1. num_workers 4 -> 9: 116 ms -> 70.0 ms a step (1.66x; likely 58.3-87.5 ms); then the GPU sets the pace, unless the host binds first (its time was not measured)',
       // 464 ms a batch in a worker over a 42 ms step: 12 workers keep up, 15 with 30% to spare (LOADER_HEADROOM)
       '2. bf16 autocast + channels_last: 70.0 ms -> 42.0 ms a step (1.67x; likely 36.5-49.4 ms); then the GPU sets the pace; needs about 15 DataLoader workers, up from 9',
     ]);
