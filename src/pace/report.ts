@@ -111,7 +111,8 @@ function otherRankBinds(j: JobSummary, slowest: number): string | null {
   return `rank ${b.rank}'s own work sets the job's pace (${fmtMs(b.ownStepNs)} a step, ${boundWordsOf(b.bound)} binding); rank ${s.rank}'s own step is ${fmtMs(s.ownStepNs)} and it waits ${fmtMs(s.waitNs)} a step for the others in collectives`;
 }
 
-function boundWordsOf(b: Bound): string {
+/** What binds, in words, without the pipeline's own stage labels (a report's headline, a plan with no step). */
+export function boundWordsOf(b: Bound): string {
   return b === 'serial'
     ? 'the blocking waits'
     : b === 'input'

@@ -8,6 +8,7 @@
 import { type LeverAccuracy, measuredHereText } from '../history/leverAccuracy.js';
 import { PER_RUN_BATCH, speedupText } from '../pace/gain.js';
 import { type PacePlan, type PlanStep, planLines } from '../pace/plan.js';
+import { boundWordsOf } from '../pace/report.js';
 import { likelyText, typicalErrorWords } from '../pace/typicalError.js';
 import { fmtMs } from '../util/format.js';
 import { mdCode, type ShownFinding } from './findingText.js';
@@ -68,6 +69,15 @@ export function stepChangeLine(plan: PacePlan, i: number, code: string): string 
   return line.replace(/\(\s*,\s*/, '(');
 }
 
+/** After a change line, where its finding's code holds more than that line: "   · all of it: finding 3". */
+export const WHOLE_CHANGE = '   · all of it: finding ';
+
+/** A change line's code and, where the finding holds more, the pointer to it (Markdown and HTML set them apart). */
+export function splitChange(text: string): [code: string, more: string | null] {
+  const i = text.indexOf(WHOLE_CHANGE);
+  return i < 0 ? [text, null] : [text.slice(0, i), text.slice(i + '   · '.length)];
+}
+
 /** A line under a plan step (its change, what this machine measured), as planFirstLines indents it. */
 export const SUB_LINE = /^ {7}\S/;
 
@@ -115,7 +125,10 @@ function estimateNote(from: 'run' | 'trace', banded: boolean): string[] {
  * one line that says so (and the findings follow).
  */
 export function planFirstLines({ plan, findings, stepName = null, measuredHere = [], from = 'trace' }: PlanFirstOptions): string[] {
-  if (plan.steps.length === 0) return ['What to do: no fix found that shortens the step (the findings below say what was looked at)'];
+  // Said with what binds: a trace whose pace section has the host binding read "No findings" under a bare "no fix
+  // found" (issue 47: model_parallel_pipelined, its GPUs waiting 64% of the step for launches).
+  if (plan.steps.length === 0)
+    return [`What to do: no fix found that shortens the step: ${boundWordsOf(plan.bound)} sets the pace (below), and no finding's fix shortens it`];
   const per = plan.batchScale ? ` ${PER_RUN_BATCH}` : stepName ? '' : ' a step';
   const last = plan.steps.at(-1) as PlanStep;
   const out = [
@@ -126,7 +139,10 @@ export function planFirstLines({ plan, findings, stepName = null, measuredHere =
     out.push(`  ${lines[i]}`);
     const f = findings.find((x) => x.id === s.id);
     const change = f ? stepChangeLine(plan, i, f.recommendation.code) : null;
-    if (change) out.push(`       change: ${change}`);
+    // The change line is the code's first statement; where the finding has more (a third sync's own fix, the plain
+    // PyTorch lines beside the framework's), it says where (issue 47: a cold reader took the line for the whole fix).
+    const more = f && f.recommendation.code.split('\n').filter((l) => l.trim()).length > 2 ? `${WHOLE_CHANGE}${findings.indexOf(f) + 1}` : '';
+    if (change) out.push(`       change: ${change}${more}`);
     const here = measuredHere.find((a) => a.stepId === s.id);
     if (here) out.push(`       ${measuredHereText(here)}`);
   });
@@ -172,7 +188,10 @@ export function planFirstMarkdown(options: PlanFirstOptions): string[] {
   const out = [`**${head}**`, ''];
   for (const l of rest) {
     const change = /^ +change: (.*)$/.exec(l);
-    if (change) out.push(`   change: ${mdCode(change[1] as string)}`);
+    if (change) {
+      const [code, more] = splitChange(change[1] as string);
+      out.push(`   change: ${mdCode(code)}${more ? ` (${more})` : ''}`);
+    }
     else if (SUB_LINE.test(l)) out.push(`   ${l.trim()}`);
     else out.push(l.trim());
   }

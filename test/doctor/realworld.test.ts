@@ -82,7 +82,7 @@ describe('doctor on the real-code corpus (H100 runs, replayed with --from)', () 
     const text = renderDoctorText(r).split('\n');
     const step = text.findIndex((l) => /^ {2}\d\. syncs out of the loop: /.test(l));
     expect(step).toBeGreaterThan(0);
-    expect(text[step + 1]).toBe('       change: TrainingArguments(..., logging_nan_inf_filter=False)');
+    expect(text[step + 1]).toBe('       change: TrainingArguments(..., logging_nan_inf_filter=False)   · all of it: finding 3');
   });
 
   it("reports model FLOPs and MFU on the run's own step (nanoGPT-style GPT-2: 6 x 124M parameters x 24,576 tokens of GEMMs, and causal attention)", async () => {

@@ -32,7 +32,12 @@ describe('what to do, first', () => {
     const text = renderDoctorText(r).split('\n');
     expect(text[4]).toMatch(/^What to do: the run's mean step 184 ms -> /);
     expect(text[5]).toMatch(/^ {2}1\. bf16 autocast \(tensor cores\): 184 ms -> /);
-    expect(text[6]).toBe('       change: TrainingArguments(..., bf16=True)');
+    expect(text[6]).toBe('       change: TrainingArguments(..., bf16=True)   · all of it: finding 1');
+    // each pointer names the finding printed with that number, the step's own
+    for (const [n, id] of [[1, 'no-tensor-cores'], [2, 'fusion'], [3, 'host-sync']] as const) {
+      expect(text.some((l) => l.includes(`· all of it: finding ${n}`))).toBe(true);
+      expect(text.find((l) => l.startsWith(` ${n}. `))).toContain(`[${id},`);
+    }
     const fusion = r.findings.find((f) => f.id === 'fusion')!;
     const planned = inPlanText(r.pace?.plan, fusion);
     expect(planned).toMatch(/^in the plan \(step 2, after bf16 autocast \(tensor cores\)\): 75\.2 ms -> /);

@@ -1,6 +1,6 @@
 /** What to do (the plan, first) and what sets the pace (last) as HTML, for the doctor and analyze pages (pure). */
 import { type PaceReport, paceHeadline, paceRows } from '../../pace/report.js';
-import { type PlanFirstOptions, SUB_LINE, planFirstLines } from '../../report/planFirst.js';
+import { type PlanFirstOptions, planFirstLines, SUB_LINE, splitChange } from '../../report/planFirst.js';
 import { esc, table } from './layout.js';
 
 /**
@@ -14,7 +14,10 @@ export function planFirstHtml(options: Omit<PlanFirstOptions, 'plan'> & { plan: 
   const items: string[] = [];
   for (const l of rest) {
     const change = /^ +change: (.*)$/.exec(l);
-    if (change && items.length) items[items.length - 1] += `<div class="dim">change: <code>${esc(change[1] as string)}</code></div>`;
+    if (change && items.length) {
+      const [code, more] = splitChange(change[1] as string);
+      items[items.length - 1] += `<div class="dim">change: <code>${esc(code)}</code>${more ? ` (${esc(more)})` : ''}</div>`;
+    }
     else if (SUB_LINE.test(l) && items.length) items[items.length - 1] += `<div class="dim">${esc(l.trim())}</div>`;
     else items.push(esc(l.trim().replace(/^\d+\. /, '')));
   }
