@@ -23,6 +23,11 @@ describe("a job's pace headline", () => {
       const head = r.stdout.split('\n').find((l) => l.startsWith('What sets the pace:')) as string;
       expect(head, name).toBeDefined();
       expect(head.slice('What sets the pace:'.length).match(/sets the (job's )?pace|binding/g)?.length, head).toBe(2); // "X's own work sets the job's pace (..., Y binding)"
+      // the GPU stage is said as the arithmetic it is: busy less the exposed communication, the stage's own figure
+      const gpu = /\n {2}GPU: ([\d.]+) ms \(measured\): kernels, copies and memsets ([\d.]+) ms a step less the ([\d.]+) ms of communication no compute hides \(the communication stage\): ([\d.]+) ms\n/.exec(r.stdout);
+      expect(gpu, r.stdout).not.toBeNull();
+      expect(gpu![1]).toBe(gpu![4]);
+      expect(Math.abs(Number(gpu![2]) - Number(gpu![3]) - Number(gpu![1]))).toBeLessThan(0.06 * Number(gpu![2]));
       expect(head).toMatch(
         /rank (\d)'s own work sets the job's pace \([\d.]+ m?s a step, [a-zA-Z ]+ binding\); rank (?!\1)\d's own step is [\d.]+ m?s and it waits [\d.]+ (ms|us) a step for the others in collectives/,
       );
