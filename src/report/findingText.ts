@@ -106,11 +106,45 @@ export function findingLines(f: ShownFinding, st: Style, index: number, width = 
   else out.push(`${num} ${st.severity(p.severity, sev)} ${st.bold(head[0]!.slice(num.length + 8))}`, ...head.slice(1).map((l) => st.bold(l)));
   if (p.gain) out.push(...wrap(`    ${p.gain.label}${inPlan ? ' alone' : ''}: ${p.gain.text}`, 5));
   if (inPlan) out.push(...wrap(`    ${inPlan}`, 5));
-  if (p.how) out.push(...wrap(`    how: ${p.how}`, 5).map((l) => st.dim(l)));
+  if (p.how) out.push(...howLines(p.how, wrap).map((l) => st.dim(l)));
   for (const e of p.evidence) out.push(...wrap(`    · ${e}`, 2));
   out.push(...wrap(`    fix: ${p.fix}`, 5));
   if (p.code) for (const line of p.code.split('\n')) out.push(`      ${st.dim('|')} ${line}`);
   return out;
+}
+
+/** Parts of a derivation three or more long are numbered, one a line (the Markdown and HTML keep the paragraph). */
+const HOW_NUMBERED_PARTS = 3;
+
+/**
+ * A `how:` derivation's parts: split at "; " and at a sentence's end (". " before a capital), never inside
+ * parentheses, so "0.78 x the peak" and "(a; b)" stay whole.
+ */
+export function howParts(how: string): string[] {
+  const parts: string[] = [];
+  let depth = 0;
+  let start = 0;
+  for (let i = 0; i < how.length; i++) {
+    const c = how[i];
+    if (c === '(' || c === '[') depth++;
+    else if (c === ')' || c === ']') depth = Math.max(0, depth - 1);
+    else if (depth === 0 && how[i + 1] === ' ' && (c === ';' || (c === '.' && /[A-Z]/.test(how[i + 2] ?? '')))) {
+      parts.push(how.slice(start, c === '.' ? i + 1 : i).trim());
+      start = i + 2;
+    }
+  }
+  parts.push(how.slice(start).trim());
+  return parts.filter(Boolean);
+}
+
+/**
+ * The terminal's `how:`: one line where the derivation is short, else its parts numbered one a line (issue 47: a
+ * run-on chain of a dozen factors read as one sentence); each part wrapped under itself.
+ */
+function howLines(how: string, wrap: (line: string, hang: number) => string[]): string[] {
+  const parts = howParts(how);
+  if (parts.length < HOW_NUMBERED_PARTS) return wrap(`    how: ${how}`, 5);
+  return ['    how:', ...parts.flatMap((part, i) => wrap(`      ${i + 1}. ${part}`, 3 + String(i + 1).length))];
 }
 
 const ICON: Record<Severity, string> = { high: '🔴', medium: '🟠', low: '🔵', info: '⚪' };

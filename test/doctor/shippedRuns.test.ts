@@ -69,7 +69,7 @@ describe('doctor --from on every shipped run directory', () => {
           expect(lines[head + 1]).toMatch(/^ {4}expected( alone)?: \S+ \S+ -> \S+ \S+ /);
           expect(lines[head + 1]).toMatch(perStep);
           if (alone) expect(lines[head + 2]).toMatch(/^ {4}in the plan \(step \d+(, after [^)]+(\)[^)]*)*)?\): \S+ \S+ -> \S+ \S+ (a step|per batch of today's size) \([\d.]+x( the samples\/s)?\)(: .+)?$/);
-          expect(lines[head + (alone ? 3 : 2)]).toMatch(/^ {4}how: /);
+          expect(lines[head + (alone ? 3 : 2)]).toMatch(/^ {4}how:( |$)/);
         }
         const fix = lines.findIndex((l, k) => k > head && l.startsWith('    fix: '));
         expect(fix, f.id).toBeGreaterThan(head);
@@ -101,8 +101,8 @@ describe('one format of a finding in doctor, as in analyze (hf_trainer_gpt2, the
   it('the terminal says what the fix gives, how, the evidence and the code, the framework switch first', async () => {
     const { text } = await fromDir(dir);
     const block = text.slice(text.indexOf(' 1. HIGH'), text.indexOf('\n 2. ', text.indexOf(' 1. HIGH')));
-    expect(block.split('\n').slice(0, 3).join('\n')).toMatch(
-      /^ 1\. HIGH {3}Matrix multiplies run in fp32 without tensor cores {2}\[no-tensor-cores, from the trace\]\n {4}expected: 184 ms -> 75\.2 ms per step \(-59%, 2\.44x\)\n {4}how: fp32 GEMMs 125 ms a step -> about 22\.3 ms in bf16 \(their 6\.07 TFLOP at /,
+    expect(block.split('\n').slice(0, 4).join('\n')).toMatch(
+      /^ 1\. HIGH {3}Matrix multiplies run in fp32 without tensor cores {2}\[no-tensor-cores, from the trace\]\n {4}expected: 184 ms -> 75\.2 ms per step \(-59%, 2\.44x\)\n {4}how:\n {6}1\. fp32 GEMMs 125 ms a step -> about 22\.3 ms in bf16 \(their 6\.07 TFLOP at /,
     );
     expect(block).toContain("    · fp32 (SIMT) matmul kernels: 125 ms per step (66% of the profiled window's 189 ms step)");
     expect(block).toMatch(/ {4}fix: Run matmuls on tensor cores[^\n]*\n {6}\| # Hugging Face Trainer:\n {6}\| TrainingArguments\(\.\.\., bf16=True\)\n/);
@@ -114,7 +114,7 @@ describe('one format of a finding in doctor, as in analyze (hf_trainer_gpt2, the
     expect(head).toBe(' 1. HIGH   Matrix multiplies run in fp32 without tensor cores  [no-tensor-cores]');
     const parts = (t: string) => {
       const b = t.slice(t.indexOf('\n 1. ') + 1, t.indexOf('\n 2. '));
-      return b.split('\n').filter((l) => l.trim() !== '' && !/^ {4}in the plan /.test(l)).map((l) => /^ {4}(expected|how|·|fix)/.exec(l)?.[1] ?? (/^ {6}\|/.test(l) ? '|' : 'head'));
+      return b.split('\n').filter((l) => l.trim() !== '' && !/^ {4}in the plan /.test(l)).map((l) => /^ {4}(expected|how|·|fix)/.exec(l)?.[1] ?? (/^ {6}\|/.test(l) ? '|' : /^ {6}\d+\. /.test(l) ? 'how' : 'head'));
     };
     const dedupe = (xs: string[]) => xs.filter((x, i) => x !== xs[i - 1]);
     expect(dedupe(parts(a))).toEqual(['head', 'expected', 'how', '·', 'fix', '|']);
