@@ -70,7 +70,8 @@ async function notATrace(path: string): Promise<boolean> {
     const raw = await readFile(path);
     const text = (/\.gz$/i.test(path) ? gunzipSync(raw) : raw).toString('utf8');
     const v: unknown = JSON.parse(text);
-    return typeof v !== 'object' || v === null || Array.isArray(v) ? !Array.isArray(v) : !('traceEvents' in v);
+    if (Array.isArray(v)) return false; // a bare array of events is a trace
+    return typeof v !== 'object' || v === null || !('traceEvents' in v);
   } catch {
     return false;
   }

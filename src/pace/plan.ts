@@ -115,7 +115,8 @@ export function planOf(job: Job, candidates: readonly PlanCandidate[]): PacePlan
     const wanted = best.s.workersNeeded !== null && l ? workersToAsk(l, best.s.workersNeeded) : null;
     const need = !setsWorkers && wanted !== null && have !== null && wanted > have ? wanted : null;
     const upFrom = need !== null && have !== null ? `, up from ${have}` : '';
-    workersNow = need ?? (setsWorkers ? (typeof setsWorkers.to === 'number' ? setsWorkers.to : (wanted ?? workersNow)) : workersNow);
+    if (need !== null) workersNow = need;
+    else if (setsWorkers) workersNow = typeof setsWorkers.to === 'number' ? setsWorkers.to : (wanted ?? workersNow);
     const boundText = boundWords(bp, best.s.bound);
     // A stage the evidence could not time cannot be said to keep up: the step stops at it if it is longer (issue 47).
     // Said at the first step it holds for; the steps after it rest on the same caveat.

@@ -120,12 +120,13 @@ export function memorySavers(req: PlanRequest, base: Plan = evaluatePlan(req), t
   if (s.precision === 'fp32') variants.push(['--precision amp-bf16', { precision: 'amp-bf16' }, {}]);
   if (s.precision === 'amp-bf16') variants.push(['--precision bf16', { precision: 'bf16' }, {}]);
   if (p.dpSize > 1) {
-    if (p.dp === 'ddp' || p.dp === 'zero1') variants.push(['--strategy zero2', {}, { dp: 'zero2' }]);
-    if (p.dp !== 'fsdp' && p.dp !== 'hsdp') variants.push(['--strategy fsdp', {}, { dp: 'fsdp', reshardAfterForward: true }]);
-    // Across nodes, HSDP (shard within a node, replicate across) keeps the all-gathers on NVLink (issue 47).
     const nodes = req.hardware.nodes;
-    if (nodes > 1 && p.dp !== 'hsdp' && p.dpSize % nodes === 0 && p.dpSize > nodes)
-      variants.push(['--strategy hsdp', {}, { dp: 'hsdp', hsdpShardSize: p.dpSize / nodes, reshardAfterForward: true }]);
+    // The strategies that shard more than the run's (HSDP beside FSDP too: it shards less, but across nodes it is faster).
+    const more = (['zero2', 'fsdp', 'hsdp'] as const).filter((dp) => (dp === 'hsdp' ? p.dp !== 'hsdp' : SHARDING_ORDER[p.dp] < SHARDING_ORDER[dp]));
+    for (const dp of more) {
+      const c = strategyChange(dp, p, nodes);
+      if (c) variants.push([c[0], {}, c[1]]);
+    }
     if ((p.dp === 'fsdp' || p.dp === 'hsdp') && !p.reshardAfterForward)
       variants.push(['reshard after forward (drop --no-reshard)', {}, { reshardAfterForward: true }]);
   }
@@ -148,6 +149,17 @@ export function memorySavers(req: PlanRequest, base: Plan = evaluatePlan(req), t
   return picked;
 }
 
+/**
+ * The flag and the parallelism of data-parallel strategy `dp` over `p`'s ranks; null for HSDP where it is FSDP or cannot
+ * be laid out (one node, ranks that do not split over the nodes). Across nodes HSDP shards within a node and replicates
+ * across, so its all-gathers stay on NVLink (issue 47).
+ */
+function strategyChange(dp: Exclude<DataParallel, 'none'>, p: Parallelism, nodes: number): [string, Partial<Parallelism>] | null {
+  if (dp === 'hsdp')
+    return nodes > 1 && p.dpSize % nodes === 0 && p.dpSize > nodes ? ['--strategy hsdp', { dp, hsdpShardSize: p.dpSize / nodes, reshardAfterForward: true }] : null;
+  return [`--strategy ${dp}`, dp === 'fsdp' ? { dp, reshardAfterForward: true } : { dp }];
+}
+
 /** A change of data-parallel strategy that fits and shortens the step (FASTER_MIN_SHARE or more). */
 export interface FasterLayout {
   /** The flag, e.g. `--strategy hsdp`. */
@@ -167,20 +179,12 @@ export const FASTER_MIN_SHARE = 0.1;
 export function fasterLayouts(req: PlanRequest, base: Plan = evaluatePlan(req), top = 2): FasterLayout[] {
   const p = req.parallelism;
   if (req.setup.mode === 'infer' || p.dpSize <= 1) return [];
-  const nodes = req.hardware.nodes;
-  const options: [string, Partial<Parallelism>][] = [
-    ['--strategy ddp', { dp: 'ddp' }],
-    ['--strategy zero1', { dp: 'zero1' }],
-    ['--strategy zero2', { dp: 'zero2' }],
-    ['--strategy fsdp', { dp: 'fsdp', reshardAfterForward: true }],
-    ...(nodes > 1 && p.dpSize % nodes === 0 && p.dpSize > nodes
-      ? [['--strategy hsdp', { dp: 'hsdp', hsdpShardSize: p.dpSize / nodes, reshardAfterForward: true }] as [string, Partial<Parallelism>]]
-      : []),
-  ];
   const out: FasterLayout[] = [];
-  for (const [change, dp] of options) {
-    if (dp.dp === p.dp) continue;
-    const v = evaluatePlan({ ...req, parallelism: { ...p, ...dp } });
+  for (const dp of ['ddp', 'zero1', 'zero2', 'fsdp', 'hsdp'] as const) {
+    const c = dp === p.dp ? null : strategyChange(dp, p, req.hardware.nodes);
+    if (!c) continue;
+    const [change, parallelism] = c;
+    const v = evaluatePlan({ ...req, parallelism: { ...p, ...parallelism } });
     if (v.fits && v.time.stepTimeMs <= base.time.stepTimeMs * (1 - FASTER_MIN_SHARE))
       out.push({ change, stepTimeMs: v.time.stepTimeMs, peakAllocatedBytes: v.memory.peakAllocatedBytes });
   }

@@ -69,13 +69,15 @@ export function stepChangeLine(plan: PacePlan, i: number, code: string): string 
   return line.replace(/\(\s*,\s*/, '(');
 }
 
+/** What sets a change line's pointer to its finding apart from its code. */
+const POINTER_SEP = '   · ';
 /** After a change line, where its finding's code holds more than that line: "   · all of it: finding 3". */
-export const WHOLE_CHANGE = '   · all of it: finding ';
+export const WHOLE_CHANGE = `${POINTER_SEP}all of it: finding `;
 
 /** A change line's code and, where the finding holds more, the pointer to it (Markdown and HTML set them apart). */
 export function splitChange(text: string): [code: string, more: string | null] {
   const i = text.indexOf(WHOLE_CHANGE);
-  return i < 0 ? [text, null] : [text.slice(0, i), text.slice(i + '   · '.length)];
+  return i < 0 ? [text, null] : [text.slice(0, i), text.slice(i + POINTER_SEP.length)];
 }
 
 /** A line under a plan step (its change, what this machine measured), as planFirstLines indents it. */

@@ -1,6 +1,6 @@
 /** Renders the analyze report for a terminal (pure: returns a string; colour is the caller's choice). */
 
-import { boundWordsOf, paceHeadline, paceRows } from '../pace/report.js';
+import { paceHeadline, paceRows } from '../pace/report.js';
 import { CATEGORY_NAMES } from '../trace/kernelClass.js';
 import { IDLE_CAUSES, type IdleCause, type TraceMetrics } from '../trace/metrics/types.js';
 import { fmtBytes, fmtGpuMemory, fmtMs, fmtPct, fmtWindow } from '../util/format.js';
@@ -111,9 +111,7 @@ export function renderTerminal(r: AnalyzeReport, st: Style, width = 0): string {
       '',
     );
   if (r.findings.length === 0) {
-    // Where something other than the GPU binds, "nothing points to a fix" would read as "nothing is wrong".
-    const binds = r.pace && r.pace.bound !== 'gpu' ? `; ${boundWordsOf(r.pace.bound)} sets the pace (below), and no rule here has a fix for it` : '';
-    out.push(st.bold(`No findings: nothing in this trace points to a fix worth making${binds}.`), '');
+    out.push(st.bold('No findings: nothing in this trace points to a fix worth making.'), '');
   } else {
     out.push(st.bold(`Findings (${r.findings.length}, most gain first)`), '');
     r.findings.forEach((f, i) => {

@@ -195,6 +195,7 @@ export function kernelLabel(name: string): string {
   // the last separator within the first 70 characters: a name part or a template argument ends there
   // (an identifier of underscored parts alone, as cuBLAS's sm80_xmma_gemm_..., is cut between two parts)
   const at = (seps: string[]) => Math.max(...seps.map((sep) => noArgs.lastIndexOf(sep, 70)));
-  const cut = at([',', '<', ' ', '::']) > 20 ? at([',', '<', ' ', '::']) : at(['_']);
+  const between = at([',', '<', ' ', '::']);
+  const cut = between > 20 ? between : at(['_']);
   return `${noArgs.slice(0, cut > 20 ? cut + (noArgs.startsWith('<', cut) ? 1 : 0) : 70)}...`;
 }

@@ -74,6 +74,9 @@ describe('analyze: figures over the GPUs one process drives (issue 47 item 4)', 
     const step = Number(/What sets the pace: mean step ([\d.]+) ms/.exec(r.stdout)?.[1]);
     // the two figures are on different bases: their sum passes the step, which is why the words say so
     expect(Number(host![1]) + Number(host![2])).toBeGreaterThan(step);
+    // no fix in the plan: the opening says what binds, the stage the pace section names, not a bare "no fix found"
+    expect(r.stdout.split('\n')[2]).toBe("What to do: no fix found that shortens the step: the host sets the pace (below), and no finding's fix shortens it");
+    expect(r.stdout).toMatch(/What sets the pace: mean step [\d.]+ ms: the host sets the pace/);
   });
 });
 

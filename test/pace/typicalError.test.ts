@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { bandOf, type Lever, leverOf, likelyRangeNs, likelyText, MIN_LEVER_STEPS, typicalErrorOf } from '../../src/pace/typicalError.js';
 import { TYPICAL_ERROR_DATA } from '../../src/pace/typicalErrorData.js';
+import { FINDING_IDS } from '../../src/findings/ids.js';
 import { REPO } from '../doctor/helpers.js';
 import { corpusRows, measuredMs, type Row, readMeasured, runReport } from './corpus.js';
 
@@ -197,7 +198,7 @@ describe("the plan's error bands from the GPU validation records", () => {
 
   it('the likely range a plan line gives holds a measured step exactly where its error is within the band', () => {
     for (const m of measured) {
-      const e = typicalErrorOf(m.lever === 'workers' ? 'dataloader-bound' : m.lever === 'precision' ? 'mixed-precision' : 'rank-imbalance');
+      const e = typicalErrorOf(FINDING_IDS.find((id) => leverOf(id) === m.lever) as string);
       const predictedNs = 50e6;
       const measuredNs = predictedNs / (1 + m.error);
       const [lo, hi] = likelyRangeNs(predictedNs, e);
