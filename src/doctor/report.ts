@@ -7,12 +7,13 @@
  *   pace    (stages/pace.ts)      each process's pipeline outside the profiler, the probe's rank balance, the job
  *   whatIfs (stages/whatIfs.ts)   the planner calibrated on the run's memory
  *   findings (stages/findings.ts) every registered producer's findings (producers.ts), ranked
- *   plan    (stages/plan.ts)      what sets the pace and the plan of the findings' fixes
+ *   plan    (stages/plan.ts)      what sets the pace and the plan of the findings' fixes; the findings valued by it
  *   report  (stages/report.ts)    the `--json` contract (reportTypes.ts) and its notes
  *
  * A run diagnosed by doctor reads like `analyze` and `memory` on its files: the trace findings are analyze's rules,
  * the memory findings memory's, judged on the run.
  */
+import { findingsByPlanWorth } from '../pace/report.js';
 import type { DoctorInput, DoctorReport } from './reportTypes.js';
 import { findingsOf } from './stages/findings.js';
 import { paceOf } from './stages/pace.js';
@@ -28,5 +29,6 @@ export function buildDoctorReport(input: DoctorInput): DoctorReport {
   const pace = paceOf(run);
   const whatIfs = whatIfsOf(run, pace);
   const findings = findingsOf({ run, pace, whatIfs });
-  return reportOf({ run, whatIfs, findings, pace: planOf(run, pace, findings) });
+  const plan = planOf(run, pace, findings);
+  return reportOf({ run, whatIfs, findings: findingsByPlanWorth(findings, plan?.plan), pace: plan });
 }

@@ -2,7 +2,8 @@
  * Findings: what gpuwise tells the user (pure, nearly a leaf: it imports only the pace model's `Fix` type). Every finding carries its
  * evidence (numbers and example events), the code change to make, and what the change gains with the arithmetic
  * behind it. One type for analyze, doctor, memory, tune and the history, and one factory (`finding`): severity
- * follows the estimated gain alone, never a rule's own judgement. A step-time gain is made only by the pace model
+ * follows the estimated gain (alone, or at the fix's step of the plan where that is more: `withPlanWorth`), never a
+ * rule's own judgement. A step-time gain is made only by the pace model
  * (src/pace/gain.ts: a fix applied to the step's pipeline); memory gains by memory's findings (`memoryGainFrom`).
  */
 import type { Fix } from '../pace/fix.js';
@@ -81,6 +82,14 @@ export interface Finding {
    * to fix; absent for defects. Advice is at most medium and, on a tie of gain, ranks after a defect (rank.ts).
    */
   kind?: 'advice';
+  /**
+   * What the fix saves at its step of the run's plan (1 - expected / the step before it), where it is a step and saves
+   * more there than alone: a fix that gains little while another stage binds can gain much once the plan has moved that
+   * stage (pinned memory behind a starved loader: 1.01x alone, 1.18x as step 2). Severity follows the larger of the two
+   * (`withPlanWorth`); within a severity the order stays by the gain alone, which needs no other fix first (rank.ts).
+   * Added within schema 1 of doctor and 2 of analyze.
+   */
+  planSavedFraction?: number;
 }
 
 export const FRAMEWORKS = ['transformers', 'lightning', 'accelerate'] as const;
@@ -121,6 +130,18 @@ export function severityForMemoryGain(gain: MemoryGain | null | undefined): Seve
   if (!gain || !(gain.savedFraction > 0)) return 'info';
   if (gain.unblocksRun) return 'high';
   return gain.savedFraction >= MEDIUM_GAIN ? 'medium' : 'low';
+}
+
+/**
+ * The finding once the plan is made: a fix that saves more at its step of the plan than alone is worth what it saves
+ * there, so its severity follows the larger share (never lowered; advice is not planned). `planSaved`: 1 - expected /
+ * the step before it, at its step.
+ */
+export function withPlanWorth<F extends Finding>(f: F, planSaved: number): F {
+  const alone = f.estimatedGain?.savedFraction ?? 0;
+  if (!(planSaved > alone)) return f;
+  const severity = severityForFraction(planSaved);
+  return { ...f, planSavedFraction: planSaved, severity: SEVERITIES.indexOf(severity) < SEVERITIES.indexOf(f.severity) ? severity : f.severity };
 }
 
 /** The one factory: a finding whose severity follows its gain (the step-time gain, else the memory gain). */

@@ -3,7 +3,8 @@
  * and why), the plan of the findings' fixes over the job (job.ts: every rank's own pipeline), and the words every
  * renderer prints for them (terminal, Markdown, HTML; analyze and doctor alike).
  */
-import type { Finding } from '../findings/finding.js';
+import { type Finding, withPlanWorth } from '../findings/finding.js';
+import { sortFindings } from '../findings/rank.js';
 import { fmtMs } from '../util/format.js';
 import { PER_RUN_BATCH } from './gain.js';
 import { type Job, type JobRank, jobStepOf } from './job.js';
@@ -47,6 +48,16 @@ export function paceReportOf(job: Job | null, findings: readonly Finding[]): Pac
     .map((f) => ({ id: f.id, fix: f.fix as NonNullable<Finding['fix']>, ranks: f.ranks }));
   const plan = planOf(job, candidates);
   return { rank: job.slowestRank, ...paceSummary(slowest.measured), plan, ...(job.ranks.length > 1 ? { job: jobSummary(job) } : {}) };
+}
+
+/**
+ * The findings as the plan values them: each fix that is a step of the plan and saves more there than alone carries
+ * that share (its severity and place follow it: findings/finding.ts `withPlanWorth`), re-ranked.
+ */
+export function findingsByPlanWorth<F extends Finding>(findings: readonly F[], plan: PacePlan | null | undefined): F[] {
+  if (!plan?.steps.length) return [...findings];
+  const saved = new Map(plan.steps.map((s) => [s.id, s.fromStepNs > 0 ? 1 - s.expectedStepNs / s.fromStepNs : 0]));
+  return sortFindings(findings.map((f) => (saved.has(f.id) ? withPlanWorth(f, saved.get(f.id) as number) : f)));
 }
 
 function jobSummary(job: Job): JobSummary {

@@ -8,7 +8,7 @@ import { frameworkNamedBy, inTraceFramework } from '../advice/framework.js';
 import type { Finding } from '../findings/finding.js';
 import { severityRank } from '../findings/rank.js';
 import { windowJob } from '../pace/job.js';
-import { type PaceReport, paceReportOf } from '../pace/report.js';
+import { findingsByPlanWorth, type PaceReport, paceReportOf } from '../pace/report.js';
 import { windowPipeline } from '../pace/window.js';
 import type { CollectiveTimings } from '../trace/metrics/collectives.js';
 import { type TraceCoverage, capSeverity } from '../trace/coverage.js';
@@ -66,9 +66,10 @@ export function buildAnalyzeReport(
   const caps = new Map(inputs.flatMap((i) => (i.coverage?.severityCap ? [[i.rank, i.coverage.severityCap] as const] : [])));
   // A fix led by the framework's own switch when the trace names the framework (doctor learns it from the probe).
   const named = frameworkNamedBy(ranks);
-  const findings = capSeverity(matched, caps)
-    .map((f) => inTraceFramework(f, named))
-    .sort((a, b) => severityRank(a.severity) - severityRank(b.severity));
+  const found = matched.map((f) => inTraceFramework(f, named));
+  const pace = paceReportOf(analyzeJobOf(ranks, collectives), found);
+  // Valued by the plan before the cap: a cut trace's findings stay capped however much the plan makes of them.
+  const findings = capSeverity(findingsByPlanWorth(found, pace?.plan), caps).sort((a, b) => severityRank(a.severity) - severityRank(b.severity));
   const busy = ranks.length ? ranks.reduce((a, r) => a + r.gpuBusyShare, 0) / ranks.length : 0;
   return {
     schemaVersion: ANALYZE_SCHEMA_VERSION,
@@ -84,7 +85,7 @@ export function buildAnalyzeReport(
       topFinding: findings[0]?.id ?? null,
     },
     findings,
-    pace: paceReportOf(analyzeJobOf(ranks, collectives), findings),
+    pace,
     metrics: { ranks },
   };
 }
