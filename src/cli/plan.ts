@@ -14,7 +14,7 @@ import { gpuAssumption, gpuFromArg } from './gpuArg.js';
 import { inlineAssets } from '../serve/assets.js';
 import { renderPlanHtml } from '../serve/pages/plan.js';
 import { defaultStrategy, parallelismFor, STRATEGIES, type Strategy } from '../planner/layout.js';
-import type { ModelDescription } from '../planner/model.js';
+import { type ModelDescription, positionTableParams } from '../planner/model.js';
 import { whatWouldFit } from '../planner/noFit.js';
 import { evaluatePlan, fasterLayouts, maxMicroBatch, memorySavers, type Plan, type PlanRequest, searchPlans } from '../planner/plan.js';
 import { renderPlan, renderPlanMarkdown, renderSearch } from '../planner/render.js';
@@ -35,13 +35,14 @@ import { parseBytes, parseFlags, UsageError } from './usage.js';
 const HELP = `gpuwise plan --model MODEL [options]: predict memory and step time before anything runs
 
 Model and set-up:
-  --model MODEL           Hugging Face config.json (or its folder), a gpuwise-model/1 summary, or a
+  --model MODEL           Hugging Face config.json (or its folder; T5's encoder-decoders too), a gpuwise-model/1 summary, or a
                           Hugging Face model id (gpt2, meta-llama/Llama-3.1-8B): its config.json from the
                           Hugging Face cache (HF_HUB_CACHE, HF_HOME/hub or ~/.cache/huggingface/hub), else
                           the one shipped with gpuwise (GPT-2, Llama 2/3/3.1, Mistral, Mixtral, Qwen2/2.5,
                           BERT: gpt2-xl, llama-2-7b, mistral-7b, qwen2.5-7b, bert-base-uncased ...)
   --batch N               per-GPU micro-batch (default 1)
-  --seq N                 sequence length (default min(max positions, 2048))
+  --seq N                 sequence length; an encoder-decoder's (T5's) source length (default min(max positions, 2048))
+  --target-seq N          an encoder-decoder's target (decoder) length (default the source length)
   --precision P           fp32 | amp-bf16 | amp-fp16 | bf16 (default amp-bf16; amp-fp16 on a GPU without bf16)
   --optimizer O           adamw | adam | sgd | sgd-momentum | adafactor | adamw-8bit (default adamw)
   --checkpointing C       none | full | selective (default none)
@@ -101,6 +102,7 @@ export async function run(argv: string[]): Promise<number> {
       model: { type: 'string' },
       batch: { type: 'string' },
       seq: { type: 'string' },
+      'target-seq': { type: 'string' },
       precision: { type: 'string' },
       optimizer: { type: 'string' },
       checkpointing: { type: 'string' },
@@ -207,6 +209,21 @@ function buildHardware(v: Values, assumed: string[]): Hardware {
   };
 }
 
+/**
+ * An encoder-decoder's target length (the source length when not given, and said so, with the attention the plan
+ * assumes); none for other models, where the flag is refused.
+ */
+function targetSeqOf(model: ModelDescription, v: Values, seq: number, assumed: string[]): number | undefined {
+  const given = s(v, 'target-seq');
+  if (!model.encoderDecoder) {
+    if (given !== undefined) throw new UsageError(`--target-seq applies to encoder-decoder models (T5); ${model.name} has one stack: give --seq`);
+    return undefined;
+  }
+  if (given === undefined) assumed.push(`--target-seq ${seq} (the source length)`);
+  assumed.push("T5's attention computed eagerly, its scores kept per head (no flag: transformers' modeling_t5.py before T5 dispatched to SDPA)");
+  return int(given, '--target-seq', seq);
+}
+
 /** The request the flags describe, with the defaults used listed in `assumed`. */
 function buildRequest(model: ModelDescription, v: Values, assumed: string[]): PlanRequest {
   const hw = buildHardware(v, assumed);
@@ -215,6 +232,8 @@ function buildRequest(model: ModelDescription, v: Values, assumed: string[]): Pl
   if (s(v, 'precision') === undefined) assumed.push(`--precision ${precisionDefault}${bf16 ? '' : ` (${hw.gpu.name} has no bf16)`}`);
   const seqDefault = Math.min(model.maxPositions, 2048);
   if (s(v, 'seq') === undefined) assumed.push(`--seq ${seqDefault}${seqDefault === model.maxPositions ? " (the model's maximum)" : ''}`);
+  const seq = int(s(v, 'seq'), '--seq', seqDefault);
+  const targetSeq = targetSeqOf(model, v, seq, assumed);
   if (s(v, 'batch') === undefined && !v['max-batch'] && !v.search) assumed.push('--batch 1');
   if (s(v, 'optimizer') === undefined) assumed.push('--optimizer adamw');
   // --search chooses the accumulation and the checkpointing itself.
@@ -223,14 +242,16 @@ function buildRequest(model: ModelDescription, v: Values, assumed: string[]): Pl
   if (s(v, 'mode') === undefined) assumed.push('--mode train');
   const setup: TrainingSetup = {
     microBatch: int(s(v, 'batch'), '--batch', 1),
-    seq: int(s(v, 'seq'), '--seq', seqDefault),
+    seq,
+    ...(targetSeq !== undefined ? { targetSeq } : {}),
     precision: oneOf<Precision>(s(v, 'precision'), '--precision', ['fp32', 'amp-bf16', 'amp-fp16', 'bf16'], precisionDefault),
     optimizer: oneOf<OptimizerKind>(s(v, 'optimizer'), '--optimizer', ['adamw', 'adam', 'sgd', 'sgd-momentum', 'adafactor', 'adamw-8bit'], 'adamw'),
     checkpointing: oneOf<Checkpointing>(s(v, 'checkpointing'), '--checkpointing', ['none', 'full', 'selective'], 'none'),
     gradAccum: int(s(v, 'grad-accum'), '--grad-accum', 1),
     mode: oneOf<Mode>(s(v, 'mode'), '--mode', ['train', 'infer'], 'train'),
   };
-  if (setup.seq > model.maxPositions && model.family !== 'llama') throw new UsageError(`--seq ${setup.seq} exceeds the model's ${model.maxPositions} positions`);
+  if (setup.seq > model.maxPositions && positionTableParams(model) > 0)
+    throw new UsageError(`--seq ${setup.seq} exceeds the model's ${model.maxPositions} positions`);
   if ((setup.precision === 'amp-bf16' || setup.precision === 'bf16') && !bf16)
     throw new UsageError(`--precision ${setup.precision}: ${hw.gpu.name} has no bf16 support; use amp-fp16 or fp32`);
   const strategyFlag = s(v, 'strategy');

@@ -5,7 +5,7 @@
 import { PlanError } from './errors.js';
 import type { ModelDescription } from './model.js';
 import type { Plan } from './plan.js';
-import type { Hardware } from './setup.js';
+import { type Hardware, sequenceText } from './setup.js';
 import { toYaml } from './yaml.js';
 
 export type EmitFormat = 'torchrun' | 'accelerate' | 'deepspeed' | 'fsdp2' | 'slurm';
@@ -80,7 +80,7 @@ function scriptComment(plan: Plan, nodes: number): string[] {
   const parts = [strategyText(p, nodes)];
   if (p.tp > 1) parts.push(`tensor parallel ${p.tp}`);
   if (p.pp > 1) parts.push(`pipeline parallel ${p.pp}`);
-  parts.push(`micro-batch ${s.microBatch} per GPU`, `gradient accumulation ${s.gradAccum}`, `sequence ${s.seq}`, precisionText(plan));
+  parts.push(`micro-batch ${s.microBatch} per GPU`, `gradient accumulation ${s.gradAccum}`, s.targetSeq === undefined ? `sequence ${s.seq}` : sequenceText(s), precisionText(plan));
   parts.push(s.checkpointing === 'none' ? 'no activation checkpointing' : `${s.checkpointing} activation checkpointing`);
   return [
     `# your script's flags for: ${parts.join(', ')}`,
@@ -268,6 +268,8 @@ const BLOCKS: Record<ModelDescription['family'], string> = {
   gpt2: 'model.transformer.h',
   llama: 'model.model.layers',
   bert: 'model.bert.encoder.layer',
+  // An encoder-decoder's units are the blocks of both stacks.
+  t5: '(*model.encoder.block, *model.decoder.block)',
 };
 
 export function emitFsdp2(ctx: EmitContext): string {
@@ -295,6 +297,7 @@ export function emitFsdp2(ctx: EmitContext): string {
     `GRAD_ACCUM = ${s.gradAccum}`,
     `GLOBAL_BATCH = ${plan.globalBatch}  # MICRO_BATCH * GRAD_ACCUM * world size`,
     `SEQ_LEN = ${s.seq}`,
+    ...(s.targetSeq !== undefined ? [`TARGET_LEN = ${s.targetSeq}`] : []),
     `RESHARD_AFTER_FORWARD = ${p.reshardAfterForward ? 'True' : 'False'}`,
     '',
     '',

@@ -1,10 +1,11 @@
 /**
  * Reads a Hugging Face `config.json` object into a ModelDescription with exact parameter counts
  * (the counts of the LM/MLM head class that training with `labels` builds: GPT2LMHeadModel,
- * LlamaForCausalLM, MistralForCausalLM, Qwen2/Qwen3ForCausalLM, MixtralForCausalLM, BertForMaskedLM).
+ * LlamaForCausalLM, MistralForCausalLM, Qwen2/Qwen3ForCausalLM, MixtralForCausalLM, BertForMaskedLM,
+ * T5/MT5/UMT5ForConditionalGeneration).
  */
 import { ConfigError } from './errors.js';
-import type { ModelDescription, ParamGroup } from './model.js';
+import { type EncoderDecoder, isGatedMlp, type MlpActivation, type ModelDescription, type ParamGroup } from './model.js';
 
 type Json = Record<string, unknown>;
 
@@ -19,15 +20,26 @@ const BERT_LIKE: Record<string, string> = {
   'xlm-roberta': 'XLMRobertaForMaskedLM',
   camembert: 'CamembertForMaskedLM',
 };
-export const SUPPORTED_MODEL_TYPES = ['gpt2', ...Object.keys(BERT_LIKE), ...LLAMA_LIKE, 'gpt_neox', 'phi'] as const;
+/** T5's encoder-decoder layout: T5 (and flan-T5), mT5, umT5 (a relative position bias in every block). */
+const T5_LIKE: Record<string, string> = {
+  t5: 'T5ForConditionalGeneration',
+  mt5: 'MT5ForConditionalGeneration',
+  umt5: 'UMT5ForConditionalGeneration',
+};
+export const SUPPORTED_MODEL_TYPES = ['gpt2', ...Object.keys(BERT_LIKE), ...LLAMA_LIKE, 'gpt_neox', 'phi', ...Object.keys(T5_LIKE)] as const;
 
 /** Model types the planner knows it cannot describe, and why (a clearer answer than "unknown model type"). */
 const NOT_MODELLED: Record<string, string> = {
-  t5: 'an encoder-decoder model (T5): the planner models one stack of blocks, a decoder or an encoder, not two with cross-attention',
-  bart: 'an encoder-decoder model (BART): the planner models one stack of blocks, a decoder or an encoder, not two with cross-attention',
+  bart: "an encoder-decoder model (BART): the planner models T5's encoder-decoders (relative position bias, RMS norms, no biases), not BART's learned positions, biased LayerNorm blocks and GELU MLP",
+  mbart: "an encoder-decoder model (mBART): the planner models T5's encoder-decoders (relative position bias, RMS norms, no biases), not mBART's learned positions, biased LayerNorm blocks and GELU MLP",
   vit: 'a Vision Transformer: the planner models language models (token embeddings, a loss over the vocabulary at every position), not patch embeddings and a classifier head',
   resnet: 'a convolutional network: the planner describes a model as transformer blocks (width, heads, layers), which a CNN has not',
 };
+
+/** `record[key]` where the record itself holds it: a `model_type` of "constructor" or "toString" names no family. */
+function own<T>(record: Record<string, T>, key: string): T | undefined {
+  return Object.hasOwn(record, key) ? record[key] : undefined;
+}
 
 function num(cfg: Json, field: string, fallback?: number): number {
   const v = cfg[field];
@@ -68,6 +80,8 @@ type FamilyNumbers = Omit<ModelDescription, 'name' | 'paramCount' | 'activeParam
   config: Json;
   /** Parameters a token does not use (a mixture of experts' unrouted experts); 0 when absent. */
   inactiveParams?: number;
+  /** Parameters outside the blocks, where blocks differ in size (an encoder-decoder); else the total less the blocks. */
+  rootParams?: number;
 };
 
 /** The one builder of a ModelDescription from a config: each family's reader gives its numbers. */
@@ -83,7 +97,7 @@ function describeFamily(f: FamilyNumbers): ModelDescription {
     activeParamCount: total - (f.inactiveParams ?? 0),
     embeddingParamCount: f.embeddingParamCount,
     blockParamCount: f.blockParamCount,
-    rootParamCount: total - f.layers * f.blockParamCount,
+    rootParamCount: f.rootParams ?? total - f.layers * f.blockParamCount,
     paramGroups: f.paramGroups,
     layers: f.layers,
     hidden: f.hidden,
@@ -99,6 +113,7 @@ function describeFamily(f: FamilyNumbers): ModelDescription {
     hiddenDropout: f.hiddenDropout,
     attentionDropout: f.attentionDropout,
     ...(f.moe ? { moe: f.moe } : {}),
+    ...(f.encoderDecoder ? { encoderDecoder: f.encoderDecoder } : {}),
   };
 }
 
@@ -112,24 +127,26 @@ export function describeHfConfig(cfg: unknown): ModelDescription {
   // Fields that change the memory picture in ways the planner does not model: refuse rather than guess.
   if (c.quantization_config !== undefined && c.quantization_config !== null)
     throw new ConfigError('quantization_config', 'quantized checkpoints are not supported (plan the unquantized model)');
-  if (c.is_encoder_decoder === true && NOT_MODELLED[type] === undefined)
-    throw new ConfigError('is_encoder_decoder', 'encoder-decoder models are not supported');
+  if (c.is_encoder_decoder === true && own(NOT_MODELLED, type) === undefined && own(T5_LIKE, type) === undefined)
+    throw new ConfigError('is_encoder_decoder', "encoder-decoder models other than T5's family (t5, mt5, umt5) are not supported");
   const m =
     type === 'gpt2'
       ? describeGpt2(c)
-      : BERT_LIKE[type] !== undefined
+      : own(BERT_LIKE, type) !== undefined
         ? describeBert(c, type)
         : LLAMA_LIKE.has(type)
           ? describeLlamaLike(c, type)
           : type === 'gpt_neox' || type === 'phi'
             ? describeParallelGelu(c, type)
-            : null;
+            : own(T5_LIKE, type) !== undefined
+              ? describeT5(c, type)
+              : null;
   if (m !== null) {
     if (!Number.isSafeInteger(m.paramCount))
       throw new ConfigError('(root)', `the dimensions give ${m.paramCount.toExponential(2)} parameters: out of range`);
     return m;
   }
-  const why = NOT_MODELLED[type];
+  const why = own(NOT_MODELLED, type);
   if (why !== undefined)
     throw new ConfigError(
       'model_type',
@@ -364,6 +381,112 @@ function describeParallelGelu(c: Json, type: 'gpt_neox' | 'phi'): ModelDescripti
     tiedEmbeddings: tied,
     hiddenDropout: prob(c, type === 'phi' ? 'resid_pdrop' : 'hidden_dropout', 0),
     attentionDropout: prob(c, 'attention_dropout', 0),
+  });
+}
+
+/**
+ * The MLP T5Config builds from `feed_forward_proj` ("relu", "gated-gelu", "gated-silu"...): gated when it starts with
+ * "gated-"; "gated-gelu" means `gelu_new`, the tanh composite (T5Config's backward-compatibility rule). A config's own
+ * `is_gated_act` and `dense_act_fn` win, as PretrainedConfig sets them after T5Config derives its own.
+ */
+function t5Mlp(c: Json, type: string): MlpActivation {
+  const proj = c.feed_forward_proj ?? (type === 't5' ? 'relu' : 'gated-gelu');
+  if (typeof proj !== 'string') throw new ConfigError('feed_forward_proj', `must be a string, got ${JSON.stringify(proj)}`);
+  const parts = proj.split('-');
+  if (parts.length > 2 || (parts.length === 2 && parts[0] !== 'gated'))
+    throw new ConfigError('feed_forward_proj', `'${proj}' is not of the form 'ACT' or 'gated-ACT'`);
+  const gated = bool(c, 'is_gated_act', parts[0] === 'gated');
+  const act = c.dense_act_fn ?? (proj === 'gated-gelu' ? 'gelu_new' : parts[parts.length - 1]);
+  const mlp = typeof act === 'string' ? own(gated ? GATED_T5_MLP : PLAIN_T5_MLP, act) : undefined;
+  if (mlp === undefined)
+    throw new ConfigError(
+      'feed_forward_proj',
+      `${gated ? 'gated ' : ''}${JSON.stringify(act)} is not supported (the planner models relu, gelu, gelu_new, and gated gelu, gelu_new and silu)`,
+    );
+  return mlp;
+}
+
+const PLAIN_T5_MLP: Record<string, MlpActivation> = { relu: 'relu', gelu: 'gelu', gelu_new: 'gelu-tanh-composite' };
+const GATED_T5_MLP: Record<string, MlpActivation> = {
+  gelu: 'gated-gelu',
+  gelu_new: 'gated-gelu-tanh-composite',
+  silu: 'swiglu',
+  swish: 'swiglu',
+};
+
+/**
+ * The encoder and decoder stacks of T5ForConditionalGeneration: `num_decoder_layers` defaults to `num_layers`, as
+ * T5Config does; a T5 without decoder blocks is an encoder alone (T5EncoderModel), which this reader does not plan.
+ */
+function t5Stacks(c: Json): Pick<EncoderDecoder, 'encoderLayers' | 'decoderLayers'> {
+  if (c.num_decoder_layers === 0)
+    throw new ConfigError(
+      'num_decoder_layers',
+      '0 decoder blocks: an encoder alone (T5EncoderModel) is not planned; the planner plans T5ForConditionalGeneration, whose loss needs the decoder',
+    );
+  const encoderLayers = num(c, 'num_layers');
+  return { encoderLayers, decoderLayers: num(c, 'num_decoder_layers', encoderLayers) };
+}
+
+/**
+ * T5, mT5 and umT5 (T5/MT5/UMT5ForConditionalGeneration), counted as transformers builds them: no biases in any
+ * Linear, RMS-style norms with a weight only (two in an encoder block, three in a decoder block, one after each stack), a
+ * relative position bias table of `relative_attention_num_buckets` x heads in the first self-attention of each stack
+ * (umT5: in every block), one embedding shared by both stacks, and `lm_head` tied to it unless the config unties it
+ * (T5 v1.0 ties; v1.1, flan-T5, mT5 do not). t5-small 60,506,624; t5-base 222,903,552; flan-t5-base 247,577,856;
+ * mt5-small 300,176,768 parameters.
+ */
+function describeT5(c: Json, type: string): ModelDescription {
+  const h = num(c, 'd_model');
+  const a = num(c, 'num_heads');
+  const hd = num(c, 'd_kv');
+  const F = num(c, 'd_ff');
+  const V = num(c, 'vocab_size');
+  const { encoderLayers, decoderLayers } = t5Stacks(c);
+  const mlpActivation = t5Mlp(c, type);
+  const tied = bool(c, 'tie_word_embeddings', type !== 'mt5');
+  const buckets = num(c, 'relative_attention_num_buckets', 32);
+  const attn = 4 * h * a * hd;
+  const mlp = (isGatedMlp(mlpActivation) ? 3 : 2) * h * F;
+  const encoderBlock = attn + mlp + 2 * h;
+  const decoderBlock = 2 * attn + mlp + 3 * h;
+  const biasTables = type === 'umt5' ? encoderLayers + decoderLayers : 2;
+  const root = V * h + 2 * h + (tied ? 0 : V * h);
+  const groups: ParamGroup[] = [
+    { name: 'shared', count: V * h },
+    { name: `encoder.block (x${encoderLayers})`, count: encoderLayers * encoderBlock },
+    { name: `decoder.block (x${decoderLayers})`, count: decoderLayers * decoderBlock },
+    { name: `relative_attention_bias (x${biasTables})`, count: biasTables * buckets * a },
+    { name: 'final_layer_norm (x2)', count: 2 * h },
+  ];
+  if (!tied) groups.push({ name: 'lm_head', count: V * h });
+  const layers = encoderLayers + decoderLayers;
+  const dropout = prob(c, 'dropout_rate', 0.1);
+  return describeFamily({
+    config: c,
+    modelType: type,
+    architecture: T5_LIKE[type] ?? 'T5ForConditionalGeneration',
+    family: 't5',
+    causal: true,
+    embeddingParamCount: V * h * (tied ? 1 : 2),
+    // The mean block, so that `layers` blocks hold every block parameter (relative bias tables included).
+    blockParamCount: (sum(groups) - root) / layers,
+    rootParams: root,
+    paramGroups: groups,
+    layers,
+    hidden: h,
+    heads: a,
+    kvHeads: a,
+    headDim: hd,
+    intermediate: F,
+    vocab: V,
+    maxPositions: num(c, 'n_positions', 512),
+    norm: 'rmsnorm',
+    mlpActivation,
+    tiedEmbeddings: tied,
+    hiddenDropout: dropout,
+    attentionDropout: dropout,
+    encoderDecoder: { encoderLayers, decoderLayers, encoderBlockParamCount: encoderBlock, decoderBlockParamCount: decoderBlock },
   });
 }
 

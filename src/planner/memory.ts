@@ -8,10 +8,10 @@
  * each on top of what is resident (weights, master weights, optimizer state, buffers, cuBLAS workspace).
  * Reserved adds the caching allocator's slack; nvidia-smi adds the CUDA context (and NCCL buffers).
  */
-import { blockActivation, outerActivationBytes, runDtypes } from './activations.js';
+import { blockActivation, type DtypeClass, encoderDecoderInference, microBatchActivations, runDtypes } from './activations.js';
 import { CALIBRATION as K } from './calibration.js';
-import type { ModelDescription } from './model.js';
-import { isAmp, type OptimizerKind, type Parallelism, type TrainingSetup } from './setup.js';
+import { largestBlockParamCount, type ModelDescription, positionTableParams } from './model.js';
+import { isAmp, lossTokensPerSample, type OptimizerKind, type Parallelism, type TrainingSetup } from './setup.js';
 
 export type Phase = 'forward' | 'backward' | 'optimizer';
 
@@ -129,12 +129,29 @@ export interface StageParams {
 export function stageParams(m: ModelDescription, p: Parallelism): StageParams {
   const layers = Math.ceil(m.layers / p.pp);
   const lookupOnly = m.tiedEmbeddings ? 0 : m.hidden * m.vocab;
-  const positional = m.family === 'llama' ? 0 : m.maxPositions * m.hidden;
+  const positional = positionTableParams(m);
   // With PP the first stage holds the embedding, the last the head: the larger end is the binding one.
   const root = p.pp === 1 ? m.rootParamCount : Math.max(m.rootParamCount - (m.tiedEmbeddings ? 0 : m.vocab * m.hidden), m.vocab * m.hidden);
   const total = (layers * m.blockParamCount + root) / p.tp;
   const matmul = Math.max(0, total - (p.pp === 1 ? (lookupOnly + positional) / p.tp : 0));
-  return { total, layers, block: m.blockParamCount / p.tp, root: root / p.tp, matmul };
+  // An FSDP unit all-gathers one block: the largest (an encoder-decoder's blocks differ).
+  return { total, layers, block: largestBlockParamCount(m) / p.tp, root: root / p.tp, matmul };
+}
+
+/** Inference's batch-dependent terms: the KV cache a Hugging Face decoder returns, and the largest forward transient. */
+function inferenceTerms(m: ModelDescription, s: TrainingSetup, p: Parallelism, sp: StageParams, d: DtypeClass): { kvCacheBytes: number; transientBytes: number; transientNote: string } {
+  if (m.encoderDecoder) {
+    const e = encoderDecoderInference(m, d, s, p.tp);
+    return { ...e, transientNote: 'logits or one block in flight, whichever is larger' };
+  }
+  const tokens = s.microBatch * s.seq;
+  // Hugging Face decoders return a KV cache by default (use_cache); under autocast RoPE promotes keys to fp32.
+  const keyBytes = d.amp && m.family === 'llama' ? 4 : d.c;
+  const kvCacheBytes = m.causal ? (sp.layers * tokens * m.kvHeads * m.headDim * (keyBytes + d.c)) / p.tp : 0;
+  const blk = blockActivation(m, d);
+  const logits = tokens * (m.vocab * d.c + d.r * m.hidden);
+  const layer = tokens * (blk.inferenceTransientBytes / p.tp + d.r * m.hidden);
+  return { kvCacheBytes, transientBytes: Math.max(logits, layer), transientNote: logits >= layer ? 'logits over the vocabulary' : 'one block in flight' };
 }
 
 export function predictMemory(m: ModelDescription, s: TrainingSetup, p: Parallelism): MemoryPrediction {
@@ -144,7 +161,6 @@ export function predictMemory(m: ModelDescription, s: TrainingSetup, p: Parallel
   const zero = p.dp === 'zero1' || p.dp === 'zero2';
   const dt = runDtypes(s.precision, p.dp);
   const d = dt.d;
-  const tokens = s.microBatch * s.seq;
   const pureBf16 = s.precision === 'bf16';
   const stateDtype = dt.stateBytes;
   const comps: Partial<Record<ComponentName, MemoryComponent>> = {};
@@ -158,16 +174,9 @@ export function predictMemory(m: ModelDescription, s: TrainingSetup, p: Parallel
     const wb = dt.weightBytes;
     add('weights', sp.total * wb, `${wb} B/param`);
     if (isAmp(s.precision)) add('autocastWeightCopies', sp.matmul * 2, 'bf16 copies of matmul weights cached by autocast');
-    if (m.causal) {
-      // Hugging Face decoders return a KV cache by default (use_cache); under autocast RoPE promotes keys to fp32.
-      const keyBytes = d.amp && m.family === 'llama' ? 4 : d.c;
-      const kv = (sp.layers * tokens * m.kvHeads * m.headDim * (keyBytes + d.c)) / p.tp;
-      add('kvCache', kv, 'keys and values of every layer (use_cache)');
-    }
-    const blk = blockActivation(m, d);
-    const logits = tokens * (m.vocab * d.c + d.r * m.hidden);
-    const layer = tokens * (blk.inferenceTransientBytes / p.tp + d.r * m.hidden);
-    add('forwardTransient', Math.max(logits, layer), logits >= layer ? 'logits over the vocabulary' : 'one block in flight');
+    const t = inferenceTerms(m, s, p, sp, d);
+    if (t.kvCacheBytes > 0) add('kvCache', t.kvCacheBytes, 'keys and values of every layer (use_cache)');
+    add('forwardTransient', t.transientBytes, t.transientNote);
     const residentInfer = Object.values(comps)
       .filter((c) => c.name !== 'kvCache' && c.name !== 'forwardTransient')
       .reduce((a, c) => a + c.bytes, 0);
@@ -217,22 +226,16 @@ export function predictMemory(m: ModelDescription, s: TrainingSetup, p: Parallel
     add('gradientBuckets', persistentGradBuffers, p.dp === 'zero2' ? 'ZeRO-2 reduce buckets' : 'DDP flat gradient buckets');
 
   // ---- activations ----
-  const blk = blockActivation(m, d);
-  const layerFull = blk.shardedBytes / p.tp + blk.replicatedBytes;
-  const layerSaved =
-    s.checkpointing === 'full'
-      ? blk.boundaryBytes
-      : s.checkpointing === 'selective'
-        ? layerFull - blk.attentionCoreBytes / p.tp
-        : layerFull;
+  const act = microBatchActivations(m, d, s, p, sp.layers);
   const inFlight = p.pp > 1 ? Math.min(s.gradAccum, p.pp) : 1; // 1F1B: the first stage holds min(m, p) micro-batches
-  const saved = tokens * inFlight * (sp.layers * layerSaved + outerActivationBytes(m, d));
+  const saved = inFlight * act.savedBytes;
   // At the last block of backward all gradients coexist with that block's full activations (saved, or
   // recomputed under checkpointing).
-  const lastBlock = tokens * layerFull;
+  const lastBlock = act.lastBlockBytes;
+  const lossTokens = s.microBatch * lossTokensPerSample(m, s);
   const lossFwdPerVocab = d.c === 4 && !d.amp ? K.lossForwardBytesPerVocabFp32 : K.lossForwardBytesPerVocabHalf;
-  const lossFwd = (tokens * m.vocab * lossFwdPerVocab) / p.tp;
-  const lossBwd = (tokens * m.vocab * K.lossBackwardBytesPerVocab) / p.tp;
+  const lossFwd = (lossTokens * m.vocab * lossFwdPerVocab) / p.tp;
+  const lossBwd = (lossTokens * m.vocab * K.lossBackwardBytesPerVocab) / p.tp;
   const ampCopies = d.amp ? sp.matmul * 2 : 0;
 
   const resident = Object.values(comps).reduce((a, c) => a + c.bytes, 0);
@@ -268,7 +271,7 @@ export function predictMemory(m: ModelDescription, s: TrainingSetup, p: Parallel
   }
   const components = Object.values(comps).filter((c) => c.bytes > 0);
   // The half-precision logits gradient left as a hole in a freed fp32 loss block (see fragmentationBytes).
-  const fragmentation = d.c === 2 ? (tokens * m.vocab * 2) / p.tp : 0;
+  const fragmentation = d.c === 2 ? (lossTokens * m.vocab * 2) / p.tp : 0;
   // FSDP2's all-gather outputs (unsharded blocks and root) and reduce-scatter inputs (a block's bf16 gradients and
   // their fp32 copy) live in the communication streams' own caches.
   const streamCache = fsdp ? fwdBuffers + sp.block * (2 + 4) : 0;

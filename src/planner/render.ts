@@ -4,6 +4,7 @@
  */
 import { fmtInt, fmtGiB, fmtGpuMemory } from '../util/format.js';
 import type { PlanJson } from './report.js';
+import { sequenceText } from './setup.js';
 
 
 export function layoutText(j: Pick<PlanJson, 'parallelism' | 'setup'>): string {
@@ -35,11 +36,16 @@ export function hardwareText(j: Pick<PlanJson, 'hardware'>): string {
   return `${h.nodes} x ${h.gpusPerNode} ${h.gpu.name} (catalogue entry, ${fmtGpuMemory(h.gpu.memoryBytes)} each)`;
 }
 
+/** "train amp-bf16, adamw, seq 1024" (an encoder-decoder's "source 512, target 128"): the run, as every report heads it. */
+export function runText(j: Pick<PlanJson, 'setup'>): string {
+  return `${j.setup.mode} ${j.setup.precision}, ${j.setup.optimizer}, ${sequenceText(j.setup)}`;
+}
+
 function headLines(j: PlanJson): string[] {
   const source = modelSourceText(j);
   const lines = [
     `${j.model.name}: ${j.model.architecture}, ${fmtInt(j.model.params)} parameters${source ? `; ${source}` : ''}`,
-    `${hardwareText(j)}; ${j.setup.mode} ${j.setup.precision}, ${j.setup.optimizer}, seq ${j.setup.seq}; ${layoutText(j)}; global batch ${j.globalBatch}`,
+    `${hardwareText(j)}; ${runText(j)}; ${layoutText(j)}; global batch ${j.globalBatch}`,
   ];
   if (j.assumed?.length) lines.push(`assumed (not given): ${j.assumed.join('; ')}`);
   return lines;

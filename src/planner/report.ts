@@ -23,6 +23,8 @@ export interface PlanJson {
     kvHeads: number;
     vocab: number;
     paramGroups: { name: string; count: number }[];
+    /** An encoder-decoder's stacks (`layers` is their sum); absent for one stack, and before 2026-12-07. */
+    encoderDecoder?: { encoderLayers: number; decoderLayers: number };
     /** Where the description came from (set by the CLI, which reads it). */
     source?: ModelSourceJson;
   };
@@ -131,6 +133,9 @@ export function planJson(model: ModelDescription, hw: Hardware, plan: Plan, save
       kvHeads: model.kvHeads,
       vocab: model.vocab,
       paramGroups: model.paramGroups,
+      ...(model.encoderDecoder
+        ? { encoderDecoder: { encoderLayers: model.encoderDecoder.encoderLayers, decoderLayers: model.encoderDecoder.decoderLayers } }
+        : {}),
     },
     hardware: {
       gpu: {

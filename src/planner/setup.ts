@@ -2,6 +2,7 @@
  * What the user asks the planner about: the training set-up, the parallel layout and the hardware.
  */
 import type { GpuSpec } from './gpus.js';
+import type { ModelDescription } from './model.js';
 
 /** fp32: fp32 weights, no autocast. amp-*: fp32 weights under autocast. bf16: weights and optimizer state in bf16. */
 export type Precision = 'fp32' | 'amp-bf16' | 'amp-fp16' | 'bf16';
@@ -20,7 +21,10 @@ export type DataParallel = 'none' | 'ddp' | 'zero1' | 'zero2' | 'fsdp' | 'hsdp';
 export interface TrainingSetup {
   /** Per-GPU micro-batch (sequences). */
   microBatch: number;
+  /** Sequence length; an encoder-decoder's source (encoder) length. */
   seq: number;
+  /** An encoder-decoder's target (decoder) length; absent: the source length. Unused by other models. */
+  targetSeq?: number;
   precision: Precision;
   optimizer: OptimizerKind;
   checkpointing: Checkpointing;
@@ -62,4 +66,24 @@ export function worldSize(p: Parallelism): number {
 
 export function isAmp(p: Precision): boolean {
   return p === 'amp-bf16' || p === 'amp-fp16';
+}
+
+/** The decoder's length of an encoder-decoder: `targetSeq`, else the source length. */
+export function targetLength(s: TrainingSetup): number {
+  return s.targetSeq ?? s.seq;
+}
+
+/** Tokens one sequence feeds the model: an encoder-decoder's source and target both. */
+export function tokensPerSample(m: ModelDescription, s: TrainingSetup): number {
+  return m.encoderDecoder ? s.seq + targetLength(s) : s.seq;
+}
+
+/** Positions the loss runs over (the logits over the vocabulary): an encoder-decoder's target positions. */
+export function lossTokensPerSample(m: ModelDescription, s: TrainingSetup): number {
+  return m.encoderDecoder ? targetLength(s) : s.seq;
+}
+
+/** The lengths in words: `seq 1024`, or an encoder-decoder's `source 512, target 128`. */
+export function sequenceText(s: Pick<TrainingSetup, 'seq' | 'targetSeq'>): string {
+  return s.targetSeq === undefined ? `seq ${s.seq}` : `source ${s.seq}, target ${s.targetSeq}`;
 }

@@ -4,12 +4,20 @@
  * (eager PyTorch: small kernels wait on Python), communication with the stated overlap, and the 1F1B
  * pipeline bubble. Collectives use ring costs: all-reduce 2(n-1)/n, all-gather and reduce-scatter (n-1)/n.
  */
-import { blockActivation, outerActivationBytes, runDtypes } from './activations.js';
+import { microBatchActivations, runDtypes } from './activations.js';
 import { CALIBRATION as K } from './calibration.js';
 import type { GpuSpec } from './gpus.js';
 import { optimizerStateBytesPerParam, stageParams } from './memory.js';
-import type { ModelDescription } from './model.js';
-import type { Hardware, Parallelism, Precision, TrainingSetup } from './setup.js';
+import { isGatedMlp, type ModelDescription, positionTableParams } from './model.js';
+import {
+  type Hardware,
+  lossTokensPerSample,
+  type Parallelism,
+  type Precision,
+  type TrainingSetup,
+  targetLength,
+  tokensPerSample,
+} from './setup.js';
 
 export interface StepTime {
   /** Predicted wall time of one optimizer step (all micro-batches), ms. */
@@ -41,10 +49,32 @@ export function peakTflops(gpu: GpuSpec, precision: Precision): number {
 
 /** Forward FLOPs per token: 2 per matmul weight plus attention scores and values (causal halves them). */
 export function forwardFlopsPerToken(m: ModelDescription, seq: number): number {
-  const lookups = (m.tiedEmbeddings ? 0 : m.vocab * m.hidden) + (m.family === 'llama' ? 0 : m.maxPositions * m.hidden);
+  const lookups = (m.tiedEmbeddings ? 0 : m.vocab * m.hidden) + positionTableParams(m);
   const matmul = 2 * (m.activeParamCount - lookups);
   const attn = 4 * m.layers * seq * m.heads * m.headDim * (m.causal ? 0.5 : 1);
   return matmul + attn;
+}
+
+/**
+ * An encoder-decoder's forward FLOPs for one sequence: the encoder's matmuls over the source tokens, the decoder's
+ * over the target tokens (its cross-attention k and v over the source), the LM head over the target, and attention:
+ * bidirectional in the encoder, self and cross in the decoder. T5's eager attention multiplies the whole target x
+ * target matrix and masks it by addition, so the decoder's causal half is computed too.
+ */
+function encoderDecoderFlopsPerSample(m: ModelDescription, src: number, tgt: number): number {
+  const ed = m.encoderDecoder!;
+  const h = m.hidden;
+  const inner = m.heads * m.headDim;
+  const attnWeights = 4 * h * inner;
+  const mlpWeights = (isGatedMlp(m.mlpActivation) ? 3 : 2) * h * m.intermediate;
+  const encoder = 2 * (attnWeights + mlpWeights) * src + 4 * src * src * inner;
+  const decoder = 2 * (attnWeights + 2 * h * inner + mlpWeights) * tgt + 2 * 2 * h * inner * src + 4 * (tgt * tgt + tgt * src) * inner;
+  return ed.encoderLayers * encoder + ed.decoderLayers * decoder + 2 * m.vocab * h * tgt;
+}
+
+/** Forward FLOPs for one sequence (an encoder-decoder's source and target both). */
+export function forwardFlopsPerSample(m: ModelDescription, s: TrainingSetup): number {
+  return m.encoderDecoder ? encoderDecoderFlopsPerSample(m, s.seq, targetLength(s)) : s.seq * forwardFlopsPerToken(m, s.seq);
 }
 
 export function predictStepTime(m: ModelDescription, s: TrainingSetup, p: Parallelism, hw: Hardware): StepTime {
@@ -54,21 +84,20 @@ export function predictStepTime(m: ModelDescription, s: TrainingSetup, p: Parall
   const dt = runDtypes(s.precision, p.dp);
   const precision = dt.compute;
   const d = dt.d;
-  const tokens = s.microBatch * s.seq;
+  // Hidden states tensor parallelism reduces and pipeline stages pass: an encoder-decoder's of both stacks.
+  const tokens = s.microBatch * tokensPerSample(m, s);
   const train = s.mode === 'train';
   const micro = train ? s.gradAccum : 1;
   const stageShare = sp.layers / m.layers;
-  const fwd = (forwardFlopsPerToken(m, s.seq) * stageShare) / p.tp;
+  const fwd = (forwardFlopsPerSample(m, s) * stageShare) / p.tp;
   const recomputeFactor = !train ? 0 : s.checkpointing === 'full' ? 1 : s.checkpointing === 'selective' ? 0.1 : 0;
-  const flopsPerMicro = tokens * fwd * (train ? 3 + recomputeFactor : 1);
+  const flopsPerMicro = s.microBatch * fwd * (train ? 3 + recomputeFactor : 1);
   const eff = precision === 'fp32' ? K.fp32Efficiency : K.tensorEfficiency;
   const rate = peakTflops(hw.gpu, precision) * 1e12 * eff;
   const computeMs = (micro * flopsPerMicro * 1000) / rate;
 
-  const blk = blockActivation(m, d);
-  const actBytes =
-    tokens *
-    (sp.layers * (blk.shardedBytes / p.tp + blk.replicatedBytes) + outerActivationBytes(m, d) + ((train ? 12 : d.c) * m.vocab) / p.tp);
+  const lossTokens = s.microBatch * lossTokensPerSample(m, s);
+  const actBytes = microBatchActivations(m, d, { ...s, checkpointing: 'none' }, p, sp.layers).fullBytes + (lossTokens * (train ? 12 : d.c) * m.vocab) / p.tp;
   const passes = train ? K.activationPasses : K.activationPasses / 3;
   let memoryBoundMs = (micro * passes * actBytes * 1000) / hw.gpu.memoryBandwidth;
   if (train && !p.cpuOffload) {
@@ -160,7 +189,7 @@ export function predictStepTime(m: ModelDescription, s: TrainingSetup, p: Parall
   ];
   const bindingTerm = terms.reduce((a, b) => (b[1] > a[1] ? b : a))[0];
   const samples = s.microBatch * micro * p.dpSize;
-  const modelFlops = samples * s.seq * forwardFlopsPerToken(m, s.seq) * (train ? 3 : 1);
+  const modelFlops = samples * forwardFlopsPerSample(m, s) * (train ? 3 : 1);
   return {
     stepTimeMs,
     computeMs,
@@ -171,7 +200,7 @@ export function predictStepTime(m: ModelDescription, s: TrainingSetup, p: Parall
     bubbleMs,
     bindingTerm,
     samplesPerSec: (samples * 1000) / stepTimeMs,
-    tokensPerSec: (samples * s.seq * 1000) / stepTimeMs,
+    tokensPerSec: (samples * tokensPerSample(m, s) * 1000) / stepTimeMs,
     mfu: modelFlops / (stepTimeMs / 1000) / (peakTflops(hw.gpu, precision) * 1e12 * world),
     overlap,
   };

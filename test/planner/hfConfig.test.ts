@@ -61,9 +61,10 @@ describe('bad configs name the field', () => {
     throw new Error('no error');
   };
   it('missing model_type', () => expect(bad({ hidden_size: 4 })).toMatch(/^model_type: missing/));
-  it('unknown model_type', () => expect(bad({ model_type: 'mamba' })).toMatch(/^model_type: unknown model type 'mamba' \(supported: .*roberta.*gpt_neox, phi\)/));
-  it('an encoder-decoder (T5) is named as such, not as an unknown type', () =>
-    expect(bad(cfg('t5-small'))).toMatch(/^model_type: 't5' is an encoder-decoder model \(T5\): the planner models one stack of blocks/));
+  it('unknown model_type', () =>
+    expect(bad({ model_type: 'mamba' })).toMatch(/^model_type: unknown model type 'mamba' \(supported: .*roberta.*gpt_neox, phi, t5, mt5, umt5\)/));
+  it('an encoder-decoder the planner does not model (BART) is named as such, not as an unknown type', () =>
+    expect(bad({ model_type: 'bart', is_encoder_decoder: true })).toMatch(/^model_type: 'bart' is an encoder-decoder model \(BART\)/));
   it('missing field', () => {
     const c = cfg('llama-2-7b');
     delete c.hidden_size;
@@ -71,6 +72,9 @@ describe('bad configs name the field', () => {
   });
   it('wrong type', () => expect(bad({ ...cfg('gpt2'), n_layer: '12' })).toMatch(/^n_layer: must be a positive integer/));
   it('not an object', () => expect(bad([1])).toMatch(/not a JSON object/));
+  it('a model_type that is a property of every object names no family', () => {
+    for (const type of ['constructor', 'toString', '__proto__']) expect(bad({ ...cfg('bert-base'), model_type: type })).toMatch(/^model_type: unknown model type/);
+  });
   it('quantized checkpoint', () =>
     expect(bad({ ...cfg('llama-2-7b'), quantization_config: { bits: 4 } })).toMatch(/^quantization_config: quantized/));
   it('GQA that does not divide', () =>
@@ -82,7 +86,7 @@ describe('bad configs name the field', () => {
 });
 
 describe('any corruption of a config either parses to sane numbers or names a field (property-based)', () => {
-  const names = ['gpt2', 'bert-base', 'llama-2-7b', 'qwen2-0.5b', 'mixtral-8x7b'];
+  const names = ['gpt2', 'bert-base', 'llama-2-7b', 'qwen2-0.5b', 'mixtral-8x7b', 't5-base', 'flan-t5-base'];
   it('never throws anything but ConfigError', () => {
     fc.assert(
       fc.property(fc.constantFrom(...names), fc.nat(), fc.jsonValue(), (name, pick, value) => {

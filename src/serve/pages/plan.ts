@@ -4,7 +4,7 @@
  * time by term, the memory savers, the layouts a search found. No time series, so no chart script: the bars are
  * plain HTML and the page reads the same with JavaScript off.
  */
-import { hardwareText, headroomText, layoutText, modelSourceText, searchChoiceText, searchOrderText } from '../../planner/render.js';
+import { hardwareText, headroomText, layoutText, modelSourceText, runText, searchChoiceText, searchOrderText } from '../../planner/render.js';
 import { fmtInt, fmtGiB } from '../../util/format.js';
 import type { PlanJson } from '../../planner/report.js';
 import { type InlineAssets, esc, page, scrollBox, table } from './layout.js';
@@ -80,7 +80,7 @@ export function renderPlanHtml(j: PlanJson, assets: InlineAssets): string {
     : '';
   const body = `<h1>gpuwise plan: ${esc(j.model.name)}</h1>
 <div class="card">${verdict}
-<div class="dim">${esc(j.model.architecture)}, ${fmtInt(j.model.params)} parameters${source === null ? '' : ` · ${esc(source)}`} · ${esc(hardwareText(j))} · ${esc(`${j.setup.mode} ${j.setup.precision}, ${j.setup.optimizer}, seq ${j.setup.seq}; ${layoutText(j)}; global batch ${j.globalBatch}`)}</div>
+<div class="dim">${esc(j.model.architecture)}, ${fmtInt(j.model.params)} parameters${source === null ? '' : ` · ${esc(source)}`} · ${esc(hardwareText(j))} · ${esc(`${runText(j)}; ${layoutText(j)}; global batch ${j.globalBatch}`)}</div>
 ${j.assumed?.length ? `<div class="dim">assumed (not given): ${esc(j.assumed.join('; '))}</div>` : ''}</div>
 ${wouldFit}
 <h2>Memory per GPU <span class="dim">(binding phase: ${esc(m.bindingPhase)})</span></h2><div class="card">${memoryBar(j)}</div>
