@@ -550,3 +550,37 @@ describe('a one-time stall at a new shape is warm-up, not the trial steady pace 
     expect(withoutOneTimeStalls(three, three.map(() => 0)).once).toEqual([]);
   });
 });
+
+describe("issue 46 on an H100: each verified best against its plain runs (examples/pace/runs/h100-tune-d)", () => {
+  const dir = new URL('../../examples/pace/runs/h100-tune-d/', import.meta.url).pathname;
+  const plain = readFileSync(`${dir}measured.jsonl`, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { run: string; mean_step_ms: number; step_ms: number[] });
+  /** A plain run's mean by tune's own rule: one-time stalls are warm-up, paid once a run (none of its waits recorded). */
+  const steadyMs = (r: (typeof plain)[number]) => {
+    const { kept } = withoutOneTimeStalls(r.step_ms.map((x) => x * 1e6), []);
+    return kept.reduce((a, x) => a + x, 0) / kept.length / 1e6;
+  };
+  for (const name of ['jpeg_resnet', 'hf_trainer']) {
+    it(`${name}: every injectable step measured; the best within 10% of the plain runs, one-time stalls left out as tune does`, () => {
+      const r = JSON.parse(readFileSync(`${dir}${name}.plan.json`, 'utf8')) as {
+        steps: { injectable: boolean; measuredStepNs: number | null }[];
+        best: { stepNs: number };
+        totalS: number;
+      };
+      expect(r.steps.filter((s) => s.injectable).every((s) => (s.measuredStepNs ?? 0) > 0)).toBe(true);
+      const runs = plain.filter((p) => p.run === name);
+      expect(runs).toHaveLength(2);
+      const ms = runs.map(steadyMs).reduce((a, x) => a + x, 0) / runs.length;
+      expect(Math.abs(r.best.stepNs / 1e6 / ms - 1)).toBeLessThan(0.1);
+      expect(r.totalS).toBeLessThan(600);
+    });
+  }
+  it("the JPEG ResNet's plain runs hold cudnn.benchmark's tuning of the partial last batch: 63.5 ms a step with it, 33.4 without", () => {
+    const runs = plain.filter((p) => p.run === 'jpeg_resnet');
+    expect(runs.map((r) => withoutOneTimeStalls(r.step_ms.map((x) => x * 1e6), []).once.length)).toEqual([2, 2]);
+    const withStalls = runs.reduce((a, r) => a + r.mean_step_ms, 0) / 2;
+    expect(withStalls / (runs.map(steadyMs).reduce((a, x) => a + x, 0) / 2)).toBeGreaterThan(1.5);
+  });
+});
