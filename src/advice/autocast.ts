@@ -158,31 +158,42 @@ export function bf16AutocastEffect(m: TraceMetrics, tf32Ratio: number, transpose
   const tf32 = p.tensorCoreTf32Ns / n;
   const simt = p.fp32Ns / n;
   const parts: string[] = [];
-  // fp32 GEMMs with known shapes: their flops at the bf16 rate; the rest of the fp32 matmul time at the assumed speed-up.
+  // The GEMMs on fp32 tensors, on the SIMT cores or at the TF32 rate, with known shapes: their flops at the bf16 rate;
+  // the rest of each kind's time at its assumed ratio (nanoGPT turns TF32 on: its GEMMs, 32.1 ms a step, ran at TF32).
   const rate = halfGemmRate(m);
   const shaped = m.gemmShapes.filter((g) => g.dtype !== null && FP32_DTYPES.has(g.dtype));
-  const shapedNs = Math.min(simt, shaped.reduce((a, g) => a + g.gpuNs, 0) / n);
+  const fp32GemmNs = simt + tf32;
+  const shapedNs = Math.min(fp32GemmNs, shaped.reduce((a, g) => a + g.gpuNs, 0) / n);
   const shapedFlops = shaped.reduce((a, g) => a + g.flopsPerCall * g.calls, 0) / n;
-  let simtSaved = 0;
   // Of the bf16 time, what shapes with a dimension not a multiple of 8 take beyond the aligned rate: its own work item
   // (misaligned-gemms), so that padding them (compile's pad_mm, misaligned-shapes) after this fix takes it back.
   let misalignedExcess = 0;
   let bf16Ns = 0;
-  if (simt > 0 && rate !== null && shapedNs > 0 && shapedFlops > 0) {
+  // The shaped GEMMs' time, SIMT's first (a convnet's TF32 time is its convolutions, which have no GEMM shape here),
+  // and what it keeps once in bf16 (aligned rate; the excess is its own item).
+  let shapedSimtNs = 0;
+  let shapedTf32Ns = 0;
+  let keeps = 0;
+  if (fp32GemmNs > 0 && rate !== null && shapedNs > 0 && shapedFlops > 0) {
     bf16Ns = shaped.reduce((a, g) => a + halfGemmCallNs(g, rate) * g.calls, 0) / n;
     const alignedNs = shaped.reduce((a, g) => a + halfGemmCallNs(g, rate, true) * g.calls, 0) / n;
     misalignedExcess = shapedNs - alignedNs > 0 ? Math.min(bf16Ns - alignedNs, shapedNs - alignedNs) : 0;
-    const rest = simt - shapedNs;
-    simtSaved = Math.max(0, shapedNs - bf16Ns) + rest * (1 - 1 / TENSOR_CORE_SPEEDUP);
+    shapedSimtNs = Math.min(simt, shapedNs);
+    shapedTf32Ns = shapedNs - shapedSimtNs;
+    keeps = Math.max(0, bf16Ns - misalignedExcess) / shapedNs;
+    // Where some ran at TF32, how much (an fp32 GEMM alone reads as before).
+    const kinds = shapedTf32Ns > 0 ? ` (${shapedSimtNs > 0 ? `SIMT ${fmtMs(shapedSimtNs)}, ` : ''}TF32 ${fmtMs(shapedTf32Ns)})` : '';
     parts.push(
-      `fp32 GEMMs ${fmtMs(shapedNs)} a step -> about ${fmtMs(bf16Ns)} in bf16 (their ${fmtFlops(shapedFlops)} at ${rate.basis})${rest > 0 ? `; other fp32 matmul ${fmtMs(rest)} x 1/${TENSOR_CORE_SPEEDUP}` : ''}`,
+      `fp32 GEMMs ${fmtMs(shapedNs)} a step${kinds} -> about ${fmtMs(bf16Ns)} in bf16 (their ${fmtFlops(shapedFlops)} at ${rate.basis})${simt - shapedSimtNs > 0 ? `; other fp32 matmul ${fmtMs(simt - shapedSimtNs)} x 1/${TENSOR_CORE_SPEEDUP}` : ''}${tf32 - shapedTf32Ns > 0 ? `; TF32 matmuls ${fmtMs(tf32 - shapedTf32Ns)} x ${tf32Ratio.toFixed(2)}` : ''}`,
     );
-  } else if (simt > 0) {
-    simtSaved = simt * (1 - 1 / TENSOR_CORE_SPEEDUP);
-    parts.push(`fp32 matmul ${fmtMs(simt)} x 1/${TENSOR_CORE_SPEEDUP} (assumed tensor-core speed-up)`);
+  } else {
+    if (simt > 0) parts.push(`fp32 matmul ${fmtMs(simt)} x 1/${TENSOR_CORE_SPEEDUP} (assumed tensor-core speed-up)`);
+    if (tf32 > 0) parts.push(`TF32 matmuls ${fmtMs(tf32)} x ${tf32Ratio.toFixed(2)}`);
   }
-  const tf32Saved = tf32 * (1 - tf32Ratio);
-  if (tf32 > 0) parts.push(`TF32 matmuls ${fmtMs(tf32)} x ${tf32Ratio.toFixed(2)}`);
+  const simtLeft = simt > 0 ? (shapedSimtNs * keeps + (simt - shapedSimtNs) / TENSOR_CORE_SPEEDUP) / simt : 1;
+  const tf32Left = tf32 > 0 ? (shapedTf32Ns * keeps + (tf32 - shapedTf32Ns) * tf32Ratio) / tf32 : 1;
+  const simtSaved = simt * (1 - simtLeft);
+  const tf32Saved = tf32 * (1 - tf32Left);
   const attention = fp32AttentionNs(m);
   if (attention > 0) parts.push(`fp32 fused attention ${fmtMs(attention)} x ${FP32_ATTENTION_LEFT} (flash on bf16 inputs)`);
   const kinds = mix.memoryBoundFp32ByAutocast;
@@ -203,10 +214,8 @@ export function bf16AutocastEffect(m: TraceMetrics, tf32Ratio: number, transpose
   const transposes = transposesGo ? mix.nchwTransposeNs : 0;
   if (transposes > 0) parts.push(`layout transposes ${fmtMs(transposes)} go`);
   const ops: FixOp[] = [
-    ...(tf32 > 0 ? [{ kind: 'gpu', work: 'tf32-matmul', ns: tf32, factor: tf32Ratio } satisfies FixOp] : []),
-    ...(simt > 0
-      ? [{ kind: 'gpu', work: 'fp32-matmul', ns: simt, factor: Math.max(0, 1 - (simtSaved + misalignedExcess) / simt) } satisfies FixOp]
-      : []),
+    ...(tf32 > 0 ? [{ kind: 'gpu', work: 'tf32-matmul', ns: tf32, factor: tf32Left } satisfies FixOp] : []),
+    ...(simt > 0 ? [{ kind: 'gpu', work: 'fp32-matmul', ns: simt, factor: simtLeft } satisfies FixOp] : []),
     ...(misalignedExcess > 0 ? [{ kind: 'gpu', work: 'misaligned-gemms', ns: 0, factor: 1, addNs: misalignedExcess } satisfies FixOp] : []),
     ...(attention > 0 ? [{ kind: 'gpu', work: 'fp32-attention', ns: attention, factor: FP32_ATTENTION_LEFT } satisfies FixOp] : []),
     ...(memNs > 0 || weightCasts > 0
@@ -214,7 +223,7 @@ export function bf16AutocastEffect(m: TraceMetrics, tf32Ratio: number, transpose
       : []),
     ...(transposes > 0 ? [{ kind: 'gpu', work: 'nchw-transposes', ns: transposes, factor: 0 } satisfies FixOp] : []),
   ];
-  const savedNs = simtSaved + tf32Saved + attention * (1 - FP32_ATTENTION_LEFT) + (memNs - memLeft) - weightCasts + transposes;
+  const savedNs = simtSaved + tf32Saved - misalignedExcess + attention * (1 - FP32_ATTENTION_LEFT) + (memNs - memLeft) - weightCasts + transposes;
   return {
     ops,
     savedNs,

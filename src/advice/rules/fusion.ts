@@ -13,6 +13,7 @@ import { fmtInt, fmtMs, fmtPct } from '../../util/format.js';
 import { attentionFixEffect } from './attention.js';
 import { FP32_DTYPES } from '../autocast.js';
 import { misalignedGemms, tensorCoreEffect } from './compute.js';
+import { mixedPrecisionEffect } from './precision.js';
 import { isCompiled, matmulNs, pipelineOf, type RankRule, stepNs } from './rule.js';
 
 /**
@@ -163,7 +164,9 @@ export const fusion: RankRule = (m, ctx) => {
   // (a GPT-2 with attention written out: 23% of the busy time before SDPA, 54% after; compile then measured 45.2 ->
   // 35.1 ms on an H200; minGPT at GPT-2 size in fp32: 24% before bf16, about half after it, and compile measured
   // 36.8 -> 22.5 ms once bf16 and SDPA were in).
-  const precision = ctx?.inference ? null : tensorCoreEffect(m);
+  // The run's precision fix, whichever rule makes it: fp32 GEMMs on the SIMT cores, or fp32/TF32 matmuls (nanoGPT turns
+  // TF32 on: 24% fusable before bf16, 55% after it, and compile measured 36.5 -> 29.4 ms once bf16 was in).
+  const precision = ctx?.inference ? null : (tensorCoreEffect(m) ?? mixedPrecisionEffect(m)?.effect ?? null);
   const memoryBoundSaved = (precision?.ops ?? []).filter((o) => o.kind === 'gpu' && o.work === 'memory-bound').reduce((a, o) => a + (o.kind === 'gpu' ? o.ns * (1 - o.factor) : 0), 0);
   const busyAfter = m.perStep.busyNs - (attentionFixEffect(m)?.gpuNsSaved ?? 0) - (precision?.savedNs ?? 0);
   if (fusable - memoryBoundSaved < MIN_FUSABLE_SHARE * busyAfter) return null;

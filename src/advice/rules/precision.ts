@@ -9,7 +9,7 @@ import { catalogueName } from '../../gpus/catalogue.js';
 import type { TraceMetrics } from '../../trace/metrics/types.js';
 import { isHalfDtype } from '../../util/dtype.js';
 import { fmtInt, fmtMs } from '../../util/format.js';
-import { bf16AutocastEffect } from '../autocast.js';
+import { type AutocastEffect, bf16AutocastEffect } from '../autocast.js';
 import { BF16_AUTOCAST_SWITCHES } from '../framework.js';
 import { autocastLines } from '../snippets.js';
 import { type FindingParts, finding, fp32MatmulNsPerStep, gpuOf, matmulNs, type ModelRule, paced, pacedParts, type RankRule, type RunContext, stepNs } from './rule.js';
@@ -54,16 +54,28 @@ export function autocastNotReaching(parts: FindingParts, asked: NonNullable<RunC
   };
 }
 
-export const mixedPrecision: RankRule = (m, ctx) => {
-  if (ctx?.inference) return null; // generation, evaluation: bf16 weights, not autocast (compute.ts bf16Weights)
+/** mixed-precision's fix and what the finding says of it: the 16-bit matmuls' time a step, the card and its rates. */
+interface MixedPrecisionFix {
+  effect: AutocastEffect;
+  bf16: boolean;
+  convNet: boolean;
+  halfNs: number;
+  gpu: NonNullable<ReturnType<typeof gpuOf>>;
+  rate16Tflops: number;
+  tf32Ratio: number;
+}
+
+/**
+ * mixed-precision's fix on the step of `m` (bf16 autocast, with channels_last for a convnet), where the step's matmuls
+ * run in fp32/TF32 and no-tensor-cores does not say it; null where it would not be a finding. The fusion rule judges
+ * compile on the step it leaves, as on no-tensor-cores' (a plan makes it first).
+ */
+export function mixedPrecisionEffect(m: TraceMetrics): MixedPrecisionFix | null {
   const step = stepNs(m);
   const p = m.precision;
-  const mix = m.kernelMix;
   const n = Math.max(1, m.steps.length);
   const half = (p.tensorCore16Ns + p.tensorCore8Ns) / n;
-  const tf32 = p.tensorCoreTf32Ns / n;
-  const simt = p.fp32Ns / n;
-  const known = half + tf32 + simt;
+  const known = half + p.tensorCoreTf32Ns / n + p.fp32Ns / n;
   if (step <= 0 || known <= 0 || half >= HALF_MATMUL_SHARE * known) return null;
   if (fp32MatmulNsPerStep(m) !== null) return null; // no-tensor-cores says it (compute.ts), with the GEMMs' own rates
   const cc = Number(m.devices[0]?.computeCapability ?? '0');
@@ -75,8 +87,19 @@ export const mixedPrecision: RankRule = (m, ctx) => {
   const tf32Ratio = gpu.tf32Tflops > 0 ? gpu.tf32Tflops / rate16 : 0.5;
   // With channels_last beside autocast the layout transposes go: cuDNN runs bf16 convolutions in NHWC.
   const effect = bf16AutocastEffect(m, tf32Ratio, convNet);
-  const saved = effect.savedNs;
-  if (saved / step < MIN_SAVED_SHARE) return null;
+  return effect.savedNs / step < MIN_SAVED_SHARE ? null : { effect, bf16, convNet, halfNs: half, gpu, rate16Tflops: rate16, tf32Ratio };
+}
+
+export const mixedPrecision: RankRule = (m, ctx) => {
+  if (ctx?.inference) return null; // generation, evaluation: bf16 weights, not autocast (compute.ts bf16Weights)
+  const found = mixedPrecisionEffect(m);
+  if (found === null) return null;
+  const { effect, bf16, convNet, halfNs: half, gpu, rate16Tflops: rate16, tf32Ratio } = found;
+  const p = m.precision;
+  const mix = m.kernelMix;
+  const n = Math.max(1, m.steps.length);
+  const tf32 = p.tensorCoreTf32Ns / n;
+  const simt = p.fp32Ns / n;
   const dtype = bf16 ? 'bfloat16' : 'float16';
   const code = [
     ...autocastLines(dtype),
