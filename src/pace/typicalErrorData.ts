@@ -6,13 +6,13 @@ export const TYPICAL_ERROR_DATA: {
   all: { steps: number; share: number };
   levers: Record<string, { steps: number; share: number }>;
 } = {
-  all: { steps: 61, share: 0.2 },
+  all: { steps: 66, share: 0.2 },
   levers: {
     attention: { steps: 3, share: 0.2 },
-    compile: { steps: 8, share: 0.15 },
+    compile: { steps: 10, share: 0.15 },
     pinned: { steps: 15, share: 0.2 },
-    precision: { steps: 16, share: 0.15 },
+    precision: { steps: 18, share: 0.2 },
     syncs: { steps: 1, share: 0.05 },
-    workers: { steps: 18, share: 0.2 },
+    workers: { steps: 19, share: 0.2 },
   },
 };

@@ -6,6 +6,7 @@
  * `UPDATE_TYPICAL_ERROR=1 npx vitest run test/pace/typicalError.test.ts` (and the change is then read in the diff).
  */
 import { readFileSync, writeFileSync } from 'node:fs';
+import type { DoctorReport } from '../../src/doctor/reportTypes.js';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { bandOf, type Lever, leverOf, likelyRangeNs, likelyText, MIN_LEVER_STEPS, typicalErrorOf } from '../../src/pace/typicalError.js';
@@ -96,6 +97,15 @@ beforeAll(async () => {
       .map((l) => JSON.parse(l) as { script: string; config: string; line?: string; mean_step_ms?: number })
       .map((r) => [`${r.script}:${r.config}`, r.mean_step_ms ?? Number(/avg: ([\d.]+)ms/.exec(r.line ?? '')?.[1])] as const),
   );
+  // Held out on an H100 (test/pace/h100External): nanoGPT's runs keep their traces; timm's kept its report only.
+  const h100e = join(PACE, 'runs', 'h100-e');
+  const heldOut = new Map(
+    readFileSync(join(h100e, 'measured.jsonl'), 'utf8')
+      .split('\n')
+      .filter((l) => l.trim())
+      .map((l) => JSON.parse(l) as { script: string; config: string; mean_step_ms: number })
+      .map((r) => [`${r.script}:${r.config}`, r.mean_step_ms] as const),
+  );
   const LEVERS = join(REPO, 'examples', 'levers', 'runs', 'h200');
   const steps: [dir: string, step: number, measuredMs: number][] = [
     [join(LEVERS, 'gpt_attention'), 1, measuredMs(levers, 'gpt_attention', 'sdpa')],
@@ -110,6 +120,9 @@ beforeAll(async () => {
     [join(ext, 'mingpt_fp32'), 1, external.get('mingpt:bf16') as number],
     [join(ext, 'mingpt_fp32'), 3, external.get('mingpt:bf16_sdpa_compile') as number],
     [join(ext, 'mingpt_bf16_sdpa'), 1, external.get('mingpt:bf16_sdpa_compile') as number],
+    [join(h100e, 'nanogpt_fp32'), 1, heldOut.get('nanogpt:bf16') as number],
+    [join(h100e, 'nanogpt_fp32'), 2, heldOut.get('nanogpt:bf16_compile') as number],
+    [join(h100e, 'nanogpt_bf16'), 1, heldOut.get('nanogpt:bf16_compile') as number],
   ];
   const reports = new Map<string, Awaited<ReturnType<typeof runReport>>['report']>();
   for (const [dir, i, ms] of steps) {
@@ -122,6 +135,14 @@ beforeAll(async () => {
       lever: lever as Lever,
       error: (s?.expectedStepNs ?? 0) / 1e6 / ms - 1,
     });
+  }
+  // timm's steps from the report doctor wrote on the H100 (its window findings need the trace, which stayed there).
+  const timm = JSON.parse(readFileSync(join(h100e, 'timm_fp32', 'report.json'), 'utf8')) as DoctorReport;
+  for (const [i, config] of [[1, 'timm_train:plan1'], [2, 'timm_train:plan2']] as const) {
+    const s = timm.pace?.plan.steps[i - 1];
+    const lever = s ? leverOf(s.id) : null;
+    expect(lever, `timm_fp32 step ${i}`).not.toBeNull();
+    measured.push({ source: `h100-e/timm_fp32 step ${i}`, lever: lever as Lever, error: (s?.expectedStepNs ?? 0) / 1e6 / (heldOut.get(config) as number) - 1 });
   }
   // The GAN's persistent workers, measured alone (the plan's first step adds workers too, not measured).
   const { rows: gan } = await corpusRows(LEVERS, join(REPO, 'examples', 'levers', 'measured', 'h200-2026-11-28.jsonl'), ['gan_fakedata']);
