@@ -79,6 +79,11 @@ function changesBatch(fix: Fix): boolean {
 }
 
 /** The plan for a job (a run of one rank: a job of one) and the fixes on offer. */
+/** The share of the step a plan step saves where it stands: 1 - expected / the step before it (0 without one). */
+export function stepSavedFraction(s: Pick<PlanStep, 'fromStepNs' | 'expectedStepNs'>): number {
+  return s.fromStepNs > 0 ? 1 - s.expectedStepNs / s.fromStepNs : 0;
+}
+
 export function planOf(job: Job, candidates: readonly PlanCandidate[]): PacePlan {
   const start = jobStepOf(job);
   const several = job.ranks.length > 1;

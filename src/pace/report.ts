@@ -9,7 +9,7 @@ import { fmtMs } from '../util/format.js';
 import { PER_RUN_BATCH } from './gain.js';
 import { type Job, type JobRank, jobStepOf } from './job.js';
 import { type Bound, type PaceSummary, paceSummary, STAGE_NAMES, type StageName, stepOf } from './pipeline.js';
-import { type PacePlan, planOf } from './plan.js';
+import { type PacePlan, planOf, stepSavedFraction } from './plan.js';
 
 export interface PaceReport extends PaceSummary {
   /** The rank the pipeline is of: the slowest as measured (a synchronous job goes at its pace). */
@@ -56,7 +56,7 @@ export function paceReportOf(job: Job | null, findings: readonly Finding[]): Pac
  */
 export function findingsByPlanWorth<F extends Finding>(findings: readonly F[], plan: PacePlan | null | undefined): F[] {
   if (!plan?.steps.length) return [...findings];
-  const saved = new Map(plan.steps.map((s) => [s.id, s.fromStepNs > 0 ? 1 - s.expectedStepNs / s.fromStepNs : 0]));
+  const saved = new Map(plan.steps.map((s) => [s.id, stepSavedFraction(s)]));
   return sortFindings(findings.map((f) => (saved.has(f.id) ? withPlanWorth(f, saved.get(f.id) as number) : f)));
 }
 

@@ -7,7 +7,7 @@
  */
 import { type LeverAccuracy, measuredHereText } from '../history/leverAccuracy.js';
 import { PER_RUN_BATCH, speedupText } from '../pace/gain.js';
-import { type PacePlan, type PlanStep, planLines } from '../pace/plan.js';
+import { type PacePlan, type PlanStep, planLines, stepSavedFraction } from '../pace/plan.js';
 import { boundWordsOf } from '../pace/report.js';
 import { likelyText, typicalErrorWords } from '../pace/typicalError.js';
 import { fmtMs } from '../util/format.js';
@@ -167,7 +167,7 @@ export function inPlanText(plan: PacePlan | null | undefined, f: ShownFinding): 
   if (!plan || i < 0) return null;
   const s = plan.steps[i] as PlanStep;
   const alone = f.estimatedGain ? 1 - f.estimatedGain.expectedStepTimeNs / f.estimatedGain.stepTimeNs : 0;
-  const planned = s.fromStepNs > 0 ? 1 - s.expectedStepNs / s.fromStepNs : 0;
+  const planned = stepSavedFraction(s);
   // The same share from the same step says nothing new; the same share from a later step of the plan does (a batch x4
   // after compile: 17.6 -> 4.41 ms alone, 6.46 -> 1.61 ms in the plan).
   const aloneFromNs = f.estimatedGain?.stepTimeNs ?? s.fromStepNs;

@@ -7,6 +7,7 @@ import { autocastLines } from '../../src/advice/snippets.js';
 import { describe, expect, it } from 'vitest';
 import { renderDoctorText } from '../../src/doctor/render.js';
 import { changeLine, inPlanText } from '../../src/report/planFirst.js';
+import { TYPICAL_ERROR_DATA } from '../../src/pace/typicalErrorData.js';
 import { REPO, rediagnosed } from '../doctor/helpers.js';
 import { runCli } from '../helpers/cli.js';
 
@@ -48,7 +49,7 @@ describe('what to do, first', () => {
     // the plan closes saying its times are estimates, and how to measure them (a cold reader took them for measurements)
     const blank = text.indexOf('', 5);
     expect(text.slice(blank - 2, blank)).toEqual([
-      '       (estimates from this run: 4 in 5 of doctor\'s 61 plan steps run on H100/H200 GPUs measured within the likely range of their kind of fix (docs/validation/pace.md);',
+      `       (estimates from this run: 4 in 5 of doctor's ${TYPICAL_ERROR_DATA.all.steps} plan steps run on H100/H200 GPUs measured within the likely range of their kind of fix (docs/validation/pace.md);`,
       '       `gpuwise tune --plan -- CMD` measures each step on your script)',
     ]);
   });
