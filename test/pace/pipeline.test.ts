@@ -178,6 +178,33 @@ describe('fixes compose', () => {
     expect(stepOf(applyFix(applyFix(p, fuse), half)).stepNs / ms).toBeCloseTo(100 - 28 - 6, 6);
   });
 
+  it("an op's onceFixed factor applies only after a fix of its GPU item: compile after SDPA fuses the chains attention's kernels no longer split", () => {
+    const p = pipe({ stepMs: 100, host: 60, gpu: 100 });
+    const sdpa: Fix = {
+      label: 'SDPA',
+      ops: [
+        { kind: 'gpu', work: 'attention', ns: 30 * ms, factor: 0.1 },
+        { kind: 'host', work: 'launches', factor: 0.8 },
+      ],
+      arithmetic: '',
+    };
+    const compile: Fix = {
+      label: 'compile',
+      ops: [
+        { kind: 'gpu', work: 'memory-bound', ns: 40 * ms, factor: 0.3, onceFixed: { gpu: 'attention', factor: 0.2 } },
+        { kind: 'host', work: 'launches', factor: 0.5, onceFixed: { gpu: 'attention', factor: 0.6 } },
+      ],
+      arithmetic: '',
+    };
+    // alone: 70% of the 40 ms; after SDPA (27 ms gone): 80% of them, and the host keeps 0.8 x 0.6 of its work
+    expect(applyFix(p, compile).stages.gpu.ns! / ms).toBeCloseTo(100 - 28, 6);
+    const both = applyFix(applyFix(p, sdpa), compile);
+    expect(both.stages.gpu.ns! / ms).toBeCloseTo(100 - 27 - 32, 6);
+    expect(both.stages.host.ns! / ms).toBeCloseTo(60 * 0.8 * 0.6, 6);
+    // compile first: its own factors; SDPA's after it are unchanged
+    expect(applyFix(applyFix(p, compile), sdpa).stages.gpu.ns! / ms).toBeCloseTo(100 - 28 - 27, 6);
+  });
+
   it("a bigger batch: per-sample work grows, the host's per-step work does not (a host-bound step gains all of it)", () => {
     const p = pipe({ stepMs: 16.5, host: 16.5, gpu: 2.8 });
     const g = gainOf(p, { label: 'batch x4', ops: [{ kind: 'batch', k: 4 }], arithmetic: '' })!;

@@ -37,6 +37,13 @@ const SOFTMAX_BACKWARD = /softmax_warp_backward|SoftMaxBackward|softmax_backward
 const MASKING = /masked_fill|where/i;
 const MATMUL = new Set<number>([KernelCategory.gemm, KernelCategory.conv, KernelCategory.attention]);
 
+/**
+ * Hand-written attention's kernels, one by one: per stream (`device|stream`), the starts of its matmuls' kernels and of
+ * the kernels between them (what `HandWrittenAttention` adds up). The one definition of which kernels a fused attention
+ * kernel replaces: the chains of pointwise kernels (pointwiseChains.ts) take them out to read the step as SDPA leaves it.
+ */
+export type AttentionKernelStarts = ReadonlyMap<string, ReadonlySet<number>>;
+
 /** An attention shape found by step 1, with what the pass adds up for it. */
 interface Group {
   shape: AttentionShape;
@@ -53,6 +60,8 @@ interface Group {
   forwardSoftmaxes: number;
   masked: boolean;
   backward: boolean;
+  /** Its matmuls' kernels, by stream: attention's only once a softmax between them confirms the group. */
+  gemmStarts: Map<string, number[]>;
 }
 
 /** Which GEMM ops are attention's score or value matmuls, by the shape rule (step 1): gemm op index -> group, and the groups. */
@@ -93,6 +102,7 @@ function attentionShapes(model: TraceModel): { groupOf: Int32Array; groups: Grou
       forwardSoftmaxes: 0,
       masked: false,
       backward: false,
+      gemmStarts: new Map(),
     });
   }
   return { groupOf, groups };
@@ -105,22 +115,39 @@ function elementBytes(name: string, fallback: number): number {
   return fallback;
 }
 
-/** Hand-written attention over the windows (step 2), or null when the trace shows none. */
-function handWrittenAttention(model: TraceModel, windows: StepWindow[], mathFallback: boolean): HandWrittenAttention | null {
+/** What the pass finds: the figures, and the kernels they add up (empty without hand-written attention). */
+interface HandWrittenFound {
+  stats: HandWrittenAttention | null;
+  kernels: AttentionKernelStarts;
+}
+
+/** The starts of a stream's kernels, kept as they are added. */
+function startsOf(marks: Map<string, Set<number>>, stream: string): Set<number> {
+  let s = marks.get(stream);
+  if (s === undefined) marks.set(stream, (s = new Set()));
+  return s;
+}
+
+/** What a stream last ran: the attention group of its last matmul (-1: another matmul, or none yet), and the kernels since. */
+interface Lane {
+  stream: string;
+  group: number;
+  ids: number[];
+  ns: number[];
+  categories: number[];
+  starts: number[];
+}
+
+/** Hand-written attention over the windows (step 2), or null when the trace shows none; with its kernels. */
+function handWrittenAttention(model: TraceModel, windows: StepWindow[], mathFallback: boolean): HandWrittenFound {
   const { groupOf, groups } = attentionShapes(model);
-  if (groups.length === 0 || windows.length === 0) return null;
+  const marks = new Map<string, Set<number>>();
+  if (groups.length === 0 || windows.length === 0) return { stats: null, kernels: marks };
   const inside = inWindows(windows);
   const calls = model.gemmCalls;
   const callSeen = new Uint8Array(calls.count);
   const byName = new Map<number, { ns: number; category: number }>();
   const names = model.names;
-  // What a stream last ran: the attention group of its last matmul (-1: another matmul, or none yet), and the kernels since.
-  interface Lane {
-    group: number;
-    ids: number[];
-    ns: number[];
-    categories: number[];
-  }
   const lanes = new Map<string, Lane>();
   const flush = (lane: Lane) => {
     const g = groups[lane.group]!;
@@ -128,6 +155,8 @@ function handWrittenAttention(model: TraceModel, windows: StepWindow[], mathFall
     if (softmaxes.length === 0) return;
     g.confirmed = true;
     const gemmBytes = dtypeBytes(g.shape.dtype);
+    const marked = startsOf(marks, lane.stream);
+    for (const t of lane.starts) marked.add(t);
     lane.ids.forEach((id, j) => {
       const name = names[id]!;
       g.betweenNs += lane.ns[j]!;
@@ -154,7 +183,8 @@ function handWrittenAttention(model: TraceModel, windows: StepWindow[], mathFall
       // Kernels of a stream run in order whatever thread launched them (the backward's come from autograd's).
       const stream = `${device}|${log.laneKeys[op.lane]!.split('|')[0]}`;
       let lane = lanes.get(stream);
-      if (lane === undefined) lanes.set(stream, (lane = { group: -1, ids: [], ns: [], categories: [] }));
+      if (lane === undefined)
+        lanes.set(stream, (lane = { stream, group: -1, ids: [], ns: [], categories: [], starts: [] }));
       if (!MATMUL.has(op.category)) {
         if (lane.group < 0) return;
         if (lane.ids.length >= MAX_BETWEEN) lane.group = -1;
@@ -162,6 +192,7 @@ function handWrittenAttention(model: TraceModel, windows: StepWindow[], mathFall
           lane.ids.push(op.nameId);
           lane.ns.push(op.durNs);
           lane.categories.push(op.category);
+          lane.starts.push(op.startNs);
         }
         return;
       }
@@ -173,10 +204,14 @@ function handWrittenAttention(model: TraceModel, windows: StepWindow[], mathFall
       lane.ids.length = 0;
       lane.ns.length = 0;
       lane.categories.length = 0;
+      lane.starts.length = 0;
       if (group < 0) return;
       const g = groups[group]!;
       g.gemmNs += op.durNs;
       g.gemmKernels++;
+      let gemmStarts = g.gemmStarts.get(stream);
+      if (gemmStarts === undefined) g.gemmStarts.set(stream, (gemmStarts = []));
+      gemmStarts.push(op.startNs);
       if (callSeen[c] === 0) {
         callSeen[c] = 1;
         const d = gemmDims(model.gemmOps[gemm]!.name, model.gemmOps[gemm]!.dims)!;
@@ -189,7 +224,8 @@ function handWrittenAttention(model: TraceModel, windows: StepWindow[], mathFall
     });
   }
   const found = groups.filter((g) => g.confirmed);
-  if (found.length === 0) return null;
+  if (found.length === 0) return { stats: null, kernels: new Map() };
+  for (const g of found) for (const [stream, starts] of g.gemmStarts) for (const t of starts) startsOf(marks, stream).add(t);
   const n = windows.length;
   const sum = (f: (g: Group) => number) => found.reduce((a, g) => a + f(g), 0) / n;
   const byKind: KernelMix['fusable'] = { castNs: 0, pointwiseNs: 0, normNs: 0, softmaxNs: 0, reduceNs: 0, optimizerNs: 0 };
@@ -197,7 +233,7 @@ function handWrittenAttention(model: TraceModel, windows: StepWindow[], mathFall
     const kind = fusableKind(names[id]!, e.category) ?? 'pointwiseNs';
     byKind[kind] += e.ns / n;
   }
-  return {
+  const stats: HandWrittenAttention = {
     shapes: found.map((g) => g.shape),
     gemmNs: sum((g) => g.gemmNs),
     gemmKernels: sum((g) => g.gemmKernels),
@@ -217,6 +253,7 @@ function handWrittenAttention(model: TraceModel, windows: StepWindow[], mathFall
     backward: found.some((g) => g.backward),
     mathFallback,
   };
+  return { stats, kernels: marks };
 }
 
 /** Fused attention over the windows: SDPA's ops by CPU start, and attention kernels by name; null when neither ran. */
@@ -258,13 +295,20 @@ function ranMathFallback(model: TraceModel, windows: StepWindow[]): boolean {
 }
 
 /**
- * Attention in the analysed steps. `kernels`: every kernel name with its time over the windows (kernels.ts), for the
- * fused side's top kernel; `attentionKernelNsPerStep`: the attention kernels' time per step.
+ * Attention in the analysed steps, and hand-written attention's kernels one by one (for the chains as SDPA leaves them).
+ * `kernels`: every kernel name with its time over the windows (kernels.ts), for the fused side's top kernel;
+ * `attentionKernelNsPerStep`: the attention kernels' time per step.
  */
-export function attentionStats(model: TraceModel, windows: StepWindow[], kernels: readonly NamedKernelTime[], attentionKernelNsPerStep: number): AttentionStats {
+export function attentionStats(
+  model: TraceModel,
+  windows: StepWindow[],
+  kernels: readonly NamedKernelTime[],
+  attentionKernelNsPerStep: number,
+): { stats: AttentionStats; handWrittenKernels: AttentionKernelStarts } {
   const top = kernels.filter((k) => k.category === KernelCategory.attention).sort((a, b) => b.totalNs - a.totalNs)[0];
+  const handWritten = handWrittenAttention(model, windows, ranMathFallback(model, windows));
   return {
-    handWritten: handWrittenAttention(model, windows, ranMathFallback(model, windows)),
-    fused: fusedAttention(model, windows, top?.name ?? null, attentionKernelNsPerStep),
+    stats: { handWritten: handWritten.stats, fused: fusedAttention(model, windows, top?.name ?? null, attentionKernelNsPerStep) },
+    handWrittenKernels: handWritten.kernels,
   };
 }

@@ -147,7 +147,17 @@ export interface KernelMix {
  * with each chain one kernel as long as its mean member (what a compiler fusing each chain would leave at one kernel's
  * traffic), how many chains and how many kernels they hold.
  */
-export interface PointwiseChains {
+export interface PointwiseChains extends ChainFigures {
+  /**
+   * The same with hand-written attention's kernels (`attention.handWritten`: its matmuls and the kernels between them)
+   * taken out of each stream's sequence: the step as F.scaled_dot_product_attention leaves it, where the chains that
+   * only attention's kernels split join. Absent without hand-written attention (added after schema 2's release).
+   */
+  withoutHandWrittenAttention?: ChainFigures;
+}
+
+/** Chains of cast and pointwise kernels, per analysed step (PointwiseChains says what each figure is). */
+export interface ChainFigures {
   ns: number;
   asOneKernelNs: number;
   chainsPerStep: number;
