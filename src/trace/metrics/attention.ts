@@ -229,9 +229,10 @@ function handWrittenAttention(model: TraceModel, windows: StepWindow[], mathFall
   const n = windows.length;
   const sum = (f: (g: Group) => number) => found.reduce((a, g) => a + f(g), 0) / n;
   const byKind: KernelMix['fusable'] = { castNs: 0, pointwiseNs: 0, normNs: 0, softmaxNs: 0, reduceNs: 0, optimizerNs: 0 };
+  // By kind, the kernels KernelMix.fusable holds: the device-to-device copies between are no kernels, and not there.
   for (const [id, e] of byName) {
-    const kind = fusableKind(names[id]!, e.category) ?? 'pointwiseNs';
-    byKind[kind] += e.ns / n;
+    const kind = fusableKind(names[id]!, e.category);
+    if (kind !== null) byKind[kind] += e.ns / n;
   }
   const stats: HandWrittenAttention = {
     shapes: found.map((g) => g.shape),

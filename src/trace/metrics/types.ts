@@ -186,7 +186,10 @@ export interface HandWrittenAttention {
   /** The kernels between them on the stream (scaling, masking, softmax, dropout, casts): time and count. */
   betweenNs: number;
   betweenKernels: number;
-  /** The same time by what the kernels do (KernelMix.fusable's kinds). */
+  /**
+   * The same time by what the kernels do (KernelMix.fusable's kinds): the kernels alone, as KernelMix.fusable holds
+   * them, without the device-to-device copies (betweenNs has them).
+   */
   betweenByKind: KernelMix['fusable'];
   /** The kernels between them that take the most time (at most three), with their time per step. */
   topBetween: { name: string; ns: number }[];
