@@ -12,6 +12,16 @@ import type { GpuWork, HostWork } from './work.js';
 
 export { GPU_WORK, type GpuWork, HOST_WORK, type HostWork } from './work.js';
 
+/**
+ * Another factor for an op where an earlier fix of the plan shortened the GPU work item `gpu`: the item's kernels are
+ * gone from between the op's own, so what the op removes is read off the step without them (compile after SDPA: the
+ * pointwise chains hand-written attention's kernels split join, pointwiseChains.ts).
+ */
+export interface OnceFixed {
+  gpu: GpuWork;
+  factor: number;
+}
+
 export type FixOp =
   /** The DataLoader's worker count: a number, or `enough` for the demand of the other stages (capped by the cores). */
   | { kind: 'workers'; to: number | 'enough' }
@@ -22,13 +32,14 @@ export type FixOp =
    * `ns` of it per step now, of which `factor` remains. Two fixes naming the same item compose (bf16 halves what fusion
    * then fuses). `addNs`: window ns of the item the fix adds beside it (autocast: fp32 GEMMs with a dimension not a
    * multiple of 8 run slower than the aligned rate in bf16); a later fix naming the item leaves its `factor` of them.
+   * `onceFixed`: its factor instead where an earlier fix shortened that item.
    */
-  | { kind: 'gpu'; work: GpuWork; ns: number; factor: number; addNs?: number }
+  | { kind: 'gpu'; work: GpuWork; ns: number; factor: number; addNs?: number; onceFixed?: OnceFixed }
   /**
    * The host's own work per step (`work` names it, work.ts HOST_WORK): `ns` of it (window ns) goes, or all of it is
-   * multiplied by `factor`.
+   * multiplied by `factor` (`onceFixed`'s where an earlier fix shortened its GPU item).
    */
-  | { kind: 'host'; work: HostWork; ns?: number; factor?: number }
+  | { kind: 'host'; work: HostWork; ns?: number; factor?: number; onceFixed?: OnceFixed }
   /** A serial cost of this kind (or every one) multiplied by `factor` (0: gone), or `ns` (window ns) of it removed. */
   | { kind: 'serial'; cost: SerialKind | 'all'; factor?: number; ns?: number }
   /** Exposed communication: `ns` of it (window ns) hidden under compute. */
@@ -76,6 +87,11 @@ function withStage(p: Pipeline, s: StageName, ns: number | null, evidence?: stri
   return { ...p, stages: { ...p.stages, [s]: stage } };
 }
 
+/** An op's factor on `p`: its `onceFixed` one where an earlier fix shortened that GPU work item. */
+function factorOn(p: Pipeline, factor: number, onceFixed: OnceFixed | undefined): number {
+  return onceFixed !== undefined && (p.work.gpu[onceFixed.gpu] ?? 1) < 1 ? onceFixed.factor : factor;
+}
+
 function applyOp(p: Pipeline, op: FixOp): Pipeline {
   switch (op.kind) {
     case 'workers': {
@@ -93,18 +109,19 @@ function applyOp(p: Pipeline, op: FixOp): Pipeline {
       if (gpu === null) return p;
       const left = p.work.gpu[op.work] ?? 1;
       const added = p.work.gpuAdded?.[op.work] ?? 0;
-      const saved = (op.ns * left + added) * (1 - op.factor) * p.scale.gpu - (op.addNs ?? 0) * p.scale.gpu;
+      const factor = factorOn(p, op.factor, op.onceFixed);
+      const saved = (op.ns * left + added) * (1 - factor) * p.scale.gpu - (op.addNs ?? 0) * p.scale.gpu;
       const work = {
         ...p.work,
-        gpu: { ...p.work.gpu, [op.work]: left * op.factor },
-        gpuAdded: { ...p.work.gpuAdded, [op.work]: added * op.factor + (op.addNs ?? 0) },
+        gpu: { ...p.work.gpu, [op.work]: left * factor },
+        gpuAdded: { ...p.work.gpuAdded, [op.work]: added * factor + (op.addNs ?? 0) },
       };
       return { ...withStage(p, 'gpu', Math.max(0, gpu - saved)), work };
     }
     case 'host': {
       const host = p.stages.host.ns;
       const left = p.work.host[op.work] ?? 1;
-      const factor = op.factor ?? 1;
+      const factor = factorOn(p, op.factor ?? 1, op.onceFixed);
       const work = { ...p.work, host: { ...p.work.host, [op.work]: left * factor } };
       // Launch gaps and a drain's refill are the host's too: what shortens its work shortens them.
       const serial = p.serial.map((c) => (c.kind === 'gaps' || c.kind === 'refill' ? { ...c, ns: c.ns * factor } : c));

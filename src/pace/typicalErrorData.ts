@@ -8,8 +8,8 @@ export const TYPICAL_ERROR_DATA: {
 } = {
   all: { steps: 66, share: 0.2 },
   levers: {
-    attention: { steps: 3, share: 0.2 },
-    compile: { steps: 10, share: 0.15 },
+    attention: { steps: 3, share: 0.25 },
+    compile: { steps: 10, share: 0.1 },
     pinned: { steps: 15, share: 0.2 },
     precision: { steps: 18, share: 0.2 },
     syncs: { steps: 1, share: 0.05 },

@@ -173,6 +173,15 @@ export function runtimeKind(name: string): RuntimeKind {
 }
 
 /**
+ * A copy that keeps its dtype and reads a strided view (torch's `direct_copy_kernel_cuda` on its no-cast path, which it
+ * takes for a non-contiguous copy of one dtype): a layout change, `.contiguous()` or a reshape of a transposed view,
+ * never a cast (casts load and store with a cast, or run the contiguous vectorized path).
+ */
+export function isLayoutCopy(name: string): boolean {
+  return /gpu_kernel_impl_nocast<at::native::direct_copy_kernel_cuda/.test(name);
+}
+
+/**
  * A kernel's name cut to what it does, for evidence lines: torch's elementwise kernels carry their functor or op in
  * template arguments hundreds of characters long (`vectorized_elementwise_kernel<4, AUnaryFunctor<..., MulFunctor<float>
  * >, ...>`: "MulFunctor (elementwise)"); a cast says its target (`direct_copy_kernel_cuda ... lambda(float)`: "copy to

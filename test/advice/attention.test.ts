@@ -4,6 +4,8 @@
  * nothing to say).
  */
 import { describe, expect, it } from 'vitest';
+import { loadTrace } from '../../src/io/loadTrace.js';
+import { analyzeTrace } from '../../src/trace/metrics/index.js';
 import { diagnose } from '../../src/advice/engine.js';
 import { attentionFixEffect } from '../../src/advice/rules/attention.js';
 import { metricsOf } from '../helpers/fixtures.js';
@@ -65,5 +67,17 @@ describe('attention', () => {
     const f = diagnose([metricsOfText(handWrittenAttentionTrace({ mathFallback: true }))]).find((x) => x.id === 'attention')!;
     expect(f.title).toMatch(/math fallback/);
     expect(f.recommendation.code).toMatch(/sdpa_kernel\(SDPBackend\.FLASH_ATTENTION\)/);
+  });
+});
+
+describe("attention's fix on llm.c's GPT-2 written out (H200), against its SDPA twin's window", () => {
+  it("leaves the twin's kernels: the layout copies around the matmuls go with them (53.5 ms left when they stayed, 51.7 measured)", async () => {
+    const runs = new URL('../../examples/pace/runs/h200-d/', import.meta.url).pathname;
+    const hand = analyzeTrace(await loadTrace(`${runs}llmc_hand/trace-pid15263.json.gz`));
+    const twin = analyzeTrace(await loadTrace(`${runs}llmc_sdpa/trace-pid16095.json.gz`));
+    const effect = attentionFixEffect(hand)!;
+    const left = hand.perStep.busyNs - effect.gpuNsSaved;
+    expect(Math.abs(left / twin.perStep.busyNs - 1)).toBeLessThan(0.01);
+    expect((left + hand.attention.handWritten!.layoutCopyNs) / twin.perStep.busyNs - 1).toBeGreaterThan(0.03);
   });
 });

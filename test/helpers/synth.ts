@@ -55,6 +55,7 @@ export class SynthTrace {
 }
 
 import { TraceModelBuilder } from '../../src/trace/builder.js';
+import type { TraceModel } from '../../src/trace/model.js';
 import { type CollectiveTimings, analyzeTrace, collectiveTimings } from '../../src/trace/metrics/index.js';
 import type { TraceMetrics } from '../../src/trace/metrics/types.js';
 import { TraceJsonParser } from '../../src/trace/parser.js';
@@ -63,13 +64,18 @@ export function metricsOfText(text: string, source = 'synthetic'): TraceMetrics 
   return rankOfText(text, source).metrics;
 }
 
-/** The metrics and the collective timings of a trace given as text. */
-export function rankOfText(text: string, source = 'synthetic'): { metrics: TraceMetrics; collectives: CollectiveTimings } {
+/** The model of a trace given as text. */
+export function modelOfText(text: string, source = 'synthetic'): TraceModel {
   const b = new TraceModelBuilder(source);
   const p = new TraceJsonParser(b);
   p.push(text);
   const s = p.end();
-  const model = b.finish(s.originUs, s.warnings);
+  return b.finish(s.originUs, s.warnings);
+}
+
+/** The metrics and the collective timings of a trace given as text. */
+export function rankOfText(text: string, source = 'synthetic'): { metrics: TraceMetrics; collectives: CollectiveTimings } {
+  const model = modelOfText(text, source);
   const metrics = analyzeTrace(model);
   return { metrics, collectives: collectiveTimings(model, metrics.steps) };
 }

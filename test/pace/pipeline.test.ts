@@ -178,6 +178,33 @@ describe('fixes compose', () => {
     expect(stepOf(applyFix(applyFix(p, fuse), half)).stepNs / ms).toBeCloseTo(100 - 28 - 6, 6);
   });
 
+  it("an op's onceFixed factor applies only after a fix of its GPU item: compile after SDPA fuses the chains attention's kernels no longer split", () => {
+    const p = pipe({ stepMs: 100, host: 60, gpu: 100 });
+    const sdpa: Fix = {
+      label: 'SDPA',
+      ops: [
+        { kind: 'gpu', work: 'attention', ns: 30 * ms, factor: 0.1 },
+        { kind: 'host', work: 'launches', factor: 0.8 },
+      ],
+      arithmetic: '',
+    };
+    const compile: Fix = {
+      label: 'compile',
+      ops: [
+        { kind: 'gpu', work: 'memory-bound', ns: 40 * ms, factor: 0.3, onceFixed: { gpu: 'attention', factor: 0.2 } },
+        { kind: 'host', work: 'launches', factor: 0.5, onceFixed: { gpu: 'attention', factor: 0.6 } },
+      ],
+      arithmetic: '',
+    };
+    // alone: 70% of the 40 ms; after SDPA (27 ms gone): 80% of them, and the host keeps 0.8 x 0.6 of its work
+    expect(applyFix(p, compile).stages.gpu.ns! / ms).toBeCloseTo(100 - 28, 6);
+    const both = applyFix(applyFix(p, sdpa), compile);
+    expect(both.stages.gpu.ns! / ms).toBeCloseTo(100 - 27 - 32, 6);
+    expect(both.stages.host.ns! / ms).toBeCloseTo(60 * 0.8 * 0.6, 6);
+    // compile first: its own factors; SDPA's after it are unchanged
+    expect(applyFix(applyFix(p, compile), sdpa).stages.gpu.ns! / ms).toBeCloseTo(100 - 28 - 27, 6);
+  });
+
   it("a bigger batch: per-sample work grows, the host's per-step work does not (a host-bound step gains all of it)", () => {
     const p = pipe({ stepMs: 16.5, host: 16.5, gpu: 2.8 });
     const g = gainOf(p, { label: 'batch x4', ops: [{ kind: 'batch', k: 4 }], arithmetic: '' })!;
@@ -217,7 +244,7 @@ describe("the plan (the issue's ResNet-50 reading JPEGs through 4 workers, H200)
       // the host is not timed in this pipeline: said once, at the first step it holds for
       '1. num_workers 4 -> 9: 116 ms -> 70.0 ms a step (1.66x; likely 58.3-87.5 ms); then the GPU sets the pace, unless the host binds first (its time was not measured)',
       // 464 ms a batch in a worker over a 42 ms step: 12 workers keep up, 15 with 30% to spare (LOADER_HEADROOM)
-      '2. bf16 autocast + channels_last: 70.0 ms -> 42.0 ms a step (1.67x; likely 36.5-49.4 ms); then the GPU sets the pace; needs about 15 DataLoader workers, up from 9',
+      '2. bf16 autocast + channels_last: 70.0 ms -> 42.0 ms a step (1.67x; likely 35.0-52.5 ms); then the GPU sets the pace; needs about 15 DataLoader workers, up from 9',
     ]);
     expect(plan.expectedStepNs / ms).toBeCloseTo(42, 6);
   });

@@ -1,7 +1,8 @@
 /**
  * Attention in a step (trace/metrics/attention.ts): fused attention recognised on a real trace (gpt2_amp: cuDNN's SDPA
  * on an H200) and counted in the model FLOPs; hand-written attention found on the same trace with its attention
- * written out (test/helpers/handAttention.ts: the kernels, ops and shapes that code makes on CUDA).
+ * written out (test/helpers/handAttention.ts: the kernels, ops and shapes that code makes on CUDA), and on llm.c's
+ * GPT-2 run with its attention written out, with the layout copies around it.
  */
 import { describe, expect, it } from 'vitest';
 import { buildAnalyzeReport } from '../../src/report/analyzeReport.js';
@@ -9,6 +10,9 @@ import { flopsLeftOut } from '../../src/report/flopsText.js';
 import { renderTerminal } from '../../src/report/terminal.js';
 import { PLAIN } from '../../src/report/style.js';
 import { attentionCausal, attentionOpFlops } from '../../src/trace/attentionOps.js';
+import { isLayoutCopy } from '../../src/trace/kernelClass.js';
+import { loadTrace } from '../../src/io/loadTrace.js';
+import { analyzeTrace } from '../../src/trace/metrics/index.js';
 import { metricsOf } from '../helpers/fixtures.js';
 import { handWrittenAttentionTrace } from '../helpers/handAttention.js';
 import { metricsOfText } from '../helpers/synth.js';
@@ -76,6 +80,8 @@ describe('hand-written attention (gpt2_amp with its attention written out)', () 
     // casts, softmax, v made contiguous) and 5 backward (two casts, softmax's backward, masked_fill, mul)
     expect(h.gemmKernels).toBe(72);
     expect(h.betweenKernels).toBe(12 * 12);
+    // v's copy is between the matmuls; no layout copy runs next to them outside (this trace made none)
+    expect(h.layoutCopyKernels).toBe(0);
     expect(h.gemmNs / 1e6).toBeCloseTo(12 * (140 + 130 + 140 + 130 + 130 + 130) / 1e3, 3);
     expect(h.betweenNs / 1e6).toBeCloseTo(12 * (230 + 4 + 240 + 345 + 460 + 345 + 15 + 345 + 690 + 345 + 240 + 230) / 1e3, 3);
     expect(h.gemmFlops).toBeCloseTo(12 * 6 * (FORWARD_FLOPS / 2), -6);
@@ -104,5 +110,19 @@ describe('hand-written attention (gpt2_amp with its attention written out)', () 
 
   it('says when it is SDPA\'s own math fallback', () => {
     expect(metricsOfText(handWrittenAttentionTrace({ mathFallback: true })).attention.handWritten!.mathFallback).toBe(true);
+  });
+});
+
+describe("hand-written attention's layout copies (llm.c's GPT-2 on an H200: 12 layers, batch 8 x 1024, bf16)", () => {
+  it("are the copies next to its matmuls that make q, k and the output contiguous, forward and backward; its SDPA twin runs none", async () => {
+    const runs = new URL('../../examples/pace/runs/h200-d/', import.meta.url).pathname;
+    const h = analyzeTrace(await loadTrace(`${runs}llmc_hand/trace-pid15263.json.gz`)).attention.handWritten!;
+    // a layer: q and k before Q·Kᵀ, the output after P·V; the incoming gradient before dP, dQ and dK after the last
+    expect(h.layoutCopyKernels).toBe(12 * 6);
+    expect(h.layoutCopyNs / 1e6).toBeGreaterThan(1.6);
+    expect(h.layoutCopyNs / 1e6).toBeLessThan(1.7);
+    const twin = await loadTrace(`${runs}llmc_sdpa/trace-pid16095.json.gz`);
+    expect(analyzeTrace(twin).attention.handWritten).toBeNull();
+    expect(twin.names.some(isLayoutCopy)).toBe(false);
   });
 });

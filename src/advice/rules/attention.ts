@@ -29,12 +29,15 @@ const HAND_WRITTEN_MIN_SHARE = 0.02;
 
 /** What replacing the hand-written attention with a fused kernel changes in a step (per step; data for the pace model). */
 export interface AttentionFixEffect {
-  /** GPU time of the hand-written attention (its matmuls and the kernels between them), and of the fused kernel. */
+  /**
+   * GPU time of the hand-written attention (its matmuls, the kernels between them and the layout copies around them),
+   * and of the fused kernel.
+   */
   unfusedNs: number;
   fusedNs: number;
   /** GPU work the fix removes: unfusedNs - fusedNs (never below 0). */
   gpuNsSaved: number;
-  /** Kernels the fix removes: the matmuls' and those between them, less one fused kernel per forward and per backward. */
+  /** Kernels the fix removes: the matmuls', those between them and the layout copies, less one fused kernel per forward and per backward. */
   launchesRemoved: number;
   /** Bytes of score-sized tensors no longer written to memory. */
   scoreBytesRemoved: number;
@@ -46,6 +49,14 @@ export interface AttentionFixEffect {
   causalAssumed: boolean;
   /** The rate's basis, in words. */
   basis: string;
+}
+
+/**
+ * The hand-written attention's GPU time a step: its matmuls, the kernels between them, and the copies that make its
+ * operands and output contiguous (a fused kernel reads and writes the strided layouts; absent from older analyses).
+ */
+function handWrittenNs(h: HandWrittenAttention): number {
+  return h.gemmNs + h.betweenNs + (h.layoutCopyNs ?? 0);
 }
 
 /** The fused kernel's time for the hand-written attention, at FUSED_ATTENTION_SHARE_OF_PEAK; null on a GPU the catalogue lacks. */
@@ -62,12 +73,12 @@ export function attentionFixEffect(m: TraceMetrics): AttentionFixEffect | null {
   const forwardTflops = peak * FUSED_ATTENTION_SHARE_OF_PEAK.forward;
   const backwardTflops = peak * FUSED_ATTENTION_SHARE_OF_PEAK.backward;
   const fusedNs = forwardFlops / forwardTflops / 1e3 + backwardFlops / backwardTflops / 1e3;
-  const unfusedNs = h.gemmNs + h.betweenNs;
+  const unfusedNs = handWrittenNs(h);
   return {
     unfusedNs,
     fusedNs,
     gpuNsSaved: Math.max(0, unfusedNs - fusedNs),
-    launchesRemoved: Math.max(0, h.gemmKernels + h.betweenKernels - h.forwardCalls * (h.backward ? 2 : 1)),
+    launchesRemoved: Math.max(0, h.gemmKernels + h.betweenKernels + (h.layoutCopyKernels ?? 0) - h.forwardCalls * (h.backward ? 2 : 1)),
     scoreBytesRemoved: h.scoreBytes,
     fusedFlops: forwardFlops + backwardFlops,
     forwardTflops,
@@ -89,12 +100,12 @@ export const attention: RankRule = (m, ctx) => {
   const step = stepNs(m);
   const h = m.attention.handWritten;
   if (step <= 0 || h === null) return null;
-  const unfused = h.gemmNs + h.betweenNs;
+  const unfused = handWrittenNs(h);
   if (unfused < HAND_WRITTEN_MIN_SHARE * step) return null;
   const effect = attentionFixEffect(m);
   const fused = m.attention.fused;
   const evidence = [
-    `hand-written attention: ${fmtMs(unfused)} per step, ${fmtPct(unfused / step)} of the step: the score and value matmuls ${fmtMs(h.gemmNs)} (${h.gemmKernels.toFixed(0)} kernels, ${tflop(h.gemmFlops)}), the kernels between them ${fmtMs(h.betweenNs)} (${h.betweenKernels.toFixed(0)} kernels: scaling, masking, softmax, dropout, casts)`,
+    `hand-written attention: ${fmtMs(unfused)} per step, ${fmtPct(unfused / step)} of the step: the score and value matmuls ${fmtMs(h.gemmNs)} (${h.gemmKernels.toFixed(0)} kernels, ${tflop(h.gemmFlops)}), the kernels between them ${fmtMs(h.betweenNs)} (${h.betweenKernels.toFixed(0)} kernels: scaling, masking, softmax, dropout, casts)${(h.layoutCopyKernels ?? 0) > 0 ? `, the copies that make its operands and output contiguous ${fmtMs(h.layoutCopyNs)} (${h.layoutCopyKernels.toFixed(0)} kernels; a fused kernel reads the strided layouts)` : ''}`,
     `batched matmuls over ${shapeText(h)}; ${h.forwardCalls.toFixed(0)} attention forwards per step${h.backward ? ', each with its backward' : ''}`,
     `the kernels between them that take the most time: ${h.topBetween.map((k) => `${kernelLabel(k.name)} ${fmtMs(k.ns)}`).join('; ')}`,
     `score-sized tensors written per step: ${fmtBytes(h.scoreBytes)} (each of those kernels reads and writes the whole score matrix; a fused kernel keeps it on chip)`,
@@ -138,6 +149,7 @@ export const attention: RankRule = (m, ctx) => {
       attentionGemmNsPerStep: h.gemmNs,
       betweenNsPerStep: h.betweenNs,
       betweenKernelsPerStep: h.betweenKernels,
+      layoutCopyNsPerStep: h.layoutCopyNs ?? 0,
       scoreBytesPerStep: h.scoreBytes,
       fusedNsPerStep: effect?.fusedNs ?? null,
       gpuNsSavedPerStep: effect?.gpuNsSaved ?? null,

@@ -8,7 +8,7 @@ import type { Fix, FixOp } from '../../pace/fix.js';
 import type { Pipeline } from '../../pace/pipeline.js';
 import { gainOf } from '../../pace/gain.js';
 import { HALF_ALIGNMENT } from '../../trace/metrics/kernels.js';
-import type { TraceMetrics } from '../../trace/metrics/types.js';
+import type { ChainFigures, KernelMix, TraceMetrics } from '../../trace/metrics/types.js';
 import { fmtInt, fmtMs, fmtPct } from '../../util/format.js';
 import { attentionFixEffect } from './attention.js';
 import { FP32_DTYPES } from '../autocast.js';
@@ -62,14 +62,26 @@ const CAST_POINTWISE_REMOVES_WITHOUT_CHAINS = 0.7;
 const COMPILE_HOST_KEEPS_WITHOUT_CHAINS = 0.7;
 
 /**
- * What compiling leaves of the host's work: its kernels once each chain is one (the host's eager work is a dispatch per
- * op, and the compiled graph launches what is left). Derived, not fitted: the nanoGPT-style pair predicts 0.65 against
- * the 0.73 of kernels it kept; llm.c's stepping thread measured 43.8 -> 14.5 ms of CPU a step (0.33) against 0.49
- * predicted, minGPT's step 41.2 -> 22.5 ms host-bound against 0.50 (docs/validation/compile.md).
+ * The chains compile fuses: the window's, or, where the attention fix comes first in a plan (`attentionFixed`), the
+ * window's with hand-written attention's kernels taken out (pointwiseChains.ts): SDPA removes them, so the chains they
+ * alone split join, and attention's own short chains are no longer there to fuse. llm.c's GPT-2 on an H200: 226 chains
+ * of 3.9 kernels on average written out, 154 of 4.4 once its attention's kernels are out, 166 of 4.1 in its SDPA twin.
  */
-export function compileHostKeeps(m: TraceMetrics): number {
+function chainsOf(m: TraceMetrics, attentionFixed: boolean): ChainFigures | undefined {
   const c = m.pointwiseChains;
-  const kernels = m.launch.kernelsPerStep;
+  return attentionFixed ? (c?.withoutHandWrittenAttention ?? c) : c;
+}
+
+/**
+ * What compiling leaves of the host's work: its kernels once each chain is one (the host's eager work is a dispatch per
+ * op, and the compiled graph launches what is left); after the attention fix, of the kernels that fix left. Derived,
+ * not fitted: the nanoGPT-style pair predicts 0.65 against the 0.73 of kernels it kept; llm.c's stepping thread
+ * measured 43.8 -> 14.5 ms of CPU a step (0.33) against 0.49 predicted, minGPT's step 41.2 -> 22.5 ms host-bound against
+ * 0.50 (docs/validation/compile.md).
+ */
+export function compileHostKeeps(m: TraceMetrics, attentionFixed = false): number {
+  const c = chainsOf(m, attentionFixed);
+  const kernels = m.launch.kernelsPerStep - (attentionFixed ? (attentionFixEffect(m)?.launchesRemoved ?? 0) : 0);
   if (!c || c.kernelsPerStep <= 0 || kernels <= 0) return COMPILE_HOST_KEEPS_WITHOUT_CHAINS;
   return Math.min(1, Math.max(0, kernels - c.kernelsPerStep + c.chainsPerStep) / kernels);
 }
@@ -77,23 +89,35 @@ export function compileHostKeeps(m: TraceMetrics): number {
 /** A convolutional net's normalisation cannot fuse into its convolutions in training: the factor was not measured there. */
 const MAX_CONV_SHARE = 0.2;
 
+type FusableKinds = KernelMix['fusable'];
+
 /**
- * The fusable kernel time by kind, less hand-written attention's kernels between its matmuls: those are the attention
- * finding's (F.scaled_dot_product_attention removes them with the score matrix they read; compile fuses them only in
- * part, and rewrites the pattern into SDPA only for some shapes and masks), so compile is credited with the rest.
+ * Hand-written attention's fusable kernels by kind: those between its matmuls (the device-to-device copies there are no
+ * kernels, so neither in these kinds nor in the categories fusableNs adds), and the layout copies around them (a cast's
+ * kind: copy kernels). They are the attention finding's (F.scaled_dot_product_attention removes them with the score
+ * matrix they read; compile fuses them only in part, and rewrites the pattern into SDPA only for some shapes and masks),
+ * so compile is credited with the rest. Taking the device-to-device copies off too hid 2.3 ms a step of llm.c's
+ * pointwise kernels from compile (issue 44). Zero without such attention.
  */
-function fusableKinds(m: TraceMetrics): TraceMetrics['kernelMix']['fusable'] {
+function handWrittenKinds(m: TraceMetrics): FusableKinds {
+  const h = m.attention.handWritten;
+  const a = h?.betweenByKind ?? { castNs: 0, pointwiseNs: 0, normNs: 0, softmaxNs: 0, reduceNs: 0, optimizerNs: 0 };
+  return { ...a, castNs: a.castNs + (h?.layoutCopyNs ?? 0) };
+}
+
+/** The fusable kernel time by kind, less hand-written attention's. */
+function fusableKinds(m: TraceMetrics): FusableKinds {
   const f = m.kernelMix.fusable;
-  const a = m.attention.handWritten?.betweenByKind;
-  if (!a) return f;
+  const a = handWrittenKinds(m);
   const out = { ...f };
-  for (const k of Object.keys(out) as (keyof typeof out)[]) out[k] = Math.max(0, f[k] - a[k]);
+  for (const k of Object.keys(out) as (keyof FusableKinds)[]) out[k] = Math.max(0, f[k] - a[k]);
   return out;
 }
 
 function fusableNs(m: TraceMetrics): number {
   const k = m.perStep.kernelNsByCategory;
-  return Math.max(0, k.elementwise + k.reduction + k.optimizer + k.other - (m.attention.handWritten?.betweenNs ?? 0));
+  const attention = Object.values(handWrittenKinds(m)).reduce((a, b) => a + b, 0);
+  return Math.max(0, k.elementwise + k.reduction + k.optimizer + k.other - attention);
 }
 
 /**
@@ -118,27 +142,44 @@ export function compileWarmupWords(gain: EstimatedGain | null): string | null {
     : null;
 }
 
-/** The share of cast and pointwise kernel time compile removes: all but CHAIN_KEEPS of its chains at one kernel each. */
-export function castPointwiseRemoved(m: TraceMetrics): number {
-  const c = m.pointwiseChains;
+/**
+ * The share of cast and pointwise kernel time compile removes: all but CHAIN_KEEPS of its chains at one kernel each;
+ * `attentionFixed`: the chains once the attention fix removed hand-written attention's kernels (chainsOf).
+ */
+export function castPointwiseRemoved(m: TraceMetrics, attentionFixed = false): number {
+  const c = chainsOf(m, attentionFixed);
   if (!c || c.ns <= 0) return CAST_POINTWISE_REMOVES_WITHOUT_CHAINS;
   return Math.max(0, 1 - CHAIN_KEEPS * (c.asOneKernelNs / c.ns));
 }
 
-/** What compile would save per step, by kind (before the cap to the GPU's non-matmul time). */
-export function compileSavings(m: TraceMetrics): {
+/** What compile would save per step, by kind (before the cap to the GPU's non-matmul time); `attentionFixed` as above. */
+export function compileSavings(
+  m: TraceMetrics,
+  attentionFixed = false,
+): {
   castPointwise: number;
   softmax: number;
   norm: number;
-  kinds: TraceMetrics['kernelMix']['fusable'];
+  kinds: FusableKinds;
 } {
   const f = fusableKinds(m);
   return {
-    castPointwise: (f.castNs + f.pointwiseNs) * castPointwiseRemoved(m),
+    castPointwise: (f.castNs + f.pointwiseNs) * castPointwiseRemoved(m, attentionFixed),
     softmax: f.softmaxNs * COMPILE_REMOVES.softmax,
     norm: f.normNs * COMPILE_REMOVES.norm,
     kinds: f,
   };
+}
+
+/** Compile's saving of GPU work a step, by kind, where the busy time caps the fusable time (`fusable`) shrunk with it. */
+function fusedNs(m: TraceMetrics, fusable: number, attentionFixed: boolean): number {
+  const c = compileSavings(m, attentionFixed);
+  return (c.castPointwise + c.softmax + c.norm) * Math.min(1, fusable / Math.max(1, fusableNs(m)));
+}
+
+/** Chains in words: "226 chains of 3.9 kernels on average". */
+function chainWords(c: ChainFigures | undefined): string {
+  return `${(c?.chainsPerStep ?? 0).toFixed(0)} chains of ${((c?.kernelsPerStep ?? 0) / Math.max(1, c?.chainsPerStep ?? 0)).toFixed(1)} kernels on average`;
 }
 
 /**
@@ -171,9 +212,10 @@ export const fusion: RankRule = (m, ctx) => {
   const busyAfter = m.perStep.busyNs - (attentionFixEffect(m)?.gpuNsSaved ?? 0) - (precision?.savedNs ?? 0);
   if (fusable - memoryBoundSaved < MIN_FUSABLE_SHARE * busyAfter) return null;
   const c = compileSavings(m);
-  const byKind = c.castPointwise + c.softmax + c.norm;
-  // The kinds add up to the fusable time; when busy time caps it, the savings shrink with it.
-  const fused = byKind * Math.min(1, fusable / Math.max(1, fusableNs(m)));
+  const fused = fusedNs(m, fusable, false);
+  // Where the attention fix comes first in a plan, compile meets the chains without hand-written attention's kernels.
+  const afterAttention = m.attention.handWritten !== null && m.pointwiseChains?.withoutHandWrittenAttention !== undefined;
+  const fusedAfterAttention = afterAttention ? fusedNs(m, fusable, true) : fused;
   // Inductor also pads misaligned matmuls when that is faster (its pad_mm pass, shape_padding on by default): what
   // misaligned-shapes would save, at the rate this trace's aligned GEMMs reach.
   const padded = misalignedGemms(m).savedNs;
@@ -183,10 +225,18 @@ export const fusion: RankRule = (m, ctx) => {
   const bad = misalignedGemms(m).badNs;
   const fp32Misaligned = m.gemmShapes.some((g) => g.dtype !== null && FP32_DTYPES.has(g.dtype) && [g.m, g.n, g.k].some((d) => d % HALF_ALIGNMENT !== 0));
   const hostKeeps = compileHostKeeps(m);
+  const hostKeepsAfterAttention = compileHostKeeps(m, afterAttention);
+  const keeps = (savedNs: number) => (kindsNs > 0 ? Math.max(0, 1 - savedNs / kindsNs) : 1);
   const fix: Fix = {
     label: 'torch.compile',
     ops: [
-      { kind: 'gpu', work: 'memory-bound', ns: kindsNs, factor: kindsNs > 0 ? Math.max(0, 1 - fused / kindsNs) : 1 },
+      {
+        kind: 'gpu',
+        work: 'memory-bound',
+        ns: kindsNs,
+        factor: keeps(fused),
+        ...(afterAttention ? { onceFixed: { gpu: 'attention', factor: keeps(fusedAfterAttention) } } : {}),
+      },
       ...(padded > 0
         ? [{ kind: 'gpu', work: 'misaligned-gemms', ns: bad, factor: Math.max(0, 1 - padded / bad) } satisfies FixOp]
         : fp32Misaligned
@@ -194,10 +244,15 @@ export const fusion: RankRule = (m, ctx) => {
             // (a plan's earlier step) they do, and compile pads them: the excess that fix added goes.
             [{ kind: 'gpu', work: 'misaligned-gemms', ns: 0, factor: 0 } satisfies FixOp]
           : []),
-      { kind: 'host', work: 'launches', factor: hostKeeps },
+      {
+        kind: 'host',
+        work: 'launches',
+        factor: hostKeeps,
+        ...(afterAttention ? { onceFixed: { gpu: 'attention', factor: hostKeepsAfterAttention } } : {}),
+      },
     ],
     compiles: true,
-    arithmetic: `casts + pointwise ${fmtMs(k.castNs + k.pointwiseNs)} in ${(m.pointwiseChains?.chainsPerStep ?? 0).toFixed(0)} chains of ${((m.pointwiseChains?.kernelsPerStep ?? 0) / Math.max(1, m.pointwiseChains?.chainsPerStep ?? 0)).toFixed(1)} kernels on average, each fused to about one: x ${castPointwiseRemoved(m).toFixed(2)} + softmax and loss ${fmtMs(k.softmaxNs)} x ${COMPILE_REMOVES.softmax} + normalisation ${fmtMs(k.normNs)} x ${COMPILE_REMOVES.norm} = ${fmtMs(fused)}${padded > 0 ? ` + misaligned GEMMs padded ${fmtMs(padded)} = ${fmtMs(saved)}` : ''} of GPU work saved per step (other reductions and the optimizer unchanged); compiled, the step launches ${fmtPct(hostKeeps)} of its ${m.launch.kernelsPerStep.toFixed(0)} kernels, so the host's work a step is taken to shrink to that share`,
+    arithmetic: `casts + pointwise ${fmtMs(k.castNs + k.pointwiseNs)} in ${chainWords(m.pointwiseChains)}, each fused to about one: x ${castPointwiseRemoved(m).toFixed(2)} + softmax and loss ${fmtMs(k.softmaxNs)} x ${COMPILE_REMOVES.softmax} + normalisation ${fmtMs(k.normNs)} x ${COMPILE_REMOVES.norm} = ${fmtMs(fused)}${padded > 0 ? ` + misaligned GEMMs padded ${fmtMs(padded)} = ${fmtMs(saved)}` : ''} of GPU work saved per step (other reductions and the optimizer unchanged); compiled, the step launches ${fmtPct(hostKeeps)} of its ${m.launch.kernelsPerStep.toFixed(0)} kernels, so the host's work a step is taken to shrink to that share${afterAttention ? `; after F.scaled_dot_product_attention, hand-written attention's kernels are gone from the streams and the chains they split join (${chainWords(m.pointwiseChains?.withoutHandWrittenAttention)}): casts + pointwise x ${castPointwiseRemoved(m, true).toFixed(2)}, ${fmtMs(fusedAfterAttention)} of GPU work saved, the host keeps ${fmtPct(hostKeepsAfterAttention)} of the kernels that fix leaves` : ''}`,
   };
   const gain = gainOf(pipelineOf(m, ctx?.pace), fix);
   const warmup = compileWarmupWords(gain);

@@ -18,7 +18,7 @@
  * model that already runs fused attention is never told to.
  */
 import { attentionBackend, attentionOpFlops, type AttentionBackend } from '../attentionOps.js';
-import { CopyKind, FP32_KERNEL, HALF_KERNEL, KernelCategory } from '../kernelClass.js';
+import { CopyKind, FP32_KERNEL, HALF_KERNEL, isLayoutCopy, KernelCategory } from '../kernelClass.js';
 import type { TraceModel } from '../model.js';
 import { forEachOpByStart, OpKind } from '../opLog.js';
 import { dtypeBytes } from '../../util/dtype.js';
@@ -37,6 +37,13 @@ const SOFTMAX_BACKWARD = /softmax_warp_backward|SoftMaxBackward|softmax_backward
 const MASKING = /masked_fill|where/i;
 const MATMUL = new Set<number>([KernelCategory.gemm, KernelCategory.conv, KernelCategory.attention]);
 
+/**
+ * Hand-written attention's kernels, one by one: per stream (`device|stream`), the starts of its matmuls' kernels, of
+ * the kernels between them and of the layout copies around them (what `HandWrittenAttention` adds up). The one definition of which kernels a fused attention
+ * kernel replaces: the chains of pointwise kernels (pointwiseChains.ts) take them out to read the step as SDPA leaves it.
+ */
+export type AttentionKernelStarts = ReadonlyMap<string, ReadonlySet<number>>;
+
 /** An attention shape found by step 1, with what the pass adds up for it. */
 interface Group {
   shape: AttentionShape;
@@ -53,6 +60,11 @@ interface Group {
   forwardSoftmaxes: number;
   masked: boolean;
   backward: boolean;
+  /** The copies that make its operands and its output contiguous (HandWrittenAttention.layoutCopyNs). */
+  layoutNs: number;
+  layoutKernels: number;
+  /** Its matmuls' and layout copies' kernels, by stream: attention's only once a softmax between them confirms the group. */
+  ownStarts: Map<string, number[]>;
 }
 
 /** Which GEMM ops are attention's score or value matmuls, by the shape rule (step 1): gemm op index -> group, and the groups. */
@@ -93,6 +105,9 @@ function attentionShapes(model: TraceModel): { groupOf: Int32Array; groups: Grou
       forwardSoftmaxes: 0,
       masked: false,
       backward: false,
+      layoutNs: 0,
+      layoutKernels: 0,
+      ownStarts: new Map(),
     });
   }
   return { groupOf, groups };
@@ -105,22 +120,63 @@ function elementBytes(name: string, fallback: number): number {
   return fallback;
 }
 
-/** Hand-written attention over the windows (step 2), or null when the trace shows none. */
-function handWrittenAttention(model: TraceModel, windows: StepWindow[], mathFallback: boolean): HandWrittenAttention | null {
+/** What the pass finds: the figures, and the kernels they add up (empty without hand-written attention). */
+interface HandWrittenFound {
+  stats: HandWrittenAttention | null;
+  kernels: AttentionKernelStarts;
+}
+
+/** The starts of a stream's kernels, kept as they are added. */
+function startsOf(marks: Map<string, Set<number>>, stream: string): Set<number> {
+  let s = marks.get(stream);
+  if (s === undefined) marks.set(stream, (s = new Set()));
+  return s;
+}
+
+/** What a stream last ran: the attention group of its last matmul (-1: another matmul, or none yet), and the kernels since. */
+interface Lane {
+  stream: string;
+  group: number;
+  ids: number[];
+  ns: number[];
+  categories: number[];
+  starts: number[];
+  /** The layout copies that ran last, with no other kernel after them: an attention matmul next takes them as its operands'. */
+  copies: { ns: number[]; starts: number[] };
+}
+
+/** A group's own kernel (a matmul's or a layout copy's), kept by its stream and start. */
+function ownKernel(g: Group, stream: string, startNs: number): void {
+  let starts = g.ownStarts.get(stream);
+  if (starts === undefined) g.ownStarts.set(stream, (starts = []));
+  starts.push(startNs);
+}
+
+/** Layout copies (kernelClass.ts isLayoutCopy) next to a group's matmuls: its operands' or its output's. */
+function addLayoutCopies(g: Group, stream: string, ns: readonly number[], starts: readonly number[]): void {
+  ns.forEach((d, j) => {
+    g.layoutNs += d;
+    g.layoutKernels++;
+    ownKernel(g, stream, starts[j]!);
+  });
+}
+
+/** Hand-written attention over the windows (step 2), or null when the trace shows none; with its kernels. */
+function handWrittenAttention(model: TraceModel, windows: StepWindow[], mathFallback: boolean): HandWrittenFound {
   const { groupOf, groups } = attentionShapes(model);
-  if (groups.length === 0 || windows.length === 0) return null;
+  const marks = new Map<string, Set<number>>();
+  if (groups.length === 0 || windows.length === 0) return { stats: null, kernels: marks };
   const inside = inWindows(windows);
   const calls = model.gemmCalls;
   const callSeen = new Uint8Array(calls.count);
   const byName = new Map<number, { ns: number; category: number }>();
   const names = model.names;
-  // What a stream last ran: the attention group of its last matmul (-1: another matmul, or none yet), and the kernels since.
-  interface Lane {
-    group: number;
-    ids: number[];
-    ns: number[];
-    categories: number[];
-  }
+  // Per kernel name, whether it is a layout copy (its regular expression runs once a name).
+  const layoutOf = new Int8Array(names.length).fill(-1);
+  const layout = (nameId: number): boolean => {
+    if (layoutOf[nameId] === -1) layoutOf[nameId] = isLayoutCopy(names[nameId]!) ? 1 : 0;
+    return layoutOf[nameId] === 1;
+  };
   const lanes = new Map<string, Lane>();
   const flush = (lane: Lane) => {
     const g = groups[lane.group]!;
@@ -128,6 +184,8 @@ function handWrittenAttention(model: TraceModel, windows: StepWindow[], mathFall
     if (softmaxes.length === 0) return;
     g.confirmed = true;
     const gemmBytes = dtypeBytes(g.shape.dtype);
+    const marked = startsOf(marks, lane.stream);
+    for (const t of lane.starts) marked.add(t);
     lane.ids.forEach((id, j) => {
       const name = names[id]!;
       g.betweenNs += lane.ns[j]!;
@@ -143,6 +201,14 @@ function handWrittenAttention(model: TraceModel, windows: StepWindow[], mathFall
       else g.forwardSoftmaxes++;
     }
   };
+  // The kernels after the group's last matmul are not between two of its matmuls: the layout copies they open with
+  // make its output contiguous (the forward's `y.transpose(1, 2).contiguous()`, the backward's dQ and dK).
+  const leave = (lane: Lane) => {
+    let j = 0;
+    while (j < lane.ids.length && layout(lane.ids[j]!)) j++;
+    addLayoutCopies(groups[lane.group]!, lane.stream, lane.ns.slice(0, j), lane.starts.slice(0, j));
+    lane.group = -1;
+  };
   const devices = [...new Set(model.gpu.logs.map((l) => l.device))];
   for (const device of devices) {
     const logs = model.gpu.logs.filter((l) => l.device === device);
@@ -154,14 +220,20 @@ function handWrittenAttention(model: TraceModel, windows: StepWindow[], mathFall
       // Kernels of a stream run in order whatever thread launched them (the backward's come from autograd's).
       const stream = `${device}|${log.laneKeys[op.lane]!.split('|')[0]}`;
       let lane = lanes.get(stream);
-      if (lane === undefined) lanes.set(stream, (lane = { group: -1, ids: [], ns: [], categories: [] }));
+      if (lane === undefined)
+        lanes.set(stream, (lane = { stream, group: -1, ids: [], ns: [], categories: [], starts: [], copies: { ns: [], starts: [] } }));
       if (!MATMUL.has(op.category)) {
+        if (op.kind === OpKind.kernel && layout(op.nameId)) {
+          lane.copies.ns.push(op.durNs);
+          lane.copies.starts.push(op.startNs);
+        } else lane.copies.ns.length = lane.copies.starts.length = 0;
         if (lane.group < 0) return;
-        if (lane.ids.length >= MAX_BETWEEN) lane.group = -1;
+        if (lane.ids.length >= MAX_BETWEEN) leave(lane);
         else {
           lane.ids.push(op.nameId);
           lane.ns.push(op.durNs);
           lane.categories.push(op.category);
+          lane.starts.push(op.startNs);
         }
         return;
       }
@@ -169,14 +241,21 @@ function handWrittenAttention(model: TraceModel, windows: StepWindow[], mathFall
       const gemm = c >= 0 ? calls.gemm[c]! : -1;
       const group = gemm >= 0 ? groupOf[gemm]! : -1;
       if (group >= 0 && lane.group === group && lane.ids.length > 0) flush(lane);
+      if (lane.group >= 0 && lane.group !== group) leave(lane);
+      // The attention starts here: the layout copies just before its matmul make its operands contiguous (q and k's
+      // transposed views in the forward, the incoming gradient in the backward).
+      if (group >= 0 && lane.group !== group) addLayoutCopies(groups[group]!, stream, lane.copies.ns, lane.copies.starts);
       lane.group = group;
       lane.ids.length = 0;
       lane.ns.length = 0;
       lane.categories.length = 0;
+      lane.starts.length = 0;
+      lane.copies.ns.length = lane.copies.starts.length = 0;
       if (group < 0) return;
       const g = groups[group]!;
       g.gemmNs += op.durNs;
       g.gemmKernels++;
+      ownKernel(g, stream, op.startNs);
       if (callSeen[c] === 0) {
         callSeen[c] = 1;
         const d = gemmDims(model.gemmOps[gemm]!.name, model.gemmOps[gemm]!.dims)!;
@@ -189,15 +268,17 @@ function handWrittenAttention(model: TraceModel, windows: StepWindow[], mathFall
     });
   }
   const found = groups.filter((g) => g.confirmed);
-  if (found.length === 0) return null;
+  if (found.length === 0) return { stats: null, kernels: new Map() };
+  for (const g of found) for (const [stream, starts] of g.ownStarts) for (const t of starts) startsOf(marks, stream).add(t);
   const n = windows.length;
   const sum = (f: (g: Group) => number) => found.reduce((a, g) => a + f(g), 0) / n;
   const byKind: KernelMix['fusable'] = { castNs: 0, pointwiseNs: 0, normNs: 0, softmaxNs: 0, reduceNs: 0, optimizerNs: 0 };
+  // By kind, the kernels KernelMix.fusable holds: the device-to-device copies between are no kernels, and not there.
   for (const [id, e] of byName) {
-    const kind = fusableKind(names[id]!, e.category) ?? 'pointwiseNs';
-    byKind[kind] += e.ns / n;
+    const kind = fusableKind(names[id]!, e.category);
+    if (kind !== null) byKind[kind] += e.ns / n;
   }
-  return {
+  const stats: HandWrittenAttention = {
     shapes: found.map((g) => g.shape),
     gemmNs: sum((g) => g.gemmNs),
     gemmKernels: sum((g) => g.gemmKernels),
@@ -205,6 +286,8 @@ function handWrittenAttention(model: TraceModel, windows: StepWindow[], mathFall
     betweenNs: sum((g) => g.betweenNs),
     betweenKernels: sum((g) => g.betweenKernels),
     betweenByKind: byKind,
+    layoutCopyNs: sum((g) => g.layoutNs),
+    layoutCopyKernels: sum((g) => g.layoutKernels),
     topBetween: [...byName.entries()]
       .sort((a, b) => b[1].ns - a[1].ns)
       .slice(0, 3)
@@ -217,6 +300,7 @@ function handWrittenAttention(model: TraceModel, windows: StepWindow[], mathFall
     backward: found.some((g) => g.backward),
     mathFallback,
   };
+  return { stats, kernels: marks };
 }
 
 /** Fused attention over the windows: SDPA's ops by CPU start, and attention kernels by name; null when neither ran. */
@@ -258,13 +342,20 @@ function ranMathFallback(model: TraceModel, windows: StepWindow[]): boolean {
 }
 
 /**
- * Attention in the analysed steps. `kernels`: every kernel name with its time over the windows (kernels.ts), for the
- * fused side's top kernel; `attentionKernelNsPerStep`: the attention kernels' time per step.
+ * Attention in the analysed steps, and hand-written attention's kernels one by one (for the chains as SDPA leaves them).
+ * `kernels`: every kernel name with its time over the windows (kernels.ts), for the fused side's top kernel;
+ * `attentionKernelNsPerStep`: the attention kernels' time per step.
  */
-export function attentionStats(model: TraceModel, windows: StepWindow[], kernels: readonly NamedKernelTime[], attentionKernelNsPerStep: number): AttentionStats {
+export function attentionStats(
+  model: TraceModel,
+  windows: StepWindow[],
+  kernels: readonly NamedKernelTime[],
+  attentionKernelNsPerStep: number,
+): { stats: AttentionStats; handWrittenKernels: AttentionKernelStarts } {
   const top = kernels.filter((k) => k.category === KernelCategory.attention).sort((a, b) => b.totalNs - a.totalNs)[0];
+  const handWritten = handWrittenAttention(model, windows, ranMathFallback(model, windows));
   return {
-    handWritten: handWrittenAttention(model, windows, ranMathFallback(model, windows)),
-    fused: fusedAttention(model, windows, top?.name ?? null, attentionKernelNsPerStep),
+    stats: { handWritten: handWritten.stats, fused: fusedAttention(model, windows, top?.name ?? null, attentionKernelNsPerStep) },
+    handWrittenKernels: handWritten.kernels,
   };
 }

@@ -76,7 +76,7 @@ export function analyzeTrace(model: TraceModel): TraceMetrics {
   }
   const durs = steps.map((s) => s.durNs);
   const k = kernelFigures(model, windows, 15);
-  const attention = attentionStats(model, windows, k.byName, perStep.kernelNsByCategory.attention);
+  const { stats: attention, handWrittenKernels } = attentionStats(model, windows, k.byName, perStep.kernelNsByCategory.attention);
   const memory = model.memoryPeaks.map((p) => ({
     device: p.device,
     peakAllocatedBytes: p.allocatedBytes,
@@ -109,7 +109,7 @@ export function analyzeTrace(model: TraceModel): TraceMetrics {
     copies: k.copies,
     gemmShapes: k.gemmShapes,
     kernelMix: kernelMix(k.byName, steps.length),
-    pointwiseChains: pointwiseChains(model, windows),
+    pointwiseChains: pointwiseChains(model, windows, handWrittenKernels),
     modelFlops: modelFlops(
       k.gemmShapes,
       k.convolutions,

@@ -8,30 +8,56 @@
  */
 import { forEachOpByStart, OpKind } from '../opLog.js';
 import type { TraceModel } from '../model.js';
+import type { AttentionKernelStarts } from './attention.js';
 import { inWindows } from './kernels.js';
 import { fusableKind } from './kernelMix.js';
 import type { StepWindow } from './steps.js';
-import type { PointwiseChains } from './types.js';
+import type { ChainFigures, PointwiseChains } from './types.js';
 
 interface Chain {
   kernels: number;
   ns: number;
 }
 
-/** The chains' time per analysed step, and what it would be with each chain one kernel as long as its mean member. */
-export function pointwiseChains(model: TraceModel, windows: StepWindow[]): PointwiseChains {
-  const inside = inWindows(windows);
-  const names = model.names;
-  const totals = { ns: 0, asOneKernelNs: 0, chains: 0, kernels: 0 };
-  const close = (c: Chain) => {
+/** Chains added up over the windows: each closed chain's time, its time as one kernel, the chains and their kernels. */
+class ChainTotals {
+  ns = 0;
+  asOneKernelNs = 0;
+  chains = 0;
+  kernels = 0;
+
+  add(c: Chain, ns: number): void {
+    c.kernels++;
+    c.ns += ns;
+  }
+
+  close(c: Chain): void {
     if (c.kernels === 0) return;
-    totals.ns += c.ns;
-    totals.asOneKernelNs += c.ns / c.kernels;
-    totals.chains++;
-    totals.kernels += c.kernels;
+    this.ns += c.ns;
+    this.asOneKernelNs += c.ns / c.kernels;
+    this.chains++;
+    this.kernels += c.kernels;
     c.kernels = 0;
     c.ns = 0;
-  };
+  }
+
+  perStep(steps: number): ChainFigures {
+    const n = Math.max(1, steps);
+    return { ns: this.ns / n, asOneKernelNs: this.asOneKernelNs / n, chainsPerStep: this.chains / n, kernelsPerStep: this.kernels / n };
+  }
+}
+
+/**
+ * The chains' time per analysed step, and what it would be with each chain one kernel as long as its mean member; and
+ * the same with hand-written attention's kernels (`attentionKernels`, attention.ts) taken out of each stream's
+ * sequence, as F.scaled_dot_product_attention leaves the step: its matmuls and the softmax, masking and dropout kernels
+ * between them go, so the chains only they split join and the chains of their own pointwise kernels go with them.
+ */
+export function pointwiseChains(model: TraceModel, windows: StepWindow[], attentionKernels: AttentionKernelStarts = new Map()): PointwiseChains {
+  const inside = inWindows(windows);
+  const names = model.names;
+  const all = new ChainTotals();
+  const withoutAttention = new ChainTotals();
   // Per kernel name, whether it joins a chain (its regular expressions run once a name, not once a kernel); per log,
   // each lane's stream (its key split once a lane).
   const inChain = new Int8Array(names.length).fill(-1);
@@ -44,7 +70,7 @@ export function pointwiseChains(model: TraceModel, windows: StepWindow[]): Point
   };
   const streams = new Map<object, string[]>();
   for (const device of new Set(model.gpu.logs.map((l) => l.device))) {
-    const lanes = new Map<string, Chain>();
+    const lanes = new Map<string, { chain: Chain; rest: Chain; attention: ReadonlySet<number> | undefined }>();
     forEachOpByStart(
       model.gpu.logs.filter((l) => l.device === device),
       model.gpu.launches,
@@ -54,16 +80,25 @@ export function pointwiseChains(model: TraceModel, windows: StepWindow[]): Point
         let keys = streams.get(log);
         if (keys === undefined) streams.set(log, (keys = log.laneKeys.map((k) => k.split('|')[0]!)));
         const stream = keys[op.lane]!;
-        let chain = lanes.get(stream);
-        if (chain === undefined) lanes.set(stream, (chain = { kernels: 0, ns: 0 }));
-        if (joins(op.nameId, op.category)) {
-          chain.kernels++;
-          chain.ns += op.durNs;
-        } else close(chain);
+        let lane = lanes.get(stream);
+        if (lane === undefined)
+          lanes.set(stream, (lane = { chain: { kernels: 0, ns: 0 }, rest: { kernels: 0, ns: 0 }, attention: attentionKernels.get(`${device}|${stream}`) }));
+        const pointwise = joins(op.nameId, op.category);
+        if (pointwise) all.add(lane.chain, op.durNs);
+        else all.close(lane.chain);
+        // Attention's own kernels neither join the rest's chains nor end them.
+        if (lane.attention?.has(op.startNs)) return;
+        if (pointwise) withoutAttention.add(lane.rest, op.durNs);
+        else withoutAttention.close(lane.rest);
       },
     );
-    for (const chain of lanes.values()) close(chain);
+    for (const lane of lanes.values()) {
+      all.close(lane.chain);
+      withoutAttention.close(lane.rest);
+    }
   }
-  const n = Math.max(1, windows.length);
-  return { ns: totals.ns / n, asOneKernelNs: totals.asOneKernelNs / n, chainsPerStep: totals.chains / n, kernelsPerStep: totals.kernels / n };
+  return {
+    ...all.perStep(windows.length),
+    ...(attentionKernels.size > 0 ? { withoutHandWrittenAttention: withoutAttention.perStep(windows.length) } : {}),
+  };
 }

@@ -147,7 +147,17 @@ export interface KernelMix {
  * with each chain one kernel as long as its mean member (what a compiler fusing each chain would leave at one kernel's
  * traffic), how many chains and how many kernels they hold.
  */
-export interface PointwiseChains {
+export interface PointwiseChains extends ChainFigures {
+  /**
+   * The same with hand-written attention's kernels (`attention.handWritten`: its matmuls and the kernels between them)
+   * taken out of each stream's sequence: the step as F.scaled_dot_product_attention leaves it, where the chains that
+   * only attention's kernels split join. Absent without hand-written attention (added after schema 2's release).
+   */
+  withoutHandWrittenAttention?: ChainFigures;
+}
+
+/** Chains of cast and pointwise kernels, per analysed step (PointwiseChains says what each figure is). */
+export interface ChainFigures {
   ns: number;
   asOneKernelNs: number;
   chainsPerStep: number;
@@ -176,8 +186,19 @@ export interface HandWrittenAttention {
   /** The kernels between them on the stream (scaling, masking, softmax, dropout, casts): time and count. */
   betweenNs: number;
   betweenKernels: number;
-  /** The same time by what the kernels do (KernelMix.fusable's kinds). */
+  /**
+   * The same time by what the kernels do (KernelMix.fusable's kinds): the kernels alone, as KernelMix.fusable holds
+   * them, without the device-to-device copies (betweenNs has them).
+   */
   betweenByKind: KernelMix['fusable'];
+  /**
+   * The copies that make its operands and its output contiguous, time and count: copies of one dtype from a strided
+   * view (kernelClass.ts isLayoutCopy) directly before its first matmul (q and k's transposed views; the incoming
+   * gradient) and after its last (the output's transpose; dQ and dK). A fused kernel reads and writes those layouts as
+   * they are: llm.c's GPT-2 on an H200 ran 72 a step (1.65 ms), its SDPA twin none (added after schema 2's release).
+   */
+  layoutCopyNs: number;
+  layoutCopyKernels: number;
   /** The kernels between them that take the most time (at most three), with their time per step. */
   topBetween: { name: string; ns: number }[];
   /** Bytes of score-sized tensors the matmuls and the kernels between them write (an upper estimate: one each). */
