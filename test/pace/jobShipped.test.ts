@@ -39,7 +39,7 @@ function opensWithPlan(text: string, headerLines: number, steps: number): void {
   const lines = text.split('\n').slice(headerLines + 1);
   // a plan that changes the batch gives the time per batch of today's size, and its speed-up in samples/s;
   // doctor's names the step it starts from (the run's mean step: its report gives the window's step too)
-  expect(lines[0]).toMatch(steps > 0 ? /^What to do: .* -> .* (a step \(\d+\.\d\dx(; likely [\d.]+(?: [mu]?s)?-[\d.]+ [mu]?s)?\)|per batch of today's size \(\d+\.\d\dx the samples\/s(; likely [\d.]+(?: [mu]?s)?-[\d.]+ [mu]?s)?\))|^What to do: the run's mean step .* -> \S+ ms \(\d+\.\d\dx(; likely [\d.]+(?: [mu]?s)?-[\d.]+ [mu]?s)?\)/ : /^What to do: no fix found/);
+  expect(lines[0]).toMatch(steps > 0 ? /^What to do: .* -> .* (a step \(\d+\.\d\dx(; likely [\d.]+(?: [mu]?s)?-[\d.]+ [mu]?s)?\)|per batch of today's size \(\d+\.\d\dx the samples\/s(; likely [\d.]+(?: [mu]?s)?-[\d.]+ [mu]?s)?; a step of the [\d.]+x batch: [\d.]+ [mu]?s\))|^What to do: the run's mean step .* -> \S+ ms \(\d+\.\d\dx(; likely [\d.]+(?: [mu]?s)?-[\d.]+ [mu]?s)?\)/ : /^What to do: no fix found/);
   for (let i = 1; i <= steps; i++) expect(lines.join('\n')).toMatch(new RegExp(`\\n  ${i}\\. `));
   // a change line that points to its finding names the finding printed with that number, of the step's own kind
   const body = text.split('\n');

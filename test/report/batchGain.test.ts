@@ -30,7 +30,7 @@ describe('a batch change is told per sample, not per step', () => {
 
     const text = await runCli(['analyze', MLP]);
     const lines = text.stdout.split('\n');
-    expect(lines[2]).toBe("What to do: 17.6 ms -> 1.61 ms per batch of today's size (10.93x the samples/s; likely 1.35-2.02 ms) with these 2 changes, each on top of the ones before");
+    expect(lines[2]).toBe("What to do: 17.6 ms -> 1.61 ms per batch of today's size (10.93x the samples/s; likely 1.35-2.02 ms; a step of the 4x batch: 6.46 ms) with these 2 changes, each on top of the ones before");
     // the batch changes the training, so it comes after the fix that leaves it as it is (the plan's end is the same)
     expect(lines[3]).toBe('  1. fewer launches (compile, CUDA graphs): 17.6 ms -> 6.46 ms a step (2.73x; likely 5.87-7.17 ms); then the host sets the pace');
     expect(lines[5]).toBe("  2. batch x4: 6.46 ms -> 1.61 ms per batch of today's size (4.00x the samples/s; likely 1.35-2.02 ms; a step of the 4x batch: 6.46 ms); then the host sets the pace");
