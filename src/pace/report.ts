@@ -102,7 +102,9 @@ export function paceHeadline(r: PaceReport, ranks: number): string {
   const other = r.job ? otherRankBinds(r.job, r.rank) : null;
   // Where another rank's own work binds, rank r's pipeline (its wait for that rank read as communication) would name
   // a second binding stage: the headline names the one that sets the job's pace (issue 47, the DDP cold read).
-  if (other) return `mean step ${fmtMs(r.stepNs)}${who}: ${other}${after}`;
+  // The stage rows under it are rank r's pipeline, not the binding rank's: said, as a cold reader set rank 0's "the host
+  // keeps ahead" against "the host of rank 1 sets the pace".
+  if (other) return `mean step ${fmtMs(r.stepNs)}${who}: ${other}${after}; the stages below are rank ${r.rank}'s`;
   return `mean step ${fmtMs(r.stepNs)}${who}: ${r.why}${r.job ? waitWords(r.job, r.rank) : ''}${after}`;
 }
 
