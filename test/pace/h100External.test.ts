@@ -11,27 +11,11 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DoctorReport } from '../../src/doctor/reportTypes.js';
 import { REPO, rediagnosed } from '../doctor/helpers.js';
+import { externalMeasured, planStepTable } from './external.js';
 
 const RUNS = join(REPO, 'examples', 'pace', 'runs', 'h100-e');
-/** The plain runs' mean steps (ms), by script and configuration. */
-const measured = new Map<string, number>(
-  readFileSync(join(RUNS, 'measured.jsonl'), 'utf8')
-    .split('\n')
-    .filter((l) => l.trim())
-    .map((l) => JSON.parse(l) as { script: string; config: string; mean_step_ms: number })
-    .map((r) => [`${r.script}:${r.config}`, r.mean_step_ms] as const),
-);
-const reports = new Map<string, DoctorReport>();
-const rows: string[] = ['| run | plan step | predicted ms | measured ms | error |', '|---|---|---|---|---|'];
-
-/** Plan step `i` (1-based) of run `name`: its expected step against the measured configuration; the error. */
-function step(name: string, i: number, config: string): number {
-  const s = reports.get(name)?.pace?.plan.steps[i - 1];
-  const m = measured.get(config) as number;
-  const err = ((s?.expectedStepNs ?? Number.NaN) / 1e6 - m) / m;
-  rows.push(`| ${name} | ${i}. ${s?.label} | ${((s?.expectedStepNs ?? 0) / 1e6).toFixed(1)} | ${m.toFixed(1)} (${config}) | ${err >= 0 ? '+' : ''}${(err * 100).toFixed(0)}% |`);
-  return err;
-}
+const measured = externalMeasured(RUNS);
+const { reports, rows, step } = planStepTable(measured);
 
 describe('public scripts on an H100, held out: doctor plans against plain runs of each step', () => {
   beforeAll(async () => {

@@ -13,6 +13,7 @@ import { bandOf, type Lever, leverOf, likelyRangeNs, likelyText, MIN_LEVER_STEPS
 import { TYPICAL_ERROR_DATA } from '../../src/pace/typicalErrorData.js';
 import { FINDING_IDS } from '../../src/findings/ids.js';
 import { REPO } from '../doctor/helpers.js';
+import { externalMeasured } from './external.js';
 import { corpusRows, measuredMs, type Row, readMeasured, runReport } from './corpus.js';
 
 const PACE = join(REPO, 'examples', 'pace');
@@ -90,22 +91,10 @@ beforeAll(async () => {
     join(PACE, 'measured', 'h200-2026-11-28.jsonl'),
   );
   const ext = join(PACE, 'runs', 'h200-d');
-  const external = new Map(
-    readFileSync(join(ext, 'measured.jsonl'), 'utf8')
-      .split('\n')
-      .filter((l) => l.trim())
-      .map((l) => JSON.parse(l) as { script: string; config: string; line?: string; mean_step_ms?: number })
-      .map((r) => [`${r.script}:${r.config}`, r.mean_step_ms ?? Number(/avg: ([\d.]+)ms/.exec(r.line ?? '')?.[1])] as const),
-  );
+  const external = externalMeasured(ext);
   // Held out on an H100 (test/pace/h100External): nanoGPT's runs keep their traces; timm's kept its report only.
   const h100e = join(PACE, 'runs', 'h100-e');
-  const heldOut = new Map(
-    readFileSync(join(h100e, 'measured.jsonl'), 'utf8')
-      .split('\n')
-      .filter((l) => l.trim())
-      .map((l) => JSON.parse(l) as { script: string; config: string; mean_step_ms: number })
-      .map((r) => [`${r.script}:${r.config}`, r.mean_step_ms] as const),
-  );
+  const heldOut = externalMeasured(h100e);
   const LEVERS = join(REPO, 'examples', 'levers', 'runs', 'h200');
   const steps: [dir: string, step: number, measuredMs: number][] = [
     [join(LEVERS, 'gpt_attention'), 1, measuredMs(levers, 'gpt_attention', 'sdpa')],

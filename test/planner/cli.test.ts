@@ -3,31 +3,11 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } fro
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { main } from '../../src/cli/main.js';
 import { findKnownModel } from '../../src/planner/knownModels.js';
 import type { PlanJson } from '../../src/planner/report.js';
 import { buildBundle } from '../cliBundle.js';
-import { configPath } from './helpers.js';
+import { configPath, planCli as cli } from './helpers.js';
 
-async function cli(...args: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const o = vi.spyOn(process.stdout, 'write').mockImplementation((s) => {
-    out += String(s);
-    return true;
-  });
-  const e = vi.spyOn(process.stderr, 'write').mockImplementation((s) => {
-    err += String(s);
-    return true;
-  });
-  try {
-    const code = await main(['plan', ...args]);
-    return { code, out, err };
-  } finally {
-    o.mockRestore();
-    e.mockRestore();
-  }
-}
 
 afterEach(() => vi.restoreAllMocks());
 const gpt2 = configPath('gpt2');

@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/planner/errors.js';
 import { bertBaseModelParams, describeHfConfig } from '../../src/planner/hfConfig.js';
+import { configErrorOf as bad } from './helpers.js';
 
 const cfg = (name: string): Record<string, unknown> =>
   JSON.parse(readFileSync(new URL(`../fixtures/planner/configs/${name}/config.json`, import.meta.url), 'utf8'));
@@ -51,15 +52,6 @@ describe('exact parameter counts from config.json', () => {
 });
 
 describe('bad configs name the field', () => {
-  const bad = (c: unknown) => {
-    try {
-      describeHfConfig(c);
-    } catch (e) {
-      expect(e).toBeInstanceOf(ConfigError);
-      return (e as Error).message;
-    }
-    throw new Error('no error');
-  };
   it('missing model_type', () => expect(bad({ hidden_size: 4 })).toMatch(/^model_type: missing/));
   it('unknown model_type', () =>
     expect(bad({ model_type: 'mamba' })).toMatch(/^model_type: unknown model type 'mamba' \(supported: .*roberta.*gpt_neox, phi, t5, mt5, umt5\)/));
